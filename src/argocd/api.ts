@@ -1,0 +1,68 @@
+import type {
+  Application,
+  ApplicationList,
+  ApplicationSet,
+  ApplicationSetList,
+  ApplicationSetWatchEvent,
+  ApplicationSyncRequest,
+  ApplicationTree,
+  ApplicationWatchEvent,
+  ClusterList,
+  ManagedResourcesResponse,
+} from './types.js';
+
+/** Query of GET /api/v1/applications (and the stream). `fields` is the projection (B2). */
+export interface ListApplicationsQuery {
+  selector?: string;
+  projects?: string[];
+  appNamespace?: string;
+  repo?: string;
+  name?: string;
+  resourceVersion?: string;
+  fields?: string[];
+}
+
+export interface AppRef {
+  name: string;
+  appNamespace?: string;
+  project?: string;
+}
+
+export interface WatchHandle {
+  /** Stops the stream; no reconnect afterwards. */
+  close(): void;
+  /** Resolves once the initial snapshot (or the resumed stream) is flowing. */
+  ready: Promise<void>;
+}
+
+export interface WatchOptions<E> {
+  onEvent(event: E): void;
+  /** Called on each (re)connect attempt failure; the watch keeps retrying with backoff. */
+  onError?(error: Error): void;
+  /** Called after a reconnect, with the resourceVersion it resumed from (if any). */
+  onReconnect?(resourceVersion: string | undefined): void;
+}
+
+/**
+ * One Argo CD instance. Implemented in client.ts over axios; every call has a timeout and
+ * retries (network errors, 502/503/504, 429 with Retry-After), never other 4xx.
+ */
+export interface ArgoApi {
+  readonly instance: string;
+  listApplications(query?: ListApplicationsQuery): Promise<ApplicationList>;
+  getApplication(ref: AppRef, opts?: { refresh?: 'normal' | 'hard' }): Promise<Application>;
+  resourceTree(ref: AppRef): Promise<ApplicationTree>;
+  managedResources(ref: AppRef): Promise<ManagedResourcesResponse>;
+  sync(request: ApplicationSyncRequest): Promise<Application>;
+  terminateOperation(ref: AppRef): Promise<void>;
+  patchApplication(ref: AppRef, patch: unknown, patchType: 'merge' | 'json'): Promise<Application>;
+  listApplicationSets(query?: { selector?: string; projects?: string[]; appsetNamespace?: string }): Promise<ApplicationSetList>;
+  getApplicationSet(name: string, appsetNamespace?: string): Promise<ApplicationSet>;
+  upsertApplicationSet(appSet: ApplicationSet, opts?: { dryRun?: boolean }): Promise<ApplicationSet>;
+  listClusters(): Promise<ClusterList>;
+  watchApplications(query: ListApplicationsQuery, options: WatchOptions<ApplicationWatchEvent>): WatchHandle;
+  watchApplicationSets(
+    query: { selector?: string; projects?: string[]; resourceVersion?: string },
+    options: WatchOptions<ApplicationSetWatchEvent>,
+  ): WatchHandle;
+}

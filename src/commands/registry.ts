@@ -1,0 +1,97 @@
+import type { ArgoApi } from '../argocd/api.js';
+import type { RollcallConfig } from '../config/schema.js';
+import type { FleetView } from '../fleet/model.js';
+import type { Reply } from './reply.js';
+
+/** A parsed chat command: `/argo <command> [target] [key=value ...] [--flag]`. */
+export interface ParsedCommand {
+  command: string;
+  /** Positional words after the command (usually the target). */
+  positional: string[];
+  /** key=value options (`selector=`, `cluster=`, `prune=true` ...) and `-l` as `selector`. */
+  options: Record<string, string>;
+  /** --flags (`public`, `json`, `yes` ...). */
+  flags: Set<string>;
+  raw: string;
+}
+
+/** Where a reply goes and how a live message is updated. Implemented by Slack and the terminal. */
+export interface MessageRef {
+  channel: string;
+  ts: string;
+  threadTs?: string;
+}
+
+export interface Notifier {
+  /** Posts a new message (in a thread when threadTs is given). */
+  post(target: { channel: string; threadTs?: string }, reply: Reply): Promise<MessageRef>;
+  /** Replaces a message's content. Implementations coalesce and respect rate limits. */
+  update(ref: MessageRef, reply: Reply): Promise<void>;
+}
+
+export interface Services {
+  config: RollcallConfig;
+  fleet: FleetView;
+  /** One Argo CD API client per instance name. */
+  argocd: ReadonlyMap<string, ArgoApi>;
+  /** Runbook engine, when this process has one (issue 4). Typed loosely to keep commands/ independent of it. */
+  runs?: unknown;
+  notifier?: Notifier;
+  now?: () => Date;
+}
+
+export interface CommandContext {
+  services: Services;
+  /** Slack user id, or the terminal user (`--as`). */
+  user: string;
+  channel?: string;
+  threadTs?: string;
+  /** 'slack' | 'terminal' — some flows (modals) only exist in Slack. */
+  surface: 'slack' | 'terminal';
+  /** The terminal's --yes. */
+  assumeYes?: boolean;
+}
+
+export interface CommandSpec {
+  name: string;
+  aliases?: string[];
+  summary: string;
+  /** e.g. "status [selector] [cluster=X] [project=X] [instance=X]" */
+  usage: string;
+  /** Longer help: examples and what the output means. */
+  help?: string;
+  /** Read-only commands stay open to every user in allowed channels. */
+  readOnly: boolean;
+  run(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply>;
+}
+
+/** A button/interaction handler (confirm, approve, pause...). `value` comes from the button. */
+export interface ActionSpec {
+  name: string;
+  run(value: string, ctx: CommandContext): Promise<Reply | undefined>;
+}
+
+const commands = new Map<string, CommandSpec>();
+const aliases = new Map<string, string>();
+const actions = new Map<string, ActionSpec>();
+
+export function registerCommand(spec: CommandSpec): void {
+  commands.set(spec.name, spec);
+  for (const a of spec.aliases ?? []) aliases.set(a, spec.name);
+}
+
+export function findCommand(name: string): CommandSpec | undefined {
+  return commands.get(name) ?? commands.get(aliases.get(name) ?? '');
+}
+
+export function allCommands(): CommandSpec[] {
+  return [...commands.values()];
+}
+
+export function registerAction(spec: ActionSpec): void {
+  actions.set(spec.name, spec);
+}
+
+export function findAction(name: string): ActionSpec | undefined {
+  return actions.get(name);
+}

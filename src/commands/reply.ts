@@ -1,0 +1,70 @@
+/**
+ * A transport-neutral answer. Commands return a Reply; src/views renders it as Block Kit
+ * (Slack) or text (terminal), and `rollcall ask --json` prints {ok, command, title, data, error}.
+ *
+ * Inline text uses Slack mrkdwn as the one markup: *bold*, `code`, <url|label>. The terminal view
+ * converts it; nothing else needs to know about Slack.
+ */
+
+export type Tone = 'ok' | 'warn' | 'error' | 'progress' | 'unknown' | 'info';
+
+export interface ReplyButton {
+  label: string;
+  /** The chat command the button runs, e.g. "rollout progressive-infra". */
+  command?: string;
+  /** Or a named action with a value (runbook confirm/approve/pause...). */
+  action?: string;
+  value?: string;
+  url?: string;
+  style?: 'primary' | 'danger';
+}
+
+export interface ReplyItem {
+  text: string;
+  tone?: Tone;
+  /** Optional second line of detail (reason, message). */
+  detail?: string;
+  url?: string;
+}
+
+export type ReplyBlock =
+  | { kind: 'header'; text: string }
+  | { kind: 'text'; text: string; tone?: Tone }
+  | { kind: 'fields'; fields: { label: string; value: string }[] }
+  | {
+      kind: 'list';
+      title?: string;
+      items: ReplyItem[];
+      /** The real count when items were cut short. */
+      total?: number;
+    }
+  | { kind: 'context'; text: string }
+  | { kind: 'actions'; buttons: ReplyButton[] }
+  | { kind: 'divider' };
+
+export interface ReplyError {
+  /** Stable code, e.g. unknown_command, unknown_target, forbidden, invalid_selector, argocd_unreachable. */
+  code: string;
+  message: string;
+  suggestions?: string[];
+}
+
+export interface Reply {
+  ok: boolean;
+  command: string;
+  title: string;
+  data: Record<string, unknown>;
+  error?: ReplyError;
+  blocks: ReplyBlock[];
+}
+
+export function errorReply(command: string, code: string, message: string, suggestions?: string[]): Reply {
+  const blocks: ReplyBlock[] = [{ kind: 'text', text: `:x: ${message}`, tone: 'error' }];
+  if (suggestions?.length) blocks.push({ kind: 'context', text: `Did you mean: ${suggestions.map((s) => `\`${s}\``).join(', ')}?` });
+  return { ok: false, command, title: 'Error', data: {}, error: { code, message, ...(suggestions?.length ? { suggestions } : {}) }, blocks };
+}
+
+/** The JSON contract of `rollcall ask --json`. */
+export function replyJson(reply: Reply): { ok: boolean; command: string; title: string; data: Record<string, unknown>; error?: ReplyError } {
+  return { ok: reply.ok, command: reply.command, title: reply.title, data: reply.data, ...(reply.error ? { error: reply.error } : {}) };
+}
