@@ -94,7 +94,7 @@ export function parseConfig(text: string, file = 'rollcall.yaml', env: NodeJS.Pr
   if (doc.errors.length) {
     throw new ConfigError(
       file,
-      doc.errors.map((e) => ({ path: '', message: `YAML: ${e.message.split('\n')[0]}`, line: e.linePos?.[0]?.line })),
+      doc.errors.map((e) => ({ path: '', message: `YAML: ${e.message.split('\n')[0]}`, line: counter.linePos(e.pos[0]).line })),
     );
   }
   const problems: ConfigProblem[] = [];
