@@ -56,8 +56,8 @@ export function freePort(): Promise<number> {
   });
 }
 
-function findBinary(name: string): string | undefined {
-  const dirs = (process.env.PATH ?? '').split(path.delimiter).concat(['/usr/sbin', '/usr/local/bin', '/opt/homebrew/bin']);
+export function findBinary(name: string, searchPath?: string[]): string | undefined {
+  const dirs = searchPath ?? (process.env.PATH ?? '').split(path.delimiter).concat(['/usr/sbin', '/usr/local/bin', '/opt/homebrew/bin']);
   for (const dir of dirs) {
     const candidate = path.join(dir, name);
     try {
@@ -77,6 +77,8 @@ export interface PrivateRedisOptions {
   persistent?: boolean;
   port?: number;
   dir?: string;
+  /** Directories to look for redis-server in (default: PATH and the usual places). */
+  searchPath?: string[];
 }
 
 export interface PrivateRedis extends RedisHandle {
@@ -87,7 +89,7 @@ export interface PrivateRedis extends RedisHandle {
 
 /** Starts a private `redis-server` on a free port in a temp dir. */
 export async function startPrivateRedis(options: PrivateRedisOptions = {}): Promise<PrivateRedis> {
-  const binary = findBinary('redis-server');
+  const binary = findBinary('redis-server', options.searchPath);
   if (!binary) throw new RedisUnavailableError();
   const port = options.port ?? (await freePort());
   const dir = options.dir ?? mkdtempSync(path.join(tmpdir(), 'rollcall-redis-'));
