@@ -50,6 +50,35 @@ export interface CommandContext {
   surface: 'slack' | 'terminal';
   /** The terminal's --yes. */
   assumeYes?: boolean;
+  /**
+   * Slack only (a fresh trigger_id is needed): shows a form to the user as a modal. Resolves false where
+   * no form can be shown (terminal, expired trigger). The submission runs the action named `form.action`.
+   */
+  openForm?(form: FormSpec): Promise<boolean>;
+}
+
+/** A form the user fills in (Slack renders a modal). Transport-neutral: fields, not Block Kit. */
+export interface FormSpec {
+  /** Registered action (registerAction) run on submit with value = JSON `{"metadata": string, "values": {name: string}}`. */
+  action: string;
+  title: string;
+  submitLabel?: string;
+  /** Opaque data handed back on submit (Slack: private_metadata, keep it under 2000 chars). */
+  metadata?: string;
+  /** Shown above the fields (mrkdwn). */
+  intro?: string;
+  fields: FormField[];
+}
+
+export interface FormField {
+  name: string;
+  label: string;
+  type: 'string' | 'int' | 'bool' | 'duration' | 'selector' | 'enum';
+  required?: boolean;
+  default?: string;
+  hint?: string;
+  /** For enum. */
+  options?: string[];
 }
 
 export interface CommandSpec {
