@@ -13,6 +13,18 @@ export interface FixtureKube {
   cluster: string;
   /** Kubernetes objects (Secrets, Pods, Deployments, SealedSecrets, ...) as the API returns them. */
   objects: Record<string, any>[];
+  /** Bearer token the simulated API server accepts (default `sim-kube-<cluster>-token`). */
+  token?: string;
+  /** Simulate a sealed-secrets controller on this cluster (argocd-facts C). */
+  sealedSecretsController?: {
+    namespace?: string;
+    name?: string;
+    podLabels?: Record<string, string>;
+    /** --key-renew-period in ms (default 30 days; 0 = never). */
+    renewPeriodMs?: number;
+    /** Pod creation to Ready, in ms (default 1500). */
+    startupMs?: number;
+  };
 }
 
 export interface Fixture {
