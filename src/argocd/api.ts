@@ -41,6 +41,11 @@ export interface WatchOptions<E> {
   onError?(error: Error): void;
   /** Called after a reconnect, with the resourceVersion it resumed from (if any). */
   onReconnect?(resourceVersion: string | undefined): void;
+  /**
+   * The server cannot resume from our resourceVersion (410 Gone). When given, the watch stops and
+   * the caller relists and opens a new one; without it the watch restarts with a fresh snapshot.
+   */
+  onExpired?(): void;
 }
 
 /**

@@ -1,0 +1,407 @@
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import type { Readable } from 'node:stream';
+import axios, { AxiosError, type AxiosInstance, type AxiosRequestConfig } from 'axios';
+import type { Logger } from 'pino';
+import type { RollcallConfig, InstanceConfig } from '../config/schema.js';
+import type { AppRef, ArgoApi, ListApplicationsQuery, WatchHandle, WatchOptions } from './api.js';
+import { ArgoError, errorFromResponse, errorFromTransport, isTlsErrorCode, type CallContext } from './errors.js';
+import { DEFAULT_RETRY, parseRetryAfter, retryDelay, sleep, type RetryPolicy } from './retry.js';
+import type {
+  Application,
+  ApplicationList,
+  ApplicationSet,
+  ApplicationSetList,
+  ApplicationSetWatchEvent,
+  ApplicationSyncRequest,
+  ApplicationTree,
+  ApplicationWatchEvent,
+  Cluster,
+  ClusterList,
+  ManagedResourcesResponse,
+} from './types.js';
+import { openSseWatch } from './watch.js';
+
+export interface ArgoClientOptions {
+  logger?: Logger;
+  retry?: RetryPolicy;
+  /** Watch tuning; Argo CD sends a keep-alive every 15 s. */
+  watch?: { keepAliveMs?: number; backoff?: Pick<RetryPolicy, 'baseMs' | 'maxMs'> };
+}
+
+/**
+ * How a call may be retried after a failure.
+ * - `idempotent`: reads, merge patches, appset upserts, terminate: repeat on any transient failure.
+ * - `sync`: a sync POST that failed in transit (reset, timeout, 502/503/504) may or may not have
+ *   started an operation. Argo CD refuses a second sync while one runs ("another operation is
+ *   already in progress"), so a retry cannot start a duplicate: it either starts the sync the
+ *   first attempt never delivered, or fails with that message. We retry, and surface the latter
+ *   as `operation_in_progress` with `maybeApplied: true` so the caller checks the app instead of
+ *   reporting a plain failure.
+ * - `unsafe`: JSON patches can apply twice (e.g. an array `add`): retry only when the request
+ *   surely never reached Argo CD (connection refused, DNS, 429).
+ */
+type RetryMode = 'idempotent' | 'sync' | 'unsafe';
+
+type Query = Record<string, string | string[] | boolean | undefined>;
+
+const SURELY_UNDELIVERED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+const IN_TRANSIT = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED', 'ERR_SOCKET_CONNECTION_TIMEOUT']);
+
+/** One Argo CD instance over its REST API (ArgoApi). Every call has the configured timeout. */
+export class ArgoClient implements ArgoApi {
+  readonly instance: string;
+  private readonly http: AxiosInstance;
+  private readonly baseUrl: string;
+  private readonly timeoutMs: number;
+  private readonly retry: RetryPolicy;
+  private readonly logger?: Logger;
+  private readonly watchOptions: Required<NonNullable<ArgoClientOptions['watch']>>;
+
+  constructor(cfg: InstanceConfig, opts: ArgoClientOptions = {}) {
+    this.instance = cfg.name;
+    this.baseUrl = cfg.url.replace(/\/+$/, '');
+    this.timeoutMs = cfg.timeout;
+    this.retry = { ...DEFAULT_RETRY, ...opts.retry };
+    this.logger = opts.logger?.child({ instance: cfg.name });
+    this.watchOptions = { keepAliveMs: opts.watch?.keepAliveMs ?? 15_000, backoff: opts.watch?.backoff ?? { baseMs: 500, maxMs: 30_000 } };
+    const tls = cfg.tls ?? { insecureSkipVerify: false };
+    this.http = axios.create({
+      baseURL: `${this.baseUrl}/api/v1`,
+      timeout: cfg.timeout,
+      headers: { Authorization: `Bearer ${cfg.token}`, Accept: 'application/json' },
+      httpAgent: new http.Agent({ keepAlive: true }),
+      httpsAgent: new https.Agent({
+        keepAlive: true,
+        rejectUnauthorized: !tls.insecureSkipVerify,
+        ca: tls.caFile ? readFileSync(tls.caFile) : undefined,
+      }),
+      paramsSerializer: { serialize: serializeQuery },
+      // ETIMEDOUT instead of ECONNABORTED for timeouts, so they are told apart from aborts.
+      transitional: { clarifyTimeoutError: true },
+      maxRedirects: 0,
+      validateStatus: (status) => status >= 200 && status < 300,
+    });
+  }
+
+  // ---------- applications ----------
+
+  listApplications(query: ListApplicationsQuery = {}): Promise<ApplicationList> {
+    return this.call<ApplicationList>(
+      { method: 'GET', url: '/applications', params: applicationQuery(query) },
+      { resource: 'applications', action: 'get', project: query.projects?.length === 1 ? query.projects[0] : undefined },
+      'idempotent',
+    ).then((list) => ({ metadata: list.metadata ?? {}, items: list.items ?? [] }));
+  }
+
+  getApplication(ref: AppRef, opts: { refresh?: 'normal' | 'hard' } = {}): Promise<Application> {
+    return this.call<Application>(
+      { method: 'GET', url: appPath(ref.name), params: { ...refQuery(ref), refresh: opts.refresh } },
+      { resource: 'applications', action: 'get', app: ref.name, project: ref.project },
+      'idempotent',
+    );
+  }
+
+  resourceTree(ref: AppRef): Promise<ApplicationTree> {
+    return this.call<ApplicationTree>(
+      { method: 'GET', url: `${appPath(ref.name)}/resource-tree`, params: refQuery(ref) },
+      { resource: 'applications', action: 'get', app: ref.name, project: ref.project },
+      'idempotent',
+    );
+  }
+
+  managedResources(ref: AppRef): Promise<ManagedResourcesResponse> {
+    return this.call<ManagedResourcesResponse>(
+      { method: 'GET', url: `${appPath(ref.name)}/managed-resources`, params: refQuery(ref) },
+      { resource: 'applications', action: 'get', app: ref.name, project: ref.project },
+      'idempotent',
+    ).then((r) => ({ ...r, items: r.items ?? [] }));
+  }
+
+  sync(request: ApplicationSyncRequest): Promise<Application> {
+    return this.call<Application>(
+      { method: 'POST', url: `${appPath(request.name)}/sync`, data: syncBody(request) },
+      { resource: 'applications', action: 'sync', app: request.name, project: request.project },
+      'sync',
+    );
+  }
+
+  async terminateOperation(ref: AppRef): Promise<void> {
+    try {
+      await this.call<unknown>(
+        { method: 'DELETE', url: `${appPath(ref.name)}/operation`, params: refQuery(ref) },
+        { resource: 'applications', action: 'sync', app: ref.name, project: ref.project },
+        'idempotent',
+      );
+    } catch (error) {
+      // A retry after a terminate that was applied but whose answer was lost finds nothing running:
+      // the goal (no running operation) holds.
+      if (error instanceof ArgoError && error.maybeApplied && /no operation is in progress/i.test(error.argoMessage ?? '')) return;
+      throw error;
+    }
+  }
+
+  patchApplication(ref: AppRef, patch: unknown, patchType: 'merge' | 'json'): Promise<Application> {
+    const body = { name: ref.name, patch: JSON.stringify(patch), patchType, appNamespace: ref.appNamespace, project: ref.project };
+    return this.call<Application>(
+      { method: 'PATCH', url: appPath(ref.name), data: dropUndefined(body) },
+      { resource: 'applications', action: 'update', app: ref.name, project: ref.project },
+      patchType === 'merge' ? 'idempotent' : 'unsafe',
+    );
+  }
+
+  // ---------- applicationsets ----------
+
+  listApplicationSets(query: { selector?: string; projects?: string[]; appsetNamespace?: string } = {}): Promise<ApplicationSetList> {
+    return this.call<ApplicationSetList>(
+      { method: 'GET', url: '/applicationsets', params: { selector: query.selector, projects: query.projects, appsetNamespace: query.appsetNamespace } },
+      { resource: 'applicationsets', action: 'get' },
+      'idempotent',
+    ).then((list) => ({ metadata: list.metadata ?? {}, items: list.items ?? [] }));
+  }
+
+  getApplicationSet(name: string, appsetNamespace?: string): Promise<ApplicationSet> {
+    return this.call<ApplicationSet>(
+      { method: 'GET', url: `/applicationsets/${encodeURIComponent(name)}`, params: { appsetNamespace } },
+      { resource: 'applicationsets', action: 'get', appSet: name, project: undefined },
+      'idempotent',
+    );
+  }
+
+  /** There is no PATCH for ApplicationSets (A8/B3): POST the full object with upsert=true. */
+  upsertApplicationSet(appSet: ApplicationSet, opts: { dryRun?: boolean } = {}): Promise<ApplicationSet> {
+    return this.call<ApplicationSet>(
+      { method: 'POST', url: '/applicationsets', params: { upsert: 'true', dryRun: opts.dryRun ? 'true' : undefined }, data: appSet },
+      { resource: 'applicationsets', action: 'update', appSet: appSet.metadata.name, project: appSet.spec?.template?.spec?.project },
+      'idempotent',
+    );
+  }
+
+  // ---------- clusters ----------
+
+  /** Cluster `config` holds credentials: it is dropped here so it never reaches the mirror, logs or replies. */
+  async listClusters(): Promise<ClusterList> {
+    const list = await this.call<ClusterList>({ method: 'GET', url: '/clusters' }, { resource: 'clusters', action: 'get' }, 'idempotent');
+    const items = (list.items ?? []).map((c: Cluster) => {
+      const { config: _config, ...rest } = c;
+      return rest;
+    });
+    return { metadata: list.metadata, items };
+  }
+
+  // ---------- watch ----------
+
+  watchApplications(query: ListApplicationsQuery, options: WatchOptions<ApplicationWatchEvent>): WatchHandle {
+    const { resourceVersion, fields: _fields, ...rest } = query;
+    return this.watch<ApplicationWatchEvent>(
+      '/stream/applications',
+      applicationQuery(rest),
+      resourceVersion,
+      (result) => {
+        const r = result as Partial<ApplicationWatchEvent> | undefined;
+        return r?.type && r.application ? { type: r.type, application: r.application } : undefined;
+      },
+      (e) => e.application.metadata.resourceVersion,
+      { resource: 'applications', action: 'get' },
+      options,
+    );
+  }
+
+  watchApplicationSets(
+    query: { selector?: string; projects?: string[]; resourceVersion?: string },
+    options: WatchOptions<ApplicationSetWatchEvent>,
+  ): WatchHandle {
+    return this.watch<ApplicationSetWatchEvent>(
+      '/stream/applicationsets',
+      { selector: query.selector, projects: query.projects },
+      query.resourceVersion,
+      (result) => {
+        const r = result as Partial<ApplicationSetWatchEvent> | undefined;
+        return r?.type && r.applicationSet ? { type: r.type, applicationSet: r.applicationSet } : undefined;
+      },
+      (e) => e.applicationSet.metadata.resourceVersion,
+      { resource: 'applicationsets', action: 'get' },
+      options,
+    );
+  }
+
+  private watch<E>(
+    path: string,
+    params: Query,
+    resourceVersion: string | undefined,
+    toEvent: (result: unknown) => E | undefined,
+    resourceVersionOf: (e: E) => string | undefined,
+    rbac: Pick<CallContext, 'resource' | 'action'>,
+    options: WatchOptions<E>,
+  ): WatchHandle {
+    const ctx = this.context('GET', path, rbac);
+    return openSseWatch<E>(
+      {
+        instance: this.instance,
+        describe: `GET ${path}`,
+        keepAliveMs: this.watchOptions.keepAliveMs,
+        connectTimeoutMs: this.timeoutMs,
+        backoff: this.watchOptions.backoff,
+        initialResourceVersion: resourceVersion,
+        logger: this.logger,
+        toEvent,
+        resourceVersionOf,
+        connect: async (rv, signal) => {
+          const res = await this.http.request<Readable>({
+            method: 'GET',
+            url: path,
+            params: { ...params, resourceVersion: rv },
+            headers: { Accept: 'text/event-stream' },
+            responseType: 'stream',
+            // The stream lives for hours: liveness is the keep-alive check, not a request timeout.
+            timeout: 0,
+            signal,
+            validateStatus: () => true,
+            decompress: false,
+          });
+          return { status: res.status, stream: res.data };
+        },
+        errorFor: (status, body) => errorFromResponse(ctx, status, body),
+        transportError: (error) => {
+          const e = error as AxiosError;
+          return errorFromTransport(ctx, e?.code, e?.message ?? String(error));
+        },
+      },
+      options,
+    );
+  }
+
+  // ---------- plumbing ----------
+
+  private context(method: string, path: string, rest: Omit<CallContext, 'instance' | 'url' | 'method' | 'path' | 'timeoutMs'>): CallContext {
+    return { instance: this.instance, url: this.baseUrl, method, path, timeoutMs: this.timeoutMs, ...rest };
+  }
+
+  private async call<T>(
+    request: AxiosRequestConfig & { method: string; url: string; params?: Query },
+    rbac: Omit<CallContext, 'instance' | 'url' | 'method' | 'path' | 'timeoutMs'>,
+    mode: RetryMode,
+  ): Promise<T> {
+    const ctx = this.context(request.method, request.url, rbac);
+    let inTransitFailure = false;
+    for (let attempt = 0; ; attempt++) {
+      const started = Date.now();
+      try {
+        const res = await this.http.request<T>(request);
+        this.logger?.debug({ method: ctx.method, path: ctx.path, status: res.status, ms: Date.now() - started, attempt }, 'argocd call');
+        return res.data;
+      } catch (error) {
+        const failure = classify(error);
+        // A mutating call whose attempt failed in transit may have been applied by Argo CD.
+        const maybeApplied = ctx.method !== 'GET' && (inTransitFailure || failure.kind === 'in-transit');
+        const final =
+          failure.kind === 'final' || attempt >= this.retry.retries || (mode === 'unsafe' && failure.kind === 'in-transit');
+        this.logger?.[final ? 'debug' : 'warn'](
+          { method: ctx.method, path: ctx.path, status: failure.status, code: failure.transportCode, ms: Date.now() - started, attempt },
+          final ? 'argocd call failed' : 'argocd call failed, retrying',
+        );
+        if (final) {
+          const extra = { maybeApplied };
+          if (failure.status !== undefined) throw errorFromResponse(ctx, failure.status, failure.body, extra);
+          if (failure.unknown) throw failure.unknown;
+          throw errorFromTransport(ctx, failure.transportCode, failure.detail, extra);
+        }
+        if (failure.kind === 'in-transit') inTransitFailure = true;
+        await sleep(retryDelay(attempt, this.retry, failure.retryAfterMs));
+      }
+    }
+  }
+}
+
+interface Failure {
+  kind: 'undelivered' | 'in-transit' | 'final';
+  status?: number;
+  body?: unknown;
+  transportCode?: string;
+  detail: string;
+  retryAfterMs?: number;
+  /** Not an HTTP failure at all (a bug): rethrown as is. */
+  unknown?: unknown;
+}
+
+function classify(error: unknown): Failure {
+  if (!(error instanceof AxiosError)) return { kind: 'final', detail: String(error), unknown: error };
+  const res = error.response;
+  if (res) {
+    const status = res.status;
+    const retryAfterMs = parseRetryAfter(res.headers?.['retry-after'] as string | undefined);
+    if (status === 429) return { kind: 'undelivered', status, body: res.data, detail: error.message, retryAfterMs };
+    if (status === 502 || status === 503 || status === 504) return { kind: 'in-transit', status, body: res.data, detail: error.message, retryAfterMs };
+    return { kind: 'final', status, body: res.data, detail: error.message };
+  }
+  const code = error.code;
+  if (code && SURELY_UNDELIVERED.has(code)) return { kind: 'undelivered', transportCode: code, detail: error.message };
+  if ((code && IN_TRANSIT.has(code)) || /socket hang up/i.test(error.message))
+    return { kind: 'in-transit', transportCode: code ?? 'ECONNRESET', detail: error.message };
+  if (isTlsErrorCode(code)) return { kind: 'final', transportCode: code, detail: error.message };
+  return { kind: 'final', transportCode: code, detail: error.message };
+}
+
+function appPath(name: string): string {
+  return `/applications/${encodeURIComponent(name)}`;
+}
+
+function refQuery(ref: AppRef): Query {
+  return { appNamespace: ref.appNamespace, project: ref.project };
+}
+
+/** List/stream query (B2): `projects` repeated per value, `fields` as one comma-joined value. */
+function applicationQuery(q: ListApplicationsQuery): Query {
+  return {
+    selector: q.selector,
+    projects: q.projects,
+    appNamespace: q.appNamespace,
+    repo: q.repo,
+    name: q.name,
+    resourceVersion: q.resourceVersion,
+    fields: q.fields?.length ? q.fields.join(',') : undefined,
+  };
+}
+
+export function serializeQuery(params: Query): string {
+  const parts: string[] = [];
+  for (const [key, value] of Object.entries(params ?? {})) {
+    if (value === undefined || value === '') continue;
+    const values = Array.isArray(value) ? value : [String(value)];
+    for (const v of values) parts.push(`${encodeURIComponent(key)}=${encodeURIComponent(v)}`);
+  }
+  return parts.join('&');
+}
+
+/** B4: syncOptions as `{items}`, hook force inline under `hook`, sourcePositions as numbers. */
+export function syncBody(r: ApplicationSyncRequest): Record<string, unknown> {
+  let strategy: ApplicationSyncRequest['strategy'];
+  if (r.strategy?.hook) strategy = { hook: { force: r.strategy.hook.force ?? false } };
+  else if (r.strategy?.apply) strategy = { apply: { force: r.strategy.apply.force ?? false } };
+  const syncOptions = r.syncOptions as ApplicationSyncRequest['syncOptions'] | string[] | undefined;
+  return dropUndefined({
+    name: r.name,
+    appNamespace: r.appNamespace,
+    project: r.project,
+    revision: r.revision,
+    revisions: r.revisions,
+    sourcePositions: r.sourcePositions?.map(Number),
+    prune: r.prune,
+    dryRun: r.dryRun,
+    strategy,
+    resources: r.resources,
+    syncOptions: Array.isArray(syncOptions) ? { items: syncOptions } : syncOptions,
+    retryStrategy: r.retryStrategy,
+    infos: r.infos,
+  });
+}
+
+function dropUndefined<T extends Record<string, unknown>>(o: T): T {
+  for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k];
+  return o;
+}
+
+export function createClients(config: RollcallConfig, opts: ArgoClientOptions = {}): Map<string, ArgoClient> {
+  return new Map(config.instances.map((i) => [i.name, new ArgoClient(i, opts)]));
+}

@@ -1,0 +1,322 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ArgoClient, createClients } from '../../src/argocd/client.js';
+import { ArgoError } from '../../src/argocd/errors.js';
+import { configSchema, instanceSchema } from '../../src/config/schema.js';
+import type { Application, ApplicationSet } from '../../src/argocd/types.js';
+import { startRecordingServer, type RecordingServer } from '../support/recording-server.js';
+
+const ROOT = '/argocd';
+const API = `${ROOT}/api/v1`;
+const TOKEN = 'tok-abc.def';
+
+let server: RecordingServer;
+
+function client(opts: { timeout?: number; retries?: number; retryAfterCapMs?: number } = {}) {
+  const cfg = instanceSchema.parse({ name: 'eu', url: `${server.url}${ROOT}/`, token: TOKEN, timeout: opts.timeout ?? 2000 });
+  return new ArgoClient(cfg, { retry: { retries: opts.retries ?? 3, baseMs: 5, maxMs: 20, retryAfterCapMs: opts.retryAfterCapMs ?? 1500 } });
+}
+
+const app = (name: string): Application => ({ metadata: { name, namespace: 'argocd' }, spec: { project: 'payments', destination: { name: 'prod-eu1' } } });
+
+async function failure(p: Promise<unknown>): Promise<ArgoError> {
+  try {
+    await p;
+  } catch (e) {
+    expect(e).toBeInstanceOf(ArgoError);
+    return e as ArgoError;
+  }
+  throw new Error('expected the call to fail');
+}
+
+beforeAll(async () => {
+  server = await startRecordingServer();
+});
+afterAll(async () => {
+  await server.stop();
+});
+beforeEach(() => {
+  server.requests.length = 0;
+});
+
+describe('request shapes', () => {
+  it('lists applications under the root path with the Bearer token, repeated projects and comma-joined fields', async () => {
+    server.on('GET', `${API}/applications`, { body: { metadata: { resourceVersion: '42' }, items: [app('a'), app('b')] } });
+    const list = await client().listApplications({
+      selector: 'team=payments,tier!=db',
+      projects: ['payments', 'platform'],
+      fields: ['items.metadata.name', 'items.status.sync.status'],
+      resourceVersion: '41',
+    });
+    expect(list.items?.map((a) => a.metadata.name)).toEqual(['a', 'b']);
+    expect(list.metadata.resourceVersion).toBe('42');
+    const [req] = server.requestsTo(`${API}/applications`);
+    expect(req.headers.authorization).toBe(`Bearer ${TOKEN}`);
+    expect(req.query.getAll('projects')).toEqual(['payments', 'platform']);
+    expect(req.query.get('selector')).toBe('team=payments,tier!=db');
+    expect(req.query.getAll('fields')).toEqual(['items.metadata.name,items.status.sync.status']);
+    expect(req.query.get('resourceVersion')).toBe('41');
+    expect(req.url).toContain('projects=payments&projects=platform');
+  });
+
+  it('turns a null items list into an empty array', async () => {
+    server.on('GET', `${API}/applications`, { body: { metadata: {}, items: null } });
+    expect((await client().listApplications()).items).toEqual([]);
+  });
+
+  it('gets an app with refresh, project and appNamespace, and escapes the name', async () => {
+    server.on('GET', `${API}/applications/pay%20ments`, { body: app('pay ments') });
+    await client().getApplication({ name: 'pay ments', project: 'payments', appNamespace: 'team-a' }, { refresh: 'hard' });
+    const [req] = server.requestsTo(`${API}/applications/pay%20ments`);
+    expect(Object.fromEntries(req.query)).toEqual({ project: 'payments', appNamespace: 'team-a', refresh: 'hard' });
+  });
+
+  it('reads the resource tree and managed resources', async () => {
+    server.on('GET', `${API}/applications/web/resource-tree`, { body: { nodes: [{ version: 'v1', kind: 'Pod', name: 'web-1' }] } });
+    server.on('GET', `${API}/applications/web/managed-resources`, { body: { items: null } });
+    const c = client();
+    expect((await c.resourceTree({ name: 'web' })).nodes[0].name).toBe('web-1');
+    expect((await c.managedResources({ name: 'web', project: 'p' })).items).toEqual([]);
+    expect(server.requestsTo(`${API}/applications/web/managed-resources`)[0].query.get('project')).toBe('p');
+  });
+
+  it('sends the full sync body in the real JSON shape (B4)', async () => {
+    server.on('POST', `${API}/applications/auth-config/sync`, { body: app('auth-config') });
+    await client().sync({
+      name: 'auth-config',
+      project: 'payments',
+      revision: 'v2.15.1',
+      prune: true,
+      dryRun: false,
+      strategy: { hook: { force: true } },
+      resources: [{ group: 'apps', kind: 'Deployment', name: 'auth', namespace: 'auth' }],
+      syncOptions: { items: ['Prune=false', 'ServerSideApply=true'] },
+      retryStrategy: { limit: 3, backoff: { duration: '5s', factor: 2, maxDuration: '3m' } },
+      sourcePositions: ['1', 2] as unknown as number[],
+      revisions: ['a', 'b'],
+    });
+    const [req] = server.requestsTo(`${API}/applications/auth-config/sync`, 'POST');
+    expect(req.json).toEqual({
+      name: 'auth-config',
+      project: 'payments',
+      revision: 'v2.15.1',
+      revisions: ['a', 'b'],
+      sourcePositions: [1, 2],
+      prune: true,
+      dryRun: false,
+      strategy: { hook: { force: true } },
+      resources: [{ group: 'apps', kind: 'Deployment', name: 'auth', namespace: 'auth' }],
+      syncOptions: { items: ['Prune=false', 'ServerSideApply=true'] },
+      retryStrategy: { limit: 3, backoff: { duration: '5s', factor: 2, maxDuration: '3m' } },
+    });
+    expect(req.headers['content-type']).toContain('application/json');
+  });
+
+  it('terminates with DELETE .../operation and patches with the patch as a JSON string', async () => {
+    server.on('DELETE', `${API}/applications/web/operation`, { body: {} });
+    server.on('PATCH', `${API}/applications/web`, { body: app('web') });
+    const c = client();
+    await c.terminateOperation({ name: 'web', project: 'shop' });
+    await c.patchApplication({ name: 'web' }, { spec: { syncPolicy: { automated: null } } }, 'merge');
+    expect(server.requestsTo(`${API}/applications/web/operation`, 'DELETE')[0].query.get('project')).toBe('shop');
+    expect(server.requestsTo(`${API}/applications/web`, 'PATCH')[0].json).toEqual({
+      name: 'web',
+      patch: '{"spec":{"syncPolicy":{"automated":null}}}',
+      patchType: 'merge',
+    });
+  });
+
+  it('upserts an ApplicationSet with the full object via POST ?upsert=true&dryRun=true', async () => {
+    const appSet: ApplicationSet = {
+      metadata: { name: 'payments', namespace: 'argocd' },
+      spec: { generators: [], template: { metadata: {}, spec: { project: 'payments', destination: {} } }, strategy: { type: 'RollingSync' } },
+    };
+    server.on('POST', `${API}/applicationsets`, { body: appSet });
+    server.on('GET', `${API}/applicationsets`, { body: { metadata: {}, items: [appSet] } });
+    server.on('GET', `${API}/applicationsets/payments`, { body: appSet });
+    const c = client();
+    await c.upsertApplicationSet(appSet, { dryRun: true });
+    await c.listApplicationSets({ projects: ['payments'], selector: 'tier=web' });
+    await c.getApplicationSet('payments', 'argocd');
+    const [post] = server.requestsTo(`${API}/applicationsets`, 'POST');
+    expect(Object.fromEntries(post.query)).toEqual({ upsert: 'true', dryRun: 'true' });
+    expect(post.json).toEqual(appSet);
+    expect(Object.fromEntries(server.requestsTo(`${API}/applicationsets`, 'GET')[0].query)).toEqual({ projects: 'payments', selector: 'tier=web' });
+    expect(server.requestsTo(`${API}/applicationsets/payments`)[0].query.get('appsetNamespace')).toBe('argocd');
+  });
+
+  it('lists clusters and drops their credentials', async () => {
+    server.on('GET', `${API}/clusters`, {
+      body: { items: [{ name: 'prod-eu1', server: 'https://1.2.3.4', config: { bearerToken: 'secret' } }] },
+    });
+    const clusters = await client().listClusters();
+    expect(clusters.items).toEqual([{ name: 'prod-eu1', server: 'https://1.2.3.4' }]);
+    expect(JSON.stringify(clusters)).not.toContain('secret');
+  });
+
+  it('creates one client per configured instance', () => {
+    const config = configSchema.parse({
+      instances: [
+        { name: 'eu', url: 'https://eu.example', token: 't1' },
+        { name: 'us', url: 'https://us.example/argocd', token: 't2' },
+      ],
+    });
+    const clients = createClients(config);
+    expect([...clients.keys()]).toEqual(['eu', 'us']);
+    expect(clients.get('us')?.instance).toBe('us');
+  });
+});
+
+describe('retries', () => {
+  it('retries a 502 and succeeds with two requests', async () => {
+    server.on('GET', `${API}/applications/web`, { status: 502, body: 'Bad Gateway' }, { body: app('web') });
+    const got = await client().getApplication({ name: 'web' });
+    expect(got.metadata.name).toBe('web');
+    expect(server.requestsTo(`${API}/applications/web`)).toHaveLength(2);
+  });
+
+  it('honours Retry-After seconds on 429', async () => {
+    server.on('GET', `${API}/clusters`, { status: 429, headers: { 'retry-after': '1' }, body: {} }, { body: { items: [] } });
+    const started = Date.now();
+    await client().listClusters();
+    const times = server.requestsTo(`${API}/clusters`);
+    expect(times).toHaveLength(2);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+  });
+
+  it('caps a huge Retry-After at retryAfterCapMs', async () => {
+    server.on('GET', `${API}/clusters`, { status: 503, headers: { 'retry-after': '3600' }, body: {} }, { body: { items: [] } });
+    const started = Date.now();
+    await client({ retryAfterCapMs: 200 }).listClusters();
+    const elapsed = Date.now() - started;
+    expect(elapsed).toBeGreaterThanOrEqual(190);
+    expect(elapsed).toBeLessThan(1000);
+  });
+
+  it('does not retry a 403 and names the permission, project and app', async () => {
+    server.on('POST', `${API}/applications/web/sync`, { status: 403, body: { error: 'permission denied', code: 7, message: 'permission denied' } });
+    const error = await failure(client().sync({ name: 'web', project: 'shop' }));
+    expect(server.requestsTo(`${API}/applications/web/sync`)).toHaveLength(1);
+    expect(error.code).toBe('forbidden');
+    expect(error.status).toBe(403);
+    expect(error.message).toContain('lacks `sync` on applications in project shop (app web on instance eu)');
+    expect(error.message).toContain('p, role:rollcall, applications, sync, shop/*, allow');
+  });
+
+  it('gives up after the configured retries with an unavailable error', async () => {
+    server.on('GET', `${API}/applications`, { status: 503, body: { message: 'repo server down', code: 14 } });
+    const error = await failure(client({ retries: 2 }).listApplications());
+    expect(server.requestsTo(`${API}/applications`)).toHaveLength(3);
+    expect(error.code).toBe('unavailable');
+    expect(error.message).toContain('repo server down');
+  });
+
+  it('retries a reset connection on reads', async () => {
+    server.on('GET', `${API}/applications/web`, { reset: true }, { body: app('web') });
+    await client().getApplication({ name: 'web' });
+    expect(server.requestsTo(`${API}/applications/web`)).toHaveLength(2);
+  });
+
+  it('times out with the configured value and says so', async () => {
+    server.on('GET', `${API}/applications/slow`, { delayMs: 400, body: app('slow') });
+    const error = await failure(client({ timeout: 100, retries: 1 }).getApplication({ name: 'slow' }));
+    expect(error.code).toBe('timeout');
+    expect(error.message).toContain('within 100ms');
+    expect(server.requestsTo(`${API}/applications/slow`)).toHaveLength(2);
+  });
+
+  it('surfaces a retried sync that finds an operation running as operation_in_progress, maybe applied', async () => {
+    server.on(
+      'POST',
+      `${API}/applications/auth-config/sync`,
+      { status: 502, body: 'upstream reset' },
+      { status: 400, body: { error: 'another operation is already in progress', code: 9, message: 'another operation is already in progress' } },
+    );
+    const error = await failure(client().sync({ name: 'auth-config' }));
+    expect(server.requestsTo(`${API}/applications/auth-config/sync`)).toHaveLength(2);
+    expect(error.code).toBe('operation_in_progress');
+    expect(error.maybeApplied).toBe(true);
+    expect(error.message).toContain('probably started that operation');
+  });
+
+  it('reports a first-try "another operation" as operation_in_progress, not applied', async () => {
+    server.on('POST', `${API}/applications/web/sync`, {
+      status: 400,
+      body: { error: 'another operation is already in progress', code: 9, message: 'another operation is already in progress' },
+    });
+    const error = await failure(client().sync({ name: 'web' }));
+    expect(error.code).toBe('operation_in_progress');
+    expect(error.maybeApplied).toBe(false);
+    expect(error.message).toContain('wait for it to finish, or terminate it');
+  });
+
+  it('does not retry a JSON patch that may have been applied (502)', async () => {
+    server.on('PATCH', `${API}/applications/web`, { status: 502, body: '' }, { body: app('web') });
+    const error = await failure(client().patchApplication({ name: 'web' }, [{ op: 'add', path: '/metadata/labels/x', value: 'y' }], 'json'));
+    expect(server.requestsTo(`${API}/applications/web`, 'PATCH')).toHaveLength(1);
+    expect(error.maybeApplied).toBe(true);
+  });
+
+  it('treats a retried terminate that finds nothing running as done', async () => {
+    server.on(
+      'DELETE',
+      `${API}/applications/web/operation`,
+      { status: 504, body: '' },
+      { status: 400, body: { code: 9, message: 'Unable to terminate operation. No operation is in progress' } },
+    );
+    await expect(client().terminateOperation({ name: 'web' })).resolves.toBeUndefined();
+  });
+});
+
+describe('error mapping', () => {
+  it('401: says the token is invalid or expired and how to mint one', async () => {
+    server.on('GET', `${API}/applications`, { status: 401, body: { code: 16, message: 'invalid session: token is expired' } });
+    const error = await failure(client().listApplications());
+    expect(error.code).toBe('unauthenticated');
+    expect(error.message).toContain('instance eu rejected the token');
+    expect(error.message).toContain('argocd account generate-token');
+    expect(error.message).not.toContain(TOKEN);
+  });
+
+  it('403 without project: warns that a missing app also answers 403 (B1)', async () => {
+    server.on('GET', `${API}/applications/ghost`, { status: 403, body: { code: 7, message: 'permission denied' } });
+    const error = await failure(client().getApplication({ name: 'ghost' }));
+    expect(error.message).toContain('lacks `get` on applications in project <project>');
+    expect(error.message).toContain('If app ghost does not exist, Argo CD answers 403 too');
+  });
+
+  it('403 on patch asks for update', async () => {
+    server.on('PATCH', `${API}/applications/web`, { status: 403, body: { code: 7, message: 'permission denied' } });
+    const error = await failure(client().patchApplication({ name: 'web', project: 'shop' }, {}, 'merge'));
+    expect(error.message).toContain('p, role:rollcall, applications, update, shop/*, allow');
+  });
+
+  it('403 from a sync window passes Argo CD’s reason through', async () => {
+    server.on('POST', `${API}/applications/web/sync`, { status: 403, body: { code: 7, message: 'cannot sync: blocked by sync window' } });
+    const error = await failure(client().sync({ name: 'web' }));
+    expect(error.code).toBe('forbidden');
+    expect(error.message).toContain('blocked by a sync window');
+    expect(error.argoMessage).toBe('cannot sync: blocked by sync window');
+  });
+
+  it('404: no such app on instance', async () => {
+    server.on('GET', `${API}/applications/nope`, { status: 404, body: { code: 5, message: 'applications.argoproj.io "nope" not found' } });
+    const error = await failure(client().getApplication({ name: 'nope', project: 'shop' }));
+    expect(error.code).toBe('not_found');
+    expect(error.message).toMatch(/^No such app nope on instance eu \(project shop\)\./);
+  });
+
+  it('400 FailedPrecondition passes the message through as conflict', async () => {
+    server.on('POST', `${API}/applications/web/sync`, { status: 400, body: { code: 9, message: 'application is deleting' } });
+    const error = await failure(client().sync({ name: 'web' }));
+    expect(error.code).toBe('conflict');
+    expect(error.message).toContain('application is deleting');
+    expect(error.grpcCode).toBe(9);
+  });
+
+  it('connection refused: network error naming the URL, retried', async () => {
+    const cfg = instanceSchema.parse({ name: 'gone', url: 'http://127.0.0.1:1/argocd', token: 't', timeout: 500 });
+    const error = await failure(new ArgoClient(cfg, { retry: { retries: 1, baseMs: 1, maxMs: 2 } }).listClusters());
+    expect(error.code).toBe('network');
+    expect(error.message).toContain('Cannot reach Argo CD instance gone at http://127.0.0.1:1/argocd: ECONNREFUSED');
+  });
+});
