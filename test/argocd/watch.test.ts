@@ -1,0 +1,168 @@
+import type { ServerResponse } from 'node:http';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { WatchHandle } from '../../src/argocd/api.js';
+import { ArgoClient } from '../../src/argocd/client.js';
+import type { ArgoError } from '../../src/argocd/errors.js';
+import type { Application, ApplicationWatchEvent } from '../../src/argocd/types.js';
+import { instanceSchema } from '../../src/config/schema.js';
+import { sseOpen, sseSend, startRecordingServer, type RecordingServer } from '../support/recording-server.js';
+
+const STREAM = '/api/v1/stream/applications';
+let server: RecordingServer;
+let handles: WatchHandle[] = [];
+
+const app = (name: string, rv: string): Application => ({
+  metadata: { name, resourceVersion: rv },
+  spec: { project: 'default', destination: { name: 'in-cluster' } },
+});
+
+function client(keepAliveMs = 200) {
+  const cfg = instanceSchema.parse({ name: 'eu', url: server.url, token: 'tok', timeout: 1000 });
+  return new ArgoClient(cfg, { watch: { keepAliveMs, backoff: { baseMs: 10, maxMs: 40 } } });
+}
+
+function watch(c: ArgoClient, query: { resourceVersion?: string; selector?: string } = {}, extra: { expired?: boolean } = {}) {
+  const events: ApplicationWatchEvent[] = [];
+  const errors: ArgoError[] = [];
+  const reconnects: (string | undefined)[] = [];
+  let expired = 0;
+  const handle = c.watchApplications(query, {
+    onEvent: (e) => events.push(e),
+    onError: (e) => errors.push(e as ArgoError),
+    onReconnect: (rv) => reconnects.push(rv),
+    ...(extra.expired ? { onExpired: () => expired++ } : {}),
+  });
+  handles.push(handle);
+  return { handle, events, errors, reconnects, expired: () => expired };
+}
+
+beforeAll(async () => {
+  server = await startRecordingServer();
+});
+afterAll(async () => {
+  await server.stop();
+});
+beforeEach(() => {
+  for (const h of handles) h.close();
+  handles = [];
+  server.requests.length = 0;
+});
+
+describe('application watch (SSE)', () => {
+  it('streams the initial snapshot with the SSE Accept header and the Bearer token', async () => {
+    server.on('GET', STREAM, {
+      stream: (res) => {
+        sseOpen(res);
+        sseSend(res, { result: { type: 'ADDED', application: app('a', '1') } });
+        // One message split across writes, with CRLF line ends, must still parse.
+        const text = `data: ${JSON.stringify({ result: { type: 'ADDED', application: app('b', '2') } })}\r\n\r\n`;
+        res.write(text.slice(0, 20));
+        setTimeout(() => res.write(text.slice(20)), 10);
+      },
+    });
+    const w = watch(client(), { selector: 'team=payments' });
+    await w.handle.ready;
+    await expect.poll(() => w.events.map((e) => e.application.metadata.name)).toEqual(['a', 'b']);
+    const [req] = server.requestsTo(STREAM);
+    expect(req.headers.accept).toBe('text/event-stream');
+    expect(req.headers.authorization).toBe('Bearer tok');
+    expect(req.query.get('selector')).toBe('team=payments');
+    expect(req.query.has('resourceVersion')).toBe(false);
+  });
+
+  it('stays connected while keep-alives arrive, and reconnects when they stop', async () => {
+    let connection = 0;
+    server.on('GET', STREAM, {
+      stream: (res: ServerResponse) => {
+        connection++;
+        sseOpen(res);
+        if (connection === 1) {
+          // keep-alives for 500 ms (well past 2 x 100 ms), then silence with the socket open
+          const timer = setInterval(() => res.write(':\n\n'), 40);
+          setTimeout(() => clearInterval(timer), 500);
+          res.on('close', () => clearInterval(timer));
+        }
+      },
+    });
+    const w = watch(client(100));
+    await w.handle.ready;
+    await new Promise((r) => setTimeout(r, 450));
+    expect(server.requestsTo(STREAM)).toHaveLength(1);
+    await expect.poll(() => server.requestsTo(STREAM).length, { timeout: 2000 }).toBeGreaterThanOrEqual(2);
+    expect(w.errors.some((e) => e.code === 'timeout' && /went silent/.test(e.message))).toBe(true);
+  });
+
+  it('reconnects after the server drops the stream and resumes from the last resourceVersion', async () => {
+    server.on(
+      'GET',
+      STREAM,
+      {
+        stream: (res) => {
+          sseOpen(res);
+          sseSend(res, { result: { type: 'MODIFIED', application: app('a', '17') } });
+          setTimeout(() => res.destroy(), 20);
+        },
+      },
+      {
+        stream: (res) => {
+          sseOpen(res);
+          sseSend(res, { result: { type: 'MODIFIED', application: app('a', '18') } });
+        },
+      },
+    );
+    const w = watch(client(), { resourceVersion: '10' });
+    await w.handle.ready;
+    await expect.poll(() => w.events.map((e) => e.application.metadata.resourceVersion)).toEqual(['17', '18']);
+    const [first, second] = server.requestsTo(STREAM);
+    expect(first.query.get('resourceVersion')).toBe('10');
+    expect(second.query.get('resourceVersion')).toBe('17');
+    expect(w.reconnects).toEqual(['17']);
+  });
+
+  it('on 410 (resourceVersion too old) stops and asks the caller to relist', async () => {
+    server.on('GET', STREAM, {
+      stream: (res) => {
+        sseOpen(res);
+        sseSend(res, { error: { grpc_code: 11, http_code: 410, message: 'too old resource version', http_status: 'Gone' } });
+      },
+    });
+    const w = watch(client(), { resourceVersion: '3' }, { expired: true });
+    await expect.poll(() => w.expired()).toBe(1);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(server.requestsTo(STREAM)).toHaveLength(1);
+  });
+
+  it('without an onExpired handler restarts from a fresh snapshot (no resourceVersion)', async () => {
+    server.on('GET', STREAM, { status: 410, body: { code: 11, message: 'too old resource version' } }, {
+      stream: (res) => {
+        sseOpen(res);
+        sseSend(res, { result: { type: 'ADDED', application: app('a', '40') } });
+      },
+    });
+    const w = watch(client(), { resourceVersion: '3' });
+    await expect.poll(() => w.events.length).toBe(1);
+    const [first, second] = server.requestsTo(STREAM);
+    expect(first.query.get('resourceVersion')).toBe('3');
+    expect(second.query.has('resourceVersion')).toBe(false);
+  });
+
+  it('reports a rejected token and keeps retrying with backoff', async () => {
+    server.on('GET', STREAM, { status: 401, body: { code: 16, message: 'token is expired' } }, { status: 401, body: {} }, {
+      stream: (res) => sseOpen(res),
+    });
+    const w = watch(client());
+    await w.handle.ready;
+    expect(w.errors.map((e) => e.code)).toEqual(['unauthenticated', 'unauthenticated']);
+    expect(server.requestsTo(STREAM)).toHaveLength(3);
+  });
+
+  it('close() ends the stream and never reconnects', async () => {
+    server.on('GET', STREAM, { stream: (res) => sseOpen(res) });
+    const w = watch(client());
+    await w.handle.ready;
+    w.handle.close();
+    await expect.poll(() => server.openStreams.size).toBe(0);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(server.requestsTo(STREAM)).toHaveLength(1);
+  });
+});
