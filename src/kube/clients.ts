@@ -1,0 +1,90 @@
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import type { KubeClusterConfig, RollcallConfig } from '../config/schema.js';
+
+export interface KubeClients {
+  cluster: string;
+  core: CoreV1Api;
+  apps: AppsV1Api;
+  custom: CustomObjectsApi;
+}
+
+export class KubeError extends Error {
+  constructor(
+    readonly code: 'unknown_cluster' | 'not_found' | 'conflict' | 'forbidden' | 'unauthenticated' | 'unavailable' | 'invalid',
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * One KubeConfig per cluster. A shared KubeConfig with switched contexts would send one
+ * cluster's credentials to another's server (platform-facts 5: makeApiClient fixes the server,
+ * but reads credentials from the current context at request time).
+ */
+export function kubeConfigFor(cluster: KubeClusterConfig): KubeConfig {
+  const kc = new KubeConfig();
+  if (cluster.inCluster) kc.loadFromCluster();
+  else {
+    kc.loadFromFile(cluster.kubeconfig!);
+    if (cluster.context) {
+      if (!kc.getContexts().some((c) => c.name === cluster.context))
+        throw new KubeError('unknown_cluster', `kube cluster ${cluster.name}: context "${cluster.context}" is not in ${cluster.kubeconfig}`);
+      kc.setCurrentContext(cluster.context);
+    }
+  }
+  return kc;
+}
+
+export function createKubeClients(config: RollcallConfig): Map<string, KubeClients> {
+  const clients = new Map<string, KubeClients>();
+  for (const cluster of config.kube.clusters) {
+    const kc = kubeConfigFor(cluster);
+    clients.set(cluster.name, {
+      cluster: cluster.name,
+      core: kc.makeApiClient(CoreV1Api),
+      apps: kc.makeApiClient(AppsV1Api),
+      custom: kc.makeApiClient(CustomObjectsApi),
+    });
+  }
+  return clients;
+}
+
+export function kubeFor(clients: ReadonlyMap<string, KubeClients>, cluster: string): KubeClients {
+  const found = clients.get(cluster);
+  if (!found) {
+    const known = [...clients.keys()];
+    throw new KubeError(
+      'unknown_cluster',
+      `no Kubernetes access configured for cluster "${cluster}"` + (known.length ? ` (configured: ${known.join(', ')})` : ' (add it under kube.clusters in rollcall.yaml)'),
+    );
+  }
+  return found;
+}
+
+/** ApiException carries `.code` and a raw JSON string `.body` (platform-facts 5). */
+export function toKubeError(error: unknown, what: string): KubeError {
+  const e = error as { code?: number; body?: string; message?: string };
+  let message = e.message ?? String(error);
+  if (typeof e.body === 'string') {
+    try {
+      message = JSON.parse(e.body).message ?? message;
+    } catch {}
+  }
+  switch (e.code) {
+    case 404:
+      return new KubeError('not_found', `${what}: ${message}`, 404);
+    case 409:
+      return new KubeError('conflict', `${what}: ${message}`, 409);
+    case 401:
+      return new KubeError('unauthenticated', `${what}: the credentials were rejected (${message})`, 401);
+    case 403:
+      return new KubeError('forbidden', `${what}: forbidden — ${message} (see deploy/rbac/sealed-secrets-keys.yaml)`, 403);
+    case 400:
+    case 422:
+      return new KubeError('invalid', `${what}: ${message}`, e.code);
+    default:
+      return new KubeError('unavailable', `${what}: ${message}`, e.code);
+  }
+}
