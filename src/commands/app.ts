@@ -1,0 +1,272 @@
+import type { Application, ApplicationSource } from '../argocd/types.js';
+import type { FleetApp, FleetView } from '../fleet/model.js';
+import {
+  TONE_EMOJI,
+  appTone,
+  code,
+  elapsedMs,
+  formatDuration,
+  healthTone,
+  oneLine,
+  since,
+  syncTone,
+  truncate,
+} from './format.js';
+import { CommandError, checkOptions, checkPositional } from './parse.js';
+import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
+import type { Reply, ReplyBlock, ReplyButton } from './reply.js';
+import { healthOf, syncOf } from './status.js';
+import { unknownTarget } from './suggest.js';
+
+const USAGE = 'app NAME [instance=X]';
+const HISTORY_SHOWN = 5;
+
+export interface AppSourceInfo {
+  repoURL: string;
+  path: string | null;
+  chart: string | null;
+  targetRevision: string;
+}
+
+export interface AppOperationInfo {
+  phase: string;
+  /** The user who started it, or "automated" (auto-sync, RollingSync). */
+  initiatedBy: string;
+  automated: boolean;
+  startedAt: string | null;
+  finishedAt: string | null;
+  durationMs: number | null;
+  message: string | null;
+  retryCount: number;
+}
+
+export interface AppDetail {
+  name: string;
+  instance: string;
+  cluster: string;
+  namespace: string | null;
+  project: string;
+  appSet: string | null;
+  sync: string;
+  health: string;
+  revision: string | null;
+  revisions: string[];
+  source: AppSourceInfo | null;
+  sources: AppSourceInfo[];
+  /** A sync requested and not yet picked up by the controller (top-level `operation`). */
+  operationRequested: boolean;
+  operation: AppOperationInfo | null;
+  failedResources: { group: string; kind: string; namespace: string; name: string; message: string | null; syncPhase: string | null }[];
+  unhealthyResources: { group: string; kind: string; namespace: string; name: string; health: string; message: string | null }[];
+  history: { id: number; revision: string | null; revisions: string[]; deployedAt: string; deployStartedAt: string | null; initiatedBy: string | null }[];
+  conditions: { type: string; message: string; lastTransitionTime: string | null }[];
+  images: string[];
+  url: string | null;
+}
+
+function sourceInfo(s: ApplicationSource): AppSourceInfo {
+  // Argo CD treats an empty targetRevision as HEAD.
+  return { repoURL: s.repoURL, path: s.path ?? null, chart: s.chart ?? null, targetRevision: s.targetRevision || 'HEAD' };
+}
+
+function initiator(by: { username?: string; automated?: boolean } | undefined): string {
+  if (by?.username) return by.username;
+  return by?.automated ? 'automated' : 'unknown';
+}
+
+export function appDetail(fleet: FleetView, fa: FleetApp): AppDetail {
+  const app: Application = fa.app;
+  const st = app.status;
+  const op = st?.operationState;
+  const sources = app.spec?.sources?.length ? app.spec.sources.map(sourceInfo) : app.spec?.source ? [sourceInfo(app.spec.source)] : [];
+  const revision = st?.sync?.revision ?? null;
+  const revisions = st?.sync?.revisions?.length ? st.sync.revisions : revision ? [revision] : [];
+  const startedMs = op?.startedAt ? Date.parse(op.startedAt) : NaN;
+  const finishedMs = op?.finishedAt ? Date.parse(op.finishedAt) : NaN;
+  return {
+    name: app.metadata.name,
+    instance: fa.instance,
+    cluster: fa.cluster,
+    namespace: app.spec?.destination?.namespace ?? null,
+    project: app.spec?.project ?? 'default',
+    appSet: fa.appSet ?? null,
+    sync: syncOf(app),
+    health: healthOf(app),
+    revision,
+    revisions,
+    source: sources[0] ?? null,
+    sources,
+    operationRequested: Boolean(app.operation),
+    operation: op
+      ? {
+          phase: op.phase,
+          initiatedBy: initiator(op.operation?.initiatedBy),
+          automated: Boolean(op.operation?.initiatedBy?.automated),
+          startedAt: op.startedAt ?? null,
+          finishedAt: op.finishedAt ?? null,
+          durationMs: Number.isNaN(startedMs) || Number.isNaN(finishedMs) ? null : Math.max(0, finishedMs - startedMs),
+          message: op.message ?? null,
+          retryCount: op.retryCount ?? 0,
+        }
+      : null,
+    failedResources: (op?.syncResult?.resources ?? [])
+      .filter((r) => r.status === 'SyncFailed')
+      .map((r) => ({ group: r.group, kind: r.kind, namespace: r.namespace, name: r.name, message: r.message ?? null, syncPhase: r.syncPhase ?? null })),
+    unhealthyResources: (st?.resources ?? [])
+      .filter((r) => r.health && r.health.status !== 'Healthy')
+      .map((r) => ({ group: r.group ?? '', kind: r.kind, namespace: r.namespace ?? '', name: r.name, health: r.health!.status, message: r.health!.message ?? null })),
+    // Argo CD keeps history oldest first.
+    history: [...(st?.history ?? [])]
+      .reverse()
+      .slice(0, HISTORY_SHOWN)
+      .map((h) => ({
+        id: h.id,
+        revision: h.revision ?? null,
+        revisions: h.revisions ?? [],
+        deployedAt: h.deployedAt,
+        deployStartedAt: h.deployStartedAt ?? null,
+        initiatedBy: h.initiatedBy ? initiator(h.initiatedBy) : null,
+      })),
+    conditions: (st?.conditions ?? []).map((c) => ({ type: c.type, message: c.message, lastTransitionTime: c.lastTransitionTime ?? null })),
+    images: st?.summary?.images ?? [],
+    url: fleet.appUrl(fa.instance, app.metadata.name, app.metadata.namespace) ?? null,
+  };
+}
+
+const shortRev = (r: string) => (/^[0-9a-f]{40}$/.test(r) ? r.slice(0, 7) : r);
+
+function sourceText(s: AppSourceInfo): string {
+  const what = s.chart ? `chart ${code(s.chart)}` : s.path ? `path ${code(s.path)}` : 'repo root';
+  return `${s.repoURL} · ${what} @ ${code(s.targetRevision)}`;
+}
+
+/** The apps named so, optionally on one instance; unknown and ambiguous names become CommandErrors. */
+export function findApp(fleet: FleetView, name: string, instance: string | undefined, retry: (instance: string) => string): FleetApp {
+  if (instance && !fleet.instances().includes(instance)) throw unknownTarget(fleet, instance, 'instance');
+  const all = fleet.appsNamed(name);
+  const matches = instance ? all.filter((a) => a.instance === instance) : all;
+  if (!matches.length) {
+    if (all.length) throw new CommandError('unknown_target', `No application \`${name}\` on instance \`${instance}\`; it exists on ${all.map((a) => `\`${a.instance}\``).join(', ')}.`, all.map((a) => retry(a.instance)));
+    const asAppSet = fleet.appSetsNamed(name);
+    if (asAppSet.length) throw new CommandError('unknown_target', `\`${name}\` is an ApplicationSet, not an application: try \`rollout ${name}\` or \`status appset=${name}\`.`, [`rollout ${name}`, `status appset=${name}`]);
+    throw unknownTarget(fleet, name, 'app');
+  }
+  if (matches.length > 1) {
+    throw new CommandError(
+      'ambiguous_target',
+      `\`${name}\` exists on ${matches.length} instances: ${matches.map((a) => `\`${a.instance}\``).join(', ')}. Add instance=NAME to pick one.`,
+      matches.map((a) => retry(a.instance)),
+      { matches: matches.map((a) => ({ name, instance: a.instance, cluster: a.cluster, sync: syncOf(a.app), health: healthOf(a.app), url: fleet.appUrl(a.instance, name, a.app.metadata.namespace) ?? null })) },
+      [
+        {
+          kind: 'list',
+          items: matches.map((a) => ({
+            text: `*${a.instance}* · ${a.cluster} · ${syncOf(a.app)}/${healthOf(a.app)}`,
+            tone: appTone(syncOf(a.app), healthOf(a.app)),
+            url: fleet.appUrl(a.instance, name, a.app.metadata.namespace),
+          })),
+        },
+        { kind: 'actions', buttons: matches.slice(0, 5).map((a) => ({ label: `${name} on ${a.instance}`, command: retry(a.instance) })) },
+      ],
+    );
+  }
+  return matches[0];
+}
+
+export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
+  checkOptions(cmd, ['instance'], USAGE);
+  checkPositional(cmd, 1, USAGE);
+  const name = cmd.positional[0];
+  if (!name) throw new CommandError('usage', `Which app? Usage: ${USAGE}, e.g. \`app payments-prod-us1\`.`);
+  const fleet = ctx.services.fleet;
+  const now = ctx.services.now?.() ?? new Date();
+  const fa = findApp(fleet, name, cmd.options.instance, (i) => `app ${name} instance=${i}`);
+  const d = appDetail(fleet, fa);
+  const multiInstance = fleet.instances().length > 1;
+  const tone = appTone(d.sync, d.health);
+
+  const blocks: ReplyBlock[] = [{ kind: 'header', text: `${d.name}${multiInstance ? ` (${d.instance})` : ''}` }];
+  const fields = [
+    { label: 'Sync', value: `${TONE_EMOJI[syncTone(d.sync)]} ${d.sync}${d.revisions.length ? ` at ${d.revisions.map((r) => code(shortRev(r))).join(', ')}` : ''}` },
+    { label: 'Health', value: `${TONE_EMOJI[healthTone(d.health)]} ${d.health}${since(fa.app.status?.health?.lastTransitionTime, now) ? ` for ${since(fa.app.status?.health?.lastTransitionTime, now)}` : ''}` },
+    { label: 'Cluster', value: `${d.cluster}${d.namespace ? ` · namespace ${code(d.namespace)}` : ''}` },
+    { label: 'Project', value: d.project },
+  ];
+  if (d.appSet) fields.push({ label: 'ApplicationSet', value: d.appSet });
+  for (const [i, s] of d.sources.entries()) fields.push({ label: d.sources.length > 1 ? `Source ${i + 1}` : 'Source', value: sourceText(s) });
+  blocks.push({ kind: 'fields', fields });
+
+  if (d.operationRequested) blocks.push({ kind: 'text', text: `${TONE_EMOJI.progress} A sync was requested and the controller has not picked it up yet.`, tone: 'progress' });
+  if (d.operation) {
+    const o = d.operation;
+    const opTone = o.phase === 'Succeeded' ? 'ok' : o.phase === 'Running' || o.phase === 'Terminating' ? 'progress' : 'error';
+    const ran = o.durationMs !== null ? `took ${formatDuration(o.durationMs)}` : o.startedAt ? `running for ${formatDuration(elapsedMs(o.startedAt, now) ?? 0)}` : '';
+    const started = o.startedAt ? `started ${since(o.startedAt, now)} ago` : '';
+    const lines = [`${TONE_EMOJI[opTone]} *Last operation:* ${o.phase} · by ${o.initiatedBy} · ${[started, ran].filter(Boolean).join(', ')}${o.retryCount ? ` · retried ${o.retryCount}×` : ''}`];
+    if (o.message) lines.push(`> ${truncate(oneLine(o.message), 600)}`);
+    blocks.push({ kind: 'text', text: lines.join('\n'), tone: opTone });
+  } else {
+    blocks.push({ kind: 'context', text: 'No sync operation recorded for this app.' });
+  }
+  if (d.failedResources.length) {
+    blocks.push({
+      kind: 'list',
+      title: 'Failed resources in the last sync',
+      items: d.failedResources.slice(0, 10).map((r) => ({ text: `${r.kind}/${r.name}${r.namespace ? ` in ${r.namespace}` : ''}`, tone: 'error', detail: r.message ? truncate(oneLine(r.message), 300) : undefined })),
+      total: d.failedResources.length,
+    });
+  }
+  if (d.unhealthyResources.length) {
+    blocks.push({
+      kind: 'list',
+      title: 'Unhealthy resources',
+      items: d.unhealthyResources.slice(0, 10).map((r) => ({ text: `${r.kind}/${r.name} ${r.health}`, tone: healthTone(r.health), detail: r.message ? truncate(oneLine(r.message), 300) : undefined })),
+      total: d.unhealthyResources.length,
+    });
+  }
+  if (d.conditions.length) {
+    blocks.push({
+      kind: 'list',
+      title: 'Conditions',
+      items: d.conditions.map((c) => ({ text: `*${c.type}*`, tone: /Warning$/.test(c.type) ? 'warn' : 'error', detail: truncate(oneLine(c.message), 300) })),
+    });
+  }
+  if (d.history.length) {
+    blocks.push({
+      kind: 'list',
+      title: 'Recent deployments, newest first',
+      items: d.history.map((h) => {
+        const revs = h.revisions.length ? h.revisions : h.revision ? [h.revision] : [];
+        return { text: `#${h.id} ${revs.map((r) => code(shortRev(r))).join(', ') || '(no revision)'} · ${since(h.deployedAt, now) ?? '?'} ago${h.initiatedBy ? ` · by ${h.initiatedBy}` : ''}` };
+      }),
+    });
+  }
+  if (d.images.length) blocks.push({ kind: 'fields', fields: [{ label: 'Images', value: d.images.slice(0, 10).map(code).join(', ') + (d.images.length > 10 ? ` and ${d.images.length - 10} more` : '') }] });
+
+  const buttons: ReplyButton[] = [];
+  if (d.url) buttons.push({ label: 'Open in Argo CD', url: d.url });
+  const instanceSuffix = fleet.appsNamed(d.name).length > 1 ? ` instance=${d.instance}` : '';
+  buttons.push({ label: 'Refresh', command: `app ${d.name}${instanceSuffix}` });
+  if (d.appSet) {
+    const set = fleet.appSetsNamed(d.appSet);
+    buttons.push({ label: `Show rollout ${d.appSet}`, command: `rollout ${d.appSet}${set.length > 1 ? ` instance=${d.instance}` : ''}` });
+  }
+  blocks.push({ kind: 'actions', buttons });
+
+  return { ok: true, command: 'app', title: `${tone === 'ok' ? '' : `${d.sync}/${d.health}: `}${d.name}`, data: { app: d }, blocks };
+}
+
+registerCommand({
+  name: 'app',
+  aliases: ['application'],
+  summary: 'One app: sync, health, revision and source, last operation, failed resources, history, images',
+  usage: USAGE,
+  help: [
+    'Examples:',
+    '`app payments-prod-us1`',
+    '`app auth-service instance=argocd-eu` — when the name exists on several Argo CD instances',
+  ].join('\n'),
+  readOnly: true,
+  run: runApp,
+});
+

@@ -1,0 +1,82 @@
+import { diagnoseAppSet, diagnoseFleet, type Finding } from '../fleet/diagnose.js';
+import { TONE_EMOJI, plural } from './format.js';
+import { checkOptions, checkPositional } from './parse.js';
+import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
+import type { Reply, ReplyBlock } from './reply.js';
+import { diagnoseOptions, findAppSet, findingsBlock, noRolloutReply } from './rollout.js';
+import { unknownTarget } from './suggest.js';
+
+const USAGE = 'diagnose [APPSET] [instance=X]';
+
+function summaryText(findings: Finding[], scope: string): ReplyBlock {
+  if (!findings.length) return { kind: 'text', text: `${TONE_EMOJI.ok} No findings for ${scope}.`, tone: 'ok' };
+  const critical = findings.filter((f) => f.severity === 'critical').length;
+  const warnings = findings.filter((f) => f.severity === 'warning').length;
+  const tone = critical ? 'error' : warnings ? 'warn' : 'info';
+  const counts = [critical && `${critical} critical`, warnings && plural(warnings, 'warning'), findings.length - critical - warnings && `${findings.length - critical - warnings} info`].filter(Boolean).join(', ');
+  return { kind: 'text', text: `${TONE_EMOJI[tone]} *${plural(findings.length, 'finding')}* for ${scope}: ${counts}.`, tone };
+}
+
+export async function runDiagnose(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
+  checkOptions(cmd, ['instance'], USAGE);
+  checkPositional(cmd, 1, USAGE);
+  const fleet = ctx.services.fleet;
+  const opts = diagnoseOptions(ctx);
+  const name = cmd.positional[0];
+  const multiInstance = fleet.instances().length > 1;
+
+  if (name) {
+    const target = findAppSet(fleet, name, cmd.options.instance, 'diagnose');
+    const title = `Diagnosis of ${name}${multiInstance ? ` (${target.instance})` : ''}`;
+    if (target.appSet.spec?.strategy?.type !== 'RollingSync') {
+      const reply = noRolloutReply('diagnose', fleet, target, title);
+      return { ...reply, data: { appSet: name, instance: target.instance, findings: [] } };
+    }
+    const findings = diagnoseAppSet(fleet, target, opts).map((f) => ({ ...f, appSet: f.appSet ?? name, instance: f.instance ?? target.instance }));
+    const blocks: ReplyBlock[] = [{ kind: 'header', text: title }, summaryText(findings, `\`${name}\``)];
+    const list = findingsBlock(findings, { max: 30 });
+    if (list) blocks.push(list);
+    const suffix = fleet.appSetsNamed(name).length > 1 ? ` instance=${target.instance}` : '';
+    blocks.push({ kind: 'actions', buttons: [{ label: 'Show rollout', command: `rollout ${name}${suffix}` }, { label: 'Plan', command: `plan ${name}${suffix}` }] });
+    return { ok: true, command: 'diagnose', title, data: { appSet: name, instance: target.instance, findings }, blocks };
+  }
+
+  const instance = cmd.options.instance;
+  if (instance && !fleet.instances().includes(instance)) throw unknownTarget(fleet, instance, 'instance');
+  // Same scope as diagnoseFleet: strategy type RollingSync, with or without steps.
+  const rolling = fleet.appSets().filter((s) => s.appSet.spec?.strategy?.type === 'RollingSync' && (!instance || s.instance === instance));
+  const findings = diagnoseFleet(fleet, opts).filter((f) => !instance || f.instance === instance);
+  const title = `Diagnosis of ${plural(rolling.length, 'RollingSync appset')}${instance ? ` on ${instance}` : ''}`;
+  const blocks: ReplyBlock[] = [{ kind: 'header', text: title }];
+  if (!rolling.length) {
+    blocks.push({ kind: 'text', text: `${TONE_EMOJI.info} No ApplicationSet uses RollingSync${instance ? ` on ${instance}` : ''}: there is no progressive sync to diagnose.`, tone: 'info' });
+  } else {
+    blocks.push(summaryText(findings, plural(rolling.length, 'RollingSync appset')));
+    const list = findingsBlock(findings, { withAppSet: true, max: 30 });
+    if (list) blocks.push(list);
+    const worst = new Map<string, string>();
+    for (const f of findings) {
+      if (f.severity !== 'critical' || !f.appSet || worst.size >= 3) continue;
+      const ambiguous = fleet.appSetsNamed(f.appSet).length > 1 && f.instance;
+      worst.set(`${f.instance}/${f.appSet}`, `rollout ${f.appSet}${ambiguous ? ` instance=${f.instance}` : ''}`);
+    }
+    if (worst.size) blocks.push({ kind: 'actions', buttons: [...worst.values()].map((command) => ({ label: `Show ${command}`, command })) });
+  }
+  return { ok: true, command: 'diagnose', title, data: { appSets: rolling.length, findings }, blocks };
+}
+
+registerCommand({
+  name: 'diagnose',
+  aliases: ['diag', 'why'],
+  summary: 'Findings on RollingSync appsets: a stable rule id, a severity, the Argo CD behaviour behind it and the fix',
+  usage: USAGE,
+  help: [
+    'Examples:',
+    '`diagnose` — every appset with RollingSync',
+    '`diagnose progressive-infra`',
+    'Rules include progressive-syncs-disabled, step-matches-nothing, label-on-cluster-not-app, app-in-no-step,',
+    'unsupported-operator, overlapping-steps, no-max-update, manual-gate, stuck-step, autosync-ignored, sync-window-blocking.',
+  ].join('\n'),
+  readOnly: true,
+  run: runDiagnose,
+});

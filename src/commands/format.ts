@@ -1,0 +1,148 @@
+import type { HealthStatusCode, ProgressiveSyncStatus, SyncStatusCode } from '../argocd/types.js';
+import type { Tone } from './reply.js';
+
+/**
+ * Formatting shared by the read-only commands. Text is Slack mrkdwn (the one markup of a Reply);
+ * the terminal view converts it.
+ */
+
+/** "45s", "12m", "3h 5m", "2d 4h". Rounds down: on-call reads "stuck for 42m", not "42.7m". */
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) ms = 0;
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m`;
+  const h = Math.floor(m / 60);
+  if (h < 24) return m % 60 ? `${h}h ${m % 60}m` : `${h}h`;
+  const d = Math.floor(h / 24);
+  return h % 24 ? `${d}d ${h % 24}h` : `${d}d`;
+}
+
+/** Milliseconds from an RFC3339 time to now; undefined when the time is absent or unparsable. */
+export function elapsedMs(iso: string | null | undefined, now: Date): number | undefined {
+  if (!iso) return undefined;
+  const t = Date.parse(iso);
+  return Number.isNaN(t) ? undefined : Math.max(0, now.getTime() - t);
+}
+
+/** "42m" since the time, or undefined. */
+export function since(iso: string | null | undefined, now: Date): string | undefined {
+  const ms = elapsedMs(iso, now);
+  return ms === undefined ? undefined : formatDuration(ms);
+}
+
+export function formatCount(n: number): string {
+  return n.toLocaleString('en-US');
+}
+
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${formatCount(n)} ${n === 1 ? one : many}`;
+}
+
+export function syncTone(sync: SyncStatusCode | string | null | undefined): Tone {
+  if (sync === 'Synced') return 'ok';
+  if (sync === 'OutOfSync') return 'warn';
+  return 'unknown';
+}
+
+export function healthTone(health: HealthStatusCode | string | null | undefined): Tone {
+  switch (health) {
+    case 'Healthy':
+      return 'ok';
+    case 'Progressing':
+      return 'progress';
+    case 'Degraded':
+    case 'Missing':
+      return 'error';
+    case 'Suspended':
+      return 'warn';
+    default:
+      return 'unknown';
+  }
+}
+
+export function progressiveTone(status: ProgressiveSyncStatus | string | null | undefined): Tone {
+  switch (status) {
+    case 'Healthy':
+      return 'ok';
+    case 'Pending':
+    case 'Progressing':
+      return 'progress';
+    case 'Waiting':
+      return 'info';
+    default:
+      return 'unknown';
+  }
+}
+
+const TONE_RANK: Record<Tone, number> = { error: 5, warn: 4, unknown: 3, progress: 2, info: 1, ok: 0 };
+
+/** The worse of several tones (error > warn > unknown > progress > info > ok). */
+export function worstTone(...tones: Tone[]): Tone {
+  let worst: Tone = 'ok';
+  for (const t of tones) if (TONE_RANK[t] > TONE_RANK[worst]) worst = t;
+  return worst;
+}
+
+/** The tone of an app from its sync and health: a Degraded app is an error even when Synced. */
+export function appTone(sync: string | null | undefined, health: string | null | undefined): Tone {
+  return worstTone(syncTone(sync), healthTone(health));
+}
+
+/** Slack emoji names per tone; the terminal view maps them to symbols. */
+export const TONE_EMOJI: Record<Tone, string> = {
+  ok: ':white_check_mark:',
+  warn: ':warning:',
+  error: ':x:',
+  progress: ':hourglass_flowing_sand:',
+  unknown: ':grey_question:',
+  info: ':information_source:',
+};
+
+export const SEVERITY_EMOJI: Record<string, string> = {
+  critical: ':rotating_light:',
+  warning: ':warning:',
+  info: ':information_source:',
+};
+
+export const SEVERITY_TONE: Record<string, Tone> = { critical: 'error', warning: 'warn', info: 'info' };
+
+/** "Synced 9,800 · OutOfSync 12" in a fixed, meaningful order; statuses with 0 are left out. */
+export function countsLine(counts: Record<string, number>, order: readonly string[]): string {
+  const keys = [...order.filter((k) => counts[k]), ...Object.keys(counts).filter((k) => !order.includes(k) && counts[k]).sort()];
+  return keys.length ? keys.map((k) => `${k} ${formatCount(counts[k])}`).join(' · ') : 'none';
+}
+
+export const SYNC_ORDER = ['Synced', 'OutOfSync', 'Unknown'] as const;
+export const HEALTH_ORDER = ['Healthy', 'Progressing', 'Suspended', 'Degraded', 'Missing', 'Unknown'] as const;
+export const PROGRESSIVE_ORDER = ['Healthy', 'Progressing', 'Pending', 'Waiting'] as const;
+
+/** Cuts text to max characters on a word boundary when it can, with an ellipsis. */
+export function truncate(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const cut = text.slice(0, max - 1);
+  const space = cut.lastIndexOf(' ');
+  return `${space > max * 0.6 ? cut.slice(0, space) : cut}…`;
+}
+
+/** A mrkdwn link, or the label alone when there is no URL. Slack needs <, > and | kept out of labels. */
+export function link(label: string, url: string | undefined): string {
+  if (!url) return label;
+  return `<${url}|${label.replace(/[<>|]/g, '')}>`;
+}
+
+/** `code` span; backticks inside would end it early. */
+export function code(text: string): string {
+  return `\`${text.replace(/`/g, "'")}\``;
+}
+
+/** Collapses whitespace and newlines of Argo CD messages (they can be multi-line kubectl output). */
+export function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/** Plain code-point comparison: deterministic across locales (and what a JSON consumer's sort gives). */
+export function byText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

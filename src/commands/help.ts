@@ -1,0 +1,62 @@
+import { code } from './format.js';
+import { CommandError } from './parse.js';
+import { allCommands, findCommand, registerCommand, type CommandSpec, type ParsedCommand } from './registry.js';
+import type { Reply, ReplyBlock } from './reply.js';
+import { suggest } from './suggest.js';
+
+const USAGE = 'help [COMMAND]';
+// The questions of an incident's first minutes come first; the rest (runbooks...) alphabetically.
+const ORDER = ['status', 'app', 'rollout', 'plan', 'diagnose', 'clusters'];
+
+function rank(spec: CommandSpec): number {
+  const i = ORDER.indexOf(spec.name);
+  return i === -1 ? (spec.name === 'help' ? 1000 : 100) : i;
+}
+
+export function commandNames(): string[] {
+  return allCommands().flatMap((c) => [c.name, ...(c.aliases ?? [])]);
+}
+
+export function helpReply(topic?: string): Reply {
+  if (topic) {
+    const spec = findCommand(topic.toLowerCase());
+    if (!spec) {
+      const suggestions = suggest(topic, commandNames());
+      throw new CommandError('unknown_command', `No command \`${topic}\`. \`help\` lists them all.`, suggestions);
+    }
+    const blocks: ReplyBlock[] = [
+      { kind: 'header', text: spec.name },
+      { kind: 'text', text: spec.summary },
+      { kind: 'fields', fields: [{ label: 'Usage', value: code(spec.usage) }, ...(spec.aliases?.length ? [{ label: 'Aliases', value: spec.aliases.join(', ') }] : [])] },
+    ];
+    if (spec.help) blocks.push({ kind: 'text', text: spec.help });
+    blocks.push({ kind: 'context', text: spec.readOnly ? 'Read-only: open to every reader.' : 'Changes the fleet: operators only, previewed and audited.' });
+    return { ok: true, command: 'help', title: `help ${spec.name}`, data: { command: spec.name, usage: spec.usage, summary: spec.summary, aliases: spec.aliases ?? [], readOnly: spec.readOnly, help: spec.help ?? null }, blocks };
+  }
+  const specs = [...allCommands()].sort((a, b) => rank(a) - rank(b) || (a.name < b.name ? -1 : 1));
+  const blocks: ReplyBlock[] = [
+    { kind: 'header', text: 'rollcall commands' },
+    { kind: 'list', items: specs.map((s) => ({ text: `${code(s.usage)}`, detail: s.summary, tone: s.readOnly ? undefined : 'warn' })) },
+    {
+      kind: 'context',
+      text: 'Targets: app names or globs (`auth-*`), `-l env=prod,tier=canary` or `selector="env in (prod)"`, `cluster=`, `project=`, `appset=`, `instance=`. Quote values with spaces. `help COMMAND` shows examples.',
+    },
+  ];
+  return {
+    ok: true,
+    command: 'help',
+    title: 'help',
+    data: { commands: specs.map((s) => ({ name: s.name, usage: s.usage, summary: s.summary, readOnly: s.readOnly })) },
+    blocks,
+  };
+}
+
+registerCommand({
+  name: 'help',
+  aliases: ['?', 'h'],
+  summary: 'The commands, or one command with its usage and examples',
+  usage: USAGE,
+  help: 'Examples:\n`help`\n`help rollout`',
+  readOnly: true,
+  run: async (cmd: ParsedCommand) => helpReply(cmd.positional[0]),
+});

@@ -1,0 +1,67 @@
+import { SelectorError } from '../fleet/select.js';
+import { canOperate, canRead, operateDeniedMessage, readDeniedMessage } from './access.js';
+import { commandNames, helpReply } from './help.js';
+import { CommandError, parseCommand } from './parse.js';
+import { findCommand, type CommandContext, type ParsedCommand } from './registry.js';
+import { errorReply, type Reply } from './reply.js';
+import { suggest } from './suggest.js';
+
+// Every command module registers itself on import.
+import './status.js';
+import './app.js';
+import './rollout.js';
+import './plan.js';
+import './diagnose.js';
+import './clusters.js';
+import './help.js';
+// Runbook commands (run, sync, runs, audit) are registered by src/commands/runbooks.ts; the
+// integrator adds its import here.
+
+export { parseCommand, selectorFromCommand, commandText, tokenize, CommandError, CommandSyntaxError } from './parse.js';
+export { suggest, unknownTarget } from './suggest.js';
+export { canOperate, canRead, isAdmin, principalMatches } from './access.js';
+export { summarizeApps, problemReason, isProblem } from './status.js';
+
+/** Turns anything a command threw into an error Reply with a stable code. */
+export function errorFromException(command: string, error: unknown): Reply {
+  if (error instanceof CommandError) {
+    const reply = errorReply(command, error.code, error.message, error.suggestions);
+    if (error.data) reply.data = error.data;
+    if (error.blocks) reply.blocks.push(...error.blocks);
+    return reply;
+  }
+  if (error instanceof SelectorError) {
+    return errorReply(command, 'invalid_selector', `Invalid label selector: ${error.message}. Use Kubernetes syntax, e.g. -l env=prod,tier!=canary or selector="env in (prod,staging)".`);
+  }
+  const e = error as { name?: string; code?: unknown; instance?: unknown; message?: unknown };
+  // Argo CD client errors (src/argocd/errors.ts) carry the instance and a stable code; their
+  // messages already say what to do.
+  if (e && typeof e.code === 'string' && typeof e.instance === 'string') {
+    return errorReply(command, `argocd_${e.code}`, `Argo CD instance ${e.instance}: ${String(e.message)}`);
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return errorReply(command, 'internal_error', `\`${command}\` failed unexpectedly: ${message}. This is a rollcall bug; the logs have the details.`);
+}
+
+/** Runs one chat command: parse, find, check permission, run. Never throws: failures become error Replies. */
+export async function dispatch(text: string, ctx: CommandContext): Promise<Reply> {
+  let cmd: ParsedCommand;
+  try {
+    cmd = parseCommand(text);
+  } catch (error) {
+    return errorFromException(text.trim().split(/\s+/)[0] || 'help', error);
+  }
+  try {
+    if (!cmd.command) return helpReply();
+    const spec = findCommand(cmd.command);
+    if (!spec) {
+      return errorReply(cmd.command, 'unknown_command', `Unknown command \`${cmd.command}\`. \`help\` lists the commands.`, suggest(cmd.command, commandNames()));
+    }
+    const config = ctx.services.config;
+    if (!canRead(ctx.user, config)) return errorReply(spec.name, 'forbidden', readDeniedMessage(ctx.user, config));
+    if (!spec.readOnly && !canOperate(ctx.user, config)) return errorReply(spec.name, 'forbidden', operateDeniedMessage(ctx.user, spec.name, config));
+    return await spec.run(cmd, ctx);
+  } catch (error) {
+    return errorFromException(findCommand(cmd.command)?.name ?? cmd.command, error);
+  }
+}

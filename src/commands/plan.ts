@@ -1,0 +1,69 @@
+import { diagnoseAppSet } from '../fleet/diagnose.js';
+import { buildRolloutPlan } from '../fleet/rollout.js';
+import { isRollingSync } from '../fleet/rollingsync.js';
+import { TONE_EMOJI, code, formatCount, plural } from './format.js';
+import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
+import type { Reply, ReplyBlock, ReplyItem } from './reply.js';
+import { concurrencyMeaning, diagnoseOptions, findAppSet, findingsBlock, noRolloutReply, targetName } from './rollout.js';
+
+const USAGE = 'plan APPSET [instance=X]';
+const NAMES_SHOWN = 12;
+
+function names(list: string[]): string {
+  return list.slice(0, NAMES_SHOWN).map(code).join(', ') + (list.length > NAMES_SHOWN ? ` and ${formatCount(list.length - NAMES_SHOWN)} more` : '');
+}
+
+export async function runPlan(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
+  const name = targetName(cmd, USAGE, 'plan progressive-infra');
+  const fleet = ctx.services.fleet;
+  const target = findAppSet(fleet, name, cmd.options.instance, 'plan');
+  const title = `Plan for ${name}${fleet.instances().length > 1 ? ` (${target.instance})` : ''}`;
+  const opts = diagnoseOptions(ctx);
+  if (!isRollingSync(target.appSet)) {
+    const reply = noRolloutReply('plan', fleet, target, title, diagnoseAppSet(fleet, target, opts));
+    return { ...reply, data: { appSet: reply.data.appSet, instance: reply.data.instance, strategy: reply.data.strategy, rollingSync: false, steps: [], unmatched: [], findings: reply.data.findings } };
+  }
+  const plan = buildRolloutPlan(fleet, target, opts);
+
+  const blocks: ReplyBlock[] = [{ kind: 'header', text: title }];
+  const toSync = plan.steps.reduce((n, s) => n + s.remaining.length, 0);
+  blocks.push({
+    kind: 'text',
+    text: toSync
+      ? `${TONE_EMOJI.progress} From here RollingSync will sync ${plural(toSync, 'app')} in ${plural(plan.steps.filter((s) => s.remaining.length).length, 'step')}, each step only after every app of the earlier steps is Healthy.`
+      : `${TONE_EMOJI.ok} Nothing left to sync: every app in a step is Healthy.`,
+    tone: toSync ? 'progress' : 'ok',
+  });
+  const items: ReplyItem[] = plan.steps.map((s) => {
+    const meaning = concurrencyMeaning(s.maxConcurrent);
+    const gate = s.maxConcurrent === 0 && s.remaining.length ? ' — RollingSync syncs none of them; the rollout waits until someone syncs them by hand' : '';
+    const head = `*Step ${s.step}* · ${meaning} · ${s.apps.length ? `${plural(s.apps.length, 'app')}, ${formatCount(s.remaining.length)} to sync` : 'matches no app'}${gate}`;
+    return {
+      text: head,
+      tone: !s.apps.length ? 'warn' : s.remaining.length ? (s.maxConcurrent === 0 ? 'warn' : 'progress') : 'ok',
+      detail: s.remaining.length ? `to sync: ${names(s.remaining)}` : s.apps.length ? `all Healthy: ${names(s.apps)}` : undefined,
+    };
+  });
+  blocks.push({ kind: 'list', title: 'Steps in order', items });
+  if (plan.unmatched.length) {
+    blocks.push({
+      kind: 'text',
+      text: `${TONE_EMOJI.warn} *Never synced by RollingSync* (in no step, ${formatCount(plan.unmatched.length)}): ${names(plan.unmatched)}. Sync them by hand or add a step that matches their labels.`,
+      tone: 'warn',
+    });
+  }
+  const findings = findingsBlock(plan.findings);
+  if (findings) blocks.push(findings);
+  const suffix = fleet.appSetsNamed(name).length > 1 ? ` instance=${target.instance}` : '';
+  blocks.push({ kind: 'actions', buttons: [{ label: 'Show rollout', command: `rollout ${name}${suffix}` }, { label: 'Refresh', command: `plan ${name}${suffix}` }] });
+  return { ok: true, command: 'plan', title, data: { ...plan }, blocks };
+}
+
+registerCommand({
+  name: 'plan',
+  summary: 'What RollingSync will do from here: steps in order, apps per step, how many at a time, apps never synced',
+  usage: USAGE,
+  help: ['Examples:', '`plan progressive-infra`', '`plan platform instance=argocd-eu`'].join('\n'),
+  readOnly: true,
+  run: runPlan,
+});

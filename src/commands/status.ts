@@ -1,0 +1,355 @@
+import type { Application } from '../argocd/types.js';
+import type { FleetApp, FleetView } from '../fleet/model.js';
+import { isRollingSync, rolloutComplete } from '../fleet/rollingsync.js';
+import { selectApps, type AppSelector } from '../fleet/select.js';
+import {
+  HEALTH_ORDER,
+  SYNC_ORDER,
+  TONE_EMOJI,
+  appTone,
+  byText,
+  code,
+  countsLine,
+  formatCount,
+  link,
+  oneLine,
+  plural,
+  since,
+  truncate,
+} from './format.js';
+import { SELECTOR_OPTIONS, checkOptions, commandText, selectorFromCommand } from './parse.js';
+import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
+import type { Reply, ReplyBlock, ReplyButton, ReplyItem } from './reply.js';
+import { fleetNames, unknownTarget } from './suggest.js';
+
+export interface StatusTotals {
+  apps: number;
+  sync: Record<string, number>;
+  health: Record<string, number>;
+}
+
+export interface ClusterStatus extends StatusTotals {
+  instance: string;
+  cluster: string;
+}
+
+export interface StatusProblem {
+  app: string;
+  instance: string;
+  cluster: string;
+  sync: string;
+  health: string;
+  reason: string;
+}
+
+/** A problem with what the blocks need besides the JSON contract. */
+interface ProblemDetail extends StatusProblem {
+  since?: string;
+  appSet?: string;
+  namespace?: string;
+}
+
+export interface FleetSummary {
+  total: StatusTotals;
+  clusters: ClusterStatus[];
+  problems: ProblemDetail[];
+  /** instance -> appsets owning the selected apps. */
+  appSets: Map<string, Set<string>>;
+}
+
+// Argo CD reports an app without status fields while it has not been reconciled yet; the
+// foundation contract counts those under "Unknown".
+export function syncOf(app: Application): string {
+  return app.status?.sync?.status ?? 'Unknown';
+}
+export function healthOf(app: Application): string {
+  return app.status?.health?.status ?? 'Unknown';
+}
+
+/** OutOfSync/Unknown sync or Degraded/Missing/Unknown health. Progressing and Suspended are not problems. */
+export function isProblem(sync: string, health: string): boolean {
+  return sync === 'OutOfSync' || sync === 'Unknown' || health === 'Degraded' || health === 'Missing' || health === 'Unknown';
+}
+
+const MAX_REASON = 500;
+
+/**
+ * Why an app is not fine, from what Argo CD says: the failed operation's message, the resources that
+ * failed to sync, unhealthy resources' messages, then conditions.
+ */
+export function problemReason(app: Application): string {
+  const status = app.status;
+  if (!status || (!status.sync && !status.health)) return 'Argo CD has not reported a status for this app yet (not reconciled).';
+  const parts: string[] = [];
+  const op = status.operationState;
+  if (op && (op.phase === 'Failed' || op.phase === 'Error') && op.message) parts.push(oneLine(op.message));
+  const failed = op?.syncResult?.resources?.filter((r) => r.status === 'SyncFailed') ?? [];
+  for (const r of failed.slice(0, 3)) parts.push(`${r.kind}/${r.name}${r.message ? `: ${oneLine(r.message)}` : ' failed to sync'}`);
+  if (failed.length > 3) parts.push(`${failed.length - 3} more resources failed to sync`);
+  let unhealthy = 0;
+  for (const r of status.resources ?? []) {
+    const h = r.health;
+    if (!h?.message || h.status === 'Healthy') continue;
+    if (unhealthy++ < 3) parts.push(`${r.kind}/${r.name} ${h.status}: ${oneLine(h.message)}`);
+  }
+  if (unhealthy > 3) parts.push(`${unhealthy - 3} more unhealthy resources`);
+  const conditions = [...(status.conditions ?? [])].sort((a, b) => Number(/Warning$/.test(a.type)) - Number(/Warning$/.test(b.type)));
+  for (const c of conditions.slice(0, 3)) parts.push(`${c.type}: ${oneLine(c.message)}`);
+  if (!parts.length) {
+    const sync = syncOf(app);
+    const health = healthOf(app);
+    if (op?.phase === 'Running') parts.push(`sync running since ${op.startedAt}`);
+    else if (sync === 'OutOfSync' && health === 'Healthy') parts.push('live state differs from the target revision; not synced yet');
+    else parts.push(`sync ${sync}, health ${health}`);
+  }
+  return truncate(parts.join('; '), MAX_REASON);
+}
+
+// When the problem began: for a health problem the health transition; otherwise when the last
+// operation finished (the nearest thing Argo CD records for "went out of sync").
+function problemSince(app: Application, health: string): string | undefined {
+  const h = app.status?.health?.lastTransitionTime;
+  const op = app.status?.operationState;
+  const opTime = op?.finishedAt ?? op?.startedAt;
+  return health === 'Degraded' || health === 'Missing' ? (h ?? opTime) : (opTime ?? h);
+}
+
+/** One pass over the apps: totals, per-(instance, cluster) counts, problems oldest first. */
+export function summarizeApps(apps: Iterable<FleetApp>): FleetSummary {
+  const total: StatusTotals = { apps: 0, sync: {}, health: {} };
+  const byCluster = new Map<string, Map<string, ClusterStatus>>();
+  const problems: ProblemDetail[] = [];
+  const appSets = new Map<string, Set<string>>();
+  for (const fa of apps) {
+    const app = fa.app;
+    const sync = syncOf(app);
+    const health = healthOf(app);
+    total.apps++;
+    total.sync[sync] = (total.sync[sync] ?? 0) + 1;
+    total.health[health] = (total.health[health] ?? 0) + 1;
+    let clusters = byCluster.get(fa.instance);
+    if (!clusters) byCluster.set(fa.instance, (clusters = new Map()));
+    let c = clusters.get(fa.cluster);
+    if (!c) clusters.set(fa.cluster, (c = { instance: fa.instance, cluster: fa.cluster, apps: 0, sync: {}, health: {} }));
+    c.apps++;
+    c.sync[sync] = (c.sync[sync] ?? 0) + 1;
+    c.health[health] = (c.health[health] ?? 0) + 1;
+    if (fa.appSet) {
+      let sets = appSets.get(fa.instance);
+      if (!sets) appSets.set(fa.instance, (sets = new Set()));
+      sets.add(fa.appSet);
+    }
+    if (isProblem(sync, health)) {
+      problems.push({
+        app: app.metadata.name,
+        instance: fa.instance,
+        cluster: fa.cluster,
+        sync,
+        health,
+        reason: problemReason(app),
+        since: problemSince(app, health),
+        appSet: fa.appSet,
+        namespace: app.metadata.namespace,
+      });
+    }
+  }
+  const clusters: ClusterStatus[] = [];
+  for (const instance of [...byCluster.keys()].sort(byText)) {
+    const map = byCluster.get(instance)!;
+    for (const name of [...map.keys()].sort(byText)) clusters.push(map.get(name)!);
+  }
+  // Oldest first; problems without a time (never reconciled) last, then by instance and name.
+  problems.sort((a, b) => {
+    if (a.since !== b.since) {
+      if (!a.since) return 1;
+      if (!b.since) return -1;
+      const d = Date.parse(a.since) - Date.parse(b.since);
+      if (d) return d;
+    }
+    return byText(a.instance, b.instance) || byText(a.app, b.app);
+  });
+  return { total, clusters, problems, appSets };
+}
+
+const USAGE = 'status [NAME|GLOB|CLUSTER|APPSET ...] [-l selector] [cluster=X] [project=X] [appset=X] [instance=X]';
+const MAX_CLUSTERS_SHOWN = 8;
+const MAX_PROBLEMS_SHOWN = 15;
+const isGlob = (s: string) => /[*?[\]{}]/.test(s);
+
+/** Checks the names in a selection exist, so a typo gets "did you mean" instead of "0 apps". */
+function resolveSelection(fleet: FleetView, cmd: ParsedCommand): { sel: AppSelector; scope: string[] } {
+  const sel = selectorFromCommand(cmd);
+  const scope: string[] = [];
+  if (sel.instance && !fleet.instances().includes(sel.instance)) throw unknownTarget(fleet, sel.instance, 'instance');
+  const needNames = sel.cluster || sel.appSet || sel.patterns?.some((p) => !isGlob(p));
+  const names = needNames ? fleetNames(fleet) : undefined;
+  if (sel.cluster && !names!.clusters.has(sel.cluster)) throw unknownTarget(fleet, sel.cluster, 'cluster');
+  if (sel.appSet && !names!.appSets.has(sel.appSet)) throw unknownTarget(fleet, sel.appSet, 'appset');
+  // `status prod-us1` or `status payments`: a bare cluster or appset name is what on-call means.
+  if (sel.patterns?.length === 1 && !isGlob(sel.patterns[0]) && !names!.apps.has(sel.patterns[0])) {
+    const word = sel.patterns[0];
+    if (names!.clusters.has(word) && !sel.cluster) {
+      sel.cluster = word;
+      delete sel.patterns;
+    } else if (names!.appSets.has(word) && !sel.appSet) {
+      sel.appSet = word;
+      delete sel.patterns;
+    }
+  }
+  for (const p of sel.patterns ?? []) if (!isGlob(p) && !names!.apps.has(p)) throw unknownTarget(fleet, p, 'app');
+  if (sel.patterns?.length) scope.push(sel.patterns.map(code).join(' '));
+  if (sel.labels) scope.push(`-l ${code(sel.labels)}`);
+  if (sel.cluster) scope.push(`cluster ${code(sel.cluster)}`);
+  if (sel.project) scope.push(`project ${code(sel.project)}`);
+  if (sel.appSet) scope.push(`appset ${code(sel.appSet)}`);
+  if (sel.instance) scope.push(`instance ${code(sel.instance)}`);
+  return { sel, scope };
+}
+
+function clusterLine(c: ClusterStatus, problems: number, multiInstance: boolean): ReplyItem {
+  const bad = Object.entries(c.health)
+    .filter(([h]) => h !== 'Healthy')
+    .concat(Object.entries(c.sync).filter(([s]) => s !== 'Synced'));
+  const counts = bad.length ? bad.map(([k, n]) => `${k} ${formatCount(n)}`).join(' · ') : 'all Synced and Healthy';
+  const name = multiInstance ? `${c.instance}/${c.cluster}` : c.cluster;
+  const tone = problems ? (c.health.Degraded || c.health.Missing ? 'error' : 'warn') : 'ok';
+  return { text: `*${name}* — ${plural(c.apps, 'app')}: ${counts}`, tone };
+}
+
+export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
+  checkOptions(cmd, SELECTOR_OPTIONS, USAGE);
+  const fleet = ctx.services.fleet;
+  const now = ctx.services.now?.() ?? new Date();
+  const { sel, scope } = resolveSelection(fleet, cmd);
+  const selected = scope.length ? selectApps(fleet, sel) : fleet.apps();
+  if (scope.length && !selected.length && sel.patterns?.some(isGlob) && !sel.labels) {
+    throw unknownTarget(fleet, sel.patterns.find(isGlob)!.replace(/[*?[\]{}]/g, ''), 'app', `No application matches ${sel.patterns.map(code).join(' ')}.`);
+  }
+  const summary = summarizeApps(selected);
+  const { total, clusters, problems } = summary;
+  const multiInstance = fleet.instances().length > 1;
+
+  const blocks: ReplyBlock[] = [];
+  const title = scope.length ? `Status of ${scope.join(', ').replace(/`/g, '')}` : 'Fleet status';
+  blocks.push({ kind: 'header', text: title });
+  const instancesWithApps = new Set(clusters.map((c) => c.instance)).size;
+  blocks.push({
+    kind: 'fields',
+    fields: [
+      { label: 'Apps', value: `${formatCount(total.apps)} on ${plural(clusters.length, 'cluster')}${multiInstance ? `, ${plural(instancesWithApps, 'instance')}` : ''}` },
+      { label: 'Sync', value: countsLine(total.sync, SYNC_ORDER) },
+      { label: 'Health', value: countsLine(total.health, HEALTH_ORDER) },
+    ],
+  });
+  if (!total.apps) {
+    blocks.push({ kind: 'text', text: `${TONE_EMOJI.info} No applications match ${scope.join(', ') || 'in the fleet'}.`, tone: 'info' });
+  } else if (!problems.length) {
+    blocks.push({ kind: 'text', text: `${TONE_EMOJI.ok} All ${plural(total.apps, 'app')} Synced and Healthy (or Progressing/Suspended).`, tone: 'ok' });
+  } else {
+    const degraded = problems.filter((p) => p.health === 'Degraded' || p.health === 'Missing').length;
+    const tone = degraded ? 'error' : 'warn';
+    blocks.push({
+      kind: 'text',
+      text: `${TONE_EMOJI[tone]} *${plural(problems.length, 'app')} need${problems.length === 1 ? 's' : ''} attention* on ${plural(new Set(problems.map((p) => `${p.instance}/${p.cluster}`)).size, 'cluster')}${degraded ? ` (${formatCount(degraded)} Degraded or Missing)` : ''}.`,
+      tone,
+    });
+  }
+
+  if (clusters.length > 1) {
+    const problemsByCluster = new Map<string, number>();
+    for (const p of problems) problemsByCluster.set(`${p.instance}/${p.cluster}`, (problemsByCluster.get(`${p.instance}/${p.cluster}`) ?? 0) + 1);
+    const count = (c: ClusterStatus) => problemsByCluster.get(`${c.instance}/${c.cluster}`) ?? 0;
+    const ranked = clusters.length > MAX_CLUSTERS_SHOWN ? [...clusters].sort((a, b) => count(b) - count(a)) : clusters;
+    // With many clusters only the worst are worth a line; the healthy rest is a count.
+    const shown = clusters.length > MAX_CLUSTERS_SHOWN ? ranked.filter((c) => count(c) > 0).slice(0, MAX_CLUSTERS_SHOWN) : ranked;
+    const rest = ranked.filter((c) => !shown.includes(c));
+    const restWithProblems = rest.filter((c) => count(c) > 0).length;
+    if (shown.length) blocks.push({ kind: 'list', title: 'Clusters', items: shown.map((c) => clusterLine(c, count(c), multiInstance)), total: clusters.length });
+    if (rest.length) {
+      blocks.push({
+        kind: 'context',
+        text: restWithProblems
+          ? `and ${plural(rest.length, 'more cluster')} (${formatCount(restWithProblems)} with problems; narrow with cluster=X)`
+          : `and ${formatCount(rest.length)} more healthy cluster${rest.length === 1 ? '' : 's'}`,
+      });
+    }
+  }
+
+  if (problems.length) {
+    blocks.push({
+      kind: 'list',
+      title: 'Problems, oldest first',
+      items: problems.slice(0, MAX_PROBLEMS_SHOWN).map((p) => {
+        const url = fleet.appUrl(p.instance, p.app, p.namespace);
+        const age = since(p.since, now);
+        const where = multiInstance ? `${p.instance}/${p.cluster}` : p.cluster;
+        return {
+          text: `${link(p.app, url)} · ${where} · ${p.sync}/${p.health}${age ? ` · for ${age}` : ''}`,
+          tone: appTone(p.sync, p.health),
+          detail: truncate(p.reason, 200),
+          ...(url ? { url } : {}),
+        };
+      }),
+      total: problems.length,
+    });
+  }
+
+  const buttons: ReplyButton[] = [{ label: 'Refresh', command: commandText(cmd) }];
+  for (const name of rolloutsInFlight(fleet, summary)) buttons.push({ label: `Show rollout ${name.label}`, command: name.command });
+  blocks.push({ kind: 'actions', buttons: buttons.slice(0, 5) });
+
+  return {
+    ok: true,
+    command: 'status',
+    title,
+    data: {
+      total,
+      clusters,
+      problems: problems.map(({ app, instance, cluster, sync, health, reason }) => ({ app, instance, cluster, sync, health, reason })),
+    },
+    blocks,
+  };
+}
+
+/** RollingSync appsets of the selected apps whose rollout is not complete; problem apps' appsets first. */
+function rolloutsInFlight(fleet: FleetView, summary: FleetSummary): { label: string; command: string }[] {
+  const keys: [string, string][] = [];
+  const seen = new Set<string>();
+  const add = (instance: string, name: string) => {
+    const key = `${instance}/${name}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      keys.push([instance, name]);
+    }
+  };
+  for (const p of summary.problems) if (p.appSet) add(p.instance, p.appSet);
+  for (const [instance, names] of summary.appSets) for (const n of names) add(instance, n);
+  const out: { label: string; command: string }[] = [];
+  for (const [instance, name] of keys) {
+    const candidates = fleet.appSetsNamed(name);
+    const set = candidates.find((s) => s.instance === instance);
+    if (!set || !isRollingSync(set.appSet) || rolloutComplete(set.appSet)) continue;
+    const ambiguous = candidates.length > 1;
+    out.push({ label: name, command: `rollout ${name}${ambiguous ? ` instance=${instance}` : ''}` });
+    if (out.length === 3) break;
+  }
+  return out;
+}
+
+registerCommand({
+  name: 'status',
+  aliases: ['st'],
+  summary: 'Sync and health totals, per cluster, and the apps that need attention (oldest problem first)',
+  usage: USAGE,
+  help: [
+    'Examples:',
+    '`status` — the whole fleet',
+    '`status prod-us1` — one cluster (a bare cluster or appset name works)',
+    '`status auth-*` — apps by name glob',
+    '`status -l env=prod,tier=canary` — by Application labels (also `selector="env in (prod,staging)"`)',
+    '`status project=payments instance=argocd-eu`',
+    'Problems are OutOfSync or Unknown sync, or Degraded, Missing or Unknown health, with the reason Argo CD gives.',
+  ].join('\n'),
+  readOnly: true,
+  run: runStatus,
+});

@@ -1,0 +1,198 @@
+import type { Reply, ReplyBlock, ReplyButton, ReplyItem, Tone } from '../commands/reply.js';
+
+/**
+ * Reply -> terminal text: the same answer Slack shows, for `rollcall ask` and `rollcall demo`.
+ * Replies carry Slack mrkdwn (*bold*, `code`, <url|label>, :emoji:); this converts it.
+ */
+
+export interface TextOptions {
+  /** ANSI bold/colours. Default false (pipes, logs, tests). */
+  color?: boolean;
+  /** How links print: "inline" = `label (url)` (default), "label" = the label only. */
+  links?: 'inline' | 'label';
+  /** Terminal width for wrapping details; 0 = no wrapping. Default 0. */
+  width?: number;
+}
+
+const TONE_SYMBOL: Record<Tone, string> = {
+  ok: '✔',
+  error: '✖',
+  warn: '⚠',
+  progress: '⏳',
+  unknown: '?',
+  info: 'ℹ',
+};
+
+const TONE_COLOR: Record<Tone, string> = { ok: '32', error: '31', warn: '33', progress: '36', unknown: '90', info: '34' };
+
+// The Slack emoji names our replies use, as terminal symbols; unknown names print as written.
+const EMOJI: Record<string, string> = {
+  x: '✖',
+  heavy_multiplication_x: '✖',
+  white_check_mark: '✔',
+  heavy_check_mark: '✔',
+  ballot_box_with_check: '✔',
+  warning: '⚠',
+  rotating_light: '‼',
+  red_circle: '●',
+  large_green_circle: '●',
+  large_yellow_circle: '●',
+  white_circle: '○',
+  black_circle: '●',
+  hourglass: '⌛',
+  hourglass_flowing_sand: '⏳',
+  grey_question: '?',
+  question: '?',
+  information_source: 'ℹ',
+  arrow_forward: '▶',
+  arrow_right: '→',
+  arrows_counterclockwise: '↻',
+  repeat: '↻',
+  pause_button: '⏸',
+  double_vertical_bar: '⏸',
+  stop_button: '⏹',
+  no_entry: '⛔',
+  no_entry_sign: '⛔',
+  lock: '🔒',
+  key: '⚿',
+  rocket: '»',
+  memo: '✎',
+  link: '↗',
+  white_circle_small: '◦',
+};
+
+// Private-use placeholder for protected code spans (never in Argo CD or Slack text).
+const MARK = '\uE000';
+const MARK_RE = /\uE000(\d+)\uE000/g;
+// eslint-disable-next-line no-control-regex -- ANSI escapes are what we strip
+const ANSI_RE = /\u001b\[[0-9;]*m/g;
+
+const ansi = (on: boolean, codes: string, text: string) => (on ? `\u001b[${codes}m${text}\u001b[0m` : text);
+
+/** Slack mrkdwn -> terminal text. */
+export function mrkdwnToText(text: string, opts: TextOptions = {}): string {
+  const color = opts.color ?? false;
+  const links = opts.links ?? 'inline';
+  // Code spans are literal: keep globs like `auth-*` from being read as bold.
+  const codes: string[] = [];
+  let out = text.replace(/`([^`\n]+)`/g, (_m, inner: string) => {
+    codes.push(inner);
+    return `${MARK}${codes.length - 1}${MARK}`;
+  });
+  out = out.replace(/<([^<>\s|]+)(?:\|([^<>]*))?>/g, (_m, target: string, label?: string) => {
+    if (target.startsWith('@')) return `@${label || target.slice(1)}`;
+    if (target.startsWith('#')) return `#${label || target.slice(1)}`;
+    if (target.startsWith('!')) return `@${(label || target.slice(1)).replace(/^subteam\^/, '')}`;
+    if (!label || label === target) return color ? ansi(true, '4', target) : target;
+    const shown = color ? ansi(true, '4', label) : label;
+    return links === 'label' ? shown : `${shown} (${target})`;
+  });
+  out = out.replace(/:([a-z0-9_+-]+):/g, (m, name: string) => EMOJI[name] ?? m);
+  out = out.replace(/(^|[\s(>])\*(\S(?:[^*\n]*?\S)?)\*(?=$|[\s).,:;!?])/gm, (_m, pre: string, inner: string) => pre + (color ? ansi(true, '1', inner) : inner));
+  out = out.replace(/(^|[\s(])_(\S(?:[^_\n]*?\S)?)_(?=$|[\s).,:;!?])/gm, (_m, pre: string, inner: string) => pre + (color ? ansi(true, '3', inner) : inner));
+  out = out.replace(/^> ?/gm, '│ ');
+  out = out.replace(MARK_RE, (_m, i: string) => (color ? ansi(true, '36', codes[Number(i)]) : `\`${codes[Number(i)]}\``));
+  return out.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+}
+
+function toneSymbol(tone: Tone | undefined, color: boolean): string {
+  if (!tone) return '•';
+  return ansi(color, TONE_COLOR[tone], TONE_SYMBOL[tone]);
+}
+
+// Item text often starts with its own emoji; don't print two symbols.
+function startsWithSymbol(text: string): boolean {
+  return /^:[a-z0-9_+-]+:/.test(text);
+}
+
+function indent(text: string, prefix: string): string {
+  return text
+    .split('\n')
+    .map((line) => prefix + line)
+    .join('\n');
+}
+
+function wrap(text: string, width: number, prefix: string): string {
+  if (!width) return indent(text, prefix);
+  const lines: string[] = [];
+  for (const para of text.split('\n')) {
+    let line = '';
+    for (const word of para.split(' ')) {
+      if (line && visibleLength(prefix + line + ' ' + word) > width) {
+        lines.push(prefix + line);
+        line = word;
+      } else line = line ? `${line} ${word}` : word;
+    }
+    lines.push(prefix + line);
+  }
+  return lines.join('\n');
+}
+
+function visibleLength(text: string): number {
+  return [...text.replace(ANSI_RE, '')].length;
+}
+
+function renderItem(item: ReplyItem, opts: TextOptions): string {
+  const color = opts.color ?? false;
+  const text = mrkdwnToText(item.text, opts);
+  const head = startsWithSymbol(item.text) ? `  ${text}` : `  ${toneSymbol(item.tone, color)} ${text}`;
+  const lines = [head];
+  if (item.detail) lines.push(wrap(mrkdwnToText(item.detail, opts), opts.width ?? 0, '      '));
+  // The URL is already in the text when the text links it.
+  if (item.url && !item.text.includes(item.url) && (opts.links ?? 'inline') === 'inline') lines.push(`      ${ansi(color, '4', item.url)}`);
+  return lines.join('\n');
+}
+
+function renderButton(b: ReplyButton, color: boolean): string {
+  if (b.command) return `→ try: ${ansi(color, '36', b.command)}`;
+  if (b.url) return `→ ${b.label}: ${b.url}`;
+  // Named actions (confirm, approve ...) are Slack buttons; the terminal answers them with --yes.
+  return `→ ${b.label}${b.action ? ' (a button in Slack; in the terminal use --yes)' : ''}`;
+}
+
+function renderBlock(block: ReplyBlock, opts: TextOptions): string {
+  const color = opts.color ?? false;
+  switch (block.kind) {
+    case 'header': {
+      const text = mrkdwnToText(block.text, opts);
+      return color ? ansi(true, '1', text) : `${text}\n${'─'.repeat(Math.min(visibleLength(text), 72))}`;
+    }
+    case 'text': {
+      const text = mrkdwnToText(block.text, opts);
+      return block.tone && !startsWithSymbol(block.text) ? `${toneSymbol(block.tone, color)} ${text}` : text;
+    }
+    case 'fields': {
+      const width = Math.max(...block.fields.map((f) => visibleLength(f.label)));
+      return block.fields
+        .map((f) => {
+          const label = `${f.label}:`.padEnd(width + 2);
+          const value = mrkdwnToText(f.value, opts).split('\n').join(`\n${' '.repeat(width + 2)}`);
+          return `${color ? ansi(true, '1', label) : label}${value}`;
+        })
+        .join('\n');
+    }
+    case 'list': {
+      const lines: string[] = [];
+      if (block.title) lines.push(color ? ansi(true, '1', mrkdwnToText(block.title, opts)) : `${mrkdwnToText(block.title, opts)}:`);
+      for (const item of block.items) lines.push(renderItem(item, opts));
+      if (block.total !== undefined && block.total > block.items.length) lines.push(`  … and ${(block.total - block.items.length).toLocaleString('en-US')} more`);
+      return lines.join('\n');
+    }
+    case 'context':
+      return ansi(color, '2', mrkdwnToText(block.text, opts));
+    case 'actions':
+      return block.buttons.map((b) => renderButton(b, color)).join('\n');
+    case 'divider':
+      return '';
+  }
+}
+
+/** The whole reply as terminal text, blocks separated by blank lines. */
+export function renderText(reply: Reply, opts: TextOptions = {}): string {
+  const parts = reply.blocks.map((b) => renderBlock(b, opts)).filter((p, i, all) => p !== '' || (i > 0 && all[i - 1] !== ''));
+  if (!reply.blocks.length) {
+    if (reply.error) parts.push(`${toneSymbol('error', opts.color ?? false)} ${mrkdwnToText(reply.error.message, opts)}`);
+    else parts.push(reply.title);
+  }
+  return parts.join('\n\n').replace(/\n{3,}/g, '\n\n').trimEnd() + '\n';
+}
