@@ -6,7 +6,20 @@
  * getProgressingCondition, syncApplication). Where Argo CD behaves surprisingly the comment says so:
  * the bot must report what Argo CD *does*, not what a reader of the docs would expect.
  */
-import type { ApplicationMatchExpression, ApplicationSet, ApplicationSetCondition, ApplicationSetRolloutStep } from '../argocd/types.js';
+import type {
+  Application,
+  ApplicationMatchExpression,
+  ApplicationSet,
+  ApplicationSetApplicationStatus,
+  ApplicationSetCondition,
+  ApplicationSetRolloutStep,
+  HealthStatusCode,
+  Operation,
+  OperationPhase,
+  ProgressiveSyncStatus,
+  SyncPolicyAutomated,
+  SyncStatusCode,
+} from '../argocd/types.js';
 
 export const SUPPORTED_OPERATORS = ['In', 'NotIn'] as const;
 
@@ -189,4 +202,286 @@ export function ignoredLiveLabels(appSet: ApplicationSet, app: { metadata: { lab
 function preservedLabelKeys(appSet: ApplicationSet): string[] {
   const preserved = appSet.spec?.preservedFields as { labels?: unknown } | undefined;
   return Array.isArray(preserved?.labels) ? preserved.labels.filter((k): k is string => typeof k === 'string') : [];
+}
+
+// ---------- the state machine (A6) ----------
+
+/**
+ * The fixed texts Argo CD v3.5 writes into `status.applicationStatus[].message`, in one place so the
+ * simulator, the reports and the tests agree. (No trailing periods: that is how v3.3+ writes them.)
+ */
+export const ROLLOUT_MESSAGES = {
+  newEntry: 'No Application status found, defaulting status to Waiting',
+  revisionChanged: 'Application has pending changes, setting status to Waiting',
+  specChanged: 'Application has pending changes (spec differs), setting status to Waiting',
+  revisionAndSpecChanged: 'Application has pending changes (revision and spec differ), setting status to Waiting',
+  syncedHealthy: 'Application resource has synced, updating status to Healthy',
+  syncedNotHealthy: 'Application resource has synced, updating status to Progressing',
+  pending: 'Application moved to Pending status, watching for the Application resource to start Progressing',
+  syncSucceeded: 'Application resource completed a sync successfully, updating status from Pending to Progressing',
+  syncCompleted: 'Application resource completed a sync, updating status from Pending to Progressing',
+  syncRunning: 'Application resource became Progressing, updating status from Pending to Progressing',
+  appError: 'Application resource has error and cannot sync, updating status to Progressing',
+  becameHealthy: 'Application resource became Healthy, updating status from Progressing to Healthy',
+} as const;
+
+/** What the state machine needs to know about one existing Application (the generated one's labels). */
+export interface RolloutAppState {
+  name: string;
+  /** Labels of the generated (desired) app: see generatedLabels. */
+  labels: Record<string, string>;
+  sync: SyncStatusCode;
+  health: HealthStatusCode;
+  /** status.sync.revisions, else [status.sync.revision], else []. */
+  revisions: string[];
+  /** status.operationState.startedAt */
+  operationStartedAt?: string;
+  /** status.operationState.phase: only picks the Pending → Progressing message. */
+  operationPhase?: OperationPhase;
+  /** A top-level operation or phase Running/Terminating. */
+  operationRunning: boolean;
+  /** An InvalidSpecError or UnknownError condition. */
+  errorCondition: boolean;
+  /** The generated spec differs from the live one (v3.4+ spec-change detection). */
+  specChanged?: boolean;
+  /**
+   * status.reconciledAt. A Pending app moves on only once the app controller reconciled it after the
+   * Pending transition; absent means "no gate" as in Argo CD (a nil reconciledAt passes).
+   */
+  reconciledAt?: string;
+}
+
+export interface RolloutAdvance {
+  /** Sorted by name, one per app. */
+  applicationStatus: ApplicationSetApplicationStatus[];
+  /** The appset's conditions with RolloutProgressing upserted (others kept). */
+  conditions: ApplicationSetCondition[];
+  /** Apps moved to Pending this pass: the controller must write a sync operation onto them. */
+  toSync: string[];
+  /**
+   * Every app that is Pending in a released step after this pass (toSync included). Argo CD re-asserts
+   * the sync operation on these on every reconcile until they move to Progressing; writing the same
+   * operation again is a no-op while it is still queued or running.
+   */
+  pendingSync: string[];
+  /** The step numbers each app was matched by (overlaps show as several). */
+  stepsByApp: Record<string, number[]>;
+}
+
+function revisionsOf(app: Application): string[] {
+  const sync = app.status?.sync;
+  if (sync?.revisions && sync.revisions.length > 0) return [...sync.revisions];
+  return sync?.revision ? [sync.revision] : [];
+}
+
+/** Build the state-machine input for a live app. `specChanged` comes from whoever can render the template. */
+export function rolloutAppState(appSet: ApplicationSet, app: Application, opts: { specChanged?: boolean } = {}): RolloutAppState {
+  const phase = app.status?.operationState?.phase;
+  return {
+    name: app.metadata.name,
+    labels: generatedLabels(appSet, app),
+    sync: app.status?.sync?.status ?? 'Unknown',
+    health: app.status?.health?.status ?? 'Unknown',
+    revisions: revisionsOf(app),
+    operationStartedAt: app.status?.operationState?.startedAt,
+    operationPhase: phase,
+    operationRunning: app.operation != null || phase === 'Running' || phase === 'Terminating',
+    errorCondition: (app.status?.conditions ?? []).some((c) => c.type === 'InvalidSpecError' || c.type === 'UnknownError'),
+    specChanged: opts.specChanged,
+    reconciledAt: app.status?.reconciledAt,
+  };
+}
+
+/** RFC3339 at second precision, as Kubernetes serializes metav1.Time. */
+export function k8sTime(date: Date): string {
+  return new Date(Math.floor(date.getTime() / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+}
+
+function time(value: string | undefined): number {
+  if (!value) return Number.NEGATIVE_INFINITY;
+  const parsed = Date.parse(value);
+  return Number.isNaN(parsed) ? Number.NEGATIVE_INFINITY : parsed;
+}
+
+function sameList(a: readonly string[] | undefined, b: readonly string[]): boolean {
+  const left = a ?? [];
+  return left.length === b.length && left.every((v, i) => v === b[i]);
+}
+
+/**
+ * One reconcile pass of the v3.5 RollingSync state machine (A6). Pure: returns what the appset
+ * controller would write, and which apps it would sync. Not modelled: the reconcile gate that makes the
+ * controller wait for apps to be refreshed after a revision change, and apps that are generated but not
+ * created yet (only existing apps are passed in).
+ */
+export function advanceRollout(appSet: ApplicationSet, apps: RolloutAppState[], now: Date): RolloutAdvance {
+  const conditions = [...(appSet.status?.conditions ?? [])];
+  const stepsByApp: Record<string, number[]> = {};
+  if (!isRollingSync(appSet)) {
+    // RollingSync without steps: Argo CD clears the entries and, having no step to wait on, reports done.
+    const done = isRollingSyncType(appSet) ? upsertCondition(conditions, completeCondition(), now) : conditions;
+    return { applicationStatus: [], conditions: done, toSync: [], pendingSync: [], stepsByApp };
+  }
+  const steps = rolloutSteps(appSet);
+  const stamp = k8sTime(now);
+  const sorted = [...apps].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+
+  // buildAppDependencyList: an overlapping app is listed in every step it matches (and blocks each),
+  // but its step number, and so its maxUpdate, is the first one.
+  const stepLists: string[][] = steps.map(() => []);
+  const stepIndex = new Map<string, number>();
+  for (const app of sorted) {
+    const matched = matchingSteps(app.labels, steps);
+    stepsByApp[app.name] = matched;
+    for (const step of matched) stepLists[step - 1].push(app.name);
+    if (matched.length > 0) stepIndex.set(app.name, matched[0] - 1);
+  }
+  const stepNumber = (name: string) => (stepIndex.has(name) ? stepIndex.get(name)! + 1 : NO_STEP);
+
+  // UpdateApplicationSetApplicationStatus
+  const previous = new Map((appSet.status?.applicationStatus ?? []).map((e) => [e.application, e]));
+  const entries: ApplicationSetApplicationStatus[] = [];
+  for (const app of sorted) {
+    const found = previous.get(app.name);
+    const current: ApplicationSetApplicationStatus = found
+      ? { ...found }
+      : { application: app.name, status: 'Waiting', message: ROLLOUT_MESSAGES.newEntry, step: String(stepNumber(app.name)), targetRevisions: [...app.revisions], lastTransitionTime: stamp };
+    const next: ApplicationSetApplicationStatus = { ...current, step: String(stepNumber(app.name)) };
+    const revisionsChanged = !sameList(current.targetRevisions, app.revisions);
+    const specChanged = app.specChanged === true;
+    if (revisionsChanged || specChanged) {
+      next.targetRevisions = [...app.revisions];
+      next.message = revisionsChanged && specChanged ? ROLLOUT_MESSAGES.revisionAndSpecChanged : revisionsChanged ? ROLLOUT_MESSAGES.revisionChanged : ROLLOUT_MESSAGES.specChanged;
+      next.status = 'Waiting';
+      next.lastTransitionTime = stamp;
+    }
+    if (next.status === 'Waiting') {
+      // Already in sync (nothing to roll out): no sync is started for it.
+      if (app.sync === 'Synced') transition(next, app.health === 'Healthy' ? 'Healthy' : 'Progressing', app.health === 'Healthy' ? ROLLOUT_MESSAGES.syncedHealthy : ROLLOUT_MESSAGES.syncedNotHealthy, stamp);
+    } else {
+      if (current.status === 'Pending') {
+        const reconciledSince = app.reconciledAt === undefined || time(app.reconciledAt) > time(next.lastTransitionTime);
+        if (reconciledSince) {
+          // A sync that started after the Pending transition, whatever its result (a failed sync also
+          // counts: retrying is the app's job, not the appset's).
+          if (app.operationStartedAt !== undefined && time(app.operationStartedAt) > time(current.lastTransitionTime)) {
+            const message =
+              app.operationPhase === 'Succeeded' ? ROLLOUT_MESSAGES.syncSucceeded : app.operationPhase === 'Failed' || app.operationPhase === 'Error' ? ROLLOUT_MESSAGES.syncCompleted : ROLLOUT_MESSAGES.syncRunning;
+            transition(next, 'Progressing', message, stamp);
+          } else if (app.errorCondition) {
+            transition(next, 'Progressing', ROLLOUT_MESSAGES.appError, stamp);
+          }
+        }
+      }
+      // Healthy alone is not enough; and there is no timeout: a failed app stays Progressing forever.
+      if (current.status === 'Progressing' && app.health === 'Healthy' && app.sync === 'Synced') transition(next, 'Healthy', ROLLOUT_MESSAGES.becameHealthy, stamp);
+    }
+    entries.push(next);
+  }
+
+  // getAppsToSync: release steps in order while every app of each earlier step is Healthy. Empty steps
+  // do not hold anything up.
+  const byName = new Map(entries.map((e) => [e.application, e]));
+  const released = new Set<string>();
+  for (const list of stepLists) {
+    for (const name of list) released.add(name);
+    if (!list.every((name) => byName.get(name)?.status === 'Healthy')) break;
+  }
+
+  // UpdateApplicationSetApplicationStatusProgress. Quirk (inferred from code): an app in no step has no
+  // entry in the step map, so Go's zero value puts it at index 0 — it counts toward step 1's total (for
+  // a percent maxUpdate) and, when Progressing, toward step 1's in-flight count.
+  const indexOf = (name: string) => stepIndex.get(name) ?? 0;
+  const total = steps.map(() => 0);
+  const inFlight = steps.map(() => 0);
+  for (const entry of entries) {
+    total[indexOf(entry.application)]++;
+    if (entry.status === 'Pending' || entry.status === 'Progressing') inFlight[indexOf(entry.application)]++;
+  }
+  const toSync: string[] = [];
+  for (const entry of entries) {
+    const index = indexOf(entry.application);
+    const limit = maxConcurrentFor(steps[index].maxUpdate, total[index]);
+    const room = limit === null || inFlight[index] < limit;
+    if (entry.status === 'Waiting' && released.has(entry.application) && room) {
+      transition(entry, 'Pending', ROLLOUT_MESSAGES.pending, stamp);
+      inFlight[index]++;
+      toSync.push(entry.application);
+    }
+  }
+  const pendingSync = entries.filter((e) => e.status === 'Pending' && released.has(e.application)).map((e) => e.application);
+
+  return { applicationStatus: entries, conditions: upsertCondition(conditions, progressingConditionFor(steps.length, entries), now), toSync, pendingSync, stepsByApp };
+}
+
+function transition(entry: ApplicationSetApplicationStatus, status: ProgressiveSyncStatus, message: string, stamp: string): void {
+  entry.status = status;
+  entry.message = message;
+  entry.lastTransitionTime = stamp;
+}
+
+/** The first step whose entries are not all Healthy; steps without entries are complete, "-1" never counts. */
+export function progressingStep(stepCount: number, entries: readonly ApplicationSetApplicationStatus[]): number | null {
+  const healthyByStep = new Map<string, boolean>();
+  for (const e of entries) healthyByStep.set(e.step, (healthyByStep.get(e.step) ?? true) && e.status === 'Healthy');
+  for (let step = 1; step <= stepCount; step++) {
+    const healthy = healthyByStep.get(String(step));
+    if (healthy === false) return step;
+  }
+  return null;
+}
+
+function completeCondition(): ApplicationSetCondition {
+  return { type: ROLLOUT_PROGRESSING, status: 'False', reason: REASON_ROLLOUT_COMPLETE, message: ROLLOUT_COMPLETE_MESSAGE };
+}
+
+function progressingConditionFor(stepCount: number, entries: readonly ApplicationSetApplicationStatus[]): ApplicationSetCondition {
+  const step = progressingStep(stepCount, entries);
+  return step === null ? completeCondition() : { type: ROLLOUT_PROGRESSING, status: 'True', reason: REASON_MODIFIED, message: rolloutOfStepMessage(step) };
+}
+
+/** Replace the condition of the same type in place, keeping its lastTransitionTime when nothing changed. */
+export function upsertCondition(conditions: readonly ApplicationSetCondition[], condition: ApplicationSetCondition, now: Date): ApplicationSetCondition[] {
+  const out = [...conditions];
+  const index = out.findIndex((c) => c.type === condition.type);
+  const existing = index === -1 ? undefined : out[index];
+  const unchanged = existing && existing.status === condition.status && existing.reason === condition.reason && existing.message === condition.message;
+  const next = unchanged ? existing : { ...condition, lastTransitionTime: condition.lastTransitionTime ?? k8sTime(now) };
+  if (index === -1) out.push(next);
+  else out[index] = next;
+  return out;
+}
+
+// ---------- the sync RollingSync starts (A5/A6) ----------
+
+export const ROLLING_SYNC_INITIATOR = 'applicationset-controller';
+export const ROLLING_SYNC_REASON = 'ApplicationSet RollingSync triggered a sync of this Application resource';
+/** Since v3.1 (PR #23335), matching the app controller's auto-sync default. */
+export const ROLLING_SYNC_DEFAULT_RETRY = { limit: 5 } as const;
+
+/** An automated block counts as enabled when present and not `enabled: false` (nil means on, v3.1+). */
+export function automatedEnabled(automated: SyncPolicyAutomated | null | undefined): boolean {
+  return automated != null && automated.enabled !== false;
+}
+
+/**
+ * The operation RollingSync writes onto a Pending app. `prune` comes from the *template's*
+ * automated.prune and only when that automated block counts as enabled (the live app has autosync
+ * switched off by the appset controller, so its own automated block says nothing); selfHeal has no
+ * effect. syncOptions and retry come from the app's syncPolicy; retry defaults to {limit: 5}.
+ */
+export function rollingSyncOperation(appSet: ApplicationSet, app: Application): Operation {
+  const templateAutomated = appSet.spec?.template?.spec?.syncPolicy?.automated;
+  const prune = automatedEnabled(templateAutomated) && templateAutomated?.prune === true;
+  const policy = app.spec?.syncPolicy;
+  const sync: NonNullable<Operation['sync']> = {};
+  // Go's `prune,omitempty`: false is not written.
+  if (prune) sync.prune = true;
+  if (policy?.syncOptions) sync.syncOptions = [...policy.syncOptions];
+  return {
+    sync,
+    initiatedBy: { username: ROLLING_SYNC_INITIATOR, automated: true },
+    info: [{ name: 'Reason', value: ROLLING_SYNC_REASON }],
+    retry: policy?.retry ? structuredClone(policy.retry) : { ...ROLLING_SYNC_DEFAULT_RETRY },
+  };
 }
