@@ -341,7 +341,7 @@ function ruleLabelOnClusterNotApp(ctx: Context, add: Add) {
         rule: 'label-on-cluster-not-app',
         severity: 'critical',
         message:
-          `Step ${i + 1} matches on \`${expr.key}\` (\`${exprText(expr)}\`), a label the destination ${count(clusterNames.length, 'cluster')} carry ` +
+          `Step ${i + 1} matches on \`${expr.key}\` (\`${exprText(expr)}\`), a label ${clusterNames.length === 1 ? 'the destination cluster carries' : `the ${clusterNames.length} destination clusters carry`} ` +
           `(${nameList(clusterNames)}; values ${clusterValues.map((v) => `"${v}"`).join(', ')}), but ` +
           (all
             ? `none of the ${count(ctx.apps.length, 'generated app')} has it.`
@@ -434,16 +434,13 @@ function ruleAppInNoStep(ctx: Context, add: Add) {
   for (const e of ctx.statusEntries) if (e.step === '-1' && e.status !== 'Healthy') names.add(e.application);
   if (names.size === 0) return;
   const list = [...names].sort();
-  const waiting = list.filter((n) => {
-    const e = ctx.entryByApp.get(n);
-    return !e || e.status !== 'Healthy';
-  });
+  const outOfSync = ctx.apps.filter((a) => names.has(a.name) && a.fleetApp.app.status?.sync?.status === 'OutOfSync').map((a) => a.name);
   add({
     rule: 'app-in-no-step',
     severity: 'warning',
     message:
       `${count(list.length, 'app')} ${list.length === 1 ? 'is' : 'are'} matched by no step: ${nameList(list)}. RollingSync never syncs ${list.length === 1 ? 'it' : 'them'}` +
-      (waiting.length ? ` (${waiting.length} waiting now).` : '.'),
+      (outOfSync.length ? `; ${outOfSyncPhrase(outOfSync.length, list.length)} OutOfSync now and wait${outOfSync.length === 1 ? 's' : ''} for a hand sync.` : '.'),
     why:
       'An app that no step selects gets step "-1" in status.applicationStatus and stays Waiting: RollingSync never starts a sync for it, ' +
       'and it never blocks a step either. It changes only when someone syncs it by hand.',
@@ -489,7 +486,9 @@ function ruleMaxUpdate(ctx: Context, add: Add) {
       add({
         rule: 'no-max-update',
         severity: 'info',
-        message: `Step ${n} has no maxUpdate: all ${count(apps.length, 'app')} of the step sync at once${apps.length ? ` (${nameList(apps.map((a) => a.name))})` : ''}.`,
+        message: apps.length
+          ? `Step ${n} has no maxUpdate: all ${count(apps.length, 'app')} of the step sync at once (${nameList(apps.map((a) => a.name))}).`
+          : `Step ${n} has no maxUpdate: whatever apps it selects will sync all at once (it selects none now).`,
         why: "Without maxUpdate there is no limit on how many of the step's apps are Pending or Progressing together; the docs call this 100%.",
         fix: `Set maxUpdate on step ${n}, e.g. \`maxUpdate: 2\` or \`maxUpdate: "25%"\`, to limit how many apps a bad change reaches at once.`,
         step: n,
@@ -557,7 +556,8 @@ function ruleAutosyncIgnored(ctx: Context, add: Add) {
   if (!automated) return;
   const enabled = automated.enabled !== false;
   if (!enabled && !automated.selfHeal && !automated.prune) return;
-  const set = [`enabled: ${automated.enabled === undefined ? '(unset = true)' : automated.enabled}`];
+  const set: string[] = [];
+  if (automated.enabled !== undefined) set.push(`enabled: ${automated.enabled}`);
   if (automated.prune !== undefined) set.push(`prune: ${automated.prune}`);
   if (automated.selfHeal !== undefined) set.push(`selfHeal: ${automated.selfHeal}`);
   const pruneNote = enabled
@@ -569,7 +569,7 @@ function ruleAutosyncIgnored(ctx: Context, add: Add) {
     rule: 'autosync-ignored',
     severity: 'info',
     message:
-      `The template sets syncPolicy.automated (${set.join(', ')}), but under RollingSync the generated apps do not auto-sync` +
+      `The template sets syncPolicy.automated${set.length ? ` (${set.join(', ')})` : ''}, but under RollingSync the generated apps do not auto-sync` +
       `${automated.selfHeal ? ' and selfHeal has no effect' : ''}; ${pruneNote}.`,
     why:
       'RollingSync always turns autosync off on the Applications it generates (v3.3+: automated.enabled=false; v2.6–v3.2: the automated block is removed) and starts syncs itself. ' +
@@ -599,7 +599,7 @@ function appProblem(app: Application | undefined): string {
   const sick = app.status?.resources?.find((r) => r.health && r.health.status !== 'Healthy' && r.health.message);
   if (health) parts.push(`health ${health}${sick ? `: ${sick.kind}/${sick.name}: ${quote(sick.health!.message!)}` : ''}`);
   const sync = app.status?.sync?.status;
-  if (sync && sync !== 'Synced') parts.push(sync);
+  if (sync) parts.push(`sync ${sync}`);
   const cond = app.status?.conditions?.find((c) => /Error$/.test(c.type));
   if (cond) parts.push(`${cond.type}: ${quote(cond.message)}`);
   return parts.length ? parts.join('; ') : 'no operation or health details';
@@ -625,7 +625,10 @@ function expressionReason(ctx: Context, expr: ApplicationMatchExpression): strin
   if (!isSupportedOperator(expr.operator)) return `\`${exprText(expr)}\` uses an unsupported operator`;
   const values = unique(ctx.apps.map((a) => a.labels[expr.key]).filter((v): v is string => v !== undefined)).sort();
   if (expr.operator === 'NotIn') return `every app has ${expr.key} in [${(expr.values ?? []).join(', ')}]`;
-  if (values.length === 0) return `no generated app has a \`${expr.key}\` label`;
+  if (values.length === 0) {
+    const onClusters = ctx.apps.some((a) => a.cluster?.labels !== undefined && expr.key in a.cluster.labels);
+    return `no generated app has a \`${expr.key}\` label${onClusters ? ' (their clusters do: see label-on-cluster-not-app)' : ''}`;
+  }
   return `no app has ${expr.key} in [${(expr.values ?? []).join(', ')}]; the apps carry ${expr.key}=${values.slice(0, 6).join(', ')}${values.length > 6 ? ', ...' : ''}`;
 }
 
@@ -653,8 +656,14 @@ function labelHint(apps: GeneratedApp[]): string {
   return pairs.length ? ` (their labels: ${pairs.slice(0, 5).join(', ')}${pairs.length > 5 ? ', ...' : ''})` : ' (they carry no labels)';
 }
 
+function outOfSyncPhrase(outOfSync: number, total: number): string {
+  if (outOfSync === total) return total === 1 ? 'it is' : 'all of them are';
+  return `${outOfSync} of them ${outOfSync === 1 ? 'is' : 'are'}`;
+}
+
 function exprText(expr: ApplicationMatchExpression): string {
-  return `${expr.key} ${expr.operator} [${(expr.values ?? []).join(', ')}]`;
+  const values = expr.values ?? [];
+  return values.length ? `${expr.key} ${expr.operator} [${values.join(', ')}]` : `${expr.key} ${expr.operator}`;
 }
 
 function stepText(step: ApplicationSetRolloutStep): string {

@@ -109,7 +109,7 @@ describe('label-on-cluster-not-app', () => {
     const [f] = only(findings, 'label-on-cluster-not-app');
     expect(f).toMatchObject({ severity: 'critical', step: 1 });
     expect(f.message).toContain('`env`');
-    expect(f.message).toContain('4 clusters');
+    expect(f.message).toContain('the 4 destination clusters carry');
     expect(f.message).toContain('none of the 4 generated apps has it');
     expect(f.apps).toHaveLength(4);
     expect(f.fix).toContain("env: '{{metadata.labels.env}}'");
@@ -169,13 +169,13 @@ describe('app-in-no-step', () => {
     const parts = baseline();
     const dev = cluster('dev-1', { env: 'dev', team: 'payments' });
     parts.clusters.push(dev);
-    parts.apps.push(generatedApp(parts.appSet, 'payments-dev-1', { cluster: dev, labels: { team: 'payments', env: 'dev' } }));
+    parts.apps.push(generatedApp(parts.appSet, 'payments-dev-1', { cluster: dev, labels: { team: 'payments', env: 'dev' }, sync: 'OutOfSync' }));
     parts.appSet.status!.applicationStatus!.push({ ...entry('payments-dev-1', -1, 'Waiting'), message: 'Application is out of date with the current AppSet generation, setting status to Waiting.' });
     const [f] = only(diagnose(parts), 'app-in-no-step');
     expect(f).toMatchObject({ severity: 'warning', apps: ['payments-dev-1'] });
     expect(f.step).toBeUndefined();
     expect(f.message).toContain('1 app is matched by no step: payments-dev-1');
-    expect(f.message).toContain('never syncs it');
+    expect(f.message).toContain('never syncs it; it is OutOfSync now and waits for a hand sync');
     expect(f.fix).toContain('env=dev');
     expect(f.fix).toContain('/argo sync payments-dev-1');
   });
