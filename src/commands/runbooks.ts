@@ -1,0 +1,208 @@
+import { formatSelectorParam } from '../runbooks/actions/bulk-sync.js';
+import type { RunService } from '../runbooks/engine.js';
+import { ParamError, describeParams } from '../runbooks/params.js';
+import { auditReply, previewReply, progressReply, runListReply } from '../runbooks/replies.js';
+import type { Run } from '../runbooks/run-store.js';
+import { registerAction, registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
+import { errorReply, type Reply } from './reply.js';
+
+/**
+ * Runbook commands. They are registered as `readOnly` for the dispatcher's coarse check only:
+ * who may run, confirm, approve or stop a run is decided by the engine from the runbook's
+ * `access` and the config (admins, operators, groups), which a flat operator check cannot express.
+ */
+
+function runsOf(ctx: CommandContext): RunService | undefined {
+  return ctx.services.runs as RunService | undefined;
+}
+
+const noEngine = (command: string) =>
+  errorReply(command, 'runs_unavailable', 'The runbook engine is not running in this process (it needs Redis: set redis.url in rollcall.yaml or REDIS_URL).');
+
+/** Our typed errors carry a stable `code`; anything else is a bug and is rethrown to the dispatcher. */
+function failure(command: string, error: unknown): Reply {
+  if (error instanceof ParamError) {
+    const reply = errorReply(command, error.code, error.message, error.problems.map((p) => p.suggestion).filter((s): s is string => !!s));
+    reply.data = { problems: error.problems };
+    return reply;
+  }
+  const e = error as { code?: unknown; message?: string; known?: string[]; conflicts?: unknown };
+  if (e && typeof e.code === 'string' && !('instance' in (e as object))) {
+    const reply = errorReply(command, e.code, e.message ?? String(error));
+    if (e.conflicts) reply.data = { conflicts: e.conflicts };
+    return reply;
+  }
+  throw error;
+}
+
+async function startAndReply(runs: RunService, ctx: CommandContext, runbook: string, params: Record<string, string>, command: string): Promise<Reply> {
+  try {
+    let run: Run = await runs.start({ runbook, params, user: ctx.user, channel: ctx.channel, threadTs: ctx.threadTs, surface: ctx.surface });
+    if (!ctx.assumeYes) return previewReply(run);
+    run = await runs.confirm(run.id, ctx.user, { channel: ctx.channel, threadTs: ctx.threadTs });
+    const reply = progressReply(run);
+    reply.command = command;
+    return reply;
+  } catch (error) {
+    return failure(command, error);
+  }
+}
+
+registerCommand({
+  name: 'run',
+  summary: 'Run a runbook: preview, confirm, approvals, live progress',
+  usage: 'run <runbook> [key=value ...]',
+  help: 'Example: `run bulk-sync selector=auth-config-* prune=true`. Without params, Slack opens a form. `runs` lists recent runs.',
+  readOnly: true,
+  async run(cmd: ParsedCommand, ctx: CommandContext) {
+    const runs = runsOf(ctx);
+    if (!runs) return noEngine('run');
+    const name = cmd.positional[0];
+    const available = runs.runbooks();
+    if (!name) {
+      return errorReply('run', 'usage', `Which runbook? \`run <runbook> key=value ...\`. Runbooks: ${available.map((r) => r.name).join(', ') || 'none loaded'}.`);
+    }
+    const runbook = available.find((r) => r.name === name);
+    const params = { ...cmd.options };
+    if (runbook && !Object.keys(params).length && Object.keys(runbook.params).length && ctx.openForm) {
+      const opened = await ctx.openForm({
+        action: 'run.form',
+        title: runbook.title.slice(0, 24),
+        submitLabel: 'Preview',
+        metadata: runbook.name,
+        intro: runbook.description,
+        fields: Object.entries(runbook.params).map(([p, spec]) => ({
+          name: p,
+          label: p,
+          type: spec.type,
+          required: spec.required,
+          default: spec.default === undefined ? undefined : String(spec.default),
+          hint: spec.description,
+          options: spec.values,
+        })),
+      });
+      if (opened) return { ok: true, command: 'run', title: `${runbook.title}: parameters`, data: { form: runbook.name }, blocks: [{ kind: 'context', text: `Fill in the ${runbook.name} form to see the preview.` }] };
+    }
+    return startAndReply(runs, ctx, name, params, 'run');
+  },
+});
+
+/** Options of `sync` that narrow the selection rather than being bulk-sync params. */
+const SELECTION_OPTIONS = ['cluster', 'project', 'appset', 'instance', 'selector'];
+
+registerCommand({
+  name: 'sync',
+  summary: 'Sync apps (the bulk-sync runbook): each once, in waves, with a health gate',
+  usage: 'sync <app|glob ...> [-l selector] [cluster=X] [prune=true] [dryRun=true] [revision=R] [force=true] [concurrency=10] [waves="a-*;b-*"] [canary=1] [gate=healthy|synced|none] [waveTimeout=10m] [onFailure=pause|abort|continue]',
+  help: 'Example: `sync auth-config-* prune=true`. Shows the exact apps first; nothing changes until you confirm.',
+  readOnly: true,
+  async run(cmd, ctx) {
+    const runs = runsOf(ctx);
+    if (!runs) return noEngine('sync');
+    const selector = formatSelectorParam({
+      patterns: cmd.positional,
+      labels: cmd.options.selector,
+      cluster: cmd.options.cluster,
+      project: cmd.options.project,
+      appSet: cmd.options.appset,
+      instance: cmd.options.instance,
+    });
+    if (!selector) return errorReply('sync', 'usage', 'Which apps? e.g. `sync auth-config-* prune=true` or `sync -l team=auth cluster=prod-eu1`.');
+    const params: Record<string, string> = { selector };
+    for (const [k, v] of Object.entries(cmd.options)) if (!SELECTION_OPTIONS.includes(k)) params[k] = v;
+    return startAndReply(runs, ctx, 'bulk-sync', params, 'sync');
+  },
+});
+
+registerCommand({
+  name: 'runs',
+  summary: 'Recent runbook runs; show, cancel, pause, resume or abort one',
+  usage: 'runs [show|cancel|pause|resume|abort|wait ID] [n]',
+  readOnly: true,
+  async run(cmd, ctx) {
+    const runs = runsOf(ctx);
+    if (!runs) return noEngine('runs');
+    const [verb, id] = cmd.positional;
+    try {
+      if (!verb || /^\d+$/.test(verb)) return runListReply(await runs.list(verb ? Number(verb) : 20));
+      if (!id) return errorReply('runs', 'usage', `\`runs ${verb} ID\` needs a run id (see \`runs\`).`);
+      switch (verb) {
+        case 'show': {
+          const run = await runs.get(id);
+          if (!run) return errorReply('runs', 'run_not_found', `No run ${id}. \`runs\` lists recent runs.`);
+          return run.status === 'awaiting-confirmation' ? previewReply(run) : progressReply(run);
+        }
+        case 'cancel':
+          return progressReply(await runs.cancel(id, ctx.user));
+        case 'pause':
+          return progressReply(await runs.pause(id, ctx.user));
+        case 'resume':
+          return progressReply(await runs.resume(id, ctx.user));
+        case 'abort':
+          return progressReply(await runs.abort(id, ctx.user));
+        case 'wait':
+          return progressReply(await runs.waitForEnd(id, 6 * 3_600_000));
+        default:
+          return errorReply('runs', 'usage', `Unknown \`runs ${verb}\`: use show, cancel, pause, resume, abort or wait.`);
+      }
+    } catch (error) {
+      return failure('runs', error);
+    }
+  },
+});
+
+registerCommand({
+  name: 'audit',
+  summary: 'The latest entries of the audit log (runs, approvals, steps, Argo CD mutations)',
+  usage: 'audit [n]',
+  readOnly: true,
+  async run(cmd, ctx) {
+    const runs = runsOf(ctx);
+    if (!runs) return noEngine('audit');
+    const n = cmd.positional[0] ? Number(cmd.positional[0]) : 20;
+    if (!Number.isInteger(n) || n < 1) return errorReply('audit', 'usage', '`audit [n]`: n is how many entries, e.g. `audit 50`.');
+    return auditReply(await runs.audit.latest(Math.min(n, 500)));
+  },
+});
+
+function runAction(name: string, act: (runs: RunService, id: string, ctx: CommandContext) => Promise<Run>) {
+  registerAction({
+    name,
+    async run(value, ctx) {
+      const runs = runsOf(ctx);
+      if (!runs) return noEngine(name);
+      try {
+        return progressReply(await act(runs, value, ctx));
+      } catch (error) {
+        return failure(name, error);
+      }
+    },
+  });
+}
+
+runAction('run.confirm', (runs, id, ctx) => runs.confirm(id, ctx.user, { channel: ctx.channel, threadTs: ctx.threadTs }));
+runAction('run.cancel', (runs, id, ctx) => runs.cancel(id, ctx.user));
+runAction('run.approve', (runs, id, ctx) => runs.approve(id, ctx.user));
+runAction('run.pause', (runs, id, ctx) => runs.pause(id, ctx.user));
+runAction('run.resume', (runs, id, ctx) => runs.resume(id, ctx.user));
+runAction('run.abort', (runs, id, ctx) => runs.abort(id, ctx.user));
+
+/** Submission of the parameters form opened by `run <runbook>`: value = {"metadata": runbook, "values": {...}}. */
+registerAction({
+  name: 'run.form',
+  async run(value, ctx) {
+    const runs = runsOf(ctx);
+    if (!runs) return noEngine('run');
+    let parsed: { metadata?: string; values?: Record<string, string> };
+    try {
+      parsed = JSON.parse(value);
+    } catch {
+      return errorReply('run', 'usage', 'The form submission could not be read; run the command again.');
+    }
+    const runbook = parsed.metadata ?? '';
+    const params = Object.fromEntries(Object.entries(parsed.values ?? {}).filter(([, v]) => v !== undefined && String(v).trim() !== ''));
+    return startAndReply(runs, ctx, runbook, params, 'run');
+  },
+});
+
+export { describeParams };

@@ -1,0 +1,554 @@
+import type { EventEmitter } from 'node:events';
+import picomatch from 'picomatch';
+import { z } from 'zod';
+import type { Application, ApplicationSyncRequest, Operation } from '../../argocd/types.js';
+import type { ReplyBlock, ReplyItem } from '../../commands/reply.js';
+import type { FleetApp, FleetView } from '../../fleet/model.js';
+import { selectApps, type AppSelector } from '../../fleet/select.js';
+import type { RunProgress } from '../run-store.js';
+import type { ActionContext, ActionPreview, PreviewContext, RunbookAction, StepOutcome } from './types.js';
+
+/** The info entry every sync carries, so an operation is recognisable as this run's (after a crash too). */
+export const RUN_INFO_NAME = 'rollcall-run';
+
+const GATES = ['healthy', 'synced', 'none'] as const;
+type Gate = (typeof GATES)[number];
+
+export const bulkSyncInput = z.object({
+  selector: z.string().min(1, 'expected a selector such as auth-config-*'),
+  prune: z.boolean().default(false),
+  dryRun: z.boolean().default(false),
+  revision: z.string().optional(),
+  force: z.boolean().default(false),
+  concurrency: z.number().int().min(1).max(500).default(10),
+  waves: z.string().optional(),
+  canary: z.number().int().min(0).default(0),
+  gate: z.enum(GATES).default('healthy'),
+  waveTimeout: z.number().int().positive().default(600_000),
+  onFailure: z.enum(['pause', 'abort', 'continue']).default('pause'),
+});
+export type BulkSyncInput = z.output<typeof bulkSyncInput>;
+
+// ---------- selection ----------
+
+const SELECTOR_KEYS: Record<string, keyof AppSelector> = {
+  cluster: 'cluster',
+  project: 'project',
+  appset: 'appSet',
+  instance: 'instance',
+  labels: 'labels',
+  l: 'labels',
+};
+
+/**
+ * The `selector` param: names or globs (comma or space separated) plus optional `cluster:X`,
+ * `project:X`, `appset:X`, `instance:X` and `labels:<k8s selector>` tokens.
+ * `auth-config-* cluster:prod-eu1` → {patterns: ['auth-config-*'], cluster: 'prod-eu1'}.
+ */
+export function parseSelectorParam(text: string): AppSelector {
+  const sel: AppSelector = {};
+  const patterns: string[] = [];
+  for (const token of text.trim().split(/\s+/).filter(Boolean)) {
+    const m = /^([a-z]+):(.+)$/i.exec(token);
+    const key = m ? SELECTOR_KEYS[m[1].toLowerCase()] : undefined;
+    if (m && key) (sel as Record<string, string>)[key] = m[2];
+    else patterns.push(...token.split(',').filter(Boolean));
+  }
+  if (patterns.length) sel.patterns = patterns;
+  return sel;
+}
+
+/** The inverse, for `/argo sync <globs> cluster=X -l sel`. */
+export function formatSelectorParam(sel: AppSelector): string {
+  const parts = [...(sel.patterns ?? [])];
+  if (sel.cluster) parts.push(`cluster:${sel.cluster}`);
+  if (sel.project) parts.push(`project:${sel.project}`);
+  if (sel.appSet) parts.push(`appset:${sel.appSet}`);
+  if (sel.instance) parts.push(`instance:${sel.instance}`);
+  if (sel.labels) parts.push(`labels:${sel.labels.replace(/\s+/g, '')}`);
+  return parts.join(' ');
+}
+
+export interface PlannedApp {
+  instance: string;
+  app: string;
+  cluster: string;
+}
+
+export interface BulkSyncPlan {
+  waves: { name: string; apps: PlannedApp[] }[];
+  skipped: (PlannedApp & { reason: string })[];
+  selected: number;
+  clusters: string[];
+  options: Omit<BulkSyncInput, 'selector'> & { selector: string };
+  prune?: { resources: number; apps: number; sampled?: { checked: number; of: number }; items: { app: string; cluster: string; resources: string[] }[] };
+}
+
+const appKey = (a: { instance: string; app: string }) => `${a.instance}/${a.app}`;
+const planned = (f: FleetApp): PlannedApp => ({ instance: f.instance, app: f.app.metadata.name, cluster: f.cluster });
+
+function atTargetRevision(app: Application, revision: string | undefined): boolean {
+  if (!revision) return true;
+  const sync = app.status?.sync;
+  const revs = [sync?.revision, ...(sync?.revisions ?? [])].filter(Boolean);
+  const declared = [app.spec.source?.targetRevision, ...(app.spec.sources ?? []).map((s) => s.targetRevision)].filter(Boolean);
+  return revs.includes(revision) || declared.includes(revision);
+}
+
+function alreadyThere(app: Application, revision: string | undefined): boolean {
+  return app.status?.sync?.status === 'Synced' && app.status?.health?.status === 'Healthy' && atTargetRevision(app, revision);
+}
+
+/** Splits the apps to sync into ordered waves: `waves` selectors first-match-wins, then the rest; `canary=N` puts N apps first. */
+export function planWaves(apps: PlannedApp[], waves: string | undefined, canary: number): { name: string; apps: PlannedApp[] }[] {
+  const sorted = [...apps].sort((a, b) => a.app.localeCompare(b.app) || a.instance.localeCompare(b.instance));
+  let out: { name: string; apps: PlannedApp[] }[];
+  if (waves?.trim()) {
+    const specs = waves
+      .split(';')
+      .map((w) => w.trim())
+      .filter(Boolean);
+    const matchers = specs.map((w) => picomatch(w.split(',').map((p) => p.trim())));
+    const buckets = specs.map((name) => ({ name, apps: [] as PlannedApp[] }));
+    const rest: PlannedApp[] = [];
+    for (const a of sorted) {
+      const i = matchers.findIndex((m) => m(a.app));
+      if (i >= 0) buckets[i].apps.push(a);
+      else rest.push(a);
+    }
+    out = buckets.filter((b) => b.apps.length);
+    if (rest.length) out.push({ name: '(the rest)', apps: rest });
+  } else out = [{ name: 'all', apps: sorted }];
+  if (canary > 0 && out.length && out[0].apps.length > canary) {
+    const first = out[0];
+    out = [{ name: `canary (${canary})`, apps: first.apps.slice(0, canary) }, { name: first.name, apps: first.apps.slice(canary) }, ...out.slice(1)];
+  }
+  return out;
+}
+
+async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) await fn(items[next++]);
+    }),
+  );
+}
+
+/**
+ * What a prune would delete: resources the mirror marks `requiresPruning`. Apps whose status
+ * carries no resource list are checked through managed-resources (targetState null means Argo CD
+ * no longer wants it), for at most PRUNE_SAMPLE apps with bounded concurrency.
+ */
+const PRUNE_SAMPLE = 50;
+async function prunePreview(ctx: PreviewContext, apps: FleetApp[]): Promise<NonNullable<BulkSyncPlan['prune']>> {
+  const items: { app: string; cluster: string; resources: string[] }[] = [];
+  const unknown: FleetApp[] = [];
+  for (const f of apps) {
+    const resources = f.app.status?.resources;
+    if (!resources) {
+      unknown.push(f);
+      continue;
+    }
+    const doomed = resources.filter((r) => r.requiresPruning).map((r) => `${r.kind}/${r.namespace ? `${r.namespace}/` : ''}${r.name}`);
+    if (doomed.length) items.push({ app: f.app.metadata.name, cluster: f.cluster, resources: doomed });
+  }
+  const sample = unknown.slice(0, PRUNE_SAMPLE);
+  await pool(sample, 8, async (f) => {
+    const api = ctx.services.argocd.get(f.instance);
+    if (!api) return;
+    try {
+      const managed = await api.managedResources({ name: f.app.metadata.name, appNamespace: f.app.metadata.namespace, project: f.app.spec.project });
+      const doomed = (managed.items ?? [])
+        .filter((r) => !r.hook && (r.targetState === undefined || r.targetState === null || r.targetState === '' || r.targetState === 'null') && r.liveState && r.liveState !== 'null')
+        .map((r) => `${r.kind}/${r.namespace ? `${r.namespace}/` : ''}${r.name}`);
+      if (doomed.length) items.push({ app: f.app.metadata.name, cluster: f.cluster, resources: doomed });
+    } catch {
+      // The preview stays useful without it; the prune list says it was sampled.
+    }
+  });
+  return {
+    resources: items.reduce((n, i) => n + i.resources.length, 0),
+    apps: items.length,
+    ...(unknown.length > sample.length ? { sampled: { checked: sample.length, of: unknown.length } } : {}),
+    items: items.sort((a, b) => a.app.localeCompare(b.app)),
+  };
+}
+
+function optionsText(o: BulkSyncInput): string {
+  const bits = [`prune=${o.prune}`, `dryRun=${o.dryRun}`, `concurrency=${o.concurrency}`, `gate=${o.gate}`, `waveTimeout=${Math.round(o.waveTimeout / 1000)}s`, `onFailure=${o.onFailure}`];
+  if (o.revision) bits.push(`revision=${o.revision}`);
+  if (o.force) bits.push('force=true');
+  if (o.canary) bits.push(`canary=${o.canary}`);
+  return bits.join(' · ');
+}
+
+async function preview(ctx: PreviewContext): Promise<ActionPreview> {
+  const input = ctx.input as BulkSyncInput;
+  const selected = selectApps(ctx.services.fleet, parseSelectorParam(input.selector));
+  if (!selected.length) throw Object.assign(new Error(`no apps match "${input.selector}" (check /argo status ${input.selector.split(/\s+/)[0]})`), { code: 'unknown_target' });
+  const toSync: FleetApp[] = [];
+  const skipped: BulkSyncPlan['skipped'] = [];
+  for (const f of selected) {
+    if (!input.force && alreadyThere(f.app, input.revision)) skipped.push({ ...planned(f), reason: 'already Synced and Healthy' });
+    else toSync.push(f);
+  }
+  const waves = planWaves(toSync.map(planned), input.waves, input.canary);
+  const clusters = [...new Set(toSync.map((f) => f.cluster))].sort();
+  const plan: BulkSyncPlan = { waves, skipped, selected: selected.length, clusters, options: { ...input } };
+  if (input.prune) plan.prune = await prunePreview(ctx, toSync);
+
+  const blocks: ReplyBlock[] = [
+    {
+      kind: 'fields',
+      fields: [
+        { label: 'Apps to sync', value: String(toSync.length) },
+        { label: 'Clusters', value: `${clusters.length}${clusters.length <= 6 ? ` (${clusters.join(', ')})` : ''}` },
+        { label: 'Skipped', value: `${skipped.length}${skipped.length ? ' already Synced+Healthy (force=true to include)' : ''}` },
+        { label: 'Waves', value: waves.map((w) => `${w.name}: ${w.apps.length}`).join(' → ') || 'none' },
+      ],
+    },
+    { kind: 'context', text: optionsText(input) },
+  ];
+  waves.forEach((w, i) =>
+    blocks.push({
+      kind: 'list',
+      title: `Wave ${i + 1}/${waves.length}: ${w.name}`,
+      items: w.apps.slice(0, 20).map((a): ReplyItem => ({ text: `${a.app}`, detail: `${a.cluster} · ${a.instance}` })),
+      total: w.apps.length,
+    }),
+  );
+  if (plan.prune) {
+    blocks.push({
+      kind: 'list',
+      title: `Prune would delete ${plan.prune.resources} resource(s) in ${plan.prune.apps} app(s)${plan.prune.sampled ? ` (checked ${plan.prune.sampled.checked} of ${plan.prune.sampled.of} apps without a resource list)` : ''}`,
+      items: plan.prune.items.slice(0, 15).map((i) => ({ text: `${i.app} (${i.cluster})`, detail: i.resources.slice(0, 5).join(', ') + (i.resources.length > 5 ? ` and ${i.resources.length - 5} more` : ''), tone: 'warn' })),
+      total: plan.prune.items.length,
+    });
+  }
+  const summary = toSync.length
+    ? `Sync ${toSync.length} app${toSync.length === 1 ? '' : 's'} on ${clusters.length} cluster${clusters.length === 1 ? '' : 's'}${input.prune ? ' with prune' : ''}${input.dryRun ? ' (dry run)' : ''} in ${waves.length} wave${waves.length === 1 ? '' : 's'}${skipped.length ? `; ${skipped.length} already Synced+Healthy, skipped` : ''}.`
+    : `Nothing to sync: all ${selected.length} matching apps are already Synced and Healthy (add force=true to sync them anyway).`;
+  return {
+    targets: toSync.map((f) => ({ instance: f.instance, app: f.app.metadata.name, cluster: f.cluster })),
+    summary,
+    data: plan as unknown as Record<string, unknown>,
+    blocks,
+    empty: toSync.length === 0,
+  };
+}
+
+// ---------- execution ----------
+
+/**
+ * Per-app checkpoint states. `posting` is written before the POST and `accepted` after it, so a
+ * worker that dies in between leaves `posting`: the next one verifies (mirror, then one GET)
+ * whether Argo CD took the sync before sending it again.
+ */
+type AppState = 'pending' | 'posting' | 'unknown' | 'accepted' | 'done' | 'failed' | 'timeout' | 'skipped';
+
+interface AppCheckpoint extends Record<string, unknown> {
+  state: AppState;
+  instance: string;
+  app: string;
+  cluster: string;
+  wave: number;
+  reason?: string;
+  note?: string;
+  postedAt?: number;
+  verified?: boolean;
+  /** A failure already acted on (paused for); resuming does not pause for it again. */
+  acknowledged?: boolean;
+}
+
+const TERMINAL: AppState[] = ['done', 'failed', 'timeout', 'skipped'];
+const IN_FLIGHT: AppState[] = ['posting', 'unknown', 'accepted'];
+
+function taggedBy(op: Operation | undefined, runId: string): boolean {
+  return !!op?.info?.some((i) => i.name === RUN_INFO_NAME && i.value === runId);
+}
+
+/** Our operation, as the app shows it: requested (top-level) or picked up (status.operationState). */
+function ourOperation(app: Application, runId: string): 'requested' | 'running' | 'completed' | undefined {
+  const state = app.status?.operationState;
+  if (state && taggedBy(state.operation, runId)) return state.phase === 'Running' || state.phase === 'Terminating' ? 'running' : 'completed';
+  if (taggedBy(app.operation, runId)) return 'requested';
+  return undefined;
+}
+
+function foreignOperationRunning(app: Application, runId: string): string | undefined {
+  if (app.operation && !taggedBy(app.operation, runId)) return `an operation requested by ${app.operation.initiatedBy?.username ?? 'someone else'} is pending`;
+  const state = app.status?.operationState;
+  if (state && !taggedBy(state.operation, runId) && (state.phase === 'Running' || state.phase === 'Terminating'))
+    return `an operation by ${state.operation?.initiatedBy?.username ?? 'someone else'} is ${state.phase.toLowerCase()}`;
+  return undefined;
+}
+
+function failureReason(app: Application): string {
+  const state = app.status?.operationState;
+  const failed = (state?.syncResult?.resources ?? []).filter((r) => r.status === 'SyncFailed' || r.hookPhase === 'Failed' || r.hookPhase === 'Error');
+  const resources = failed.slice(0, 5).map((r) => `${r.kind}/${r.name}${r.message ? `: ${r.message}` : ''}`);
+  return [`sync ${state?.phase ?? 'failed'}${state?.message ? `: ${state.message}` : ''}`, ...resources].join('; ');
+}
+
+function gateReached(app: Application, gate: Gate): boolean {
+  if (gate === 'none') return true;
+  const synced = app.status?.sync?.status === 'Synced';
+  if (gate === 'synced') return synced;
+  return synced && app.status?.health?.status === 'Healthy';
+}
+
+function waitingReason(app: Application | undefined, gate: Gate): string {
+  if (!app) return 'app not found in the fleet mirror';
+  const state = app.status?.operationState;
+  const bits = [`sync ${app.status?.sync?.status ?? 'Unknown'}`, `health ${app.status?.health?.status ?? 'Unknown'}`];
+  if (state) bits.push(`operation ${state.phase}${state.message ? `: ${state.message}` : ''}`);
+  return `did not reach the ${gate} gate (${bits.join(', ')})`;
+}
+
+interface ArgoLikeError {
+  code?: string;
+  message: string;
+  argoMessage?: string;
+  maybeApplied?: boolean;
+  status?: number;
+}
+
+async function execute(ctx: ActionContext): Promise<StepOutcome> {
+  const input = ctx.input as BulkSyncInput;
+  const runId = ctx.run.id;
+  const plan = (ctx.run.preview?.byStep?.[ctx.stepId] ?? ctx.run.preview?.data) as unknown as BulkSyncPlan;
+  if (!plan?.waves) return { status: 'failed', error: 'the run has no bulk-sync plan (preview missing)' };
+  const fleet: FleetView & { events?: EventEmitter } = ctx.services.fleet;
+  const checkpoint = ctx.checkpoint as unknown as import('./types.js').Checkpoint<AppCheckpoint>;
+
+  // First attempt writes every app as pending; later attempts find their states.
+  const loadStates = async () => new Map([...(await checkpoint.all())].filter(([k]) => !k.startsWith('wave:')));
+  let states = await loadStates();
+  const missing: [string, AppCheckpoint][] = [];
+  plan.waves.forEach((w, wave) =>
+    w.apps.forEach((a) => {
+      if (!states.has(appKey(a))) missing.push([appKey(a), { state: 'pending', ...a, wave }]);
+    }),
+  );
+  for (const s of plan.skipped) if (!states.has(appKey(s))) missing.push([appKey(s), { state: 'skipped', ...s, wave: -1, reason: s.reason }]);
+  if (missing.length) {
+    await checkpoint.setMany(missing);
+    states = await loadStates();
+  }
+
+  // Wake on every mirror event for one of our apps; otherwise re-read the (in-memory) mirror each tick.
+  let wake: (() => void) | undefined;
+  const onApp = (e: { app?: FleetApp }) => {
+    if (e.app && states.has(appKey({ instance: e.app.instance, app: e.app.app.metadata.name }))) wake?.();
+  };
+  fleet.events?.on('app', onApp);
+  const abortWake = () => wake?.();
+  ctx.signal.addEventListener('abort', abortWake);
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const t = setTimeout(done, ms);
+      function done() {
+        clearTimeout(t);
+        wake = undefined;
+        resolve();
+      }
+      wake = done;
+    });
+
+  const live = (a: PlannedApp): Application | undefined => fleet.appsNamed(a.app).find((f) => f.instance === a.instance)?.app;
+  const update = async (key: string, next: AppCheckpoint) => {
+    states.set(key, next);
+    await checkpoint.set(key, next);
+  };
+
+  const report = (waveIndex: number) => {
+    const counts: Record<string, number> = { pending: 0, syncing: 0, done: 0, failed: 0, 'timed out': 0, skipped: 0 };
+    const failing: RunProgress['failing'] = [];
+    for (const s of states.values()) {
+      if (s.state === 'pending') counts.pending++;
+      else if (IN_FLIGHT.includes(s.state)) counts.syncing++;
+      else if (s.state === 'done') counts.done++;
+      else if (s.state === 'failed') counts.failed++;
+      else if (s.state === 'timeout') counts['timed out']++;
+      else counts.skipped++;
+      if (s.state === 'failed' || s.state === 'timeout') failing.push({ app: s.app, instance: s.instance, cluster: s.cluster, reason: s.reason ?? s.state });
+    }
+    const total = plan.waves.reduce((n, w) => n + w.apps.length, 0);
+    ctx.progress({
+      headline: `wave ${Math.min(waveIndex + 1, plan.waves.length)}/${plan.waves.length}${plan.waves[waveIndex] ? ` (${plan.waves[waveIndex].name})` : ''} · ${counts.done}/${total} synced${input.dryRun ? ' (dry run)' : ''}`,
+      counts,
+      failing,
+      wave: { index: waveIndex + 1, total: plan.waves.length },
+      updatedAt: new Date(ctx.now()).toISOString(),
+    });
+    return counts;
+  };
+
+  const post = async (key: string, s: AppCheckpoint, app: Application) => {
+    const api = ctx.services.argocd.get(s.instance);
+    if (!api) {
+      await update(key, { ...s, state: 'failed', reason: `no Argo CD client for instance ${s.instance}` });
+      return;
+    }
+    if (!(await checkpoint.transition(key, s.state, { ...s, state: 'posting' }))) {
+      // Another executor of this step (a recovered duplicate) took it.
+      states.set(key, (await checkpoint.get(key)) ?? s);
+      return;
+    }
+    states.set(key, { ...s, state: 'posting' });
+    const request: ApplicationSyncRequest = {
+      name: s.app,
+      appNamespace: app.metadata.namespace,
+      project: app.spec.project,
+      prune: input.prune,
+      dryRun: input.dryRun,
+      ...(input.revision ? { revision: input.revision } : {}),
+      infos: [{ name: RUN_INFO_NAME, value: runId }],
+    };
+    await ctx.limiter.acquire(s.instance, ctx.signal).catch(() => {});
+    try {
+      await api.sync(request);
+      await update(key, { ...s, state: 'accepted', postedAt: ctx.now(), note: undefined });
+      await ctx.audit({ kind: 'argocd.sync', who: ctx.run.requester, target: key, params: { prune: input.prune, dryRun: input.dryRun, revision: input.revision }, result: 'accepted' });
+    } catch (err) {
+      const e = err as ArgoLikeError;
+      const message = e.argoMessage ?? e.message;
+      if (e.code === 'operation_in_progress' || /another operation is already in progress/i.test(message)) {
+        await update(key, { ...s, state: 'pending', note: 'waiting: another operation is in progress' });
+      } else if (e.maybeApplied || ['unavailable', 'rate_limited', 'timeout', 'network'].includes(e.code ?? '') || !e.code) {
+        // The POST may or may not have reached Argo CD: verify before sending it again.
+        await update(key, { ...s, state: 'unknown', verified: false, note: message });
+      } else {
+        await update(key, { ...s, state: 'failed', reason: `sync refused: ${message}` });
+      }
+      await ctx.audit({ kind: 'argocd.sync', who: ctx.run.requester, target: key, params: { prune: input.prune, dryRun: input.dryRun, revision: input.revision }, result: `error: ${e.code ?? 'unknown'}`, message });
+    }
+  };
+
+  /** A `posting`/`unknown` app: did Argo CD take our sync? The mirror first; one GET if it cannot tell. */
+  const verify = async (key: string, s: AppCheckpoint, app: Application | undefined) => {
+    if (app && ourOperation(app, runId)) {
+      await update(key, { ...s, state: 'accepted', note: undefined });
+      return;
+    }
+    if (s.verified) {
+      await update(key, { ...s, state: 'pending', verified: false });
+      return;
+    }
+    const api = ctx.services.argocd.get(s.instance);
+    try {
+      const fresh = await api!.getApplication({ name: s.app, appNamespace: app?.metadata.namespace, project: app?.spec.project });
+      const ours = ourOperation(fresh, runId);
+      await update(key, ours ? { ...s, state: 'accepted', verified: true, note: undefined } : { ...s, state: 'pending', verified: true });
+    } catch {
+      // Argo CD is still failing: try again next tick.
+    }
+  };
+
+  try {
+    for (let wave = 0; wave < plan.waves.length; wave++) {
+      const keys = plan.waves[wave].apps.map(appKey);
+      const waveKey = `wave:${wave}`;
+      const started = ((await checkpoint.get(waveKey)) as unknown as { startedAt?: number } | undefined)?.startedAt ?? ctx.now();
+      await checkpoint.set(waveKey, { state: 'started', startedAt: started } as never);
+      for (;;) {
+        if (ctx.signal.aborted) {
+          report(wave);
+          const reason = String(ctx.signal.reason);
+          if (reason === 'abort') return { status: 'aborted', output: summarize(states) };
+          if (reason === 'timeout') return { status: 'failed', error: 'bulk-sync step timed out', output: summarize(states) };
+          return { status: 'paused', reason: reason === 'pause' ? 'paused by a user' : reason, output: summarize(states) };
+        }
+        let inFlight = keys.filter((k) => IN_FLIGHT.includes(states.get(k)!.state)).length;
+        const calls: Promise<void>[] = [];
+        for (const key of keys) {
+          const s = states.get(key)!;
+          const app = live(s);
+          if (s.state === 'posting' || s.state === 'unknown') calls.push(verify(key, s, app));
+          else if (s.state === 'accepted') {
+            if (input.gate === 'none' || input.dryRun) {
+              await update(key, { ...s, state: 'done' });
+              continue;
+            }
+            const op = app ? ourOperation(app, runId) : undefined;
+            if (op === 'completed') {
+              const phase = app!.status!.operationState!.phase;
+              if (phase !== 'Succeeded') await update(key, { ...s, state: 'failed', reason: failureReason(app!) });
+              else if (gateReached(app!, input.gate)) await update(key, { ...s, state: 'done' });
+            }
+          } else if (s.state === 'pending' && inFlight < input.concurrency) {
+            if (!app) {
+              await update(key, { ...s, state: 'failed', reason: 'app no longer exists' });
+              continue;
+            }
+            const busy = foreignOperationRunning(app, runId);
+            if (busy) {
+              if (s.note !== `waiting: ${busy}`) await update(key, { ...s, note: `waiting: ${busy}` });
+              continue;
+            }
+            inFlight++;
+            calls.push(post(key, s, app));
+          }
+        }
+        await Promise.all(calls);
+        const open = keys.filter((k) => !TERMINAL.includes(states.get(k)!.state));
+        if (!open.length) break;
+        if (ctx.now() - started > input.waveTimeout) {
+          for (const key of open) {
+            const s = states.get(key)!;
+            const app = live(s);
+            const reason =
+              s.state === 'pending'
+                ? `timed out before its sync started${s.note ? ` (${s.note})` : ''}`
+                : app && ourOperation(app, runId) === 'running'
+                  ? `timed out: sync still running${app.status?.operationState?.message ? ` (${app.status.operationState.message})` : ''}`
+                  : `timed out: ${waitingReason(app, input.gate)}`;
+            await update(key, { ...s, state: 'timeout', reason });
+          }
+        }
+        const fresh = [...states.entries()].filter(([k, s]) => keys.includes(k) && (s.state === 'failed' || s.state === 'timeout') && !s.acknowledged);
+        if (fresh.length && input.onFailure !== 'continue') {
+          for (const [k, s] of fresh) await update(k, { ...s, acknowledged: true });
+          report(wave);
+          const names = fresh.map(([, s]) => `${s.app} (${s.reason})`);
+          const text = `${fresh.length} app${fresh.length === 1 ? '' : 's'} failed in wave ${wave + 1}: ${names.slice(0, 5).join('; ')}${names.length > 5 ? ` and ${names.length - 5} more` : ''}`;
+          if (input.onFailure === 'abort') return { status: 'failed', error: text, output: summarize(states) };
+          return { status: 'paused', reason: `${text}. Resume to continue with the next apps, or abort.`, output: summarize(states) };
+        }
+        if (fresh.length) for (const [k, s] of fresh) await update(k, { ...s, acknowledged: true });
+        if (!keys.some((k) => !TERMINAL.includes(states.get(k)!.state))) break;
+        report(wave);
+        await sleep(500);
+      }
+      report(wave);
+    }
+  } finally {
+    fleet.events?.off('app', onApp);
+    ctx.signal.removeEventListener('abort', abortWake);
+  }
+  report(plan.waves.length - 1);
+  const output = summarize(states);
+  const failed = [...states.values()].filter((s) => s.state === 'failed' || s.state === 'timeout');
+  if (failed.length) return { status: 'failed', error: `${failed.length} app(s) did not sync: ${failed.slice(0, 5).map((s) => `${s.app} (${s.reason})`).join('; ')}`, output };
+  return { status: 'succeeded', output };
+}
+
+function summarize(states: Map<string, AppCheckpoint>): Record<string, unknown> {
+  const by = (state: AppState) => [...states.values()].filter((s) => s.state === state);
+  return {
+    synced: by('done').length,
+    skipped: by('skipped').length,
+    failed: [...by('failed'), ...by('timeout')].map((s) => ({ app: s.app, instance: s.instance, cluster: s.cluster, reason: s.reason })),
+    remaining: [...states.values()].filter((s) => !TERMINAL.includes(s.state)).length,
+  };
+}
+
+export const bulkSyncAction: RunbookAction = {
+  name: 'bulk-sync',
+  description: 'Sync many apps, each once, in ordered waves with a health gate, following progress through the fleet watch',
+  destructive: true,
+  input: bulkSyncInput as unknown as z.ZodType<Record<string, unknown>>,
+  preview,
+  execute,
+};

@@ -1,0 +1,185 @@
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { closest } from 'fastest-levenshtein';
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
+import { parseDuration } from '../config/schema.js';
+import { formatPath, zodProblems } from '../config/load.js';
+import { findRunbookAction, runbookActionNames } from './actions/index.js';
+import type { ParamValue } from './params.js';
+import { runbookFileSchema, type Runbook } from './schema.js';
+
+export interface RunbookProblem {
+  file: string;
+  line?: number;
+  /** `steps[0].action` */
+  path: string;
+  message: string;
+}
+
+export class RunbookLoadError extends Error {
+  readonly code = 'runbook_invalid';
+  constructor(readonly problems: RunbookProblem[]) {
+    super(`invalid runbooks:\n${problems.map((p) => `  ${formatRunbookProblem(p)}`).join('\n')}`);
+  }
+}
+
+export function formatRunbookProblem(p: RunbookProblem): string {
+  return `${p.file}${p.line ? `:${p.line}` : ''}: ${p.path ? `${p.path}: ` : ''}${p.message}`;
+}
+
+function locate(doc: Document, counter: LineCounter, segments: readonly PropertyKey[]): number | undefined {
+  let node: Node | null | undefined = doc.contents as Node | null;
+  let last: Node | null | undefined = node;
+  for (const segment of segments) {
+    if (isMap(node)) {
+      const pair = node.items.find((p) => isScalar(p.key) && String(p.key.value) === String(segment));
+      if (!pair) break;
+      node = pair.value as Node | null;
+      last = (pair.value as Node | null) ?? (pair.key as Node);
+    } else if (isSeq(node) && typeof segment === 'number') {
+      node = node.items[segment] as Node | null;
+      if (!node) break;
+      last = node;
+    } else break;
+  }
+  const offset = last?.range?.[0];
+  return offset === undefined ? undefined : counter.linePos(offset).line;
+}
+
+const WHOLE_REF = /^\s*\$\{\{\s*params\.([A-Za-z][\w-]*)\s*\}\}\s*$/;
+const ANY_EXPR = /\$\{\{([^}]*)\}\}/g;
+const PARAM_EXPR = /^\s*params\.([A-Za-z][\w-]*)\s*$/;
+
+/** Every `${{ ... }}` inside a value, with the path where it sits. */
+function expressions(value: unknown, at: PropertyKey[], out: { at: PropertyKey[]; expr: string }[] = []) {
+  if (typeof value === 'string') for (const m of value.matchAll(ANY_EXPR)) out.push({ at, expr: m[1] });
+  else if (Array.isArray(value)) value.forEach((v, i) => expressions(v, [...at, i], out));
+  else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) expressions(v, [...at, k], out);
+  return out;
+}
+
+/**
+ * Substitutes `${{ params.x }}` as data: a value that is exactly one reference takes the param's
+ * typed value (so `prune: ${{ params.prune }}` stays a boolean); a reference inside a longer string
+ * is replaced by its text. Nothing is evaluated, and the result is never re-scanned, so a param
+ * value that itself contains `${{ ... }}` stays literal.
+ */
+export function substitute(value: unknown, params: Record<string, ParamValue | undefined>): unknown {
+  if (typeof value === 'string') {
+    const whole = WHOLE_REF.exec(value);
+    if (whole) return params[whole[1]];
+    return value.replace(ANY_EXPR, (_all, expr: string) => {
+      const m = PARAM_EXPR.exec(expr);
+      const v = m ? params[m[1]] : undefined;
+      return v === undefined ? '' : String(v);
+    });
+  }
+  if (Array.isArray(value)) return value.map((v) => substitute(v, params));
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) {
+      const s = substitute(v, params);
+      if (s !== undefined) out[k] = s;
+    }
+    return out;
+  }
+  return value;
+}
+
+/** Parses one runbook file's text. Returns the runbook or the problems (with lines). */
+export function parseRunbook(text: string, file: string): { runbook?: Runbook; problems: RunbookProblem[] } {
+  const counter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: counter, prettyErrors: false });
+  if (doc.errors.length) {
+    return { problems: doc.errors.map((e) => ({ file, line: counter.linePos(e.pos[0]).line, path: '', message: `YAML: ${e.message.split('\n')[0]}` })) };
+  }
+  const at = (segments: readonly PropertyKey[]) => locate(doc, counter, segments);
+  const result = runbookFileSchema.safeParse(doc.toJS() ?? {});
+  if (!result.success) return { problems: zodProblems(result.error, at).map((p) => ({ file, ...p })) };
+  const data = result.data;
+  const problems: RunbookProblem[] = [];
+  const problem = (segments: PropertyKey[], message: string) => problems.push({ file, line: at(segments), path: formatPath(segments), message });
+  const paramNames = Object.keys(data.params);
+  const stepIds = new Set<string>();
+  const steps = data.steps.map((step, i) => {
+    if (stepIds.has(step.id)) problem(['steps', i, 'id'], `duplicate step id "${step.id}"`);
+    stepIds.add(step.id);
+    if (!findRunbookAction(step.action)) {
+      const known = runbookActionNames();
+      problem(['steps', i, 'action'], `unknown action "${step.action}"${known.length ? ` (did you mean ${closest(step.action, known)}? actions: ${known.join(', ')})` : ''}`);
+    }
+    for (const { at: where, expr } of expressions(step.with, ['steps', i, 'with'])) {
+      const m = PARAM_EXPR.exec(expr);
+      if (!m) problem(where, `only \${{ params.NAME }} can be used here (got "\${{${expr}}}")`);
+      else if (!data.params[m[1]])
+        problem(where, `unknown param "${m[1]}"${paramNames.length ? ` (did you mean ${closest(m[1], paramNames)}?)` : ' (the runbook declares no params)'}`);
+    }
+    let timeoutMs: number | undefined;
+    if (step.timeout !== undefined) {
+      timeoutMs = typeof step.timeout === 'number' ? step.timeout : parseDuration(step.timeout);
+      if (timeoutMs === undefined) problem(['steps', i, 'timeout'], `expected a duration such as 30s, 10m or 1h (got "${step.timeout}")`);
+    }
+    const { timeout: _timeout, ...rest } = step;
+    return { ...rest, timeoutMs };
+  });
+  data.access.approval?.approvers.forEach((a, i) => {
+    if (!a.trim()) problem(['access', 'approval', 'approvers', i], 'empty approver');
+  });
+  for (const [name, spec] of Object.entries(data.params)) {
+    if (spec.type === 'enum' && spec.default !== undefined && !spec.values?.includes(String(spec.default)))
+      problem(['params', name, 'default'], `default "${String(spec.default)}" is not one of ${spec.values?.join(', ')}`);
+  }
+  if (problems.length) return { problems };
+  return { runbook: { name: data.name, title: data.title, description: data.description, params: data.params, access: data.access, steps, file }, problems };
+}
+
+function runbookFiles(dir: string): string[] {
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) return [];
+  return readdirSync(dir)
+    .filter((f) => /\.ya?ml$/i.test(f))
+    .sort()
+    .map((f) => path.join(dir, f));
+}
+
+export interface RunbookValidation {
+  ok: boolean;
+  runbooks: Runbook[];
+  problems: RunbookProblem[];
+  /** What `rollcall runbooks validate` prints. */
+  report: string;
+}
+
+/** For `rollcall runbooks validate [DIR]`: exit 0 when problems is empty. */
+export function validateRunbooks(dir: string): RunbookValidation {
+  const files = runbookFiles(dir);
+  const runbooks: Runbook[] = [];
+  const problems: RunbookProblem[] = [];
+  if (!files.length) problems.push({ file: dir, path: '', message: 'no runbook files (*.yaml) found' });
+  const byName = new Map<string, string>();
+  for (const file of files) {
+    const parsed = parseRunbook(readFileSync(file, 'utf8'), file);
+    problems.push(...parsed.problems);
+    if (!parsed.runbook) continue;
+    const other = byName.get(parsed.runbook.name);
+    if (other) {
+      problems.push({ file, line: 1, path: 'name', message: `runbook "${parsed.runbook.name}" is also defined in ${other}` });
+      continue;
+    }
+    byName.set(parsed.runbook.name, file);
+    runbooks.push(parsed.runbook);
+  }
+  const report = problems.length
+    ? `${problems.length} problem${problems.length === 1 ? '' : 's'} in ${dir}:\n${problems.map((p) => `  ${formatRunbookProblem(p)}`).join('\n')}`
+    : `${runbooks.length} runbook${runbooks.length === 1 ? '' : 's'} OK in ${dir}: ${runbooks.map((r) => r.name).join(', ')}`;
+  return { ok: problems.length === 0, runbooks, problems, report };
+}
+
+/** Loads every runbook in dir; throws RunbookLoadError listing each problem with file and line. */
+export function loadRunbooks(dir: string): Map<string, Runbook> {
+  const { runbooks, problems } = validateRunbooks(dir);
+  if (problems.length) throw new RunbookLoadError(problems);
+  return new Map(runbooks.map((r) => [r.name, r]));
+}
+
+/** The runbooks shipped with rollcall (./runbooks next to package.json). */
+export const SHIPPED_RUNBOOKS_DIR = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../runbooks');

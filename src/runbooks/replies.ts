@@ -1,0 +1,175 @@
+import type { Reply, ReplyBlock, ReplyButton, Tone } from '../commands/reply.js';
+import type { AuditEntry } from './audit.js';
+import { isTerminal, type Run, type RunStatus } from './run-store.js';
+
+const STATUS_TONE: Record<RunStatus, Tone> = {
+  previewing: 'progress',
+  'awaiting-confirmation': 'info',
+  'awaiting-approval': 'info',
+  running: 'progress',
+  paused: 'warn',
+  succeeded: 'ok',
+  failed: 'error',
+  aborted: 'error',
+  cancelled: 'unknown',
+};
+
+/** The data every run reply carries for `ask --json` and tests. */
+export function runData(run: Run): Record<string, unknown> {
+  return {
+    runId: run.id,
+    status: run.status,
+    run: {
+      id: run.id,
+      runbook: run.runbook,
+      status: run.status,
+      params: run.params,
+      requester: run.requester,
+      approvals: run.approvals,
+      approvalsRequired: run.approvalsRequired,
+      steps: run.steps,
+      progress: run.progress,
+      pausedReason: run.pausedReason,
+      error: run.error,
+      createdAt: run.createdAt,
+      startedAt: run.startedAt,
+      endedAt: run.endedAt,
+    },
+    preview: run.preview?.data,
+  };
+}
+
+function button(label: string, action: string, run: Run, style?: ReplyButton['style']): ReplyButton {
+  return { label, action, value: run.id, ...(style ? { style } : {}) };
+}
+
+/** Buttons that fit the run's state: Confirm/Cancel, Approve/Cancel, Pause/Abort, Resume/Abort. */
+export function runButtons(run: Run): ReplyButton[] {
+  switch (run.status) {
+    case 'awaiting-confirmation':
+      return [button('Confirm', 'run.confirm', run, 'primary'), button('Cancel', 'run.cancel', run)];
+    case 'awaiting-approval':
+      return [button('Approve', 'run.approve', run, 'primary'), button('Cancel', 'run.cancel', run)];
+    case 'running':
+      return [button('Pause', 'run.pause', run), button('Abort', 'run.abort', run, 'danger')];
+    case 'paused':
+      return [button('Resume', 'run.resume', run, 'primary'), button('Abort', 'run.abort', run, 'danger')];
+    default:
+      return [];
+  }
+}
+
+function paramsText(run: Run): string {
+  const entries = Object.entries(run.params);
+  return entries.length ? entries.map(([k, v]) => `${k}=${String(v)}`).join(' ') : '(none)';
+}
+
+export function previewReply(run: Run): Reply {
+  const blocks: ReplyBlock[] = [
+    { kind: 'header', text: `${run.title} — preview (${run.id})` },
+    { kind: 'text', text: run.preview?.summary ?? 'nothing to preview', tone: 'info' },
+    ...(run.preview?.blocks ?? []),
+    { kind: 'context', text: `Requested by ${run.requester} · params: ${paramsText(run)}${run.approvalsRequired ? ` · needs ${run.approvalsRequired} approval${run.approvalsRequired > 1 ? 's' : ''} after confirming` : ''}` },
+    { kind: 'actions', buttons: runButtons(run) },
+  ];
+  return { ok: true, command: 'run', title: `${run.title}: preview`, data: runData(run), blocks };
+}
+
+function countsText(counts: Record<string, number>): string {
+  return Object.entries(counts)
+    .filter(([, n]) => n > 0)
+    .map(([state, n]) => `${state} ${n}`)
+    .join(' · ');
+}
+
+/** The one live message: state, counts, failing apps, and the buttons for the state. Also the summary at the end. */
+export function progressReply(run: Run): Reply {
+  const tone = STATUS_TONE[run.status];
+  const blocks: ReplyBlock[] = [{ kind: 'header', text: `${run.title} ${run.id}: ${run.status}` }];
+  if (run.status === 'awaiting-approval') {
+    blocks.push({
+      kind: 'text',
+      text: `Waiting for approval: ${run.approvals.length}/${run.approvalsRequired}${run.approvals.length ? ` (approved by ${run.approvals.map((a) => a.user).join(', ')})` : ''}.`,
+      tone,
+    });
+  }
+  if (run.progress) {
+    blocks.push({ kind: 'text', text: run.progress.headline, tone });
+    const counts = countsText(run.progress.counts);
+    if (counts) blocks.push({ kind: 'context', text: counts });
+    if (run.progress.failing.length) {
+      blocks.push({
+        kind: 'list',
+        title: 'Failing',
+        items: run.progress.failing.slice(0, 15).map((f) => ({ text: `${f.app}${f.cluster ? ` (${f.cluster})` : ''}`, detail: f.reason, tone: 'error' as Tone })),
+        total: run.progress.failing.length,
+      });
+    }
+  }
+  if (run.status === 'paused') blocks.push({ kind: 'text', text: `Paused${run.pausedBy ? ` by ${run.pausedBy}` : ''}${run.pausedReason ? `: ${run.pausedReason}` : ''}. Resume to continue where it stopped.`, tone: 'warn' });
+  if (isTerminal(run.status)) {
+    const steps = run.steps.map((s) => ({ text: `${s.id}: ${s.status}`, detail: s.error, tone: (s.status === 'succeeded' ? 'ok' : s.status === 'failed' ? 'error' : 'unknown') as Tone }));
+    blocks.push({ kind: 'list', title: 'Steps', items: steps });
+    if (run.error) blocks.push({ kind: 'text', text: run.error, tone: 'error' });
+  }
+  const buttons = runButtons(run);
+  if (buttons.length) blocks.push({ kind: 'actions', buttons });
+  blocks.push({ kind: 'context', text: `Requested by ${run.requester} · ${paramsText(run)}${run.endedAt ? ` · ended ${run.endedAt}` : ''}` });
+  return { ok: run.status !== 'failed' && run.status !== 'aborted', command: 'runs', title: `${run.title} ${run.id}: ${run.status}`, data: runData(run), blocks };
+}
+
+export function runListReply(runs: Run[]): Reply {
+  return {
+    ok: true,
+    command: 'runs',
+    title: 'Recent runs',
+    data: { runs: runs.map((r) => ({ id: r.id, runbook: r.runbook, status: r.status, requester: r.requester, createdAt: r.createdAt, progress: r.progress?.headline })) },
+    blocks: [
+      { kind: 'header', text: 'Recent runs' },
+      runs.length
+        ? {
+            kind: 'list',
+            items: runs.map((r) => ({
+              text: `\`${r.id}\` ${r.runbook} — ${r.status}`,
+              detail: `${r.requester} · ${r.createdAt}${r.progress ? ` · ${r.progress.headline}` : ''}`,
+              tone: STATUS_TONE[r.status],
+            })),
+          }
+        : { kind: 'text', text: 'No runs yet. Start one with `/argo sync <selector>` or `/argo run <runbook> key=value ...`.' },
+    ],
+  };
+}
+
+export function auditReply(entries: AuditEntry[]): Reply {
+  return {
+    ok: true,
+    command: 'audit',
+    title: `Audit log (latest ${entries.length})`,
+    data: { entries },
+    blocks: [
+      { kind: 'header', text: `Audit log (latest ${entries.length})` },
+      entries.length
+        ? {
+            kind: 'list',
+            items: entries.map((e) => ({
+              text: `${e.at} ${e.who} ${e.kind}${e.runId ? ` ${e.runId}` : ''}${e.target ? ` ${e.target}` : ''}`,
+              detail: [e.result, e.message, e.params ? JSON.stringify(e.params) : undefined].filter(Boolean).join(' · ') || undefined,
+            })),
+          }
+        : { kind: 'text', text: 'The audit log is empty.' },
+    ],
+  };
+}
+
+/** One line for terminal progress: `r-7f3k2 running · wave 1/2 · done 5 · syncing 3`. */
+export function progressLine(run: Run): string {
+  const bits = [`${run.id} ${run.status}`];
+  if (run.progress) {
+    bits.push(run.progress.headline);
+    const counts = countsText(run.progress.counts);
+    if (counts) bits.push(counts);
+  }
+  if (run.status === 'paused' && run.pausedReason) bits.push(`paused: ${run.pausedReason}`);
+  if (run.error) bits.push(run.error);
+  return bits.join(' · ');
+}
