@@ -594,7 +594,8 @@ function appProblem(app: Application | undefined): string {
   if (op) parts.push(`operation ${op.phase}${op.message ? `: ${quote(op.message)}` : ''}`);
   else if (app.operation) parts.push('operation requested, not started yet');
   const failed = op?.syncResult?.resources?.find((r) => r.status === 'SyncFailed');
-  if (failed) parts.push(`${failed.kind}/${failed.name} SyncFailed${failed.message ? `: ${quote(failed.message)}` : ''}`);
+  // Argo CD's operation message usually repeats the failing resource's message; say it once.
+  if (failed && !(failed.message && op?.message?.includes(failed.message))) parts.push(`${failed.kind}/${failed.name} SyncFailed${failed.message ? `: ${quote(failed.message)}` : ''}`);
   const health = app.status?.health?.status;
   const sick = app.status?.resources?.find((r) => r.health && r.health.status !== 'Healthy' && r.health.message);
   if (health) parts.push(`health ${health}${sick ? `: ${sick.kind}/${sick.name}: ${quote(sick.health!.message!)}` : ''}`);

@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_STUCK_AFTER_MS, diagnoseAppSet } from '../../src/fleet/diagnose.js';
+import { StaticFleet } from '../../src/fleet/model.js';
+import { SimController } from '../../src/sim/controller.js';
+import { seedState } from '../../src/sim/fixture.js';
+import { SimState } from '../../src/sim/store.js';
+import { NOW, baseline } from '../fixtures/diagnose/build.js';
+
+const INSTANCE = 'prod-argocd';
+
+/** The simulator's appset controller runs the same v3.5 RollingSync state machine; diagnose reads what it leaves behind. */
+function simulate(opts: { progressiveSyncs?: boolean } = {}) {
+  const parts = baseline();
+  const state = new SimState();
+  seedState(state, { instances: [{ name: INSTANCE, applications: parts.apps, applicationSets: [parts.appSet], clusters: parts.clusters }] });
+  const controller = new SimController(state, { manual: true, startAt: NOW, stepMs: 5000, progressiveSyncs: opts.progressiveSyncs });
+  const diagnose = () => {
+    const store = state.instance(INSTANCE)!;
+    const fleet = StaticFleet.fromObjects([
+      { name: INSTANCE, applications: [...store.apps.values()], applicationSets: [...store.appSets.values()], clusters: [...store.clusters.values()] },
+    ]);
+    return diagnoseAppSet(fleet, fleet.appSets()[0], { stuckAfterMs: DEFAULT_STUCK_AFTER_MS, now: controller.clock.now() });
+  };
+  return { controller, diagnose, appNames: parts.apps.map((a) => a.metadata.name) };
+}
+
+describe('diagnose on a simulated Argo CD rollout', () => {
+  it('reports the prod app whose sync keeps failing as a stuck step 3, with the sync failure', () => {
+    const { controller, diagnose, appNames } = simulate();
+    controller.faults.failApp(INSTANCE, 'payments-prod-1', 'Deployment.apps "payments" is invalid: spec.template.spec.containers[0].image: Required value');
+    controller.newCommit(INSTANCE, appNames);
+    controller.advance(10 * 60_000);
+    // Ten minutes in: step 3 is running but nothing has been stuck for 15m yet.
+    expect(diagnose().filter((f) => f.rule === 'stuck-step')).toEqual([]);
+    controller.advance(30 * 60_000);
+    const stuck = diagnose().filter((f) => f.rule === 'stuck-step');
+    expect(stuck).toHaveLength(1);
+    expect(stuck[0]).toMatchObject({ severity: 'critical', step: 3, apps: ['payments-prod-1'] });
+    expect(stuck[0].message).toContain('containers[0].image: Required value');
+    controller.stop();
+  });
+
+  it('reports progressive-syncs-disabled when the appset controller runs without the flag', () => {
+    const { controller, diagnose } = simulate({ progressiveSyncs: false });
+    controller.advance(10_000);
+    expect(diagnose().map((f) => f.rule)).toContain('progressive-syncs-disabled');
+    controller.stop();
+  });
+});
