@@ -1,0 +1,105 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { App, HTTPReceiver } from '@slack/bolt';
+import type { WebClient } from '@slack/web-api';
+import type { Logger } from 'pino';
+import type { Services } from '../commands/registry.js';
+import { createLogger } from '../log.js';
+import { createSlackWebClient, webClientOptions } from './client.js';
+import { registerListeners } from './listeners/index.js';
+import { boltLogger } from './logger.js';
+import { SlackNotifier } from './notifier.js';
+
+export class SlackStartError extends Error {
+  constructor(
+    readonly code: 'slack_not_configured' | 'slack_auth_failed' | 'slack_listen_failed',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'SlackStartError';
+  }
+}
+
+export interface SlackHandle {
+  stop(): Promise<void>;
+  /** HTTP mode: the bound port (config `slack.port: 0` picks a free one). */
+  port?: number;
+  app: App;
+  client: WebClient;
+  /** The notifier for live messages; also set as services.notifier when none was there. */
+  notifier: SlackNotifier;
+}
+
+/**
+ * Wiring only: a Bolt app in HTTP mode (signed requests on POST /slack/events) or Socket Mode, from config,
+ * with the listeners of ./listeners. Checks the bot token with auth.test before serving.
+ */
+export async function startSlack(services: Services, opts: { logger?: Logger; notifierIntervalMs?: number } = {}): Promise<SlackHandle> {
+  const slack = services.config.slack;
+  if (!slack) throw new SlackStartError('slack_not_configured', 'No `slack` section in the config: add mode, botToken and signingSecret (http) or appToken (socket).');
+  const logger = opts.logger ?? createLogger();
+  const log = boltLogger(logger);
+  const clientOptions = webClientOptions(slack, logger);
+
+  const app =
+    slack.mode === 'http'
+      ? new App({
+          token: slack.botToken,
+          receiver: new HTTPReceiver({ signingSecret: slack.signingSecret!, port: slack.port, endpoints: '/slack/events', logger: log }),
+          clientOptions,
+          logger: log,
+          deferInitialization: true,
+        })
+      : new App({
+          token: slack.botToken,
+          appToken: slack.appToken,
+          socketMode: true,
+          clientOptions,
+          // The SocketModeClient's own WebClient (apps.connections.open) ignores clientOptions.
+          installerOptions: { clientOptions },
+          logger: log,
+          deferInitialization: true,
+        });
+
+  try {
+    await app.init();
+  } catch (err) {
+    const e = err as { data?: { error?: string }; message?: string };
+    throw new SlackStartError(
+      'slack_auth_failed',
+      `Slack rejected the bot token at auth.test (${e.data?.error ?? e.message}): check slack.botToken (xoxb-...) and that the app is installed in the workspace.`,
+    );
+  }
+
+  registerListeners(app, { services, logger: logger.child({ component: 'slack' }) });
+  app.error(async (err) => {
+    logger.error({ err: { message: err.message, code: (err as { code?: string }).code } }, 'unhandled error in a Slack listener');
+  });
+
+  let port: number | undefined;
+  try {
+    const started = (await app.start()) as unknown;
+    if (slack.mode === 'http') port = ((started as Server).address() as AddressInfo).port;
+  } catch (err) {
+    throw new SlackStartError('slack_listen_failed', `Slack ${slack.mode} receiver failed to start: ${(err as Error).message}${slack.mode === 'http' ? ` (is port ${slack.port} free?)` : ''}`);
+  }
+
+  // Its own client: 429s come back to the notifier (rejectRateLimitedCalls) so it can coalesce while waiting,
+  // instead of the shared client queueing every call behind the limit.
+  const notifier = new SlackNotifier(createSlackWebClient(slack, logger, { rejectRateLimitedCalls: true }), {
+    logger,
+    ...(opts.notifierIntervalMs !== undefined ? { minIntervalMs: opts.notifierIntervalMs } : {}),
+  });
+  if (!services.notifier) services.notifier = notifier;
+
+  return {
+    port,
+    app,
+    client: app.client,
+    notifier,
+    async stop() {
+      await notifier.flush().catch(() => {});
+      await app.stop();
+    },
+  };
+}

@@ -1,0 +1,25 @@
+import type { AllMiddlewareArgs, BlockAction, SlackActionMiddlewareArgs } from '@slack/bolt';
+import { decodePageValue } from '../../../views/blocks.js';
+import { channelAllowed, runCommand, slackContext, type SlackDeps } from '../../context.js';
+import { deliverReply, originOf } from '../../deliver.js';
+
+/** "More (page 2/5)": re-runs the command (the fleet may have moved on) and shows the requested page in place. */
+export function pageButton({ services, logger }: SlackDeps) {
+  return async ({ ack, body, action, respond, client }: SlackActionMiddlewareArgs<BlockAction> & AllMiddlewareArgs): Promise<void> => {
+    await ack();
+    const request = 'value' in action && typeof action.value === 'string' ? decodePageValue(action.value) : undefined;
+    if (!request) {
+      logger.warn({ user: body.user.id }, 'page button with an unreadable value');
+      return;
+    }
+    const channel = body.channel?.id;
+    try {
+      if (channel && !channelAllowed(services.config.slack, { id: channel, name: body.channel?.name })) return;
+      const ctx = slackContext(services, { user: body.user.id, ...(channel ? { channel } : {}) });
+      const reply = await runCommand(request.command, ctx, logger);
+      await deliverReply({ reply, origin: originOf(body), respond, client, logger, replace: true, commandText: request.command, page: request.page });
+    } catch (err) {
+      logger.error({ err, user: body.user.id }, 'page button failed');
+    }
+  };
+}

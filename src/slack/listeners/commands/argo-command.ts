@@ -1,0 +1,41 @@
+import type { AllMiddlewareArgs, SlackCommandMiddlewareArgs } from '@slack/bolt';
+import { renderBlocks } from '../../../views/blocks.js';
+import { channelAllowed, declineReply, runCommand, slackContext, splitPublicFlag, type SlackDeps } from '../../context.js';
+import { openFormModal } from '../../modals.js';
+
+/**
+ * `/argo <command> ...`: ack at once (Slack wants it within 3 s), then answer through response_url:
+ * ephemeral by default, in the channel with `--public`.
+ */
+export function argoCommand({ services, logger }: SlackDeps) {
+  return async ({ command, ack, respond, client }: SlackCommandMiddlewareArgs & AllMiddlewareArgs): Promise<void> => {
+    await ack();
+    const slack = services.config.slack;
+    const { text, isPublic } = splitPublicFlag(command.text ?? '');
+    try {
+      if (!channelAllowed(slack, { id: command.channel_id, name: command.channel_name })) {
+        const { text: fallback, blocks } = renderBlocks(declineReply(slack));
+        await respond({ response_type: 'ephemeral', text: fallback, blocks });
+        return;
+      }
+      const ctx = slackContext(services, {
+        user: command.user_id,
+        channel: command.channel_id,
+        openForm: async (form) => {
+          try {
+            await openFormModal(client, command.trigger_id, form, { channel: command.channel_id, responseUrl: command.response_url });
+            return true;
+          } catch (err) {
+            logger.warn({ err, form: form.action }, 'could not open the form modal');
+            return false;
+          }
+        },
+      });
+      const reply = await runCommand(text, ctx, logger);
+      const { text: fallback, blocks } = renderBlocks(reply, { commandText: text });
+      await respond({ response_type: isPublic ? 'in_channel' : 'ephemeral', text: fallback, blocks });
+    } catch (err) {
+      logger.error({ err, user: command.user_id, channel: command.channel_id }, 'slash command answer failed');
+    }
+  };
+}

@@ -1,0 +1,394 @@
+import type {
+  ActionsBlock,
+  Button,
+  ContextBlock,
+  HeaderBlock,
+  HomeView,
+  InputBlock,
+  KnownBlock,
+  ModalView,
+  SectionBlock,
+} from '@slack/web-api';
+import type { FormField, FormSpec } from '../commands/registry.js';
+import type { Reply, ReplyBlock, ReplyButton, ReplyItem, Tone } from '../commands/reply.js';
+
+/**
+ * Slack's Block Kit limits (docs.slack.dev/reference/block-kit, @slack/types 3.2.0). Slack rejects a whole
+ * message with `invalid_blocks` when any one of them is exceeded, so every rendering goes through them.
+ */
+export const SLACK_LIMITS = {
+  messageBlocks: 50,
+  viewBlocks: 100,
+  sectionText: 3000,
+  headerText: 150,
+  sectionFields: 10,
+  fieldText: 2000,
+  contextElements: 10,
+  buttonText: 75,
+  buttonValue: 2000,
+  buttonUrl: 3000,
+  actionsElements: 25,
+  id: 255,
+  modalTitle: 24,
+  privateMetadata: 3000,
+  /** Slack truncates past 40k; the fallback only feeds notifications, so keep it readable. */
+  fallbackText: 3000,
+} as const;
+
+/** How many list items one page shows: a screenful; packed into sections they stay far inside 50 blocks. */
+export const ITEMS_PER_PAGE = 25;
+
+export const TONE_EMOJI: Record<Tone, string> = {
+  ok: ':white_check_mark:',
+  error: ':x:',
+  warn: ':warning:',
+  progress: ':hourglass_flowing_sand:',
+  unknown: ':grey_question:',
+  info: ':information_source:',
+};
+
+/** action_id prefixes the Slack listeners match on (a suffix `~n` keeps ids unique inside one actions block). */
+export const ACTION_IDS = { command: 'cmd', page: 'page', link: 'link' } as const;
+
+export interface RenderOptions {
+  /** 1-based page of the reply's list items. Out-of-range pages are clamped. */
+  page?: number;
+  /** The command text that produced the reply; needed for "More" buttons (they re-run it). */
+  commandText?: string;
+  /** 50 for messages (default), 100 for modals and the App Home. */
+  maxBlocks?: number;
+  itemsPerPage?: number;
+}
+
+export interface RenderedBlocks {
+  /** Fallback text for notifications and clients that cannot show blocks. */
+  text: string;
+  blocks: KnownBlock[];
+  page: number;
+  pages: number;
+}
+
+/** The value of a "More" button: the command to re-run and the page to show. */
+export interface PageRequest {
+  command: string;
+  page: number;
+}
+
+export function encodePageValue(req: PageRequest): string {
+  return JSON.stringify({ c: req.command, p: req.page });
+}
+
+export function decodePageValue(value: string): PageRequest | undefined {
+  try {
+    const parsed = JSON.parse(value) as { c?: unknown; p?: unknown };
+    if (typeof parsed.c === 'string' && typeof parsed.p === 'number' && Number.isInteger(parsed.p) && parsed.p >= 1)
+      return { command: parsed.c, page: parsed.p };
+  } catch {}
+  return undefined;
+}
+
+/** Strips the `~n` suffix that keeps action ids unique within a block. */
+export function baseActionId(actionId: string): string {
+  const i = actionId.lastIndexOf('~');
+  return i > 0 && /^\d+$/.test(actionId.slice(i + 1)) ? actionId.slice(0, i) : actionId;
+}
+
+/**
+ * Block Kit for a Reply. Pure: the same Reply gives the same blocks, so tests compare them without Slack.
+ * Every output respects SLACK_LIMITS; list items beyond one page go to later pages ("More" button) when the
+ * command text is known, and collapse to a count otherwise.
+ */
+export function renderBlocks(reply: Reply, opts: RenderOptions = {}): RenderedBlocks {
+  const maxBlocks = Math.max(3, opts.maxBlocks ?? SLACK_LIMITS.messageBlocks);
+  const perPage = Math.max(1, opts.itemsPerPage ?? ITEMS_PER_PAGE);
+  const totalItems = reply.blocks.reduce((n, b) => n + (b.kind === 'list' ? b.items.length : 0), 0);
+  const pages = Math.max(1, Math.ceil(totalItems / perPage));
+  const page = Math.min(Math.max(1, Math.floor(opts.page ?? 1)), pages);
+  const windowStart = (page - 1) * perPage;
+  const windowEnd = windowStart + perPage;
+  const canPaginate = pages > 1 && opts.commandText !== undefined && pageValueFits(opts.commandText, pages);
+
+  const body: KnownBlock[] = [];
+  let offset = 0;
+  let hiddenItems = 0;
+  let headerSeen = false;
+  for (const block of reply.blocks) {
+    if (block.kind === 'list') {
+      const start = offset;
+      offset += block.items.length;
+      const from = Math.max(start, windowStart) - start;
+      const to = Math.min(offset, windowEnd) - start;
+      if (to > from || (block.items.length === 0 && page === 1)) {
+        body.push(...renderList(block, from, Math.max(from, to)));
+      }
+      if (!canPaginate && page === 1) hiddenItems += Math.max(0, block.items.length - Math.max(0, to));
+      continue;
+    }
+    if (block.kind === 'header') {
+      headerSeen = true;
+      body.push(header(block.text));
+      continue;
+    }
+    // Later pages repeat the header only: the rest of the reply was on page 1.
+    if (page > 1) continue;
+    body.push(...renderBlock(block));
+  }
+  if (page > 1 && !headerSeen) body.unshift(header(reply.title));
+
+  const footer: KnownBlock[] = [];
+  if (pages > 1 && canPaginate) {
+    const last = Math.min(windowEnd, totalItems);
+    footer.push(context(`Page ${page} of ${pages} · items ${windowStart + 1}–${last} of ${totalItems}`));
+    const nav: ReplyButton[] = [];
+    if (page > 1) nav.push({ label: `Back (page ${page - 1}/${pages})`, action: ACTION_IDS.page, value: encodePageValue({ command: opts.commandText!, page: page - 1 }) });
+    if (page < pages)
+      nav.push({ label: `More (page ${page + 1}/${pages})`, action: ACTION_IDS.page, value: encodePageValue({ command: opts.commandText!, page: page + 1 }), style: 'primary' });
+    footer.push(...renderActions(nav));
+  } else if (hiddenItems > 0) {
+    footer.push(context(`…and ${hiddenItems} more not shown. Narrow the selector, or run it in a terminal with \`rollcall ask\` for the full list.`));
+  }
+
+  const blocks = fitBlocks(body, footer, maxBlocks);
+  return { text: fallbackText(reply, page, pages), blocks, page, pages };
+}
+
+function pageValueFits(commandText: string, pages: number): boolean {
+  return encodePageValue({ command: commandText, page: pages }).length <= SLACK_LIMITS.buttonValue;
+}
+
+/** Keeps the footer (navigation) and cuts the body so the total fits, saying how much was cut. */
+function fitBlocks(body: KnownBlock[], footer: KnownBlock[], maxBlocks: number): KnownBlock[] {
+  if (body.length + footer.length <= maxBlocks) return [...body, ...footer];
+  const room = Math.max(0, maxBlocks - footer.length - 1);
+  const cut = body.length - room;
+  return [...body.slice(0, room), context(`…${cut} more blocks not shown: the answer is too long for one Slack message. Narrow the selector.`), ...footer];
+}
+
+function renderBlock(block: Exclude<ReplyBlock, { kind: 'list' }>): KnownBlock[] {
+  switch (block.kind) {
+    case 'header':
+      return [header(block.text)];
+    case 'text':
+      return sections(withTone(block.text, block.tone));
+    case 'fields':
+      return renderFields(block.fields);
+    case 'context':
+      return [context(block.text)];
+    case 'actions':
+      return renderActions(block.buttons);
+    case 'divider':
+      return [{ type: 'divider' }];
+  }
+}
+
+function renderList(block: Extract<ReplyBlock, { kind: 'list' }>, from: number, to: number): KnownBlock[] {
+  const out: KnownBlock[] = [];
+  const count = block.total ?? block.items.length;
+  const shown = to - from;
+  const range = shown < count ? ` (${shown ? `${from + 1}–${to}` : 'none'} of ${count})` : ` (${count})`;
+  if (block.title) out.push(...sections(`*${block.title}*${range}`));
+  if (block.items.length === 0) {
+    out.push(...sections('_none_'));
+    return out;
+  }
+  const lines = block.items.slice(from, to).map(itemLine);
+  out.push(...sections(lines.join('\n')));
+  if (block.total !== undefined && block.total > block.items.length && to === block.items.length)
+    out.push(context(`Showing ${block.items.length} of ${block.total}: narrow the selector to see the rest.`));
+  return out;
+}
+
+function itemLine(item: ReplyItem): string {
+  // Commands may already link the name inside the text; a link inside a link label breaks mrkdwn.
+  const label = item.url && !/<[a-z]+:\/\/[^>]*>/i.test(item.text) ? link(item.url, item.text) : item.text;
+  const line = withTone(label, item.tone);
+  const full = item.detail ? `${line}\n      ${item.detail.replace(/\n+/g, ' ')}` : line;
+  // One item must never need more than one section on its own.
+  return truncate(full, SLACK_LIMITS.sectionText - 100);
+}
+
+function renderFields(fields: { label: string; value: string }[]): KnownBlock[] {
+  const out: KnownBlock[] = [];
+  for (let i = 0; i < fields.length; i += SLACK_LIMITS.sectionFields) {
+    const chunk = fields.slice(i, i + SLACK_LIMITS.sectionFields);
+    const block: SectionBlock = {
+      type: 'section',
+      fields: chunk.map((f) => ({ type: 'mrkdwn', text: truncate(`*${f.label || ' '}*\n${f.value || '—'}`, SLACK_LIMITS.fieldText) })),
+    };
+    out.push(block);
+  }
+  return out;
+}
+
+function renderActions(buttons: ReplyButton[]): KnownBlock[] {
+  const elements = buttons.map(button).filter((b): b is Omit<Button, 'action_id'> & { action_id: string } => b !== undefined);
+  const out: KnownBlock[] = [];
+  for (let i = 0; i < elements.length; i += SLACK_LIMITS.actionsElements) {
+    const chunk = elements.slice(i, i + SLACK_LIMITS.actionsElements);
+    // Slack requires action_id to be unique within its block.
+    const seen = new Map<string, number>();
+    for (const el of chunk) {
+      const n = seen.get(el.action_id) ?? 0;
+      seen.set(el.action_id, n + 1);
+      if (n > 0) el.action_id = `${el.action_id.slice(0, SLACK_LIMITS.id - 6)}~${n}`;
+    }
+    const block: ActionsBlock = { type: 'actions', elements: chunk };
+    out.push(block);
+  }
+  return out;
+}
+
+function button(b: ReplyButton): (Button & { action_id: string }) | undefined {
+  let actionId: string;
+  let value: string | undefined;
+  if (b.url) {
+    if (b.url.length > SLACK_LIMITS.buttonUrl) return undefined;
+    actionId = ACTION_IDS.link;
+  } else if (b.command !== undefined) {
+    actionId = ACTION_IDS.command;
+    value = b.command;
+  } else if (b.action) {
+    actionId = b.action;
+    value = b.value;
+  } else return undefined;
+  // A cut-short command or action value would run something else: drop the button instead.
+  if (value !== undefined && (value.length > SLACK_LIMITS.buttonValue || value.length === 0)) return undefined;
+  if (actionId.length > SLACK_LIMITS.id) return undefined;
+  const el: Button & { action_id: string } = {
+    type: 'button',
+    text: { type: 'plain_text', text: truncate(b.label || 'Open', SLACK_LIMITS.buttonText), emoji: true },
+    action_id: actionId,
+  };
+  if (value !== undefined) el.value = value;
+  if (b.url) el.url = b.url;
+  if (b.style) el.style = b.style;
+  return el;
+}
+
+function header(text: string): HeaderBlock {
+  return { type: 'header', text: { type: 'plain_text', text: truncate(text.trim() || 'rollcall', SLACK_LIMITS.headerText), emoji: true } };
+}
+
+function context(text: string): ContextBlock {
+  return { type: 'context', elements: [{ type: 'mrkdwn', text: truncate(text || ' ', SLACK_LIMITS.sectionText) }] };
+}
+
+/** Section blocks for mrkdwn text, split on line boundaries so none exceeds 3000 characters. */
+function sections(text: string): SectionBlock[] {
+  return splitText(text.length ? text : ' ', SLACK_LIMITS.sectionText).map((chunk) => ({ type: 'section', text: { type: 'mrkdwn', text: chunk } }));
+}
+
+/** Splits on line boundaries; a single over-long line is split at a space when there is one. */
+export function splitText(text: string, max: number): string[] {
+  const chunks: string[] = [];
+  let current = '';
+  const flush = () => {
+    if (current.length) chunks.push(current);
+    current = '';
+  };
+  for (let line of text.split('\n')) {
+    while (line.length > max) {
+      flush();
+      let cut = line.lastIndexOf(' ', max);
+      if (cut < max / 2) cut = max;
+      chunks.push(line.slice(0, cut));
+      line = line.slice(cut).replace(/^ /, '');
+    }
+    if (current.length && current.length + 1 + line.length > max) flush();
+    current = current.length ? `${current}\n${line}` : line;
+  }
+  flush();
+  return chunks.length ? chunks : [' '];
+}
+
+export function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+const LEADING_EMOJI = /^:[a-z0-9_+'-]+:/;
+
+function withTone(text: string, tone?: Tone): string {
+  return tone && !LEADING_EMOJI.test(text) ? `${TONE_EMOJI[tone]} ${text}` : text;
+}
+
+/** mrkdwn link; `|` and `>` would end the label early. */
+export function link(url: string, label: string): string {
+  return `<${url}|${label.replace(/[|>]/g, ' ').replace(/</g, '‹')}>`;
+}
+
+function fallbackText(reply: Reply, page: number, pages: number): string {
+  const first = reply.blocks.find((b): b is Extract<ReplyBlock, { kind: 'text' }> => b.kind === 'text')?.text;
+  const parts = [reply.title || reply.command || 'rollcall'];
+  if (reply.error) parts.push(reply.error.message);
+  else if (first) parts.push(first);
+  if (pages > 1) parts.push(`(page ${page}/${pages})`);
+  return truncate(parts.join(' — ').replace(/\s+/g, ' ').trim() || 'rollcall', SLACK_LIMITS.fallbackText);
+}
+
+/** The App Home tab: several replies stacked, within the 100-block limit of a view. */
+export function renderHomeView(replies: Reply[], opts: { commandTexts?: (string | undefined)[] } = {}): HomeView {
+  const budget = SLACK_LIMITS.viewBlocks;
+  const blocks: KnownBlock[] = [];
+  replies.forEach((reply, i) => {
+    const remaining = budget - blocks.length - (i < replies.length - 1 ? 1 : 0);
+    if (remaining < 3) return;
+    if (blocks.length) blocks.push({ type: 'divider' });
+    blocks.push(...renderBlocks(reply, { maxBlocks: Math.min(remaining, SLACK_LIMITS.messageBlocks), commandText: opts.commandTexts?.[i] }).blocks);
+  });
+  return { type: 'home', blocks: blocks.slice(0, budget) };
+}
+
+/** A read-only modal showing a reply (used when a button is pressed where no response_url exists, e.g. the Home tab). */
+export function renderReplyModal(reply: Reply, opts: { commandText?: string; page?: number } = {}): ModalView {
+  const rendered = renderBlocks(reply, { ...opts, maxBlocks: SLACK_LIMITS.viewBlocks });
+  return {
+    type: 'modal',
+    title: { type: 'plain_text', text: truncate(reply.title || 'rollcall', SLACK_LIMITS.modalTitle) },
+    close: { type: 'plain_text', text: 'Close' },
+    blocks: rendered.blocks,
+  };
+}
+
+/** callback_id of a modal built from a FormSpec; the submission runs the named action. */
+export const FORM_CALLBACK_PREFIX = 'form:';
+/** action_id of every input in a form modal; the block_id is the field name. */
+export const FORM_INPUT_ACTION = 'value';
+
+/** A modal for a transport-neutral form (runbook parameters ...). `privateMetadata` must fit 3000 chars. */
+export function renderFormModal(form: FormSpec, privateMetadata = ''): ModalView {
+  const blocks: KnownBlock[] = [];
+  if (form.intro) blocks.push(...sections(form.intro));
+  for (const field of form.fields.slice(0, SLACK_LIMITS.viewBlocks - blocks.length)) blocks.push(formInput(field));
+  return {
+    type: 'modal',
+    callback_id: `${FORM_CALLBACK_PREFIX}${form.action}`.slice(0, SLACK_LIMITS.id),
+    title: { type: 'plain_text', text: truncate(form.title || 'rollcall', SLACK_LIMITS.modalTitle) },
+    submit: { type: 'plain_text', text: truncate(form.submitLabel ?? 'Preview', SLACK_LIMITS.modalTitle) },
+    close: { type: 'plain_text', text: 'Cancel' },
+    private_metadata: privateMetadata.slice(0, SLACK_LIMITS.privateMetadata),
+    blocks,
+  };
+}
+
+function formInput(field: FormField): InputBlock {
+  const label = { type: 'plain_text' as const, text: truncate(field.label || field.name, 2000) };
+  const base = { type: 'input' as const, block_id: field.name.slice(0, SLACK_LIMITS.id), label, optional: !field.required };
+  const hint = field.hint ? { hint: { type: 'plain_text' as const, text: truncate(field.hint, 2000) } } : {};
+  if (field.type === 'enum' || field.type === 'bool') {
+    const values = field.type === 'bool' ? ['true', 'false'] : (field.options ?? []).slice(0, 100);
+    const options = values.map((v) => ({ text: { type: 'plain_text' as const, text: truncate(v, 75) }, value: v.slice(0, 150) }));
+    const initial = options.find((o) => o.value === field.default);
+    return { ...base, ...hint, element: { type: 'static_select', action_id: FORM_INPUT_ACTION, options, ...(initial ? { initial_option: initial } : {}) } };
+  }
+  const placeholder = field.type === 'duration' ? 'e.g. 10m' : field.type === 'selector' ? 'e.g. auth-config-* or env=prod' : field.type === 'int' ? 'a number' : undefined;
+  return {
+    ...base,
+    ...hint,
+    element: {
+      type: 'plain_text_input',
+      action_id: FORM_INPUT_ACTION,
+      ...(field.default !== undefined ? { initial_value: field.default } : {}),
+      ...(placeholder ? { placeholder: { type: 'plain_text', text: placeholder } } : {}),
+    },
+  };
+}

@@ -1,0 +1,39 @@
+import pino from 'pino';
+import type { Services } from '../../src/commands/registry.js';
+import { configSchema } from '../../src/config/schema.js';
+import { StaticFleet } from '../../src/fleet/model.js';
+import { startSlack, type SlackHandle } from '../../src/slack/app.js';
+import { startFakeSlack, type FakeSlack } from '../support/fake-slack.js';
+
+export const SECRET = 'test-signing-secret-0123456789';
+
+export interface Harness {
+  fake: FakeSlack;
+  slack: SlackHandle;
+  services: Services;
+  /** The Bolt endpoint, POST /slack/events. */
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Bolt's real HTTPReceiver on a free port, its Web API pointed at the fake; the fleet is static. */
+export async function startHarness(opts: { fleet: Parameters<typeof StaticFleet.fromObjects>[0]; channels?: string[]; access?: Record<string, unknown> }): Promise<Harness> {
+  const fake = await startFakeSlack();
+  const config = configSchema.parse({
+    instances: opts.fleet.map((i) => ({ name: i.name, url: `https://${i.name}.argocd.example`, token: 'argocd-token' })),
+    slack: { mode: 'http', botToken: 'xoxb-test-token', signingSecret: SECRET, port: 0, apiUrl: fake.apiUrl, channels: opts.channels ?? [] },
+    ...(opts.access ? { access: opts.access } : {}),
+  });
+  const services: Services = { config, fleet: StaticFleet.fromObjects(opts.fleet), argocd: new Map(), now: () => new Date('2026-12-02T18:00:00Z') };
+  const slack = await startSlack(services, { logger: pino({ level: 'silent' }), notifierIntervalMs: 100 });
+  return {
+    fake,
+    slack,
+    services,
+    url: `http://127.0.0.1:${slack.port}/slack/events`,
+    async stop() {
+      await slack.stop();
+      await fake.stop();
+    },
+  };
+}
