@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { parseRunbook, SHIPPED_RUNBOOKS_DIR, loadRunbooks } from '../../src/runbooks/loader.js';
+import { ParamError, parseParams } from '../../src/runbooks/params.js';
+
+const bulk = loadRunbooks(SHIPPED_RUNBOOKS_DIR).get('bulk-sync')!;
+
+function problems(raw: Record<string, string>) {
+  try {
+    parseParams(bulk, raw);
+  } catch (e) {
+    expect(e).toBeInstanceOf(ParamError);
+    return (e as ParamError).problems;
+  }
+  throw new Error('expected a ParamError');
+}
+
+describe('runbook params', () => {
+  it('types values and applies defaults', () => {
+    const values = parseParams(bulk, { selector: 'auth-config-*', prune: 'true', concurrency: '4', waveTimeout: '90s' });
+    expect(values).toMatchObject({ selector: 'auth-config-*', prune: true, concurrency: 4, waveTimeout: 90_000, gate: 'healthy', onFailure: 'pause', dryRun: false });
+    expect(values).not.toHaveProperty('revision');
+  });
+
+  it('says what is wrong with each bad value, all at once', () => {
+    const found = problems({ selector: 'a-*', concurrency: 'ten', waveTimeout: 'soon', prune: 'maybe', gate: 'helthy' });
+    expect(found.map((p) => p.message)).toEqual(
+      expect.arrayContaining([
+        'concurrency: expected a whole number (got "ten")',
+        'waveTimeout: expected a duration such as 30s, 10m or 1h (got "soon")',
+        'prune: expected true or false (got "maybe")',
+        'gate: expected one of healthy, synced, none (got "helthy"); did you mean healthy?',
+      ]),
+    );
+  });
+
+  it('suggests the closest param for an unknown one', () => {
+    const [p] = problems({ selector: 'a-*', prnue: 'true' });
+    expect(p).toMatchObject({ code: 'unknown_param', param: 'prnue', suggestion: 'prune' });
+    expect(p.message).toContain('(did you mean prune?)');
+  });
+
+  it('names a missing required param and how to give it', () => {
+    const [p] = problems({});
+    expect(p).toMatchObject({ code: 'missing_param', param: 'selector' });
+    expect(p.message).toContain('add selector=...');
+  });
+
+  it('rejects an enum default outside its values at load time', () => {
+    const { problems: found } = parseRunbook(
+      'name: x\ntitle: X\nparams:\n  mode: { type: enum, values: [a, b], default: c }\nsteps:\n  - { id: s, action: bulk-sync }\n',
+      'x.yaml',
+    );
+    expect(found).toEqual([expect.objectContaining({ path: 'params.mode.default', line: 4 })]);
+  });
+});
