@@ -1,6 +1,8 @@
 import type { ArgoApi } from '../argocd/api.js';
 import type { RollcallConfig } from '../config/schema.js';
 import type { FleetView } from '../fleet/model.js';
+import type { KubeClients } from '../kube/clients.js';
+import type { PauseStore } from '../runbooks/rollout-pause.js';
 import type { Reply } from './reply.js';
 
 /** A parsed chat command: `/argo <command> [target] [key=value ...] [--flag]`. */
@@ -38,6 +40,10 @@ export interface Services {
   runs?: unknown;
   notifier?: Notifier;
   now?: () => Date;
+  /** Direct Kubernetes access per cluster (config kube.clusters), for the sealed-secrets runbooks. */
+  kube?: ReadonlyMap<string, KubeClients>;
+  /** What pause-rollout changed, for resume and `/argo paused` (needs Redis). */
+  pauses?: PauseStore;
 }
 
 export interface CommandContext {

@@ -13,7 +13,11 @@ export type AuditKind =
   | 'run.end'
   | 'step.start'
   | 'step.end'
-  | 'argocd.sync';
+  | 'argocd.sync'
+  /** Any other Argo CD change (patch, appset upsert, terminate). */
+  | 'argocd.mutation'
+  /** A Kubernetes API change (sealed-secrets keys, controller restart). */
+  | 'kube.mutation';
 
 export interface AuditEvent {
   kind: AuditKind;
