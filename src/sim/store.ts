@@ -122,6 +122,8 @@ export interface SimOperation {
   path: string;
   app?: string;
   body: unknown;
+  /** HTTP status the simulator answered with. */
+  status?: number;
 }
 
 export class SimState {

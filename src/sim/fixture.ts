@@ -1,0 +1,93 @@
+import { readFileSync } from 'node:fs';
+import type { Fixture } from './fixture-types.js';
+import type { SimState } from './store.js';
+
+export class FixtureError extends Error {
+  readonly code = 'fixture_invalid';
+  constructor(
+    readonly file: string,
+    readonly problems: string[],
+  ) {
+    super(`${file}: invalid simulator fixture\n${problems.map((p) => `  ${p}`).join('\n')}`);
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
+
+/** Checks the parts the simulator relies on; everything else is served exactly as written. */
+export function validateFixture(value: unknown, file = 'fixture'): Fixture {
+  const problems: string[] = [];
+  if (!isObject(value)) throw new FixtureError(file, ['(root): expected an object {"instances": [...], "kube"?: [...]}']);
+  if (!Array.isArray(value.instances) || !value.instances.length) problems.push('instances: expected a non-empty array');
+  const names = new Set<string>();
+  (Array.isArray(value.instances) ? value.instances : []).forEach((inst: unknown, i: number) => {
+    const at = `instances[${i}]`;
+    if (!isObject(inst)) return problems.push(`${at}: expected an object`);
+    if (typeof inst.name !== 'string' || !/^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$/i.test(inst.name))
+      problems.push(`${at}.name: expected a name of letters, digits, "-", "_" or "."`);
+    else if (names.has(inst.name)) problems.push(`${at}.name: duplicate instance "${inst.name}"`);
+    else names.add(inst.name);
+    if (inst.token !== undefined && (typeof inst.token !== 'string' || !inst.token)) problems.push(`${at}.token: expected a non-empty string`);
+    if (!Array.isArray(inst.applications)) problems.push(`${at}.applications: expected an array (may be empty)`);
+    const appNames = new Set<string>();
+    (Array.isArray(inst.applications) ? inst.applications : []).forEach((app: unknown, j: number) => {
+      const aat = `${at}.applications[${j}]`;
+      if (!isObject(app) || !isObject(app.metadata) || typeof app.metadata.name !== 'string')
+        return problems.push(`${aat}.metadata.name: expected a string`);
+      if (appNames.has(app.metadata.name)) problems.push(`${aat}.metadata.name: duplicate app "${app.metadata.name}"`);
+      appNames.add(app.metadata.name);
+      if (!isObject(app.spec)) return problems.push(`${aat}.spec: expected an object`);
+      if (!isObject(app.spec.destination)) problems.push(`${aat}.spec.destination: expected {server} or {name}`);
+      if (app.status !== undefined && !isObject(app.status)) problems.push(`${aat}.status: expected an object`);
+    });
+    if (inst.applicationSets !== undefined && !Array.isArray(inst.applicationSets)) problems.push(`${at}.applicationSets: expected an array`);
+    (Array.isArray(inst.applicationSets) ? inst.applicationSets : []).forEach((set: unknown, j: number) => {
+      const sat = `${at}.applicationSets[${j}]`;
+      if (!isObject(set) || !isObject(set.metadata) || typeof set.metadata.name !== 'string') return problems.push(`${sat}.metadata.name: expected a string`);
+      if (!isObject(set.spec) || !isObject(set.spec.template)) problems.push(`${sat}.spec.template: expected an object`);
+    });
+    if (inst.clusters !== undefined && !Array.isArray(inst.clusters)) problems.push(`${at}.clusters: expected an array`);
+    (Array.isArray(inst.clusters) ? inst.clusters : []).forEach((c: unknown, j: number) => {
+      if (!isObject(c) || typeof c.server !== 'string' || typeof c.name !== 'string')
+        problems.push(`${at}.clusters[${j}]: expected {server, name, ...}`);
+    });
+  });
+  if (value.kube !== undefined) {
+    if (!Array.isArray(value.kube)) problems.push('kube: expected an array');
+    else
+      value.kube.forEach((k: unknown, i: number) => {
+        if (!isObject(k) || typeof k.cluster !== 'string' || !Array.isArray(k.objects)) problems.push(`kube[${i}]: expected {cluster, objects: [...]}`);
+      });
+  }
+  if (problems.length) throw new FixtureError(file, problems);
+  return value as unknown as Fixture;
+}
+
+export function loadFixture(file: string): Fixture {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new FixtureError(file, [`cannot read: ${(error as Error).message}`]);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new FixtureError(file, [`not JSON: ${(error as Error).message}`]);
+  }
+  return validateFixture(value, file);
+}
+
+export const defaultToken = (instance: string) => `sim-${instance}-token`;
+
+/** Copies the fixture into a fresh store (the fixture object itself is never mutated). */
+export function seedState(state: SimState, fixture: Fixture): void {
+  for (const inst of fixture.instances) {
+    const store = state.addInstance(inst.name, inst.token ?? defaultToken(inst.name));
+    for (const cluster of inst.clusters ?? []) store.putCluster(structuredClone(cluster));
+    const apps = [...inst.applications].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+    for (const app of apps) store.putApp(structuredClone(app));
+    for (const appSet of inst.applicationSets ?? []) store.putAppSet(structuredClone(appSet));
+  }
+}

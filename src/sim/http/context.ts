@@ -1,0 +1,74 @@
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { InstanceStore, SimState } from '../store.js';
+import type { SimControllerPort } from './controller-port.js';
+import { GrpcCode, SimApiError } from './errors.js';
+
+/** A deny sync window the faults API switched on (instance-wide, one project, or one app). */
+export interface SimSyncWindow {
+  instance?: string;
+  project?: string;
+  app?: string;
+}
+
+/** Shared by every route of one running simulator. */
+export interface SimCore {
+  readonly state: SimState;
+  readonly controller: SimControllerPort;
+  readonly keepAliveMs: number;
+  /** 'argocd': resourceVersion only skips the snapshot (real server). 'replay': resend logged changes. */
+  readonly watchResume: 'argocd' | 'replay';
+  readonly syncWindows: SimSyncWindow[];
+  /** --frozen: serve the fixture as-is. */
+  readonly frozen: boolean;
+  now(): Date;
+  /** Streams close when the server stops. */
+  readonly openStreams: Set<ServerResponse>;
+}
+
+export interface ApiRequest {
+  core: SimCore;
+  store: InstanceStore;
+  method: string;
+  /** Path below the instance root, e.g. /api/v1/applications/web/sync */
+  path: string;
+  /** Path parameters by name (`:name` in the route pattern), URL-decoded. */
+  params: Record<string, string>;
+  query: URLSearchParams;
+  headers: IncomingHttpHeaders;
+  rawBody: string;
+  req: IncomingMessage;
+  res: ServerResponse;
+  /** The user Argo CD would record in initiatedBy (the token's subject). */
+  user: string;
+}
+
+export type RouteResult = { status?: number; json: unknown } | { status?: number; raw: string } | 'handled';
+
+export type RouteHandler = (req: ApiRequest) => RouteResult | Promise<RouteResult>;
+
+/** Decodes a body as Go's encoding/json would, with its error wording. */
+export function parseJsonBody(req: ApiRequest, goType: string): unknown {
+  if (!req.rawBody.trim()) return {};
+  try {
+    return JSON.parse(req.rawBody);
+  } catch {
+    throw new SimApiError(GrpcCode.InvalidArgument, `invalid character in request body: cannot decode into ${goType}`);
+  }
+}
+
+/** Values of a repeated query parameter, also accepting comma-joined values. */
+export function queryList(query: URLSearchParams, key: string): string[] {
+  return query.getAll(key).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
+}
+
+export function recordOperation(req: ApiRequest, app: string | undefined, body: unknown, status: number): void {
+  req.core.state.record({
+    at: req.core.now().toISOString(),
+    instance: req.store.name,
+    method: req.method,
+    path: req.path,
+    ...(app ? { app } : {}),
+    body,
+    status,
+  } as Parameters<SimState['record']>[0]);
+}

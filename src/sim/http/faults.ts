@@ -1,0 +1,166 @@
+import type { ServerResponse } from 'node:http';
+import type { SimCore, SimSyncWindow } from './context.js';
+import type { SimControllerPort } from './controller-port.js';
+
+/**
+ * Faults injected with POST /_sim/faults. HTTP-level ones (latency, 5xx, 429) are applied here
+ * before a request reaches the fake Argo CD; app and cluster faults go to the controller.
+ */
+export type HttpFault =
+  | { kind: 'latency'; instance?: string; ms: number; match?: string; method?: string; until?: number; remaining?: number }
+  | { kind: 'http5xx'; instance?: string; status: 502 | 503 | 504; match?: string; method?: string; until?: number; remaining?: number }
+  | { kind: 'http429'; instance?: string; retryAfterSeconds: number; match?: string; method?: string; until?: number; remaining?: number };
+
+export class FaultBook {
+  readonly http: HttpFault[] = [];
+
+  private applies(f: HttpFault, instance: string, method: string, path: string, wallNow: number): boolean {
+    if (f.instance && f.instance !== instance) return false;
+    if (f.method && f.method.toUpperCase() !== method) return false;
+    if (f.match && !path.includes(f.match)) return false;
+    if (f.until !== undefined && wallNow > f.until) return false;
+    if (f.remaining !== undefined && f.remaining <= 0) return false;
+    return true;
+  }
+
+  /** Latency to add and the failure (if any) to answer with, consuming counted faults. */
+  take(instance: string, method: string, path: string): { delayMs: number; failure?: HttpFault } {
+    const now = Date.now();
+    let delayMs = 0;
+    let failure: HttpFault | undefined;
+    for (const f of this.http) {
+      if (!this.applies(f, instance, method, path, now)) continue;
+      if (f.kind === 'latency') delayMs += f.ms;
+      else if (!failure) {
+        failure = f;
+        if (f.remaining !== undefined) f.remaining--;
+      }
+    }
+    // Drop spent faults so the list does not grow in long runs.
+    for (let i = this.http.length - 1; i >= 0; i--) {
+      const f = this.http[i];
+      if ((f.remaining !== undefined && f.remaining <= 0) || (f.until !== undefined && now > f.until)) this.http.splice(i, 1);
+    }
+    return { delayMs, failure };
+  }
+
+  clearHttp(instance?: string): void {
+    for (let i = this.http.length - 1; i >= 0; i--) if (!instance || this.http[i].instance === instance) this.http.splice(i, 1);
+  }
+}
+
+/** What a proxy in front of Argo CD answers with: 503 from Argo itself is gRPC Unavailable JSON. */
+export function writeHttpFailure(res: ServerResponse, f: HttpFault): void {
+  if (f.kind === 'http429') {
+    res.writeHead(429, { 'content-type': 'text/plain; charset=utf-8', 'retry-after': String(f.retryAfterSeconds) });
+    res.end('Too Many Requests\n');
+    return;
+  }
+  if (f.kind !== 'http5xx') return;
+  if (f.status === 503) {
+    const message = 'connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:8083: connect: connection refused"';
+    res.writeHead(503, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ error: message, code: 14, message, details: [] }));
+    return;
+  }
+  const text = f.status === 502 ? '502 Bad Gateway' : '504 Gateway Time-out';
+  res.writeHead(f.status, { 'content-type': 'text/html' });
+  res.end(`<html>\r\n<head><title>${text}</title></head>\r\n<body>\r\n<center><h1>${text}</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n`);
+}
+
+export class FaultRequestError extends Error {}
+
+const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+const str = (v: unknown) => (typeof v === 'string' && v ? v : undefined);
+
+/** Applies one POST /_sim/faults body; throws FaultRequestError with a message for a bad one. */
+export function applyFault(core: SimCore, faults: FaultBook, body: unknown): { applied: string } {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new FaultRequestError('expected a JSON object {instance?, kind, ...}');
+  const b = body as Record<string, unknown>;
+  const kind = str(b.kind);
+  const instance = str(b.instance);
+  if (instance && !core.state.instance(instance))
+    throw new FaultRequestError(`unknown instance "${instance}" (known: ${[...core.state.instances.keys()].join(', ')})`);
+  const scope = { instance, match: str(b.match), method: str(b.method) };
+  const limits = () => {
+    const count = num(b.count);
+    const forMs = num(b.forMs);
+    return { ...(count !== undefined ? { remaining: count } : {}), ...(forMs !== undefined ? { until: Date.now() + forMs } : {}) };
+  };
+  const controller: SimControllerPort = core.controller;
+  const needInstance = () => {
+    if (instance) return instance;
+    if (core.state.instances.size === 1) return [...core.state.instances.keys()][0];
+    throw new FaultRequestError(`"${kind}" needs "instance" when several instances are served`);
+  };
+  const needApp = (inst: string) => {
+    const app = str(b.app);
+    if (!app) throw new FaultRequestError(`"${kind}" needs "app"`);
+    if (!core.state.instance(inst)!.apps.has(app)) throw new FaultRequestError(`no app "${app}" on instance "${inst}"`);
+    return app;
+  };
+  switch (kind) {
+    case 'latency': {
+      const ms = num(b.ms);
+      if (ms === undefined || ms < 0) throw new FaultRequestError('"latency" needs "ms" >= 0');
+      faults.http.push({ kind, ms, ...scope, ...limits() });
+      return { applied: `latency ${ms}ms` };
+    }
+    case 'http5xx': {
+      const status = num(b.status) ?? 503;
+      if (status !== 502 && status !== 503 && status !== 504) throw new FaultRequestError('"http5xx" status must be 502, 503 or 504');
+      faults.http.push({ kind, status, ...scope, ...limits() });
+      return { applied: `http ${status}` };
+    }
+    case 'http429': {
+      const retryAfterSeconds = num(b.retryAfterSeconds) ?? 1;
+      faults.http.push({ kind, retryAfterSeconds, ...scope, ...limits() });
+      return { applied: `http 429 retry-after ${retryAfterSeconds}s` };
+    }
+    case 'fail': {
+      const inst = needInstance();
+      const app = needApp(inst);
+      controller.faults.failApp(inst, app, str(b.message));
+      return { applied: `fail ${inst}/${app}` };
+    }
+    case 'crashloop': {
+      const inst = needInstance();
+      const app = needApp(inst);
+      controller.faults.crashLoop(inst, app);
+      return { applied: `crashloop ${inst}/${app}` };
+    }
+    case 'clusterDown': {
+      const inst = needInstance();
+      const cluster = str(b.cluster);
+      if (!cluster) throw new FaultRequestError('"clusterDown" needs "cluster"');
+      controller.faults.clusterDown(inst, cluster, b.down !== false);
+      return { applied: `clusterDown ${inst}/${cluster} ${b.down !== false}` };
+    }
+    case 'syncWindow': {
+      // A deny window (AppProject syncWindows) over the whole instance, one project or one app.
+      const window = { instance, project: str(b.project), app: str(b.app) };
+      const same = (w: SimSyncWindow) => w.instance === window.instance && w.project === window.project && w.app === window.app;
+      const idx = core.syncWindows.findIndex(same);
+      if (b.active === false) {
+        if (idx >= 0) core.syncWindows.splice(idx, 1);
+      } else if (idx < 0) core.syncWindows.push(window);
+      return { applied: `syncWindow ${b.active === false ? 'off' : 'on'}` };
+    }
+    case 'clear': {
+      const app = str(b.app);
+      if (app) {
+        const inst = needInstance();
+        needApp(inst);
+        controller.faults.clear(inst, app);
+        return { applied: `clear ${inst}/${app}` };
+      }
+      faults.clearHttp(instance);
+      for (let i = core.syncWindows.length - 1; i >= 0; i--) if (!instance || core.syncWindows[i].instance === instance) core.syncWindows.splice(i, 1);
+      return { applied: `clear http faults${instance ? ` on ${instance}` : ''}` };
+    }
+    default:
+      throw new FaultRequestError(
+        `unknown fault kind "${String(b.kind)}": use fail, crashloop, clear, latency, http5xx, http429, clusterDown or syncWindow`,
+      );
+  }
+}

@@ -1,0 +1,137 @@
+import type { Application, ApplicationSet } from '../../argocd/types.js';
+import { filterJsonPaths, parseFields } from '../fields.js';
+import type { StoreChange } from '../store.js';
+import { appMatches, parseAppQuery, sortedApps } from './apps.js';
+import { appSetMatches, parseAppSetQuery, sortedAppSets } from './appsets.js';
+import type { ApiRequest, RouteResult } from './context.js';
+import { appJsonFull } from './json.js';
+
+/**
+ * Watch streams as argoproj/pkg grpc/http forwards them (B5): SSE (`data: {...}\n\n` plus a `:`
+ * keep-alive) when `Accept: text/event-stream`, else newline-delimited JSON. An event whose body
+ * (after the `fields` filter) is byte-identical to the last one sent for that name is dropped.
+ *
+ * Resume: the real server treats `resourceVersion` only as "skip the snapshot, and drop events for
+ * objects older than this"; it replays nothing missed while disconnected. That is the default here
+ * too, so a client that trusts resume to fill a gap fails against the simulator as it would in
+ * production. `watchResume: 'replay'` opts into replaying the store's change log instead (with a
+ * 410-style error event when the version is older than the log keeps).
+ */
+type Kind = 'application' | 'applicationSet';
+
+function startStream(req: ApiRequest): { send(name: string, body: string): void; end(): void; sse: boolean } {
+  const sse = req.headers.accept === 'text/event-stream';
+  const res = req.res;
+  res.writeHead(200, {
+    'content-type': sse ? 'text/event-stream' : 'application/json',
+    'cache-control': 'no-cache',
+  });
+  res.flushHeaders();
+  req.core.openStreams.add(res);
+  const last = new Map<string, string>();
+  const keepAlive = sse ? setInterval(() => res.write(':\n'), req.core.keepAliveMs) : undefined;
+  keepAlive?.unref();
+  const cleanup = () => {
+    if (keepAlive) clearInterval(keepAlive);
+    req.core.openStreams.delete(res);
+  };
+  res.on('close', cleanup);
+  return {
+    sse,
+    send(name, body) {
+      if (last.get(name) === body) return;
+      last.set(name, body);
+      res.write(sse ? `data: ${body}\n\n` : `${body}\n`);
+    },
+    end() {
+      cleanup();
+      res.end();
+    },
+  };
+}
+
+function eventBody(kind: Kind, type: string, objectJson: string, fields: ReturnType<typeof parseFields>): string {
+  const raw = `{"result":{"type":"${type}","${kind}":${objectJson}}}`;
+  return fields ? JSON.stringify(filterJsonPaths(JSON.parse(raw), fields)) : raw;
+}
+
+function tooOld(rv: number) {
+  return JSON.stringify({
+    error: {
+      grpc_code: 11,
+      http_code: 410,
+      message: `too old resource version: ${rv}`,
+      http_status: 'Gone',
+      details: [],
+    },
+  });
+}
+
+function watch<T extends Application | ApplicationSet>(
+  req: ApiRequest,
+  kind: Kind,
+  snapshot: () => T[],
+  matches: (o: T) => boolean,
+  changesSince: (rv: number) => StoreChange<T>[] | undefined,
+  storeEvent: 'app' | 'appset',
+  serialize: (o: T) => string,
+  name: string | undefined,
+): RouteResult {
+  const fields = parseFields(req.query.get('fields'));
+  const rvText = req.query.get('resourceVersion');
+  const minVersion = rvText && /^\d+$/.test(rvText) ? Number(rvText) : 0;
+  const stream = startStream(req);
+  const emit = (type: string, o: T) => {
+    // Upstream drops events for objects older than the requested version (isApplicationPermitted).
+    if (Number(o.metadata.resourceVersion ?? 0) < minVersion) return;
+    if (!matches(o)) return;
+    stream.send(o.metadata.name, eventBody(kind, type, serialize(o), fields));
+  };
+  if (!rvText || name) {
+    for (const o of snapshot()) emit('ADDED', o);
+  } else if (req.core.watchResume === 'replay') {
+    const missed = changesSince(minVersion);
+    if (!missed) {
+      stream.send('', tooOld(minVersion));
+      stream.end();
+      return 'handled';
+    }
+    for (const change of missed) stream.send(change.object.metadata.name, eventBody(kind, change.type, serialize(change.object), fields));
+  }
+  const onChange = (change: StoreChange<T>) => {
+    if (!matches(change.object)) return;
+    if (change.type !== 'DELETED' && Number(change.object.metadata.resourceVersion ?? 0) < minVersion) return;
+    stream.send(change.object.metadata.name, eventBody(kind, change.type, serialize(change.object), fields));
+  };
+  req.store.events.on(storeEvent, onChange);
+  req.res.on('close', () => req.store.events.off(storeEvent, onChange));
+  return 'handled';
+}
+
+export function watchApplications(req: ApiRequest): RouteResult {
+  const q = parseAppQuery(req.query);
+  return watch<Application>(
+    req,
+    'application',
+    () => sortedApps(req.store, q),
+    (a) => appMatches(a, q),
+    (rv) => req.store.appChangesSince(rv),
+    'app',
+    appJsonFull,
+    q.name,
+  );
+}
+
+export function watchApplicationSets(req: ApiRequest): RouteResult {
+  const q = parseAppSetQuery(req.query);
+  return watch<ApplicationSet>(
+    req,
+    'applicationSet',
+    () => sortedAppSets(req.store, q),
+    (a) => appSetMatches(a, q),
+    (rv) => req.store.appSetChangesSince(rv),
+    'appset',
+    (a) => JSON.stringify(a),
+    q.name,
+  );
+}

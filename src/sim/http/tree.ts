@@ -1,0 +1,141 @@
+import { createHash } from 'node:crypto';
+import type { Application, ResourceDiff, ResourceNode, ResourceStatus } from '../../argocd/types.js';
+import { findApp } from './apps.js';
+import type { ApiRequest, RouteResult } from './context.js';
+
+/** Deterministic uid so repeated tree calls agree (the real ones come from the cluster). */
+function uid(...parts: string[]): string {
+  const h = createHash('sha1').update(parts.join('/')).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+}
+
+const shortHash = (...parts: string[]) => createHash('sha1').update(parts.join('/')).digest('hex').slice(0, 10);
+
+function imagesFor(app: Application, r: ResourceStatus): string[] {
+  if (!['Deployment', 'StatefulSet', 'DaemonSet', 'Pod', 'ReplicaSet', 'Job', 'CronJob'].includes(r.kind)) return [];
+  return app.status?.summary?.images ?? [];
+}
+
+/**
+ * The live tree as the controller's cluster cache would report it: every resource that exists
+ * (a Missing one does not), with its health, plus a ReplicaSet and Pod under each Deployment so
+ * a crash loop shows where on-call would look for it.
+ */
+export function buildTree(instance: string, app: Application): { nodes: ResourceNode[]; orphanedNodes: ResourceNode[]; hosts: unknown[]; shardsCount: number } {
+  const nodes: ResourceNode[] = [];
+  const createdAt = app.metadata.creationTimestamp;
+  for (const r of app.status?.resources ?? []) {
+    if (r.health?.status === 'Missing' || r.hook) continue;
+    const ns = r.namespace ?? '';
+    const id = uid(instance, app.metadata.name, r.group ?? '', r.kind, ns, r.name);
+    const images = imagesFor(app, r);
+    const node: ResourceNode = {
+      ...(r.group ? { group: r.group } : {}),
+      version: r.version,
+      kind: r.kind,
+      ...(ns ? { namespace: ns } : {}),
+      name: r.name,
+      uid: id,
+      resourceVersion: app.metadata.resourceVersion,
+      ...(images.length ? { images } : {}),
+      ...(r.health ? { health: r.health } : {}),
+      ...(createdAt ? { createdAt } : {}),
+    };
+    if (r.kind === 'Deployment') node.info = [{ name: 'Revision', value: 'Rev:1' }];
+    nodes.push(node);
+    if (r.kind !== 'Deployment') continue;
+    const rsName = `${r.name}-${shortHash(app.metadata.name, r.name).slice(0, 9)}`;
+    const rsUid = uid(id, 'rs');
+    nodes.push({
+      group: 'apps',
+      version: 'v1',
+      kind: 'ReplicaSet',
+      namespace: ns,
+      name: rsName,
+      uid: rsUid,
+      parentRefs: [{ group: 'apps', kind: 'Deployment', namespace: ns, name: r.name, uid: id }],
+      info: [{ name: 'Revision', value: 'Rev:1' }],
+      resourceVersion: app.metadata.resourceVersion,
+      ...(images.length ? { images } : {}),
+      health: r.health?.status === 'Degraded' ? { status: 'Progressing', message: 'Waiting for rollout to finish' } : (r.health ?? { status: 'Healthy' }),
+      ...(createdAt ? { createdAt } : {}),
+    });
+    const crashing = r.health?.status === 'Degraded';
+    const podName = `${rsName}-${shortHash(rsName, 'pod').slice(0, 5)}`;
+    nodes.push({
+      version: 'v1',
+      kind: 'Pod',
+      namespace: ns,
+      name: podName,
+      uid: uid(rsUid, 'pod'),
+      parentRefs: [{ group: 'apps', kind: 'ReplicaSet', namespace: ns, name: rsName, uid: rsUid }],
+      info: [
+        { name: 'Status Reason', value: crashing ? 'CrashLoopBackOff' : r.health?.status === 'Progressing' ? 'ContainerCreating' : 'Running' },
+        { name: 'Containers', value: crashing ? '0/1' : '1/1' },
+        ...(crashing ? [{ name: 'Restart Count', value: '7' }] : []),
+      ],
+      networkingInfo: { labels: { 'app.kubernetes.io/instance': app.metadata.name } },
+      resourceVersion: app.metadata.resourceVersion,
+      ...(images.length ? { images } : {}),
+      health: crashing
+        ? { status: 'Degraded', message: r.health?.message ?? `back-off 5m0s restarting failed container=${r.name} pod=${podName}` }
+        : r.health?.status === 'Progressing'
+          ? { status: 'Progressing' }
+          : { status: 'Healthy' },
+      ...(createdAt ? { createdAt } : {}),
+    });
+  }
+  nodes.sort((a, b) => `${a.kind}/${a.name}`.localeCompare(`${b.kind}/${b.name}`));
+  return { nodes, orphanedNodes: [], hosts: [], shardsCount: 0 };
+}
+
+export function resourceTree(req: ApiRequest): RouteResult {
+  const app = findApp(req, req.params.name, req.query.get('project') || undefined, req.query.get('appNamespace') || undefined);
+  const tree = buildTree(req.store.name, app);
+  const filter = (['namespace', 'name', 'version', 'group', 'kind'] as const).filter((k) => req.query.get(k));
+  if (filter.length) tree.nodes = tree.nodes.filter((n) => filter.every((k) => (n[k] ?? '') === req.query.get(k)));
+  return { json: tree };
+}
+
+function manifest(app: Application, r: ResourceStatus, live: boolean): Record<string, unknown> {
+  const obj: Record<string, unknown> = {
+    apiVersion: r.group ? `${r.group}/${r.version}` : r.version,
+    kind: r.kind,
+    metadata: {
+      name: r.name,
+      ...(r.namespace ? { namespace: r.namespace } : {}),
+      labels: { 'app.kubernetes.io/instance': app.metadata.name },
+      ...(live ? { resourceVersion: app.metadata.resourceVersion, uid: uid(app.metadata.name, r.kind, r.name) } : {}),
+    },
+  };
+  const image = app.status?.summary?.images?.[0];
+  if (r.kind === 'Deployment' && image) {
+    // An OutOfSync Deployment differs from git in its image: the drift on-call usually chases.
+    const liveImage = live && r.status === 'OutOfSync' ? `${image.split(':')[0]}:live` : image;
+    obj.spec = { template: { spec: { containers: [{ name: r.name, image: liveImage }] } } };
+  }
+  return obj;
+}
+
+/** Diff view per resource: JSON strings; a resource to prune has target "null", a missing one live "null". */
+export function managedResources(req: ApiRequest): RouteResult {
+  const app = findApp(req, req.params.name, req.query.get('project') || undefined, req.query.get('appNamespace') || undefined);
+  const items: ResourceDiff[] = (app.status?.resources ?? []).map((r) => {
+    const target = r.requiresPruning ? 'null' : JSON.stringify(manifest(app, r, false));
+    const live = r.health?.status === 'Missing' ? 'null' : JSON.stringify(manifest(app, r, true));
+    return {
+      ...(r.group ? { group: r.group } : {}),
+      kind: r.kind,
+      namespace: r.namespace ?? '',
+      name: r.name,
+      targetState: target,
+      liveState: live,
+      normalizedLiveState: live,
+      predictedLiveState: target,
+      ...(r.hook ? { hook: true } : {}),
+      modified: r.status === 'OutOfSync',
+      ...(live !== 'null' ? { resourceVersion: app.metadata.resourceVersion } : {}),
+    };
+  });
+  return { json: { items } };
+}

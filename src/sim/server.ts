@@ -1,0 +1,286 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Fixture } from './fixture-types.js';
+import { seedState } from './fixture.js';
+import { SimState, type InstanceStore } from './store.js';
+import { getApplication, listApplications, patchApplication, syncApplication, terminateOperation, updateSpec } from './http/apps.js';
+import { createApplicationSet, getApplicationSet, getCluster, listApplicationSets, listClusters } from './http/appsets.js';
+import type { ApiRequest, RouteHandler, RouteResult, SimCore, SimSyncWindow } from './http/context.js';
+import { FallbackController, type ControllerOptions, type SimControllerPort } from './http/controller-port.js';
+import { GrpcCode, SimApiError, toApiError } from './http/errors.js';
+import { applyFault, FaultBook, FaultRequestError, writeHttpFailure } from './http/faults.js';
+import { watchApplications, watchApplicationSets } from './http/stream.js';
+import { managedResources, resourceTree } from './http/tree.js';
+
+export interface SimServer {
+  /** http://127.0.0.1:PORT (instances live under /i/<name>). */
+  url: string;
+  port: number;
+  state: SimState;
+  controller: SimControllerPort;
+  instances: { name: string; url: string; token: string }[];
+  stop(): Promise<void>;
+}
+
+export interface StartSimServerOptions {
+  fixture: Fixture;
+  /** 0 or absent = a free port. */
+  port?: number;
+  host?: string;
+  speed?: number;
+  frozen?: boolean;
+  /** Time moves only through controller.advance() (tests). */
+  manual?: boolean;
+  /** SSE keep-alive interval; Argo CD uses 15 s. */
+  keepAliveMs?: number;
+  scenarioBehaviour?: unknown;
+  /** See src/sim/http/stream.ts; default 'argocd' (no replay, as the real server). */
+  watchResume?: 'argocd' | 'replay';
+}
+
+interface Route {
+  pattern: string[];
+  methods: Partial<Record<string, RouteHandler>>;
+}
+
+const route = (path: string, methods: Route['methods']): Route => ({ pattern: path.split('/').filter(Boolean), methods });
+
+// Paths below /api/v1, as Argo CD's grpc-gateway mux registers them.
+const ROUTES: Route[] = [
+  route('applications', { GET: listApplications }),
+  route('applications/:name', { GET: getApplication, PATCH: patchApplication }),
+  route('applications/:name/sync', { POST: syncApplication }),
+  route('applications/:name/operation', { DELETE: terminateOperation }),
+  route('applications/:name/resource-tree', { GET: resourceTree }),
+  route('applications/:name/managed-resources', { GET: managedResources }),
+  route('applications/:name/spec', { PUT: updateSpec }),
+  route('applicationsets', { GET: listApplicationSets, POST: createApplicationSet }),
+  // No PATCH or PUT exists for ApplicationSets (A8): only GET and DELETE on one.
+  route('applicationsets/:name', { GET: getApplicationSet }),
+  route('clusters', { GET: listClusters }),
+  route('clusters/:id', { GET: getCluster }),
+  route('stream/applications', { GET: watchApplications }),
+  route('stream/applicationsets', { GET: watchApplicationSets }),
+  route('session/userinfo', { GET: () => ({ json: { loggedIn: true, username: SIM_USER, iss: 'argocd' } }) }),
+];
+
+/** The subject of every sim token, as Argo CD records it in operation.initiatedBy.username. */
+const SIM_USER = 'admin';
+
+function matchRoute(segments: string[]): { route: Route; params: Record<string, string> } | undefined {
+  for (const r of ROUTES) {
+    if (r.pattern.length !== segments.length) continue;
+    const params: Record<string, string> = {};
+    let ok = true;
+    for (let i = 0; i < segments.length; i++) {
+      const p = r.pattern[i];
+      if (p.startsWith(':')) params[p.slice(1)] = segments[i];
+      else if (p !== segments[i]) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) return { route: r, params };
+  }
+  return undefined;
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown | string): void {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function sendError(res: ServerResponse, error: SimApiError): void {
+  sendJson(res, error.httpStatus, error.body());
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function bearer(req: IncomingMessage): string | undefined {
+  const auth = req.headers.authorization;
+  if (auth?.startsWith('Bearer ')) return auth.slice(7).trim();
+  // The UI's cookie works too (B1).
+  const cookie = req.headers.cookie?.split(';').map((c) => c.trim()).find((c) => c.startsWith('argocd.token='));
+  return cookie?.slice('argocd.token='.length);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function loadController(state: SimState, opts: ControllerOptions): Promise<SimControllerPort> {
+  // The controller module is written by another part of the team; until it exists the REST
+  // layer runs against a fallback that records operations but never progresses them.
+  const modulePath = './controller.js';
+  try {
+    const mod = (await import(/* @vite-ignore */ modulePath)) as { SimController?: new (s: SimState, o: ControllerOptions) => SimControllerPort };
+    if (mod.SimController) return new mod.SimController(state, opts);
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code !== 'ERR_MODULE_NOT_FOUND' && !/Cannot find module|Failed to load url/.test(String((error as Error).message))) throw error;
+  }
+  return new FallbackController(state, opts);
+}
+
+export async function startSimServer(opts: StartSimServerOptions): Promise<SimServer> {
+  const state = new SimState();
+  seedState(state, opts.fixture);
+  const controller = await loadController(state, {
+    speed: opts.speed,
+    frozen: opts.frozen,
+    manual: opts.manual,
+    behaviour: opts.scenarioBehaviour,
+  });
+  const faults = new FaultBook();
+  const syncWindows: SimSyncWindow[] = [];
+  const core: SimCore = {
+    state,
+    controller,
+    keepAliveMs: opts.keepAliveMs ?? 15_000,
+    watchResume: opts.watchResume ?? 'argocd',
+    syncWindows,
+    frozen: !!opts.frozen,
+    now: () => controller.clock.now(),
+    openStreams: new Set(),
+  };
+
+  async function handleSim(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    const what = url.pathname.replace(/^\/_sim\/?/, '');
+    if (what === 'operations' && req.method === 'GET') {
+      const instance = url.searchParams.get('instance');
+      return sendJson(res, 200, instance ? state.operations.filter((o) => o.instance === instance) : state.operations);
+    }
+    if (what === 'operations' && req.method === 'DELETE') {
+      state.operations.length = 0;
+      return sendJson(res, 200, {});
+    }
+    if (what === 'faults' && req.method === 'POST') {
+      let body: unknown;
+      try {
+        body = JSON.parse((await readBody(req)) || '{}');
+        return sendJson(res, 200, applyFault(core, faults, body));
+      } catch (error) {
+        if (error instanceof FaultRequestError || error instanceof SyntaxError) return sendJson(res, 400, { error: error.message });
+        throw error;
+      }
+    }
+    if (what === 'faults' && req.method === 'GET') return sendJson(res, 200, { http: faults.http, syncWindows });
+    if (what === 'advance' && req.method === 'POST') {
+      const body = JSON.parse((await readBody(req)) || '{}') as { ms?: unknown };
+      if (typeof body.ms !== 'number' || !(body.ms >= 0)) return sendJson(res, 400, { error: 'expected {"ms": <non-negative number>}' });
+      controller.advance(body.ms);
+      return sendJson(res, 200, { now: controller.clock.now().toISOString() });
+    }
+    if (what === 'state' && req.method === 'GET') {
+      return sendJson(res, 200, {
+        now: controller.clock.now().toISOString(),
+        instances: [...state.instances.values()].map((s) => ({
+          name: s.name,
+          resourceVersion: s.resourceVersion,
+          applications: s.apps.size,
+          applicationSets: s.appSets.size,
+          clusters: s.clusters.size,
+        })),
+      });
+    }
+    return sendJson(res, 404, { error: `no simulator endpoint ${req.method} ${url.pathname}` });
+  }
+
+  async function handleApi(req: IncomingMessage, res: ServerResponse, store: InstanceStore, path: string, url: URL): Promise<void> {
+    const method = req.method ?? 'GET';
+    const { delayMs, failure } = faults.take(store.name, method, path);
+    if (delayMs) await sleep(delayMs);
+    if (failure) return writeHttpFailure(res, failure);
+
+    if (path === '/api/version') return sendJson(res, 200, { Version: 'v3.5.1+109ca7c' });
+    const token = bearer(req);
+    if (!token) return sendError(res, new SimApiError(GrpcCode.Unauthenticated, 'no session information'));
+    if (token !== store.token) return sendError(res, new SimApiError(GrpcCode.Unauthenticated, 'invalid session: token signature is invalid'));
+
+    if (!path.startsWith('/api/v1/')) return sendError(res, new SimApiError(GrpcCode.NotFound, 'Not Found'));
+    let segments: string[];
+    try {
+      segments = path.slice('/api/v1/'.length).split('/').filter(Boolean).map(decodeURIComponent);
+    } catch {
+      return sendError(res, new SimApiError(GrpcCode.InvalidArgument, `malformed path ${path}`));
+    }
+    const found = matchRoute(segments);
+    if (!found) return sendError(res, new SimApiError(GrpcCode.NotFound, 'Not Found'));
+    const handler = found.route.methods[method];
+    if (!handler) return sendError(res, new SimApiError(GrpcCode.Unimplemented, 'Method Not Allowed', 405));
+    const rawBody = method === 'GET' || method === 'HEAD' ? '' : await readBody(req);
+    const apiReq: ApiRequest = {
+      core,
+      store,
+      method,
+      path,
+      params: found.params,
+      query: url.searchParams,
+      headers: req.headers,
+      rawBody,
+      req,
+      res,
+      user: SIM_USER,
+    };
+    const result: RouteResult = await handler(apiReq);
+    if (result === 'handled') return;
+    const status = result.status ?? 200;
+    if ('raw' in result) return sendJson(res, status, result.raw);
+    return sendJson(res, status, result.json);
+  }
+
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://sim');
+    const run = async () => {
+      if (url.pathname.startsWith('/_sim/') || url.pathname === '/_sim') return handleSim(req, res, url);
+      const m = /^\/i\/([^/]+)(\/.*)?$/.exec(url.pathname);
+      const store = m ? state.instance(decodeURIComponent(m[1])) : undefined;
+      if (!m || !store) {
+        return sendJson(res, 404, {
+          error: `no Argo CD instance at ${url.pathname}: instances are served under /i/<name> (${[...state.instances.keys()].join(', ')})`,
+        });
+      }
+      return handleApi(req, res, store, m[2] ?? '/', url);
+    };
+    run().catch((error: unknown) => {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      const mapped = toApiError(error);
+      if (mapped) return sendError(res, mapped);
+      const message = error instanceof Error ? error.message : String(error);
+      sendError(res, new SimApiError(GrpcCode.Internal, message));
+    });
+  });
+  server.keepAliveTimeout = 5_000;
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const base = `http://127.0.0.1:${port}`;
+  controller.start();
+
+  return {
+    url: base,
+    port,
+    state,
+    controller,
+    instances: [...state.instances.values()].map((s) => ({ name: s.name, url: `${base}/i/${encodeURIComponent(s.name)}`, token: s.token })),
+    async stop() {
+      controller.stop();
+      for (const res of core.openStreams) res.end();
+      core.openStreams.clear();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,63 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Fixture } from '../../src/sim/fixture-types.js';
+import { loadFixture } from '../../src/sim/fixture.js';
+import { startSimServer, type SimServer } from '../../src/sim/server.js';
+import type { SimOperation } from '../../src/sim/store.js';
+
+const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures');
+
+export interface TestSimOptions {
+  /** A Fixture object, or a file name under test/fixtures (e.g. 'sim-multi-instance.json') or a path. */
+  fixture?: Fixture | string;
+  /** A built-in scenario (src/sim/scenarios), e.g. 'progressive-infra'. */
+  scenario?: string;
+  /** Time moves only through server.controller.advance(ms). @defaultValue true */
+  manual?: boolean;
+  speed?: number;
+  frozen?: boolean;
+  keepAliveMs?: number;
+  watchResume?: 'argocd' | 'replay';
+}
+
+export function fixturePath(name: string): string {
+  return path.isAbsolute(name) || name.includes('/') ? path.resolve(name) : path.join(FIXTURES, name);
+}
+
+/** Starts a simulator on a free port for a test; call `stop()` in afterAll/afterEach. */
+export async function startTestSim(opts: TestSimOptions = {}): Promise<SimServer> {
+  let fixture: Fixture;
+  let behaviour: unknown;
+  if (opts.scenario) {
+    const scenarios = (await import('../../src/sim/scenarios/index.js' as string)) as {
+      loadScenario(name: string): { fixture: Fixture; behaviour?: unknown };
+    };
+    ({ fixture, behaviour } = scenarios.loadScenario(opts.scenario));
+  } else if (typeof opts.fixture === 'string') fixture = loadFixture(fixturePath(opts.fixture));
+  else fixture = opts.fixture ?? loadFixture(fixturePath('sim-multi-instance.json'));
+  return startSimServer({
+    fixture,
+    port: 0,
+    manual: opts.manual ?? true,
+    speed: opts.speed,
+    frozen: opts.frozen,
+    keepAliveMs: opts.keepAliveMs,
+    watchResume: opts.watchResume,
+    scenarioBehaviour: behaviour,
+  });
+}
+
+/** Every mutating call the simulator received, optionally for one instance. */
+export async function simOperations(server: SimServer, instance?: string): Promise<SimOperation[]> {
+  const res = await fetch(`${server.url}/_sim/operations${instance ? `?instance=${encodeURIComponent(instance)}` : ''}`);
+  return (await res.json()) as SimOperation[];
+}
+
+export async function clearSimOperations(server: SimServer): Promise<void> {
+  await fetch(`${server.url}/_sim/operations`, { method: 'DELETE' });
+}
+
+/** POST /_sim/faults. */
+export async function simFault(server: SimServer, fault: Record<string, unknown>): Promise<Response> {
+  return fetch(`${server.url}/_sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(fault) });
+}
