@@ -486,3 +486,38 @@ describe('rolloutAppState', () => {
     expect(single).toMatchObject({ revisions: ['abc'], operationRunning: false, errorCondition: false, health: 'Unknown' });
   });
 });
+
+describe('a whole rollout', () => {
+  it('runs three steps in order with maxUpdate 1, "50%" and unlimited, then reports completion', () => {
+    const set = rollingAppSet([envStep('stage', 1), envStep('canary', '50%'), envStep('prod')]);
+    const names = ['stage-a', 'stage-b', 'canary-a', 'canary-b', 'canary-c', 'canary-d', 'prod-a', 'prod-b', 'prod-c'];
+    const states = new Map(names.map((n) => [n, app(n, n.split('-')[0], { revisions: ['rev2'] })]));
+    // The entries of a finished rollout of rev1, so rev2 is a new rollout.
+    set.status!.applicationStatus = names.map((n) => ({ application: n, status: 'Healthy', message: ROLLOUT_MESSAGES.becameHealthy, step: '', targetRevisions: ['rev1'], lastTransitionTime: '2026-12-01T00:00:00Z' }));
+    const syncOrder: string[][] = [];
+    const maxInFlight: Record<string, number> = {};
+    let second = 0;
+    let result: RolloutAdvance | undefined;
+    const started = new Map<string, number>();
+    while (second < 600) {
+      second += 1;
+      // A fake app controller: a requested sync starts a second later and succeeds two seconds after that.
+      for (const [name, startedAt] of started) {
+        const state = states.get(name)!;
+        if (second === startedAt + 1) states.set(name, syncStarted(state, at(startedAt + 1)));
+        if (second === startedAt + 3) states.set(name, syncSucceeded(states.get(name)!, at(second)));
+      }
+      result = pass(set, [...states.values()], at(second));
+      if (result.toSync.length) syncOrder.push(result.toSync);
+      for (const name of result.toSync) started.set(name, second);
+      const flight: Record<string, number> = {};
+      for (const e of result.applicationStatus) if (e.status === 'Pending' || e.status === 'Progressing') flight[e.step] = (flight[e.step] ?? 0) + 1;
+      for (const [step, n] of Object.entries(flight)) maxInFlight[step] = Math.max(maxInFlight[step] ?? 0, n);
+      if (progressing(result)?.status === 'False') break;
+    }
+    expect(syncOrder).toEqual([['stage-a'], ['stage-b'], ['canary-a', 'canary-b'], ['canary-c', 'canary-d'], ['prod-a', 'prod-b', 'prod-c']]);
+    expect(maxInFlight).toEqual({ '1': 1, '2': 2, '3': 3 });
+    expect(progressing(result!)).toMatchObject({ status: 'False', reason: 'ApplicationSetRolloutComplete' });
+    expect(result!.applicationStatus.every((e) => e.status === 'Healthy' && e.targetRevisions?.[0] === 'rev2')).toBe(true);
+  });
+});
