@@ -84,6 +84,8 @@ export class FleetIndex implements FleetView {
   private appSetsList: FleetAppSet[] = [];
   private clustersList: FleetCluster[] = [];
   private links = new Map<string, string | undefined>();
+  /** Position of each app in appsList by fleetAppKey; rebuilt lazily after a removal or load. */
+  private positions: Map<string, number> | undefined;
 
   constructor(private readonly instanceNames: string[], links: InstanceLinks[] = []) {
     for (const l of links) this.links.set(l.name, l.uiUrl?.replace(/\/+$/, ''));
@@ -96,10 +98,85 @@ export class FleetIndex implements FleetView {
     this.clustersList = clusters;
     this.byName = new Map();
     this.byOwner = new Map();
+    this.positions = undefined;
     for (const a of apps) {
       push(this.byName, a.app.metadata.name, a);
       if (a.appSet) push(this.byOwner, `${a.instance}/${a.appSet}`, a);
     }
+  }
+
+  // ---- incremental updates (the live mirror applies watch events through these) ----
+
+  private positionMap(): Map<string, number> {
+    if (!this.positions) {
+      this.positions = new Map();
+      this.appsList.forEach((a, i) => this.positions!.set(fleetAppKey(a.instance, a.app.metadata.name, a.app.metadata.namespace), i));
+    }
+    return this.positions;
+  }
+
+  /** The app with this identity on an instance, if known. */
+  findApp(instance: string, name: string, namespace?: string): FleetApp | undefined {
+    const i = this.positionMap().get(fleetAppKey(instance, name, namespace));
+    return i === undefined ? undefined : this.appsList[i];
+  }
+
+  /** Inserts or replaces one app (same instance, namespace and name), keeping the indexes right. Returns the replaced one. */
+  upsertApp(app: FleetApp): FleetApp | undefined {
+    const positions = this.positionMap();
+    const key = fleetAppKey(app.instance, app.app.metadata.name, app.app.metadata.namespace);
+    const at = positions.get(key);
+    const previous = at === undefined ? undefined : this.appsList[at];
+    if (previous) {
+      this.appsList[at!] = app;
+      replaceIn(this.byName, previous.app.metadata.name, previous, app);
+      if (previous.appSet) removeFrom(this.byOwner, `${previous.instance}/${previous.appSet}`, previous);
+    } else {
+      positions.set(key, this.appsList.length);
+      this.appsList.push(app);
+      push(this.byName, app.app.metadata.name, app);
+    }
+    if (app.appSet) push(this.byOwner, `${app.instance}/${app.appSet}`, app);
+    return previous;
+  }
+
+  /** Removes one app; returns it if it was known. O(apps): deletions are rare. */
+  removeApp(instance: string, name: string, namespace?: string): FleetApp | undefined {
+    const previous = this.findApp(instance, name, namespace);
+    if (!previous) return undefined;
+    this.appsList = this.appsList.filter((a) => a !== previous);
+    this.positions = undefined;
+    removeFrom(this.byName, previous.app.metadata.name, previous);
+    if (previous.appSet) removeFrom(this.byOwner, `${previous.instance}/${previous.appSet}`, previous);
+    return previous;
+  }
+
+  /** Replaces everything known about one instance (other instances are kept). */
+  replaceInstance(instance: string, apps: FleetApp[], appSets: FleetAppSet[], clusters: FleetCluster[]): void {
+    this.load(
+      [...this.appsList.filter((a) => a.instance !== instance), ...apps],
+      [...this.appSetsList.filter((s) => s.instance !== instance), ...appSets],
+      [...this.clustersList.filter((c) => c.instance !== instance), ...clusters],
+    );
+  }
+
+  upsertAppSet(appSet: FleetAppSet): FleetAppSet | undefined {
+    const i = this.appSetsList.findIndex((s) => sameAppSet(s, appSet));
+    const previous = i >= 0 ? this.appSetsList[i] : undefined;
+    this.appSetsList = i >= 0 ? this.appSetsList.map((s, j) => (j === i ? appSet : s)) : [...this.appSetsList, appSet];
+    return previous;
+  }
+
+  removeAppSet(instance: string, name: string, namespace?: string): FleetAppSet | undefined {
+    const previous = this.appSetsList.find(
+      (s) => s.instance === instance && s.appSet.metadata.name === name && (s.appSet.metadata.namespace ?? '') === (namespace ?? ''),
+    );
+    if (previous) this.appSetsList = this.appSetsList.filter((s) => s !== previous);
+    return previous;
+  }
+
+  replaceClusters(instance: string, clusters: FleetCluster[]): void {
+    this.clustersList = [...this.clustersList.filter((c) => c.instance !== instance), ...clusters];
   }
 
   instances(): string[] {
@@ -132,6 +209,33 @@ export class FleetIndex implements FleetView {
     const base = this.links.get(instance);
     return base ? `${base}/applicationsets/${encodeURIComponent(appSetName)}` : undefined;
   }
+}
+
+export function fleetAppKey(instance: string, name: string, namespace?: string): string {
+  return `${instance}\u0000${namespace ?? ''}\u0000${name}`;
+}
+
+function sameAppSet(a: FleetAppSet, b: FleetAppSet): boolean {
+  return (
+    a.instance === b.instance &&
+    a.appSet.metadata.name === b.appSet.metadata.name &&
+    (a.appSet.metadata.namespace ?? '') === (b.appSet.metadata.namespace ?? '')
+  );
+}
+
+function replaceIn<K, V>(map: Map<K, V[]>, key: K, previous: V, next: V) {
+  const list = map.get(key);
+  const i = list ? list.indexOf(previous) : -1;
+  if (list && i >= 0) list[i] = next;
+  else push(map, key, next);
+}
+
+function removeFrom<K, V>(map: Map<K, V[]>, key: K, value: V) {
+  const list = map.get(key);
+  if (!list) return;
+  const i = list.indexOf(value);
+  if (i >= 0) list.splice(i, 1);
+  if (!list.length) map.delete(key);
 }
 
 function push<K, V>(map: Map<K, V[]>, key: K, value: V) {

@@ -1,0 +1,416 @@
+import { EventEmitter } from 'node:events';
+import type { Logger } from 'pino';
+import type { ArgoApi, WatchHandle } from '../argocd/api.js';
+import type { Application, ApplicationSet, Cluster, WatchEventType } from '../argocd/types.js';
+import {
+  clusterIndex,
+  FleetIndex,
+  fleetAppKey,
+  normalizeServer,
+  tagApp,
+  type FleetApp,
+  type FleetAppSet,
+  type FleetCluster,
+  type InstanceLinks,
+} from './model.js';
+
+/**
+ * The live fleet: per Argo CD instance, one full list of clusters, ApplicationSets and
+ * Applications, then watch streams from the lists' resourceVersion.
+ *
+ * Apps are listed without a `fields` projection on purpose: List's allowlist (B2) drops
+ * status.conditions, status.history, status.sync.revisions and operationState.message, which
+ * `app`, `status` and the diagnosis rules need. One full list per instance at start (and after
+ * a stream gap) costs less than a get per app later.
+ *
+ * Real Argo CD does not replay changes when a watch resumes from a resourceVersion, so after
+ * every reconnect the mirror relists and reconciles (changes seen on the stream meanwhile win).
+ */
+export interface MirrorAppEvent {
+  instance: string;
+  type: WatchEventType;
+  app: FleetApp;
+  previous?: FleetApp;
+}
+
+export interface MirrorAppSetEvent {
+  instance: string;
+  type: WatchEventType;
+  appSet: FleetAppSet;
+  previous?: FleetAppSet;
+}
+
+export interface InstanceHealth {
+  instance: string;
+  /** Initial list loaded and both streams connected. */
+  synced: boolean;
+  lastEventAt?: string;
+  error?: string;
+}
+
+export interface FleetMirrorOptions {
+  logger?: Logger;
+  /** How long start() waits for an instance's streams to connect. @defaultValue 10000 */
+  readyTimeoutMs?: number;
+  /** Coalesces relists after reconnects. @defaultValue 500 */
+  relistDelayMs?: number;
+  /** Retry of a failed initial list: first delay, doubled up to 60 s. @defaultValue 2000 */
+  retryMs?: number;
+  /** Clusters have no stream: relist them this often. 0 = never. @defaultValue 300000 */
+  clusterRefreshMs?: number;
+  now?: () => Date;
+}
+
+interface InstanceState {
+  name: string;
+  api: ArgoApi;
+  clustersByServer: Map<string, string>;
+  loaded: boolean;
+  appsConnected: boolean;
+  appSetsConnected: boolean;
+  appsWatch?: WatchHandle;
+  appSetsWatch?: WatchHandle;
+  lastEventAt?: string;
+  error?: string;
+  /** Bumped per stream change; a relist leaves alone what the stream touched after the relist began. */
+  seq: number;
+  touched: Map<string, number>;
+  relistTimer?: NodeJS.Timeout;
+  relisting?: Promise<void>;
+  relistAgain: boolean;
+  retryTimer?: NodeJS.Timeout;
+  retryDelay: number;
+  clusterLookupAt: number;
+}
+
+export class FleetMirror extends FleetIndex {
+  /** 'app' MirrorAppEvent, 'appset' MirrorAppSetEvent. Not emitted for the initial load. */
+  readonly events = new EventEmitter();
+  private readonly states = new Map<string, InstanceState>();
+  private readonly log?: Logger;
+  private readonly opts: Required<Omit<FleetMirrorOptions, 'logger'>>;
+  private stopped = false;
+  private clusterTimer?: NodeJS.Timeout;
+
+  constructor(clients: ReadonlyMap<string, ArgoApi>, links: InstanceLinks[], opts: FleetMirrorOptions = {}) {
+    super([...clients.keys()], links);
+    this.log = opts.logger?.child({ component: 'fleet-mirror' });
+    this.opts = {
+      readyTimeoutMs: opts.readyTimeoutMs ?? 10_000,
+      relistDelayMs: opts.relistDelayMs ?? 500,
+      retryMs: opts.retryMs ?? 2000,
+      clusterRefreshMs: opts.clusterRefreshMs ?? 300_000,
+      now: opts.now ?? (() => new Date()),
+    };
+    this.events.setMaxListeners(0);
+    for (const [name, api] of clients) {
+      this.states.set(name, {
+        name,
+        api,
+        clustersByServer: new Map(),
+        loaded: false,
+        appsConnected: false,
+        appSetsConnected: false,
+        seq: 0,
+        touched: new Map(),
+        relistAgain: false,
+        retryDelay: this.opts.retryMs,
+        clusterLookupAt: 0,
+      });
+    }
+  }
+
+  /**
+   * Loads every instance and opens its streams. Resolves when each instance has loaded or
+   * failed once; a failed instance keeps retrying in the background and shows in health().
+   */
+  async start(): Promise<void> {
+    this.stopped = false;
+    await Promise.all([...this.states.values()].map((s) => this.startInstance(s)));
+    if (this.opts.clusterRefreshMs > 0) {
+      this.clusterTimer = setInterval(() => void this.refreshClusters().catch(() => undefined), this.opts.clusterRefreshMs);
+      this.clusterTimer.unref();
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.clusterTimer) clearInterval(this.clusterTimer);
+    for (const s of this.states.values()) {
+      s.appsWatch?.close();
+      s.appSetsWatch?.close();
+      s.appsWatch = s.appSetsWatch = undefined;
+      if (s.relistTimer) clearTimeout(s.relistTimer);
+      if (s.retryTimer) clearTimeout(s.retryTimer);
+      s.appsConnected = s.appSetsConnected = false;
+    }
+    await Promise.all([...this.states.values()].map((s) => s.relisting?.catch(() => undefined)));
+  }
+
+  health(): InstanceHealth[] {
+    return [...this.states.values()].map((s) => ({
+      instance: s.name,
+      synced: s.loaded && s.appsConnected && s.appSetsConnected,
+      lastEventAt: s.lastEventAt,
+      error: s.error,
+    }));
+  }
+
+  /** Relists clusters on every instance and re-resolves app cluster names (clusters have no stream). */
+  async refreshClusters(): Promise<void> {
+    await Promise.all([...this.states.values()].filter((s) => s.loaded).map((s) => this.refreshInstanceClusters(s)));
+  }
+
+  // ---------- per instance ----------
+
+  private async startInstance(s: InstanceState): Promise<void> {
+    if (this.stopped) return;
+    try {
+      const [clusters, appSets, apps] = await Promise.all([s.api.listClusters(), s.api.listApplicationSets(), s.api.listApplications()]);
+      if (this.stopped) return;
+      s.clustersByServer = clusterIndex(clusters.items ?? []);
+      this.replaceInstance(
+        s.name,
+        (apps.items ?? []).map((a) => tagApp(s.name, a, s.clustersByServer)),
+        (appSets.items ?? []).map((appSet) => ({ instance: s.name, appSet })),
+        (clusters.items ?? []).map((cluster) => ({ instance: s.name, cluster })),
+      );
+      s.loaded = true;
+      s.error = undefined;
+      s.retryDelay = this.opts.retryMs;
+      this.log?.info({ instance: s.name, apps: apps.items?.length ?? 0, appSets: appSets.items?.length ?? 0 }, 'instance loaded');
+      this.openAppsWatch(s, apps.metadata?.resourceVersion);
+      this.openAppSetsWatch(s, appSets.metadata?.resourceVersion);
+      await this.waitForStreams(s);
+    } catch (error) {
+      s.error = (error as Error).message;
+      this.log?.warn({ instance: s.name, err: s.error }, 'instance load failed; retrying');
+      const delay = s.retryDelay;
+      s.retryDelay = Math.min(60_000, s.retryDelay * 2);
+      s.retryTimer = setTimeout(() => void this.startInstance(s), delay);
+      s.retryTimer.unref();
+    }
+  }
+
+  private async waitForStreams(s: InstanceState): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const ready = Promise.all([s.appsWatch?.ready, s.appSetsWatch?.ready]).then(() => true);
+    const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), this.opts.readyTimeoutMs)));
+    const ok = await Promise.race([ready, timeout]);
+    clearTimeout(timer);
+    if (!ok) this.log?.warn({ instance: s.name }, 'streams not connected yet; serving the listed state');
+  }
+
+  private openAppsWatch(s: InstanceState, resourceVersion: string | undefined) {
+    s.appsWatch?.close();
+    const handle = s.api.watchApplications(
+      { resourceVersion },
+      {
+        onEvent: (e) => this.applyAppEvent(s, e.type, e.application),
+        onError: (e) => {
+          s.appsConnected = false;
+          s.error = e.message;
+        },
+        onReconnect: () => {
+          s.appsConnected = true;
+          s.error = undefined;
+          this.scheduleRelist(s);
+        },
+        onExpired: () => {
+          s.appsConnected = false;
+          this.scheduleRelist(s, true);
+        },
+      },
+    );
+    s.appsWatch = handle;
+    void handle.ready.then(() => {
+      if (s.appsWatch === handle) s.appsConnected = true;
+    });
+  }
+
+  private openAppSetsWatch(s: InstanceState, resourceVersion: string | undefined) {
+    s.appSetsWatch?.close();
+    const handle = s.api.watchApplicationSets(
+      { resourceVersion },
+      {
+        onEvent: (e) => this.applyAppSetEvent(s, e.type, e.applicationSet),
+        onError: (e) => {
+          s.appSetsConnected = false;
+          s.error = e.message;
+        },
+        onReconnect: () => {
+          s.appSetsConnected = true;
+          s.error = undefined;
+          this.scheduleRelist(s);
+        },
+        onExpired: () => {
+          s.appSetsConnected = false;
+          this.scheduleRelist(s, true);
+        },
+      },
+    );
+    s.appSetsWatch = handle;
+    void handle.ready.then(() => {
+      if (s.appSetsWatch === handle) s.appSetsConnected = true;
+    });
+  }
+
+  private touch(s: InstanceState, key: string) {
+    s.touched.set(key, ++s.seq);
+    s.lastEventAt = this.opts.now().toISOString();
+  }
+
+  private applyAppEvent(s: InstanceState, type: WatchEventType, app: Application) {
+    const { name, namespace } = app.metadata;
+    const key = fleetAppKey(s.name, name, namespace);
+    this.touch(s, 'app' + key);
+    if (type === 'DELETED') {
+      const previous = this.removeApp(s.name, name, namespace);
+      if (previous) this.events.emit('app', { instance: s.name, type, app: this.tag(s, app), previous } satisfies MirrorAppEvent);
+      return;
+    }
+    const current = this.findApp(s.name, name, namespace);
+    // A resumed stream or a snapshot can repeat what we already hold.
+    if (current && app.metadata.resourceVersion && current.app.metadata.resourceVersion === app.metadata.resourceVersion) return;
+    const tagged = this.tag(s, app);
+    const previous = this.upsertApp(tagged);
+    this.events.emit('app', { instance: s.name, type: previous ? 'MODIFIED' : 'ADDED', app: tagged, previous } satisfies MirrorAppEvent);
+  }
+
+  private applyAppSetEvent(s: InstanceState, type: WatchEventType, appSet: ApplicationSet) {
+    const { name, namespace } = appSet.metadata;
+    this.touch(s, 'set' + fleetAppKey(s.name, name, namespace));
+    if (type === 'DELETED') {
+      const previous = this.removeAppSet(s.name, name, namespace);
+      if (previous) this.events.emit('appset', { instance: s.name, type, appSet: { instance: s.name, appSet }, previous } satisfies MirrorAppSetEvent);
+      return;
+    }
+    const current = this.appSets().find(
+      (x) => x.instance === s.name && x.appSet.metadata.name === name && (x.appSet.metadata.namespace ?? '') === (namespace ?? ''),
+    );
+    if (current && appSet.metadata.resourceVersion && current.appSet.metadata.resourceVersion === appSet.metadata.resourceVersion) return;
+    const fleetAppSet = { instance: s.name, appSet };
+    const previous = this.upsertAppSet(fleetAppSet);
+    this.events.emit('appset', { instance: s.name, type: previous ? 'MODIFIED' : 'ADDED', appSet: fleetAppSet, previous } satisfies MirrorAppSetEvent);
+  }
+
+  private tag(s: InstanceState, app: Application): FleetApp {
+    const tagged = tagApp(s.name, app, s.clustersByServer);
+    const server = app.spec?.destination?.server;
+    // An unknown destination server usually means a cluster added since the last cluster list.
+    if (!app.spec?.destination?.name && server && !s.clustersByServer.has(normalizeServer(server))) this.lookupClustersSoon(s);
+    return tagged;
+  }
+
+  private lookupClustersSoon(s: InstanceState) {
+    const now = Date.now();
+    if (now - s.clusterLookupAt < 30_000) return;
+    s.clusterLookupAt = now;
+    void this.refreshInstanceClusters(s).catch(() => undefined);
+  }
+
+  private async refreshInstanceClusters(s: InstanceState): Promise<void> {
+    const list = await s.api.listClusters();
+    const clusters: Cluster[] = list.items ?? [];
+    s.clustersByServer = clusterIndex(clusters);
+    this.replaceClusters(
+      s.name,
+      clusters.map((cluster): FleetCluster => ({ instance: s.name, cluster })),
+    );
+    for (const a of this.apps().filter((x) => x.instance === s.name)) {
+      const retagged = tagApp(s.name, a.app, s.clustersByServer);
+      if (retagged.cluster !== a.cluster) this.upsertApp(retagged);
+    }
+  }
+
+  // ---------- relist after a stream gap ----------
+
+  private scheduleRelist(s: InstanceState, reopen = false) {
+    if (this.stopped) return;
+    if (reopen) {
+      // 410: the stream is gone for good; relist now and open new streams from the new lists.
+      if (s.relistTimer) clearTimeout(s.relistTimer);
+      s.relistTimer = undefined;
+      void this.relist(s, true);
+      return;
+    }
+    if (s.relistTimer) return;
+    s.relistTimer = setTimeout(() => {
+      s.relistTimer = undefined;
+      void this.relist(s, false);
+    }, this.opts.relistDelayMs);
+  }
+
+  private async relist(s: InstanceState, reopen: boolean): Promise<void> {
+    if (s.relisting) {
+      s.relistAgain = true;
+      if (reopen) await s.relisting.catch(() => undefined);
+      else return;
+    }
+    const run = this.doRelist(s, reopen);
+    s.relisting = run;
+    try {
+      await run;
+    } catch (error) {
+      s.error = (error as Error).message;
+      this.log?.warn({ instance: s.name, err: s.error }, 'relist failed; retrying');
+      if (!this.stopped) setTimeout(() => this.scheduleRelist(s, reopen), this.opts.retryMs).unref();
+    } finally {
+      s.relisting = undefined;
+    }
+    if (s.relistAgain && !this.stopped) {
+      s.relistAgain = false;
+      this.scheduleRelist(s);
+    }
+  }
+
+  private async doRelist(s: InstanceState, reopen: boolean): Promise<void> {
+    const startedAt = s.seq;
+    const [apps, appSets] = await Promise.all([s.api.listApplications(), s.api.listApplicationSets()]);
+    if (this.stopped) return;
+    const touchedSince = (key: string) => (s.touched.get(key) ?? 0) > startedAt;
+
+    const listed = new Set<string>();
+    for (const app of apps.items ?? []) {
+      const key = fleetAppKey(s.name, app.metadata.name, app.metadata.namespace);
+      listed.add(key);
+      if (touchedSince('app' + key)) continue;
+      const current = this.findApp(s.name, app.metadata.name, app.metadata.namespace);
+      if (current && current.app.metadata.resourceVersion === app.metadata.resourceVersion && app.metadata.resourceVersion) continue;
+      const tagged = this.tag(s, app);
+      const previous = this.upsertApp(tagged);
+      this.events.emit('app', { instance: s.name, type: previous ? 'MODIFIED' : 'ADDED', app: tagged, previous } satisfies MirrorAppEvent);
+    }
+    for (const a of this.apps().filter((x) => x.instance === s.name)) {
+      const key = fleetAppKey(s.name, a.app.metadata.name, a.app.metadata.namespace);
+      if (listed.has(key) || touchedSince('app' + key)) continue;
+      const previous = this.removeApp(s.name, a.app.metadata.name, a.app.metadata.namespace);
+      if (previous) this.events.emit('app', { instance: s.name, type: 'DELETED', app: previous, previous } satisfies MirrorAppEvent);
+    }
+
+    const listedSets = new Set<string>();
+    for (const appSet of appSets.items ?? []) {
+      const key = 'set' + fleetAppKey(s.name, appSet.metadata.name, appSet.metadata.namespace);
+      listedSets.add(key);
+      if (touchedSince(key)) continue;
+      const fleetAppSet = { instance: s.name, appSet };
+      const current = this.appSets().find((x) => x.instance === s.name && x.appSet.metadata.name === appSet.metadata.name);
+      if (current && appSet.metadata.resourceVersion && current.appSet.metadata.resourceVersion === appSet.metadata.resourceVersion) continue;
+      const previous = this.upsertAppSet(fleetAppSet);
+      this.events.emit('appset', { instance: s.name, type: previous ? 'MODIFIED' : 'ADDED', appSet: fleetAppSet, previous } satisfies MirrorAppSetEvent);
+    }
+    for (const x of this.appSets().filter((y) => y.instance === s.name)) {
+      const key = 'set' + fleetAppKey(s.name, x.appSet.metadata.name, x.appSet.metadata.namespace);
+      if (listedSets.has(key) || touchedSince(key)) continue;
+      const previous = this.removeAppSet(s.name, x.appSet.metadata.name, x.appSet.metadata.namespace);
+      if (previous) this.events.emit('appset', { instance: s.name, type: 'DELETED', appSet: previous, previous } satisfies MirrorAppSetEvent);
+    }
+
+    for (const [key, seq] of s.touched) if (seq <= startedAt) s.touched.delete(key);
+    this.log?.info({ instance: s.name, apps: apps.items?.length ?? 0 }, 'relisted after a stream gap');
+    if (reopen) {
+      this.openAppsWatch(s, apps.metadata?.resourceVersion);
+      this.openAppSetsWatch(s, appSets.metadata?.resourceVersion);
+    }
+  }
+}

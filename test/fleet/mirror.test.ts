@@ -1,0 +1,143 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { ArgoClient } from '../../src/argocd/client.js';
+import type { Application } from '../../src/argocd/types.js';
+import { instanceSchema } from '../../src/config/schema.js';
+import { FleetMirror, type MirrorAppEvent } from '../../src/fleet/mirror.js';
+import type { SimServer } from '../../src/sim/server.js';
+import { simFault, simOperations, startTestSim } from '../support/sim.js';
+
+let sim: SimServer | undefined;
+let mirror: FleetMirror | undefined;
+
+afterEach(async () => {
+  await mirror?.stop();
+  await sim?.stop();
+  mirror = sim = undefined;
+});
+
+function clientsFor(server: SimServer, keepAliveMs = 200) {
+  return new Map(
+    server.instances.map((i) => [
+      i.name,
+      new ArgoClient(instanceSchema.parse({ name: i.name, url: i.url, token: i.token, timeout: 2000 }), {
+        retry: { retries: 2, baseMs: 5, maxMs: 20 },
+        watch: { keepAliveMs, backoff: { baseMs: 10, maxMs: 50 } },
+      }),
+    ]),
+  );
+}
+
+async function startMirror(server: SimServer, keepAliveMs?: number) {
+  const clients = clientsFor(server, keepAliveMs);
+  mirror = new FleetMirror(clients, server.instances.map((i) => ({ name: i.name, uiUrl: `https://${i.name}.argocd.example` })), {
+    relistDelayMs: 20,
+    retryMs: 50,
+  });
+  await mirror.start();
+  return { mirror, clients };
+}
+
+const summary = (m: FleetMirror) =>
+  m
+    .apps()
+    .map((a) => `${a.instance}/${a.cluster}/${a.app.metadata.name}`)
+    .sort();
+
+describe('FleetMirror over the simulator (2 instances)', () => {
+  it('loads apps, appsets and clusters of every instance, tagged with instance and cluster name', async () => {
+    sim = await startTestSim({ fixture: 'sim-multi-instance.json', keepAliveMs: 50 });
+    const { mirror } = await startMirror(sim);
+    expect(summary(mirror)).toEqual([
+      'prod/prod-eu1/auth-service-prod-eu1',
+      'prod/prod-eu1/ingress-prod-eu1',
+      'prod/prod-eu1/payments-prod-eu1',
+      'prod/prod-us1/ingress-prod-us1',
+      'prod/prod-us1/payments-prod-us1',
+      // destination.server with a trailing slash still resolves through the cluster list
+      'prod/prod-us1/web-prod-us1',
+      'staging/staging-1/auth-service-staging',
+      'staging/staging-1/payments-staging',
+    ]);
+    expect(mirror.appsOf('prod', 'ingress').map((a) => a.app.metadata.name).sort()).toEqual(['ingress-prod-eu1', 'ingress-prod-us1']);
+    expect(mirror.appSets().map((s) => `${s.instance}/${s.appSet.metadata.name}`)).toEqual(['prod/ingress']);
+    expect(mirror.clusters().filter((c) => c.instance === 'staging').map((c) => c.cluster.name)).toEqual(['staging-1']);
+    expect(mirror.clusters().every((c) => c.cluster.config === undefined)).toBe(true);
+    expect(mirror.health()).toEqual([
+      { instance: 'prod', synced: true, lastEventAt: undefined, error: undefined },
+      { instance: 'staging', synced: true, lastEventAt: undefined, error: undefined },
+    ]);
+  });
+
+  it('reflects a sync done through the client, with the previous state on each event', async () => {
+    sim = await startTestSim({ fixture: 'sim-multi-instance.json', keepAliveMs: 50 });
+    const { mirror, clients } = await startMirror(sim);
+    const events: MirrorAppEvent[] = [];
+    mirror.events.on('app', (e: MirrorAppEvent) => events.push(e));
+
+    await clients.get('prod')!.sync({ name: 'payments-prod-us1', prune: true });
+    await expect.poll(() => events.some((e) => e.app.app.metadata.name === 'payments-prod-us1')).toBe(true);
+
+    sim.controller.advance(120_000);
+    await expect
+      .poll(() => mirror.findApp('prod', 'payments-prod-us1', 'argocd')?.app.status?.operationState?.phase, { timeout: 3000 })
+      .toBe('Succeeded');
+    const app = mirror.appsNamed('payments-prod-us1')[0];
+    expect(app.instance).toBe('prod');
+    expect(app.cluster).toBe('prod-us1');
+    expect(app.app.status?.sync?.status).toBe('Synced');
+    const last = events.filter((e) => e.app.app.metadata.name === 'payments-prod-us1').at(-1)!;
+    expect(last.type).toBe('MODIFIED');
+    expect(last.previous?.app.metadata.resourceVersion).not.toBe(last.app.app.metadata.resourceVersion);
+    // Staging saw nothing of it.
+    expect(events.every((e) => e.instance === 'prod')).toBe(true);
+    const ops = await simOperations(sim, 'prod');
+    expect(ops.filter((o) => o.method === 'POST').map((o) => o.path)).toEqual([expect.stringContaining('/applications/payments-prod-us1/sync')]);
+    expect(mirror.health().find((h) => h.instance === 'prod')?.lastEventAt).toBeDefined();
+  });
+
+  it('catches up on changes made while its stream was down (Argo CD does not replay on resume)', async () => {
+    // Sim keep-alives slower than the client expects: a blocked stream is noticed quickly.
+    sim = await startTestSim({ fixture: 'sim-multi-instance.json', keepAliveMs: 60_000 });
+    const { mirror } = await startMirror(sim, 100);
+    const events: MirrorAppEvent[] = [];
+    mirror.events.on('app', (e: MirrorAppEvent) => events.push(e));
+
+    await simFault(sim, { kind: 'http5xx', instance: 'prod', status: 503, match: 'stream/applications' });
+    await expect.poll(() => mirror.health().find((h) => h.instance === 'prod')?.synced, { timeout: 3000 }).toBe(false);
+
+    const store = sim.state.instance('prod')!;
+    store.deleteApp('web-prod-us1');
+    const changed = structuredClone(store.apps.get('payments-prod-eu1')!) as Application;
+    changed.metadata.labels = { ...changed.metadata.labels, tier: 'gold' };
+    store.putApp(changed);
+    const added = structuredClone(store.apps.get('payments-prod-eu1')!) as Application;
+    added.metadata.name = 'payments-prod-eu2';
+    store.putApp(added);
+
+    await simFault(sim, { kind: 'clear', instance: 'prod' });
+    await expect.poll(() => mirror.findApp('prod', 'payments-prod-eu2', 'argocd') !== undefined, { timeout: 3000 }).toBe(true);
+    expect(mirror.findApp('prod', 'web-prod-us1', 'argocd')).toBeUndefined();
+    expect(mirror.appsNamed('payments-prod-eu1')[0].app.metadata.labels?.tier).toBe('gold');
+    expect(events.map((e) => `${e.type} ${e.app.app.metadata.name}`).sort()).toEqual([
+      'ADDED payments-prod-eu2',
+      'DELETED web-prod-us1',
+      'MODIFIED payments-prod-eu1',
+    ]);
+    await expect.poll(() => mirror.health().find((h) => h.instance === 'prod')?.synced, { timeout: 3000 }).toBe(true);
+  });
+
+  it('serves the reachable instances when one is down, and reports the down one', async () => {
+    sim = await startTestSim({ fixture: 'sim-multi-instance.json', keepAliveMs: 50 });
+    const clients = clientsFor(sim);
+    clients.set(
+      'gone',
+      new ArgoClient(instanceSchema.parse({ name: 'gone', url: 'http://127.0.0.1:1', token: 't', timeout: 500 }), { retry: { retries: 0, baseMs: 1, maxMs: 1 } }),
+    );
+    mirror = new FleetMirror(clients, [], { retryMs: 10_000 });
+    await mirror.start();
+    expect(mirror.apps().length).toBe(8);
+    const gone = mirror.health().find((h) => h.instance === 'gone')!;
+    expect(gone.synced).toBe(false);
+    expect(gone.error).toContain('Cannot reach Argo CD instance gone');
+  });
+});
