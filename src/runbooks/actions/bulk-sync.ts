@@ -414,11 +414,12 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
     } catch (err) {
       const e = err as ArgoLikeError;
       const message = e.argoMessage ?? e.message;
-      if (e.code === 'operation_in_progress' || /another operation is already in progress/i.test(message)) {
-        await update(key, { ...s, state: 'pending', note: 'waiting: another operation is in progress' });
-      } else if (e.maybeApplied || ['unavailable', 'rate_limited', 'timeout', 'network'].includes(e.code ?? '') || !e.code) {
-        // The POST may or may not have reached Argo CD: verify before sending it again.
+      if (e.maybeApplied || ['unavailable', 'rate_limited', 'timeout', 'network'].includes(e.code ?? '') || !e.code) {
+        // The POST may or may not have reached Argo CD (the client's own retry may even have met our
+        // first attempt's operation): verify before sending it again.
         await update(key, { ...s, state: 'unknown', verified: false, note: message });
+      } else if (e.code === 'operation_in_progress' || /another operation is already in progress/i.test(message)) {
+        await update(key, { ...s, state: 'pending', note: 'waiting: another operation is in progress' });
       } else {
         await update(key, { ...s, state: 'failed', reason: `sync refused: ${message}` });
       }
@@ -480,6 +481,11 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
           } else if (s.state === 'pending' && inFlight < input.concurrency) {
             if (!app) {
               await update(key, { ...s, state: 'failed', reason: 'app no longer exists' });
+              continue;
+            }
+            if (ourOperation(app, runId)) {
+              // Already ours (a duplicate executor or an earlier attempt got it through): never send twice.
+              await update(key, { ...s, state: 'accepted', note: undefined });
               continue;
             }
             const busy = foreignOperationRunning(app, runId);
