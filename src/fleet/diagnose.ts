@@ -17,7 +17,6 @@ import {
   currentStepFromStatus,
   expressionMatches,
   generatedLabels,
-  ignoredLiveLabels,
   isRollingSync,
   isSupportedOperator,
   matchingSteps,
@@ -58,6 +57,7 @@ export const RULES = [
   'rolling-sync-without-steps',
   'stuck-step',
   'sync-window-blocking',
+  'degraded-after-healthy',
   'label-on-cluster-not-app',
   'unsupported-operator',
   'label-only-on-live-app',
@@ -108,6 +108,7 @@ export function diagnoseAppSet(fleet: FleetView, target: FleetAppSet, opts: Diag
   ruleProgressiveSyncsDisabled(ctx, add);
   ruleStuckStep(ctx, add);
   ruleSyncWindowBlocking(ctx, add);
+  ruleDegradedAfterHealthy(ctx, add);
   ruleLabelOnClusterNotApp(ctx, add);
   ruleUnsupportedOperator(ctx, add);
   ruleLabelOnlyOnLiveApp(ctx, add);
@@ -138,6 +139,7 @@ interface Context {
   appSet: ApplicationSet;
   steps: ApplicationSetRolloutStep[];
   apps: GeneratedApp[];
+  appByName: Map<string, GeneratedApp>;
   /** Apps listed in each step (1-based index - 1), overlaps included, as Argo CD builds its lists. */
   stepApps: GeneratedApp[][];
   unmatched: GeneratedApp[];
@@ -172,8 +174,9 @@ function buildContext(fleet: FleetView, target: FleetAppSet, opts: DiagnoseOptio
         cluster: clusterOf(fleetApp, clusterByName),
       };
     })
-    .sort((a, b) => a.name.localeCompare(b.name));
-  const stepApps = steps.map((_, i) => apps.filter((a) => a.steps.includes(i + 1)));
+    .sort((a, b) => byName(a.name, b.name));
+  const stepApps: GeneratedApp[][] = steps.map(() => []);
+  for (const a of apps) for (const n of a.steps) stepApps[n - 1].push(a);
   const statusEntries = appSet.status?.applicationStatus ?? [];
   const entryByApp = new Map(statusEntries.map((e) => [e.application, e]));
   return {
@@ -182,6 +185,7 @@ function buildContext(fleet: FleetView, target: FleetAppSet, opts: DiagnoseOptio
     appSet,
     steps,
     apps,
+    appByName: new Map(apps.map((a) => [a.name, a])),
     stepApps,
     unmatched: apps.filter((a) => a.steps.length === 0),
     statusEntries,
@@ -262,7 +266,7 @@ function ruleStuckStep(ctx: Context, add: Add) {
     byStep.set(step, list);
   }
   for (const [step, stuck] of [...byStep].sort((a, b) => a[0] - b[0])) {
-    stuck.sort((a, b) => b.sinceMs - a.sinceMs || a.entry.application.localeCompare(b.entry.application));
+    stuck.sort((a, b) => b.sinceMs - a.sinceMs || byName(a.entry.application, b.entry.application));
     const names = stuck.map((s) => s.entry.application);
     const details = stuck.slice(0, NAMES_SHOWN).map((s) => `${s.entry.application} ${s.entry.status} for ${formatDuration(s.sinceMs)} (${appProblem(appNamed(ctx, s.entry.application))})`);
     const more = stuck.length > NAMES_SHOWN ? `; +${stuck.length - NAMES_SHOWN} more` : '';
@@ -324,16 +328,47 @@ function ruleSyncWindowBlocking(ctx: Context, add: Add) {
   }
 }
 
+function ruleDegradedAfterHealthy(ctx: Context, add: Add) {
+  const sick: { name: string; step: number; health: string }[] = [];
+  for (const e of ctx.statusEntries) {
+    const step = Number(e.step);
+    if (e.status !== 'Healthy' || !Number.isInteger(step) || step < 1) continue;
+    const health = appNamed(ctx, e.application)?.status?.health?.status;
+    if (health === 'Degraded' || health === 'Missing') sick.push({ name: e.application, step, health });
+  }
+  if (sick.length === 0) return;
+  sick.sort((a, b) => a.step - b.step || byName(a.name, b.name));
+  const first = sick[0];
+  const moving = ctx.currentStep !== null && ctx.currentStep > first.step;
+  const details = sick.slice(0, NAMES_SHOWN).map((s) => `${s.name} (step ${s.step}) ${s.health}: ${appProblem(appNamed(ctx, s.name))}`);
+  add({
+    rule: 'degraded-after-healthy',
+    severity: moving ? 'critical' : 'warning',
+    message:
+      `${count(sick.length, 'app')} that RollingSync already counts as Healthy ${sick.length === 1 ? 'is' : 'are'} ${sick.length === 1 ? first.health : 'Degraded or Missing'} now: ` +
+      `${details.join('; ')}${sick.length > NAMES_SHOWN ? `; +${sick.length - NAMES_SHOWN} more` : ''}.` +
+      (moving ? ` The rollout has moved on to step ${ctx.currentStep} regardless.` : ''),
+    why:
+      'Once an applicationStatus entry is Healthy it stays Healthy until the next revision or spec change: RollingSync does not watch health after a step completes, ' +
+      'so an earlier-step app (a canary) that degrades later does not halt the rollout.',
+    fix:
+      `Hold the rollout before more apps get the change: \`/argo pause ${ctx.name}\`. Then fix or roll back ${first.name} (\`/argo app ${first.name}\` shows its operation and resources) and resume.`,
+    step: first.step,
+    apps: sick.map((s) => s.name),
+  });
+}
+
 function ruleLabelOnClusterNotApp(ctx: Context, add: Add) {
   if (ctx.apps.length === 0) return;
-  const reported = new Set<string>();
+  // One finding per key, at the first step that uses it.
+  const checked = new Set<string>();
   ctx.steps.forEach((step, i) => {
     for (const expr of step.matchExpressions ?? []) {
-      if (reported.has(expr.key)) continue;
+      if (checked.has(expr.key)) continue;
+      checked.add(expr.key);
       // Apps that lack the key while their destination cluster carries it: the step author meant the cluster label.
       const affected = ctx.apps.filter((a) => !(expr.key in a.labels) && a.cluster?.labels !== undefined && expr.key in a.cluster.labels);
       if (affected.length === 0) continue;
-      reported.add(expr.key);
       const clusterNames = unique(affected.map((a) => a.cluster!.name || a.cluster!.server));
       const clusterValues = unique(affected.map((a) => a.cluster!.labels![expr.key]));
       const all = affected.length === ctx.apps.length;
@@ -358,13 +393,18 @@ function ruleLabelOnClusterNotApp(ctx: Context, add: Add) {
 }
 
 function ruleLabelOnlyOnLiveApp(ctx: Context, add: Add) {
-  const reported = new Set<string>();
+  // One finding per key, at the first step that uses it.
+  const checked = new Set<string>();
   ctx.steps.forEach((step, i) => {
     for (const expr of step.matchExpressions ?? []) {
-      if (reported.has(expr.key)) continue;
-      const affected = ctx.apps.filter((a) => expr.key in ignoredLiveLabels(ctx.appSet, a.fleetApp.app));
+      if (checked.has(expr.key)) continue;
+      checked.add(expr.key);
+      // Same test as ignoredLiveLabels(), on the generated labels already computed (10k-app appsets stay fast).
+      const affected = ctx.apps.filter((a) => {
+        const live = a.fleetApp.app.metadata.labels?.[expr.key];
+        return live !== undefined && a.labels[expr.key] !== live;
+      });
       if (affected.length === 0) continue;
-      reported.add(expr.key);
       const liveValues = unique(affected.map((a) => a.fleetApp.app.metadata.labels![expr.key]));
       add({
         rule: 'label-only-on-live-app',
@@ -583,7 +623,7 @@ function ruleAutosyncIgnored(ctx: Context, add: Add) {
 // ---------- helpers ----------
 
 function appNamed(ctx: Context, name: string): Application | undefined {
-  return ctx.apps.find((a) => a.name === name)?.fleetApp.app;
+  return ctx.appByName.get(name)?.fleetApp.app;
 }
 
 /** Operation phase/message, health, the first failing resource: what on-call needs to see why an app does not progress. */
@@ -710,6 +750,11 @@ export function formatDuration(ms: number): string {
   return `${Math.floor(hours / 24)}d${hours % 24}h`;
 }
 
+/** Code-point order, like Argo CD's sorted lists (and far cheaper than localeCompare on 10k names). */
+function byName(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 function ruleRank(rule: string): number {
   const i = (RULES as readonly string[]).indexOf(rule);
   return i === -1 ? RULES.length : i;
@@ -731,8 +776,8 @@ function sortFleetFindings(findings: Finding[]): Finding[] {
   return findings.sort(
     (a, b) =>
       SEVERITY_RANK[a.severity] - SEVERITY_RANK[b.severity] ||
-      (a.instance ?? '').localeCompare(b.instance ?? '') ||
-      (a.appSet ?? '').localeCompare(b.appSet ?? '') ||
+      byName(a.instance ?? '', b.instance ?? '') ||
+      byName(a.appSet ?? '', b.appSet ?? '') ||
       compareWithinAppSet(a, b),
   );
 }

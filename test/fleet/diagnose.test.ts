@@ -447,6 +447,34 @@ describe('sync-window-blocking', () => {
   });
 });
 
+describe('degraded-after-healthy', () => {
+  function canaryDegraded(health: 'Degraded' | 'Progressing') {
+    const parts = baseline();
+    parts.appSet.status!.conditions![2] = rolloutCondition(3);
+    setEntry(parts, 'payments-prod-1', 'Progressing', 3);
+    setEntry(parts, 'payments-prod-2', 'Progressing', 3);
+    const canary = app(parts, 'payments-canary-1');
+    canary.status!.health = { status: health, lastTransitionTime: minutesAgo(2) };
+    canary.status!.resources = [
+      { group: 'apps', version: 'v1', kind: 'Deployment', namespace: 'payments', name: 'payments', status: 'Synced', health: { status: health, message: 'Back-off restarting failed container payments in pod payments-7d9f8c-x2k4q' } },
+    ];
+    return parts;
+  }
+
+  it('is critical when a canary degrades after its step completed and the rollout moved on', () => {
+    const [f] = only(diagnose(canaryDegraded('Degraded')), 'degraded-after-healthy');
+    expect(f).toMatchObject({ severity: 'critical', step: 2, apps: ['payments-canary-1'] });
+    expect(f.message).toContain('payments-canary-1 (step 2) Degraded');
+    expect(f.message).toContain('Back-off restarting failed container');
+    expect(f.message).toContain('moved on to step 3 regardless');
+    expect(f.fix).toContain('/argo pause payments');
+  });
+
+  it('does not fire while the app is only Progressing again', () => {
+    expect(only(diagnose(canaryDegraded('Progressing')), 'degraded-after-healthy')).toEqual([]);
+  });
+});
+
 describe('rolling-sync-without-steps', () => {
   it('fires for type RollingSync with an empty step list, and runs no other rule', () => {
     const parts = baseline({ steps: [] });
