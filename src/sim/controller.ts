@@ -84,6 +84,8 @@ interface AppWork {
   attemptEndsAt?: number;
   retryAt?: number;
   terminating?: boolean;
+  /** Running, held by a deny sync window (automated operations only). */
+  blocked?: boolean;
   healthAt?: number;
   healthTo?: 'Healthy' | 'Degraded';
 }
@@ -116,6 +118,12 @@ export class SimController {
   private timer?: NodeJS.Timeout;
   private writingAppSet = false;
   private started = false;
+  /**
+   * Whether a deny sync window covers the app now. The REST layer refuses manual syncs itself
+   * ("cannot sync: blocked by sync window"); automated operations (autosync, RollingSync) are held
+   * Running by the app controller instead (argocd-facts A6), which is what this hook drives.
+   */
+  syncWindowDenies?: (instance: string, app: Application) => boolean;
 
   constructor(
     readonly state: SimState,
@@ -246,6 +254,7 @@ export class SimController {
     }
     const w = this.workFor(instance, appName);
     w.requestedAt = w.attemptEndsAt = w.retryAt = undefined;
+    w.blocked = false;
     w.terminating = true;
     store.putApp(next);
   }
@@ -394,6 +403,11 @@ export class SimController {
         w.requestedAt = undefined;
         this.startOperation(store, app, w, now);
       }
+    } else if (w.blocked) {
+      if (!this.syncWindowDenies?.(w.instance, app)) {
+        w.blocked = false;
+        this.startAttempt(store, app, w, now);
+      }
     } else if (w.retryAt !== undefined && t >= w.retryAt) {
       w.retryAt = undefined;
       this.startAttempt(store, app, w, now);
@@ -410,7 +424,7 @@ export class SimController {
       else setHealth(next, 'Healthy', now);
       store.putApp(next);
     }
-    if (w.requestedAt === undefined && w.retryAt === undefined && w.attemptEndsAt === undefined && !w.terminating && w.healthAt === undefined)
+    if (w.requestedAt === undefined && w.retryAt === undefined && w.attemptEndsAt === undefined && !w.terminating && !w.blocked && w.healthAt === undefined)
       this.work.delete(workKey(w.instance, w.name));
   }
 
@@ -419,9 +433,14 @@ export class SimController {
     const status = (next.status ??= {});
     status.operationState = { operation: structuredClone(next.operation!), phase: 'Running', message: RUNNING_MESSAGE, startedAt: rfc3339(now) };
     status.reconciledAt = rfc3339(now);
-    w.attemptEndsAt = now.getTime() + this.syncDurationMs(next);
     // A pending health settle from an earlier sync is superseded by this one.
     w.healthAt = w.healthTo = undefined;
+    if (next.operation!.initiatedBy?.automated && this.syncWindowDenies?.(w.instance, next)) {
+      status.operationState.message = 'Sync operation blocked by sync window';
+      w.blocked = true;
+    } else {
+      w.attemptEndsAt = now.getTime() + this.syncDurationMs(next);
+    }
     store.putApp(next);
   }
 

@@ -333,6 +333,20 @@ describe('SimController autosync', () => {
     expect(app().operation).toBeUndefined();
   });
 
+  it('holds an automated sync Running under a deny sync window, and runs it when the window closes', () => {
+    const synced = webApp('web-c1', { sync: 'Synced', syncPolicy: { automated: { prune: true } } });
+    const { controller, app } = setup({ apps: [synced] });
+    let denied = true;
+    controller.syncWindowDenies = (instance, a) => denied && instance === 'test' && a.metadata.name === 'web-c1';
+    controller.newCommit('test', ['web-c1']);
+    controller.advance(60_000);
+    expect(app().status!.operationState).toMatchObject({ phase: 'Running', message: 'Sync operation blocked by sync window' });
+    denied = false;
+    controller.advance(6000);
+    expect(app().status!.operationState!.phase).toBe('Succeeded');
+    expect(app().status!.sync!.status).toBe('Synced');
+  });
+
   it('leaves apps with automated.enabled=false alone', () => {
     const synced = webApp('web-c1', { sync: 'Synced', syncPolicy: { automated: { enabled: false, prune: true } } });
     const { controller, app } = setup({ apps: [synced] });
