@@ -176,6 +176,27 @@ describe('SimController sync lifecycle', () => {
     expect(app().status!.operationState).toBeUndefined();
   });
 
+  it('runs on its own timer at --speed (real clock)', async () => {
+    const state = new SimState();
+    seedState(state, { instances: [{ name: 'test', applications: [webApp('web-c1')] }] });
+    const controller = new SimController(state, { speed: 100, syncDurationMs: 5000, healthSettleMs: 5000 });
+    controller.start();
+    try {
+      controller.requestSync('test', 'web-c1', { name: 'web-c1', prune: true }, 'alice');
+      const app = () => state.instance('test')!.apps.get('web-c1')!;
+      const deadline = Date.now() + 5000;
+      while (app().status!.health!.status !== 'Healthy' || app().status!.operationState?.phase !== 'Succeeded') {
+        if (Date.now() > deadline) throw new Error(`sync did not finish: ${JSON.stringify(app().status!.operationState)}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const state0 = app().status!.operationState!;
+      // 5 simulated seconds of sync took about 50 ms of wall time.
+      expect(Date.parse(state0.finishedAt!) - Date.parse(state0.startedAt)).toBeGreaterThanOrEqual(4000);
+    } finally {
+      controller.stop();
+    }
+  });
+
   it('takes the per-app sync duration from the sim annotation', () => {
     const { controller, app } = setup({ apps: [webApp('web-c1', { annotations: { 'sim.rollcall.io/sync-duration': '30s' } })] });
     controller.requestSync('test', 'web-c1', { name: 'web-c1' }, 'alice');
