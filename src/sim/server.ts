@@ -6,7 +6,9 @@ import { SimState, type InstanceStore } from './store.js';
 import { getApplication, listApplications, patchApplication, syncApplication, terminateOperation, updateSpec } from './http/apps.js';
 import { createApplicationSet, getApplicationSet, getCluster, listApplicationSets, listClusters } from './http/appsets.js';
 import type { ApiRequest, RouteHandler, RouteResult, SimCore, SimSyncWindow } from './http/context.js';
-import { FallbackController, type ControllerOptions, type SimControllerPort } from './http/controller-port.js';
+import { SimController } from './controller.js';
+import { SimKube } from './kube/index.js';
+import type { ScenarioBehaviour } from './scenarios/behaviour.js';
 import { GrpcCode, SimApiError, toApiError } from './http/errors.js';
 import { applyFault, FaultBook, FaultRequestError, writeHttpFailure } from './http/faults.js';
 import { watchApplications, watchApplicationSets } from './http/stream.js';
@@ -17,8 +19,10 @@ export interface SimServer {
   url: string;
   port: number;
   state: SimState;
-  controller: SimControllerPort;
+  controller: SimController;
   instances: { name: string; url: string; token: string }[];
+  /** Simulated Kubernetes API servers (fixture `kube`), under /k/<cluster>. */
+  kube: { cluster: string; url: string; token: string }[];
   stop(): Promise<void>;
 }
 
@@ -33,7 +37,7 @@ export interface StartSimServerOptions {
   manual?: boolean;
   /** SSE keep-alive interval; Argo CD uses 15 s. */
   keepAliveMs?: number;
-  scenarioBehaviour?: unknown;
+  scenarioBehaviour?: ScenarioBehaviour;
   /** See src/sim/http/stream.ts; default 'argocd' (no replay, as the real server). */
   watchResume?: 'argocd' | 'replay';
 }
@@ -114,29 +118,16 @@ function bearer(req: IncomingMessage): string | undefined {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function loadController(state: SimState, opts: ControllerOptions): Promise<SimControllerPort> {
-  // The controller module is written by another part of the team; until it exists the REST
-  // layer runs against a fallback that records operations but never progresses them.
-  const modulePath = './controller.js';
-  try {
-    const mod = (await import(/* @vite-ignore */ modulePath)) as { SimController?: new (s: SimState, o: ControllerOptions) => SimControllerPort };
-    if (mod.SimController) return new mod.SimController(state, opts);
-  } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (code !== 'ERR_MODULE_NOT_FOUND' && !/Cannot find module|Failed to load url/.test(String((error as Error).message))) throw error;
-  }
-  return new FallbackController(state, opts);
-}
-
 export async function startSimServer(opts: StartSimServerOptions): Promise<SimServer> {
   const state = new SimState();
   seedState(state, opts.fixture);
-  const controller = await loadController(state, {
+  const controller = new SimController(state, {
     speed: opts.speed,
     frozen: opts.frozen,
     manual: opts.manual,
     behaviour: opts.scenarioBehaviour,
   });
+  const kube = new SimKube(opts.fixture.kube ?? [], () => controller.clock.now());
   const faults = new FaultBook();
   const syncWindows: SimSyncWindow[] = [];
   const core: SimCore = {
@@ -239,6 +230,12 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     const url = new URL(req.url ?? '/', 'http://sim');
     const run = async () => {
       if (url.pathname.startsWith('/_sim/') || url.pathname === '/_sim') return handleSim(req, res, url);
+      if (url.pathname.startsWith('/k/')) {
+        const handled = await kube.handle(req, res, url, (op) =>
+          state.record({ at: controller.clock.now().toISOString(), instance: 'kube', cluster: op.cluster, method: op.method, path: op.path, body: op.body }),
+        );
+        if (handled) return;
+      }
       const m = /^\/i\/([^/]+)(\/.*)?$/.exec(url.pathname);
       const store = m ? state.instance(decodeURIComponent(m[1])) : undefined;
       if (!m || !store) {
@@ -275,8 +272,10 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     state,
     controller,
     instances: [...state.instances.values()].map((s) => ({ name: s.name, url: `${base}/i/${encodeURIComponent(s.name)}`, token: s.token })),
+    kube: [...kube.clusters.values()].map((c) => ({ cluster: c.name, url: `${base}/k/${encodeURIComponent(c.name)}`, token: c.token })),
     async stop() {
       controller.stop();
+      kube.stop();
       for (const res of core.openStreams) res.end();
       core.openStreams.clear();
       server.closeAllConnections();

@@ -124,6 +124,8 @@ export interface SimOperation {
   body: unknown;
   /** HTTP status the simulator answered with. */
   status?: number;
+  /** Kubernetes API calls: instance is "kube" and this names the cluster. */
+  cluster?: string;
 }
 
 export class SimState {

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Fixture } from '../../src/sim/fixture-types.js';
 import { loadFixture } from '../../src/sim/fixture.js';
+import { loadScenario, type ScenarioBehaviour } from '../../src/sim/scenarios/index.js';
 import { startSimServer, type SimServer } from '../../src/sim/server.js';
 import type { SimOperation } from '../../src/sim/store.js';
 
@@ -27,12 +28,9 @@ export function fixturePath(name: string): string {
 /** Starts a simulator on a free port for a test; call `stop()` in afterAll/afterEach. */
 export async function startTestSim(opts: TestSimOptions = {}): Promise<SimServer> {
   let fixture: Fixture;
-  let behaviour: unknown;
+  let behaviour: ScenarioBehaviour | undefined;
   if (opts.scenario) {
-    const scenarios = (await import('../../src/sim/scenarios/index.js' as string)) as {
-      loadScenario(name: string): { fixture: Fixture; behaviour?: unknown };
-    };
-    ({ fixture, behaviour } = scenarios.loadScenario(opts.scenario));
+    ({ fixture, behaviour } = loadScenario(opts.scenario));
   } else if (typeof opts.fixture === 'string') fixture = loadFixture(fixturePath(opts.fixture));
   else fixture = opts.fixture ?? loadFixture(fixturePath('sim-multi-instance.json'));
   return startSimServer({

@@ -1,0 +1,90 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { stringify } from 'yaml';
+import type { Fixture } from './fixture-types.js';
+import { loadFixture } from './fixture.js';
+import { kubeconfigYaml } from './kube/kubeconfig.js';
+import { loadScenario, type ScenarioBehaviour } from './scenarios/index.js';
+import { startSimServer, type SimServer } from './server.js';
+
+export type { SimServer } from './server.js';
+
+export interface RunSimOptions {
+  scenario?: string;
+  fixture?: string;
+  port?: number;
+  speed?: number;
+  frozen?: boolean;
+  writeConfig?: string;
+  /** Where the endpoint lines go. @defaultValue process.stdout */
+  out?: (line: string) => void;
+  /** Serve until SIGINT/SIGTERM and then exit (the CLI). Tests pass false and call stop(). @defaultValue true */
+  untilKilled?: boolean;
+}
+
+/** One line per endpoint, as DESIGN.md fixes them: `argocd <name> <url> token=<token>`, `kube <cluster> <url>`. */
+export function endpointLines(server: SimServer): string[] {
+  return [
+    ...server.instances.map((i) => `argocd ${i.name} ${i.url} token=${i.token}`),
+    ...server.kube.map((k) => `kube ${k.cluster} ${k.url}`),
+  ];
+}
+
+/**
+ * A complete rollcall.yaml pointing at the simulator. `access` is left out on purpose: its
+ * defaults apply (read-only for everyone, mutations need operators/admins), and callers such as
+ * `rollcall demo` append their own.
+ */
+export function simConfigYaml(server: SimServer, extra: { redisUrl?: string; kubeconfig?: string } = {}): string {
+  const config: Record<string, unknown> = {
+    instances: server.instances.map((i) => ({ name: i.name, url: i.url, token: i.token, uiUrl: i.url })),
+    ...(extra.kubeconfig && server.kube.length
+      ? { kube: { clusters: server.kube.map((k) => ({ name: k.cluster, kubeconfig: extra.kubeconfig, context: k.cluster })) } }
+      : {}),
+    // Read at load time, so the same file works with the private Redis of tests or demo.
+    redis: { url: extra.redisUrl ?? '${REDIS_URL:-redis://127.0.0.1:6379}', prefix: 'rollcall' },
+    diagnose: { stuckAfter: '15m' },
+  };
+  return [
+    `# rollcall.yaml for the fleet simulator at ${server.url} (written by \`rollcall sim --write-config\`).`,
+    '# Tokens are the simulator\'s own; a real config reads them from the environment: token: ${ARGOCD_PROD_TOKEN}',
+    stringify(config).trimEnd(),
+    '# access: defaults apply (read-only commands for everyone). To allow runbooks and syncs:',
+    '# access:',
+    "#   operators: ['U012ABCDEF']",
+    '',
+  ].join('\n');
+}
+
+/** `rollcall sim`: load a scenario or fixture, serve it, print the endpoints, optionally write a config. */
+export async function runSimCommand(opts: RunSimOptions): Promise<SimServer> {
+  const out = opts.out ?? ((line: string) => process.stdout.write(`${line}\n`));
+  let fixture: Fixture;
+  let behaviour: ScenarioBehaviour | undefined;
+  if (opts.fixture) fixture = loadFixture(path.resolve(opts.fixture));
+  else ({ fixture, behaviour } = loadScenario(opts.scenario ?? 'seed-outage'));
+  const server = await startSimServer({ fixture, port: opts.port ?? 0, speed: opts.speed, frozen: opts.frozen, scenarioBehaviour: behaviour });
+  try {
+    if (opts.writeConfig) {
+      const file = path.resolve(opts.writeConfig);
+      let kubeconfig: string | undefined;
+      if (server.kube.length) {
+        kubeconfig = `${file.replace(/\.ya?ml$/, '')}.kubeconfig`;
+        writeFileSync(kubeconfig, kubeconfigYaml(server.kube.map((k) => ({ name: k.cluster, server: k.url, token: k.token }))), { mode: 0o600 });
+      }
+      writeFileSync(file, simConfigYaml(server, { kubeconfig }), { mode: 0o600 });
+    }
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+  for (const line of endpointLines(server)) out(line);
+  if (opts.untilKilled !== false) {
+    const shutdown = () => {
+      void server.stop().finally(() => process.exit(0));
+    };
+    process.once('SIGINT', shutdown);
+    process.once('SIGTERM', shutdown);
+  }
+  return server;
+}

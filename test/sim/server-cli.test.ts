@@ -1,0 +1,88 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/load.js';
+import { runSimCommand, simConfigYaml } from '../../src/sim/cli.js';
+import { fixturePath, startTestSim } from '../support/sim.js';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-sim-cli-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('runSimCommand', () => {
+  it('prints one argocd line per instance and writes a config that parses and reaches the simulator', async () => {
+    const lines: string[] = [];
+    const configFile = path.join(dir, 'rollcall.yaml');
+    const server = await runSimCommand({
+      fixture: fixturePath('sim-multi-instance.json'),
+      port: 0,
+      frozen: true,
+      writeConfig: configFile,
+      out: (l) => lines.push(l),
+      untilKilled: false,
+    });
+    try {
+      expect(lines).toEqual([
+        `argocd prod http://127.0.0.1:${server.port}/i/prod token=sim-prod-token`,
+        `argocd staging http://127.0.0.1:${server.port}/i/staging token=staging-secret-token`,
+      ]);
+      const config = parseConfig(readFileSync(configFile, 'utf8'), configFile, { REDIS_URL: 'redis://127.0.0.1:6399' });
+      expect(config.instances.map((i) => [i.name, i.url, i.token])).toEqual([
+        ['prod', `${server.url}/i/prod`, 'sim-prod-token'],
+        ['staging', `${server.url}/i/staging`, 'staging-secret-token'],
+      ]);
+      expect(config.redis.url).toBe('redis://127.0.0.1:6399');
+      expect(parseConfig(readFileSync(configFile, 'utf8'), configFile, {}).redis.url).toBe('redis://127.0.0.1:6379');
+      // access stays at its defaults (demo appends its own block).
+      expect(config.access.operators).toEqual([]);
+      const res = await fetch(`${config.instances[1].url}/api/v1/applications`, { headers: { authorization: `Bearer ${config.instances[1].token}` } });
+      expect((await res.json()).items).toHaveLength(2);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('lets a caller append its own access block without a duplicate key', async () => {
+    const server = await startTestSim({ fixture: 'sim-single-no-clusters.json', frozen: true });
+    try {
+      const yaml = simConfigYaml(server, { redisUrl: 'redis://127.0.0.1:6379' }) + "\naccess:\n  admins: ['U1']\n";
+      expect(parseConfig(yaml, 'demo', {}).access.admins).toEqual(['U1']);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('rejects a fixture with the path of each problem', async () => {
+    const bad = path.join(dir, 'bad.json');
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(bad, JSON.stringify({ instances: [{ name: 'a', applications: [{ metadata: {}, spec: {} }] }, { name: 'a', applications: [] }] }));
+    await expect(runSimCommand({ fixture: bad, untilKilled: false, out: () => {} })).rejects.toThrow(
+      /instances\[0\]\.applications\[0\]\.metadata\.name: expected a string[\s\S]*instances\[1\]\.name: duplicate instance "a"/,
+    );
+  });
+});
+
+describe('rollcall sim', () => {
+  it('serves a fixture on a free port until killed, printing its endpoints', async () => {
+    const configFile = path.join(dir, 'cli.yaml');
+    const child = spawn(
+      process.execPath,
+      ['bin/rollcall.js', 'sim', '--fixture', fixturePath('sim-multi-instance.json'), '--port', '0', '--frozen', '--write-config', configFile],
+      { cwd: path.resolve(import.meta.dirname, '../..'), stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    try {
+      let stdout = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      await expect.poll(() => stdout.split('\n').filter(Boolean).length, { timeout: 20_000 }).toBe(2);
+      const [first] = stdout.split('\n');
+      const m = /^argocd prod (http:\/\/127\.0\.0\.1:\d+\/i\/prod) token=sim-prod-token$/.exec(first);
+      expect(m).not.toBeNull();
+      const res = await fetch(`${m![1]}/api/v1/applications?fields=items.metadata.name`, { headers: { authorization: 'Bearer sim-prod-token' } });
+      expect((await res.json()).items).toHaveLength(6);
+      expect(parseConfig(readFileSync(configFile, 'utf8'), configFile, {}).instances).toHaveLength(2);
+    } finally {
+      child.kill('SIGTERM');
+    }
+  }, 30_000);
+});
