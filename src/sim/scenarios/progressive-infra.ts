@@ -99,7 +99,7 @@ export function progressiveInfraFixture(now: Date = new Date()): Fixture {
         project: 'infra',
         source: { repoURL: REPO, path: 'addons/{{.service}}', targetRevision: 'main' },
         destination: { server: '{{.server}}', namespace: '{{.service}}' },
-        syncPolicy: { automated: { enabled: false, prune: true, selfHeal: true }, syncOptions: ['CreateNamespace=true', 'ServerSideApply=true'] },
+        syncPolicy: { automated: { prune: true }, syncOptions: ['CreateNamespace=true', 'ServerSideApply=true'] },
       },
     },
   };
@@ -142,7 +142,8 @@ function infraApp(now: Date, service: string, c: (typeof CLUSTERS)[number], clus
     destination: { server, namespace: service },
     labels: { app: service, service, env: c.env, cluster: c.name, team: 'infra' },
     appSet: { name: 'progressive-infra', uid: appSetUid('progressive-infra') },
-    syncPolicy: { automated: { enabled: false, prune: true, selfHeal: true }, syncOptions: ['CreateNamespace=true', 'ServerSideApply=true'] },
+    // As the appset controller writes it since v3.3: the template's automated block with enabled=false.
+    syncPolicy: { automated: { prune: true, enabled: false }, syncOptions: ['CreateNamespace=true', 'ServerSideApply=true'] },
     revision: NEW_COMMIT,
   };
   const step = c.env === 'stage' ? '1' : c.env === 'canary' ? '2' : '3';
