@@ -39,7 +39,11 @@ export function simConfigYaml(server: SimServer, extra: { redisUrl?: string; kub
   const config: Record<string, unknown> = {
     instances: server.instances.map((i) => ({ name: i.name, url: i.url, token: i.token, uiUrl: i.url })),
     ...(extra.kubeconfig && server.kube.length
-      ? { kube: { clusters: server.kube.map((k) => ({ name: k.cluster, kubeconfig: extra.kubeconfig, context: k.cluster })) } }
+      ? {
+          kube: {
+            clusters: server.kube.map((k) => ({ name: k.cluster, kubeconfig: extra.kubeconfig, context: k.cluster })),
+          },
+        }
       : {}),
     // Read at load time, so the same file works with the private Redis of tests or demo.
     redis: { url: extra.redisUrl ?? '${REDIS_URL:-redis://127.0.0.1:6379}', prefix: 'rollcall' },
@@ -47,7 +51,7 @@ export function simConfigYaml(server: SimServer, extra: { redisUrl?: string; kub
   };
   return [
     `# rollcall.yaml for the fleet simulator at ${server.url} (written by \`rollcall sim --write-config\`).`,
-    '# Tokens are the simulator\'s own; a real config reads them from the environment: token: ${ARGOCD_PROD_TOKEN}',
+    "# Tokens are the simulator's own; a real config reads them from the environment: token: ${ARGOCD_PROD_TOKEN}",
     stringify(config).trimEnd(),
     '# access: defaults apply (read-only commands for everyone). To allow runbooks and syncs:',
     '# access:',
@@ -63,14 +67,24 @@ export async function runSimCommand(opts: RunSimOptions): Promise<SimServer> {
   let behaviour: ScenarioBehaviour | undefined;
   if (opts.fixture) fixture = loadFixture(path.resolve(opts.fixture));
   else ({ fixture, behaviour } = loadScenario(opts.scenario ?? 'seed-outage'));
-  const server = await startSimServer({ fixture, port: opts.port ?? 0, speed: opts.speed, frozen: opts.frozen, scenarioBehaviour: behaviour });
+  const server = await startSimServer({
+    fixture,
+    port: opts.port ?? 0,
+    speed: opts.speed,
+    frozen: opts.frozen,
+    scenarioBehaviour: behaviour,
+  });
   try {
     if (opts.writeConfig) {
       const file = path.resolve(opts.writeConfig);
       let kubeconfig: string | undefined;
       if (server.kube.length) {
         kubeconfig = `${file.replace(/\.ya?ml$/, '')}.kubeconfig`;
-        writeFileSync(kubeconfig, kubeconfigYaml(server.kube.map((k) => ({ name: k.cluster, server: k.url, token: k.token }))), { mode: 0o600 });
+        writeFileSync(
+          kubeconfig,
+          kubeconfigYaml(server.kube.map((k) => ({ name: k.cluster, server: k.url, token: k.token }))),
+          { mode: 0o600 },
+        );
       }
       writeFileSync(file, simConfigYaml(server, { kubeconfig }), { mode: 0o600 });
     }

@@ -36,7 +36,10 @@ export const LIST_FIELD_GETTERS: ReadonlyMap<string, Getter> = new Map<string, G
   ['status.operationState.phase', (a) => (opState(a) ? opState(a)!.phase : undefined)],
   // Argo CD's getter for this path returns syncResult, not the operation's sync (a quirk of the server).
   ['status.operationState.operation.sync', (a) => (opState(a) ? (opState(a)!.syncResult ?? null) : undefined)],
-  ['status.resources', (a) => (a.status?.resources?.length ? a.status.resources.map(withoutResourceHealth) : undefined)],
+  [
+    'status.resources',
+    (a) => (a.status?.resources?.length ? a.status.resources.map(withoutResourceHealth) : undefined),
+  ],
   ['operation.sync', (a) => (a.operation ? (a.operation.sync ?? null) : undefined)],
 ]);
 

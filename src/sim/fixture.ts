@@ -17,8 +17,10 @@ const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v =
 /** Checks the parts the simulator relies on; everything else is served exactly as written. */
 export function validateFixture(value: unknown, file = 'fixture'): Fixture {
   const problems: string[] = [];
-  if (!isObject(value)) throw new FixtureError(file, ['(root): expected an object {"instances": [...], "kube"?: [...]}']);
-  if (!Array.isArray(value.instances) || !value.instances.length) problems.push('instances: expected a non-empty array');
+  if (!isObject(value))
+    throw new FixtureError(file, ['(root): expected an object {"instances": [...], "kube"?: [...]}']);
+  if (!Array.isArray(value.instances) || !value.instances.length)
+    problems.push('instances: expected a non-empty array');
   const names = new Set<string>();
   (Array.isArray(value.instances) ? value.instances : []).forEach((inst: unknown, i: number) => {
     const at = `instances[${i}]`;
@@ -27,7 +29,8 @@ export function validateFixture(value: unknown, file = 'fixture'): Fixture {
       problems.push(`${at}.name: expected a name of letters, digits, "-", "_" or "."`);
     else if (names.has(inst.name)) problems.push(`${at}.name: duplicate instance "${inst.name}"`);
     else names.add(inst.name);
-    if (inst.token !== undefined && (typeof inst.token !== 'string' || !inst.token)) problems.push(`${at}.token: expected a non-empty string`);
+    if (inst.token !== undefined && (typeof inst.token !== 'string' || !inst.token))
+      problems.push(`${at}.token: expected a non-empty string`);
     if (!Array.isArray(inst.applications)) problems.push(`${at}.applications: expected an array (may be empty)`);
     const appNames = new Set<string>();
     (Array.isArray(inst.applications) ? inst.applications : []).forEach((app: unknown, j: number) => {
@@ -40,13 +43,17 @@ export function validateFixture(value: unknown, file = 'fixture'): Fixture {
       if (!isObject(app.spec.destination)) problems.push(`${aat}.spec.destination: expected {server} or {name}`);
       if (app.status !== undefined && !isObject(app.status)) problems.push(`${aat}.status: expected an object`);
     });
-    if (inst.applicationSets !== undefined && !Array.isArray(inst.applicationSets)) problems.push(`${at}.applicationSets: expected an array`);
+    if (inst.applicationSets !== undefined && !Array.isArray(inst.applicationSets))
+      problems.push(`${at}.applicationSets: expected an array`);
     (Array.isArray(inst.applicationSets) ? inst.applicationSets : []).forEach((set: unknown, j: number) => {
       const sat = `${at}.applicationSets[${j}]`;
-      if (!isObject(set) || !isObject(set.metadata) || typeof set.metadata.name !== 'string') return problems.push(`${sat}.metadata.name: expected a string`);
-      if (!isObject(set.spec) || !isObject(set.spec.template)) problems.push(`${sat}.spec.template: expected an object`);
+      if (!isObject(set) || !isObject(set.metadata) || typeof set.metadata.name !== 'string')
+        return problems.push(`${sat}.metadata.name: expected a string`);
+      if (!isObject(set.spec) || !isObject(set.spec.template))
+        problems.push(`${sat}.spec.template: expected an object`);
     });
-    if (inst.clusters !== undefined && !Array.isArray(inst.clusters)) problems.push(`${at}.clusters: expected an array`);
+    if (inst.clusters !== undefined && !Array.isArray(inst.clusters))
+      problems.push(`${at}.clusters: expected an array`);
     (Array.isArray(inst.clusters) ? inst.clusters : []).forEach((c: unknown, j: number) => {
       if (!isObject(c) || typeof c.server !== 'string' || typeof c.name !== 'string')
         problems.push(`${at}.clusters[${j}]: expected {server, name, ...}`);
@@ -56,7 +63,8 @@ export function validateFixture(value: unknown, file = 'fixture'): Fixture {
     if (!Array.isArray(value.kube)) problems.push('kube: expected an array');
     else
       value.kube.forEach((k: unknown, i: number) => {
-        if (!isObject(k) || typeof k.cluster !== 'string' || !Array.isArray(k.objects)) problems.push(`kube[${i}]: expected {cluster, objects: [...]}`);
+        if (!isObject(k) || typeof k.cluster !== 'string' || !Array.isArray(k.objects))
+          problems.push(`kube[${i}]: expected {cluster, objects: [...]}`);
       });
   }
   if (problems.length) throw new FixtureError(file, problems);

@@ -61,7 +61,8 @@ export function parseSimSelector(text: string): SimLabelRequirement[] {
       reqs.push({ key, op: '=', values: [readValue()] });
     } else {
       const word = readWord();
-      if (word !== 'in' && word !== 'notin') throw new SimSelectorError(`found '${word}', expected: in, notin, =, ==, !=`);
+      if (word !== 'in' && word !== 'notin')
+        throw new SimSelectorError(`found '${word}', expected: in, notin, =, ==, !=`);
       skipWs();
       if (src[i] !== '(') throw new SimSelectorError(`found '${src[i] ?? ''}', expected: '('`);
       i++;
@@ -95,7 +96,10 @@ export function parseSimSelector(text: string): SimLabelRequirement[] {
   }
 }
 
-export function simLabelsMatch(labels: Record<string, string> | undefined | null, reqs: SimLabelRequirement[]): boolean {
+export function simLabelsMatch(
+  labels: Record<string, string> | undefined | null,
+  reqs: SimLabelRequirement[],
+): boolean {
   const l = labels ?? {};
   for (const r of reqs) {
     const has = Object.prototype.hasOwnProperty.call(l, r.key);

@@ -3,8 +3,21 @@ import type { AddressInfo } from 'node:net';
 import type { Fixture } from './fixture-types.js';
 import { seedState } from './fixture.js';
 import { SimState, type InstanceStore } from './store.js';
-import { getApplication, listApplications, patchApplication, syncApplication, terminateOperation, updateSpec } from './http/apps.js';
-import { createApplicationSet, getApplicationSet, getCluster, listApplicationSets, listClusters } from './http/appsets.js';
+import {
+  getApplication,
+  listApplications,
+  patchApplication,
+  syncApplication,
+  terminateOperation,
+  updateSpec,
+} from './http/apps.js';
+import {
+  createApplicationSet,
+  getApplicationSet,
+  getCluster,
+  listApplicationSets,
+  listClusters,
+} from './http/appsets.js';
 import type { ApiRequest, RouteHandler, RouteResult, SimCore, SimSyncWindow } from './http/context.js';
 import { SimController } from './controller.js';
 import { SimKube } from './kube/index.js';
@@ -47,7 +60,10 @@ interface Route {
   methods: Partial<Record<string, RouteHandler>>;
 }
 
-const route = (path: string, methods: Route['methods']): Route => ({ pattern: path.split('/').filter(Boolean), methods });
+const route = (path: string, methods: Route['methods']): Route => ({
+  pattern: path.split('/').filter(Boolean),
+  methods,
+});
 
 // Paths below /api/v1, as Argo CD's grpc-gateway mux registers them.
 const ROUTES: Route[] = [
@@ -112,7 +128,10 @@ function bearer(req: IncomingMessage): string | undefined {
   const auth = req.headers.authorization;
   if (auth?.startsWith('Bearer ')) return auth.slice(7).trim();
   // The UI's cookie works too (B1).
-  const cookie = req.headers.cookie?.split(';').map((c) => c.trim()).find((c) => c.startsWith('argocd.token='));
+  const cookie = req.headers.cookie
+    ?.split(';')
+    .map((c) => c.trim())
+    .find((c) => c.startsWith('argocd.token='));
   return cookie?.slice('argocd.token='.length);
 }
 
@@ -157,14 +176,16 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
         body = JSON.parse((await readBody(req)) || '{}');
         return sendJson(res, 200, applyFault(core, faults, body));
       } catch (error) {
-        if (error instanceof FaultRequestError || error instanceof SyntaxError) return sendJson(res, 400, { error: error.message });
+        if (error instanceof FaultRequestError || error instanceof SyntaxError)
+          return sendJson(res, 400, { error: error.message });
         throw error;
       }
     }
     if (what === 'faults' && req.method === 'GET') return sendJson(res, 200, { http: faults.http, syncWindows });
     if (what === 'advance' && req.method === 'POST') {
       const body = JSON.parse((await readBody(req)) || '{}') as { ms?: unknown };
-      if (typeof body.ms !== 'number' || !(body.ms >= 0)) return sendJson(res, 400, { error: 'expected {"ms": <non-negative number>}' });
+      if (typeof body.ms !== 'number' || !(body.ms >= 0))
+        return sendJson(res, 400, { error: 'expected {"ms": <non-negative number>}' });
       controller.advance(body.ms);
       return sendJson(res, 200, { now: controller.clock.now().toISOString() });
     }
@@ -183,7 +204,13 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     return sendJson(res, 404, { error: `no simulator endpoint ${req.method} ${url.pathname}` });
   }
 
-  async function handleApi(req: IncomingMessage, res: ServerResponse, store: InstanceStore, path: string, url: URL): Promise<void> {
+  async function handleApi(
+    req: IncomingMessage,
+    res: ServerResponse,
+    store: InstanceStore,
+    path: string,
+    url: URL,
+  ): Promise<void> {
     const method = req.method ?? 'GET';
     const { delayMs, failure } = faults.take(store.name, method, path);
     if (delayMs) await sleep(delayMs);
@@ -192,7 +219,8 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     if (path === '/api/version') return sendJson(res, 200, { Version: 'v3.5.1+109ca7c' });
     const token = bearer(req);
     if (!token) return sendError(res, new SimApiError(GrpcCode.Unauthenticated, 'no session information'));
-    if (token !== store.token) return sendError(res, new SimApiError(GrpcCode.Unauthenticated, 'invalid session: token signature is invalid'));
+    if (token !== store.token)
+      return sendError(res, new SimApiError(GrpcCode.Unauthenticated, 'invalid session: token signature is invalid'));
 
     if (!path.startsWith('/api/v1/')) return sendError(res, new SimApiError(GrpcCode.NotFound, 'Not Found'));
     let segments: string[];
@@ -232,7 +260,14 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
       if (url.pathname.startsWith('/_sim/') || url.pathname === '/_sim') return handleSim(req, res, url);
       if (url.pathname.startsWith('/k/')) {
         const handled = await kube.handle(req, res, url, (op) =>
-          state.record({ at: controller.clock.now().toISOString(), instance: 'kube', cluster: op.cluster, method: op.method, path: op.path, body: op.body }),
+          state.record({
+            at: controller.clock.now().toISOString(),
+            instance: 'kube',
+            cluster: op.cluster,
+            method: op.method,
+            path: op.path,
+            body: op.body,
+          }),
         );
         if (handled) return;
       }
@@ -271,8 +306,16 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     port,
     state,
     controller,
-    instances: [...state.instances.values()].map((s) => ({ name: s.name, url: `${base}/i/${encodeURIComponent(s.name)}`, token: s.token })),
-    kube: [...kube.clusters.values()].map((c) => ({ cluster: c.name, url: `${base}/k/${encodeURIComponent(c.name)}`, token: c.token })),
+    instances: [...state.instances.values()].map((s) => ({
+      name: s.name,
+      url: `${base}/i/${encodeURIComponent(s.name)}`,
+      token: s.token,
+    })),
+    kube: [...kube.clusters.values()].map((c) => ({
+      cluster: c.name,
+      url: `${base}/k/${encodeURIComponent(c.name)}`,
+      token: c.token,
+    })),
     async stop() {
       controller.stop();
       kube.stop();

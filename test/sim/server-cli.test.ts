@@ -36,7 +36,9 @@ describe('runSimCommand', () => {
       expect(parseConfig(readFileSync(configFile, 'utf8'), configFile, {}).redis.url).toBe('redis://127.0.0.1:6379');
       // access stays at its defaults (demo appends its own block).
       expect(config.access.operators).toEqual([]);
-      const res = await fetch(`${config.instances[1].url}/api/v1/applications`, { headers: { authorization: `Bearer ${config.instances[1].token}` } });
+      const res = await fetch(`${config.instances[1].url}/api/v1/applications`, {
+        headers: { authorization: `Bearer ${config.instances[1].token}` },
+      });
       expect((await res.json()).items).toHaveLength(2);
     } finally {
       await server.stop();
@@ -56,7 +58,15 @@ describe('runSimCommand', () => {
   it('rejects a fixture with the path of each problem', async () => {
     const bad = path.join(dir, 'bad.json');
     const { writeFileSync } = await import('node:fs');
-    writeFileSync(bad, JSON.stringify({ instances: [{ name: 'a', applications: [{ metadata: {}, spec: {} }] }, { name: 'a', applications: [] }] }));
+    writeFileSync(
+      bad,
+      JSON.stringify({
+        instances: [
+          { name: 'a', applications: [{ metadata: {}, spec: {} }] },
+          { name: 'a', applications: [] },
+        ],
+      }),
+    );
     await expect(runSimCommand({ fixture: bad, untilKilled: false, out: () => {} })).rejects.toThrow(
       /instances\[0\]\.applications\[0\]\.metadata\.name: expected a string[\s\S]*instances\[1\]\.name: duplicate instance "a"/,
     );
@@ -68,7 +78,17 @@ describe('rollcall sim', () => {
     const configFile = path.join(dir, 'cli.yaml');
     const child = spawn(
       process.execPath,
-      ['bin/rollcall.js', 'sim', '--fixture', fixturePath('sim-multi-instance.json'), '--port', '0', '--frozen', '--write-config', configFile],
+      [
+        'bin/rollcall.js',
+        'sim',
+        '--fixture',
+        fixturePath('sim-multi-instance.json'),
+        '--port',
+        '0',
+        '--frozen',
+        '--write-config',
+        configFile,
+      ],
       { cwd: path.resolve(import.meta.dirname, '../..'), stdio: ['ignore', 'pipe', 'pipe'] },
     );
     try {
@@ -78,7 +98,9 @@ describe('rollcall sim', () => {
       const [first] = stdout.split('\n');
       const m = /^argocd prod (http:\/\/127\.0\.0\.1:\d+\/i\/prod) token=sim-prod-token$/.exec(first);
       expect(m).not.toBeNull();
-      const res = await fetch(`${m![1]}/api/v1/applications?fields=items.metadata.name`, { headers: { authorization: 'Bearer sim-prod-token' } });
+      const res = await fetch(`${m![1]}/api/v1/applications?fields=items.metadata.name`, {
+        headers: { authorization: 'Bearer sim-prod-token' },
+      });
       expect((await res.json()).items).toHaveLength(6);
       expect(parseConfig(readFileSync(configFile, 'utf8'), configFile, {}).instances).toHaveLength(2);
     } finally {

@@ -78,7 +78,8 @@ afterAll(async () => {
   await sim.stop();
 });
 
-const names = (s: Stream) => s.messages().map((m) => `${m.result.type} ${(m.result.application ?? m.result.applicationSet).metadata.name}`);
+const names = (s: Stream) =>
+  s.messages().map((m) => `${m.result.type} ${(m.result.application ?? m.result.applicationSet).metadata.name}`);
 
 describe('GET /api/v1/stream/applications', () => {
   it('sends an ADDED snapshot of matching apps as SSE frames, then MODIFIED on change', async () => {
@@ -102,14 +103,28 @@ describe('GET /api/v1/stream/applications', () => {
 
   it('sends a ":" keep-alive comment line every keepAliveMs', async () => {
     const s = await stream(sim, 'staging', '/api/v1/stream/applications?name=payments-staging');
-    await expect.poll(() => s.raw().split('\n').filter((l) => l === ':').length, { timeout: 2000 }).toBeGreaterThanOrEqual(2);
+    await expect
+      .poll(
+        () =>
+          s
+            .raw()
+            .split('\n')
+            .filter((l) => l === ':').length,
+        { timeout: 2000 },
+      )
+      .toBeGreaterThanOrEqual(2);
   });
 
   it('drops an event whose body after the fields filter is identical to the last one for that app', async () => {
     const fields = 'result.type,result.application.metadata.name,result.application.status.sync.status';
     const s = await stream(sim, 'prod', `/api/v1/stream/applications?name=payments-prod-us1&fields=${fields}`);
     await expect.poll(() => s.messages().length).toBe(1);
-    expect(s.messages()[0]).toEqual({ result: { type: 'ADDED', application: { metadata: { name: 'payments-prod-us1' }, status: { sync: { status: 'OutOfSync' } } } } });
+    expect(s.messages()[0]).toEqual({
+      result: {
+        type: 'ADDED',
+        application: { metadata: { name: 'payments-prod-us1' }, status: { sync: { status: 'OutOfSync' } } },
+      },
+    });
     await patchLabels(sim, 'prod', 'payments-prod-us1', { owner: 'dave' }); // filtered body: MODIFIED (type changed) -> sent
     await patchLabels(sim, 'prod', 'payments-prod-us1', { owner: 'erin' }); // identical filtered body -> dropped
     await patchLabels(sim, 'prod', 'payments-prod-us1', { owner: 'frank' }); // dropped
@@ -131,7 +146,9 @@ describe('GET /api/v1/stream/applications', () => {
   it('streams newline-delimited JSON without keep-alives when the client does not ask for SSE', async () => {
     const s = await stream(sim, 'staging', '/api/v1/stream/applications', false);
     expect(s.contentType).toBe('application/json');
-    await expect.poll(() => s.messages().map((m) => m.result.application.metadata.name)).toEqual(['auth-service-staging', 'payments-staging']);
+    await expect
+      .poll(() => s.messages().map((m) => m.result.application.metadata.name))
+      .toEqual(['auth-service-staging', 'payments-staging']);
     await new Promise((r) => setTimeout(r, 120));
     expect(s.raw()).not.toContain(':\n');
     expect(s.raw().endsWith('}\n')).toBe(true);
@@ -149,9 +166,17 @@ describe('GET /api/v1/stream/applications', () => {
 
   it('sends the name= snapshot even with a resourceVersion, unless the app is older than that version', async () => {
     const appRv = Number(sim.state.instance('staging')!.apps.get('payments-staging')!.metadata.resourceVersion);
-    const s = await stream(sim, 'staging', `/api/v1/stream/applications?name=payments-staging&resourceVersion=${appRv}`);
+    const s = await stream(
+      sim,
+      'staging',
+      `/api/v1/stream/applications?name=payments-staging&resourceVersion=${appRv}`,
+    );
     await expect.poll(() => names(s)).toEqual(['ADDED payments-staging']);
-    const newer = await stream(sim, 'staging', `/api/v1/stream/applications?name=payments-staging&resourceVersion=${appRv + 1}`);
+    const newer = await stream(
+      sim,
+      'staging',
+      `/api/v1/stream/applications?name=payments-staging&resourceVersion=${appRv + 1}`,
+    );
     await new Promise((r) => setTimeout(r, 80));
     expect(newer.messages()).toEqual([]);
   });
@@ -202,7 +227,15 @@ describe('watchResume: replay', () => {
       const old = await stream(replay, 'edge', '/api/v1/stream/applications?resourceVersion=1');
       await expect.poll(() => old.done()).toBe(true);
       expect(old.messages()).toEqual([
-        { error: { grpc_code: 11, http_code: 410, message: 'too old resource version: 1', http_status: 'Gone', details: [] } },
+        {
+          error: {
+            grpc_code: 11,
+            http_code: 410,
+            message: 'too old resource version: 1',
+            http_status: 'Gone',
+            details: [],
+          },
+        },
       ]);
     } finally {
       while (open.length) open.pop()!();

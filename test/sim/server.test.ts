@@ -35,7 +35,12 @@ describe('auth', () => {
   it('answers 401 with gRPC code 16 without a token or with another instance token', async () => {
     const none = await call('prod', '/api/v1/applications', { token: null });
     expect(none.status).toBe(401);
-    expect(await none.json()).toEqual({ error: 'no session information', code: 16, message: 'no session information', details: [] });
+    expect(await none.json()).toEqual({
+      error: 'no session information',
+      code: 16,
+      message: 'no session information',
+      details: [],
+    });
     const wrong = await call('prod', '/api/v1/applications', { token: 'staging-secret-token' });
     expect(wrong.status).toBe(401);
     const body = await json(wrong);
@@ -44,7 +49,9 @@ describe('auth', () => {
   });
 
   it('accepts the argocd.token cookie like the UI', async () => {
-    const res = await fetch(`${sim.url}/i/staging/api/v1/applications`, { headers: { cookie: 'argocd.token=staging-secret-token' } });
+    const res = await fetch(`${sim.url}/i/staging/api/v1/applications`, {
+      headers: { cookie: 'argocd.token=staging-secret-token' },
+    });
     expect(res.status).toBe(200);
   });
 });
@@ -65,11 +72,18 @@ describe('GET /api/v1/applications', () => {
 
   it('filters by label selector with =, !=, in, notin, exists and !key', async () => {
     const names = async (selector: string) =>
-      (await json<ApplicationList>(call('prod', `/api/v1/applications?selector=${encodeURIComponent(selector)}`))).items!.map((a) => a.metadata.name);
+      (
+        await json<ApplicationList>(call('prod', `/api/v1/applications?selector=${encodeURIComponent(selector)}`))
+      ).items!.map((a) => a.metadata.name);
     expect(await names('team=payments')).toEqual(['payments-prod-eu1', 'payments-prod-us1']);
     expect(await names('team==payments,region!=eu')).toEqual(['payments-prod-us1']);
     expect(await names('team in (web, platform)')).toEqual(['auth-service-prod-eu1', 'web-prod-us1']);
-    expect(await names('app notin (ingress),env=prod')).toEqual(['auth-service-prod-eu1', 'payments-prod-eu1', 'payments-prod-us1', 'web-prod-us1']);
+    expect(await names('app notin (ingress),env=prod')).toEqual([
+      'auth-service-prod-eu1',
+      'payments-prod-eu1',
+      'payments-prod-us1',
+      'web-prod-us1',
+    ]);
     expect(await names('tier')).toEqual(['auth-service-prod-eu1']);
     expect(await names('!region')).toEqual(['web-prod-us1']);
   });
@@ -81,8 +95,13 @@ describe('GET /api/v1/applications', () => {
   });
 
   it('filters by repeated projects, the legacy project alias, name and repo', async () => {
-    const names = async (q: string) => (await json<ApplicationList>(call('prod', `/api/v1/applications?${q}`))).items!.map((a) => a.metadata.name);
-    expect(await names('projects=payments&projects=default')).toEqual(['payments-prod-eu1', 'payments-prod-us1', 'web-prod-us1']);
+    const names = async (q: string) =>
+      (await json<ApplicationList>(call('prod', `/api/v1/applications?${q}`))).items!.map((a) => a.metadata.name);
+    expect(await names('projects=payments&projects=default')).toEqual([
+      'payments-prod-eu1',
+      'payments-prod-us1',
+      'web-prod-us1',
+    ]);
     expect(await names('project=platform')).toEqual(['auth-service-prod-eu1', 'ingress-prod-eu1', 'ingress-prod-us1']);
     expect(await names('name=web-prod-us1')).toEqual(['web-prod-us1']);
     expect(await names('repo=https://github.com/acme/deploy')).toHaveLength(6);
@@ -95,29 +114,56 @@ describe('GET /api/v1/applications', () => {
     expect(listed.map((r) => r.kind)).toEqual(['Service', 'Deployment', 'ConfigMap']);
     expect(listed.every((r) => !('health' in r))).toBe(true);
     const got = await json<Application>(call('prod', '/api/v1/applications/payments-prod-us1'));
-    expect(got.status!.resources![1].health).toEqual({ status: 'Degraded', message: 'Deployment "payments" exceeded its progress deadline' });
+    expect(got.status!.resources![1].health).toEqual({
+      status: 'Degraded',
+      message: 'Deployment "payments" exceeded its progress deadline',
+    });
   });
 
   it('projects with fields= through the fixed allowlist, dropping unsupported paths silently', async () => {
-    const fields = 'items.metadata.name,items.status.sync.status,items.status.sync.revisions,items.status.conditions,items.metadata.labels';
+    const fields =
+      'items.metadata.name,items.status.sync.status,items.status.sync.revisions,items.status.conditions,items.metadata.labels';
     const list = await json(call('staging', `/api/v1/applications?fields=${fields}`));
     expect(list.items).toEqual([
-      { metadata: { name: 'auth-service-staging', labels: { team: 'platform', env: 'staging' } }, status: { sync: { status: 'Unknown' } } },
-      { metadata: { name: 'payments-staging', labels: { team: 'payments', env: 'staging' } }, status: { sync: { status: 'Synced' } } },
+      {
+        metadata: { name: 'auth-service-staging', labels: { team: 'platform', env: 'staging' } },
+        status: { sync: { status: 'Unknown' } },
+      },
+      {
+        metadata: { name: 'payments-staging', labels: { team: 'payments', env: 'staging' } },
+        status: { sync: { status: 'Synced' } },
+      },
     ]);
     expect(list.metadata.resourceVersion).toBeDefined();
   });
 
   it('with a leading "-" returns every allowlisted path except the excluded ones', async () => {
-    const list = await json(call('prod', '/api/v1/applications?name=payments-prod-us1&fields=-items.spec,items.status.resources,items.status.summary'));
+    const list = await json(
+      call(
+        'prod',
+        '/api/v1/applications?name=payments-prod-us1&fields=-items.spec,items.status.resources,items.status.summary',
+      ),
+    );
     const item = list.items[0];
     // spec.destination, spec.source, ... are allowlist entries of their own, so excluding items.spec keeps them.
-    expect(Object.keys(item.spec).sort()).toEqual(['destination', 'project', 'source', 'sourceHydrator', 'sources', 'syncPolicy']);
+    expect(Object.keys(item.spec).sort()).toEqual([
+      'destination',
+      'project',
+      'source',
+      'sourceHydrator',
+      'sources',
+      'syncPolicy',
+    ]);
     expect(item.spec.sources).toBeNull();
     expect(item.status.resources).toBeUndefined();
     expect(item.status.summary).toBeUndefined();
     expect(item.status.health.status).toBe('Degraded');
-    expect(item.status.operationState).toEqual({ startedAt: '2026-11-30T08:40:02Z', finishedAt: '2026-11-30T08:44:19Z', phase: 'Failed', operation: { sync: expect.objectContaining({ revision: expect.any(String) }) } });
+    expect(item.status.operationState).toEqual({
+      startedAt: '2026-11-30T08:40:02Z',
+      finishedAt: '2026-11-30T08:44:19Z',
+      phase: 'Failed',
+      operation: { sync: expect.objectContaining({ revision: expect.any(String) }) },
+    });
     // Not in the allowlist, so absent even though nothing excluded them.
     expect(item.status.conditions).toBeUndefined();
     expect(item.status.history).toBeUndefined();
@@ -126,7 +172,9 @@ describe('GET /api/v1/applications', () => {
 
   it('returns items [] when nothing matches, and null on the fields path', async () => {
     expect((await json(call('prod', '/api/v1/applications?selector=team=nobody'))).items).toEqual([]);
-    expect((await json(call('prod', '/api/v1/applications?selector=team=nobody&fields=items.metadata.name'))).items).toBeNull();
+    expect(
+      (await json(call('prod', '/api/v1/applications?selector=team=nobody&fields=items.metadata.name'))).items,
+    ).toBeNull();
   });
 });
 
@@ -134,7 +182,12 @@ describe('GET /api/v1/applications/{name}', () => {
   it('without project= answers a missing app with 403 permission denied (existence never leaks)', async () => {
     const res = await call('prod', '/api/v1/applications/nope');
     expect(res.status).toBe(403);
-    expect(await res.json()).toEqual({ error: 'permission denied', code: 7, message: 'permission denied', details: [] });
+    expect(await res.json()).toEqual({
+      error: 'permission denied',
+      code: 7,
+      message: 'permission denied',
+      details: [],
+    });
   });
 
   it('with project= answers 404 for a missing app and for an app in another project', async () => {
@@ -202,17 +255,31 @@ describe('POST /api/v1/applications/{name}/sync', () => {
       body: JSON.stringify({ revisions: ['main'], sourcePositions: ['1'] }),
     });
     expect(res.status).toBe(400);
-    expect((await json(res)).message).toMatch(/cannot unmarshal string into Go struct field ApplicationSyncRequest.sourcePositions of type int64/);
+    expect((await json(res)).message).toMatch(
+      /cannot unmarshal string into Go struct field ApplicationSyncRequest.sourcePositions of type int64/,
+    );
   });
 
   it('writes the operation, returns the app, records the call, then refuses a second sync while it runs', async () => {
     await clearSimOperations(sim);
-    const body = { name: 'payments-staging', prune: true, strategy: { hook: { force: true } }, syncOptions: { items: ['ServerSideApply=true'] } };
-    const res = await call('staging', '/api/v1/applications/payments-staging/sync', { method: 'POST', body: JSON.stringify(body) });
+    const body = {
+      name: 'payments-staging',
+      prune: true,
+      strategy: { hook: { force: true } },
+      syncOptions: { items: ['ServerSideApply=true'] },
+    };
+    const res = await call('staging', '/api/v1/applications/payments-staging/sync', {
+      method: 'POST',
+      body: JSON.stringify(body),
+    });
     expect(res.status).toBe(200);
     const app = await json<Application>(res);
     expect(app.metadata.name).toBe('payments-staging');
-    expect(app.operation?.sync).toMatchObject({ prune: true, syncOptions: ['ServerSideApply=true'], syncStrategy: { hook: { force: true } } });
+    expect(app.operation?.sync).toMatchObject({
+      prune: true,
+      syncOptions: ['ServerSideApply=true'],
+      syncStrategy: { hook: { force: true } },
+    });
     expect(app.operation?.initiatedBy?.username).toBe('admin');
 
     const again = await call('staging', '/api/v1/applications/payments-staging/sync', { method: 'POST', body: '{}' });
@@ -238,11 +305,17 @@ describe('POST /api/v1/applications/{name}/sync', () => {
   });
 
   it('refuses a sync inside a deny sync window with 403', async () => {
-    await fetch(`${sim.url}/_sim/faults`, { method: 'POST', body: JSON.stringify({ kind: 'syncWindow', instance: 'prod', project: 'payments' }) });
+    await fetch(`${sim.url}/_sim/faults`, {
+      method: 'POST',
+      body: JSON.stringify({ kind: 'syncWindow', instance: 'prod', project: 'payments' }),
+    });
     const res = await call('prod', '/api/v1/applications/payments-prod-eu1/sync', { method: 'POST', body: '{}' });
     expect(res.status).toBe(403);
     expect(await res.json()).toMatchObject({ code: 7, message: 'cannot sync: blocked by sync window' });
-    await fetch(`${sim.url}/_sim/faults`, { method: 'POST', body: JSON.stringify({ kind: 'syncWindow', instance: 'prod', project: 'payments', active: false }) });
+    await fetch(`${sim.url}/_sim/faults`, {
+      method: 'POST',
+      body: JSON.stringify({ kind: 'syncWindow', instance: 'prod', project: 'payments', active: false }),
+    });
   });
 });
 
@@ -250,7 +323,11 @@ describe('PATCH /api/v1/applications/{name}', () => {
   it('applies a merge patch where null deletes (dropping autosync)', async () => {
     const res = await call('prod', '/api/v1/applications/auth-service-prod-eu1', {
       method: 'PATCH',
-      body: JSON.stringify({ name: 'auth-service-prod-eu1', patchType: 'merge', patch: JSON.stringify({ spec: { syncPolicy: { automated: null } } }) }),
+      body: JSON.stringify({
+        name: 'auth-service-prod-eu1',
+        patchType: 'merge',
+        patch: JSON.stringify({ spec: { syncPolicy: { automated: null } } }),
+      }),
     });
     expect(res.status).toBe(200);
     const app = await json<Application>(res);
@@ -264,7 +341,10 @@ describe('PATCH /api/v1/applications/{name}', () => {
       { op: 'add', path: '/metadata/labels/paused', value: 'true' },
       { op: 'replace', path: '/spec/source/targetRevision', value: 'v2' },
     ];
-    const res = await call('prod', '/api/v1/applications/web-prod-us1', { method: 'PATCH', body: JSON.stringify({ patch: JSON.stringify(patch) }) });
+    const res = await call('prod', '/api/v1/applications/web-prod-us1', {
+      method: 'PATCH',
+      body: JSON.stringify({ patch: JSON.stringify(patch) }),
+    });
     expect(res.status).toBe(200);
     const app = await json<Application>(res);
     expect(app.metadata.labels!.paused).toBe('true');
@@ -278,11 +358,19 @@ describe('PATCH /api/v1/applications/{name}', () => {
   });
 
   it('rejects an unknown patch type and a patch sent as an object instead of a string', async () => {
-    const type = await call('prod', '/api/v1/applications/web-prod-us1', { method: 'PATCH', body: JSON.stringify({ patch: '{}', patchType: 'strategic' }) });
+    const type = await call('prod', '/api/v1/applications/web-prod-us1', {
+      method: 'PATCH',
+      body: JSON.stringify({ patch: '{}', patchType: 'strategic' }),
+    });
     expect((await json(type)).message).toBe("Patch type 'strategic' is not supported");
-    const obj = await call('prod', '/api/v1/applications/web-prod-us1', { method: 'PATCH', body: JSON.stringify({ patch: { spec: {} }, patchType: 'merge' }) });
+    const obj = await call('prod', '/api/v1/applications/web-prod-us1', {
+      method: 'PATCH',
+      body: JSON.stringify({ patch: { spec: {} }, patchType: 'merge' }),
+    });
     expect(obj.status).toBe(400);
-    expect((await json(obj)).message).toMatch(/cannot unmarshal object into Go struct field ApplicationPatchRequest.patch of type string/);
+    expect((await json(obj)).message).toMatch(
+      /cannot unmarshal object into Go struct field ApplicationPatchRequest.patch of type string/,
+    );
   });
 });
 
@@ -303,7 +391,10 @@ describe('ApplicationSets', () => {
   it('returns the existing object unchanged for an identical spec, and refuses a changed one without upsert', async () => {
     const current = await json<ApplicationSet>(call('prod', url('/ingress')));
     const rv = current.metadata.resourceVersion;
-    const same = await call('prod', url(), { method: 'POST', body: JSON.stringify({ metadata: current.metadata, spec: current.spec }) });
+    const same = await call('prod', url(), {
+      method: 'POST',
+      body: JSON.stringify({ metadata: current.metadata, spec: current.spec }),
+    });
     expect(same.status).toBe(200);
     expect((await json<ApplicationSet>(same)).metadata.resourceVersion).toBe(rv);
 
@@ -312,7 +403,10 @@ describe('ApplicationSets', () => {
     delete changed.status;
     const refused = await call('prod', url(), { method: 'POST', body: JSON.stringify(changed) });
     expect(refused.status).toBe(400);
-    expect(await refused.json()).toMatchObject({ code: 3, message: 'existing ApplicationSet spec is different, use upsert flag to force update' });
+    expect(await refused.json()).toMatchObject({
+      code: 3,
+      message: 'existing ApplicationSet spec is different, use upsert flag to force update',
+    });
 
     const dry = await call('prod', url('?upsert=true&dryRun=true'), { method: 'POST', body: JSON.stringify(changed) });
     expect(dry.status).toBe(200);

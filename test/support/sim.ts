@@ -47,7 +47,9 @@ export async function startTestSim(opts: TestSimOptions = {}): Promise<SimServer
 
 /** Every mutating call the simulator received, optionally for one instance. */
 export async function simOperations(server: SimServer, instance?: string): Promise<SimOperation[]> {
-  const res = await fetch(`${server.url}/_sim/operations${instance ? `?instance=${encodeURIComponent(instance)}` : ''}`);
+  const res = await fetch(
+    `${server.url}/_sim/operations${instance ? `?instance=${encodeURIComponent(instance)}` : ''}`,
+  );
   return (await res.json()) as SimOperation[];
 }
 
@@ -57,5 +59,9 @@ export async function clearSimOperations(server: SimServer): Promise<void> {
 
 /** POST /_sim/faults. */
 export async function simFault(server: SimServer, fault: Record<string, unknown>): Promise<Response> {
-  return fetch(`${server.url}/_sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(fault) });
+  return fetch(`${server.url}/_sim/faults`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(fault),
+  });
 }

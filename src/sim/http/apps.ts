@@ -25,7 +25,8 @@ export function parseAppQuery(query: URLSearchParams): AppQuery {
   try {
     selector = parseSimSelector(query.get('selector') ?? '');
   } catch (error) {
-    if (error instanceof SimSelectorError) throw new SimApiError(2, `error parsing the selector: ${error.message}`, 500);
+    if (error instanceof SimSelectorError)
+      throw new SimApiError(2, `error parsing the selector: ${error.message}`, 500);
     throw error;
   }
   const projects = queryList(query, 'projects');
@@ -39,7 +40,12 @@ export function parseAppQuery(query: URLSearchParams): AppQuery {
   };
 }
 
-const normalizeRepo = (url: string) => url.trim().toLowerCase().replace(/\/+$/, '').replace(/\.git$/, '');
+const normalizeRepo = (url: string) =>
+  url
+    .trim()
+    .toLowerCase()
+    .replace(/\/+$/, '')
+    .replace(/\.git$/, '');
 
 export function appMatches(app: Application, q: AppQuery): boolean {
   if (q.name && app.metadata.name !== q.name) return false;
@@ -131,13 +137,20 @@ export function syncApplication(req: ApiRequest): RouteResult {
     if (app.metadata.deletionTimestamp) throw new SimApiError(GrpcCode.FailedPrecondition, 'application is deleting');
     if (windowDenies(req, app)) throw new SimApiError(GrpcCode.PermissionDenied, 'cannot sync: blocked by sync window');
     const target = app.spec.source?.targetRevision || 'HEAD';
-    if (request.revision && automatedEnabled(app) && !request.dryRun && request.revision !== target && app.spec.source) {
+    if (
+      request.revision &&
+      automatedEnabled(app) &&
+      !request.dryRun &&
+      request.revision !== target &&
+      app.spec.source
+    ) {
       throw new SimApiError(
         GrpcCode.FailedPrecondition,
         `Cannot sync to ${request.revision}: auto-sync currently set to ${app.spec.source.targetRevision ?? ''}`,
       );
     }
-    if (operationRunning(app)) throw new SimApiError(GrpcCode.FailedPrecondition, 'another operation is already in progress');
+    if (operationRunning(app))
+      throw new SimApiError(GrpcCode.FailedPrecondition, 'another operation is already in progress');
     const updated = req.core.controller.requestSync(req.store.name, name, request, req.user);
     status(200);
     return { raw: appJsonFull(req.store.apps.get(name) ?? updated) };
@@ -166,7 +179,13 @@ export function terminateOperation(req: ApiRequest): RouteResult {
   }
 }
 
-const PATCH_SHAPE = { name: 'string', patch: 'string', patchType: 'string', appNamespace: 'string', project: 'string' } as const;
+const PATCH_SHAPE = {
+  name: 'string',
+  patch: 'string',
+  patchType: 'string',
+  appNamespace: 'string',
+  project: 'string',
+} as const;
 
 export function patchApplication(req: ApiRequest): RouteResult {
   const name = req.params.name;
@@ -181,7 +200,10 @@ export function patchApplication(req: ApiRequest): RouteResult {
     try {
       patchValue = JSON.parse(patchText);
     } catch {
-      throw new SimApiError(GrpcCode.InvalidArgument, `error decoding patch: invalid JSON in patch "${patchText.slice(0, 80)}"`);
+      throw new SimApiError(
+        GrpcCode.InvalidArgument,
+        `error decoding patch: invalid JSON in patch "${patchText.slice(0, 80)}"`,
+      );
     }
     let patched: unknown;
     if (patchType === 'json') patched = jsonPatch(app, patchValue as JsonPatchOp[]);
@@ -192,7 +214,8 @@ export function patchApplication(req: ApiRequest): RouteResult {
       throw new SimApiError(GrpcCode.InvalidArgument, 'application spec is invalid: the patch removed spec');
     if (next.metadata?.name !== app.metadata.name)
       throw new SimApiError(GrpcCode.InvalidArgument, 'the patch must not change metadata.name');
-    next.metadata.generation = (app.metadata.generation ?? 1) + (JSON.stringify(next.spec) === JSON.stringify(app.spec) ? 0 : 1);
+    next.metadata.generation =
+      (app.metadata.generation ?? 1) + (JSON.stringify(next.spec) === JSON.stringify(app.spec) ? 0 : 1);
     const stored = req.store.putApp(next);
     status(200);
     return { raw: appJsonFull(stored) };
@@ -209,10 +232,16 @@ export function updateSpec(req: ApiRequest): RouteResult {
   const status = (code: number) => recordOperation(req, name, body, code);
   try {
     if (!body || typeof body !== 'object' || Array.isArray(body))
-      throw new SimApiError(GrpcCode.InvalidArgument, 'json: cannot unmarshal array into Go value of type v1alpha1.ApplicationSpec');
+      throw new SimApiError(
+        GrpcCode.InvalidArgument,
+        'json: cannot unmarshal array into Go value of type v1alpha1.ApplicationSpec',
+      );
     const app = findApp(req, name, req.query.get('project') || undefined, req.query.get('appNamespace') || undefined);
     if (!body.destination || (!body.destination.server && !body.destination.name))
-      throw new SimApiError(GrpcCode.InvalidArgument, 'application spec for ' + name + ' is invalid: InvalidSpecError: Destination server missing from app spec');
+      throw new SimApiError(
+        GrpcCode.InvalidArgument,
+        'application spec for ' + name + ' is invalid: InvalidSpecError: Destination server missing from app spec',
+      );
     const next = structuredClone(app);
     next.spec = body;
     next.metadata.generation = (app.metadata.generation ?? 1) + 1;

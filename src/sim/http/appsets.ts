@@ -20,7 +20,8 @@ export function parseAppSetQuery(query: URLSearchParams): AppSetQuery {
       name: query.get('name') || undefined,
     };
   } catch (error) {
-    if (error instanceof SimSelectorError) throw new SimApiError(2, `error parsing the selector: ${error.message}`, 500);
+    if (error instanceof SimSelectorError)
+      throw new SimApiError(2, `error parsing the selector: ${error.message}`, 500);
     throw error;
   }
 }
@@ -32,18 +33,25 @@ export function appSetMatches(appSet: ApplicationSet, q: AppSetQuery): boolean {
 }
 
 export function sortedAppSets(store: InstanceStore, q: AppSetQuery): ApplicationSet[] {
-  return [...store.appSets.values()].filter((a) => appSetMatches(a, q)).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+  return [...store.appSets.values()]
+    .filter((a) => appSetMatches(a, q))
+    .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
 }
 
 export function listApplicationSets(req: ApiRequest): RouteResult {
   const items = sortedAppSets(req.store, parseAppSetQuery(req.query));
-  return { raw: `{"metadata":{"resourceVersion":"${req.store.resourceVersion}"},"items":[${items.map((a) => JSON.stringify(a)).join(',')}]}` };
+  return {
+    raw: `{"metadata":{"resourceVersion":"${req.store.resourceVersion}"},"items":[${items.map((a) => JSON.stringify(a)).join(',')}]}`,
+  };
 }
 
 export function getApplicationSet(req: ApiRequest): RouteResult {
   const appSet = req.store.appSets.get(req.params.name);
   if (!appSet) {
-    throw new SimApiError(GrpcCode.NotFound, `error getting ApplicationSet: applicationsets.argoproj.io "${req.params.name}" not found`);
+    throw new SimApiError(
+      GrpcCode.NotFound,
+      `error getting ApplicationSet: applicationsets.argoproj.io "${req.params.name}" not found`,
+    );
   }
   return { raw: JSON.stringify(appSet) };
 }
@@ -52,7 +60,9 @@ export function getApplicationSet(req: ApiRequest): RouteResult {
 function canonical(value: unknown): string {
   return JSON.stringify(value, (_k, v: unknown) =>
     v && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      ? Object.fromEntries(
+          Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+        )
       : v,
   );
 }
@@ -69,13 +79,24 @@ export function createApplicationSet(req: ApiRequest): RouteResult {
   const record = (status: number) => recordOperation(req, name, body, status);
   try {
     if (!body || typeof body !== 'object' || Array.isArray(body))
-      throw new SimApiError(GrpcCode.InvalidArgument, 'json: cannot unmarshal array into Go value of type v1alpha1.ApplicationSet');
-    if (!name) throw new SimApiError(GrpcCode.InvalidArgument, 'error creating ApplicationSet: ApplicationSet.argoproj.io "" is invalid: metadata.name: Required value: name or generateName is required');
+      throw new SimApiError(
+        GrpcCode.InvalidArgument,
+        'json: cannot unmarshal array into Go value of type v1alpha1.ApplicationSet',
+      );
+    if (!name)
+      throw new SimApiError(
+        GrpcCode.InvalidArgument,
+        'error creating ApplicationSet: ApplicationSet.argoproj.io "" is invalid: metadata.name: Required value: name or generateName is required',
+      );
     if (!body.spec || typeof body.spec !== 'object' || !body.spec.template)
       throw new SimApiError(2, 'ApplicationSet cannot be validated for nil value', 500);
     const project = body.spec.template.spec?.project ?? '';
     if (project.includes('{{'))
-      throw new SimApiError(2, 'the Argo CD API does not currently support creating ApplicationSets with templated `project` fields', 500);
+      throw new SimApiError(
+        2,
+        'the Argo CD API does not currently support creating ApplicationSets with templated `project` fields',
+        500,
+      );
     const upsert = req.query.get('upsert') === 'true';
     const dryRun = req.query.get('dryRun') === 'true';
     if (dryRun) {
@@ -106,14 +127,20 @@ export function createApplicationSet(req: ApiRequest): RouteResult {
       record(200);
       return { raw: JSON.stringify(existing) };
     }
-    if (!upsert) throw new SimApiError(GrpcCode.InvalidArgument, 'existing ApplicationSet spec is different, use upsert flag to force update');
+    if (!upsert)
+      throw new SimApiError(
+        GrpcCode.InvalidArgument,
+        'existing ApplicationSet spec is different, use upsert flag to force update',
+      );
     const updated = structuredClone(existing);
     updated.spec = structuredClone(body.spec);
     updated.metadata.labels = body.metadata.labels;
     updated.metadata.annotations = body.metadata.annotations;
     updated.metadata.finalizers = body.metadata.finalizers;
-    for (const key of ['labels', 'annotations', 'finalizers'] as const) if (updated.metadata[key] === undefined) delete updated.metadata[key];
-    if (canonical(existing.spec) !== canonical(body.spec)) updated.metadata.generation = (existing.metadata.generation ?? 1) + 1;
+    for (const key of ['labels', 'annotations', 'finalizers'] as const)
+      if (updated.metadata[key] === undefined) delete updated.metadata[key];
+    if (canonical(existing.spec) !== canonical(body.spec))
+      updated.metadata.generation = (existing.metadata.generation ?? 1) + 1;
     const stored = req.store.putAppSet(updated);
     record(200);
     return { raw: JSON.stringify(stored) };
@@ -135,8 +162,10 @@ function uidOf(...parts: string[]): string {
  */
 export function servedCluster(store: InstanceStore, cluster: Cluster, counts: Map<string, number>): Cluster {
   const { config: _config, ...rest } = cluster;
-  const insecure = (cluster.config as { tlsClientConfig?: { insecure?: boolean } } | undefined)?.tlsClientConfig?.insecure ?? false;
-  const connectionState = cluster.connectionState ?? cluster.info?.connectionState ?? { status: 'Unknown', message: '' };
+  const insecure =
+    (cluster.config as { tlsClientConfig?: { insecure?: boolean } } | undefined)?.tlsClientConfig?.insecure ?? false;
+  const connectionState = cluster.connectionState ??
+    cluster.info?.connectionState ?? { status: 'Unknown', message: '' };
   return {
     ...rest,
     config: { tlsClientConfig: { insecure } },
@@ -179,7 +208,9 @@ export function listClusters(req: ApiRequest): RouteResult {
 export function getCluster(req: ApiRequest): RouteResult {
   const id = req.params.id;
   const byName = req.query.get('id.type') === 'name';
-  const cluster = [...req.store.clusters.values()].find((c) => (byName ? c.name === id : c.server === id || c.name === id));
+  const cluster = [...req.store.clusters.values()].find((c) =>
+    byName ? c.name === id : c.server === id || c.name === id,
+  );
   // Argo CD answers an unknown or forbidden cluster alike.
   if (!cluster) throw new SimApiError(GrpcCode.PermissionDenied, 'permission denied');
   return { json: servedCluster(req.store, cluster, appCounts(req.store)) };

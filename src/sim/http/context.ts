@@ -58,7 +58,11 @@ export function parseJsonBody(req: ApiRequest, goType: string): unknown {
 
 /** Values of a repeated query parameter, also accepting comma-joined values. */
 export function queryList(query: URLSearchParams, key: string): string[] {
-  return query.getAll(key).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
+  return query
+    .getAll(key)
+    .flatMap((v) => v.split(','))
+    .map((v) => v.trim())
+    .filter(Boolean);
 }
 
 export function recordOperation(req: ApiRequest, app: string | undefined, body: unknown, status: number): void {

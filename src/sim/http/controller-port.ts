@@ -21,4 +21,3 @@ export interface SimControllerPort {
   requestTerminate(instance: string, appName: string): void;
   faults: SimFaultsPort;
 }
-

@@ -7,9 +7,33 @@ import type { SimControllerPort } from './controller-port.js';
  * before a request reaches the fake Argo CD; app and cluster faults go to the controller.
  */
 export type HttpFault =
-  | { kind: 'latency'; instance?: string; ms: number; match?: string; method?: string; until?: number; remaining?: number }
-  | { kind: 'http5xx'; instance?: string; status: 502 | 503 | 504; match?: string; method?: string; until?: number; remaining?: number }
-  | { kind: 'http429'; instance?: string; retryAfterSeconds: number; match?: string; method?: string; until?: number; remaining?: number };
+  | {
+      kind: 'latency';
+      instance?: string;
+      ms: number;
+      match?: string;
+      method?: string;
+      until?: number;
+      remaining?: number;
+    }
+  | {
+      kind: 'http5xx';
+      instance?: string;
+      status: 502 | 503 | 504;
+      match?: string;
+      method?: string;
+      until?: number;
+      remaining?: number;
+    }
+  | {
+      kind: 'http429';
+      instance?: string;
+      retryAfterSeconds: number;
+      match?: string;
+      method?: string;
+      until?: number;
+      remaining?: number;
+    };
 
 export class FaultBook {
   readonly http: HttpFault[] = [];
@@ -39,13 +63,15 @@ export class FaultBook {
     // Drop spent faults so the list does not grow in long runs.
     for (let i = this.http.length - 1; i >= 0; i--) {
       const f = this.http[i];
-      if ((f.remaining !== undefined && f.remaining <= 0) || (f.until !== undefined && now > f.until)) this.http.splice(i, 1);
+      if ((f.remaining !== undefined && f.remaining <= 0) || (f.until !== undefined && now > f.until))
+        this.http.splice(i, 1);
     }
     return { delayMs, failure };
   }
 
   clearHttp(instance?: string): void {
-    for (let i = this.http.length - 1; i >= 0; i--) if (!instance || this.http[i].instance === instance) this.http.splice(i, 1);
+    for (let i = this.http.length - 1; i >= 0; i--)
+      if (!instance || this.http[i].instance === instance) this.http.splice(i, 1);
   }
 }
 
@@ -58,14 +84,17 @@ export function writeHttpFailure(res: ServerResponse, f: HttpFault): void {
   }
   if (f.kind !== 'http5xx') return;
   if (f.status === 503) {
-    const message = 'connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:8083: connect: connection refused"';
+    const message =
+      'connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:8083: connect: connection refused"';
     res.writeHead(503, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ error: message, code: 14, message, details: [] }));
     return;
   }
   const text = f.status === 502 ? '502 Bad Gateway' : '504 Gateway Time-out';
   res.writeHead(f.status, { 'content-type': 'text/html' });
-  res.end(`<html>\r\n<head><title>${text}</title></head>\r\n<body>\r\n<center><h1>${text}</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n`);
+  res.end(
+    `<html>\r\n<head><title>${text}</title></head>\r\n<body>\r\n<center><h1>${text}</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n`,
+  );
 }
 
 export class FaultRequestError extends Error {}
@@ -75,17 +104,23 @@ const str = (v: unknown) => (typeof v === 'string' && v ? v : undefined);
 
 /** Applies one POST /_sim/faults body; throws FaultRequestError with a message for a bad one. */
 export function applyFault(core: SimCore, faults: FaultBook, body: unknown): { applied: string } {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new FaultRequestError('expected a JSON object {instance?, kind, ...}');
+  if (!body || typeof body !== 'object' || Array.isArray(body))
+    throw new FaultRequestError('expected a JSON object {instance?, kind, ...}');
   const b = body as Record<string, unknown>;
   const kind = str(b.kind);
   const instance = str(b.instance);
   if (instance && !core.state.instance(instance))
-    throw new FaultRequestError(`unknown instance "${instance}" (known: ${[...core.state.instances.keys()].join(', ')})`);
+    throw new FaultRequestError(
+      `unknown instance "${instance}" (known: ${[...core.state.instances.keys()].join(', ')})`,
+    );
   const scope = { instance, match: str(b.match), method: str(b.method) };
   const limits = () => {
     const count = num(b.count);
     const forMs = num(b.forMs);
-    return { ...(count !== undefined ? { remaining: count } : {}), ...(forMs !== undefined ? { until: Date.now() + forMs } : {}) };
+    return {
+      ...(count !== undefined ? { remaining: count } : {}),
+      ...(forMs !== undefined ? { until: Date.now() + forMs } : {}),
+    };
   };
   const controller: SimControllerPort = core.controller;
   const needInstance = () => {
@@ -108,7 +143,8 @@ export function applyFault(core: SimCore, faults: FaultBook, body: unknown): { a
     }
     case 'http5xx': {
       const status = num(b.status) ?? 503;
-      if (status !== 502 && status !== 503 && status !== 504) throw new FaultRequestError('"http5xx" status must be 502, 503 or 504');
+      if (status !== 502 && status !== 503 && status !== 504)
+        throw new FaultRequestError('"http5xx" status must be 502, 503 or 504');
       faults.http.push({ kind, status, ...scope, ...limits() });
       return { applied: `http ${status}` };
     }
@@ -139,7 +175,8 @@ export function applyFault(core: SimCore, faults: FaultBook, body: unknown): { a
     case 'syncWindow': {
       // A deny window (AppProject syncWindows) over the whole instance, one project or one app.
       const window = { instance, project: str(b.project), app: str(b.app) };
-      const same = (w: SimSyncWindow) => w.instance === window.instance && w.project === window.project && w.app === window.app;
+      const same = (w: SimSyncWindow) =>
+        w.instance === window.instance && w.project === window.project && w.app === window.app;
       const idx = core.syncWindows.findIndex(same);
       if (b.active === false) {
         if (idx >= 0) core.syncWindows.splice(idx, 1);
@@ -155,7 +192,8 @@ export function applyFault(core: SimCore, faults: FaultBook, body: unknown): { a
         return { applied: `clear ${inst}/${app}` };
       }
       faults.clearHttp(instance);
-      for (let i = core.syncWindows.length - 1; i >= 0; i--) if (!instance || core.syncWindows[i].instance === instance) core.syncWindows.splice(i, 1);
+      for (let i = core.syncWindows.length - 1; i >= 0; i--)
+        if (!instance || core.syncWindows[i].instance === instance) core.syncWindows.splice(i, 1);
       return { applied: `clear http faults${instance ? ` on ${instance}` : ''}` };
     }
     default:

@@ -34,7 +34,10 @@ export function appJsonList(app: Application): string {
   if (e.list === undefined) {
     const resources = app.status?.resources;
     e.list = resources?.some((r) => r.health)
-      ? JSON.stringify({ ...app, status: { ...app.status, resources: resources.map((r) => withoutResourceHealth(r) as ResourceStatus) } })
+      ? JSON.stringify({
+          ...app,
+          status: { ...app.status, resources: resources.map((r) => withoutResourceHealth(r) as ResourceStatus) },
+        })
       : appJsonFull(app);
   }
   return e.list;

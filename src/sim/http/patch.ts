@@ -41,7 +41,9 @@ export function jsonPatch(doc: unknown, ops: JsonPatchOp[]): unknown {
     for (const seg of segments.slice(0, -1)) {
       node = Array.isArray(node) ? node[Number(seg)] : (node as Record<string, unknown> | undefined)?.[seg];
       if (node === undefined || node === null || typeof node !== 'object')
-        throw patchError(`${op} operation does not apply: doc is missing path: "/${segments.join('/')}": missing value`);
+        throw patchError(
+          `${op} operation does not apply: doc is missing path: "/${segments.join('/')}": missing value`,
+        );
     }
     return node as Record<string, unknown> | unknown[];
   };
@@ -58,10 +60,12 @@ export function jsonPatch(doc: unknown, ops: JsonPatchOp[]): unknown {
     const last = segments[segments.length - 1];
     if (Array.isArray(parent)) {
       const idx = Number(last);
-      if (!(idx >= 0 && idx < parent.length)) throw patchError(`${op} operation does not apply: doc is missing path: "/${segments.join('/')}"`);
+      if (!(idx >= 0 && idx < parent.length))
+        throw patchError(`${op} operation does not apply: doc is missing path: "/${segments.join('/')}"`);
       return parent.splice(idx, 1)[0];
     }
-    if (!(last in parent)) throw patchError(`${op} operation does not apply: doc is missing path: "/${segments.join('/')}": missing value`);
+    if (!(last in parent))
+      throw patchError(`${op} operation does not apply: doc is missing path: "/${segments.join('/')}": missing value`);
     const old = parent[last];
     delete parent[last];
     return old;
@@ -89,7 +93,10 @@ export function jsonPatch(doc: unknown, ops: JsonPatchOp[]): unknown {
         remove(segments, 'remove');
         break;
       case 'replace': {
-        if (get(segments) === undefined) throw patchError(`replace operation does not apply: doc is missing key: /${segments.join('/')}: missing value`);
+        if (get(segments) === undefined)
+          throw patchError(
+            `replace operation does not apply: doc is missing key: /${segments.join('/')}: missing value`,
+          );
         if (!segments.length) root = structuredClone(op.value);
         else {
           const parent = parentOf(segments, 'replace');

@@ -30,7 +30,10 @@ export const SYNC_REQUEST_SHAPE: Record<string, GoShape> = {
     fields: { apply: STRATEGY_FORCE, hook: { goType: 'v1alpha1.SyncStrategyHook', fields: { force: 'bool' } } },
   },
   resources: {
-    array: { goType: 'v1alpha1.SyncOperationResource', fields: { group: 'string', kind: 'string', name: 'string', namespace: 'string' } },
+    array: {
+      goType: 'v1alpha1.SyncOperationResource',
+      fields: { group: 'string', kind: 'string', name: 'string', namespace: 'string' },
+    },
   },
   syncOptions: { goType: 'application.SyncOptions', fields: { items: { array: 'string' } } },
   retryStrategy: {
@@ -78,14 +81,19 @@ function check(value: unknown, shape: GoShape, path: string): void {
     for (const el of value as unknown[]) check(el, shape.array, path);
   } else {
     if (typeof value !== 'object' || Array.isArray(value)) fail();
-    for (const [key, sub] of Object.entries(shape.fields)) check((value as Record<string, unknown>)[key], sub, `${path}.${key}`);
+    for (const [key, sub] of Object.entries(shape.fields))
+      check((value as Record<string, unknown>)[key], sub, `${path}.${key}`);
   }
 }
 
 /** Checks a request body against its Go struct; `root` names the struct, as in Go's messages. */
 export function checkGoShape(body: unknown, fields: Record<string, GoShape>, root: string): void {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw new SimApiError(GrpcCode.InvalidArgument, `json: cannot unmarshal ${jsonKind(body)} into Go value of type application.${root}`);
+    throw new SimApiError(
+      GrpcCode.InvalidArgument,
+      `json: cannot unmarshal ${jsonKind(body)} into Go value of type application.${root}`,
+    );
   }
-  for (const [key, shape] of Object.entries(fields)) check((body as Record<string, unknown>)[key], shape, `${root}.${key}`);
+  for (const [key, shape] of Object.entries(fields))
+    check((body as Record<string, unknown>)[key], shape, `${root}.${key}`);
 }

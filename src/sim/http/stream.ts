@@ -96,7 +96,8 @@ function watch<T extends Application | ApplicationSet>(
       stream.end();
       return 'handled';
     }
-    for (const change of missed) stream.send(change.object.metadata.name, eventBody(kind, change.type, serialize(change.object), fields));
+    for (const change of missed)
+      stream.send(change.object.metadata.name, eventBody(kind, change.type, serialize(change.object), fields));
   }
   const onChange = (change: StoreChange<T>) => {
     if (!matches(change.object)) return;

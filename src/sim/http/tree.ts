@@ -21,7 +21,10 @@ function imagesFor(app: Application, r: ResourceStatus): string[] {
  * (a Missing one does not), with its health, plus a ReplicaSet and Pod under each Deployment so
  * a crash loop shows where on-call would look for it.
  */
-export function buildTree(instance: string, app: Application): { nodes: ResourceNode[]; orphanedNodes: ResourceNode[]; hosts: unknown[]; shardsCount: number } {
+export function buildTree(
+  instance: string,
+  app: Application,
+): { nodes: ResourceNode[]; orphanedNodes: ResourceNode[]; hosts: unknown[]; shardsCount: number } {
   const nodes: ResourceNode[] = [];
   const createdAt = app.metadata.creationTimestamp;
   for (const r of app.status?.resources ?? []) {
@@ -57,7 +60,10 @@ export function buildTree(instance: string, app: Application): { nodes: Resource
       info: [{ name: 'Revision', value: 'Rev:1' }],
       resourceVersion: app.metadata.resourceVersion,
       ...(images.length ? { images } : {}),
-      health: r.health?.status === 'Degraded' ? { status: 'Progressing', message: 'Waiting for rollout to finish' } : (r.health ?? { status: 'Healthy' }),
+      health:
+        r.health?.status === 'Degraded'
+          ? { status: 'Progressing', message: 'Waiting for rollout to finish' }
+          : (r.health ?? { status: 'Healthy' }),
       ...(createdAt ? { createdAt } : {}),
     });
     const crashing = r.health?.status === 'Degraded';
@@ -70,7 +76,10 @@ export function buildTree(instance: string, app: Application): { nodes: Resource
       uid: uid(rsUid, 'pod'),
       parentRefs: [{ group: 'apps', kind: 'ReplicaSet', namespace: ns, name: rsName, uid: rsUid }],
       info: [
-        { name: 'Status Reason', value: crashing ? 'CrashLoopBackOff' : r.health?.status === 'Progressing' ? 'ContainerCreating' : 'Running' },
+        {
+          name: 'Status Reason',
+          value: crashing ? 'CrashLoopBackOff' : r.health?.status === 'Progressing' ? 'ContainerCreating' : 'Running',
+        },
         { name: 'Containers', value: crashing ? '0/1' : '1/1' },
         ...(crashing ? [{ name: 'Restart Count', value: '7' }] : []),
       ],
@@ -78,7 +87,10 @@ export function buildTree(instance: string, app: Application): { nodes: Resource
       resourceVersion: app.metadata.resourceVersion,
       ...(images.length ? { images } : {}),
       health: crashing
-        ? { status: 'Degraded', message: r.health?.message ?? `back-off 5m0s restarting failed container=${r.name} pod=${podName}` }
+        ? {
+            status: 'Degraded',
+            message: r.health?.message ?? `back-off 5m0s restarting failed container=${r.name} pod=${podName}`,
+          }
         : r.health?.status === 'Progressing'
           ? { status: 'Progressing' }
           : { status: 'Healthy' },
@@ -90,7 +102,12 @@ export function buildTree(instance: string, app: Application): { nodes: Resource
 }
 
 export function resourceTree(req: ApiRequest): RouteResult {
-  const app = findApp(req, req.params.name, req.query.get('project') || undefined, req.query.get('appNamespace') || undefined);
+  const app = findApp(
+    req,
+    req.params.name,
+    req.query.get('project') || undefined,
+    req.query.get('appNamespace') || undefined,
+  );
   const tree = buildTree(req.store.name, app);
   const filter = (['namespace', 'name', 'version', 'group', 'kind'] as const).filter((k) => req.query.get(k));
   if (filter.length) tree.nodes = tree.nodes.filter((n) => filter.every((k) => (n[k] ?? '') === req.query.get(k)));
@@ -119,7 +136,12 @@ function manifest(app: Application, r: ResourceStatus, live: boolean): Record<st
 
 /** Diff view per resource: JSON strings; a resource to prune has target "null", a missing one live "null". */
 export function managedResources(req: ApiRequest): RouteResult {
-  const app = findApp(req, req.params.name, req.query.get('project') || undefined, req.query.get('appNamespace') || undefined);
+  const app = findApp(
+    req,
+    req.params.name,
+    req.query.get('project') || undefined,
+    req.query.get('appNamespace') || undefined,
+  );
   const items: ResourceDiff[] = (app.status?.resources ?? []).map((r) => {
     const target = r.requiresPruning ? 'null' : JSON.stringify(manifest(app, r, false));
     const live = r.health?.status === 'Missing' ? 'null' : JSON.stringify(manifest(app, r, true));
