@@ -81,7 +81,7 @@ export const SYNC_WINDOW_BLOCKED_MESSAGE = 'Sync operation blocked by sync windo
 /** How many names a message lists before "+N more". */
 const NAMES_SHOWN = 3;
 /** Argo CD messages (operation, health) can be whole stack traces; keep findings readable in Slack. */
-const QUOTE_MAX = 160;
+const QUOTE_MAX = 180;
 
 /** Every ApplicationSet whose strategy type is RollingSync, on every instance. Each finding carries appSet + instance. */
 export function diagnoseFleet(fleet: FleetView, opts: DiagnoseOptions & { now: Date }): Finding[] {
@@ -631,16 +631,21 @@ function appProblem(app: Application | undefined): string {
   if (!app) return 'not in the mirror';
   const parts: string[] = [];
   const op = app.status?.operationState;
-  if (op) parts.push(`operation ${op.phase}${op.message ? `: ${quote(op.message)}` : ''}`);
-  else if (app.operation) parts.push('operation requested, not started yet');
-  const failed = op?.syncResult?.resources?.find((r) => r.status === 'SyncFailed');
-  // Argo CD's operation message usually repeats the failing resource's message; say it once.
-  if (failed && !(failed.message && op?.message?.includes(failed.message))) parts.push(`${failed.kind}/${failed.name} SyncFailed${failed.message ? `: ${quote(failed.message)}` : ''}`);
+  if (op) {
+    const retried = op.retryCount ? ` after ${count(op.retryCount, 'retry').replace('retrys', 'retries')}` : '';
+    // Argo CD's operation message wraps the failing resource's message ("one or more objects failed to apply, reason: ...");
+    // the resource and its own message say the same more precisely.
+    const failed = op.syncResult?.resources?.find((r) => r.status === 'SyncFailed' && r.message);
+    if (failed) parts.push(`operation ${op.phase}${retried}: ${failed.kind}/${failed.name}: ${quote(failed.message!)}`);
+    else parts.push(`operation ${op.phase}${retried}${op.message ? `: ${quote(op.message)}` : ''}`);
+  } else if (app.operation) {
+    parts.push('operation requested, not started yet');
+  }
+  const sync = app.status?.sync?.status;
   const health = app.status?.health?.status;
   const sick = app.status?.resources?.find((r) => r.health && r.health.status !== 'Healthy' && r.health.message);
-  if (health) parts.push(`health ${health}${sick ? `: ${sick.kind}/${sick.name}: ${quote(sick.health!.message!)}` : ''}`);
-  const sync = app.status?.sync?.status;
-  if (sync) parts.push(`sync ${sync}`);
+  const state = [sync && `sync ${sync}`, health && `health ${health}`].filter(Boolean).join(', ');
+  if (state) parts.push(`${state}${sick ? `: ${sick.kind}/${sick.name}: ${quote(sick.health!.message!)}` : ''}`);
   const cond = app.status?.conditions?.find((c) => /Error$/.test(c.type));
   if (cond) parts.push(`${cond.type}: ${quote(cond.message)}`);
   return parts.length ? parts.join('; ') : 'no operation or health details';
@@ -729,9 +734,12 @@ function unique<T>(items: T[]): T[] {
   return [...new Set(items)];
 }
 
+/** Go error chains put the root cause last ("...: dial tcp ...: connection refused"): keep head and tail. */
 function quote(text: string): string {
   const flat = text.replace(/\s+/g, ' ').trim();
-  return `"${flat.length > QUOTE_MAX ? `${flat.slice(0, QUOTE_MAX - 1)}…` : flat}"`;
+  if (flat.length <= QUOTE_MAX) return `"${flat}"`;
+  const tail = Math.floor(QUOTE_MAX * 0.45);
+  return `"${flat.slice(0, QUOTE_MAX - tail - 1)}…${flat.slice(flat.length - tail)}"`;
 }
 
 function parseTime(text: string | undefined): number | undefined {

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_STUCK_AFTER_MS, diagnoseAppSet } from '../../src/fleet/diagnose.js';
+import { DEFAULT_STUCK_AFTER_MS, diagnoseAppSet, diagnoseFleet } from '../../src/fleet/diagnose.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import { SimController } from '../../src/sim/controller.js';
 import { seedState } from '../../src/sim/fixture.js';
+import { loadScenario } from '../../src/sim/scenarios/index.js';
 import { SimState } from '../../src/sim/store.js';
 import { NOW, baseline } from '../fixtures/diagnose/build.js';
 
@@ -45,5 +46,23 @@ describe('diagnose on a simulated Argo CD rollout', () => {
     controller.advance(10_000);
     expect(diagnose().map((f) => f.rule)).toContain('progressive-syncs-disabled');
     controller.stop();
+  });
+});
+
+describe('diagnose on the progressive-infra scenario', () => {
+  it('finds the stuck prod step and the cluster-label mistake, tagged per appset', () => {
+    const now = new Date('2026-12-02T03:00:00Z');
+    const fleet = StaticFleet.fromFixture(loadScenario('progressive-infra', { now }).fixture);
+    const findings = diagnoseFleet(fleet, { stuckAfterMs: DEFAULT_STUCK_AFTER_MS, now });
+    const stuck = findings.filter((f) => f.rule === 'stuck-step');
+    expect(stuck).toHaveLength(1);
+    expect(stuck[0]).toMatchObject({ appSet: 'progressive-infra', step: 3, severity: 'critical' });
+    expect(stuck[0].apps).toHaveLength(3);
+    expect(stuck[0].message).toContain('operation Failed');
+    const label = findings.find((f) => f.rule === 'label-on-cluster-not-app');
+    expect(label).toMatchObject({ appSet: 'platform-addons', severity: 'critical' });
+    expect(findings.every((f) => f.appSet && f.instance)).toBe(true);
+    // Critical first.
+    expect(findings.findIndex((f) => f.severity !== 'critical')).toBeGreaterThan(findings.findLastIndex((f) => f.severity === 'critical'));
   });
 });

@@ -360,8 +360,8 @@ describe('stuck-step', () => {
     const [f] = only(diagnose(prodProgressing(42)), 'stuck-step');
     expect(f).toMatchObject({ severity: 'critical', step: 3, apps: ['payments-prod-1'] });
     expect(f.message).toContain('payments-prod-1 Progressing for 42m');
-    expect(f.message).toContain('operation Failed: "one or more objects failed to apply');
-    expect(f.message).toContain('health Degraded: Deployment/payments: "Deployment \\"payments\\" exceeded its progress deadline"'.replace(/\\"/g, '"'));
+    expect(f.message).toContain('operation Failed after 5 retries: Deployment/payments: "Deployment.apps "payments" is invalid"');
+    expect(f.message).toContain('sync OutOfSync, health Degraded: Deployment/payments: "Deployment "payments" exceeded its progress deadline"');
     expect(f.message).toContain('longer than 15m');
     expect(f.why).toContain('no step timeout');
     expect(f.fix).toContain('/argo sync payments-prod-1');
