@@ -117,6 +117,8 @@ export class SimController {
   private readonly listeners: { store: InstanceStore; app: (c: StoreChange<Application>) => void; appSet: (c: StoreChange<ApplicationSet>) => void }[] = [];
   private timer?: NodeJS.Timeout;
   private writingAppSet = false;
+  /** Appsets this controller has driven as RollingSync (to notice them leaving it). */
+  private readonly rollingSeen = new Set<string>();
   private started = false;
   /**
    * Whether a deny sync window covers the app now. The REST layer refuses manual syncs itself
@@ -614,10 +616,15 @@ export class SimController {
       status.conditions = advance.conditions;
       // Argo CD re-asserts the operation on every Pending app of a released step until it starts.
       toSync = advance.pendingSync;
-    } else if (status.applicationStatus) {
+    } else {
       // The controller deletes progressive-sync entries when the feature is off or the strategy left RollingSync (A1).
-      delete status.applicationStatus;
+      if (status.applicationStatus) delete status.applicationStatus;
+      // Leaving RollingSync writes the template's automated policy back: autosync is on again and every
+      // OutOfSync app syncs at once (A5: this is not a pause). Only on a change seen while running, so a
+      // fixture is served as captured.
+      if (this.rollingSeen.delete(workKey(instance, name))) this.restoreTemplateAutomated(store, appSet, apps);
     }
+    if (progressive && rolling) this.rollingSeen.add(workKey(instance, name));
 
     if (rolling || appSet.status?.resources) {
       const resources = apps.map((a) => ({
@@ -657,6 +664,18 @@ export class SimController {
       const started = Date.parse(app.status?.operationState?.startedAt ?? '');
       if (started > Date.parse(pendingSince.get(appName) ?? '')) continue;
       this.writeOperation(store, app, rollingSyncOperation(current, app));
+    }
+  }
+
+  private restoreTemplateAutomated(store: InstanceStore, appSet: ApplicationSet, apps: Application[]): void {
+    const template = appSet.spec.template?.spec?.syncPolicy?.automated;
+    if (!automatedEnabled(template)) return;
+    for (const app of apps) {
+      const current = store.apps.get(app.metadata.name) ?? app;
+      if (automatedEnabled(current.spec.syncPolicy?.automated)) continue;
+      const next = structuredClone(current);
+      next.spec.syncPolicy = { ...next.spec.syncPolicy, automated: structuredClone(template) };
+      store.putApp(next);
     }
   }
 

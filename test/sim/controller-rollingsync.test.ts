@@ -2,7 +2,15 @@ import { describe, expect, it } from 'vitest';
 import type { Application, ApplicationSet, ApplicationSetRolloutStep } from '../../src/argocd/types.js';
 import { SimController } from '../../src/sim/controller.js';
 import { seedState } from '../../src/sim/fixture.js';
-import { application, applicationSet, appSetUid, clusterGeneratorSpec, commit, serviceResources, upToDateConditions } from '../../src/sim/scenarios/builders.js';
+import {
+  application,
+  applicationSet,
+  appSetUid,
+  clusterGeneratorSpec,
+  commit,
+  serviceResources,
+  upToDateConditions,
+} from '../../src/sim/scenarios/builders.js';
 import { SimState } from '../../src/sim/store.js';
 
 const NOW = new Date('2026-03-01T10:00:00Z');
@@ -22,12 +30,21 @@ const APPS: [string, string][] = [
 function steps(canaryMax?: number | string, prodMax: number | string = 2): ApplicationSetRolloutStep[] {
   return [
     { matchExpressions: [{ key: 'env', operator: 'In', values: ['stage'] }] },
-    { matchExpressions: [{ key: 'env', operator: 'In', values: ['canary'] }], ...(canaryMax !== undefined ? { maxUpdate: canaryMax } : {}) },
+    {
+      matchExpressions: [{ key: 'env', operator: 'In', values: ['canary'] }],
+      ...(canaryMax !== undefined ? { maxUpdate: canaryMax } : {}),
+    },
     { matchExpressions: [{ key: 'env', operator: 'In', values: ['prod'] }], maxUpdate: prodMax },
   ];
 }
 
-function setup(opts: { steps?: ApplicationSetRolloutStep[]; appSetExtra?: (s: ApplicationSet) => void; progressiveSyncs?: boolean } = {}) {
+function setup(
+  opts: {
+    steps?: ApplicationSetRolloutStep[];
+    appSetExtra?: (s: ApplicationSet) => void;
+    progressiveSyncs?: boolean;
+  } = {},
+) {
   const spec = clusterGeneratorSpec({
     service: 'ingress',
     repoURL: 'https://git.example.com/infra/ingress.git',
@@ -59,11 +76,20 @@ function setup(opts: { steps?: ApplicationSetRolloutStep[]; appSetExtra?: (s: Ap
   );
   const state = new SimState();
   seedState(state, { instances: [{ name: 'infra', applications: apps, applicationSets: [appSet] }] });
-  const controller = new SimController(state, { manual: true, startAt: NOW, syncDurationMs: 5000, healthSettleMs: 5000, progressiveSyncs: opts.progressiveSyncs });
+  const controller = new SimController(state, {
+    manual: true,
+    startAt: NOW,
+    syncDurationMs: 5000,
+    healthSettleMs: 5000,
+    progressiveSyncs: opts.progressiveSyncs,
+  });
   const store = state.instance('infra')!;
   const set = () => store.appSets.get('ingress')!;
   const entry = (name: string) => set().status!.applicationStatus!.find((e) => e.application === name)!;
-  const byStatus = (step: string, status: string) => set().status!.applicationStatus!.filter((e) => e.step === step && e.status === status).map((e) => e.application);
+  const byStatus = (step: string, status: string) =>
+    set()
+      .status!.applicationStatus!.filter((e) => e.step === step && e.status === status)
+      .map((e) => e.application);
   return { state, controller, store, set, entry, byStatus };
 }
 
@@ -74,12 +100,18 @@ describe('SimController RollingSync', () => {
     const { controller, store, set } = setup();
     controller.advance(1000);
     expect(set().status!.applicationStatus!.map((e) => [e.application, e.status, e.step])).toEqual(
-      [...APPS].sort(([a], [b]) => (a < b ? -1 : 1)).map(([n, env]) => [n, 'Healthy', env === 'stage' ? '1' : env === 'canary' ? '2' : '3']),
+      [...APPS]
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([n, env]) => [n, 'Healthy', env === 'stage' ? '1' : env === 'canary' ? '2' : '3']),
     );
-    expect(set().status!.conditions!.find((c) => c.type === 'RolloutProgressing')).toMatchObject({ status: 'False', reason: 'ApplicationSetRolloutComplete' });
+    expect(set().status!.conditions!.find((c) => c.type === 'RolloutProgressing')).toMatchObject({
+      status: 'False',
+      reason: 'ApplicationSetRolloutComplete',
+    });
     expect(set().status!.resources).toHaveLength(9);
     expect(set().status!.health).toEqual({ status: 'Healthy' });
-    for (const app of store.apps.values()) expect(app.spec.syncPolicy!.automated).toEqual({ prune: true, enabled: false });
+    for (const app of store.apps.values())
+      expect(app.spec.syncPolicy!.automated).toEqual({ prune: true, enabled: false });
     controller.advance(10_000);
     for (const app of store.apps.values()) expect(app.operation).toBeUndefined();
   });
@@ -87,21 +119,39 @@ describe('SimController RollingSync', () => {
   it('rolls a new commit out step by step, never more than maxUpdate in flight, each step waiting for the previous one', () => {
     const { controller, store, set, byStatus } = setup();
     controller.advance(1000);
-    const revB = controller.newCommit('infra', APPS.map(([n]) => n));
+    const revB = controller.newCommit(
+      'infra',
+      APPS.map(([n]) => n),
+    );
     const violations: string[] = [];
-    const stepHealthy = (step: string) => set().status!.applicationStatus!.filter((e) => e.step === step).every((e) => e.status === 'Healthy');
+    const stepHealthy = (step: string) =>
+      set()
+        .status!.applicationStatus!.filter((e) => e.step === step)
+        .every((e) => e.status === 'Healthy');
     let maxProdInFlight = 0;
     const seenCurrentSteps: string[] = [];
     const done = controller.advanceUntil(() => {
       const entries = set().status!.applicationStatus!;
-      const inFlight = (step: string) => entries.filter((e) => e.step === step && (e.status === 'Pending' || e.status === 'Progressing')).length;
+      const inFlight = (step: string) =>
+        entries.filter((e) => e.step === step && (e.status === 'Pending' || e.status === 'Progressing')).length;
       maxProdInFlight = Math.max(maxProdInFlight, inFlight('3'));
-      if (inFlight('3') > 2) violations.push(`prod in flight ${inFlight('3')} at ${controller.clock.now().toISOString()}`);
-      const active = (step: string) => entries.some((e) => e.step === step && (e.status === 'Pending' || e.status === 'Progressing'));
+      if (inFlight('3') > 2)
+        violations.push(`prod in flight ${inFlight('3')} at ${controller.clock.now().toISOString()}`);
+      const active = (step: string) =>
+        entries.some((e) => e.step === step && (e.status === 'Pending' || e.status === 'Progressing'));
       if (active('2') && !stepHealthy('1')) violations.push('canary started before stage was Healthy');
-      if (active('3') && (!stepHealthy('1') || !stepHealthy('2'))) violations.push('prod started before canary was Healthy');
-      for (const c of set().status!.conditions!) if (c.type === 'RolloutProgressing' && seenCurrentSteps.at(-1) !== c.message) seenCurrentSteps.push(c.message);
-      return [...store.apps.values()].every((a) => a.status!.sync!.revision === revB && a.status!.sync!.status === 'Synced' && a.status!.health!.status === 'Healthy') && stepHealthy('3');
+      if (active('3') && (!stepHealthy('1') || !stepHealthy('2')))
+        violations.push('prod started before canary was Healthy');
+      for (const c of set().status!.conditions!)
+        if (c.type === 'RolloutProgressing' && seenCurrentSteps.at(-1) !== c.message) seenCurrentSteps.push(c.message);
+      return (
+        [...store.apps.values()].every(
+          (a) =>
+            a.status!.sync!.revision === revB &&
+            a.status!.sync!.status === 'Synced' &&
+            a.status!.health!.status === 'Healthy',
+        ) && stepHealthy('3')
+      );
     }, 600_000);
     expect(violations).toEqual([]);
     expect(done).toBe(true);
@@ -136,8 +186,15 @@ describe('SimController RollingSync', () => {
   it('keeps a failed app Progressing forever and blocks every later step (no step timeout)', () => {
     const { controller, store, entry, byStatus, set } = setup();
     controller.advance(1000);
-    controller.faults.failApp('infra', 'canary-b', 'admission webhook "validate.nginx.ingress.kubernetes.io" denied the request: ingress contains invalid paths');
-    controller.newCommit('infra', APPS.map(([n]) => n));
+    controller.faults.failApp(
+      'infra',
+      'canary-b',
+      'admission webhook "validate.nginx.ingress.kubernetes.io" denied the request: ingress contains invalid paths',
+    );
+    controller.newCommit(
+      'infra',
+      APPS.map(([n]) => n),
+    );
     controller.advance(60 * 60_000);
     expect(store.apps.get('canary-b')!.status!.operationState).toMatchObject({ phase: 'Failed', retryCount: 5 });
     expect(store.apps.get('canary-b')!.status!.operationState!.message).toMatch(/\(retried 5 times\)\.$/);
@@ -145,8 +202,13 @@ describe('SimController RollingSync', () => {
     expect(entry('canary-a').status).toBe('Healthy');
     expect(byStatus('3', 'Waiting')).toHaveLength(5);
     for (const n of names('prod')) expect(store.apps.get(n)!.status!.operationState).toBeUndefined();
-    expect(set().status!.conditions!.find((c) => c.type === 'RolloutProgressing')!.message).toBe('ApplicationSet is performing rollout of step 2');
-    expect(set().status!.health).toEqual({ status: 'Progressing', message: 'ApplicationSet is performing rollout of step 2' });
+    expect(set().status!.conditions!.find((c) => c.type === 'RolloutProgressing')!.message).toBe(
+      'ApplicationSet is performing rollout of step 2',
+    );
+    expect(set().status!.health).toEqual({
+      status: 'Progressing',
+      message: 'ApplicationSet is performing rollout of step 2',
+    });
 
     // A human fixes and re-syncs it: the rollout moves on.
     controller.faults.clear('infra', 'canary-b');
@@ -158,7 +220,10 @@ describe('SimController RollingSync', () => {
   it('holds a maxUpdate 0 step (manual gate) until its apps are synced by hand', () => {
     const { controller, store, byStatus } = setup({ steps: steps(0) });
     controller.advance(1000);
-    controller.newCommit('infra', APPS.map(([n]) => n));
+    controller.newCommit(
+      'infra',
+      APPS.map(([n]) => n),
+    );
     controller.advance(10 * 60_000);
     expect(byStatus('1', 'Healthy')).toEqual(['stage-a', 'stage-b']);
     expect(byStatus('2', 'Waiting')).toEqual(['canary-a', 'canary-b']);
@@ -172,9 +237,14 @@ describe('SimController RollingSync', () => {
   });
 
   it('starts no new syncs under applicationsSync create-only (the pause workaround)', () => {
-    const { controller, store, byStatus } = setup({ appSetExtra: (s) => (s.spec.syncPolicy = { applicationsSync: 'create-only' }) });
+    const { controller, store, byStatus } = setup({
+      appSetExtra: (s) => (s.spec.syncPolicy = { applicationsSync: 'create-only' }),
+    });
     controller.advance(1000);
-    controller.newCommit('infra', APPS.map(([n]) => n));
+    controller.newCommit(
+      'infra',
+      APPS.map(([n]) => n),
+    );
     controller.advance(10 * 60_000);
     // Argo CD still moves the entries to Pending, but the operation is written through the update path it skips.
     expect(byStatus('1', 'Pending')).toEqual(['stage-a', 'stage-b']);
@@ -188,7 +258,9 @@ describe('SimController RollingSync', () => {
     const withAnnotation = setup({
       appSetExtra: (s) => {
         s.metadata.annotations = { 'sim.rollcall.io/progressive-syncs': 'disabled' };
-        s.status!.applicationStatus = [{ application: 'stage-a', status: 'Healthy', message: 'old', step: '1', targetRevisions: [REV_A] }];
+        s.status!.applicationStatus = [
+          { application: 'stage-a', status: 'Healthy', message: 'old', step: '1', targetRevisions: [REV_A] },
+        ];
       },
     });
     withAnnotation.controller.advance(1000);
@@ -197,10 +269,33 @@ describe('SimController RollingSync', () => {
     expect(withAnnotation.set().status!.applicationStatus).toBeUndefined();
     // The template's automated policy stays in force: the app auto-syncs at once, not through RollingSync.
     expect(withAnnotation.store.apps.get('stage-a')!.spec.syncPolicy!.automated).toEqual({ prune: true });
-    expect(withAnnotation.store.apps.get('stage-a')!.status!.operationState).toMatchObject({ phase: 'Succeeded', operation: { initiatedBy: { automated: true } } });
+    expect(withAnnotation.store.apps.get('stage-a')!.status!.operationState).toMatchObject({
+      phase: 'Succeeded',
+      operation: { initiatedBy: { automated: true } },
+    });
 
     const withOption = setup({ progressiveSyncs: false });
     withOption.controller.advance(60_000);
     expect(withOption.set().status!.applicationStatus).toBeUndefined();
   });
+
+  it('releases everything at once when the strategy is switched to AllAtOnce mid-rollout (autosync comes back: no pause)', () => {
+    const { controller, store, set, byStatus } = setup({ steps: steps(0) });
+    controller.advance(1000);
+    const rev = controller.newCommit('infra', APPS.map(([n]) => n));
+    controller.advance(5 * 60_000);
+    expect(byStatus('3', 'Waiting')).toHaveLength(5);
+
+    const next = structuredClone(set());
+    next.spec.strategy = { type: 'AllAtOnce' };
+    store.putAppSet(next);
+    controller.advance(2000);
+    expect(set().status!.applicationStatus).toBeUndefined();
+    for (const app of store.apps.values()) expect(app.spec.syncPolicy!.automated).toEqual({ prune: true });
+    const inFlight = [...store.apps.values()].filter((a) => a.operation).map((a) => a.metadata.name);
+    expect(inFlight.sort()).toEqual([...names('canary'), ...names('prod')].sort());
+    controller.advance(60_000);
+    for (const app of store.apps.values()) expect(app.status!.sync).toMatchObject({ status: 'Synced', revision: rev });
+  });
 });
+
