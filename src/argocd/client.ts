@@ -252,7 +252,8 @@ export class ArgoClient implements ArgoApi {
             method: 'GET',
             url: path,
             params: { ...params, resourceVersion: rv },
-            headers: { Accept: 'text/event-stream' },
+            // identity: a gzip-compressing proxy would otherwise buffer the stream (and we do not inflate it).
+            headers: { Accept: 'text/event-stream', 'Accept-Encoding': 'identity' },
             responseType: 'stream',
             // The stream lives for hours: liveness is the keep-alive check, not a request timeout.
             timeout: 0,

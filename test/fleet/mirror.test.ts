@@ -126,6 +126,19 @@ describe('FleetMirror over the simulator (2 instances)', () => {
     await expect.poll(() => mirror.health().find((h) => h.instance === 'prod')?.synced, { timeout: 3000 }).toBe(true);
   });
 
+  it('resolves the cluster name of an app on a cluster added after the start', async () => {
+    sim = await startTestSim({ fixture: 'sim-multi-instance.json', keepAliveMs: 50 });
+    const { mirror } = await startMirror(sim);
+    const store = sim.state.instance('staging')!;
+    store.putCluster({ name: 'staging-2', server: 'https://staging-2.k8s.example.com' });
+    const added = structuredClone(store.apps.get('payments-staging')!) as Application;
+    added.metadata.name = 'payments-staging-2';
+    added.spec.destination = { server: 'https://staging-2.k8s.example.com', namespace: 'payments' };
+    store.putApp(added);
+    await expect.poll(() => mirror.findApp('staging', 'payments-staging-2', 'argocd')?.cluster, { timeout: 3000 }).toBe('staging-2');
+    expect(mirror.clusters().filter((c) => c.instance === 'staging').map((c) => c.cluster.name).sort()).toEqual(['staging-1', 'staging-2']);
+  });
+
   it('serves the reachable instances when one is down, and reports the down one', async () => {
     sim = await startTestSim({ fixture: 'sim-multi-instance.json', keepAliveMs: 50 });
     const clients = clientsFor(sim);
