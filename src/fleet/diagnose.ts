@@ -87,7 +87,7 @@ const QUOTE_MAX = 180;
 export function diagnoseFleet(fleet: FleetView, opts: DiagnoseOptions & { now: Date }): Finding[] {
   const findings: Finding[] = [];
   for (const target of fleet.appSets()) {
-    if (target.appSet.spec.strategy?.type !== 'RollingSync') continue;
+    if (target.appSet.spec?.strategy?.type !== 'RollingSync') continue;
     findings.push(...diagnoseAppSet(fleet, target, opts));
   }
   return sortFleetFindings(findings);
@@ -96,7 +96,7 @@ export function diagnoseFleet(fleet: FleetView, opts: DiagnoseOptions & { now: D
 /** Findings for one ApplicationSet, sorted by severity then step. Empty for an appset not using RollingSync. */
 export function diagnoseAppSet(fleet: FleetView, target: FleetAppSet, opts: DiagnoseOptions & { now: Date }): Finding[] {
   const appSet = target.appSet;
-  if (appSet.spec.strategy?.type !== 'RollingSync') return [];
+  if (appSet.spec?.strategy?.type !== 'RollingSync') return [];
   const ctx = buildContext(fleet, target, opts);
   const out: Finding[] = [];
   const add = (f: Omit<Finding, 'appSet' | 'instance'>) => out.push({ ...f, appSet: ctx.name, instance: target.instance });
@@ -241,7 +241,7 @@ function ruleProgressiveSyncsDisabled(ctx: Context, add: Add) {
       'but status.applicationStatus is empty: the ApplicationSet controller is not running progressive syncs.',
     why:
       'RollingSync runs only when the ApplicationSet controller has progressive syncs enabled (--enable-progressive-syncs; off by default). ' +
-      "With it off, the template's own sync policy decides when apps sync: no steps, no ordering, everything at once, " +
+      "With it off the appset behaves as AllAtOnce: generated apps keep the template's sync policy, so with automated set every app syncs a change at once, in no order; " +
       'and since v3.3 the controller deletes any applicationStatus entries. ' +
       'The name --enable-progressive-rollouts found in older posts was used only by the v2.6.0 release candidates and does nothing on released versions.',
     fix:
@@ -632,7 +632,7 @@ function appProblem(app: Application | undefined): string {
   const parts: string[] = [];
   const op = app.status?.operationState;
   if (op) {
-    const retried = op.retryCount ? ` after ${count(op.retryCount, 'retry').replace('retrys', 'retries')}` : '';
+    const retried = op.retryCount ? ` after ${op.retryCount} ${op.retryCount === 1 ? 'retry' : 'retries'}` : '';
     // Argo CD's operation message wraps the failing resource's message ("one or more objects failed to apply, reason: ...");
     // the resource and its own message say the same more precisely.
     const failed = op.syncResult?.resources?.find((r) => r.status === 'SyncFailed' && r.message);
