@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ArgoClient } from '../../src/argocd/client.js';
 import type { Application } from '../../src/argocd/types.js';
 import { instanceSchema } from '../../src/config/schema.js';
-import { FleetMirror, type MirrorAppEvent } from '../../src/fleet/mirror.js';
+import { FleetMirror, type MirrorAppEvent, type MirrorAppSetEvent } from '../../src/fleet/mirror.js';
 import type { SimServer } from '../../src/sim/server.js';
 import { simFault, simOperations, startTestSim } from '../support/sim.js';
 
@@ -124,6 +124,23 @@ describe('FleetMirror over the simulator (2 instances)', () => {
       'MODIFIED payments-prod-eu1',
     ]);
     await expect.poll(() => mirror.health().find((h) => h.instance === 'prod')?.synced, { timeout: 3000 }).toBe(true);
+  });
+
+  it('reflects an ApplicationSet upserted through the client', async () => {
+    sim = await startTestSim({ fixture: 'sim-multi-instance.json', keepAliveMs: 50 });
+    const { mirror, clients } = await startMirror(sim);
+    const events: MirrorAppSetEvent[] = [];
+    mirror.events.on('appset', (e: MirrorAppSetEvent) => events.push(e));
+    const appSet = structuredClone(mirror.appSetsNamed('ingress')[0].appSet);
+    appSet.spec.strategy = {
+      type: 'RollingSync',
+      rollingSync: { steps: [{ matchExpressions: [{ key: 'region', operator: 'In', values: ['eu'] }], maxUpdate: 0 }, {}] },
+    };
+    await clients.get('prod')!.upsertApplicationSet(appSet);
+    await expect.poll(() => events.length, { timeout: 3000 }).toBeGreaterThan(0);
+    expect(events[0]).toMatchObject({ instance: 'prod', type: 'MODIFIED' });
+    expect(mirror.appSetsNamed('ingress')[0].appSet.spec.strategy?.rollingSync?.steps?.[0].maxUpdate).toBe(0);
+    expect(events[0].previous?.appSet.spec.strategy?.rollingSync?.steps?.[0]?.maxUpdate).not.toBe(0);
   });
 
   it('resolves the cluster name of an app on a cluster added after the start', async () => {
