@@ -577,6 +577,10 @@ export class SimController {
     const app = store?.apps.get(name);
     if (!store || !app || !autoSyncEnabled(app) || app.status?.sync?.status !== 'OutOfSync' || operationInProgress(app)) return;
     if (app.metadata.deletionTimestamp || this.book.clusterDownFor(instance, serverOf(store, app))) return;
+    // RollingSync owns its apps' syncs even before this controller got round to disabling their autosync.
+    const owner = ownerAppSet(app);
+    const ownerSet = owner ? store.appSets.get(owner) : undefined;
+    if (ownerSet && this.drivesRollingSync(ownerSet)) return;
     const target = targetRevision(app);
     // Argo CD never auto-syncs the same revision twice: a failed attempt waits for a new commit or a human.
     if (app.status?.operationState?.syncResult?.revision === target) return;
@@ -598,7 +602,7 @@ export class SimController {
       .filter((a): a is Application => !!a)
       .sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
     const status: ApplicationSetStatus = structuredClone(appSet.status ?? {});
-    const progressive = this.opts.progressiveSyncs && appSet.metadata.annotations?.[SIM_ANNOTATIONS.progressiveSyncs] !== 'disabled';
+    const progressive = this.progressiveSyncsOn(appSet);
     const rolling = isRollingSync(appSet);
     let toSync: string[] = [];
 
@@ -667,6 +671,14 @@ export class SimController {
       if (started > Date.parse(pendingSince.get(appName) ?? '')) continue;
       this.writeOperation(store, app, rollingSyncOperation(current, app));
     }
+  }
+
+  private progressiveSyncsOn(appSet: ApplicationSet): boolean {
+    return this.opts.progressiveSyncs && appSet.metadata.annotations?.[SIM_ANNOTATIONS.progressiveSyncs] !== 'disabled';
+  }
+
+  private drivesRollingSync(appSet: ApplicationSet): boolean {
+    return this.progressiveSyncsOn(appSet) && isRollingSync(appSet);
   }
 
   private restoreTemplateAutomated(store: InstanceStore, appSet: ApplicationSet, apps: Application[]): void {

@@ -116,6 +116,15 @@ describe('SimController RollingSync', () => {
     for (const app of store.apps.values()) expect(app.operation).toBeUndefined();
   });
 
+  it('never auto-syncs a RollingSync app, even before its autosync was switched off', () => {
+    const { controller, store, byStatus } = setup();
+    controller.newCommit('infra', ['prod-1']);
+    controller.advance(1000);
+    // The only sync is the one RollingSync starts once the earlier steps are Healthy.
+    expect(store.apps.get('prod-1')!.operation!.initiatedBy).toEqual({ username: 'applicationset-controller', automated: true });
+    expect(byStatus('3', 'Pending')).toEqual(['prod-1']);
+  });
+
   it('rolls a new commit out step by step, never more than maxUpdate in flight, each step waiting for the previous one', () => {
     const { controller, store, set, byStatus } = setup();
     controller.advance(1000);
