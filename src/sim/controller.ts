@@ -35,6 +35,10 @@ export const SIM_ANNOTATIONS = {
   syncDuration: 'sim.rollcall.io/sync-duration',
   /** Go duration or milliseconds: how long this app stays Progressing after a sync. */
   healthSettle: 'sim.rollcall.io/health-settle',
+  /** On an app: every sync fails with this message (as faults.failApp). */
+  failSync: 'sim.rollcall.io/fail-sync',
+  /** `true` on an app: its workload crash-loops after a sync (as faults.crashLoop). */
+  crashLoop: 'sim.rollcall.io/crash-loop',
   /** `disabled` on an ApplicationSet: behave as if the appset controller ran without --enable-progressive-syncs. */
   progressiveSyncs: 'sim.rollcall.io/progressive-syncs',
 } as const;
@@ -720,6 +724,9 @@ export class SimController {
       for (const app of store.apps.values()) {
         const owner = ownerAppSet(app);
         if (owner) addOwned(owned, owner, app.metadata.name);
+        const failSync = app.metadata.annotations?.[SIM_ANNOTATIONS.failSync];
+        if (failSync) this.book.setFailing(store.name, app.metadata.name, failSync);
+        if (app.metadata.annotations?.[SIM_ANNOTATIONS.crashLoop] === 'true') this.book.setCrashLoop(store.name, app.metadata.name);
         // A request already in the fixture is picked up like any other.
         if (app.operation && !operationInProgress({ ...app, operation: undefined })) this.workFor(store.name, app.metadata.name).requestedAt = this.clock.now().getTime();
       }

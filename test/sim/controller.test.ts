@@ -13,7 +13,14 @@ const TARGET = commit('web@v2');
 function webApp(name: string, extra: Partial<Parameters<typeof application>[0]> = {}): Application {
   const resources = [
     ...serviceResources({ name: 'web', namespace: 'web', sync: 'OutOfSync' }),
-    { version: 'v1', kind: 'ConfigMap', namespace: 'web', name: 'web-legacy-flags', status: 'OutOfSync' as const, requiresPruning: true },
+    {
+      version: 'v1',
+      kind: 'ConfigMap',
+      namespace: 'web',
+      name: 'web-legacy-flags',
+      status: 'OutOfSync' as const,
+      requiresPruning: true,
+    },
   ];
   return application({
     name,
@@ -41,7 +48,13 @@ function setup(opts: { apps?: Application[]; frozen?: boolean } = {}) {
   };
   const state = new SimState();
   seedState(state, fixture);
-  const controller = new SimController(state, { manual: true, startAt: NOW, syncDurationMs: 5000, healthSettleMs: 10_000, frozen: opts.frozen });
+  const controller = new SimController(state, {
+    manual: true,
+    startAt: NOW,
+    syncDurationMs: 5000,
+    healthSettleMs: 10_000,
+    frozen: opts.frozen,
+  });
   const store = state.instance('test')!;
   const app = (name = 'web-c1') => store.apps.get(name)!;
   return { state, controller, store, app };
@@ -51,10 +64,16 @@ describe('SimController sync lifecycle', () => {
   it('runs a sync operation → Running → Succeeded, appends history, then settles health Progressing → Healthy', () => {
     const { controller, store, app } = setup();
     const events: string[] = [];
-    store.events.on('app', (c) => events.push(`${c.object.metadata.name}:${c.object.status?.operationState?.phase ?? '-'}`));
+    store.events.on('app', (c) =>
+      events.push(`${c.object.metadata.name}:${c.object.status?.operationState?.phase ?? '-'}`),
+    );
 
     const returned = controller.requestSync('test', 'web-c1', { name: 'web-c1', prune: true }, 'alice');
-    expect(returned.operation).toEqual({ sync: { revision: TARGET, prune: true }, initiatedBy: { username: 'alice' }, retry: {} });
+    expect(returned.operation).toEqual({
+      sync: { revision: TARGET, prune: true },
+      initiatedBy: { username: 'alice' },
+      retry: {},
+    });
     expect(app().status?.operationState).toBeUndefined();
 
     controller.advance(1000);
@@ -75,7 +94,9 @@ describe('SimController sync lifecycle', () => {
     expect(done.operationState!.finishedAt).toBe('2026-03-01T10:00:06Z');
     expect(app().operation).toBeUndefined();
     expect(done.operationState!.syncResult!.revision).toBe(TARGET);
-    expect(done.operationState!.syncResult!.resources!.map((r) => `${r.kind}/${r.name}:${r.status}:${r.message}`)).toEqual([
+    expect(
+      done.operationState!.syncResult!.resources!.map((r) => `${r.kind}/${r.name}:${r.status}:${r.message}`),
+    ).toEqual([
       'ConfigMap/web:Synced:configmap/web configured',
       'Service/web:Synced:service/web configured',
       'Deployment/web:Synced:deployment.apps/web configured',
@@ -87,7 +108,11 @@ describe('SimController sync lifecycle', () => {
       [0, commit('web@v1')],
       [1, TARGET],
     ]);
-    expect(done.history![1]).toMatchObject({ deployedAt: '2026-03-01T10:00:06Z', deployStartedAt: '2026-03-01T10:00:01Z', initiatedBy: { username: 'alice' } });
+    expect(done.history![1]).toMatchObject({
+      deployedAt: '2026-03-01T10:00:06Z',
+      deployStartedAt: '2026-03-01T10:00:01Z',
+      initiatedBy: { username: 'alice' },
+    });
     expect(done.health!.status).toBe('Progressing');
 
     controller.advance(9000);
@@ -103,7 +128,10 @@ describe('SimController sync lifecycle', () => {
     controller.advance(6000);
     const status = app().status!;
     expect(status.operationState!.phase).toBe('Succeeded');
-    expect(status.operationState!.syncResult!.resources!.find((r) => r.name === 'web-legacy-flags')).toMatchObject({ status: 'PruneSkipped', message: 'ignored (requires pruning)' });
+    expect(status.operationState!.syncResult!.resources!.find((r) => r.name === 'web-legacy-flags')).toMatchObject({
+      status: 'PruneSkipped',
+      message: 'ignored (requires pruning)',
+    });
     expect(status.sync!.status).toBe('OutOfSync');
     expect(status.resources!.some((r) => r.name === 'web-legacy-flags' && r.requiresPruning)).toBe(true);
   });
@@ -141,7 +169,11 @@ describe('SimController sync lifecycle', () => {
     expect(app.operation!.sync!.revision).toMatch(/^[0-9a-f]{40}$/);
     expect(app.operation!.sync!.revision).not.toBe(TARGET);
     expect(app.operation).toMatchObject({
-      sync: { syncStrategy: { hook: { force: true } }, resources: [{ kind: 'Deployment', name: 'web' }], syncOptions: ['ServerSideApply=true'] },
+      sync: {
+        syncStrategy: { hook: { force: true } },
+        resources: [{ kind: 'Deployment', name: 'web' }],
+        syncOptions: ['ServerSideApply=true'],
+      },
       initiatedBy: { username: 'bob' },
       info: [{ name: 'ticket', value: 'INC-42' }],
       retry: { limit: 3, backoff: { duration: '10s', factor: 2, maxDuration: '1m' } },
@@ -150,22 +182,41 @@ describe('SimController sync lifecycle', () => {
 
   it('syncs only the requested resources on a partial sync', () => {
     const { controller, app } = setup();
-    controller.requestSync('test', 'web-c1', { name: 'web-c1', resources: [{ group: 'apps', kind: 'Deployment', name: 'web', namespace: 'web' }] }, 'alice');
+    controller.requestSync(
+      'test',
+      'web-c1',
+      { name: 'web-c1', resources: [{ group: 'apps', kind: 'Deployment', name: 'web', namespace: 'web' }] },
+      'alice',
+    );
     controller.advance(6000);
     const status = app().status!;
     expect(status.operationState!.syncResult!.resources!.map((r) => r.kind)).toEqual(['Deployment']);
-    expect(status.resources!.filter((r) => r.status === 'OutOfSync').map((r) => r.kind)).toEqual(['ConfigMap', 'Service', 'ConfigMap']);
+    expect(status.resources!.filter((r) => r.status === 'OutOfSync').map((r) => r.kind)).toEqual([
+      'ConfigMap',
+      'Service',
+      'ConfigMap',
+    ]);
     expect(status.sync!.status).toBe('OutOfSync');
   });
 
   it('refuses a second sync while one is in progress, and unknown apps, with typed errors', () => {
     const { controller } = setup();
     controller.requestSync('test', 'web-c1', { name: 'web-c1' }, 'alice');
-    expect(() => controller.requestSync('test', 'web-c1', { name: 'web-c1' }, 'bob')).toThrow(expect.objectContaining({ code: 'failed_precondition', grpcCode: 9, message: 'another operation is already in progress' }));
+    expect(() => controller.requestSync('test', 'web-c1', { name: 'web-c1' }, 'bob')).toThrow(
+      expect.objectContaining({
+        code: 'failed_precondition',
+        grpcCode: 9,
+        message: 'another operation is already in progress',
+      }),
+    );
     controller.advance(2000);
     expect(() => controller.requestSync('test', 'web-c1', { name: 'web-c1' }, 'bob')).toThrow(SimError);
-    expect(() => controller.requestSync('test', 'nope', { name: 'nope' }, 'bob')).toThrow(expect.objectContaining({ code: 'not_found', grpcCode: 5, message: 'applications.argoproj.io "nope" not found' }));
-    expect(() => controller.requestSync('other', 'web-c1', { name: 'web-c1' }, 'bob')).toThrow(expect.objectContaining({ code: 'not_found' }));
+    expect(() => controller.requestSync('test', 'nope', { name: 'nope' }, 'bob')).toThrow(
+      expect.objectContaining({ code: 'not_found', grpcCode: 5, message: 'applications.argoproj.io "nope" not found' }),
+    );
+    expect(() => controller.requestSync('other', 'web-c1', { name: 'web-c1' }, 'bob')).toThrow(
+      expect.objectContaining({ code: 'not_found' }),
+    );
   });
 
   it('does not move at all when frozen', () => {
@@ -186,7 +237,8 @@ describe('SimController sync lifecycle', () => {
       const app = () => state.instance('test')!.apps.get('web-c1')!;
       const deadline = Date.now() + 5000;
       while (app().status!.health!.status !== 'Healthy' || app().status!.operationState?.phase !== 'Succeeded') {
-        if (Date.now() > deadline) throw new Error(`sync did not finish: ${JSON.stringify(app().status!.operationState)}`);
+        if (Date.now() > deadline)
+          throw new Error(`sync did not finish: ${JSON.stringify(app().status!.operationState)}`);
         await new Promise((r) => setTimeout(r, 20));
       }
       const state0 = app().status!.operationState!;
@@ -198,7 +250,9 @@ describe('SimController sync lifecycle', () => {
   });
 
   it('takes the per-app sync duration from the sim annotation', () => {
-    const { controller, app } = setup({ apps: [webApp('web-c1', { annotations: { 'sim.rollcall.io/sync-duration': '30s' } })] });
+    const { controller, app } = setup({
+      apps: [webApp('web-c1', { annotations: { 'sim.rollcall.io/sync-duration': '30s' } })],
+    });
     controller.requestSync('test', 'web-c1', { name: 'web-c1' }, 'alice');
     controller.advance(30_000);
     expect(app().status!.operationState!.phase).toBe('Running');
@@ -221,13 +275,23 @@ describe('SimController sync lifecycle', () => {
 describe('SimController faults', () => {
   it('fails the sync of a failing app with a SyncFailed resource and phase Failed', () => {
     const { controller, app } = setup();
-    controller.faults.failApp('test', 'web-c1', 'admission webhook "policy.example.com" denied the request: image not signed');
+    controller.faults.failApp(
+      'test',
+      'web-c1',
+      'admission webhook "policy.example.com" denied the request: image not signed',
+    );
     controller.requestSync('test', 'web-c1', { name: 'web-c1' }, 'alice');
     controller.advance(6000);
     const state = app().status!.operationState!;
     expect(state.phase).toBe('Failed');
-    expect(state.message).toBe('one or more objects failed to apply, reason: admission webhook "policy.example.com" denied the request: image not signed');
-    expect(state.syncResult!.resources!.find((r) => r.status === 'SyncFailed')).toMatchObject({ kind: 'Deployment', name: 'web', hookPhase: 'Failed' });
+    expect(state.message).toBe(
+      'one or more objects failed to apply, reason: admission webhook "policy.example.com" denied the request: image not signed',
+    );
+    expect(state.syncResult!.resources!.find((r) => r.status === 'SyncFailed')).toMatchObject({
+      kind: 'Deployment',
+      name: 'web',
+      hookPhase: 'Failed',
+    });
     expect(app().status!.sync!.status).toBe('OutOfSync');
     expect(app().status!.history).toHaveLength(1);
     expect(app().operation).toBeUndefined();
@@ -236,12 +300,19 @@ describe('SimController faults', () => {
   it('honours operation.retry.limit with backoff, then fails saying how often it retried', () => {
     const { controller, app } = setup();
     controller.faults.failApp('test', 'web-c1');
-    controller.requestSync('test', 'web-c1', { name: 'web-c1', retryStrategy: { limit: 2, backoff: { duration: '5s', factor: 2 } } }, 'alice');
+    controller.requestSync(
+      'test',
+      'web-c1',
+      { name: 'web-c1', retryStrategy: { limit: 2, backoff: { duration: '5s', factor: 2 } } },
+      'alice',
+    );
     controller.advance(6000); // start at 1s, first attempt fails at 6s
     let state = app().status!.operationState!;
     expect(state.phase).toBe('Running');
     expect(state.retryCount).toBe(1);
-    expect(state.message).toMatch(/^Retrying attempt #1 at \d{1,2}:\d\d[AP]M: one or more objects failed to apply, reason: Deployment.apps "web" is invalid/);
+    expect(state.message).toMatch(
+      /^Retrying attempt #1 at \d{1,2}:\d\d[AP]M: one or more objects failed to apply, reason: Deployment.apps "web" is invalid/,
+    );
     controller.advance(5000 + 5000); // backoff 5s, attempt 5s → second failure at 16s
     state = app().status!.operationState!;
     expect(state.retryCount).toBe(2);
@@ -258,7 +329,12 @@ describe('SimController faults', () => {
 
   it('terminates a running operation: Terminating, then Failed "Operation terminated"', () => {
     const { controller, app } = setup();
-    expect(() => controller.requestTerminate('test', 'web-c1')).toThrow(expect.objectContaining({ code: 'invalid_argument', message: 'Unable to terminate operation. No operation is in progress' }));
+    expect(() => controller.requestTerminate('test', 'web-c1')).toThrow(
+      expect.objectContaining({
+        code: 'invalid_argument',
+        message: 'Unable to terminate operation. No operation is in progress',
+      }),
+    );
     controller.requestSync('test', 'web-c1', { name: 'web-c1' }, 'alice');
     controller.advance(2000);
     controller.requestTerminate('test', 'web-c1');
@@ -284,7 +360,9 @@ describe('SimController faults', () => {
     expect(app().status!.health!.status).toBe('Degraded');
     const deployment = app().status!.resources!.find((r) => r.kind === 'Deployment')!;
     expect(deployment.health!.status).toBe('Degraded');
-    expect(deployment.health!.message).toMatch(/^back-off 5m0s restarting failed container=web pod=web-[0-9a-f]{10}-[0-9a-f]{5}_web\([0-9a-f-]{36}\)$/);
+    expect(deployment.health!.message).toMatch(
+      /^back-off 5m0s restarting failed container=web pod=web-[0-9a-f]{10}-[0-9a-f]{5}_web\([0-9a-f-]{36}\)$/,
+    );
     expect(controller.faults.list()).toEqual([{ kind: 'crashloop', instance: 'test', app: 'web-c1' }]);
 
     controller.faults.clear('test', 'web-c1');
@@ -295,6 +373,17 @@ describe('SimController faults', () => {
     expect(controller.faults.list()).toEqual([]);
   });
 
+  it('reads faults a fixture declares in sim annotations', () => {
+    const { controller, app } = setup({
+      apps: [webApp('web-c1', { annotations: { 'sim.rollcall.io/fail-sync': 'quota exceeded' } }), webApp('web-c2', { annotations: { 'sim.rollcall.io/crash-loop': 'true' } })],
+    });
+    controller.requestSync('test', 'web-c1', { name: 'web-c1' }, 'alice');
+    controller.requestSync('test', 'web-c2', { name: 'web-c2', prune: true }, 'alice');
+    controller.advance(20_000);
+    expect(app('web-c1').status!.operationState).toMatchObject({ phase: 'Failed', message: 'one or more objects failed to apply, reason: quota exceeded' });
+    expect(app('web-c2').status!.health!.status).toBe('Degraded');
+  });
+
   it('takes a cluster down: connection Failed, its apps Unknown with a ComparisonError, syncs Error; and brings it back', () => {
     const other = webApp('web-c2');
     other.spec.destination = { server: 'https://k8s-c2.example.net:6443', namespace: 'web' };
@@ -302,12 +391,16 @@ describe('SimController faults', () => {
     controller.faults.clusterDown('test', 'c1', true);
     const c = store.clusters.get(SERVER)!;
     expect(c.connectionState!.status).toBe('Failed');
-    expect(c.connectionState!.message).toBe('Unable to connect to cluster: Get "https://k8s-c1.example.net:6443/version?timeout=32s": dial tcp k8s-c1.example.net:6443: i/o timeout');
+    expect(c.connectionState!.message).toBe(
+      'Unable to connect to cluster: Get "https://k8s-c1.example.net:6443/version?timeout=32s": dial tcp k8s-c1.example.net:6443: i/o timeout',
+    );
     expect(c.info!.connectionState!.status).toBe('Failed');
     expect(app().status!.sync!.status).toBe('Unknown');
     expect(app().status!.health!.status).toBe('Unknown');
     expect(app().status!.conditions![0]).toMatchObject({ type: 'ComparisonError' });
-    expect(app().status!.conditions![0].message).toContain('failed to get cluster info for "https://k8s-c1.example.net:6443"');
+    expect(app().status!.conditions![0].message).toContain(
+      'failed to get cluster info for "https://k8s-c1.example.net:6443"',
+    );
     expect(app('web-c2').status!.sync!.status).toBe('OutOfSync');
 
     controller.requestSync('test', 'web-c1', { name: 'web-c1' }, 'alice');
@@ -320,7 +413,9 @@ describe('SimController faults', () => {
     expect(app().status!.sync!.status).toBe('OutOfSync');
     expect(app().status!.health!.status).toBe('Healthy');
     expect(app().status!.conditions).toBeUndefined();
-    expect(() => controller.faults.clusterDown('test', 'nope', true)).toThrow(expect.objectContaining({ code: 'not_found' }));
+    expect(() => controller.faults.clusterDown('test', 'nope', true)).toThrow(
+      expect.objectContaining({ code: 'not_found' }),
+    );
   });
 });
 
@@ -335,9 +430,16 @@ describe('SimController autosync', () => {
 
     const rev = controller.newCommit('test', ['web-c1']);
     controller.advance(1000);
-    expect(app().operation).toEqual({ sync: { revision: rev, prune: true }, initiatedBy: { automated: true }, retry: {} });
+    expect(app().operation).toEqual({
+      sync: { revision: rev, prune: true },
+      initiatedBy: { automated: true },
+      retry: {},
+    });
     controller.advance(7000);
-    expect(app().status!.operationState).toMatchObject({ phase: 'Succeeded', operation: { initiatedBy: { automated: true } } });
+    expect(app().status!.operationState).toMatchObject({
+      phase: 'Succeeded',
+      operation: { initiatedBy: { automated: true } },
+    });
     expect(app().status!.sync).toMatchObject({ status: 'Synced', revision: rev });
   });
 
@@ -361,7 +463,10 @@ describe('SimController autosync', () => {
     controller.syncWindowDenies = (instance, a) => denied && instance === 'test' && a.metadata.name === 'web-c1';
     controller.newCommit('test', ['web-c1']);
     controller.advance(60_000);
-    expect(app().status!.operationState).toMatchObject({ phase: 'Running', message: 'Sync operation blocked by sync window' });
+    expect(app().status!.operationState).toMatchObject({
+      phase: 'Running',
+      message: 'Sync operation blocked by sync window',
+    });
     denied = false;
     controller.advance(6000);
     expect(app().status!.operationState!.phase).toBe('Succeeded');
