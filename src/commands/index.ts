@@ -14,6 +14,7 @@ import './plan.js';
 import './diagnose.js';
 import './clusters.js';
 import './help.js';
+import './control.js';
 // Runbook commands (run, sync, runs, audit) are registered by src/commands/runbooks.ts; the
 // integrator adds its import here.
 
@@ -21,6 +22,8 @@ export { parseCommand, selectorFromCommand, commandText, tokenize, CommandError,
 export { suggest, unknownTarget } from './suggest.js';
 export { canOperate, canRead, isAdmin, principalMatches } from './access.js';
 export { summarizeApps, problemReason, isProblem } from './status.js';
+
+const capitalize = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 
 /** Turns anything a command threw into an error Reply with a stable code. */
 export function errorFromException(command: string, error: unknown): Reply {
@@ -31,7 +34,11 @@ export function errorFromException(command: string, error: unknown): Reply {
     return reply;
   }
   if (error instanceof SelectorError) {
-    return errorReply(command, 'invalid_selector', `Invalid label selector: ${error.message}. Use Kubernetes syntax, e.g. -l env=prod,tier!=canary or selector="env in (prod,staging)".`);
+    if (error.code === 'unknown_target') {
+      // select.ts words its own "Did you mean"; the reply lists suggestions separately.
+      return errorReply(command, 'unknown_target', error.message.replace(/\s*Did you mean .*$/s, ''), error.details.suggestions);
+    }
+    return errorReply(command, 'invalid_selector', `${capitalize(error.message)}. Use Kubernetes syntax, e.g. -l env=prod,tier!=canary or selector="env in (prod,staging)".`);
   }
   const e = error as { name?: string; code?: unknown; instance?: unknown; message?: unknown };
   // Argo CD client errors (src/argocd/errors.ts) carry the instance and a stable code; their

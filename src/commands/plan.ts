@@ -35,7 +35,7 @@ export async function runPlan(cmd: ParsedCommand, ctx: CommandContext): Promise<
     tone: toSync ? 'progress' : 'ok',
   });
   const items: ReplyItem[] = plan.steps.map((s) => {
-    const meaning = concurrencyMeaning(s.maxConcurrent);
+    const meaning = s.meaning || concurrencyMeaning(s.maxConcurrent);
     const gate = s.maxConcurrent === 0 && s.remaining.length ? ' — RollingSync syncs none of them; the rollout waits until someone syncs them by hand' : '';
     const head = `*Step ${s.step}* · ${meaning} · ${s.apps.length ? `${plural(s.apps.length, 'app')}, ${formatCount(s.remaining.length)} to sync` : 'matches no app'}${gate}`;
     return {

@@ -119,18 +119,24 @@ export function findingsBlock(findings: Finding[], opts: { withAppSet?: boolean;
   return { kind: 'list', title: 'Findings', items, total: findings.length };
 }
 
-function appLine(a: RolloutStepApp, now: Date, multiInstance: boolean, url: string | undefined): ReplyItem {
+function appLink(fleet: FleetView, a: RolloutStepApp): string | undefined {
+  const live = fleet.appsNamed(a.name).find((x) => x.instance === a.instance);
+  return fleet.appUrl(a.instance, a.name, live?.app.metadata.namespace);
+}
+
+// Every app of a rollout lives on the appset's instance (named in the title), so lines show the cluster only.
+function appLine(a: RolloutStepApp, now: Date, url: string | undefined): ReplyItem {
   const age = since(a.since, now);
   const state = [a.status ?? 'no status', a.sync && a.health ? `${a.sync}/${a.health}` : a.sync ?? a.health ?? ''].filter(Boolean).join(' · ');
   return {
-    text: `${link(a.name, url)} · ${multiInstance ? `${a.instance}/` : ''}${a.cluster} · ${state}${age ? ` · for ${age}` : ''}`,
+    text: `${link(a.name, url)} · ${a.cluster} · ${state}${age ? ` · for ${age}` : ''}`,
     tone: progressiveTone(a.status),
     detail: a.message ? truncate(oneLine(a.message), 200) : undefined,
     ...(url ? { url } : {}),
   };
 }
 
-function stepBlocks(step: RolloutStep, report: RolloutReport, now: Date, fleet: FleetView, multiInstance: boolean): ReplyBlock[] {
+function stepBlocks(step: RolloutStep, report: RolloutReport, now: Date, fleet: FleetView): ReplyBlock[] {
   const counts: Record<string, number> = {};
   for (const a of step.apps) counts[a.status ?? 'Unknown'] = (counts[a.status ?? 'Unknown'] ?? 0) + 1;
   const current = report.currentStep === step.step;
@@ -145,7 +151,7 @@ function stepBlocks(step: RolloutStep, report: RolloutReport, now: Date, fleet: 
   if (notHealthy.length) {
     blocks.push({
       kind: 'list',
-      items: notHealthy.slice(0, APPS_SHOWN_PER_STEP).map((a) => appLine(a, now, multiInstance, fleet.appUrl(a.instance, a.name))),
+      items: notHealthy.slice(0, APPS_SHOWN_PER_STEP).map((a) => appLine(a, now, appLink(fleet, a))),
       total: notHealthy.length,
     });
   }
@@ -153,7 +159,6 @@ function stepBlocks(step: RolloutStep, report: RolloutReport, now: Date, fleet: 
 }
 
 export function rolloutBlocks(report: RolloutReport, fleet: FleetView, now: Date, title: string): ReplyBlock[] {
-  const multiInstance = fleet.instances().length > 1;
   const appCount = report.steps.reduce((n, s) => n + s.apps.length, 0) + report.unmatched.length;
   const blocks: ReplyBlock[] = [{ kind: 'header', text: title }];
   const current = report.complete
@@ -175,12 +180,12 @@ export function rolloutBlocks(report: RolloutReport, fleet: FleetView, now: Date
     const age = since(w.since, now);
     blocks.push({ kind: 'text', text: `${TONE_EMOJI.progress} *Waiting on* step ${w.step}: ${names || 'nothing'}${age ? ` since ${age}` : ''}`, tone: 'progress' });
   }
-  for (const step of report.steps) blocks.push(...stepBlocks(step, report, now, fleet, multiInstance));
+  for (const step of report.steps) blocks.push(...stepBlocks(step, report, now, fleet));
   if (report.unmatched.length) {
     blocks.push({
       kind: 'list',
       title: `In no step: RollingSync never syncs these (${formatCount(report.unmatched.length)})`,
-      items: report.unmatched.slice(0, APPS_SHOWN_PER_STEP).map((a) => ({ ...appLine(a, now, multiInstance, fleet.appUrl(a.instance, a.name)), tone: 'warn' as const })),
+      items: report.unmatched.slice(0, APPS_SHOWN_PER_STEP).map((a) => ({ ...appLine(a, now, appLink(fleet, a)), tone: 'warn' as const })),
       total: report.unmatched.length,
     });
   }

@@ -100,6 +100,7 @@ export function problemReason(app: Application): string {
     const health = healthOf(app);
     if (op?.phase === 'Running') parts.push(`sync running since ${op.startedAt}`);
     else if (sync === 'OutOfSync' && health === 'Healthy') parts.push('live state differs from the target revision; not synced yet');
+    else if (health === 'Missing') parts.push('its resources do not exist in the cluster (never synced, or deleted)');
     else parts.push(`sync ${sync}, health ${health}`);
   }
   return truncate(parts.join('; '), MAX_REASON);
@@ -176,17 +177,21 @@ const MAX_CLUSTERS_SHOWN = 8;
 const MAX_PROBLEMS_SHOWN = 15;
 const isGlob = (s: string) => /[*?[\]{}]/.test(s);
 
-/** Checks the names in a selection exist, so a typo gets "did you mean" instead of "0 apps". */
+/**
+ * Checks that plain names in a selection exist, so a typo gets "did you mean" across apps, appsets and
+ * clusters instead of "0 apps". Globs and comma lists are left to selectApps.
+ */
 function resolveSelection(fleet: FleetView, cmd: ParsedCommand): { sel: AppSelector; scope: string[] } {
   const sel = selectorFromCommand(cmd);
   const scope: string[] = [];
-  if (sel.instance && !fleet.instances().includes(sel.instance)) throw unknownTarget(fleet, sel.instance, 'instance');
-  const needNames = sel.cluster || sel.appSet || sel.patterns?.some((p) => !isGlob(p));
+  const plain = (s: string | undefined): s is string => !!s && !isGlob(s) && !s.includes(',');
+  if (plain(sel.instance) && !fleet.instances().includes(sel.instance)) throw unknownTarget(fleet, sel.instance, 'instance');
+  const needNames = plain(sel.cluster) || plain(sel.appSet) || sel.patterns?.some(plain);
   const names = needNames ? fleetNames(fleet) : undefined;
-  if (sel.cluster && !names!.clusters.has(sel.cluster)) throw unknownTarget(fleet, sel.cluster, 'cluster');
-  if (sel.appSet && !names!.appSets.has(sel.appSet)) throw unknownTarget(fleet, sel.appSet, 'appset');
+  if (plain(sel.cluster) && !names!.clusters.has(sel.cluster)) throw unknownTarget(fleet, sel.cluster, 'cluster');
+  if (plain(sel.appSet) && !names!.appSets.has(sel.appSet) && !fleet.apps().some((a) => a.appSet === sel.appSet)) throw unknownTarget(fleet, sel.appSet, 'appset');
   // `status prod-us1` or `status payments`: a bare cluster or appset name is what on-call means.
-  if (sel.patterns?.length === 1 && !isGlob(sel.patterns[0]) && !names!.apps.has(sel.patterns[0])) {
+  if (sel.patterns?.length === 1 && plain(sel.patterns[0]) && !names!.apps.has(sel.patterns[0])) {
     const word = sel.patterns[0];
     if (names!.clusters.has(word) && !sel.cluster) {
       sel.cluster = word;
@@ -196,7 +201,7 @@ function resolveSelection(fleet: FleetView, cmd: ParsedCommand): { sel: AppSelec
       delete sel.patterns;
     }
   }
-  for (const p of sel.patterns ?? []) if (!isGlob(p) && !names!.apps.has(p)) throw unknownTarget(fleet, p, 'app');
+  for (const p of sel.patterns ?? []) if (plain(p) && !names!.apps.has(p)) throw unknownTarget(fleet, p, 'app');
   if (sel.patterns?.length) scope.push(sel.patterns.map(code).join(' '));
   if (sel.labels) scope.push(`-l ${code(sel.labels)}`);
   if (sel.cluster) scope.push(`cluster ${code(sel.cluster)}`);
@@ -207,10 +212,14 @@ function resolveSelection(fleet: FleetView, cmd: ParsedCommand): { sel: AppSelec
 }
 
 function clusterLine(c: ClusterStatus, problems: number, multiInstance: boolean): ReplyItem {
-  const bad = Object.entries(c.health)
-    .filter(([h]) => h !== 'Healthy')
-    .concat(Object.entries(c.sync).filter(([s]) => s !== 'Synced'));
-  const counts = bad.length ? bad.map(([k, n]) => `${k} ${formatCount(n)}`).join(' · ') : 'all Synced and Healthy';
+  const notFine = (counts: Record<string, number>, fine: string) =>
+    Object.entries(counts)
+      .filter(([k]) => k !== fine)
+      .map(([k, n]) => `${k} ${formatCount(n)}`)
+      .join(', ');
+  const health = notFine(c.health, 'Healthy');
+  const sync = notFine(c.sync, 'Synced');
+  const counts = [health && `health ${health}`, sync && `sync ${sync}`].filter(Boolean).join(' · ') || 'all Synced and Healthy';
   const name = multiInstance ? `${c.instance}/${c.cluster}` : c.cluster;
   const tone = problems ? (c.health.Degraded || c.health.Missing ? 'error' : 'warn') : 'ok';
   return { text: `*${name}* — ${plural(c.apps, 'app')}: ${counts}`, tone };

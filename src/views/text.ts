@@ -165,8 +165,8 @@ function renderBlock(block: ReplyBlock, opts: TextOptions): string {
       const width = Math.max(...block.fields.map((f) => visibleLength(f.label)));
       return block.fields
         .map((f) => {
-          const label = `${f.label}:`.padEnd(width + 2);
-          const value = mrkdwnToText(f.value, opts).split('\n').join(`\n${' '.repeat(width + 2)}`);
+          const label = `${f.label}:`.padEnd(width + 3);
+          const value = mrkdwnToText(f.value, opts).split('\n').join(`\n${' '.repeat(width + 3)}`);
           return `${color ? ansi(true, '1', label) : label}${value}`;
         })
         .join('\n');

@@ -1,0 +1,156 @@
+import { describe, expect, it } from 'vitest';
+import { canOperate, canRead, dispatch } from '../../src/commands/index.js';
+import { registerCommand } from '../../src/commands/registry.js';
+import { renderText } from '../../src/views/text.js';
+import { ctx, services, twoInstanceFleet } from './fixtures.js';
+
+let ran = 0;
+registerCommand({
+  name: 'test-mutate',
+  summary: 'a mutating command for permission tests',
+  usage: 'test-mutate',
+  readOnly: false,
+  run: async () => {
+    ran++;
+    return { ok: true, command: 'test-mutate', title: 'done', data: {}, blocks: [] };
+  },
+});
+registerCommand({
+  name: 'test-crash',
+  summary: 'throws',
+  usage: 'test-crash',
+  readOnly: true,
+  run: async () => {
+    throw new TypeError("Cannot read properties of undefined (reading 'status')");
+  },
+});
+
+const access = { groups: { oncall: ['U_ALICE', 'U_BOB'] }, operators: ['group:oncall'], admins: ['U_ADMIN'] };
+
+describe('dispatch', () => {
+  it('runs a read-only command for anyone when access.readers is empty', async () => {
+    const reply = await dispatch('status', ctx(services(twoInstanceFleet(), access), 'U_ANYONE'));
+    expect(reply.ok).toBe(true);
+    expect(reply.command).toBe('status');
+  });
+
+  it('resolves aliases and is case-insensitive', async () => {
+    expect((await dispatch('ST instance=west', ctx(services(twoInstanceFleet())))).command).toBe('status');
+  });
+
+  it('answers an unknown command with the closest commands', async () => {
+    const reply = await dispatch('statsu prod', ctx(services(twoInstanceFleet())));
+    expect(reply).toMatchObject({ ok: false, command: 'statsu', error: { code: 'unknown_command', suggestions: ['status'] } });
+    expect(renderText(reply)).toContain('Did you mean: `status`?');
+  });
+
+  it('answers an unknown target with close app, appset and cluster names', async () => {
+    const reply = await dispatch('status prod-us3', ctx(services(twoInstanceFleet())));
+    expect(reply.ok).toBe(false);
+    expect(reply.error?.code).toBe('unknown_target');
+    expect(reply.error?.suggestions).toEqual(expect.arrayContaining(['prod-us1 (cluster)', 'prod-us2 (cluster)']));
+    const rollout = await dispatch('rollout auht', ctx(services(twoInstanceFleet())));
+    expect(rollout.error).toMatchObject({ code: 'unknown_target', suggestions: expect.arrayContaining(['auth']) });
+  });
+
+  it("answers a malformed selector with invalid_selector and the parser's position", async () => {
+    const reply = await dispatch('status -l "env in (prod"', ctx(services(twoInstanceFleet())));
+    expect(reply.ok).toBe(false);
+    expect(reply.error?.code).toBe('invalid_selector');
+    expect(reply.error?.message).toMatch(/at \d+/);
+  });
+
+  it('answers a glob cluster filter that names nothing via the selector as unknown_target', async () => {
+    const reply = await dispatch('status cluster=prod-us1,prod-xx', ctx(services(twoInstanceFleet())));
+    expect(reply.error?.code).toBe('unknown_target');
+    expect(reply.error?.message).not.toMatch(/Did you mean/);
+  });
+
+  it('answers a syntax error with a usage error', async () => {
+    const reply = await dispatch('status selector="env=prod', ctx(services(twoInstanceFleet())));
+    expect(reply.error).toMatchObject({ code: 'usage', message: expect.stringMatching(/unterminated/) });
+  });
+
+  it('refuses a mutating command to non-operators, naming who may run it', async () => {
+    ran = 0;
+    const reply = await dispatch('test-mutate', ctx(services(twoInstanceFleet(), access), 'U_EVE'));
+    expect(reply.error?.code).toBe('forbidden');
+    expect(reply.error?.message).toMatch(/group:oncall \(U_ALICE, U_BOB\), U_ADMIN/);
+    expect(ran).toBe(0);
+    expect((await dispatch('test-mutate', ctx(services(twoInstanceFleet(), access), 'U_BOB'))).ok).toBe(true);
+    expect((await dispatch('test-mutate', ctx(services(twoInstanceFleet(), access), 'U_ADMIN'))).ok).toBe(true);
+    expect(ran).toBe(2);
+  });
+
+  it('says no one may operate when no operators or admins are configured', async () => {
+    const reply = await dispatch('test-mutate', ctx(services(twoInstanceFleet()), 'U_BOB'));
+    expect(reply.error?.code).toBe('forbidden');
+    expect(reply.error?.message).toMatch(/access.operators and access.admins are empty/);
+  });
+
+  it('limits read-only commands to access.readers when configured (operators included)', async () => {
+    const restricted = { ...access, readers: ['U_READER'] };
+    expect((await dispatch('status', ctx(services(twoInstanceFleet(), restricted), 'U_EVE'))).error?.code).toBe('forbidden');
+    expect((await dispatch('status', ctx(services(twoInstanceFleet(), restricted), 'U_READER'))).ok).toBe(true);
+    expect((await dispatch('status', ctx(services(twoInstanceFleet(), restricted), 'U_ALICE'))).ok).toBe(true);
+  });
+
+  it('never throws: a crashing command becomes an internal_error reply', async () => {
+    const reply = await dispatch('test-crash', ctx(services(twoInstanceFleet())));
+    expect(reply).toMatchObject({ ok: false, command: 'test-crash', error: { code: 'internal_error' } });
+    expect(reply.error?.message).toContain("reading 'status'");
+  });
+
+  it('answers an ambiguous app with the candidates in data and as buttons', async () => {
+    const reply = await dispatch('app auth-prod-us1', ctx(services(twoInstanceFleet())));
+    expect(reply.error?.code).toBe('ambiguous_target');
+    expect((reply.data.matches as unknown[]).length).toBe(2);
+    expect(renderText(reply)).toContain('→ try: app auth-prod-us1 instance=west');
+  });
+
+  it('maps Argo CD client errors to argocd_<code>', async () => {
+    registerCommand({
+      name: 'test-argo',
+      summary: 'fails like the client',
+      usage: 'test-argo',
+      readOnly: true,
+      run: async () => {
+        throw Object.assign(new Error('Argo CD is unreachable at https://east.example (ECONNREFUSED); check the URL and the network'), { code: 'network', instance: 'east' });
+      },
+    });
+    const reply = await dispatch('test-argo', ctx(services(twoInstanceFleet())));
+    expect(reply.error).toMatchObject({ code: 'argocd_network', message: expect.stringContaining('Argo CD instance east: Argo CD is unreachable') });
+  });
+});
+
+describe('help', () => {
+  it('lists every command with its usage, the incident questions first', async () => {
+    const reply = await dispatch('help', ctx(services(twoInstanceFleet())));
+    const names = (reply.data.commands as { name: string }[]).map((c) => c.name);
+    expect(names.slice(0, 6)).toEqual(['status', 'app', 'rollout', 'plan', 'diagnose', 'clusters']);
+    expect(names).toContain('help');
+    expect(renderText(reply)).toContain('`rollout APPSET [instance=X]`');
+  });
+
+  it('shows one command with usage and examples, and suggests for a typo', async () => {
+    const reply = await dispatch('help rollout', ctx(services(twoInstanceFleet())));
+    expect(reply.data).toMatchObject({ command: 'rollout', usage: 'rollout APPSET [instance=X]', readOnly: true });
+    expect(renderText(reply)).toContain('`rollout progressive-infra`');
+    const typo = await dispatch('help rolout', ctx(services(twoInstanceFleet())));
+    expect(typo.error).toMatchObject({ code: 'unknown_command', suggestions: ['rollout'] });
+  });
+
+  it('answers empty text with the command list', async () => {
+    expect((await dispatch('  ', ctx(services(twoInstanceFleet())))).command).toBe('help');
+  });
+});
+
+describe('access helpers', () => {
+  const config = { access: { groups: { sre: ['U1'] }, operators: ['group:sre'], admins: [], readers: [] } };
+  it('matches users, groups and *', () => {
+    expect(canOperate('U1', config)).toBe(true);
+    expect(canOperate('U2', config)).toBe(false);
+    expect(canOperate('U2', { access: { ...config.access, operators: ['*'] } })).toBe(true);
+    expect(canRead('U2', config)).toBe(true);
+  });
+});
