@@ -1,6 +1,142 @@
-import { Command } from 'commander';
+import { Command, CommanderError } from 'commander';
+import { ConfigError, formatProblem, loadConfig, redactConfig } from '../config/load.js';
+import { createLogger } from '../log.js';
+
+/** Exit codes of DESIGN.md: 0 ok, 1 the command failed, 2 usage or configuration error. */
+export const EXIT_OK = 0;
+export const EXIT_FAILED = 1;
+export const EXIT_USAGE = 2;
+
+function fail(message: string, code = EXIT_USAGE): never {
+  process.stderr.write(`rollcall: ${message}\n`);
+  process.exit(code);
+}
+
+function loadOrExit(file?: string) {
+  try {
+    return loadConfig(file);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(EXIT_USAGE);
+    }
+    throw error;
+  }
+}
 
 export async function runCli(argv: string[]): Promise<void> {
-  const program = new Command('rollcall').description('ChatOps for on-call engineers running Argo CD across many clusters');
-  await program.parseAsync(argv);
+  const program = new Command('rollcall')
+    .description('ChatOps for on-call engineers running Argo CD across many Kubernetes clusters')
+    .showHelpAfterError()
+    .exitOverride();
+
+  program
+    .command('ask')
+    .description('run one chat command, exactly as /argo would in Slack')
+    .argument('<command text>', 'e.g. "status", "rollout progressive-infra", "sync auth-config-* prune=true"')
+    .option('--config <file>', 'config file (else $ROLLCALL_CONFIG, else ./rollcall.yaml)')
+    .option('--json', 'print one JSON object {ok, command, title, data, error?}')
+    .option('--as <user>', 'act as this user for permission checks', process.env.ROLLCALL_USER ?? process.env.USER ?? 'terminal')
+    .option('--yes', 'answer the confirmation of a runbook')
+    .option('--wait', 'wait for a queued run to finish and print its final state')
+    .action(async (text: string, opts) => {
+      const { config } = loadOrExit(opts.config);
+      const { ask } = await import('./ask.js');
+      process.exitCode = await ask(config, text, { json: !!opts.json, user: opts.as, yes: !!opts.yes, wait: !!opts.wait });
+    });
+
+  program
+    .command('start')
+    .description('run the bot: Slack, queries, runbook workers, schedules, /healthz')
+    .option('--config <file>', 'config file')
+    .option('--role <role>', 'all | bot | worker', 'all')
+    .action(async (opts) => {
+      if (!['all', 'bot', 'worker'].includes(opts.role)) fail(`--role must be all, bot or worker (got "${opts.role}")`);
+      const { config } = loadOrExit(opts.config);
+      const { start } = await import('./start.js');
+      await start(config, opts.role);
+    });
+
+  program
+    .command('demo')
+    .description('try rollcall on the built-in simulator: no Slack, no cluster needed')
+    .option('--scenario <name>', 'seed-outage | progressive-infra', 'seed-outage')
+    .option('--speed <x>', 'simulated time speed', '10')
+    .action(async (opts) => {
+      const { demo } = await import('./demo.js');
+      await demo({ scenario: opts.scenario, speed: Number(opts.speed) });
+    });
+
+  program
+    .command('sim')
+    .description('serve the fleet simulator (fake Argo CD API and Kubernetes API subset)')
+    .option('--scenario <name>', 'built-in scenario: seed-outage | progressive-infra | sealed-secrets-migration')
+    .option('--fixture <file>', 'fixture JSON file')
+    .option('--port <n>', 'port (0 = a free one)', '0')
+    .option('--speed <x>', 'simulated time speed', '1')
+    .option('--frozen', 'serve the fixture as-is: no controller progress')
+    .option('--write-config <file>', 'write a complete rollcall.yaml pointing at the simulator')
+    .action(async (opts) => {
+      if (opts.scenario && opts.fixture) fail('use --scenario or --fixture, not both');
+      const port = Number(opts.port);
+      const speed = Number(opts.speed);
+      if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port must be 0..65535 (got "${opts.port}")`);
+      if (!(speed > 0)) fail(`--speed must be a positive number (got "${opts.speed}")`);
+      const { runSimCommand } = await import('../sim/cli.js');
+      await runSimCommand({
+        scenario: opts.scenario ?? (opts.fixture ? undefined : 'seed-outage'),
+        fixture: opts.fixture,
+        port,
+        speed,
+        frozen: !!opts.frozen,
+        writeConfig: opts.writeConfig,
+      });
+    });
+
+  const configCmd = program.command('config').description('configuration');
+  configCmd
+    .command('check')
+    .description('validate the config file and print a summary (secrets masked)')
+    .option('--config <file>', 'config file')
+    .action((opts) => {
+      try {
+        const { config, file } = loadConfig(opts.config);
+        const summary = redactConfig(config) as typeof config;
+        process.stdout.write(`${file}: ok\n`);
+        for (const i of summary.instances) process.stdout.write(`  argocd ${i.name} ${i.url} token=${i.token}\n`);
+        for (const c of summary.kube.clusters) process.stdout.write(`  kube ${c.name} ${c.inCluster ? 'in-cluster' : `${c.kubeconfig}${c.context ? ` (${c.context})` : ''}`}\n`);
+        process.stdout.write(`  slack ${summary.slack ? `${summary.slack.mode} mode` : 'not configured (terminal only)'}\n`);
+        process.stdout.write(`  redis ${summary.redis.url} prefix=${summary.redis.prefix}\n`);
+      } catch (error) {
+        if (!(error instanceof ConfigError)) throw error;
+        process.stderr.write(`${error.file}: ${error.problems.length} problem(s)\n`);
+        for (const p of error.problems) process.stderr.write(`  ${formatProblem(p)}\n`);
+        process.exitCode = EXIT_USAGE;
+      }
+    });
+
+  const runbooksCmd = program.command('runbooks').description('runbook definitions');
+  runbooksCmd
+    .command('validate')
+    .description('validate runbook files (errors name the file and line)')
+    .argument('[dir]', 'directory of runbook YAML files', 'runbooks')
+    .action(async (dir: string) => {
+      const { validateRunbooks } = await import('../runbooks/loader.js');
+      const result = validateRunbooks(dir);
+      process.stdout.write(result.report + '\n');
+      process.exitCode = result.problems.length ? EXIT_USAGE : EXIT_OK;
+    });
+
+  try {
+    await program.parseAsync(argv);
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.exitCode === 0) process.exit(EXIT_OK);
+      process.exit(EXIT_USAGE);
+    }
+    const logger = createLogger({ level: 'error' });
+    logger.error({ err: error }, 'rollcall failed');
+    process.stderr.write(`rollcall: ${(error as Error).message}\n`);
+    process.exit(EXIT_FAILED);
+  }
 }

@@ -1,0 +1,52 @@
+import type { RollcallConfig } from '../config/schema.js';
+import { dispatch, parseCommand } from '../commands/index.js';
+import { findCommand, type CommandContext } from '../commands/registry.js';
+import { replyJson, type Reply } from '../commands/reply.js';
+import { createLogger } from '../log.js';
+import { renderText } from '../views/text.js';
+import { startRuntime } from './bootstrap.js';
+import { TerminalNotifier } from './terminal-notifier.js';
+
+const USAGE_CODES = new Set(['usage', 'unknown_command', 'invalid_params', 'unknown_param']);
+
+export interface AskOptions {
+  json: boolean;
+  user: string;
+  yes: boolean;
+  wait: boolean;
+}
+
+function exitCodeOf(reply: Reply): number {
+  if (reply.ok) return 0;
+  return USAGE_CODES.has(reply.error?.code ?? '') ? 2 : 1;
+}
+
+/** `rollcall ask`: one chat command through the same parser, permission checks and handlers as Slack. */
+export async function ask(config: RollcallConfig, text: string, opts: AskOptions): Promise<number> {
+  const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
+  const out = (s: string) => process.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
+  // In --json mode stdout carries exactly one JSON object; progress goes to stderr.
+  const notifier = new TerminalNotifier(opts.json ? (s) => process.stderr.write(`${s}\n`) : out, !opts.json && process.stdout.isTTY);
+  const runtime = await startRuntime(config, { logger, notifier });
+  try {
+    let mutating = false;
+    try {
+      const spec = findCommand(parseCommand(text).command);
+      mutating = !!spec && !spec.readOnly;
+    } catch {}
+    if (mutating) await runtime.enableRuns({ role: 'all', redisUrl: process.env.REDIS_URL ?? config.redis.url });
+
+    const ctx: CommandContext = { services: runtime.services, user: opts.user, surface: 'terminal', assumeYes: opts.yes, channel: 'terminal' };
+    let reply = await dispatch(text, ctx);
+    const runId = typeof reply.data.runId === 'string' ? reply.data.runId : undefined;
+    if (opts.wait && runId && reply.ok) {
+      if (!opts.json) out(renderText(reply, { color: process.stdout.isTTY }));
+      reply = await dispatch(`runs wait ${runId}`, ctx);
+    }
+    out(opts.json ? JSON.stringify(replyJson(reply)) : renderText(reply, { color: process.stdout.isTTY }));
+    return exitCodeOf(reply);
+  } finally {
+    await runtime.stop();
+    logger.flush();
+  }
+}

@@ -1,0 +1,47 @@
+import type { ArgoApi } from '../argocd/api.js';
+import { createClients } from '../argocd/client.js';
+import type { RollcallConfig } from '../config/schema.js';
+import { FleetMirror } from '../fleet/mirror.js';
+import type { Notifier, Services } from '../commands/registry.js';
+import { startEngine } from '../runbooks/engine.js';
+import type { Logger } from '../log.js';
+
+export interface Runtime {
+  services: Services;
+  mirror: FleetMirror;
+  clients: Map<string, ArgoApi>;
+  /** Starts the runbook engine (Redis) on demand; read-only use never needs Redis. */
+  enableRuns(opts: { role: 'all' | 'bot' | 'worker'; redisUrl: string }): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Builds what every surface shares: one Argo CD client per instance, the live mirror of the
+ * fleet (list + watch), and — when asked — the runbook engine. Slack, the terminal, schedules and
+ * workers all go through these same objects.
+ */
+export async function startRuntime(config: RollcallConfig, opts: { logger: Logger; notifier?: Notifier }): Promise<Runtime> {
+  const clients = createClients(config) as Map<string, ArgoApi>;
+  const mirror = new FleetMirror(
+    clients,
+    config.instances.map((i) => ({ name: i.name, uiUrl: i.uiUrl ?? i.url })),
+    { logger: opts.logger },
+  );
+  await mirror.start();
+  const services: Services = { config, fleet: mirror, argocd: clients, notifier: opts.notifier, now: () => new Date() };
+  let engine: Awaited<ReturnType<typeof startEngine>> | undefined;
+  return {
+    services,
+    mirror,
+    clients,
+    async enableRuns({ role, redisUrl }) {
+      if (engine) return;
+      engine = await startEngine(services, { role, redisUrl, prefix: config.redis.prefix });
+      services.runs = engine.runs;
+    },
+    async stop() {
+      await engine?.stop();
+      await mirror.stop();
+    },
+  };
+}

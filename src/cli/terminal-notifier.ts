@@ -1,0 +1,36 @@
+import type { MessageRef, Notifier } from '../commands/registry.js';
+import type { Reply } from '../commands/reply.js';
+import { renderText } from '../views/text.js';
+
+/**
+ * The terminal's stand-in for Slack's one live message: the first post prints in full, each
+ * update prints one progress line (the reply's first text), and repeats are skipped.
+ */
+export class TerminalNotifier implements Notifier {
+  private seq = 0;
+  private last = new Map<string, string>();
+
+  constructor(
+    private readonly write: (line: string) => void,
+    private readonly color = false,
+  ) {}
+
+  async post(target: { channel: string; threadTs?: string }, reply: Reply): Promise<MessageRef> {
+    const ts = `${Date.now()}.${String(++this.seq).padStart(6, '0')}`;
+    this.write(renderText(reply, { color: this.color }));
+    return { channel: target.channel, ts, threadTs: target.threadTs };
+  }
+
+  async update(ref: MessageRef, reply: Reply): Promise<void> {
+    const line = progressLine(reply);
+    if (this.last.get(ref.ts) === line) return;
+    this.last.set(ref.ts, line);
+    this.write(line);
+  }
+}
+
+export function progressLine(reply: Reply): string {
+  const firstText = reply.blocks.find((b) => b.kind === 'text');
+  const text = firstText && firstText.kind === 'text' ? firstText.text : reply.title;
+  return `  ${new Date().toISOString().slice(11, 19)} ${renderText({ ...reply, blocks: [{ kind: 'text', text }] }).split('\n').join(' ')}`;
+}
