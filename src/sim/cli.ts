@@ -69,6 +69,7 @@ export async function runSimCommand(opts: RunSimOptions): Promise<SimServer> {
   else ({ fixture, behaviour } = loadScenario(opts.scenario ?? 'seed-outage'));
   const server = await startSimServer({
     fixture,
+    adoptFixture: true,
     port: opts.port ?? 0,
     speed: opts.speed,
     frozen: opts.frozen,

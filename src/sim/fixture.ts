@@ -89,13 +89,19 @@ export function loadFixture(file: string): Fixture {
 
 export const defaultToken = (instance: string) => `sim-${instance}-token`;
 
-/** Copies the fixture into a fresh store (the fixture object itself is never mutated). */
-export function seedState(state: SimState, fixture: Fixture): void {
+/**
+ * Loads the fixture into a fresh store. By default its objects are copied, so the fixture is never
+ * mutated; `copy: false` adopts them (a fixture just loaded or generated: 10,000 apps clone in seconds).
+ */
+export function seedState(state: SimState, fixture: Fixture, opts: { copy?: boolean } = {}): void {
+  const own = opts.copy === false ? <T>(o: T) => o : <T>(o: T) => structuredClone(o);
   for (const inst of fixture.instances) {
     const store = state.addInstance(inst.name, inst.token ?? defaultToken(inst.name));
-    for (const cluster of inst.clusters ?? []) store.putCluster(structuredClone(cluster));
-    const apps = [...inst.applications].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
-    for (const app of apps) store.putApp(structuredClone(app));
-    for (const appSet of inst.applicationSets ?? []) store.putAppSet(structuredClone(appSet));
+    for (const cluster of inst.clusters ?? []) store.putCluster(own(cluster));
+    const apps = [...inst.applications].sort((a, b) =>
+      a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0,
+    );
+    for (const app of apps) store.putApp(own(app));
+    for (const appSet of inst.applicationSets ?? []) store.putAppSet(own(appSet));
   }
 }

@@ -25,6 +25,7 @@ import type { ScenarioBehaviour } from './scenarios/behaviour.js';
 import { GrpcCode, SimApiError, toApiError } from './http/errors.js';
 import { applyFault, FaultBook, FaultRequestError, writeHttpFailure } from './http/faults.js';
 import { watchApplications, watchApplicationSets } from './http/stream.js';
+import { appJsonList } from './http/json.js';
 import { managedResources, resourceTree } from './http/tree.js';
 
 export interface SimServer {
@@ -51,6 +52,8 @@ export interface StartSimServerOptions {
   /** SSE keep-alive interval; Argo CD uses 15 s. */
   keepAliveMs?: number;
   scenarioBehaviour?: ScenarioBehaviour;
+  /** The fixture is used nowhere else (just loaded or generated): serve its objects without copying. */
+  adoptFixture?: boolean;
   /** See src/sim/http/stream.ts; default 'argocd' (no replay, as the real server). */
   watchResume?: 'argocd' | 'replay';
 }
@@ -137,9 +140,29 @@ function bearer(req: IncomingMessage): string | undefined {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Serializes every app once in the background, a few hundred per tick, so the first full List of
+ * a large fleet joins cached strings instead of stringifying 10,000 apps while the client waits.
+ */
+function warmListCache(state: SimState): { stop(): void } {
+  const queue = [...state.instances.values()].flatMap((s) => [...s.apps.keys()].map((name) => [s, name] as const));
+  let stopped = false;
+  const tick = () => {
+    if (stopped) return;
+    for (let n = 0; n < 250 && queue.length; n++) {
+      const [store, name] = queue.pop()!;
+      const app = store.apps.get(name);
+      if (app) appJsonList(app);
+    }
+    if (queue.length) setImmediate(tick).unref();
+  };
+  setImmediate(tick).unref();
+  return { stop: () => void (stopped = true) };
+}
+
 export async function startSimServer(opts: StartSimServerOptions): Promise<SimServer> {
   const state = new SimState();
-  seedState(state, opts.fixture);
+  seedState(state, opts.fixture, { copy: !opts.adoptFixture });
   const controller = new SimController(state, {
     speed: opts.speed,
     frozen: opts.frozen,
@@ -300,6 +323,7 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
   const port = (server.address() as AddressInfo).port;
   const base = `http://127.0.0.1:${port}`;
   controller.start();
+  const warmer = warmListCache(state);
 
   return {
     url: base,
@@ -317,6 +341,7 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
       token: c.token,
     })),
     async stop() {
+      warmer.stop();
       controller.stop();
       kube.stop();
       for (const res of core.openStreams) res.end();

@@ -29,12 +29,15 @@ export function fixturePath(name: string): string {
 export async function startTestSim(opts: TestSimOptions = {}): Promise<SimServer> {
   let fixture: Fixture;
   let behaviour: ScenarioBehaviour | undefined;
+  // Fixtures loaded here are ours alone; an object the test passed in is copied.
+  const adoptFixture = typeof opts.fixture !== 'object';
   if (opts.scenario) {
     ({ fixture, behaviour } = loadScenario(opts.scenario));
   } else if (typeof opts.fixture === 'string') fixture = loadFixture(fixturePath(opts.fixture));
   else fixture = opts.fixture ?? loadFixture(fixturePath('sim-multi-instance.json'));
   return startSimServer({
     fixture,
+    adoptFixture,
     port: 0,
     manual: opts.manual ?? true,
     speed: opts.speed,

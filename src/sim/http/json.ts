@@ -12,6 +12,12 @@ interface CachedJson {
 }
 
 const cache = new WeakMap<object, CachedJson>();
+let serializations = 0;
+
+/** How many app serializations ran so far (a cached List adds none): for tests and benchmarks. */
+export function appJsonSerializations(): number {
+  return serializations;
+}
 
 function entry(app: Application): CachedJson {
   let e = cache.get(app);
@@ -25,7 +31,11 @@ function entry(app: Application): CachedJson {
 /** As Get, Watch and Sync return it: resource health filled in. */
 export function appJsonFull(app: Application): string {
   const e = entry(app);
-  return (e.full ??= JSON.stringify(app));
+  if (e.full === undefined) {
+    serializations++;
+    e.full = JSON.stringify(app);
+  }
+  return e.full;
 }
 
 /** As List returns it: since v3.0 `status.resources[].health` is absent (not persisted in the CR). */
@@ -33,6 +43,7 @@ export function appJsonList(app: Application): string {
   const e = entry(app);
   if (e.list === undefined) {
     const resources = app.status?.resources;
+    if (resources?.some((r) => r.health)) serializations++;
     e.list = resources?.some((r) => r.health)
       ? JSON.stringify({
           ...app,
