@@ -1,6 +1,6 @@
 import { X509Certificate } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
-import { KubeError, toKubeError, type KubeClients } from './clients.js';
+import { KubeError, kubeFor, toKubeError, type KubeClients } from './clients.js';
 
 /**
  * Sealed-secrets controller keys (argocd-facts C): `kubernetes.io/tls` Secrets in the
@@ -343,3 +343,46 @@ export async function waitControllerReady(target: KubeClients, settings: Control
     await new Promise((r) => setTimeout(r, pollMs));
   }
 }
+
+export interface KeyBackupStatus {
+  cluster: string;
+  newestKey?: { name: string; notBefore: string; fingerprint: string };
+  newestBackup?: { name: string; notBefore: string; fingerprint: string; backedUpAt: string };
+  /** The newest key's certificate is in the backups: a restore from them can decrypt everything sealed so far. */
+  upToDate: boolean;
+  /** Why the cluster could not be checked (unreachable, forbidden): said, not hidden. */
+  error?: string;
+}
+
+/**
+ * For digests: per cluster, the newest controller key against the newest backed-up key. The
+ * controller seals with its newest key and renews monthly (argocd-facts C), so a backup that lacks
+ * that key cannot decrypt what was sealed since. Names, NotBefore and fingerprints only.
+ */
+export async function keyBackupStatus(opts: {
+  clusters: ReadonlyMap<string, KubeClients>;
+  backup: { cluster: string; namespace: string };
+  settings: ControllerSettings;
+  /** Which clusters to report; default every configured cluster except the backup cluster. */
+  only?: string[];
+}): Promise<KeyBackupStatus[]> {
+  const names = opts.only ?? [...opts.clusters.keys()].filter((c) => c !== opts.backup.cluster);
+  const statuses: KeyBackupStatus[] = [];
+  for (const cluster of names) {
+    const entry: KeyBackupStatus = { cluster, upToDate: false };
+    try {
+      const keys = await listKeys(kubeFor(opts.clusters, cluster), opts.settings);
+      const newest = keys[keys.length - 1];
+      if (newest) entry.newestKey = { name: newest.name, notBefore: newest.notBefore, fingerprint: newest.fingerprint };
+      const backups = await listBackups(kubeFor(opts.clusters, opts.backup.cluster), opts.backup.namespace, cluster);
+      const last = backups[backups.length - 1];
+      if (last) entry.newestBackup = { name: last.name, notBefore: last.notBefore, fingerprint: last.fingerprint, backedUpAt: last.backedUpAt };
+      entry.upToDate = !!newest && backups.some((b) => b.fingerprint === newest.fingerprint);
+    } catch (error) {
+      entry.error = (error as Error).message;
+    }
+    statuses.push(entry);
+  }
+  return statuses;
+}
+

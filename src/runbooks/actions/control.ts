@@ -27,7 +27,6 @@ import {
   type PauseRecord,
 } from '../rollout-pause.js';
 import { parseSelectorParam } from './bulk-sync.js';
-import { registerRunbookAction } from './index.js';
 import type { ActionContext, ActionPreview, PreviewContext, RunbookAction, StepOutcome } from './types.js';
 
 const fail = (code: string, message: string) => Object.assign(new Error(message), { code });
@@ -356,5 +355,3 @@ export const controlActions: RunbookAction[] = [
   { name: 'backup-sealed-secrets-keys', description: "Copy a cluster's sealed-secrets keys to the backup location", destructive: false, input: backupInput as never, defaultTimeoutMs: 5 * 60_000, preview: backupPreview, execute: backupExecute },
   { name: 'restore-sealed-secrets-keys', description: 'Restore sealed-secrets keys onto a cluster, restart, verify, back up', destructive: true, input: restoreInput as never, defaultTimeoutMs: 15 * 60_000, preview: restorePreview, execute: restoreExecute },
 ];
-
-for (const action of controlActions) registerRunbookAction(action);

@@ -1,4 +1,6 @@
 import { bulkSyncAction } from './bulk-sync.js';
+// control.ts must not import this module back: index.ts registers its actions (no import cycle, no TDZ).
+import { controlActions } from './control.js';
 import type { RunbookAction } from './types.js';
 
 export type { RunbookAction, ActionContext, ActionPreview, StepOutcome, Checkpoint, RunTarget, PreviewContext } from './types.js';
@@ -18,3 +20,4 @@ export function runbookActionNames(): string[] {
 }
 
 registerRunbookAction(bulkSyncAction);
+for (const action of controlActions) registerRunbookAction(action);

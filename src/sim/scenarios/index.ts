@@ -1,4 +1,5 @@
 import type { Fixture } from '../fixture-types.js';
+import { sealedSecretsMigration } from '../kube/scenario.js';
 import type { ScenarioBehaviour } from './behaviour.js';
 import { generateFleet } from './fleet.js';
 import { progressiveInfraFixture } from './progressive-infra.js';
@@ -21,6 +22,10 @@ export const SCENARIOS: Record<string, { description: string; build(now: Date): 
   'progressive-infra': {
     description: '6 clusters, stage -> canary -> prod RollingSync stuck on step 3: three prod apps failed their sync and sit Progressing',
     build: (now) => ({ fixture: progressiveInfraFixture(now) }),
+  },
+  'sealed-secrets-migration': {
+    description: 'prod-old has three sealed-secrets keys never backed up; prod-new generated its own and every SealedSecret there fails with "no key could decrypt"; ops holds backups',
+    build: () => ({ fixture: sealedSecretsMigration() }),
   },
   'fleet-10k': {
     description: '10,000 apps on 200 clusters (benchmark)',

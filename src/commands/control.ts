@@ -1,0 +1,96 @@
+import { formatSelectorParam } from '../runbooks/actions/bulk-sync.js';
+import type { PauseRecord } from '../runbooks/rollout-pause.js';
+// `pause` and `resume` are shortcuts for the pause-rollout / resume-rollout runbooks and go through the
+// `run` command itself (preview, confirm, approvals, live progress), so that module must be registered.
+import './runbooks.js';
+import { findCommand, registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
+import { errorReply, type Reply, type ReplyItem } from './reply.js';
+
+/** Options of `pause` that narrow an app selection (as in `sync`) rather than being runbook params. */
+const SELECTION_OPTIONS = ['cluster', 'project', 'appset', 'selector'];
+
+/** Starts a runbook exactly as `/argo run <runbook> key=value ...` would, answering as `command`. */
+async function viaRunCommand(runbook: string, params: Record<string, string>, cmd: ParsedCommand, ctx: CommandContext, command: string): Promise<Reply> {
+  const run = findCommand('run');
+  if (!run) return errorReply(command, 'runs_unavailable', 'The runbook commands are not loaded in this process.');
+  const reply = await run.run({ command: 'run', positional: [runbook], options: params, flags: cmd.flags, raw: cmd.raw }, ctx);
+  reply.command = command;
+  return reply;
+}
+
+/** `pause progressive-infra` (an ApplicationSet) or `pause auth-* cluster=prod-1` / `pause -l team=auth` (apps). */
+function pauseTarget(cmd: ParsedCommand): string {
+  const narrowed = SELECTION_OPTIONS.some((k) => cmd.options[k] !== undefined);
+  if (cmd.positional.length === 1 && !narrowed) return cmd.positional[0];
+  return formatSelectorParam({
+    patterns: cmd.positional,
+    labels: cmd.options.selector,
+    cluster: cmd.options.cluster,
+    project: cmd.options.project,
+    appSet: cmd.options.appset,
+  });
+}
+
+registerCommand({
+  name: 'pause',
+  summary: 'Pause a rollout (RollingSync appset), an appset, or auto-sync on apps; resume restores exactly',
+  usage: 'pause <appset | app|glob ...> [-l selector] [cluster=X] [instance=X] [terminate=true]',
+  help:
+    'Argo CD has no pause: rollcall holds a RollingSync appset with maxUpdate 0 on the steps not yet done, puts other appsets on ' +
+    'create-only with auto-sync off on their apps, and pauses a parent app-of-apps whose auto-sync would revert it from git. ' +
+    'Every change is previewed and recorded; `resume <target>` puts back exactly what was there. `paused` lists what is paused.',
+  readOnly: true,
+  async run(cmd, ctx) {
+    const target = pauseTarget(cmd);
+    if (!target) return errorReply('pause', 'usage', 'Pause what? e.g. `pause progressive-infra` (an ApplicationSet) or `pause auth-* cluster=prod-1` (apps).');
+    const params: Record<string, string> = { target };
+    for (const [k, v] of Object.entries(cmd.options)) if (!SELECTION_OPTIONS.includes(k)) params[k] = v;
+    return viaRunCommand('pause-rollout', params, cmd, ctx, 'pause');
+  },
+});
+
+registerCommand({
+  name: 'resume',
+  summary: 'Resume what `pause` paused: restores the recorded values and removes the annotations',
+  usage: 'resume <target> [instance=X]',
+  help: 'The target is what `paused` lists. rollcall refuses, naming the field, when someone changed a paused field since.',
+  readOnly: true,
+  async run(cmd, ctx) {
+    const target = cmd.positional.join(' ');
+    if (!target) return errorReply('resume', 'usage', 'Resume what? `paused` lists what rollcall paused; then `resume <target>`.');
+    return viaRunCommand('resume-rollout', { target, ...cmd.options }, cmd, ctx, 'resume');
+  },
+});
+
+function pausedItem(r: PauseRecord): ReplyItem {
+  const objects = r.changes.map((c) => `${c.kind === 'ApplicationSet' ? 'appset ' : ''}${c.name}`);
+  const shown = objects.slice(0, 5).join(', ') + (objects.length > 5 ? ` and ${objects.length - 5} more` : '');
+  return {
+    text: `*${r.target}* on ${r.instance}: paused by <@${r.by}> since ${r.at}`,
+    detail: `${r.changes.length} change(s): ${shown} · run ${r.runId} · \`resume ${r.target}\``,
+    tone: 'warn',
+  };
+}
+
+registerCommand({
+  name: 'paused',
+  summary: 'What rollcall has paused, by whom, since when',
+  usage: 'paused',
+  readOnly: true,
+  async run(_cmd, ctx) {
+    const store = ctx.services.pauses;
+    if (!store) return errorReply('paused', 'runs_unavailable', 'Pauses are recorded in Redis, and this process has none (set redis.url in rollcall.yaml or REDIS_URL).');
+    const records = await store.list();
+    const data = {
+      paused: records.map((r) => ({ target: r.target, instance: r.instance, by: r.by, since: r.at, runId: r.runId, changes: r.changes.length })),
+    };
+    if (!records.length) return { ok: true, command: 'paused', title: 'Nothing is paused', data, blocks: [{ kind: 'text', text: 'Nothing is paused by rollcall.', tone: 'ok' }] };
+    return {
+      ok: true,
+      command: 'paused',
+      title: `${records.length} paused`,
+      data,
+      blocks: [{ kind: 'list', title: `Paused by rollcall (${records.length}), oldest first`, items: records.map(pausedItem), total: records.length }],
+    };
+  },
+});
