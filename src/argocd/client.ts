@@ -6,7 +6,7 @@ import axios, { AxiosError, type AxiosInstance, type AxiosRequestConfig } from '
 import type { Logger } from 'pino';
 import type { RollcallConfig, InstanceConfig } from '../config/schema.js';
 import type { AppRef, ArgoApi, ListApplicationsQuery, WatchHandle, WatchOptions } from './api.js';
-import { ArgoError, errorFromResponse, errorFromTransport, isTlsErrorCode, type CallContext } from './errors.js';
+import { ArgoError, errorFromResponse, errorFromTransport, type CallContext } from './errors.js';
 import { DEFAULT_RETRY, parseRetryAfter, retryDelay, sleep, type RetryPolicy } from './retry.js';
 import type {
   Application,
@@ -49,7 +49,10 @@ type Query = Record<string, string | string[] | boolean | undefined>;
 const SURELY_UNDELIVERED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 const IN_TRANSIT = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED', 'ERR_SOCKET_CONNECTION_TIMEOUT']);
 
-/** One Argo CD instance over its REST API (ArgoApi). Every call has the configured timeout. */
+/**
+ * One Argo CD instance over its REST API (ArgoApi). Every call has the configured timeout, counted
+ * as time without any answer bytes (a 30 MB list over a slow link may take longer in total).
+ */
 export class ArgoClient implements ArgoApi {
   readonly instance: string;
   private readonly http: AxiosInstance;
@@ -340,7 +343,7 @@ function classify(error: unknown): Failure {
   if (code && SURELY_UNDELIVERED.has(code)) return { kind: 'undelivered', transportCode: code, detail: error.message };
   if ((code && IN_TRANSIT.has(code)) || /socket hang up/i.test(error.message))
     return { kind: 'in-transit', transportCode: code ?? 'ECONNRESET', detail: error.message };
-  if (isTlsErrorCode(code)) return { kind: 'final', transportCode: code, detail: error.message };
+  // TLS failures and anything unknown: retrying cannot help.
   return { kind: 'final', transportCode: code, detail: error.message };
 }
 
