@@ -169,11 +169,11 @@ function renderBlock(block: Exclude<ReplyBlock, { kind: 'list' }>): KnownBlock[]
     case 'header':
       return [header(block.text)];
     case 'text':
-      return sections(withTone(block.text, block.tone));
+      return block.text.trim() ? sections(withTone(block.text, block.tone)) : [];
     case 'fields':
       return renderFields(block.fields);
     case 'context':
-      return [context(block.text)];
+      return block.text.trim() ? [context(block.text)] : [];
     case 'actions':
       return renderActions(block.buttons);
     case 'divider':
@@ -213,7 +213,7 @@ function renderFields(fields: { label: string; value: string }[]): KnownBlock[] 
     const chunk = fields.slice(i, i + SLACK_LIMITS.sectionFields);
     const block: SectionBlock = {
       type: 'section',
-      fields: chunk.map((f) => ({ type: 'mrkdwn', text: truncate(`*${f.label || ' '}*\n${f.value || '—'}`, SLACK_LIMITS.fieldText) })),
+      fields: chunk.map((f) => ({ type: 'mrkdwn', text: truncate(`*${f.label.trim() || '—'}*\n${f.value.trim() ? f.value : '—'}`, SLACK_LIMITS.fieldText) })),
     };
     out.push(block);
   }
@@ -256,7 +256,7 @@ function button(b: ReplyButton): (Button & { action_id: string }) | undefined {
   if (actionId.length > SLACK_LIMITS.id) return undefined;
   const el: Button & { action_id: string } = {
     type: 'button',
-    text: { type: 'plain_text', text: truncate(b.label || 'Open', SLACK_LIMITS.buttonText), emoji: true },
+    text: { type: 'plain_text', text: truncate(b.label.trim() || 'Open', SLACK_LIMITS.buttonText), emoji: true },
     action_id: actionId,
   };
   if (value !== undefined) el.value = value;
@@ -270,21 +270,23 @@ function header(text: string): HeaderBlock {
 }
 
 function context(text: string): ContextBlock {
-  return { type: 'context', elements: [{ type: 'mrkdwn', text: truncate(text || ' ', SLACK_LIMITS.sectionText) }] };
+  return { type: 'context', elements: [{ type: 'mrkdwn', text: truncate(text.trim() ? text : '—', SLACK_LIMITS.sectionText) }] };
 }
 
 /** Section blocks for mrkdwn text, split on line boundaries so none exceeds 3000 characters. */
 function sections(text: string): SectionBlock[] {
-  return splitText(text.length ? text : ' ', SLACK_LIMITS.sectionText).map((chunk) => ({ type: 'section', text: { type: 'mrkdwn', text: chunk } }));
+  return splitText(text, SLACK_LIMITS.sectionText).map((chunk) => ({ type: 'section', text: { type: 'mrkdwn', text: chunk } }));
 }
 
 /** Splits on line boundaries; a single over-long line is split at a space when there is one. */
 export function splitText(text: string, max: number): string[] {
   const chunks: string[] = [];
-  let current = '';
+  let lines: string[] = [];
+  let size = -1;
   const flush = () => {
-    if (current.length) chunks.push(current);
-    current = '';
+    if (lines.length) chunks.push(lines.join('\n'));
+    lines = [];
+    size = -1;
   };
   for (let line of text.split('\n')) {
     while (line.length > max) {
@@ -294,11 +296,14 @@ export function splitText(text: string, max: number): string[] {
       chunks.push(line.slice(0, cut));
       line = line.slice(cut).replace(/^ /, '');
     }
-    if (current.length && current.length + 1 + line.length > max) flush();
-    current = current.length ? `${current}\n${line}` : line;
+    if (size + 1 + line.length > max) flush();
+    lines.push(line);
+    size += 1 + line.length;
   }
   flush();
-  return chunks.length ? chunks : [' '];
+  // Slack rejects a section whose text is blank.
+  const visible = chunks.filter((c) => c.trim().length > 0);
+  return visible.length ? visible : ['_(empty)_'];
 }
 
 export function truncate(text: string, max: number): string {

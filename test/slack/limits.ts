@@ -7,7 +7,7 @@ export function slackLimitViolations(blocks: any[], maxBlocks = 50): string[] {
   if (blocks.length > maxBlocks) v.push(`${blocks.length} blocks > ${maxBlocks}`);
   const text = (path: string, t: any, max: number) => {
     if (!t || typeof t.text !== 'string') v.push(`${path}: missing text`);
-    else if (t.text.length === 0) v.push(`${path}: empty text`);
+    else if (t.text.trim().length === 0) v.push(`${path}: blank text`);
     else if (t.text.length > max) v.push(`${path}: ${t.text.length} chars > ${max}`);
   };
   blocks.forEach((b, i) => {
