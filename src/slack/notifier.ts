@@ -66,6 +66,7 @@ export class SlackNotifier implements Notifier {
   ) {
     this.minIntervalMs = opts.minIntervalMs ?? 2000;
     this.maxRetries = opts.maxRateLimitRetries ?? 5;
+    // The client emits this for every 429, whether it then rejects the call or retries it itself.
     client.on(WebClientEvent.RATE_LIMITED, (seconds: number) => {
       this.counters.rateLimited += 1;
       this.pausedUntil = Math.max(this.pausedUntil, Date.now() + seconds * 1000);
@@ -151,7 +152,6 @@ export class SlackNotifier implements Notifier {
           } catch (err) {
             const wait = retryAfterMs(err);
             if (wait === undefined || attempts++ >= this.maxRetries) throw err;
-            this.counters.rateLimited += 1;
             this.pausedUntil = Math.max(this.pausedUntil, Date.now() + wait);
             // Retry with the latest content: what arrived while we were limited replaces what was refused.
             if (state.pending) this.counters.coalesced += 1;
@@ -179,7 +179,6 @@ export class SlackNotifier implements Notifier {
       } catch (err) {
         const wait = retryAfterMs(err);
         if (wait === undefined || attempt >= this.maxRetries) throw err;
-        this.counters.rateLimited += 1;
         this.pausedUntil = Math.max(this.pausedUntil, Date.now() + wait);
         await sleep(wait);
       }
