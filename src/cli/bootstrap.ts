@@ -4,6 +4,10 @@ import type { RollcallConfig } from '../config/schema.js';
 import { FleetMirror } from '../fleet/mirror.js';
 import type { Notifier, Services } from '../commands/registry.js';
 import { startEngine } from '../runbooks/engine.js';
+import type { Redis } from 'ioredis';
+import { closeRedis, createRedis } from '../jobs/redis.js';
+import { createKubeClients } from '../kube/clients.js';
+import { PauseStore } from '../runbooks/rollout-pause.js';
 import type { Logger } from '../log.js';
 
 export interface Runtime {
@@ -29,7 +33,9 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
   );
   await mirror.start();
   const services: Services = { config, fleet: mirror, argocd: clients, notifier: opts.notifier, now: () => new Date() };
+  if (config.kube.clusters.length) services.kube = createKubeClients(config);
   let engine: Awaited<ReturnType<typeof startEngine>> | undefined;
+  let pausesRedis: Redis | undefined;
   return {
     services,
     mirror,
@@ -38,9 +44,12 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
       if (engine) return;
       engine = await startEngine(services, { role, redisUrl, prefix: config.redis.prefix });
       services.runs = engine.runs;
+      pausesRedis = createRedis(redisUrl);
+      services.pauses = new PauseStore(pausesRedis, config.redis.prefix);
     },
     async stop() {
       await engine?.stop();
+      if (pausesRedis) await closeRedis(pausesRedis);
       await mirror.stop();
     },
   };

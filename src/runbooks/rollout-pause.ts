@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { ArgoApi } from '../argocd/api.js';
 import type { Application, ApplicationSet, SyncPolicyAutomated } from '../argocd/types.js';
 import type { FleetApp, FleetAppSet, FleetView } from '../fleet/model.js';
+import { keyBase } from '../jobs/redis.js';
 import { isRollingSync } from '../fleet/rollingsync.js';
 
 /**
@@ -389,7 +390,7 @@ export class PauseStore {
   ) {}
 
   private get key() {
-    return `${this.prefix}:paused`;
+    return `${keyBase(this.prefix)}paused`;
   }
 
   async save(record: PauseRecord): Promise<void> {
