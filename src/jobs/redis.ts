@@ -6,8 +6,8 @@ import { Redis, type RedisOptions } from 'ioredis';
  * also makes our own commands wait through a Redis restart instead of failing mid-run.
  * No ioredis `keyPrefix`: BullMQ refuses it, and every key we write carries the prefix itself.
  */
-export function createRedis(url: string, opts: Partial<RedisOptions> = {}): Redis {
-  return new Redis(url, {
+export function createRedis(url: string, opts: Partial<RedisOptions> = {}, onError?: (err: Error) => void): Redis {
+  const redis = new Redis(url, {
     maxRetriesPerRequest: null,
     enableReadyCheck: true,
     // Reconnect quickly after a restart: runs are waiting on it.
@@ -15,6 +15,9 @@ export function createRedis(url: string, opts: Partial<RedisOptions> = {}): Redi
     lazyConnect: false,
     ...opts,
   });
+  // Without a listener ioredis prints every failed reconnect as an unhandled error; it keeps retrying either way.
+  redis.on('error', (err: Error) => onError?.(err));
+  return redis;
 }
 
 /** `rollcall` → `rollcall:`; keys are `${keyBase(prefix)}run:r-7f3k2`. */

@@ -123,6 +123,7 @@ class Engine implements RunService {
     const queueConnection = createRedis(this.opts.redisUrl);
     this.extraConnections.push(queueConnection);
     this.queue = createStepQueue(queueConnection, this.opts.prefix);
+    this.queue.on('error', (err) => this.opts.logger?.warn({ err: err.message }, 'runbook queue error'));
     if (this.opts.role !== 'bot') {
       const workerConnection = createRedis(this.opts.redisUrl);
       this.extraConnections.push(workerConnection);

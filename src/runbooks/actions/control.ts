@@ -248,25 +248,32 @@ const restoreInput = z
     verifyTimeoutMs: z.number().int().positive().default(120_000),
     pollMs: z.number().int().positive().default(1000),
   })
-  .refine((i) => !!i.from !== !!i.backup || (!!i.from && !!i.backup), { message: 'give from=CLUSTER or backup=NAME' });
+  .refine((i) => !!i.from || !!i.backup, { message: 'give from=CLUSTER (that cluster\'s keys) or backup=NAME (one backed-up key)' });
 
 function keySource(ctx: PreviewContext | ActionContext, input: z.infer<typeof restoreInput>): KeySource {
-  if (!input.from && !input.backup) throw fail('invalid_params', 'give from=CLUSTER (restore that cluster\'s keys) or backup=NAME');
   const location = ctx.services.config.sealedSecrets.backup;
-  if (input.backup || (location && input.from)) {
+  if (input.backup) {
     if (!location) throw fail('not_configured', 'backup= needs sealedSecrets.backup in rollcall.yaml');
-    // from= with a backup location restores that cluster's backups; without one, it copies live keys.
-    const sourceCluster = input.from ?? input.backup!.split('-sealed-secrets-key')[0];
+    // Backups are named <source cluster>-<key name> (backupKeys).
+    const sourceCluster = input.from ?? input.backup.split('-sealed-secrets-key')[0];
     return { kind: 'backup', kube: kube(ctx, location.cluster), namespace: location.namespace, sourceCluster, name: input.backup };
   }
-  return { kind: 'cluster', kube: kube(ctx, input.from!), cluster: input.from! };
+  const from = input.from!;
+  // A reachable source cluster is copied live: its backups may lack the newest key (argocd-facts C).
+  // Without access to it (decommissioned, down), its backups are what is left.
+  if (ctx.services.kube?.has(from)) return { kind: 'cluster', kube: kube(ctx, from), cluster: from };
+  if (!location) throw fail('not_configured', `no Kubernetes access to ${from} (kube.clusters) and no sealedSecrets.backup to restore its backups from`);
+  return { kind: 'backup', kube: kube(ctx, location.cluster), namespace: location.namespace, sourceCluster: from };
 }
+
+const sourceLabel = (source: KeySource) => (source.kind === 'cluster' ? `the live keys of ${source.cluster}` : `backups of ${source.sourceCluster} in ${source.kube.cluster}/${source.namespace}${source.name ? ` (${source.name})` : ''}`);
 
 async function restorePreview(ctx: PreviewContext): Promise<ActionPreview> {
   const input = restoreInput.parse(ctx.input);
   if (input.from === input.to) throw fail('invalid_params', `from and to are both ${input.to}`);
   const target = kube(ctx, input.to);
-  const plan = await planRestore(keySource(ctx, input), target, controllerSettings(ctx));
+  const source = keySource(ctx, input);
+  const plan = await planRestore(source, target, controllerSettings(ctx));
   if (plan.conflicts.length) throw fail('conflict', `key ${plan.conflicts[0].name} exists on ${input.to} with a different certificate: refusing`);
   const status = await sealedSecretStatus(target);
   const blocks: ReplyBlock[] = [
@@ -282,7 +289,7 @@ async function restorePreview(ctx: PreviewContext): Promise<ActionPreview> {
   blocks.push({ kind: 'context', text: 'Then: restart the controller (keys are read only at start), wait until Ready, verify every SealedSecret is Synced, refresh the affected Argo CD apps, take a fresh backup of the target.' });
   return {
     targets: [{ instance: 'kube', app: `sealed-secrets:${input.to}` }],
-    summary: `Restore ${plan.toCreate.length} sealed-secrets key(s) onto ${input.to} (${status.failing.length} SealedSecret(s) failing)`,
+    summary: `Restore ${plan.toCreate.length} sealed-secrets key(s) from ${sourceLabel(source)} onto ${input.to} (${status.failing.length} SealedSecret(s) failing)`,
     data: { plan, before: { total: status.total, synced: status.synced, failing: status.failing.length } } as unknown as Record<string, unknown>,
     blocks,
   };

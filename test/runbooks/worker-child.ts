@@ -1,0 +1,20 @@
+// A rollcall worker in its own process, for the SIGKILL test: env SIM_INSTANCES (JSON), REDIS_URL, PREFIX.
+import { startEngine } from '../../src/runbooks/engine.js';
+import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/runbooks/loader.js';
+import { FAST } from './harness.js';
+import { servicesForSim } from './sim-support.js';
+
+// Load everything first, then wait for "start" on stdin: the test keeps a warm spare to start after the kill.
+process.stdout.write('loaded\n');
+await new Promise<void>((resolve) => process.stdin.on('data', (d) => String(d).includes('start') && resolve()));
+const instances = JSON.parse(process.env.SIM_INSTANCES!) as { name: string; url: string; token: string }[];
+const { services } = await servicesForSim({ instances } as never);
+const engine = await startEngine(services, {
+  role: 'worker',
+  redisUrl: process.env.REDIS_URL!,
+  prefix: process.env.PREFIX!,
+  runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR),
+  ...FAST,
+});
+process.stdout.write('ready\n');
+process.on('SIGTERM', () => void engine.stop().then(() => process.exit(0)));
