@@ -30,7 +30,8 @@ export function helpReply(topic?: string): Reply {
       { kind: 'fields', fields: [{ label: 'Usage', value: code(spec.usage) }, ...(spec.aliases?.length ? [{ label: 'Aliases', value: spec.aliases.join(', ') }] : [])] },
     ];
     if (spec.help) blocks.push({ kind: 'text', text: spec.help });
-    blocks.push({ kind: 'context', text: spec.readOnly ? 'Read-only: open to every reader.' : 'Changes the fleet: operators only, previewed and audited.' });
+    // Runbook commands register as readOnly and check access themselves, so only the flat case is stated.
+    if (!spec.readOnly) blocks.push({ kind: 'context', text: 'Changes the fleet: operators and admins only.' });
     return { ok: true, command: 'help', title: `help ${spec.name}`, data: { command: spec.name, usage: spec.usage, summary: spec.summary, aliases: spec.aliases ?? [], readOnly: spec.readOnly, help: spec.help ?? null }, blocks };
   }
   const specs = [...allCommands()].sort((a, b) => rank(a) - rank(b) || (a.name < b.name ? -1 : 1));

@@ -26,6 +26,7 @@ import { unknownTarget } from './suggest.js';
 const USAGE = 'rollout APPSET [instance=X]';
 const APPS_SHOWN_PER_STEP = 10;
 const SEVERITY_RANK: Record<string, number> = { critical: 0, warning: 1, info: 2 };
+const IN_FLIGHT_RANK: Record<string, number> = { Progressing: 0, Pending: 1, Waiting: 2 };
 
 /** The appset named so (on one instance when given). Unknown and ambiguous names become CommandErrors. */
 export function findAppSet(fleet: FleetView, name: string, instance: string | undefined, command: string): FleetAppSet {
@@ -147,7 +148,10 @@ function stepBlocks(step: RolloutStep, report: RolloutReport, now: Date, fleet: 
   const tally = step.apps.length ? `${plural(step.apps.length, 'app')}: ${countsLine(counts, PROGRESSIVE_ORDER)}` : 'matches no app';
   const blocks: ReplyBlock[] = [{ kind: 'text', text: `${head}\n${tally}`, tone: current ? 'progress' : healthy ? 'ok' : step.apps.length ? 'info' : 'warn' }];
   // Waiting apps of later steps are expected; the interesting ones are in flight or in the current step.
-  const notHealthy = step.apps.filter((a) => a.status !== 'Healthy' && (current || a.status !== 'Waiting'));
+  const notHealthy = step.apps
+    .filter((a) => a.status !== 'Healthy' && (current || a.status !== 'Waiting'))
+    // In flight first (what the step waits on), longest in state first.
+    .sort((a, b) => (IN_FLIGHT_RANK[a.status ?? ''] ?? 3) - (IN_FLIGHT_RANK[b.status ?? ''] ?? 3) || (Date.parse(a.since ?? '') || Infinity) - (Date.parse(b.since ?? '') || Infinity));
   if (notHealthy.length) {
     blocks.push({
       kind: 'list',
@@ -176,9 +180,14 @@ export function rolloutBlocks(report: RolloutReport, fleet: FleetView, now: Date
   });
   if (report.waitingOn) {
     const w = report.waitingOn;
-    const names = w.apps.slice(0, 8).map(code).join(', ') + (w.apps.length > 8 ? ` and ${w.apps.length - 8} more` : '');
+    const step = report.steps.find((s) => s.step === w.step);
+    const waiting = new Set(w.apps);
+    const inFlight = (step?.apps ?? []).filter((a) => waiting.has(a.name) && (a.status === 'Progressing' || a.status === 'Pending')).map((a) => a.name);
+    const queued = w.apps.length - inFlight.length;
+    const names = (list: string[]) => list.slice(0, 6).map(code).join(', ') + (list.length > 6 ? ` and ${list.length - 6} more` : '');
+    const parts = [inFlight.length ? `${formatCount(inFlight.length)} in flight (${names(inFlight)})` : '', queued ? `${formatCount(queued)} waiting their turn` : ''].filter(Boolean);
     const age = since(w.since, now);
-    blocks.push({ kind: 'text', text: `${TONE_EMOJI.progress} *Waiting on* step ${w.step}: ${names || 'nothing'}${age ? ` since ${age}` : ''}`, tone: 'progress' });
+    blocks.push({ kind: 'text', text: `${TONE_EMOJI.progress} *Waiting on* step ${w.step}${age ? ` since ${age}` : ''}: ${parts.join(', ') || 'nothing'}`, tone: 'progress' });
   }
   for (const step of report.steps) blocks.push(...stepBlocks(step, report, now, fleet));
   if (report.unmatched.length) {

@@ -45,6 +45,8 @@ export interface StatusProblem {
 /** A problem with what the blocks need besides the JSON contract. */
 interface ProblemDetail extends StatusProblem {
   since?: string;
+  /** What `since` is: the health transition of a health problem, the last operation, or only the health transition of an app whose problem is its sync. */
+  sinceKind?: 'health' | 'operation' | 'other';
   appSet?: string;
   namespace?: string;
 }
@@ -107,12 +109,14 @@ export function problemReason(app: Application): string {
 }
 
 // When the problem began: for a health problem the health transition; otherwise when the last
-// operation finished (the nearest thing Argo CD records for "went out of sync").
-function problemSince(app: Application, health: string): string | undefined {
+// operation finished (Argo CD records no "went OutOfSync" time, so that is the nearest thing).
+function problemSince(app: Application, health: string): { since?: string; sinceKind?: ProblemDetail['sinceKind'] } {
   const h = app.status?.health?.lastTransitionTime;
   const op = app.status?.operationState;
   const opTime = op?.finishedAt ?? op?.startedAt;
-  return health === 'Degraded' || health === 'Missing' ? (h ?? opTime) : (opTime ?? h);
+  if ((health === 'Degraded' || health === 'Missing') && h) return { since: h, sinceKind: 'health' };
+  if (opTime) return { since: opTime, sinceKind: 'operation' };
+  return h ? { since: h, sinceKind: 'other' } : {};
 }
 
 /** One pass over the apps: totals, per-(instance, cluster) counts, problems oldest first. */
@@ -148,7 +152,7 @@ export function summarizeApps(apps: Iterable<FleetApp>): FleetSummary {
         sync,
         health,
         reason: problemReason(app),
-        since: problemSince(app, health),
+        ...problemSince(app, health),
         appSet: fa.appSet,
         namespace: app.metadata.namespace,
       });
@@ -291,9 +295,11 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
       items: problems.slice(0, MAX_PROBLEMS_SHOWN).map((p) => {
         const url = fleet.appUrl(p.instance, p.app, p.namespace);
         const age = since(p.since, now);
+        // Only a health transition says how long the problem has lasted; an operation time says when the app was last synced.
+        const when = !age ? '' : p.sinceKind === 'health' ? ` · for ${age}` : p.sinceKind === 'operation' ? ` · last sync ${age} ago` : '';
         const where = multiInstance ? `${p.instance}/${p.cluster}` : p.cluster;
         return {
-          text: `${link(p.app, url)} · ${where} · ${p.sync}/${p.health}${age ? ` · for ${age}` : ''}`,
+          text: `${link(p.app, url)} · ${where} · ${p.sync}/${p.health}${when}`,
           tone: appTone(p.sync, p.health),
           detail: truncate(p.reason, 200),
           ...(url ? { url } : {}),
@@ -314,7 +320,7 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
     data: {
       total,
       clusters,
-      problems: problems.map(({ app, instance, cluster, sync, health, reason }) => ({ app, instance, cluster, sync, health, reason })),
+      problems: problems.map(({ app, instance, cluster, sync, health, reason }: ProblemDetail) => ({ app, instance, cluster, sync, health, reason })),
     },
     blocks,
   };

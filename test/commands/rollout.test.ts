@@ -102,7 +102,7 @@ describe('rollout', () => {
   it('shows each step with its expressions and meaning, what it waits on and since when', async () => {
     const reply = await runRollout(parseCommand('rollout progressive-infra'), c());
     const text = renderText(reply, { links: 'label' });
-    expect(text).toContain('Waiting on step 2: `infra-canary-2` since 42m');
+    expect(text).toContain('Waiting on step 2 since 42m: 1 in flight (`infra-canary-2`)');
     expect(text).toMatch(/▶ Step 2 \(current\) · env In \[canary\] · 1 at a time \(maxUpdate 1\)\n2 apps: Healthy 1 · Progressing 1/);
     expect(text).toMatch(/Step 3 · env In \[prod\] · 50% → 1 at a time \(maxUpdate 50%\)/);
     expect(text).toMatch(/infra-canary-2 · canary-1 · Progressing · Synced\/Degraded · for 42m/);

@@ -74,7 +74,9 @@ describe('status', () => {
     const list = reply.blocks.find((b) => b.kind === 'list' && b.title?.startsWith('Problems')) as Extract<ReplyBlock, { kind: 'list' }>;
     expect(list.total).toBe(4);
     expect(list.items[0].text).toContain('<https://cd-east.example.com/applications/argocd/auth-prod-us2|auth-prod-us2>');
-    expect(list.items[0].text).toContain('for 1h');
+    // An OutOfSync app's age is when it was last synced; a Degraded app's is how long it has been Degraded.
+    expect(list.items[0].text).toContain('· last sync 1h ago');
+    expect(list.items[1].text).toContain('· Synced/Degraded · for 30m');
     expect(list.items[0].tone).toBe('warn');
     expect(list.items[1].tone).toBe('error');
     const actions = reply.blocks.find((b) => b.kind === 'actions') as Extract<ReplyBlock, { kind: 'actions' }>;
