@@ -180,7 +180,7 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     syncWindows,
     frozen: !!opts.frozen,
     now: () => controller.clock.now(),
-    openStreams: new Set(),
+    openStreams: new Map(),
   };
 
   async function handleSim(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
@@ -344,7 +344,7 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
       warmer.stop();
       controller.stop();
       kube.stop();
-      for (const res of core.openStreams) res.end();
+      for (const res of core.openStreams.keys()) res.end();
       core.openStreams.clear();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

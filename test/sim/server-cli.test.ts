@@ -39,7 +39,7 @@ describe('runSimCommand', () => {
       const res = await fetch(`${config.instances[1].url}/api/v1/applications`, {
         headers: { authorization: `Bearer ${config.instances[1].token}` },
       });
-      expect((await res.json()).items).toHaveLength(2);
+      expect(((await res.json()) as any).items).toHaveLength(2);
     } finally {
       await server.stop();
     }
@@ -101,7 +101,7 @@ describe('rollcall sim', () => {
       const res = await fetch(`${m![1]}/api/v1/applications?fields=items.metadata.name`, {
         headers: { authorization: 'Bearer sim-prod-token' },
       });
-      expect((await res.json()).items).toHaveLength(6);
+      expect(((await res.json()) as any).items).toHaveLength(6);
       expect(parseConfig(readFileSync(configFile, 'utf8'), configFile, {}).instances).toHaveLength(2);
     } finally {
       child.kill('SIGTERM');

@@ -36,7 +36,7 @@ describe('HTTP faults', () => {
     ).toBe(200);
     const first = await call('prod', '/api/v1/applications');
     expect(first.status).toBe(503);
-    expect(await first.json()).toMatchObject({ code: 14 });
+    expect((await first.json()) as any).toMatchObject({ code: 14 });
     expect((await call('prod', '/api/v1/clusters')).status).toBe(200);
     expect((await call('staging', '/api/v1/applications')).status).toBe(200);
     expect((await call('prod', '/api/v1/applications')).status).toBe(503);
@@ -75,11 +75,11 @@ describe('HTTP faults', () => {
   it('rejects a fault it does not know, naming the choices', async () => {
     const res = await simFault(sim, { kind: 'meteor' });
     expect(res.status).toBe(400);
-    expect((await res.json()).error).toMatch(/unknown fault kind "meteor": use fail, crashloop/);
+    expect(((await res.json()) as any).error).toMatch(/unknown fault kind "meteor": use fail, crashloop/);
     const inst = await simFault(sim, { kind: 'fail', instance: 'nope', app: 'x' });
-    expect((await inst.json()).error).toMatch(/unknown instance "nope"/);
+    expect(((await inst.json()) as any).error).toMatch(/unknown instance "nope"/);
     const noApp = await simFault(sim, { kind: 'fail', instance: 'prod', app: 'ghost' });
-    expect((await noApp.json()).error).toBe('no app "ghost" on instance "prod"');
+    expect(((await noApp.json()) as any).error).toBe('no app "ghost" on instance "prod"');
   });
 });
 
@@ -113,7 +113,7 @@ describe('app faults through the controller', () => {
       (await simFault(sim, { kind: 'clusterDown', instance: 'prod', cluster: 'prod-us1', down: true })).status,
     ).toBe(200);
     sim.controller.advance(2_000);
-    const { items } = await (await call('prod', '/api/v1/clusters')).json();
+    const { items } = (await (await call('prod', '/api/v1/clusters')).json()) as any;
     expect(items.find((c: { name: string }) => c.name === 'prod-us1').connectionState.status).toBe('Failed');
     await simFault(sim, { kind: 'clusterDown', instance: 'prod', cluster: 'prod-us1', down: false });
   });

@@ -189,6 +189,21 @@ describe('GET /api/v1/stream/applications', () => {
   });
 });
 
+describe('dropStreams fault', () => {
+  it('ends the open streams of one instance so clients have to reconnect', async () => {
+    const prod = await stream(sim, 'prod', '/api/v1/stream/applications?name=web-prod-us1');
+    const staging = await stream(sim, 'staging', '/api/v1/stream/applications?name=payments-staging');
+    await expect.poll(() => prod.messages().length + staging.messages().length).toBe(2);
+    const res = await fetch(`${sim.url}/_sim/faults`, {
+      method: 'POST',
+      body: JSON.stringify({ kind: 'dropStreams', instance: 'prod' }),
+    });
+    expect(await res.json()).toEqual({ applied: 'dropped 1 stream(s)' });
+    await expect.poll(() => prod.done()).toBe(true);
+    expect(staging.done()).toBe(false);
+  });
+});
+
 describe('GET /api/v1/stream/applicationsets', () => {
   it('sends the appset snapshot under result.applicationSet and MODIFIED on upsert', async () => {
     const s = await stream(sim, 'prod', '/api/v1/stream/applicationsets?projects=platform');

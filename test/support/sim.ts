@@ -13,7 +13,7 @@ export interface TestSimOptions {
   fixture?: Fixture | string;
   /** A built-in scenario (src/sim/scenarios), e.g. 'progressive-infra'. */
   scenario?: string;
-  /** Time moves only through server.controller.advance(ms). @defaultValue true */
+  /** Time moves only through server.controller.advance(ms). @defaultValue true unless `speed` is given */
   manual?: boolean;
   speed?: number;
   frozen?: boolean;
@@ -39,7 +39,7 @@ export async function startTestSim(opts: TestSimOptions = {}): Promise<SimServer
     fixture,
     adoptFixture,
     port: 0,
-    manual: opts.manual ?? true,
+    manual: opts.manual ?? opts.speed === undefined,
     speed: opts.speed,
     frozen: opts.frozen,
     keepAliveMs: opts.keepAliveMs,

@@ -21,8 +21,8 @@ export interface SimCore {
   /** --frozen: serve the fixture as-is. */
   readonly frozen: boolean;
   now(): Date;
-  /** Streams close when the server stops. */
-  readonly openStreams: Set<ServerResponse>;
+  /** Open watch streams and their instance: closed on stop, or on demand (fault `dropStreams`). */
+  readonly openStreams: Map<ServerResponse, string>;
 }
 
 export interface ApiRequest {

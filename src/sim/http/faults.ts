@@ -183,6 +183,17 @@ export function applyFault(core: SimCore, faults: FaultBook, body: unknown): { a
       } else if (idx < 0) core.syncWindows.push(window);
       return { applied: `syncWindow ${b.active === false ? 'off' : 'on'}` };
     }
+    case 'dropStreams': {
+      // The server (or a proxy idle timeout) ends open watch streams: clients must reconnect.
+      let dropped = 0;
+      for (const [res, inst] of core.openStreams) {
+        if (instance && inst !== instance) continue;
+        res.end();
+        core.openStreams.delete(res);
+        dropped++;
+      }
+      return { applied: `dropped ${dropped} stream(s)` };
+    }
     case 'clear': {
       const app = str(b.app);
       if (app) {
@@ -198,7 +209,7 @@ export function applyFault(core: SimCore, faults: FaultBook, body: unknown): { a
     }
     default:
       throw new FaultRequestError(
-        `unknown fault kind "${String(b.kind)}": use fail, crashloop, clear, latency, http5xx, http429, clusterDown or syncWindow`,
+        `unknown fault kind "${String(b.kind)}": use fail, crashloop, clear, latency, http5xx, http429, clusterDown, syncWindow or dropStreams`,
       );
   }
 }

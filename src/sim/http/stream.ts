@@ -27,7 +27,7 @@ function startStream(req: ApiRequest): { send(name: string, body: string): void;
     'cache-control': 'no-cache',
   });
   res.flushHeaders();
-  req.core.openStreams.add(res);
+  req.core.openStreams.set(res, req.store.name);
   const last = new Map<string, string>();
   const keepAlive = sse ? setInterval(() => res.write(':\n'), req.core.keepAliveMs) : undefined;
   keepAlive?.unref();
