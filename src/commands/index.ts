@@ -50,6 +50,38 @@ export function errorFromException(command: string, error: unknown): Reply {
   return errorReply(command, 'internal_error', `\`${command}\` failed unexpectedly: ${message}. This is a rollcall bug; the logs have the details.`);
 }
 
+interface MirrorHealth {
+  instance: string;
+  synced: boolean;
+  error?: string;
+}
+
+/** Instances the live mirror (src/fleet/mirror.ts) is not in sync with; a StaticFleet has none. */
+function unsyncedInstances(ctx: CommandContext): MirrorHealth[] {
+  const fleet = ctx.services.fleet as { health?: () => MirrorHealth[] };
+  try {
+    return typeof fleet.health === 'function' ? fleet.health().filter((h) => !h.synced) : [];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Every answer comes from the mirror: when an instance is unreachable, "no such app" or "0 problems"
+ * would be a lie by omission, so the reply says which instances it is missing.
+ */
+function withMirrorWarning(reply: Reply, ctx: CommandContext): Reply {
+  if (reply.command === 'help') return reply;
+  const missing = unsyncedInstances(ctx);
+  if (!missing.length) return reply;
+  const what = missing.map((h) => `${h.instance}${h.error ? ` (${h.error})` : ''}`).join('; ');
+  const text = `:warning: Not in sync with Argo CD instance${missing.length > 1 ? 's' : ''} ${what}: this answer may be incomplete or stale.`;
+  if (reply.error) reply.error.message += ` Note: ${text.replace(/^:warning: /, '')}`;
+  const at = reply.blocks[0]?.kind === 'header' ? 1 : 0;
+  reply.blocks.splice(at, 0, { kind: 'context', text });
+  return reply;
+}
+
 /** Runs one chat command: parse, find, check permission, run. Never throws: failures become error Replies. */
 export async function dispatch(text: string, ctx: CommandContext): Promise<Reply> {
   let cmd: ParsedCommand;
@@ -67,8 +99,8 @@ export async function dispatch(text: string, ctx: CommandContext): Promise<Reply
     const config = ctx.services.config;
     if (!canRead(ctx.user, config)) return errorReply(spec.name, 'forbidden', readDeniedMessage(ctx.user, config));
     if (!spec.readOnly && !canOperate(ctx.user, config)) return errorReply(spec.name, 'forbidden', operateDeniedMessage(ctx.user, spec.name, config));
-    return await spec.run(cmd, ctx);
+    return withMirrorWarning(await spec.run(cmd, ctx), ctx);
   } catch (error) {
-    return errorFromException(findCommand(cmd.command)?.name ?? cmd.command, error);
+    return withMirrorWarning(errorFromException(findCommand(cmd.command)?.name ?? cmd.command, error), ctx);
   }
 }

@@ -154,3 +154,21 @@ describe('access helpers', () => {
     expect(canRead('U2', config)).toBe(true);
   });
 });
+
+describe('mirror health', () => {
+  it('says which instances the answer is missing when the mirror is not in sync', async () => {
+    const fleet = Object.assign(twoInstanceFleet(), {
+      health: () => [
+        { instance: 'east', synced: true },
+        { instance: 'west', synced: false, error: 'Cannot reach Argo CD instance west: ECONNREFUSED' },
+      ],
+    });
+    const ok = await dispatch('status', ctx(services(fleet)));
+    expect(ok.ok).toBe(true);
+    expect(ok.blocks[1]).toEqual({ kind: 'context', text: ':warning: Not in sync with Argo CD instance west (Cannot reach Argo CD instance west: ECONNREFUSED): this answer may be incomplete or stale.' });
+    const missing = await dispatch('rollout platfrm', ctx(services(fleet)));
+    expect(missing.error?.code).toBe('unknown_target');
+    expect(missing.error?.message).toMatch(/Note: Not in sync with Argo CD instance west/);
+    expect((await dispatch('help', ctx(services(fleet)))).blocks.some((b) => b.kind === 'context' && b.text.includes('Not in sync'))).toBe(false);
+  });
+});
