@@ -294,6 +294,15 @@ describe('POST /api/v1/applications/{name}/sync', () => {
     expect(ops[0].body).toEqual(body);
   });
 
+  it('refuses a sync to another revision while auto-sync is on, as Argo CD does', async () => {
+    const res = await call('prod', '/api/v1/applications/auth-service-prod-eu1/sync', {
+      method: 'POST',
+      body: JSON.stringify({ revision: 'v9' }),
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ code: 9, message: 'Cannot sync to v9: auto-sync currently set to main' });
+  });
+
   it('terminates a running operation and answers 400 when none is running', async () => {
     const none = await call('prod', '/api/v1/applications/payments-prod-eu1/operation', { method: 'DELETE' });
     expect(none.status).toBe(400);
