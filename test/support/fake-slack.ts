@@ -37,6 +37,8 @@ export interface FakeSlack {
   responseUrl(id?: string): string;
   /** Answer the next `times` calls to `method` with 429 and `Retry-After: retryAfterSeconds`. */
   rateLimit(method: string, times: number, retryAfterSeconds: number): void;
+  /** What apps.connections.open answers (Socket Mode): the WebSocket URL of a test server. */
+  socketUrl?: string;
   /** Answer calls to `method` with `{ok:false, error}` until cleared (error undefined). */
   failWith(method: string, error: string | undefined): void;
   reset(): void;
@@ -56,6 +58,8 @@ export async function startFakeSlack(opts: { botUserId?: string; teamId?: string
   let viewCounter = 0;
   let responseCounter = 0;
 
+  // eslint-disable-next-line prefer-const -- assigned once the server is listening; answer() runs later
+  let fake: FakeSlack;
   const nextTs = () => `1700000000.${String(++tsCounter).padStart(6, '0')}`;
 
   const answer = (method: string, args: Record<string, any>): Record<string, unknown> => {
@@ -70,6 +74,8 @@ export async function startFakeSlack(opts: { botUserId?: string; teamId?: string
         return { ok: true, channel: args.channel, ts: args.ts, text: args.text };
       case 'chat.postEphemeral':
         return { ok: true, message_ts: nextTs() };
+      case 'apps.connections.open':
+        return fake.socketUrl ? { ok: true, url: fake.socketUrl } : { ok: false, error: 'no_socket_url' };
       case 'views.open':
       case 'views.push':
       case 'views.update':
@@ -114,7 +120,7 @@ export async function startFakeSlack(opts: { botUserId?: string; teamId?: string
   const port = (server.address() as AddressInfo).port;
   const url = `http://127.0.0.1:${port}`;
 
-  return {
+  fake = {
     url,
     apiUrl: `${url}/api/`,
     port,
@@ -137,6 +143,7 @@ export async function startFakeSlack(opts: { botUserId?: string; teamId?: string
         server.close(() => resolve());
       }),
   };
+  return fake;
 }
 
 function parseBody(raw: string, contentType: string | undefined): Record<string, any> {
