@@ -58,6 +58,13 @@ export interface FleetMirrorOptions {
   retryMs?: number;
   /** Clusters have no stream: relist them this often. 0 = never. @defaultValue 300000 */
   clusterRefreshMs?: number;
+  /**
+   * Unhealthy apps fetched one by one after a list, for their resource health: List leaves it
+   * out since v3.0 (argocd-facts B6), and "Degraded" without the crash-loop message is no answer
+   * mid-incident. Watch events carry it, so each app is fetched at most once per list. 0 = never.
+   * @defaultValue 500
+   */
+  enrichLimit?: number;
   now?: () => Date;
 }
 
@@ -100,6 +107,7 @@ export class FleetMirror extends FleetIndex {
       relistDelayMs: opts.relistDelayMs ?? 500,
       retryMs: opts.retryMs ?? 2000,
       clusterRefreshMs: opts.clusterRefreshMs ?? 300_000,
+      enrichLimit: opts.enrichLimit ?? 500,
       now: opts.now ?? (() => new Date()),
     };
     this.events.setMaxListeners(0);
@@ -182,6 +190,7 @@ export class FleetMirror extends FleetIndex {
       this.openAppsWatch(s, apps.metadata?.resourceVersion);
       this.openAppSetsWatch(s, appSets.metadata?.resourceVersion);
       await this.waitForStreams(s);
+      void this.enrichUnhealthy(s);
     } catch (error) {
       s.error = (error as Error).message;
       this.log?.warn({ instance: s.name, err: s.error }, 'instance load failed; retrying');
@@ -292,6 +301,32 @@ export class FleetMirror extends FleetIndex {
     const fleetAppSet = { instance: s.name, appSet };
     const previous = this.upsertAppSet(fleetAppSet);
     this.events.emit('appset', { instance: s.name, type: previous ? 'MODIFIED' : 'ADDED', appSet: fleetAppSet, previous } satisfies MirrorAppSetEvent);
+  }
+
+  /** Fetches unhealthy apps that came from a List (no resource health) and applies them as events. */
+  private async enrichUnhealthy(s: InstanceState): Promise<void> {
+    if (!this.opts.enrichLimit) return;
+    const wanted = this.apps()
+      .filter((a) => a.instance === s.name && lacksResourceHealth(a.app))
+      .slice(0, this.opts.enrichLimit);
+    let next = 0;
+    const worker = async () => {
+      while (next < wanted.length && !this.stopped) {
+        const listed = wanted[next++].app;
+        try {
+          const full = await s.api.getApplication({ name: listed.metadata.name, appNamespace: listed.metadata.namespace, project: listed.spec?.project });
+          const current = this.findApp(s.name, listed.metadata.name, listed.metadata.namespace);
+          // Only fill in what the List left out; a newer watch event wins.
+          if (current && current.app.metadata.resourceVersion === full.metadata.resourceVersion && lacksResourceHealth(current.app)) {
+            // Not an event: Argo CD's state did not change, our copy of it became complete.
+            this.upsertApp(this.tag(s, full));
+          }
+        } catch (error) {
+          this.log?.debug({ instance: s.name, app: listed.metadata.name, err: (error as Error).message }, 'could not fetch resource health');
+        }
+      }
+    };
+    await Promise.all([worker(), worker(), worker(), worker()]);
   }
 
   private tag(s: InstanceState, app: Application): FleetApp {
@@ -407,10 +442,20 @@ export class FleetMirror extends FleetIndex {
     }
 
     for (const [key, seq] of s.touched) if (seq <= startedAt) s.touched.delete(key);
+    void this.enrichUnhealthy(s);
     this.log?.info({ instance: s.name, apps: apps.items?.length ?? 0 }, 'relisted after a stream gap');
     if (reopen) {
       this.openAppsWatch(s, apps.metadata?.resourceVersion);
       this.openAppSetsWatch(s, appSets.metadata?.resourceVersion);
     }
   }
+}
+
+const HEALTHY = new Set(['Healthy', 'Suspended']);
+
+function lacksResourceHealth(app: Application): boolean {
+  const health = app.status?.health?.status;
+  if (!health || HEALTHY.has(health)) return false;
+  const resources = app.status?.resources ?? [];
+  return resources.length > 0 && resources.every((r) => r.health === undefined);
 }
