@@ -13,7 +13,14 @@ import type {
   SyncStatusCode,
 } from '../argocd/types.js';
 import { normalizeServer, ownerAppSet } from '../fleet/model.js';
-import { ROLLING_SYNC_INITIATOR, advanceRollout, automatedEnabled, isRollingSync, rollingSyncOperation, rolloutAppState } from '../fleet/rollingsync.js';
+import {
+  ROLLING_SYNC_INITIATOR,
+  advanceRollout,
+  automatedEnabled,
+  isRollingSync,
+  rollingSyncOperation,
+  rolloutAppState,
+} from '../fleet/rollingsync.js';
 import { ManualClock, ScaledClock, parseGoDuration, rfc3339, type SimClock } from './clock.js';
 import {
   FaultBook,
@@ -118,7 +125,11 @@ export class SimController {
   /** instance → appset → app names (from ownerReferences). */
   private readonly owned = new Map<string, Map<string, Set<string>>>();
   private readonly attached = new Set<string>();
-  private readonly listeners: { store: InstanceStore; app: (c: StoreChange<Application>) => void; appSet: (c: StoreChange<ApplicationSet>) => void }[] = [];
+  private readonly listeners: {
+    store: InstanceStore;
+    app: (c: StoreChange<Application>) => void;
+    appSet: (c: StoreChange<ApplicationSet>) => void;
+  }[] = [];
   private timer?: NodeJS.Timeout;
   private writingAppSet = false;
   /** Appsets this controller has driven as RollingSync (to notice them leaving it). */
@@ -222,11 +233,15 @@ export class SimController {
     const multi = app.spec.sources?.length ? app.spec.sources : undefined;
     if (multi) {
       const revisions = targetRevisions(app);
-      for (const [i, pos] of (request.sourcePositions ?? []).entries()) revisions[pos - 1] = resolveRevision(multi[pos - 1]?.repoURL ?? '', request.revisions![i]);
+      for (const [i, pos] of (request.sourcePositions ?? []).entries())
+        revisions[pos - 1] = resolveRevision(multi[pos - 1]?.repoURL ?? '', request.revisions![i]);
       sync.revisions = revisions;
       if (request.sourcePositions?.length) sync.sourcePositions = request.sourcePositions;
     } else {
-      sync.revision = request.revision && !isSameRef(app, request.revision) ? resolveRevision(app.spec.source?.repoURL ?? '', request.revision) : targetRevision(app);
+      sync.revision =
+        request.revision && !isSameRef(app, request.revision)
+          ? resolveRevision(app.spec.source?.repoURL ?? '', request.revision)
+          : targetRevision(app);
     }
     if (request.prune) sync.prune = true;
     if (request.dryRun) sync.dryRun = true;
@@ -255,7 +270,11 @@ export class SimController {
     const next = structuredClone(app);
     const status = (next.status ??= {});
     if (notStarted) {
-      status.operationState = { operation: structuredClone(next.operation!), phase: 'Terminating', startedAt: rfc3339(now) };
+      status.operationState = {
+        operation: structuredClone(next.operation!),
+        phase: 'Terminating',
+        startedAt: rfc3339(now),
+      };
     } else {
       status.operationState!.phase = 'Terminating';
     }
@@ -327,7 +346,10 @@ export class SimController {
     const cluster = findCluster(store, clusterRef);
     if (!cluster) {
       const known = [...store.clusters.values()].map((c) => c.name).join(', ');
-      throw new SimError('not_found', `cluster "${clusterRef}" not found on instance ${instance} (known: ${known || 'none'})`);
+      throw new SimError(
+        'not_found',
+        `cluster "${clusterRef}" not found on instance ${instance} (known: ${known || 'none'})`,
+      );
     }
     const now = this.clock.now();
     const next: Cluster = structuredClone(cluster);
@@ -339,12 +361,20 @@ export class SimController {
       next.info = { ...next.info, connectionState: state };
       store.putCluster(next);
       const saved = this.book.markDown(instance, cluster, connection);
-      const condition = { type: 'ComparisonError', message: comparisonErrorMessage(cluster.server, connection), lastTransitionTime: rfc3339(now) };
+      const condition = {
+        type: 'ComparisonError',
+        message: comparisonErrorMessage(cluster.server, connection),
+        lastTransitionTime: rfc3339(now),
+      };
       for (const app of apps) {
         const a = structuredClone(app);
         const status = (a.status ??= {});
         if (!saved.has(a.metadata.name))
-          saved.set(a.metadata.name, { sync: structuredClone(status.sync), health: structuredClone(status.health), conditions: structuredClone(status.conditions) });
+          saved.set(a.metadata.name, {
+            sync: structuredClone(status.sync),
+            health: structuredClone(status.health),
+            conditions: structuredClone(status.conditions),
+          });
         status.sync = { ...status.sync, status: 'Unknown' };
         status.health = { status: 'Unknown', lastTransitionTime: rfc3339(now) };
         status.conditions = [...(status.conditions ?? []).filter((c) => c.type !== 'ComparisonError'), condition];
@@ -432,14 +462,26 @@ export class SimController {
       else setHealth(next, 'Healthy', now);
       store.putApp(next);
     }
-    if (w.requestedAt === undefined && w.retryAt === undefined && w.attemptEndsAt === undefined && !w.terminating && !w.blocked && w.healthAt === undefined)
+    if (
+      w.requestedAt === undefined &&
+      w.retryAt === undefined &&
+      w.attemptEndsAt === undefined &&
+      !w.terminating &&
+      !w.blocked &&
+      w.healthAt === undefined
+    )
       this.work.delete(workKey(w.instance, w.name));
   }
 
   private startOperation(store: InstanceStore, app: Application, w: AppWork, now: Date): void {
     const next = structuredClone(app);
     const status = (next.status ??= {});
-    status.operationState = { operation: structuredClone(next.operation!), phase: 'Running', message: RUNNING_MESSAGE, startedAt: rfc3339(now) };
+    status.operationState = {
+      operation: structuredClone(next.operation!),
+      phase: 'Running',
+      message: RUNNING_MESSAGE,
+      startedAt: rfc3339(now),
+    };
     status.reconciledAt = rfc3339(now);
     // A pending health settle from an earlier sync is superseded by this one.
     w.healthAt = w.healthTo = undefined;
@@ -488,7 +530,10 @@ export class SimController {
     let failure: { phase: 'Failed' | 'Error'; message: string; results?: ResourceResult[] } | undefined;
     if (downMessage) {
       const condition = status.conditions?.find((c) => c.type === 'ComparisonError');
-      failure = { phase: 'Error', message: `ComparisonError: ${condition?.message ?? comparisonErrorMessage(server ?? '', downMessage)}` };
+      failure = {
+        phase: 'Error',
+        message: `ComparisonError: ${condition?.message ?? comparisonErrorMessage(server ?? '', downMessage)}`,
+      };
     } else if (faultMessage) {
       const results = syncResults(next, sync, { failing: faultMessage });
       failure = { phase: 'Failed', message: applyFailedMessage([faultMessage]), results };
@@ -528,7 +573,14 @@ export class SimController {
   }
 
   /** What a successful (non-dry-run) sync changes on the app. */
-  private applySync(store: InstanceStore, app: Application, sync: SyncOperation, results: ResourceResult[], w: AppWork, now: Date): void {
+  private applySync(
+    store: InstanceStore,
+    app: Application,
+    sync: SyncOperation,
+    results: ResourceResult[],
+    w: AppWork,
+    now: Date,
+  ): void {
     const status = app.status!;
     const op = status.operationState!;
     const pruned = new Set(results.filter((r) => r.status === 'Pruned').map(resourceId));
@@ -579,7 +631,8 @@ export class SimController {
   private maybeAutoSync(instance: string, name: string): void {
     const store = this.state.instance(instance);
     const app = store?.apps.get(name);
-    if (!store || !app || !autoSyncEnabled(app) || app.status?.sync?.status !== 'OutOfSync' || operationInProgress(app)) return;
+    if (!store || !app || !autoSyncEnabled(app) || app.status?.sync?.status !== 'OutOfSync' || operationInProgress(app))
+      return;
     if (app.metadata.deletionTimestamp || this.book.clusterDownFor(instance, serverOf(store, app))) return;
     // RollingSync owns its apps' syncs even before this controller got round to disabling their autosync.
     const owner = ownerAppSet(app);
@@ -592,7 +645,11 @@ export class SimController {
     const sync: SyncOperation = { revision: target };
     if (policy.automated?.prune) sync.prune = true;
     if (policy.syncOptions?.length) sync.syncOptions = [...policy.syncOptions];
-    this.writeOperation(store, app, { sync, initiatedBy: { automated: true }, retry: structuredClone(policy.retry ?? {}) });
+    this.writeOperation(store, app, {
+      sync,
+      initiatedBy: { automated: true },
+      retry: structuredClone(policy.retry ?? {}),
+    });
   }
 
   // ---------- ApplicationSets ----------
@@ -667,7 +724,9 @@ export class SimController {
     const policy = appSet.spec.syncPolicy?.applicationsSync;
     if (policy === 'create-only' || policy === 'create-delete') return;
     const current = store.appSets.get(name)!;
-    const pendingSince = new Map((current.status?.applicationStatus ?? []).map((e) => [e.application, e.lastTransitionTime]));
+    const pendingSince = new Map(
+      (current.status?.applicationStatus ?? []).map((e) => [e.application, e.lastTransitionTime]),
+    );
     for (const appName of toSync) {
       const app = store.apps.get(appName);
       if (!app || operationInProgress(app)) continue;
@@ -726,15 +785,24 @@ export class SimController {
         if (owner) addOwned(owned, owner, app.metadata.name);
         const failSync = app.metadata.annotations?.[SIM_ANNOTATIONS.failSync];
         if (failSync) this.book.setFailing(store.name, app.metadata.name, failSync);
-        if (app.metadata.annotations?.[SIM_ANNOTATIONS.crashLoop] === 'true') this.book.setCrashLoop(store.name, app.metadata.name);
+        if (app.metadata.annotations?.[SIM_ANNOTATIONS.crashLoop] === 'true')
+          this.book.setCrashLoop(store.name, app.metadata.name);
         // A request already in the fixture is picked up like any other.
-        if (app.operation && !operationInProgress({ ...app, operation: undefined })) this.workFor(store.name, app.metadata.name).requestedAt = this.clock.now().getTime();
+        if (app.operation && !operationInProgress({ ...app, operation: undefined }))
+          this.workFor(store.name, app.metadata.name).requestedAt = this.clock.now().getTime();
       }
-      for (const appSet of store.appSets.values()) this.dirtyAppSets.set(workKey(store.name, appSet.metadata.name), { instance: store.name, name: appSet.metadata.name });
+      for (const appSet of store.appSets.values())
+        this.dirtyAppSets.set(workKey(store.name, appSet.metadata.name), {
+          instance: store.name,
+          name: appSet.metadata.name,
+        });
       const onApp = (c: StoreChange<Application>) => this.onAppChange(store, c);
       const onAppSet = (c: StoreChange<ApplicationSet>) => {
         if (this.writingAppSet || c.type === 'DELETED') return;
-        this.dirtyAppSets.set(workKey(store.name, c.object.metadata.name), { instance: store.name, name: c.object.metadata.name });
+        this.dirtyAppSets.set(workKey(store.name, c.object.metadata.name), {
+          instance: store.name,
+          name: c.object.metadata.name,
+        });
       };
       store.events.on('app', onApp);
       store.events.on('appset', onAppSet);
@@ -752,11 +820,17 @@ export class SimController {
       this.work.delete(workKey(store.name, name));
     } else {
       if (owner) addOwned(owned, owner, name);
-      if (app.operation && !this.work.get(workKey(store.name, name))?.requestedAt && app.status?.operationState?.phase !== 'Running' && app.status?.operationState?.phase !== 'Terminating')
+      if (
+        app.operation &&
+        !this.work.get(workKey(store.name, name))?.requestedAt &&
+        app.status?.operationState?.phase !== 'Running' &&
+        app.status?.operationState?.phase !== 'Terminating'
+      )
         this.workFor(store.name, name).requestedAt = this.clock.now().getTime();
       // Only changes made while the simulator runs trigger autosync: a fixture's OutOfSync automated app is
       // served as captured (its earlier attempt is part of the snapshot).
-      if (autoSyncEnabled(app) && app.status?.sync?.status === 'OutOfSync' && !app.operation) this.autoSyncCandidates.set(workKey(store.name, name), { instance: store.name, name });
+      if (autoSyncEnabled(app) && app.status?.sync?.status === 'OutOfSync' && !app.operation)
+        this.autoSyncCandidates.set(workKey(store.name, name), { instance: store.name, name });
     }
     if (owner) this.dirtyAppSets.set(workKey(store.name, owner), { instance: store.name, name: owner });
   }
@@ -767,7 +841,11 @@ export class SimController {
 
   private requireInstance(instance: string): InstanceStore {
     const store = this.state.instance(instance);
-    if (!store) throw new SimError('not_found', `no Argo CD instance "${instance}" in this simulator (known: ${[...this.state.instances.keys()].join(', ')})`);
+    if (!store)
+      throw new SimError(
+        'not_found',
+        `no Argo CD instance "${instance}" in this simulator (known: ${[...this.state.instances.keys()].join(', ')})`,
+      );
     return store;
   }
 
@@ -826,12 +904,17 @@ function uuidFrom(hex: string): string {
 
 /** The commit the app's target resolves to now (status.sync.revision), else a stable fake commit. */
 function targetRevision(app: Application): string {
-  return app.status?.sync?.revision ?? resolveRevision(app.spec.source?.repoURL ?? '', app.spec.source?.targetRevision ?? 'HEAD');
+  return (
+    app.status?.sync?.revision ??
+    resolveRevision(app.spec.source?.repoURL ?? '', app.spec.source?.targetRevision ?? 'HEAD')
+  );
 }
 
 function targetRevisions(app: Application): string[] {
   const sources = app.spec.sources ?? [];
-  return app.status?.sync?.revisions?.length ? [...app.status.sync.revisions] : sources.map((s) => resolveRevision(s.repoURL, s.targetRevision ?? 'HEAD'));
+  return app.status?.sync?.revisions?.length
+    ? [...app.status.sync.revisions]
+    : sources.map((s) => resolveRevision(s.repoURL, s.targetRevision ?? 'HEAD'));
 }
 
 function isSameRef(app: Application, revision: string): boolean {
@@ -843,7 +926,10 @@ function resolveRevision(repoURL: string, revision: string): string {
   return /^[0-9a-f]{40}$/.test(revision) ? revision : sha1(`${repoURL}@${revision}`);
 }
 
-function sourceFields(app: Application): { source?: Application['spec']['source']; sources?: Application['spec']['sources'] } {
+function sourceFields(app: Application): {
+  source?: Application['spec']['source'];
+  sources?: Application['spec']['sources'];
+} {
   if (app.spec.sources?.length) return { sources: structuredClone(app.spec.sources) };
   return app.spec.source ? { source: structuredClone(app.spec.source) } : {};
 }
@@ -877,7 +963,13 @@ function resourceId(r: { group?: string; kind: string; namespace?: string; name:
 
 function inScope(r: ResourceStatus, sync: SyncOperation): boolean {
   if (!sync.resources?.length) return true;
-  return sync.resources.some((s) => (s.group ?? '') === (r.group ?? '') && s.kind === r.kind && s.name === r.name && (!s.namespace || s.namespace === (r.namespace ?? '')));
+  return sync.resources.some(
+    (s) =>
+      (s.group ?? '') === (r.group ?? '') &&
+      s.kind === r.kind &&
+      s.name === r.name &&
+      (!s.namespace || s.namespace === (r.namespace ?? '')),
+  );
 }
 
 /** gitops-engine's per-resource results, e.g. "deployment.apps/auth-service configured". */
@@ -885,18 +977,38 @@ function syncResults(app: Application, sync: SyncOperation, opts: { failing?: st
   const resources = (app.status?.resources ?? []).filter((r) => inScope(r, sync));
   const dry = sync.dryRun ? ' (dry run)' : '';
   const pruneAllowed = (sync.prune ?? false) && !sync.syncOptions?.includes('Prune=false');
-  const failingId = opts.failing ? resourceId(resources.find((r) => WORKLOAD_KINDS.has(r.kind) && !r.requiresPruning) ?? resources.find((r) => !r.requiresPruning) ?? resources[0] ?? { kind: '', name: '' }) : undefined;
+  const failingId = opts.failing
+    ? resourceId(
+        resources.find((r) => WORKLOAD_KINDS.has(r.kind) && !r.requiresPruning) ??
+          resources.find((r) => !r.requiresPruning) ??
+          resources[0] ?? { kind: '', name: '' },
+      )
+    : undefined;
   const out: ResourceResult[] = [];
   for (const r of resources) {
     const base = { group: r.group ?? '', version: r.version, kind: r.kind, namespace: r.namespace ?? '', name: r.name };
     const ref = `${r.kind.toLowerCase()}${r.group ? `.${r.group}` : ''}/${r.name}`;
     if (r.requiresPruning) {
-      if (pruneAllowed) out.push({ ...base, status: 'Pruned', message: `pruned${dry}`, hookPhase: 'Running', syncPhase: 'Sync' });
-      else out.push({ ...base, status: 'PruneSkipped', message: 'ignored (requires pruning)', hookPhase: 'Running', syncPhase: 'Sync' });
+      if (pruneAllowed)
+        out.push({ ...base, status: 'Pruned', message: `pruned${dry}`, hookPhase: 'Running', syncPhase: 'Sync' });
+      else
+        out.push({
+          ...base,
+          status: 'PruneSkipped',
+          message: 'ignored (requires pruning)',
+          hookPhase: 'Running',
+          syncPhase: 'Sync',
+        });
     } else if (failingId && resourceId(r) === failingId) {
       out.push({ ...base, status: 'SyncFailed', message: opts.failing, hookPhase: 'Failed', syncPhase: 'Sync' });
     } else {
-      out.push({ ...base, status: 'Synced', message: `${ref} ${r.status === 'Synced' ? 'unchanged' : 'configured'}${dry}`, hookPhase: 'Running', syncPhase: 'Sync' });
+      out.push({
+        ...base,
+        status: 'Synced',
+        message: `${ref} ${r.status === 'Synced' ? 'unchanged' : 'configured'}${dry}`,
+        hookPhase: 'Running',
+        syncPhase: 'Sync',
+      });
     }
   }
   return out;
@@ -907,7 +1019,8 @@ function setHealth(app: Application, health: HealthStatusCode, now: Date, worklo
   if (status.health?.status !== health) status.health = { status: health, lastTransitionTime: rfc3339(now) };
   for (const r of status.resources ?? []) {
     if (!WORKLOAD_KINDS.has(r.kind)) continue;
-    r.health = workloadMessage && health !== 'Healthy' ? { status: health, message: workloadMessage } : { status: health };
+    r.health =
+      workloadMessage && health !== 'Healthy' ? { status: health, message: workloadMessage } : { status: health };
   }
 }
 
@@ -916,7 +1029,10 @@ function workloadProgressingMessage(app: Application): string | undefined {
   return w ? `Waiting for rollout to finish: 0 of 1 updated replicas are available...` : undefined;
 }
 
-function backoffMs(backoff: { duration?: string; factor?: number; maxDuration?: string } | undefined, attempt: number): number {
+function backoffMs(
+  backoff: { duration?: string; factor?: number; maxDuration?: string } | undefined,
+  attempt: number,
+): number {
   const base = parseGoDuration(backoff?.duration) ?? 5000;
   const factor = backoff?.factor ?? 2;
   const max = parseGoDuration(backoff?.maxDuration) ?? 180_000;

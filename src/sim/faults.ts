@@ -35,7 +35,10 @@ export class FaultBook {
   private readonly failing = new Map<string, string>();
   private readonly crashLooping = new Set<string>();
   /** instance → normalized server → down cluster */
-  private readonly down = new Map<string, Map<string, { cluster: string; message: string; saved: Map<string, SavedAppStatus> }>>();
+  private readonly down = new Map<
+    string,
+    Map<string, { cluster: string; message: string; saved: Map<string, SavedAppStatus> }>
+  >();
 
   setFailing(instance: string, app: string, message: string): void {
     this.failing.set(key(instance, app), message);
@@ -90,7 +93,8 @@ export class FaultBook {
     for (const [k, message] of this.failing) out.push({ kind: 'fail', ...split(k), message });
     for (const k of this.crashLooping) out.push({ kind: 'crashloop', ...split(k) });
     for (const [instance, byServer] of this.down)
-      for (const [server, d] of byServer) out.push({ kind: 'clusterDown', instance, cluster: d.cluster, server, message: d.message });
+      for (const [server, d] of byServer)
+        out.push({ kind: 'clusterDown', instance, cluster: d.cluster, server, message: d.message });
     return out;
   }
 }

@@ -121,7 +121,10 @@ describe('SimController RollingSync', () => {
     controller.newCommit('infra', ['prod-1']);
     controller.advance(1000);
     // The only sync is the one RollingSync starts once the earlier steps are Healthy.
-    expect(store.apps.get('prod-1')!.operation!.initiatedBy).toEqual({ username: 'applicationset-controller', automated: true });
+    expect(store.apps.get('prod-1')!.operation!.initiatedBy).toEqual({
+      username: 'applicationset-controller',
+      automated: true,
+    });
     expect(byStatus('3', 'Pending')).toEqual(['prod-1']);
   });
 
@@ -291,7 +294,10 @@ describe('SimController RollingSync', () => {
   it('releases everything at once when the strategy is switched to AllAtOnce mid-rollout (autosync comes back: no pause)', () => {
     const { controller, store, set, byStatus } = setup({ steps: steps(0) });
     controller.advance(1000);
-    const rev = controller.newCommit('infra', APPS.map(([n]) => n));
+    const rev = controller.newCommit(
+      'infra',
+      APPS.map(([n]) => n),
+    );
     controller.advance(5 * 60_000);
     expect(byStatus('3', 'Waiting')).toHaveLength(5);
 
@@ -307,4 +313,3 @@ describe('SimController RollingSync', () => {
     for (const app of store.apps.values()) expect(app.status!.sync).toMatchObject({ status: 'Synced', revision: rev });
   });
 });
-

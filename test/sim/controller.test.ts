@@ -375,12 +375,18 @@ describe('SimController faults', () => {
 
   it('reads faults a fixture declares in sim annotations', () => {
     const { controller, app } = setup({
-      apps: [webApp('web-c1', { annotations: { 'sim.rollcall.io/fail-sync': 'quota exceeded' } }), webApp('web-c2', { annotations: { 'sim.rollcall.io/crash-loop': 'true' } })],
+      apps: [
+        webApp('web-c1', { annotations: { 'sim.rollcall.io/fail-sync': 'quota exceeded' } }),
+        webApp('web-c2', { annotations: { 'sim.rollcall.io/crash-loop': 'true' } }),
+      ],
     });
     controller.requestSync('test', 'web-c1', { name: 'web-c1' }, 'alice');
     controller.requestSync('test', 'web-c2', { name: 'web-c2', prune: true }, 'alice');
     controller.advance(20_000);
-    expect(app('web-c1').status!.operationState).toMatchObject({ phase: 'Failed', message: 'one or more objects failed to apply, reason: quota exceeded' });
+    expect(app('web-c1').status!.operationState).toMatchObject({
+      phase: 'Failed',
+      message: 'one or more objects failed to apply, reason: quota exceeded',
+    });
     expect(app('web-c2').status!.health!.status).toBe('Degraded');
   });
 

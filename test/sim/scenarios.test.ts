@@ -13,7 +13,13 @@ function boot(name: string) {
   const scenario = loadScenario(name, { now: NOW });
   const state = new SimState();
   seedState(state, scenario.fixture);
-  const controller = new SimController(state, { manual: true, startAt: NOW, behaviour: scenario.behaviour, syncDurationMs: 5000, healthSettleMs: 10_000 });
+  const controller = new SimController(state, {
+    manual: true,
+    startAt: NOW,
+    behaviour: scenario.behaviour,
+    syncDurationMs: 5000,
+    healthSettleMs: 10_000,
+  });
   return { scenario, state, controller };
 }
 
@@ -31,7 +37,8 @@ describe('seed-outage', () => {
     expect(inst.applicationSets).toHaveLength(45);
     expect(new Set(apps.map((a) => a.metadata.name)).size).toBe(540);
     expect(apps.map((a) => a.metadata.name)).toContain('auth-config-prod-eu-west-1');
-    for (const c of inst.clusters!) expect(c.labels).toMatchObject({ env: 'prod', region: c.name.replace('prod-', '') });
+    for (const c of inst.clusters!)
+      expect(c.labels).toMatchObject({ env: 'prod', region: c.name.replace('prod-', '') });
     const index = clusterIndex(inst.clusters!);
     const clusterNames = new Set(inst.clusters!.map((c) => c.name));
     for (const a of apps) {
@@ -58,11 +65,16 @@ describe('seed-outage', () => {
       expect(a.status!.summary!.images).toEqual(['registry.example.com/identity/auth-service:v2.15.0']);
       const dep = a.status!.resources!.find((r) => r.kind === 'Deployment')!;
       expect(dep.health!.message).toMatch(/^back-off 5m0s restarting failed container=auth-service pod=auth-service-/);
-      expect(a.status!.operationState).toMatchObject({ phase: 'Succeeded', operation: { initiatedBy: { username: 'ci-deployer' } } });
+      expect(a.status!.operationState).toMatchObject({
+        phase: 'Succeeded',
+        operation: { initiatedBy: { username: 'ci-deployer' } },
+      });
     }
     for (const a of authConfig) {
       expect(a.status!.sync!.status).toBe('OutOfSync');
-      expect(a.status!.resources!.filter((r) => r.requiresPruning).map((r) => r.name)).toEqual(['auth-config-v2-session-flags']);
+      expect(a.status!.resources!.filter((r) => r.requiresPruning).map((r) => r.name)).toEqual([
+        'auth-config-v2-session-flags',
+      ]);
     }
     const others = apps.filter((a) => !a.metadata.labels!.service!.startsWith('auth-'));
     expect(count(others, (a) => a.status!.sync!.status === 'OutOfSync')).toBe(4);
@@ -92,15 +104,25 @@ describe('seed-outage', () => {
     controller.advance(60_000);
     expect(health('auth-service-prod-eu-west-1')).toBe('Degraded');
 
-    controller.requestSync('prod', 'auth-config-prod-eu-west-1', { name: 'auth-config-prod-eu-west-1', prune: true }, 'oncall');
+    controller.requestSync(
+      'prod',
+      'auth-config-prod-eu-west-1',
+      { name: 'auth-config-prod-eu-west-1', prune: true },
+      'oncall',
+    );
     controller.advance(6000);
     const fixed = store.apps.get('auth-config-prod-eu-west-1')!;
     expect(fixed.status!.sync!.status).toBe('Synced');
-    expect(fixed.status!.operationState!.syncResult!.resources!.find((r) => r.name === 'auth-config-v2-session-flags')!.status).toBe('Pruned');
+    expect(
+      fixed.status!.operationState!.syncResult!.resources!.find((r) => r.name === 'auth-config-v2-session-flags')!
+        .status,
+    ).toBe('Pruned');
     expect(health('auth-service-prod-eu-west-1')).toBe('Progressing');
     controller.advance(10_000);
     expect(health('auth-service-prod-eu-west-1')).toBe('Healthy');
-    const degraded = [...store.apps.values()].filter((a) => a.status!.health!.status === 'Degraded').map((a) => a.metadata.name);
+    const degraded = [...store.apps.values()]
+      .filter((a) => a.status!.health!.status === 'Degraded')
+      .map((a) => a.metadata.name);
     expect(degraded).toHaveLength(11);
     expect(degraded).not.toContain('auth-service-prod-eu-west-1');
   });
@@ -111,20 +133,33 @@ describe('progressive-infra', () => {
     const { fixture } = loadScenario('progressive-infra', { now: NOW });
     const inst = fixture.instances[0];
     expect(inst.name).toBe('infra');
-    expect(inst.clusters!.map((c) => `${c.name}:${c.labels!.env}`)).toEqual(['stage-1:stage', 'canary-1:canary', 'prod-1:prod', 'prod-2:prod', 'prod-3:prod', 'prod-4:prod']);
+    expect(inst.clusters!.map((c) => `${c.name}:${c.labels!.env}`)).toEqual([
+      'stage-1:stage',
+      'canary-1:canary',
+      'prod-1:prod',
+      'prod-2:prod',
+      'prod-3:prod',
+      'prod-4:prod',
+    ]);
     const set = inst.applicationSets!.find((s) => s.metadata.name === 'progressive-infra')!;
     const entries = set.status!.applicationStatus!;
     expect(entries).toHaveLength(18);
     const by = (step: string, status: string) => entries.filter((e) => e.step === step && e.status === status).length;
     expect([by('1', 'Healthy'), by('2', 'Healthy'), by('3', 'Progressing'), by('3', 'Waiting')]).toEqual([3, 3, 3, 9]);
-    const stuck = entries.filter((e) => e.status === 'Progressing').map((e) => inst.applications.find((a) => a.metadata.name === e.application)!);
+    const stuck = entries
+      .filter((e) => e.status === 'Progressing')
+      .map((e) => inst.applications.find((a) => a.metadata.name === e.application)!);
     for (const a of stuck) {
       expect(a.status!.operationState!.phase).toBe('Failed');
-      expect(a.status!.operationState!.message).toMatch(/^one or more objects failed to apply, reason: Internal error occurred: failed calling webhook .* \(retried 5 times\)\.$/);
+      expect(a.status!.operationState!.message).toMatch(
+        /^one or more objects failed to apply, reason: Internal error occurred: failed calling webhook .* \(retried 5 times\)\.$/,
+      );
       expect(a.status!.operationState!.syncResult!.resources!.some((r) => r.status === 'SyncFailed')).toBe(true);
       expect(Date.parse(a.status!.operationState!.finishedAt!)).toBeLessThan(NOW.getTime() - 60 * 60_000);
     }
-    expect(set.status!.conditions!.find((c) => c.type === 'RolloutProgressing')!.message).toBe('ApplicationSet is performing rollout of step 3');
+    expect(set.status!.conditions!.find((c) => c.type === 'RolloutProgressing')!.message).toBe(
+      'ApplicationSet is performing rollout of step 3',
+    );
     expect(set.spec.strategy!.rollingSync!.steps![2].maxUpdate).toBe('25%');
   });
 
@@ -137,17 +172,24 @@ describe('progressive-infra', () => {
     expect(JSON.stringify(set().status!.applicationStatus)).toBe(before);
     for (const a of store.apps.values()) expect(a.operation).toBeUndefined();
 
-    const stuck = set().status!.applicationStatus!.filter((e) => e.status === 'Progressing').map((e) => e.application);
+    const stuck = set()
+      .status!.applicationStatus!.filter((e) => e.status === 'Progressing')
+      .map((e) => e.application);
     for (const name of stuck) controller.requestSync('infra', name, { name, prune: true }, 'oncall');
     let maxInFlight = 0;
     const done = controller.advanceUntil(() => {
       const prod = set().status!.applicationStatus!.filter((e) => e.step === '3');
-      maxInFlight = Math.max(maxInFlight, prod.filter((e) => e.status === 'Pending' || e.status === 'Progressing').length);
+      maxInFlight = Math.max(
+        maxInFlight,
+        prod.filter((e) => e.status === 'Pending' || e.status === 'Progressing').length,
+      );
       return prod.every((e) => e.status === 'Healthy');
     }, 30 * 60_000);
     expect(done).toBe(true);
     expect(maxInFlight).toBe(3);
-    expect(set().status!.conditions!.find((c) => c.type === 'RolloutProgressing')!.reason).toBe('ApplicationSetRolloutComplete');
+    expect(set().status!.conditions!.find((c) => c.type === 'RolloutProgressing')!.reason).toBe(
+      'ApplicationSetRolloutComplete',
+    );
   });
 
   it('never syncs the platform-addons apps matched by no step (step -1), and its cluster-label step matches nothing', () => {
@@ -155,7 +197,10 @@ describe('progressive-infra', () => {
     const store = state.instance('infra')!;
     controller.advance(30 * 60_000);
     const entries = store.appSets.get('platform-addons')!.status!.applicationStatus!;
-    expect(entries.filter((e) => e.step === '-1').map((e) => `${e.application}:${e.status}`)).toEqual(['metrics-server-canary-1:Waiting', 'metrics-server-stage-1:Waiting']);
+    expect(entries.filter((e) => e.step === '-1').map((e) => `${e.application}:${e.status}`)).toEqual([
+      'metrics-server-canary-1:Waiting',
+      'metrics-server-stage-1:Waiting',
+    ]);
     expect(entries.filter((e) => e.step === '1')).toEqual([]);
     expect(store.apps.get('metrics-server-stage-1')!.status!.operationState).toBeUndefined();
   });
@@ -179,8 +224,12 @@ describe('generateFleet', () => {
     const synced = count(all, (a) => a.status!.sync!.status === 'Synced' && a.status!.health!.status === 'Healthy');
     expect(synced / all.length).toBeGreaterThan(0.85);
     expect(synced).toBeLessThan(all.length);
-    expect(fixture.instances[0].applicationSets!.filter((s) => s.spec.strategy?.type === 'RollingSync').length).toBeGreaterThan(0);
-    expect(JSON.stringify(generateFleet({ apps: 50, clusters: 5, now: NOW }))).toBe(JSON.stringify(generateFleet({ apps: 50, clusters: 5, now: NOW })));
+    expect(
+      fixture.instances[0].applicationSets!.filter((s) => s.spec.strategy?.type === 'RollingSync').length,
+    ).toBeGreaterThan(0);
+    expect(JSON.stringify(generateFleet({ apps: 50, clusters: 5, now: NOW }))).toBe(
+      JSON.stringify(generateFleet({ apps: 50, clusters: 5, now: NOW })),
+    );
   });
 
   it('keeps controller passes cheap on 10,000 apps', () => {

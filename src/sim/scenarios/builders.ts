@@ -42,7 +42,14 @@ export function uid(seed: string): string {
 export const minutesAgo = (now: Date, minutes: number) => new Date(now.getTime() - minutes * 60_000);
 export const at = (now: Date, minutesBefore: number) => rfc3339(minutesAgo(now, minutesBefore));
 
-export function cluster(opts: { name: string; server: string; labels?: Record<string, string>; serverVersion?: string; now: Date; project?: string }): Cluster {
+export function cluster(opts: {
+  name: string;
+  server: string;
+  labels?: Record<string, string>;
+  serverVersion?: string;
+  now: Date;
+  project?: string;
+}): Cluster {
   const connectionState = { status: 'Successful', message: '', attemptedAt: at(opts.now, 1) };
   const serverVersion = opts.serverVersion ?? '1.31';
   return {
@@ -76,7 +83,10 @@ export function serviceResources(opts: {
     const base: ResourceStatus = { version: 'v1', kind, namespace: opts.namespace, name: opts.name, status: sync };
     if (kind === 'Deployment') {
       base.group = 'apps';
-      base.health = { status: opts.health ?? 'Healthy', ...(opts.healthMessage ? { message: opts.healthMessage } : {}) };
+      base.health = {
+        status: opts.health ?? 'Healthy',
+        ...(opts.healthMessage ? { message: opts.healthMessage } : {}),
+      };
     } else if (kind === 'Service') {
       base.health = { status: 'Healthy' };
     }
@@ -84,7 +94,10 @@ export function serviceResources(opts: {
   });
 }
 
-export function syncResultFor(resources: ResourceStatus[], opts: { failing?: { name: string; message: string } } = {}): ResourceResult[] {
+export function syncResultFor(
+  resources: ResourceStatus[],
+  opts: { failing?: { name: string; message: string } } = {},
+): ResourceResult[] {
   return resources
     .filter((r) => !r.requiresPruning)
     .map((r) => {
@@ -96,7 +109,9 @@ export function syncResultFor(resources: ResourceStatus[], opts: { failing?: { n
         namespace: r.namespace ?? '',
         name: r.name,
         status: failed ? 'SyncFailed' : 'Synced',
-        message: failed ? opts.failing!.message : `${r.kind.toLowerCase()}${r.group ? `.${r.group}` : ''}/${r.name} configured`,
+        message: failed
+          ? opts.failing!.message
+          : `${r.kind.toLowerCase()}${r.group ? `.${r.group}` : ''}/${r.name} configured`,
         hookPhase: failed ? 'Failed' : 'Running',
         syncPhase: 'Sync',
       } satisfies ResourceResult;
@@ -121,7 +136,12 @@ export interface AppOptions {
   health: HealthStatusCode;
   /** Minutes before `now` the health last changed. */
   healthSinceMinutes?: number;
-  history?: { revision: string; minutesAgo: number; initiatedBy?: RevisionHistory['initiatedBy']; durationSeconds?: number }[];
+  history?: {
+    revision: string;
+    minutesAgo: number;
+    initiatedBy?: RevisionHistory['initiatedBy'];
+    durationSeconds?: number;
+  }[];
   operationState?: OperationState;
   images?: string[];
   createdMinutesAgo?: number;
@@ -148,7 +168,19 @@ export function application(o: AppOptions): Application {
       ...(o.labels ? { labels: { ...o.labels } } : {}),
       ...(o.annotations ? { annotations: { ...o.annotations } } : {}),
       finalizers: ['resources-finalizer.argocd.argoproj.io'],
-      ...(o.appSet ? { ownerReferences: [{ apiVersion: 'argoproj.io/v1alpha1', kind: 'ApplicationSet', name: o.appSet.name, uid: o.appSet.uid, controller: true }] } : {}),
+      ...(o.appSet
+        ? {
+            ownerReferences: [
+              {
+                apiVersion: 'argoproj.io/v1alpha1',
+                kind: 'ApplicationSet',
+                name: o.appSet.name,
+                uid: o.appSet.uid,
+                controller: true,
+              },
+            ],
+          }
+        : {}),
     },
     spec: {
       project: o.project ?? 'default',
@@ -158,12 +190,24 @@ export function application(o: AppOptions): Application {
     },
     status: {
       resources: o.resources,
-      sync: { status: o.sync, revision: o.revision, comparedTo: { source: structuredClone(o.source), destination: { ...o.destination } } },
+      sync: {
+        status: o.sync,
+        revision: o.revision,
+        comparedTo: { source: structuredClone(o.source), destination: { ...o.destination } },
+      },
       health: { status: o.health, lastTransitionTime: at(o.now, o.healthSinceMinutes ?? 60 * 24) },
       ...(history.length ? { history } : {}),
       reconciledAt: at(o.now, 1),
       ...(o.operationState ? { operationState: o.operationState } : {}),
-      ...(o.conditions?.length ? { conditions: o.conditions.map((c) => ({ type: c.type, message: c.message, lastTransitionTime: at(o.now, c.minutesAgo) })) } : {}),
+      ...(o.conditions?.length
+        ? {
+            conditions: o.conditions.map((c) => ({
+              type: c.type,
+              message: c.message,
+              lastTransitionTime: at(o.now, c.minutesAgo),
+            })),
+          }
+        : {}),
       sourceType: o.sourceType ?? 'Kustomize',
       summary: { ...(o.images?.length ? { images: o.images } : {}) },
       controllerNamespace: ARGOCD_NAMESPACE,
@@ -189,7 +233,9 @@ export function finishedOperation(o: {
   const started = minutesAgo(o.now, o.startedMinutesAgo);
   const finished = new Date(started.getTime() + (o.durationSeconds ?? 20) * 1000);
   const failed = !!o.failing;
-  const base = failed ? `one or more objects failed to apply, reason: ${o.failing!.message}` : 'successfully synced (all tasks run)';
+  const base = failed
+    ? `one or more objects failed to apply, reason: ${o.failing!.message}`
+    : 'successfully synced (all tasks run)';
   return {
     operation: {
       sync: { revision: o.revision, ...(o.prune ? { prune: true } : {}) },
@@ -199,7 +245,11 @@ export function finishedOperation(o: {
     },
     phase: failed ? 'Failed' : 'Succeeded',
     message: failed && o.retryCount ? `${base} (retried ${o.retryCount} times).` : base,
-    syncResult: { resources: syncResultFor(o.resources, { failing: o.failing }), revision: o.revision, source: structuredClone(o.source) },
+    syncResult: {
+      resources: syncResultFor(o.resources, { failing: o.failing }),
+      revision: o.revision,
+      source: structuredClone(o.source),
+    },
     startedAt: rfc3339(started),
     finishedAt: rfc3339(finished),
     ...(o.retryCount ? { retryCount: o.retryCount } : {}),
@@ -237,9 +287,27 @@ export const appSetUid = (name: string) => uid(`appset:${name}`);
 export function upToDateConditions(now: Date): ApplicationSetCondition[] {
   const t = at(now, 60 * 24);
   return [
-    { type: 'ErrorOccurred', status: 'False', reason: 'ApplicationSetUpToDate', message: 'All applications have been generated successfully', lastTransitionTime: t },
-    { type: 'ParametersGenerated', status: 'True', reason: 'ParametersGenerated', message: 'Successfully generated parameters for all Applications', lastTransitionTime: t },
-    { type: 'ResourcesUpToDate', status: 'True', reason: 'ApplicationSetUpToDate', message: 'All applications have been generated successfully', lastTransitionTime: t },
+    {
+      type: 'ErrorOccurred',
+      status: 'False',
+      reason: 'ApplicationSetUpToDate',
+      message: 'All applications have been generated successfully',
+      lastTransitionTime: t,
+    },
+    {
+      type: 'ParametersGenerated',
+      status: 'True',
+      reason: 'ParametersGenerated',
+      message: 'Successfully generated parameters for all Applications',
+      lastTransitionTime: t,
+    },
+    {
+      type: 'ResourcesUpToDate',
+      status: 'True',
+      reason: 'ApplicationSetUpToDate',
+      message: 'All applications have been generated successfully',
+      lastTransitionTime: t,
+    },
   ];
 }
 
@@ -276,12 +344,20 @@ export function clusterGeneratorSpec(o: {
     template: {
       metadata: {
         name: `${o.service}-{{.name}}`,
-        labels: { app: o.service, service: o.service, env: '{{index .metadata.labels "env"}}', cluster: '{{.name}}', ...o.labels },
+        labels: {
+          app: o.service,
+          service: o.service,
+          env: '{{index .metadata.labels "env"}}',
+          cluster: '{{.name}}',
+          ...o.labels,
+        },
       },
       spec: {
         project: o.project ?? 'default',
         source: { repoURL: o.repoURL, path: o.path, targetRevision: 'HEAD' },
-        destination: o.useName ? { name: '{{.name}}', namespace: o.namespace } : { server: '{{.server}}', namespace: o.namespace },
+        destination: o.useName
+          ? { name: '{{.name}}', namespace: o.namespace }
+          : { server: '{{.server}}', namespace: o.namespace },
         ...(o.syncPolicy ? { syncPolicy: o.syncPolicy } : {}),
       },
     },

@@ -1,7 +1,28 @@
-import type { Application, ApplicationSet, ApplicationSetApplicationStatus, Cluster, HealthStatusCode, SyncStatusCode } from '../../argocd/types.js';
+import type {
+  Application,
+  ApplicationSet,
+  ApplicationSetApplicationStatus,
+  Cluster,
+  HealthStatusCode,
+  SyncStatusCode,
+} from '../../argocd/types.js';
 import { ROLLOUT_MESSAGES } from '../../fleet/rollingsync.js';
 import type { Fixture, FixtureInstance } from '../fixture-types.js';
-import { application, applicationSet, appSetResources, appSetUid, at, cluster, clusterGeneratorSpec, commit, finishedOperation, hex, rng, serviceResources, upToDateConditions } from './builders.js';
+import {
+  application,
+  applicationSet,
+  appSetResources,
+  appSetUid,
+  at,
+  cluster,
+  clusterGeneratorSpec,
+  commit,
+  finishedOperation,
+  hex,
+  rng,
+  serviceResources,
+  upToDateConditions,
+} from './builders.js';
 import { SEED_OUTAGE_SERVICES } from './seed-outage.js';
 
 export interface FleetOptions {
@@ -14,7 +35,18 @@ export interface FleetOptions {
   now?: Date;
 }
 
-const REGIONS = ['us-east-1', 'us-east-2', 'us-west-2', 'eu-west-1', 'eu-central-1', 'eu-north-1', 'ap-southeast-1', 'ap-northeast-1', 'sa-east-1', 'ca-central-1'];
+const REGIONS = [
+  'us-east-1',
+  'us-east-2',
+  'us-west-2',
+  'eu-west-1',
+  'eu-central-1',
+  'eu-north-1',
+  'ap-southeast-1',
+  'ap-northeast-1',
+  'sa-east-1',
+  'ca-central-1',
+];
 const REPO = 'https://git.example.com/platform/deployments.git';
 
 /**
@@ -25,8 +57,12 @@ const REPO = 'https://git.example.com/platform/deployments.git';
  */
 export function generateFleet(opts: FleetOptions): Fixture {
   const instanceCount = Math.max(1, Math.floor(opts.instances ?? 1));
-  if (!(opts.apps >= 0) || !(opts.clusters >= 1)) throw new RangeError(`generateFleet needs apps >= 0 and clusters >= 1 (got apps=${opts.apps}, clusters=${opts.clusters})`);
-  if (opts.clusters < instanceCount) throw new RangeError(`generateFleet: ${opts.clusters} clusters cannot be spread over ${instanceCount} instances`);
+  if (!(opts.apps >= 0) || !(opts.clusters >= 1))
+    throw new RangeError(
+      `generateFleet needs apps >= 0 and clusters >= 1 (got apps=${opts.apps}, clusters=${opts.clusters})`,
+    );
+  if (opts.clusters < instanceCount)
+    throw new RangeError(`generateFleet: ${opts.clusters} clusters cannot be spread over ${instanceCount} instances`);
   const now = opts.now ?? new Date();
   const random = rng(opts.seed ?? 1);
   const baseServices = Object.keys(SEED_OUTAGE_SERVICES);
@@ -45,14 +81,24 @@ export function generateFleet(opts: FleetOptions): Fixture {
       const env = n % 10 === 0 ? 'stage' : n % 10 === 1 ? 'canary' : 'prod';
       const region = REGIONS[Math.floor(n / 10) % REGIONS.length];
       const cname = `${env}-${region}-${String(n + 1).padStart(3, '0')}`;
-      clusters.push(cluster({ name: cname, server: `https://${hex(`eks:${cname}`, 32).toUpperCase()}.gr7.${region}.eks.amazonaws.com`, labels: { env, region }, now }));
+      clusters.push(
+        cluster({
+          name: cname,
+          server: `https://${hex(`eks:${cname}`, 32).toUpperCase()}.gr7.${region}.eks.amazonaws.com`,
+          labels: { env, region },
+          now,
+        }),
+      );
     }
     const services = Math.ceil(appCount / clusterCount);
     const applications: Application[] = [];
     const applicationSets: ApplicationSet[] = [];
     let made = 0;
     for (let s = 0; s < services && made < appCount; s++) {
-      const service = s < baseServices.length ? baseServices[s] : `${baseServices[s % baseServices.length]}-${Math.floor(s / baseServices.length) + 1}`;
+      const service =
+        s < baseServices.length
+          ? baseServices[s]
+          : `${baseServices[s % baseServices.length]}-${Math.floor(s / baseServices.length) + 1}`;
       const project = SEED_OUTAGE_SERVICES[baseServices[s % baseServices.length]];
       const rolling = s % 10 === 9;
       const apps: Application[] = [];
@@ -61,11 +107,25 @@ export function generateFleet(opts: FleetOptions): Fixture {
         made++;
         const roll = random();
         const [rolledSync, health]: [SyncStatusCode, HealthStatusCode] =
-          roll < 0.93 ? ['Synced', 'Healthy'] : roll < 0.965 ? ['OutOfSync', 'Healthy'] : roll < 0.98 ? ['Synced', 'Progressing'] : roll < 0.995 ? ['Synced', 'Degraded'] : ['OutOfSync', 'Missing'];
+          roll < 0.93
+            ? ['Synced', 'Healthy']
+            : roll < 0.965
+              ? ['OutOfSync', 'Healthy']
+              : roll < 0.98
+                ? ['Synced', 'Progressing']
+                : roll < 0.995
+                  ? ['Synced', 'Degraded']
+                  : ['OutOfSync', 'Missing'];
         // RollingSync services are shown mid-life, not mid-rollout: a Waiting app would start syncing at once.
         const sync: SyncStatusCode = rolling ? 'Synced' : rolledSync;
         const source = { repoURL: REPO, path: `services/${service}/overlays/${c.labels!.env}`, targetRevision: 'HEAD' };
-        const resources = serviceResources({ name: service, namespace: service, kinds: ['Service', 'Deployment'], health: health === 'Missing' ? 'Missing' : health, sync });
+        const resources = serviceResources({
+          name: service,
+          namespace: service,
+          kinds: ['Service', 'Deployment'],
+          health: health === 'Missing' ? 'Missing' : health,
+          sync,
+        });
         const initiatedBy = rolling ? { username: 'applicationset-controller', automated: true } : { automated: true };
         apps.push(
           application({
@@ -76,14 +136,29 @@ export function generateFleet(opts: FleetOptions): Fixture {
             destination: { server: c.server, namespace: service },
             labels: { app: service, service, env: c.labels!.env, cluster: c.name },
             appSet: { name: service, uid: appSetUid(`${name}/${service}`) },
-            syncPolicy: rolling ? { automated: { enabled: false, prune: true } } : { automated: { prune: true, selfHeal: true } },
+            syncPolicy: rolling
+              ? { automated: { enabled: false, prune: true } }
+              : { automated: { prune: true, selfHeal: true } },
             resources,
             sync,
             revision: head,
             health,
             healthSinceMinutes: Math.floor(random() * 600) + 5,
-            history: [{ revision: sync === 'Synced' ? head : previous, minutesAgo: Math.floor(random() * 3000) + 30, initiatedBy }],
-            operationState: finishedOperation({ now, revision: sync === 'Synced' ? head : previous, source, resources, startedMinutesAgo: 30, initiatedBy }),
+            history: [
+              {
+                revision: sync === 'Synced' ? head : previous,
+                minutesAgo: Math.floor(random() * 3000) + 30,
+                initiatedBy,
+              },
+            ],
+            operationState: finishedOperation({
+              now,
+              revision: sync === 'Synced' ? head : previous,
+              source,
+              resources,
+              startedMinutesAgo: 30,
+              initiatedBy,
+            }),
             images: [`registry.example.com/${project}/${service}:v1.${s % 20}.${Math.floor(random() * 10)}`],
           }),
         );
@@ -110,13 +185,22 @@ export function generateFleet(opts: FleetOptions): Fixture {
             }
           : undefined,
       });
-      const status: ApplicationSet['status'] = { conditions: upToDateConditions(now), resources: appSetResources(apps), resourcesCount: apps.length };
+      const status: ApplicationSet['status'] = {
+        conditions: upToDateConditions(now),
+        resources: appSetResources(apps),
+        resourcesCount: apps.length,
+      };
       if (rolling) {
         const entries: ApplicationSetApplicationStatus[] = apps
           .map((a) => ({
             application: a.metadata.name,
-            status: (a.status!.sync!.status === 'Synced' ? (a.status!.health!.status === 'Healthy' ? 'Healthy' : 'Progressing') : 'Waiting') as ApplicationSetApplicationStatus['status'],
-            message: a.status!.sync!.status === 'Synced' ? ROLLOUT_MESSAGES.becameHealthy : ROLLOUT_MESSAGES.revisionChanged,
+            status: (a.status!.sync!.status === 'Synced'
+              ? a.status!.health!.status === 'Healthy'
+                ? 'Healthy'
+                : 'Progressing'
+              : 'Waiting') as ApplicationSetApplicationStatus['status'],
+            message:
+              a.status!.sync!.status === 'Synced' ? ROLLOUT_MESSAGES.becameHealthy : ROLLOUT_MESSAGES.revisionChanged,
             step: a.metadata.labels!.env === 'stage' ? '1' : a.metadata.labels!.env === 'canary' ? '2' : '3',
             targetRevisions: [head],
             lastTransitionTime: at(now, 30),

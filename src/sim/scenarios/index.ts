@@ -16,15 +16,18 @@ export interface Scenario {
 /** Built-in scenarios: a fixture plus behaviour (DESIGN.md "Simulator"). */
 export const SCENARIOS: Record<string, { description: string; build(now: Date): Scenario }> = {
   'seed-outage': {
-    description: '12 prod clusters x 45 services = 540 apps; auth-service v2.15.0 crash-loops until auth-config is synced with prune',
+    description:
+      '12 prod clusters x 45 services = 540 apps; auth-service v2.15.0 crash-loops until auth-config is synced with prune',
     build: (now) => ({ fixture: seedOutageFixture(now), behaviour: seedOutageBehaviour }),
   },
   'progressive-infra': {
-    description: '6 clusters, stage -> canary -> prod RollingSync stuck on step 3: three prod apps failed their sync and sit Progressing',
+    description:
+      '6 clusters, stage -> canary -> prod RollingSync stuck on step 3: three prod apps failed their sync and sit Progressing',
     build: (now) => ({ fixture: progressiveInfraFixture(now) }),
   },
   'sealed-secrets-migration': {
-    description: 'prod-old has three sealed-secrets keys never backed up; prod-new generated its own and every SealedSecret there fails with "no key could decrypt"; ops holds backups',
+    description:
+      'prod-old has three sealed-secrets keys never backed up; prod-new generated its own and every SealedSecret there fails with "no key could decrypt"; ops holds backups',
     build: () => ({ fixture: sealedSecretsMigration() }),
   },
   'fleet-10k': {

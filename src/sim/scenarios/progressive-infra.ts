@@ -39,8 +39,18 @@ const CLUSTERS: { name: string; env: string; region: string }[] = [
 
 export const PROGRESSIVE_INFRA_SERVICES = ['ingress-nginx', 'cert-manager', 'external-dns'] as const;
 
-const NAMESPACES: Record<string, string> = { 'ingress-nginx': 'ingress-nginx', 'cert-manager': 'cert-manager', 'external-dns': 'kube-system', 'metrics-server': 'kube-system' };
-const WORKLOADS: Record<string, string> = { 'ingress-nginx': 'ingress-nginx-controller', 'cert-manager': 'cert-manager', 'external-dns': 'external-dns', 'metrics-server': 'metrics-server' };
+const NAMESPACES: Record<string, string> = {
+  'ingress-nginx': 'ingress-nginx',
+  'cert-manager': 'cert-manager',
+  'external-dns': 'kube-system',
+  'metrics-server': 'kube-system',
+};
+const WORKLOADS: Record<string, string> = {
+  'ingress-nginx': 'ingress-nginx-controller',
+  'cert-manager': 'cert-manager',
+  'external-dns': 'external-dns',
+  'metrics-server': 'metrics-server',
+};
 
 const REPO = 'https://git.example.com/infra/cluster-addons.git';
 const OLD_COMMIT = commit('cluster-addons: previous release');
@@ -57,11 +67,24 @@ export const STUCK_APPS: Record<string, string> = {
 };
 
 // Timeline in minutes before now.
-const T = { commit: 118, stagePending: 117, stageHealthy: 114, canaryPending: 113, canaryHealthy: 110, prodPending: 109, prodFailed: 104 };
+const T = {
+  commit: 118,
+  stagePending: 117,
+  stageHealthy: 114,
+  canaryPending: 113,
+  canaryHealthy: 110,
+  prodPending: 109,
+  prodFailed: 104,
+};
 
 export function progressiveInfraFixture(now: Date = new Date()): Fixture {
   const clusters: Cluster[] = CLUSTERS.map((c) =>
-    cluster({ name: c.name, server: `https://k8s-${c.name}.infra.example.net:6443`, labels: { env: c.env, region: c.region, tier: c.env === 'prod' ? 'production' : 'preprod' }, now }),
+    cluster({
+      name: c.name,
+      server: `https://k8s-${c.name}.infra.example.net:6443`,
+      labels: { env: c.env, region: c.region, tier: c.env === 'prod' ? 'production' : 'preprod' },
+      now,
+    }),
   );
   const infraApps: Application[] = [];
   const entries: ApplicationSetApplicationStatus[] = [];
@@ -79,7 +102,14 @@ export function progressiveInfraFixture(now: Date = new Date()): Fixture {
     generators: [
       {
         matrix: {
-          generators: [{ clusters: { selector: { matchExpressions: [{ key: 'env', operator: 'In', values: ['stage', 'canary', 'prod'] }] } } }, { list: { elements: PROGRESSIVE_INFRA_SERVICES.map((s) => ({ service: s })) } }],
+          generators: [
+            {
+              clusters: {
+                selector: { matchExpressions: [{ key: 'env', operator: 'In', values: ['stage', 'canary', 'prod'] }] },
+              },
+            },
+            { list: { elements: PROGRESSIVE_INFRA_SERVICES.map((s) => ({ service: s })) } },
+          ],
         },
       },
     ],
@@ -94,7 +124,16 @@ export function progressiveInfraFixture(now: Date = new Date()): Fixture {
       },
     },
     template: {
-      metadata: { name: '{{.service}}-{{.name}}', labels: { app: '{{.service}}', service: '{{.service}}', env: '{{index .metadata.labels "env"}}', cluster: '{{.name}}', team: 'infra' } },
+      metadata: {
+        name: '{{.service}}-{{.name}}',
+        labels: {
+          app: '{{.service}}',
+          service: '{{.service}}',
+          env: '{{index .metadata.labels "env"}}',
+          cluster: '{{.name}}',
+          team: 'infra',
+        },
+      },
       spec: {
         project: 'infra',
         source: { repoURL: REPO, path: 'addons/{{.service}}', targetRevision: 'main' },
@@ -111,7 +150,13 @@ export function progressiveInfraFixture(now: Date = new Date()): Fixture {
     status: {
       conditions: [
         ...upToDateConditions(now),
-        { type: 'RolloutProgressing', status: 'True', reason: 'ApplicationSetModified', message: 'ApplicationSet is performing rollout of step 3', lastTransitionTime: at(now, T.canaryHealthy) },
+        {
+          type: 'RolloutProgressing',
+          status: 'True',
+          reason: 'ApplicationSetModified',
+          message: 'ApplicationSet is performing rollout of step 3',
+          lastTransitionTime: at(now, T.canaryHealthy),
+        },
       ],
       applicationStatus: entries,
       resources: appSetResources(infraApps),
@@ -121,10 +166,24 @@ export function progressiveInfraFixture(now: Date = new Date()): Fixture {
   });
 
   const { apps: addonApps, appSet: addonSet } = platformAddons(now, clusters);
-  return { instances: [{ name: PROGRESSIVE_INFRA_INSTANCE, clusters, applications: [...infraApps, ...addonApps], applicationSets: [infraSet, addonSet] }] };
+  return {
+    instances: [
+      {
+        name: PROGRESSIVE_INFRA_INSTANCE,
+        clusters,
+        applications: [...infraApps, ...addonApps],
+        applicationSets: [infraSet, addonSet],
+      },
+    ],
+  };
 }
 
-function infraApp(now: Date, service: string, c: (typeof CLUSTERS)[number], clusters: Cluster[]): { app: Application; entry: ApplicationSetApplicationStatus } {
+function infraApp(
+  now: Date,
+  service: string,
+  c: (typeof CLUSTERS)[number],
+  clusters: Cluster[],
+): { app: Application; entry: ApplicationSetApplicationStatus } {
   const name = `${service}-${c.name}`;
   const namespace = NAMESPACES[service];
   const server = clusters.find((x) => x.name === c.name)!.server;
@@ -143,7 +202,10 @@ function infraApp(now: Date, service: string, c: (typeof CLUSTERS)[number], clus
     labels: { app: service, service, env: c.env, cluster: c.name, team: 'infra' },
     appSet: { name: 'progressive-infra', uid: appSetUid('progressive-infra') },
     // As the appset controller writes it since v3.3: the template's automated block with enabled=false.
-    syncPolicy: { automated: { prune: true, enabled: false }, syncOptions: ['CreateNamespace=true', 'ServerSideApply=true'] },
+    syncPolicy: {
+      automated: { prune: true, enabled: false },
+      syncOptions: ['CreateNamespace=true', 'ServerSideApply=true'],
+    },
     revision: NEW_COMMIT,
   };
   const step = c.env === 'stage' ? '1' : c.env === 'canary' ? '2' : '3';
@@ -160,11 +222,34 @@ function infraApp(now: Date, service: string, c: (typeof CLUSTERS)[number], clus
         { revision: OLD_COMMIT, minutesAgo: 60 * 24 * 14, initiatedBy: RS_INITIATOR },
         { revision: NEW_COMMIT, minutesAgo: pending - 0.5, initiatedBy: RS_INITIATOR, durationSeconds: 25 },
       ],
-      operationState: finishedOperation({ now, revision: NEW_COMMIT, source, resources, startedMinutesAgo: pending - 0.1, durationSeconds: 25, initiatedBy: RS_INITIATOR, info, prune: true, retryLimit: 5 }),
+      operationState: finishedOperation({
+        now,
+        revision: NEW_COMMIT,
+        source,
+        resources,
+        startedMinutesAgo: pending - 0.1,
+        durationSeconds: 25,
+        initiatedBy: RS_INITIATOR,
+        info,
+        prune: true,
+        retryLimit: 5,
+      }),
     });
-    return { app, entry: { application: name, status: 'Healthy', message: ROLLOUT_MESSAGES.becameHealthy, step, targetRevisions: [NEW_COMMIT], lastTransitionTime: at(now, healthy) } };
+    return {
+      app,
+      entry: {
+        application: name,
+        status: 'Healthy',
+        message: ROLLOUT_MESSAGES.becameHealthy,
+        step,
+        targetRevisions: [NEW_COMMIT],
+        lastTransitionTime: at(now, healthy),
+      },
+    };
   }
-  const outOfSync = resources.map((r) => (r.kind === 'Deployment' || r.kind === 'ConfigMap' ? { ...r, status: 'OutOfSync' as const } : r));
+  const outOfSync = resources.map((r) =>
+    r.kind === 'Deployment' || r.kind === 'ConfigMap' ? { ...r, status: 'OutOfSync' as const } : r,
+  );
   const history = [{ revision: OLD_COMMIT, minutesAgo: 60 * 24 * 14, initiatedBy: RS_INITIATOR }];
   if (stuck) {
     const app = application({
@@ -188,7 +273,17 @@ function infraApp(now: Date, service: string, c: (typeof CLUSTERS)[number], clus
         failing: { name: WORKLOADS[service], message: stuck },
       }),
     });
-    return { app, entry: { application: name, status: 'Progressing', message: ROLLOUT_MESSAGES.syncCompleted, step, targetRevisions: [NEW_COMMIT], lastTransitionTime: at(now, T.prodPending - 0.1) } };
+    return {
+      app,
+      entry: {
+        application: name,
+        status: 'Progressing',
+        message: ROLLOUT_MESSAGES.syncCompleted,
+        step,
+        targetRevisions: [NEW_COMMIT],
+        lastTransitionTime: at(now, T.prodPending - 0.1),
+      },
+    };
   }
   const app = application({
     ...base,
@@ -196,9 +291,29 @@ function infraApp(now: Date, service: string, c: (typeof CLUSTERS)[number], clus
     sync: 'OutOfSync',
     health: 'Healthy',
     history,
-    operationState: finishedOperation({ now, revision: OLD_COMMIT, source, resources, startedMinutesAgo: 60 * 24 * 14, initiatedBy: RS_INITIATOR, info, prune: true, retryLimit: 5 }),
+    operationState: finishedOperation({
+      now,
+      revision: OLD_COMMIT,
+      source,
+      resources,
+      startedMinutesAgo: 60 * 24 * 14,
+      initiatedBy: RS_INITIATOR,
+      info,
+      prune: true,
+      retryLimit: 5,
+    }),
   });
-  return { app, entry: { application: name, status: 'Waiting', message: ROLLOUT_MESSAGES.revisionChanged, step, targetRevisions: [NEW_COMMIT], lastTransitionTime: at(now, T.commit) } };
+  return {
+    app,
+    entry: {
+      application: name,
+      status: 'Waiting',
+      message: ROLLOUT_MESSAGES.revisionChanged,
+      step,
+      targetRevisions: [NEW_COMMIT],
+      lastTransitionTime: at(now, T.commit),
+    },
+  };
 }
 
 function platformAddons(now: Date, clusters: Cluster[]) {
@@ -235,8 +350,22 @@ function platformAddons(now: Date, clusters: Cluster[]) {
     );
     entries.push(
       prod
-        ? { application: name, status: 'Healthy', message: ROLLOUT_MESSAGES.becameHealthy, step: '2', targetRevisions: [revision], lastTransitionTime: at(now, 60 * 26) }
-        : { application: name, status: 'Waiting', message: ROLLOUT_MESSAGES.revisionChanged, step: '-1', targetRevisions: [revision], lastTransitionTime: at(now, 60 * 27) },
+        ? {
+            application: name,
+            status: 'Healthy',
+            message: ROLLOUT_MESSAGES.becameHealthy,
+            step: '2',
+            targetRevisions: [revision],
+            lastTransitionTime: at(now, 60 * 26),
+          }
+        : {
+            application: name,
+            status: 'Waiting',
+            message: ROLLOUT_MESSAGES.revisionChanged,
+            step: '-1',
+            targetRevisions: [revision],
+            lastTransitionTime: at(now, 60 * 27),
+          },
     );
   }
   entries.sort((a, b) => (a.application < b.application ? -1 : 1));
@@ -258,7 +387,10 @@ function platformAddons(now: Date, clusters: Cluster[]) {
         },
       },
       template: {
-        metadata: { name: `${service}-{{.name}}`, labels: { app: service, env: '{{index .metadata.labels "env"}}', cluster: '{{.name}}' } },
+        metadata: {
+          name: `${service}-{{.name}}`,
+          labels: { app: service, env: '{{index .metadata.labels "env"}}', cluster: '{{.name}}' },
+        },
         spec: {
           project: 'infra',
           source: { repoURL: REPO, path: `addons/${service}`, targetRevision: 'main' },
@@ -270,7 +402,13 @@ function platformAddons(now: Date, clusters: Cluster[]) {
     status: {
       conditions: [
         ...upToDateConditions(now),
-        { type: 'RolloutProgressing', status: 'False', reason: 'ApplicationSetRolloutComplete', message: 'ApplicationSet Rollout has completed', lastTransitionTime: at(now, 60 * 26) },
+        {
+          type: 'RolloutProgressing',
+          status: 'False',
+          reason: 'ApplicationSetRolloutComplete',
+          message: 'ApplicationSet Rollout has completed',
+          lastTransitionTime: at(now, 60 * 26),
+        },
       ],
       applicationStatus: entries,
       resources: appSetResources(apps),

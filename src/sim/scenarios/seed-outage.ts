@@ -95,7 +95,12 @@ export const SEED_OUTAGE_SERVICES: Record<string, string> = {
 const BY_NAME = new Set(['api-gateway', 'payments', 'billing', 'search', 'notifications', 'reporting', 'scheduler']);
 
 /** Drift a real fleet always has: someone scaled or edited these by hand. */
-const DRIFTED = new Set(['feature-flags-prod-us-west-2', 'search-prod-sa-east-1', 'reporting-prod-eu-north-1', 'batch-runner-prod-ap-northeast-1']);
+const DRIFTED = new Set([
+  'feature-flags-prod-us-west-2',
+  'search-prod-sa-east-1',
+  'reporting-prod-eu-north-1',
+  'batch-runner-prod-ap-northeast-1',
+]);
 
 const REPO = 'https://git.example.com/platform/deployments.git';
 const REGISTRY = 'registry.example.com';
@@ -121,7 +126,15 @@ export function seedOutageFixture(now: Date = new Date()): Fixture {
   const applicationSets: ApplicationSet[] = [];
   for (const [service, project] of Object.entries(SEED_OUTAGE_SERVICES)) {
     const useName = BY_NAME.has(service);
-    const spec = clusterGeneratorSpec({ service, repoURL: REPO, path: `services/${service}/overlays/prod`, namespace: namespaceOf(service, project), project, selector: { env: 'prod' }, useName });
+    const spec = clusterGeneratorSpec({
+      service,
+      repoURL: REPO,
+      path: `services/${service}/overlays/prod`,
+      namespace: namespaceOf(service, project),
+      project,
+      selector: { env: 'prod' },
+      useName,
+    });
     const apps = clusters.map((c) => serviceApp(now, service, project, c, useName));
     applications.push(...apps);
     applicationSets.push(
@@ -151,7 +164,17 @@ function serviceApp(now: Date, service: string, project: string, c: Cluster, use
     { revision: PREVIOUS_COMMIT, minutesAgo: 60 * 24 * 3, initiatedBy: CI },
     { revision: BAD_COMMIT, minutesAgo: 44, initiatedBy: CI, durationSeconds: 25 },
   ];
-  const common = { name, now, project, source, destination, labels, appSet: { name: service, uid: appSetUid(service) }, history, revision: FIX_COMMIT };
+  const common = {
+    name,
+    now,
+    project,
+    source,
+    destination,
+    labels,
+    appSet: { name: service, uid: appSetUid(service) },
+    history,
+    revision: FIX_COMMIT,
+  };
 
   if (service === 'auth-service') {
     const podHash = hex(`rs:${name}`, 10);
@@ -169,7 +192,15 @@ function serviceApp(now: Date, service: string, project: string, c: Cluster, use
       health: 'Degraded',
       healthSinceMinutes: 41,
       images: [`${REGISTRY}/identity/auth-service:v2.15.0`],
-      operationState: finishedOperation({ now, revision: BAD_COMMIT, source, resources, startedMinutesAgo: 44.4, durationSeconds: 25, initiatedBy: CI }),
+      operationState: finishedOperation({
+        now,
+        revision: BAD_COMMIT,
+        source,
+        resources,
+        startedMinutesAgo: 44.4,
+        durationSeconds: 25,
+        initiatedBy: CI,
+      }),
     });
   }
   if (service === 'auth-config') {
@@ -177,7 +208,14 @@ function serviceApp(now: Date, service: string, project: string, c: Cluster, use
       { version: 'v1', kind: 'ConfigMap', namespace, name: 'auth-config', status: 'OutOfSync' },
       { version: 'v1', kind: 'Secret', namespace, name: 'auth-config-signing-keys', status: 'Synced' },
       // Removed from git by the fix: only a sync with prune deletes it.
-      { version: 'v1', kind: 'ConfigMap', namespace, name: 'auth-config-v2-session-flags', status: 'OutOfSync', requiresPruning: true },
+      {
+        version: 'v1',
+        kind: 'ConfigMap',
+        namespace,
+        name: 'auth-config-v2-session-flags',
+        status: 'OutOfSync',
+        requiresPruning: true,
+      },
     ];
     return application({
       ...common,
@@ -185,7 +223,14 @@ function serviceApp(now: Date, service: string, project: string, c: Cluster, use
       sync: 'OutOfSync',
       health: 'Healthy',
       healthSinceMinutes: 60 * 24 * 3,
-      operationState: finishedOperation({ now, revision: BAD_COMMIT, source, resources: resources.map((r) => ({ ...r, requiresPruning: false })), startedMinutesAgo: 44.5, initiatedBy: CI }),
+      operationState: finishedOperation({
+        now,
+        revision: BAD_COMMIT,
+        source,
+        resources: resources.map((r) => ({ ...r, requiresPruning: false })),
+        startedMinutesAgo: 44.5,
+        initiatedBy: CI,
+      }),
     });
   }
   const drifted = DRIFTED.has(name);
@@ -197,8 +242,17 @@ function serviceApp(now: Date, service: string, project: string, c: Cluster, use
     sync: drifted ? 'OutOfSync' : 'Synced',
     health: 'Healthy',
     healthSinceMinutes: 43,
-    images: [`${REGISTRY}/${project}/${service}:v${1 + (service.length % 4)}.${service.length % 10}.${(service.charCodeAt(0) % 7) + 1}`],
-    operationState: finishedOperation({ now, revision: BAD_COMMIT, source, resources, startedMinutesAgo: 44.5, initiatedBy: CI }),
+    images: [
+      `${REGISTRY}/${project}/${service}:v${1 + (service.length % 4)}.${service.length % 10}.${(service.charCodeAt(0) % 7) + 1}`,
+    ],
+    operationState: finishedOperation({
+      now,
+      revision: BAD_COMMIT,
+      source,
+      resources,
+      startedMinutesAgo: 44.5,
+      initiatedBy: CI,
+    }),
   });
 }
 
