@@ -339,14 +339,20 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
 
   // Wake on every mirror event for one of our apps; otherwise re-read the (in-memory) mirror each tick.
   let wake: (() => void) | undefined;
+  // Set by an event that arrives while a tick is being processed, so the next sleep does not miss it.
+  let dirty = false;
   const onApp = (e: { app?: FleetApp }) => {
-    if (e.app && states.has(appKey({ instance: e.app.instance, app: e.app.app.metadata.name }))) wake?.();
+    if (e.app && states.has(appKey({ instance: e.app.instance, app: e.app.app.metadata.name }))) {
+      dirty = true;
+      wake?.();
+    }
   };
   fleet.events?.on('app', onApp);
   const abortWake = () => wake?.();
   ctx.signal.addEventListener('abort', abortWake);
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
+      if (dirty) return resolve();
       const t = setTimeout(done, ms);
       function done() {
         clearTimeout(t);
@@ -410,7 +416,8 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
     try {
       await api.sync(request);
       await update(key, { ...s, state: 'accepted', postedAt: ctx.now(), note: undefined });
-      await ctx.audit({ kind: 'argocd.sync', who: ctx.run.requester, target: key, params: { prune: input.prune, dryRun: input.dryRun, revision: input.revision }, result: 'accepted' });
+      // Recorded without holding up the next POST; the engine's audit writer never throws.
+      void ctx.audit({ kind: 'argocd.sync', who: ctx.run.requester, target: key, params: { prune: input.prune, dryRun: input.dryRun, revision: input.revision }, result: 'accepted' });
     } catch (err) {
       const e = err as ArgoLikeError;
       const message = e.argoMessage ?? e.message;
@@ -461,7 +468,16 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
           if (reason === 'timeout') return { status: 'failed', error: 'bulk-sync step timed out', output: summarize(states) };
           return { status: 'paused', reason: reason === 'pause' ? 'paused by a user' : reason, output: summarize(states) };
         }
+        dirty = false;
         let inFlight = keys.filter((k) => IN_FLIGHT.includes(states.get(k)!.state)).length;
+        // Transitions read off the mirror are written in one batch per tick: after a crash they are
+        // read off the mirror again. Only the writes around a POST must hit Redis before moving on.
+        const batch: [string, AppCheckpoint][] = [];
+        const stage = (key: string, next: AppCheckpoint) => {
+          states.set(key, next);
+          batch.push([key, next]);
+        };
+        let freed = 0;
         const calls: Promise<void>[] = [];
         for (const key of keys) {
           const s = states.get(key)!;
@@ -469,28 +485,35 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
           if (s.state === 'posting' || s.state === 'unknown') calls.push(verify(key, s, app));
           else if (s.state === 'accepted') {
             if (input.gate === 'none' || input.dryRun) {
-              await update(key, { ...s, state: 'done' });
+              stage(key, { ...s, state: 'done' });
+              freed++;
               continue;
             }
             const op = app ? ourOperation(app, runId) : undefined;
             if (op === 'completed') {
               const phase = app!.status!.operationState!.phase;
-              if (phase !== 'Succeeded') await update(key, { ...s, state: 'failed', reason: failureReason(app!) });
-              else if (gateReached(app!, input.gate)) await update(key, { ...s, state: 'done' });
+              if (phase !== 'Succeeded') {
+                stage(key, { ...s, state: 'failed', reason: failureReason(app!) });
+                freed++;
+              } else if (gateReached(app!, input.gate)) {
+                stage(key, { ...s, state: 'done' });
+                freed++;
+              }
             }
           } else if (s.state === 'pending' && inFlight < input.concurrency) {
             if (!app) {
-              await update(key, { ...s, state: 'failed', reason: 'app no longer exists' });
+              stage(key, { ...s, state: 'failed', reason: 'app no longer exists' });
               continue;
             }
             if (ourOperation(app, runId)) {
               // Already ours (a duplicate executor or an earlier attempt got it through): never send twice.
               await update(key, { ...s, state: 'accepted', note: undefined });
+              inFlight++;
               continue;
             }
             const busy = foreignOperationRunning(app, runId);
             if (busy) {
-              if (s.note !== `waiting: ${busy}`) await update(key, { ...s, note: `waiting: ${busy}` });
+              if (s.note !== `waiting: ${busy}`) stage(key, { ...s, note: `waiting: ${busy}` });
               continue;
             }
             inFlight++;
@@ -498,6 +521,7 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
           }
         }
         await Promise.all(calls);
+        if (batch.length) await checkpoint.setMany(batch);
         const open = keys.filter((k) => !TERMINAL.includes(states.get(k)!.state));
         if (!open.length) break;
         if (ctx.now() - started > input.waveTimeout) {
@@ -510,7 +534,8 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
                 : app && ourOperation(app, runId) === 'running'
                   ? `timed out: sync still running${app.status?.operationState?.message ? ` (${app.status.operationState.message})` : ''}`
                   : `timed out: ${waitingReason(app, input.gate)}`;
-            await update(key, { ...s, state: 'timeout', reason });
+            states.set(key, { ...s, state: 'timeout', reason });
+            await checkpoint.set(key, states.get(key)!);
           }
         }
         const fresh = [...states.entries()].filter(([k, s]) => keys.includes(k) && (s.state === 'failed' || s.state === 'timeout') && !s.acknowledged);
@@ -525,6 +550,8 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
         if (fresh.length) for (const [k, s] of fresh) await update(k, { ...s, acknowledged: true });
         if (!keys.some((k) => !TERMINAL.includes(states.get(k)!.state))) break;
         report(wave);
+        // Slots just freed and apps waiting: start them now rather than on the next event or tick.
+        if (freed && keys.some((k) => states.get(k)!.state === 'pending')) continue;
         await sleep(500);
       }
       report(wave);
