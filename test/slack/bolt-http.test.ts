@@ -139,6 +139,16 @@ describe('/argo', () => {
     expect(h.fake.calls.filter((c) => c.method !== 'auth.test')).toEqual([]);
   });
 
+  it('acks 50 concurrent slash commands inside Slack\'s 3 s, and answers every one', async () => {
+    // The test client shares the event loop with Bolt, so this bounds the ack, it does not benchmark it
+    // (bench/ measures latency out of process).
+    const all = await Promise.all(Array.from({ length: 50 }, (_, i) => postSlashCommand(h.url, SECRET, { text: 'status', response_url: h.fake.responseUrl(`c${i}`) })));
+    expect(all.map((r) => r.status)).toEqual(Array(50).fill(200));
+    expect(Math.max(...all.map((r) => r.ms))).toBeLessThan(2500);
+    await expect.poll(() => h.fake.responses.length, { timeout: 5000 }).toBe(50);
+    for (const r of h.fake.responses) expect(allText(r.body.blocks)).toContain('Fleet status');
+  });
+
   it('answers in the channel with --public, without passing the flag to the command', async () => {
     const { id } = await slash('probe --public');
     await expect.poll(() => h.fake.responsesTo(id).length).toBe(1);

@@ -10,6 +10,8 @@ import { openFormModal } from '../../modals.js';
 export function argoCommand({ services, logger }: SlackDeps) {
   return async ({ command, ack, respond, client }: SlackCommandMiddlewareArgs & AllMiddlewareArgs): Promise<void> => {
     await ack();
+    // Let the acks of other requests waiting on the event loop go out before this answer's work runs.
+    await new Promise<void>((resolve) => setImmediate(resolve));
     const slack = services.config.slack;
     const { text, isPublic } = splitPublicFlag(command.text ?? '');
     try {
