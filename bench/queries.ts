@@ -1,0 +1,88 @@
+/**
+ * Issue 3: warm answer latency on the 10,000-app mirror. p50/p95/max of `status`, `status <glob>` and
+ * `rollout <RollingSync appset>` through dispatch() (parse, permission check, command), and the same
+ * plus the Block Kit rendering Slack gets.
+ */
+import { dispatch } from '../src/commands/index.js';
+import type { CommandContext } from '../src/commands/registry.js';
+import { isRollingSync } from '../src/fleet/rollingsync.js';
+import { renderBlocks } from '../src/views/blocks.js';
+import { buildMirror, header, isMain, loadLine, machineLine, ms, simConfig, startSimChild, stats, table, type BotFleet } from './lib.js';
+
+const RUNS = 200;
+const WARMUP = 10;
+const TARGET_MS = 100;
+
+export interface QueryResult {
+  command: string;
+  coldMs: number;
+  answer: ReturnType<typeof stats>;
+  withBlocks: ReturnType<typeof stats>;
+  size: string;
+}
+
+export function benchContext(bot: BotFleet): CommandContext {
+  return { services: { config: bot.config, fleet: bot.mirror, argocd: bot.argocd, now: () => new Date() }, user: 'U_BENCH', surface: 'slack' };
+}
+
+export function pickRollingSyncAppSet(bot: BotFleet): string {
+  const appSet = bot.mirror.appSets().find((s) => s.appSet.spec?.strategy?.type === 'RollingSync' && isRollingSync(s.appSet));
+  if (!appSet) throw new Error('the generated fleet has no RollingSync ApplicationSet');
+  return appSet.appSet.metadata.name;
+}
+
+async function measure(ctx: CommandContext, command: string, describe: (data: unknown) => string): Promise<QueryResult> {
+  let t = performance.now();
+  const first = await dispatch(command, ctx);
+  const coldMs = performance.now() - t;
+  if (!first.ok) throw new Error(`${command}: ${JSON.stringify(first.error)}`);
+  for (let i = 0; i < WARMUP; i++) renderBlocks(await dispatch(command, ctx));
+  const answer: number[] = [];
+  const withBlocks: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    t = performance.now();
+    const reply = await dispatch(command, ctx);
+    const answered = performance.now();
+    renderBlocks(reply);
+    const rendered = performance.now();
+    answer.push(answered - t);
+    withBlocks.push(rendered - t);
+  }
+  return { command, coldMs, answer: stats(answer), withBlocks: stats(withBlocks), size: describe(first.data) };
+}
+
+export async function runQueriesBench(shared?: BotFleet): Promise<QueryResult[]> {
+  header(`warm answers on the 10,000-app mirror, ${RUNS} runs each (issue 3; target p95 well under ${TARGET_MS} ms)`);
+  console.log(`  ${machineLine()}`);
+  const sim = shared ? undefined : await startSimChild({ kind: 'fleet', apps: 10_000, clusters: 200 });
+  try {
+    const bot = shared ?? (await buildMirror(simConfig(sim!)));
+    const ctx = benchContext(bot);
+    const appSet = pickRollingSyncAppSet(bot);
+    const results: QueryResult[] = [];
+    results.push(await measure(ctx, 'status', (d) => `${(d as { total: { apps: number } }).total.apps} apps`));
+    results.push(await measure(ctx, 'status auth-*', (d) => `${(d as { total: { apps: number } }).total.apps} apps`));
+    results.push(
+      await measure(ctx, `rollout ${appSet}`, (d) => {
+        const r = d as { steps: { apps: unknown[] }[] };
+        return `${r.steps.length} steps, ${r.steps.reduce((n, s) => n + s.apps.length, 0)} apps`;
+      }),
+    );
+    table([
+      ['command', 'covers', 'cold ms', 'p50 ms', 'p95 ms', 'max ms', '+blocks p50', '+blocks p95', '+blocks max', `p95 < ${TARGET_MS}`],
+      ...results.map((r) => [r.command, r.size, ms(r.coldMs), ms(r.answer.p50), ms(r.answer.p95), ms(r.answer.max), ms(r.withBlocks.p50), ms(r.withBlocks.p95), ms(r.withBlocks.max), r.withBlocks.p95 < TARGET_MS ? 'yes' : 'NO']),
+    ]);
+    console.log(`  (${loadLine()})`);
+    if (!shared) await bot.mirror.stop();
+    return results;
+  } finally {
+    await sim?.stop();
+  }
+}
+
+if (isMain(import.meta.url)) {
+  runQueriesBench().catch((error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  });
+}

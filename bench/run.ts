@@ -1,0 +1,36 @@
+/**
+ * `npm run bench`: every benchmark in sequence, each printing its own table. Not tests: numbers.
+ * fleet.ts (issue 2), queries.ts and slack-ack.ts (issue 3, sharing one 10,000-app mirror), bulk-sync.ts (issue 4).
+ */
+import { runBulkSyncBench } from './bulk-sync.js';
+import { runFleetBench } from './fleet.js';
+import { buildMirror, loadLine, machineLine, rssMb, simConfig, startSimChild } from './lib.js';
+import { runQueriesBench } from './queries.js';
+import { runSlackAckBench } from './slack-ack.js';
+
+const t0 = performance.now();
+console.log(`rollcall benchmarks · ${new Date().toISOString()}`);
+console.log(`  ${machineLine()}`);
+console.log('  The machine may be shared: compare numbers only with the load average printed next to them.');
+
+try {
+  await runFleetBench();
+
+  const sim = await startSimChild({ kind: 'fleet', apps: 10_000, clusters: 200 });
+  const bot = await buildMirror(simConfig(sim));
+  console.log(`\n(shared 10,000-app mirror for the next two: built in ${(bot.buildMs / 1000).toFixed(1)} s, RSS ${rssMb().toFixed(0)} MB)`);
+  try {
+    await runQueriesBench(bot);
+    await runSlackAckBench(bot);
+  } finally {
+    await bot.mirror.stop();
+    await sim.stop();
+  }
+
+  await runBulkSyncBench();
+  console.log(`\nall benchmarks done in ${((performance.now() - t0) / 1000).toFixed(0)} s · ${loadLine()}`);
+  process.exit(0);
+} catch (error) {
+  console.error(error);
+  process.exit(1);
+}
