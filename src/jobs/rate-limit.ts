@@ -45,7 +45,15 @@ export class InstanceRateLimiter {
       signal?.throwIfAborted();
       const wait = Number(await this.redis.eval(TAKE, 1, `${keyBase(this.prefix)}ratelimit:${instance}`, limit.max, limit.perMs));
       if (wait <= 0) return;
-      await new Promise((r) => setTimeout(r, Math.min(wait, 1000)));
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(done, Math.min(wait, 1000));
+        signal?.addEventListener('abort', done, { once: true });
+        function done() {
+          clearTimeout(t);
+          signal?.removeEventListener('abort', done);
+          resolve();
+        }
+      });
     }
   }
 }

@@ -277,6 +277,25 @@ describe('runbook engine with bulk-sync', () => {
     expect(h.argo.syncs.map((s) => s.app).sort()).toEqual(many.map((a) => a.metadata.name).sort());
   });
 
+  it('updates the one live message at most once per progressIntervalMs, apart from state changes', async () => {
+    const many = Array.from({ length: 30 }, (_, i) => makeApp(`web-${i}`, `c${i}`));
+    h = await harness(many, { engine: { progressIntervalMs: 400 } });
+    h.argo.syncMs = 60;
+    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'web-*', concurrency: '3' }, user: 'U_OP', surface: 'slack', channel: 'C_OPS', threadTs: '9.9' });
+    await runs().confirm(run.id, 'U_OP');
+    const end = await runs().waitForEnd(run.id, 20_000);
+    expect(end.status).toBe('succeeded');
+    await new Promise((r) => setTimeout(r, 100));
+    const updates = h.notifier.updates;
+    expect(h.notifier.posts).toHaveLength(1);
+    expect(updates.length).toBeGreaterThan(2);
+    const duration = updates.at(-1)!.at - h.notifier.posts[0].at;
+    // Throttled progress plus the final summary (and at most one more forced state change).
+    expect(updates.length).toBeLessThanOrEqual(Math.ceil(duration / 400) + 2);
+    expect(updates.every((u) => u.ref.ts === updates[0].ref.ts)).toBe(true);
+    expect(updates.at(-1)!.reply.title).toContain('succeeded');
+  });
+
   it('ask --yes: confirms at once and reports the run id; the terminal sees progress', async () => {
     h = await harness(authConfigs());
     const reply = await dispatch('sync auth-config-* prune=true', ctx('U_OP', { surface: 'terminal', assumeYes: true, channel: 'terminal', threadTs: undefined }));

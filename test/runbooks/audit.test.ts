@@ -1,0 +1,37 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { AuditLog } from '../../src/runbooks/audit.js';
+import { createRedis, closeRedis } from '../../src/jobs/redis.js';
+import { cleanPrefix, testPrefix } from './fake-argo.js';
+
+const prefix = testPrefix();
+const redis = createRedis(process.env.REDIS_URL!);
+afterAll(async () => {
+  await cleanPrefix(process.env.REDIS_URL!, prefix);
+  await closeRedis(redis);
+});
+
+describe('audit stream', () => {
+  it('keeps who, what, when, params and result under <prefix>:audit, newest first, and never a secret', async () => {
+    const audit = new AuditLog(redis, prefix, 50);
+    expect(audit.key).toBe(`${prefix}:audit`);
+    await audit.record({ kind: 'run.start', who: 'U1', runId: 'r-abcde', target: 'bulk-sync', params: { selector: 'a-*', token: 'xoxb-secret', nested: { password: 'hunter2', 'tls.key': 'PEM' } } });
+    await audit.record({ kind: 'argocd.sync', who: 'U1', runId: 'r-abcde', target: 'prod/a-1', result: 'accepted' });
+    const [latest, first] = await audit.latest(2);
+    expect(latest).toMatchObject({ kind: 'argocd.sync', who: 'U1', target: 'prod/a-1', result: 'accepted' });
+    expect(first.params).toEqual({ selector: 'a-*', token: '[redacted]', nested: { password: '[redacted]', 'tls.key': '[redacted]' } });
+    expect(Date.parse(first.at)).toBeGreaterThan(Date.now() - 10_000);
+    const raw = JSON.stringify(await redis.xrange(audit.key, '-', '+'));
+    expect(raw).not.toContain('xoxb-secret');
+    expect(raw).not.toContain('hunter2');
+  });
+
+  it('trims to about maxLen entries', async () => {
+    const audit = new AuditLog(redis, `${prefix}-trim`, 100);
+    for (let i = 0; i < 400; i++) await audit.record({ kind: 'step.end', who: 'rollcall', result: String(i) });
+    const len = await redis.xlen(audit.key);
+    expect(len).toBeLessThan(400);
+    expect(len).toBeGreaterThanOrEqual(100);
+    expect((await audit.latest(1))[0].result).toBe('399');
+    await cleanPrefix(process.env.REDIS_URL!, `${prefix}-trim`);
+  });
+});
