@@ -1,4 +1,4 @@
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import type { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import type { KubeClusterConfig, RollcallConfig } from '../config/schema.js';
 
 export interface KubeClients {
@@ -23,8 +23,10 @@ export class KubeError extends Error {
  * cluster's credentials to another's server (platform-facts 5: makeApiClient fixes the server,
  * but reads credentials from the current context at request time).
  */
-export function kubeConfigFor(cluster: KubeClusterConfig): KubeConfig {
-  const kc = new KubeConfig();
+type KubeModule = typeof import('@kubernetes/client-node');
+
+export function kubeConfigFor(k8s: KubeModule, cluster: KubeClusterConfig): KubeConfig {
+  const kc = new k8s.KubeConfig();
   if (cluster.inCluster) kc.loadFromCluster();
   else {
     kc.loadFromFile(cluster.kubeconfig!);
@@ -37,15 +39,21 @@ export function kubeConfigFor(cluster: KubeClusterConfig): KubeConfig {
   return kc;
 }
 
-export function createKubeClients(config: RollcallConfig): Map<string, KubeClients> {
+/**
+ * Loaded on demand: @kubernetes/client-node takes seconds to import, and only the sealed-secrets
+ * runbooks need it, so `rollcall ask status` must not pay for it.
+ */
+export async function createKubeClients(config: RollcallConfig): Promise<Map<string, KubeClients>> {
   const clients = new Map<string, KubeClients>();
+  if (!config.kube.clusters.length) return clients;
+  const k8s = await import('@kubernetes/client-node');
   for (const cluster of config.kube.clusters) {
-    const kc = kubeConfigFor(cluster);
+    const kc = kubeConfigFor(k8s, cluster);
     clients.set(cluster.name, {
       cluster: cluster.name,
-      core: kc.makeApiClient(CoreV1Api),
-      apps: kc.makeApiClient(AppsV1Api),
-      custom: kc.makeApiClient(CustomObjectsApi),
+      core: kc.makeApiClient(k8s.CoreV1Api),
+      apps: kc.makeApiClient(k8s.AppsV1Api),
+      custom: kc.makeApiClient(k8s.CustomObjectsApi),
     });
   }
   return clients;

@@ -49,7 +49,7 @@ describe('sealed-secrets keys against the simulated Kubernetes API', () => {
       `instances: [{name: x, url: "http://127.0.0.1:1", token: t}]\nkube:\n  clusters:\n` +
         ['prod-old', 'prod-new', 'ops'].map((n) => `    - {name: ${n}, kubeconfig: ${file}, context: ${n}}\n`).join(''),
     );
-    clients = createKubeClients(config);
+    clients = await createKubeClients(config);
   });
 
   afterAll(async () => {
