@@ -17,15 +17,26 @@ export interface Harness {
 }
 
 /** Bolt's real HTTPReceiver on a free port, its Web API pointed at the fake; the fleet is static. */
-export async function startHarness(opts: { fleet: Parameters<typeof StaticFleet.fromObjects>[0]; channels?: string[]; access?: Record<string, unknown> }): Promise<Harness> {
+export async function startHarness(opts: {
+  fleet: Parameters<typeof StaticFleet.fromObjects>[0];
+  channels?: string[];
+  access?: Record<string, unknown>;
+  /** Extra top-level config (runbooksDir, redis ...). */
+  config?: Record<string, unknown>;
+  /** Runs before Slack starts: attach services.runs, a live fleet, a notifier ... */
+  configure?: (services: Services) => void | Promise<void>;
+  notifierIntervalMs?: number;
+}): Promise<Harness> {
   const fake = await startFakeSlack();
   const config = configSchema.parse({
     instances: opts.fleet.map((i) => ({ name: i.name, url: `https://${i.name}.argocd.example`, token: 'argocd-token' })),
     slack: { mode: 'http', botToken: 'xoxb-test-token', signingSecret: SECRET, port: 0, apiUrl: fake.apiUrl, channels: opts.channels ?? [] },
     ...(opts.access ? { access: opts.access } : {}),
+    ...(opts.config ?? {}),
   });
   const services: Services = { config, fleet: StaticFleet.fromObjects(opts.fleet), argocd: new Map(), now: () => new Date('2026-12-02T18:00:00Z') };
-  const slack = await startSlack(services, { logger: pino({ level: 'silent' }), notifierIntervalMs: 100 });
+  await opts.configure?.(services);
+  const slack = await startSlack(services, { logger: pino({ level: 'silent' }), notifierIntervalMs: opts.notifierIntervalMs ?? 100 });
   return {
     fake,
     slack,

@@ -108,6 +108,21 @@ describe('SlackNotifier', () => {
     expect(notifier.counters.updates).toBe(1);
   });
 
+  it('with a default client (which waits out 429s itself) still sends only the latest content afterwards', async () => {
+    const notifier = new SlackNotifier(client({ rejectRateLimitedCalls: false, retryConfig: { retries: 1, minTimeout: 0, maxTimeout: 0 } }), { minIntervalMs: 50 });
+    const ref = await notifier.post({ channel: 'C0OPS' }, progress(0));
+    fake.rateLimit('chat.update', 1, 1);
+    await sleep(60);
+    await notifier.update(ref, progress(1));
+    await sleep(100);
+    for (let i = 2; i <= 6; i++) await notifier.update(ref, progress(i)); // while the client holds the first call
+    await notifier.flush();
+    const updates = fake.callsTo('chat.update');
+    expect(updates.map((u) => allText(u.args.blocks))).toEqual([expect.stringContaining('synced 1 of 540'), expect.stringContaining('synced 6 of 540')]);
+    expect(notifier.counters.rateLimited).toBe(1);
+    expect(notifier.counters.coalesced).toBe(4);
+  });
+
   it('waits out a 429 on post and retries', async () => {
     const notifier = new SlackNotifier(client(), { minIntervalMs: 50 });
     fake.rateLimit('chat.postMessage', 1, 1);
