@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import '../../src/commands/index.js';
 import { registerAction, registerCommand, type CommandContext } from '../../src/commands/registry.js';
 import type { Reply } from '../../src/commands/reply.js';
+import { encodeModalMetadata, registerModalHandler } from '../../src/slack/modals.js';
 import { decodePageValue } from '../../src/views/blocks.js';
 import { blockActionsPayload, eventCallback, postEvent, postInteraction, postSlashCommand, slackSignature } from '../support/slack-request.js';
 import { smallFleetObjects } from './fixture.js';
@@ -301,6 +302,51 @@ describe('forms', () => {
     expect(formSubmissions[0]).toMatchObject({ user: 'U0ALICE', channel: 'C0OPS' });
     await expect.poll(() => h.fake.responsesTo(id).length).toBe(2);
     expect(allText(h.fake.responsesTo(id)[1].body.blocks)).toContain('auth-config-*');
+  });
+});
+
+describe('modal handlers', () => {
+  const submitted: { values: Record<string, string>; metadata: string; channel?: string }[] = [];
+  registerModalHandler('test.restore-keys', {
+    validate: (values) => (/^[a-z0-9-]+$/.test(values.cluster ?? '') ? undefined : { cluster: 'Use the Argo CD cluster name, e.g. prod-eu1.' }),
+    async submit(sub, ctx) {
+      submitted.push({ values: sub.values, metadata: sub.metadata, channel: ctx.channel });
+      return { ok: true, command: 'run', title: 'Queued', data: {}, blocks: [{ kind: 'text', text: `restore on ${sub.values.cluster} queued` }] };
+    },
+  });
+  const submission = (cluster: string) => ({
+    type: 'view_submission',
+    team: { id: 'T0TEAM' },
+    user: { id: 'U0ALICE' },
+    api_app_id: 'A0ROLLCALL',
+    token: 't',
+    trigger_id: 'trig-3',
+    view: {
+      id: 'V9',
+      type: 'modal',
+      callback_id: 'test.restore-keys',
+      private_metadata: encodeModalMetadata('sealed-secrets', { channel: 'C0OPS' }),
+      state: { values: { cluster: { value: { type: 'plain_text_input', value: cluster } } } },
+    },
+  });
+
+  it('shows validation errors in the modal through the ack, and runs nothing', async () => {
+    const res = await postInteraction(h.url, SECRET, submission('Prod EU'));
+    expect(res.status).toBe(200);
+    expect(res.json).toEqual({ response_action: 'errors', errors: { cluster: 'Use the Argo CD cluster name, e.g. prod-eu1.' } });
+    await settle();
+    expect(submitted).toEqual([]);
+  });
+
+  it('runs the handler and answers ephemerally in the channel the modal came from when there is no response_url', async () => {
+    const res = await postInteraction(h.url, SECRET, submission('prod-eu1'));
+    expect(res.status).toBe(200);
+    expect(res.body).toBe('');
+    await expect.poll(() => h.fake.callsTo('chat.postEphemeral').length).toBe(1);
+    expect(submitted).toEqual([{ values: { cluster: 'prod-eu1' }, metadata: 'sealed-secrets', channel: 'C0OPS' }]);
+    const call = h.fake.callsTo('chat.postEphemeral')[0];
+    expect(call.args).toMatchObject({ channel: 'C0OPS', user: 'U0ALICE' });
+    expect(allText(call.args.blocks)).toContain('restore on prod-eu1 queued');
   });
 });
 
