@@ -19,6 +19,8 @@ import { healthOf, syncOf } from './status.js';
 import { unknownTarget } from './suggest.js';
 
 const USAGE = 'app NAME [instance=X]';
+/** A live Get must not hold an answer up: after this the mirror's copy is shown. */
+const LIVE_LOOKUP_MS = 4000;
 const HISTORY_SHOWN = 5;
 
 export interface AppSourceInfo {
@@ -62,6 +64,8 @@ export interface AppDetail {
   conditions: { type: string; message: string; lastTransitionTime: string | null }[];
   images: string[];
   url: string | null;
+  /** true when read with a live Get (resource health included), false when from the mirror's list copy. */
+  live: boolean;
 }
 
 function sourceInfo(s: ApplicationSource): AppSourceInfo {
@@ -130,7 +134,31 @@ export function appDetail(fleet: FleetView, fa: FleetApp): AppDetail {
     conditions: (st?.conditions ?? []).map((c) => ({ type: c.type, message: c.message, lastTransitionTime: c.lastTransitionTime ?? null })),
     images: st?.summary?.images ?? [],
     url: fleet.appUrl(fa.instance, app.metadata.name, app.metadata.namespace) ?? null,
+    live: false,
   };
+}
+
+/**
+ * The app as a Get returns it. Argo CD 3.x leaves resource health out of List (and so out of the
+ * mirror), while Get fills it in (argocd-facts B6): the unhealthy resource's message ("back-off
+ * restarting failed container") is what on-call needs. Falls back to the mirror's copy, saying why.
+ */
+async function liveApp(ctx: CommandContext, fa: FleetApp): Promise<{ app: Application; live: boolean; note?: string }> {
+  const api = ctx.services.argocd?.get(fa.instance);
+  if (!api) return { app: fa.app, live: false };
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${LIVE_LOOKUP_MS / 1000}s`)), LIVE_LOOKUP_MS);
+    });
+    const ref = { name: fa.app.metadata.name, appNamespace: fa.app.metadata.namespace, project: fa.app.spec?.project };
+    return { app: await Promise.race([api.getApplication(ref), timeout]), live: true };
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    return { app: fa.app, live: false, note: `Live lookup on ${fa.instance} failed (${message}); showing rollcall's last copy, without resource health.` };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 const shortRev = (r: string) => (/^[0-9a-f]{40}$/.test(r) ? r.slice(0, 7) : r);
@@ -180,8 +208,10 @@ export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<R
   if (!name) throw new CommandError('usage', `Which app? Usage: ${USAGE}, e.g. \`app payments-prod-us1\`.`);
   const fleet = ctx.services.fleet;
   const now = ctx.services.now?.() ?? new Date();
-  const fa = findApp(fleet, name, cmd.options.instance, (i) => `app ${name} instance=${i}`);
-  const d = appDetail(fleet, fa);
+  const found = findApp(fleet, name, cmd.options.instance, (i) => `app ${name} instance=${i}`);
+  const fresh = await liveApp(ctx, found);
+  const fa: FleetApp = { ...found, app: fresh.app };
+  const d = { ...appDetail(fleet, fa), live: fresh.live };
   const multiInstance = fleet.instances().length > 1;
   const tone = appTone(d.sync, d.health);
 
@@ -251,6 +281,7 @@ export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<R
     const set = fleet.appSetsNamed(d.appSet);
     buttons.push({ label: `Show rollout ${d.appSet}`, command: `rollout ${d.appSet}${set.length > 1 ? ` instance=${d.instance}` : ''}` });
   }
+  if (fresh.note) blocks.push({ kind: 'context', text: `:warning: ${fresh.note}` });
   blocks.push({ kind: 'actions', buttons });
 
   return { ok: true, command: 'app', title: `${tone === 'ok' ? '' : `${d.sync}/${d.health}: `}${d.name}`, data: { app: d }, blocks };

@@ -103,6 +103,8 @@ export function problemReason(app: Application): string {
     if (op?.phase === 'Running') parts.push(`sync running since ${op.startedAt}`);
     else if (sync === 'OutOfSync' && health === 'Healthy') parts.push('live state differs from the target revision; not synced yet');
     else if (health === 'Missing') parts.push('its resources do not exist in the cluster (never synced, or deleted)');
+    // Argo CD 3.x leaves resource health out of List responses (B6); a Get has it.
+    else if (health === 'Degraded') parts.push(`Degraded with no message in the app list; \`app ${app.metadata.name}\` shows the unhealthy resources`);
     else parts.push(`sync ${sync}, health ${health}`);
   }
   return truncate(parts.join('; '), MAX_REASON);
@@ -277,7 +279,7 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
     const shown = clusters.length > MAX_CLUSTERS_SHOWN ? ranked.filter((c) => count(c) > 0).slice(0, MAX_CLUSTERS_SHOWN) : ranked;
     const rest = ranked.filter((c) => !shown.includes(c));
     const restWithProblems = rest.filter((c) => count(c) > 0).length;
-    if (shown.length) blocks.push({ kind: 'list', title: 'Clusters', items: shown.map((c) => clusterLine(c, count(c), multiInstance)), total: clusters.length });
+    if (shown.length) blocks.push({ kind: 'list', title: 'Clusters', items: shown.map((c) => clusterLine(c, count(c), multiInstance)) });
     if (rest.length) {
       blocks.push({
         kind: 'context',
@@ -288,11 +290,25 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
     }
   }
 
-  if (problems.length) {
+  // Impact first: apps that are Degraded or Missing, then unknown state, then drift. Oldest first in each.
+  const groups: { title: string; test: (p: ProblemDetail) => boolean }[] = [
+    { title: 'Degraded or Missing', test: (p) => p.health === 'Degraded' || p.health === 'Missing' },
+    { title: 'Unknown state', test: (p) => p.health === 'Unknown' || p.sync === 'Unknown' },
+    { title: 'OutOfSync', test: () => true },
+  ];
+  const placed = new Set<ProblemDetail>();
+  const perGroup = groups.map((g) => {
+    const members = problems.filter((p) => !placed.has(p) && g.test(p));
+    for (const m of members) placed.add(m);
+    return { title: g.title, members };
+  });
+  const nonEmpty = perGroup.filter((g) => g.members.length);
+  for (const g of nonEmpty) {
+    const max = nonEmpty.length === 1 ? MAX_PROBLEMS_SHOWN : Math.ceil(MAX_PROBLEMS_SHOWN / 2);
     blocks.push({
       kind: 'list',
-      title: 'Problems, oldest first',
-      items: problems.slice(0, MAX_PROBLEMS_SHOWN).map((p) => {
+      title: `${g.title} (${formatCount(g.members.length)}), oldest first`,
+      items: g.members.slice(0, max).map((p) => {
         const url = fleet.appUrl(p.instance, p.app, p.namespace);
         const age = since(p.since, now);
         // Only a health transition says how long the problem has lasted; an operation time says when the app was last synced.
@@ -305,7 +321,7 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
           ...(url ? { url } : {}),
         };
       }),
-      total: problems.length,
+      total: g.members.length,
     });
   }
 

@@ -71,14 +71,19 @@ describe('status', () => {
 
   it('shows the problems with links, and buttons to refresh and to follow the rollout in flight', async () => {
     const reply = await status('status --public');
-    const list = reply.blocks.find((b) => b.kind === 'list' && b.title?.startsWith('Problems')) as Extract<ReplyBlock, { kind: 'list' }>;
-    expect(list.total).toBe(4);
-    expect(list.items[0].text).toContain('<https://cd-east.example.com/applications/argocd/auth-prod-us2|auth-prod-us2>');
-    // An OutOfSync app's age is when it was last synced; a Degraded app's is how long it has been Degraded.
-    expect(list.items[0].text).toContain('· last sync 1h ago');
-    expect(list.items[1].text).toContain('· Synced/Degraded · for 30m');
-    expect(list.items[0].tone).toBe('warn');
-    expect(list.items[1].tone).toBe('error');
+    const lists = reply.blocks.filter((b): b is Extract<ReplyBlock, { kind: 'list' }> => b.kind === 'list' && b.title !== 'Clusters');
+    // Impact first (Degraded/Missing), then unknown state, then drift; oldest first within each group.
+    expect(lists.map((l) => [l.title, l.items.map((i) => i.text.match(/\|([^>]+)>/)?.[1])])).toEqual([
+      ['Degraded or Missing (2), oldest first', ['auth-prod-us1', 'orphan-app']],
+      ['Unknown state (1), oldest first', ['new-app']],
+      ['OutOfSync (1), oldest first', ['auth-prod-us2']],
+    ]);
+    const [impact, , drift] = lists;
+    expect(impact.items[0].text).toContain('<https://cd-east.example.com/applications/argocd/auth-prod-us1|auth-prod-us1> · east/prod-us1 · Synced/Degraded · for 30m');
+    expect(impact.items[0].tone).toBe('error');
+    // An OutOfSync app's age is when it was last synced, not how long it has drifted (Argo CD does not record that).
+    expect(drift.items[0].text).toContain('· OutOfSync/Healthy · last sync 1h ago');
+    expect(drift.items[0].tone).toBe('warn');
     const actions = reply.blocks.find((b) => b.kind === 'actions') as Extract<ReplyBlock, { kind: 'actions' }>;
     expect(actions.buttons).toEqual([
       { label: 'Refresh', command: 'status' },

@@ -1,0 +1,52 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClients } from '../../src/argocd/client.js';
+import type { AppDetail } from '../../src/commands/app.js';
+import { dispatch } from '../../src/commands/index.js';
+import { configSchema } from '../../src/config/schema.js';
+import { StaticFleet } from '../../src/fleet/model.js';
+import type { Fixture } from '../../src/sim/fixture-types.js';
+import type { SimServer } from '../../src/sim/server.js';
+import { renderText } from '../../src/views/text.js';
+import { startTestSim } from '../support/sim.js';
+import { NOW, eastApps, eastClusters } from './fixtures.js';
+
+// The mirror holds List copies, which carry no resource health in Argo CD 3.x; `app` reads the app
+// with a Get from the (simulated) Argo CD to show the unhealthy resource's message.
+describe('app against the simulator', () => {
+  let sim: SimServer;
+  const fixture: Fixture = { instances: [{ name: 'east', applications: structuredClone(eastApps), clusters: eastClusters }] };
+
+  beforeAll(async () => {
+    sim = await startTestSim({ fixture, frozen: true });
+  });
+  afterAll(async () => {
+    await sim?.stop();
+  });
+
+  function services(mirrorCopy: boolean, url?: string) {
+    const instance = sim.instances.find((i) => i.name === 'east')!;
+    const config = configSchema.parse({ instances: [{ name: 'east', url: url ?? instance.url, token: instance.token, timeout: 2000 }] });
+    // What the mirror would hold: the List shape, without resource health.
+    const apps = structuredClone(eastApps).map((a) => {
+      if (mirrorCopy && a.status?.resources) for (const r of a.status.resources) delete r.health;
+      return a;
+    });
+    const fleet = StaticFleet.fromObjects([{ name: 'east', applications: apps, clusters: eastClusters }]);
+    return { config, fleet, argocd: createClients(config, { retry: { retries: 0, baseMs: 10, maxMs: 10 } }), now: () => NOW };
+  }
+
+  it('shows resource health from a live Get that the mirror copy lacks', async () => {
+    const reply = await dispatch('app auth-prod-us1', { services: services(true), user: 'U1', surface: 'terminal' });
+    expect(reply.ok).toBe(true);
+    const d = reply.data.app as AppDetail;
+    expect(d.live).toBe(true);
+    expect(d.unhealthyResources).toEqual([expect.objectContaining({ kind: 'Deployment', name: 'auth', health: 'Degraded', message: 'Deployment "auth" exceeded its progress deadline' })]);
+  });
+
+  it("falls back to the mirror's copy when Argo CD does not answer, and says so", async () => {
+    const reply = await dispatch('app auth-prod-us1', { services: services(true, 'http://127.0.0.1:9/i/east'), user: 'U1', surface: 'terminal' });
+    expect(reply.ok).toBe(true);
+    expect((reply.data.app as AppDetail).live).toBe(false);
+    expect(renderText(reply)).toMatch(/⚠ Live lookup on east failed \(.+\); showing rollcall's last copy, without resource health\./);
+  });
+});
