@@ -15,13 +15,6 @@ export function redactTokens(value: unknown): unknown {
   return value;
 }
 
-const PINO_LEVEL: Record<LogLevel, string> = {
-  [LogLevel.DEBUG]: 'debug',
-  [LogLevel.INFO]: 'info',
-  [LogLevel.WARN]: 'warn',
-  [LogLevel.ERROR]: 'error',
-};
-
 /** Bolt's Logger on top of pino, so Slack logs share our format and redaction. */
 export function boltLogger(logger: Logger): BoltLogger {
   let level: LogLevel = LogLevel.INFO;
@@ -38,9 +31,9 @@ export function boltLogger(logger: Logger): BoltLogger {
     info: write('info'),
     warn: write('warn'),
     error: write('error'),
+    // Bolt sets INFO on every logger it is given; the level is pino's to decide (LOG_LEVEL), so only remember it.
     setLevel(l: LogLevel) {
       level = l;
-      child.level = PINO_LEVEL[l];
     },
     getLevel: () => level,
     setName() {},
