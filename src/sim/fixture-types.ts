@@ -7,6 +7,18 @@ export interface FixtureInstance {
   applications: Application[];
   applicationSets?: ApplicationSet[];
   clusters?: Cluster[];
+  /**
+   * Extra API tokens with limited RBAC (the instance `token` can do everything). Each grant is an
+   * Argo CD policy line without subject and effect: "applications, sync, payments/*".
+   */
+  accounts?: FixtureAccount[];
+}
+
+export interface FixtureAccount {
+  /** The subject Argo CD reports (`sub:`) and records in initiatedBy. */
+  name: string;
+  token: string;
+  allow: string[];
 }
 
 export interface FixtureKube {

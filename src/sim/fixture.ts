@@ -52,6 +52,20 @@ export function validateFixture(value: unknown, file = 'fixture'): Fixture {
       if (!isObject(set.spec) || !isObject(set.spec.template))
         problems.push(`${sat}.spec.template: expected an object`);
     });
+    if (inst.accounts !== undefined && !Array.isArray(inst.accounts))
+      problems.push(`${at}.accounts: expected an array`);
+    (Array.isArray(inst.accounts) ? inst.accounts : []).forEach((acct: unknown, j: number) => {
+      const ok =
+        isObject(acct) &&
+        typeof acct.name === 'string' &&
+        typeof acct.token === 'string' &&
+        Array.isArray(acct.allow) &&
+        acct.allow.every((g: unknown) => typeof g === 'string' && g.split(',').length === 3);
+      if (!ok)
+        problems.push(
+          `${at}.accounts[${j}]: expected {name, token, allow: ["applications, sync, <project>/<app>", ...]}`,
+        );
+    });
     if (inst.clusters !== undefined && !Array.isArray(inst.clusters))
       problems.push(`${at}.clusters: expected an array`);
     (Array.isArray(inst.clusters) ? inst.clusters : []).forEach((c: unknown, j: number) => {

@@ -26,6 +26,8 @@ import { GrpcCode, SimApiError, toApiError } from './http/errors.js';
 import { applyFault, FaultBook, FaultRequestError, writeHttpFailure } from './http/faults.js';
 import { watchApplications, watchApplicationSets } from './http/stream.js';
 import { appJsonList } from './http/json.js';
+import { accountFrom, type SimAccount } from './http/rbac.js';
+import { rfc3339 } from './clock.js';
 import { managedResources, resourceTree } from './http/tree.js';
 
 export interface SimServer {
@@ -84,7 +86,9 @@ const ROUTES: Route[] = [
   route('clusters/:id', { GET: getCluster }),
   route('stream/applications', { GET: watchApplications }),
   route('stream/applicationsets', { GET: watchApplicationSets }),
-  route('session/userinfo', { GET: () => ({ json: { loggedIn: true, username: SIM_USER, iss: 'argocd' } }) }),
+  route('session/userinfo', {
+    GET: (req) => ({ json: { loggedIn: true, username: req.account.name, iss: 'argocd' } }),
+  }),
 ];
 
 /** The subject of every sim token, as Argo CD records it in operation.initiatedBy.username. */
@@ -171,6 +175,15 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
   });
   const kube = new SimKube(opts.fixture.kube ?? [], () => controller.clock.now());
   const faults = new FaultBook();
+  // Tokens are "issued" when the simulator starts (the iat in RBAC denials).
+  const issuedAt = rfc3339(controller.clock.now());
+  const admin: SimAccount = { name: SIM_USER, issuedAt };
+  const accounts = new Map(
+    opts.fixture.instances.map((i) => [
+      i.name,
+      new Map((i.accounts ?? []).map((a) => [a.token, accountFrom(a, issuedAt)])),
+    ]),
+  );
   const syncWindows: SimSyncWindow[] = [];
   const core: SimCore = {
     state,
@@ -242,7 +255,8 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     if (path === '/api/version') return sendJson(res, 200, { Version: 'v3.5.1+109ca7c' });
     const token = bearer(req);
     if (!token) return sendError(res, new SimApiError(GrpcCode.Unauthenticated, 'no session information'));
-    if (token !== store.token)
+    const account = token === store.token ? admin : accounts.get(store.name)?.get(token);
+    if (!account)
       return sendError(res, new SimApiError(GrpcCode.Unauthenticated, 'invalid session: token signature is invalid'));
 
     if (!path.startsWith('/api/v1/')) return sendError(res, new SimApiError(GrpcCode.NotFound, 'Not Found'));
@@ -268,7 +282,8 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
       rawBody,
       req,
       res,
-      user: SIM_USER,
+      user: account.name,
+      account,
     };
     const result: RouteResult = await handler(apiReq);
     if (result === 'handled') return;

@@ -62,13 +62,17 @@ describe('runSimCommand', () => {
       bad,
       JSON.stringify({
         instances: [
-          { name: 'a', applications: [{ metadata: {}, spec: {} }] },
+          {
+            name: 'a',
+            applications: [{ metadata: {}, spec: {} }],
+            accounts: [{ name: 'bot', token: 't', allow: ['applications, sync'] }],
+          },
           { name: 'a', applications: [] },
         ],
       }),
     );
     await expect(runSimCommand({ fixture: bad, untilKilled: false, out: () => {} })).rejects.toThrow(
-      /instances\[0\]\.applications\[0\]\.metadata\.name: expected a string[\s\S]*instances\[1\]\.name: duplicate instance "a"/,
+      /instances\[0\]\.applications\[0\]\.metadata\.name: expected a string[\s\S]*instances\[0\]\.accounts\[0\]: expected \{name, token, allow[\s\S]*instances\[1\]\.name: duplicate instance "a"/,
     );
   });
 });

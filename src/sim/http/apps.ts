@@ -7,6 +7,7 @@ import { parseJsonBody, queryList, recordOperation, type ApiRequest, type RouteR
 import { appNotFound, GrpcCode, permissionDenied, SimApiError, toApiError } from './errors.js';
 import { appJsonFull, appJsonList } from './json.js';
 import { jsonPatch, mergePatch, type JsonPatchOp } from './patch.js';
+import { allowed, enforce } from './rbac.js';
 import { checkGoShape, SYNC_REQUEST_SHAPE } from './shapes.js';
 
 const DEFAULT_NS = 'argocd';
@@ -71,7 +72,8 @@ export function sortedApps(store: InstanceStore, q: AppQuery): Application[] {
 
 export function listApplications(req: ApiRequest): RouteResult {
   const q = parseAppQuery(req.query);
-  const apps = sortedApps(req.store, q);
+  // List quietly leaves out apps the token may not get.
+  const apps = sortedApps(req.store, q).filter((a) => allowed(req.account, 'applications', 'get', rbacName(a)));
   const meta = JSON.stringify({ resourceVersion: String(req.store.resourceVersion) });
   const fields = parseFields(req.query.get('fields'));
   if (fields) {
@@ -87,13 +89,24 @@ export function listApplications(req: ApiRequest): RouteResult {
  * app in another project is also 404 ("doesn't exist in that project"); without project= a missing
  * app is 403 "permission denied" so existence never leaks. Sim tokens hold every permission.
  */
-export function findApp(req: ApiRequest, name: string, project?: string, appNamespace?: string): Application {
+export function findApp(
+  req: ApiRequest,
+  name: string,
+  project?: string,
+  appNamespace?: string,
+  action = 'get',
+): Application {
+  if (project && !allowed(req.account, 'applications', action, `${project}/${name}`)) throw permissionDenied();
   const app = req.store.apps.get(name);
   const nsOk = !appNamespace || (app?.metadata.namespace ?? DEFAULT_NS) === appNamespace;
   if (!app || !nsOk) throw project ? appNotFound(name) : permissionDenied();
+  if (!allowed(req.account, 'applications', action, rbacName(app)))
+    throw project ? appNotFound(name) : permissionDenied();
   if (project && (app.spec.project || 'default') !== project) throw appNotFound(name);
   return app;
 }
+
+export const rbacName = (app: Application) => `${app.spec.project || 'default'}/${app.metadata.name}`;
 
 export function getApplication(req: ApiRequest): RouteResult {
   const name = req.params.name;
@@ -134,6 +147,7 @@ export function syncApplication(req: ApiRequest): RouteResult {
     checkGoShape(body, SYNC_REQUEST_SHAPE, 'ApplicationSyncRequest');
     const request = { ...(body as ApplicationSyncRequest), name };
     const app = findApp(req, name, request.project || undefined, request.appNamespace || undefined);
+    enforce(req.account, 'applications', 'sync', rbacName(app));
     if (app.metadata.deletionTimestamp) throw new SimApiError(GrpcCode.FailedPrecondition, 'application is deleting');
     if (windowDenies(req, app)) throw new SimApiError(GrpcCode.PermissionDenied, 'cannot sync: blocked by sync window');
     const target = app.spec.source?.targetRevision || 'HEAD';
@@ -165,7 +179,13 @@ export function terminateOperation(req: ApiRequest): RouteResult {
   const name = req.params.name;
   const status = (code: number) => recordOperation(req, name, {}, code);
   try {
-    const app = findApp(req, name, req.query.get('project') || undefined, req.query.get('appNamespace') || undefined);
+    const app = findApp(
+      req,
+      name,
+      req.query.get('project') || undefined,
+      req.query.get('appNamespace') || undefined,
+      'sync',
+    );
     if (!app.operation && app.status?.operationState?.phase !== 'Running') {
       throw new SimApiError(GrpcCode.InvalidArgument, 'Unable to terminate operation. No operation is in progress');
     }
@@ -194,6 +214,7 @@ export function patchApplication(req: ApiRequest): RouteResult {
   try {
     checkGoShape(body, PATCH_SHAPE, 'ApplicationPatchRequest');
     const app = findApp(req, name, (body.project as string) || undefined, (body.appNamespace as string) || undefined);
+    enforce(req.account, 'applications', 'update', rbacName(app));
     const patchText = (body.patch as string | undefined) ?? '';
     const patchType = (body.patchType as string | undefined) || 'json';
     let patchValue: unknown;
@@ -237,6 +258,7 @@ export function updateSpec(req: ApiRequest): RouteResult {
         'json: cannot unmarshal array into Go value of type v1alpha1.ApplicationSpec',
       );
     const app = findApp(req, name, req.query.get('project') || undefined, req.query.get('appNamespace') || undefined);
+    enforce(req.account, 'applications', 'update', rbacName(app));
     if (!body.destination || (!body.destination.server && !body.destination.name))
       throw new SimApiError(
         GrpcCode.InvalidArgument,

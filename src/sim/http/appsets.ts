@@ -4,6 +4,7 @@ import { parseSimSelector, simLabelsMatch, SimSelectorError, type SimLabelRequir
 import type { InstanceStore } from '../store.js';
 import { parseJsonBody, queryList, recordOperation, type ApiRequest, type RouteResult } from './context.js';
 import { GrpcCode, SimApiError, toApiError } from './errors.js';
+import { allowed, enforce } from './rbac.js';
 import { createHash } from 'node:crypto';
 
 export interface AppSetQuery {
@@ -39,7 +40,9 @@ export function sortedAppSets(store: InstanceStore, q: AppSetQuery): Application
 }
 
 export function listApplicationSets(req: ApiRequest): RouteResult {
-  const items = sortedAppSets(req.store, parseAppSetQuery(req.query));
+  const items = sortedAppSets(req.store, parseAppSetQuery(req.query)).filter((a) =>
+    allowed(req.account, 'applicationsets', 'get', appSetRbacName(a)),
+  );
   return {
     raw: `{"metadata":{"resourceVersion":"${req.store.resourceVersion}"},"items":[${items.map((a) => JSON.stringify(a)).join(',')}]}`,
   };
@@ -53,8 +56,11 @@ export function getApplicationSet(req: ApiRequest): RouteResult {
       `error getting ApplicationSet: applicationsets.argoproj.io "${req.params.name}" not found`,
     );
   }
+  enforce(req.account, 'applicationsets', 'get', appSetRbacName(appSet));
   return { raw: JSON.stringify(appSet) };
 }
+
+export const appSetRbacName = (a: ApplicationSet) => `${a.spec?.template?.spec?.project ?? ''}/${a.metadata.name}`;
 
 /** Key-order-insensitive equality standing in for Go's reflect.DeepEqual on decoded structs. */
 function canonical(value: unknown): string {
@@ -97,6 +103,8 @@ export function createApplicationSet(req: ApiRequest): RouteResult {
         'the Argo CD API does not currently support creating ApplicationSets with templated `project` fields',
         500,
       );
+    // Create is checked first, on every call; an update also needs update (below).
+    enforce(req.account, 'applicationsets', 'create', appSetRbacName(body));
     const upsert = req.query.get('upsert') === 'true';
     const dryRun = req.query.get('dryRun') === 'true';
     if (dryRun) {
@@ -132,6 +140,7 @@ export function createApplicationSet(req: ApiRequest): RouteResult {
         GrpcCode.InvalidArgument,
         'existing ApplicationSet spec is different, use upsert flag to force update',
       );
+    enforce(req.account, 'applicationsets', 'update', appSetRbacName(existing));
     const updated = structuredClone(existing);
     updated.spec = structuredClone(body.spec);
     updated.metadata.labels = body.metadata.labels;

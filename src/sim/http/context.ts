@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import type { InstanceStore, SimState } from '../store.js';
 import type { SimControllerPort } from './controller-port.js';
 import { GrpcCode, SimApiError } from './errors.js';
+import type { SimAccount } from './rbac.js';
 
 /** A deny sync window the faults API switched on (instance-wide, one project, or one app). */
 export interface SimSyncWindow {
@@ -40,6 +41,8 @@ export interface ApiRequest {
   res: ServerResponse;
   /** The user Argo CD would record in initiatedBy (the token's subject). */
   user: string;
+  /** Who the token belongs to and what it may do. */
+  account: SimAccount;
 }
 
 export type RouteResult = { status?: number; json: unknown } | { status?: number; raw: string } | 'handled';

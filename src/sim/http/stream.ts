@@ -1,10 +1,11 @@
 import type { Application, ApplicationSet } from '../../argocd/types.js';
 import { filterJsonPaths, parseFields } from '../fields.js';
 import type { StoreChange } from '../store.js';
-import { appMatches, parseAppQuery, sortedApps } from './apps.js';
-import { appSetMatches, parseAppSetQuery, sortedAppSets } from './appsets.js';
+import { appMatches, parseAppQuery, rbacName, sortedApps } from './apps.js';
+import { appSetMatches, appSetRbacName, parseAppSetQuery, sortedAppSets } from './appsets.js';
 import type { ApiRequest, RouteResult } from './context.js';
 import { appJsonFull } from './json.js';
+import { allowed } from './rbac.js';
 
 /**
  * Watch streams as argoproj/pkg grpc/http forwards them (B5): SSE (`data: {...}\n\n` plus a `:`
@@ -97,7 +98,8 @@ function watch<T extends Application | ApplicationSet>(
       return 'handled';
     }
     for (const change of missed)
-      stream.send(change.object.metadata.name, eventBody(kind, change.type, serialize(change.object), fields));
+      if (matches(change.object))
+        stream.send(change.object.metadata.name, eventBody(kind, change.type, serialize(change.object), fields));
   }
   const onChange = (change: StoreChange<T>) => {
     if (!matches(change.object)) return;
@@ -115,7 +117,7 @@ export function watchApplications(req: ApiRequest): RouteResult {
     req,
     'application',
     () => sortedApps(req.store, q),
-    (a) => appMatches(a, q),
+    (a) => appMatches(a, q) && allowed(req.account, 'applications', 'get', rbacName(a)),
     (rv) => req.store.appChangesSince(rv),
     'app',
     appJsonFull,
@@ -129,7 +131,7 @@ export function watchApplicationSets(req: ApiRequest): RouteResult {
     req,
     'applicationSet',
     () => sortedAppSets(req.store, q),
-    (a) => appSetMatches(a, q),
+    (a) => appSetMatches(a, q) && allowed(req.account, 'applicationsets', 'get', appSetRbacName(a)),
     (rv) => req.store.appSetChangesSince(rv),
     'appset',
     (a) => JSON.stringify(a),
