@@ -16,6 +16,8 @@ export interface BurstResult {
   ackMs: number[];
   answerMs: number[];
   missing: number;
+  /** Date.now() when the 50 requests were fired. */
+  fired: number;
   firstAnswer?: { text?: string; blocks?: number };
 }
 
@@ -52,6 +54,7 @@ process.on('message', (raw: unknown) => {
       ackMs: results.map((r) => r.ms),
       answerMs: answers.map((a) => a - fired),
       missing: req.n - answers.length,
+      fired,
       firstAnswer: first ? { text: first.text?.slice(0, 120), blocks: first.blocks?.length } : undefined,
     };
     process.send!(out);
