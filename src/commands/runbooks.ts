@@ -7,9 +7,10 @@ import { registerAction, registerCommand, type CommandContext, type ParsedComman
 import { errorReply, type Reply } from './reply.js';
 
 /**
- * Runbook commands. They are registered as `readOnly` for the dispatcher's coarse check only:
- * who may run, confirm, approve or stop a run is decided by the engine from the runbook's
- * `access` and the config (admins, operators, groups), which a flat operator check cannot express.
+ * Runbook commands. `run` and `sync` are mutating, so the dispatcher first requires an operator
+ * (or admin) from the config; the engine then applies the runbook's own `access.runners`, which
+ * narrow that set, and decides who may confirm, approve, pause or abort. `runs` and `audit` only
+ * read (their cancel/pause/abort verbs are checked by the engine).
  */
 
 function runsOf(ctx: CommandContext): RunService | undefined {
@@ -53,7 +54,7 @@ registerCommand({
   summary: 'Run a runbook: preview, confirm, approvals, live progress',
   usage: 'run <runbook> [key=value ...]',
   help: 'Example: `run bulk-sync selector=auth-config-* prune=true`. Without params, Slack opens a form. `runs` lists recent runs.',
-  readOnly: true,
+  readOnly: false,
   async run(cmd: ParsedCommand, ctx: CommandContext) {
     const runs = runsOf(ctx);
     if (!runs) return noEngine('run');
@@ -95,7 +96,7 @@ registerCommand({
   summary: 'Sync apps (the bulk-sync runbook): each once, in waves, with a health gate',
   usage: 'sync <app|glob ...> [-l selector] [cluster=X] [prune=true] [dryRun=true] [revision=R] [force=true] [concurrency=10] [waves="a-*;b-*"] [canary=1] [gate=healthy|synced|none] [waveTimeout=10m] [onFailure=pause|abort|continue]',
   help: 'Example: `sync auth-config-* prune=true`. Shows the exact apps first; nothing changes until you confirm.',
-  readOnly: true,
+  readOnly: false,
   async run(cmd, ctx) {
     const runs = runsOf(ctx);
     if (!runs) return noEngine('sync');

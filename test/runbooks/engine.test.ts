@@ -67,13 +67,17 @@ describe('runbook engine with bulk-sync', () => {
     const reply = await dispatch('sync auth-config-*', ctx('U_RANDOM'));
     expect(reply.ok).toBe(false);
     expect(reply.error).toMatchObject({ code: 'forbidden' });
-    expect(reply.error!.message).toContain('U_RANDOM may not run bulk-sync. Allowed: U_OP, U_ADMIN');
+    expect(reply.error!.message).toContain('U_RANDOM is not an operator. Allowed: U_OP, U_ADMIN');
     expect(await runs().list()).toEqual([]);
     expect(h.argo.syncs).toHaveLength(0);
   });
 
   it('needs n approvals; the requester may not approve, nor may a non-approver; an approver may', async () => {
-    h = await harness(authConfigs(), { runbooks: [APPROVAL_RUNBOOK], config: testConfig({ groups: { oncall: ['U_ONCALL'], leads: ['U_LEAD'] } }) });
+    h = await harness(authConfigs(), { runbooks: [APPROVAL_RUNBOOK], config: testConfig({ groups: { oncall: ['U_ONCALL'], leads: ['U_LEAD'] }, operators: ['U_OP', 'group:oncall'] }) });
+    // An operator who is not among the runbook's runners is refused, and told who may run it.
+    const notRunner = await dispatch('run guarded-sync selector=auth-config-*', ctx('U_OP'));
+    expect(notRunner.error).toMatchObject({ code: 'forbidden' });
+    expect(notRunner.error!.message).toContain('U_OP may not run guarded-sync. Allowed: U_REQ, group:oncall (U_ONCALL), U_ADMIN');
     const preview = await dispatch('run guarded-sync selector=auth-config-*', ctx('U_ONCALL'));
     const runId = (preview.data as any).runId;
     const confirmed = await findAction('run.confirm')!.run(runId, ctx('U_ONCALL'));
@@ -294,6 +298,41 @@ describe('runbook engine with bulk-sync', () => {
     expect(updates.length).toBeLessThanOrEqual(Math.ceil(duration / 400) + 2);
     expect(updates.every((u) => u.ref.ts === updates[0].ref.ts)).toBe(true);
     expect(updates.at(-1)!.reply.title).toContain('succeeded');
+  });
+
+  it('opens a parameters form for `run <runbook>` without params; its submission previews the run', async () => {
+    h = await harness(authConfigs());
+    const forms: any[] = [];
+    const reply = await dispatch('run bulk-sync', ctx('U_OP', { openForm: async (f) => (forms.push(f), true) }));
+    expect(reply.ok).toBe(true);
+    expect(forms[0]).toMatchObject({ action: 'run.form', metadata: 'bulk-sync' });
+    expect(forms[0].fields.find((f: any) => f.name === 'gate')).toMatchObject({ type: 'enum', options: ['healthy', 'synced', 'none'], default: 'healthy' });
+    expect(forms[0].fields.find((f: any) => f.name === 'selector')).toMatchObject({ required: true });
+    const submitted = await findAction('run.form')!.run(JSON.stringify({ metadata: 'bulk-sync', values: { selector: 'auth-config-*', prune: 'true', revision: '' } }), ctx('U_OP'));
+    expect((submitted!.data as any).run).toMatchObject({ status: 'awaiting-confirmation', params: { selector: 'auth-config-*', prune: true } });
+    const bad = await findAction('run.form')!.run(JSON.stringify({ metadata: 'bulk-sync', values: { selector: 'x-*', concurrency: 'many' } }), ctx('U_OP'));
+    expect(bad!.error).toMatchObject({ code: 'invalid_params', message: 'concurrency: expected a whole number (got "many")' });
+  });
+
+  it('re-queues a running run whose step job vanished from the queue when a worker starts', async () => {
+    const many = Array.from({ length: 6 }, (_, i) => makeApp(`auth-config-${i}`, `c${i}`));
+    h = await harness(many);
+    h.argo.syncMs = 200;
+    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'auth-config-*', concurrency: '2' }, user: 'U_OP', surface: 'slack' });
+    await runs().confirm(run.id, 'U_OP');
+    await expect.poll(() => h!.argo.syncs.length, { timeout: 5000 }).toBeGreaterThanOrEqual(2);
+    await h.engine.crash();
+    const { Redis } = await import('ioredis');
+    const redis = new Redis(h.redisUrl);
+    const jobKeys = await redis.keys(`${h.prefix}:runbook-steps:*`);
+    expect(jobKeys.length).toBeGreaterThan(0);
+    await redis.del(...jobKeys);
+    await redis.quit();
+    const second = await h.startAnother();
+    const end = await (second.runs as RunService).waitForEnd(run.id, 20_000);
+    expect(end.status).toBe('succeeded');
+    expect(end.generation).toBe(1);
+    expect(h.argo.syncs.map((s) => s.app).sort()).toEqual(many.map((a) => a.metadata.name).sort());
   });
 
   it('ask --yes: confirms at once and reports the run id; the terminal sees progress', async () => {
