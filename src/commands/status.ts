@@ -207,7 +207,9 @@ function resolveSelection(fleet: FleetView, cmd: ParsedCommand): { sel: AppSelec
       delete sel.patterns;
     }
   }
-  for (const p of sel.patterns ?? []) if (plain(p) && !names!.apps.has(p)) throw unknownTarget(fleet, p, 'app');
+  for (const p of sel.patterns ?? []) {
+    if (plain(p) && !names!.apps.has(p)) throw unknownTarget(fleet, p, 'app', `No app, ApplicationSet or cluster named \`${p}\`.`);
+  }
   if (sel.patterns?.length) scope.push(sel.patterns.map(code).join(' '));
   if (sel.labels) scope.push(`-l ${code(sel.labels)}`);
   if (sel.cluster) scope.push(`cluster ${code(sel.cluster)}`);

@@ -7,6 +7,11 @@ import { CommandError } from './parse.js';
  * edit distance because on-call types the start of a name ("payments" for payments-prod-us1).
  */
 export function suggest(word: string, candidates: Iterable<string>, max = 3): string[] {
+  return suggestScored(word, candidates, max).map((s) => s.name);
+}
+
+/** suggest() with the scores (lower is closer), to merge suggestions of several kinds of names. */
+export function suggestScored(word: string, candidates: Iterable<string>, max = 3): { name: string; score: number }[] {
   const needle = word.toLowerCase();
   if (!needle) return [];
   const limit = Math.max(2, Math.floor(needle.length / 3));
@@ -30,7 +35,7 @@ export function suggest(word: string, candidates: Iterable<string>, max = 3): st
     scored.push({ name, score });
   }
   scored.sort((a, b) => a.score - b.score || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  return scored.slice(0, max).map((s) => s.name);
+  return scored.slice(0, max);
 }
 
 /** Names of apps, appsets and clusters across the fleet, for "did you mean". */
@@ -62,12 +67,15 @@ export function unknownTarget(fleet: FleetView, word: string, prefer: TargetKind
   if (prefer === 'instance') groups.unshift({ kind: 'instance', names: fleet.instances() });
   if (prefer === 'project') groups.unshift({ kind: 'project', names: new Set(fleet.apps().map((a) => a.app.spec?.project ?? '')) });
   groups.sort((a, b) => Number(b.kind === prefer) - Number(a.kind === prefer));
-  const suggestions: string[] = [];
+  // One ranking across kinds: `auth-servic` is closest to the appset auth-service, not to its apps.
+  const ranked: { label: string; score: number; preferred: boolean }[] = [];
   for (const g of groups) {
-    for (const name of suggest(word, g.names, g.kind === prefer ? 3 : 2)) {
-      suggestions.push(g.kind === prefer ? name : `${name} (${g.kind})`);
+    for (const { name, score } of suggestScored(word, g.names, 3)) {
+      ranked.push({ label: g.kind === prefer ? name : `${name} (${g.kind})`, score, preferred: g.kind === prefer });
     }
   }
+  ranked.sort((a, b) => a.score - b.score || Number(b.preferred) - Number(a.preferred));
+  const suggestions = ranked.map((r) => r.label);
   const text = message ?? `No ${KIND_LABEL[prefer]} named \`${word}\` on ${fleet.instances().length > 1 ? 'any instance' : 'this Argo CD'}.`;
   return new CommandError('unknown_target', text, suggestions.slice(0, 6));
 }

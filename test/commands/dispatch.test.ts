@@ -49,6 +49,10 @@ describe('dispatch', () => {
     expect(reply.ok).toBe(false);
     expect(reply.error?.code).toBe('unknown_target');
     expect(reply.error?.suggestions).toEqual(expect.arrayContaining(['prod-us1 (cluster)', 'prod-us2 (cluster)']));
+    // One ranking across kinds: the appset `auth` is closer to `aut` than its apps are.
+    const closest = await dispatch('status aut', ctx(services(twoInstanceFleet())));
+    expect(closest.error?.message).toBe('No app, ApplicationSet or cluster named `aut`.');
+    expect(closest.error?.suggestions?.[0]).toBe('auth (appset)');
     const rollout = await dispatch('rollout auht', ctx(services(twoInstanceFleet())));
     expect(rollout.error).toMatchObject({ code: 'unknown_target', suggestions: expect.arrayContaining(['auth']) });
   });
