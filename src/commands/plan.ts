@@ -13,6 +13,11 @@ function names(list: string[]): string {
   return list.slice(0, NAMES_SHOWN).map(code).join(', ') + (list.length > NAMES_SHOWN ? ` and ${formatCount(list.length - NAMES_SHOWN)} more` : '');
 }
 
+function stepsPhrase(steps: number[]): string {
+  if (steps.length === 1) return `in step ${steps[0]}`;
+  return `in steps ${steps.join(', ')}, each step only after every app of the earlier steps is Healthy`;
+}
+
 export async function runPlan(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
   const name = targetName(cmd, USAGE, 'plan progressive-infra');
   const fleet = ctx.services.fleet;
@@ -30,7 +35,7 @@ export async function runPlan(cmd: ParsedCommand, ctx: CommandContext): Promise<
   blocks.push({
     kind: 'text',
     text: toSync
-      ? `${TONE_EMOJI.progress} From here RollingSync will sync ${plural(toSync, 'app')} in ${plural(plan.steps.filter((s) => s.remaining.length).length, 'step')}, each step only after every app of the earlier steps is Healthy.`
+      ? `${TONE_EMOJI.progress} From here RollingSync will sync ${plural(toSync, 'app')} ${stepsPhrase(plan.steps.filter((s) => s.remaining.length).map((s) => s.step))}.`
       : `${TONE_EMOJI.ok} Nothing left to sync: every app in a step is Healthy.`,
     tone: toSync ? 'progress' : 'ok',
   });

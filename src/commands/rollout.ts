@@ -21,6 +21,7 @@ import {
 import { CommandError, checkOptions, checkPositional } from './parse.js';
 import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
 import type { Reply, ReplyBlock, ReplyButton, ReplyItem } from './reply.js';
+import { healthOf, isProblem, problemReason, syncOf } from './status.js';
 import { unknownTarget } from './suggest.js';
 
 const USAGE = 'rollout APPSET [instance=X]';
@@ -120,19 +121,26 @@ export function findingsBlock(findings: Finding[], opts: { withAppSet?: boolean;
   return { kind: 'list', title: 'Findings', items, total: findings.length };
 }
 
-function appLink(fleet: FleetView, a: RolloutStepApp): string | undefined {
-  const live = fleet.appsNamed(a.name).find((x) => x.instance === a.instance);
-  return fleet.appUrl(a.instance, a.name, live?.app.metadata.namespace);
+function liveOf(fleet: FleetView, a: RolloutStepApp) {
+  return fleet.appsNamed(a.name).find((x) => x.instance === a.instance);
 }
 
 // Every app of a rollout lives on the appset's instance (named in the title), so lines show the cluster only.
-function appLine(a: RolloutStepApp, now: Date, url: string | undefined): ReplyItem {
+// The appset's status message says where RollingSync is ("moved to Progressing"); why the app is not
+// Healthy yet is in the app's own operation and health, so a failed sync shows that too.
+function appLine(a: RolloutStepApp, now: Date, fleet: FleetView): ReplyItem {
+  const live = liveOf(fleet, a);
+  const url = fleet.appUrl(a.instance, a.name, live?.app.metadata.namespace);
   const age = since(a.since, now);
   const state = [a.status ?? 'no status', a.sync && a.health ? `${a.sync}/${a.health}` : a.sync ?? a.health ?? ''].filter(Boolean).join(' · ');
+  const phase = live?.app.status?.operationState?.phase;
+  const failed = phase === 'Failed' || phase === 'Error';
+  const trouble = live && a.status !== 'Waiting' && (failed || isProblem(syncOf(live.app), healthOf(live.app))) ? problemReason(live.app) : '';
+  const lines = [a.message ? oneLine(a.message) : '', trouble ? `${failed ? `last sync ${phase}: ` : ''}${trouble}` : ''].filter(Boolean);
   return {
     text: `${link(a.name, url)} · ${a.cluster} · ${state}${age ? ` · for ${age}` : ''}`,
-    tone: progressiveTone(a.status),
-    detail: a.message ? truncate(oneLine(a.message), 200) : undefined,
+    tone: failed ? 'error' : progressiveTone(a.status),
+    detail: lines.length ? lines.map((l) => truncate(l, 240)).join('\n') : undefined,
     ...(url ? { url } : {}),
   };
 }
@@ -155,7 +163,7 @@ function stepBlocks(step: RolloutStep, report: RolloutReport, now: Date, fleet: 
   if (notHealthy.length) {
     blocks.push({
       kind: 'list',
-      items: notHealthy.slice(0, APPS_SHOWN_PER_STEP).map((a) => appLine(a, now, appLink(fleet, a))),
+      items: notHealthy.slice(0, APPS_SHOWN_PER_STEP).map((a) => appLine(a, now, fleet)),
       total: notHealthy.length,
     });
   }
@@ -194,7 +202,7 @@ export function rolloutBlocks(report: RolloutReport, fleet: FleetView, now: Date
     blocks.push({
       kind: 'list',
       title: `In no step: RollingSync never syncs these (${formatCount(report.unmatched.length)})`,
-      items: report.unmatched.slice(0, APPS_SHOWN_PER_STEP).map((a) => ({ ...appLine(a, now, appLink(fleet, a)), tone: 'warn' as const })),
+      items: report.unmatched.slice(0, APPS_SHOWN_PER_STEP).map((a) => ({ ...appLine(a, now, fleet), tone: 'warn' as const })),
       total: report.unmatched.length,
     });
   }

@@ -105,7 +105,7 @@ describe('rollout', () => {
     expect(text).toContain('Waiting on step 2 since 42m: 1 in flight (`infra-canary-2`)');
     expect(text).toMatch(/▶ Step 2 \(current\) · env In \[canary\] · 1 at a time \(maxUpdate 1\)\n2 apps: Healthy 1 · Progressing 1/);
     expect(text).toMatch(/Step 3 · env In \[prod\] · 50% → 1 at a time \(maxUpdate 50%\)/);
-    expect(text).toMatch(/infra-canary-2 · canary-1 · Progressing · Synced\/Degraded · for 42m/);
+    expect(text).toMatch(/✖ infra-canary-2 · canary-1 · Progressing · Synced\/Degraded · for 42m\n {6}.*Pending to Progressing\n {6}last sync Failed: one or more synchronization tasks completed unsuccessfully/);
     expect(text).toContain('In no step: RollingSync never syncs these (1)');
     expect(text).toMatch(/‼ stuck-step|⚠ stuck-step/);
     expect(text).toContain('→ try: plan progressive-infra');
@@ -143,7 +143,7 @@ describe('plan', () => {
     expect(d.unmatched).toEqual(['infra-dev']);
     expect(d.findings.length).toBeGreaterThan(0);
     const text = renderText(reply);
-    expect(text).toContain('From here RollingSync will sync 3 apps in 2 steps');
+    expect(text).toContain('From here RollingSync will sync 3 apps in steps 2, 3, each step only after every app of the earlier steps is Healthy.');
     expect(text).toContain('Step 1 · all at once · 1 app, 0 to sync');
     expect(text).toContain('Never synced by RollingSync (in no step, 1): `infra-dev`');
   });
