@@ -75,7 +75,7 @@ describe('pause-rollout / resume-rollout on the simulator', () => {
     // and RollingSync releases the other nine, three at a time.
     const waiting = [...statusOf(appSetOf(e))].filter(([, s]) => s === 'Waiting').map(([name]) => name);
     expect(waiting).toHaveLength(9);
-    for (const name of Object.keys(STUCK_APPS)) e.sim.controller.requestSync(INSTANCE, name, { prune: true }, 'admin');
+    for (const name of Object.keys(STUCK_APPS)) e.sim.controller.requestSync(INSTANCE, name, { name, prune: true }, 'admin');
     e.sim.controller.advance(60 * 60_000);
     const held = statusOf(appSetOf(e));
     for (const name of Object.keys(STUCK_APPS)) expect(held.get(name)).toBe('Healthy');
@@ -103,7 +103,7 @@ describe('pause-rollout / resume-rollout on the simulator', () => {
     env = await startControlSim({ scenario: 'progressive-infra' });
     const e = env;
     const waiting = [...statusOf(appSetOf(e))].filter(([, s]) => s === 'Waiting').map(([name]) => name);
-    for (const name of Object.keys(STUCK_APPS)) e.sim.controller.requestSync(INSTANCE, name, { prune: true }, 'admin');
+    for (const name of Object.keys(STUCK_APPS)) e.sim.controller.requestSync(INSTANCE, name, { name, prune: true }, 'admin');
     e.sim.controller.advance(60 * 60_000);
     const after = statusOf(appSetOf(e));
     expect(waiting.filter((name) => after.get(name) !== 'Waiting')).toEqual(waiting);

@@ -300,58 +300,89 @@ async function restoreExecute(ctx: ActionContext): Promise<StepOutcome> {
   const settings = controllerSettings(ctx);
   const target = kube(ctx, input.to);
   const source = keySource(ctx, input);
-  const phase = async (name: string, work: () => Promise<Record<string, unknown>>) => {
+  const phase = async (name: string, work: (interrupted: boolean) => Promise<Record<string, unknown>>, headline: (o: Record<string, unknown>) => string) => {
     const saved = await ctx.checkpoint.get(name);
-    if (saved?.state === 'done') return saved;
-    const output = await work();
+    if (saved?.state === 'done') {
+      const { state: _state, ...done } = saved;
+      return done;
+    }
+    // 'started' left by a worker that died mid-phase: the phase's writes may have happened.
+    await ctx.checkpoint.set(name, { state: 'started' });
+    const output = await work(saved?.state === 'started');
     await ctx.checkpoint.set(name, { state: 'done', ...output });
-    ctx.progress({ headline: `restore ${input.to}: ${name} done`, counts: {}, failing: [], updatedAt: new Date(ctx.now()).toISOString() });
+    ctx.progress({ headline: `restore onto ${input.to}: ${headline(output)}`, counts: {}, failing: [], updatedAt: new Date(ctx.now()).toISOString() });
     return output;
   };
-  const before = await phase('preflight', async () => {
-    const s = await sealedSecretStatus(target);
-    return { total: s.total, synced: s.synced, failing: s.failing.length };
-  });
-  const written = await phase('keys', async () => {
-    const plan = await planRestore(source, target, settings);
-    const r = await writeRestoredKeys(source, target, settings);
-    const removed = input.removeGeneratedKeys ? await deleteKeys(target, settings, plan.generated.map((k) => k.name)) : [];
-    await ctx.audit({ kind: 'kube.mutation', who: ctx.run.requester, message: `restore sealed-secrets keys onto ${input.to}`, params: { created: r.created.map((k) => k.name), removed }, result: 'ok' });
-    return { created: r.created.map((k) => k.name), removedGenerated: removed };
-  });
-  const changed = (written.created as string[]).length + (written.removedGenerated as string[]).length > 0;
+  const before = await phase(
+    'preflight',
+    async () => {
+      const s = await sealedSecretStatus(target);
+      return { total: s.total, synced: s.synced, failing: s.failing.length };
+    },
+    (o) => `${o.failing} of ${o.total} SealedSecret(s) failing before the restore`,
+  );
+  const written = await phase(
+    'keys',
+    async (interrupted) => {
+      const plan = await planRestore(source, target, settings);
+      const r = await writeRestoredKeys(source, target, settings);
+      const removed = input.removeGeneratedKeys ? await deleteKeys(target, settings, plan.generated.map((k) => k.name)) : [];
+      await ctx.audit({ kind: 'kube.mutation', who: ctx.run.requester, message: `restore sealed-secrets keys onto ${input.to}`, params: { created: r.created.map((k) => k.name), removed }, result: 'ok' });
+      return { created: r.created.map((k) => k.name), removedGenerated: removed, interrupted };
+    },
+    (o) => `${(o.created as string[]).length} key(s) created (${(o.created as string[]).join(', ') || 'none'}), ${(o.removedGenerated as string[]).length} generated key(s) removed`,
+  );
+  const { interrupted, ...keys } = written;
+  // Keys are read only at start: restart whenever this run changed them (or may have, before a crash).
+  const changed = !!interrupted || (keys.created as string[]).length + (keys.removedGenerated as string[]).length > 0;
   if (changed) {
-    await phase('restart', async () => {
-      const oldPods = await restartController(target, settings);
-      const ready = await waitControllerReady(target, settings, oldPods, input.readyTimeoutMs, input.pollMs);
-      await ctx.audit({ kind: 'kube.mutation', who: ctx.run.requester, message: `restart sealed-secrets controller on ${input.to}`, params: { deleted: oldPods }, result: `ready: ${ready}` });
-      return { deletedPods: oldPods, readyPod: ready };
-    });
+    await phase(
+      'restart',
+      async () => {
+        const oldPods = await restartController(target, settings);
+        const ready = await waitControllerReady(target, settings, oldPods, input.readyTimeoutMs, input.pollMs);
+        await ctx.audit({ kind: 'kube.mutation', who: ctx.run.requester, message: `restart sealed-secrets controller on ${input.to}`, params: { deleted: oldPods }, result: `ready: ${ready}` });
+        return { deletedPods: oldPods, readyPod: ready };
+      },
+      (o) => `controller restarted (${o.readyPod} Ready)`,
+    );
   }
-  const after = await phase('verify', async () => {
-    const deadline = Date.now() + input.verifyTimeoutMs;
-    let s = await sealedSecretStatus(target);
-    while (s.failing.length && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, input.pollMs));
-      s = await sealedSecretStatus(target);
-    }
-    return { total: s.total, synced: s.synced, failing: s.failing.map((f) => `${f.namespace}/${f.name}: ${f.message}`) };
-  });
-  const refreshed = await phase('refresh', async () => {
-    const apps = ctx.services.fleet
-      .apps()
-      .filter((a) => a.cluster === input.to && (a.app.status?.resources ?? []).some((r) => r.kind === 'SealedSecret'));
-    for (const a of apps) await ctx.services.argocd.get(a.instance)?.getApplication({ name: a.app.metadata.name }, { refresh: 'normal' });
-    return { apps: apps.map((a) => a.app.metadata.name) };
-  });
-  const backup = await phase('backup', async () => {
-    const location = ctx.services.config.sealedSecrets.backup;
-    if (!location) return { skipped: 'no sealedSecrets.backup configured' };
-    const r = await backupKeys({ source: target, sourceCluster: input.to, target: kube(ctx, location.cluster), backupNamespace: location.namespace, settings, now: new Date(ctx.now()) });
-    return { location: r.location, copied: r.created.map((k) => k.name) };
-  });
+  const after = await phase(
+    'verify',
+    async () => {
+      const deadline = Date.now() + input.verifyTimeoutMs;
+      let s = await sealedSecretStatus(target);
+      while (s.failing.length && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, input.pollMs));
+        s = await sealedSecretStatus(target);
+      }
+      return { total: s.total, synced: s.synced, failing: s.failing.map((f) => `${f.namespace}/${f.name}: ${f.message}`) };
+    },
+    (o) => `${o.synced} of ${o.total} SealedSecret(s) Synced`,
+  );
+  const refreshed = await phase(
+    'refresh',
+    async () => {
+      const apps = ctx.services.fleet
+        .apps()
+        .filter((a) => a.cluster === input.to && (a.app.status?.resources ?? []).some((r) => r.kind === 'SealedSecret'));
+      for (const a of apps) await ctx.services.argocd.get(a.instance)?.getApplication({ name: a.app.metadata.name }, { refresh: 'normal' });
+      return { apps: apps.map((a) => a.app.metadata.name) };
+    },
+    (o) => `${(o.apps as string[]).length} Argo CD app(s) refreshed`,
+  );
+  const backup = await phase(
+    'backup',
+    async () => {
+      const location = ctx.services.config.sealedSecrets.backup;
+      if (!location) return { skipped: 'no sealedSecrets.backup configured' };
+      const r = await backupKeys({ source: target, sourceCluster: input.to, target: kube(ctx, location.cluster), backupNamespace: location.namespace, settings, now: new Date(ctx.now()) });
+      return { location: r.location, copied: r.created.map((k) => k.name) };
+    },
+    (o) => (o.skipped ? `fresh backup skipped: ${o.skipped}` : `fresh backup in ${o.location}: ${(o.copied as string[]).length} key(s) copied`),
+  );
   const failing = after.failing as string[];
-  const output = { before, after: { total: after.total, synced: after.synced, failing }, keys: written, refreshed: refreshed.apps, backup };
+  const output = { before, after: { total: after.total, synced: after.synced, failing }, keys, refreshed: refreshed.apps, backup };
   if (failing.length) return { status: 'failed', error: `${failing.length} SealedSecret(s) still fail on ${input.to}: ${failing.slice(0, 3).join('; ')}`, output };
   return { status: 'succeeded', output };
 }
