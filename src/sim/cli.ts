@@ -45,6 +45,10 @@ export function simConfigYaml(server: SimServer, extra: { redisUrl?: string; kub
           },
         }
       : {}),
+    // The simulated `ops` cluster (sealed-secrets-migration) is where key backups go.
+    ...(extra.kubeconfig && server.kube.some((k) => k.cluster === 'ops')
+      ? { sealedSecrets: { backup: { cluster: 'ops', namespace: 'sealed-secrets-backup' } } }
+      : {}),
     // Read at load time, so the same file works with the private Redis of tests or demo.
     redis: { url: extra.redisUrl ?? '${REDIS_URL:-redis://127.0.0.1:6379}', prefix: 'rollcall' },
     diagnose: { stuckAfter: '15m' },
