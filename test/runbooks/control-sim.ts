@@ -69,7 +69,7 @@ export async function startControlSim(opts: { fixture?: Fixture; scenario?: stri
       fleet,
       argocd: clients,
       notifier: opts.notifier,
-      kube: config.kube.clusters.length ? createKubeClients(config) : undefined,
+      kube: config.kube.clusters.length ? await createKubeClients(config) : undefined,
       pauses: new PauseStore(redis, prefix),
     };
     const engine = await startEngine(services, { role: 'all', redisUrl, prefix, runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR), ...FAST, logger: opts.logger });
