@@ -32,7 +32,8 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
     let mutating = false;
     try {
       const spec = findCommand(parseCommand(text).command);
-      mutating = !!spec && !spec.readOnly;
+      // runs/audit/paused read the engine's records in Redis, so they need it too.
+      mutating = !!spec && (!spec.readOnly || ['runs', 'audit', 'paused'].includes(spec.name));
     } catch {}
     if (mutating) await runtime.enableRuns({ role: 'all', redisUrl: process.env.REDIS_URL ?? config.redis.url });
 

@@ -33,7 +33,7 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
   );
   await mirror.start();
   const services: Services = { config, fleet: mirror, argocd: clients, notifier: opts.notifier, now: () => new Date() };
-  if (config.kube.clusters.length) services.kube = createKubeClients(config);
+  if (config.kube.clusters.length) services.kube = await createKubeClients(config);
   let engine: Awaited<ReturnType<typeof startEngine>> | undefined;
   let pausesRedis: Redis | undefined;
   return {

@@ -1,0 +1,99 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { execFile } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Fixture } from '../../src/sim/fixture-types.js';
+
+const root = path.resolve(import.meta.dirname, '../..');
+const bin = path.join(root, 'bin/rollcall.js');
+const fixtureFile = path.join(root, 'test/fixtures/sim-multi-instance.json');
+const run = promisify(execFile);
+
+/** What `status` must report, counted straight from the fixture (independently of the bot's code). */
+function expectedStatus(fixture: Fixture) {
+  const total = { apps: 0, sync: {} as Record<string, number>, health: {} as Record<string, number> };
+  const clusters = new Map<string, { instance: string; cluster: string; apps: number; sync: Record<string, number>; health: Record<string, number> }>();
+  const bump = (m: Record<string, number>, k: string) => (m[k] = (m[k] ?? 0) + 1);
+  for (const instance of fixture.instances) {
+    const byServer = new Map((instance.clusters ?? []).map((c) => [c.server.replace(/\/+$/, ''), c.name]));
+    for (const app of instance.applications) {
+      const dest = app.spec.destination;
+      const cluster = dest.name ?? byServer.get((dest.server ?? '').replace(/\/+$/, '')) ?? dest.server!;
+      const sync = app.status?.sync?.status ?? 'Unknown';
+      const health = app.status?.health?.status ?? 'Unknown';
+      total.apps++;
+      bump(total.sync, sync);
+      bump(total.health, health);
+      const key = `${instance.name}/${cluster}`;
+      const row = clusters.get(key) ?? { instance: instance.name, cluster, apps: 0, sync: {}, health: {} };
+      row.apps++;
+      bump(row.sync, sync);
+      bump(row.health, health);
+      clusters.set(key, row);
+    }
+  }
+  return { total, clusters: [...clusters.values()] };
+}
+
+describe('rollcall sim + rollcall ask (processes, as a user runs them)', () => {
+  let sim: ChildProcess;
+  let config: string;
+  let simOut = '';
+
+  beforeAll(async () => {
+    config = path.join(mkdtempSync(path.join(tmpdir(), 'rollcall-ask-')), 'rollcall.yaml');
+    sim = spawn(process.execPath, [bin, 'sim', '--fixture', fixtureFile, '--port', '0', '--frozen', '--write-config', config], { stdio: ['ignore', 'pipe', 'inherit'] });
+    sim.stdout!.on('data', (chunk) => (simOut += chunk));
+    const deadline = Date.now() + 30_000;
+    while (simOut.split('\n').filter((l) => l.startsWith('argocd ')).length < 2) {
+      if (Date.now() > deadline || sim.exitCode !== null) throw new Error(`rollcall sim did not start: ${simOut}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }, 40_000);
+
+  afterAll(() => {
+    sim?.kill('SIGTERM');
+  });
+
+  it('prints one line per served instance with its url and token', () => {
+    const lines = simOut.split('\n').filter((l) => l.startsWith('argocd '));
+    expect(lines[0]).toMatch(/^argocd prod http:\/\/127\.0\.0\.1:\d+\/i\/prod token=\S+$/);
+    expect(lines[1]).toMatch(/^argocd staging http:\/\/127\.0\.0\.1:\d+\/i\/staging token=\S+$/);
+  });
+
+  it('reports status totals and per-cluster counts exactly as the fixture has them, across instances', async () => {
+    const { stdout } = await run(process.execPath, [bin, 'ask', 'status', '--config', config, '--json'], { env: { ...process.env, LOG_LEVEL: 'error' } });
+    const reply = JSON.parse(stdout);
+    const expected = expectedStatus(JSON.parse(readFileSync(fixtureFile, 'utf8')));
+    expect(reply).toMatchObject({ ok: true, command: 'status' });
+    expect(reply.data.total).toEqual(expected.total);
+    const byKey = (rows: { instance: string; cluster: string }[]) => [...rows].sort((a, b) => `${a.instance}/${a.cluster}`.localeCompare(`${b.instance}/${b.cluster}`));
+    expect(byKey(reply.data.clusters)).toEqual(byKey(expected.clusters));
+    for (const p of reply.data.problems) expect(Object.keys(p).sort()).toEqual(['app', 'cluster', 'health', 'instance', 'reason', 'sync']);
+  }, 60_000);
+
+  it('exits 1 with a suggestion for a typo, and 2 for an unknown command', async () => {
+    const typo = await run(process.execPath, [bin, 'ask', 'app payments-prod-eu', '--config', config, '--json']).catch((e) => e);
+    expect(typo.code).toBe(1);
+    const reply = JSON.parse(typo.stdout);
+    expect(reply.ok).toBe(false);
+    expect(reply.error.code).toBe('unknown_target');
+    expect(reply.error.message + JSON.stringify(reply.error.suggestions ?? [])).toContain('payments-prod-eu1');
+
+    const unknown = await run(process.execPath, [bin, 'ask', 'stauts', '--config', config, '--json']).catch((e) => e);
+    expect(unknown.code).toBe(2);
+    expect(JSON.parse(unknown.stdout).error).toMatchObject({ code: 'unknown_command' });
+  }, 60_000);
+
+  it('stops with exit 2 and the path of the problem for an invalid config', async () => {
+    const bad = path.join(path.dirname(config), 'bad.yaml');
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(bad, 'instances:\n  - name: prod\n    url: not-a-url\n    token: t\n');
+    const result = await run(process.execPath, [bin, 'config', 'check', '--config', bad]).catch((e) => e);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('instances[0].url: expected a URL (line 3)');
+  }, 30_000);
+});
