@@ -60,7 +60,8 @@ function interpolate(value: unknown, at: PropertyKey[], env: NodeJS.ProcessEnv, 
   return value;
 }
 
-function lineOf(doc: ReturnType<typeof parseDocument>, counter: LineCounter, segments: readonly PropertyKey[]): number | undefined {
+/** The line of the YAML node at a path (config and runbook errors name it). */
+export function lineOf(doc: ReturnType<typeof parseDocument>, counter: LineCounter, segments: readonly PropertyKey[]): number | undefined {
   let node: Node | null | undefined = doc.contents as Node | null;
   let last: Node | null | undefined = node;
   for (const segment of segments) {

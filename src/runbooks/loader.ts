@@ -1,9 +1,9 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { closest } from 'fastest-levenshtein';
-import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
+import { LineCounter, parseDocument } from 'yaml';
 import { parseDuration } from '../config/schema.js';
-import { formatPath, zodProblems } from '../config/load.js';
+import { formatPath, lineOf, zodProblems } from '../config/load.js';
 import { findRunbookAction, runbookActionNames } from './actions/index.js';
 import type { ParamValue } from './params.js';
 import { runbookFileSchema, type Runbook } from './schema.js';
@@ -25,25 +25,6 @@ export class RunbookLoadError extends Error {
 
 export function formatRunbookProblem(p: RunbookProblem): string {
   return `${p.file}${p.line ? `:${p.line}` : ''}: ${p.path ? `${p.path}: ` : ''}${p.message}`;
-}
-
-function locate(doc: Document, counter: LineCounter, segments: readonly PropertyKey[]): number | undefined {
-  let node: Node | null | undefined = doc.contents as Node | null;
-  let last: Node | null | undefined = node;
-  for (const segment of segments) {
-    if (isMap(node)) {
-      const pair = node.items.find((p) => isScalar(p.key) && String(p.key.value) === String(segment));
-      if (!pair) break;
-      node = pair.value as Node | null;
-      last = (pair.value as Node | null) ?? (pair.key as Node);
-    } else if (isSeq(node) && typeof segment === 'number') {
-      node = node.items[segment] as Node | null;
-      if (!node) break;
-      last = node;
-    } else break;
-  }
-  const offset = last?.range?.[0];
-  return offset === undefined ? undefined : counter.linePos(offset).line;
 }
 
 const WHOLE_REF = /^\s*\$\{\{\s*params\.([A-Za-z][\w-]*)\s*\}\}\s*$/;
@@ -93,7 +74,7 @@ export function parseRunbook(text: string, file: string): { runbook?: Runbook; p
   if (doc.errors.length) {
     return { problems: doc.errors.map((e) => ({ file, line: counter.linePos(e.pos[0]).line, path: '', message: `YAML: ${e.message.split('\n')[0]}` })) };
   }
-  const at = (segments: readonly PropertyKey[]) => locate(doc, counter, segments);
+  const at = (segments: readonly PropertyKey[]) => lineOf(doc, counter, segments);
   const result = runbookFileSchema.safeParse(doc.toJS() ?? {});
   if (!result.success) return { problems: zodProblems(result.error, at).map((p) => ({ file, ...p })) };
   const data = result.data;
