@@ -26,7 +26,7 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
   const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
   const out = (s: string) => process.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
   // In --json mode stdout carries exactly one JSON object; progress goes to stderr.
-  const notifier = new TerminalNotifier(opts.json ? (s) => process.stderr.write(`${s}\n`) : out, !opts.json && process.stdout.isTTY);
+  const notifier = new TerminalNotifier(opts.json ? (s) => process.stderr.write(`${s}\n`) : out);
   const runtime = await startRuntime(config, { logger, notifier });
   try {
     let mutating = false;

@@ -52,7 +52,7 @@ export async function demo(opts: { scenario: string; speed: number; input?: Node
     const yaml = simConfigYaml(sim, { redisUrl: redis.url }) + `\naccess:\n  admins: ['${DEMO_USER}']\n`;
     const config = parseConfig(yaml, 'demo');
     const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
-    runtime = await startRuntime(config, { logger, notifier: new TerminalNotifier(say, color) });
+    runtime = await startRuntime(config, { logger, notifier: new TerminalNotifier(say) });
     await runtime.enableRuns({ role: 'all', redisUrl: redis.url });
   } catch (error) {
     await cleanup();
@@ -68,7 +68,7 @@ export async function demo(opts: { scenario: string; speed: number; input?: Node
   const ctx: CommandContext = { services: runtime.services, user: DEMO_USER, surface: 'terminal', channel: 'demo' };
   let buttons: ReplyButton[] = [];
   const show = (reply: Reply) => {
-    say(renderText(reply, { color }));
+    say(renderText(reply, { color, actions: 'omit' }));
     buttons = reply.blocks.flatMap((b) => (b.kind === 'actions' ? b.buttons.filter((x) => x.action || x.command) : []));
     if (buttons.length) say(buttons.map((b, i) => `[${i + 1}] ${b.label}`).join('  '));
   };

@@ -3,21 +3,21 @@ import type { Reply } from '../commands/reply.js';
 import { renderText } from '../views/text.js';
 
 /**
- * The terminal's stand-in for Slack's one live message: the first post prints in full, each
- * update prints one progress line (the reply's first text), and repeats are skipped.
+ * The terminal's stand-in for Slack's one live message. Every post here follows a command whose
+ * reply the terminal has just printed in full, so the post and each update print one progress
+ * line (the reply's first text); repeats are skipped.
  */
 export class TerminalNotifier implements Notifier {
   private seq = 0;
   private last = new Map<string, string>();
 
-  constructor(
-    private readonly write: (line: string) => void,
-    private readonly color = false,
-  ) {}
+  constructor(private readonly write: (line: string) => void) {}
 
   async post(target: { channel: string; threadTs?: string }, reply: Reply): Promise<MessageRef> {
     const ts = `${Date.now()}.${String(++this.seq).padStart(6, '0')}`;
-    this.write(renderText(reply, { color: this.color }));
+    const line = progressLine(reply);
+    this.last.set(ts, line);
+    this.write(line);
     return { channel: target.channel, ts, threadTs: target.threadTs };
   }
 

@@ -117,8 +117,9 @@ registerCommand({
 
 registerCommand({
   name: 'runs',
-  summary: 'Recent runbook runs; show, cancel, pause, resume or abort one',
-  usage: 'runs [show|cancel|pause|resume|abort|wait ID] [n]',
+  summary: 'Recent runbook runs; show, confirm, approve, cancel, pause, resume or abort one',
+  usage: 'runs [show|confirm|approve|cancel|pause|resume|abort|wait ID] [n]',
+  help: 'The verbs do what the buttons on the run message do, with the same permission checks: `runs approve r-abc12` approves as you.',
   readOnly: true,
   async run(cmd, ctx) {
     const runs = runsOf(ctx);
@@ -133,6 +134,10 @@ registerCommand({
           if (!run) return errorReply('runs', 'run_not_found', `No run ${id}. \`runs\` lists recent runs.`);
           return run.status === 'awaiting-confirmation' ? previewReply(run) : progressReply(run);
         }
+        case 'confirm':
+          return progressReply(await runs.confirm(id, ctx.user, { channel: ctx.channel, threadTs: ctx.threadTs }));
+        case 'approve':
+          return progressReply(await runs.approve(id, ctx.user));
         case 'cancel':
           return progressReply(await runs.cancel(id, ctx.user));
         case 'pause':
@@ -144,7 +149,7 @@ registerCommand({
         case 'wait':
           return progressReply(await runs.waitForEnd(id, 6 * 3_600_000));
         default:
-          return errorReply('runs', 'usage', `Unknown \`runs ${verb}\`: use show, cancel, pause, resume, abort or wait.`);
+          return errorReply('runs', 'usage', `Unknown \`runs ${verb}\`: use show, confirm, approve, cancel, pause, resume, abort or wait.`);
       }
     } catch (error) {
       return failure('runs', error);

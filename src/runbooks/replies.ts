@@ -1,3 +1,4 @@
+import { formatDuration } from '../commands/format.js';
 import type { Reply, ReplyBlock, ReplyButton, Tone } from '../commands/reply.js';
 import type { AuditEntry } from './audit.js';
 import { isTerminal, type Run, type RunStatus } from './run-store.js';
@@ -114,8 +115,20 @@ export function progressReply(run: Run): Reply {
   }
   const buttons = runButtons(run);
   if (buttons.length) blocks.push({ kind: 'actions', buttons });
-  blocks.push({ kind: 'context', text: `Requested by ${run.requester} · ${paramsText(run)}${run.endedAt ? ` · ended ${run.endedAt}` : ''}` });
+  blocks.push({ kind: 'context', text: `Requested by ${run.requester}${approvalsText(run)} · ${paramsText(run)}${endedText(run)}` });
   return { ok: run.status !== 'failed' && run.status !== 'aborted', command: 'runs', title: `${run.title} ${run.id}: ${run.status}`, data: runData(run), blocks };
+}
+
+function approvalsText(run: Run): string {
+  return run.approvals.length ? ` · approved by ${run.approvals.map((a) => a.user).join(', ')}` : '';
+}
+
+/** " · ended 07:00:12Z after 2m 3s" — how long the run took is the first thing a summary is read for. */
+function endedText(run: Run): string {
+  if (!run.endedAt) return '';
+  const from = Date.parse(run.startedAt ?? run.confirmedAt ?? run.createdAt);
+  const took = Number.isNaN(from) ? '' : ` after ${formatDuration(Date.parse(run.endedAt) - from)}`;
+  return ` · ended ${run.endedAt}${took}`;
 }
 
 export function runListReply(runs: Run[]): Reply {

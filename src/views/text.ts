@@ -12,6 +12,11 @@ export interface TextOptions {
   links?: 'inline' | 'label';
   /** Terminal width for wrapping details; 0 = no wrapping. Default 0. */
   width?: number;
+  /**
+   * Slack-only buttons (Confirm, Approve, Pause ...): "hint" prints the terminal command that does
+   * the same (default); "omit" leaves them out, for a caller that offers them itself (the demo).
+   */
+  actions?: 'hint' | 'omit';
 }
 
 const TONE_SYMBOL: Record<Tone, string> = {
@@ -143,11 +148,19 @@ function renderItem(item: ReplyItem, opts: TextOptions): string {
   return lines.join('\n');
 }
 
-function renderButton(b: ReplyButton, color: boolean): string {
+/** The terminal command that does what a run button does: `run.approve` on r-abc12 -> `runs approve r-abc12`. */
+function terminalEquivalent(b: ReplyButton): string | undefined {
+  const verb = /^run\.(confirm|approve|cancel|pause|resume|abort)$/.exec(b.action ?? '')?.[1];
+  return verb && b.value ? `runs ${verb} ${b.value}` : undefined;
+}
+
+function renderButton(b: ReplyButton, color: boolean, actions: 'hint' | 'omit'): string | undefined {
   if (b.command) return `→ try: ${ansi(color, '36', b.command)}`;
   if (b.url) return `→ ${b.label}: ${b.url}`;
-  // Named actions (confirm, approve ...) are Slack buttons; the terminal answers them with --yes.
-  return `→ ${b.label}${b.action ? ' (a button in Slack; in the terminal use --yes)' : ''}`;
+  if (!b.action) return `→ ${b.label}`;
+  if (actions === 'omit') return undefined;
+  const equivalent = terminalEquivalent(b);
+  return equivalent ? `→ ${b.label}: ${ansi(color, '36', equivalent)}` : undefined;
 }
 
 function renderBlock(block: ReplyBlock, opts: TextOptions): string {
@@ -181,7 +194,10 @@ function renderBlock(block: ReplyBlock, opts: TextOptions): string {
     case 'context':
       return ansi(color, '2', mrkdwnToText(block.text, opts));
     case 'actions':
-      return block.buttons.map((b) => renderButton(b, color)).join('\n');
+      return block.buttons
+        .map((b) => renderButton(b, color, opts.actions ?? 'hint'))
+        .filter((line): line is string => line !== undefined)
+        .join('\n');
     case 'divider':
       return '';
   }

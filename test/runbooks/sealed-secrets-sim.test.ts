@@ -80,12 +80,16 @@ describe('sealed-secrets key runbooks through the engine (sealed-secrets-migrati
     const waiting = (await e.runs.get(runId))!;
     expect(waiting.status).toBe('awaiting-approval');
     expect(waiting.preview!.summary).toContain('Restore 3 sealed-secrets key(s) from the live keys of prod-old onto prod-new (5 SealedSecret(s) failing)');
-    await expect(e.runs.approve(runId, 'U_OP')).rejects.toThrow(/approve/i);
+    // `runs approve ID` is the terminal's Approve button: same checks, same refusal.
+    const selfApproval = await dispatch(`runs approve ${runId}`, e.ctx('U_OP'));
+    expect(selfApproval.ok).toBe(false);
+    expect(selfApproval.error!.message).toMatch(/approve/i);
     await expect(e.runs.approve(runId, 'U_OP2')).rejects.toThrow();
     expect((await e.runs.get(runId))!.status).toBe('awaiting-approval');
     expect(await kubeMutations(e)).toEqual([]);
 
-    await e.runs.approve(runId, 'U_ADMIN');
+    const approved = await dispatch(`runs approve ${runId}`, e.ctx('U_ADMIN'));
+    expect(approved.ok, JSON.stringify(approved.error)).toBe(true);
     const end = await e.runs.waitForEnd(runId, 20_000);
     expect(end.status, end.error).toBe('succeeded');
     const output = end.steps[0].output as any;

@@ -62,6 +62,20 @@ describe('renderText', () => {
     expect(colored).toContain('\u001b[31m✖\u001b[0m');
   });
 
+  it('prints the terminal command for each run button, or leaves them out for a caller that numbers them', () => {
+    const run: Reply = {
+      ok: true,
+      command: 'run',
+      title: 'Bulk sync: preview',
+      data: {},
+      blocks: [
+        { kind: 'actions', buttons: [{ label: 'Approve', action: 'run.approve', value: 'r-abc12' }, { label: 'Cancel', action: 'run.cancel', value: 'r-abc12' }, { label: 'Parameters', action: 'run.form', value: '{}' }] },
+      ],
+    };
+    expect(renderText(run)).toBe('→ Approve: runs approve r-abc12\n→ Cancel: runs cancel r-abc12\n');
+    expect(renderText(run, { actions: 'omit' })).not.toMatch(/Approve|runs/);
+  });
+
   it('renders an error reply with its suggestions', () => {
     const text = renderText(errorReply('statsu', 'unknown_command', 'Unknown command `statsu`.', ['status']));
     expect(text).toBe('✖ Unknown command `statsu`.\n\nDid you mean: `status`?\n');
