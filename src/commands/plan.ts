@@ -31,13 +31,22 @@ export async function runPlan(cmd: ParsedCommand, ctx: CommandContext): Promise<
   const plan = buildRolloutPlan(fleet, target, opts);
 
   const blocks: ReplyBlock[] = [{ kind: 'header', text: title }];
-  const toSync = plan.steps.reduce((n, s) => n + s.remaining.length, 0);
+  // Manual gates (maxConcurrent 0) are not synced by RollingSync: count them apart, or the headline promises what will not happen.
+  const pending = plan.steps.filter((s) => s.remaining.length);
+  const automatic = pending.filter((s) => s.maxConcurrent !== 0);
+  const gated = pending.filter((s) => s.maxConcurrent === 0);
+  const toSync = automatic.reduce((n, s) => n + s.remaining.length, 0);
+  const toHandSync = gated.reduce((n, s) => n + s.remaining.length, 0);
+  const gateText = gated.length
+    ? `${toSync ? ' ' : ''}${gated.length === 1 ? `Step ${gated[0].step} is a manual gate` : `Steps ${gated.map((s) => s.step).join(', ')} are manual gates`}: ` +
+      `${plural(toHandSync, 'app')} wait${toHandSync === 1 ? 's' : ''} for a hand sync, and no later step starts until ${toHandSync === 1 ? 'it is' : 'they are'} Healthy.`
+    : '';
   blocks.push({
     kind: 'text',
-    text: toSync
-      ? `${TONE_EMOJI.progress} From here RollingSync will sync ${plural(toSync, 'app')} ${stepsPhrase(plan.steps.filter((s) => s.remaining.length).map((s) => s.step))}.`
+    text: pending.length
+      ? `${toSync ? TONE_EMOJI.progress : TONE_EMOJI.warn} ${toSync ? `From here RollingSync will sync ${plural(toSync, 'app')} ${stepsPhrase(automatic.map((s) => s.step))}.` : ''}${gateText}`
       : `${TONE_EMOJI.ok} Nothing left to sync: every app in a step is Healthy.`,
-    tone: toSync ? 'progress' : 'ok',
+    tone: !pending.length ? 'ok' : toSync ? 'progress' : 'warn',
   });
   const items: ReplyItem[] = plan.steps.map((s) => {
     const meaning = s.meaning || concurrencyMeaning(s.maxConcurrent);

@@ -135,7 +135,7 @@ function appLine(a: RolloutStepApp, now: Date, fleet: FleetView): ReplyItem {
   const state = [a.status ?? 'no status', a.sync && a.health ? `${a.sync}/${a.health}` : a.sync ?? a.health ?? ''].filter(Boolean).join(' · ');
   const phase = live?.app.status?.operationState?.phase;
   const failed = phase === 'Failed' || phase === 'Error';
-  const trouble = live && a.status !== 'Waiting' && (failed || isProblem(syncOf(live.app), healthOf(live.app))) ? problemReason(live.app) : '';
+  const trouble = live && a.status !== 'Waiting' && (failed || isProblem(syncOf(live.app), healthOf(live.app))) ? problemReason(live.app, now) : '';
   const lines = [a.message ? oneLine(a.message) : '', trouble ? `${failed ? `last sync ${phase}: ` : ''}${trouble}` : ''].filter(Boolean);
   return {
     text: `${link(a.name, url)} · ${a.cluster} · ${state}${age ? ` · for ${age}` : ''}`,
@@ -193,7 +193,9 @@ export function rolloutBlocks(report: RolloutReport, fleet: FleetView, now: Date
     const inFlight = (step?.apps ?? []).filter((a) => waiting.has(a.name) && (a.status === 'Progressing' || a.status === 'Pending')).map((a) => a.name);
     const queued = w.apps.length - inFlight.length;
     const names = (list: string[]) => list.slice(0, 6).map(code).join(', ') + (list.length > 6 ? ` and ${list.length - 6} more` : '');
-    const parts = [inFlight.length ? `${formatCount(inFlight.length)} in flight (${names(inFlight)})` : '', queued ? `${formatCount(queued)} waiting their turn` : ''].filter(Boolean);
+    // On a manual gate nothing is queued: those apps move only when someone syncs them.
+    const queuedText = step?.maxConcurrent === 0 ? `${formatCount(queued)} waiting for a hand sync (manual gate)` : `${formatCount(queued)} waiting their turn`;
+    const parts = [inFlight.length ? `${formatCount(inFlight.length)} in flight (${names(inFlight)})` : '', queued ? queuedText : ''].filter(Boolean);
     const age = since(w.since, now);
     blocks.push({ kind: 'text', text: `${TONE_EMOJI.progress} *Waiting on* step ${w.step}${age ? ` since ${age}` : ''}: ${parts.join(', ') || 'nothing'}`, tone: 'progress' });
   }

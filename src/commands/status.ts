@@ -79,7 +79,7 @@ const MAX_REASON = 500;
  * Why an app is not fine, from what Argo CD says: the failed operation's message, the resources that
  * failed to sync, unhealthy resources' messages, then conditions.
  */
-export function problemReason(app: Application): string {
+export function problemReason(app: Application, now: Date = new Date()): string {
   const status = app.status;
   if (!status || (!status.sync && !status.health)) return 'Argo CD has not reported a status for this app yet (not reconciled).';
   const parts: string[] = [];
@@ -100,7 +100,8 @@ export function problemReason(app: Application): string {
   if (!parts.length) {
     const sync = syncOf(app);
     const health = healthOf(app);
-    if (op?.phase === 'Running') parts.push(`sync running since ${op.startedAt}`);
+    // A sync window holds an operation Running with its own message; say so rather than "running".
+    if (op?.phase === 'Running') parts.push(`sync running${op.startedAt ? ` for ${since(op.startedAt, now)}` : ''}${op.message ? `: ${oneLine(op.message)}` : ''}`);
     else if (sync === 'OutOfSync' && health === 'Healthy') parts.push('live state differs from the target revision; not synced yet');
     else if (health === 'Missing') parts.push('its resources do not exist in the cluster (never synced, or deleted)');
     // Argo CD 3.x leaves resource health out of List responses (B6); a Get has it.

@@ -142,6 +142,8 @@ interface Context {
   appByName: Map<string, GeneratedApp>;
   /** Apps listed in each step (1-based index - 1), overlaps included, as Argo CD builds its lists. */
   stepApps: GeneratedApp[][];
+  /** Apps whose step is this one (their first matching step): what maxUpdate counts and RollingSync syncs there. */
+  stepMembers: GeneratedApp[][];
   unmatched: GeneratedApp[];
   statusEntries: ApplicationSetApplicationStatus[];
   entryByApp: Map<string, ApplicationSetApplicationStatus>;
@@ -162,6 +164,8 @@ function buildContext(fleet: FleetView, target: FleetAppSet, opts: DiagnoseOptio
     if (c.server) clusterByName.set(normalizeServer(c.server), c);
     if (c.name) clusterByName.set(c.name, c);
   }
+  const statusEntries = appSet.status?.applicationStatus ?? [];
+  const entryByApp = new Map(statusEntries.map((e) => [e.application, e]));
   const apps: GeneratedApp[] = fleet
     .appsOf(target.instance, appSet.metadata.name)
     .map((fleetApp) => {
@@ -170,15 +174,19 @@ function buildContext(fleet: FleetView, target: FleetAppSet, opts: DiagnoseOptio
         name: fleetApp.app.metadata.name,
         fleetApp,
         labels,
-        steps: matchingSteps(labels, steps),
+        steps: labelsCertain(appSet, labels)
+          ? matchingSteps(labels, steps)
+          : stepsOf(matchingSteps(labels, steps), entryByApp.get(fleetApp.app.metadata.name), steps.length),
         cluster: clusterOf(fleetApp, clusterByName),
       };
     })
     .sort((a, b) => byName(a.name, b.name));
   const stepApps: GeneratedApp[][] = steps.map(() => []);
-  for (const a of apps) for (const n of a.steps) stepApps[n - 1].push(a);
-  const statusEntries = appSet.status?.applicationStatus ?? [];
-  const entryByApp = new Map(statusEntries.map((e) => [e.application, e]));
+  const stepMembers: GeneratedApp[][] = steps.map(() => []);
+  for (const a of apps) {
+    for (const n of a.steps) stepApps[n - 1].push(a);
+    if (a.steps.length) stepMembers[a.steps[0] - 1].push(a);
+  }
   return {
     name: appSet.metadata.name,
     instance: target.instance,
@@ -187,6 +195,7 @@ function buildContext(fleet: FleetView, target: FleetAppSet, opts: DiagnoseOptio
     apps,
     appByName: new Map(apps.map((a) => [a.name, a])),
     stepApps,
+    stepMembers,
     unmatched: apps.filter((a) => a.steps.length === 0),
     statusEntries,
     entryByApp,
@@ -194,6 +203,29 @@ function buildContext(fleet: FleetView, target: FleetAppSet, opts: DiagnoseOptio
     now: opts.now,
     stuckAfterMs: opts.stuckAfterMs > 0 ? opts.stuckAfterMs : DEFAULT_STUCK_AFTER_MS,
   };
+}
+
+/**
+ * Whether the generated labels are known for sure: every label the template sets was resolved (a
+ * templated value is read back from the live app) and no templatePatch can add others.
+ */
+function labelsCertain(appSet: ApplicationSet, labels: Record<string, string>): boolean {
+  const patch = appSet.spec?.templatePatch;
+  if (typeof patch === 'string' && patch.trim() !== '') return false;
+  return Object.keys(appSet.spec?.template?.metadata?.labels ?? {}).every((key) => key in labels);
+}
+
+/**
+ * The steps that select an app whose generated labels we could not fully work out. The controller's
+ * entry is then the verdict (it matched the labels it rendered): its step comes first, `-1` means
+ * none, and label matching fills in only the later overlapping steps.
+ */
+function stepsOf(byLabels: number[], entry: ApplicationSetApplicationStatus | undefined, stepCount: number): number[] {
+  if (!entry || !/^-?\d+$/.test(entry.step ?? '')) return byLabels;
+  const reported = Number(entry.step);
+  if (reported === -1) return [];
+  if (reported < 1 || reported > stepCount) return byLabels;
+  return [reported, ...byLabels.filter((n) => n > reported)];
 }
 
 function clusterOf(app: FleetApp, clusterByName: Map<string, Cluster>): Cluster | undefined {
@@ -229,10 +261,20 @@ function ruleNoSteps(ctx: Context, add: Add) {
   });
 }
 
-function ruleProgressiveSyncsDisabled(ctx: Context, add: Add) {
+/** Generated apps that the controller should have status entries for, when it has none at all. */
+function appsWithoutEntries(ctx: Context): string[] {
+  if (ctx.statusEntries.length > 0) return [];
   const resourceNames = (ctx.appSet.status?.resources ?? []).filter((r) => r.kind === 'Application').map((r) => r.name);
-  const names = ctx.apps.length > 0 ? ctx.apps.map((a) => a.name) : resourceNames;
-  if (names.length === 0 || ctx.statusEntries.length > 0) return;
+  return ctx.apps.length > 0 ? ctx.apps.map((a) => a.name) : resourceNames;
+}
+
+function progressiveSyncsLookDisabled(ctx: Context): boolean {
+  return appsWithoutEntries(ctx).length > 0;
+}
+
+function ruleProgressiveSyncsDisabled(ctx: Context, add: Add) {
+  const names = appsWithoutEntries(ctx);
+  if (names.length === 0) return;
   add({
     rule: 'progressive-syncs-disabled',
     severity: 'critical',
@@ -366,6 +408,8 @@ function ruleLabelOnClusterNotApp(ctx: Context, add: Add) {
     for (const expr of step.matchExpressions ?? []) {
       if (checked.has(expr.key)) continue;
       checked.add(expr.key);
+      // The template already renders the key (perhaps from the cluster's labels): the fix this rule asks for is in place.
+      if (templateSetsLabel(ctx.appSet, expr.key)) continue;
       // Apps that lack the key while their destination cluster carries it: the step author meant the cluster label.
       const affected = ctx.apps.filter((a) => !(expr.key in a.labels) && a.cluster?.labels !== undefined && expr.key in a.cluster.labels);
       if (affected.length === 0) continue;
@@ -427,7 +471,7 @@ function ruleUnsupportedOperator(ctx: Context, add: Add) {
   ctx.steps.forEach((step, i) => {
     for (const expr of step.matchExpressions ?? []) {
       if (isSupportedOperator(expr.operator)) continue;
-      const held = ctx.stepApps[i].length;
+      const held = ctx.stepMembers[i].length;
       const withoutKey = ctx.apps.filter((a) => !(expr.key in a.labels)).length;
       const caseFix = (['In', 'NotIn'] as const).find((op) => op.toLowerCase() === expr.operator.toLowerCase());
       add({
@@ -443,7 +487,7 @@ function ruleUnsupportedOperator(ctx: Context, add: Add) {
           'Expressions of a step are ANDed, so the step loses those apps to later steps or to no step.',
         fix: caseFix ? `Write the operator as "${caseFix}" (operators are case-sensitive).` : operatorFix(expr),
         step: i + 1,
-        apps: ctx.stepApps[i].map((a) => a.name),
+        apps: ctx.stepMembers[i].map((a) => a.name),
       });
     }
   });
@@ -508,8 +552,9 @@ function ruleOverlappingSteps(ctx: Context, add: Add) {
         `${count(apps.length, 'app')} ${apps.length === 1 ? 'is' : 'are'} selected by steps ${joinAnd(steps.map(String))}: ${nameList(apps.map((a) => a.name))}. ` +
         `${apps.length === 1 ? 'It rolls' : 'They roll'} out in step ${steps[0]} but ${apps.length === 1 ? 'is' : 'are'} also counted in step ${joinAnd(later.map(String))}'s list.`,
       why:
-        'When several steps select an app, the ApplicationSet controller logs a warning and assigns the app to the first matching step, ' +
-        "but the app stays in every later matching step's list: a percent maxUpdate there is computed against the inflated count, and the step's completion counts it.",
+        'When several steps select an app, the ApplicationSet controller logs a warning and assigns the app to the first matching step: ' +
+        'that is its step number, the step whose maxUpdate counts it, and the step that syncs it. The app still appears in the later steps\' dependency lists, ' +
+        'so the spec says one thing and the rollout does another, and a label change silently moves the app between steps.',
       fix: `Make the steps mutually exclusive, e.g. add to step ${later[0]} a NotIn expression for the values step ${steps[0]} selects, so each app is selected by exactly one step.`,
       step: steps[0],
       apps: apps.map((a) => a.name),
@@ -520,7 +565,7 @@ function ruleOverlappingSteps(ctx: Context, add: Add) {
 function ruleMaxUpdate(ctx: Context, add: Add) {
   ctx.steps.forEach((step, i) => {
     const n = i + 1;
-    const apps = ctx.stepApps[i];
+    const apps = ctx.stepMembers[i];
     const maxUpdate = step.maxUpdate;
     if (maxUpdate === undefined || maxUpdate === null) {
       add({
@@ -573,7 +618,7 @@ function rulePercentCountsUnmatched(ctx: Context, add: Add) {
   const first = ctx.steps[0];
   const maxUpdate = first?.maxUpdate;
   if (maxUpdateInfo(maxUpdate, 0).kind !== 'percent' || ctx.unmatched.length === 0) return;
-  const own = ctx.stepApps[0].length;
+  const own = ctx.stepMembers[0].length;
   const total = own + ctx.unmatched.length;
   const intended = maxConcurrentFor(maxUpdate, own);
   const actual = maxConcurrentFor(maxUpdate, total);
@@ -592,7 +637,9 @@ function rulePercentCountsUnmatched(ctx: Context, add: Add) {
 }
 
 function ruleAutosyncIgnored(ctx: Context, add: Add) {
-  const automated = ctx.appSet.spec.template.spec.syncPolicy?.automated;
+  // With progressive syncs off (see progressive-syncs-disabled) the template's auto-sync is fully in effect.
+  if (progressiveSyncsLookDisabled(ctx)) return;
+  const automated = ctx.appSet.spec?.template?.spec?.syncPolicy?.automated;
   if (!automated) return;
   const enabled = automated.enabled !== false;
   if (!enabled && !automated.selfHeal && !automated.prune) return;
@@ -689,9 +736,15 @@ function operatorFix(expr: ApplicationMatchExpression): string {
   }
 }
 
+function templateSetsLabel(appSet: ApplicationSet, key: string): boolean {
+  if (key in (appSet.spec?.template?.metadata?.labels ?? {})) return true;
+  const patch = appSet.spec?.templatePatch;
+  return typeof patch === 'string' && patch.includes(key);
+}
+
 function templateLabelFor(appSet: ApplicationSet, key: string): string {
-  const usesClusterGenerator = JSON.stringify(appSet.spec.generators ?? []).includes('"clusters"');
-  const value = appSet.spec.goTemplate ? `'{{ index .metadata.labels "${key}" }}'` : `'{{metadata.labels.${key}}}'`;
+  const usesClusterGenerator = JSON.stringify(appSet.spec?.generators ?? []).includes('"clusters"');
+  const value = appSet.spec?.goTemplate ? `'{{ index .metadata.labels "${key}" }}'` : `'{{metadata.labels.${key}}}'`;
   return usesClusterGenerator
     ? `\`${key}: ${value}\` (the cluster generator passes the cluster's labels as metadata.labels)`
     : `a \`${key}\` label with the value each app should carry (with a cluster generator: \`${key}: ${value}\`)`;

@@ -154,6 +154,12 @@ function buildSteps(target: FleetAppSet, placed: Placed[]): { steps: RolloutStep
   return { steps, unmatched: placed.filter((p) => p.step === NO_STEP).map((p) => p.app) };
 }
 
+function newest(times: (string | null)[]): string | null {
+  let best: string | null = null;
+  for (const t of times) if (t && (best === null || Date.parse(t) > Date.parse(best))) best = t;
+  return best;
+}
+
 function oldest(times: (string | null)[]): string | null {
   let best: string | null = null;
   for (const t of times) if (t && (best === null || Date.parse(t) < Date.parse(best))) best = t;
@@ -181,7 +187,10 @@ export function buildRolloutReport(fleet: FleetView, target: FleetAppSet, opts: 
   const current = waitStep !== null ? steps.find((s) => s.step === waitStep) : undefined;
   if (current) {
     const notHealthy = current.apps.filter((a) => a.status !== 'Healthy');
-    waitingOn = { step: current.step, apps: notHealthy.map((a) => a.name), since: oldest(notHealthy.map((a) => a.since)) };
+    // The wait began when both the step was released (the last app of the earlier steps turned Healthy)
+    // and its apps entered their state; entries go Waiting at the revision change, long before their step's turn.
+    const released = newest(steps.filter((s) => s.step < current.step).flatMap((s) => s.apps.filter((a) => a.status === 'Healthy').map((a) => a.since)));
+    waitingOn = { step: current.step, apps: notHealthy.map((a) => a.name), since: newest([oldest(notHealthy.map((a) => a.since)), released]) };
   }
   return {
     appSet: appSet.metadata.name,

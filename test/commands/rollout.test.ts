@@ -147,6 +147,17 @@ describe('plan', () => {
     expect(text).toContain('Step 1 · all at once · 1 app, 0 to sync');
     expect(text).toContain('Never synced by RollingSync (in no step, 1): `infra-dev`');
   });
+
+  it('does not promise to sync a manual gate: its apps are counted as waiting for a hand sync', async () => {
+    const f = fleet();
+    const target = f.appSetsNamed('progressive-infra')[0];
+    const set = (target.appSet = structuredClone(target.appSet));
+    set.spec.strategy!.rollingSync!.steps![2] = { ...set.spec.strategy!.rollingSync!.steps![2], maxUpdate: 0 };
+    const reply = await runPlan(parseCommand('plan progressive-infra'), ctx(services(f)));
+    const text = renderText(reply);
+    expect(text).toContain('From here RollingSync will sync 1 app in step 2.');
+    expect(text).toContain('Step 3 is a manual gate: 2 apps wait for a hand sync, and no later step starts until they are Healthy.');
+  });
 });
 
 describe('diagnose', () => {

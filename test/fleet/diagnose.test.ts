@@ -236,7 +236,7 @@ describe('overlapping-steps', () => {
     expect(f).toMatchObject({ severity: 'warning', step: 2, apps: ['payments-prod-1', 'payments-prod-2'] });
     expect(f.message).toContain('selected by steps 2 and 3');
     expect(f.message).toContain("also counted in step 3's list");
-    expect(f.why).toContain('percent maxUpdate');
+    expect(f.why).toContain('the step whose maxUpdate counts it');
   });
 
   it('does not fire when the steps are disjoint (NotIn that excludes the earlier values)', () => {
@@ -521,5 +521,74 @@ describe('ordering and fleet', () => {
       ['argocd-eu', 'payments', 'progressive-syncs-disabled'],
       ['argocd-us', 'checkout', 'manual-gate'],
     ]);
+  });
+});
+
+describe('what the controller knows that labels cannot tell', () => {
+  it("places apps whose templated labels the live app lacks by Argo CD's applicationStatus, so no rule contradicts the controller", () => {
+    const parts = baseline();
+    for (const a of parts.apps) delete a.metadata.labels;
+    const findings = diagnose(parts);
+    for (const rule of ['app-in-no-step', 'step-matches-nothing', 'label-on-cluster-not-app']) expect(only(findings, rule)).toEqual([]);
+    // The same apps with their labels but an entry in no step: still the controller's verdict.
+    const noStep = baseline();
+    for (const a of noStep.apps) delete a.metadata.labels;
+    noStep.appSet.status!.applicationStatus![0] = { ...noStep.appSet.status!.applicationStatus![0], step: '-1', status: 'Waiting' };
+    expect(only(diagnose(noStep), 'app-in-no-step')[0].apps).toEqual(['payments-stage-1']);
+  });
+
+  it('still trusts the labels over a stale entry when every template label is known', () => {
+    const parts = baseline();
+    parts.appSet.spec.strategy!.rollingSync!.steps![2].matchExpressions = [{ key: 'env', operator: 'In', values: ['production'] }];
+    // Entries still say step 3 (written before the spec changed); the live labels say no step selects prod.
+    expect(only(diagnose(parts), 'step-matches-nothing').map((f) => f.step)).toEqual([3]);
+  });
+
+  it('counts generated apps the appset lists in its status even without ownerReferences', () => {
+    const parts = baseline();
+    for (const a of parts.apps) delete a.metadata.ownerReferences;
+    setEntry(parts, 'payments-prod-1', 'Progressing', 120);
+    parts.appSet.status!.conditions = [rolloutCondition(3)];
+    const { fleet, target } = fleetOf(parts);
+    expect(fleet.appsOf(target.instance, 'payments').map((a) => a.app.metadata.name).sort()).toEqual(parts.apps.map((a) => a.metadata.name).sort());
+    const [stuck] = only(diagnoseAppSet(fleet, target, opts), 'stuck-step');
+    expect(stuck.message).not.toContain('not in the mirror');
+    expect(stuck.message).toContain('sync Synced, health Healthy');
+  });
+
+  it('does not adopt an app another appset owns', () => {
+    const parts = baseline();
+    parts.apps[0].metadata.ownerReferences = [{ apiVersion: 'argoproj.io/v1alpha1', kind: 'ApplicationSet', name: 'other', uid: 'u' } as never];
+    const { fleet, target } = fleetOf(parts);
+    expect(fleet.appsOf(target.instance, 'payments').map((a) => a.app.metadata.name)).not.toContain(parts.apps[0].metadata.name);
+  });
+
+  it('skips autosync-ignored when progressive syncs are off: the template auto-sync is then really in effect', () => {
+    const parts = baseline({ automated: { selfHeal: true, prune: true } });
+    expect(only(diagnose(parts), 'autosync-ignored')).toHaveLength(1);
+    delete parts.appSet.status!.applicationStatus;
+    const findings = diagnose(parts);
+    expect(only(findings, 'progressive-syncs-disabled')).toHaveLength(1);
+    expect(only(findings, 'autosync-ignored')).toEqual([]);
+  });
+
+  it('diagnoses an appset whose template has no spec (templatePatch only) without failing', () => {
+    const parts = baseline();
+    (parts.appSet.spec.template as { spec?: unknown }).spec = undefined;
+    parts.appSet.spec.templatePatch = 'spec:\n  project: payments\n';
+    expect(() => diagnose(parts)).not.toThrow();
+  });
+
+  it('counts an app selected by two steps only in its first step for manual-gate', () => {
+    const parts = baseline({
+      steps: [
+        { matchExpressions: [{ key: 'env', operator: 'In', values: ['stage'] }], maxUpdate: 1 },
+        { matchExpressions: [{ key: 'env', operator: 'In', values: ['canary', 'prod'] }], maxUpdate: 1 },
+        { matchExpressions: [{ key: 'env', operator: 'In', values: ['prod'] }], maxUpdate: 0 },
+      ],
+    });
+    const [gate] = only(diagnose(parts), 'manual-gate');
+    expect(gate.step).toBe(3);
+    expect(gate.message).toContain('its 0 apps');
   });
 });

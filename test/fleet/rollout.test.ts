@@ -152,9 +152,18 @@ describe('buildRolloutReport', () => {
     expect(report.unmatched).toEqual([expect.objectContaining({ name: 'infra-dev-1', cluster: 'dev-1', status: 'Waiting' })]);
   });
 
-  it('says what the rollout waits on and since when: the current step\'s apps not yet Healthy, oldest transition first', () => {
+  it("says what the rollout waits on and since when: the current step's apps not yet Healthy, since step 1 finished (not since they went Waiting)", () => {
     const fleet = midRollout();
-    expect(buildRolloutReport(fleet, target(fleet), OPTS).waitingOn).toEqual({ step: 2, apps: ['infra-canary-1', 'infra-canary-2'], since: '2026-12-02T11:05:00Z' });
+    // infra-canary-2 went Waiting at 11:05 with the revision change, but step 2 was released only when infra-stage-1 turned Healthy at 11:09.
+    expect(buildRolloutReport(fleet, target(fleet), OPTS).waitingOn).toEqual({ step: 2, apps: ['infra-canary-1', 'infra-canary-2'], since: '2026-12-02T11:09:00Z' });
+  });
+
+  it('dates the wait on step 1 from its oldest transition: no earlier step releases it', () => {
+    const fleet = midRollout();
+    const set = fleet.appSets()[0].appSet;
+    set.status!.conditions = set.status!.conditions!.map((c) => (c.type === 'RolloutProgressing' ? { ...c, message: 'ApplicationSet is performing rollout of step 1' } : c));
+    set.status!.applicationStatus = set.status!.applicationStatus!.map((e) => (e.application === 'infra-stage-1' ? { ...e, status: 'Progressing' as const } : e));
+    expect(buildRolloutReport(fleet, target(fleet), OPTS).waitingOn).toEqual({ step: 1, apps: ['infra-stage-1'], since: '2026-12-02T11:09:00Z' });
   });
 
   it('includes the findings of diagnose, in the JSON contract shape', () => {
