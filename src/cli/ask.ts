@@ -1,7 +1,9 @@
 import type { RollcallConfig } from '../config/schema.js';
 import { dispatch, parseCommand } from '../commands/index.js';
 import { findCommand, type CommandContext } from '../commands/registry.js';
-import { replyJson, type Reply } from '../commands/reply.js';
+import { errorReply, replyJson, type Reply } from '../commands/reply.js';
+import { redactUrlPassword } from '../config/load.js';
+import { probeRedis } from '../jobs/redis.js';
 import { createLogger } from '../log.js';
 import { renderText } from '../views/text.js';
 import { startRuntime } from './bootstrap.js';
@@ -16,9 +18,11 @@ export interface AskOptions {
   wait: boolean;
 }
 
+const EXIT_USAGE = 2;
+
 function exitCodeOf(reply: Reply): number {
   if (reply.ok) return 0;
-  return USAGE_CODES.has(reply.error?.code ?? '') ? 2 : 1;
+  return USAGE_CODES.has(reply.error?.code ?? '') ? EXIT_USAGE : 1;
 }
 
 /** `rollcall ask`: one chat command through the same parser, permission checks and handlers as Slack. */
@@ -35,7 +39,20 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
       // runs/audit/paused read the engine's records in Redis, so they need it too.
       mutating = !!spec && (!spec.readOnly || ['runs', 'audit', 'paused'].includes(spec.name));
     } catch {}
-    if (mutating) await runtime.enableRuns({ role: 'all', redisUrl: process.env.REDIS_URL ?? config.redis.url });
+    if (mutating) {
+      const redisUrl = process.env.REDIS_URL ?? config.redis.url;
+      const down = await probeRedis(redisUrl);
+      if (down) {
+        const reply = errorReply(
+          parseCommand(text).command,
+          'redis_unavailable',
+          `Cannot reach Redis at ${redactUrlPassword(redisUrl)} (${down}). Runbooks, runs and the audit log live in Redis: start redis-server, or point redis.url / REDIS_URL at yours.`,
+        );
+        out(opts.json ? JSON.stringify(replyJson(reply)) : renderText(reply, { color: process.stdout.isTTY }));
+        return EXIT_USAGE;
+      }
+      await runtime.enableRuns({ role: 'all', redisUrl });
+    }
 
     const ctx: CommandContext = { services: runtime.services, user: opts.user, surface: 'terminal', assumeYes: opts.yes, channel: 'terminal' };
     let reply = await dispatch(text, ctx);

@@ -83,6 +83,7 @@ export async function runCli(argv: string[]): Promise<void> {
       if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port must be 0..65535 (got "${opts.port}")`);
       if (!(speed > 0)) fail(`--speed must be a positive number (got "${opts.speed}")`);
       const { runSimCommand } = await import('../sim/cli.js');
+      const { FixtureError } = await import('../sim/fixture.js');
       await runSimCommand({
         scenario: opts.scenario ?? (opts.fixture ? undefined : 'seed-outage'),
         fixture: opts.fixture,
@@ -90,6 +91,10 @@ export async function runCli(argv: string[]): Promise<void> {
         speed,
         frozen: !!opts.frozen,
         writeConfig: opts.writeConfig,
+      }).catch((error) => {
+        // A bad fixture is a usage error: its message names every problem by path; a stack adds nothing.
+        if (error instanceof FixtureError) fail(error.message);
+        throw error;
       });
     });
 

@@ -77,6 +77,8 @@ function withMirrorWarning(reply: Reply, ctx: CommandContext): Reply {
   const what = missing.map((h) => `${h.instance}${h.error ? ` (${h.error})` : ''}`).join('; ');
   const text = `:warning: Not in sync with Argo CD instance${missing.length > 1 ? 's' : ''} ${what}: this answer may be incomplete or stale.`;
   if (reply.error) reply.error.message += ` Note: ${text.replace(/^:warning: /, '')}`;
+  // `ask --json` carries data, not blocks: say it there too, so a script cannot take a partial answer for a whole one.
+  reply.data = { ...reply.data, warnings: [text.replace(/^:warning: /, '')], unsyncedInstances: missing.map((h) => ({ instance: h.instance, error: h.error ?? null })) };
   const at = reply.blocks[0]?.kind === 'header' ? 1 : 0;
   reply.blocks.splice(at, 0, { kind: 'context', text });
   return reply;

@@ -100,9 +100,14 @@ export function parseConfig(text: string, file = 'rollcall.yaml', env: NodeJS.Pr
   }
   const problems: ConfigProblem[] = [];
   const raw = interpolate(doc.toJS() ?? {}, [], env, problems);
-  for (const p of problems) p.line = lineOf(doc, counter, p.path.split(/[.[\]]+/).filter(Boolean));
+  // "instances[0].token" -> ['instances', 0, 'token']: list indexes must be numbers for lineOf to step into a list.
+  for (const p of problems) p.line = lineOf(doc, counter, p.path.split(/[.[\]]+/).filter(Boolean).map((s) => (/^\d+$/.test(s) ? Number(s) : s)));
   const result = configSchema.safeParse(raw);
-  if (!result.success) problems.push(...zodProblems(result.error, (p) => lineOf(doc, counter, p)));
+  if (!result.success) {
+    // A value left empty by an unset variable was reported as such already; its schema complaint only repeats it.
+    const reported = new Set(problems.map((p) => p.path));
+    problems.push(...zodProblems(result.error, (p) => lineOf(doc, counter, p)).filter((p) => !reported.has(p.path)));
+  }
   if (problems.length) throw new ConfigError(file, problems);
   return result.data!;
 }
@@ -121,8 +126,13 @@ const SECRET_KEYS = /token|secret|password|key/i;
 
 /** A copy safe to print: every secret-looking value is masked. */
 export function redactConfig(value: unknown, key = ''): unknown {
-  if (typeof value === 'string') return SECRET_KEYS.test(key) && value ? '***' : value;
+  if (typeof value === 'string') return SECRET_KEYS.test(key) && value ? '***' : redactUrlPassword(value);
   if (Array.isArray(value)) return value.map((v) => redactConfig(v));
   if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactConfig(v, k)]));
   return value;
+}
+
+/** `redis://default:hunter2@host` -> `redis://default:***@host`: a password can hide in any URL. */
+export function redactUrlPassword(text: string): string {
+  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/:@\s]*):[^/@\s]*@/i, '$1:***@');
 }

@@ -52,7 +52,11 @@ export function ownerAppSet(app: Application): string | undefined {
 export function clusterNameOf(app: Application, clusterNameByServer: ReadonlyMap<string, string>): string {
   const dest = app.spec?.destination ?? {};
   if (dest.name) return dest.name;
-  if (dest.server) return clusterNameByServer.get(normalizeServer(dest.server)) ?? dest.server;
+  if (dest.server) {
+    const server = normalizeServer(dest.server);
+    // Argo CD always knows its own cluster as in-cluster, whether or not the cluster list shows it.
+    return clusterNameByServer.get(server) ?? (server === 'https://kubernetes.default.svc' ? 'in-cluster' : dest.server);
+  }
   return 'unknown';
 }
 

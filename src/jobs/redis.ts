@@ -20,6 +20,27 @@ export function createRedis(url: string, opts: Partial<RedisOptions> = {}, onErr
   return redis;
 }
 
+/**
+ * One quick PING for a one-shot command (`ask`): the long-lived connections above retry forever,
+ * which is right for a worker riding out a restart and wrong for a terminal waiting on nothing.
+ * Resolves to the failure's message, or undefined when Redis answered.
+ */
+export async function probeRedis(url: string, timeoutMs = 3000): Promise<string | undefined> {
+  const redis = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+  // The socket error (ECONNREFUSED ...) says more than connect()'s "Connection is closed".
+  let cause: string | undefined;
+  redis.on('error', (err: Error) => (cause ??= err.message));
+  try {
+    await redis.connect();
+    await redis.ping();
+    return undefined;
+  } catch (error) {
+    return cause ?? ((error as Error).message || String(error));
+  } finally {
+    redis.disconnect();
+  }
+}
+
 /** `rollcall` → `rollcall:`; keys are `${keyBase(prefix)}run:r-7f3k2`. */
 export function keyBase(prefix: string): string {
   return prefix.endsWith(':') ? prefix : `${prefix}:`;

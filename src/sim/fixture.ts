@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { Application, Cluster } from '../argocd/types.js';
 import type { Fixture } from './fixture-types.js';
 import type { SimState } from './store.js';
 
@@ -31,16 +32,19 @@ export function validateFixture(value: unknown, file = 'fixture'): Fixture {
     else names.add(inst.name);
     if (inst.token !== undefined && (typeof inst.token !== 'string' || !inst.token))
       problems.push(`${at}.token: expected a non-empty string`);
-    if (!Array.isArray(inst.applications)) problems.push(`${at}.applications: expected an array (may be empty)`);
+    if (inst.applications !== undefined && inst.applications !== null && !Array.isArray(inst.applications))
+      problems.push(`${at}.applications: expected an array (may be empty or left out)`);
     const appNames = new Set<string>();
     (Array.isArray(inst.applications) ? inst.applications : []).forEach((app: unknown, j: number) => {
       const aat = `${at}.applications[${j}]`;
-      if (!isObject(app) || !isObject(app.metadata) || typeof app.metadata.name !== 'string')
-        return problems.push(`${aat}.metadata.name: expected a string`);
+      if (!isObject(app) || !isObject(app.metadata) || typeof app.metadata.name !== 'string' || !app.metadata.name)
+        return problems.push(`${aat}.metadata.name: expected a non-empty string`);
       if (appNames.has(app.metadata.name)) problems.push(`${aat}.metadata.name: duplicate app "${app.metadata.name}"`);
       appNames.add(app.metadata.name);
       if (!isObject(app.spec)) return problems.push(`${aat}.spec: expected an object`);
-      if (!isObject(app.spec.destination)) problems.push(`${aat}.spec.destination: expected {server} or {name}`);
+      const dest = app.spec.destination;
+      if (!isObject(dest) || (typeof dest.server !== 'string' && typeof dest.name !== 'string'))
+        problems.push(`${aat}.spec.destination: expected {server} or {name}`);
       if (app.status !== undefined && !isObject(app.status)) problems.push(`${aat}.status: expected an object`);
     });
     if (inst.applicationSets !== undefined && !Array.isArray(inst.applicationSets))
@@ -82,6 +86,7 @@ export function validateFixture(value: unknown, file = 'fixture'): Fixture {
       });
   }
   if (problems.length) throw new FixtureError(file, problems);
+  for (const inst of value.instances as Record<string, unknown>[]) inst.applications ??= [];
   return value as unknown as Fixture;
 }
 
@@ -112,10 +117,27 @@ export function seedState(state: SimState, fixture: Fixture, opts: { copy?: bool
   for (const inst of fixture.instances) {
     const store = state.addInstance(inst.name, inst.token ?? defaultToken(inst.name));
     for (const cluster of inst.clusters ?? []) store.putCluster(own(cluster));
+    const local = localCluster(inst.clusters ?? [], inst.applications);
+    if (local) store.putCluster(local);
     const apps = [...inst.applications].sort((a, b) =>
       a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0,
     );
     for (const app of apps) store.putApp(own(app));
     for (const appSet of inst.applicationSets ?? []) store.putAppSet(own(appSet));
   }
+}
+
+/** The API server address of the cluster Argo CD runs in; Argo CD names it `in-cluster`. */
+export const IN_CLUSTER_SERVER = 'https://kubernetes.default.svc';
+
+/**
+ * Argo CD lists its own cluster (`in-cluster`) even without a cluster Secret for it. A fixture that
+ * deploys there but lists no such cluster gets it, as the real API would serve it.
+ */
+function localCluster(clusters: Cluster[], apps: Application[]): Cluster | undefined {
+  if (clusters.some((c) => c.server.replace(/\/+$/, '') === IN_CLUSTER_SERVER || c.name === 'in-cluster')) return undefined;
+  const used = apps.some((a) => a.spec?.destination?.server?.replace(/\/+$/, '') === IN_CLUSTER_SERVER || a.spec?.destination?.name === 'in-cluster');
+  if (!used) return undefined;
+  const connectionState = { status: 'Successful', message: '', attemptedAt: new Date().toISOString() };
+  return { server: IN_CLUSTER_SERVER, name: 'in-cluster', config: { tlsClientConfig: { insecure: false } }, connectionState, info: { connectionState, serverVersion: '1.31', cacheInfo: {}, applicationsCount: 0 } } as Cluster;
 }

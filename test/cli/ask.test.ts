@@ -96,4 +96,14 @@ describe('rollcall sim + rollcall ask (processes, as a user runs them)', () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('instances[0].url: expected a URL (line 3)');
   }, 30_000);
+
+  it('says at once that Redis is unreachable for a command that needs it, instead of waiting forever', async () => {
+    const { freePort } = await import('../../src/dev/redis-server.js');
+    const port = await freePort();
+    const started = Date.now();
+    const result = await run(process.execPath, [bin, 'ask', 'runs', '--json', '--config', config], { env: { ...process.env, REDIS_URL: `redis://127.0.0.1:${port}` } }).catch((e) => e);
+    expect(result.code).toBe(2);
+    expect(JSON.parse(result.stdout).error).toMatchObject({ code: 'redis_unavailable', message: expect.stringContaining(`Cannot reach Redis at redis://127.0.0.1:${port} (connect ECONNREFUSED`) });
+    expect(Date.now() - started).toBeLessThan(20_000);
+  }, 30_000);
 });

@@ -170,6 +170,9 @@ describe('mirror health', () => {
     const ok = await dispatch('status', ctx(services(fleet)));
     expect(ok.ok).toBe(true);
     expect(ok.blocks[1]).toEqual({ kind: 'context', text: ':warning: Not in sync with Argo CD instance west (Cannot reach Argo CD instance west: ECONNREFUSED): this answer may be incomplete or stale.' });
+    // The JSON of `ask --json` says it too: data only, no blocks.
+    expect(ok.data.unsyncedInstances).toEqual([{ instance: 'west', error: 'Cannot reach Argo CD instance west: ECONNREFUSED' }]);
+    expect(ok.data.warnings).toEqual([expect.stringContaining('Not in sync with Argo CD instance west')]);
     const missing = await dispatch('rollout platfrm', ctx(services(fleet)));
     expect(missing.error?.code).toBe('unknown_target');
     expect(missing.error?.message).toMatch(/Note: Not in sync with Argo CD instance west/);

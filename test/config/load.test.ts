@@ -48,7 +48,8 @@ describe('config', () => {
 
   it('reports an unset environment variable at the field that uses it', () => {
     const problems = problemsOf(valid, { SLACK_BOT_TOKEN: 'b' });
-    expect(problems[0]).toMatchObject({ path: 'instances[0].token', message: 'environment variable ARGOCD_TOKEN is not set' });
+    // Once, at the line of the token inside the list (not at the top of the list), with no "empty token" echo.
+    expect(problems).toEqual([{ path: 'instances[0].token', message: 'environment variable ARGOCD_TOKEN is not set', line: 5 }]);
   });
 
   it('requires an app token in socket mode and a signing secret in http mode', () => {
@@ -82,6 +83,14 @@ describe('config', () => {
     expect(printed).not.toContain('xoxb-2');
     expect(printed).not.toContain('literal-token');
     expect(printed).toContain('https://cd.example.com/argocd');
+  });
+
+  it('masks a password inside a URL when printed', () => {
+    const text = valid.replace('https://cd.example.com/argocd', 'https://bot:pw-123@cd.example.com/argocd') + 'redis:\n  url: redis://default:hunter2@redis.internal:6379\n';
+    const printed = JSON.stringify(redactConfig(parseConfig(text, 'rollcall.yaml', { ARGOCD_TOKEN: 'a', SLACK_BOT_TOKEN: 'b' })));
+    expect(printed).not.toContain('hunter2');
+    expect(printed).not.toContain('pw-123');
+    expect(printed).toContain('redis://default:***@redis.internal:6379');
   });
 
   it('parses durations people write', () => {

@@ -172,3 +172,17 @@ describe('closest', () => {
     expect(closest('zzz', ['auth', 'search'])).toEqual([]);
   });
 });
+
+describe('the cluster of an app', () => {
+  const dest = (destination: Application['spec']['destination']): Application => ({ metadata: { name: 'a' }, spec: { project: 'default', destination } }) as Application;
+  it('is destination.name, else the listed cluster of its server, else in-cluster for the local API server, else the URL', async () => {
+    const { clusterIndex, clusterNameOf } = await import('../../src/fleet/model.js');
+    const index = clusterIndex([{ server: 'https://prod.example.com:6443/', name: 'prod' }]);
+    expect(clusterNameOf(dest({ name: 'edge', server: 'https://x' }), index)).toBe('edge');
+    expect(clusterNameOf(dest({ server: 'https://prod.example.com:6443' }), index)).toBe('prod');
+    expect(clusterNameOf(dest({ server: 'https://kubernetes.default.svc/' }), index)).toBe('in-cluster');
+    expect(clusterNameOf(dest({ server: 'https://unknown.example.com' }), index)).toBe('https://unknown.example.com');
+    // A cluster list that names the local cluster otherwise wins.
+    expect(clusterNameOf(dest({ server: 'https://kubernetes.default.svc' }), clusterIndex([{ server: 'https://kubernetes.default.svc', name: 'mgmt' }]))).toBe('mgmt');
+  });
+});

@@ -64,7 +64,7 @@ describe('runSimCommand', () => {
         instances: [
           {
             name: 'a',
-            applications: [{ metadata: {}, spec: {} }],
+            applications: [{ metadata: {}, spec: {} }, { metadata: { name: 'nowhere' }, spec: { destination: { namespace: 'x' } } }],
             accounts: [{ name: 'bot', token: 't', allow: ['applications, sync'] }],
           },
           { name: 'a', applications: [] },
@@ -72,8 +72,32 @@ describe('runSimCommand', () => {
       }),
     );
     await expect(runSimCommand({ fixture: bad, untilKilled: false, out: () => {} })).rejects.toThrow(
-      /instances\[0\]\.applications\[0\]\.metadata\.name: expected a string[\s\S]*instances\[0\]\.accounts\[0\]: expected \{name, token, allow[\s\S]*instances\[1\]\.name: duplicate instance "a"/,
+      /instances\[0\]\.applications\[0\]\.metadata\.name: expected a non-empty string[\s\S]*instances\[0\]\.applications\[1\]\.spec\.destination: expected \{server\} or \{name\}[\s\S]*instances\[0\]\.accounts\[0\]: expected \{name, token, allow[\s\S]*instances\[1\]\.name: duplicate instance "a"/,
     );
+  });
+});
+
+describe('fixture shapes the real API allows', () => {
+  it('serves an instance whose fixture leaves out applications, and lists in-cluster when apps deploy there', async () => {
+    const { validateFixture, seedState } = await import('../../src/sim/fixture.js');
+    const { SimState } = await import('../../src/sim/store.js');
+    const fixture = validateFixture({
+      instances: [
+        { name: 'empty' },
+        {
+          name: 'mgmt',
+          applications: [
+            { metadata: { name: 'x', namespace: 'argocd' }, spec: { project: 'default', destination: { server: 'https://kubernetes.default.svc', namespace: 'x' } } },
+            { metadata: { name: 'y', namespace: 'argocd' }, spec: { project: 'default', destination: { name: 'in-cluster', namespace: 'y' } } },
+          ],
+        },
+      ],
+    });
+    const state = new SimState();
+    seedState(state, fixture);
+    expect(state.instance('empty')!.apps.size).toBe(0);
+    expect([...state.instance('empty')!.clusters.values()]).toEqual([]);
+    expect([...state.instance('mgmt')!.clusters.values()].map((c) => [c.name, c.server])).toEqual([['in-cluster', 'https://kubernetes.default.svc']]);
   });
 });
 
