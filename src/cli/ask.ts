@@ -9,7 +9,8 @@ import { renderText } from '../views/text.js';
 import { startRuntime } from './bootstrap.js';
 import { TerminalNotifier } from './terminal-notifier.js';
 
-const USAGE_CODES = new Set(['usage', 'unknown_command', 'invalid_params', 'unknown_param']);
+// A malformed selector is bad input like a bad option (exit 2); a well-formed one that matches nothing is a failed command (1).
+const USAGE_CODES = new Set(['usage', 'unknown_command', 'invalid_params', 'unknown_param', 'invalid_selector']);
 
 export interface AskOptions {
   json: boolean;

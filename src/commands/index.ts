@@ -98,6 +98,11 @@ export async function dispatch(text: string, ctx: CommandContext): Promise<Reply
     if (!spec) {
       return errorReply(cmd.command, 'unknown_command', `Unknown command \`${cmd.command}\`. \`help\` lists the commands.`, suggest(cmd.command, commandNames()));
     }
+    // No command takes --flags (--public is Slack's, stripped before here): a typo must not be ignored silently.
+    const flags = [...cmd.flags].filter((f) => f !== 'public');
+    if (flags.length) {
+      return errorReply(spec.name, 'usage', `\`${spec.name}\` does not take ${flags.map((f) => `--${f}`).join(', ')}. Usage: ${spec.usage}. Options are written key=value, e.g. \`prune=true\`.`);
+    }
     const config = ctx.services.config;
     if (!canRead(ctx.user, config)) return errorReply(spec.name, 'forbidden', readDeniedMessage(ctx.user, config));
     if (!spec.readOnly && !canOperate(ctx.user, config)) return errorReply(spec.name, 'forbidden', operateDeniedMessage(ctx.user, spec.name, config));

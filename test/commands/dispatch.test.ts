@@ -75,6 +75,12 @@ describe('dispatch', () => {
     expect(reply.error).toMatchObject({ code: 'usage', message: expect.stringMatching(/unterminated/) });
   });
 
+  it('refuses an unknown --flag rather than ignoring it, and lets --public through', async () => {
+    const reply = await dispatch('status --prune', ctx(services(twoInstanceFleet())));
+    expect(reply.error).toMatchObject({ code: 'usage', message: expect.stringContaining('`status` does not take --prune') });
+    expect((await dispatch('status --public', ctx(services(twoInstanceFleet())))).ok).toBe(true);
+  });
+
   it('refuses a mutating command to non-operators, naming who may run it', async () => {
     ran = 0;
     const reply = await dispatch('test-mutate', ctx(services(twoInstanceFleet(), access), 'U_EVE'));
