@@ -34,13 +34,11 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
   const notifier = new TerminalNotifier(opts.json ? (s) => process.stderr.write(`${s}\n`) : out);
   const runtime = await startRuntime(config, { logger, notifier });
   try {
-    let mutating = false;
+    let usesRuns = false;
     try {
-      const spec = findCommand(parseCommand(text).command);
-      // runs/audit/paused read the engine's records in Redis, so they need it too.
-      mutating = !!spec && (!spec.readOnly || ['runs', 'audit', 'paused'].includes(spec.name));
+      usesRuns = !!findCommand(parseCommand(text).command)?.usesRuns;
     } catch {}
-    if (mutating) {
+    if (usesRuns) {
       const redisUrl = process.env.REDIS_URL ?? config.redis.url;
       const down = await probeRedis(redisUrl);
       if (down) {

@@ -35,11 +35,12 @@ registerCommand({
   name: 'pause',
   summary: 'Pause a rollout (RollingSync appset), an appset, or auto-sync on apps; resume restores exactly',
   usage: 'pause <appset | app|glob ...> [-l selector] [cluster=X] [instance=X] [terminate=true]',
+  usesRuns: true,
   help:
     'Argo CD has no pause: rollcall holds a RollingSync appset with maxUpdate 0 on the steps not yet done, puts other appsets on ' +
     'create-only with auto-sync off on their apps, and pauses a parent app-of-apps whose auto-sync would revert it from git. ' +
     'Every change is previewed and recorded; `resume <target>` puts back exactly what was there. `paused` lists what is paused.',
-  readOnly: true,
+  readOnly: false,
   async run(cmd, ctx) {
     const target = pauseTarget(cmd);
     if (!target) return errorReply('pause', 'usage', 'Pause what? e.g. `pause progressive-infra` (an ApplicationSet) or `pause auth-* cluster=prod-1` (apps).');
@@ -53,8 +54,9 @@ registerCommand({
   name: 'resume',
   summary: 'Resume what `pause` paused: restores the recorded values and removes the annotations',
   usage: 'resume <target> [instance=X]',
+  usesRuns: true,
   help: 'The target is what `paused` lists. rollcall refuses, naming the field, when someone changed a paused field since.',
-  readOnly: true,
+  readOnly: false,
   async run(cmd, ctx) {
     const target = cmd.positional.join(' ');
     if (!target) return errorReply('resume', 'usage', 'Resume what? `paused` lists what rollcall paused; then `resume <target>`.');
@@ -76,6 +78,7 @@ registerCommand({
   name: 'paused',
   summary: 'What rollcall has paused, by whom, since when',
   usage: 'paused',
+  usesRuns: true,
   readOnly: true,
   async run(_cmd, ctx) {
     const store = ctx.services.pauses;

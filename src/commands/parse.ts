@@ -92,9 +92,13 @@ export function parseCommand(text: string): ParsedCommand {
     if (token === '-l' || token === '--selector') {
       const value = tokens[++i];
       if (value === undefined || value === '') throw new CommandSyntaxError(`${token} needs a label selector, e.g. ${token} env=prod,tier=canary`);
-      selectors.push(value);
+      const [selector, next] = extendSelector(value, tokens, i);
+      selectors.push(selector);
+      i = next;
     } else if (token.startsWith('-l') && token.length > 2 && !token.startsWith('--')) {
-      selectors.push(token.slice(token[2] === '=' ? 3 : 2));
+      const [selector, next] = extendSelector(token.slice(token[2] === '=' ? 3 : 2), tokens, i);
+      selectors.push(selector);
+      i = next;
     } else if (token.startsWith('--') && token.length > 2) {
       const body = token.slice(2);
       const eq = body.indexOf('=');
@@ -115,6 +119,30 @@ export function parseCommand(text: string): ParsedCommand {
   const selector = selectors.filter((s) => s.trim()).join(',');
   if (selector) options.selector = selector;
   return { command, positional, options, flags, raw };
+}
+
+const SET_OPERATOR = /^(in|notin)$/i;
+
+/**
+ * Set-based selectors have spaces (`env in (prod, staging)`), and in Slack nobody quotes them: after
+ * `-l`, keep taking words while the selector is unfinished — an open parenthesis, a trailing comma
+ * or `in`/`notin`, or a next word that is an operator, a value list or a continuation.
+ */
+function extendSelector(first: string, tokens: string[], at: number): [string, number] {
+  let value = first;
+  let i = at;
+  const unfinished = () => {
+    const open = (value.match(/\(/g) ?? []).length > (value.match(/\)/g) ?? []).length;
+    const last = value.trim().split(/\s+/).pop() ?? '';
+    return open || value.endsWith(',') || SET_OPERATOR.test(last);
+  };
+  while (i + 1 < tokens.length) {
+    const next = tokens[i + 1];
+    if (!(unfinished() || SET_OPERATOR.test(next) || next.startsWith('(') || next.startsWith(','))) break;
+    value += ` ${next}`;
+    i++;
+  }
+  return [value, i];
 }
 
 /** Options every selection understands. */

@@ -97,6 +97,8 @@ export interface CommandSpec {
   help?: string;
   /** Read-only commands stay open to every user in allowed channels. */
   readOnly: boolean;
+  /** Reads or starts runbook runs, so it needs the engine and Redis (`ask` starts them only then). */
+  usesRuns?: boolean;
   run(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply>;
 }
 

@@ -51,6 +51,7 @@ async function startAndReply(runs: RunService, ctx: CommandContext, runbook: str
 
 registerCommand({
   name: 'run',
+  usesRuns: true,
   summary: 'Run a runbook: preview, confirm, approvals, live progress',
   usage: 'run <runbook> [key=value ...]',
   help: 'Example: `run bulk-sync selector=auth-config-* prune=true`. Without params, Slack opens a form. `runs` lists recent runs.',
@@ -93,6 +94,7 @@ const SELECTION_OPTIONS = ['cluster', 'project', 'appset', 'instance', 'selector
 
 registerCommand({
   name: 'sync',
+  usesRuns: true,
   summary: 'Sync apps (the bulk-sync runbook): each once, in waves, with a health gate',
   usage: 'sync <app|glob ...> [-l selector] [cluster=X] [prune=true] [dryRun=true] [revision=R] [force=true] [concurrency=10] [waves="a-*;b-*"] [canary=1] [gate=healthy|synced|none] [waveTimeout=10m] [onFailure=pause|abort|continue]',
   help: 'Example: `sync auth-config-* prune=true`. Shows the exact apps first; nothing changes until you confirm.',
@@ -117,6 +119,7 @@ registerCommand({
 
 registerCommand({
   name: 'runs',
+  usesRuns: true,
   summary: 'Recent runbook runs; show, confirm, approve, cancel, pause, resume or abort one',
   usage: 'runs [show|confirm|approve|cancel|pause|resume|abort|wait ID] [n]',
   help: 'The verbs do what the buttons on the run message do, with the same permission checks: `runs approve r-abc12` approves as you.',
@@ -159,6 +162,7 @@ registerCommand({
 
 registerCommand({
   name: 'audit',
+  usesRuns: true,
   summary: 'The latest entries of the audit log (runs, approvals, steps, Argo CD mutations)',
   usage: 'audit [n]',
   readOnly: true,

@@ -13,7 +13,7 @@ import { AppLocks, LockConflictError } from './locks.js';
 import { parseParams } from './params.js';
 import { assertMayApprove, assertMayOperate, assertMayRun } from './permissions.js';
 import { progressLine, progressReply } from './replies.js';
-import { isTerminal, RunStore, type Run, type RunProgress, type RunStatus, type StepState } from './run-store.js';
+import { isTerminal, previewExpired, PREVIEW_TTL_MS, RunStore, type Run, type RunProgress, type RunStatus, type StepState } from './run-store.js';
 import type { Runbook } from './schema.js';
 
 export class RunStateError extends Error {
@@ -191,7 +191,12 @@ class Engine implements RunService {
 
   async start(req: StartRequest): Promise<Run> {
     const runbook = this.runbook(req.runbook);
-    assertMayRun(req.user, runbook, this.services.config);
+    try {
+      assertMayRun(req.user, runbook, this.services.config);
+    } catch (err) {
+      await this.record({ kind: 'run.refused', who: req.user, target: runbook.name, params: req.params, result: 'forbidden', message: (err as Error).message });
+      throw err;
+    }
     const params = parseParams(runbook, req.params);
     let run = await this.store.create({
       runbook: runbook.name,
@@ -208,7 +213,6 @@ class Engine implements RunService {
       generation: 0,
       targets: [],
     });
-    await this.record({ kind: 'run.start', who: req.user, runId: run.id, target: runbook.name, params });
     try {
       const previews: ActionPreview[] = [];
       const byStep: Record<string, Record<string, unknown>> = {};
@@ -234,10 +238,13 @@ class Engine implements RunService {
           byStep,
         },
       }));
+      await this.record({ kind: 'run.start', who: req.user, runId: run.id, target: runbook.name, params });
       return run;
     } catch (err) {
-      await this.store.update(run.id, (r) => ({ ...r, status: 'cancelled', error: (err as Error).message, endedAt: new Date().toISOString() }));
-      await this.record({ kind: 'run.end', who: ENGINE_USER, runId: run.id, result: 'cancelled', message: (err as Error).message });
+      // Bad input (a selector matching nothing, a lock held elsewhere): there never was a run to list.
+      // The attempt stays in the audit log, once.
+      await this.store.discard(run.id, runbook.steps.map((s) => s.id));
+      await this.record({ kind: 'run.refused', who: req.user, target: runbook.name, params, result: 'preview failed', message: (err as Error).message });
       throw err;
     }
   }
@@ -247,6 +254,12 @@ class Engine implements RunService {
     const runbook = this.book.get(run.runbook);
     assertMayOperate(user, run, runbook, this.services.config, 'confirm');
     if (run.status !== 'awaiting-confirmation') throw new RunStateError(`run ${run.id} is ${run.status}; only a run awaiting confirmation can be confirmed`);
+    // A preview shows the fleet as it was; confirming one from an hour ago would act on what it no longer shows.
+    if (previewExpired(run)) {
+      await this.store.update(runId, (r) => (r.status === 'awaiting-confirmation' ? { ...r, status: 'cancelled', error: 'preview expired', endedAt: new Date().toISOString() } : undefined));
+      await this.record({ kind: 'run.end', who: ENGINE_USER, runId, result: 'cancelled', message: 'preview expired before confirmation' });
+      throw new RunStateError(`the preview of run ${run.id} is older than ${PREVIEW_TTL_MS / 60_000} minutes and may no longer match the fleet; run the command again for a fresh preview`);
+    }
     // Locks are taken at confirmation, not at preview: an abandoned preview must not block anyone.
     await this.locks.acquire(run.id, run.targets);
     run = await this.store.update(runId, (r) => {

@@ -40,8 +40,13 @@ export function assertMayOperate(user: string, run: Run, runbook: Runbook | unde
   throw new RunForbiddenError(`${user} may not ${what} run ${run.id}: only ${run.requester} (who started it), its runners or an admin may.`);
 }
 
+/**
+ * Who may approve: the runbook's approvers when it names them, else anyone who may run it (a
+ * "second person" is another on-call engineer), and admins always. Self-approval is checked apart.
+ */
 export function approversOf(runbook: Runbook, config: Pick<RollcallConfig, 'access'>): string[] {
-  return [...(runbook.access.approval?.approvers ?? []), ...config.access.admins];
+  const named = runbook.access.approval?.approvers ?? [];
+  return [...(named.length ? named : allowedRunners(runbook, config)), ...config.access.admins];
 }
 
 /** Throws with who may approve when the user may not approve this run. */
@@ -54,9 +59,10 @@ export function assertMayApprove(user: string, run: Run, runbook: Runbook, confi
   }
   if (run.approvals.some((a) => a.user === user)) throw new RunForbiddenError(`${user} has already approved run ${run.id}; it needs another approver.`);
   if (isAdmin(user, config)) return;
-  if (principalMatches(user, approval?.approvers ?? [], config.access.groups)) return;
+  const named = approval?.approvers ?? [];
+  if (named.length ? principalMatches(user, named, config.access.groups) : mayRun(user, runbook, config)) return;
   const who = approversOf(runbook, config);
   throw new RunForbiddenError(
-    `${user} may not approve ${runbook.name}. Approvers: ${who.length ? describePrincipals(who, config.access.groups) : 'none configured (add access.approval.approvers or config access.admins)'}.`,
+    `${user} may not approve ${runbook.name}. Approvers: ${who.length ? describePrincipals(who, config.access.groups) : 'none configured (add access.approval.approvers to the runbook, or operators/admins to rollcall.yaml)'}.`,
   );
 }

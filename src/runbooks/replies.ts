@@ -1,7 +1,7 @@
 import { formatDuration } from '../commands/format.js';
 import type { Reply, ReplyBlock, ReplyButton, Tone } from '../commands/reply.js';
 import type { AuditEntry } from './audit.js';
-import { isTerminal, type Run, type RunStatus } from './run-store.js';
+import { isTerminal, previewExpired, type Run, type RunStatus } from './run-store.js';
 
 const STATUS_TONE: Record<RunStatus, Tone> = {
   previewing: 'progress',
@@ -107,9 +107,14 @@ export function progressReply(run: Run): Reply {
       });
     }
   }
-  if (run.status === 'paused') blocks.push({ kind: 'text', text: `Paused${run.pausedBy ? ` by ${run.pausedBy}` : ''}${run.pausedReason ? `: ${run.pausedReason}` : ''}. Resume to continue where it stopped.`, tone: 'warn' });
+  if (run.status === 'paused') blocks.push({ kind: 'text', text: `Paused${run.pausedBy ? ` by ${run.pausedBy}` : ''}${run.pausedReason ? `: ${run.pausedReason.replace(/\.+$/, '')}` : ''}. Resume to continue where it stopped (the next apps), or abort.`, tone: 'warn' });
   if (isTerminal(run.status)) {
-    const steps = run.steps.map((s) => ({ text: `${s.id}: ${s.status}`, detail: s.error, tone: (s.status === 'succeeded' ? 'ok' : s.status === 'failed' ? 'error' : 'unknown') as Tone }));
+    // What each step did, in its own words (output.summary), then its error: the summary is read for this.
+    const steps = run.steps.map((s) => {
+      const said = Array.isArray(s.output?.summary) ? (s.output.summary as unknown[]).map(String) : [];
+      const detail = [...said, ...(s.error ? [s.error] : [])].join('\n') || undefined;
+      return { text: `${s.id}: ${s.status}`, detail, tone: (s.status === 'succeeded' ? 'ok' : s.status === 'failed' ? 'error' : 'unknown') as Tone };
+    });
     blocks.push({ kind: 'list', title: 'Steps', items: steps });
     if (run.error) blocks.push({ kind: 'text', text: run.error, tone: 'error' });
   }
@@ -143,7 +148,7 @@ export function runListReply(runs: Run[]): Reply {
         ? {
             kind: 'list',
             items: runs.map((r) => ({
-              text: `\`${r.id}\` ${r.runbook} — ${r.status}`,
+              text: `\`${r.id}\` ${r.runbook} — ${previewExpired(r) ? 'preview expired (never confirmed)' : r.status}`,
               detail: `${r.requester} · ${r.createdAt}${r.progress ? ` · ${r.progress.headline}` : ''}`,
               tone: STATUS_TONE[r.status],
             })),

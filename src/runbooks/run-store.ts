@@ -20,6 +20,12 @@ export type RunStatus =
 export const TERMINAL_STATUSES: readonly RunStatus[] = ['succeeded', 'failed', 'aborted', 'cancelled'];
 export const isTerminal = (s: RunStatus) => TERMINAL_STATUSES.includes(s);
 
+/** How long a preview may be confirmed: after that the fleet may have moved on from what it shows. */
+export const PREVIEW_TTL_MS = 30 * 60_000;
+
+export const previewExpired = (run: Pick<Run, 'status' | 'createdAt'>, now = Date.now()) =>
+  run.status === 'awaiting-confirmation' && now - Date.parse(run.createdAt) > PREVIEW_TTL_MS;
+
 export type StepStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'paused' | 'aborted' | 'skipped';
 
 export interface StepState {
@@ -176,6 +182,12 @@ export class RunStore {
       if (result === -1) throw new RunNotFoundError(id);
     }
     throw new Error(`run ${id} is being changed by too many writers at once; try again`);
+  }
+
+  /** Forgets a run that never became one (its preview failed): no record, no index entry, no checkpoints. */
+  async discard(id: string, stepIds: string[]): Promise<void> {
+    await this.redis.del(this.runKey(id), ...stepIds.map((s) => this.checkpointKey(id, s)));
+    await this.redis.zrem(this.indexKey(), id);
   }
 
   async list(n = 20): Promise<Run[]> {

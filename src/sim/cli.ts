@@ -35,7 +35,22 @@ export function endpointLines(server: SimServer): string[] {
  * defaults apply (read-only for everyone, mutations need operators/admins), and callers such as
  * `rollcall demo` append their own.
  */
-export function simConfigYaml(server: SimServer, extra: { redisUrl?: string; kubeconfig?: string } = {}): string {
+/**
+ * The access block of a written simulator config. The simulator is a sandbox, so whoever runs
+ * `rollcall ask` against it may operate: ask acts as $ROLLCALL_USER, else $USER, else "terminal",
+ * and those are read when the config is loaded. `oncall-2` is the second person for approvals.
+ */
+const SIM_ACCESS = [
+  '# The simulator is a sandbox: you may run runbooks against it (`rollcall ask` acts as $ROLLCALL_USER,',
+  '# else $USER). `--as someone-else` shows a refusal; `--as oncall-2` is a second person to approve runs',
+  '# that need one (`rollcall ask "runs approve ID" --as oncall-2`). A real config lists Slack user ids.',
+  'access:',
+  '  groups:',
+  "    oncall: ['${ROLLCALL_USER:-terminal}', '${USER:-terminal}', oncall-2]",
+  "  operators: ['group:oncall']",
+];
+
+export function simConfigYaml(server: SimServer, extra: { redisUrl?: string; kubeconfig?: string; access?: boolean } = {}): string {
   const config: Record<string, unknown> = {
     instances: server.instances.map((i) => ({ name: i.name, url: i.url, token: i.token, uiUrl: i.url })),
     ...(extra.kubeconfig && server.kube.length
@@ -57,9 +72,9 @@ export function simConfigYaml(server: SimServer, extra: { redisUrl?: string; kub
     `# rollcall.yaml for the fleet simulator at ${server.url} (written by \`rollcall sim --write-config\`).`,
     "# Tokens are the simulator's own; a real config reads them from the environment: token: ${ARGOCD_PROD_TOKEN}",
     stringify(config).trimEnd(),
-    '# access: defaults apply (read-only commands for everyone). To allow runbooks and syncs:',
-    '# access:',
-    "#   operators: ['U012ABCDEF']",
+    ...(extra.access
+      ? SIM_ACCESS
+      : ['# access: defaults apply (read-only commands for everyone). To allow runbooks and syncs:', '# access:', "#   operators: ['U012ABCDEF']"]),
     '',
   ].join('\n');
 }
@@ -91,7 +106,7 @@ export async function runSimCommand(opts: RunSimOptions): Promise<SimServer> {
           { mode: 0o600 },
         );
       }
-      writeFileSync(file, simConfigYaml(server, { kubeconfig }), { mode: 0o600 });
+      writeFileSync(file, simConfigYaml(server, { kubeconfig, access: true }), { mode: 0o600 });
     }
   } catch (error) {
     await server.stop();

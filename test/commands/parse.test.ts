@@ -18,6 +18,15 @@ describe('parseCommand', () => {
     expect(parseCommand('status --selector=env=prod -l tier!=canary').options.selector).toBe('env=prod,tier!=canary');
   });
 
+  it('takes an unquoted set-based selector whole, as people type it in Slack', () => {
+    expect(parseCommand('status -l env in (prod, staging) auth-*')).toMatchObject({ positional: ['auth-*'], options: { selector: 'env in (prod, staging)' } });
+    expect(parseCommand('sync -l env=prod,tier in (canary) prune=true')).toMatchObject({ positional: [], options: { selector: 'env=prod,tier in (canary)', prune: 'true' } });
+    expect(parseCommand('status -l env notin (dev) cluster=a')).toMatchObject({ options: { selector: 'env notin (dev)', cluster: 'a' } });
+    // An unfinished selector still ends at the last word: the selector parser then says what is missing.
+    expect(parseCommand('status -l env in (prod').options.selector).toBe('env in (prod');
+    expect(parseCommand('status -l env=prod auth-*')).toMatchObject({ positional: ['auth-*'], options: { selector: 'env=prod' } });
+  });
+
   it('keeps quoted values with spaces together, also inside a word', () => {
     const cmd = parseCommand('status selector="env in (prod, staging)" "my app"');
     expect(cmd.options.selector).toBe('env in (prod, staging)');

@@ -3,7 +3,10 @@ import { dispatch } from '../../src/commands/index.js';
 import '../../src/commands/runbooks.js';
 import type { CommandContext } from '../../src/commands/registry.js';
 import { findAction } from '../../src/commands/registry.js';
+import { closeRedis, createRedis, keyBase } from '../../src/jobs/redis.js';
 import type { RunService } from '../../src/runbooks/engine.js';
+import { progressReply } from '../../src/runbooks/replies.js';
+import { renderText } from '../../src/views/text.js';
 import { makeApp, testConfig } from './fake-argo.js';
 import { APPROVAL_RUNBOOK, harness, type Harness } from './harness.js';
 
@@ -45,7 +48,9 @@ describe('runbook engine with bulk-sync', () => {
     for (const s of h.argo.syncs) expect(s.request).toMatchObject({ prune: true, dryRun: false, infos: [{ name: 'rollcall-run', value: data.runId }] });
     // One POST per app and nothing else: the mirror told us the rest.
     expect(h.argo.calls.filter((c) => c.method !== 'sync')).toEqual([]);
-    expect(end.steps[0]).toMatchObject({ status: 'succeeded', output: { synced: 3, skipped: 1, failed: [] } });
+    expect(end.steps[0]).toMatchObject({ status: 'succeeded', output: { synced: 3, skipped: 1, failed: [], summary: ['3 app(s) synced on 3 cluster(s), 1 skipped (already Synced and Healthy)'] } });
+    // The summary message says what the step did, not only that it succeeded.
+    expect(renderText(progressReply(end))).toContain('✔ sync: succeeded\n      3 app(s) synced on 3 cluster(s), 1 skipped (already Synced and Healthy)');
 
     const audit = await runs().audit.latest(50);
     const kinds = audit.map((e) => e.kind).reverse();
@@ -99,7 +104,38 @@ describe('runbook engine with bulk-sync', () => {
     expect((await runs().waitForEnd(runId, 10_000)).status).toBe('succeeded');
     expect(h.argo.syncs).toHaveLength(3);
     const refusals = (await runs().audit.latest(50)).filter((e) => e.kind === 'run.refused');
-    expect(refusals.map((e) => e.who).sort()).toEqual(['U_LEAD', 'U_ONCALL', 'U_OP']);
+    // The refused start (U_OP is no runner) and the three refused approvals.
+    expect(refusals.map((e) => `${e.who} ${e.result}`).sort()).toEqual(['U_LEAD approval refused', 'U_ONCALL approval refused', 'U_OP approval refused', 'U_OP forbidden']);
+  });
+
+  it('leaves no run behind for bad input, only one audit entry of the refused attempt', async () => {
+    h = await harness(authConfigs());
+    const before = (await runs().list(50)).length;
+    const bad = await dispatch('sync no-such-app-*', ctx('U_OP'));
+    expect(bad.ok).toBe(false);
+    expect((await runs().list(50)).length).toBe(before);
+    const refused = (await runs().audit.latest(10)).filter((e) => e.kind === 'run.refused');
+    expect(refused).toEqual([expect.objectContaining({ who: 'U_OP', target: 'bulk-sync', result: 'preview failed' })]);
+    expect(h.argo.syncs).toHaveLength(0);
+  });
+
+  it('refuses to confirm a preview older than half an hour: the fleet may have moved on', async () => {
+    h = await harness(authConfigs());
+    const preview = await dispatch('sync auth-config-*', ctx('U_OP'));
+    const runId = (preview.data as any).runId;
+    // Age the stored preview.
+    const redis = createRedis(h.redisUrl);
+    try {
+      const key = `${keyBase(h.prefix)}run:${runId}`;
+      const stored = JSON.parse((await redis.get(key))!);
+      await redis.set(key, JSON.stringify({ ...stored, createdAt: new Date(Date.now() - 31 * 60_000).toISOString() }));
+    } finally {
+      await closeRedis(redis);
+    }
+    const late = await findAction('run.confirm')!.run(runId, ctx('U_OP'));
+    expect(late!.error!.message).toMatch(/older than 30 minutes .* run the command again/);
+    expect((await runs().get(runId))!.status).toBe('cancelled');
+    expect(h.argo.syncs).toHaveLength(0);
   });
 
   it('locks target apps: a second run is told which run holds which apps', async () => {

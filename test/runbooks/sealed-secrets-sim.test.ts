@@ -84,11 +84,12 @@ describe('sealed-secrets key runbooks through the engine (sealed-secrets-migrati
     const selfApproval = await dispatch(`runs approve ${runId}`, e.ctx('U_OP'));
     expect(selfApproval.ok).toBe(false);
     expect(selfApproval.error!.message).toMatch(/approve/i);
-    await expect(e.runs.approve(runId, 'U_OP2')).rejects.toThrow();
+    // The runbook names no approvers: another person who may run it approves; anyone else is told who may.
+    await expect(e.runs.approve(runId, 'U_VISITOR')).rejects.toThrow(/U_VISITOR may not approve restore-sealed-secrets-keys\. Approvers: .*U_OP2/);
     expect((await e.runs.get(runId))!.status).toBe('awaiting-approval');
     expect(await kubeMutations(e)).toEqual([]);
 
-    const approved = await dispatch(`runs approve ${runId}`, e.ctx('U_ADMIN'));
+    const approved = await dispatch(`runs approve ${runId}`, e.ctx('U_OP2'));
     expect(approved.ok, JSON.stringify(approved.error)).toBe(true);
     const end = await e.runs.waitForEnd(runId, 20_000);
     expect(end.status, end.error).toBe('succeeded');

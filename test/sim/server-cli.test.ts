@@ -34,8 +34,10 @@ describe('runSimCommand', () => {
       ]);
       expect(config.redis.url).toBe('redis://127.0.0.1:6399');
       expect(parseConfig(readFileSync(configFile, 'utf8'), configFile, {}).redis.url).toBe('redis://127.0.0.1:6379');
-      // access stays at its defaults (demo appends its own block).
-      expect(config.access.operators).toEqual([]);
+      // The sandbox lets whoever runs `ask` here operate (read from the environment at load time), and no one else.
+      expect(config.access.operators).toEqual(['group:oncall']);
+      const asAlice = parseConfig(readFileSync(configFile, 'utf8'), configFile, { USER: 'alice' });
+      expect(asAlice.access.groups.oncall).toEqual(['terminal', 'alice', 'oncall-2']);
       const res = await fetch(`${config.instances[1].url}/api/v1/applications`, {
         headers: { authorization: `Bearer ${config.instances[1].token}` },
       });

@@ -42,12 +42,19 @@ const SELECTOR_KEYS: Record<string, keyof AppSelector> = {
 
 /**
  * The `selector` param: names or globs (comma or space separated) plus optional `cluster:X`,
- * `project:X`, `appset:X`, `instance:X` and `labels:<k8s selector>` tokens.
+ * `project:X`, `appset:X`, `instance:X` tokens and, last, `labels:<k8s selector>`, which takes the
+ * rest of the text because set-based selectors have spaces (`labels:env in (prod, staging)`).
  * `auth-config-* cluster:prod-eu1` → {patterns: ['auth-config-*'], cluster: 'prod-eu1'}.
  */
 export function parseSelectorParam(text: string): AppSelector {
   const sel: AppSelector = {};
   const patterns: string[] = [];
+  const labelsAt = /(?:^|\s)(?:labels|l):/i.exec(text);
+  if (labelsAt) {
+    const labels = text.slice(labelsAt.index + labelsAt[0].length).trim();
+    if (labels) sel.labels = labels;
+    text = text.slice(0, labelsAt.index);
+  }
   for (const token of text.trim().split(/\s+/).filter(Boolean)) {
     const m = /^([a-z]+):(.+)$/i.exec(token);
     const key = m ? SELECTOR_KEYS[m[1].toLowerCase()] : undefined;
@@ -65,7 +72,8 @@ export function formatSelectorParam(sel: AppSelector): string {
   if (sel.project) parts.push(`project:${sel.project}`);
   if (sel.appSet) parts.push(`appset:${sel.appSet}`);
   if (sel.instance) parts.push(`instance:${sel.instance}`);
-  if (sel.labels) parts.push(`labels:${sel.labels.replace(/\s+/g, '')}`);
+  // Last: it takes the rest of the text (see parseSelectorParam).
+  if (sel.labels) parts.push(`labels:${sel.labels.trim()}`);
   return parts.join(' ');
 }
 
@@ -545,7 +553,7 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
           const names = fresh.map(([, s]) => `${s.app} (${s.reason})`);
           const text = `${fresh.length} app${fresh.length === 1 ? '' : 's'} failed in wave ${wave + 1}: ${names.slice(0, 5).join('; ')}${names.length > 5 ? ` and ${names.length - 5} more` : ''}`;
           if (input.onFailure === 'abort') return { status: 'failed', error: text, output: summarize(states) };
-          return { status: 'paused', reason: `${text}. Resume to continue with the next apps, or abort.`, output: summarize(states) };
+          return { status: 'paused', reason: `${text}`, output: summarize(states) };
         }
         if (fresh.length) for (const [k, s] of fresh) await update(k, { ...s, acknowledged: true });
         if (!keys.some((k) => !TERMINAL.includes(states.get(k)!.state))) break;
@@ -569,12 +577,17 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
 
 function summarize(states: Map<string, AppCheckpoint>): Record<string, unknown> {
   const by = (state: AppState) => [...states.values()].filter((s) => s.state === state);
-  return {
-    synced: by('done').length,
-    skipped: by('skipped').length,
-    failed: [...by('failed'), ...by('timeout')].map((s) => ({ app: s.app, instance: s.instance, cluster: s.cluster, reason: s.reason })),
-    remaining: [...states.values()].filter((s) => !TERMINAL.includes(s.state)).length,
-  };
+  const failed = [...by('failed'), ...by('timeout')].map((s) => ({ app: s.app, instance: s.instance, cluster: s.cluster, reason: s.reason }));
+  const synced = by('done').length;
+  const skipped = by('skipped').length;
+  const remaining = [...states.values()].filter((s) => !TERMINAL.includes(s.state)).length;
+  const clusters = new Set(by('done').map((s) => s.cluster).filter(Boolean)).size;
+  const summary = [
+    `${synced} app(s) synced${clusters ? ` on ${clusters} cluster(s)` : ''}${skipped ? `, ${skipped} skipped (already Synced and Healthy)` : ''}${failed.length ? `, ${failed.length} failed or timed out` : ''}${remaining ? `, ${remaining} not synced yet` : ''}`,
+    ...failed.slice(0, 5).map((f) => `${f.app}${f.cluster ? ` (${f.cluster})` : ''}: ${f.reason}`),
+    ...(failed.length > 5 ? [`and ${failed.length - 5} more failed`] : []),
+  ];
+  return { synced, skipped, failed, remaining, summary };
 }
 
 export const bulkSyncAction: RunbookAction = {

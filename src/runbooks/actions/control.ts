@@ -115,7 +115,12 @@ async function pauseExecute(ctx: ActionContext): Promise<StepOutcome> {
       error: `the pause did not hold: ${reverted.map((c) => `${c.kind} ${c.name} ${c.field}`).join(', ')} changed back (reverted by a controller or from git). Check what manages it.`,
     };
   }
-  return { status: 'succeeded', output: { paused: plan.target, changes: plan.changes.length, terminated } };
+  const summary = [
+    ...plan.changes.map((c) => `${c.kind} ${c.name}: ${c.field} set to ${JSON.stringify(c.after)} (${c.reason})`),
+    ...(terminated.length ? [`terminated the running operation of ${terminated.join(', ')}`] : []),
+    `held: re-read after the change, nothing reverted it. \`resume ${plan.target}\` restores the recorded values.`,
+  ];
+  return { status: 'succeeded', output: { paused: plan.target, changes: plan.changes.length, terminated, summary } };
 }
 
 // ---------- resume-rollout ----------
@@ -169,7 +174,10 @@ async function resumeExecute(ctx: ActionContext): Promise<StepOutcome> {
     }
   }
   await ctx.services.pauses!.remove(record.instance, record.target);
-  return { status: 'succeeded', output: { resumed: record.target, restored } };
+  const summary = restored.length
+    ? [`restored ${restored.join(', ')} to the values recorded at the pause; rollcall annotations removed`]
+    : ['nothing to restore: every recorded value was already back'];
+  return { status: 'succeeded', output: { resumed: record.target, restored, summary } };
 }
 
 // ---------- sealed-secrets keys ----------
@@ -232,6 +240,11 @@ async function backupExecute(ctx: ActionContext): Promise<StepOutcome> {
       location: result.location,
       copied: result.created.map((k) => ({ name: k.name, fingerprint: k.fingerprint, notBefore: k.notBefore })),
       alreadyBackedUp: result.alreadyBackedUp.length,
+      summary: [
+        result.created.length
+          ? `copied ${result.created.length} key(s) to ${result.location}: ${result.created.map((k) => `${k.name} (NotBefore ${k.notBefore.slice(0, 10)})`).join(', ')}`
+          : `nothing to copy: all ${result.alreadyBackedUp.length} key(s) were already backed up in ${result.location}`,
+      ],
       newestKey: result.newestKey && { name: result.newestKey.name, notBefore: result.newestKey.notBefore },
       newestBackup: result.newestBackup && { name: result.newestBackup.name, notBefore: result.newestBackup.notBefore },
     },
@@ -382,7 +395,17 @@ async function restoreExecute(ctx: ActionContext): Promise<StepOutcome> {
     (o) => (o.skipped ? `fresh backup skipped: ${o.skipped}` : `fresh backup in ${o.location}: ${(o.copied as string[]).length} key(s) copied`),
   );
   const failing = after.failing as string[];
-  const output = { before, after: { total: after.total, synced: after.synced, failing }, keys, refreshed: refreshed.apps, backup };
+  const created = keys.created as string[];
+  const removed = keys.removedGenerated as string[];
+  const summary = [
+    `SealedSecrets on ${input.to}: ${before.synced} of ${before.total} Synced before, ${after.synced} of ${after.total} after`,
+    created.length || removed.length
+      ? `keys: created ${created.join(', ') || 'none'}; removed the target's own ${removed.join(', ') || 'none'}; controller restarted`
+      : 'keys: already in place, nothing written, no restart',
+    `Argo CD apps refreshed: ${(refreshed.apps as string[]).join(', ') || 'none'}`,
+    backup.skipped ? `fresh backup skipped: ${backup.skipped}` : `fresh backup in ${backup.location}: ${(backup.copied as string[]).length} key(s) copied`,
+  ];
+  const output = { before, after: { total: after.total, synced: after.synced, failing }, keys, refreshed: refreshed.apps, backup, summary };
   if (failing.length) return { status: 'failed', error: `${failing.length} SealedSecret(s) still fail on ${input.to}: ${failing.slice(0, 3).join('; ')}`, output };
   return { status: 'succeeded', output };
 }
