@@ -81,11 +81,11 @@ export function lineOf(doc: ReturnType<typeof parseDocument>, counter: LineCount
 }
 
 export function zodProblems(error: z.ZodError, locate?: (p: readonly PropertyKey[]) => number | undefined): ConfigProblem[] {
-  return error.issues.map((issue) => ({
-    path: formatPath(issue.path),
-    message: issue.message.replace(/^Invalid input: /, ''),
-    line: locate?.(issue.path),
-  }));
+  return error.issues.map((issue) => {
+    // An unknown key is reported on its parent; its own line is where the typo is.
+    const at = issue.code === 'unrecognized_keys' && issue.keys.length ? [...issue.path, issue.keys[0]] : issue.path;
+    return { path: formatPath(issue.path), message: issue.message.replace(/^Invalid input: /, ''), line: locate?.(at) };
+  });
 }
 
 /** Parses and validates config text. Throws ConfigError naming each path and problem. */

@@ -5,7 +5,8 @@ import { LineCounter, parseDocument } from 'yaml';
 import { parseDuration } from '../config/schema.js';
 import { formatPath, lineOf, zodProblems } from '../config/load.js';
 import { findRunbookAction, runbookActionNames } from './actions/index.js';
-import type { ParamValue } from './params.js';
+import { z } from 'zod';
+import { coerceParam, type ParamValue } from './params.js';
 import { runbookFileSchema, type Runbook } from './schema.js';
 
 export interface RunbookProblem {
@@ -85,9 +86,12 @@ export function parseRunbook(text: string, file: string): { runbook?: Runbook; p
   const steps = data.steps.map((step, i) => {
     if (stepIds.has(step.id)) problem(['steps', i, 'id'], `duplicate step id "${step.id}"`);
     stepIds.add(step.id);
-    if (!findRunbookAction(step.action)) {
+    const action = findRunbookAction(step.action);
+    if (!action) {
       const known = runbookActionNames();
       problem(['steps', i, 'action'], `unknown action "${step.action}"${known.length ? ` (did you mean ${closest(step.action, known)}? actions: ${known.join(', ')})` : ''}`);
+    } else {
+      checkStepInput(action.name, action.input, step.with, (segments, message) => problem(['steps', i, 'with', ...segments], message));
     }
     for (const { at: where, expr } of expressions(step.with, ['steps', i, 'with'])) {
       const m = PARAM_EXPR.exec(expr);
@@ -107,11 +111,43 @@ export function parseRunbook(text: string, file: string): { runbook?: Runbook; p
     if (!a.trim()) problem(['access', 'approval', 'approvers', i], 'empty approver');
   });
   for (const [name, spec] of Object.entries(data.params)) {
-    if (spec.type === 'enum' && spec.default !== undefined && !spec.values?.includes(String(spec.default)))
+    if (spec.default === undefined) continue;
+    if (spec.type === 'enum' && !spec.values?.includes(String(spec.default))) {
       problem(['params', name, 'default'], `default "${String(spec.default)}" is not one of ${spec.values?.join(', ')}`);
+      continue;
+    }
+    // The default goes through the same conversion as a value typed in Slack, so it must survive it.
+    const coerced = coerceParam(name, spec, spec.default as ParamValue);
+    if ('error' in coerced) problem(['params', name, 'default'], `default: ${coerced.error.replace(`${name}: `, '')}`);
   }
   if (problems.length) return { problems };
   return { runbook: { name: data.name, title: data.title, description: data.description, params: data.params, access: data.access, steps, file }, problems };
+}
+
+/**
+ * A step's `with` against its action's input schema, at load time rather than mid-run: unknown
+ * keys (with the closest known one), required inputs left out, and literal values of the wrong
+ * type. Values that are `${{ params.x }}` expressions are checked when the run starts.
+ */
+function checkStepInput(actionName: string, input: z.ZodType, given: Record<string, unknown> | undefined, problem: (segments: PropertyKey[], message: string) => void) {
+  if (!(input instanceof z.ZodObject)) return;
+  const shape = input.shape as Record<string, z.ZodType>;
+  const known = Object.keys(shape);
+  const values = given ?? {};
+  for (const [key, value] of Object.entries(values)) {
+    const field = shape[key];
+    if (!field) {
+      problem([key], `${actionName} has no input "${key}"${known.length ? ` (did you mean ${closest(key, known)}? inputs: ${known.join(', ')})` : ''}`);
+      continue;
+    }
+    if (JSON.stringify(value ?? null).includes('${{')) continue;
+    const parsed = field.safeParse(value);
+    if (!parsed.success) problem([key], `${key}: ${parsed.error.issues[0]?.message.replace(/^Invalid input: /, '') ?? 'invalid value'}`);
+  }
+  for (const key of known) {
+    if (key in values) continue;
+    if (!shape[key].safeParse(undefined).success) problem([], `${actionName} needs input "${key}" (add it under with:)`);
+  }
 }
 
 function runbookFiles(dir: string): string[] {

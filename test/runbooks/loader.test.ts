@@ -80,6 +80,43 @@ steps:
     expect(timeout.problems).toEqual([expect.objectContaining({ path: 'steps[0].timeout', line: 9, message: expect.stringContaining('expected a duration') })]);
   });
 
+  it("checks each step's inputs against its action at load time: unknown key, missing required input, literal of the wrong type", () => {
+    const text = `name: x
+title: X
+steps:
+  - id: sync
+    action: bulk-sync
+    with:
+      selectr: auth-*
+      concurrency: lots
+`;
+    const { problems } = parseRunbook(text, 'x.yaml');
+    expect(problems).toEqual([
+      expect.objectContaining({ line: 7, message: expect.stringContaining('bulk-sync has no input "selectr" (did you mean selector?') }),
+      expect.objectContaining({ line: 8, message: expect.stringMatching(/^concurrency: expected number/) }),
+      expect.objectContaining({ line: 7, message: 'bulk-sync needs input "selector" (add it under with:)' }),
+    ]);
+  });
+
+  it('rejects a param default that the param type cannot take, and an unknown top-level key at its own line', () => {
+    const text = `name: x
+title: X
+params:
+  concurrency: { type: int, default: abc }
+  waveTimeout: { type: duration, default: soon }
+steps:
+  - id: sync
+    action: bulk-sync
+    with: { selector: a-* }
+`;
+    expect(parseRunbook(text, 'x.yaml').problems.map((p) => [p.line, p.message])).toEqual([
+      [4, 'default: expected a whole number (got "abc")'],
+      [5, 'default: expected a duration such as 30s, 10m or 1h (got "soon")'],
+    ]);
+    const typo = parseRunbook(GOOD.replace('steps:', 'descripton: oops\nsteps:'), 'x.yaml').problems;
+    expect(typo).toEqual([expect.objectContaining({ line: 6 })]);
+  });
+
   it('reports YAML syntax errors with the line', () => {
     const { problems } = parseRunbook('name: x\ntitle: [unclosed\nsteps: []\n', 'bad.yaml');
     expect(problems[0].message).toMatch(/^YAML:/);
