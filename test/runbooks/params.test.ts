@@ -47,7 +47,7 @@ describe('runbook params', () => {
 
   it('rejects an enum default outside its values at load time', () => {
     const { problems: found } = parseRunbook(
-      'name: x\ntitle: X\nparams:\n  mode: { type: enum, values: [a, b], default: c }\nsteps:\n  - { id: s, action: bulk-sync }\n',
+      'name: x\ntitle: X\nparams:\n  mode: { type: enum, values: [a, b], default: c }\nsteps:\n  - { id: s, action: bulk-sync, with: { selector: a-* } }\n',
       'x.yaml',
     );
     expect(found).toEqual([expect.objectContaining({ path: 'params.mode.default', line: 4 })]);
