@@ -1,6 +1,7 @@
 import type { RollcallConfig } from '../config/schema.js';
 import { dispatch, parseCommand } from '../commands/index.js';
 import { findCommand, type CommandContext } from '../commands/registry.js';
+import type { RunService } from '../runbooks/engine.js';
 import { errorReply, replyJson, type Reply } from '../commands/reply.js';
 import { redactUrlPassword } from '../config/load.js';
 import { probeRedis } from '../jobs/redis.js';
@@ -24,6 +25,18 @@ const EXIT_USAGE = 2;
 function exitCodeOf(reply: Reply): number {
   if (reply.ok) return 0;
   return USAGE_CODES.has(reply.error?.code ?? '') ? EXIT_USAGE : 1;
+}
+
+/** A run left queued by `ask` without --wait: say whether a worker will pick it up, and how to follow it. */
+async function sayWhoRunsIt(reply: Reply, runs: RunService | undefined, say: (line: string) => void): Promise<void> {
+  const run = (reply.data as { run?: { id?: string; status?: string } }).run;
+  if (!runs || !run?.id || run.status !== 'running') return;
+  const workers = await runs.workersOnline().catch(() => 0);
+  say(
+    workers
+      ? `${run.id} is queued for ${workers} rollcall worker(s). Follow it: rollcall ask "runs show ${run.id}"`
+      : `${run.id} is queued, but no rollcall worker is connected to this Redis: it starts when one does (rollcall start). To run it from this terminal instead: rollcall ask "runs wait ${run.id}" --wait`,
+  );
 }
 
 /** `rollcall ask`: one chat command through the same parser, permission checks and handlers as Slack. */
@@ -50,7 +63,9 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
         out(opts.json ? JSON.stringify(replyJson(reply)) : renderText(reply, { color: process.stdout.isTTY }));
         return EXIT_USAGE;
       }
-      await runtime.enableRuns({ role: 'all', redisUrl });
+      // Only --wait runs steps here; otherwise a queued run is left to the workers (`rollcall start`)
+      // and ask returns at once instead of holding the terminal until the run ends.
+      await runtime.enableRuns({ role: opts.wait ? 'all' : 'bot', redisUrl });
     }
 
     const ctx: CommandContext = { services: runtime.services, user: opts.user, surface: 'terminal', assumeYes: opts.yes, channel: 'terminal' };
@@ -61,6 +76,7 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
       reply = await dispatch(`runs wait ${runId}`, ctx);
     }
     out(opts.json ? JSON.stringify(replyJson(reply)) : renderText(reply, { color: process.stdout.isTTY }));
+    if (usesRuns && !opts.wait) await sayWhoRunsIt(reply, runtime.services.runs as RunService | undefined, (s) => process.stderr.write(`${s}\n`));
     return exitCodeOf(reply);
   } finally {
     await runtime.stop();

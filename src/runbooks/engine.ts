@@ -65,6 +65,8 @@ export interface RunService {
   /** Resolves when the run is terminal, or paused (nobody in a terminal will press Resume); rejects after timeoutMs. */
   waitForEnd(runId: string, timeoutMs: number): Promise<Run>;
   runbooks(): Runbook[];
+  /** How many step workers (any process) are connected to this Redis right now. */
+  workersOnline(): Promise<number>;
   audit: AuditLog;
 }
 
@@ -134,6 +136,11 @@ class Engine implements RunService {
       await this.worker.waitUntilReady();
       await this.recover();
     }
+  }
+
+  async workersOnline(): Promise<number> {
+    // BullMQ names its worker connections; CLIENT LIST finds them across processes.
+    return (await this.queue.getWorkers()).length;
   }
 
   async close(): Promise<void> {

@@ -97,6 +97,27 @@ describe('rollcall sim + rollcall ask (processes, as a user runs them)', () => {
     expect(result.stderr).toContain('instances[0].url: expected a URL (line 3)');
   }, 30_000);
 
+  it('queues a confirmed run and returns at once without --wait, saying no worker is connected; --as a stranger is refused', async () => {
+    const { writeFileSync } = await import('node:fs');
+    const own = path.join(path.dirname(config), 'own-prefix.yaml');
+    const prefix = `rollcall-ask-${process.pid}-${Date.now()}`;
+    writeFileSync(own, readFileSync(config, 'utf8').replace('prefix: rollcall', `prefix: ${prefix}`));
+    const env = { ...process.env, ROLLCALL_USER: 'ask-tester' };
+    try {
+      const refused = await run(process.execPath, [bin, 'ask', 'sync ingress-prod-us1', '--yes', '--json', '--as', 'mallory', '--config', own], { env }).catch((e) => e);
+      expect(refused.code).toBe(1);
+      expect(JSON.parse(refused.stdout).error).toMatchObject({ code: 'forbidden', message: expect.stringContaining('mallory') });
+      const started = Date.now();
+      const queued = await run(process.execPath, [bin, 'ask', 'sync ingress-prod-us1', '--yes', '--json', '--config', own], { env });
+      expect(JSON.parse(queued.stdout).data.run).toMatchObject({ status: 'running', requester: 'ask-tester' });
+      expect(queued.stderr).toMatch(/is queued, but no rollcall worker is connected to this Redis/);
+      expect(Date.now() - started).toBeLessThan(20_000);
+    } finally {
+      const { cleanPrefix } = await import('../runbooks/fake-argo.js');
+      await cleanPrefix(process.env.REDIS_URL!, prefix);
+    }
+  }, 60_000);
+
   it('says at once that Redis is unreachable for a command that needs it, instead of waiting forever', async () => {
     const { freePort } = await import('../../src/dev/redis-server.js');
     const port = await freePort();
