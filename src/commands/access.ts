@@ -38,11 +38,11 @@ export function canRead(user: string, config: Pick<RollcallConfig, 'access'> | u
 
 /** "U123, group:oncall (U1, U2), or any admin (U9)" — for a forbidden message that says whom to ask. */
 export function describePrincipals(principals: readonly string[], groups: AccessConfig['groups']): string {
-  return principals
+  return [...new Set(principals)]
     .map((p) => {
       if (p === '*') return 'everyone';
       if (p.startsWith('group:')) {
-        const members = groups[p.slice(6)] ?? [];
+        const members = [...new Set(groups[p.slice(6)] ?? [])];
         return members.length ? `${p} (${members.slice(0, 5).join(', ')}${members.length > 5 ? ', …' : ''})` : `${p} (no members)`;
       }
       return p;

@@ -10,7 +10,7 @@ import type { ActionPreview, RunTarget, StepOutcome } from './actions/types.js';
 import { AuditLog, type AuditEvent } from './audit.js';
 import { loadRunbooks, SHIPPED_RUNBOOKS_DIR, substitute } from './loader.js';
 import { AppLocks, LockConflictError } from './locks.js';
-import { parseParams } from './params.js';
+import { formatParam, parseParams } from './params.js';
 import { assertMayApprove, assertMayOperate, assertMayRun } from './permissions.js';
 import { progressLine, progressReply } from './replies.js';
 import { isTerminal, previewExpired, PREVIEW_TTL_MS, RunStore, type Run, type RunProgress, type RunStatus, type StepState } from './run-store.js';
@@ -209,6 +209,9 @@ class Engine implements RunService {
       runbook: runbook.name,
       title: runbook.title,
       params,
+      paramsText: Object.entries(params)
+        .map(([k, v]) => `${k}=${formatParam(runbook.params[k], v)}`)
+        .join(' '),
       requester: req.user,
       surface: req.surface,
       channel: req.channel,

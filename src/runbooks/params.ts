@@ -109,3 +109,10 @@ export function describeParams(runbook: Runbook): string[] {
     return `${name} (${bits.join(', ')})${p.description ? `: ${p.description}` : ''}`;
   });
 }
+
+/** A typed value as someone would type it back: durations as `10m` rather than 600000. */
+export function formatParam(spec: RunbookParam | undefined, value: ParamValue): string {
+  if (spec?.type !== 'duration' || typeof value !== 'number') return String(value);
+  for (const [unit, ms] of [['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) if (value > 0 && value % ms === 0) return `${value / ms}${unit}`;
+  return `${value}ms`;
+}

@@ -61,6 +61,7 @@ export function runButtons(run: Run): ReplyButton[] {
 }
 
 function paramsText(run: Run): string {
+  if (run.paramsText !== undefined) return run.paramsText || '(none)';
   const entries = Object.entries(run.params);
   return entries.length ? entries.map(([k, v]) => `${k}=${String(v)}`).join(' ') : '(none)';
 }

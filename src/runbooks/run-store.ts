@@ -55,6 +55,8 @@ export interface Run {
   runbook: string;
   title: string;
   params: Record<string, ParamValue>;
+  /** The params as the user would type them (durations as `10m`), for messages. */
+  paramsText?: string;
   requester: string;
   surface: 'slack' | 'terminal';
   channel?: string;

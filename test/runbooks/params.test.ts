@@ -53,3 +53,15 @@ describe('runbook params', () => {
     expect(found).toEqual([expect.objectContaining({ path: 'params.mode.default', line: 4 })]);
   });
 });
+
+describe('formatParam', () => {
+  it('writes durations back the way people type them, everything else as is', async () => {
+    const { formatParam } = await import('../../src/runbooks/params.js');
+    expect(formatParam({ type: 'duration', required: false, description: '' }, 600_000)).toBe('10m');
+    expect(formatParam({ type: 'duration', required: false, description: '' }, 7_200_000)).toBe('2h');
+    expect(formatParam({ type: 'duration', required: false, description: '' }, 90_000)).toBe('90s');
+    expect(formatParam({ type: 'duration', required: false, description: '' }, 1500)).toBe('1500ms');
+    expect(formatParam({ type: 'int', required: false, description: '' }, 600_000)).toBe('600000');
+    expect(formatParam(undefined, true)).toBe('true');
+  });
+});
