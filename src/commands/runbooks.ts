@@ -3,7 +3,10 @@ import type { RunService } from '../runbooks/engine.js';
 import { ParamError, describeParams } from '../runbooks/params.js';
 import { auditReply, previewReply, progressReply, runListReply } from '../runbooks/replies.js';
 import type { Run } from '../runbooks/run-store.js';
+import { selectApps } from '../fleet/select.js';
+import { selectorFromCommand } from './parse.js';
 import { registerAction, registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
+import { unknownTarget } from './suggest.js';
 import { errorReply, type Reply } from './reply.js';
 
 /**
@@ -111,6 +114,14 @@ registerCommand({
       instance: cmd.options.instance,
     });
     if (!selector) return errorReply('sync', 'usage', 'Which apps? e.g. `sync auth-config-* prune=true` or `sync -l team=auth cluster=prod-eu1`.');
+    // A typo'd name or glob is answered like `status` answers it, with the closest names, before any run exists.
+    const sel = selectorFromCommand(cmd);
+    if (!selectApps(ctx.services.fleet, sel).length) {
+      const word = [...(sel.patterns ?? []), sel.cluster, sel.appSet].find((w): w is string => !!w);
+      const message = `No application matches ${[...(sel.patterns ?? []).map((p) => `\`${p}\``), ...(sel.labels ? [`-l \`${sel.labels}\``] : []), ...(sel.cluster ? [`cluster=${sel.cluster}`] : []), ...(sel.appSet ? [`appset=${sel.appSet}`] : [])].join(' ')}: nothing to sync.`;
+      if (word) throw unknownTarget(ctx.services.fleet, word.replace(/[*?[\]{}]/g, ''), 'app', message);
+      return errorReply('sync', 'unknown_target', message);
+    }
     const params: Record<string, string> = { selector };
     for (const [k, v] of Object.entries(cmd.options)) if (!SELECTION_OPTIONS.includes(k)) params[k] = v;
     return startAndReply(runs, ctx, 'bulk-sync', params, 'sync');

@@ -111,12 +111,16 @@ describe('runbook engine with bulk-sync', () => {
   it('leaves no run behind for bad input, only one audit entry of the refused attempt', async () => {
     h = await harness(authConfigs());
     const before = (await runs().list(50)).length;
-    const bad = await dispatch('sync no-such-app-*', ctx('U_OP'));
+    const bad = await dispatch('run bulk-sync selector=no-such-app-*', ctx('U_OP'));
     expect(bad.ok).toBe(false);
     expect((await runs().list(50)).length).toBe(before);
     const refused = (await runs().audit.latest(10)).filter((e) => e.kind === 'run.refused');
     expect(refused).toEqual([expect.objectContaining({ who: 'U_OP', target: 'bulk-sync', result: 'preview failed' })]);
     expect(h.argo.syncs).toHaveLength(0);
+    // `sync` with a typo'd glob is answered before any run exists, with the closest names.
+    const typo = await dispatch('sync auth-confg-*', ctx('U_OP'));
+    expect(typo.error).toMatchObject({ code: 'unknown_target', message: 'No application matches `auth-confg-*`: nothing to sync.' });
+    expect((await runs().list(50)).length).toBe(before);
   });
 
   it('refuses to confirm a preview older than half an hour: the fleet may have moved on', async () => {
