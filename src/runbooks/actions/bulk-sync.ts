@@ -20,11 +20,11 @@ export const bulkSyncInput = z.object({
   dryRun: z.boolean().default(false),
   revision: z.string().optional(),
   force: z.boolean().default(false),
-  concurrency: z.number().int().min(1).max(500).default(10),
+  concurrency: z.number().int().min(1, 'concurrency must be at least 1 (how many apps sync at once)').max(500, 'concurrency is at most 500').default(10),
   waves: z.string().optional(),
-  canary: z.number().int().min(0).default(0),
+  canary: z.number().int().min(0, 'canary is how many apps go first: 0 or more').default(0),
   gate: z.enum(GATES).default('healthy'),
-  waveTimeout: z.number().int().positive().default(600_000),
+  waveTimeout: z.number().int().positive('waveTimeout must be longer than 0, e.g. 10m').default(600_000),
   onFailure: z.enum(['pause', 'abort', 'continue']).default('pause'),
 });
 export type BulkSyncInput = z.output<typeof bulkSyncInput>;
