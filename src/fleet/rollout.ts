@@ -115,7 +115,9 @@ function placeApps(fleet: FleetView, target: FleetAppSet): { placed: Placed[]; s
         since: entry?.lastTransitionTime ?? null,
         sync: fleetApp?.app.status?.sync?.status ?? null,
         health: fleetApp?.app.status?.health?.status ?? null,
-        message: entry?.message ?? null,
+        // An entry whose Application the mirror does not have: deleted since, or not created yet. Say so
+        // instead of showing Argo CD's last message for an app that is not there.
+        message: !fleetApp && entry ? `no Application ${name} on ${target.instance} (stale entry: deleted, or not created yet); Argo CD's last message: ${entry.message ?? 'none'}` : (entry?.message ?? null),
         instance: target.instance,
       },
     });

@@ -223,6 +223,17 @@ describe('buildRolloutReport', () => {
     expect(report.findings.map((f) => f.rule)).toContain('progressive-syncs-disabled');
   });
 
+  it('says so when an entry names an Application the fleet does not have', () => {
+    const set = appSet({
+      conditions: [{ type: 'RolloutProgressing', status: 'True', reason: 'ApplicationSetModified', message: 'ApplicationSet is performing rollout of step 1' }],
+      applicationStatus: [entry('infra-gone', 'Waiting', '1', ROLLOUT_MESSAGES.newEntry, '2026-12-02T11:00:00Z')],
+    });
+    const fleet = StaticFleet.fromObjects([{ name: 'argocd-main', applicationSets: [set], clusters, applications: [] }]);
+    const [gone] = buildRolloutReport(fleet, target(fleet), OPTS).steps[0].apps;
+    expect(gone).toMatchObject({ name: 'infra-gone', cluster: 'unknown', sync: null, health: null });
+    expect(gone.message).toMatch(/^no Application infra-gone on argocd-main \(stale entry: deleted, or not created yet\)/);
+  });
+
   it('takes the step from Argo CD\'s entry rather than from the live labels', () => {
     // A hand-edited label on the live app does not move it: Argo CD matches the generated app.
     const set = appSet({
