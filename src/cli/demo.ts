@@ -52,7 +52,7 @@ export async function demo(opts: { scenario: string; speed: number; input?: Node
     const yaml = simConfigYaml(sim, { redisUrl: redis.url }) + `\naccess:\n  admins: ['${DEMO_USER}']\n`;
     const config = parseConfig(yaml, 'demo');
     const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
-    runtime = await startRuntime(config, { logger, notifier: new TerminalNotifier(say) });
+    runtime = await startRuntime(config, { logger, notifier: new TerminalNotifier(say, true) });
     await runtime.enableRuns({ role: 'all', redisUrl: redis.url });
   } catch (error) {
     await cleanup();

@@ -11,7 +11,14 @@ export class TerminalNotifier implements Notifier {
   private seq = 0;
   private last = new Map<string, string>();
 
-  constructor(private readonly write: (line: string) => void) {}
+  /**
+   * @param fullSummary print the whole reply when a run ends (the demo, where nothing else shows the
+   *   summary); `ask --wait` prints the final state itself.
+   */
+  constructor(
+    private readonly write: (line: string) => void,
+    private readonly fullSummary = false,
+  ) {}
 
   async post(target: { channel: string; threadTs?: string }, reply: Reply): Promise<MessageRef> {
     const ts = `${Date.now()}.${String(++this.seq).padStart(6, '0')}`;
@@ -22,12 +29,21 @@ export class TerminalNotifier implements Notifier {
   }
 
   async update(ref: MessageRef, reply: Reply): Promise<void> {
+    const status = (reply.data as { run?: { status?: string } }).run?.status;
+    if (this.fullSummary && status && ENDED.includes(status)) {
+      if (this.last.get(ref.ts) === status) return;
+      this.last.set(ref.ts, status);
+      this.write(renderText(reply, { actions: 'omit' }));
+      return;
+    }
     const line = progressLine(reply);
     if (this.last.get(ref.ts) === line) return;
     this.last.set(ref.ts, line);
     this.write(line);
   }
 }
+
+const ENDED = ['succeeded', 'failed', 'aborted', 'cancelled', 'paused'];
 
 export function progressLine(reply: Reply): string {
   const firstText = reply.blocks.find((b) => b.kind === 'text');

@@ -4,7 +4,7 @@ import { isRollingSync } from '../fleet/rollingsync.js';
 import { TONE_EMOJI, code, formatCount, plural } from './format.js';
 import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
 import type { Reply, ReplyBlock, ReplyItem } from './reply.js';
-import { concurrencyMeaning, diagnoseOptions, findAppSet, findingsBlock, noRolloutReply, targetName } from './rollout.js';
+import { concurrencyMeaning, diagnoseOptions, findAppSet, findingsBlock, noRolloutReply, pausedBlock, targetName } from './rollout.js';
 
 const USAGE = 'plan APPSET [instance=X]';
 const NAMES_SHOWN = 12;
@@ -31,6 +31,8 @@ export async function runPlan(cmd: ParsedCommand, ctx: CommandContext): Promise<
   const plan = buildRolloutPlan(fleet, target, opts);
 
   const blocks: ReplyBlock[] = [{ kind: 'header', text: title }];
+  const paused = pausedBlock(target, opts.now);
+  if (paused) blocks.push(paused);
   // Manual gates (maxConcurrent 0) are not synced by RollingSync: count them apart, or the headline promises what will not happen.
   const pending = plan.steps.filter((s) => s.remaining.length);
   const automatic = pending.filter((s) => s.maxConcurrent !== 0);

@@ -23,6 +23,7 @@ import { registerCommand, type CommandContext, type ParsedCommand } from './regi
 import type { Reply, ReplyBlock, ReplyButton, ReplyItem } from './reply.js';
 import { healthOf, isProblem, problemReason, syncOf } from './status.js';
 import { unknownTarget } from './suggest.js';
+import { PAUSED_AT, PAUSED_BY, PAUSE_RUN } from '../runbooks/rollout-pause.js';
 
 const USAGE = 'rollout APPSET [instance=X]';
 const APPS_SHOWN_PER_STEP = 10;
@@ -170,6 +171,20 @@ function stepBlocks(step: RolloutStep, report: RolloutReport, now: Date, fleet: 
   return blocks;
 }
 
+/** A rollout rollcall paused (its annotations, set by pause-rollout) reads differently: say so first. */
+export function pausedBlock(target: FleetAppSet, now: Date): ReplyBlock | undefined {
+  const annotations = target.appSet.metadata.annotations ?? {};
+  const by = annotations[PAUSED_BY];
+  if (!by) return undefined;
+  const age = since(annotations[PAUSED_AT], now);
+  const run = annotations[PAUSE_RUN];
+  return {
+    kind: 'text',
+    text: `:double_vertical_bar: *Paused by rollcall* (${by}${age ? `, ${age} ago` : ''}${run ? `, run \`${run}\`` : ''}): the steps not done have maxUpdate 0, so no app there leaves Waiting. \`resume ${target.appSet.metadata.name}\` puts back the recorded values.`,
+    tone: 'warn',
+  };
+}
+
 export function rolloutBlocks(report: RolloutReport, fleet: FleetView, now: Date, title: string): ReplyBlock[] {
   const appCount = report.steps.reduce((n, s) => n + s.apps.length, 0) + report.unmatched.length;
   const blocks: ReplyBlock[] = [{ kind: 'header', text: title }];
@@ -236,6 +251,8 @@ export async function runRollout(cmd: ParsedCommand, ctx: CommandContext): Promi
   if (!isRollingSync(target.appSet)) return noRolloutReply('rollout', fleet, target, title, diagnoseAppSet(fleet, target, opts));
   const report = buildRolloutReport(fleet, target, opts);
   const blocks = rolloutBlocks(report, fleet, opts.now, title);
+  const paused = pausedBlock(target, opts.now);
+  if (paused) blocks.splice(1, 0, paused);
   const suffix = fleet.appSetsNamed(name).length > 1 ? ` instance=${target.instance}` : '';
   const buttons: ReplyButton[] = [
     { label: 'Refresh', command: `rollout ${name}${suffix}` },

@@ -80,7 +80,7 @@ export function previewReply(run: Run): Reply {
 function countsText(counts: Record<string, number>): string {
   return Object.entries(counts)
     .filter(([, n]) => n > 0)
-    .map(([state, n]) => `${state} ${n}`)
+    .map(([state, n]) => `${n} ${state}`)
     .join(' · ');
 }
 

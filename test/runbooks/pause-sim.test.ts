@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Application, ApplicationSet } from '../../src/argocd/types.js';
+import { renderText } from '../../src/views/text.js';
 import { dispatch } from '../../src/commands/index.js';
 import { rolloutComplete } from '../../src/fleet/rollingsync.js';
 import { PAUSE_RUN, PAUSED_AT, PAUSED_BY } from '../../src/runbooks/rollout-pause.js';
@@ -85,6 +86,11 @@ describe('pause-rollout / resume-rollout on the simulator', () => {
       expect(appOf(e, name).status?.sync?.status, name).toBe('OutOfSync');
     }
     expect(rolloutComplete(appSetOf(e))).toBe(false);
+
+    // rollout and plan lead with the pause, so nobody mistakes the held step for a stuck one.
+    const rolloutText = async () => renderText(await dispatch('rollout progressive-infra', e.ctx('U_OP2')));
+    await expect.poll(rolloutText, { timeout: 5000 }).toContain(`Paused by rollcall (U_OP`);
+    expect(renderText(await dispatch('plan progressive-infra', e.ctx('U_OP2')))).toContain('`resume progressive-infra` puts back the recorded values.');
 
     const listed = await dispatch('paused', e.ctx('U_OP2'));
     expect(listed.data.paused).toEqual([{ target: APPSET, instance: INSTANCE, by: 'U_OP', since: expect.any(String), runId, changes: 1 }]);
