@@ -73,7 +73,10 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
     const runId = typeof reply.data.runId === 'string' ? reply.data.runId : undefined;
     if (opts.wait && runId && reply.ok) {
       if (!opts.json) out(renderText(reply, { color: process.stdout.isTTY }));
+      const command = reply.command;
       reply = await dispatch(`runs wait ${runId}`, ctx);
+      // The answer to `ask "sync ..." --wait` is the sync's final state: it keeps the command asked.
+      reply.command = command;
     }
     out(opts.json ? JSON.stringify(replyJson(reply)) : renderText(reply, { color: process.stdout.isTTY }));
     if (usesRuns && !opts.wait) await sayWhoRunsIt(reply, runtime.services.runs as RunService | undefined, (s) => process.stderr.write(`${s}\n`));
