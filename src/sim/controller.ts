@@ -245,7 +245,8 @@ export class SimController {
     }
     if (request.prune) sync.prune = true;
     if (request.dryRun) sync.dryRun = true;
-    if (request.strategy) sync.syncStrategy = structuredClone(request.strategy);
+    // Go decodes into {apply|hook: {force}}: anything else (swagger's syncStrategyApply nesting) is dropped.
+    if (request.strategy) sync.syncStrategy = syncStrategyOf(request.strategy);
     if (request.resources?.length) sync.resources = structuredClone(request.resources);
     if (request.syncOptions?.items?.length) sync.syncOptions = [...request.syncOptions.items];
     const operation: Operation = {
@@ -601,8 +602,10 @@ export class SimController {
       status.conditions = status.conditions.filter((c) => c.type !== 'SyncError');
       if (!status.conditions.length) delete status.conditions;
     }
+    // Argo CD records history only for a full, real sync (controller/sync.go: !DryRun && no Resources).
+    const recordHistory = !sync.dryRun && !sync.resources?.length;
     const history = (status.history ??= []);
-    history.push({
+    if (recordHistory) history.push({
       id: history.length ? history[history.length - 1].id + 1 : 0,
       ...(app.spec.sources?.length ? { revisions: sync.revisions ?? targetRevisions(app) } : { revision: deployed }),
       deployedAt: rfc3339(now),
@@ -1056,4 +1059,17 @@ function appSetHealth(status: ApplicationSetStatus): { status: HealthStatusCode;
   if (rollout) return { status: 'Progressing', message: rollout.message };
   if (isTrue('ResourcesUpToDate')) return { status: 'Healthy' };
   return { status: 'Unknown' };
+}
+
+/** The sync strategy as Argo CD's JSON decoding keeps it: `{apply: {force}}` or `{hook: {force}}`, unknown fields dropped (B4, B7). */
+function syncStrategyOf(strategy: unknown): NonNullable<Operation['sync']>['syncStrategy'] {
+  const out: Record<string, { force?: boolean }> = {};
+  for (const kind of ['apply', 'hook'] as const) {
+    const value = (strategy as Record<string, unknown> | undefined)?.[kind];
+    if (value && typeof value === 'object') {
+      const force = (value as { force?: unknown }).force;
+      out[kind] = typeof force === 'boolean' ? { force } : {};
+    }
+  }
+  return out as NonNullable<Operation['sync']>['syncStrategy'];
 }

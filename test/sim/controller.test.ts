@@ -197,6 +197,14 @@ describe('SimController sync lifecycle', () => {
       'ConfigMap',
     ]);
     expect(status.sync!.status).toBe('OutOfSync');
+    // Argo CD records history only for a full sync.
+    expect(status.history!.map((h) => h.revision)).toEqual([commit('web@v1')]);
+  });
+
+  it("keeps the sync strategy as Argo CD's JSON decoding does: swagger's syncStrategyApply nesting is dropped", () => {
+    const { controller } = setup();
+    const app = controller.requestSync('test', 'web-c1', { name: 'web-c1', strategy: { hook: { syncStrategyApply: { force: true } } } as never }, 'bob');
+    expect(app.operation!.sync!.syncStrategy).toEqual({ hook: {} });
   });
 
   it('refuses a second sync while one is in progress, and unknown apps, with typed errors', () => {
