@@ -65,7 +65,7 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
       }
       // Only --wait runs steps here; otherwise a queued run is left to the workers (`rollcall start`)
       // and ask returns at once instead of holding the terminal until the run ends.
-      await runtime.enableRuns({ role: opts.wait ? 'all' : 'bot', redisUrl });
+      await runtime.enableRuns({ role: opts.wait ? 'all' : 'bot', redisUrl, schedules: false });
     }
 
     const ctx: CommandContext = { services: runtime.services, user: opts.user, surface: 'terminal', assumeYes: opts.yes, channel: 'terminal' };

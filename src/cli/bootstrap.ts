@@ -6,6 +6,7 @@ import type { Notifier, Services } from '../commands/registry.js';
 import { startEngine } from '../runbooks/engine.js';
 import type { Redis } from 'ioredis';
 import { closeRedis, createRedis } from '../jobs/redis.js';
+import { startSchedules, type Schedules } from '../jobs/schedules.js';
 import { createKubeClients } from '../kube/clients.js';
 import { PauseStore } from '../runbooks/rollout-pause.js';
 import type { Logger } from '../log.js';
@@ -15,7 +16,8 @@ export interface Runtime {
   mirror: FleetMirror;
   clients: Map<string, ArgoApi>;
   /** Starts the runbook engine (Redis) on demand; read-only use never needs Redis. */
-  enableRuns(opts: { role: 'all' | 'bot' | 'worker'; redisUrl: string }): Promise<void>;
+  /** `schedules` (default: any role but bot) runs the schedules of rollcall.yaml here; a one-shot `ask` does not. */
+  enableRuns(opts: { role: 'all' | 'bot' | 'worker'; redisUrl: string; schedules?: boolean }): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -36,18 +38,24 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
   if (config.kube.clusters.length) services.kube = await createKubeClients(config);
   let engine: Awaited<ReturnType<typeof startEngine>> | undefined;
   let pausesRedis: Redis | undefined;
+  let schedules: Schedules | undefined;
   return {
     services,
     mirror,
     clients,
-    async enableRuns({ role, redisUrl }) {
+    async enableRuns({ role, redisUrl, schedules: withSchedules = role !== 'bot' }) {
       if (engine) return;
       engine = await startEngine(services, { role, redisUrl, prefix: config.redis.prefix });
       services.runs = engine.runs;
       pausesRedis = createRedis(redisUrl);
       services.pauses = new PauseStore(pausesRedis, config.redis.prefix);
+      // Schedules tick where steps run; BullMQ makes one job of each tick however many workers there are.
+      if (withSchedules && config.sealedSecrets.schedules.length) {
+        schedules = await startSchedules({ config, runs: engine.runs, redisUrl, prefix: config.redis.prefix, logger: opts.logger });
+      }
     },
     async stop() {
+      await schedules?.stop();
       await engine?.stop();
       if (pausesRedis) await closeRedis(pausesRedis);
       await mirror.stop();

@@ -53,7 +53,7 @@ export async function demo(opts: { scenario: string; speed: number; input?: Node
     const config = parseConfig(yaml, 'demo');
     const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
     runtime = await startRuntime(config, { logger, notifier: new TerminalNotifier(say, true) });
-    await runtime.enableRuns({ role: 'all', redisUrl: redis.url });
+    await runtime.enableRuns({ role: 'all', redisUrl: redis.url, schedules: false });
   } catch (error) {
     await cleanup();
     throw error;

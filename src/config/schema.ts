@@ -1,3 +1,4 @@
+import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
 
 /** Durations as written by people: `90s`, `15m`, `1h30m`, `2d`, or a number of milliseconds. */
@@ -10,6 +11,18 @@ export const durationSchema = z.union([z.number().int().nonnegative(), z.string(
   }
   return ms;
 });
+
+/** A cron pattern (5 fields, or 6 with seconds) in an IANA time zone, checked when the config loads. */
+export const scheduleSchema = z
+  .object({ cluster: z.string().min(1), cron: z.string(), tz: z.string().default('UTC') })
+  .superRefine((schedule, ctx) => {
+    try {
+      CronExpressionParser.parse(schedule.cron, { tz: schedule.tz }).next();
+    } catch (error) {
+      const message = (error as Error).message.includes('Invalid Date') ? `unknown time zone "${schedule.tz}"` : (error as Error).message;
+      ctx.addIssue({ code: 'custom', path: [message.startsWith('unknown time zone') ? 'tz' : 'cron'], message: `expected a cron pattern such as "0 3 * * *" (${message})` });
+    }
+  });
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -122,7 +135,7 @@ export const sealedSecretsSchema = z
       .prefault({}),
     backup: z.object({ cluster: z.string(), namespace: z.string().default('sealed-secrets-backup') }).optional(),
     /** Per-cluster backup schedules (cron). */
-    schedules: z.array(z.object({ cluster: z.string(), cron: z.string(), tz: z.string().default('UTC') })).default([]),
+    schedules: z.array(scheduleSchema).default([]),
   })
   .prefault({});
 

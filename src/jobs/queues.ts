@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { bullPrefix } from './redis.js';
 
 /** Queue names, one per role of work. Steps of runbook runs are consumed by `--role worker|all`. */
-export const QUEUES = { steps: 'runbook-steps' } as const;
+export const QUEUES = { steps: 'runbook-steps', schedules: 'schedules' } as const;
 
 /**
  * Lock and stalled-check settings. They MUST be the same in every process: the stalled check
