@@ -106,6 +106,11 @@ export interface CommandSpec {
 export interface ActionSpec {
   name: string;
   run(value: string, ctx: CommandContext): Promise<Reply | undefined>;
+  /**
+   * For form submissions: synchronous checks of `{"metadata", "values"}`, as messages by field
+   * name. Slack shows them next to the fields, keeping what the user typed (they must come in the ack).
+   */
+  validate?(value: string, ctx: CommandContext): Record<string, string> | undefined;
 }
 
 const commands = new Map<string, CommandSpec>();

@@ -1,6 +1,6 @@
 import { formatSelectorParam } from '../runbooks/actions/bulk-sync.js';
 import type { RunService } from '../runbooks/engine.js';
-import { ParamError, describeParams } from '../runbooks/params.js';
+import { ParamError, describeParams, parseParams } from '../runbooks/params.js';
 import { auditReply, previewReply, progressReply, runListReply } from '../runbooks/replies.js';
 import type { Run } from '../runbooks/run-store.js';
 import { selectApps } from '../fleet/select.js';
@@ -208,9 +208,32 @@ runAction('run.pause', (runs, id, ctx) => runs.pause(id, ctx.user));
 runAction('run.resume', (runs, id, ctx) => runs.resume(id, ctx.user));
 runAction('run.abort', (runs, id, ctx) => runs.abort(id, ctx.user));
 
+function formParams(value: string): { runbook: string; params: Record<string, string> } | undefined {
+  try {
+    const parsed = JSON.parse(value) as { metadata?: string; values?: Record<string, string> };
+    const params = Object.fromEntries(Object.entries(parsed.values ?? {}).filter(([, v]) => v !== undefined && String(v).trim() !== ''));
+    return { runbook: parsed.metadata ?? '', params };
+  } catch {
+    return undefined;
+  }
+}
+
 /** Submission of the parameters form opened by `run <runbook>`: value = {"metadata": runbook, "values": {...}}. */
 registerAction({
   name: 'run.form',
+  validate(value, ctx) {
+    const form = formParams(value);
+    const runbook = form && runsOf(ctx)?.runbooks().find((r) => r.name === form.runbook);
+    if (!form || !runbook) return undefined;
+    try {
+      parseParams(runbook, form.params);
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof ParamError)) return undefined;
+      // The message starts with the field's name; next to the field it only needs the problem.
+      return Object.fromEntries(error.problems.map((p) => [p.param, p.message.replace(new RegExp(`^${p.param}: `), '')]));
+    }
+  },
   async run(value, ctx) {
     const runs = runsOf(ctx);
     if (!runs) return noEngine('run');

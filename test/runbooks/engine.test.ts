@@ -123,6 +123,18 @@ describe('runbook engine with bulk-sync', () => {
     expect((await runs().list(50)).length).toBe(before);
   });
 
+  it('checks the parameters form of `run` before the modal closes: each bad field gets its own message', async () => {
+    h = await harness(authConfigs());
+    const validate = findAction('run.form')!.validate!;
+    const form = (values: Record<string, string>) => JSON.stringify({ metadata: 'bulk-sync', values });
+    expect(validate(form({ selector: 'auth-*', concurrency: 'ten', waveTimeout: '10 minutes', gate: 'healthyy' }), ctx('U_OP'))).toEqual({
+      concurrency: 'expected a whole number (got "ten")',
+      waveTimeout: 'expected a duration such as 30s, 10m or 1h (got "10 minutes")',
+      gate: expect.stringMatching(/^expected one of healthy, synced, none \(got "healthyy"\); did you mean healthy\?/),
+    });
+    expect(validate(form({ selector: 'auth-*', concurrency: '5' }), ctx('U_OP'))).toBeUndefined();
+  });
+
   it('refuses to confirm a preview older than half an hour: the fleet may have moved on', async () => {
     h = await harness(authConfigs());
     const preview = await dispatch('sync auth-config-*', ctx('U_OP'));

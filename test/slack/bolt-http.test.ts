@@ -61,6 +61,10 @@ registerCommand({
 });
 registerAction({
   name: 'test.form-submit',
+  validate(value) {
+    const { values } = JSON.parse(value) as { values: Record<string, string> };
+    return values.selector === 'bad(' ? { selector: 'not a selector' } : undefined;
+  },
   async run(value, ctx) {
     formSubmissions.push({ value, user: ctx.user, channel: ctx.channel });
     return { ok: true, command: 'formprobe', title: 'Submitted', data: {}, blocks: [{ kind: 'text', text: `got ${value}` }] };
@@ -295,6 +299,14 @@ describe('forms', () => {
         state: { values: { selector: { value: { type: 'plain_text_input', value: 'auth-config-*' } }, prune: { value: { type: 'static_select', selected_option: { value: 'true' } } } } },
       },
     };
+    // A value the form's action rejects comes back in the ack: the modal stays open with the field marked.
+    const bad = structuredClone(submission);
+    bad.view.state.values.selector.value.value = 'bad(';
+    const refused = await postInteraction(h.url, SECRET, bad);
+    expect(refused.status).toBe(200);
+    expect(refused.json).toEqual({ response_action: 'errors', errors: { selector: 'not a selector' } });
+    expect(formSubmissions).toHaveLength(0);
+
     const res = await postInteraction(h.url, SECRET, submission);
     expect(res.status).toBe(200);
     await expect.poll(() => formSubmissions.length).toBe(1);

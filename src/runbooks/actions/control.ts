@@ -261,7 +261,7 @@ const restoreInput = z
     verifyTimeoutMs: z.number().int().positive().default(120_000),
     pollMs: z.number().int().positive().default(1000),
   })
-  .refine((i) => !!i.from || !!i.backup, { message: 'give from=CLUSTER (that cluster\'s keys) or backup=NAME (one backed-up key)' });
+  .refine((i) => !!i.from || !!i.backup, { message: 'say where the keys come from: from=CLUSTER (that cluster\'s keys) or backup=NAME (one backed-up key)' });
 
 function keySource(ctx: PreviewContext | ActionContext, input: z.infer<typeof restoreInput>): KeySource {
   const location = ctx.services.config.sealedSecrets.backup;

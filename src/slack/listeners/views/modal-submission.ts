@@ -16,13 +16,14 @@ export function modalSubmission({ services, logger }: SlackDeps) {
     const values = viewValues(view.state as { values?: Record<string, Record<string, any>> });
     const { metadata, origin } = decodeModalMetadata(view.private_metadata);
     const handler = findModalHandler(callbackId);
-    const errors = handler?.validate?.(values);
+    const ctx = slackContext(services, { user: body.user.id, ...(origin.channel ? { channel: origin.channel } : {}) });
+    const formAction = !handler && callbackId.startsWith(FORM_CALLBACK_PREFIX) ? findAction(callbackId.slice(FORM_CALLBACK_PREFIX.length)) : undefined;
+    const errors = handler ? handler.validate?.(values) : formAction?.validate?.(JSON.stringify({ metadata, values }), ctx);
     if (errors && Object.keys(errors).length) {
       await ack({ response_action: 'errors', errors });
       return;
     }
     await ack();
-    const ctx = slackContext(services, { user: body.user.id, ...(origin.channel ? { channel: origin.channel } : {}) });
     let reply: Reply | undefined;
     try {
       if (handler) {
