@@ -191,8 +191,7 @@ function renderList(block: Extract<ReplyBlock, { kind: 'list' }>, from: number, 
     out.push(...sections('_none_'));
     return out;
   }
-  const lines = block.items.slice(from, to).map(itemLine);
-  out.push(...sections(lines.join('\n')));
+  out.push(...itemSections(block.items.slice(from, to).map(itemLine)));
   if (block.total !== undefined && block.total > block.items.length && to === block.items.length)
     out.push(context(`Showing ${block.items.length} of ${block.total}: narrow the selector to see the rest.`));
   return out;
@@ -202,7 +201,7 @@ function itemLine(item: ReplyItem): string {
   // Commands may already link the name inside the text; a link inside a link label breaks mrkdwn.
   const label = item.url && !/<[a-z]+:\/\/[^>]*>/i.test(item.text) ? link(item.url, item.text) : item.text;
   const line = withTone(label, item.tone);
-  const full = item.detail ? `${line}\n      ${item.detail.replace(/\n+/g, ' ')}` : line;
+  const full = item.detail ? `${line}\n${item.detail.split(/\n+/).map((d) => `      ${d}`).join('\n')}` : line;
   // One item must never need more than one section on its own.
   return truncate(full, SLACK_LIMITS.sectionText - 100);
 }
@@ -213,7 +212,7 @@ function renderFields(fields: { label: string; value: string }[]): KnownBlock[] 
     const chunk = fields.slice(i, i + SLACK_LIMITS.sectionFields);
     const block: SectionBlock = {
       type: 'section',
-      fields: chunk.map((f) => ({ type: 'mrkdwn', text: truncate(`*${f.label.trim() || '—'}*\n${f.value.trim() ? f.value : '—'}`, SLACK_LIMITS.fieldText) })),
+      fields: chunk.map((f) => ({ type: 'mrkdwn', text: truncate(escapeMrkdwn(`*${f.label.trim() || '—'}*\n${f.value.trim() ? f.value : '—'}`), SLACK_LIMITS.fieldText) })),
     };
     out.push(block);
   }
@@ -270,12 +269,48 @@ function header(text: string): HeaderBlock {
 }
 
 function context(text: string): ContextBlock {
-  return { type: 'context', elements: [{ type: 'mrkdwn', text: truncate(text.trim() ? text : '—', SLACK_LIMITS.sectionText) }] };
+  return { type: 'context', elements: [{ type: 'mrkdwn', text: truncate(text.trim() ? escapeMrkdwn(text) : '—', SLACK_LIMITS.sectionText) }] };
 }
 
 /** Section blocks for mrkdwn text, split on line boundaries so none exceeds 3000 characters. */
 function sections(text: string): SectionBlock[] {
-  return splitText(text, SLACK_LIMITS.sectionText).map((chunk) => ({ type: 'section', text: { type: 'mrkdwn', text: chunk } }));
+  return splitText(escapeMrkdwn(text), SLACK_LIMITS.sectionText).map((chunk) => ({ type: 'section', text: { type: 'mrkdwn', text: chunk } }));
+}
+
+/** Sections of whole list items: an item and its detail lines always stay in one section. */
+function itemSections(lines: string[]): SectionBlock[] {
+  const out: SectionBlock[] = [];
+  let chunk: string[] = [];
+  let size = 0;
+  // Escaping lengthens a line (&lt;): cut it to size afterwards.
+  for (const line of lines.map((l) => truncate(escapeMrkdwn(l), SLACK_LIMITS.sectionText - 100))) {
+    if (chunk.length && size + 1 + line.length > SLACK_LIMITS.sectionText) {
+      out.push({ type: 'section', text: { type: 'mrkdwn', text: chunk.join('\n') } });
+      chunk = [];
+      size = 0;
+    }
+    chunk.push(line);
+    size += (size ? 1 : 0) + line.length;
+  }
+  if (chunk.length) out.push({ type: 'section', text: { type: 'mrkdwn', text: chunk.join('\n') } });
+  return out;
+}
+
+// Our own markup, kept as is: links <https://…|label>, user <@U…> and channel <#C…|name> mentions,
+// and entities already escaped. Anything else with & < > is text (Argo CD's "<nil>", a user's
+// "<!channel>") and must be escaped, or Slack reads it as markup.
+const OWN_MARKUP = /<(?:(?:https?|mailto):[^<>\s|]+(?:\|[^<>]*)?|@[UWB][A-Z0-9]+|#C[A-Z0-9]+(?:\|[^<>]*)?)>|&(?:amp|lt|gt);/g;
+
+/** Escapes &, < and > for Slack mrkdwn, leaving our own links and mentions, and a leading `>` quote, intact. */
+export function escapeMrkdwn(text: string): string {
+  const escape = (part: string) => part.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/(?<!^|\n)>/g, '&gt;');
+  let out = '';
+  let last = 0;
+  for (const m of text.matchAll(OWN_MARKUP)) {
+    out += escape(text.slice(last, m.index)) + m[0];
+    last = m.index! + m[0].length;
+  }
+  return out + escape(text.slice(last));
 }
 
 /** Splits on line boundaries; a single over-long line is split at a space when there is one. */

@@ -55,6 +55,21 @@ describe('renderBlocks', () => {
     expect(err.text).toBe('Error — No app `auht`');
   });
 
+  it("escapes &, < and > in text that is not our own markup (Argo CD's <nil>, a user's <!channel>), keeping links and mentions", () => {
+    const out = renderBlocks(
+      reply([
+        { kind: 'text', text: 'No application named `<!channel>`; op: error: <nil> & retry limit > 5 by <@U0ALICE> <https://cd.example/a|a & b>' },
+        { kind: 'text', text: '> quoted first line' },
+        { kind: 'list', items: [{ text: 'x', detail: 'Deployment/x: <nil>' }] },
+      ]),
+    );
+    const text = allText(out.blocks);
+    expect(text).toContain('No application named `&lt;!channel&gt;`; op: error: &lt;nil&gt; &amp; retry limit &gt; 5 by <@U0ALICE> <https://cd.example/a|a & b>');
+    expect(text).toContain('> quoted first line');
+    expect(text).toContain('Deployment/x: &lt;nil&gt;');
+    expect(text).not.toContain('<!channel>');
+  });
+
   it('links list items to their URL, keeping | and > out of the label, and keeps links already in the text', () => {
     const out = renderBlocks(
       reply([
@@ -69,7 +84,8 @@ describe('renderBlocks', () => {
       ]),
     );
     const text = allText(out.blocks);
-    expect(text).toContain(':x: <https://cd.example/applications/a|a b c>\n      CrashLoopBackOff restarting');
+    // Each detail line stays on its own line, indented under its item.
+    expect(text).toContain(':x: <https://cd.example/applications/a|a b c>\n      CrashLoopBackOff\n      restarting');
     expect(text).toContain('\n<https://cd.example/applications/b|b> · prod');
     expect(text).toContain('*Problems* (2)');
   });
