@@ -602,7 +602,8 @@ class Engine implements RunService {
 
   /**
    * Updates the one live message, at most every progressIntervalMs; intermediate states coalesce
-   * into a trailing update. `force` (state changes, the summary) skips the wait.
+   * into a trailing update. `force` (state changes, the summary) skips the wait and replaces any
+   * pending progress.
    */
   private async notify(run: Run, force: boolean) {
     const notifier = this.services.notifier;
@@ -627,7 +628,9 @@ class Engine implements RunService {
       }
     };
     const wait = entry.at + interval - Date.now();
-    if (wait <= 0 || (force && isTerminal(fresh.status))) {
+    // A state change (paused, resumed, ended) goes to the notifier at once: it coalesces and rate-limits
+    // itself with the latest content winning, so holding it here only let an older "running" win.
+    if (wait <= 0 || force) {
       clearTimeout(entry.timer);
       entry.timer = undefined;
       await send(fresh);

@@ -352,6 +352,20 @@ describe('runbook engine with bulk-sync', () => {
     expect(updates.at(-1)!.reply.title).toContain('succeeded');
   });
 
+  it('sends a pause to the live message at once, not after the progress throttle (an older "running" must not win)', async () => {
+    const many = Array.from({ length: 20 }, (_, i) => makeApp(`web-${i}`, `c${i}`));
+    h = await harness(many, { engine: { progressIntervalMs: 5000 } });
+    h.argo.syncMs = 400;
+    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'web-*', concurrency: '2' }, user: 'U_OP', surface: 'slack', channel: 'C_OPS', threadTs: '9.9' });
+    await runs().confirm(run.id, 'U_OP');
+    await expect.poll(() => h!.notifier.updates.length, { timeout: 5000 }).toBeGreaterThan(0);
+    const pausedAt = Date.now();
+    await runs().pause(run.id, 'U_OP');
+    await expect.poll(() => h!.notifier.updates.at(-1)?.reply.title ?? '', { timeout: 2000 }).toContain('paused');
+    expect(h.notifier.updates.at(-1)!.at - pausedAt).toBeLessThan(2000);
+    await runs().abort(run.id, 'U_OP');
+  });
+
   it('opens a parameters form for `run <runbook>` without params; its submission previews the run', async () => {
     h = await harness(authConfigs());
     const forms: any[] = [];
