@@ -1,4 +1,5 @@
 import type { AccessConfig, RollcallConfig } from '../config/schema.js';
+import { mention } from './format.js';
 
 /**
  * Who may do what, from `access` in rollcall.yaml. Principals are user ids, `group:<name>`
@@ -43,9 +44,9 @@ export function describePrincipals(principals: readonly string[], groups: Access
       if (p === '*') return 'everyone';
       if (p.startsWith('group:')) {
         const members = [...new Set(groups[p.slice(6)] ?? [])];
-        return members.length ? `${p} (${members.slice(0, 5).join(', ')}${members.length > 5 ? ', …' : ''})` : `${p} (no members)`;
+        return members.length ? `${p} (${members.slice(0, 5).map(mention).join(', ')}${members.length > 5 ? ', …' : ''})` : `${p} (no members)`;
       }
-      return p;
+      return mention(p);
     })
     .join(', ');
 }
@@ -57,10 +58,10 @@ export function operateDeniedMessage(user: string, command: string, config: Pick
   if (!who.length) {
     return `\`${command}\` changes the fleet and no one may run it: access.operators and access.admins are empty in rollcall.yaml. Add user ids or group:<name> there.`;
   }
-  return `\`${command}\` changes the fleet; ${user} is not an operator. Allowed: ${describePrincipals(who, a.groups)}. Ask one of them, or an admin to add you to access.operators.`;
+  return `\`${command}\` changes the fleet; ${mention(user)} is not an operator. Allowed: ${describePrincipals(who, a.groups)}. Ask one of them, or an admin to add you to access.operators.`;
 }
 
 export function readDeniedMessage(user: string, config: Pick<RollcallConfig, 'access'> | undefined): string {
   const a = accessOf(config);
-  return `${user} may not query rollcall: access.readers is set to ${describePrincipals(a.readers, a.groups)}. Ask an admin to add you to access.readers.`;
+  return `${mention(user)} may not query rollcall: access.readers is set to ${describePrincipals(a.readers, a.groups)}. Ask an admin to add you to access.readers.`;
 }

@@ -146,3 +146,11 @@ export function oneLine(text: string): string {
 export function byText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
+
+/**
+ * A person in a message: Slack user ids as mentions (`<@U0123ABC>`, which Slack shows as the name and
+ * the terminal as @U0123ABC); anything else (a terminal user, the scheduler) as written.
+ */
+export function mention(user: string): string {
+  return /^[UW][A-Z0-9]{6,}$/.test(user) ? `<@${user}>` : user;
+}

@@ -12,6 +12,7 @@ import {
   countsLine,
   formatCount,
   link,
+  mention,
   oneLine,
   plural,
   progressiveTone,
@@ -180,7 +181,7 @@ export function pausedBlock(target: FleetAppSet, now: Date): ReplyBlock | undefi
   const run = annotations[PAUSE_RUN];
   return {
     kind: 'text',
-    text: `:double_vertical_bar: *Paused by rollcall* (${by}${age ? `, ${age} ago` : ''}${run ? `, run \`${run}\`` : ''}): the steps not done have maxUpdate 0, so no app there leaves Waiting. \`resume ${target.appSet.metadata.name}\` puts back the recorded values.`,
+    text: `:double_vertical_bar: *Paused by rollcall* (${mention(by)}${age ? `, ${age} ago` : ''}${run ? `, run \`${run}\`` : ''}): the steps not done have maxUpdate 0, so no app there leaves Waiting. \`resume ${target.appSet.metadata.name}\` puts back the recorded values.`,
     tone: 'warn',
   };
 }

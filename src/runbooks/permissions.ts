@@ -1,3 +1,4 @@
+import { mention } from '../commands/format.js';
 import { canOperate, describePrincipals, isAdmin, principalMatches } from '../commands/access.js';
 import type { RollcallConfig } from '../config/schema.js';
 import type { Run } from './run-store.js';
@@ -29,7 +30,7 @@ export function assertMayRun(user: string, runbook: Runbook, config: Pick<Rollca
   const who = allowedRunners(runbook, config);
   throw new RunForbiddenError(
     who.length
-      ? `${user} may not run ${runbook.name}. Allowed: ${describePrincipals(who, config.access.groups)}. Ask one of them to run it, or an admin to add you${runbook.access.runners ? ` to access.runners in ${runbook.file}` : ' to access.operators'}.`
+      ? `${mention(user)} may not run ${runbook.name}. Allowed: ${describePrincipals(who, config.access.groups)}. Ask one of them to run it, or an admin to add you${runbook.access.runners ? ` to access.runners in ${runbook.file}` : ' to access.operators'}.`
       : `no one may run ${runbook.name}: it sets no runners and access.operators/admins are empty in rollcall.yaml.`,
   );
 }
@@ -37,7 +38,7 @@ export function assertMayRun(user: string, runbook: Runbook, config: Pick<Rollca
 /** Operating a run (confirm, cancel, pause, resume, abort): its requester, anyone who may run the runbook, or an admin. */
 export function assertMayOperate(user: string, run: Run, runbook: Runbook | undefined, config: Pick<RollcallConfig, 'access'>, what: string): void {
   if (user === run.requester || isAdmin(user, config) || (runbook && mayRun(user, runbook, config))) return;
-  throw new RunForbiddenError(`${user} may not ${what} run ${run.id}: only ${run.requester} (who started it), its runners or an admin may.`);
+  throw new RunForbiddenError(`${mention(user)} may not ${what} run ${run.id}: only ${mention(run.requester)} (who started it), its runners or an admin may.`);
 }
 
 /**
@@ -54,15 +55,15 @@ export function assertMayApprove(user: string, run: Run, runbook: Runbook, confi
   const approval = runbook.access.approval;
   if (user === run.requester && !approval?.allowSelfApproval) {
     throw new RunForbiddenError(
-      `${user} started run ${run.id} and may not approve it: ${runbook.name} needs approval from someone else (${describePrincipals(approversOf(runbook, config), config.access.groups) || 'an admin'}).`,
+      `${mention(user)} started run ${run.id} and may not approve it: ${runbook.name} needs approval from someone else (${describePrincipals(approversOf(runbook, config).filter((p) => p !== user), config.access.groups) || 'an admin'}).`,
     );
   }
-  if (run.approvals.some((a) => a.user === user)) throw new RunForbiddenError(`${user} has already approved run ${run.id}; it needs another approver.`);
+  if (run.approvals.some((a) => a.user === user)) throw new RunForbiddenError(`${mention(user)} has already approved run ${run.id}; it needs another approver.`);
   if (isAdmin(user, config)) return;
   const named = approval?.approvers ?? [];
   if (named.length ? principalMatches(user, named, config.access.groups) : mayRun(user, runbook, config)) return;
   const who = approversOf(runbook, config);
   throw new RunForbiddenError(
-    `${user} may not approve ${runbook.name}. Approvers: ${who.length ? describePrincipals(who, config.access.groups) : 'none configured (add access.approval.approvers to the runbook, or operators/admins to rollcall.yaml)'}.`,
+    `${mention(user)} may not approve ${runbook.name}. Approvers: ${who.length ? describePrincipals(who, config.access.groups) : 'none configured (add access.approval.approvers to the runbook, or operators/admins to rollcall.yaml)'}.`,
   );
 }

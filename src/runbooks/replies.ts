@@ -1,4 +1,4 @@
-import { formatDuration } from '../commands/format.js';
+import { formatDuration, mention } from '../commands/format.js';
 import type { Reply, ReplyBlock, ReplyButton, Tone } from '../commands/reply.js';
 import type { AuditEntry } from './audit.js';
 import { isTerminal, previewExpired, type Run, type RunStatus } from './run-store.js';
@@ -71,7 +71,7 @@ export function previewReply(run: Run): Reply {
     { kind: 'header', text: `${run.title} — preview (${run.id})` },
     { kind: 'text', text: run.preview?.summary ?? 'nothing to preview', tone: 'info' },
     ...(run.preview?.blocks ?? []),
-    { kind: 'context', text: `Requested by ${run.requester} · params: ${paramsText(run)}${run.approvalsRequired ? ` · needs ${run.approvalsRequired} approval${run.approvalsRequired > 1 ? 's' : ''} after confirming` : ''}` },
+    { kind: 'context', text: `Requested by ${mention(run.requester)} · params: ${paramsText(run)}${run.approvalsRequired ? ` · needs ${run.approvalsRequired} approval${run.approvalsRequired > 1 ? 's' : ''} after confirming` : ''}` },
     { kind: 'actions', buttons: runButtons(run) },
   ];
   return { ok: true, command: 'run', title: `${run.title}: preview`, data: runData(run), blocks };
@@ -91,7 +91,7 @@ export function progressReply(run: Run): Reply {
   if (run.status === 'awaiting-approval') {
     blocks.push({
       kind: 'text',
-      text: `Waiting for approval: ${run.approvals.length}/${run.approvalsRequired}${run.approvals.length ? ` (approved by ${run.approvals.map((a) => a.user).join(', ')})` : ''}.`,
+      text: `Waiting for approval: ${run.approvals.length}/${run.approvalsRequired}${run.approvals.length ? ` (approved by ${run.approvals.map((a) => mention(a.user)).join(', ')})` : ''}.`,
       tone,
     });
   }
@@ -108,7 +108,7 @@ export function progressReply(run: Run): Reply {
       });
     }
   }
-  if (run.status === 'paused') blocks.push({ kind: 'text', text: `Paused${run.pausedBy ? ` by ${run.pausedBy}` : ''}${run.pausedReason ? `: ${run.pausedReason.replace(/\.+$/, '')}` : ''}. Resume to continue where it stopped (the next apps), or abort.`, tone: 'warn' });
+  if (run.status === 'paused') blocks.push({ kind: 'text', text: `Paused${run.pausedBy ? ` by ${mention(run.pausedBy)}` : ''}${run.pausedReason ? `: ${run.pausedReason.replace(/\.+$/, '')}` : ''}. Resume to continue where it stopped (the next apps), or abort.`, tone: 'warn' });
   if (isTerminal(run.status)) {
     // What each step did, in its own words (output.summary), then its error: the summary is read for this.
     const steps = run.steps.map((s) => {
@@ -121,12 +121,12 @@ export function progressReply(run: Run): Reply {
   }
   const buttons = runButtons(run);
   if (buttons.length) blocks.push({ kind: 'actions', buttons });
-  blocks.push({ kind: 'context', text: `Requested by ${run.requester}${approvalsText(run)} · ${paramsText(run)}${endedText(run)}` });
+  blocks.push({ kind: 'context', text: `Requested by ${mention(run.requester)}${approvalsText(run)} · ${paramsText(run)}${endedText(run)}` });
   return { ok: run.status !== 'failed' && run.status !== 'aborted', command: 'runs', title: `${run.title} ${run.id}: ${run.status}`, data: runData(run), blocks };
 }
 
 function approvalsText(run: Run): string {
-  return run.approvals.length ? ` · approved by ${run.approvals.map((a) => a.user).join(', ')}` : '';
+  return run.approvals.length ? ` · approved by ${run.approvals.map((a) => mention(a.user)).join(', ')}` : '';
 }
 
 /** " · ended 07:00:12Z after 2m 3s" — how long the run took is the first thing a summary is read for. */

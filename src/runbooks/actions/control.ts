@@ -1,3 +1,4 @@
+import { mention } from '../../commands/format.js';
 import { z } from 'zod';
 import type { ReplyBlock } from '../../commands/reply.js';
 import type { FleetAppSet } from '../../fleet/model.js';
@@ -143,7 +144,7 @@ async function resumePreview(ctx: PreviewContext): Promise<ActionPreview> {
   const record = await findRecord(ctx, input.target, input.instance);
   return {
     targets: record.changes.map((c) => ({ instance: c.instance, app: c.kind === 'ApplicationSet' ? `appset:${c.name}` : c.name })),
-    summary: `Resume ${record.target} on ${record.instance} (paused by <@${record.by}> at ${record.at}): restore ${record.changes.length} value(s)`,
+    summary: `Resume ${record.target} on ${record.instance} (paused by ${mention(record.by)} at ${record.at}): restore ${record.changes.length} value(s)`,
     data: { record } as unknown as Record<string, unknown>,
     blocks: [
       {
