@@ -72,7 +72,7 @@ registerCommand({
     if (runbook && !Object.keys(params).length && Object.keys(runbook.params).length && ctx.openForm) {
       const opened = await ctx.openForm({
         action: 'run.form',
-        title: runbook.title.slice(0, 24),
+        title: fitTitle(runbook.title, 24),
         submitLabel: 'Preview',
         metadata: runbook.name,
         intro: runbook.description,
@@ -91,6 +91,14 @@ registerCommand({
     return startAndReply(runs, ctx, name, params, 'run');
   },
 });
+
+/** A modal title fits 24 characters: cut at a word, with an ellipsis, never mid-word. */
+function fitTitle(title: string, max: number): string {
+  if (title.length <= max) return title;
+  const cut = title.slice(0, max - 1);
+  const space = cut.lastIndexOf(' ');
+  return `${space > max / 2 ? cut.slice(0, space) : cut}…`;
+}
 
 /** Options of `sync` that narrow the selection rather than being bulk-sync params. */
 const SELECTION_OPTIONS = ['cluster', 'project', 'appset', 'instance', 'selector'];
@@ -201,7 +209,30 @@ function runAction(name: string, act: (runs: RunService, id: string, ctx: Comman
   });
 }
 
-runAction('run.confirm', (runs, id, ctx) => runs.confirm(id, ctx.user, { channel: ctx.channel, threadTs: ctx.threadTs }));
+registerAction({
+  name: 'run.confirm',
+  async run(value, ctx) {
+    const runs = runsOf(ctx);
+    if (!runs) return noEngine('run.confirm');
+    try {
+      const run = await runs.confirm(value, ctx.user, { channel: ctx.channel, threadTs: ctx.threadTs });
+      // In Slack the run now has its one live message in the channel; the (ephemeral) preview says so
+      // instead of becoming a second, frozen copy with buttons that go stale.
+      if (ctx.surface === 'slack' && run.status === 'running') {
+        return {
+          ok: true,
+          command: 'runs',
+          title: `${run.title} ${run.id}: confirmed`,
+          data: { runId: run.id, status: run.status },
+          blocks: [{ kind: 'text', text: `:white_check_mark: Confirmed \`${run.id}\`. Its progress, with Pause and Abort, is in the channel message.`, tone: 'ok' }],
+        };
+      }
+      return progressReply(run);
+    } catch (error) {
+      return failure('run.confirm', error);
+    }
+  },
+});
 runAction('run.cancel', (runs, id, ctx) => runs.cancel(id, ctx.user));
 runAction('run.approve', (runs, id, ctx) => runs.approve(id, ctx.user));
 runAction('run.pause', (runs, id, ctx) => runs.pause(id, ctx.user));

@@ -94,6 +94,8 @@ export function progressReply(run: Run): Reply {
       text: `Waiting for approval: ${run.approvals.length}/${run.approvalsRequired}${run.approvals.length ? ` (approved by ${run.approvals.map((a) => mention(a.user)).join(', ')})` : ''}.`,
       tone,
     });
+    // Approvers decide on what the run will do: show them the preview's summary, not only the params.
+    if (run.preview?.summary) blocks.push({ kind: 'text', text: run.preview.summary, tone: 'info' });
   }
   if (run.progress) {
     blocks.push({ kind: 'text', text: run.progress.headline, tone });

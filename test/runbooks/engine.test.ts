@@ -41,7 +41,9 @@ describe('runbook engine with bulk-sync', () => {
     expect(h.argo.syncs).toHaveLength(0);
 
     const confirmed = await findAction('run.confirm')!.run(data.runId, ctx('U_OP'));
-    expect((confirmed!.data as any).run.status).toBe('running');
+    // In Slack the preview becomes a pointer to the one live message, without stale buttons.
+    expect(confirmed!.data).toEqual({ runId: data.runId, status: 'running' });
+    expect(confirmed!.blocks.some((b) => b.kind === 'actions')).toBe(false);
     const end = await runs().waitForEnd(data.runId, 10_000);
     expect(end.status).toBe('succeeded');
     expect(h.argo.syncs.map((s) => s.app).sort()).toEqual(['auth-config-prod-eu1', 'auth-config-prod-eu2', 'auth-config-prod-us1']);
