@@ -15,3 +15,13 @@ describe('the bulk-sync selector param', () => {
     expect(parseSelectorParam('l:team=auth')).toEqual({ labels: 'team=auth' });
   });
 });
+
+describe('bulk-sync wave warnings', () => {
+  it('says when a wave matches nothing or a canary is as large as the run, and nothing when the settings make sense', async () => {
+    const { waveWarnings } = await import('../../src/runbooks/actions/bulk-sync.js');
+    const apps = ['auth-config-a', 'auth-config-b', 'auth-service-a'].map((app) => ({ instance: 'prod', app, cluster: app.slice(-1) }));
+    expect(waveWarnings(apps, 'auth-config-*;auth-servce-*', 0)).toEqual(['wave `auth-servce-*` matches none of the 3 apps to sync: it is left out']);
+    expect(waveWarnings(apps, undefined, 3)).toEqual(['canary=3 but only 3 app(s) to sync: there is no canary wave, everything goes at once']);
+    expect(waveWarnings(apps, 'auth-config-*;auth-service-*', 1)).toEqual([]);
+  });
+});

@@ -83,10 +83,24 @@ export interface PlannedApp {
   cluster: string;
 }
 
+/** Wave and canary settings that will not do what they say: said in the preview, before anyone confirms. */
+export function waveWarnings(apps: PlannedApp[], waves: string | undefined, canary: number): string[] {
+  const out: string[] = [];
+  const specs = (waves ?? '').split(';').map((w) => w.trim()).filter(Boolean);
+  for (const spec of specs) {
+    const match = picomatch(spec.split(',').map((p) => p.trim()));
+    if (!apps.some((a) => match(a.app))) out.push(`wave \`${spec}\` matches none of the ${apps.length} apps to sync: it is left out`);
+  }
+  if (canary > 0 && canary >= apps.length) out.push(`canary=${canary} but only ${apps.length} app(s) to sync: there is no canary wave, everything goes at once`);
+  return out;
+}
+
 export interface BulkSyncPlan {
   waves: { name: string; apps: PlannedApp[] }[];
   skipped: (PlannedApp & { reason: string })[];
   selected: number;
+  /** Settings that will not do what they say (a wave matching nothing, a canary as large as the run). */
+  warnings?: string[];
   clusters: string[];
   options: Omit<BulkSyncInput, 'selector'> & { selector: string };
   prune?: { resources: number; apps: number; sampled?: { checked: number; of: number }; items: { app: string; cluster: string; resources: string[] }[] };
@@ -218,6 +232,9 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
     },
     { kind: 'context', text: optionsText(input) },
   ];
+  const warnings = waveWarnings(toSync.map(planned), input.waves, input.canary);
+  plan.warnings = warnings;
+  if (warnings.length) blocks.push({ kind: 'list', title: 'Check before confirming', items: warnings.map((text) => ({ text, tone: 'warn' as const })) });
   waves.forEach((w, i) =>
     blocks.push({
       kind: 'list',
