@@ -111,7 +111,10 @@ export function parseCommand(text: string): ParsedCommand {
       const m = OPTION.exec(token);
       if (m) {
         if (m[1] === 'selector' || m[1] === 'l') selectors.push(m[2]);
-        else options[m[1]] = m[2];
+        else if (m[1] in options && options[m[1]] !== m[2]) {
+          // `prune=true prune=false`: which one was meant? Guessing would act on the wrong one.
+          throw new CommandSyntaxError(`${m[1]}= is given twice (${m[1]}=${options[m[1]]} and ${m[1]}=${m[2]}): keep the one you mean`);
+        } else options[m[1]] = m[2];
       } else positional.push(token);
     }
   }

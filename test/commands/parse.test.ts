@@ -98,3 +98,10 @@ describe('suggest', () => {
     expect(suggest('a', ['a1', 'a2', 'a3', 'a4'], 2)).toEqual(['a1', 'a2']);
   });
 });
+
+describe('repeated options', () => {
+  it('refuses the same option with two values, and accepts it repeated with the same value', () => {
+    expect(() => parseCommand('sync auth-* prune=true prune=false')).toThrow('prune= is given twice (prune=true and prune=false): keep the one you mean');
+    expect(parseCommand('sync auth-* prune=true prune=true').options.prune).toBe('true');
+  });
+});
