@@ -105,7 +105,13 @@ export async function dispatch(text: string, ctx: CommandContext): Promise<Reply
     }
     const config = ctx.services.config;
     if (!canRead(ctx.user, config)) return errorReply(spec.name, 'forbidden', readDeniedMessage(ctx.user, config));
-    if (!spec.readOnly && !canOperate(ctx.user, config)) return errorReply(spec.name, 'forbidden', operateDeniedMessage(ctx.user, spec.name, config));
+    if (!spec.readOnly && !canOperate(ctx.user, config)) {
+      const message = operateDeniedMessage(ctx.user, spec.name, config);
+      // Someone tried to change the fleet and was stopped: that belongs in the audit log too.
+      const audit = (ctx.services.runs as { audit?: { record(e: Record<string, unknown>): Promise<unknown> } } | undefined)?.audit;
+      await audit?.record({ kind: 'run.refused', who: ctx.user, target: spec.name, message, result: 'forbidden', params: { command: cmd.raw } }).catch(() => {});
+      return errorReply(spec.name, 'forbidden', message);
+    }
     return withMirrorWarning(await spec.run(cmd, ctx), ctx);
   } catch (error) {
     return withMirrorWarning(errorFromException(findCommand(cmd.command)?.name ?? cmd.command, error), ctx);

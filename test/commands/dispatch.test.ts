@@ -83,8 +83,12 @@ describe('dispatch', () => {
 
   it('refuses a mutating command to non-operators, naming who may run it', async () => {
     ran = 0;
-    const reply = await dispatch('test-mutate', ctx(services(twoInstanceFleet(), access), 'U_EVE'));
+    const recorded: Record<string, unknown>[] = [];
+    const withAudit = { ...services(twoInstanceFleet(), access), runs: { audit: { record: async (e: Record<string, unknown>) => recorded.push(e) } } };
+    const reply = await dispatch('test-mutate', ctx(withAudit, 'U_EVE'));
     expect(reply.error?.code).toBe('forbidden');
+    // The refused attempt is audited.
+    expect(recorded).toEqual([expect.objectContaining({ kind: 'run.refused', who: 'U_EVE', target: 'test-mutate', result: 'forbidden' })]);
     expect(reply.error?.message).toMatch(/group:oncall \(U_ALICE, U_BOB\), U_ADMIN/);
     expect(ran).toBe(0);
     expect((await dispatch('test-mutate', ctx(services(twoInstanceFleet(), access), 'U_BOB'))).ok).toBe(true);
