@@ -38,12 +38,13 @@ export function canRead(user: string, config: Pick<RollcallConfig, 'access'> | u
 }
 
 /** "U123, group:oncall (U1, U2), or any admin (U9)" — for a forbidden message that says whom to ask. */
-export function describePrincipals(principals: readonly string[], groups: AccessConfig['groups']): string {
+export function describePrincipals(principals: readonly string[], groups: AccessConfig['groups'], except?: string): string {
   return [...new Set(principals)]
+    .filter((p) => p !== except)
     .map((p) => {
       if (p === '*') return 'everyone';
       if (p.startsWith('group:')) {
-        const members = [...new Set(groups[p.slice(6)] ?? [])];
+        const members = [...new Set(groups[p.slice(6)] ?? [])].filter((m) => m !== except);
         return members.length ? `${p} (${members.slice(0, 5).map(mention).join(', ')}${members.length > 5 ? ', …' : ''})` : `${p} (no members)`;
       }
       return mention(p);

@@ -4,7 +4,7 @@ import { ParamError, describeParams, parseParams } from '../runbooks/params.js';
 import { auditReply, previewReply, progressReply, runListReply } from '../runbooks/replies.js';
 import type { Run } from '../runbooks/run-store.js';
 import { selectApps } from '../fleet/select.js';
-import { selectorFromCommand } from './parse.js';
+import { CommandError, selectorFromCommand } from './parse.js';
 import { registerAction, registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
 import { unknownTarget } from './suggest.js';
 import { errorReply, type Reply } from './reply.js';
@@ -42,7 +42,7 @@ function failure(command: string, error: unknown): Reply {
 async function startAndReply(runs: RunService, ctx: CommandContext, runbook: string, params: Record<string, string>, command: string): Promise<Reply> {
   try {
     let run: Run = await runs.start({ runbook, params, user: ctx.user, channel: ctx.channel, threadTs: ctx.threadTs, surface: ctx.surface });
-    if (!ctx.assumeYes) return previewReply(run);
+    if (!ctx.assumeYes) return { ...previewReply(run), command };
     run = await runs.confirm(run.id, ctx.user, { channel: ctx.channel, threadTs: ctx.threadTs });
     const reply = progressReply(run);
     reply.command = command;
@@ -127,7 +127,12 @@ registerCommand({
     if (!selectApps(ctx.services.fleet, sel).length) {
       const word = [...(sel.patterns ?? []), sel.cluster, sel.appSet].find((w): w is string => !!w);
       const message = `No application matches ${[...(sel.patterns ?? []).map((p) => `\`${p}\``), ...(sel.labels ? [`-l \`${sel.labels}\``] : []), ...(sel.cluster ? [`cluster=${sel.cluster}`] : []), ...(sel.appSet ? [`appset=${sel.appSet}`] : [])].join(' ')}: nothing to sync.`;
-      if (word) throw unknownTarget(ctx.services.fleet, word.replace(/[*?[\]{}]/g, ''), 'app', message);
+      if (word) {
+        // Suggestions a sync can take as they are: an appset becomes appset=NAME.
+        const near = unknownTarget(ctx.services.fleet, word.replace(/[*?[\]{}]/g, ''), 'app', message);
+        const suggestions = near.suggestions?.map((s) => s.replace(/^(\S+) \(appset\)$/, 'appset=$1').replace(/^(\S+) \(cluster\)$/, 'cluster=$1'));
+        throw new CommandError(near.code, near.message, suggestions);
+      }
       return errorReply('sync', 'unknown_target', message);
     }
     const params: Record<string, string> = { selector };

@@ -55,7 +55,7 @@ export function assertMayApprove(user: string, run: Run, runbook: Runbook, confi
   const approval = runbook.access.approval;
   if (user === run.requester && !approval?.allowSelfApproval) {
     throw new RunForbiddenError(
-      `${mention(user)} started run ${run.id} and may not approve it: ${runbook.name} needs approval from someone else (${describePrincipals(approversOf(runbook, config).filter((p) => p !== user), config.access.groups) || 'an admin'}).`,
+      `${mention(user)} started run ${run.id} and may not approve it: ${runbook.name} needs approval from someone else (${describePrincipals(approversOf(runbook, config), config.access.groups, user) || 'an admin'}).`,
     );
   }
   if (run.approvals.some((a) => a.user === user)) throw new RunForbiddenError(`${mention(user)} has already approved run ${run.id}; it needs another approver.`);

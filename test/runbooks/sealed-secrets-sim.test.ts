@@ -84,6 +84,8 @@ describe('sealed-secrets key runbooks through the engine (sealed-secrets-migrati
     const selfApproval = await dispatch(`runs approve ${runId}`, e.ctx('U_OP'));
     expect(selfApproval.ok).toBe(false);
     expect(selfApproval.error!.message).toMatch(/approve/i);
+    // Who else may approve: not the requester.
+    expect(selfApproval.error!.message).toContain('needs approval from someone else (U_OP2, U_ADMIN)');
     // The runbook names no approvers: another person who may run it approves; anyone else is told who may.
     await expect(e.runs.approve(runId, 'U_VISITOR')).rejects.toThrow(/U_VISITOR may not approve restore-sealed-secrets-keys\. Approvers: .*U_OP2/);
     expect((await e.runs.get(runId))!.status).toBe('awaiting-approval');

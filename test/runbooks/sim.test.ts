@@ -39,6 +39,7 @@ describe('bulk-sync against the simulator (seed-outage)', () => {
     const { sim, runs, ctx, fleet } = await setup();
     const reply = await dispatch('sync auth-config-* prune=true', ctx('U_OP'));
     expect(reply.ok, JSON.stringify(reply.error)).toBe(true);
+    expect(reply.command).toBe('sync');
     const runId = (reply.data as any).runId;
     const preview = (await runs.get(runId))!.preview!.data as any;
     expect(preview.waves[0].apps).toHaveLength(12);
@@ -64,6 +65,9 @@ describe('bulk-sync against the simulator (seed-outage)', () => {
     expect(reply.ok).toBe(false);
     expect(reply.error!.code).toBe('forbidden');
     expect(await syncPosts(sim)).toEqual([]);
+    // A typo'd glob is answered with suggestions a sync can take as they are.
+    const typo = await dispatch('sync auth-confg-*', ctx('U_OP'));
+    expect(typo.error).toMatchObject({ code: 'unknown_target', suggestions: expect.arrayContaining(['appset=auth-config']) });
   });
 
   it('completes through a spell of Argo CD 503s and 429s, syncing each app once', async () => {
