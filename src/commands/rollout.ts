@@ -216,6 +216,14 @@ export function rolloutBlocks(report: RolloutReport, fleet: FleetView, now: Date
     blocks.push({ kind: 'text', text: `${TONE_EMOJI.progress} *Waiting on* step ${w.step}${age ? ` since ${age}` : ''}: ${parts.join(', ') || 'nothing'}`, tone: 'progress' });
   }
   for (const step of report.steps) blocks.push(...stepBlocks(step, report, now, fleet));
+  if (report.stale.length) {
+    const names = report.stale.map((e) => `\`${e.name}\``);
+    blocks.push({
+      kind: 'text',
+      text: `${TONE_EMOJI.warn} Argo CD's status still lists ${plural(report.stale.length, 'app')} that do${report.stale.length === 1 ? 'es' : ''} not exist (deleted, or not created yet): ${names.slice(0, 6).join(', ')}${names.length > 6 ? ` and ${names.length - 6} more` : ''}. They are not counted in any step.`,
+      tone: 'warn',
+    });
+  }
   if (report.unmatched.length) {
     blocks.push({
       kind: 'list',

@@ -41,6 +41,14 @@ export interface RolloutStep {
   apps: RolloutStepApp[];
 }
 
+/** An applicationStatus entry whose Application does not exist (deleted since, or not created yet). */
+export interface StaleEntry {
+  name: string;
+  step: string | null;
+  status: ProgressiveSyncStatus | null;
+  since: string | null;
+}
+
 export interface RolloutReport {
   appSet: string;
   instance: string;
@@ -52,6 +60,8 @@ export interface RolloutReport {
   unmatched: RolloutStepApp[];
   /** The current step's apps that are not Healthy yet, and since when (the oldest transition among them). */
   waitingOn: { step: number; apps: string[]; since: string | null } | null;
+  /** Entries of status.applicationStatus for Applications that do not exist: not counted anywhere. */
+  stale: StaleEntry[];
   findings: Finding[];
 }
 
@@ -93,7 +103,7 @@ function entryStep(entry: ApplicationSetApplicationStatus | undefined, stepCount
   return step === NO_STEP || (step >= 1 && step <= stepCount) ? step : undefined;
 }
 
-function placeApps(fleet: FleetView, target: FleetAppSet): { placed: Placed[]; stepCount: number } {
+function placeApps(fleet: FleetView, target: FleetAppSet): { placed: Placed[]; stale: StaleEntry[]; stepCount: number } {
   const appSet = target.appSet;
   const steps = rolloutSteps(appSet);
   const entries = appSet.status?.applicationStatus ?? [];
@@ -101,9 +111,16 @@ function placeApps(fleet: FleetView, target: FleetAppSet): { placed: Placed[]; s
   const live = new Map<string, FleetApp>(fleet.appsOf(target.instance, appSet.metadata.name).map((a) => [a.app.metadata.name, a]));
   const names = new Set<string>([...live.keys(), ...entryByApp.keys()]);
   const placed: Placed[] = [];
+  const stale: StaleEntry[] = [];
   for (const name of names) {
     const fleetApp = live.get(name);
     const entry = entryByApp.get(name);
+    // Argo CD rebuilds its step lists from the Applications it generates, so an entry whose app is
+    // gone counts for nothing. (With no live app at all we cannot tell stale from unseen: keep them.)
+    if (!fleetApp && entry && live.size > 0) {
+      stale.push({ name, step: entry.step ?? null, status: entry.status ?? null, since: entry.lastTransitionTime ?? null });
+      continue;
+    }
     const step = entryStep(entry, steps.length) ?? (fleetApp ? stepOfLabels(generatedLabels(appSet, fleetApp.app), steps) : NO_STEP);
     placed.push({
       step,
@@ -123,7 +140,8 @@ function placeApps(fleet: FleetView, target: FleetAppSet): { placed: Placed[]; s
     });
   }
   placed.sort((a, b) => byName(a.app, b.app));
-  return { placed, stepCount: steps.length };
+  stale.sort(byName);
+  return { placed, stale, stepCount: steps.length };
 }
 
 /** What a maxUpdate means for on-call. */
@@ -180,7 +198,7 @@ function stepToWaitOn(target: FleetAppSet, stepCount: number, reported: number |
 
 export function buildRolloutReport(fleet: FleetView, target: FleetAppSet, opts: ReportOptions): RolloutReport {
   const appSet = target.appSet;
-  const { placed, stepCount } = placeApps(fleet, target);
+  const { placed, stale, stepCount } = placeApps(fleet, target);
   const { steps, unmatched } = buildSteps(target, placed);
   // As Argo CD reports it (RolloutProgressing), never inferred: on-call compares it with the Argo CD UI.
   const currentStep = currentStepFromStatus(appSet);
@@ -203,6 +221,7 @@ export function buildRolloutReport(fleet: FleetView, target: FleetAppSet, opts: 
     steps,
     unmatched,
     waitingOn,
+    stale,
     findings: diagnoseAppSet(fleet, target, opts),
   };
 }

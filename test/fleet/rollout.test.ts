@@ -234,6 +234,16 @@ describe('buildRolloutReport', () => {
     expect(gone.message).toMatch(/^no Application infra-gone on argocd-main \(stale entry: deleted, or not created yet\)/);
   });
 
+  it('leaves an entry whose Application is gone out of every count when the appset has live apps', () => {
+    const fleet = midRollout();
+    const set = fleet.appSets()[0].appSet;
+    set.status!.applicationStatus!.push(entry('infra-canary-9', 'Waiting', '2', ROLLOUT_MESSAGES.newEntry, '2026-12-02T11:00:00Z'));
+    const report = buildRolloutReport(fleet, target(fleet), OPTS);
+    expect(report.stale).toEqual([{ name: 'infra-canary-9', step: '2', status: 'Waiting', since: '2026-12-02T11:00:00Z' }]);
+    expect(report.steps[1].apps.map((a) => a.name)).toEqual(['infra-canary-1', 'infra-canary-2']);
+    expect(report.waitingOn!.apps).toEqual(['infra-canary-1', 'infra-canary-2']);
+  });
+
   it('takes the step from Argo CD\'s entry rather than from the live labels', () => {
     // A hand-edited label on the live app does not move it: Argo CD matches the generated app.
     const set = appSet({
