@@ -169,7 +169,8 @@ function buildContext(fleet: FleetView, target: FleetAppSet, opts: DiagnoseOptio
   const apps: GeneratedApp[] = fleet
     .appsOf(target.instance, appSet.metadata.name)
     .map((fleetApp) => {
-      const labels = generatedLabels(appSet, fleetApp.app);
+      const cluster = clusterOf(fleetApp, clusterByName);
+      const labels = generatedLabels(appSet, fleetApp.app, cluster?.labels);
       return {
         name: fleetApp.app.metadata.name,
         fleetApp,
@@ -177,7 +178,7 @@ function buildContext(fleet: FleetView, target: FleetAppSet, opts: DiagnoseOptio
         steps: labelsCertain(appSet, labels)
           ? matchingSteps(labels, steps)
           : stepsOf(matchingSteps(labels, steps), entryByApp.get(fleetApp.app.metadata.name), steps.length),
-        cluster: clusterOf(fleetApp, clusterByName),
+        cluster,
       };
     })
     .sort((a, b) => byName(a.name, b.name));
@@ -720,6 +721,7 @@ function expressionReason(ctx: Context, expr: ApplicationMatchExpression): strin
   if (expr.operator === 'NotIn') return `every app has ${expr.key} in [${(expr.values ?? []).join(', ')}]`;
   if (values.length === 0) {
     const onClusters = ctx.apps.some((a) => a.cluster?.labels !== undefined && expr.key in a.cluster.labels);
+    if (templateSetsLabel(ctx.appSet, expr.key)) return `the template renders \`${expr.key}\`, but no generated app carries it yet (not regenerated since the template changed?)`;
     return `no generated app has a \`${expr.key}\` label${onClusters ? ' (their clusters do: see label-on-cluster-not-app)' : ''}`;
   }
   return `no app has ${expr.key} in [${(expr.values ?? []).join(', ')}]; the apps carry ${expr.key}=${values.slice(0, 6).join(', ')}${values.length > 6 ? ', ...' : ''}`;

@@ -168,7 +168,26 @@ const TEMPLATED = /\{\{/;
  *   itself is uncertain (a `templatePatch`, or a templated key), in which case live labels other than
  *   `preservedFields.labels` are kept as the best guess.
  */
-export function generatedLabels(appSet: ApplicationSet, app: { metadata: { labels?: Record<string, string> } }): Record<string, string> {
+/**
+ * `{{metadata.labels.env}}`, `{{.metadata.labels.env}}`, `{{index .metadata.labels "env"}}`: a template
+ * value that is exactly one label of the generator's cluster. Returns that label's key.
+ */
+const CLUSTER_LABEL_PARAM = /^\{\{-?\s*(?:index\s+\.metadata\.labels\s+"([^"]+)"|\.?metadata\.labels\.([A-Za-z0-9_.\/-]+))\s*-?\}\}$/;
+
+function usesClusterGenerator(appSet: ApplicationSet): boolean {
+  return JSON.stringify(appSet.spec?.generators ?? []).includes('"clusters"');
+}
+
+/**
+ * The labels of the generated Application. A templated value is read back from the live app; when
+ * the live app lacks it and the value is a cluster label of a cluster generator, it is rendered from
+ * the destination cluster's labels (`clusterLabels`), as the ApplicationSet controller would.
+ */
+export function generatedLabels(
+  appSet: ApplicationSet,
+  app: { metadata: { labels?: Record<string, string> } },
+  clusterLabels?: Record<string, string>,
+): Record<string, string> {
   const template = appSet.spec?.template?.metadata?.labels ?? {};
   const live = app.metadata.labels ?? {};
   const out: Record<string, string> = {};
@@ -180,6 +199,11 @@ export function generatedLabels(appSet: ApplicationSet, app: { metadata: { label
     }
     if (TEMPLATED.test(String(value))) {
       if (key in live) out[key] = live[key];
+      else if (clusterLabels && usesClusterGenerator(appSet)) {
+        const m = CLUSTER_LABEL_PARAM.exec(String(value).trim());
+        const from = m?.[1] ?? m?.[2];
+        if (from && from in clusterLabels) out[key] = clusterLabels[from];
+      }
     } else {
       out[key] = String(value);
     }

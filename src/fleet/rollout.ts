@@ -110,6 +110,8 @@ function placeApps(fleet: FleetView, target: FleetAppSet): { placed: Placed[]; s
   const entryByApp = new Map(entries.map((e) => [e.application, e]));
   const live = new Map<string, FleetApp>(fleet.appsOf(target.instance, appSet.metadata.name).map((a) => [a.app.metadata.name, a]));
   const names = new Set<string>([...live.keys(), ...entryByApp.keys()]);
+  // Cluster labels by Argo CD cluster name: a cluster generator renders the template from them.
+  const clusterLabels = new Map(fleet.clusters().filter((c) => c.instance === target.instance).map((c) => [c.cluster.name || c.cluster.server, c.cluster.labels ?? {}]));
   const placed: Placed[] = [];
   const stale: StaleEntry[] = [];
   for (const name of names) {
@@ -121,7 +123,7 @@ function placeApps(fleet: FleetView, target: FleetAppSet): { placed: Placed[]; s
       stale.push({ name, step: entry.step ?? null, status: entry.status ?? null, since: entry.lastTransitionTime ?? null });
       continue;
     }
-    const step = entryStep(entry, steps.length) ?? (fleetApp ? stepOfLabels(generatedLabels(appSet, fleetApp.app), steps) : NO_STEP);
+    const step = entryStep(entry, steps.length) ?? (fleetApp ? stepOfLabels(generatedLabels(appSet, fleetApp.app, clusterLabels.get(fleetApp.cluster)), steps) : NO_STEP);
     placed.push({
       step,
       app: {

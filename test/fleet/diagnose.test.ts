@@ -537,6 +537,17 @@ describe('what the controller knows that labels cannot tell', () => {
     expect(only(diagnose(noStep), 'app-in-no-step')[0].apps).toEqual(['payments-stage-1']);
   });
 
+  it("renders a template label from the destination cluster's labels (cluster generator) when the live app lacks it and no status says", () => {
+    const parts = baseline();
+    for (const a of parts.apps) delete a.metadata.labels;
+    delete parts.appSet.status!.applicationStatus;
+    const findings = diagnose(parts);
+    // Progressive syncs look off (no entries), but every app still lands in its step by its cluster's env.
+    expect(only(findings, 'app-in-no-step')).toEqual([]);
+    expect(only(findings, 'step-matches-nothing')).toEqual([]);
+    expect(only(findings, 'progressive-syncs-disabled')).toHaveLength(1);
+  });
+
   it('still trusts the labels over a stale entry when every template label is known', () => {
     const parts = baseline();
     parts.appSet.spec.strategy!.rollingSync!.steps![2].matchExpressions = [{ key: 'env', operator: 'In', values: ['production'] }];
