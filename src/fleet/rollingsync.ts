@@ -172,7 +172,7 @@ const TEMPLATED = /\{\{/;
  * `{{metadata.labels.env}}`, `{{.metadata.labels.env}}`, `{{index .metadata.labels "env"}}`: a template
  * value that is exactly one label of the generator's cluster. Returns that label's key.
  */
-const CLUSTER_LABEL_PARAM = /^\{\{-?\s*(?:index\s+\.metadata\.labels\s+"([^"]+)"|\.?metadata\.labels\.([A-Za-z0-9_.\/-]+))\s*-?\}\}$/;
+const CLUSTER_LABEL_PARAM = /^\{\{-?\s*(?:index\s+\.metadata\.labels\s+"([^"]+)"|\.?metadata\.labels\.([A-Za-z0-9_./-]+))\s*-?\}\}$/;
 
 function usesClusterGenerator(appSet: ApplicationSet): boolean {
   return JSON.stringify(appSet.spec?.generators ?? []).includes('"clusters"');
