@@ -270,7 +270,10 @@ export async function runRollout(cmd: ParsedCommand, ctx: CommandContext): Promi
   const url = fleet.appSetUrl(target.instance, name);
   if (url) buttons.push({ label: 'Open in Argo CD', url });
   blocks.push({ kind: 'actions', buttons });
-  return { ok: true, command: 'rollout', title, data: { ...report }, blocks };
+  const annotations = target.appSet.metadata.annotations ?? {};
+  const pausedBy = annotations[PAUSED_BY];
+  const pause = pausedBy ? { by: pausedBy, at: annotations[PAUSED_AT] ?? null, runId: annotations[PAUSE_RUN] ?? null } : null;
+  return { ok: true, command: 'rollout', title, data: { ...report, paused: pause }, blocks };
 }
 
 registerCommand({

@@ -597,6 +597,20 @@ function ruleMaxUpdate(ctx: Context, add: Add) {
     if (maxConcurrentFor(maxUpdate, apps.length) !== 0) return;
     const waitingHere = ctx.currentStep === n;
     const notHealthy = apps.filter((a) => ctx.entryByApp.get(a.name)?.status !== 'Healthy').map((a) => a.name);
+    // rollcall's pause-rollout sets maxUpdate 0 and annotates the appset (rollcall.io/paused-by): a hold, not a gate.
+    const pausedBy = ctx.appSet.metadata.annotations?.['rollcall.io/paused-by'];
+    if (pausedBy) {
+      add({
+        rule: 'manual-gate',
+        severity: 'info',
+        message: `Step ${n} is held by rollcall's pause (maxUpdate 0, paused by ${pausedBy}): none of its ${count(apps.length, 'app')} leaves Waiting until the rollout is resumed.`,
+        why: 'rollcall pauses a RollingSync rollout by setting maxUpdate 0 on the steps not yet complete (Argo CD has no pause): RollingSync then moves no app of those steps to Pending.',
+        fix: `\`/argo resume ${ctx.name}\` puts back the maxUpdate values recorded at the pause.`,
+        step: n,
+        apps: waitingHere ? notHealthy : apps.map((a) => a.name),
+      });
+      return;
+    }
     add({
       rule: 'manual-gate',
       severity: waitingHere ? 'warning' : 'info',

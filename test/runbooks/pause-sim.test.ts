@@ -91,6 +91,11 @@ describe('pause-rollout / resume-rollout on the simulator', () => {
     const rolloutText = async () => renderText(await dispatch('rollout progressive-infra', e.ctx('U_OP2')));
     await expect.poll(rolloutText, { timeout: 5000 }).toContain(`Paused by rollcall (U_OP`);
     expect(renderText(await dispatch('plan progressive-infra', e.ctx('U_OP2')))).toContain('`resume progressive-infra` puts back the recorded values.');
+    const heldReply = await dispatch('rollout progressive-infra', e.ctx('U_OP2'));
+    expect(heldReply.data.paused).toEqual({ by: 'U_OP', at: expect.any(String), runId });
+    const gate = (heldReply.data.findings as { rule: string; message: string; fix: string }[]).find((f) => f.rule === 'manual-gate')!;
+    expect(gate.message).toContain("held by rollcall's pause");
+    expect(gate.fix).toContain('/argo resume progressive-infra');
 
     const listed = await dispatch('paused', e.ctx('U_OP2'));
     expect(listed.data.paused).toEqual([{ target: APPSET, instance: INSTANCE, by: 'U_OP', since: expect.any(String), runId, changes: 1 }]);
