@@ -194,6 +194,15 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     frozen: !!opts.frozen,
     now: () => controller.clock.now(),
     openStreams: new Map(),
+    sealedSecretHealth(cluster, namespace, name) {
+      const ss = kube.clusters.get(cluster)?.get('SealedSecret', namespace, name) as
+        | { status?: { conditions?: { type: string; status: string; message?: string }[] } }
+        | undefined;
+      if (!ss) return undefined;
+      const synced = ss.status?.conditions?.find((c) => c.type === 'Synced');
+      if (!synced) return { status: 'Progressing' };
+      return synced.status === 'True' ? { status: 'Healthy' } : { status: 'Degraded', message: synced.message };
+    },
   };
 
   async function handleSim(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {

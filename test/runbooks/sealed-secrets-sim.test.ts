@@ -6,7 +6,7 @@ import { sealedSecretsMigration } from '../../src/sim/kube/scenario.js';
 import { SIM_KEYS } from '../../src/sim/kube/keys.js';
 import type { SimOperation } from '../../src/sim/store.js';
 import { simOperations } from '../support/sim.js';
-import { startControlSim, type ControlSim } from './control-sim.js';
+import { eventually, startControlSim, type ControlSim } from './control-sim.js';
 
 let env: ControlSim | undefined;
 afterEach(async () => {
@@ -101,6 +101,12 @@ describe('sealed-secrets key runbooks through the engine (sealed-secrets-migrati
     expect(output.keys.created).toEqual(OLD_KEYS);
     expect(output.keys.removedGenerated).toEqual(['sealed-secrets-keyn5t6v']);
     expect(output.refreshed.sort()).toEqual(['auth-secrets-prod-new', 'orders-secrets-prod-new', 'payments-secrets-prod-new']);
+    // Argo CD, refreshed, sees the SealedSecrets decrypt: the apps are Healthy again in the mirror.
+    await eventually(
+      () => output.refreshed.every((name: string) => e.services.fleet.appsNamed(name)[0]?.app.status?.health?.status === 'Healthy'),
+      5000,
+      'refreshed apps Healthy',
+    );
 
     const status = await sealedSecretStatus(target);
     expect(status).toEqual({ total: 5, synced: 5, failing: [] });

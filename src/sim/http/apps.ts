@@ -112,9 +112,11 @@ export function getApplication(req: ApiRequest): RouteResult {
   const name = req.params.name;
   let app = findApp(req, name, req.query.get('project') || undefined, req.query.get('appNamespace') || undefined);
   if (req.query.has('refresh') && !req.core.frozen) {
-    // A refresh makes the controller compare again; the visible trace of that is reconciledAt.
+    // A refresh makes the controller compare again; the visible trace of that is reconciledAt, and
+    // resource health read afresh from the cluster (here: SealedSecrets on a simulated cluster).
     const copy = structuredClone(app);
     copy.status = { ...copy.status, reconciledAt: rfc3339(req.core.now()) };
+    refreshSealedSecretHealth(req, copy);
     app = req.store.putApp(copy);
   }
   return { raw: appJsonFull(app) };
@@ -278,3 +280,26 @@ export function updateSpec(req: ApiRequest): RouteResult {
 }
 
 export { DEFAULT_NS };
+
+const HEALTH_ORDER = ['Healthy', 'Suspended', 'Progressing', 'Missing', 'Degraded', 'Unknown'] as const;
+
+/** Re-reads the health of the app's SealedSecrets from the simulated cluster; the app's health is the worst of its resources'. */
+function refreshSealedSecretHealth(req: ApiRequest, app: Application): void {
+  const cluster = app.spec.destination?.name;
+  const resources = app.status?.resources;
+  if (!cluster || !resources || !req.core.sealedSecretHealth) return;
+  let changed = false;
+  for (const r of resources) {
+    if (r.kind !== 'SealedSecret') continue;
+    const health = req.core.sealedSecretHealth(cluster, r.namespace ?? '', r.name);
+    if (!health) continue;
+    r.health = health.message ? { status: health.status, message: health.message } : { status: health.status };
+    changed = true;
+  }
+  if (!changed) return;
+  const worst = resources.reduce((w, r) => {
+    const h = r.health?.status as (typeof HEALTH_ORDER)[number] | undefined;
+    return h && HEALTH_ORDER.indexOf(h) > HEALTH_ORDER.indexOf(w) ? h : w;
+  }, 'Healthy' as (typeof HEALTH_ORDER)[number]);
+  if (app.status!.health?.status !== worst) app.status!.health = { status: worst, lastTransitionTime: rfc3339(req.core.now()) };
+}

@@ -24,6 +24,11 @@ export interface SimCore {
   now(): Date;
   /** Open watch streams and their instance: closed on stop, or on demand (fault `dropStreams`). */
   readonly openStreams: Map<ServerResponse, string>;
+  /**
+   * The health Argo CD's SealedSecret check (Synced=True → Healthy, False → Degraded) gives a
+   * SealedSecret on a simulated cluster; undefined when that cluster or object is not simulated.
+   */
+  sealedSecretHealth?(cluster: string, namespace: string, name: string): { status: 'Healthy' | 'Degraded' | 'Progressing'; message?: string } | undefined;
 }
 
 export interface ApiRequest {
