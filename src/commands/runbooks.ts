@@ -72,7 +72,7 @@ registerCommand({
     if (runbook && !Object.keys(params).length && Object.keys(runbook.params).length && ctx.openForm) {
       const opened = await ctx.openForm({
         action: 'run.form',
-        title: fitTitle(runbook.title, 24),
+        title: runbook.title,
         submitLabel: 'Preview',
         metadata: runbook.name,
         intro: runbook.description,
@@ -91,14 +91,6 @@ registerCommand({
     return startAndReply(runs, ctx, name, params, 'run');
   },
 });
-
-/** A modal title fits 24 characters: cut at a word, with an ellipsis, never mid-word. */
-function fitTitle(title: string, max: number): string {
-  if (title.length <= max) return title;
-  const cut = title.slice(0, max - 1);
-  const space = cut.lastIndexOf(' ');
-  return `${space > max / 2 ? cut.slice(0, space) : cut}…`;
-}
 
 /** Options of `sync` that narrow the selection rather than being bulk-sync params. */
 const SELECTION_OPTIONS = ['cluster', 'project', 'appset', 'instance', 'selector'];
@@ -223,13 +215,14 @@ registerAction({
       const run = await runs.confirm(value, ctx.user, { channel: ctx.channel, threadTs: ctx.threadTs });
       // In Slack the run now has its one live message in the channel; the (ephemeral) preview says so
       // instead of becoming a second, frozen copy with buttons that go stale.
-      if (ctx.surface === 'slack' && run.status === 'running') {
+      if (ctx.surface === 'slack' && (run.status === 'running' || run.status === 'awaiting-approval')) {
+        const where = run.status === 'running' ? 'Its progress, with Pause and Abort, is in the channel message.' : 'It waits for approval in the channel message, where an approver presses Approve.';
         return {
           ok: true,
           command: 'runs',
           title: `${run.title} ${run.id}: confirmed`,
           data: { runId: run.id, status: run.status },
-          blocks: [{ kind: 'text', text: `:white_check_mark: Confirmed \`${run.id}\`. Its progress, with Pause and Abort, is in the channel message.`, tone: 'ok' }],
+          blocks: [{ kind: 'text', text: `:white_check_mark: Confirmed \`${run.id}\`. ${where}`, tone: 'ok' }],
         };
       }
       return progressReply(run);

@@ -64,6 +64,6 @@ export function assertMayApprove(user: string, run: Run, runbook: Runbook, confi
   if (named.length ? principalMatches(user, named, config.access.groups) : mayRun(user, runbook, config)) return;
   const who = approversOf(runbook, config);
   throw new RunForbiddenError(
-    `${mention(user)} may not approve ${runbook.name}. Approvers: ${who.length ? describePrincipals(who, config.access.groups) : 'none configured (add access.approval.approvers to the runbook, or operators/admins to rollcall.yaml)'}.`,
+    `${mention(user)} may not approve ${runbook.name}. Approvers: ${who.length ? describePrincipals(who, config.access.groups, run.requester) || 'none but the requester' : 'none configured (add access.approval.approvers to the runbook, or operators/admins to rollcall.yaml)'}.`,
   );
 }

@@ -152,7 +152,7 @@ export function runListReply(runs: Run[]): Reply {
             kind: 'list',
             items: runs.map((r) => ({
               text: `\`${r.id}\` ${r.runbook} — ${previewExpired(r) ? 'preview expired (never confirmed)' : r.status}`,
-              detail: `${r.requester} · ${r.createdAt}${r.progress ? ` · ${r.progress.headline}` : ''}`,
+              detail: `${mention(r.requester)} · ${r.createdAt}${r.progress ? ` · ${r.progress.headline}` : ''}`,
               tone: STATUS_TONE[r.status],
             })),
           }

@@ -345,6 +345,14 @@ export function truncate(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
+/** For short titles: cut at the last word that fits, never mid-word (unless one word is all there is). */
+export function truncateAtWord(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const cut = text.slice(0, max - 1);
+  const space = cut.lastIndexOf(' ');
+  return `${space > max / 2 ? cut.slice(0, space) : cut}…`;
+}
+
 const LEADING_EMOJI = /^:[a-z0-9_+'-]+:/;
 
 function withTone(text: string, tone?: Tone): string {
@@ -362,7 +370,8 @@ function fallbackText(reply: Reply, page: number, pages: number): string {
   if (reply.error) parts.push(reply.error.message);
   else if (first) parts.push(first);
   if (pages > 1) parts.push(`(page ${page}/${pages})`);
-  return truncate(parts.join(' — ').replace(/\s+/g, ' ').trim() || 'rollcall', SLACK_LIMITS.fallbackText);
+  // The notification text is mrkdwn too: an echoed <!channel> here would ping the channel.
+  return truncate(escapeMrkdwn(parts.join(' — ').replace(/\s+/g, ' ').trim()) || 'rollcall', SLACK_LIMITS.fallbackText);
 }
 
 /** The App Home tab: several replies stacked, within the 100-block limit of a view. */
@@ -383,7 +392,7 @@ export function renderReplyModal(reply: Reply, opts: { commandText?: string; pag
   const rendered = renderBlocks(reply, { ...opts, maxBlocks: SLACK_LIMITS.viewBlocks });
   return {
     type: 'modal',
-    title: { type: 'plain_text', text: truncate(reply.title || 'rollcall', SLACK_LIMITS.modalTitle) },
+    title: { type: 'plain_text', text: truncateAtWord(reply.title || 'rollcall', SLACK_LIMITS.modalTitle) },
     close: { type: 'plain_text', text: 'Close' },
     blocks: rendered.blocks,
   };
@@ -402,7 +411,7 @@ export function renderFormModal(form: FormSpec, privateMetadata = ''): ModalView
   return {
     type: 'modal',
     callback_id: `${FORM_CALLBACK_PREFIX}${form.action}`.slice(0, SLACK_LIMITS.id),
-    title: { type: 'plain_text', text: truncate(form.title || 'rollcall', SLACK_LIMITS.modalTitle) },
+    title: { type: 'plain_text', text: truncateAtWord(form.title || 'rollcall', SLACK_LIMITS.modalTitle) },
     submit: { type: 'plain_text', text: truncate(form.submitLabel ?? 'Preview', SLACK_LIMITS.modalTitle) },
     close: { type: 'plain_text', text: 'Cancel' },
     private_metadata: privateMetadata.slice(0, SLACK_LIMITS.privateMetadata),

@@ -88,8 +88,10 @@ describe('runbook engine with bulk-sync', () => {
     const preview = await dispatch('run guarded-sync selector=auth-config-*', ctx('U_ONCALL'));
     const runId = (preview.data as any).runId;
     const confirmed = await findAction('run.confirm')!.run(runId, ctx('U_ONCALL'));
-    expect((confirmed!.data as any).run.status).toBe('awaiting-approval');
-    expect(confirmed!.blocks.flatMap((b) => (b.kind === 'actions' ? b.buttons.map((x) => x.action) : []))).toContain('run.approve');
+    expect(confirmed!.data).toMatchObject({ runId, status: 'awaiting-approval' });
+    // The Approve button is on the one message in the channel, not on the requester's ephemeral preview.
+    await expect.poll(() => h!.notifier.posts.length).toBe(1);
+    expect(h.notifier.posts[0].reply.blocks.flatMap((b) => (b.kind === 'actions' ? b.buttons.map((x) => x.action) : []))).toContain('run.approve');
 
     const self = await findAction('run.approve')!.run(runId, ctx('U_ONCALL'));
     expect(self!.error).toMatchObject({ code: 'forbidden', message: expect.stringContaining('started run') });

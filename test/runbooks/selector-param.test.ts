@@ -23,5 +23,9 @@ describe('bulk-sync wave warnings', () => {
     expect(waveWarnings(apps, 'auth-config-*;auth-servce-*', 0)).toEqual(['wave `auth-servce-*` matches none of the 3 apps to sync: it is left out']);
     expect(waveWarnings(apps, undefined, 3)).toEqual(['canary=3 but only 3 app(s) to sync: there is no canary wave, everything goes at once']);
     expect(waveWarnings(apps, 'auth-config-*;auth-service-*', 1)).toEqual([]);
+    // Empty entries are typos, not patterns (picomatch throws on them).
+    expect(waveWarnings(apps, 'auth-config-*,,;;auth-service-*', 0)).toEqual([]);
+    const { planWaves } = await import('../../src/runbooks/actions/bulk-sync.js');
+    expect(planWaves(apps, 'auth-config-*,;,', 0).map((w) => [w.name, w.apps.length])).toEqual([['auth-config-*,', 2], ['(the rest)', 1]]);
   });
 });

@@ -68,6 +68,8 @@ describe('renderBlocks', () => {
     expect(text).toContain('> quoted first line');
     expect(text).toContain('Deployment/x: &lt;nil&gt;');
     expect(text).not.toContain('<!channel>');
+    // The notification text too.
+    expect(out.text).not.toContain('<!channel>');
   });
 
   it('links list items to their URL, keeping | and > out of the label, and keeps links already in the text', () => {

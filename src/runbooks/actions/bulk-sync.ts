@@ -83,12 +83,20 @@ export interface PlannedApp {
   cluster: string;
 }
 
+/** The globs of one wave (`a-*,b-*`); empty entries (`a,,b`) are dropped, picomatch refuses them. */
+function wavePatterns(wave: string): string[] {
+  return wave
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
+}
+
 /** Wave and canary settings that will not do what they say: said in the preview, before anyone confirms. */
 export function waveWarnings(apps: PlannedApp[], waves: string | undefined, canary: number): string[] {
   const out: string[] = [];
-  const specs = (waves ?? '').split(';').map((w) => w.trim()).filter(Boolean);
+  const specs = (waves ?? '').split(';').map((w) => w.trim()).filter((w) => wavePatterns(w).length);
   for (const spec of specs) {
-    const match = picomatch(spec.split(',').map((p) => p.trim()));
+    const match = picomatch(wavePatterns(spec));
     if (!apps.some((a) => match(a.app))) out.push(`wave \`${spec}\` matches none of the ${apps.length} apps to sync: it is left out`);
   }
   if (canary > 0 && canary >= apps.length) out.push(`canary=${canary} but only ${apps.length} app(s) to sync: there is no canary wave, everything goes at once`);
@@ -129,8 +137,8 @@ export function planWaves(apps: PlannedApp[], waves: string | undefined, canary:
     const specs = waves
       .split(';')
       .map((w) => w.trim())
-      .filter(Boolean);
-    const matchers = specs.map((w) => picomatch(w.split(',').map((p) => p.trim())));
+      .filter((w) => wavePatterns(w).length);
+    const matchers = specs.map((w) => picomatch(wavePatterns(w)));
     const buckets = specs.map((name) => ({ name, apps: [] as PlannedApp[] }));
     const rest: PlannedApp[] = [];
     for (const a of sorted) {
