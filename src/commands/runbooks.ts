@@ -1,6 +1,8 @@
 import { formatSelectorParam } from '../runbooks/actions/bulk-sync.js';
 import type { RunService } from '../runbooks/engine.js';
-import { ParamError, describeParams, parseParams } from '../runbooks/params.js';
+import { findRunbookAction } from '../runbooks/actions/index.js';
+import { substitute } from '../runbooks/loader.js';
+import { ParamError, describeParams, parseParams, type ParamValue } from '../runbooks/params.js';
 import { auditReply, previewReply, progressReply, runListReply } from '../runbooks/replies.js';
 import type { Run } from '../runbooks/run-store.js';
 import { selectApps } from '../fleet/select.js';
@@ -254,14 +256,33 @@ registerAction({
     const form = formParams(value);
     const runbook = form && runsOf(ctx)?.runbooks().find((r) => r.name === form.runbook);
     if (!form || !runbook) return undefined;
+    let params: Record<string, ParamValue>;
     try {
-      parseParams(runbook, form.params);
-      return undefined;
+      params = parseParams(runbook, form.params);
     } catch (error) {
       if (!(error instanceof ParamError)) return undefined;
       // The message starts with the field's name; next to the field it only needs the problem.
       return Object.fromEntries(error.problems.map((p) => [p.param, p.message.replace(new RegExp(`^${p.param}: `), '')]));
     }
+    // Then what each step's action accepts (ranges, one of two fields): shown at the param that feeds it.
+    const errors: Record<string, string> = {};
+    for (const step of runbook.steps) {
+      const action = findRunbookAction(step.action);
+      if (!action) continue;
+      const parsed = action.input.safeParse(substitute(step.with, params));
+      if (parsed.success) continue;
+      const fed = Object.entries(step.with ?? {}).flatMap(([key, v]) => {
+        const m = typeof v === 'string' ? /^\$\{\{\s*params\.([A-Za-z][\w-]*)\s*\}\}$/.exec(v) : null;
+        return m ? [[key, m[1]] as const] : [];
+      });
+      const paramOf = new Map(fed);
+      for (const issue of parsed.error.issues) {
+        const key = issue.path[0];
+        const param = (typeof key === 'string' && paramOf.get(key)) || fed.find(([, p]) => params[p] === undefined)?.[1] || fed[0]?.[1];
+        if (param && !errors[param]) errors[param] = issue.message.replace(/^Invalid input: /, '');
+      }
+    }
+    return Object.keys(errors).length ? errors : undefined;
   },
   async run(value, ctx) {
     const runs = runsOf(ctx);

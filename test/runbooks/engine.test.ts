@@ -137,6 +137,10 @@ describe('runbook engine with bulk-sync', () => {
       gate: expect.stringMatching(/^expected one of healthy, synced, none \(got "healthyy"\); did you mean healthy\?/),
     });
     expect(validate(form({ selector: 'auth-*', concurrency: '5' }), ctx('U_OP'))).toBeUndefined();
+    // What the action accepts is checked too, at the field that feeds it; a cross-field rule lands on the field left empty.
+    expect(validate(form({ selector: 'auth-*', concurrency: '0' }), ctx('U_OP'))).toEqual({ concurrency: 'concurrency must be at least 1 (how many apps sync at once)' });
+    const restore = validate(JSON.stringify({ metadata: 'restore-sealed-secrets-keys', values: { to: 'prod-new' } }), ctx('U_OP'));
+    expect(restore).toEqual({ from: expect.stringContaining('say where the keys come from: from=CLUSTER') });
   });
 
   it('refuses to confirm a preview older than half an hour: the fleet may have moved on', async () => {
