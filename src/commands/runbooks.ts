@@ -1,7 +1,7 @@
 import { formatSelectorParam } from '../runbooks/actions/bulk-sync.js';
 import type { RunService } from '../runbooks/engine.js';
 import { findRunbookAction } from '../runbooks/actions/index.js';
-import { substitute } from '../runbooks/loader.js';
+import { paramReference, substitute } from '../runbooks/loader.js';
 import { ParamError, describeParams, parseParams, type ParamValue } from '../runbooks/params.js';
 import { auditReply, previewReply, progressReply, runListReply } from '../runbooks/replies.js';
 import type { Run } from '../runbooks/run-store.js';
@@ -272,8 +272,8 @@ registerAction({
       const parsed = action.input.safeParse(substitute(step.with, params));
       if (parsed.success) continue;
       const fed = Object.entries(step.with ?? {}).flatMap(([key, v]) => {
-        const m = typeof v === 'string' ? /^\$\{\{\s*params\.([A-Za-z][\w-]*)\s*\}\}$/.exec(v) : null;
-        return m ? [[key, m[1]] as const] : [];
+        const param = paramReference(v);
+        return param ? [[key, param] as const] : [];
       });
       const paramOf = new Map(fed);
       for (const issue of parsed.error.issues) {

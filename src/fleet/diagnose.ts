@@ -24,6 +24,7 @@ import {
   maxUpdateInfo,
   rolloutComplete,
   rolloutSteps,
+  usesClusterGenerator,
 } from './rollingsync.js';
 
 export type Severity = 'critical' | 'warning' | 'info';
@@ -759,9 +760,9 @@ function templateSetsLabel(appSet: ApplicationSet, key: string): boolean {
 }
 
 function templateLabelFor(appSet: ApplicationSet, key: string): string {
-  const usesClusterGenerator = JSON.stringify(appSet.spec?.generators ?? []).includes('"clusters"');
+  const clusterGenerator = usesClusterGenerator(appSet);
   const value = appSet.spec?.goTemplate ? `'{{ index .metadata.labels "${key}" }}'` : `'{{metadata.labels.${key}}}'`;
-  return usesClusterGenerator
+  return clusterGenerator
     ? `\`${key}: ${value}\` (the cluster generator passes the cluster's labels as metadata.labels)`
     : `a \`${key}\` label with the value each app should carry (with a cluster generator: \`${key}: ${value}\`)`;
 }

@@ -174,7 +174,8 @@ const TEMPLATED = /\{\{/;
  */
 const CLUSTER_LABEL_PARAM = /^\{\{-?\s*(?:index\s+\.metadata\.labels\s+"([^"]+)"|\.?metadata\.labels\.([A-Za-z0-9_./-]+))\s*-?\}\}$/;
 
-function usesClusterGenerator(appSet: ApplicationSet): boolean {
+/** Whether the appset has a cluster generator (its template can read the cluster's labels). */
+export function usesClusterGenerator(appSet: ApplicationSet): boolean {
   return JSON.stringify(appSet.spec?.generators ?? []).includes('"clusters"');
 }
 

@@ -32,6 +32,11 @@ const WHOLE_REF = /^\s*\$\{\{\s*params\.([A-Za-z][\w-]*)\s*\}\}\s*$/;
 const ANY_EXPR = /\$\{\{([^}]*)\}\}/g;
 const PARAM_EXPR = /^\s*params\.([A-Za-z][\w-]*)\s*$/;
 
+/** The param a value is exactly a reference to (`${{ params.prune }}` → `prune`), else undefined. */
+export function paramReference(value: unknown): string | undefined {
+  return typeof value === 'string' ? WHOLE_REF.exec(value)?.[1] : undefined;
+}
+
 /** Every `${{ ... }}` inside a value, with the path where it sits. */
 function expressions(value: unknown, at: PropertyKey[], out: { at: PropertyKey[]; expr: string }[] = []) {
   if (typeof value === 'string') for (const m of value.matchAll(ANY_EXPR)) out.push({ at, expr: m[1] });
