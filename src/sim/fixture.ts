@@ -39,8 +39,10 @@ export function validateFixture(value: unknown, file = 'fixture'): Fixture {
       const aat = `${at}.applications[${j}]`;
       if (!isObject(app) || !isObject(app.metadata) || typeof app.metadata.name !== 'string' || !app.metadata.name)
         return problems.push(`${aat}.metadata.name: expected a non-empty string`);
-      if (appNames.has(app.metadata.name)) problems.push(`${aat}.metadata.name: duplicate app "${app.metadata.name}"`);
-      appNames.add(app.metadata.name);
+      // Apps in any namespace may share a name; within one namespace a name is unique.
+      const key = `${typeof app.metadata.namespace === 'string' ? app.metadata.namespace : 'argocd'}/${app.metadata.name}`;
+      if (appNames.has(key)) problems.push(`${aat}.metadata.name: duplicate app "${key}"`);
+      appNames.add(key);
       if (!isObject(app.spec)) return problems.push(`${aat}.spec: expected an object`);
       const dest = app.spec.destination;
       if (!isObject(dest) || (typeof dest.server !== 'string' && typeof dest.name !== 'string'))

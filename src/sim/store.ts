@@ -12,10 +12,60 @@ export interface StoreChange<T> {
   resourceVersion: number;
 }
 
+/** The namespace an Application lives in when its metadata names none: Argo CD's own (control plane). */
+export const DEFAULT_APP_NAMESPACE = 'argocd';
+
+/**
+ * Applications by `namespace/name` (apps in any namespace may share a name), looked up by that key
+ * or by bare name, as Argo CD's API does without `appNamespace`: the control-plane namespace first,
+ * else the only app of that name.
+ */
+export class AppTable extends Map<string, Application> {
+  private readonly byName = new Map<string, Set<string>>();
+
+  static keyOf(app: Application): string {
+    return `${app.metadata.namespace ?? DEFAULT_APP_NAMESPACE}/${app.metadata.name}`;
+  }
+
+  private resolve(nameOrKey: string): string | undefined {
+    if (super.has(nameOrKey)) return nameOrKey;
+    const keys = this.byName.get(nameOrKey);
+    if (!keys?.size) return undefined;
+    const control = `${DEFAULT_APP_NAMESPACE}/${nameOrKey}`;
+    return keys.has(control) ? control : [...keys].sort()[0];
+  }
+
+  override set(key: string, app: Application): this {
+    super.set(key, app);
+    const name = app.metadata.name;
+    let keys = this.byName.get(name);
+    if (!keys) this.byName.set(name, (keys = new Set()));
+    keys.add(key);
+    return this;
+  }
+
+  override get(nameOrKey: string): Application | undefined {
+    const key = this.resolve(nameOrKey);
+    return key === undefined ? undefined : super.get(key);
+  }
+
+  override has(nameOrKey: string): boolean {
+    return this.resolve(nameOrKey) !== undefined;
+  }
+
+  override delete(nameOrKey: string): boolean {
+    const key = this.resolve(nameOrKey);
+    if (key === undefined) return false;
+    const app = super.get(key)!;
+    this.byName.get(app.metadata.name)?.delete(key);
+    return super.delete(key);
+  }
+}
+
 export class InstanceStore {
   readonly events = new EventEmitter();
   private version = 0;
-  readonly apps = new Map<string, Application>();
+  readonly apps = new AppTable();
   readonly appSets = new Map<string, ApplicationSet>();
   readonly clusters = new Map<string, Cluster>();
   /** Recent changes kept for resume-by-resourceVersion. */
@@ -40,20 +90,22 @@ export class InstanceStore {
 
   /** Inserts or replaces an app; stamps metadata.resourceVersion. */
   putApp(app: Application): Application {
-    const type: WatchEventType = this.apps.has(app.metadata.name) ? 'MODIFIED' : 'ADDED';
+    const key = AppTable.keyOf(app);
+    const type: WatchEventType = this.apps.has(key) ? 'MODIFIED' : 'ADDED';
     const rv = this.nextVersion();
     app.metadata.resourceVersion = String(rv);
-    this.apps.set(app.metadata.name, app);
+    this.apps.set(key, app);
     const change = { type, object: app, resourceVersion: rv };
     this.pushLog(this.appLog, change);
     this.events.emit('app', change);
     return app;
   }
 
+  /** `name` alone, or `namespace/name` for an app outside the control-plane namespace. */
   deleteApp(name: string): boolean {
     const app = this.apps.get(name);
     if (!app) return false;
-    this.apps.delete(name);
+    this.apps.delete(AppTable.keyOf(app));
     const rv = this.nextVersion();
     const change = { type: 'DELETED' as const, object: app, resourceVersion: rv };
     this.pushLog(this.appLog, change);

@@ -80,6 +80,34 @@ describe('runSimCommand', () => {
 });
 
 describe('fixture shapes the real API allows', () => {
+  it('serves apps of the same name in two namespaces (apps in any namespace), and the bot counts both', async () => {
+    const app = (namespace: string, health: string) => ({
+      metadata: { name: 'payments', namespace },
+      spec: { project: 'default', destination: { name: 'in-cluster', namespace: 'payments' }, source: { repoURL: 'https://git.example.com/p.git', path: '.', targetRevision: 'HEAD' } },
+      status: { sync: { status: 'Synced' }, health: { status: health } },
+    });
+    const server = await startTestSim({ frozen: true, fixture: { instances: [{ name: 'main', applications: [app('team-a', 'Healthy'), app('team-b', 'Degraded')] as never }] } });
+    try {
+      const base = server.instances[0];
+      const get = async (q: string) => (await (await fetch(`${base.url}/api/v1/applications${q}`, { headers: { authorization: `Bearer ${base.token}` } })).json()) as any;
+      expect((await get('')).items.map((a: any) => a.metadata.namespace).sort()).toEqual(['team-a', 'team-b']);
+      expect((await get('/payments?appNamespace=team-b')).status.health.status).toBe('Degraded');
+      const { FleetMirror } = await import('../../src/fleet/mirror.js');
+      const { createClients } = await import('../../src/argocd/client.js');
+      const { summarizeApps } = await import('../../src/commands/status.js');
+      const config = parseConfig(simConfigYaml(server), 'sim.yaml', {});
+      const mirror = new FleetMirror(createClients(config), [{ name: 'main' }]);
+      await mirror.start();
+      try {
+        expect(summarizeApps(mirror.apps()).total).toEqual({ apps: 2, sync: { Synced: 2 }, health: { Healthy: 1, Degraded: 1 } });
+      } finally {
+        await mirror.stop();
+      }
+    } finally {
+      await server.stop();
+    }
+  });
+
   it('serves an instance whose fixture leaves out applications, and lists in-cluster when apps deploy there', async () => {
     const { validateFixture, seedState } = await import('../../src/sim/fixture.js');
     const { SimState } = await import('../../src/sim/store.js');

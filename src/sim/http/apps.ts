@@ -62,7 +62,7 @@ export function appMatches(app: Application, q: AppQuery): boolean {
 
 export function sortedApps(store: InstanceStore, q: AppQuery): Application[] {
   if (q.name) {
-    const one = store.apps.get(q.name);
+    const one = store.apps.get(q.appNamespace ? `${q.appNamespace}/${q.name}` : q.name);
     return one && appMatches(one, q) ? [one] : [];
   }
   const out: Application[] = [];
@@ -97,7 +97,7 @@ export function findApp(
   action = 'get',
 ): Application {
   if (project && !allowed(req.account, 'applications', action, `${project}/${name}`)) throw permissionDenied();
-  const app = req.store.apps.get(name);
+  const app = req.store.apps.get(appNamespace ? `${appNamespace}/${name}` : name);
   const nsOk = !appNamespace || (app?.metadata.namespace ?? DEFAULT_NS) === appNamespace;
   if (!app || !nsOk) throw project ? appNotFound(name) : permissionDenied();
   if (!allowed(req.account, 'applications', action, rbacName(app)))

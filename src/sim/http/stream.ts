@@ -86,7 +86,7 @@ function watch<T extends Application | ApplicationSet>(
     // Upstream drops events for objects older than the requested version (isApplicationPermitted).
     if (Number(o.metadata.resourceVersion ?? 0) < minVersion) return;
     if (!matches(o)) return;
-    stream.send(o.metadata.name, eventBody(kind, type, serialize(o), fields));
+    stream.send(objectKey(o), eventBody(kind, type, serialize(o), fields));
   };
   if (!rvText || name) {
     for (const o of snapshot()) emit('ADDED', o);
@@ -99,12 +99,12 @@ function watch<T extends Application | ApplicationSet>(
     }
     for (const change of missed)
       if (matches(change.object))
-        stream.send(change.object.metadata.name, eventBody(kind, change.type, serialize(change.object), fields));
+        stream.send(objectKey(change.object), eventBody(kind, change.type, serialize(change.object), fields));
   }
   const onChange = (change: StoreChange<T>) => {
     if (!matches(change.object)) return;
     if (change.type !== 'DELETED' && Number(change.object.metadata.resourceVersion ?? 0) < minVersion) return;
-    stream.send(change.object.metadata.name, eventBody(kind, change.type, serialize(change.object), fields));
+    stream.send(objectKey(change.object), eventBody(kind, change.type, serialize(change.object), fields));
   };
   req.store.events.on(storeEvent, onChange);
   req.res.on('close', () => req.store.events.off(storeEvent, onChange));
@@ -137,4 +137,9 @@ export function watchApplicationSets(req: ApiRequest): RouteResult {
     (a) => JSON.stringify(a),
     q.name,
   );
+}
+
+/** What the server dedupes events by: apps in different namespaces may share a name. */
+function objectKey(o: { metadata: { name: string; namespace?: string } }): string {
+  return `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 }
