@@ -764,7 +764,7 @@ export class SimController {
   private writeOperation(store: InstanceStore, app: Application, operation: Operation): Application {
     const next = structuredClone(app);
     next.operation = operation;
-    const w = this.workFor(store.name, app.metadata.name);
+    const w = this.workFor(store.name, store.apps.refOf(app));
     w.requestedAt = this.clock.now().getTime();
     w.terminating = false;
     return store.putApp(next);
@@ -792,7 +792,7 @@ export class SimController {
           this.book.setCrashLoop(store.name, app.metadata.name);
         // A request already in the fixture is picked up like any other.
         if (app.operation && !operationInProgress({ ...app, operation: undefined }))
-          this.workFor(store.name, app.metadata.name).requestedAt = this.clock.now().getTime();
+          this.workFor(store.name, store.apps.refOf(app)).requestedAt = this.clock.now().getTime();
       }
       for (const appSet of store.appSets.values())
         this.dirtyAppSets.set(workKey(store.name, appSet.metadata.name), {
@@ -815,7 +815,7 @@ export class SimController {
 
   private onAppChange(store: InstanceStore, change: StoreChange<Application>): void {
     const app = change.object;
-    const name = app.metadata.name;
+    const name = store.apps.refOf(app);
     const owned = this.owned.get(store.name)!;
     const owner = ownerAppSet(app);
     if (change.type === 'DELETED') {

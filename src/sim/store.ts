@@ -49,6 +49,14 @@ export class AppTable extends Map<string, Application> {
     return key === undefined ? undefined : super.get(key);
   }
 
+  /**
+   * How the controller and faults address an app: its bare name, unless another namespace has an app
+   * of the same name; then `namespace/name`, so work on one never lands on the other.
+   */
+  refOf(app: Application): string {
+    return (this.byName.get(app.metadata.name)?.size ?? 0) > 1 ? AppTable.keyOf(app) : app.metadata.name;
+  }
+
   override has(nameOrKey: string): boolean {
     return this.resolve(nameOrKey) !== undefined;
   }

@@ -86,12 +86,20 @@ describe('fixture shapes the real API allows', () => {
       spec: { project: 'default', destination: { name: 'in-cluster', namespace: 'payments' }, source: { repoURL: 'https://git.example.com/p.git', path: '.', targetRevision: 'HEAD' } },
       status: { sync: { status: 'Synced' }, health: { status: health } },
     });
-    const server = await startTestSim({ frozen: true, fixture: { instances: [{ name: 'main', applications: [app('team-a', 'Healthy'), app('team-b', 'Degraded')] as never }] } });
+    const server = await startTestSim({ fixture: { instances: [{ name: 'main', applications: [app('team-a', 'Healthy'), app('team-b', 'Degraded')] as never }] } });
     try {
       const base = server.instances[0];
-      const get = async (q: string) => (await (await fetch(`${base.url}/api/v1/applications${q}`, { headers: { authorization: `Bearer ${base.token}` } })).json()) as any;
+      const headers = { authorization: `Bearer ${base.token}` };
+      const get = async (q: string) => (await (await fetch(`${base.url}/api/v1/applications${q}`, { headers })).json()) as any;
       expect((await get('')).items.map((a: any) => a.metadata.namespace).sort()).toEqual(['team-a', 'team-b']);
       expect((await get('/payments?appNamespace=team-b')).status.health.status).toBe('Degraded');
+      // A sync of one reaches that one only.
+      const res = await fetch(`${base.url}/api/v1/applications/payments/sync`, { method: 'POST', headers, body: JSON.stringify({ appNamespace: 'team-b', prune: true }) });
+      expect(res.status).toBe(200);
+      expect((await get('/payments?appNamespace=team-b')).operation?.sync?.prune ?? (await get('/payments?appNamespace=team-b')).status.operationState?.operation?.sync?.prune).toBe(true);
+      const other = await get('/payments?appNamespace=team-a');
+      expect(other.operation).toBeUndefined();
+      expect(other.status.operationState).toBeUndefined();
       const { FleetMirror } = await import('../../src/fleet/mirror.js');
       const { createClients } = await import('../../src/argocd/client.js');
       const { summarizeApps } = await import('../../src/commands/status.js');
@@ -99,7 +107,8 @@ describe('fixture shapes the real API allows', () => {
       const mirror = new FleetMirror(createClients(config), [{ name: 'main' }]);
       await mirror.start();
       try {
-        expect(summarizeApps(mirror.apps()).total).toEqual({ apps: 2, sync: { Synced: 2 }, health: { Healthy: 1, Degraded: 1 } });
+        expect(summarizeApps(mirror.apps()).total).toMatchObject({ apps: 2 });
+        expect(mirror.apps().map((a) => a.app.metadata.namespace).sort()).toEqual(['team-a', 'team-b']);
       } finally {
         await mirror.stop();
       }

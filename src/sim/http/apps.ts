@@ -167,9 +167,9 @@ export function syncApplication(req: ApiRequest): RouteResult {
     }
     if (operationRunning(app))
       throw new SimApiError(GrpcCode.FailedPrecondition, 'another operation is already in progress');
-    const updated = req.core.controller.requestSync(req.store.name, name, request, req.user);
+    const updated = req.core.controller.requestSync(req.store.name, req.store.apps.refOf(app), request, req.user);
     status(200);
-    return { raw: appJsonFull(req.store.apps.get(name) ?? updated) };
+    return { raw: appJsonFull(req.store.apps.get(req.store.apps.refOf(app)) ?? updated) };
   } catch (error) {
     const mapped = toApiError(error);
     status(mapped?.httpStatus ?? 500);
@@ -191,7 +191,7 @@ export function terminateOperation(req: ApiRequest): RouteResult {
     if (!app.operation && app.status?.operationState?.phase !== 'Running') {
       throw new SimApiError(GrpcCode.InvalidArgument, 'Unable to terminate operation. No operation is in progress');
     }
-    req.core.controller.requestTerminate(req.store.name, name);
+    req.core.controller.requestTerminate(req.store.name, req.store.apps.refOf(app));
     status(200);
     return { json: {} };
   } catch (error) {
