@@ -23,6 +23,8 @@ import {
   maxConcurrentFor,
   maxUpdateInfo,
   rolloutComplete,
+  NO_STEP,
+  reportedStep,
   rolloutSteps,
   usesClusterGenerator,
 } from './rollingsync.js';
@@ -223,10 +225,9 @@ function labelsCertain(appSet: ApplicationSet, labels: Record<string, string>): 
  * none, and label matching fills in only the later overlapping steps.
  */
 function stepsOf(byLabels: number[], entry: ApplicationSetApplicationStatus | undefined, stepCount: number): number[] {
-  if (!entry || !/^-?\d+$/.test(entry.step ?? '')) return byLabels;
-  const reported = Number(entry.step);
-  if (reported === -1) return [];
-  if (reported < 1 || reported > stepCount) return byLabels;
+  const reported = reportedStep(entry, stepCount);
+  if (reported === undefined) return byLabels;
+  if (reported === NO_STEP) return [];
   return [reported, ...byLabels.filter((n) => n > reported)];
 }
 

@@ -174,6 +174,16 @@ const TEMPLATED = /\{\{/;
  */
 const CLUSTER_LABEL_PARAM = /^\{\{-?\s*(?:index\s+\.metadata\.labels\s+"([^"]+)"|\.?metadata\.labels\.([A-Za-z0-9_./-]+))\s*-?\}\}$/;
 
+/**
+ * The step an applicationStatus entry reports (`"2"` → 2, `"-1"` → -1), when it is one the spec still
+ * has; otherwise undefined (no entry, no step, a step removed since).
+ */
+export function reportedStep(entry: { step?: string } | undefined, stepCount: number): number | undefined {
+  if (!entry || !/^-?\d+$/.test(entry.step ?? '')) return undefined;
+  const step = Number(entry.step);
+  return step === NO_STEP || (step >= 1 && step <= stepCount) ? step : undefined;
+}
+
 /** Whether the appset has a cluster generator (its template can read the cluster's labels). */
 export function usesClusterGenerator(appSet: ApplicationSet): boolean {
   return JSON.stringify(appSet.spec?.generators ?? []).includes('"clusters"');

@@ -6,14 +6,13 @@
  */
 import type {
   ApplicationMatchExpression,
-  ApplicationSetApplicationStatus,
   HealthStatusCode,
   ProgressiveSyncStatus,
   SyncStatusCode,
 } from '../argocd/types.js';
 import { diagnoseAppSet, type DiagnoseOptions, type Finding } from './diagnose.js';
 import type { FleetApp, FleetAppSet, FleetView } from './model.js';
-import { NO_STEP, currentStepFromStatus, generatedLabels, maxUpdateInfo, progressingStep, rolloutComplete, rolloutSteps, stepOfLabels } from './rollingsync.js';
+import { NO_STEP, currentStepFromStatus, reportedStep, generatedLabels, maxUpdateInfo, progressingStep, rolloutComplete, rolloutSteps, stepOfLabels } from './rollingsync.js';
 
 export interface RolloutStepApp {
   name: string;
@@ -96,13 +95,6 @@ interface Placed {
 
 const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
-/** The step an entry reports, when it is one the spec still has; otherwise undefined. */
-function entryStep(entry: ApplicationSetApplicationStatus | undefined, stepCount: number): number | undefined {
-  if (!entry || !/^-?\d+$/.test(entry.step ?? '')) return undefined;
-  const step = Number(entry.step);
-  return step === NO_STEP || (step >= 1 && step <= stepCount) ? step : undefined;
-}
-
 function placeApps(fleet: FleetView, target: FleetAppSet): { placed: Placed[]; stale: StaleEntry[]; stepCount: number } {
   const appSet = target.appSet;
   const steps = rolloutSteps(appSet);
@@ -123,7 +115,7 @@ function placeApps(fleet: FleetView, target: FleetAppSet): { placed: Placed[]; s
       stale.push({ name, step: entry.step ?? null, status: entry.status ?? null, since: entry.lastTransitionTime ?? null });
       continue;
     }
-    const step = entryStep(entry, steps.length) ?? (fleetApp ? stepOfLabels(generatedLabels(appSet, fleetApp.app, clusterLabels.get(fleetApp.cluster)), steps) : NO_STEP);
+    const step = reportedStep(entry, steps.length) ?? (fleetApp ? stepOfLabels(generatedLabels(appSet, fleetApp.app, clusterLabels.get(fleetApp.cluster)), steps) : NO_STEP);
     placed.push({
       step,
       app: {
