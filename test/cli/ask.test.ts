@@ -112,6 +112,9 @@ describe('rollcall sim + rollcall ask (processes, as a user runs them)', () => {
       expect(JSON.parse(queued.stdout).data.run).toMatchObject({ status: 'running', requester: 'ask-tester' });
       expect(queued.stderr).toMatch(/is queued, but no rollcall worker is connected to this Redis/);
       expect(Date.now() - started).toBeLessThan(20_000);
+      // pause reaches the runbook engine from the terminal (its preview answers, not "no engine here").
+      const pause = await run(process.execPath, [bin, 'ask', 'pause payments-prod-eu1', '--json', '--config', own], { env }).catch((e) => e);
+      expect(JSON.parse(pause.stdout).error).toMatchObject({ code: 'nothing_to_pause', message: 'auto-sync is already off on payments-prod-eu1: nothing to pause' });
     } finally {
       const { cleanPrefix } = await import('../runbooks/fake-argo.js');
       await cleanPrefix(process.env.REDIS_URL!, prefix);
