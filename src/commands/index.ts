@@ -1,3 +1,4 @@
+import type { InstanceHealth } from '../fleet/events.js';
 import { SelectorError } from '../fleet/select.js';
 import { canOperate, canRead, operateDeniedMessage, readDeniedMessage } from './access.js';
 import { commandNames, helpReply } from './help.js';
@@ -50,20 +51,9 @@ export function errorFromException(command: string, error: unknown): Reply {
   return errorReply(command, 'internal_error', `\`${command}\` failed unexpectedly: ${message}. This is a rollcall bug; the logs have the details.`);
 }
 
-interface MirrorHealth {
-  instance: string;
-  synced: boolean;
-  error?: string;
-}
-
-/** Instances the live mirror (src/fleet/mirror.ts) is not in sync with; a StaticFleet has none. */
-function unsyncedInstances(ctx: CommandContext): MirrorHealth[] {
-  const fleet = ctx.services.fleet as { health?: () => MirrorHealth[] };
-  try {
-    return typeof fleet.health === 'function' ? fleet.health().filter((h) => !h.synced) : [];
-  } catch {
-    return [];
-  }
+/** Instances the fleet view is not in sync with; a StaticFleet has none. */
+function unsyncedInstances(ctx: CommandContext): InstanceHealth[] {
+  return ctx.services.fleet.health().filter((h) => !h.synced);
 }
 
 /**

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { ArgoApi, WatchHandle } from '../argocd/api.js';
 import type { Application, ApplicationSet, Cluster, WatchEventType } from '../argocd/types.js';
+import type { InstanceHealth } from './events.js';
 import {
   clusterIndex,
   FleetIndex,
@@ -40,13 +41,7 @@ export interface MirrorAppSetEvent {
   previous?: FleetAppSet;
 }
 
-export interface InstanceHealth {
-  instance: string;
-  /** Initial list loaded and both streams connected. */
-  synced: boolean;
-  lastEventAt?: string;
-  error?: string;
-}
+export type { InstanceHealth } from './events.js';
 
 export interface FleetMirrorOptions {
   logger?: Logger;
@@ -65,6 +60,12 @@ export interface FleetMirrorOptions {
    * @defaultValue 500
    */
   enrichLimit?: number;
+  /**
+   * How long an instance may stay out of sync before subscribers hear it was lost. Watch streams
+   * through proxies drop and reconnect routinely; a loss that heals within this is no event.
+   * @defaultValue 5000
+   */
+  lostAfterMs?: number;
   now?: () => Date;
 }
 
@@ -88,10 +89,16 @@ interface InstanceState {
   retryTimer?: NodeJS.Timeout;
   retryDelay: number;
   clusterLookupAt: number;
+  /** What subscribers were last told: connected or lost. Undefined until the first load settles. */
+  announced?: 'connected' | 'lost';
+  lostTimer?: NodeJS.Timeout;
 }
 
 export class FleetMirror extends FleetIndex {
-  /** 'app' MirrorAppEvent, 'appset' MirrorAppSetEvent. Not emitted for the initial load. */
+  /**
+   * 'app' MirrorAppEvent, 'appset' MirrorAppSetEvent, for watchers of raw watch types.
+   * New code subscribes to the typed feed instead (subscribe()).
+   */
   readonly events = new EventEmitter();
   private readonly states = new Map<string, InstanceState>();
   private readonly log?: Logger;
@@ -100,14 +107,18 @@ export class FleetMirror extends FleetIndex {
   private clusterTimer?: NodeJS.Timeout;
 
   constructor(clients: ReadonlyMap<string, ArgoApi>, links: InstanceLinks[], opts: FleetMirrorOptions = {}) {
-    super([...clients.keys()], links);
-    this.log = opts.logger?.child({ component: 'fleet-mirror' });
+    const log = opts.logger?.child({ component: 'fleet-mirror' });
+    super([...clients.keys()], links, (error, event) =>
+      log?.error({ err: (error as Error).message, event: event.kind, instance: event.instance }, 'a fleet event listener failed'),
+    );
+    this.log = log;
     this.opts = {
       readyTimeoutMs: opts.readyTimeoutMs ?? 10_000,
       relistDelayMs: opts.relistDelayMs ?? 500,
       retryMs: opts.retryMs ?? 2000,
       clusterRefreshMs: opts.clusterRefreshMs ?? 300_000,
       enrichLimit: opts.enrichLimit ?? 500,
+      lostAfterMs: opts.lostAfterMs ?? 5000,
       now: opts.now ?? (() => new Date()),
     };
     this.events.setMaxListeners(0);
@@ -150,18 +161,62 @@ export class FleetMirror extends FleetIndex {
       s.appsWatch = s.appSetsWatch = undefined;
       if (s.relistTimer) clearTimeout(s.relistTimer);
       if (s.retryTimer) clearTimeout(s.retryTimer);
+      if (s.lostTimer) clearTimeout(s.lostTimer);
+      s.lostTimer = undefined;
       s.appsConnected = s.appSetsConnected = false;
     }
     await Promise.all([...this.states.values()].map((s) => s.relisting?.catch(() => undefined)));
   }
 
-  health(): InstanceHealth[] {
+  override health(): InstanceHealth[] {
     return [...this.states.values()].map((s) => ({
       instance: s.name,
-      synced: s.loaded && s.appsConnected && s.appSetsConnected,
+      synced: isSynced(s),
       lastEventAt: s.lastEventAt,
       error: s.error,
     }));
+  }
+
+  private emitApp(s: InstanceState, type: WatchEventType, app: FleetApp, previous: FleetApp | undefined) {
+    this.events.emit('app', { instance: s.name, type, app, previous } satisfies MirrorAppEvent);
+    const at = this.opts.now().toISOString();
+    if (type === 'DELETED') this.feed.publish({ kind: 'app-removed', instance: s.name, at, app: previous ?? app });
+    else if (previous) this.feed.publish({ kind: 'app-changed', instance: s.name, at, app, previous });
+    else this.feed.publish({ kind: 'app-added', instance: s.name, at, app });
+  }
+
+  private emitAppSet(s: InstanceState, type: WatchEventType, appSet: FleetAppSet, previous: FleetAppSet | undefined) {
+    this.events.emit('appset', { instance: s.name, type, appSet, previous } satisfies MirrorAppSetEvent);
+    const at = this.opts.now().toISOString();
+    if (type === 'DELETED') this.feed.publish({ kind: 'appset-removed', instance: s.name, at, appSet: previous ?? appSet });
+    else if (previous) this.feed.publish({ kind: 'appset-changed', instance: s.name, at, appSet, previous });
+    else this.feed.publish({ kind: 'appset-added', instance: s.name, at, appSet });
+  }
+
+  /**
+   * Tells subscribers once per change of an instance's connectivity, not once per stream event:
+   * both streams dropping with Argo CD is one loss, and their two reconnects one recovery.
+   */
+  private announce(s: InstanceState) {
+    if (this.stopped) return;
+    if (isSynced(s)) {
+      if (s.lostTimer) clearTimeout(s.lostTimer);
+      s.lostTimer = undefined;
+      if (s.announced === 'connected') return;
+      s.announced = 'connected';
+      this.feed.publish({ kind: 'instance-connected', instance: s.name, at: this.opts.now().toISOString() });
+      return;
+    }
+    if (s.announced === 'lost' || s.lostTimer) return;
+    // An instance whose first list failed was never there: that is a loss at once.
+    const wait = s.loaded ? this.opts.lostAfterMs : 0;
+    s.lostTimer = setTimeout(() => {
+      s.lostTimer = undefined;
+      if (this.stopped || isSynced(s) || s.announced === 'lost') return;
+      s.announced = 'lost';
+      this.feed.publish({ kind: 'instance-lost', instance: s.name, at: this.opts.now().toISOString(), error: s.error });
+    }, wait);
+    s.lostTimer.unref();
   }
 
   /** Relists clusters on every instance and re-resolves app cluster names (clusters have no stream). */
@@ -194,6 +249,7 @@ export class FleetMirror extends FleetIndex {
     } catch (error) {
       s.error = (error as Error).message;
       this.log?.warn({ instance: s.name, err: s.error }, 'instance load failed; retrying');
+      this.announce(s);
       const delay = s.retryDelay;
       s.retryDelay = Math.min(60_000, s.retryDelay * 2);
       s.retryTimer = setTimeout(() => void this.startInstance(s), delay);
@@ -219,10 +275,12 @@ export class FleetMirror extends FleetIndex {
         onError: (e) => {
           s.appsConnected = false;
           s.error = e.message;
+          this.announce(s);
         },
         onReconnect: () => {
           s.appsConnected = true;
           s.error = undefined;
+          this.announce(s);
           this.scheduleRelist(s);
         },
         onExpired: () => {
@@ -233,7 +291,9 @@ export class FleetMirror extends FleetIndex {
     );
     s.appsWatch = handle;
     void handle.ready.then(() => {
-      if (s.appsWatch === handle) s.appsConnected = true;
+      if (s.appsWatch !== handle) return;
+      s.appsConnected = true;
+      this.announce(s);
     });
   }
 
@@ -246,10 +306,12 @@ export class FleetMirror extends FleetIndex {
         onError: (e) => {
           s.appSetsConnected = false;
           s.error = e.message;
+          this.announce(s);
         },
         onReconnect: () => {
           s.appSetsConnected = true;
           s.error = undefined;
+          this.announce(s);
           this.scheduleRelist(s);
         },
         onExpired: () => {
@@ -260,7 +322,9 @@ export class FleetMirror extends FleetIndex {
     );
     s.appSetsWatch = handle;
     void handle.ready.then(() => {
-      if (s.appSetsWatch === handle) s.appSetsConnected = true;
+      if (s.appSetsWatch !== handle) return;
+      s.appSetsConnected = true;
+      this.announce(s);
     });
   }
 
@@ -275,7 +339,7 @@ export class FleetMirror extends FleetIndex {
     this.touch(s, 'app' + key);
     if (type === 'DELETED') {
       const previous = this.removeApp(s.name, name, namespace);
-      if (previous) this.events.emit('app', { instance: s.name, type, app: this.tag(s, app), previous } satisfies MirrorAppEvent);
+      if (previous) this.emitApp(s, type, this.tag(s, app), previous);
       return;
     }
     const current = this.findApp(s.name, name, namespace);
@@ -283,7 +347,7 @@ export class FleetMirror extends FleetIndex {
     if (current && app.metadata.resourceVersion && current.app.metadata.resourceVersion === app.metadata.resourceVersion) return;
     const tagged = this.tag(s, app);
     const previous = this.upsertApp(tagged);
-    this.events.emit('app', { instance: s.name, type: previous ? 'MODIFIED' : 'ADDED', app: tagged, previous } satisfies MirrorAppEvent);
+    this.emitApp(s, previous ? 'MODIFIED' : 'ADDED', tagged, previous);
   }
 
   private applyAppSetEvent(s: InstanceState, type: WatchEventType, appSet: ApplicationSet) {
@@ -291,7 +355,7 @@ export class FleetMirror extends FleetIndex {
     this.touch(s, 'set' + fleetAppKey(s.name, name, namespace));
     if (type === 'DELETED') {
       const previous = this.removeAppSet(s.name, name, namespace);
-      if (previous) this.events.emit('appset', { instance: s.name, type, appSet: { instance: s.name, appSet }, previous } satisfies MirrorAppSetEvent);
+      if (previous) this.emitAppSet(s, type, { instance: s.name, appSet }, previous);
       return;
     }
     const current = this.appSets().find(
@@ -300,7 +364,7 @@ export class FleetMirror extends FleetIndex {
     if (current && appSet.metadata.resourceVersion && current.appSet.metadata.resourceVersion === appSet.metadata.resourceVersion) return;
     const fleetAppSet = { instance: s.name, appSet };
     const previous = this.upsertAppSet(fleetAppSet);
-    this.events.emit('appset', { instance: s.name, type: previous ? 'MODIFIED' : 'ADDED', appSet: fleetAppSet, previous } satisfies MirrorAppSetEvent);
+    this.emitAppSet(s, previous ? 'MODIFIED' : 'ADDED', fleetAppSet, previous);
   }
 
   /** Fetches unhealthy apps that came from a List (no resource health) and applies them as events. */
@@ -414,13 +478,13 @@ export class FleetMirror extends FleetIndex {
       if (current && current.app.metadata.resourceVersion === app.metadata.resourceVersion && app.metadata.resourceVersion) continue;
       const tagged = this.tag(s, app);
       const previous = this.upsertApp(tagged);
-      this.events.emit('app', { instance: s.name, type: previous ? 'MODIFIED' : 'ADDED', app: tagged, previous } satisfies MirrorAppEvent);
+      this.emitApp(s, previous ? 'MODIFIED' : 'ADDED', tagged, previous);
     }
     for (const a of this.apps().filter((x) => x.instance === s.name)) {
       const key = fleetAppKey(s.name, a.app.metadata.name, a.app.metadata.namespace);
       if (listed.has(key) || touchedSince('app' + key)) continue;
       const previous = this.removeApp(s.name, a.app.metadata.name, a.app.metadata.namespace);
-      if (previous) this.events.emit('app', { instance: s.name, type: 'DELETED', app: previous, previous } satisfies MirrorAppEvent);
+      if (previous) this.emitApp(s, 'DELETED', previous, previous);
     }
 
     const listedSets = new Set<string>();
@@ -432,13 +496,13 @@ export class FleetMirror extends FleetIndex {
       const current = this.appSets().find((x) => x.instance === s.name && x.appSet.metadata.name === appSet.metadata.name);
       if (current && appSet.metadata.resourceVersion && current.appSet.metadata.resourceVersion === appSet.metadata.resourceVersion) continue;
       const previous = this.upsertAppSet(fleetAppSet);
-      this.events.emit('appset', { instance: s.name, type: previous ? 'MODIFIED' : 'ADDED', appSet: fleetAppSet, previous } satisfies MirrorAppSetEvent);
+      this.emitAppSet(s, previous ? 'MODIFIED' : 'ADDED', fleetAppSet, previous);
     }
     for (const x of this.appSets().filter((y) => y.instance === s.name)) {
       const key = 'set' + fleetAppKey(s.name, x.appSet.metadata.name, x.appSet.metadata.namespace);
       if (listedSets.has(key) || touchedSince(key)) continue;
       const previous = this.removeAppSet(s.name, x.appSet.metadata.name, x.appSet.metadata.namespace);
-      if (previous) this.events.emit('appset', { instance: s.name, type: 'DELETED', appSet: previous, previous } satisfies MirrorAppSetEvent);
+      if (previous) this.emitAppSet(s, 'DELETED', previous, previous);
     }
 
     for (const [key, seq] of s.touched) if (seq <= startedAt) s.touched.delete(key);
@@ -449,6 +513,10 @@ export class FleetMirror extends FleetIndex {
       this.openAppSetsWatch(s, appSets.metadata?.resourceVersion);
     }
   }
+}
+
+function isSynced(s: InstanceState): boolean {
+  return s.loaded && s.appsConnected && s.appSetsConnected;
 }
 
 const HEALTHY = new Set(['Healthy', 'Suspended']);

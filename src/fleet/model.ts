@@ -1,5 +1,6 @@
 import type { Application, ApplicationSet, Cluster } from '../argocd/types.js';
 import type { Fixture } from '../sim/fixture-types.js';
+import { FleetFeed, type FleetEvent, type FleetListener, type InstanceHealth } from './events.js';
 
 /** An Application tagged with where it lives. */
 export interface FleetApp {
@@ -42,6 +43,10 @@ export interface FleetView {
   /** Link to an app in the Argo CD UI. */
   appUrl(instance: string, appName: string, namespace?: string): string | undefined;
   appSetUrl(instance: string, appSetName: string): string | undefined;
+  /** Hears every change from now on (not the initial load); returns the unsubscribe function. */
+  subscribe(listener: FleetListener): () => void;
+  /** Per instance, whether the view follows it now. */
+  health(): InstanceHealth[];
 }
 
 export function ownerAppSet(app: Application): string | undefined {
@@ -93,9 +98,20 @@ export class FleetIndex implements FleetView {
   private links = new Map<string, string | undefined>();
   /** Position of each app in appsList by fleetAppKey; rebuilt lazily after a removal or load. */
   private positions: Map<string, number> | undefined;
+  protected readonly feed: FleetFeed;
 
-  constructor(private readonly instanceNames: string[], links: InstanceLinks[] = []) {
+  constructor(private readonly instanceNames: string[], links: InstanceLinks[] = [], onListenerError?: (error: unknown, event: FleetEvent) => void) {
     for (const l of links) this.links.set(l.name, l.uiUrl?.replace(/\/+$/, ''));
+    this.feed = new FleetFeed(onListenerError);
+  }
+
+  subscribe(listener: FleetListener): () => void {
+    return this.feed.subscribe(listener);
+  }
+
+  /** A fixture-built fleet follows every instance by construction; the live mirror overrides this. */
+  health(): InstanceHealth[] {
+    return this.instanceNames.map((instance) => ({ instance, synced: true }));
   }
 
   /** Replace everything known about the given instances. */
