@@ -13,7 +13,7 @@ export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worke
   if (role !== 'worker') {
     if (config.slack) {
       const { startSlack } = await import('../slack/app.js');
-      const slack = await startSlack(runtime.services, { logger });
+      const slack = await startSlack(runtime.services, { logger, redisUrl: process.env.REDIS_URL ?? config.redis.url });
       stops.push(() => slack.stop());
       logger.info({ mode: config.slack.mode, port: slack.port }, 'slack connected');
     } else {

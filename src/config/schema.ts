@@ -121,6 +121,15 @@ export const accessSchema = z
     admins: principalList,
     /** Who may use read-only commands; empty = everyone in allowed channels. */
     readers: principalList,
+    terminal: z
+      .object({
+        /**
+         * `rollcall ask --as USER` acts as someone else. Off by default: otherwise one person could request
+         * a run as one user and approve it as another. The simulator's written config turns it on.
+         */
+        allowActAs: z.boolean().default(false),
+      })
+      .prefault({}),
   })
   .prefault({});
 
