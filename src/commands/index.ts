@@ -137,7 +137,11 @@ async function dispatchCommand(text: string, ctx: CommandContext): Promise<Reply
       return errorReply(spec.name, 'usage', `\`${spec.name}\` does not take ${flags.map((f) => `--${f}`).join(', ')}. Usage: ${spec.usage}. Options are written key=value, e.g. \`prune=true\`.`);
     }
     const config = ctx.services.config;
-    if (!canRead(ctx.user, config)) return errorReply(spec.name, 'forbidden', readDeniedMessage(ctx.user, config));
+    if (!canRead(ctx.user, config)) {
+      const message = readDeniedMessage(ctx.user, config);
+      const unrecorded = await auditRefusal(ctx, { target: spec.name, message, result: 'forbidden', params: { command: cmd.raw } });
+      return errorReply(spec.name, 'forbidden', unrecorded ? `${message} ${unrecorded}` : message);
+    }
     if (!spec.readOnly && !canOperate(ctx.user, config)) {
       const message = operateDeniedMessage(ctx.user, spec.name, config);
       // Someone tried to change the fleet and was stopped: that belongs in the audit log too.

@@ -157,7 +157,7 @@ describe('refusals are audited with their surface', () => {
     runbooks.set(APPROVAL_RUNBOOK.name, APPROVAL_RUNBOOK);
     g = await startHarness({
       fleet: smallFleetObjects(),
-      access: { groups: { oncall: ['U0ALICE'], leads: ['U_LEAD'] }, operators: ['U0ALICE', 'U_REQ'] },
+      access: { groups: { oncall: ['U0ALICE'], leads: ['U_LEAD'] }, operators: ['U0ALICE', 'U_REQ'], readers: ['U0MALLORY'] },
       configure: async (services) => {
         // role bot: no step runs here, so the runs stay where the test puts them.
         engine = await startEngine(services, { role: 'bot', redisUrl: process.env.REDIS_URL!, prefix: services.config.redis.prefix, runbooks });
@@ -205,8 +205,26 @@ describe('refusals are audited with their surface', () => {
     expect(refusals.find((e) => e.who === 'U_REQ')).toMatchObject({ runId: guarded.id, surface: 'slack', result: 'approval refused' });
     // Each refusal once: the engine and the command layer do not both record it.
     expect(refusals.filter((e) => e.who === 'U_REQ')).toHaveLength(1);
+    // Not a reader at all: refused before any command runs, and recorded.
+    await postSlashCommand(g.url, SECRET, { text: 'status', user_id: 'U0OUTSIDER', response_url: g.fake.responseUrl('outsider') });
+    await expect.poll(() => g.fake.responsesTo('outsider').length).toBe(1);
+    await expect.poll(async () => (await runs().audit.latest(20)).find((e) => e.who === 'U0OUTSIDER')).toMatchObject({ kind: 'run.refused', target: 'status', surface: 'slack', result: 'forbidden' });
     // What was allowed says where it came from too.
     const start = (await runs().audit.latest(100)).find((e) => e.kind === 'run.start' && e.runId === run.id);
     expect(start).toMatchObject({ who: 'U0ALICE', surface: 'slack' });
+  });
+
+  it('posts the live run message in the channel with a typed link in its parameters as text', async () => {
+    await postSlashCommand(g.url, SECRET, { text: 'sync web-prod-us1 force=true revision=<https://evil.example/x|main>', response_url: g.fake.responseUrl('typed-preview') });
+    await expect.poll(() => g.fake.responsesTo('typed-preview').length).toBe(1);
+    expect(JSON.stringify(g.fake.responsesTo('typed-preview')[0].body)).not.toContain('<https://evil.example');
+    const [run] = await runs().list(1);
+    expect(run.params.revision).toBe('<https://evil.example/x|main>');
+    await press('run.confirm', run.id, 'U0ALICE');
+    await expect.poll(() => g.fake.callsTo('chat.postMessage').length).toBeGreaterThan(0);
+    const posted = JSON.stringify(g.fake.callsTo('chat.postMessage').map((c) => c.args));
+    expect(posted).toContain('revision=&lt;https://evil.example/x|main&gt;');
+    expect(posted).not.toContain('<https://evil.example');
+    await runs().abort(run.id, 'U0ALICE');
   });
 });
