@@ -175,7 +175,11 @@ registerCommand({
 const RUN_VERBS: Record<string, (runs: RunService, id: string, ctx: CommandContext) => Promise<Reply>> = {
   confirm: async (runs, id, ctx) => progressReply(await runs.confirm(id, ctx.user, { channel: ctx.channel, threadTs: ctx.threadTs })),
   approve: async (runs, id, ctx) => progressReply(await runs.approve(id, ctx.user)),
-  cancel: async (runs, id, ctx) => progressReply(await runs.cancel(id, ctx.user)),
+  // Cancelling a run that already started aborts it: that is the cancel succeeding too.
+  cancel: async (runs, id, ctx) => {
+    const run = await runs.cancel(id, ctx.user);
+    return run.status === 'aborted' ? abortedReply(run) : progressReply(run);
+  },
   pause: async (runs, id, ctx) => progressReply(await runs.pause(id, ctx.user)),
   resume: async (runs, id, ctx) => progressReply(await runs.resume(id, ctx.user)),
   abort: async (runs, id, ctx) => abortedReply(await runs.abort(id, ctx.user)),

@@ -1,3 +1,4 @@
+import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import '../../src/commands/index.js';
 import { registerCommand } from '../../src/commands/registry.js';
@@ -110,6 +111,29 @@ describe('replays and retries', () => {
       for (const ttl of ttls) expect(ttl).toBeGreaterThanOrEqual(600);
     } finally {
       await closeRedis(redis);
+    }
+  });
+});
+
+describe('replay check without Redis', () => {
+  it('answers while Redis is unreachable (read-only questions must not stop with it), saying so once in the log', async () => {
+    const { freePort } = await import('../../src/dev/redis-server.js');
+    const lines: { level: number; msg: string }[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const down = await startHarness({ fleet: smallFleetObjects(), redisUrl: `redis://127.0.0.1:${await freePort()}`, logger });
+    try {
+      for (const id of ['down-1', 'down-2']) {
+        const res = await postSlashCommand(down.url, SECRET, { text: 'hardening-probe', response_url: down.fake.responseUrl(id) });
+        expect(res.status).toBe(200);
+        expect(res.ms).toBeLessThan(2500);
+      }
+      await expect.poll(() => probeCalls.length).toBe(2);
+      expect(lines.filter((l) => l.msg.startsWith('slack replay check skipped: Redis is unreachable'))).toHaveLength(1);
+      // The signature and timestamp checks do not need Redis.
+      const future = await postSlashCommand(down.url, SECRET, { text: 'hardening-probe', response_url: down.fake.responseUrl('down-3') }, { timestamp: nowS() + 3600 });
+      expect(future.status).toBe(401);
+    } finally {
+      await down.stop();
     }
   });
 });

@@ -30,10 +30,12 @@ export async function startHarness(opts: {
   logger?: pino.Logger;
   /** Share a Redis prefix with another harness: two bot processes of one deployment. */
   redisPrefix?: string;
+  /** Another Redis (e.g. one that is down). */
+  redisUrl?: string;
 }): Promise<Harness> {
   const fake = await startFakeSlack();
   // The bot remembers the requests it has seen (replays) in Redis: under a prefix of this test's own.
-  const redis = { url: process.env.REDIS_URL!, prefix: opts.redisPrefix ?? testPrefix() };
+  const redis = { url: opts.redisUrl ?? process.env.REDIS_URL!, prefix: opts.redisPrefix ?? testPrefix() };
   const config = configSchema.parse({
     instances: opts.fleet.map((i) => ({ name: i.name, url: `https://${i.name}.argocd.example`, token: 'argocd-token' })),
     slack: { mode: 'http', botToken: 'xoxb-test-token', signingSecret: SECRET, port: 0, apiUrl: fake.apiUrl, channels: opts.channels ?? [] },
@@ -52,7 +54,7 @@ export async function startHarness(opts: {
     async stop() {
       await slack.stop();
       await fake.stop();
-      await cleanPrefix(redis.url, config.redis.prefix);
+      if (!opts.redisUrl) await cleanPrefix(redis.url, config.redis.prefix);
     },
   };
 }
