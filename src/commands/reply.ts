@@ -65,7 +65,8 @@ export interface Reply {
 
 /** Marks text as typed by a user (see Reply.userText). */
 export function withUserText(reply: Reply, ...typed: string[]): Reply {
-  const text = typed.filter((t) => t.includes('<'));
+  // Slack sends command text with <, > and & as entities; the parser decodes them, so the reply echoes them decoded.
+  const text = typed.map((t) => t.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')).filter((t) => t.includes('<'));
   if (text.length) reply.userText = [...(reply.userText ?? []), ...text];
   return reply;
 }

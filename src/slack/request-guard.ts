@@ -51,8 +51,8 @@ export function guardReceiver(receiver: HTTPReceiver, options: RequestGuardOptio
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
     // Bolt routes (and refuses) everything else itself, synchronously: keep that path untouched.
     if (req.method?.toUpperCase() !== 'POST' || !endpoints.includes(path)) return bolt(req, res);
-    void checkRequest(req, opts).then(
-      (verdict) => {
+    void checkRequest(req, opts)
+      .then((verdict) => {
         if (verdict.pass) return bolt(req, res);
         if (verdict.status === 200) {
           res.writeHead(200).end();
@@ -61,12 +61,11 @@ export function guardReceiver(receiver: HTTPReceiver, options: RequestGuardOptio
         }
         opts.logger.warn({ reason: verdict.reason }, 'slack request refused');
         HTTPModuleFunctions.buildNoBodyResponse(res, verdict.status);
-      },
-      (err: unknown) => {
+      })
+      .catch((err: unknown) => {
         opts.logger.error({ err }, 'slack request check failed');
         if (!res.headersSent) HTTPModuleFunctions.buildNoBodyResponse(res, 500);
-      },
-    );
+      });
   };
 }
 

@@ -152,6 +152,15 @@ describe('what users type is echoed as text', () => {
     expect(allText(answer.blocks)).toContain('&lt;@U0BOSS&gt;');
   });
 
+  it('shows a link as text also when Slack sends the command text HTML-escaped (&lt;…&gt;), as it does', async () => {
+    await postSlashCommand(h.url, SECRET, { text: 'hardening-probe &lt;https://evil.example|Runbook&gt; &lt;@U0BOSS&gt;', response_url: h.fake.responseUrl('escaped') });
+    await expect.poll(() => h.fake.responsesTo('escaped').length).toBe(1);
+    const posted = JSON.stringify(h.fake.responsesTo('escaped')[0].body);
+    expect(posted).toContain('ran &lt;https://evil.example|Runbook&gt;');
+    expect(posted).not.toContain('<https://evil.example');
+    expect(posted).not.toContain('<@U0BOSS>');
+  });
+
   it('answers an unknown app typed as a link with the link as text', async () => {
     await postSlashCommand(h.url, SECRET, { text: 'app <https://evil.example|auth-service-prod-us1>', response_url: h.fake.responseUrl('app') });
     await expect.poll(() => h.fake.responsesTo('app').length).toBe(1);
