@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -8,6 +9,7 @@ import { startPrivateRedis, type PrivateRedis } from '../../src/dev/redis-server
 const root = path.resolve(import.meta.dirname, '../..');
 const bin = path.join(root, 'bin/rollcall.js');
 const fixtureFile = path.join(root, 'test/fixtures/sim-multi-instance.json');
+const exec = promisify(execFile);
 
 interface Started {
   child: ChildProcess;
@@ -112,4 +114,70 @@ describe('rollcall start on SIGTERM (real processes, a private redis-server)', (
       await redis.stop();
     }
   }, 60_000);
+});
+
+describe('rollcall start on SIGTERM mid-run (real processes, seed-outage simulator)', () => {
+  let sim: ChildProcess;
+  let simConfig: string;
+  let simUrl: string;
+
+  beforeAll(async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-shutdown-run-'));
+    simConfig = path.join(dir, 'sim.yaml');
+    let out = '';
+    sim = spawn(process.execPath, [bin, 'sim', '--scenario', 'seed-outage', '--port', '0', '--speed', '5', '--write-config', simConfig], { stdio: ['ignore', 'pipe', 'inherit'] });
+    sim.stdout!.on('data', (chunk) => (out += chunk));
+    const deadline = Date.now() + 30_000;
+    while (!/^argocd prod (\S+)/m.test(out)) {
+      if (Date.now() > deadline || sim.exitCode !== null) throw new Error(`rollcall sim did not start: ${out}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    simUrl = new URL(/^argocd prod (\S+)/m.exec(out)![1]).origin;
+  }, 40_000);
+
+  afterAll(() => {
+    sim?.kill('SIGTERM');
+  });
+
+  it('leaves the step it was running to the next worker, which finishes the run syncing each app once', async () => {
+    const redis = await startPrivateRedis();
+    const workers: Started[] = [];
+    try {
+      const config = path.join(path.dirname(simConfig), 'start.yaml');
+      writeFileSync(config, `${readFileSync(simConfig, 'utf8').replace(/url: \$\{REDIS_URL:-[^}]*\}/, `url: ${redis.url}`)}\nhttp: { port: 0 }\nshutdown: { grace: 8s }\n`);
+      workers.push(await startRollcall(config));
+      const { REDIS_URL: _shared, ...env } = process.env;
+      const ask = async (text: string, ...flags: string[]) => {
+        const { stdout } = await exec(process.execPath, [bin, 'ask', text, ...flags, '--json', '--config', config], { env: { ...env, ROLLCALL_USER: 'shutdown-tester', LOG_LEVEL: 'error' } }).catch((e) => e);
+        return JSON.parse(stdout);
+      };
+      const syncs = async () => {
+        const ops = (await (await fetch(`${simUrl}/_sim/operations`)).json()) as { method: string; path: string; app?: string }[];
+        return ops.filter((o) => o.method === 'POST' && o.path.endsWith('/sync')).map((o) => o.app!);
+      };
+      const queued = await ask('sync auth-config-* prune=true concurrency=2 gate=synced', '--yes');
+      const runId = queued.data.runId as string;
+      expect(queued.ok, JSON.stringify(queued)).toBe(true);
+      expect(queued.data.run.status).toBe('running');
+      // seed-outage: auth-config on each of its 12 clusters.
+      const apps = 12;
+      // Stop the worker while the step is half done.
+      await expect.poll(async () => (await syncs()).length, { timeout: 20_000, interval: 100 }).toBeGreaterThanOrEqual(2);
+      const { ms, code } = await terminate(workers[0], 15_000);
+      expect(ms, workers[0].log()).toBeDefined();
+      expect(ms!).toBeLessThan(9000);
+      expect([0, 1]).toContain(code);
+      const before = await syncs();
+      expect(before.length).toBeLessThan(apps);
+
+      workers.push(await startRollcall(config));
+      await expect.poll(async () => (await ask(`runs show ${runId}`)).data.status, { timeout: 45_000, interval: 500 }).toBe('succeeded');
+      const after = await syncs();
+      expect(after.length).toBe(apps);
+      expect(new Set(after).size).toBe(apps);
+    } finally {
+      for (const w of workers) w.child.kill('SIGKILL');
+      await redis.stop();
+    }
+  }, 120_000);
 });
