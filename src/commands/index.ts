@@ -23,6 +23,7 @@ import './control.js';
 
 export { parseCommand, selectorFromCommand, commandText, tokenize, CommandError, CommandSyntaxError } from './parse.js';
 export { suggest, unknownTarget } from './suggest.js';
+export { auditRefusal } from './runbooks.js';
 export { canOperate, canRead, isAdmin, principalMatches } from './access.js';
 export { summarizeApps, problemReason, isProblem } from './status.js';
 

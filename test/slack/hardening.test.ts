@@ -260,4 +260,25 @@ describe('refusals are audited with their surface', () => {
     expect(posted).not.toContain('<https://evil.example');
     await runs().abort(run.id, 'U0ALICE');
   });
+
+  it('records a command declined in a channel rollcall does not answer in', async () => {
+    let restrictedEngine: EngineHandle | undefined;
+    const restricted = await startHarness({
+      fleet: smallFleetObjects(),
+      channels: ['C0INCIDENT'],
+      configure: async (services) => {
+        restrictedEngine = await startEngine(services, { role: 'bot', redisUrl: process.env.REDIS_URL!, prefix: services.config.redis.prefix });
+        services.runs = restrictedEngine.runs;
+      },
+    });
+    try {
+      await postSlashCommand(restricted.url, SECRET, { text: 'sync auth-config-*', channel_id: 'C0RANDOM', channel_name: 'random', response_url: restricted.fake.responseUrl('declined') });
+      await expect.poll(() => restricted.fake.responsesTo('declined').length).toBe(1);
+      const [entry] = await (restrictedEngine!.runs as RunService).audit.latest(1);
+      expect(entry).toMatchObject({ kind: 'run.refused', who: 'U0ALICE', target: 'sync', surface: 'slack', result: 'channel_not_allowed', params: { channel: 'C0RANDOM', command: 'sync auth-config-*' } });
+    } finally {
+      await restrictedEngine?.stop();
+      await restricted.stop();
+    }
+  });
 });
