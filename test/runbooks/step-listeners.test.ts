@@ -12,7 +12,7 @@ afterEach(async () => {
 });
 
 describe('a step with many apps waiting on the rate limiter', () => {
-  it('prints no MaxListenersExceededWarning at concurrency 30 (every waiting app listens to the step signal)', async () => {
+  it('prints no MaxListenersExceededWarning at concurrency 30 (every waiting app listens to the step signal); steps audit as the engine', async () => {
     const warnings: string[] = [];
     const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
     process.on('warning', onWarning);
@@ -29,6 +29,13 @@ describe('a step with many apps waiting on the rate limiter', () => {
       const run = await runs.waitForEnd(reply.data.runId as string, 30_000);
       expect(run.status).toBe('succeeded');
       expect(h.argo.syncs).toHaveLength(30);
+      // The request came from the terminal; the steps ran in this process's worker, on the engine's own account.
+      const entries = await runs.audit.latest(200);
+      const surfaces = (kind: string) => [...new Set(entries.filter((e) => e.kind === kind).map((e) => e.surface))];
+      expect(surfaces('run.start')).toEqual(['terminal']);
+      expect(surfaces('run.confirm')).toEqual(['terminal']);
+      expect(surfaces('step.start')).toEqual(['engine']);
+      expect(surfaces('argocd.sync')).toEqual(['engine']);
       // Warnings are emitted on the next tick.
       await new Promise((r) => setImmediate(r));
       expect(warnings.filter((w) => w.includes('MaxListenersExceeded'))).toEqual([]);
