@@ -1,23 +1,57 @@
+import { userInfo } from 'node:os';
 import type { RollcallConfig } from '../config/schema.js';
 import { dispatch, parseCommand } from '../commands/index.js';
 import { findCommand, type CommandContext } from '../commands/registry.js';
 import type { RunService } from '../runbooks/engine.js';
 import { errorReply, replyJson, type Reply } from '../commands/reply.js';
 import { redactUrlPassword } from '../config/load.js';
-import { probeRedis } from '../jobs/redis.js';
+import { closeRedis, createRedis, probeRedis } from '../jobs/redis.js';
+import { AuditLog, withAuditOrigin } from '../runbooks/audit.js';
 import { createLogger } from '../log.js';
 import { renderText } from '../views/text.js';
 import { startRuntime } from './bootstrap.js';
 import { TerminalNotifier } from './terminal-notifier.js';
 
 // A malformed selector is bad input like a bad option (exit 2); a well-formed one that matches nothing is a failed command (1).
-const USAGE_CODES = new Set(['usage', 'unknown_command', 'invalid_params', 'unknown_param', 'invalid_selector']);
+const USAGE_CODES = new Set(['usage', 'unknown_command', 'invalid_params', 'unknown_param', 'invalid_selector', 'command_too_long']);
 
 export interface AskOptions {
   json: boolean;
-  user: string;
+  /** `--as`: act as this user (only where access.terminal.allowActAs allows it). */
+  as?: string;
   yes: boolean;
   wait: boolean;
+}
+
+/** Who runs `ask`: $ROLLCALL_USER (e.g. your Slack id, to match access lists), else the OS account. */
+export function terminalIdentity(): { self: string; osUser: string } {
+  let osUser: string;
+  try {
+    osUser = userInfo().username;
+  } catch {
+    osUser = process.env.USER ?? 'unknown';
+  }
+  return { self: process.env.ROLLCALL_USER || process.env.USER || osUser || 'terminal', osUser };
+}
+
+/** `--as` someone other than yourself, refused by the config: audited (when Redis answers), then answered. */
+async function refuseActAs(config: RollcallConfig, text: string, as: string, who: { self: string; osUser: string }): Promise<Reply> {
+  const command = text.trim().split(/\s+/)[0] || 'ask';
+  let message = `\`--as ${as}\` is off in this config: acting as another user is allowed only with access.terminal.allowActAs: true (then one person could request and approve a run alone). You are ${who.self}; run it without --as, or ask ${as} to.`;
+  const redisUrl = process.env.REDIS_URL ?? config.redis.url;
+  const down = await probeRedis(redisUrl);
+  if (down) message += ` This refusal is not in the audit log: Redis at ${redactUrlPassword(redisUrl)} is unreachable (${down}).`;
+  else {
+    const redis = createRedis(redisUrl, { maxRetriesPerRequest: 1 });
+    try {
+      await withAuditOrigin({ surface: 'terminal', osUser: who.osUser }, () =>
+        new AuditLog(redis, config.redis.prefix).record({ kind: 'run.refused', who: who.self, target: 'act-as', result: 'forbidden', message, params: { as, command: text } }),
+      );
+    } finally {
+      await closeRedis(redis);
+    }
+  }
+  return errorReply(command, 'forbidden', message);
 }
 
 const EXIT_USAGE = 2;
@@ -43,6 +77,13 @@ async function sayWhoRunsIt(reply: Reply, runs: RunService | undefined, say: (li
 export async function ask(config: RollcallConfig, text: string, opts: AskOptions): Promise<number> {
   const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
   const out = (s: string) => process.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
+  const who = terminalIdentity();
+  const actAs = opts.as !== undefined && opts.as !== who.self;
+  if (actAs && !config.access.terminal.allowActAs) {
+    const reply = await refuseActAs(config, text, opts.as!, who);
+    out(opts.json ? JSON.stringify(replyJson(reply)) : renderText(reply, { color: process.stdout.isTTY }));
+    return exitCodeOf(reply);
+  }
   // In --json mode stdout carries exactly one JSON object; progress goes to stderr.
   const notifier = new TerminalNotifier(opts.json ? (s) => process.stderr.write(`${s}\n`) : out);
   const runtime = await startRuntime(config, { logger, notifier });
@@ -68,7 +109,15 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
       await runtime.enableRuns({ role: opts.wait ? 'all' : 'bot', redisUrl, schedules: false });
     }
 
-    const ctx: CommandContext = { services: runtime.services, user: opts.user, surface: 'terminal', assumeYes: opts.yes, channel: 'terminal' };
+    const ctx: CommandContext = {
+      services: runtime.services,
+      user: opts.as ?? who.self,
+      surface: 'terminal',
+      osUser: who.osUser,
+      ...(actAs ? { actAs: true } : {}),
+      assumeYes: opts.yes,
+      channel: 'terminal',
+    };
     let reply = await dispatch(text, ctx);
     const runId = typeof reply.data.runId === 'string' ? reply.data.runId : undefined;
     if (opts.wait && runId && reply.ok) {

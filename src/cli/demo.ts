@@ -1,6 +1,6 @@
 import readline from 'node:readline';
 import { parseConfig } from '../config/load.js';
-import { dispatch } from '../commands/index.js';
+import { dispatch, runAction } from '../commands/index.js';
 import { findAction, type CommandContext } from '../commands/registry.js';
 import type { Reply, ReplyButton } from '../commands/reply.js';
 import { ensureRedis, RedisUnavailableError } from '../dev/redis-server.js';
@@ -81,7 +81,8 @@ export async function demo(opts: { scenario: string; speed: number; input?: Node
     if (text) {
       const pressed = /^\d+$/.test(text) ? buttons[Number(text) - 1] : undefined;
       if (pressed?.action) {
-        const reply = await findAction(pressed.action)?.run(pressed.value ?? '', ctx);
+        const action = findAction(pressed.action);
+        const reply = action && (await runAction(action, pressed.value ?? '', ctx));
         if (reply) show(reply);
       } else {
         show(await dispatch(pressed?.command ?? text, ctx));

@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError, formatProblem, loadConfig, redactConfig } from '../config/load.js';
+import { errorReply, replyJson } from '../commands/reply.js';
 import { createLogger } from '../log.js';
 
 /** Exit codes of DESIGN.md: 0 ok, 1 the command failed, 2 usage or configuration error. */
@@ -12,12 +13,38 @@ function fail(message: string, code = EXIT_USAGE): never {
   process.exit(code);
 }
 
-function loadOrExit(file?: string) {
+/**
+ * `rollcall ask ... --json` promises one JSON object on stdout, failures included: a bad option, a bad
+ * config or a crash are answered in the same shape as a failed command. Read from argv because
+ * commander has not parsed it yet when these happen.
+ */
+function askJsonOf(argv: string[]): { command: string } | undefined {
+  const args = argv.slice(2);
+  if (args[0] !== 'ask' || !args.includes('--json')) return undefined;
+  const withValue = new Set(['--config', '--as']);
+  for (let i = 1; i < args.length; i++) {
+    if (args[i] === '--') return { command: firstWord(args[i + 1]) };
+    if (withValue.has(args[i])) i++;
+    else if (!args[i].startsWith('-')) return { command: firstWord(args[i]) };
+  }
+  return { command: 'ask' };
+}
+
+function firstWord(text: string | undefined): string {
+  return text?.trim().split(/\s+/)[0] || 'ask';
+}
+
+function printJsonFailure(command: string, code: string, message: string): void {
+  process.stdout.write(`${JSON.stringify(replyJson(errorReply(command, code, message)))}\n`);
+}
+
+function loadOrExit(file?: string, askJson?: { command: string }) {
   try {
     return loadConfig(file);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
+      if (askJson) printJsonFailure(askJson.command, error.code, error.message);
       process.exit(EXIT_USAGE);
     }
     throw error;
@@ -25,6 +52,7 @@ function loadOrExit(file?: string) {
 }
 
 export async function runCli(argv: string[]): Promise<void> {
+  const askJson = askJsonOf(argv);
   const program = new Command('rollcall')
     .description('ChatOps for on-call engineers running Argo CD across many Kubernetes clusters')
     .showHelpAfterError()
@@ -36,13 +64,13 @@ export async function runCli(argv: string[]): Promise<void> {
     .argument('<command text>', 'e.g. "status", "rollout progressive-infra", "sync auth-config-* prune=true"')
     .option('--config <file>', 'config file (else $ROLLCALL_CONFIG, else ./rollcall.yaml)')
     .option('--json', 'print one JSON object {ok, command, title, data, error?}')
-    .option('--as <user>', 'act as this user for permission checks', process.env.ROLLCALL_USER ?? process.env.USER ?? 'terminal')
+    .option('--as <user>', 'act as this user (only where access.terminal.allowActAs is true); default $ROLLCALL_USER, else $USER')
     .option('--yes', 'answer the confirmation of a runbook')
     .option('--wait', 'wait for a queued run to finish and print its final state')
     .action(async (text: string, opts) => {
-      const { config } = loadOrExit(opts.config);
+      const { config } = loadOrExit(opts.config, askJson);
       const { ask } = await import('./ask.js');
-      process.exitCode = await ask(config, text, { json: !!opts.json, user: opts.as, yes: !!opts.yes, wait: !!opts.wait });
+      process.exitCode = await ask(config, text, { json: !!opts.json, as: opts.as, yes: !!opts.yes, wait: !!opts.wait });
     });
 
   program
@@ -137,11 +165,17 @@ export async function runCli(argv: string[]): Promise<void> {
   } catch (error) {
     if (error instanceof CommanderError) {
       if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.exitCode === 0) process.exit(EXIT_OK);
+      if (askJson) {
+        const option = /unknown option '(.*)'/s.exec(error.message)?.[1] ?? '';
+        const dashed = error.code === 'commander.unknownOption' && (!option.startsWith('--') || /\s/.test(option)) ? ' A command text that starts with "-" goes after --: rollcall ask --json -- "-x ...".' : '';
+        printJsonFailure(askJson.command, 'usage', `${error.message.replace(/^error: /, '')}.${dashed} Usage: rollcall ask "<command text>" [--config FILE] [--json] [--as USER] [--yes] [--wait]`);
+      }
       process.exit(EXIT_USAGE);
     }
     const logger = createLogger({ level: 'error' });
     logger.error({ err: error }, 'rollcall failed');
     process.stderr.write(`rollcall: ${(error as Error).message}\n`);
+    if (askJson) printJsonFailure(askJson.command, 'internal', `rollcall failed unexpectedly: ${(error as Error).message}`);
     process.exit(EXIT_FAILED);
   }
 }

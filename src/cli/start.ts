@@ -13,7 +13,7 @@ export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worke
   if (role !== 'worker') {
     if (config.slack) {
       const { startSlack } = await import('../slack/app.js');
-      const slack = await startSlack(runtime.services, { logger });
+      const slack = await startSlack(runtime.services, { logger, redisUrl: process.env.REDIS_URL ?? config.redis.url });
       stops.push(() => slack.stop());
       logger.info({ mode: config.slack.mode, port: slack.port }, 'slack connected');
     } else {
@@ -30,11 +30,29 @@ export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worke
 
   let stopping = false;
   const shutdown = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      logger.flush();
+      process.exit(1);
+    }
     stopping = true;
-    logger.info({ signal }, 'shutting down: finishing in-flight steps');
+    const graceMs = config.shutdown.grace;
+    logger.info({ signal, graceMs }, 'shutting down: finishing in-flight steps');
+    // Stopping waits on Redis (the queue, checkpoints) and on Argo CD (a step's next call): either may not
+    // answer. Past the grace period the process goes anyway; BullMQ re-delivers what it held.
+    const deadline = setTimeout(() => {
+      logger.warn(
+        { graceMs },
+        'shutdown grace period over: exiting without finishing; steps still held are left to another worker (BullMQ re-delivers them when their lock expires)',
+      );
+      logger.flush();
+      process.exit(1);
+    }, graceMs);
     for (const stop of stops.reverse()) await stop().catch((err) => logger.error({ err }, 'stop failed'));
-    await runtime.stop();
+    await runtime.stop().catch((err) => logger.error({ err }, 'stop failed'));
+    clearTimeout(deadline);
+    logger.info('stopped');
+    logger.flush();
     process.exit(0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -1,4 +1,4 @@
-import type { AccessConfig, RollcallConfig } from '../config/schema.js';
+import type { AccessConfig } from '../config/schema.js';
 import { mention } from './format.js';
 
 /**
@@ -15,23 +15,26 @@ export function principalMatches(user: string, principals: readonly string[], gr
   return false;
 }
 
-function accessOf(config: Pick<RollcallConfig, 'access'> | undefined): AccessConfig {
+/** The part of the config these rules read: who is in which list. */
+type AccessLists = { access: Pick<AccessConfig, 'groups' | 'operators' | 'admins' | 'readers'> };
+
+function accessOf(config: AccessLists | undefined): AccessLists['access'] {
   return config?.access ?? { groups: {}, operators: [], admins: [], readers: [] };
 }
 
-export function isAdmin(user: string, config: Pick<RollcallConfig, 'access'> | undefined): boolean {
+export function isAdmin(user: string, config: AccessLists | undefined): boolean {
   const a = accessOf(config);
   return principalMatches(user, a.admins, a.groups);
 }
 
 /** May run mutating commands (when a runbook says nothing more specific). */
-export function canOperate(user: string, config: Pick<RollcallConfig, 'access'> | undefined): boolean {
+export function canOperate(user: string, config: AccessLists | undefined): boolean {
   const a = accessOf(config);
   return principalMatches(user, a.admins, a.groups) || principalMatches(user, a.operators, a.groups);
 }
 
 /** May use read-only commands: everyone unless access.readers is set; operators and admins always. */
-export function canRead(user: string, config: Pick<RollcallConfig, 'access'> | undefined): boolean {
+export function canRead(user: string, config: AccessLists | undefined): boolean {
   const a = accessOf(config);
   if (!a.readers.length) return true;
   return principalMatches(user, a.readers, a.groups) || canOperate(user, config);
@@ -53,7 +56,7 @@ export function describePrincipals(principals: readonly string[], groups: Access
 }
 
 /** Why a user may not operate: names who may, or says no one is configured. */
-export function operateDeniedMessage(user: string, command: string, config: Pick<RollcallConfig, 'access'> | undefined): string {
+export function operateDeniedMessage(user: string, command: string, config: AccessLists | undefined): string {
   const a = accessOf(config);
   const who = [...a.operators, ...a.admins];
   if (!who.length) {
@@ -62,7 +65,7 @@ export function operateDeniedMessage(user: string, command: string, config: Pick
   return `\`${command}\` changes the fleet; ${mention(user)} is not an operator. Allowed: ${describePrincipals(who, a.groups)}. Ask one of them, or an admin to add you to access.operators.`;
 }
 
-export function readDeniedMessage(user: string, config: Pick<RollcallConfig, 'access'> | undefined): string {
+export function readDeniedMessage(user: string, config: AccessLists | undefined): string {
   const a = accessOf(config);
   return `${mention(user)} may not query rollcall: access.readers is set to ${describePrincipals(a.readers, a.groups)}. Ask an admin to add you to access.readers.`;
 }

@@ -152,5 +152,6 @@ export function byText(a: string, b: string): number {
  * the terminal as @U0123ABC); anything else (a terminal user, the scheduler) as written.
  */
 export function mention(user: string): string {
-  return /^[UW][A-Z0-9]{6,}$/.test(user) ? `<@${user}>` : user;
+  // A terminal user is whatever --as said: as text, never as markup.
+  return /^[UW][A-Z0-9]{6,}$/.test(user) ? `<@${user}>` : user.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }

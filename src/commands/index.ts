@@ -3,9 +3,12 @@ import { SelectorError } from '../fleet/select.js';
 import { canOperate, canRead, operateDeniedMessage, readDeniedMessage } from './access.js';
 import { commandNames, helpReply } from './help.js';
 import { CommandError, parseCommand } from './parse.js';
-import { findCommand, type CommandContext, type ParsedCommand } from './registry.js';
-import { errorReply, type Reply } from './reply.js';
+import { findCommand, type ActionSpec, type CommandContext, type ParsedCommand } from './registry.js';
+import { formatCount } from './format.js';
+import { errorReply, withUserText, type Reply } from './reply.js';
 import { suggest } from './suggest.js';
+import { auditRefusal } from './runbooks.js';
+import { withAuditOrigin, type AuditOrigin } from '../runbooks/audit.js';
 
 // Every command module registers itself on import.
 import './status.js';
@@ -21,6 +24,7 @@ import './control.js';
 
 export { parseCommand, selectorFromCommand, commandText, tokenize, CommandError, CommandSyntaxError } from './parse.js';
 export { suggest, unknownTarget } from './suggest.js';
+export { auditRefusal } from './runbooks.js';
 export { canOperate, canRead, isAdmin, principalMatches } from './access.js';
 export { summarizeApps, problemReason, isProblem } from './status.js';
 
@@ -74,8 +78,38 @@ function withMirrorWarning(reply: Reply, ctx: CommandContext): Reply {
   return reply;
 }
 
+/** What the audit log records of where a request came from. */
+export function auditOriginOf(ctx: CommandContext): AuditOrigin {
+  return { surface: ctx.surface, ...(ctx.osUser ? { osUser: ctx.osUser } : {}), ...(ctx.actAs ? { actAs: true } : {}) };
+}
+
 /** Runs one chat command: parse, find, check permission, run. Never throws: failures become error Replies. */
 export async function dispatch(text: string, ctx: CommandContext): Promise<Reply> {
+  return withUserText(await withAuditOrigin(auditOriginOf(ctx), () => dispatchCommand(text, ctx)), text);
+}
+
+/** Runs a registered action (a button, a form submission) for ctx's user, audited as coming from ctx's surface. */
+export async function runAction(spec: ActionSpec, value: string, ctx: CommandContext): Promise<Reply | undefined> {
+  const reply = await withAuditOrigin(auditOriginOf(ctx), () => spec.run(value, ctx));
+  // A form's value holds what the user typed into its fields.
+  return reply && withUserText(reply, value);
+}
+
+/**
+ * The longest command text read. Slack's own input box stops near this; a longer one is pasted data, and
+ * parsing, selecting and suggesting over it would cost time for nothing.
+ */
+export const MAX_COMMAND_TEXT = 4000;
+
+async function dispatchCommand(text: string, ctx: CommandContext): Promise<Reply> {
+  if (text.length > MAX_COMMAND_TEXT) {
+    const command = text.slice(0, 40).trim().split(/\s+/)[0] || 'help';
+    return errorReply(
+      command,
+      'command_too_long',
+      `That command is ${formatCount(text.length)} characters long; rollcall reads at most ${formatCount(MAX_COMMAND_TEXT)}. Select apps with a glob (\`sync auth-config-*\`) or a label selector (\`-l team=auth\`) instead of listing them.`,
+    );
+  }
   let cmd: ParsedCommand;
   try {
     cmd = parseCommand(text);
@@ -94,13 +128,16 @@ export async function dispatch(text: string, ctx: CommandContext): Promise<Reply
       return errorReply(spec.name, 'usage', `\`${spec.name}\` does not take ${flags.map((f) => `--${f}`).join(', ')}. Usage: ${spec.usage}. Options are written key=value, e.g. \`prune=true\`.`);
     }
     const config = ctx.services.config;
-    if (!canRead(ctx.user, config)) return errorReply(spec.name, 'forbidden', readDeniedMessage(ctx.user, config));
+    if (!canRead(ctx.user, config)) {
+      const message = readDeniedMessage(ctx.user, config);
+      const unrecorded = await auditRefusal(ctx, { target: spec.name, message, result: 'forbidden', params: { command: cmd.raw } });
+      return errorReply(spec.name, 'forbidden', unrecorded ? `${message} ${unrecorded}` : message);
+    }
     if (!spec.readOnly && !canOperate(ctx.user, config)) {
       const message = operateDeniedMessage(ctx.user, spec.name, config);
       // Someone tried to change the fleet and was stopped: that belongs in the audit log too.
-      const audit = (ctx.services.runs as { audit?: { record(e: Record<string, unknown>): Promise<unknown> } } | undefined)?.audit;
-      await audit?.record({ kind: 'run.refused', who: ctx.user, target: spec.name, message, result: 'forbidden', params: { command: cmd.raw } }).catch(() => {});
-      return errorReply(spec.name, 'forbidden', message);
+      const unrecorded = await auditRefusal(ctx, { target: spec.name, message, result: 'forbidden', params: { command: cmd.raw } });
+      return errorReply(spec.name, 'forbidden', unrecorded ? `${message} ${unrecorded}` : message);
     }
     return withMirrorWarning(await spec.run(cmd, ctx), ctx);
   } catch (error) {

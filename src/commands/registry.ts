@@ -54,6 +54,10 @@ export interface CommandContext {
   threadTs?: string;
   /** 'slack' | 'terminal' — some flows (modals) only exist in Slack. */
   surface: 'slack' | 'terminal';
+  /** Terminal: the operating-system account that ran rollcall; the audit log records it with `user`. */
+  osUser?: string;
+  /** Terminal: `user` was chosen with `--as` (only where access.terminal.allowActAs allows it). */
+  actAs?: boolean;
   /** The terminal's --yes. */
   assumeYes?: boolean;
   /**

@@ -56,6 +56,19 @@ export interface Reply {
   data: Record<string, unknown>;
   error?: ReplyError;
   blocks: ReplyBlock[];
+  /**
+   * What users typed that this reply may echo: the command text, form values, a run's parameters.
+   * Views show links and mentions found in it as text, never as markup the bot itself posted.
+   */
+  userText?: string[];
+}
+
+/** Marks text as typed by a user (see Reply.userText). */
+export function withUserText(reply: Reply, ...typed: string[]): Reply {
+  // Slack sends command text with <, > and & as entities; the parser decodes them, so the reply echoes them decoded.
+  const text = typed.map((t) => t.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')).filter((t) => t.includes('<'));
+  if (text.length) reply.userText = [...(reply.userText ?? []), ...text];
+  return reply;
 }
 
 export function errorReply(command: string, code: string, message: string, suggestions?: string[]): Reply {

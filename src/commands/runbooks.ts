@@ -41,6 +41,42 @@ function failure(command: string, error: unknown): Reply {
   throw error;
 }
 
+/** Refusals of an action on a run: someone may not, or the run is not in a state that allows it. */
+const REFUSAL_CODES = new Set(['forbidden', 'invalid_state', 'run_not_found']);
+
+/**
+ * Records a refused attempt in the audit log: who tried what on which run (the surface comes from the
+ * request's audit origin). The refusal stands whether or not the write succeeds; a failed write is said.
+ */
+export async function auditRefusal(ctx: CommandContext, event: { target: string; runId?: string; result: string; message: string; params?: Record<string, unknown> }): Promise<string | undefined> {
+  const runs = runsOf(ctx);
+  if (!runs) return undefined;
+  try {
+    await runs.audit.record({ kind: 'run.refused', who: ctx.user, ...event });
+    return undefined;
+  } catch (error) {
+    return `The audit log could not record this refusal: ${(error as Error).message}.`;
+  }
+}
+
+/** An action on a run (`runs confirm ID`, the Confirm button ...) that threw: refusals are audited, then answered. */
+async function refusedOrFailed(ctx: CommandContext, command: string, action: string, runId: string, error: unknown): Promise<Reply> {
+  const code = (error as { code?: unknown })?.code;
+  const reply = failure(command, error);
+  // The engine audits a refused approval itself (it is where approvers are decided).
+  const auditedByEngine = action === 'run.approve' && code === 'forbidden';
+  if (typeof code === 'string' && REFUSAL_CODES.has(code) && !auditedByEngine) {
+    const unrecorded = await auditRefusal(ctx, { target: action, runId, result: code, message: (error as Error).message });
+    if (unrecorded && reply.error) reply.error.message += ` ${unrecorded}`;
+  }
+  return reply;
+}
+
+/** A run that was aborted as asked: the action succeeded, though the run did not. */
+function abortedReply(run: Run): Reply {
+  return { ...progressReply(run), ok: true };
+}
+
 async function startAndReply(runs: RunService, ctx: CommandContext, runbook: string, params: Record<string, string>, command: string): Promise<Reply> {
   try {
     let run: Run = await runs.start({ runbook, params, user: ctx.user, channel: ctx.channel, threadTs: ctx.threadTs, surface: ctx.surface });
@@ -135,6 +171,20 @@ registerCommand({
   },
 });
 
+/** The verbs of `runs` that act on a run, as the buttons of its message do (run.confirm, run.abort ...). */
+const RUN_VERBS: Record<string, (runs: RunService, id: string, ctx: CommandContext) => Promise<Reply>> = {
+  confirm: async (runs, id, ctx) => progressReply(await runs.confirm(id, ctx.user, { channel: ctx.channel, threadTs: ctx.threadTs })),
+  approve: async (runs, id, ctx) => progressReply(await runs.approve(id, ctx.user)),
+  // Cancelling a run that already started aborts it: that is the cancel succeeding too.
+  cancel: async (runs, id, ctx) => {
+    const run = await runs.cancel(id, ctx.user);
+    return run.status === 'aborted' ? abortedReply(run) : progressReply(run);
+  },
+  pause: async (runs, id, ctx) => progressReply(await runs.pause(id, ctx.user)),
+  resume: async (runs, id, ctx) => progressReply(await runs.resume(id, ctx.user)),
+  abort: async (runs, id, ctx) => abortedReply(await runs.abort(id, ctx.user)),
+};
+
 registerCommand({
   name: 'runs',
   usesRuns: true,
@@ -146,34 +196,33 @@ registerCommand({
     const runs = runsOf(ctx);
     if (!runs) return noEngine('runs');
     const [verb, id] = cmd.positional;
+    if (!verb || /^\d+$/.test(verb)) {
+      try {
+        return runListReply(await runs.list(verb ? Number(verb) : 20));
+      } catch (error) {
+        return failure('runs', error);
+      }
+    }
+    if (!id) return errorReply('runs', 'usage', `\`runs ${verb} ID\` needs a run id (see \`runs\`).`);
     try {
-      if (!verb || /^\d+$/.test(verb)) return runListReply(await runs.list(verb ? Number(verb) : 20));
-      if (!id) return errorReply('runs', 'usage', `\`runs ${verb} ID\` needs a run id (see \`runs\`).`);
       switch (verb) {
         case 'show': {
           const run = await runs.get(id);
           if (!run) return errorReply('runs', 'run_not_found', `No run ${id}. \`runs\` lists recent runs.`);
           return run.status === 'awaiting-confirmation' ? previewReply(run) : progressReply(run);
         }
-        case 'confirm':
-          return progressReply(await runs.confirm(id, ctx.user, { channel: ctx.channel, threadTs: ctx.threadTs }));
-        case 'approve':
-          return progressReply(await runs.approve(id, ctx.user));
-        case 'cancel':
-          return progressReply(await runs.cancel(id, ctx.user));
-        case 'pause':
-          return progressReply(await runs.pause(id, ctx.user));
-        case 'resume':
-          return progressReply(await runs.resume(id, ctx.user));
-        case 'abort':
-          return progressReply(await runs.abort(id, ctx.user));
         case 'wait':
           return progressReply(await runs.waitForEnd(id, 6 * 3_600_000));
-        default:
-          return errorReply('runs', 'usage', `Unknown \`runs ${verb}\`: use show, confirm, approve, cancel, pause, resume, abort or wait.`);
       }
     } catch (error) {
       return failure('runs', error);
+    }
+    const act = Object.hasOwn(RUN_VERBS, verb) ? RUN_VERBS[verb] : undefined;
+    if (!act) return errorReply('runs', 'usage', `Unknown \`runs ${verb}\`: use show, confirm, approve, cancel, pause, resume, abort or wait.`);
+    try {
+      return await act(runs, id, ctx);
+    } catch (error) {
+      return refusedOrFailed(ctx, 'runs', `run.${verb}`, id, error);
     }
   },
 });
@@ -193,16 +242,16 @@ registerCommand({
   },
 });
 
-function runAction(name: string, act: (runs: RunService, id: string, ctx: CommandContext) => Promise<Run>) {
+function runAction(name: string, act: (runs: RunService, id: string, ctx: CommandContext) => Promise<Reply>) {
   registerAction({
     name,
     async run(value, ctx) {
       const runs = runsOf(ctx);
       if (!runs) return noEngine(name);
       try {
-        return progressReply(await act(runs, value, ctx));
+        return await act(runs, value, ctx);
       } catch (error) {
-        return failure(name, error);
+        return refusedOrFailed(ctx, name, name, value, error);
       }
     },
   });
@@ -229,15 +278,11 @@ registerAction({
       }
       return progressReply(run);
     } catch (error) {
-      return failure('run.confirm', error);
+      return refusedOrFailed(ctx, 'run.confirm', 'run.confirm', value, error);
     }
   },
 });
-runAction('run.cancel', (runs, id, ctx) => runs.cancel(id, ctx.user));
-runAction('run.approve', (runs, id, ctx) => runs.approve(id, ctx.user));
-runAction('run.pause', (runs, id, ctx) => runs.pause(id, ctx.user));
-runAction('run.resume', (runs, id, ctx) => runs.resume(id, ctx.user));
-runAction('run.abort', (runs, id, ctx) => runs.abort(id, ctx.user));
+for (const verb of ['approve', 'cancel', 'pause', 'resume', 'abort']) runAction(`run.${verb}`, RUN_VERBS[verb]);
 
 function formParams(value: string): { runbook: string; params: Record<string, string> } | undefined {
   try {

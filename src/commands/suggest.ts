@@ -1,5 +1,6 @@
 import { distance } from 'fastest-levenshtein';
 import type { FleetView } from '../fleet/model.js';
+import { MAX_NAME_LENGTH, MAX_SUGGESTION_DISTANCE } from '../fleet/select.js';
 import { CommandError } from './parse.js';
 
 /**
@@ -13,8 +14,8 @@ export function suggest(word: string, candidates: Iterable<string>, max = 3): st
 /** suggest() with the scores (lower is closer), to merge suggestions of several kinds of names. */
 export function suggestScored(word: string, candidates: Iterable<string>, max = 3): { name: string; score: number }[] {
   const needle = word.toLowerCase();
-  if (!needle) return [];
-  const limit = Math.max(2, Math.floor(needle.length / 3));
+  if (!needle || needle.length > MAX_NAME_LENGTH) return [];
+  const limit = Math.min(MAX_SUGGESTION_DISTANCE, Math.max(2, Math.floor(needle.length / 3)));
   const scored: { name: string; score: number }[] = [];
   const seen = new Set<string>();
   for (const name of candidates) {

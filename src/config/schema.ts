@@ -121,6 +121,15 @@ export const accessSchema = z
     admins: principalList,
     /** Who may use read-only commands; empty = everyone in allowed channels. */
     readers: principalList,
+    terminal: z
+      .object({
+        /**
+         * `rollcall ask --as USER` acts as someone else. Off by default: otherwise one person could request
+         * a run as one user and approve it as another. The simulator's written config turns it on.
+         */
+        allowActAs: z.boolean().default(false),
+      })
+      .prefault({}),
   })
   .prefault({});
 
@@ -162,6 +171,12 @@ export const configSchema = z
     sealedSecrets: sealedSecretsSchema,
     runbooksDir: z.string().default('runbooks'),
     http: z.object({ port: z.number().int().min(0).max(65535).default(8080) }).prefault({}),
+    /**
+     * On SIGTERM `rollcall start` finishes what it can within `grace`, then exits whatever Redis or Argo CD
+     * do: a step it could not finish keeps its job, which another worker takes once the job's lock expires.
+     * Keep it below the pod's terminationGracePeriodSeconds.
+     */
+    shutdown: z.object({ grace: durationSchema.default(10_000) }).prefault({}),
   })
   .superRefine((c, ctx) => {
     const seen = new Set<string>();

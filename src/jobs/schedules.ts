@@ -2,6 +2,7 @@ import { Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { RollcallConfig } from '../config/schema.js';
 import type { RunService } from '../runbooks/engine.js';
+import { withAuditOrigin } from '../runbooks/audit.js';
 import { QUEUES } from './queues.js';
 import { bullPrefix, closeRedis, createRedis } from './redis.js';
 
@@ -47,13 +48,14 @@ export async function startSchedules(opts: { config: RollcallConfig; runs: RunSe
   const channel = opts.config.alerts.channel;
   const worker = new Worker<ScheduledJob>(
     QUEUES.schedules,
-    async (job) => {
-      const { runbook, params } = job.data;
-      const run = await opts.runs.start({ runbook, params, user: SCHEDULER_USER, surface: channel ? 'slack' : 'terminal', channel, system: true });
-      const confirmed = await opts.runs.confirm(run.id, SCHEDULER_USER);
-      opts.logger?.info({ runbook, params, runId: run.id, status: confirmed.status }, 'scheduled run started');
-      return { runId: run.id };
-    },
+    (job) =>
+      withAuditOrigin({ surface: 'schedule' }, async () => {
+        const { runbook, params } = job.data;
+        const run = await opts.runs.start({ runbook, params, user: SCHEDULER_USER, surface: channel ? 'slack' : 'terminal', channel, system: true });
+        const confirmed = await opts.runs.confirm(run.id, SCHEDULER_USER);
+        opts.logger?.info({ runbook, params, runId: run.id, status: confirmed.status }, 'scheduled run started');
+        return { runId: run.id };
+      }),
     { connection: workerConnection, prefix: bullPrefix(opts.prefix), concurrency: 1 },
   );
   worker.on('failed', (job, err) => opts.logger?.warn({ runbook: job?.data.runbook, params: job?.data.params, err: err.message }, 'scheduled run could not start'));

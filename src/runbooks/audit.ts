@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Redis } from 'ioredis';
 import { keyBase } from '../jobs/redis.js';
 
@@ -19,10 +20,41 @@ export type AuditKind =
   /** A Kubernetes API change (sealed-secrets keys, controller restart). */
   | 'kube.mutation';
 
+/**
+ * Where an action came from: `slack` and `terminal` are people; `schedule` is a cron in rollcall.yaml;
+ * `engine` is the runbook engine acting on its own (steps, Argo CD calls, ends of runs).
+ */
+export type AuditSurface = 'slack' | 'terminal' | 'schedule' | 'engine';
+
+/** Who is behind a request, as far as its surface can tell. */
+export interface AuditOrigin {
+  surface: AuditSurface;
+  /** Terminal: the operating-system account that ran rollcall, whoever `who` says it acted as. */
+  osUser?: string;
+  /** Terminal: `who` was chosen with `--as` (allowed by access.terminal.allowActAs). */
+  actAs?: boolean;
+}
+
+const origins = new AsyncLocalStorage<AuditOrigin>();
+
+/**
+ * Runs `fn` with everything it audits stamped with `origin`. The surface is known where a request
+ * enters (Slack listener, `rollcall ask`, a schedule tick); the engine's API speaks only of user ids,
+ * so the entries it writes on the request's behalf (start, confirm, abort ...) learn it from here.
+ * Work the engine does on its own (a worker running steps) runs outside any request: `engine`.
+ */
+export function withAuditOrigin<T>(origin: AuditOrigin, fn: () => T): T {
+  return origins.run(origin, fn);
+}
+
 export interface AuditEvent {
   kind: AuditKind;
   /** Slack user id or terminal user; `rollcall` for the engine itself. */
   who: string;
+  /** Set from the request's origin (withAuditOrigin) when the event does not say. */
+  surface?: AuditSurface;
+  osUser?: string;
+  actAs?: boolean;
   runId?: string;
   /** What was acted on: `argocd-prod/auth-config-prod-eu1`. */
   target?: string;
@@ -58,7 +90,14 @@ export class AuditLog {
   }
 
   async record(event: Omit<AuditEvent, 'at'> & { at?: string }): Promise<string> {
-    const entry = { ...event, at: event.at ?? new Date().toISOString() };
+    const origin = origins.getStore() ?? { surface: 'engine' };
+    const entry = {
+      ...event,
+      surface: event.surface ?? origin.surface,
+      osUser: event.osUser ?? origin.osUser,
+      actAs: event.actAs ?? origin.actAs,
+      at: event.at ?? new Date().toISOString(),
+    };
     const fields: string[] = [];
     for (const [k, v] of Object.entries(entry)) {
       if (v === undefined) continue;
@@ -75,7 +114,7 @@ export class AuditLog {
       for (let i = 0; i < fields.length; i += 2) {
         const k = fields[i];
         const v = fields[i + 1];
-        obj[k] = k === 'params' ? JSON.parse(v) : v;
+        obj[k] = k === 'params' ? JSON.parse(v) : k === 'actAs' ? v === 'true' : v;
       }
       return obj as unknown as AuditEntry;
     });

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { DelayedError, type Job, type Queue, type Worker } from 'bullmq';
 import { closest } from 'fastest-levenshtein';
 import type { Redis } from 'ioredis';
@@ -463,6 +464,9 @@ class Engine implements RunService {
     await this.record({ kind: 'step.start', who: ENGINE_USER, runId, target: stepId, result: `attempt ${attempt}` });
 
     const control = new AbortController();
+    // Every app of the step waiting on the rate limiter listens to this signal (up to `concurrency` at
+    // once, each removed when it goes): more than Node's default 10 is expected, not a leak.
+    setMaxListeners(0, control.signal);
     const timeoutMs = stepDef.timeoutMs ?? action.defaultTimeoutMs;
     const deadline = timeoutMs ? Date.parse(startedAt) + timeoutMs : undefined;
     const timers: NodeJS.Timeout[] = [];

@@ -1,5 +1,5 @@
 import { formatDuration, mention } from '../commands/format.js';
-import type { Reply, ReplyBlock, ReplyButton, Tone } from '../commands/reply.js';
+import { withUserText, type Reply, type ReplyBlock, type ReplyButton, type Tone } from '../commands/reply.js';
 import type { AuditEntry } from './audit.js';
 import { isTerminal, previewExpired, type Run, type RunStatus } from './run-store.js';
 
@@ -66,6 +66,11 @@ function paramsText(run: Run): string {
   return entries.length ? entries.map(([k, v]) => `${k}=${String(v)}`).join(' ') : '(none)';
 }
 
+/** A run's parameters are what its requester typed: its replies may echo them (see Reply.userText). */
+function typedParams(params: Record<string, unknown>): string[] {
+  return Object.values(params).map((v) => (typeof v === 'string' ? v : JSON.stringify(v) ?? ''));
+}
+
 export function previewReply(run: Run): Reply {
   const blocks: ReplyBlock[] = [
     { kind: 'header', text: `${run.title} — preview (${run.id})` },
@@ -74,7 +79,7 @@ export function previewReply(run: Run): Reply {
     { kind: 'context', text: `Requested by ${mention(run.requester)} · params: ${paramsText(run)}${run.approvalsRequired ? ` · needs ${run.approvalsRequired} approval${run.approvalsRequired > 1 ? 's' : ''} after confirming` : ''}` },
     { kind: 'actions', buttons: runButtons(run) },
   ];
-  return { ok: true, command: 'run', title: `${run.title}: preview`, data: runData(run), blocks };
+  return withUserText({ ok: true, command: 'run', title: `${run.title}: preview`, data: runData(run), blocks }, ...typedParams(run.params));
 }
 
 function countsText(counts: Record<string, number>): string {
@@ -124,7 +129,10 @@ export function progressReply(run: Run): Reply {
   const buttons = runButtons(run);
   if (buttons.length) blocks.push({ kind: 'actions', buttons });
   blocks.push({ kind: 'context', text: `Requested by ${mention(run.requester)}${approvalsText(run)} · ${paramsText(run)}${endedText(run)}` });
-  return { ok: run.status !== 'failed' && run.status !== 'aborted', command: 'runs', title: `${run.title} ${run.id}: ${run.status}`, data: runData(run), blocks };
+  return withUserText(
+    { ok: run.status !== 'failed' && run.status !== 'aborted', command: 'runs', title: `${run.title} ${run.id}: ${run.status}`, data: runData(run), blocks },
+    ...typedParams(run.params),
+  );
 }
 
 function approvalsText(run: Run): string {
@@ -140,7 +148,7 @@ function endedText(run: Run): string {
 }
 
 export function runListReply(runs: Run[]): Reply {
-  return {
+  const reply: Reply = {
     ok: true,
     command: 'runs',
     title: 'Recent runs',
@@ -159,10 +167,17 @@ export function runListReply(runs: Run[]): Reply {
         : { kind: 'text', text: 'No runs yet. Start one with `/argo sync <selector>` or `/argo run <runbook> key=value ...`.' },
     ],
   };
+  return withUserText(reply, ...runs.flatMap((r) => typedParams(r.params)));
+}
+
+/** " (slack)", " (terminal, --as by alice)": where an entry came from; entries older than surfaces say nothing. */
+function originText(e: AuditEntry): string {
+  if (!e.surface) return '';
+  return ` (${e.surface}${e.actAs ? `, --as by ${e.osUser ?? 'unknown'}` : ''})`;
 }
 
 export function auditReply(entries: AuditEntry[]): Reply {
-  return {
+  const reply: Reply = {
     ok: true,
     command: 'audit',
     title: `Audit log (latest ${entries.length})`,
@@ -173,13 +188,14 @@ export function auditReply(entries: AuditEntry[]): Reply {
         ? {
             kind: 'list',
             items: entries.map((e) => ({
-              text: `${e.at} ${e.who} ${e.kind}${e.runId ? ` ${e.runId}` : ''}${e.target ? ` ${e.target}` : ''}`,
+              text: `${e.at} ${e.who}${originText(e)} ${e.kind}${e.runId ? ` ${e.runId}` : ''}${e.target ? ` ${e.target}` : ''}`,
               detail: [e.result, e.message, e.params ? JSON.stringify(e.params) : undefined].filter(Boolean).join(' · ') || undefined,
             })),
           }
         : { kind: 'text', text: 'The audit log is empty.' },
     ],
   };
+  return withUserText(reply, ...entries.flatMap((e) => [e.who, ...typedParams(e.params ?? {})]));
 }
 
 /** One line for terminal progress: `r-7f3k2 running · wave 1/2 · done 5 · syncing 3`. */

@@ -48,6 +48,8 @@ const SIM_ACCESS = [
   '  groups:',
   "    oncall: ['${ROLLCALL_USER:-terminal}', '${USER:-terminal}', oncall-2]",
   "  operators: ['group:oncall']",
+  '  # A sandbox: `--as` may pick any user here. A real config leaves this off (one person, one identity).',
+  '  terminal: { allowActAs: true }',
 ];
 
 export function simConfigYaml(server: SimServer, extra: { redisUrl?: string; kubeconfig?: string; access?: boolean } = {}): string {

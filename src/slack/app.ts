@@ -4,11 +4,14 @@ import { App, HTTPReceiver } from '@slack/bolt';
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { Services } from '../commands/registry.js';
+import type { Redis } from 'ioredis';
+import { closeRedis, createRedis } from '../jobs/redis.js';
 import { createLogger } from '../log.js';
 import { createSlackWebClient, webClientOptions } from './client.js';
 import { registerListeners } from './listeners/index.js';
 import { boltLogger } from './logger.js';
 import { SlackNotifier } from './notifier.js';
+import { guardReceiver } from './request-guard.js';
 
 export class SlackStartError extends Error {
   constructor(
@@ -34,18 +37,35 @@ export interface SlackHandle {
  * Wiring only: a Bolt app in HTTP mode (signed requests on POST /slack/events) or Socket Mode, from config,
  * with the listeners of ./listeners. Checks the bot token with auth.test before serving.
  */
-export async function startSlack(services: Services, opts: { logger?: Logger; notifierIntervalMs?: number } = {}): Promise<SlackHandle> {
+export async function startSlack(
+  services: Services,
+  opts: {
+    logger?: Logger;
+    notifierIntervalMs?: number;
+    /** Where HTTP mode remembers the requests it has seen (replays). @defaultValue config redis.url */
+    redisUrl?: string;
+  } = {},
+): Promise<SlackHandle> {
   const slack = services.config.slack;
   if (!slack) throw new SlackStartError('slack_not_configured', 'No `slack` section in the config: add mode, botToken and signingSecret (http) or appToken (socket).');
   const logger = opts.logger ?? createLogger();
   const log = boltLogger(logger);
   const clientOptions = webClientOptions(slack, logger);
 
+  let seenRequests: Redis | undefined;
+  let receiver: HTTPReceiver | undefined;
+  if (slack.mode === 'http') {
+    receiver = new HTTPReceiver({ signingSecret: slack.signingSecret!, port: slack.port, endpoints: '/slack/events', logger: log });
+    // Socket Mode needs none of this: its requests come over a WebSocket opened with the app token.
+    seenRequests = createRedis(opts.redisUrl ?? services.config.redis.url, { maxRetriesPerRequest: 1 });
+    guardReceiver(receiver, { signingSecret: slack.signingSecret!, redis: seenRequests, prefix: services.config.redis.prefix, logger: logger.child({ component: 'slack' }) });
+  }
+
   const app =
-    slack.mode === 'http'
+    receiver
       ? new App({
           token: slack.botToken,
-          receiver: new HTTPReceiver({ signingSecret: slack.signingSecret!, port: slack.port, endpoints: '/slack/events', logger: log }),
+          receiver,
           clientOptions,
           logger: log,
           deferInitialization: true,
@@ -64,6 +84,7 @@ export async function startSlack(services: Services, opts: { logger?: Logger; no
   try {
     await app.init();
   } catch (err) {
+    if (seenRequests) await closeRedis(seenRequests);
     const e = err as { data?: { error?: string }; message?: string };
     throw new SlackStartError(
       'slack_auth_failed',
@@ -81,6 +102,7 @@ export async function startSlack(services: Services, opts: { logger?: Logger; no
     const started = (await app.start()) as unknown;
     if (slack.mode === 'http') port = ((started as Server).address() as AddressInfo).port;
   } catch (err) {
+    if (seenRequests) await closeRedis(seenRequests);
     throw new SlackStartError('slack_listen_failed', `Slack ${slack.mode} receiver failed to start: ${(err as Error).message}${slack.mode === 'http' ? ` (is port ${slack.port} free?)` : ''}`);
   }
 
@@ -100,6 +122,7 @@ export async function startSlack(services: Services, opts: { logger?: Logger; no
     async stop() {
       await notifier.flush().catch(() => {});
       await app.stop();
+      if (seenRequests) await closeRedis(seenRequests);
     },
   };
 }

@@ -98,7 +98,8 @@ export function baseActionId(actionId: string): string {
  * Every output respects SLACK_LIMITS; list items beyond one page go to later pages ("More" button) when the
  * command text is known, and collapse to a count otherwise.
  */
-export function renderBlocks(reply: Reply, opts: RenderOptions = {}): RenderedBlocks {
+export function renderBlocks(typedReply: Reply, opts: RenderOptions = {}): RenderedBlocks {
+  const reply = withTypedMarkupAsText(typedReply);
   const maxBlocks = Math.max(3, opts.maxBlocks ?? SLACK_LIMITS.messageBlocks);
   const perPage = Math.max(1, opts.itemsPerPage ?? ITEMS_PER_PAGE);
   const totalItems = reply.blocks.reduce((n, b) => n + (b.kind === 'list' ? b.items.length : 0), 0);
@@ -300,6 +301,34 @@ function itemSections(lines: string[]): SectionBlock[] {
 // and entities already escaped. Anything else with & < > is text (Argo CD's "<nil>", a user's
 // "<!channel>") and must be escaped, or Slack reads it as markup.
 const OWN_MARKUP = /<(?:(?:https?|mailto):[^<>\s|]+(?:\|[^<>]*)?|@[UWB][A-Z0-9]+|#C[A-Z0-9]+(?:\|[^<>]*)?)>|&(?:amp|lt|gt);/g;
+
+const entities = (markup: string) => markup.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/**
+ * A link or mention that echoes what a user typed (reply.userText) is shown as the text it was: the bot
+ * must not post `<https://evil|Argo CD>` or `<@U…>` as its own link or ping because someone typed it.
+ * It is recognised by its opening (`<https://evil`, `<@U0123`), so a changed label does not hide it.
+ */
+export function withTypedMarkupAsText(reply: Reply): Reply {
+  const typed = (reply.userText ?? []).join('\n').toLowerCase();
+  if (!typed.includes('<')) return reply;
+  const fix = (text: string) =>
+    text.replace(OWN_MARKUP, (m) => (m.startsWith('&') || !typed.includes(m.split(/[|>]/)[0].toLowerCase()) ? m : entities(m)));
+  const blocks = reply.blocks.map((b): ReplyBlock => {
+    switch (b.kind) {
+      case 'text':
+      case 'context':
+        return { ...b, text: fix(b.text) };
+      case 'fields':
+        return { ...b, fields: b.fields.map((f) => ({ label: fix(f.label), value: fix(f.value) })) };
+      case 'list':
+        return { ...b, ...(b.title ? { title: fix(b.title) } : {}), items: b.items.map((i) => ({ ...i, text: fix(i.text), ...(i.detail ? { detail: fix(i.detail) } : {}) })) };
+      default:
+        return b;
+    }
+  });
+  return { ...reply, title: fix(reply.title), blocks, ...(reply.error ? { error: { ...reply.error, message: fix(reply.error.message) } } : {}) };
+}
 
 /** Escapes &, < and > for Slack mrkdwn, leaving our own links and mentions, and a leading `>` quote, intact. */
 export function escapeMrkdwn(text: string): string {

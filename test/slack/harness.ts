@@ -4,6 +4,7 @@ import { configSchema } from '../../src/config/schema.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import { startSlack, type SlackHandle } from '../../src/slack/app.js';
 import { startFakeSlack, type FakeSlack } from '../support/fake-slack.js';
+import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
 
 export const SECRET = 'test-signing-secret-0123456789';
 
@@ -26,17 +27,25 @@ export async function startHarness(opts: {
   /** Runs before Slack starts: attach services.runs, a live fleet, a notifier ... */
   configure?: (services: Services) => void | Promise<void>;
   notifierIntervalMs?: number;
+  logger?: pino.Logger;
+  /** Share a Redis prefix with another harness: two bot processes of one deployment. */
+  redisPrefix?: string;
+  /** Another Redis (e.g. one that is down). */
+  redisUrl?: string;
 }): Promise<Harness> {
   const fake = await startFakeSlack();
+  // The bot remembers the requests it has seen (replays) in Redis: under a prefix of this test's own.
+  const redis = { url: opts.redisUrl ?? process.env.REDIS_URL!, prefix: opts.redisPrefix ?? testPrefix() };
   const config = configSchema.parse({
     instances: opts.fleet.map((i) => ({ name: i.name, url: `https://${i.name}.argocd.example`, token: 'argocd-token' })),
     slack: { mode: 'http', botToken: 'xoxb-test-token', signingSecret: SECRET, port: 0, apiUrl: fake.apiUrl, channels: opts.channels ?? [] },
+    redis,
     ...(opts.access ? { access: opts.access } : {}),
     ...(opts.config ?? {}),
   });
   const services: Services = { config, fleet: StaticFleet.fromObjects(opts.fleet), argocd: new Map(), now: () => new Date('2026-12-02T18:00:00Z') };
   await opts.configure?.(services);
-  const slack = await startSlack(services, { logger: pino({ level: 'silent' }), notifierIntervalMs: opts.notifierIntervalMs ?? 100 });
+  const slack = await startSlack(services, { logger: opts.logger ?? pino({ level: 'silent' }), notifierIntervalMs: opts.notifierIntervalMs ?? 100, redisUrl: redis.url });
   return {
     fake,
     slack,
@@ -45,6 +54,7 @@ export async function startHarness(opts: {
     async stop() {
       await slack.stop();
       await fake.stop();
+      if (!opts.redisUrl) await cleanPrefix(redis.url, config.redis.prefix);
     },
   };
 }

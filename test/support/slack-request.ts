@@ -10,6 +10,8 @@ export interface SignOptions {
   timestamp?: number;
   /** Override the computed signature (to test rejection). */
   signature?: string;
+  /** Extra headers, e.g. Slack's retry headers `x-slack-retry-num` / `x-slack-retry-reason`. */
+  headers?: Record<string, string>;
 }
 
 export interface SlackHttpResult {
@@ -35,6 +37,7 @@ async function signedPost(url: string, secret: string, body: string, contentType
       'content-type': contentType,
       'x-slack-request-timestamp': String(ts),
       'x-slack-signature': opts.signature ?? slackSignature(secret, ts, body),
+      ...opts.headers,
     },
   });
   const text = await res.text();

@@ -1,6 +1,6 @@
 import type { AllMiddlewareArgs, BlockAction, SlackActionMiddlewareArgs } from '@slack/bolt';
 import { renderBlocks } from '../../../views/blocks.js';
-import { channelAllowed, declineReply, runCommand, slackContext, type SlackDeps } from '../../context.js';
+import { channelAllowed, declineInChannel, runCommand, slackContext, type SlackDeps } from '../../context.js';
 import { deliverReply, originOf } from '../../deliver.js';
 
 /** A button that runs a chat command ("Show rollout", "Refresh") as the user who pressed it. */
@@ -11,7 +11,7 @@ export function commandButton({ services, logger }: SlackDeps) {
     const channel = body.channel?.id;
     try {
       if (channel && !channelAllowed(services.config.slack, { id: channel, name: body.channel?.name })) {
-        const { text: fallback, blocks } = renderBlocks(declineReply(services.config.slack));
+        const { text: fallback, blocks } = renderBlocks(await declineInChannel(services, body.user.id, channel, text));
         await respond({ response_type: 'ephemeral', replace_original: false, text: fallback, blocks });
         return;
       }

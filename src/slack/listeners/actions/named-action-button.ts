@@ -1,4 +1,5 @@
 import type { AllMiddlewareArgs, BlockAction, SlackActionMiddlewareArgs } from '@slack/bolt';
+import { runAction } from '../../../commands/index.js';
 import { findAction } from '../../../commands/registry.js';
 import { errorReply } from '../../../commands/reply.js';
 import { baseActionId } from '../../../views/blocks.js';
@@ -40,7 +41,7 @@ export function namedActionButton({ services, logger }: SlackDeps) {
           }
         },
       });
-      const reply = await spec.run(value, ctx);
+      const reply = await runAction(spec, value, ctx);
       if (reply) await deliverReply({ reply, origin, respond, client, logger, replace: reply.ok });
     } catch (err) {
       logger.error({ err, user: body.user.id, action: name }, 'button action failed');

@@ -1,6 +1,6 @@
 import type { AllMiddlewareArgs, SlackCommandMiddlewareArgs } from '@slack/bolt';
 import { renderBlocks } from '../../../views/blocks.js';
-import { channelAllowed, declineReply, runCommand, slackContext, splitPublicFlag, type SlackDeps } from '../../context.js';
+import { channelAllowed, declineInChannel, runCommand, slackContext, splitPublicFlag, type SlackDeps } from '../../context.js';
 import { openFormModal } from '../../modals.js';
 
 /**
@@ -16,7 +16,7 @@ export function argoCommand({ services, logger }: SlackDeps) {
     const { text, isPublic } = splitPublicFlag(command.text ?? '');
     try {
       if (!channelAllowed(slack, { id: command.channel_id, name: command.channel_name })) {
-        const { text: fallback, blocks } = renderBlocks(declineReply(slack));
+        const { text: fallback, blocks } = renderBlocks(await declineInChannel(services, command.user_id, command.channel_id, text));
         await respond({ response_type: 'ephemeral', text: fallback, blocks });
         return;
       }

@@ -1,5 +1,7 @@
 import type { AllMiddlewareArgs, SlackViewMiddlewareArgs, ViewSubmitAction } from '@slack/bolt';
+import { auditOriginOf, runAction } from '../../../commands/index.js';
 import { findAction } from '../../../commands/registry.js';
+import { withAuditOrigin } from '../../../runbooks/audit.js';
 import { errorReply, type Reply } from '../../../commands/reply.js';
 import { FORM_CALLBACK_PREFIX, renderBlocks } from '../../../views/blocks.js';
 import { slackContext, type SlackDeps } from '../../context.js';
@@ -27,12 +29,12 @@ export function modalSubmission({ services, logger }: SlackDeps) {
     let reply: Reply | undefined;
     try {
       if (handler) {
-        reply = await handler.submit({ callbackId, values, metadata, user: body.user.id, viewId: view.id }, ctx);
+        reply = await withAuditOrigin(auditOriginOf(ctx), () => handler.submit({ callbackId, values, metadata, user: body.user.id, viewId: view.id }, ctx));
       } else if (callbackId.startsWith(FORM_CALLBACK_PREFIX)) {
         const name = callbackId.slice(FORM_CALLBACK_PREFIX.length);
         const spec = findAction(name);
         reply = spec
-          ? await spec.run(JSON.stringify({ metadata, values }), ctx)
+          ? await runAction(spec, JSON.stringify({ metadata, values }), ctx)
           : errorReply(name, 'unknown_action', `This form (\`${name}\`) is not known to this rollcall version. Run the command again.`);
       } else {
         logger.warn({ callbackId }, 'view submission with no handler');

@@ -1,0 +1,145 @@
+import { createHash } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { HTTPModuleFunctions, type HTTPReceiver } from '@slack/bolt';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { keyBase } from '../jobs/redis.js';
+
+/** Slack's window for a request's timestamp, both ways. Bolt enforces it only for the past. */
+export const REQUEST_WINDOW_S = 5 * 60;
+/**
+ * A signature is remembered while its timestamp can still pass the window: up to 5 minutes after it
+ * (and it may arrive up to 5 minutes early), with a minute for clock skew between bot processes.
+ */
+const SEEN_SIGNATURE_TTL_S = 2 * REQUEST_WINDOW_S + 60;
+/** Slack retries an event delivery three times over about five minutes; an hour covers them with room. */
+const SEEN_EVENT_TTL_S = 3600;
+/** A Redis that does not answer must not hold Slack's 3-second ack: the guard gives up and lets the request in. */
+const REDIS_TIMEOUT_MS = 1000;
+
+export interface RequestGuardOptions {
+  signingSecret: string;
+  /** Shared by every bot process, so a request seen by one is a replay for all. */
+  redis: Redis;
+  prefix: string;
+  logger: Logger;
+  /** The endpoints Bolt serves (POST); other paths pass straight through. @defaultValue ['/slack/events'] */
+  endpoints?: string[];
+  now?: () => number;
+  /** Whether the last Redis check failed: a Redis outage is logged once, and its end once. */
+  redisTrouble?: boolean;
+}
+
+export type GuardVerdict =
+  | { pass: true }
+  | { pass: false; status: 200 | 401 | 413; reason: 'future_timestamp' | 'replay' | 'duplicate_delivery' | 'unverified' | 'too_large' };
+
+/**
+ * Puts the checks Bolt's HTTPReceiver leaves out in front of its request listener:
+ * - a timestamp more than 5 minutes in the future is refused (401), as a stale one is;
+ * - a signed request seen before (same signature, hence same timestamp and body) is a replay: 401, nothing runs;
+ * - an Events API delivery whose event_id was seen is Slack retrying (x-slack-retry-num): acked with 200 and
+ *   not run again. Slack signs each retry anew, so retries are told apart by event_id, not by signature.
+ * What passes goes to Bolt with its body already read; Bolt verifies the signature again on it.
+ */
+export function guardReceiver(receiver: HTTPReceiver, options: RequestGuardOptions): void {
+  // Its own copy: the Redis-trouble flag belongs to this receiver.
+  const opts = { ...options };
+  const bolt = receiver.requestListener;
+  const endpoints = opts.endpoints ?? ['/slack/events'];
+  receiver.requestListener = (req, res) => {
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    // Bolt routes (and refuses) everything else itself, synchronously: keep that path untouched.
+    if (req.method?.toUpperCase() !== 'POST' || !endpoints.includes(path)) return bolt(req, res);
+    void checkRequest(req, opts)
+      .then((verdict) => {
+        if (verdict.pass) return bolt(req, res);
+        if (verdict.status === 200) {
+          res.writeHead(200).end();
+          opts.logger.info({ reason: verdict.reason, retry: req.headers['x-slack-retry-num'] }, 'slack delivery already handled: acked, not run again');
+          return;
+        }
+        opts.logger.warn({ reason: verdict.reason }, 'slack request refused');
+        HTTPModuleFunctions.buildNoBodyResponse(res, verdict.status);
+      })
+      .catch((err: unknown) => {
+        opts.logger.error({ err }, 'slack request check failed');
+        if (!res.headersSent) HTTPModuleFunctions.buildNoBodyResponse(res, 500);
+      });
+  };
+}
+
+/** The verdict on one request to the Slack endpoint. Reads (buffers) its body. */
+export async function checkRequest(req: IncomingMessage, opts: RequestGuardOptions): Promise<GuardVerdict> {
+  const nowS = Math.floor((opts.now?.() ?? Date.now()) / 1000);
+  const timestamp = Number(req.headers['x-slack-request-timestamp']);
+  if (Number.isFinite(timestamp) && timestamp > nowS + REQUEST_WINDOW_S) {
+    req.resume();
+    return { pass: false, status: 401, reason: 'future_timestamp' };
+  }
+  let body: string;
+  try {
+    const buffered = await HTTPModuleFunctions.parseAndVerifyHTTPRequest({ enabled: true, signingSecret: opts.signingSecret, bodyLimit: HTTPModuleFunctions.defaultBodyLimit }, req);
+    body = buffered.rawBody.toString();
+  } catch (err) {
+    if (HTTPModuleFunctions.isRawBodyError(err) && (err as { statusCode?: number }).statusCode === 413) return { pass: false, status: 413, reason: 'too_large' };
+    return { pass: false, status: 401, reason: 'unverified' };
+  }
+  // ssl_check carries no signature, so there is nothing to remember it by; it runs nothing either.
+  const signature = req.headers['x-slack-signature'];
+  if (typeof signature !== 'string') return { pass: true };
+  const base = `${keyBase(opts.prefix)}slack:`;
+  const eventId = eventIdOf(body, req.headers['content-type']);
+  const seen = await remember(opts, [
+    [`${base}sig:${createHash('sha256').update(signature).digest('hex')}`, SEEN_SIGNATURE_TTL_S],
+    ...(eventId ? ([[`${base}event:${eventId}`, SEEN_EVENT_TTL_S]] as [string, number][]) : []),
+  ]);
+  if (!seen) return { pass: true };
+  const retry = req.headers['x-slack-retry-num'] !== undefined;
+  if (seen[1]) return { pass: false, status: 200, reason: 'duplicate_delivery' };
+  // The very same signed request again: Slack never does that, except a retry (which is answered, not run).
+  if (seen[0]) return retry ? { pass: false, status: 200, reason: 'duplicate_delivery' } : { pass: false, status: 401, reason: 'replay' };
+  return { pass: true };
+}
+
+/** An Events API envelope's event_id (JSON bodies only; commands and interactions are form-encoded). */
+function eventIdOf(body: string, contentType: string | undefined): string | undefined {
+  if (!contentType?.startsWith('application/json')) return undefined;
+  try {
+    const parsed = JSON.parse(body) as { type?: unknown; event_id?: unknown };
+    return parsed.type === 'event_callback' && typeof parsed.event_id === 'string' && /^[A-Za-z0-9]{1,64}$/.test(parsed.event_id) ? parsed.event_id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * SET NX each key; says, per key, whether it was there already. Undefined when Redis cannot answer in
+ * time: then the request goes on (logged once per outage) — read-only answers must not stop with Redis,
+ * and a run's own state machine refuses a second confirm or approve.
+ */
+async function remember(opts: RequestGuardOptions, keys: [string, number][]): Promise<boolean[] | undefined> {
+  const pipeline = opts.redis.multi();
+  for (const [key, ttl] of keys) pipeline.set(key, '1', 'EX', ttl, 'NX');
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const results = await Promise.race([
+      pipeline.exec(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer from Redis within ${REDIS_TIMEOUT_MS} ms`)), REDIS_TIMEOUT_MS);
+      }),
+    ]);
+    if (opts.redisTrouble) opts.logger.info('slack replay check: Redis answers again');
+    opts.redisTrouble = false;
+    return (results ?? []).map(([err, value]) => {
+      if (err) throw err;
+      return value === null;
+    });
+  } catch (err) {
+    if (!opts.redisTrouble) opts.logger.warn({ err: (err as Error).message }, 'slack replay check skipped: Redis is unreachable; requests are let in unchecked until it answers');
+    opts.redisTrouble = true;
+    return undefined;
+  } finally {
+    clearTimeout(timer);
+  }
+}
