@@ -29,10 +29,16 @@ import { appJsonList } from './http/json.js';
 import { accountFrom, type SimAccount } from './http/rbac.js';
 import { rfc3339 } from './clock.js';
 import { managedResources, resourceTree } from './http/tree.js';
+import { listEvents } from './http/events.js';
+import { getProject, listProjects } from './http/projects.js';
+import { podLogs, revisionMetadata } from './http/revisions.js';
+import { SimEventLog } from './events.js';
 
 export interface SimServer {
-  /** http://127.0.0.1:PORT (instances live under /i/<name>). */
+  /** http://127.0.0.1:PORT (instances live under /i/<name>; `rootInstance` also at the root). */
   url: string;
+  /** The instance served at the root path. */
+  rootInstance: string;
   port: number;
   state: SimState;
   controller: SimController;
@@ -51,6 +57,11 @@ export interface StartSimServerOptions {
   frozen?: boolean;
   /** Time moves only through controller.advance() (tests). */
   manual?: boolean;
+  /**
+   * The instance also served at the server root (`/api/v1/...`), as Argo CD runs without `--rootpath`,
+   * for clients that address the API at the root. @defaultValue the fixture's first instance
+   */
+  rootInstance?: string;
   /** SSE keep-alive interval; Argo CD uses 15 s. */
   keepAliveMs?: number;
   scenarioBehaviour?: ScenarioBehaviour;
@@ -79,6 +90,12 @@ const ROUTES: Route[] = [
   route('applications/:name/resource-tree', { GET: resourceTree }),
   route('applications/:name/managed-resources', { GET: managedResources }),
   route('applications/:name/spec', { PUT: updateSpec }),
+  route('applications/:name/events', { GET: listEvents }),
+  route('applications/:name/logs', { GET: podLogs }),
+  route('applications/:name/pods/:podName/logs', { GET: podLogs }),
+  route('applications/:name/revisions/:revision/metadata', { GET: revisionMetadata }),
+  route('projects', { GET: listProjects }),
+  route('projects/:name', { GET: getProject }),
   route('applicationsets', { GET: listApplicationSets, POST: createApplicationSet }),
   // No PATCH or PUT exists for ApplicationSets (A8): only GET and DELETE on one.
   route('applicationsets/:name', { GET: getApplicationSet }),
@@ -185,6 +202,10 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     ]),
   );
   const syncWindows: SimSyncWindow[] = [];
+  const events = new SimEventLog(state, () => controller.clock.now());
+  const rootName = opts.rootInstance ?? opts.fixture.instances[0]?.name;
+  if (rootName !== undefined && !state.instance(rootName))
+    throw new Error(`rootInstance "${rootName}" is not an instance of this fixture (${[...state.instances.keys()].join(', ')})`);
   const core: SimCore = {
     state,
     controller,
@@ -194,6 +215,7 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     frozen: !!opts.frozen,
     now: () => controller.clock.now(),
     openStreams: new Map(),
+    events,
     sealedSecretHealth(cluster, namespace, name) {
       const ss = kube.clusters.get(cluster)?.get('SealedSecret', namespace, name) as
         | { status?: { conditions?: { type: string; status: string; message?: string }[] } }
@@ -319,6 +341,8 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
         if (handled) return;
       }
       const m = /^\/i\/([^/]+)(\/.*)?$/.exec(url.pathname);
+      if (!m && rootName !== undefined && (url.pathname.startsWith('/api/') || url.pathname === '/api'))
+        return handleApi(req, res, state.instance(rootName)!, url.pathname, url);
       const store = m ? state.instance(decodeURIComponent(m[1])) : undefined;
       if (!m || !store) {
         return sendJson(res, 404, {
@@ -352,6 +376,7 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
   return {
     url: base,
     port,
+    rootInstance: rootName ?? '',
     state,
     controller,
     instances: [...state.instances.values()].map((s) => ({
@@ -366,6 +391,7 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     })),
     async stop() {
       warmer.stop();
+      events.stop();
       controller.stop();
       kube.stop();
       for (const res of core.openStreams.keys()) res.end();

@@ -167,6 +167,7 @@ export function syncApplication(req: ApiRequest): RouteResult {
     }
     if (operationRunning(app))
       throw new SimApiError(GrpcCode.FailedPrecondition, 'another operation is already in progress');
+    req.core.events?.noteSyncRequest(req.store.name, app, req.user);
     const updated = req.core.controller.requestSync(req.store.name, req.store.apps.refOf(app), request, req.user);
     status(200);
     return { raw: appJsonFull(req.store.apps.get(req.store.apps.refOf(app)) ?? updated) };
