@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Fixture } from './fixture-types.js';
 import { seedState } from './fixture.js';
@@ -21,6 +22,7 @@ import {
 import type { ApiRequest, RouteHandler, RouteResult, SimCore, SimSyncWindow } from './http/context.js';
 import { SimController } from './controller.js';
 import { SimKube } from './kube/index.js';
+import { simTls } from './kube/tls.js';
 import type { ScenarioBehaviour } from './scenarios/behaviour.js';
 import { GrpcCode, SimApiError, toApiError } from './http/errors.js';
 import { applyFault, FaultBook, FaultRequestError, writeHttpFailure } from './http/faults.js';
@@ -43,8 +45,14 @@ export interface SimServer {
   state: SimState;
   controller: SimController;
   instances: { name: string; url: string; token: string }[];
-  /** Simulated Kubernetes API servers (fixture `kube`), under /k/<cluster>. */
+  /**
+   * Simulated Kubernetes API servers (fixture `kube`): `https://127.0.0.1:KUBE_PORT/k/<cluster>`,
+   * with a certificate signed by `kubeCaPem`, as client-go (kubectl) needs to send its token.
+   * The same paths are also answered over plain http on `url`.
+   */
   kube: { cluster: string; url: string; token: string }[];
+  /** PEM of the CA the kube server's certificate chains to (empty without simulated clusters). */
+  kubeCaPem: string;
   stop(): Promise<void>;
 }
 
@@ -323,23 +331,23 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     return sendJson(res, status, result.json);
   }
 
+  const handleKube = (req: IncomingMessage, res: ServerResponse, url: URL) =>
+    kube.handle(req, res, url, (op) =>
+      state.record({
+        at: controller.clock.now().toISOString(),
+        instance: 'kube',
+        cluster: op.cluster,
+        method: op.method,
+        path: op.path,
+        body: op.body,
+      }),
+    );
+
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://sim');
     const run = async () => {
       if (url.pathname.startsWith('/_sim/') || url.pathname === '/_sim') return handleSim(req, res, url);
-      if (url.pathname.startsWith('/k/')) {
-        const handled = await kube.handle(req, res, url, (op) =>
-          state.record({
-            at: controller.clock.now().toISOString(),
-            instance: 'kube',
-            cluster: op.cluster,
-            method: op.method,
-            path: op.path,
-            body: op.body,
-          }),
-        );
-        if (handled) return;
-      }
+      if (url.pathname.startsWith('/k/') && (await handleKube(req, res, url))) return;
       const m = /^\/i\/([^/]+)(\/.*)?$/.exec(url.pathname);
       if (!m && rootName !== undefined && (url.pathname.startsWith('/api/') || url.pathname === '/api'))
         return handleApi(req, res, state.instance(rootName)!, url.pathname, url);
@@ -370,6 +378,32 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
   });
   const port = (server.address() as AddressInfo).port;
   const base = `http://127.0.0.1:${port}`;
+
+  let kubeServer: HttpsServer | undefined;
+  let kubeBase = base;
+  let kubeCaPem = '';
+  if (kube.clusters.size) {
+    const host = opts.host ?? '127.0.0.1';
+    const tls = simTls([...new Set(['127.0.0.1', 'localhost', host])]);
+    kubeCaPem = tls.caPem;
+    const httpsServer = createHttpsServer({ cert: tls.certPem + tls.caPem, key: tls.keyPem }, (req, res) => {
+      const url = new URL(req.url ?? '/', 'https://sim');
+      handleKube(req, res, url)
+        .then((handled) => {
+          if (handled) return;
+          res.writeHead(404, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404, message: `simulated clusters are served under /k/<cluster> (${[...kube.clusters.keys()].join(', ')})` }));
+        })
+        .catch(() => res.destroy());
+    });
+    httpsServer.keepAliveTimeout = 5_000;
+    await new Promise<void>((resolve, reject) => {
+      httpsServer.once('error', reject);
+      httpsServer.listen(0, host, () => resolve());
+    });
+    kubeServer = httpsServer;
+    kubeBase = `https://127.0.0.1:${(httpsServer.address() as AddressInfo).port}`;
+  }
   controller.start();
   const warmer = warmListCache(state);
 
@@ -386,9 +420,10 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     })),
     kube: [...kube.clusters.values()].map((c) => ({
       cluster: c.name,
-      url: `${base}/k/${encodeURIComponent(c.name)}`,
+      url: `${kubeBase}/k/${encodeURIComponent(c.name)}`,
       token: c.token,
     })),
+    kubeCaPem,
     async stop() {
       warmer.stop();
       events.stop();
@@ -397,7 +432,11 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
       for (const res of core.openStreams.keys()) res.end();
       core.openStreams.clear();
       server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      kubeServer?.closeAllConnections();
+      await Promise.all([
+        new Promise<void>((resolve) => server.close(() => resolve())),
+        kubeServer ? new Promise<void>((resolve) => kubeServer.close(() => resolve())) : undefined,
+      ]);
     },
   };
 }
