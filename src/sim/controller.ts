@@ -735,7 +735,7 @@ export class SimController {
       if (!app || operationInProgress(app)) continue;
       const started = Date.parse(app.status?.operationState?.startedAt ?? '');
       if (started > Date.parse(pendingSince.get(appName) ?? '')) continue;
-      this.writeOperation(store, app, rollingSyncOperation(current, app));
+      this.writeOperation(store, app, rollingSyncOperation(current));
     }
   }
 
