@@ -449,3 +449,9 @@ export interface KubeEvent {
   count?: number;
   type?: 'Normal' | 'Warning';
 }
+
+/** `GET /api/v1/applications/{name}/events` (eventsEventList in swagger). */
+export interface KubeEventList {
+  metadata?: { resourceVersion?: string };
+  items: KubeEvent[];
+}
