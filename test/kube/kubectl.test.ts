@@ -4,7 +4,7 @@
  * after discovery (/api, /apis, group-version lists), with the server-side Table `kubectl get` asks for.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -80,11 +80,19 @@ describe.skipIf(KUBECTL_MISSING)('kubectl with the kubeconfig the simulator writ
     expect(described).not.toContain('BEGIN');
   });
 
-  it('is refused without the token, as a real API server would', async () => {
-    const config = parse(readFileSync(kubeconfig, 'utf8'));
-    const server = config.clusters[0].cluster.server as string;
-    const res = await fetch(`${server.replace('https://', 'http://')}/api`).catch((e: unknown) => e);
-    // Plain http to the TLS port is not answered as an API call.
-    expect(res instanceof Response ? res.status : 'refused').not.toBe(200);
+  it('is refused with a wrong token, as a real API server would (kubectl: Unauthorized)', async () => {
+    const bad = path.join(dir, 'bad.kubeconfig');
+    writeFileSync(bad, readFileSync(kubeconfig, 'utf8').replace(/token: .+/g, 'token: not-the-token'));
+    const failed = await exec('kubectl', ['--kubeconfig', bad, '--context', 'prod-old', '--request-timeout=10s', 'get', 'secrets', '-n', 'kube-system']).then(
+      () => undefined,
+      (e: { stderr: string }) => e.stderr,
+    );
+    expect(failed).toContain('You must be logged in to the server (Unauthorized)');
+  });
+
+  it('lists the resources it serves for kubectl api-resources', async () => {
+    const out = await kubectl('--context', 'prod-old', 'api-resources');
+    expect(out).toMatch(/sealedsecrets\s+bitnami\.com\/v1alpha1\s+true\s+SealedSecret/);
+    expect(out).toMatch(/secrets\s+v1\s+true\s+Secret/);
   });
 });

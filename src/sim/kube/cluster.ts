@@ -96,7 +96,8 @@ export class SimKubeCluster {
     obj.metadata ??= {};
     obj.metadata.namespace ??= obj.kind === 'Namespace' ? undefined : 'default';
     obj.metadata.uid ??= randomBytes(8).toString('hex');
-    obj.metadata.creationTimestamp ??= this.now().toISOString();
+    // metav1.Time serializes at second precision.
+    obj.metadata.creationTimestamp ??= this.now().toISOString().replace(/\.\d{3}Z$/, 'Z');
     obj.metadata.resourceVersion = String(++this.rv);
     if (obj.kind === 'Namespace') {
       // The API server labels every namespace with its own name (NamespaceDefaultLabelName, 1.21+).
