@@ -382,7 +382,10 @@ export function advanceRollout(appSet: ApplicationSet, apps: RolloutAppState[], 
   const stepNumber = (name: string) => (stepIndex.has(name) ? stepIndex.get(name)! + 1 : NO_STEP);
 
   // UpdateApplicationSetApplicationStatus
-  const previous = new Map((appSet.status?.applicationStatus ?? []).map((e) => [e.application, e]));
+  // migrateStatus (applicationset_controller.go) runs first on every reconcile: an entry without
+  // targetRevisions gets [] and that is saved, so it then compares as an empty list.
+  const priorEntries = (appSet.status?.applicationStatus ?? []).map((e) => (e.targetRevisions == null ? { ...e, targetRevisions: [] } : e));
+  const previous = new Map(priorEntries.map((e) => [e.application, e]));
   const entries: ApplicationSetApplicationStatus[] = [];
   for (const app of sorted) {
     const found = previous.get(app.name);
@@ -390,9 +393,8 @@ export function advanceRollout(appSet: ApplicationSet, apps: RolloutAppState[], 
       ? { ...found }
       : { application: app.name, status: 'Waiting', message: ROLLOUT_MESSAGES.newEntry, step: String(stepNumber(app.name)), targetRevisions: [...app.revisions], lastTransitionTime: stamp };
     const next: ApplicationSetApplicationStatus = { ...current, step: String(stepNumber(app.name)) };
-    // reflect.DeepEqual(entry.TargetRevisions, app.Status.GetRevisions()): GetRevisions never returns
-    // nil, so an entry without targetRevisions (nil) always counts as a revision change.
-    const revisionsChanged = current.targetRevisions == null || !sameList(current.targetRevisions, app.revisions);
+    // reflect.DeepEqual(entry.TargetRevisions, app.Status.GetRevisions()); both are non-nil here.
+    const revisionsChanged = !sameList(current.targetRevisions, app.revisions);
     const specChanged = app.specChanged === true;
     if (revisionsChanged || specChanged) {
       next.targetRevisions = [...app.revisions];
@@ -438,7 +440,6 @@ export function advanceRollout(appSet: ApplicationSet, apps: RolloutAppState[], 
       return !o || o.status !== e.status || o.step !== e.step || o.message !== e.message;
     });
   };
-  const priorEntries = appSet.status?.applicationStatus ?? [];
   if (!saved(entries, priorEntries)) entries.splice(0, entries.length, ...priorEntries.map((e) => ({ ...e })));
   const beforeProgress = entries.map((e) => ({ ...e }));
 

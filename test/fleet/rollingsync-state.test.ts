@@ -337,16 +337,18 @@ describe('revision and spec changes', () => {
     expect(entry(result, 'a')).toMatchObject({ status: 'Waiting', targetRevisions: ['rev2'], message: ROLLOUT_MESSAGES.revisionChanged });
   });
 
-  // UpdateApplicationSetApplicationStatus compares with reflect.DeepEqual(entry.TargetRevisions,
-  // app.Status.GetRevisions()); GetRevisions returns []string{} (never nil), so an entry without
-  // targetRevisions differs even from an app with no revision at all.
-  it('treats an entry without targetRevisions as a revision change, even for an app with no revision', () => {
+  // migrateStatus (applicationset_controller.go) first turns an entry's nil targetRevisions into [] and
+  // saves it; UpdateApplicationSetApplicationStatus then compares with reflect.DeepEqual against
+  // app.Status.GetRevisions(), which is [] for an app with no revision.
+  it('reads an entry without targetRevisions as an empty list (migrated and saved), so only an app with a revision differs', () => {
     const set = rollingAppSet([envStep('stage', 0)]);
-    set.status = { applicationStatus: [{ application: 'a', status: 'Pending', message: ROLLOUT_MESSAGES.pending, step: '1', lastTransitionTime: '2026-12-02T10:00:00Z' } as never] };
-    const result = advanceRollout(set, [app('a', 'stage', { revisions: [] })], at(60));
-    expect(entry(result, 'a')).toMatchObject({ status: 'Waiting', targetRevisions: [], message: ROLLOUT_MESSAGES.revisionChanged });
-    set.status = { applicationStatus: [{ application: 'a', status: 'Pending', message: ROLLOUT_MESSAGES.pending, step: '1', targetRevisions: [], lastTransitionTime: '2026-12-02T10:00:00Z' }] };
-    expect(entry(advanceRollout(set, [app('a', 'stage', { revisions: [] })], at(60)), 'a').status).toBe('Pending');
+    const legacy = { application: 'a', status: 'Pending', message: ROLLOUT_MESSAGES.pending, step: '1', lastTransitionTime: '2026-12-02T10:00:00Z' } as never;
+    set.status = { applicationStatus: [legacy] };
+    const none = advanceRollout(set, [app('a', 'stage', { revisions: [] })], at(60));
+    expect(entry(none, 'a')).toMatchObject({ status: 'Pending', targetRevisions: [], message: ROLLOUT_MESSAGES.pending });
+    set.status = { applicationStatus: [legacy] };
+    const withRevision = advanceRollout(set, [app('a', 'stage', { revisions: ['rev1'] })], at(60));
+    expect(entry(withRevision, 'a')).toMatchObject({ status: 'Waiting', targetRevisions: ['rev1'], message: ROLLOUT_MESSAGES.revisionChanged });
   });
 
   // `app.Status.ReconciledAt == nil || (newAppStatus.LastTransitionTime != nil && ReconciledAt.After(...))`
