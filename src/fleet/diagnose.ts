@@ -288,26 +288,41 @@ function stepsWithoutTypeFinding(target: FleetAppSet): Finding {
 }
 
 /**
- * Cluster generator parameters a template name may use, as the ApplicationSet controller renders them
- * (fasttemplate `{{name}}` or Go template `{{.name}}`): name, nameNormalized, server, metadata labels and
- * annotations. Undefined when the name uses anything else: we do not guess.
+ * A template string rendered with one generator's parameters, as the ApplicationSet controller does
+ * for the simple forms (fasttemplate `{{name}}`, Go template `{{.name}}`, `{{index .metadata.labels "x"}}`).
+ * Undefined when it uses a parameter we do not have or any other template construct: we do not guess.
  */
-function renderClusterName(template: string, cluster: Cluster): string | undefined {
+function renderParams(template: string, param: (path: string) => string | undefined): string | undefined {
   let ok = true;
   const out = template.replace(/\{\{-?\s*(.*?)\s*-?\}\}/g, (_m, expr: string) => {
     const e = expr.trim();
-    const index = /^index\s+\.metadata\.(labels|annotations)\s+"([^"]+)"$/.exec(e);
-    const path = index ? `metadata.${index[1]}.${index[2]}` : e.replace(/^\./, '');
-    let value: string | undefined;
-    if (path === 'name') value = cluster.name;
-    else if (path === 'nameNormalized') value = cluster.name?.toLowerCase().replace(/[^a-z0-9.-]/g, '-');
-    else if (path === 'server') value = cluster.server;
-    else if (path.startsWith('metadata.labels.')) value = cluster.labels?.[path.slice('metadata.labels.'.length)];
-    else if (path.startsWith('metadata.annotations.')) value = cluster.annotations?.[path.slice('metadata.annotations.'.length)];
+    const index = /^index\s+\.([A-Za-z0-9_.]+)\s+"([^"]+)"$/.exec(e);
+    const value = param(index ? `${index[1]}.${index[2]}` : e.replace(/^\./, ''));
     if (value === undefined) ok = false;
     return value ?? '';
   });
   return ok ? out : undefined;
+}
+
+/** Cluster generator parameters: name, nameNormalized, server, metadata labels and annotations. */
+function clusterParam(cluster: Cluster): (path: string) => string | undefined {
+  return (path) => {
+    if (path === 'name') return cluster.name;
+    if (path === 'nameNormalized') return cluster.name?.toLowerCase().replace(/[^a-z0-9.-]/g, '-');
+    if (path === 'server') return cluster.server;
+    if (path.startsWith('metadata.labels.')) return cluster.labels?.[path.slice('metadata.labels.'.length)];
+    if (path.startsWith('metadata.annotations.')) return cluster.annotations?.[path.slice('metadata.annotations.'.length)];
+    return undefined;
+  };
+}
+
+/** List generator parameters: the element's keys (nested objects by dotted path), strings only. */
+function elementParam(element: Record<string, unknown>): (path: string) => string | undefined {
+  return (path) => {
+    let value: unknown = element;
+    for (const part of path.split('.')) value = value && typeof value === 'object' ? (value as Record<string, unknown>)[part] : undefined;
+    return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? String(value) : undefined;
+  };
 }
 
 /** Whether a cluster generator's selector picks the cluster (matchLabels AND matchExpressions). */
@@ -323,24 +338,30 @@ function clusterSelected(selector: { matchLabels?: Record<string, string>; match
   return true;
 }
 
+type ClusterSelector = Parameters<typeof clusterSelected>[0];
+
 /**
- * Apps a single cluster generator would generate on this instance that do not exist, by name and
- * the step their generated labels put them in; undefined when the generator or name cannot be rendered.
+ * Apps a single cluster or list generator would generate on this instance that do not exist, by name
+ * and the steps their generated labels select; undefined when the generator or the name cannot be rendered.
  */
 function missingGenerated(ctx: Context): { name: string; steps: number[] }[] | undefined {
   const generators = ctx.appSet.spec?.generators ?? [];
-  const only = generators.length === 1 ? (generators[0] as { clusters?: { selector?: Parameters<typeof clusterSelected>[0] } }).clusters : undefined;
   const nameTemplate = ctx.appSet.spec?.template?.metadata?.name;
-  if (!only || typeof nameTemplate !== 'string') return undefined;
+  if (generators.length !== 1 || typeof nameTemplate !== 'string') return undefined;
+  const generator = generators[0] as { clusters?: { selector?: ClusterSelector }; list?: { elements?: unknown[] } };
+  let params: ((path: string) => string | undefined)[];
+  if (generator.clusters) params = ctx.clusters.filter((c) => clusterSelected(generator.clusters!.selector, c.labels ?? {})).map(clusterParam);
+  else if (Array.isArray(generator.list?.elements))
+    params = generator.list.elements.filter((e): e is Record<string, unknown> => !!e && typeof e === 'object').map(elementParam);
+  else return undefined;
   const out: { name: string; steps: number[] }[] = [];
-  for (const cluster of ctx.clusters) {
-    if (!clusterSelected(only.selector, cluster.labels ?? {})) continue;
-    const name = renderClusterName(nameTemplate, cluster);
+  for (const param of params) {
+    const name = renderParams(nameTemplate, param);
     if (name === undefined) return undefined;
     if (ctx.appByName.has(name)) continue;
     const labels: Record<string, string> = {};
     for (const [k, v] of Object.entries(ctx.appSet.spec?.template?.metadata?.labels ?? {})) {
-      const rendered = renderClusterName(String(v), cluster);
+      const rendered = renderParams(String(v), param);
       if (rendered !== undefined) labels[k] = rendered;
     }
     out.push({ name, steps: matchingSteps(labels, ctx.steps) });

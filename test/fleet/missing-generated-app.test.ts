@@ -17,7 +17,7 @@ import { seedState } from '../../src/sim/fixture.js';
 import { SimState } from '../../src/sim/store.js';
 import { renderText } from '../../src/views/text.js';
 import { ctx, services } from '../commands/fixtures.js';
-import { NOW, baseline, fleetOf } from '../fixtures/diagnose/build.js';
+import { NOW, baseline, entry, fleetOf, rolloutCondition } from '../fixtures/diagnose/build.js';
 
 const INSTANCE = 'prod-argocd';
 const ERROR = 'application destination spec is invalid: unable to find destination server: there are no clusters with this name: canary-1';
@@ -77,6 +77,25 @@ describe('a step held by a generated app that does not exist', () => {
     const diagnose = await runDiagnose(parseCommand('diagnose payments'), c);
     expect(renderText(diagnose)).toContain('step-held-by-missing-app');
     controller.stop();
+  });
+
+  it('names the missing app of a list generator too, from the element the template renders', () => {
+    const parts = baseline();
+    parts.appSet.spec.generators = [{ list: { elements: [{ cluster: 'stage-1', env: 'stage' }, { cluster: 'canary-9', env: 'canary' }, { cluster: 'prod-1', env: 'prod' }, { cluster: 'prod-2', env: 'prod' }] } }];
+    parts.appSet.spec.template.metadata.name = 'payments-{{cluster}}';
+    parts.appSet.spec.template.metadata.labels = { team: 'payments', env: '{{env}}' };
+    parts.apps = parts.apps.filter((a) => a.metadata.name !== 'payments-canary-1');
+    parts.appSet.status = {
+      conditions: [
+        { type: 'ErrorOccurred', status: 'True', reason: 'ApplicationValidationError', message: 'application destination spec is invalid: unable to find destination server: there are no clusters with this name: canary-9' },
+        rolloutCondition(3),
+      ],
+      applicationStatus: [entry('payments-prod-1', 3, 'Waiting'), entry('payments-prod-2', 3, 'Waiting'), entry('payments-stage-1', 1, 'Healthy')],
+    };
+    const { fleet, target } = fleetOf(parts);
+    const held = diagnoseAppSet(fleet, target, { stuckAfterMs: DEFAULT_STUCK_AFTER_MS, now: NOW }).find((f) => f.rule === 'step-held-by-missing-app')!;
+    expect(held).toMatchObject({ step: 3, apps: ['payments-canary-9'] });
+    expect(held.message).toContain('no clusters with this name: canary-9');
   });
 
   it('is not reported once every generated app exists', () => {
