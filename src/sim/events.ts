@@ -76,9 +76,10 @@ export class SimEventLog {
     for (const d of this.detach) d();
   }
 
-  /** The REST layer says which user a sync request came from, before the operation is written. */
-  noteSyncRequest(instance: string, app: Application, user: string): void {
-    this.requestedBy.set(this.key(instance, app), user);
+  /** The REST layer says which user a sync request came from, before the operation is written (undefined: done). */
+  noteSyncRequest(instance: string, app: Application, user: string | undefined): void {
+    if (user === undefined) this.requestedBy.delete(this.key(instance, app));
+    else this.requestedBy.set(this.key(instance, app), user);
   }
 
   /** Events about the Application object itself, oldest first. */

@@ -167,3 +167,21 @@ describe('a generated app that failed validation', () => {
     expect(condition('ErrorOccurred')!.message).toBe('application references project nope which does not exist (and 1 more)');
   });
 });
+
+describe('the sync RollingSync writes in the simulator', () => {
+  // SyncDesiredApplications → syncApplication(desiredApplications[i]) (progressive_sync.go): the generated
+  // app's syncPolicy, not what the live app says.
+  it("takes syncOptions and retry from the template, not from the live app's hand-edited policy", () => {
+    const { controller, store, edit } = setup([['stage-a', 'stage']]);
+    edit((s) => (s.spec.template.spec.syncPolicy = { automated: { prune: true }, syncOptions: ['ServerSideApply=true'], retry: { limit: 2 } }));
+    const live = structuredClone(store.apps.get('stage-a')!);
+    live.spec.syncPolicy = { ...live.spec.syncPolicy, syncOptions: ['Prune=false'], retry: { limit: 0 } };
+    store.putApp(live);
+    controller.newCommit('infra', ['stage-a'], REV2);
+    controller.advance(2000);
+    const op = store.apps.get('stage-a')!.status?.operationState?.operation ?? store.apps.get('stage-a')!.operation!;
+    expect(op.initiatedBy).toEqual({ username: 'applicationset-controller', automated: true });
+    expect(op.sync).toEqual({ prune: true, syncOptions: ['ServerSideApply=true'] });
+    expect(op.retry).toEqual({ limit: 2 });
+  });
+});
