@@ -8,6 +8,7 @@ import type {
   ApplicationTree,
   ApplicationWatchEvent,
   ClusterList,
+  KubeEventList,
   ManagedResourcesResponse,
 } from './types.js';
 
@@ -58,6 +59,11 @@ export interface ArgoApi {
   getApplication(ref: AppRef, opts?: { refresh?: 'normal' | 'hard' }): Promise<Application>;
   resourceTree(ref: AppRef): Promise<ApplicationTree>;
   managedResources(ref: AppRef): Promise<ManagedResourcesResponse>;
+  /**
+   * Kubernetes events: of the Application itself, or with `resource` of one live resource of its tree
+   * (uid, name and namespace must all match a tree node, as ListResourceEvents checks).
+   */
+  resourceEvents(ref: AppRef, resource?: { uid: string; name: string; namespace?: string }): Promise<KubeEventList>;
   sync(request: ApplicationSyncRequest): Promise<Application>;
   terminateOperation(ref: AppRef): Promise<void>;
   patchApplication(ref: AppRef, patch: unknown, patchType: 'merge' | 'json'): Promise<Application>;

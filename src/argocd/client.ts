@@ -19,6 +19,7 @@ import type {
   ApplicationWatchEvent,
   Cluster,
   ClusterList,
+  KubeEventList,
   ManagedResourcesResponse,
 } from './types.js';
 import { openSseWatch } from './watch.js';
@@ -120,6 +121,18 @@ export class ArgoClient implements ArgoApi {
       { resource: 'applications', action: 'get', app: ref.name, project: ref.project },
       'idempotent',
     ).then((r) => ({ ...r, items: r.items ?? [] }));
+  }
+
+  resourceEvents(ref: AppRef, resource?: { uid: string; name: string; namespace?: string }): Promise<KubeEventList> {
+    const params = {
+      ...refQuery(ref),
+      ...(resource ? { resourceUID: resource.uid, resourceName: resource.name, resourceNamespace: resource.namespace ?? '' } : {}),
+    };
+    return this.call<KubeEventList>(
+      { method: 'GET', url: `${appPath(ref.name)}/events`, params },
+      { resource: 'applications', action: 'get', app: ref.name, project: ref.project },
+      'idempotent',
+    ).then((list) => ({ ...list, items: list.items ?? [] }));
   }
 
   sync(request: ApplicationSyncRequest): Promise<Application> {

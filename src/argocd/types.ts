@@ -412,3 +412,46 @@ export interface ArgoErrorBody {
   message?: string;
   details?: unknown[];
 }
+
+/** An AppProject as `GET /api/v1/projects[/{name}]` returns it (pkg/apis/application/v1alpha1 AppProject). */
+export interface AppProject {
+  metadata: ObjectMeta;
+  spec: {
+    description?: string;
+    sourceRepos?: string[];
+    destinations?: { server?: string; name?: string; namespace?: string }[];
+    clusterResourceWhitelist?: { group: string; kind: string }[];
+    syncWindows?: { kind: 'allow' | 'deny'; schedule: string; duration: string; applications?: string[]; namespaces?: string[]; clusters?: string[]; manualSync?: boolean; timeZone?: string }[];
+    [extra: string]: unknown;
+  };
+  status?: Record<string, unknown>;
+}
+
+/** `GET /api/v1/applications/{name}/revisions/{revision}/metadata` (v1alpha1.RevisionMetadata). */
+export interface RevisionMetadata {
+  author?: string;
+  date?: string;
+  tags?: string[];
+  message?: string;
+  signatureInfo?: string;
+}
+
+/** One Kubernetes Event as `GET /api/v1/applications/{name}/events` returns it (server/events). */
+export interface KubeEvent {
+  metadata: ObjectMeta;
+  involvedObject: { kind: string; namespace?: string; name: string; uid?: string; apiVersion?: string; resourceVersion?: string; fieldPath?: string };
+  reason?: string;
+  message?: string;
+  source?: { component?: string; host?: string };
+  firstTimestamp?: string | null;
+  lastTimestamp?: string | null;
+  eventTime?: string | null;
+  count?: number;
+  type?: 'Normal' | 'Warning';
+}
+
+/** `GET /api/v1/applications/{name}/events` (eventsEventList in swagger). */
+export interface KubeEventList {
+  metadata?: { resourceVersion?: string };
+  items: KubeEvent[];
+}

@@ -161,6 +161,65 @@ async function liveApp(ctx: CommandContext, fa: FleetApp): Promise<{ app: Applic
   }
 }
 
+/** A Warning event of one failing resource, as `app` shows it. */
+export interface ResourceWarningEvent {
+  kind: string;
+  name: string;
+  namespace: string;
+  reason: string;
+  message: string;
+  count: number;
+  /** lastTimestamp (else eventTime, firstTimestamp). */
+  at: string | null;
+}
+
+/** How many failing resources' events `app` asks for, and how many events it shows. */
+const EVENT_RESOURCES_MAX = 5;
+const WARNING_EVENTS_SHOWN = 5;
+
+/**
+ * The recent Warning events of the app's failing resources: the Degraded nodes of its live resource
+ * tree (a crash-looping Pod's BackOff is on the Pod, not the Deployment Argo CD lists), each asked
+ * with ListResourceEvents' resource query. Best effort within the live-lookup budget: a failure
+ * leaves the reply without events and says so.
+ */
+async function warningEvents(ctx: CommandContext, fa: FleetApp): Promise<{ events: ResourceWarningEvent[]; note?: string }> {
+  const api = ctx.services.argocd?.get(fa.instance);
+  if (!api) return { events: [] };
+  const ref = { name: fa.app.metadata.name, appNamespace: fa.app.metadata.namespace, project: fa.app.spec?.project };
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${LIVE_LOOKUP_MS / 1000}s`)), LIVE_LOOKUP_MS);
+  });
+  try {
+    const lookup = async () => {
+      const tree = await api.resourceTree(ref);
+      const failing = (tree.nodes ?? []).filter((n) => n.uid && (n.health?.status === 'Degraded' || n.health?.status === 'Missing')).slice(0, EVENT_RESOURCES_MAX);
+      const lists = await Promise.all(failing.map((n) => api.resourceEvents(ref, { uid: n.uid!, name: n.name, namespace: n.namespace })));
+      return lists.flatMap((l) => l.items);
+    };
+    const items = await Promise.race([lookup(), deadline]);
+    const events = items
+      .filter((e) => e.type === 'Warning')
+      .map((e) => ({
+        kind: e.involvedObject.kind,
+        name: e.involvedObject.name,
+        namespace: e.involvedObject.namespace ?? '',
+        reason: e.reason ?? '',
+        message: e.message ?? '',
+        count: e.count ?? 1,
+        at: e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? null,
+      }))
+      .sort((a, b) => (Date.parse(b.at ?? '') || 0) - (Date.parse(a.at ?? '') || 0));
+    return { events };
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    return { events: [], note: `Events of the failing resources could not be read from ${fa.instance} (${message}).` };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 const shortRev = (r: string) => (/^[0-9a-f]{40}$/.test(r) ? r.slice(0, 7) : r);
 
 function sourceText(s: AppSourceInfo): string {
@@ -211,7 +270,9 @@ export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<R
   const found = findApp(fleet, name, cmd.options.instance, (i) => `app ${name} instance=${i}`);
   const fresh = await liveApp(ctx, found);
   const fa: FleetApp = { ...found, app: fresh.app };
-  const d = { ...appDetail(fleet, fa), live: fresh.live };
+  // Only a live app has resource health to go by; a healthy one has no failing resources to ask about.
+  const warnings = fresh.live && healthOf(fa.app) !== 'Healthy' ? await warningEvents(ctx, fa) : { events: [] as ResourceWarningEvent[] };
+  const d = { ...appDetail(fleet, fa), live: fresh.live, warningEvents: warnings.events };
   const multiInstance = fleet.instances().length > 1;
   const tone = appTone(d.sync, d.health);
 
@@ -254,6 +315,18 @@ export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<R
       total: d.unhealthyResources.length,
     });
   }
+  if (d.warningEvents.length) {
+    blocks.push({
+      kind: 'list',
+      title: 'Recent warning events',
+      items: d.warningEvents.slice(0, WARNING_EVENTS_SHOWN).map((e) => {
+        const ago = since(e.at ?? undefined, now);
+        return { text: `${e.kind}/${e.name} · *${e.reason}*${e.count > 1 ? ` ×${e.count}` : ''}${ago ? ` · ${ago} ago` : ''}`, tone: 'warn' as const, detail: truncate(oneLine(e.message), 300) };
+      }),
+      total: d.warningEvents.length,
+    });
+  }
+  if (warnings.note) blocks.push({ kind: 'context', text: `:warning: ${warnings.note}` });
   if (d.conditions.length) {
     blocks.push({
       kind: 'list',

@@ -4,7 +4,7 @@ import { isRollingSync } from '../fleet/rollingsync.js';
 import { TONE_EMOJI, code, formatCount, plural } from './format.js';
 import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
 import type { Reply, ReplyBlock, ReplyItem } from './reply.js';
-import { concurrencyMeaning, diagnoseOptions, findAppSet, findingsBlock, noRolloutReply, pausedBlock, targetName } from './rollout.js';
+import { concurrencyMeaning, diagnoseOptions, findAppSet, findingsBlock, heldByBlock, noRolloutReply, pausedBlock, targetName } from './rollout.js';
 
 const USAGE = 'plan APPSET [instance=X]';
 const NAMES_SHOWN = 12;
@@ -60,6 +60,7 @@ export async function runPlan(cmd: ParsedCommand, ctx: CommandContext): Promise<
       detail: s.remaining.length ? `to sync: ${names(s.remaining)}` : s.apps.length ? `all Healthy: ${names(s.apps)}` : undefined,
     };
   });
+  if (plan.heldBy) blocks.push(heldByBlock(plan.heldBy));
   blocks.push({ kind: 'list', title: 'Steps in order', items });
   if (plan.unmatched.length) {
     blocks.push({

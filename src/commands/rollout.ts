@@ -1,7 +1,7 @@
 import type { ApplicationMatchExpression } from '../argocd/types.js';
 import { diagnoseAppSet, type Finding } from '../fleet/diagnose.js';
 import type { FleetAppSet, FleetView } from '../fleet/model.js';
-import { buildRolloutReport, type RolloutReport, type RolloutStep, type RolloutStepApp } from '../fleet/rollout.js';
+import { buildRolloutReport, type MissingAppHold, type RolloutReport, type RolloutStep, type RolloutStepApp } from '../fleet/rollout.js';
 import { isRollingSync } from '../fleet/rollingsync.js';
 import {
   PROGRESSIVE_ORDER,
@@ -85,6 +85,18 @@ export function noRolloutReply(command: string, fleet: FleetView, target: FleetA
     title,
     data: { appSet: name, instance: target.instance, strategy, rollingSync: false, currentStep: null, complete: false, steps: [], unmatched: [], waitingOn: null, findings },
     blocks,
+  };
+}
+
+/** A step Argo CD will not start because an app generated for an earlier step does not exist. */
+export function heldByBlock(held: MissingAppHold): ReplyBlock {
+  const which = held.missing.length
+    ? `${held.missing.length === 1 ? 'the Application' : 'the Applications'} ${held.missing.map(code).join(', ')}, generated for an earlier step, ${held.missing.length === 1 ? 'does' : 'do'} not exist`
+    : 'an Application generated for an earlier step does not exist';
+  return {
+    kind: 'text',
+    text: `${TONE_EMOJI.warn} *Held:* step ${held.step} waits on a missing app: ${which}${held.reason ? ` — Argo CD: ${held.reason}` : ''}`,
+    tone: 'warn',
   };
 }
 
@@ -215,6 +227,7 @@ export function rolloutBlocks(report: RolloutReport, fleet: FleetView, now: Date
     const age = since(w.since, now);
     blocks.push({ kind: 'text', text: `${TONE_EMOJI.progress} *Waiting on* step ${w.step}${age ? ` since ${age}` : ''}: ${parts.join(', ') || 'nothing'}`, tone: 'progress' });
   }
+  if (report.heldBy) blocks.push(heldByBlock(report.heldBy));
   for (const step of report.steps) blocks.push(...stepBlocks(step, report, now, fleet));
   if (report.stale.length) {
     const names = report.stale.map((e) => `\`${e.name}\``);

@@ -286,6 +286,12 @@ export interface RolloutAppState {
   reconciledAt?: string;
 }
 
+/** An Application the ApplicationSet generates, whether or not it exists: its name and generated labels. */
+export interface GeneratedApp {
+  name: string;
+  labels: Record<string, string>;
+}
+
 export interface RolloutAdvance {
   /** Sorted by name, one per app. */
   applicationStatus: ApplicationSetApplicationStatus[];
@@ -345,11 +351,10 @@ function sameList(a: readonly string[] | undefined, b: readonly string[]): boole
 
 /**
  * One reconcile pass of the v3.5 RollingSync state machine (A6). Pure: returns what the appset
- * controller would write, and which apps it would sync. Not modelled: the reconcile gate that makes the
- * controller wait for apps to be refreshed after a revision change, and apps that are generated but not
- * created yet (only existing apps are passed in).
+ * controller would write, and which apps it would sync. `generated` lists every app the ApplicationSet
+ * generates (default: the existing ones); entries are kept only for existing apps, as Argo CD keeps them.
  */
-export function advanceRollout(appSet: ApplicationSet, apps: RolloutAppState[], now: Date): RolloutAdvance {
+export function advanceRollout(appSet: ApplicationSet, apps: RolloutAppState[], now: Date, generated?: GeneratedApp[]): RolloutAdvance {
   const conditions = [...(appSet.status?.conditions ?? [])];
   const stepsByApp: Record<string, number[]> = {};
   if (!isRollingSync(appSet)) {
@@ -361,20 +366,26 @@ export function advanceRollout(appSet: ApplicationSet, apps: RolloutAppState[], 
   const stamp = k8sTime(now);
   const sorted = [...apps].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 
-  // buildAppDependencyList: an overlapping app is listed in every step it matches (and blocks each),
-  // but its step number, and so its maxUpdate, is the first one.
+  // buildAppDependencyList: built from the *generated* apps (desiredApplications), so an app the
+  // ApplicationSet generates but that does not exist (it failed validation, say) is listed in its step
+  // too. An overlapping app is listed in every step it matches (and blocks each), but its step number,
+  // and so its maxUpdate, is the first one.
+  const desired = generated ?? sorted.map((a) => ({ name: a.name, labels: a.labels }));
   const stepLists: string[][] = steps.map(() => []);
   const stepIndex = new Map<string, number>();
-  for (const app of sorted) {
+  for (const app of desired) {
     const matched = matchingSteps(app.labels, steps);
     stepsByApp[app.name] = matched;
     for (const step of matched) stepLists[step - 1].push(app.name);
-    if (matched.length > 0) stepIndex.set(app.name, matched[0] - 1);
+    if (matched.length > 0 && !stepIndex.has(app.name)) stepIndex.set(app.name, matched[0] - 1);
   }
   const stepNumber = (name: string) => (stepIndex.has(name) ? stepIndex.get(name)! + 1 : NO_STEP);
 
   // UpdateApplicationSetApplicationStatus
-  const previous = new Map((appSet.status?.applicationStatus ?? []).map((e) => [e.application, e]));
+  // migrateStatus (applicationset_controller.go) runs first on every reconcile: an entry without
+  // targetRevisions gets [] and that is saved, so it then compares as an empty list.
+  const priorEntries = (appSet.status?.applicationStatus ?? []).map((e) => (e.targetRevisions == null ? { ...e, targetRevisions: [] } : e));
+  const previous = new Map(priorEntries.map((e) => [e.application, e]));
   const entries: ApplicationSetApplicationStatus[] = [];
   for (const app of sorted) {
     const found = previous.get(app.name);
@@ -382,6 +393,7 @@ export function advanceRollout(appSet: ApplicationSet, apps: RolloutAppState[], 
       ? { ...found }
       : { application: app.name, status: 'Waiting', message: ROLLOUT_MESSAGES.newEntry, step: String(stepNumber(app.name)), targetRevisions: [...app.revisions], lastTransitionTime: stamp };
     const next: ApplicationSetApplicationStatus = { ...current, step: String(stepNumber(app.name)) };
+    // reflect.DeepEqual(entry.TargetRevisions, app.Status.GetRevisions()); both are non-nil here.
     const revisionsChanged = !sameList(current.targetRevisions, app.revisions);
     const specChanged = app.specChanged === true;
     if (revisionsChanged || specChanged) {
@@ -395,7 +407,10 @@ export function advanceRollout(appSet: ApplicationSet, apps: RolloutAppState[], 
       if (app.sync === 'Synced') transition(next, app.health === 'Healthy' ? 'Healthy' : 'Progressing', app.health === 'Healthy' ? ROLLOUT_MESSAGES.syncedHealthy : ROLLOUT_MESSAGES.syncedNotHealthy, stamp);
     } else {
       if (current.status === 'Pending') {
-        const reconciledSince = app.reconciledAt === undefined || time(app.reconciledAt) > time(next.lastTransitionTime);
+        // `ReconciledAt == nil || (LastTransitionTime != nil && ReconciledAt.After(LastTransitionTime))`:
+        // a reconciled app whose entry has no lastTransitionTime never moves on.
+        const reconciledSince =
+          app.reconciledAt === undefined || (next.lastTransitionTime != null && time(app.reconciledAt) > time(next.lastTransitionTime));
         if (reconciledSince) {
           // A sync that started after the Pending transition, whatever its result (a failed sync also
           // counts: retrying is the app's job, not the appset's).
@@ -414,13 +429,28 @@ export function advanceRollout(appSet: ApplicationSet, apps: RolloutAppState[], 
     entries.push(next);
   }
 
-  // getAppsToSync: release steps in order while every app of each earlier step is Healthy. Empty steps
-  // do not hold anything up.
+  // setAppSetApplicationStatus saves the list only when an entry's status, step or message changed (or
+  // the count did): a change of targetRevisions or lastTransitionTime alone is not written, and the
+  // rest of the pass works on the entries as they were.
+  const saved = (list: ApplicationSetApplicationStatus[], before: readonly ApplicationSetApplicationStatus[]) => {
+    if (list.length !== before.length) return true;
+    const old = new Map(before.map((e) => [e.application, e]));
+    return list.some((e) => {
+      const o = old.get(e.application);
+      return !o || o.status !== e.status || o.step !== e.step || o.message !== e.message;
+    });
+  };
+  if (!saved(entries, priorEntries)) entries.splice(0, entries.length, ...priorEntries.map((e) => ({ ...e })));
+  const beforeProgress = entries.map((e) => ({ ...e }));
+
+  // getAppsToSync: release steps in order while every app of each earlier step exists and is Healthy.
+  // A generated app that does not exist holds every later step. Empty steps do not hold anything up.
   const byName = new Map(entries.map((e) => [e.application, e]));
+  const existing = new Set(sorted.map((a) => a.name));
   const released = new Set<string>();
   for (const list of stepLists) {
     for (const name of list) released.add(name);
-    if (!list.every((name) => byName.get(name)?.status === 'Healthy')) break;
+    if (!list.every((name) => existing.has(name) && byName.get(name)?.status === 'Healthy')) break;
   }
 
   // UpdateApplicationSetApplicationStatusProgress. Quirk (inferred from code): an app in no step has no
@@ -445,8 +475,9 @@ export function advanceRollout(appSet: ApplicationSet, apps: RolloutAppState[], 
     }
   }
   const pendingSync = entries.filter((e) => e.status === 'Pending' && released.has(e.application)).map((e) => e.application);
+  const written = saved(entries, beforeProgress) ? entries.sort((a, b) => (a.application < b.application ? -1 : a.application > b.application ? 1 : 0)) : beforeProgress;
 
-  return { applicationStatus: entries, conditions: upsertCondition(conditions, progressingConditionFor(steps.length, entries), now), toSync, pendingSync, stepsByApp };
+  return { applicationStatus: written, conditions: upsertCondition(conditions, progressingConditionFor(steps.length, written), now), toSync, pendingSync, stepsByApp };
 }
 
 function transition(entry: ApplicationSetApplicationStatus, status: ProgressiveSyncStatus, message: string, stamp: string): void {
@@ -500,15 +531,16 @@ export function automatedEnabled(automated: SyncPolicyAutomated | null | undefin
 }
 
 /**
- * The operation RollingSync writes onto a Pending app. `prune` comes from the *template's*
- * automated.prune and only when that automated block counts as enabled (the live app has autosync
- * switched off by the appset controller, so its own automated block says nothing); selfHeal has no
- * effect. syncOptions and retry come from the app's syncPolicy; retry defaults to {limit: 5}.
+ * The operation RollingSync writes onto a Pending app (progressive_sync.go SyncDesiredApplications →
+ * syncApplication). It is built on the *generated* Application, i.e. the template's spec, not the live
+ * app: `prune` is the template's automated.prune when that automated block counts as enabled, and
+ * syncOptions and retry are the template's syncPolicy's (retry defaults to {limit: 5}); whatever the
+ * live app's syncPolicy says (a hand edit kept by ignoreApplicationDifferences) does not reach the sync.
  */
-export function rollingSyncOperation(appSet: ApplicationSet, app: Application): Operation {
-  const templateAutomated = appSet.spec?.template?.spec?.syncPolicy?.automated;
+export function rollingSyncOperation(appSet: ApplicationSet): Operation {
+  const policy = appSet.spec?.template?.spec?.syncPolicy;
+  const templateAutomated = policy?.automated;
   const prune = automatedEnabled(templateAutomated) && templateAutomated?.prune === true;
-  const policy = app.spec?.syncPolicy;
   const sync: NonNullable<Operation['sync']> = {};
   // Go's `prune,omitempty`: false is not written.
   if (prune) sync.prune = true;

@@ -59,9 +59,22 @@ export interface RolloutReport {
   unmatched: RolloutStepApp[];
   /** The current step's apps that are not Healthy yet, and since when (the oldest transition among them). */
   waitingOn: { step: number; apps: string[]; since: string | null } | null;
+  /**
+   * The step cannot start because an Application generated for an earlier step does not exist:
+   * which ones (when they can be named) and Argo CD's reason (its ErrorOccurred condition), else null.
+   */
+  heldBy: MissingAppHold | null;
   /** Entries of status.applicationStatus for Applications that do not exist: not counted anywhere. */
   stale: StaleEntry[];
   findings: Finding[];
+}
+
+export interface MissingAppHold {
+  step: number;
+  /** The missing apps, when the generator can be rendered; empty when Argo CD's status does not name them. */
+  missing: string[];
+  /** Argo CD's ErrorOccurred message (why the app is not created), null when it reports none. */
+  reason: string | null;
 }
 
 export interface RolloutPlanStep {
@@ -83,6 +96,7 @@ export interface RolloutPlan {
   steps: RolloutPlanStep[];
   /** Apps the rollout will never sync (in no step). */
   unmatched: string[];
+  heldBy: MissingAppHold | null;
   findings: Finding[];
 }
 
@@ -206,6 +220,7 @@ export function buildRolloutReport(fleet: FleetView, target: FleetAppSet, opts: 
     const released = newest(steps.filter((s) => s.step < current.step).flatMap((s) => s.apps.filter((a) => a.status === 'Healthy').map((a) => a.since)));
     waitingOn = { step: current.step, apps: notHealthy.map((a) => a.name), since: newest([oldest(notHealthy.map((a) => a.since)), released]) };
   }
+  const findings = diagnoseAppSet(fleet, target, opts);
   return {
     appSet: appSet.metadata.name,
     instance: target.instance,
@@ -215,9 +230,18 @@ export function buildRolloutReport(fleet: FleetView, target: FleetAppSet, opts: 
     steps,
     unmatched,
     waitingOn,
+    heldBy: missingAppHold(target, findings, steps),
     stale,
-    findings: diagnoseAppSet(fleet, target, opts),
+    findings,
   };
+}
+
+function missingAppHold(target: FleetAppSet, findings: Finding[], steps: RolloutStep[]): MissingAppHold | null {
+  const finding = findings.find((f) => f.rule === 'step-held-by-missing-app');
+  if (!finding || finding.step === undefined) return null;
+  const waiting = new Set(steps.find((s) => s.step === finding.step)?.apps.map((a) => a.name) ?? []);
+  const error = target.appSet.status?.conditions?.find((c) => c.type === 'ErrorOccurred' && c.status === 'True');
+  return { step: finding.step, missing: (finding.apps ?? []).filter((a) => !waiting.has(a)), reason: error?.message ?? null };
 }
 
 /**
@@ -245,6 +269,7 @@ export function buildRolloutPlan(fleet: FleetView, target: FleetAppSet, opts: Re
       remaining: s.apps.filter(remains).map((a) => a.name),
     })),
     unmatched: report.unmatched.map((a) => a.name),
+    heldBy: report.heldBy,
     findings: report.findings,
   };
 }

@@ -104,7 +104,7 @@ export async function runSimCommand(opts: RunSimOptions): Promise<SimServer> {
         kubeconfig = `${file.replace(/\.ya?ml$/, '')}.kubeconfig`;
         writeFileSync(
           kubeconfig,
-          kubeconfigYaml(server.kube.map((k) => ({ name: k.cluster, server: k.url, token: k.token }))),
+          kubeconfigYaml(server.kube.map((k) => ({ name: k.cluster, server: k.url, token: k.token })), server.kubeCaPem),
           { mode: 0o600 },
         );
       }

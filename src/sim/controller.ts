@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type {
   Application,
   ApplicationSet,
+  ApplicationSetCondition,
   ApplicationSetStatus,
   ApplicationSyncRequest,
   Cluster,
@@ -18,6 +19,7 @@ import {
   advanceRollout,
   automatedEnabled,
   isRollingSync,
+  isRollingSyncType,
   rollingSyncOperation,
   rolloutAppState,
 } from '../fleet/rollingsync.js';
@@ -48,6 +50,11 @@ export const SIM_ANNOTATIONS = {
   crashLoop: 'sim.rollcall.io/crash-loop',
   /** `disabled` on an ApplicationSet: behave as if the appset controller ran without --enable-progressive-syncs. */
   progressiveSyncs: 'sim.rollcall.io/progressive-syncs',
+  /**
+   * On an ApplicationSet: JSON `[{"name", "labels"?, "error"}]`, Applications its generators produce that
+   * fail validation (so are never created): they still count in the RollingSync step lists.
+   */
+  generatedInvalid: 'sim.rollcall.io/generated-invalid',
 } as const;
 
 export type SimErrorCode = 'not_found' | 'failed_precondition' | 'invalid_argument';
@@ -668,9 +675,19 @@ export class SimController {
     const status: ApplicationSetStatus = structuredClone(appSet.status ?? {});
     const progressive = this.progressiveSyncsOn(appSet);
     const rolling = isRollingSync(appSet);
+    const rollingType = isRollingSyncType(appSet);
     let toSync: string[] = [];
+    const invalid = invalidGenerated(appSet);
+    status.conditions = validationConditions(status.conditions ?? [], invalid, now);
+    if (!status.conditions.length) delete status.conditions;
 
-    if (progressive && rolling) {
+    if (progressive && rollingType && !rolling) {
+      // RollingSync without steps: PerformProgressiveSyncs still runs, writes no entries (the progress
+      // pass keeps none without steps) and, with no step to wait on, reports the rollout complete.
+      const advance = advanceRollout(appSet, [], now);
+      delete status.applicationStatus;
+      status.conditions = advance.conditions;
+    } else if (progressive && rolling) {
       // RollingSync owns syncing: the appset controller keeps autosync off on what it generates (A5, v3.3+).
       for (const app of apps) {
         const automated = app.spec.syncPolicy?.automated;
@@ -681,7 +698,10 @@ export class SimController {
         }
       }
       const states = apps.map((a) => rolloutAppState(appSet, store.apps.get(a.metadata.name) ?? a));
-      const advance = advanceRollout(appSet, states, now);
+      // The step lists come from every generated app, including those that failed validation and so
+      // were never created: they hold later steps (getAppsToSync).
+      const generated = [...states.map((a) => ({ name: a.name, labels: a.labels })), ...invalid.map((i) => ({ name: i.name, labels: i.labels ?? {} }))];
+      const advance = advanceRollout({ ...appSet, status: { ...appSet.status, conditions: status.conditions } }, states, now, generated);
       status.applicationStatus = advance.applicationStatus;
       status.conditions = advance.conditions;
       // Argo CD re-asserts the operation on every Pending app of a released step until it starts.
@@ -695,6 +715,15 @@ export class SimController {
       if (this.rollingSeen.delete(workKey(instance, name))) this.restoreTemplateAutomated(store, appSet, apps);
     }
     if (progressive && rolling) this.rollingSeen.add(workKey(instance, name));
+    // setApplicationSetStatusCondition evaluates RolloutProgressing on every write for an appset that is
+    // not RollingSync, with no condition of that type to set: it is removed. (With the progressive-syncs
+    // flag off but the strategy still RollingSync it is not evaluated, so it stays as it was.)
+    if (!rollingType && status.conditions?.some((c) => c.type === 'RolloutProgressing')) {
+      status.conditions = status.conditions.filter((c) => c.type !== 'RolloutProgressing');
+      if (!status.conditions.length) delete status.conditions;
+    }
+    // SetConditions keeps them sorted by type.
+    status.conditions?.sort((a, b) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0));
 
     if (rolling || appSet.status?.resources) {
       const resources = apps.map((a) => ({
@@ -709,7 +738,7 @@ export class SimController {
       status.resources = resources.slice(0, APPSET_RESOURCES_CAP);
       status.resourcesCount = resources.length;
     }
-    if (rolling || appSet.status?.health) status.health = appSetHealth(status);
+    if (rollingType || invalid.length || appSet.status?.health) status.health = appSetHealth(status);
 
     if (JSON.stringify(status) !== JSON.stringify(appSet.status ?? {})) {
       const next = structuredClone(appSet);
@@ -735,7 +764,7 @@ export class SimController {
       if (!app || operationInProgress(app)) continue;
       const started = Date.parse(app.status?.operationState?.startedAt ?? '');
       if (started > Date.parse(pendingSince.get(appName) ?? '')) continue;
-      this.writeOperation(store, app, rollingSyncOperation(current, app));
+      this.writeOperation(store, app, rollingSyncOperation(current));
     }
   }
 
@@ -1049,16 +1078,77 @@ function kitchen(at: Date): string {
   return `${h % 12 === 0 ? 12 : h % 12}:${m}${h < 12 ? 'AM' : 'PM'}`;
 }
 
-/** v3.4+ appset health, worked out from its conditions (A7). */
-function appSetHealth(status: ApplicationSetStatus): { status: HealthStatusCode; message?: string } {
+/**
+ * v3.4+ appset health (ApplicationSetStatus.CalculateHealth, applicationset_types.go): ErrorOccurred=True
+ * → Degraded with its message; RolloutProgressing=True → Progressing with its message;
+ * ResourcesUpToDate=True → Healthy with its message; otherwise Unknown, with Argo CD's own wording.
+ */
+export function appSetHealth(status: ApplicationSetStatus): { status: HealthStatusCode; message: string } {
   const conditions = status.conditions ?? [];
+  if (!conditions.length) return { status: 'Unknown', message: 'No status conditions found for ApplicationSet' };
   const isTrue = (type: string) => conditions.find((c) => c.type === type && c.status === 'True');
   const error = isTrue('ErrorOccurred');
-  if (error) return { status: 'Degraded', message: error.message };
+  if (error) return { status: 'Degraded', message: error.message ?? '' };
   const rollout = isTrue('RolloutProgressing');
-  if (rollout) return { status: 'Progressing', message: rollout.message };
-  if (isTrue('ResourcesUpToDate')) return { status: 'Healthy' };
-  return { status: 'Unknown' };
+  if (rollout) return { status: 'Progressing', message: rollout.message ?? '' };
+  const upToDate = isTrue('ResourcesUpToDate');
+  if (upToDate) return { status: 'Healthy', message: upToDate.message ?? '' };
+  return { status: 'Unknown', message: 'Waiting for health status to be determined' };
+}
+
+/** A generated Application that failed validation, as a fixture declares it (SIM_ANNOTATIONS.generatedInvalid). */
+export interface InvalidGeneratedApp {
+  name: string;
+  /** Its generated labels (what the steps match). */
+  labels?: Record<string, string>;
+  /** The validation error, in validateGeneratedApplications' words. */
+  error: string;
+}
+
+function invalidGenerated(appSet: ApplicationSet): InvalidGeneratedApp[] {
+  const raw = appSet.metadata.annotations?.[SIM_ANNOTATIONS.generatedInvalid];
+  if (!raw) return [];
+  try {
+    const parsed = JSON.parse(raw) as unknown;
+    if (!Array.isArray(parsed)) return [];
+    return parsed
+      .filter((e): e is InvalidGeneratedApp => !!e && typeof e.name === 'string' && typeof e.error === 'string')
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  } catch {
+    return [];
+  }
+}
+
+const UP_TO_DATE_MESSAGE = 'All applications have been generated successfully';
+
+/**
+ * The conditions Reconcile writes about validation: with invalid apps, ErrorOccurred=True reason
+ * ApplicationValidationError whose message is the last app's error (by name) plus "(and N more)", and
+ * ResourcesUpToDate=False reason ErrorOccurred; once none is invalid again, ResourcesUpToDate=True and
+ * ErrorOccurred=False (setApplicationSetStatusCondition's dependent condition). Untouched otherwise, so
+ * a fixture's conditions are served as captured.
+ */
+function validationConditions(conditions: ApplicationSetCondition[], invalid: InvalidGeneratedApp[], now: Date): ApplicationSetCondition[] {
+  const stamp = rfc3339(now);
+  const set = (list: ApplicationSetCondition[], c: ApplicationSetCondition) => {
+    const i = list.findIndex((x) => x.type === c.type);
+    const same = i >= 0 && list[i].status === c.status && list[i].reason === c.reason && list[i].message === c.message;
+    if (same) return list;
+    const next = { ...c, lastTransitionTime: stamp };
+    return i >= 0 ? list.map((x, j) => (j === i ? next : x)) : [...list, next];
+  };
+  let out = conditions;
+  if (invalid.length) {
+    const last = invalid[invalid.length - 1].error;
+    const message = invalid.length > 1 ? `${last} (and ${invalid.length - 1} more)` : last;
+    out = set(out, { type: 'ErrorOccurred', status: 'True', reason: 'ApplicationValidationError', message });
+    out = set(out, { type: 'ResourcesUpToDate', status: 'False', reason: 'ErrorOccurred', message });
+    out = set(out, { type: 'ParametersGenerated', status: 'True', reason: 'ParametersGenerated', message: 'Successfully generated parameters for all Applications' });
+  } else if (out.some((c) => c.type === 'ErrorOccurred' && c.status === 'True' && c.reason === 'ApplicationValidationError')) {
+    out = set(out, { type: 'ResourcesUpToDate', status: 'True', reason: 'ApplicationSetUpToDate', message: UP_TO_DATE_MESSAGE });
+    out = set(out, { type: 'ErrorOccurred', status: 'False', reason: 'ApplicationSetUpToDate', message: UP_TO_DATE_MESSAGE });
+  }
+  return out;
 }
 
 /** The sync strategy as Argo CD's JSON decoding keeps it: `{apply: {force}}` or `{hook: {force}}`, unknown fields dropped (B4, B7). */

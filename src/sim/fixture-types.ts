@@ -1,4 +1,4 @@
-import type { Application, ApplicationSet, Cluster } from '../argocd/types.js';
+import type { AppProject, Application, ApplicationSet, Cluster } from '../argocd/types.js';
 
 /** DESIGN.md "Simulator": objects in the JSON shape the real APIs return. */
 export interface FixtureInstance {
@@ -7,6 +7,8 @@ export interface FixtureInstance {
   applications: Application[];
   applicationSets?: ApplicationSet[];
   clusters?: Cluster[];
+  /** AppProjects; `default` is always served (Argo CD creates it), and a project an app names but the fixture lacks is served with default's permissive spec. */
+  projects?: AppProject[];
   /**
    * Extra API tokens with limited RBAC (the instance `token` can do everything). Each grant is an
    * Argo CD policy line without subject and effect: "applications, sync, payments/*".

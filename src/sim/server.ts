@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Fixture } from './fixture-types.js';
 import { seedState } from './fixture.js';
@@ -21,6 +22,7 @@ import {
 import type { ApiRequest, RouteHandler, RouteResult, SimCore, SimSyncWindow } from './http/context.js';
 import { SimController } from './controller.js';
 import { SimKube } from './kube/index.js';
+import { simTls } from './kube/tls.js';
 import type { ScenarioBehaviour } from './scenarios/behaviour.js';
 import { GrpcCode, SimApiError, toApiError } from './http/errors.js';
 import { applyFault, FaultBook, FaultRequestError, writeHttpFailure } from './http/faults.js';
@@ -29,16 +31,28 @@ import { appJsonList } from './http/json.js';
 import { accountFrom, type SimAccount } from './http/rbac.js';
 import { rfc3339 } from './clock.js';
 import { managedResources, resourceTree } from './http/tree.js';
+import { listEvents } from './http/events.js';
+import { getProject, listProjects } from './http/projects.js';
+import { podLogs, revisionMetadata } from './http/revisions.js';
+import { SimEventLog } from './events.js';
 
 export interface SimServer {
-  /** http://127.0.0.1:PORT (instances live under /i/<name>). */
+  /** http://127.0.0.1:PORT (instances live under /i/<name>; `rootInstance` also at the root). */
   url: string;
+  /** The instance served at the root path. */
+  rootInstance: string;
   port: number;
   state: SimState;
   controller: SimController;
   instances: { name: string; url: string; token: string }[];
-  /** Simulated Kubernetes API servers (fixture `kube`), under /k/<cluster>. */
+  /**
+   * Simulated Kubernetes API servers (fixture `kube`): `https://127.0.0.1:KUBE_PORT/k/<cluster>`,
+   * with a certificate signed by `kubeCaPem`, as client-go (kubectl) needs to send its token.
+   * The same paths are also answered over plain http on `url`.
+   */
   kube: { cluster: string; url: string; token: string }[];
+  /** PEM of the CA the kube server's certificate chains to (empty without simulated clusters). */
+  kubeCaPem: string;
   stop(): Promise<void>;
 }
 
@@ -51,6 +65,11 @@ export interface StartSimServerOptions {
   frozen?: boolean;
   /** Time moves only through controller.advance() (tests). */
   manual?: boolean;
+  /**
+   * The instance also served at the server root (`/api/v1/...`), as Argo CD runs without `--rootpath`,
+   * for clients that address the API at the root. @defaultValue the fixture's first instance
+   */
+  rootInstance?: string;
   /** SSE keep-alive interval; Argo CD uses 15 s. */
   keepAliveMs?: number;
   scenarioBehaviour?: ScenarioBehaviour;
@@ -79,6 +98,12 @@ const ROUTES: Route[] = [
   route('applications/:name/resource-tree', { GET: resourceTree }),
   route('applications/:name/managed-resources', { GET: managedResources }),
   route('applications/:name/spec', { PUT: updateSpec }),
+  route('applications/:name/events', { GET: listEvents }),
+  route('applications/:name/logs', { GET: podLogs }),
+  route('applications/:name/pods/:podName/logs', { GET: podLogs }),
+  route('applications/:name/revisions/:revision/metadata', { GET: revisionMetadata }),
+  route('projects', { GET: listProjects }),
+  route('projects/:name', { GET: getProject }),
   route('applicationsets', { GET: listApplicationSets, POST: createApplicationSet }),
   // No PATCH or PUT exists for ApplicationSets (A8): only GET and DELETE on one.
   route('applicationsets/:name', { GET: getApplicationSet }),
@@ -185,6 +210,10 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     ]),
   );
   const syncWindows: SimSyncWindow[] = [];
+  const events = new SimEventLog(state, () => controller.clock.now());
+  const rootName = opts.rootInstance ?? opts.fixture.instances[0]?.name;
+  if (rootName !== undefined && !state.instance(rootName))
+    throw new Error(`rootInstance "${rootName}" is not an instance of this fixture (${[...state.instances.keys()].join(', ')})`);
   const core: SimCore = {
     state,
     controller,
@@ -194,6 +223,7 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     frozen: !!opts.frozen,
     now: () => controller.clock.now(),
     openStreams: new Map(),
+    events,
     sealedSecretHealth(cluster, namespace, name) {
       const ss = kube.clusters.get(cluster)?.get('SealedSecret', namespace, name) as
         | { status?: { conditions?: { type: string; status: string; message?: string }[] } }
@@ -301,24 +331,26 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     return sendJson(res, status, result.json);
   }
 
+  const handleKube = (req: IncomingMessage, res: ServerResponse, url: URL) =>
+    kube.handle(req, res, url, (op) =>
+      state.record({
+        at: controller.clock.now().toISOString(),
+        instance: 'kube',
+        cluster: op.cluster,
+        method: op.method,
+        path: op.path,
+        body: op.body,
+      }),
+    );
+
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://sim');
     const run = async () => {
       if (url.pathname.startsWith('/_sim/') || url.pathname === '/_sim') return handleSim(req, res, url);
-      if (url.pathname.startsWith('/k/')) {
-        const handled = await kube.handle(req, res, url, (op) =>
-          state.record({
-            at: controller.clock.now().toISOString(),
-            instance: 'kube',
-            cluster: op.cluster,
-            method: op.method,
-            path: op.path,
-            body: op.body,
-          }),
-        );
-        if (handled) return;
-      }
+      if (url.pathname.startsWith('/k/') && (await handleKube(req, res, url))) return;
       const m = /^\/i\/([^/]+)(\/.*)?$/.exec(url.pathname);
+      if (!m && rootName !== undefined && (url.pathname.startsWith('/api/') || url.pathname === '/api'))
+        return handleApi(req, res, state.instance(rootName)!, url.pathname, url);
       const store = m ? state.instance(decodeURIComponent(m[1])) : undefined;
       if (!m || !store) {
         return sendJson(res, 404, {
@@ -346,12 +378,39 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
   });
   const port = (server.address() as AddressInfo).port;
   const base = `http://127.0.0.1:${port}`;
+
+  let kubeServer: HttpsServer | undefined;
+  let kubeBase = base;
+  let kubeCaPem = '';
+  if (kube.clusters.size) {
+    const host = opts.host ?? '127.0.0.1';
+    const tls = simTls([...new Set(['127.0.0.1', 'localhost', host])]);
+    kubeCaPem = tls.caPem;
+    const httpsServer = createHttpsServer({ cert: tls.certPem + tls.caPem, key: tls.keyPem }, (req, res) => {
+      const url = new URL(req.url ?? '/', 'https://sim');
+      handleKube(req, res, url)
+        .then((handled) => {
+          if (handled) return;
+          res.writeHead(404, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404, message: `simulated clusters are served under /k/<cluster> (${[...kube.clusters.keys()].join(', ')})` }));
+        })
+        .catch(() => res.destroy());
+    });
+    httpsServer.keepAliveTimeout = 5_000;
+    await new Promise<void>((resolve, reject) => {
+      httpsServer.once('error', reject);
+      httpsServer.listen(0, host, () => resolve());
+    });
+    kubeServer = httpsServer;
+    kubeBase = `https://127.0.0.1:${(httpsServer.address() as AddressInfo).port}`;
+  }
   controller.start();
   const warmer = warmListCache(state);
 
   return {
     url: base,
     port,
+    rootInstance: rootName ?? '',
     state,
     controller,
     instances: [...state.instances.values()].map((s) => ({
@@ -361,17 +420,23 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     })),
     kube: [...kube.clusters.values()].map((c) => ({
       cluster: c.name,
-      url: `${base}/k/${encodeURIComponent(c.name)}`,
+      url: `${kubeBase}/k/${encodeURIComponent(c.name)}`,
       token: c.token,
     })),
+    kubeCaPem,
     async stop() {
       warmer.stop();
+      events.stop();
       controller.stop();
       kube.stop();
       for (const res of core.openStreams.keys()) res.end();
       core.openStreams.clear();
       server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      kubeServer?.closeAllConnections();
+      await Promise.all([
+        new Promise<void>((resolve) => server.close(() => resolve())),
+        kubeServer ? new Promise<void>((resolve) => kubeServer.close(() => resolve())) : undefined,
+      ]);
     },
   };
 }

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { Application, ApplicationSet, Cluster, WatchEventType } from '../argocd/types.js';
+import type { AppProject, Application, ApplicationSet, Cluster, WatchEventType } from '../argocd/types.js';
 
 /**
  * The simulator's in-memory state for one Argo CD instance. Every change bumps a
@@ -76,6 +76,7 @@ export class InstanceStore {
   readonly apps = new AppTable();
   readonly appSets = new Map<string, ApplicationSet>();
   readonly clusters = new Map<string, Cluster>();
+  readonly projects = new Map<string, AppProject>();
   /** Recent changes kept for resume-by-resourceVersion. */
   private readonly appLog: StoreChange<Application>[] = [];
   private readonly appSetLog: StoreChange<ApplicationSet>[] = [];

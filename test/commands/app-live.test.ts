@@ -43,6 +43,26 @@ describe('app against the simulator', () => {
     expect(d.unhealthyResources).toEqual([expect.objectContaining({ kind: 'Deployment', name: 'auth', health: 'Degraded', message: 'Deployment "auth" exceeded its progress deadline' })]);
   });
 
+  // ListResourceEvents (server/application/application.go) with resourceUID/resourceName/resourceNamespace
+  // of a tree node: the crash loop's BackOff is recorded on the Pod, under the Degraded Deployment.
+  it('shows the recent warning events of the failing resources, read per tree node from the events API', async () => {
+    const reply = await dispatch('app auth-prod-us1', { services: services(true), user: 'U1', surface: 'terminal' });
+    const d = reply.data.app as AppDetail & { warningEvents: { kind: string; reason: string; count: number; message: string }[] };
+    expect(d.warningEvents).toEqual([expect.objectContaining({ kind: 'Pod', reason: 'BackOff', count: 31, message: expect.stringMatching(/^Back-off restarting failed container auth in pod auth-/) })]);
+    const text = renderText(reply);
+    expect(text).toContain('Recent warning events');
+    expect(text).toMatch(/Pod\/auth-\S+ · BackOff ×31/);
+    const ops = (await (await fetch(`${sim.url}/_sim/operations`)).json()) as unknown[];
+    expect(ops).toEqual([]);
+  });
+
+  it('asks for no events for a healthy app', async () => {
+    const healthy = eastApps.find((a) => a.status?.health?.status === 'Healthy')!;
+    const reply = await dispatch(`app ${healthy.metadata.name}`, { services: services(true), user: 'U1', surface: 'terminal' });
+    expect((reply.data.app as unknown as { warningEvents: unknown[] }).warningEvents).toEqual([]);
+    expect(renderText(reply)).not.toContain('Recent warning events');
+  });
+
   it("falls back to the mirror's copy when Argo CD does not answer, and says so", async () => {
     const reply = await dispatch('app auth-prod-us1', { services: services(true, 'http://127.0.0.1:9/i/east'), user: 'U1', surface: 'terminal' });
     expect(reply.ok).toBe(true);

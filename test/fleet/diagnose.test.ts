@@ -482,8 +482,11 @@ describe('rolling-sync-without-steps', () => {
     expect(findings.map((f) => f.rule)).toEqual(['rolling-sync-without-steps']);
   });
 
-  it('does not apply to an AllAtOnce appset', () => {
-    expect(diagnose(baseline({ type: 'AllAtOnce' }))).toEqual([]);
+  it('does not apply to an AllAtOnce appset, except to say that steps written under it are ignored', () => {
+    const parts = baseline({ type: 'AllAtOnce' });
+    expect(diagnose(parts).map((f) => f.rule)).toEqual(['steps-without-rolling-sync-type']);
+    delete parts.appSet.spec.strategy!.rollingSync;
+    expect(diagnose(parts)).toEqual([]);
   });
 });
 

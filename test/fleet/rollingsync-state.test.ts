@@ -319,11 +319,47 @@ describe('revision and spec changes', () => {
     expect(entry(result, 'b').message).toBe('Application has pending changes (revision and spec differ), setting status to Waiting');
   });
 
-  it('goes straight back to Healthy when the new revision is already synced and healthy', () => {
+  // applicationset_controller.go setAppSetApplicationStatus writes the list only when an entry's status,
+  // step or message changed: Healthy → (revision change) Waiting → Healthy again in one pass, with the same
+  // message, changes none of them, so the new targetRevisions (and lastTransitionTime) are not saved.
+  it('goes straight back to Healthy when the new revision is already synced and healthy, and does not save the new targetRevisions', () => {
     const set = rollingAppSet([envStep('stage', 0)]);
-    pass(set, [app('a', 'stage', { sync: 'Synced' })], T0);
+    const first = pass(set, [app('a', 'stage', { sync: 'Synced' })], T0);
     const result = pass(set, [app('a', 'stage', { sync: 'Synced', revisions: ['rev2'] })], at(60));
-    expect(entry(result, 'a')).toMatchObject({ status: 'Healthy', targetRevisions: ['rev2'], message: ROLLOUT_MESSAGES.syncedHealthy });
+    expect(entry(result, 'a')).toMatchObject({ status: 'Healthy', targetRevisions: ['rev1'], message: ROLLOUT_MESSAGES.syncedHealthy });
+    expect(entry(result, 'a').lastTransitionTime).toBe(entry(first, 'a').lastTransitionTime);
+  });
+
+  it('saves the new targetRevisions when the message changes with them (Progressing → Waiting)', () => {
+    const set = rollingAppSet([envStep('stage', 0)]);
+    pass(set, [app('a', 'stage', { sync: 'Synced', health: 'Progressing' })], T0);
+    const result = pass(set, [app('a', 'stage', { sync: 'OutOfSync', revisions: ['rev2'] })], at(60));
+    expect(entry(result, 'a')).toMatchObject({ status: 'Waiting', targetRevisions: ['rev2'], message: ROLLOUT_MESSAGES.revisionChanged });
+  });
+
+  // migrateStatus (applicationset_controller.go) first turns an entry's nil targetRevisions into [] and
+  // saves it; UpdateApplicationSetApplicationStatus then compares with reflect.DeepEqual against
+  // app.Status.GetRevisions(), which is [] for an app with no revision.
+  it('reads an entry without targetRevisions as an empty list (migrated and saved), so only an app with a revision differs', () => {
+    const set = rollingAppSet([envStep('stage', 0)]);
+    const legacy = { application: 'a', status: 'Pending', message: ROLLOUT_MESSAGES.pending, step: '1', lastTransitionTime: '2026-12-02T10:00:00Z' } as never;
+    set.status = { applicationStatus: [legacy] };
+    const none = advanceRollout(set, [app('a', 'stage', { revisions: [] })], at(60));
+    expect(entry(none, 'a')).toMatchObject({ status: 'Pending', targetRevisions: [], message: ROLLOUT_MESSAGES.pending });
+    set.status = { applicationStatus: [legacy] };
+    const withRevision = advanceRollout(set, [app('a', 'stage', { revisions: ['rev1'] })], at(60));
+    expect(entry(withRevision, 'a')).toMatchObject({ status: 'Waiting', targetRevisions: ['rev1'], message: ROLLOUT_MESSAGES.revisionChanged });
+  });
+
+  // `app.Status.ReconciledAt == nil || (newAppStatus.LastTransitionTime != nil && ReconciledAt.After(...))`
+  it('keeps a Pending entry without lastTransitionTime Pending once the app has a reconciledAt, even after a sync started', () => {
+    const set = rollingAppSet([envStep('stage')]);
+    const pendingEntry = { application: 'a', status: 'Pending' as const, message: ROLLOUT_MESSAGES.pending, step: '1', targetRevisions: ['rev1'] };
+    set.status = { applicationStatus: [pendingEntry as never] };
+    const reconciled = app('a', 'stage', { operationStartedAt: '2026-12-02T10:00:05Z', operationPhase: 'Running', operationRunning: true, reconciledAt: '2026-12-02T10:00:06Z' });
+    expect(entry(advanceRollout(set, [reconciled], at(60)), 'a').status).toBe('Pending');
+    const neverReconciled = { ...reconciled, reconciledAt: undefined };
+    expect(entry(advanceRollout(set, [neverReconciled], at(60)), 'a').status).toBe('Progressing');
   });
 
   it('sends a Pending app back to Waiting on a revision change', () => {
@@ -429,7 +465,7 @@ describe('the sync RollingSync writes', () => {
   };
 
   it('is initiated by the applicationset-controller, automated, with the Reason info', () => {
-    const op = rollingSyncOperation(withTemplatePolicy(), liveApp());
+    const op = rollingSyncOperation(withTemplatePolicy());
     expect(op).toEqual({
       sync: {},
       initiatedBy: { username: 'applicationset-controller', automated: true },
@@ -439,19 +475,24 @@ describe('the sync RollingSync writes', () => {
   });
 
   it('prunes only when the template\'s automated block is enabled and sets prune', () => {
-    expect(rollingSyncOperation(withTemplatePolicy({ automated: { prune: true } }), liveApp()).sync?.prune).toBe(true);
-    expect(rollingSyncOperation(withTemplatePolicy({ automated: { prune: true, enabled: true } }), liveApp()).sync?.prune).toBe(true);
-    expect(rollingSyncOperation(withTemplatePolicy({ automated: { prune: true, enabled: false } }), liveApp()).sync?.prune).toBeUndefined();
-    expect(rollingSyncOperation(withTemplatePolicy({ automated: { selfHeal: true } }), liveApp()).sync?.prune).toBeUndefined();
-    expect(rollingSyncOperation(withTemplatePolicy({}), liveApp({ automated: { prune: true } })).sync?.prune).toBeUndefined();
+    expect(rollingSyncOperation(withTemplatePolicy({ automated: { prune: true } })).sync?.prune).toBe(true);
+    expect(rollingSyncOperation(withTemplatePolicy({ automated: { prune: true, enabled: true } })).sync?.prune).toBe(true);
+    expect(rollingSyncOperation(withTemplatePolicy({ automated: { prune: true, enabled: false } })).sync?.prune).toBeUndefined();
+    expect(rollingSyncOperation(withTemplatePolicy({ automated: { selfHeal: true } })).sync?.prune).toBeUndefined();
+    expect(rollingSyncOperation(withTemplatePolicy({})).sync?.prune).toBeUndefined();
   });
 
-  it('takes syncOptions and retry from the app, defaulting retry to limit 5', () => {
+  // SyncDesiredApplications calls syncApplication on desiredApplications[i] (progressive_sync.go): the
+  // generated app's syncOptions and retry, never the live app's.
+  it('takes syncOptions and retry from the generated app (the template), not the live one, defaulting retry to limit 5', () => {
     const retry = { limit: 2, backoff: { duration: '5s', factor: 2, maxDuration: '3m' } };
-    const op = rollingSyncOperation(withTemplatePolicy(), liveApp({ syncOptions: ['ServerSideApply=true'], retry }));
+    const op = rollingSyncOperation(withTemplatePolicy({ syncOptions: ['ServerSideApply=true'], retry }));
     expect(op.sync?.syncOptions).toEqual(['ServerSideApply=true']);
     expect(op.retry).toEqual(retry);
-    expect(rollingSyncOperation(withTemplatePolicy(), liveApp({ syncOptions: ['CreateNamespace=true'] })).retry).toEqual({ limit: 5 });
+    expect(rollingSyncOperation(withTemplatePolicy({ syncOptions: ['CreateNamespace=true'] })).retry).toEqual({ limit: 5 });
+    // A live app edited by hand (kept by ignoreApplicationDifferences) does not change the sync.
+    void liveApp({ syncOptions: ['Prune=false'], retry: { limit: 0 } });
+    expect(rollingSyncOperation(withTemplatePolicy()).sync?.syncOptions).toBeUndefined();
   });
 });
 
@@ -519,5 +560,27 @@ describe('a whole rollout', () => {
     expect(maxInFlight).toEqual({ '1': 1, '2': 2, '3': 3 });
     expect(progressing(result!)).toMatchObject({ status: 'False', reason: 'ApplicationSetRolloutComplete' });
     expect(result!.applicationStatus.every((e) => e.status === 'Healthy' && e.targetRevisions?.[0] === 'rev2')).toBe(true);
+  });
+});
+
+describe('generated apps that do not exist', () => {
+  // PerformProgressiveSyncs builds the step lists from desiredApplications (buildAppDependencyList) and
+  // getAppsToSync stops at the first step with an app that is not in currentApplications.
+  it('holds every later step while an app generated for an earlier step does not exist, and keeps no entry for it', () => {
+    const set = rollingAppSet([envStep('stage'), envStep('prod')]);
+    const existing = [app('s1', 'stage', { sync: 'Synced' }), app('p1', 'prod')];
+    const generated = [{ name: 'p1', labels: { env: 'prod' } }, { name: 's1', labels: { env: 'stage' } }, { name: 's2-invalid', labels: { env: 'stage' } }];
+    set.status = { ...set.status, applicationStatus: advanceRollout(set, existing, T0, generated).applicationStatus };
+    const result = advanceRollout(set, existing, at(60), generated);
+    expect(result.applicationStatus.map((e) => [e.application, e.status, e.step])).toEqual([
+      ['p1', 'Waiting', '2'],
+      ['s1', 'Healthy', '1'],
+    ]);
+    expect(result.toSync).toEqual([]);
+    // The condition is worked out from the entries only: step 1's are all Healthy, so Argo CD names step 2.
+    expect(result.conditions.find((c) => c.type === 'RolloutProgressing')?.message).toBe('ApplicationSet is performing rollout of step 2');
+    // Once the app exists, step 2 is released.
+    const fixed = advanceRollout(set, [...existing, app('s2-invalid', 'stage', { sync: 'Synced' })], at(120), generated);
+    expect(fixed.toSync).toEqual(['p1']);
   });
 });

@@ -46,7 +46,7 @@ export async function startControlSim(opts: { fixture?: Fixture; scenario?: stri
     let kube: Record<string, unknown> = {};
     if (sim.kube.length) {
       const file = path.join(mkdtempSync(path.join(tmpdir(), 'rollcall-control-')), 'kubeconfig');
-      writeFileSync(file, kubeconfigYaml(sim.kube.map((k) => ({ name: k.cluster, server: k.url, token: k.token }))));
+      writeFileSync(file, kubeconfigYaml(sim.kube.map((k) => ({ name: k.cluster, server: k.url, token: k.token })), sim.kubeCaPem));
       kube = { kube: { clusters: sim.kube.map((k) => ({ name: k.cluster, kubeconfig: file, context: k.cluster })) } };
     }
     const config = configSchema.parse({

@@ -109,7 +109,8 @@ describe('SimController RollingSync', () => {
       reason: 'ApplicationSetRolloutComplete',
     });
     expect(set().status!.resources).toHaveLength(9);
-    expect(set().status!.health).toEqual({ status: 'Healthy' });
+    // CalculateHealth (applicationset_types.go): Healthy carries the ResourcesUpToDate message.
+    expect(set().status!.health).toEqual({ status: 'Healthy', message: 'All applications have been generated successfully' });
     for (const app of store.apps.values())
       expect(app.spec.syncPolicy!.automated).toEqual({ prune: true, enabled: false });
     controller.advance(10_000);

@@ -167,7 +167,14 @@ export function syncApplication(req: ApiRequest): RouteResult {
     }
     if (operationRunning(app))
       throw new SimApiError(GrpcCode.FailedPrecondition, 'another operation is already in progress');
-    const updated = req.core.controller.requestSync(req.store.name, req.store.apps.refOf(app), request, req.user);
+    // The event log learns who asked just before the operation is written (it hears the write at once).
+    req.core.events?.noteSyncRequest(req.store.name, app, req.user);
+    let updated;
+    try {
+      updated = req.core.controller.requestSync(req.store.name, req.store.apps.refOf(app), request, req.user);
+    } finally {
+      req.core.events?.noteSyncRequest(req.store.name, app, undefined);
+    }
     status(200);
     return { raw: appJsonFull(req.store.apps.get(req.store.apps.refOf(app)) ?? updated) };
   } catch (error) {

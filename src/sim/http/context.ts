@@ -3,6 +3,7 @@ import type { InstanceStore, SimState } from '../store.js';
 import type { SimControllerPort } from './controller-port.js';
 import { GrpcCode, SimApiError } from './errors.js';
 import type { SimAccount } from './rbac.js';
+import type { SimEventLog } from '../events.js';
 
 /** A deny sync window the faults API switched on (instance-wide, one project, or one app). */
 export interface SimSyncWindow {
@@ -24,6 +25,8 @@ export interface SimCore {
   now(): Date;
   /** Open watch streams and their instance: closed on stop, or on demand (fault `dropStreams`). */
   readonly openStreams: Map<ServerResponse, string>;
+  /** Events about each Application (GET …/events without a resource). */
+  readonly events?: SimEventLog;
   /**
    * The health Argo CD's SealedSecret check (Synced=True → Healthy, False → Degraded) gives a
    * SealedSecret on a simulated cluster; undefined when that cluster or object is not simulated.

@@ -1,6 +1,7 @@
 import { X509Certificate, createHash, randomBytes } from 'node:crypto';
 import { parseSimSelector, simLabelsMatch, SimSelectorError } from '../labels.js';
 import { SIM_KEYS } from './keys.js';
+import { asTable, discovery, wantsTable } from './discovery.js';
 
 /**
  * The Kubernetes API subset the sealed-secrets runbooks use, for one simulated cluster:
@@ -95,8 +96,15 @@ export class SimKubeCluster {
     obj.metadata ??= {};
     obj.metadata.namespace ??= obj.kind === 'Namespace' ? undefined : 'default';
     obj.metadata.uid ??= randomBytes(8).toString('hex');
-    obj.metadata.creationTimestamp ??= this.now().toISOString();
+    // metav1.Time serializes at second precision.
+    obj.metadata.creationTimestamp ??= this.now().toISOString().replace(/\.\d{3}Z$/, 'Z');
     obj.metadata.resourceVersion = String(++this.rv);
+    if (obj.kind === 'Namespace') {
+      // The API server labels every namespace with its own name (NamespaceDefaultLabelName, 1.21+).
+      obj.metadata.labels = { ...obj.metadata.labels, 'kubernetes.io/metadata.name': obj.metadata.name };
+      obj.spec ??= { finalizers: ['kubernetes'] };
+      obj.status ??= { phase: 'Active' };
+    }
     this.bucket(obj.kind).set(`${obj.metadata.namespace ?? ''}/${obj.metadata.name}`, obj);
     if (obj.kind === 'Secret' || obj.kind === 'SealedSecret') {
       const ns = obj.metadata.namespace;
@@ -236,13 +244,24 @@ export class SimKubeCluster {
 
   // ---------- HTTP ----------
 
-  handle(method: string, path: string, query: URLSearchParams, body: any): KubeResponse {
+  /** One API request; `accept` is the Accept header (kubectl get asks for a Table). */
+  handle(method: string, path: string, query: URLSearchParams, body: any, accept?: string): KubeResponse {
     try {
-      return this.route(method, path, query, body);
+      const found = method === 'GET' ? discovery(path) : undefined;
+      if (found) return { status: 200, body: found };
+      const result = this.route(method, path, query, body);
+      if (method === 'GET' && result.status === 200 && wantsTable(accept)) return { status: 200, body: this.table(result.body as Obj, query) };
+      return result;
     } catch (error) {
       if (error instanceof SimSelectorError) return status(400, 'BadRequest', `unable to parse requirement: ${error.message}`);
       throw error;
     }
+  }
+
+  private table(body: Obj, query: URLSearchParams): Obj {
+    const list = Array.isArray(body.items);
+    const kind = list ? String(body.kind).replace(/List$/, '') : String(body.kind);
+    return asTable(kind, list ? body.items : [body], String(body.metadata?.resourceVersion ?? this.rv), this.now(), query.get('includeObject'));
   }
 
   private route(method: string, path: string, query: URLSearchParams, body: any): KubeResponse {
@@ -250,6 +269,20 @@ export class SimKubeCluster {
     let m: RegExpMatchArray | null;
     const mutating = method !== 'GET';
     if (mutating) this.mutations.push({ method, path, body: redactSecretBody(body) });
+
+    // Lists across namespaces, and the objects kubectl get/describe read besides the runbooks' own.
+    if (method === 'GET') {
+      if (path === '/api/v1/secrets') return this.listResponse('SecretList', this.list('Secret', undefined, labelSelector));
+      if (path === '/api/v1/pods') return this.listResponse('PodList', this.list('Pod', undefined, labelSelector));
+      if (path === '/api/v1/namespaces') return this.listResponse('NamespaceList', this.list('Namespace', undefined, labelSelector));
+      if (path === '/apis/apps/v1/deployments') return this.listResponse('DeploymentList', this.list('Deployment', undefined, labelSelector), 'apps/v1');
+      if ((m = path.match(/^\/apis\/apps\/v1\/namespaces\/([^/]+)\/deployments$/)))
+        return this.listResponse('DeploymentList', this.list('Deployment', m[1], labelSelector), 'apps/v1');
+      if ((m = path.match(/^\/apis\/bitnami\.com\/v1alpha1\/namespaces\/([^/]+)\/sealedsecrets\/([^/]+)$/)))
+        return this.getResponse('SealedSecret', m[1], m[2], 'sealedsecrets.bitnami.com');
+      // Events: kubectl describe asks for the object's with a field selector; nothing here records any.
+      if ((m = path.match(/^\/api\/v1\/(?:namespaces\/([^/]+)\/)?events$/))) return this.listResponse('EventList', []);
+    }
 
     if ((m = path.match(/^\/api\/v1\/namespaces\/([^/]+)\/secrets$/))) {
       if (method === 'GET') return this.listResponse('SecretList', this.list('Secret', m[1], labelSelector));

@@ -72,7 +72,7 @@ export class SimKube {
     }
     const method = req.method ?? 'GET';
     const before = cluster.mutations.length;
-    const result = cluster.handle(method, m[2], url.searchParams, body);
+    const result = cluster.handle(method, m[2], url.searchParams, body, req.headers.accept);
     if (cluster.mutations.length > before) {
       const last = cluster.mutations[cluster.mutations.length - 1];
       record({ cluster: cluster.name, method, path: url.pathname, body: last.body });
