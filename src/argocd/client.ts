@@ -35,11 +35,11 @@ export interface ArgoClientOptions {
  * How a call may be retried after a failure.
  * - `idempotent`: reads, merge patches, appset upserts, terminate: repeat on any transient failure.
  * - `sync`: a sync POST that failed in transit (reset, timeout, 502/503/504) may or may not have
- *   started an operation. Argo CD refuses a second sync while one runs ("another operation is
- *   already in progress"), so a retry cannot start a duplicate: it either starts the sync the
- *   first attempt never delivered, or fails with that message. We retry, and surface the latter
- *   as `operation_in_progress` with `maybeApplied: true` so the caller checks the app instead of
- *   reporting a plain failure.
+ *   started an operation. Argo CD refuses a second sync only while the first still runs; one that
+ *   already finished (a dry run, an app with nothing to apply) lets a retry sync the app twice. So
+ *   it is retried only when it surely never arrived (like `unsafe`), and fails with
+ *   `maybeApplied: true` otherwise: the caller reads the app (its operation carries the caller's
+ *   infos) before deciding to send it again.
  * - `unsafe`: JSON patches can apply twice (e.g. an array `add`): retry only when the request
  *   surely never reached Argo CD (connection refused, DNS, 429).
  */
@@ -313,7 +313,7 @@ export class ArgoClient implements ArgoApi {
         // A mutating call whose attempt failed in transit may have been applied by Argo CD.
         const maybeApplied = ctx.method !== 'GET' && (inTransitFailure || failure.kind === 'in-transit');
         const final =
-          failure.kind === 'final' || attempt >= this.retry.retries || (mode === 'unsafe' && failure.kind === 'in-transit');
+          failure.kind === 'final' || attempt >= this.retry.retries || (mode !== 'idempotent' && failure.kind === 'in-transit');
         this.logger?.[final ? 'debug' : 'warn'](
           { method: ctx.method, path: ctx.path, status: failure.status, code: failure.transportCode, ms: Date.now() - started, attempt },
           final ? 'argocd call failed' : 'argocd call failed, retrying',

@@ -45,7 +45,7 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
     clients,
     async enableRuns({ role, redisUrl, schedules: withSchedules = role !== 'bot' }) {
       if (engine) return;
-      engine = await startEngine(services, { role, redisUrl, prefix: config.redis.prefix });
+      engine = await startEngine(services, { role, redisUrl, prefix: config.redis.prefix, logger: opts.logger });
       services.runs = engine.runs;
       pausesRedis = createRedis(redisUrl);
       services.pauses = new PauseStore(pausesRedis, config.redis.prefix);

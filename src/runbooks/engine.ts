@@ -14,7 +14,8 @@ import { AppLocks, LockConflictError } from './locks.js';
 import { formatParam, parseParams } from './params.js';
 import { assertMayApprove, assertMayOperate, assertMayRun } from './permissions.js';
 import { progressLine, progressReply } from './replies.js';
-import { isTerminal, previewExpired, PREVIEW_TTL_MS, RunStore, type Run, type RunProgress, type RunStatus, type StepState } from './run-store.js';
+import { runEvent, stepOutcomeTransition, type RunEvent } from './run-machine.js';
+import { isTerminal, LeaseLostError, previewExpired, PREVIEW_TTL_MS, RunStore, type Run, type RunProgress } from './run-store.js';
 import type { Runbook } from './schema.js';
 
 export class RunStateError extends Error {
@@ -83,7 +84,7 @@ export interface EngineOptions {
   /** Runbooks to serve; default: loaded from config.runbooksDir, else the shipped ones. */
   runbooks?: Map<string, Runbook>;
   timing?: Partial<WorkerTiming>;
-  /** Minimum time between live-message updates. @defaultValue 3000 */
+  /** How long a running step's progress may wait before it is saved and offered to the notifier, which paces Slack (at most 1 s). @defaultValue 1000 */
   progressIntervalMs?: number;
   /** How often a running step looks for pause/abort. @defaultValue 500 */
   controlPollMs?: number;
@@ -95,6 +96,8 @@ export interface EngineOptions {
 }
 
 const ENGINE_USER = 'rollcall';
+/** The reason a step's BullMQ signal carries when the worker could not renew the job's lock. */
+const LOCK_LOST = 'lock-lost';
 
 function jobId(runId: string, stepId: string, generation: number) {
   return `${runId}.${stepId}.${generation}`;
@@ -108,7 +111,6 @@ class Engine implements RunService {
   queue!: Queue<StepJobData>;
   worker?: Worker<StepJobData>;
   private readonly timing: WorkerTiming;
-  private readonly lastNotified = new Map<string, { at: number; timer?: NodeJS.Timeout; pending?: Run }>();
   private readonly extraConnections: Redis[] = [];
   private stopping = false;
 
@@ -127,7 +129,32 @@ class Engine implements RunService {
     this.timing = { ...DEFAULT_TIMING, ...opts.timing };
   }
 
+  /** False from the moment the engine's Redis connection drops until it is ready again. */
+  redisUp = true;
+  private redisDownSince?: number;
+
+  /** Logs Redis loss and recovery once each, not once per reconnect attempt. */
+  private watchRedis() {
+    const down = (err?: Error) => {
+      if (!this.redisUp || this.stopping) return;
+      this.redisUp = false;
+      this.redisDownSince = Date.now();
+      this.opts.logger?.error(
+        { err: err?.message },
+        `Redis unreachable: runbook runs are on hold meanwhile (no step starts, no run state is saved, and no Argo CD sync is sent, since each needs its mark in Redis first${this.opts.role === 'bot' ? '' : '; running steps stop at their next call'})`,
+      );
+    };
+    this.redis.on('error', (err: Error) => down(err));
+    this.redis.on('close', () => down());
+    this.redis.on('ready', () => {
+      if (this.redisUp) return;
+      this.redisUp = true;
+      this.opts.logger?.info({ downMs: Date.now() - (this.redisDownSince ?? Date.now()) }, 'Redis reachable again: runbook runs continue');
+    });
+  }
+
   async open(): Promise<void> {
+    this.watchRedis();
     const queueConnection = createRedis(this.opts.redisUrl);
     this.extraConnections.push(queueConnection);
     this.queue = createStepQueue(queueConnection, this.opts.prefix);
@@ -139,6 +166,14 @@ class Engine implements RunService {
         concurrency: this.opts.concurrency ?? 20,
       });
       this.worker.on('error', (err) => this.opts.logger?.warn({ err: err.message }, 'runbook worker error'));
+      // BullMQ keeps running a processor whose lock it could not renew and hands the job to another
+      // worker: stop ours before its next call (the lease shuts it out of Redis writes anyway).
+      this.worker.on('lockRenewalFailed', (jobIds: string[]) => {
+        for (const id of jobIds) {
+          this.worker?.cancelJob(id, LOCK_LOST);
+          this.opts.logger?.warn({ jobId: id }, 'lost the lock of a runbook step (Redis unreachable or this worker stalled): stopping it before its next call; another worker continues it');
+        }
+      });
       await this.worker.waitUntilReady();
       await this.recover();
     }
@@ -151,7 +186,6 @@ class Engine implements RunService {
 
   async close(): Promise<void> {
     this.stopping = true;
-    for (const n of this.lastNotified.values()) clearTimeout(n.timer);
     if (this.worker) {
       // Long steps stop at their next checkpoint and are re-queued (see process), so close() need not wait minutes.
       this.worker.cancelAllJobs('shutdown');
@@ -164,7 +198,6 @@ class Engine implements RunService {
   /** Closes without finishing anything: as if the process died (tests). */
   async crash(): Promise<void> {
     this.stopping = true;
-    for (const n of this.lastNotified.values()) clearTimeout(n.timer);
     await this.worker?.close(true);
     await this.queue.close();
     for (const c of this.extraConnections) c.disconnect();
@@ -244,8 +277,7 @@ class Engine implements RunService {
       const conflicts = await this.locks.holders(targets, run.id);
       if (conflicts.length) throw new LockConflictError(conflicts);
       run = await this.store.update(run.id, (r) => ({
-        ...r,
-        status: 'awaiting-confirmation',
+        ...(this.transit(r, { type: 'previewed' }) ?? r),
         targets,
         preview: {
           summary: previews.map((p) => p.summary).join('\n') || `${runbook.title}: ${runbook.steps.length} step(s)`,
@@ -272,23 +304,13 @@ class Engine implements RunService {
     if (run.status !== 'awaiting-confirmation') throw new RunStateError(`run ${run.id} is ${run.status}; only a run awaiting confirmation can be confirmed`);
     // A preview shows the fleet as it was; confirming one from an hour ago would act on what it no longer shows.
     if (previewExpired(run)) {
-      await this.store.update(runId, (r) => (r.status === 'awaiting-confirmation' ? { ...r, status: 'cancelled', error: 'preview expired', endedAt: new Date().toISOString() } : undefined));
+      await this.store.update(runId, (r) => this.transit(r, { type: 'expire', at: new Date().toISOString() }));
       await this.record({ kind: 'run.end', who: ENGINE_USER, runId, result: 'cancelled', message: 'preview expired before confirmation' });
       throw new RunStateError(`the preview of run ${run.id} is older than ${PREVIEW_TTL_MS / 60_000} minutes and may no longer match the fleet; run the command again for a fresh preview`);
     }
     // Locks are taken at confirmation, not at preview: an abandoned preview must not block anyone.
     await this.locks.acquire(run.id, run.targets);
-    run = await this.store.update(runId, (r) => {
-      if (r.status !== 'awaiting-confirmation') return undefined;
-      return {
-        ...r,
-        confirmedBy: user,
-        confirmedAt: new Date().toISOString(),
-        channel: r.channel ?? where?.channel,
-        threadTs: r.threadTs ?? where?.threadTs,
-        status: r.approvalsRequired > 0 ? 'awaiting-approval' : r.status,
-      };
-    });
+    run = await this.store.update(runId, (r) => this.transit(r, { type: 'confirm', by: user, at: new Date().toISOString(), channel: where?.channel, threadTs: where?.threadTs }));
     if (run.confirmedBy !== user) throw new RunStateError(`run ${run.id} is ${run.status}; it was changed while confirming`);
     await this.record({ kind: 'run.confirm', who: user, runId, target: run.runbook, params: run.params });
     if (run.status === 'awaiting-approval') {
@@ -319,10 +341,7 @@ class Engine implements RunService {
   }
 
   private async begin(runId: string): Promise<Run> {
-    const run = await this.store.update(runId, (r) => {
-      if (r.status !== 'awaiting-confirmation' && r.status !== 'awaiting-approval') return undefined;
-      return { ...r, status: 'running', startedAt: new Date().toISOString(), currentStep: r.steps[0].id };
-    });
+    const run = await this.store.update(runId, (r) => this.transit(r, { type: 'begin', at: new Date().toISOString() }));
     if (run.status !== 'running') return run;
     await this.enqueue(run);
     if (run.progressMessage) await this.notify(run, true);
@@ -349,9 +368,7 @@ class Engine implements RunService {
     assertMayOperate(user, run, this.book.get(run.runbook), this.services.config, 'cancel');
     if (run.status === 'running' || run.status === 'paused') return this.abort(runId, user);
     if (isTerminal(run.status)) throw new RunStateError(`run ${run.id} already ended (${run.status})`);
-    const next = await this.store.update(runId, (r) =>
-      isTerminal(r.status) || r.status === 'running' || r.status === 'paused' ? undefined : { ...r, status: 'cancelled', endedBy: user, endedAt: new Date().toISOString() },
-    );
+    const next = await this.store.update(runId, (r) => this.transit(r, { type: 'cancel', by: user, at: new Date().toISOString() }));
     if (next.status !== 'cancelled') return this.abort(runId, user);
     await this.locks.release(runId, next.targets);
     await this.record({ kind: 'run.cancel', who: user, runId });
@@ -363,7 +380,8 @@ class Engine implements RunService {
     const run = await this.store.require(runId);
     assertMayOperate(user, run, this.book.get(run.runbook), this.services.config, 'pause');
     if (run.status !== 'running') throw new RunStateError(`run ${run.id} is ${run.status}; only a running run can be paused`);
-    const next = await this.store.update(runId, (r) => (r.status === 'running' ? { ...r, status: 'paused', pausedBy: user, pausedReason: 'paused by a user' } : undefined));
+    // Revoking the lease in the same write: from this moment no call of the running attempt goes out.
+    const next = await this.store.update(runId, (r) => this.transit(r, { type: 'pause', by: user, reason: 'paused by a user' }), { lease: 'revoke' });
     await this.record({ kind: 'run.pause', who: user, runId });
     await this.notify(next, true);
     return next;
@@ -373,9 +391,7 @@ class Engine implements RunService {
     const run = await this.store.require(runId);
     assertMayOperate(user, run, this.book.get(run.runbook), this.services.config, 'resume');
     if (run.status !== 'paused') throw new RunStateError(`run ${run.id} is ${run.status}; only a paused run can be resumed`);
-    const next = await this.store.update(runId, (r) =>
-      r.status === 'paused' ? { ...r, status: 'running', pausedBy: undefined, pausedReason: undefined, generation: r.generation + 1 } : undefined,
-    );
+    const next = await this.store.update(runId, (r) => this.transit(r, { type: 'resume' }));
     if (next.status !== 'running') return next;
     await this.record({ kind: 'run.resume', who: user, runId });
     await this.enqueue(next);
@@ -387,7 +403,7 @@ class Engine implements RunService {
     const run = await this.store.require(runId);
     assertMayOperate(user, run, this.book.get(run.runbook), this.services.config, 'abort');
     if (isTerminal(run.status)) throw new RunStateError(`run ${run.id} already ended (${run.status})`);
-    const next = await this.finish(runId, 'aborted', user, `aborted by ${user}`, (s) => (s.status === 'running' || s.status === 'paused' ? 'aborted' : s.status));
+    const next = await this.finish(runId, 'aborted', user, `aborted by ${user}`, true);
     await this.record({ kind: 'run.abort', who: user, runId });
     return next;
   }
@@ -410,21 +426,19 @@ class Engine implements RunService {
     }
   }
 
-  /** Terminal transition: status, step states, lock release, audit, final message. Idempotent. */
-  private async finish(runId: string, status: RunStatus, by: string, error: string | undefined, stepStatus?: (s: StepState) => StepState['status']): Promise<Run> {
+  /** Applies a lifecycle event, or leaves the run as it is when the event does not apply to its state now. */
+  private transit(r: Run, e: RunEvent): Run | undefined {
+    const t = runEvent(r, e);
+    return t.ok ? t.run : undefined;
+  }
+
+  /**
+   * Terminal transition: status, step states, lease revoked (the running attempt, if any, makes no
+   * further call), lock release, audit, final message. Idempotent.
+   */
+  private async finish(runId: string, status: 'succeeded' | 'failed' | 'aborted', by: string, error: string | undefined, abortSteps = false): Promise<Run> {
     const now = new Date().toISOString();
-    const next = await this.store.update(runId, (r) =>
-      isTerminal(r.status)
-        ? undefined
-        : {
-            ...r,
-            status,
-            endedBy: by,
-            endedAt: now,
-            error: error ?? r.error,
-            steps: stepStatus ? r.steps.map((s) => ({ ...s, status: stepStatus(s), endedAt: s.endedAt ?? (s.status === 'running' ? now : undefined) })) : r.steps,
-          },
-    );
+    const next = await this.store.update(runId, (r) => this.transit(r, { type: 'end', status, by, at: now, error, abortSteps }), { lease: 'revoke' });
     if (next.endedAt === now) {
       await this.locks.release(runId, next.targets);
       await this.record({ kind: 'run.end', who: by, runId, result: status, message: error });
@@ -450,16 +464,17 @@ class Engine implements RunService {
 
   private async process(job: Job<StepJobData>, token: string | undefined, bullSignal?: AbortSignal): Promise<string> {
     const { runId, stepId, generation } = job.data;
-    let run = await this.store.get(runId);
-    if (!run || run.status !== 'running' || run.currentStep !== stepId || run.generation !== generation) return 'stale';
-    const runbook = this.runbook(run.runbook);
+    const current = await this.store.get(runId);
+    if (!current || current.status !== 'running' || current.currentStep !== stepId || current.generation !== generation) return 'stale';
+    const runbook = this.runbook(current.runbook);
     const stepDef = runbook.steps.find((s) => s.id === stepId)!;
     const action = findRunbookAction(stepDef.action)!;
-    const startedAt = run.steps.find((s) => s.id === stepId)?.startedAt ?? new Date().toISOString();
-    run = await this.store.update(runId, (r) => ({
-      ...r,
-      steps: r.steps.map((s) => (s.id === stepId ? { ...s, status: 'running', attempts: s.attempts + 1, startedAt } : s)),
-    }));
+    // The lease: from here on every write and call of this attempt is checked against it, and the
+    // previous holder (a stalled worker whose job BullMQ handed over) is shut out of its next one.
+    const leased = await this.store.acquireLease(runId, stepId, generation);
+    if (!leased) return 'stale';
+    const { run, token: lease } = leased;
+    const startedAt = run.steps.find((s) => s.id === stepId)!.startedAt!;
     const attempt = run.steps.find((s) => s.id === stepId)!.attempts;
     await this.record({ kind: 'step.start', who: ENGINE_USER, runId, target: stepId, result: `attempt ${attempt}` });
 
@@ -471,35 +486,47 @@ class Engine implements RunService {
     const deadline = timeoutMs ? Date.parse(startedAt) + timeoutMs : undefined;
     const timers: NodeJS.Timeout[] = [];
     if (deadline) timers.push(setTimeout(() => control.abort('timeout'), Math.max(0, deadline - Date.now())));
+    // Pause and abort revoke the lease, so the next fenced write refuses at once; this poll only
+    // wakes a step that is waiting on Argo CD rather than writing.
     const poll = setInterval(() => {
-      void this.store.get(runId).then((r) => {
+      void Promise.all([this.store.get(runId), this.store.leaseOf(runId)]).then(([r, held]) => {
         if (!r || control.signal.aborted) return;
         if (r.status === 'paused') control.abort('pause');
         else if (isTerminal(r.status)) control.abort('abort');
         else if (r.generation !== generation || r.currentStep !== stepId) control.abort('stale');
+        else if (held !== lease) control.abort('lease-lost');
       }, () => {});
     }, this.opts.controlPollMs ?? 500);
     timers.push(poll);
-    bullSignal?.addEventListener('abort', () => control.abort('shutdown'));
+    bullSignal?.addEventListener('abort', () => control.abort(bullSignal.reason === LOCK_LOST ? 'lease-lost' : 'shutdown'));
 
+    const fence = { token: lease, level: 'report' as const };
     let outcome: StepOutcome;
     let lastProgress: RunProgress | undefined;
     let progressTimer: NodeJS.Timeout | undefined;
+    // Progress is saved at most every progressIntervalMs (and then offered to the notifier, which paces Slack itself).
     const flushProgress = async () => {
       clearTimeout(progressTimer);
       progressTimer = undefined;
       if (!lastProgress) return;
       const p = lastProgress;
-      const r = await this.store.update(runId, (x) => ({ ...x, progress: p }));
-      await this.notify(r, false);
+      lastProgress = undefined;
+      const r = await this.store.update(runId, (x) => ({ ...x, progress: p }), { fence });
+      await this.notify(r);
     };
+    const flushQuietly = () =>
+      flushProgress().catch((err: unknown) => {
+        if (!(err instanceof LeaseLostError)) this.opts.logger?.warn({ err: (err as Error).message, runId }, 'could not save run progress');
+      });
     try {
       outcome = await action.execute({
         run,
         stepId,
         input: this.stepInput(run, runbook, stepId),
         services: this.services,
-        checkpoint: this.store.checkpoint(runId, stepId) as never,
+        checkpoint: (part) => this.store.checkpoint(runId, stepId, lease, part),
+        assertLease: () => this.store.assertLease(runId, lease),
+        redisNow: () => this.store.now(),
         signal: control.signal,
         deadline,
         limiter: this.limiter,
@@ -507,22 +534,30 @@ class Engine implements RunService {
         audit: (e) => this.record({ ...e, runId }),
         progress: (p) => {
           lastProgress = p;
-          progressTimer ??= setTimeout(() => void flushProgress().catch(() => {}), Math.min(1000, this.opts.progressIntervalMs ?? 3000));
+          progressTimer ??= setTimeout(() => void flushQuietly(), Math.min(1000, this.opts.progressIntervalMs ?? 1000));
         },
       });
     } catch (err) {
-      outcome = { status: 'failed', error: (err as Error).message };
-      const attemptsLeft = (job.opts.attempts ?? 1) - (job.attemptsMade + 1);
-      if (attemptsLeft > 0 && !control.signal.aborted) {
-        for (const t of timers) clearTimeout(t);
-        await flushProgress().catch(() => {});
-        await this.store.update(runId, (r) => ({ ...r, steps: r.steps.map((s) => (s.id === stepId ? { ...s, error: `${(err as Error).message} (retrying)` } : s)) }));
-        throw err;
+      if (err instanceof LeaseLostError) outcome = { status: 'interrupted' };
+      else {
+        outcome = { status: 'failed', error: (err as Error).message };
+        const attemptsLeft = (job.opts.attempts ?? 1) - (job.attemptsMade + 1);
+        if (attemptsLeft > 0 && !control.signal.aborted) {
+          for (const t of timers) clearTimeout(t);
+          await flushQuietly();
+          try {
+            await this.store.update(runId, (r) => ({ ...r, steps: r.steps.map((s) => (s.id === stepId ? { ...s, error: `${(err as Error).message} (retrying)` } : s)) }), { fence });
+          } catch (e) {
+            if (e instanceof LeaseLostError) return 'stale';
+            throw e;
+          }
+          throw err;
+        }
       }
     } finally {
       for (const t of timers) clearTimeout(t);
     }
-    await flushProgress().catch(() => {});
+    await flushQuietly();
 
     const reason = control.signal.aborted ? String(control.signal.reason) : undefined;
     if (reason === 'stale') return 'stale';
@@ -531,61 +566,54 @@ class Engine implements RunService {
       await job.moveToDelayed(Date.now() + 100, token);
       throw new DelayedError();
     }
+    if (outcome.status === 'interrupted' || reason === 'lease-lost') {
+      const now = await this.store.get(runId);
+      const held = await this.store.leaseOf(runId);
+      if (now?.status === 'paused' && held === `revoked:${lease}`) outcome = { status: 'paused', reason: now.pausedReason ?? 'paused', output: outcome.output };
+      else if (now && isTerminal(now.status) && held === `revoked:${lease}`) outcome = { status: 'aborted', output: outcome.output };
+      else {
+        this.opts.logger?.warn({ runId, stepId, attempt }, 'step attempt lost its lease; it stopped before its next call');
+        // Nobody else may hold it (Redis lost the write that gave it out): while BullMQ still lets this
+        // worker own the job, hand the job back so a fresh attempt takes a new lease.
+        try {
+          await job.moveToDelayed(Date.now() + 100, token);
+        } catch {
+          return 'stale'; // the job went to another worker, which holds the lease
+        }
+        throw new DelayedError();
+      }
+    }
     if (reason === 'timeout' && outcome.status !== 'failed') {
       outcome = { status: 'failed', error: `step ${stepId} timed out after ${Math.round((timeoutMs ?? 0) / 1000)}s`, output: outcome.output };
     }
     await this.record({ kind: 'step.end', who: ENGINE_USER, runId, target: stepId, result: outcome.status, message: 'error' in outcome ? outcome.error : undefined });
-    await this.applyOutcome(runId, stepId, generation, outcome, stepDef.onFailure);
+    try {
+      await this.applyOutcome(runId, stepId, generation, outcome, stepDef.onFailure, lease);
+    } catch (err) {
+      if (err instanceof LeaseLostError) return 'stale';
+      throw err;
+    }
     return outcome.status;
   }
 
-  private async applyOutcome(runId: string, stepId: string, generation: number, outcome: StepOutcome, onFailure: 'abort' | 'pause' | 'continue') {
+  private async applyOutcome(runId: string, stepId: string, generation: number, outcome: StepOutcome, onFailure: 'abort' | 'pause' | 'continue', lease: string) {
     const runbook = this.runbook((await this.store.require(runId)).runbook);
     const index = runbook.steps.findIndex((s) => s.id === stepId);
     const nextStep = runbook.steps[index + 1]?.id;
     const now = new Date().toISOString();
-    const stepStatus: StepState['status'] =
-      outcome.status === 'succeeded' ? 'succeeded' : outcome.status === 'failed' ? 'failed' : outcome.status === 'paused' ? 'paused' : 'aborted';
-    const error = outcome.status === 'failed' ? outcome.error : undefined;
     let enqueueNext = false;
-    let terminal: { status: RunStatus; error?: string } | undefined;
-    const run = await this.store.update(runId, (r) => {
-      if (r.currentStep !== stepId || r.generation !== generation) return undefined;
-      const steps = r.steps.map((s) =>
-        s.id === stepId
-          ? { ...s, status: stepStatus, output: outcome.output ?? s.output, error, endedAt: stepStatus === 'paused' ? undefined : now }
-          : s,
-      );
-      const next: Run = { ...r, steps };
-      if (isTerminal(r.status)) return next;
-      const advance = outcome.status === 'succeeded' || (outcome.status === 'failed' && onFailure === 'continue');
-      if (outcome.status === 'paused' || (outcome.status === 'failed' && onFailure === 'pause')) {
-        if (r.status === 'running') {
-          next.status = 'paused';
-          next.pausedBy = ENGINE_USER;
-          next.pausedReason = outcome.status === 'paused' ? outcome.reason : `step ${stepId} failed: ${error}`;
-        }
-        // Resuming re-runs this step from its checkpoint.
-        if (outcome.status === 'failed') next.steps = next.steps.map((s) => (s.id === stepId ? { ...s, status: 'paused' } : s));
-        return next;
-      }
-      if (outcome.status === 'aborted') {
-        terminal = { status: 'aborted' };
-        return next;
-      }
-      if (advance && nextStep) {
-        next.currentStep = nextStep;
-        enqueueNext = r.status === 'running';
-        return next;
-      }
-      if (advance) {
-        const anyFailed = steps.some((s) => s.status === 'failed');
-        terminal = anyFailed ? { status: 'failed', error: steps.filter((s) => s.error).map((s) => `${s.id}: ${s.error}`).join('; ') } : { status: 'succeeded' };
-        return next;
-      }
-      terminal = { status: 'failed', error: `step ${stepId} failed: ${error}` };
-      return next;
-    });
+    let terminal: { status: 'succeeded' | 'failed' | 'aborted'; error?: string } | undefined;
+    const run = await this.store.update(
+      runId,
+      (r) => {
+        if (r.currentStep !== stepId || r.generation !== generation) return undefined;
+        const t = stepOutcomeTransition(r, { stepId, nextStep, outcome, onFailure, by: ENGINE_USER, now });
+        enqueueNext = t.enqueueNext;
+        terminal = t.terminal;
+        return t.run;
+      },
+      { fence: { token: lease, level: 'report' } },
+    );
     if (enqueueNext) await this.enqueue(run);
     if (terminal) await this.finish(runId, terminal.status, ENGINE_USER, terminal.error);
     else if (run.status === 'paused') await this.notify(run, true);
@@ -605,46 +633,20 @@ class Engine implements RunService {
   }
 
   /**
-   * Updates the one live message, at most every progressIntervalMs; intermediate states coalesce
-   * into a trailing update. `force` (state changes, the summary) skips the wait and replaces any
-   * pending progress.
+   * Updates the one live message. The notifier paces and coalesces updates itself (latest content
+   * wins); `fresh` re-reads the run first, for state changes made elsewhere.
    */
-  private async notify(run: Run, force: boolean) {
+  private async notify(run: Run, fresh = false) {
     const notifier = this.services.notifier;
     if (!notifier || this.stopping) return;
-    const fresh = force ? ((await this.store.get(run.id)) ?? run) : run;
-    const ref = fresh.progressMessage;
+    const latest = fresh ? ((await this.store.get(run.id)) ?? run) : run;
+    const ref = latest.progressMessage;
     if (!ref) return;
-    const interval = this.opts.progressIntervalMs ?? 3000;
-    const entry = this.lastNotified.get(run.id) ?? { at: 0 };
-    this.lastNotified.set(run.id, entry);
-    const send = async (r: Run) => {
-      entry.at = Date.now();
-      entry.pending = undefined;
-      try {
-        await notifier.update(ref, progressReply(r));
-      } catch (err) {
-        this.opts.logger?.warn({ err: (err as Error).message, runId: r.id }, 'progress update failed');
-      }
-      if (isTerminal(r.status)) {
-        clearTimeout(entry.timer);
-        this.lastNotified.delete(r.id);
-      }
-    };
-    const wait = entry.at + interval - Date.now();
-    // A state change (paused, resumed, ended) goes to the notifier at once: it coalesces and rate-limits
-    // itself with the latest content winning, so holding it here only let an older "running" win.
-    if (wait <= 0 || force) {
-      clearTimeout(entry.timer);
-      entry.timer = undefined;
-      await send(fresh);
-      return;
+    try {
+      await notifier.update(ref, progressReply(latest));
+    } catch (err) {
+      this.opts.logger?.warn({ err: (err as Error).message, runId: run.id }, 'progress update failed');
     }
-    entry.pending = fresh;
-    entry.timer ??= setTimeout(() => {
-      entry.timer = undefined;
-      if (entry.pending && !this.stopping) void send(entry.pending);
-    }, wait);
   }
 }
 
@@ -656,6 +658,8 @@ function dedupeTargets(targets: RunTarget[]): RunTarget[] {
 
 export interface EngineHandle {
   runs: RunService;
+  /** Whether the engine's Redis connection is up right now (for readiness). */
+  redisHealthy(): boolean;
   stop(): Promise<void>;
   /** Tests: stop as if the process died (no graceful finish). */
   crash(): Promise<void>;
@@ -669,6 +673,7 @@ export async function startEngine(services: Services, opts: EngineOptions): Prom
   await engine.open();
   return {
     runs: engine,
+    redisHealthy: () => engine.redisUp,
     stop: async () => {
       await engine.close();
       await closeRedis(redis);

@@ -1,4 +1,4 @@
-import { randomInt } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { ReplyBlock } from '../commands/reply.js';
 import type { MessageRef } from '../commands/registry.js';
@@ -83,6 +83,8 @@ export interface Run {
   pausedReason?: string;
   endedBy?: string;
   error?: string;
+  /** The lease token of the step attempt that may act (also kept in its own key, checked by every write of the attempt). */
+  lease?: string;
   /** Optimistic-concurrency version; every write bumps it. */
   version: number;
 }
@@ -94,25 +96,94 @@ export class RunNotFoundError extends Error {
   }
 }
 
-/** Writes `ARGV[2]` only when the stored version equals ARGV[1]; returns 1 on success. */
-const CAS = `
+/**
+ * The lease: one small key per run naming the step attempt that may act (`<n>.<nonce>`), or
+ * `revoked:<token>` once a pause, an abort or the run's end took it from that attempt. The nonce
+ * makes tokens unique even if Redis loses its last writes and hands out a number twice.
+ */
+const LEASE_CHECK = `
+local function leaseOk(key, token, level)
+  if token == '' then return true end
+  local cur = redis.call('GET', key) or ''
+  if cur == token then return true end
+  return level == 'report' and cur == 'revoked:' .. token
+end
+`;
+
+/**
+ * Writes `ARGV[2]` only when the stored version equals ARGV[1] and the lease (KEYS[2]) is ARGV[3]
+ * at level ARGV[4] (empty = no fence); ARGV[5] sets the lease: a token, '!revoke' or empty.
+ * Returns 1 on success, 0 on a version race, -1 when the run is gone, -2 when the lease is lost.
+ */
+const CAS = `${LEASE_CHECK}
 local cur = redis.call('GET', KEYS[1])
 if not cur then return -1 end
+if not leaseOk(KEYS[2], ARGV[3], ARGV[4]) then return -2 end
 local v = cjson.decode(cur)['version']
 if tostring(v) ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2])
+if ARGV[5] == '!revoke' then
+  local lease = redis.call('GET', KEYS[2])
+  if lease and string.sub(lease, 1, 8) ~= 'revoked:' then redis.call('SET', KEYS[2], 'revoked:' .. lease) end
+elseif ARGV[5] ~= '' then
+  redis.call('SET', KEYS[2], ARGV[5])
+end
 return 1
 `;
 
-/** HSET field only when its JSON `state` equals ARGV[2] ('' = field absent). */
-const TRANSITION = `
-local cur = redis.call('HGET', KEYS[1], ARGV[1])
-local state = ''
-if cur then state = cjson.decode(cur)['state'] or '' end
-if state ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-return 1
+/**
+ * Compare-and-set of checkpoint fields under the lease: KEYS[1] the hash, KEYS[2] the lease;
+ * ARGV[1] the token (empty = unfenced), then triples (field, expected state or '' for absent,
+ * JSON value). Each written value gets `at`, Redis's own time in ms (comparable across workers).
+ * Returns -2 when the lease is lost (nothing written), else the time, then one 1/0 per triple.
+ */
+const TRANSITION = `${LEASE_CHECK}
+if not leaseOk(KEYS[2], ARGV[1], 'act') then return -2 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local out = {now}
+for i = 2, #ARGV, 3 do
+  local cur = redis.call('HGET', KEYS[1], ARGV[i])
+  local state = ''
+  if cur then state = cjson.decode(cur)['state'] or '' end
+  if ARGV[i + 1] == '*' or state == ARGV[i + 1] then
+    local v = cjson.decode(ARGV[i + 2])
+    v['at'] = now
+    redis.call('HSET', KEYS[1], ARGV[i], cjson.encode(v))
+    table.insert(out, 1)
+  else
+    table.insert(out, 0)
+  end
+end
+return out
 `;
+
+/** Thrown when a step attempt's lease was taken (by a newer attempt, a pause, an abort): it must stop. */
+export class LeaseLostError extends Error {
+  readonly code = 'lease_lost';
+  constructor(readonly runId: string) {
+    super(`run ${runId}: this step attempt lost its lease (a newer attempt, a pause or an abort took it) and stops`);
+  }
+}
+
+/** What a checkpoint entry holds: a state, whatever the action keeps beside it, and the time of its last write. */
+export interface CheckpointEntry {
+  state: string;
+  /** Redis time (ms) of the write, set by the store. */
+  at?: number;
+}
+
+/** Per-step durable state that survives a crash of the worker: one hash field per key, written under the attempt's lease. */
+export interface Checkpoint<T extends CheckpointEntry = CheckpointEntry & Record<string, unknown>> {
+  all(): Promise<Map<string, T>>;
+  get(key: string): Promise<T | undefined>;
+  /** Writes whatever is stored (for entries only this attempt writes, e.g. a phase's result). */
+  set(key: string, value: T): Promise<void>;
+  /** Writes `value` only when the stored state equals `expectedState` (`undefined` = absent). Atomic. */
+  transition(key: string, expectedState: string | undefined, value: T): Promise<boolean>;
+  /** Many transitions in one round trip; returns which were written, and sets `at` on the values written. */
+  transitionMany(changes: { key: string; expected: string | undefined; value: T }[]): Promise<boolean[]>;
+}
 
 const ID_ALPHABET = '23456789abcdefghjkmnpqrstuvwxyz';
 
@@ -168,27 +239,81 @@ export class RunStore {
     return run;
   }
 
+  leaseKey(id: string) {
+    return `${this.base}run:${id}:lease`;
+  }
+
   /**
    * Read-modify-write with optimistic concurrency: the bot (buttons) and workers (progress) write
-   * the same record. `change` returns the new run, or undefined to leave it as is.
+   * the same record. `change` returns the new run, or undefined to leave it as is. A write made by
+   * a step attempt passes its `fence` and fails with LeaseLostError once the attempt lost its lease
+   * (`report` also accepts a lease revoked by a pause or abort: the attempt may still say how it
+   * stopped). `lease` sets the lease in the same atomic write: a new token, or 'revoke'.
    */
-  async update(id: string, change: (run: Run) => Run | undefined): Promise<Run> {
+  async update(id: string, change: (run: Run) => Run | undefined, opts: { fence?: { token: string; level: 'act' | 'report' }; lease?: string | 'revoke' } = {}): Promise<Run> {
     for (let tries = 0; tries < 50; tries++) {
       const current = await this.require(id);
       const next = change(structuredClone(current));
       if (!next) return current;
       next.version = current.version + 1;
       next.updatedAt = new Date().toISOString();
-      const result = Number(await this.redis.eval(CAS, 1, this.runKey(id), String(current.version), JSON.stringify(next)));
+      const lease = opts.lease === 'revoke' ? '!revoke' : (opts.lease ?? '');
+      const result = Number(
+        await this.redis.eval(CAS, 2, this.runKey(id), this.leaseKey(id), String(current.version), JSON.stringify(next), opts.fence?.token ?? '', opts.fence?.level ?? 'act', lease),
+      );
       if (result === 1) return next;
       if (result === -1) throw new RunNotFoundError(id);
+      if (result === -2) throw new LeaseLostError(id);
     }
     throw new Error(`run ${id} is being changed by too many writers at once; try again`);
   }
 
+  /**
+   * Gives the step attempt a fresh lease when the run is still running that step at that
+   * generation, marking the step running: the previous holder's next write fails. Undefined when
+   * the job is stale.
+   */
+  async acquireLease(id: string, stepId: string, generation: number, now = new Date().toISOString()): Promise<{ run: Run; token: string } | undefined> {
+    const current = await this.get(id);
+    if (!current) return undefined;
+    const token = `${(Number.parseInt(current.lease ?? '0', 10) || 0) + 1}.${randomBytes(4).toString('hex')}`;
+    let acquired = false;
+    const run = await this.update(
+      id,
+      (r) => {
+        acquired = false;
+        if (r.status !== 'running' || r.currentStep !== stepId || r.generation !== generation) return undefined;
+        acquired = true;
+        return {
+          ...r,
+          lease: token,
+          steps: r.steps.map((s) => (s.id === stepId ? { ...s, status: 'running', attempts: s.attempts + 1, startedAt: s.startedAt ?? now } : s)),
+        };
+      },
+      { lease: token },
+    );
+    return acquired ? { run, token } : undefined;
+  }
+
+  /** The lease as stored now: a token, `revoked:<token>`, or undefined. */
+  async leaseOf(id: string): Promise<string | undefined> {
+    return (await this.redis.get(this.leaseKey(id))) ?? undefined;
+  }
+
+  /** Throws LeaseLostError unless `token` still holds the run's lease. */
+  async assertLease(id: string, token: string): Promise<void> {
+    if ((await this.leaseOf(id)) !== token) throw new LeaseLostError(id);
+  }
+
+  /** Redis's clock in ms, the one checkpoint `at` times use. */
+  async now(): Promise<number> {
+    const [s, us] = await this.redis.time();
+    return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+  }
+
   /** Forgets a run that never became one (its preview failed): no record, no index entry, no checkpoints. */
   async discard(id: string, stepIds: string[]): Promise<void> {
-    await this.redis.del(this.runKey(id), ...stepIds.map((s) => this.checkpointKey(id, s)));
+    await this.redis.del(this.runKey(id), this.leaseKey(id), ...stepIds.map((s) => this.checkpointKey(id, s)));
     await this.redis.zrem(this.indexKey(), id);
   }
 
@@ -199,9 +324,25 @@ export class RunStore {
     return texts.filter((t): t is string => !!t).map((t) => JSON.parse(t) as Run);
   }
 
-  checkpoint<T extends Record<string, unknown>>(runId: string, stepId: string) {
-    const key = this.checkpointKey(runId, stepId);
+  /**
+   * A step's checkpoint (one hash per `part`), every write fenced by the attempt's lease `token`
+   * (undefined: unfenced, for readers).
+   */
+  checkpoint<T extends CheckpointEntry>(runId: string, stepId: string, token?: string, part?: string): Checkpoint<T> {
+    const key = part ? `${this.checkpointKey(runId, stepId)}:${part}` : this.checkpointKey(runId, stepId);
+    const leaseKey = this.leaseKey(runId);
     const redis = this.redis;
+    const transitionMany = async (changes: { key: string; expected: string | undefined; value: T }[]): Promise<boolean[]> => {
+      if (!changes.length) return [];
+      const args = changes.flatMap((c) => [c.key, c.expected ?? '', JSON.stringify(c.value)]);
+      const result = (await redis.eval(TRANSITION, 2, key, leaseKey, token ?? '', ...args)) as number | number[];
+      if (!Array.isArray(result)) throw new LeaseLostError(runId);
+      const [at, ...written] = result.map(Number);
+      return changes.map((c, i) => {
+        if (written[i] === 1) c.value.at = at;
+        return written[i] === 1;
+      });
+    };
     return {
       async all(): Promise<Map<string, T>> {
         const raw = await redis.hgetall(key);
@@ -212,15 +353,12 @@ export class RunStore {
         return v ? (JSON.parse(v) as T) : undefined;
       },
       async set(field: string, value: T): Promise<void> {
-        await redis.hset(key, field, JSON.stringify(value));
+        await transitionMany([{ key: field, expected: '*', value }]);
       },
-      async setMany(entries: [string, T][]): Promise<void> {
-        if (!entries.length) return;
-        await redis.hset(key, ...entries.flatMap(([k, v]) => [k, JSON.stringify(v)]));
+      async transition(field: string, expectedState: string | undefined, value: T): Promise<boolean> {
+        return (await transitionMany([{ key: field, expected: expectedState, value }]))[0];
       },
-      async transition(field: string, expectedState: string | undefined, value: T & { state: string }): Promise<boolean> {
-        return Number(await redis.eval(TRANSITION, 1, key, field, expectedState ?? '', JSON.stringify(value))) === 1;
-      },
+      transitionMany,
     };
   }
 }

@@ -318,13 +318,16 @@ describe('runbook engine with bulk-sync', () => {
     expect(Math.max(...perApp.values())).toBeLessThanOrEqual(2);
   });
 
-  it('rides out Argo CD 503s that were not applied: re-sends after verifying', async () => {
+  it('rides out Argo CD 503s that were not applied: re-sends only after a GET past the posting window shows no operation', { timeout: 30_000 }, async () => {
     h = await harness(authConfigs());
-    h.argo.fail5xx = 3;
+    h.argo.fail5xx = 2;
     const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'auth-config-*', concurrency: '1' }, user: 'U_OP', surface: 'slack' });
     await runs().confirm(run.id, 'U_OP');
-    expect((await runs().waitForEnd(run.id, 10_000)).status).toBe('succeeded');
+    expect((await runs().waitForEnd(run.id, 25_000)).status).toBe('succeeded');
     expect(h.argo.syncs.map((s) => s.app).sort()).toEqual(authConfigs().map((a) => a.metadata.name));
+    // Each failed POST: a GET at once, a GET after the window (instance timeout 1 s + 5 s), only then the POST again.
+    const calls = h.argo.calls.filter((c) => c.app === h!.argo.syncs[0].app).map((c) => c.method);
+    expect(calls).toEqual(['sync', 'get', 'get', 'sync', 'get', 'get', 'sync']);
   });
 
   it('finishes a run after its worker dies mid-step: a second worker resumes from the checkpoint, syncing each app once', async () => {

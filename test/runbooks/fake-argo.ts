@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { AppRef, ArgoApi } from '../../src/argocd/api.js';
 import { ArgoError } from '../../src/argocd/errors.js';
-import type { Application, ApplicationSyncRequest, HealthStatusCode, ManagedResourcesResponse } from '../../src/argocd/types.js';
+import type { Application, ApplicationList, ApplicationSyncRequest, HealthStatusCode, ManagedResourcesResponse } from '../../src/argocd/types.js';
 import type { RollcallConfig } from '../../src/config/schema.js';
 import { configSchema } from '../../src/config/schema.js';
 import { FleetIndex, tagApp, type FleetApp } from '../../src/fleet/model.js';
@@ -136,6 +136,11 @@ export class FakeArgo implements Partial<ArgoApi> {
     return app;
   }
 
+  async listApplications(): Promise<ApplicationList> {
+    this.calls.push({ method: 'list', app: '*' });
+    return { metadata: {}, items: this.fleet.apps().filter((a) => a.instance === this.instance).map((a) => structuredClone(a.app)) };
+  }
+
   async getApplication(ref: AppRef): Promise<Application> {
     this.calls.push({ method: 'get', app: ref.name });
     return structuredClone(this.app(ref.name));
@@ -149,7 +154,7 @@ export class FakeArgo implements Partial<ArgoApi> {
 
 export function testConfig(access: Partial<RollcallConfig['access']> = {}, instances = ['argo-test']): RollcallConfig {
   return configSchema.parse({
-    instances: instances.map((name) => ({ name, url: 'http://127.0.0.1:1', token: 't', rateLimit: { max: 1000, per: 1000 } })),
+    instances: instances.map((name) => ({ name, url: 'http://127.0.0.1:1', token: 't', timeout: 1000, rateLimit: { max: 1000, per: 1000 } })),
     access: { operators: ['U_OP'], admins: ['U_ADMIN'], ...access },
   });
 }

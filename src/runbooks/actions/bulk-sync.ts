@@ -6,6 +6,8 @@ import type { ReplyBlock, ReplyItem } from '../../commands/reply.js';
 import type { FleetApp, FleetView } from '../../fleet/model.js';
 import { selectApps, type AppSelector } from '../../fleet/select.js';
 import type { RunProgress } from '../run-store.js';
+import { LeaseLostError, type CheckpointEntry } from '../run-store.js';
+import { IN_FLIGHT_APP_STATES, nextAppState, TERMINAL_APP_STATES, type AppCheckpoint, type AppEvent, type AppState } from './sync-progress.js';
 import type { ActionContext, ActionPreview, PreviewContext, RunbookAction, StepOutcome } from './types.js';
 
 /** The info entry every sync carries, so an operation is recognisable as this run's (after a crash too). */
@@ -273,29 +275,23 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
 
 // ---------- execution ----------
 
-/**
- * Per-app checkpoint states. `posting` is written before the POST and `accepted` after it, so a
- * worker that dies in between leaves `posting`: the next one verifies (mirror, then one GET)
- * whether Argo CD took the sync before sending it again.
- */
-type AppState = 'pending' | 'posting' | 'unknown' | 'accepted' | 'done' | 'failed' | 'timeout' | 'skipped';
+const TERMINAL = TERMINAL_APP_STATES;
+const IN_FLIGHT = IN_FLIGHT_APP_STATES;
 
-interface AppCheckpoint extends Record<string, unknown> {
-  state: AppState;
-  instance: string;
-  app: string;
-  cluster: string;
-  wave: number;
-  reason?: string;
-  note?: string;
-  postedAt?: number;
-  verified?: boolean;
-  /** A failure already acted on (paused for); resuming does not pause for it again. */
-  acknowledged?: boolean;
+interface WaveCheckpoint extends CheckpointEntry {
+  state: 'started';
+  startedAt: number;
 }
 
-const TERMINAL: AppState[] = ['done', 'failed', 'timeout', 'skipped'];
-const IN_FLIGHT: AppState[] = ['posting', 'unknown', 'accepted'];
+/**
+ * How long after its `posting` mark a POST of an attempt can still reach Argo CD: the attempt checks
+ * a monotonic clock against it right before sending (half the window), and the request itself is
+ * bounded by the instance timeout. Only after that may a sync whose answer never came be concluded
+ * "not applied" and be sent again.
+ */
+export function postingWindowMs(instanceTimeoutMs: number): number {
+  return instanceTimeoutMs + 5000;
+}
 
 function taggedBy(op: Operation | undefined, runId: string): boolean {
   return !!op?.info?.some((i) => i.name === RUN_INFO_NAME && i.value === runId);
@@ -347,28 +343,62 @@ interface ArgoLikeError {
   status?: number;
 }
 
+/** The plan the preview stored for this step. */
+function planOf(ctx: ActionContext): BulkSyncPlan | undefined {
+  const data: Record<string, unknown> | undefined = ctx.run.preview?.byStep?.[ctx.stepId] ?? ctx.run.preview?.data;
+  if (!data || !Array.isArray(data.waves) || !Array.isArray(data.skipped)) return undefined;
+  return data as unknown as BulkSyncPlan;
+}
+
 async function execute(ctx: ActionContext): Promise<StepOutcome> {
-  const input = ctx.input as BulkSyncInput;
+  const input = bulkSyncInput.parse(ctx.input);
   const runId = ctx.run.id;
-  const plan = (ctx.run.preview?.byStep?.[ctx.stepId] ?? ctx.run.preview?.data) as unknown as BulkSyncPlan;
-  if (!plan?.waves) return { status: 'failed', error: 'the run has no bulk-sync plan (preview missing)' };
+  const plan = planOf(ctx);
+  if (!plan) return { status: 'failed', error: 'the run has no bulk-sync plan (preview missing)' };
   const fleet: FleetView & { events?: EventEmitter } = ctx.services.fleet;
-  const checkpoint = ctx.checkpoint as unknown as import('./types.js').Checkpoint<AppCheckpoint>;
+  const checkpoint = ctx.checkpoint<AppCheckpoint>();
+  const waveCheckpoint = ctx.checkpoint<WaveCheckpoint>('waves');
+  const windowFor = (instance: string) => postingWindowMs(ctx.services.config.instances.find((i) => i.name === instance)?.timeout ?? 30_000);
 
   // First attempt writes every app as pending; later attempts find their states.
   const loadStates = async () => new Map([...(await checkpoint.all())].filter(([k]) => !k.startsWith('wave:')));
   let states = await loadStates();
-  const missing: [string, AppCheckpoint][] = [];
+  const missing: { key: string; expected: undefined; value: AppCheckpoint }[] = [];
   plan.waves.forEach((w, wave) =>
     w.apps.forEach((a) => {
-      if (!states.has(appKey(a))) missing.push([appKey(a), { state: 'pending', ...a, wave }]);
+      if (!states.has(appKey(a))) missing.push({ key: appKey(a), expected: undefined, value: { state: 'pending', ...a, wave } });
     }),
   );
-  for (const s of plan.skipped) if (!states.has(appKey(s))) missing.push([appKey(s), { state: 'skipped', ...s, wave: -1, reason: s.reason }]);
+  for (const s of plan.skipped) if (!states.has(appKey(s))) missing.push({ key: appKey(s), expected: undefined, value: { state: 'skipped', ...s, wave: -1, reason: s.reason } });
   if (missing.length) {
-    await checkpoint.setMany(missing);
+    await checkpoint.transitionMany(missing);
     states = await loadStates();
   }
+
+  // Apps this attempt sent a POST for: never sent again by it, whatever the stored state says
+  // (a Redis that lost its last second of writes can show one of them `pending` again).
+  const sent = new Set<string>();
+  // Apps whose Argo CD state was read with a GET by this attempt, and when (ms, Redis time).
+  const checked = new Map<string, number>();
+
+  // A later attempt (a worker died, stalled, or Redis restarted) reads Argo CD itself first: a sync
+  // the last attempt sent may be missing from the checkpoint, and the mirror may not show it yet.
+  const attempt = ctx.run.steps.find((s) => s.id === ctx.stepId)?.attempts ?? 1;
+  const listed = new Map<string, Application>();
+  const unread = new Set(attempt > 1 ? [...states.values()].map((s) => s.instance) : []);
+  // Until its instance has been read, no app of it is sent (Argo CD unreachable: tried again each tick).
+  const readInstances = async () => {
+    for (const instance of [...unread]) {
+      try {
+        const list = await ctx.services.argocd.get(instance)?.listApplications();
+        for (const app of list?.items ?? []) listed.set(`${instance}/${app.metadata.name}`, app);
+        unread.delete(instance);
+      } catch {
+        // next tick
+      }
+    }
+  };
+  await readInstances();
 
   // Wake on every mirror event for one of our apps; otherwise re-read the (in-memory) mirror each tick.
   let wake: (() => void) | undefined;
@@ -395,10 +425,49 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
       wake = done;
     });
 
-  const live = (a: PlannedApp): Application | undefined => fleet.appsNamed(a.app).find((f) => f.instance === a.instance)?.app;
-  const update = async (key: string, next: AppCheckpoint) => {
-    states.set(key, next);
-    await checkpoint.set(key, next);
+  const live = (a: PlannedApp): Application | undefined => {
+    const key = appKey(a);
+    if (listed.has(key)) {
+      const fromList = listed.get(key)!;
+      const fromMirror = fleet.appsNamed(a.app).find((f) => f.instance === a.instance)?.app;
+      // The list answers "was it sent?"; the mirror, once it shows our operation, is as good and newer.
+      return fromMirror && ourOperation(fromMirror, runId) ? fromMirror : fromList;
+    }
+    return fleet.appsNamed(a.app).find((f) => f.instance === a.instance)?.app;
+  };
+
+  /**
+   * One compare-and-set transition, from the state this attempt last saw. When another executor (or
+   * a Redis that lost writes) changed it meanwhile, nothing is written and the stored entry is taken.
+   * A lost lease throws LeaseLostError.
+   */
+  const apply = async (key: string, event: AppEvent): Promise<boolean> => {
+    const s = states.get(key)!;
+    const t = nextAppState(s, event);
+    if (!t.ok) return false;
+    if (await checkpoint.transition(key, s.state, t.next)) {
+      states.set(key, t.next);
+      return true;
+    }
+    const stored = await checkpoint.get(key);
+    if (stored) states.set(key, stored);
+    return false;
+  };
+  const applyMany = async (changes: [string, AppEvent][]) => {
+    const writes: { key: string; expected: AppState; value: AppCheckpoint }[] = [];
+    for (const [key, event] of changes) {
+      const s = states.get(key)!;
+      const t = nextAppState(s, event);
+      if (t.ok) writes.push({ key, expected: s.state, value: t.next });
+    }
+    const written = await checkpoint.transitionMany(writes);
+    for (const [i, w] of writes.entries()) {
+      if (written[i]) states.set(w.key, w.value);
+      else {
+        const stored = await checkpoint.get(w.key);
+        if (stored) states.set(w.key, stored);
+      }
+    }
   };
 
   const report = (waveIndex: number) => {
@@ -424,20 +493,38 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
     return counts;
   };
 
-  const post = async (key: string, s: AppCheckpoint, app: Application) => {
-    const api = ctx.services.argocd.get(s.instance);
+  const syncParams = { prune: input.prune, dryRun: input.dryRun, revision: input.revision };
+
+  /**
+   * Sends one app's sync. Order matters: the rate limiter first (an abort or pause while waiting
+   * sends nothing), then the `posting` mark under the lease (refused once a pause, an abort or a
+   * newer attempt took the lease), then a monotonic-clock check that this process was not frozen
+   * past the posting window since the mark, then the POST.
+   */
+  const post = async (key: string) => {
+    const planned = states.get(key)!;
+    const api = ctx.services.argocd.get(planned.instance);
     if (!api) {
-      await update(key, { ...s, state: 'failed', reason: `no Argo CD client for instance ${s.instance}` });
+      await apply(key, { type: 'gone', reason: `no Argo CD client for instance ${planned.instance}` });
       return;
     }
-    if (!(await checkpoint.transition(key, s.state, { ...s, state: 'posting' }))) {
-      // Another executor of this step (a recovered duplicate) took it.
-      states.set(key, (await checkpoint.get(key)) ?? s);
+    try {
+      await ctx.limiter.acquire(planned.instance, ctx.signal);
+    } catch {
+      return; // aborted while waiting: nothing sent, nothing written
+    }
+    if (ctx.signal.aborted || states.get(key)!.state !== 'pending') return;
+    const app = live(planned);
+    if (!app) return;
+    if (ourOperation(app, runId)) {
+      await apply(key, { type: 'found' });
       return;
     }
-    states.set(key, { ...s, state: 'posting' });
+    const before = performance.now();
+    if (!(await apply(key, { type: 'claim' }))) return;
+    if (ctx.signal.aborted || performance.now() - before > windowFor(planned.instance) / 2) return;
     const request: ApplicationSyncRequest = {
-      name: s.app,
+      name: planned.app,
       appNamespace: app.metadata.namespace,
       project: app.spec.project,
       prune: input.prune,
@@ -445,80 +532,112 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
       ...(input.revision ? { revision: input.revision } : {}),
       infos: [{ name: RUN_INFO_NAME, value: runId }],
     };
-    await ctx.limiter.acquire(s.instance, ctx.signal).catch(() => {});
+    sent.add(key);
+    let failure: ArgoLikeError | undefined;
     try {
       await api.sync(request);
-      await update(key, { ...s, state: 'accepted', postedAt: ctx.now(), note: undefined });
-      // Recorded without holding up the next POST; the engine's audit writer never throws.
-      void ctx.audit({ kind: 'argocd.sync', who: ctx.run.requester, target: key, params: { prune: input.prune, dryRun: input.dryRun, revision: input.revision }, result: 'accepted' });
     } catch (err) {
-      const e = err as ArgoLikeError;
-      const message = e.argoMessage ?? e.message;
-      if (e.maybeApplied || ['unavailable', 'rate_limited', 'timeout', 'network'].includes(e.code ?? '') || !e.code) {
-        // The POST may or may not have reached Argo CD (the client's own retry may even have met our
-        // first attempt's operation): verify before sending it again.
-        await update(key, { ...s, state: 'unknown', verified: false, note: message });
-      } else if (e.code === 'operation_in_progress' || /another operation is already in progress/i.test(message)) {
-        await update(key, { ...s, state: 'pending', note: 'waiting: another operation is in progress' });
-      } else {
-        await update(key, { ...s, state: 'failed', reason: `sync refused: ${message}` });
-      }
-      await ctx.audit({ kind: 'argocd.sync', who: ctx.run.requester, target: key, params: { prune: input.prune, dryRun: input.dryRun, revision: input.revision }, result: `error: ${e.code ?? 'unknown'}`, message });
+      failure = err as ArgoLikeError;
     }
+    if (!failure) {
+      await apply(key, { type: 'answered' });
+      // Recorded without holding up the next POST; the engine's audit writer never throws.
+      void ctx.audit({ kind: 'argocd.sync', who: ctx.run.requester, target: key, params: syncParams, result: 'accepted' });
+      return;
+    }
+    const message = failure.argoMessage ?? failure.message;
+    if (failure.maybeApplied || ['unavailable', 'rate_limited', 'timeout', 'network'].includes(failure.code ?? '') || !failure.code) {
+      // The POST may have reached Argo CD: verified with a GET (now, and after the posting window), never re-sent blindly.
+      await apply(key, { type: 'answerLost', note: message });
+    } else if (failure.code === 'operation_in_progress') {
+      // Refused on its only try: nothing was applied. Which operation runs is read off the app next tick.
+      sent.delete(key);
+      await apply(key, { type: 'busy', note: 'waiting: another operation is in progress' });
+    } else {
+      await apply(key, { type: 'refused', reason: message });
+    }
+    await ctx.audit({ kind: 'argocd.sync', who: ctx.run.requester, target: key, params: syncParams, result: `error: ${failure.code ?? 'unknown'}`, message });
   };
 
-  /** A `posting`/`unknown` app: did Argo CD take our sync? The mirror first; one GET if it cannot tell. */
-  const verify = async (key: string, s: AppCheckpoint, app: Application | undefined) => {
+  /**
+   * A `posting` or `unknown` app this attempt is not sending: did Argo CD take the sync? The mirror
+   * first, then a GET at once and one more after the posting window; only that last one may
+   * conclude the sync never took.
+   */
+  const verify = async (key: string, redisNow: number) => {
+    const s = states.get(key)!;
+    const app = live(s);
     if (app && ourOperation(app, runId)) {
-      await update(key, { ...s, state: 'accepted', note: undefined });
+      await apply(key, { type: 'found' });
       return;
     }
-    if (s.verified) {
-      await update(key, { ...s, state: 'pending', verified: false });
-      return;
-    }
+    const windowPassed = redisNow > (s.at ?? 0) + windowFor(s.instance);
+    const last = checked.get(key);
+    // One GET as soon as the mark is seen, one after its window; none in between.
+    if (last !== undefined && last >= (s.at ?? 0) && (!windowPassed || last > (s.at ?? 0) + windowFor(s.instance))) return;
     const api = ctx.services.argocd.get(s.instance);
     try {
+      await ctx.assertLease();
       const fresh = await api!.getApplication({ name: s.app, appNamespace: app?.metadata.namespace, project: app?.spec.project });
-      const ours = ourOperation(fresh, runId);
-      await update(key, ours ? { ...s, state: 'accepted', verified: true, note: undefined } : { ...s, state: 'pending', verified: true });
-    } catch {
+      checked.set(key, redisNow);
+      if (ourOperation(fresh, runId)) await apply(key, { type: 'found' });
+      else if (windowPassed && !sent.has(key)) await apply(key, { type: 'notApplied', windowPassed });
+      else if (windowPassed) {
+        // This attempt sent it and the answer was lost: as above, the window has passed with no trace of it.
+        sent.delete(key);
+        await apply(key, { type: 'notApplied', windowPassed });
+      }
+    } catch (err) {
+      if (err instanceof LeaseLostError) throw err;
       // Argo CD is still failing: try again next tick.
     }
   };
 
+  const stopped = (wave: number): StepOutcome | undefined => {
+    if (!ctx.signal.aborted) return undefined;
+    report(wave);
+    const reason = String(ctx.signal.reason);
+    if (reason === 'abort') return { status: 'aborted', output: summarize(states) };
+    if (reason === 'timeout') return { status: 'failed', error: 'bulk-sync step timed out', output: summarize(states) };
+    if (reason === 'lease-lost' || reason === 'stale') return { status: 'interrupted', output: summarize(states) };
+    return { status: 'paused', reason: reason === 'pause' ? 'paused by a user' : reason, output: summarize(states) };
+  };
+
+  let currentWave = 0;
   try {
     for (let wave = 0; wave < plan.waves.length; wave++) {
+      currentWave = wave;
       const keys = plan.waves[wave].apps.map(appKey);
       const waveKey = `wave:${wave}`;
-      const started = ((await checkpoint.get(waveKey)) as unknown as { startedAt?: number } | undefined)?.startedAt ?? ctx.now();
-      await checkpoint.set(waveKey, { state: 'started', startedAt: started } as never);
+      let started = (await waveCheckpoint.get(waveKey))?.startedAt;
+      if (started === undefined) {
+        started = ctx.now();
+        await waveCheckpoint.set(waveKey, { state: 'started', startedAt: started });
+      }
       for (;;) {
-        if (ctx.signal.aborted) {
-          report(wave);
-          const reason = String(ctx.signal.reason);
-          if (reason === 'abort') return { status: 'aborted', output: summarize(states) };
-          if (reason === 'timeout') return { status: 'failed', error: 'bulk-sync step timed out', output: summarize(states) };
-          return { status: 'paused', reason: reason === 'pause' ? 'paused by a user' : reason, output: summarize(states) };
-        }
+        const stop = stopped(wave);
+        if (stop) return stop;
         dirty = false;
+        if (unread.size) await readInstances();
         let inFlight = keys.filter((k) => IN_FLIGHT.includes(states.get(k)!.state)).length;
-        // Transitions read off the mirror are written in one batch per tick: after a crash they are
-        // read off the mirror again. Only the writes around a POST must hit Redis before moving on.
-        const batch: [string, AppCheckpoint][] = [];
-        const stage = (key: string, next: AppCheckpoint) => {
-          states.set(key, next);
-          batch.push([key, next]);
-        };
+        // Transitions read off the mirror go in one round trip per tick; the ones around a POST are written one by one, before moving on.
+        const batch: [string, AppEvent][] = [];
         let freed = 0;
         const calls: Promise<void>[] = [];
+        const uncertain = keys.filter((k) => {
+          const st = states.get(k)!.state;
+          return st === 'posting' || st === 'unknown';
+        });
+        if (uncertain.length) {
+          const redisNow = await ctx.redisNow();
+          for (const key of uncertain) calls.push(verify(key, redisNow));
+        }
         for (const key of keys) {
           const s = states.get(key)!;
           const app = live(s);
-          if (s.state === 'posting' || s.state === 'unknown') calls.push(verify(key, s, app));
-          else if (s.state === 'accepted') {
+          if (s.state === 'accepted') {
             if (input.gate === 'none' || input.dryRun) {
-              stage(key, { ...s, state: 'done' });
+              batch.push([key, { type: 'finished', succeeded: true }]);
               freed++;
               continue;
             }
@@ -526,38 +645,41 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
             if (op === 'completed') {
               const phase = app!.status!.operationState!.phase;
               if (phase !== 'Succeeded') {
-                stage(key, { ...s, state: 'failed', reason: failureReason(app!) });
+                batch.push([key, { type: 'finished', succeeded: false, reason: failureReason(app!) }]);
                 freed++;
               } else if (gateReached(app!, input.gate)) {
-                stage(key, { ...s, state: 'done' });
+                batch.push([key, { type: 'finished', succeeded: true }]);
                 freed++;
               }
             }
           } else if (s.state === 'pending' && inFlight < input.concurrency) {
+            if (unread.has(s.instance)) continue;
             if (!app) {
-              stage(key, { ...s, state: 'failed', reason: 'app no longer exists' });
+              batch.push([key, { type: 'gone', reason: 'app no longer exists' }]);
               continue;
             }
             if (ourOperation(app, runId)) {
-              // Already ours (a duplicate executor or an earlier attempt got it through): never send twice.
-              await update(key, { ...s, state: 'accepted', note: undefined });
+              // Already ours (an earlier attempt got it through): never send twice.
+              batch.push([key, { type: 'found' }]);
               inFlight++;
               continue;
             }
+            if (sent.has(key)) continue; // sent by this attempt; its stored mark was lost: the mirror will show it
             const busy = foreignOperationRunning(app, runId);
             if (busy) {
-              if (s.note !== `waiting: ${busy}`) stage(key, { ...s, note: `waiting: ${busy}` });
+              if (s.note !== `waiting: ${busy}`) batch.push([key, { type: 'waiting', note: `waiting: ${busy}` }]);
               continue;
             }
             inFlight++;
-            calls.push(post(key, s, app));
+            calls.push(post(key));
           }
         }
         await Promise.all(calls);
-        if (batch.length) await checkpoint.setMany(batch);
+        if (batch.length) await applyMany(batch);
         const open = keys.filter((k) => !TERMINAL.includes(states.get(k)!.state));
         if (!open.length) break;
         if (ctx.now() - started > input.waveTimeout) {
+          const timeouts: [string, AppEvent][] = [];
           for (const key of open) {
             const s = states.get(key)!;
             const app = live(s);
@@ -567,20 +689,24 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
                 : app && ourOperation(app, runId) === 'running'
                   ? `timed out: sync still running${app.status?.operationState?.message ? ` (${app.status.operationState.message})` : ''}`
                   : `timed out: ${waitingReason(app, input.gate)}`;
-            states.set(key, { ...s, state: 'timeout', reason });
-            await checkpoint.set(key, states.get(key)!);
+            timeouts.push([key, { type: 'timedOut', reason }]);
+          }
+          await applyMany(timeouts);
+        }
+        const fresh = keys.filter((k) => {
+          const s = states.get(k)!;
+          return (s.state === 'failed' || s.state === 'timeout') && !s.acknowledged;
+        });
+        if (fresh.length) {
+          const names = fresh.map((k) => `${states.get(k)!.app} (${states.get(k)!.reason})`);
+          await applyMany(fresh.map((k) => [k, { type: 'acknowledge' }]));
+          if (input.onFailure !== 'continue') {
+            report(wave);
+            const text = `${fresh.length} app${fresh.length === 1 ? '' : 's'} failed in wave ${wave + 1}: ${names.slice(0, 5).join('; ')}${names.length > 5 ? ` and ${names.length - 5} more` : ''}`;
+            if (input.onFailure === 'abort') return { status: 'failed', error: text, output: summarize(states) };
+            return { status: 'paused', reason: `${text}`, output: summarize(states) };
           }
         }
-        const fresh = [...states.entries()].filter(([k, s]) => keys.includes(k) && (s.state === 'failed' || s.state === 'timeout') && !s.acknowledged);
-        if (fresh.length && input.onFailure !== 'continue') {
-          for (const [k, s] of fresh) await update(k, { ...s, acknowledged: true });
-          report(wave);
-          const names = fresh.map(([, s]) => `${s.app} (${s.reason})`);
-          const text = `${fresh.length} app${fresh.length === 1 ? '' : 's'} failed in wave ${wave + 1}: ${names.slice(0, 5).join('; ')}${names.length > 5 ? ` and ${names.length - 5} more` : ''}`;
-          if (input.onFailure === 'abort') return { status: 'failed', error: text, output: summarize(states) };
-          return { status: 'paused', reason: `${text}`, output: summarize(states) };
-        }
-        if (fresh.length) for (const [k, s] of fresh) await update(k, { ...s, acknowledged: true });
         if (!keys.some((k) => !TERMINAL.includes(states.get(k)!.state))) break;
         report(wave);
         // Slots just freed and apps waiting: start them now rather than on the next event or tick.
@@ -589,6 +715,12 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
       }
       report(wave);
     }
+  } catch (err) {
+    if (err instanceof LeaseLostError) {
+      report(currentWave);
+      return { status: 'interrupted', output: summarize(states) };
+    }
+    throw err;
   } finally {
     fleet.events?.off('app', onApp);
     ctx.signal.removeEventListener('abort', abortWake);
@@ -619,7 +751,7 @@ export const bulkSyncAction: RunbookAction = {
   name: 'bulk-sync',
   description: 'Sync many apps, each once, in ordered waves with a health gate, following progress through the fleet watch',
   destructive: true,
-  input: bulkSyncInput as unknown as z.ZodType<Record<string, unknown>>,
+  input: bulkSyncInput,
   preview,
   execute,
 };

@@ -100,13 +100,15 @@ async function pauseExecute(ctx: ActionContext): Promise<StepOutcome> {
   const pctx = { argocd: ctx.services.argocd, by: ctx.run.requester, runId: ctx.run.id, now: new Date(record.at) };
   for (const [i, change] of plan.changes.entries()) {
     const key = `change:${i}`;
-    if ((await ctx.checkpoint.get(key))?.state === 'applied') continue;
+    if ((await ctx.checkpoint().get(key))?.state === 'applied') continue;
     await ctx.limiter.acquire(change.instance, ctx.signal);
+    await ctx.assertLease();
     await applyPauseChange(change, pctx);
-    await ctx.checkpoint.set(key, { state: 'applied' });
+    await ctx.checkpoint().set(key, { state: 'applied' });
     await ctx.audit({ kind: 'argocd.mutation', who: ctx.run.requester, message: `pause ${change.kind} ${change.name}: ${change.field}`, params: { before: change.before, after: change.after }, result: 'ok' });
   }
   let terminated: string[] = [];
+  if (input.terminate && plan.runningOperations.length) await ctx.assertLease();
   if (input.terminate && plan.runningOperations.length) terminated = await terminateOperations(plan.instance, plan.runningOperations, pctx);
   if (input.verifyAfterMs) await new Promise((r) => setTimeout(r, input.verifyAfterMs));
   const reverted = await verifyPause(plan.changes, ctx.services.argocd);
@@ -163,6 +165,7 @@ async function resumeExecute(ctx: ActionContext): Promise<StepOutcome> {
   // Parents first: restoring the child while its parent still has auto-sync off is harmless, the reverse is not.
   const ordered = [...record.changes].reverse();
   for (const change of ordered) {
+    await ctx.assertLease();
     try {
       const outcome = await resumeChange(change, ctx.services.argocd);
       if (outcome === 'restored') {
@@ -321,15 +324,16 @@ async function restoreExecute(ctx: ActionContext): Promise<StepOutcome> {
   const target = kube(ctx, input.to);
   const source = keySource(ctx, input);
   const phase = async (name: string, work: (interrupted: boolean) => Promise<Record<string, unknown>>, headline: (o: Record<string, unknown>) => string) => {
-    const saved = await ctx.checkpoint.get(name);
+    const saved = await ctx.checkpoint().get(name);
     if (saved?.state === 'done') {
-      const { state: _state, ...done } = saved;
+      const { state: _state, at: _at, ...done } = saved;
       return done;
     }
     // 'started' left by a worker that died mid-phase: the phase's writes may have happened.
-    await ctx.checkpoint.set(name, { state: 'started' });
+    // The write is fenced: an attempt that lost its lease stops here, before the phase's calls.
+    await ctx.checkpoint().set(name, { state: 'started' });
     const output = await work(saved?.state === 'started');
-    await ctx.checkpoint.set(name, { state: 'done', ...output });
+    await ctx.checkpoint().set(name, { state: 'done', ...output });
     ctx.progress({ headline: `restore onto ${input.to}: ${headline(output)}`, counts: {}, failing: [], updatedAt: new Date(ctx.now()).toISOString() });
     return output;
   };
@@ -418,8 +422,8 @@ async function restoreExecute(ctx: ActionContext): Promise<StepOutcome> {
 }
 
 export const controlActions: RunbookAction[] = [
-  { name: 'pause-rollout', description: 'Hold a rollout or auto-sync, recording every change for resume', destructive: true, input: pauseInput as never, defaultTimeoutMs: 5 * 60_000, preview: pausePreview, execute: pauseExecute },
-  { name: 'resume-rollout', description: 'Restore exactly what pause-rollout changed', destructive: true, input: resumeInput as never, defaultTimeoutMs: 5 * 60_000, preview: resumePreview, execute: resumeExecute },
-  { name: 'backup-sealed-secrets-keys', description: "Copy a cluster's sealed-secrets keys to the backup location", destructive: false, input: backupInput as never, defaultTimeoutMs: 5 * 60_000, preview: backupPreview, execute: backupExecute },
-  { name: 'restore-sealed-secrets-keys', description: 'Restore sealed-secrets keys onto a cluster, restart, verify, back up', destructive: true, input: restoreInput as never, defaultTimeoutMs: 15 * 60_000, preview: restorePreview, execute: restoreExecute },
+  { name: 'pause-rollout', description: 'Hold a rollout or auto-sync, recording every change for resume', destructive: true, input: pauseInput, defaultTimeoutMs: 5 * 60_000, preview: pausePreview, execute: pauseExecute },
+  { name: 'resume-rollout', description: 'Restore exactly what pause-rollout changed', destructive: true, input: resumeInput, defaultTimeoutMs: 5 * 60_000, preview: resumePreview, execute: resumeExecute },
+  { name: 'backup-sealed-secrets-keys', description: "Copy a cluster's sealed-secrets keys to the backup location", destructive: false, input: backupInput, defaultTimeoutMs: 5 * 60_000, preview: backupPreview, execute: backupExecute },
+  { name: 'restore-sealed-secrets-keys', description: 'Restore sealed-secrets keys onto a cluster, restart, verify, back up', destructive: true, input: restoreInput, defaultTimeoutMs: 15 * 60_000, preview: restorePreview, execute: restoreExecute },
 ];

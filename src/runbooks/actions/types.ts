@@ -3,7 +3,7 @@ import type { ReplyBlock } from '../../commands/reply.js';
 import type { Services } from '../../commands/registry.js';
 import type { InstanceRateLimiter } from '../../jobs/rate-limit.js';
 import type { AuditEvent } from '../audit.js';
-import type { Run, RunProgress } from '../run-store.js';
+import type { Checkpoint, CheckpointEntry, Run, RunProgress } from '../run-store.js';
 
 /** An app a run acts on; it is locked for the whole run. */
 export interface RunTarget {
@@ -30,15 +30,7 @@ export interface PreviewContext {
   runId: string;
 }
 
-/** Per-step durable state that survives a crash of the worker: one hash field per key. */
-export interface Checkpoint<T = Record<string, unknown>> {
-  all(): Promise<Map<string, T>>;
-  get(key: string): Promise<T | undefined>;
-  set(key: string, value: T): Promise<void>;
-  setMany(entries: [string, T][]): Promise<void>;
-  /** Writes `value` only when the stored `state` field equals `expectedState` (`undefined` = absent). Atomic. */
-  transition(key: string, expectedState: string | undefined, value: T & { state: string }): Promise<boolean>;
-}
+export type { Checkpoint, CheckpointEntry } from '../run-store.js';
 
 export type StepOutcome =
   | { status: 'succeeded'; output?: Record<string, unknown> }
@@ -46,15 +38,25 @@ export type StepOutcome =
   /** The step stopped itself (its onFailure=pause) or saw a pause; resuming re-runs it from its checkpoint. */
   | { status: 'paused'; reason: string; output?: Record<string, unknown> }
   /** The step saw an abort and stopped. */
-  | { status: 'aborted'; output?: Record<string, unknown> };
+  | { status: 'aborted'; output?: Record<string, unknown> }
+  /** The attempt lost its lease (a pause, an abort, a newer attempt) and stopped before its next call; the engine reads which. */
+  | { status: 'interrupted'; output?: Record<string, unknown> };
 
 export interface ActionContext {
   run: Run;
   stepId: string;
   input: Record<string, unknown>;
   services: Services;
-  checkpoint: Checkpoint;
-  /** Aborted with reason 'pause' | 'abort' | 'timeout' | 'stale' | 'shutdown'. */
+  /**
+   * The step's durable state, written under the attempt's lease: a write after the lease was lost
+   * throws LeaseLostError. `part` keeps entries of another shape in their own hash.
+   */
+  checkpoint<T extends CheckpointEntry = CheckpointEntry & Record<string, unknown>>(part?: string): Checkpoint<T>;
+  /** Throws LeaseLostError unless this attempt still holds the lease: call it right before an outside call that a checkpoint write does not already fence. */
+  assertLease(): Promise<void>;
+  /** Redis's clock (ms), the clock of checkpoint `at` times, shared by every worker. */
+  redisNow(): Promise<number>;
+  /** Aborted with reason 'pause' | 'abort' | 'timeout' | 'stale' | 'shutdown' | 'lease-lost'. */
   signal: AbortSignal;
   /** Absolute ms deadline of the step (its timeout), if any. */
   deadline?: number;
