@@ -287,28 +287,44 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     url: URL,
   ): Promise<void> {
     const method = req.method ?? 'GET';
-    const { delayMs, failure } = faults.take(store.name, method, path);
+    const { delayMs, failure, loseAnswer } = faults.take(store.name, method, path);
     if (delayMs) await sleep(delayMs);
     if (failure) return writeHttpFailure(res, failure);
+    if (!loseAnswer) return serveApi(req, res, store, path, url, (status, body) => sendJson(res, status, body));
+    // Served in full (an operation started and recorded), then the connection is dropped before any answer byte.
+    const drop = () => void res.destroy();
+    await serveApi(req, res, store, path, url, drop).catch(drop);
+  }
+
+  async function serveApi(
+    req: IncomingMessage,
+    res: ServerResponse,
+    store: InstanceStore,
+    path: string,
+    url: URL,
+    answer: (status: number, body: unknown) => void,
+  ): Promise<void> {
+    const method = req.method ?? 'GET';
+    const fail = (error: SimApiError) => answer(error.httpStatus, error.body());
 
     if (path === '/api/version') return sendJson(res, 200, { Version: 'v3.5.1+109ca7c' });
     const token = bearer(req);
-    if (!token) return sendError(res, new SimApiError(GrpcCode.Unauthenticated, 'no session information'));
+    if (!token) return fail(new SimApiError(GrpcCode.Unauthenticated, 'no session information'));
     const account = token === store.token ? admin : accounts.get(store.name)?.get(token);
     if (!account)
-      return sendError(res, new SimApiError(GrpcCode.Unauthenticated, 'invalid session: token signature is invalid'));
+      return fail(new SimApiError(GrpcCode.Unauthenticated, 'invalid session: token signature is invalid'));
 
-    if (!path.startsWith('/api/v1/')) return sendError(res, new SimApiError(GrpcCode.NotFound, 'Not Found'));
+    if (!path.startsWith('/api/v1/')) return fail(new SimApiError(GrpcCode.NotFound, 'Not Found'));
     let segments: string[];
     try {
       segments = path.slice('/api/v1/'.length).split('/').filter(Boolean).map(decodeURIComponent);
     } catch {
-      return sendError(res, new SimApiError(GrpcCode.InvalidArgument, `malformed path ${path}`));
+      return fail(new SimApiError(GrpcCode.InvalidArgument, `malformed path ${path}`));
     }
     const found = matchRoute(segments);
-    if (!found) return sendError(res, new SimApiError(GrpcCode.NotFound, 'Not Found'));
+    if (!found) return fail(new SimApiError(GrpcCode.NotFound, 'Not Found'));
     const handler = found.route.methods[method];
-    if (!handler) return sendError(res, new SimApiError(GrpcCode.Unimplemented, 'Method Not Allowed', 405));
+    if (!handler) return fail(new SimApiError(GrpcCode.Unimplemented, 'Method Not Allowed', 405));
     const rawBody = method === 'GET' || method === 'HEAD' ? '' : await readBody(req);
     const apiReq: ApiRequest = {
       core,
@@ -327,8 +343,8 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     const result: RouteResult = await handler(apiReq);
     if (result === 'handled') return;
     const status = result.status ?? 200;
-    if ('raw' in result) return sendJson(res, status, result.raw);
-    return sendJson(res, status, result.json);
+    if ('raw' in result) return answer(status, result.raw);
+    return answer(status, result.json);
   }
 
   const handleKube = (req: IncomingMessage, res: ServerResponse, url: URL) =>

@@ -53,6 +53,21 @@ describe('HTTP faults', () => {
     expect((await call('prod', '/api/v1/applications')).status).toBe(200);
   });
 
+  it('answerLost: serves a sync in full (operation started, recorded as accepted) and destroys the connection instead of answering', async () => {
+    await clearSimOperations(sim);
+    const apps = (await (await call('prod', '/api/v1/applications')).json()) as { items: Application[] };
+    const name = apps.items.find((a) => !a.operation && a.status?.operationState?.phase !== 'Running')!.metadata.name;
+    expect((await simFault(sim, { instance: 'prod', kind: 'answerLost', match: '/sync', method: 'POST', count: 1 })).status).toBe(200);
+    await expect(sync('prod', name, { infos: [{ name: 'rollcall-run', value: 'r-lost1' }] })).rejects.toThrow();
+    const ops = await simOperations(sim, 'prod');
+    expect(ops.filter((o) => o.method === 'POST' && o.app === name)).toMatchObject([{ status: 200 }]);
+    const app = await get('prod', name);
+    const op = app.operation ?? app.status?.operationState?.operation;
+    expect(op?.info).toEqual([{ name: 'rollcall-run', value: 'r-lost1' }]);
+    // Counted: the next request is answered.
+    expect((await call('prod', `/api/v1/applications/${name}`)).status).toBe(200);
+  });
+
   it('answers 429 with Retry-After', async () => {
     await simFault(sim, { kind: 'http429', retryAfterSeconds: 7, count: 1 });
     const res = await call('staging', '/api/v1/applications');

@@ -33,6 +33,18 @@ export type HttpFault =
       method?: string;
       until?: number;
       remaining?: number;
+    }
+  | {
+      /**
+       * The request is served in full (a sync starts its operation and is recorded) but its answer
+       * never arrives: the connection is destroyed instead, as when a proxy or the network drops it.
+       */
+      kind: 'answerLost';
+      instance?: string;
+      match?: string;
+      method?: string;
+      until?: number;
+      remaining?: number;
     };
 
 export class FaultBook {
@@ -47,15 +59,24 @@ export class FaultBook {
     return true;
   }
 
-  /** Latency to add and the failure (if any) to answer with, consuming counted faults. */
-  take(instance: string, method: string, path: string): { delayMs: number; failure?: HttpFault } {
+  /**
+   * Latency to add, the failure (if any) to answer with, and whether the answer is to be lost after
+   * the request was served; consumes counted faults.
+   */
+  take(instance: string, method: string, path: string): { delayMs: number; failure?: HttpFault; loseAnswer: boolean } {
     const now = Date.now();
     let delayMs = 0;
     let failure: HttpFault | undefined;
+    let loseAnswer = false;
     for (const f of this.http) {
       if (!this.applies(f, instance, method, path, now)) continue;
       if (f.kind === 'latency') delayMs += f.ms;
-      else if (!failure) {
+      else if (f.kind === 'answerLost') {
+        if (!loseAnswer && !failure) {
+          loseAnswer = true;
+          if (f.remaining !== undefined) f.remaining--;
+        }
+      } else if (!failure && !loseAnswer) {
         failure = f;
         if (f.remaining !== undefined) f.remaining--;
       }
@@ -66,7 +87,7 @@ export class FaultBook {
       if ((f.remaining !== undefined && f.remaining <= 0) || (f.until !== undefined && now > f.until))
         this.http.splice(i, 1);
     }
-    return { delayMs, failure };
+    return { delayMs, failure, loseAnswer };
   }
 
   clearHttp(instance?: string): void {
@@ -153,6 +174,10 @@ export function applyFault(core: SimCore, faults: FaultBook, body: unknown): { a
       faults.http.push({ kind, retryAfterSeconds, ...scope, ...limits() });
       return { applied: `http 429 retry-after ${retryAfterSeconds}s` };
     }
+    case 'answerLost': {
+      faults.http.push({ kind, ...scope, ...limits() });
+      return { applied: 'answers lost after the request is served' };
+    }
     case 'fail': {
       const inst = needInstance();
       const app = needApp(inst);
@@ -209,7 +234,7 @@ export function applyFault(core: SimCore, faults: FaultBook, body: unknown): { a
     }
     default:
       throw new FaultRequestError(
-        `unknown fault kind "${String(b.kind)}": use fail, crashloop, clear, latency, http5xx, http429, clusterDown, syncWindow or dropStreams`,
+        `unknown fault kind "${String(b.kind)}": use fail, crashloop, clear, latency, http5xx, http429, answerLost, clusterDown, syncWindow or dropStreams`,
       );
   }
 }
