@@ -476,6 +476,7 @@ class Engine implements RunService {
     const { run, token: lease } = leased;
     const startedAt = run.steps.find((s) => s.id === stepId)!.startedAt!;
     const attempt = run.steps.find((s) => s.id === stepId)!.attempts;
+    this.opts.logger?.info({ runId, stepId, attempt }, 'step attempt started');
     await this.record({ kind: 'step.start', who: ENGINE_USER, runId, target: stepId, result: `attempt ${attempt}` });
 
     const control = new AbortController();
