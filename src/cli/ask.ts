@@ -106,7 +106,8 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
       }
       // Only --wait runs steps here; otherwise a queued run is left to the workers (`rollcall start`)
       // and ask returns at once instead of holding the terminal until the run ends.
-      await runtime.enableRuns({ role: opts.wait ? 'all' : 'bot', redisUrl, schedules: false });
+      // --wait executes its own run's steps (exclusive: never another run's, nor with this terminal's config for someone else's).
+      await runtime.enableRuns({ role: opts.wait ? 'all' : 'bot', redisUrl, schedules: false, exclusive: opts.wait });
     }
 
     const ctx: CommandContext = {
@@ -121,6 +122,7 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
     let reply = await dispatch(text, ctx);
     const runId = typeof reply.data.runId === 'string' ? reply.data.runId : undefined;
     if (opts.wait && runId && reply.ok) {
+      runtime.adoptRun(runId);
       if (!opts.json) out(renderText(reply, { color: process.stdout.isTTY }));
       const command = reply.command;
       reply = await dispatch(`runs wait ${runId}`, ctx);

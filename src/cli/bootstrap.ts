@@ -17,7 +17,10 @@ export interface Runtime {
   clients: Map<string, ArgoApi>;
   /** Starts the runbook engine (Redis) on demand; read-only use never needs Redis. */
   /** `schedules` (default: any role but bot) runs the schedules of rollcall.yaml here; a one-shot `ask` does not. */
-  enableRuns(opts: { role: 'all' | 'bot' | 'worker'; redisUrl: string; schedules?: boolean }): Promise<void>;
+  /** `exclusive`: this process executes only the runs given to `adoptRun` (ask --wait). */
+  enableRuns(opts: { role: 'all' | 'bot' | 'worker'; redisUrl: string; schedules?: boolean; exclusive?: boolean }): Promise<void>;
+  /** Lets an exclusive engine execute this run's steps. */
+  adoptRun(runId: string): void;
   stop(): Promise<void>;
 }
 
@@ -43,9 +46,12 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
     services,
     mirror,
     clients,
-    async enableRuns({ role, redisUrl, schedules: withSchedules = role !== 'bot' }) {
+    adoptRun(runId) {
+      engine?.adopt(runId);
+    },
+    async enableRuns({ role, redisUrl, schedules: withSchedules = role !== 'bot', exclusive }) {
       if (engine) return;
-      engine = await startEngine(services, { role, redisUrl, prefix: config.redis.prefix, logger: opts.logger });
+      engine = await startEngine(services, { role, redisUrl, prefix: config.redis.prefix, logger: opts.logger, exclusive });
       services.runs = engine.runs;
       pausesRedis = createRedis(redisUrl);
       services.pauses = new PauseStore(pausesRedis, config.redis.prefix);

@@ -93,6 +93,11 @@ export interface EngineOptions {
   /** Steps processed at once by this process. @defaultValue 20 */
   concurrency?: number;
   logger?: { info(o: unknown, m?: string): void; warn(o: unknown, m?: string): void; error(o: unknown, m?: string): void };
+  /**
+   * Execute only the runs handed to `adopt` (a terminal's `ask --wait`): another run's step is put
+   * back on the queue untouched, for the workers configured to run it.
+   */
+  exclusive?: boolean;
 }
 
 const ENGINE_USER = 'rollcall';
@@ -462,8 +467,15 @@ class Engine implements RunService {
     }
   }
 
+  /** Runs this process may execute when `exclusive`. */
+  readonly adopted = new Set<string>();
+
   private async process(job: Job<StepJobData>, token: string | undefined, bullSignal?: AbortSignal): Promise<string> {
     const { runId, stepId, generation } = job.data;
+    if (this.opts.exclusive && !this.adopted.has(runId)) {
+      await job.moveToDelayed(Date.now() + 250, token);
+      throw new DelayedError();
+    }
     const current = await this.store.get(runId);
     if (!current || current.status !== 'running' || current.currentStep !== stepId || current.generation !== generation) return 'stale';
     const runbook = this.runbook(current.runbook);
@@ -661,6 +673,8 @@ export interface EngineHandle {
   runs: RunService;
   /** Whether the engine's Redis connection is up right now (for readiness). */
   redisHealthy(): boolean;
+  /** With `exclusive`: this process may execute the run's steps. */
+  adopt(runId: string): void;
   stop(): Promise<void>;
   /** Tests: stop as if the process died (no graceful finish). */
   crash(): Promise<void>;
@@ -675,6 +689,7 @@ export async function startEngine(services: Services, opts: EngineOptions): Prom
   return {
     runs: engine,
     redisHealthy: () => engine.redisUp,
+    adopt: (runId) => void engine.adopted.add(runId),
     stop: async () => {
       await engine.close();
       await closeRedis(redis);
