@@ -267,7 +267,7 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
   return {
     targets: toSync.map((f) => ({ instance: f.instance, app: f.app.metadata.name, cluster: f.cluster })),
     summary,
-    data: plan as unknown as Record<string, unknown>,
+    data: { ...plan },
     blocks,
     empty: toSync.length === 0,
   };
@@ -343,11 +343,17 @@ interface ArgoLikeError {
   status?: number;
 }
 
-/** The plan the preview stored for this step. */
-function planOf(ctx: ActionContext): BulkSyncPlan | undefined {
-  const data: Record<string, unknown> | undefined = ctx.run.preview?.byStep?.[ctx.stepId] ?? ctx.run.preview?.data;
-  if (!data || !Array.isArray(data.waves) || !Array.isArray(data.skipped)) return undefined;
-  return data as unknown as BulkSyncPlan;
+const plannedAppSchema = z.object({ instance: z.string(), app: z.string(), cluster: z.string() });
+/** What execution reads back of the plan the preview stored (the rest is for people). */
+const storedPlanSchema = z.object({
+  waves: z.array(z.object({ name: z.string(), apps: z.array(plannedAppSchema) })),
+  skipped: z.array(plannedAppSchema.extend({ reason: z.string() })),
+});
+
+/** The plan the preview stored for this step, checked as it is read back from Redis. */
+function planOf(ctx: ActionContext): z.infer<typeof storedPlanSchema> | undefined {
+  const parsed = storedPlanSchema.safeParse(ctx.run.preview?.byStep?.[ctx.stepId] ?? ctx.run.preview?.data);
+  return parsed.success ? parsed.data : undefined;
 }
 
 async function execute(ctx: ActionContext): Promise<StepOutcome> {

@@ -84,7 +84,7 @@ async function pausePreview(ctx: PreviewContext): Promise<ActionPreview> {
   return {
     targets: plan.changes.map((c) => ({ instance: c.instance, app: c.kind === 'ApplicationSet' ? `appset:${c.name}` : c.name })),
     summary: `Pause ${appSet ? `the ApplicationSet ${plan.target}` : plan.target} on ${plan.instance}: ${plan.changes.length} change(s)`,
-    data: { plan } as unknown as Record<string, unknown>,
+    data: { plan },
     blocks,
   };
 }
@@ -147,7 +147,7 @@ async function resumePreview(ctx: PreviewContext): Promise<ActionPreview> {
   return {
     targets: record.changes.map((c) => ({ instance: c.instance, app: c.kind === 'ApplicationSet' ? `appset:${c.name}` : c.name })),
     summary: `Resume ${record.target} on ${record.instance} (paused by ${mention(record.by)} at ${record.at}): restore ${record.changes.length} value(s)`,
-    data: { record } as unknown as Record<string, unknown>,
+    data: { record },
     blocks: [
       {
         kind: 'list',
@@ -313,7 +313,7 @@ async function restorePreview(ctx: PreviewContext): Promise<ActionPreview> {
   return {
     targets: [{ instance: 'kube', app: `sealed-secrets:${input.to}` }],
     summary: `Restore ${plan.toCreate.length} sealed-secrets key(s) from ${sourceLabel(source)} onto ${input.to} (${status.failing.length} SealedSecret(s) failing)`,
-    data: { plan, before: { total: status.total, synced: status.synced, failing: status.failing.length } } as unknown as Record<string, unknown>,
+    data: { plan, before: { total: status.total, synced: status.synced, failing: status.failing.length } },
     blocks,
   };
 }
