@@ -1,12 +1,13 @@
 import type { EventEmitter } from 'node:events';
 import picomatch from 'picomatch';
 import { z } from 'zod';
+import { ArgoError } from '../../argocd/errors.js';
 import type { Application, ApplicationSyncRequest, Operation } from '../../argocd/types.js';
-import type { ReplyBlock, ReplyItem } from '../../commands/reply.js';
+import { RollcallError } from '../../core/errors.js';
+import type { ReplyBlock, ReplyItem } from '../../core/reply.js';
 import type { FleetApp, FleetView } from '../../fleet/model.js';
 import { selectApps, type AppSelector } from '../../fleet/select.js';
-import type { RunProgress } from '../run-store.js';
-import { LeaseLostError, type CheckpointEntry } from '../run-store.js';
+import { LeaseLostError, type CheckpointEntry, type RunProgress } from '../run-store.js';
 import { IN_FLIGHT_APP_STATES, nextAppState, TERMINAL_APP_STATES, type AppCheckpoint, type AppEvent, type AppState } from './sync-progress.js';
 import type { ActionContext, ActionPreview, PreviewContext, RunbookAction, StepOutcome } from './types.js';
 
@@ -218,7 +219,7 @@ function optionsText(o: BulkSyncInput): string {
 async function preview(ctx: PreviewContext): Promise<ActionPreview> {
   const input = ctx.input as BulkSyncInput;
   const selected = selectApps(ctx.services.fleet, parseSelectorParam(input.selector));
-  if (!selected.length) throw Object.assign(new Error(`no apps match "${input.selector}" (check /argo status ${input.selector.split(/\s+/)[0]})`), { code: 'unknown_target' });
+  if (!selected.length) throw new RollcallError('unknown_target', `no apps match "${input.selector}" (check /argo status ${input.selector.split(/\s+/)[0]})`);
   const toSync: FleetApp[] = [];
   const skipped: BulkSyncPlan['skipped'] = [];
   for (const f of selected) {
@@ -333,14 +334,6 @@ function waitingReason(app: Application | undefined, gate: Gate): string {
   const bits = [`sync ${app.status?.sync?.status ?? 'Unknown'}`, `health ${app.status?.health?.status ?? 'Unknown'}`];
   if (state) bits.push(`operation ${state.phase}${state.message ? `: ${state.message}` : ''}`);
   return `did not reach the ${gate} gate (${bits.join(', ')})`;
-}
-
-interface ArgoLikeError {
-  code?: string;
-  message: string;
-  argoMessage?: string;
-  maybeApplied?: boolean;
-  status?: number;
 }
 
 const plannedAppSchema = z.object({ instance: z.string(), app: z.string(), cluster: z.string() });
@@ -539,11 +532,11 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
       infos: [{ name: RUN_INFO_NAME, value: runId }],
     };
     sent.add(key);
-    let failure: ArgoLikeError | undefined;
+    let failure: unknown;
     try {
       await api.sync(request);
     } catch (err) {
-      failure = err as ArgoLikeError;
+      failure = err;
     }
     if (!failure) {
       await apply(key, { type: 'answered' });
@@ -551,18 +544,19 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
       void ctx.audit({ kind: 'argocd.sync', who: ctx.run.requester, target: key, params: syncParams, result: 'accepted' });
       return;
     }
-    const message = failure.argoMessage ?? failure.message;
-    if (failure.maybeApplied || ['unavailable', 'rate_limited', 'timeout', 'network'].includes(failure.code ?? '') || !failure.code) {
+    const e = failure instanceof ArgoError ? failure : undefined;
+    const message = e?.argoMessage ?? (failure as Error).message;
+    if (!e || e.maybeApplied || ['unavailable', 'rate_limited', 'timeout', 'network'].includes(e.kind)) {
       // The POST may have reached Argo CD: verified with a GET (now, and after the posting window), never re-sent blindly.
       await apply(key, { type: 'answerLost', note: message });
-    } else if (failure.code === 'operation_in_progress') {
+    } else if (e.kind === 'operation_in_progress') {
       // Refused on its only try: nothing was applied. Which operation runs is read off the app next tick.
       sent.delete(key);
       await apply(key, { type: 'busy', note: 'waiting: another operation is in progress' });
     } else {
       await apply(key, { type: 'refused', reason: message });
     }
-    await ctx.audit({ kind: 'argocd.sync', who: ctx.run.requester, target: key, params: syncParams, result: `error: ${failure.code ?? 'unknown'}`, message });
+    await ctx.audit({ kind: 'argocd.sync', who: ctx.run.requester, target: key, params: syncParams, result: `error: ${e?.kind ?? 'unknown'}`, message });
   };
 
   /**
