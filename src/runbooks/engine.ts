@@ -135,21 +135,29 @@ class Engine implements RunService {
     this.timing = { ...DEFAULT_TIMING, ...opts.timing };
   }
 
+  private redisDown: (err?: Error) => void = () => {};
+
+  /** Queue and worker errors: a lost connection is Redis being down (logged once by watchRedis), anything else is logged as it comes. */
+  private queueError(what: string, err: Error) {
+    if (/ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|Connection is closed|connect ECONN|Stream isn't writeable/i.test(err.message)) this.redisDown(err);
+    else if (this.redisUp) this.opts.logger?.warn({ err: err.message }, what);
+  }
+
   /** False from the moment the engine's Redis connection drops until it is ready again. */
   redisUp = true;
   private redisDownSince?: number;
 
   /** Logs Redis loss and recovery once each, not once per reconnect attempt. */
   private watchRedis() {
-    const down = (err?: Error) => {
+    const down = (this.redisDown = (err?: Error) => {
       if (!this.redisUp || this.stopping) return;
       this.redisUp = false;
       this.redisDownSince = Date.now();
       this.opts.logger?.error(
         { err: err?.message },
-        `Redis unreachable: runbook runs are on hold meanwhile (no step starts, no run state is saved, and no Argo CD sync is sent, since each needs its mark in Redis first${this.opts.role === 'bot' ? '' : '; running steps stop at their next call'})`,
+        `Redis unreachable: runbook runs are on hold meanwhile (no step starts, no run state is saved, and no Argo CD sync is sent, since each needs its mark in Redis first${this.opts.role === 'bot' ? '' : '; a running step waits at its next write'})`,
       );
-    };
+    });
     this.redis.on('error', (err: Error) => down(err));
     this.redis.on('close', () => down());
     this.redis.on('ready', () => {
@@ -164,14 +172,14 @@ class Engine implements RunService {
     const queueConnection = createRedis(this.opts.redisUrl);
     this.extraConnections.push(queueConnection);
     this.queue = createStepQueue(queueConnection, this.opts.prefix);
-    this.queue.on('error', (err) => this.opts.logger?.warn({ err: err.message }, 'runbook queue error'));
+    this.queue.on('error', (err) => this.queueError('runbook queue error', err));
     if (this.opts.role !== 'bot') {
       const workerConnection = createRedis(this.opts.redisUrl);
       this.extraConnections.push(workerConnection);
       this.worker = createStepWorker(workerConnection, this.opts.prefix, (job, token, signal) => this.process(job, token, signal), this.timing, {
         concurrency: this.opts.concurrency ?? 20,
       });
-      this.worker.on('error', (err) => this.opts.logger?.warn({ err: err.message }, 'runbook worker error'));
+      this.worker.on('error', (err) => this.queueError('runbook worker error', err));
       // BullMQ keeps running a processor whose lock it could not renew and hands the job to another
       // worker: stop ours before its next call (the lease shuts it out of Redis writes anyway).
       this.worker.on('lockRenewalFailed', (jobIds: string[]) => {
