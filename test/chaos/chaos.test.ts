@@ -9,7 +9,7 @@ describe('chaos: a 540-app bulk sync under faults, judged by the simulator opera
   for (const name of FAST_CASES) {
     it(`${name}: no app synced twice, none lost, the run's account true to the log`, { timeout: 180_000 }, async () => {
       const c = CASES.find((x) => x.name === name)!;
-      const row = await runCase(c, { ...CHAOS_DEFAULTS, runTimeoutMs: 120_000 });
+      const row = await runCase(c, { ...CHAOS_DEFAULTS, speed: 25, runTimeoutMs: 120_000 });
       expect(row, row.detail).toMatchObject({ apps: 540, duplicates: 0, lost: 0, truthful: true, status: 'succeeded' });
     });
   }

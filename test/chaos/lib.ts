@@ -38,7 +38,8 @@ export const CHAOS_DEFAULTS: ChaosOptions = {
   scenario: 'seed-outage',
   selector: '*',
   concurrency: 60,
-  speed: 50,
+  // Slow enough that a fault after 150 syncs lands mid-run (the run takes ~20 s on an idle machine).
+  speed: 15,
   lockMs: 2000,
   stalledMs: 1000,
   argoTimeoutMs: 3000,
