@@ -198,13 +198,17 @@ export const alertsSchema = z
     sweepEvery: durationSchema.default(30_000),
     /** How long a resolved alert stays listed by `alerts`. @defaultValue 24h */
     keepResolved: durationSchema.default(86_400_000),
-    rules: z.record(z.string(), alertRuleSchema).default({}),
+    rules: z
+      .record(
+        // Checked as a key, so a misspelt rule is reported even when other settings are wrong too.
+        z.string().refine((name) => (ALERT_RULES as readonly string[]).includes(name), {
+          error: (issue) => `unknown alert rule "${String(issue.input)}" (rules: ${ALERT_RULES.join(', ')})`,
+        }),
+        alertRuleSchema,
+      )
+      .default({}),
   })
   .superRefine((alerts, ctx) => {
-    for (const name of Object.keys(alerts.rules)) {
-      if (!(ALERT_RULES as readonly string[]).includes(name))
-        ctx.addIssue({ code: 'custom', path: ['rules', name], message: `unknown alert rule "${name}" (rules: ${ALERT_RULES.join(', ')})` });
-    }
     if (alerts.sweepEvery < 1000) ctx.addIssue({ code: 'custom', path: ['sweepEvery'], message: 'expected at least 1s between sweeps' });
   })
   .prefault({});
