@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { AlertManager, type AlertOutput, type IncidentSink } from '../../src/alerts/manager.js';
 import type { AlertRecord } from '../../src/alerts/lifecycle.js';
