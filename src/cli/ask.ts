@@ -107,7 +107,9 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
       }
       // Only --wait runs steps here; otherwise a queued run is left to the workers (`rollcall start`)
       // and ask returns at once instead of holding the terminal until the run ends.
-      if (!down) await runtime.enableRuns({ role: opts.wait ? 'all' : 'bot', redisUrl, schedules: false });
+      if (!down && needs === true) await runtime.enableRuns({ role: opts.wait ? 'all' : 'bot', redisUrl, schedules: false });
+      // A command that only says more with Redis still answers when the rest cannot start.
+      else if (!down) await runtime.enableRuns({ role: 'bot', redisUrl, schedules: false }).catch((err) => logger.warn({ err: (err as Error).message }, 'answering without Redis'));
     }
 
     const ctx: CommandContext = {

@@ -190,12 +190,18 @@ export const alertsSchema = z
     channel: z.string().optional(),
     /** An app Pending or Progressing in its RollingSync step longer than this is stuck. */
     stuckAfter: durationSchema.default(15 * 60_000),
-    /** A condition must hold this long before its alert fires (and a pending one that clears never posts). @defaultValue 1m */
-    holdDown: durationSchema.default(60_000),
-    /** A firing alert resolves once its condition has been gone this long; back sooner, it is flapping. @defaultValue 2m */
-    resolveAfter: durationSchema.default(2 * 60_000),
-    /** How often workers evaluate every rule, besides on fleet events (a stuck step produces none). @defaultValue 30s */
-    sweepEvery: durationSchema.default(30_000),
+    /**
+     * A condition must hold this long before its alert fires (and a pending one that clears never posts).
+     * Rules with their own threshold (stuckAfter, `after`) count it on top. @defaultValue 30s
+     */
+    holdDown: durationSchema.default(30_000),
+    /** A firing alert resolves once its condition has been gone this long; back sooner, it is flapping. @defaultValue 1m */
+    resolveAfter: durationSchema.default(60_000),
+    /**
+     * How often workers evaluate every rule, besides on fleet events (a stuck step produces none). One
+     * sweep of the 10,000-app fleet costs tens of milliseconds (bench/alerts.ts). @defaultValue 15s
+     */
+    sweepEvery: durationSchema.default(15_000),
     /** How long a resolved alert stays listed by `alerts`. @defaultValue 24h */
     keepResolved: durationSchema.default(86_400_000),
     rules: z
