@@ -5,7 +5,7 @@
  */
 import type { Application } from '../argocd/types.js';
 import type { AlertsConfig } from '../config/schema.js';
-import { formatDuration } from '../fleet/diagnose.js';
+import { formatDuration } from '../core/format.js';
 import type { FleetApp, FleetView } from '../fleet/model.js';
 import { automatedEnabled, isRollingSync, rolloutComplete } from '../fleet/rollingsync.js';
 import { matchesLabels, parseLabelSelector } from '../fleet/select.js';

@@ -6,7 +6,8 @@
  */
 import type { Application, ApplicationSet } from '../argocd/types.js';
 import { ALERT_RULES, type AlertRuleName, type AlertsConfig } from '../config/schema.js';
-import { formatDuration, SYNC_WINDOW_BLOCKED_MESSAGE } from '../fleet/diagnose.js';
+import { formatDuration } from '../core/format.js';
+import { SYNC_WINDOW_BLOCKED_MESSAGE } from '../fleet/diagnose.js';
 import type { FleetApp, FleetView } from '../fleet/model.js';
 import { isRollingSync, maxConcurrentFor, rolloutSteps } from '../fleet/rollingsync.js';
 import { PAUSED_AT, PAUSED_BY } from '../runbooks/rollout-pause.js';

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { RollcallError } from '../core/errors.js';
 import { keyBase } from '../jobs/redis.js';
 import { applyChange, type AlertChange, type AlertRecord } from './lifecycle.js';
 
@@ -21,10 +22,9 @@ end
 return 1
 `;
 
-export class AlertNotFoundError extends Error {
-  readonly code = 'alert_not_found';
+export class AlertNotFoundError extends RollcallError {
   constructor(readonly alertId: string) {
-    super(`no alert ${alertId} (\`alerts\` lists the active and recently resolved ones)`);
+    super('alert_not_found', `no alert ${alertId} (\`alerts\` lists the active and recently resolved ones)`);
   }
 }
 

@@ -3,10 +3,10 @@ import { evaluateAlertRules, shortRevision, type ExpectedStall } from '../alerts
 import { AlertNotFoundError, type AlertStore } from '../alerts/store.js';
 import { parseDuration } from '../config/schema.js';
 import { AuditLog } from '../runbooks/audit.js';
-import { formatDuration, mention, plural, since, TONE_EMOJI } from './format.js';
+import { formatDuration, mention, plural, since, TONE_EMOJI } from '../core/format.js';
 import { CommandError, checkOptions, checkPositional } from './parse.js';
 import { registerCommand, type CommandContext } from './registry.js';
-import type { Reply, ReplyBlock, ReplyButton } from './reply.js';
+import type { Reply, ReplyBlock, ReplyButton } from '../core/reply.js';
 
 /** The JSON of one alert in `alerts --json`. */
 export interface AlertJson {
@@ -187,38 +187,33 @@ registerCommand({
     const store = requireStore(ctx, 'alert');
     const now = ctx.services.now?.() ?? new Date();
     if (!verb || !id || !['ack', 'snooze', 'show'].includes(verb)) throw new CommandError('usage', `Usage: ${ALERT_USAGE}.`);
-    try {
-      if (verb === 'show') {
-        const found = await store.byId(id);
-        if (!found) throw new AlertNotFoundError(id);
-        return alertReply(found, now);
-      }
-      const audit = new AuditLog(store.redis, ctx.services.config.redis.prefix);
-      const current = await store.byId(id);
-      if (!current) throw new AlertNotFoundError(id);
-      if (current.state === 'resolved' || current.state === 'pending') {
-        throw new CommandError('alert_not_active', `Alert ${id} is ${current.state}: there is nothing to ${verb}.`);
-      }
-      if (verb === 'ack') {
-        const after = await store.change(id, { kind: 'ack', by: ctx.user }, now);
-        await audit.record({ kind: 'alert.ack', who: ctx.user, target: `alert/${id}`, params: { rule: after.rule, instance: after.instance, appSet: after.appSet }, result: 'ok' });
-        return { ok: true, command: 'alert', title: `Acknowledged ${id}`, data: { alert: alertJson(after) }, blocks: [{ kind: 'text', text: `:eyes: ${mention(ctx.user)} acknowledged ${alertTitle(after)}.`, tone: 'info' }] };
-      }
-      if (!duration) throw new CommandError('usage', `Snooze for how long? e.g. \`alert snooze ${id} 1h\`.`);
-      const ms = parseDuration(duration);
-      if (!ms || ms > 7 * 86_400_000) throw new CommandError('usage', `\`${duration}\` is not a snooze duration: give one such as 1h or 4h (at most 7d).`);
-      const after = await store.change(id, { kind: 'snooze', by: ctx.user, untilMs: now.getTime() + ms }, now);
-      await audit.record({ kind: 'alert.snooze', who: ctx.user, target: `alert/${id}`, params: { for: duration, until: after.snoozedUntil, rule: after.rule }, result: 'ok' });
-      return {
-        ok: true,
-        command: 'alert',
-        title: `Snoozed ${id}`,
-        data: { alert: alertJson(after) },
-        blocks: [{ kind: 'text', text: `:zzz: ${mention(ctx.user)} snoozed ${alertTitle(after)} for ${formatDuration(ms)} (until ${after.snoozedUntil}).`, tone: 'info' }],
-      };
-    } catch (error) {
-      if (error instanceof AlertNotFoundError) throw new CommandError(error.code, error.message);
-      throw error;
+    if (verb === 'show') {
+      const found = await store.byId(id);
+      if (!found) throw new AlertNotFoundError(id);
+      return alertReply(found, now);
     }
+    const audit = new AuditLog(store.redis, ctx.services.config.redis.prefix);
+    const current = await store.byId(id);
+    if (!current) throw new AlertNotFoundError(id);
+    if (current.state === 'resolved' || current.state === 'pending') {
+      throw new CommandError('alert_not_active', `Alert ${id} is ${current.state}: there is nothing to ${verb}.`);
+    }
+    if (verb === 'ack') {
+      const after = await store.change(id, { kind: 'ack', by: ctx.user }, now);
+      await audit.record({ kind: 'alert.ack', who: ctx.user, target: `alert/${id}`, params: { rule: after.rule, instance: after.instance, appSet: after.appSet }, result: 'ok' });
+      return { ok: true, command: 'alert', title: `Acknowledged ${id}`, data: { alert: alertJson(after) }, blocks: [{ kind: 'text', text: `:eyes: ${mention(ctx.user)} acknowledged ${alertTitle(after)}.`, tone: 'info' }] };
+    }
+    if (!duration) throw new CommandError('usage', `Snooze for how long? e.g. \`alert snooze ${id} 1h\`.`);
+    const ms = parseDuration(duration);
+    if (!ms || ms > 7 * 86_400_000) throw new CommandError('usage', `\`${duration}\` is not a snooze duration: give one such as 1h or 4h (at most 7d).`);
+    const after = await store.change(id, { kind: 'snooze', by: ctx.user, untilMs: now.getTime() + ms }, now);
+    await audit.record({ kind: 'alert.snooze', who: ctx.user, target: `alert/${id}`, params: { for: duration, until: after.snoozedUntil, rule: after.rule }, result: 'ok' });
+    return {
+      ok: true,
+      command: 'alert',
+      title: `Snoozed ${id}`,
+      data: { alert: alertJson(after) },
+      blocks: [{ kind: 'text', text: `:zzz: ${mention(ctx.user)} snoozed ${alertTitle(after)} for ${formatDuration(ms)} (until ${after.snoozedUntil}).`, tone: 'info' }],
+    };
   },
 });

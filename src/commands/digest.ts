@@ -1,10 +1,10 @@
 import { buildDigest, TOTAL_KEYS, type AttentionItem, type Digest, type TotalKey } from '../alerts/digest.js';
 import { isActive } from '../alerts/lifecycle.js';
 import type { DigestConfig } from '../config/schema.js';
-import { formatCount, TONE_EMOJI } from './format.js';
+import { formatCount, TONE_EMOJI } from '../core/format.js';
 import { CommandError, checkOptions, checkPositional } from './parse.js';
 import { registerCommand, type Services } from './registry.js';
-import type { Reply, ReplyBlock, ReplyItem } from './reply.js';
+import type { Reply, ReplyBlock, ReplyItem } from '../core/reply.js';
 import { suggest } from './suggest.js';
 
 /** Previous totals of a digest over the whole fleet, kept under this name whatever the digest is called. */

@@ -1,6 +1,7 @@
 import { Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import type { Notifier, Services } from '../commands/registry.js';
+import type { Services } from '../commands/registry.js';
+import type { Notifier } from '../core/notifier.js';
 import { composeDigest, digestReply, FLEET_DIGEST } from '../commands/digest.js';
 import type { DigestConfig } from '../config/schema.js';
 import { bullPrefix, closeRedis, createRedis, keyBase } from './redis.js';
