@@ -3,7 +3,9 @@ import type { Redis } from 'ioredis';
 import { AlertManager, type AlertOutput, type IncidentSink } from '../../src/alerts/manager.js';
 import type { AlertRecord } from '../../src/alerts/lifecycle.js';
 import { evaluateAlertRules } from '../../src/alerts/rules.js';
+import { FleetRecords, KEY_BACKUP_RUNBOOK } from '../../src/alerts/records.js';
 import { AlertStore } from '../../src/alerts/store.js';
+import { RunStore } from '../../src/runbooks/run-store.js';
 import { configSchema, type RollcallConfig } from '../../src/config/schema.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import { createRedis, closeRedis } from '../../src/jobs/redis.js';
@@ -284,5 +286,85 @@ describe('alert lifecycle on real Redis', () => {
     expect(output.posts[0]).toMatchObject({ channel: 'C_INC', threadTs: '9.1' });
     expect(recorded).toEqual([{ id: 'inc-1', event: 'fired', alert: (await stuckAlert())!.id }]);
     expect((await stuckAlert())!.incident).toEqual({ id: 'inc-1', channel: 'C_INC', threadTs: '9.1' });
+  });
+});
+
+describe('rules whose start Argo CD does not record, and facts from Redis', () => {
+  const prefixes: string[] = [];
+  const connections: Redis[] = [];
+  afterAll(async () => {
+    for (const r of connections) await closeRedis(r);
+    for (const p of prefixes) await cleanPrefix(REDIS_URL, p);
+  });
+
+  it('out-of-sync fires only once the apps have been seen OutOfSync for `after`, as one alert per appset', async () => {
+    const prefix = testPrefix();
+    prefixes.push(prefix);
+    const redis = createRedis(REDIS_URL);
+    connections.push(redis);
+    const config = configWith(prefix, { holdDown: 0, rules: { 'out-of-sync': { after: '10m' } } });
+    let now = T0;
+    const output = new RecordingOutput();
+    const manager = new AlertManager({ fleet: StaticFleet.fromFixture(seedOutageFixture(T0)), config, store: new AlertStore(redis, prefix), output, now: () => now });
+    await manager.sweep();
+    expect(output.posts.filter((p) => p.alert.rule === 'out-of-sync')).toHaveLength(0);
+    now = new Date(T0.getTime() + 11 * 60_000);
+    await manager.sweep();
+    const posted = output.posts.filter((p) => p.alert.rule === 'out-of-sync');
+    const authConfig = posted.filter((p) => p.alert.appSet === 'auth-config');
+    expect(authConfig).toHaveLength(1);
+    expect(authConfig[0].alert.apps).toHaveLength(12);
+  });
+
+  it('instance-unreachable: one alert for an instance the mirror lost', () => {
+    class LostFleet extends StaticFleet {
+      override health() {
+        return [{ instance: 'infra', synced: false, error: 'connect ECONNREFUSED 10.0.0.1:443' }];
+      }
+    }
+    const fleet = new LostFleet(['infra']);
+    fleet.load([], [], []);
+    const { conditions } = evaluateAlertRules({ fleet, now: T0, config: configWith('x').alerts });
+    expect(conditions).toEqual([expect.objectContaining({ rule: 'instance-unreachable', instance: 'infra', holdForMs: 120_000, apps: [] })]);
+  });
+
+  it('key-backup-stale: a cluster with a backup schedule and no backup newer than `after`, read from the run records', async () => {
+    const prefix = testPrefix();
+    prefixes.push(prefix);
+    const redis = createRedis(REDIS_URL);
+    connections.push(redis);
+    const config = configSchema.parse({
+      instances: [{ name: 'infra', url: 'http://127.0.0.1:1', token: 't' }],
+      redis: { url: REDIS_URL, prefix },
+      sealedSecrets: { schedules: [{ cluster: 'prod-1', cron: '0 3 * * *' }, { cluster: 'prod-2', cron: '0 3 * * *' }, { cluster: 'prod-3', cron: '0 3 * * *' }] },
+      alerts: { rules: { 'key-backup-stale': { after: '26h' } } },
+    });
+    const runs = new RunStore(redis, prefix);
+    const backup = (cluster: string, status: 'succeeded' | 'failed', hoursAgo: number) =>
+      runs.create({
+        runbook: KEY_BACKUP_RUNBOOK,
+        title: 'backup',
+        params: { cluster },
+        requester: 'rollcall-scheduler',
+        surface: 'terminal',
+        status,
+        endedAt: new Date(T0.getTime() - hoursAgo * 3_600_000).toISOString(),
+        approvalsRequired: 0,
+        approvals: [],
+        steps: [],
+        generation: 0,
+        targets: [],
+      });
+    await backup('prod-1', 'succeeded', 2);
+    await backup('prod-2', 'succeeded', 30);
+    await backup('prod-2', 'failed', 1);
+    const keyBackups = await new FleetRecords(redis, config).keyBackups();
+    expect(keyBackups).toEqual([
+      { cluster: 'prod-1', lastBackupAt: expect.any(String) },
+      { cluster: 'prod-2', lastBackupAt: expect.any(String) },
+      { cluster: 'prod-3', lastBackupAt: undefined },
+    ]);
+    const { conditions } = evaluateAlertRules({ fleet: StaticFleet.fromObjects([{ name: 'infra', applications: [] }]), now: T0, config: config.alerts, keyBackups });
+    expect(conditions.filter((c) => c.rule === 'key-backup-stale').map((c) => c.instance)).toEqual(['prod-2', 'prod-3']);
   });
 });
