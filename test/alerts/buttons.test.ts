@@ -7,6 +7,7 @@ import '../../src/commands/index.js';
 import { closeRedis, createRedis } from '../../src/jobs/redis.js';
 import { AuditLog } from '../../src/runbooks/audit.js';
 import { startEngine } from '../../src/runbooks/engine.js';
+import { PauseStore } from '../../src/runbooks/rollout-pause.js';
 import { progressiveInfraFixture } from '../../src/sim/scenarios/progressive-infra.js';
 import { blockActionsPayload, postInteraction } from '../support/slack-request.js';
 import { startHarness, SECRET, type Harness } from '../slack/harness.js';
@@ -112,5 +113,40 @@ describe('alert buttons through Bolt (HTTP, fake Slack Web API)', () => {
     const answer = await press('Declare incident', 'U_OP', 'declare');
     // Whatever the incident command answers, it was parsed as `incident`, by the presser, not dropped.
     expect(allText(answer.blocks)).toMatch(/incident/i);
+  });
+});
+
+describe('Pause rollout on a stuck-step alert', () => {
+  it('starts the pause-rollout runbook for the presser: a preview to confirm, nothing changed yet', async () => {
+    const redis = createRedis(process.env.REDIS_URL!);
+    const prefix = testPrefix();
+    let engine: Awaited<ReturnType<typeof startEngine>> | undefined;
+    const h = await startHarness({
+      fleet: progressiveInfraFixture(NOW).instances,
+      redisPrefix: prefix,
+      access: { operators: ['U_OP'] },
+      config: { alerts: { channel: 'C_ALERTS', stuckAfter: '1m', holdDown: 0 } },
+      configure: async (services) => {
+        services.alerts = new AlertStore(redis, prefix);
+        services.pauses = new PauseStore(redis, prefix);
+        engine = await startEngine(services, { role: 'bot', redisUrl: process.env.REDIS_URL!, prefix });
+        services.runs = engine.runs;
+      },
+    });
+    try {
+      const alert = alertReply((await new AlertManager({ fleet: h.services.fleet, config: h.services.config, store: h.services.alerts!, now: () => NOW }).sweep()).find((a) => a.rule === 'stuck-step')!, NOW);
+      const pause = alert.blocks.flatMap((b) => (b.kind === 'actions' ? b.buttons : [])).find((b) => b.label === 'Pause rollout')!;
+      await postInteraction(h.url, SECRET, blockActionsPayload({ actionId: 'cmd', value: pause.command!, user: 'U_OP', channel: 'C_ALERTS', responseUrl: h.fake.responseUrl('pause') }));
+      await expect.poll(() => h.fake.responsesTo('pause').length, { timeout: 10_000 }).toBe(1);
+      const text = allText(h.fake.responsesTo('pause')[0].body.blocks);
+      expect(text).toContain('progressive-infra');
+      expect(text).toMatch(/Confirm/);
+      const runs = await engine!.runs.list(5);
+      expect(runs[0]).toMatchObject({ runbook: 'pause-rollout', requester: 'U_OP', status: 'awaiting-confirmation' });
+    } finally {
+      await engine?.stop();
+      await h.stop();
+      await closeRedis(redis);
+    }
   });
 });
