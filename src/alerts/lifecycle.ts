@@ -58,6 +58,10 @@ export interface AlertRecord {
   renotify?: boolean;
   /** The process rendering the message, so only one posts. */
   renderLease?: { owner: string; until: number };
+  /** Resolved because none of its apps have the problem any more, though other apps of the group now do. */
+  superseded?: boolean;
+  /** A resolved alert kept under its id after a new alert of the same group took the group's place. */
+  archived?: boolean;
 }
 
 export interface LifecyclePolicy {
@@ -108,6 +112,21 @@ function sameApps(a: string[], b: string[]): boolean {
 }
 
 /**
+ * None of the alerted apps has the problem any more, but other apps of the same group do (a RollingSync
+ * step moved on to its next apps, which stall too): the alert people acted on is resolved and a new one
+ * starts, rather than the old message quietly swapping every app it named.
+ */
+function supersedes(prev: AlertRecord, condition: AlertCondition): boolean {
+  if (!prev.apps.length || !condition.apps.length) return false;
+  const before = new Set(prev.apps);
+  return !condition.apps.some((a) => before.has(a));
+}
+
+function resolve(prev: AlertRecord, at: string, extra: Partial<AlertRecord> = {}): AlertRecord {
+  return { ...prev, state: 'resolved', resolvedAt: at, updatedAt: at, clearedAt: undefined, renotify: false, version: prev.version + 1, ...extra };
+}
+
+/**
  * The next state of one alert group, or null when its record should go (a pending alert whose condition
  * cleared before it fired: nobody was told, so nothing is left to resolve). Returns `prev` itself when
  * nothing changes, so the caller can skip the write.
@@ -121,8 +140,12 @@ export function nextAlert(prev: AlertRecord | undefined, condition: AlertConditi
     if (!prev.clearedAt) return { ...prev, clearedAt: at };
     const wait = policy.resolveAfterMs * Math.min(MAX_RESOLVE_STRETCH, 1 + prev.flaps);
     if (t - Date.parse(prev.clearedAt) < wait) return prev;
-    return { ...prev, state: 'resolved', resolvedAt: at, updatedAt: at, clearedAt: undefined, renotify: false, version: prev.version + 1 };
+    return resolve(prev, at);
   }
+
+  if (prev && isActive(prev) && supersedes(prev, condition)) return resolve(prev, at, { superseded: true });
+  // A resolved alert whose message still says it is firing is edited first; the new alert takes its place after.
+  if (prev?.state === 'resolved' && prev.message && prev.version > prev.rendered) return prev;
 
   let next: AlertRecord;
   if (!prev || prev.state === 'resolved') {

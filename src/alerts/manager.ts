@@ -134,14 +134,20 @@ export class AlertManager {
     const { conditions } = await this.evaluate();
     const now = this.now();
     const byKey = new Map<string, AlertCondition>(conditions.map((c) => [c.key, c]));
-    const stored = await this.opts.store.all();
-    const keys = new Set<string>([...byKey.keys(), ...stored.map((a) => a.key)]);
+    const all = await this.opts.store.all();
     const keepResolved = this.opts.config.alerts.keepResolved;
+    const expired = (a: AlertRecord) => a.state === 'resolved' && now.getTime() - Date.parse(a.resolvedAt ?? a.updatedAt) > keepResolved;
+    for (const a of all) if (a.archived && expired(a)) await this.opts.store.removeArchived(a.id);
+    const stored = all.filter((a) => !a.archived);
+    const keys = new Set<string>([...byKey.keys(), ...stored.map((a) => a.key)]);
     const after: AlertRecord[] = [];
     for (const key of keys) {
       const condition = byKey.get(key);
+      const current = stored.find((a) => a.key === key);
+      // Its problem is back (or others of the group have it): the resolved alert is kept under its id first.
+      if (current?.state === 'resolved' && condition && !(current.message && current.version > current.rendered)) await this.opts.store.archive(current);
       const record = await this.opts.store.mutate(key, (current) => {
-        if (current?.state === 'resolved' && !condition && now.getTime() - Date.parse(current.resolvedAt ?? current.updatedAt) > keepResolved) return null;
+        if (current && !condition && expired(current)) return null;
         return nextAlert(current, condition, now, this.policy);
       });
       if (record) after.push(record);

@@ -96,10 +96,33 @@ export class AlertStore {
     return after;
   }
 
+  private archiveSlot(id: string) {
+    return `id-${id}`;
+  }
+
+  /**
+   * Keeps a resolved alert under its own id before a new alert of its group takes the group's record,
+   * so `alerts` still lists it. Idempotent: every worker archiving it writes the same thing.
+   */
+  async archive(alert: AlertRecord): Promise<void> {
+    const slot = this.archiveSlot(alert.id);
+    const kept: AlertRecord = { ...alert, archived: true, renderLease: undefined };
+    await this.redis.multi().set(this.recordKey(slot), JSON.stringify(kept)).zadd(this.indexKey(), String(Date.parse(alert.updatedAt) || Date.now()), slot).exec();
+  }
+
+  async removeArchived(id: string): Promise<void> {
+    const slot = this.archiveSlot(id);
+    await this.redis.multi().del(this.recordKey(slot)).zrem(this.indexKey(), slot).exec();
+  }
+
   /** Forgets resolved alerts older than `keepMs`. */
   async prune(keepMs: number, now = Date.now()): Promise<void> {
     for (const a of await this.all()) {
       if (a.state !== 'resolved' || now - Date.parse(a.resolvedAt ?? a.updatedAt) < keepMs) continue;
+      if (a.archived) {
+        await this.removeArchived(a.id);
+        continue;
+      }
       await this.mutate(a.key, (current) => (current && current.state === 'resolved' && current.id === a.id ? null : undefined));
     }
   }

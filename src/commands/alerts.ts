@@ -57,7 +57,9 @@ export function alertTitle(a: AlertRecord): string {
 function stateLine(a: AlertRecord, now: Date): string {
   switch (a.state) {
     case 'resolved':
-      return `${TONE_EMOJI.ok} *Resolved*${a.resolvedAt ? ` at ${a.resolvedAt} (${since(a.resolvedAt, now)} ago)` : ''}: the condition cleared.`;
+      return `${TONE_EMOJI.ok} *Resolved*${a.resolvedAt ? ` at ${a.resolvedAt} (${since(a.resolvedAt, now)} ago)` : ''}: ${
+        a.superseded ? 'these apps recovered; other apps of the group now have the problem, in a new alert.' : 'the condition cleared.'
+      }`;
     case 'acked':
       return `:eyes: *Acknowledged* by ${mention(a.ackedBy ?? 'someone')}.`;
     case 'snoozed':

@@ -214,6 +214,31 @@ describe('alert lifecycle on real Redis', () => {
     expect(output.posts).toHaveLength(1);
   });
 
+  it('resolves an alert whose apps all recovered when other apps of its step stall next, and starts a new one', async () => {
+    const { manager, fleet, output, store } = setup({ holdDown: '30s' });
+    const target = fleet.appSets().find((s) => s.appSet.metadata.name === 'progressive-infra')!;
+    const next = target.appSet.status!.applicationStatus!.filter((e) => e.step === '3' && e.status === 'Waiting').slice(0, 2).map((e) => e.application).sort();
+    await manager.sweep();
+    clock = new Date(T0.getTime() + 31_000);
+    await manager.sweep();
+    expect(output.posts).toHaveLength(1);
+    const first = output.posts[0].alert.id;
+    // The three recover; RollingSync releases the next two, which stall as well.
+    setEntries(fleet, STUCK, 'Healthy', T0);
+    setEntries(fleet, next, 'Progressing', new Date(T0.getTime() - 3_600_000));
+    clock = new Date(T0.getTime() + 40_000);
+    await manager.sweep();
+    expect(output.updates.at(-1)!.alert).toMatchObject({ id: first, state: 'resolved', superseded: true });
+    for (const s of [45_000, 80_000]) {
+      clock = new Date(T0.getTime() + s);
+      await manager.sweep();
+    }
+    expect(output.posts).toHaveLength(2);
+    expect(output.posts[1].alert).toMatchObject({ state: 'firing', apps: next });
+    const listed = (await store.all()).filter((a) => a.rule === 'stuck-step').map((a) => [a.id === first ? 'first' : 'second', a.state]);
+    expect(listed.sort()).toEqual([['first', 'resolved'], ['second', 'firing']]);
+  });
+
   it('re-notifies only when it gets worse', async () => {
     const { manager, fleet, output } = setup({ holdDown: 0 });
     setEntries(fleet, [STUCK[0]], 'Healthy', T0);
