@@ -126,6 +126,21 @@ export async function runCli(argv: string[]): Promise<void> {
       });
     });
 
+  program
+    .command('init')
+    .description('write a commented rollcall.yaml to start from (never overwrites)')
+    .argument('[file]', 'where to write it', 'rollcall.yaml')
+    .action(async (file: string) => {
+      const { initConfig, InitError } = await import('./init.js');
+      try {
+        const written = initConfig(file);
+        process.stdout.write(`wrote ${written}: set ARGOCD_TOKEN (and the Slack tokens once you add a slack section), then \`rollcall config check --config ${file}\`\n`);
+      } catch (error) {
+        if (error instanceof InitError) fail(error.message);
+        throw error;
+      }
+    });
+
   const configCmd = program.command('config').description('configuration');
   configCmd
     .command('check')

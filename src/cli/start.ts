@@ -1,29 +1,36 @@
 import type { RollcallConfig } from '../config/schema.js';
 import { startHttpServer } from '../http/server.js';
+import { closeRedis, createRedis, createRedisPinger, persistenceProblem } from '../jobs/redis.js';
 import { createLogger } from '../log.js';
 import { startRuntime } from './bootstrap.js';
 
 /** `rollcall start`: one process with every role, or a bot / worker for scaling out on one Redis. */
 export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worker'): Promise<void> {
   const logger = createLogger();
+  const redisUrl = process.env.REDIS_URL ?? config.redis.url;
   const runtime = await startRuntime(config, { logger });
-  await runtime.enableRuns({ role, redisUrl: process.env.REDIS_URL ?? config.redis.url });
+  await runtime.enableRuns({ role, redisUrl });
   const stops: (() => Promise<void>)[] = [];
+  void warnIfRedisDoesNotPersist(redisUrl, logger);
 
+  let slackConnected: (() => boolean) | undefined;
   if (role !== 'worker') {
     if (config.slack) {
       const { startSlack } = await import('../slack/app.js');
-      const slack = await startSlack(runtime.services, { logger, redisUrl: process.env.REDIS_URL ?? config.redis.url });
+      const slack = await startSlack(runtime.services, { logger, redisUrl });
+      slackConnected = () => slack.connected();
       stops.push(() => slack.stop());
       logger.info({ mode: config.slack.mode, port: slack.port }, 'slack connected');
     } else {
       logger.warn('no slack section in the config: answering only through `rollcall ask`');
     }
   }
+  const pinger = createRedisPinger(redisUrl);
+  stops.push(() => pinger.close());
   const http = await startHttpServer({
     port: config.http.port,
     fleet: runtime.services.fleet,
-    health: { mirrorHealth: () => runtime.mirror.health() },
+    health: { redis: () => pinger.check(), ...(slackConnected ? { slack: slackConnected } : {}) },
   });
   stops.push(() => http.close());
   logger.info({ role, http: http.port, instances: config.instances.map((i) => i.name) }, 'rollcall started');
@@ -57,4 +64,14 @@ export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worke
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+async function warnIfRedisDoesNotPersist(url: string, logger: ReturnType<typeof createLogger>): Promise<void> {
+  const redis = createRedis(url, { maxRetriesPerRequest: 1, connectionName: 'startup-check' });
+  try {
+    const problem = await persistenceProblem(redis);
+    if (problem) logger.warn(problem);
+  } finally {
+    await closeRedis(redis);
+  }
 }

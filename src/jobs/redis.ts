@@ -1,4 +1,5 @@
 import { Redis, type RedisOptions } from 'ioredis';
+import { redisErrorsTotal } from '../metrics.js';
 
 /**
  * One ioredis connection. BullMQ Workers and QueueEvents issue blocking commands, so each needs
@@ -16,8 +17,53 @@ export function createRedis(url: string, opts: Partial<RedisOptions> = {}, onErr
     ...opts,
   });
   // Without a listener ioredis prints every failed reconnect as an unhandled error; it keeps retrying either way.
-  redis.on('error', (err: Error) => onError?.(err));
+  redis.on('error', (err: Error) => {
+    redisErrorsTotal.inc({ connection: opts.connectionName ?? 'rollcall' });
+    onError?.(err);
+  });
   return redis;
+}
+
+/**
+ * Readiness: a connection that fails fast instead of queueing, so a PING says within a second whether Redis
+ * answers now. Resolves to why not, or undefined.
+ */
+export function createRedisPinger(url: string, timeoutMs = 1000): { check(): Promise<string | undefined>; close(): Promise<void> } {
+  let lastError: string | undefined;
+  const redis = createRedis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, connectionName: 'readiness' }, (err) => (lastError = err.message));
+  return {
+    async check() {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          redis.ping(),
+          new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs))),
+        ]);
+        return undefined;
+      } catch (error) {
+        if (redis.status !== 'ready') return `not connected (${redis.status}${lastError ? `: ${lastError}` : ''})`;
+        return (error as Error).message;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    close: () => closeRedis(redis),
+  };
+}
+
+/**
+ * Runs survive a Redis restart only if Redis persists them. Says why not, or undefined when AOF is on (or when
+ * CONFIG is disabled, as managed Redis services do: then nobody can tell from here, and saying so is the answer).
+ */
+export async function persistenceProblem(redis: Redis): Promise<string | undefined> {
+  let reply: unknown;
+  try {
+    reply = await redis.call('CONFIG', 'GET', 'appendonly');
+  } catch (error) {
+    return `could not read Redis persistence settings (CONFIG GET appendonly: ${(error as Error).message}); make sure appendonly is on, or runs in flight are lost when Redis restarts`;
+  }
+  const value = Array.isArray(reply) ? String(reply[1] ?? '') : '';
+  return value === 'yes' ? undefined : 'Redis does not persist (appendonly is off): runs in flight are lost if Redis restarts. Set `appendonly yes` (docker-compose.yml and the chart do)';
 }
 
 /**
