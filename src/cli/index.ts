@@ -88,11 +88,14 @@ export async function runCli(argv: string[]): Promise<void> {
   program
     .command('demo')
     .description('try rollcall on the built-in simulator: no Slack, no cluster needed')
-    .option('--scenario <name>', 'seed-outage | progressive-infra', 'seed-outage')
+    .option('--scenario <name>', 'seed-outage | progressive-infra | sealed-secrets-migration', 'seed-outage')
     .option('--speed <x>', 'simulated time speed', '10')
     .action(async (opts) => {
-      const { demo } = await import('./demo.js');
-      await demo({ scenario: opts.scenario, speed: Number(opts.speed) });
+      const { demo, DemoError } = await import('./demo.js');
+      await demo({ scenario: opts.scenario, speed: Number(opts.speed) }).catch((error) => {
+        if (error instanceof DemoError) fail(error.message);
+        throw error;
+      });
     });
 
   program

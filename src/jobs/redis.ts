@@ -1,4 +1,5 @@
 import { Redis, type RedisOptions } from 'ioredis';
+import { redactUrlPassword } from '../config/load.js';
 import { redisErrorsTotal } from '../metrics.js';
 
 /**
@@ -85,6 +86,11 @@ export async function probeRedis(url: string, timeoutMs = 3000): Promise<string 
   } finally {
     redis.disconnect();
   }
+}
+
+/** What the terminal (`ask`, `demo`) says when Redis does not answer a PING. */
+export function redisUnreachableMessage(url: string, cause: string): string {
+  return `Cannot reach Redis at ${redactUrlPassword(url)} (${cause}). Runbooks, runs and the audit log live in Redis: start redis-server, or point redis.url / REDIS_URL at yours.`;
 }
 
 /** `rollcall` → `rollcall:`; keys are `${keyBase(prefix)}run:r-7f3k2`. */

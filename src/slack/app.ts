@@ -7,7 +7,7 @@ import type { Services } from '../commands/registry.js';
 import type { Redis } from 'ioredis';
 import { closeRedis, createRedis } from '../jobs/redis.js';
 import { createLogger } from '../log.js';
-import { createSlackWebClient, webClientOptions } from './client.js';
+import { countRateLimits, createSlackWebClient, webClientOptions } from './client.js';
 import { registerListeners } from './listeners/index.js';
 import { boltLogger } from './logger.js';
 import { SlackNotifier } from './notifier.js';
@@ -101,6 +101,7 @@ export async function startSlack(
     );
   }
 
+  countRateLimits(app.client);
   registerListeners(app, { services, logger: logger.child({ component: 'slack' }) });
   app.error(async (err) => {
     logger.error({ err: { message: err.message, code: (err as { code?: string }).code } }, 'unhandled error in a Slack listener');
