@@ -41,14 +41,6 @@ export const slackRateLimitedTotal = new Counter({
   registers,
 });
 
-/** Runs entering a state (requested, confirmed, running, paused, succeeded, failed, aborted, ...). */
-export const runTransitionsTotal = new Counter({
-  name: 'rollcall_runs_total',
-  help: 'Runbook runs entering a state, by runbook and state',
-  labelNames: ['runbook', 'state'],
-  registers,
-});
-
 export const runsRefusedTotal = new Counter({
   name: 'rollcall_runs_refused_total',
   help: 'Runs a worker refused to execute, by reason',

@@ -2,6 +2,7 @@ import type { RollcallConfig } from '../config/schema.js';
 import { startHttpServer } from '../http/server.js';
 import { closeRedis, createRedis, createRedisPinger, persistenceProblem } from '../jobs/redis.js';
 import { createLogger } from '../log.js';
+import { RunStore } from '../runbooks/run-store.js';
 import { startRuntime } from './bootstrap.js';
 
 /** `rollcall start`: one process with every role, or a bot / worker for scaling out on one Redis. */
@@ -27,10 +28,13 @@ export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worke
   }
   const pinger = createRedisPinger(redisUrl);
   stops.push(() => pinger.close());
+  const runStoreRedis = createRedis(redisUrl, { maxRetriesPerRequest: 1, connectionName: 'metrics' });
+  stops.push(() => closeRedis(runStoreRedis));
+  const runStore = new RunStore(runStoreRedis, config.redis.prefix);
   const http = await startHttpServer({
     port: config.http.port,
     fleet: runtime.services.fleet,
-    health: { redis: () => pinger.check(), ...(slackConnected ? { slack: slackConnected } : {}) },
+    health: { redis: () => pinger.check(), runsByState: () => runsByState(runStore), ...(slackConnected ? { slack: slackConnected } : {}) },
   });
   stops.push(() => http.close());
   logger.info({ role, http: http.port, instances: config.instances.map((i) => i.name) }, 'rollcall started');
@@ -74,4 +78,11 @@ async function warnIfRedisDoesNotPersist(url: string, logger: ReturnType<typeof 
   } finally {
     await closeRedis(redis);
   }
+}
+
+/** The latest runs by state; a scrape reads at most this many records. */
+async function runsByState(store: RunStore, recent = 500): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (const run of await store.list(recent)) counts[run.status] = (counts[run.status] ?? 0) + 1;
+  return counts;
 }

@@ -8,6 +8,8 @@ export interface HealthSource {
   redis(): Promise<string | undefined>;
   /** Bot roles only: whether Slack can reach us (HTTP receiver listening, or the Socket Mode link open). */
   slack?(): boolean;
+  /** Recent runbook runs by state, for `rollcall_runs`; absent where no run store is reachable. */
+  runsByState?(): Promise<Record<string, number>>;
 }
 
 export interface HttpServer {
@@ -28,7 +30,7 @@ export async function startHttpServer(opts: { port: number; fleet: FleetView; he
   const registry = metricsRegistry;
   if (!defaultMetricsCollected) collectDefaultMetrics({ register: registry });
   defaultMetricsCollected = true;
-  for (const name of ['rollcall_fleet_apps', 'rollcall_argocd_instance_up', 'rollcall_mirror_lag_seconds']) registry.removeSingleMetric(name);
+  for (const name of ['rollcall_fleet_apps', 'rollcall_argocd_instance_up', 'rollcall_mirror_lag_seconds', 'rollcall_runs']) registry.removeSingleMetric(name);
 
   new Gauge({
     name: 'rollcall_fleet_apps',
@@ -60,6 +62,18 @@ export async function startHttpServer(opts: { port: number; fleet: FleetView; he
     collect() {
       this.reset();
       for (const i of opts.fleet.health()) if (i.lastEventAt) this.set({ instance: i.instance }, Math.max(0, (now() - Date.parse(i.lastEventAt)) / 1000));
+    },
+  });
+
+  new Gauge({
+    name: 'rollcall_runs',
+    help: 'Runbook runs by state, among the most recent ones (a stuck awaiting-approval or paused count is worth an alert)',
+    labelNames: ['state'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const counts = await opts.health.runsByState?.().catch(() => undefined);
+      for (const [state, n] of Object.entries(counts ?? {})) this.set({ state }, n);
     },
   });
 

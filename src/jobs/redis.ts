@@ -1,6 +1,48 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis, RedisOptions } from 'ioredis';
 import { redactUrlPassword } from '../config/load.js';
 import { redisErrorsTotal } from '../metrics.js';
+
+/**
+ * ioredis, loaded on first use: many modules need this file's key helpers, and a one-shot `ask status`
+ * that never talks to Redis should not pay for loading the client. The same module instance BullMQ loads.
+ */
+function ioredis(): typeof import('ioredis') {
+  return createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
+}
+
+export class RedisUrlError extends Error {
+  readonly code = 'redis_url_invalid';
+}
+
+/**
+ * Where to connect, from `redis.url`: `redis://` or `rediss://` (one server), or
+ * `redis+sentinel://[user:password@]host:26379,host2:26379/<master name>[/<db>]`, which asks the Sentinels for
+ * the current master and follows a failover. Redis Cluster (`redis+cluster://`) is refused here with a clear
+ * message: BullMQ needs a Cluster client, which these connections are not.
+ */
+export function redisTarget(url: string): RedisOptions {
+  const parsed = /^([a-z+]+):\/\/(?:([^:@/]*)(?::([^@/]*))?@)?([^/?#]+)(?:\/([^?#]*))?$/i.exec(url);
+  if (!parsed) throw new RedisUrlError(`redis.url "${redactUrlPassword(url)}" is not a Redis URL (redis://host:6379, rediss://..., redis+sentinel://host:26379/mymaster)`);
+  const [, scheme, user, password, hosts, path = ''] = parsed;
+  const auth = { ...(user ? { username: decodeURIComponent(user) } : {}), ...(password ? { password: decodeURIComponent(password) } : {}) };
+  const nodes = hosts.split(',').map((h) => {
+    const [host, port] = h.split(':');
+    return { host, port: Number(port || (scheme === 'redis+sentinel' ? 26379 : 6379)) };
+  });
+  if (scheme === 'redis' || scheme === 'rediss') {
+    if (nodes.length > 1) throw new RedisUrlError(`redis.url names ${nodes.length} servers: use redis+sentinel://... for Sentinel`);
+    const db = path ? Number(path) : 0;
+    return { ...nodes[0], ...auth, db, ...(scheme === 'rediss' ? { tls: {} } : {}) };
+  }
+  if (scheme === 'redis+sentinel') {
+    const [name, db] = path.split('/');
+    if (!name) throw new RedisUrlError('redis+sentinel:// needs the master name as its path: redis+sentinel://host:26379/mymaster');
+    return { sentinels: nodes, name, ...auth, db: db ? Number(db) : 0 };
+  }
+  if (scheme === 'redis+cluster') throw new RedisUrlError('Redis Cluster (redis+cluster://) is not supported yet: use a single Redis or Sentinel');
+  throw new RedisUrlError(`redis.url scheme "${scheme}:" is not one of redis:, rediss:, redis+sentinel:`);
+}
 
 /**
  * One ioredis connection. BullMQ Workers and QueueEvents issue blocking commands, so each needs
@@ -9,7 +51,8 @@ import { redisErrorsTotal } from '../metrics.js';
  * No ioredis `keyPrefix`: BullMQ refuses it, and every key we write carries the prefix itself.
  */
 export function createRedis(url: string, opts: Partial<RedisOptions> = {}, onError?: (err: Error) => void): Redis {
-  const redis = new Redis(url, {
+  const redis = new (ioredis().Redis)({
+    ...redisTarget(url),
     maxRetriesPerRequest: null,
     enableReadyCheck: true,
     // Reconnect quickly after a restart: runs are waiting on it.
@@ -73,7 +116,7 @@ export async function persistenceProblem(redis: Redis): Promise<string | undefin
  * Resolves to the failure's message, or undefined when Redis answered.
  */
 export async function probeRedis(url: string, timeoutMs = 3000): Promise<string | undefined> {
-  const redis = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+  const redis = new (ioredis().Redis)({ ...redisTarget(url), lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
   // The socket error (ECONNREFUSED ...) says more than connect()'s "Connection is closed".
   let cause: string | undefined;
   redis.on('error', (err: Error) => (cause ??= err.message));

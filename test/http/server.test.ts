@@ -2,8 +2,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startHttpServer, type HealthSource } from '../../src/http/server.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import type { InstanceHealth } from '../../src/fleet/events.js';
-import { startPrivateRedis } from '../../src/dev/redis-server.js';
-import { createRedis, closeRedis, createRedisPinger, persistenceProblem } from '../../src/jobs/redis.js';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { findBinary, freePort, startPrivateRedis } from '../../src/dev/redis-server.js';
+import { createRedis, closeRedis, createRedisPinger, persistenceProblem, redisTarget } from '../../src/jobs/redis.js';
 
 type FleetWithHealth = StaticFleet;
 
@@ -33,7 +37,7 @@ describe('health endpoints', () => {
       { instance: 'prod', synced: true, lastEventAt: '2026-12-04T10:00:00Z' },
       { instance: 'staging', synced: false, error: 'connect ECONNREFUSED 10.0.0.9:443' },
     ]);
-    const base = await serve(fleet, { redis: async () => undefined });
+    const base = await serve(fleet, { redis: async () => undefined, runsByState: async () => ({ running: 2, 'awaiting-approval': 1 }) });
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
     const ready = await fetch(`${base}/readyz`);
     expect(ready.status).toBe(200);
@@ -48,6 +52,7 @@ describe('health endpoints', () => {
     expect(metrics).toContain('rollcall_argocd_instance_up{instance="staging"} 0');
     expect(metrics).toContain('rollcall_mirror_lag_seconds{instance="prod"} 30');
     expect(metrics).toContain('rollcall_fleet_apps{instance="prod"} 1');
+    expect(metrics).toContain('rollcall_runs{state="awaiting-approval"} 1');
   });
 
   it('is not ready while a bot is not connected to Slack, and live all the same', async () => {
@@ -91,5 +96,50 @@ describe('health endpoints', () => {
     closers.push(() => closeRedis(a), () => closeRedis(b));
     expect(await persistenceProblem(a)).toMatch(/appendonly is off/);
     expect(await persistenceProblem(b)).toBeUndefined();
+  });
+});
+
+describe('Redis URLs', () => {
+  it('reads redis://, rediss:// and redis+sentinel:// URLs, and refuses what it cannot connect to with a clear message', () => {
+    expect(redisTarget('redis://:s3cret@redis.example:6380/2')).toEqual({ host: 'redis.example', port: 6380, password: 's3cret', db: 2 });
+    expect(redisTarget('rediss://default:pw@cache.example')).toMatchObject({ host: 'cache.example', port: 6379, username: 'default', tls: {} });
+    expect(redisTarget('redis+sentinel://:pw@s1:26379,s2/mymaster/1')).toEqual({
+      sentinels: [
+        { host: 's1', port: 26379 },
+        { host: 's2', port: 26379 },
+      ],
+      name: 'mymaster',
+      password: 'pw',
+      db: 1,
+    });
+    expect(() => redisTarget('redis+sentinel://s1:26379')).toThrow(/needs the master name/);
+    expect(() => redisTarget('redis+cluster://n1:6379,n2:6379')).toThrow(/Cluster .* is not supported yet/);
+    expect(() => redisTarget('http://:hunter2@x')).toThrow(/scheme "http:"/);
+    expect(() => redisTarget('nonsense')).toThrow(/is not a Redis URL/);
+  });
+
+  it('connects through Sentinel to the master it names (a real redis-server and redis-sentinel)', async () => {
+    const master = await startPrivateRedis();
+    const sentinelPort = await freePort();
+    const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-sentinel-'));
+    const conf = path.join(dir, 'sentinel.conf');
+    writeFileSync(conf, `port ${sentinelPort}\nbind 127.0.0.1\nsentinel monitor rollcallmaster 127.0.0.1 ${master.port} 1\n`);
+    const sentinel = spawn(findBinary('redis-server')!, [conf, '--sentinel'], { stdio: 'ignore' });
+    try {
+      const redis = createRedis(`redis+sentinel://127.0.0.1:${sentinelPort}/rollcallmaster`);
+      try {
+        await expect.poll(async () => redis.status, { timeout: 10_000 }).toBe('ready');
+        await redis.set('rollcall-sentinel-test', 'via sentinel', 'EX', 30);
+        const direct = createRedis(master.url);
+        expect(await direct.get('rollcall-sentinel-test')).toBe('via sentinel');
+        await closeRedis(direct);
+      } finally {
+        await closeRedis(redis);
+      }
+    } finally {
+      sentinel.kill('SIGKILL');
+      await master.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
