@@ -6,9 +6,10 @@ import readline from 'node:readline';
 import { parseConfig, redactUrlPassword } from '../config/load.js';
 import { dispatch, runAction } from '../commands/index.js';
 import { findAction, type CommandContext } from '../commands/registry.js';
-import type { Reply, ReplyButton } from '../commands/reply.js';
+import type { Reply, ReplyButton } from '../core/reply.js';
 import { ensureRedis, RedisUnavailableError, type RedisHandle } from '../dev/redis-server.js';
 import { closeRedis, createRedis, keyBase, probeRedis, redisUnreachableMessage } from '../jobs/redis.js';
+import { RollcallError } from '../core/errors.js';
 import { createLogger } from '../log.js';
 import { loadScenario, ScenarioError, type Scenario } from '../sim/scenarios/index.js';
 import { simConfigYaml, type SimServer } from '../sim/cli.js';
@@ -35,16 +36,6 @@ export const DEMO_SCENARIOS: Record<string, string[]> = {
     'audit',
   ],
 };
-
-export class DemoError extends Error {
-  constructor(
-    readonly code: 'redis_unavailable' | 'unknown_scenario',
-    message: string,
-  ) {
-    super(message);
-    this.name = 'DemoError';
-  }
-}
 
 /**
  * A prefix no other process uses: the demo's queues, runs and audit are its own even on a Redis shared with
@@ -86,7 +77,7 @@ export async function demo(opts: {
   try {
     scenario = loadScenario(opts.scenario);
   } catch (error) {
-    if (error instanceof ScenarioError) throw new DemoError('unknown_scenario', `${error.message.replace(/, or pass --fixture FILE$/, '')}`);
+    if (error instanceof ScenarioError) throw new RollcallError('unknown_scenario', `${error.message.replace(/, or pass --fixture FILE$/, '')}`);
     throw error;
   }
 
@@ -94,13 +85,13 @@ export async function demo(opts: {
   try {
     redis = await ensureRedis();
   } catch (error) {
-    if (error instanceof RedisUnavailableError) throw new DemoError('redis_unavailable', error.message);
+    if (error instanceof RedisUnavailableError) throw new RollcallError('redis_unavailable', error.message);
     throw error;
   }
   const down = await probeRedis(redis.url);
   if (down) {
     await redis.stop();
-    throw new DemoError('redis_unavailable', redisUnreachableMessage(redis.url, down));
+    throw new RollcallError('redis_unavailable', redisUnreachableMessage(redis.url, down));
   }
   const prefix = demoPrefix();
   say(

@@ -1,12 +1,10 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError, formatProblem, loadConfig, redactConfig } from '../config/load.js';
-import { errorReply, replyJson } from '../commands/reply.js';
+import { errorReply, replyJson } from '../core/reply.js';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type ErrorCode } from '../core/error-codes.js';
+import { isRollcallError } from '../core/errors.js';
 import { createLogger } from '../log.js';
 
-/** Exit codes of DESIGN.md: 0 ok, 1 the command failed, 2 usage or configuration error. */
-export const EXIT_OK = 0;
-export const EXIT_FAILED = 1;
-export const EXIT_USAGE = 2;
 
 function fail(message: string, code = EXIT_USAGE): never {
   process.stderr.write(`rollcall: ${message}\n`);
@@ -34,7 +32,7 @@ function firstWord(text: string | undefined): string {
   return text?.trim().split(/\s+/)[0] || 'ask';
 }
 
-function printJsonFailure(command: string, code: string, message: string): void {
+function printJsonFailure(command: string, code: ErrorCode, message: string): void {
   process.stdout.write(`${JSON.stringify(replyJson(errorReply(command, code, message)))}\n`);
 }
 
@@ -91,9 +89,9 @@ export async function runCli(argv: string[]): Promise<void> {
     .option('--scenario <name>', 'seed-outage | progressive-infra | sealed-secrets-migration', 'seed-outage')
     .option('--speed <x>', 'simulated time speed', '10')
     .action(async (opts) => {
-      const { demo, DemoError } = await import('./demo.js');
+      const { demo } = await import('./demo.js');
       await demo({ scenario: opts.scenario, speed: Number(opts.speed) }).catch((error) => {
-        if (error instanceof DemoError) fail(error.message);
+        if (isRollcallError(error, 'redis_unavailable', 'unknown_scenario')) fail(error.message);
         throw error;
       });
     });
@@ -134,12 +132,12 @@ export async function runCli(argv: string[]): Promise<void> {
     .description('write a commented rollcall.yaml to start from (never overwrites)')
     .argument('[file]', 'where to write it', 'rollcall.yaml')
     .action(async (file: string) => {
-      const { initConfig, InitError } = await import('./init.js');
+      const { initConfig } = await import('./init.js');
       try {
         const written = initConfig(file);
         process.stdout.write(`wrote ${written}: set ARGOCD_TOKEN (and the Slack tokens once you add a slack section), then \`rollcall config check --config ${file}\`\n`);
       } catch (error) {
-        if (error instanceof InitError) fail(error.message);
+        if (isRollcallError(error, 'config_exists')) fail(error.message);
         throw error;
       }
     });

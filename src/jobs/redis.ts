@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import type { Redis, RedisOptions } from 'ioredis';
 import { redactUrlPassword } from '../config/load.js';
+import { RollcallError } from '../core/errors.js';
 import { redisErrorsTotal } from '../metrics.js';
 
 /**
@@ -11,10 +12,6 @@ function ioredis(): typeof import('ioredis') {
   return createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
 }
 
-export class RedisUrlError extends Error {
-  readonly code = 'redis_url_invalid';
-}
-
 /**
  * Where to connect, from `redis.url`: `redis://` or `rediss://` (one server), or
  * `redis+sentinel://[user:password@]host:26379,host2:26379/<master name>[/<db>]`, which asks the Sentinels for
@@ -23,7 +20,7 @@ export class RedisUrlError extends Error {
  */
 export function redisTarget(url: string): RedisOptions {
   const parsed = /^([a-z+]+):\/\/(?:([^:@/]*)(?::([^@/]*))?@)?([^/?#]+)(?:\/([^?#]*))?$/i.exec(url);
-  if (!parsed) throw new RedisUrlError(`redis.url "${redactUrlPassword(url)}" is not a Redis URL (redis://host:6379, rediss://..., redis+sentinel://host:26379/mymaster)`);
+  if (!parsed) throw new RollcallError('config_invalid', `redis.url "${redactUrlPassword(url)}" is not a Redis URL (redis://host:6379, rediss://..., redis+sentinel://host:26379/mymaster)`);
   const [, scheme, user, password, hosts, path = ''] = parsed;
   const auth = { ...(user ? { username: decodeURIComponent(user) } : {}), ...(password ? { password: decodeURIComponent(password) } : {}) };
   const nodes = hosts.split(',').map((h) => {
@@ -31,17 +28,17 @@ export function redisTarget(url: string): RedisOptions {
     return { host, port: Number(port || (scheme === 'redis+sentinel' ? 26379 : 6379)) };
   });
   if (scheme === 'redis' || scheme === 'rediss') {
-    if (nodes.length > 1) throw new RedisUrlError(`redis.url names ${nodes.length} servers: use redis+sentinel://... for Sentinel`);
+    if (nodes.length > 1) throw new RollcallError('config_invalid', `redis.url names ${nodes.length} servers: use redis+sentinel://... for Sentinel`);
     const db = path ? Number(path) : 0;
     return { ...nodes[0], ...auth, db, ...(scheme === 'rediss' ? { tls: {} } : {}) };
   }
   if (scheme === 'redis+sentinel') {
     const [name, db] = path.split('/');
-    if (!name) throw new RedisUrlError('redis+sentinel:// needs the master name as its path: redis+sentinel://host:26379/mymaster');
+    if (!name) throw new RollcallError('config_invalid', 'redis+sentinel:// needs the master name as its path: redis+sentinel://host:26379/mymaster');
     return { sentinels: nodes, name, ...auth, db: db ? Number(db) : 0 };
   }
-  if (scheme === 'redis+cluster') throw new RedisUrlError('Redis Cluster (redis+cluster://) is not supported yet: use a single Redis or Sentinel');
-  throw new RedisUrlError(`redis.url scheme "${scheme}:" is not one of redis:, rediss:, redis+sentinel:`);
+  if (scheme === 'redis+cluster') throw new RollcallError('config_invalid', 'Redis Cluster (redis+cluster://) is not supported yet: use a single Redis or Sentinel');
+  throw new RollcallError('config_invalid', `redis.url scheme "${scheme}:" is not one of redis:, rediss:, redis+sentinel:`);
 }
 
 /**
