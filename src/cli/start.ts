@@ -13,6 +13,14 @@ export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worke
   await runtime.enableRuns({ role, redisUrl });
   const stops: (() => Promise<void>)[] = [];
   void warnIfRedisDoesNotPersist(redisUrl, logger);
+  if (role === 'worker' && config.slack) {
+    // No Bolt here, but alerts and digests are posted from workers: through the Web API directly.
+    const { SlackNotifier } = await import('../slack/notifier.js');
+    const { createSlackWebClient } = await import('../slack/client.js');
+    const notifier = new SlackNotifier(createSlackWebClient(config.slack, logger, { rejectRateLimitedCalls: true }), { logger });
+    runtime.outputNotifier = notifier;
+    stops.push(() => notifier.flush());
+  }
 
   let slackConnected: (() => boolean) | undefined;
   if (role !== 'worker') {

@@ -20,6 +20,8 @@ import './diagnose.js';
 import './clusters.js';
 import './help.js';
 import './control.js';
+import './alerts.js';
+import './digest.js';
 // Runbook commands (run, sync, runs, audit) are registered by src/commands/runbooks.ts; the
 // integrator adds its import here.
 
