@@ -48,6 +48,7 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
       if (engine) return;
       engine = await startEngine(services, { role, redisUrl, prefix: config.redis.prefix });
       services.runs = engine.runs;
+      services.audit = engine.runs.audit;
       pausesRedis = createRedis(redisUrl);
       services.pauses = new PauseStore(pausesRedis, config.redis.prefix);
       // Schedules tick where steps run; BullMQ makes one job of each tick however many workers there are.

@@ -1,5 +1,5 @@
 import type { Cluster } from '../argocd/types.js';
-import { normalizeServer } from '../fleet/model.js';
+import { normalizeServer } from '../argocd/objects.js';
 import { TONE_EMOJI, byText, formatCount, oneLine, plural, truncate } from '../core/format.js';
 import { checkOptions, checkPositional } from './parse.js';
 import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';

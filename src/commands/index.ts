@@ -8,7 +8,7 @@ import { formatCount } from '../core/format.js';
 import { errorReply, withUserText, type Reply } from '../core/reply.js';
 import { suggest } from './suggest.js';
 import { auditRefusal } from './runbooks.js';
-import { withAuditOrigin, type AuditOrigin } from '../runbooks/audit.js';
+import { withAuditOrigin, type AuditOrigin } from '../audit/audit-log.js';
 
 // Every command module registers itself on import.
 import './status.js';

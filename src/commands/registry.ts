@@ -1,10 +1,7 @@
-import type { ArgoApi } from '../argocd/api.js';
-import type { RollcallConfig } from '../config/schema.js';
-import type { FleetView } from '../fleet/model.js';
-import type { KubeClients } from '../kube/clients.js';
-import type { PauseStore } from '../runbooks/rollout-pause.js';
-import type { Notifier } from '../core/notifier.js';
+import type { AuditStream } from '../audit/audit-log.js';
 import type { Reply } from '../core/reply.js';
+import type { RunService } from '../runbooks/engine.js';
+import type { RunbookServices } from '../runbooks/services.js';
 
 /** A parsed chat command: `/argo <command> [target] [key=value ...] [--flag]`. */
 export interface ParsedCommand {
@@ -18,19 +15,11 @@ export interface ParsedCommand {
   raw: string;
 }
 
-export interface Services {
-  config: RollcallConfig;
-  fleet: FleetView;
-  /** One Argo CD API client per instance name. */
-  argocd: ReadonlyMap<string, ArgoApi>;
-  /** Runbook engine, when this process has one (issue 4). Typed loosely to keep commands/ independent of it. */
-  runs?: unknown;
-  notifier?: Notifier;
-  now?: () => Date;
-  /** Direct Kubernetes access per cluster (config kube.clusters), for the sealed-secrets runbooks. */
-  kube?: ReadonlyMap<string, KubeClients>;
-  /** What pause-rollout changed, for resume and `/argo paused` (needs Redis). */
-  pauses?: PauseStore;
+/** What commands work with: the runbook services, and the runbook engine when this process has one (it needs Redis). */
+export interface Services extends RunbookServices {
+  runs?: RunService;
+  /** The audit stream (Redis): refusals and mutations are recorded here, `audit` reads it. */
+  audit?: AuditStream;
 }
 
 export interface CommandContext {

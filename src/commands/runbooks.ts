@@ -21,7 +21,7 @@ import { replyFromError, RollcallError } from '../core/errors.js';
  */
 
 function runsOf(ctx: CommandContext): RunService | undefined {
-  return ctx.services.runs as RunService | undefined;
+  return ctx.services.runs;
 }
 
 const noEngine = (command: string) =>
@@ -41,10 +41,10 @@ const REFUSAL_CODES = new Set<ErrorCode>(['forbidden', 'invalid_state', 'run_not
  * request's audit origin). The refusal stands whether or not the write succeeds; a failed write is said.
  */
 export async function auditRefusal(ctx: CommandContext, event: { target: string; runId?: string; result: string; message: string; params?: Record<string, unknown> }): Promise<string | undefined> {
-  const runs = runsOf(ctx);
-  if (!runs) return undefined;
+  const audit = ctx.services.audit;
+  if (!audit) return undefined;
   try {
-    await runs.audit.record({ kind: 'run.refused', who: ctx.user, ...event });
+    await audit.record({ kind: 'run.refused', who: ctx.user, ...event });
     return undefined;
   } catch (error) {
     return `The audit log could not record this refusal: ${(error as Error).message}.`;
@@ -226,11 +226,11 @@ registerCommand({
   usage: 'audit [n]',
   readOnly: true,
   async run(cmd, ctx) {
-    const runs = runsOf(ctx);
-    if (!runs) return noEngine('audit');
+    const audit = ctx.services.audit;
+    if (!audit) return noEngine('audit');
     const n = cmd.positional[0] ? Number(cmd.positional[0]) : 20;
     if (!Number.isInteger(n) || n < 1) return errorReply('audit', 'usage', '`audit [n]`: n is how many entries, e.g. `audit 50`.');
-    return auditReply(await runs.audit.latest(Math.min(n, 500)));
+    return auditReply(await audit.latest(Math.min(n, 500)));
   },
 });
 

@@ -2,7 +2,7 @@ import { Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { RollcallConfig } from '../config/schema.js';
 import type { RunService } from '../runbooks/engine.js';
-import { withAuditOrigin } from '../runbooks/audit.js';
+import { withAuditOrigin } from '../audit/audit-log.js';
 import { QUEUES } from './queues.js';
 import { bullPrefix, closeRedis, createRedis } from './redis.js';
 

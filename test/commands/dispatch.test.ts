@@ -85,7 +85,7 @@ describe('dispatch', () => {
   it('refuses a mutating command to non-operators, naming who may run it', async () => {
     ran = 0;
     const recorded: Record<string, unknown>[] = [];
-    const withAudit = { ...services(twoInstanceFleet(), access), runs: { audit: { record: async (e: Record<string, unknown>) => recorded.push(e) } } };
+    const withAudit = { ...services(twoInstanceFleet(), access), audit: { record: async (e: Record<string, unknown>) => String(recorded.push(e)), read: async () => [], latest: async () => [] } };
     const reply = await dispatch('test-mutate', ctx(withAudit, 'U_EVE'));
     expect(reply.error?.code).toBe('forbidden');
     // The refused attempt is audited.

@@ -20,6 +20,7 @@ beforeAll(async () => {
   const services: Services = { config: testConfig({ operators: ['U_OP'] }, fixture.instances.map((i) => i.name)), fleet, argocd: new Map() };
   engine = await startEngine(services, { role: 'bot', redisUrl: process.env.REDIS_URL!, prefix });
   services.runs = engine.runs;
+  services.audit = engine.runs.audit;
   ctx = { services, user: 'U_OP', surface: 'terminal' };
 });
 afterAll(async () => {

@@ -1,11 +1,10 @@
-import type { EventEmitter } from 'node:events';
 import picomatch from 'picomatch';
 import { z } from 'zod';
 import { ArgoError } from '../../argocd/errors.js';
 import type { Application, ApplicationSyncRequest, Operation } from '../../argocd/types.js';
 import { RollcallError } from '../../core/errors.js';
 import type { ReplyBlock, ReplyItem } from '../../core/reply.js';
-import type { FleetApp, FleetView } from '../../fleet/model.js';
+import type { FleetApp } from '../../fleet/model.js';
 import { selectApps, type AppSelector } from '../../fleet/select.js';
 import type { RunProgress } from '../run-store.js';
 import type { ActionContext, ActionPreview, PreviewContext, RunbookAction, StepOutcome } from './types.js';
@@ -346,7 +345,7 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
   const runId = ctx.run.id;
   const plan = (ctx.run.preview?.byStep?.[ctx.stepId] ?? ctx.run.preview?.data) as unknown as BulkSyncPlan;
   if (!plan?.waves) return { status: 'failed', error: 'the run has no bulk-sync plan (preview missing)' };
-  const fleet: FleetView & { events?: EventEmitter } = ctx.services.fleet;
+  const fleet = ctx.services.fleet;
   const checkpoint = ctx.checkpoint as unknown as import('./types.js').Checkpoint<AppCheckpoint>;
 
   // First attempt writes every app as pending; later attempts find their states.
@@ -374,7 +373,7 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
       wake?.();
     }
   };
-  fleet.events?.on('app', onApp);
+  const unsubscribe = fleet.subscribe((e) => 'app' in e && onApp(e));
   const abortWake = () => wake?.();
   ctx.signal.addEventListener('abort', abortWake);
   const sleep = (ms: number) =>
@@ -584,7 +583,7 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
       report(wave);
     }
   } finally {
-    fleet.events?.off('app', onApp);
+    unsubscribe();
     ctx.signal.removeEventListener('abort', abortWake);
   }
   report(plan.waves.length - 1);
