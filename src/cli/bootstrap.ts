@@ -7,7 +7,7 @@ import type { Notifier } from '../core/notifier.js';
 import { startEngine } from '../runbooks/engine.js';
 import type { Redis } from 'ioredis';
 import { closeRedis, createRedis } from '../jobs/redis.js';
-import { startSchedules, type Schedules } from '../jobs/schedules.js';
+import { configuredSchedules, startSchedules, type Schedules } from '../jobs/schedules.js';
 import { createKubeClients } from '../kube/clients.js';
 import { PauseStore } from '../runbooks/rollout-pause.js';
 import type { Logger } from '../log.js';
@@ -52,8 +52,10 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
       pausesRedis = createRedis(redisUrl);
       services.pauses = new PauseStore(pausesRedis, config.redis.prefix);
       // Schedules tick where steps run; BullMQ makes one job of each tick however many workers there are.
-      if (withSchedules && config.sealedSecrets.schedules.length) {
-        schedules = await startSchedules({ config, runs: engine.runs, redisUrl, prefix: config.redis.prefix, logger: opts.logger });
+      const wanted = configuredSchedules(config);
+      if (withSchedules && wanted.length) {
+        schedules = await startSchedules({ services, redisUrl, prefix: config.redis.prefix, logger: opts.logger });
+        await schedules.upsertSchedules(wanted);
       }
     },
     async stop() {

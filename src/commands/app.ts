@@ -15,7 +15,7 @@ import {
 import { CommandError, checkOptions, checkPositional } from './parse.js';
 import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
 import type { Reply, ReplyBlock, ReplyButton } from '../core/reply.js';
-import { healthOf, syncOf } from './status.js';
+import { healthOf, syncOf } from '../fleet/status.js';
 import { unknownTarget } from './suggest.js';
 
 const USAGE = 'app NAME [instance=X]';

@@ -4,7 +4,7 @@ import { TONE_EMOJI, byText, formatCount, oneLine, plural, truncate } from '../c
 import { checkOptions, checkPositional } from './parse.js';
 import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
 import type { Reply, ReplyBlock, ReplyItem, Tone } from '../core/reply.js';
-import { healthOf, isProblem, syncOf } from './status.js';
+import { healthOf, isProblem, syncOf } from '../fleet/status.js';
 import { unknownTarget } from './suggest.js';
 
 const USAGE = 'clusters [instance=X]';

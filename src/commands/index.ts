@@ -1,5 +1,5 @@
 import type { InstanceHealth } from '../fleet/events.js';
-import { canOperate, canRead, operateDeniedMessage, readDeniedMessage } from '../core/access.js';
+import { canOperate, canRead, isScheduler, operateDeniedMessage, readDeniedMessage } from '../core/access.js';
 import { commandNames, helpReply } from './help.js';
 import { parseCommand } from './parse.js';
 import { replyFromError } from '../core/errors.js';
@@ -22,11 +22,8 @@ import './control.js';
 // Runbook commands (run, sync, runs, audit) are registered by src/commands/runbooks.ts; the
 // integrator adds its import here.
 
-export { parseCommand, selectorFromCommand, commandText, tokenize, CommandError, CommandSyntaxError } from './parse.js';
-export { suggest, unknownTarget } from './suggest.js';
+export { parseCommand } from './parse.js';
 export { auditRefusal } from './runbooks.js';
-export { canOperate, canRead, isAdmin, principalMatches } from '../core/access.js';
-export { summarizeApps, problemReason, isProblem } from './status.js';
 
 /** Instances the fleet view is not in sync with; a StaticFleet has none. */
 function unsyncedInstances(ctx: CommandContext): InstanceHealth[] {
@@ -101,6 +98,7 @@ async function dispatchCommand(text: string, ctx: CommandContext): Promise<Reply
       return errorReply(spec.name, 'usage', `\`${spec.name}\` does not take ${flags.map((f) => `--${f}`).join(', ')}. Usage: ${spec.usage}. Options are written key=value, e.g. \`prune=true\`.`);
     }
     const config = ctx.services.config;
+    if (isScheduler(ctx)) return withMirrorWarning(await spec.run(cmd, ctx), ctx);
     if (!canRead(ctx.user, config)) {
       const message = readDeniedMessage(ctx.user, config);
       const unrecorded = await auditRefusal(ctx, { target: spec.name, message, result: 'forbidden', params: { command: cmd.raw } });

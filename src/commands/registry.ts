@@ -1,4 +1,5 @@
 import type { AuditStream } from '../audit/audit-log.js';
+import type { Surface } from '../core/access.js';
 import type { Reply } from '../core/reply.js';
 import type { RunService } from '../runbooks/engine.js';
 import type { RunbookServices } from '../runbooks/services.js';
@@ -28,8 +29,8 @@ export interface CommandContext {
   user: string;
   channel?: string;
   threadTs?: string;
-  /** 'slack' | 'terminal' — some flows (modals) only exist in Slack. */
-  surface: 'slack' | 'terminal';
+  /** Some flows (modals) exist only in Slack; a schedule has no one to ask. */
+  surface: Surface;
   /** Terminal: the operating-system account that ran rollcall; the audit log records it with `user`. */
   osUser?: string;
   /** Terminal: `user` was chosen with `--as` (only where access.terminal.allowActAs allows it). */

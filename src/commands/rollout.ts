@@ -22,7 +22,7 @@ import {
 import { CommandError, checkOptions, checkPositional } from './parse.js';
 import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
 import type { Reply, ReplyBlock, ReplyButton, ReplyItem } from '../core/reply.js';
-import { healthOf, isProblem, problemReason, syncOf } from './status.js';
+import { healthOf, isProblem, problemReason, syncOf } from '../fleet/status.js';
 import { unknownTarget } from './suggest.js';
 import { PAUSED_AT, PAUSED_BY, PAUSE_RUN } from '../runbooks/rollout-pause.js';
 import { expressionText } from '../fleet/rollingsync.js';

@@ -12,6 +12,7 @@ import { unknownTarget } from './suggest.js';
 import { errorReply, type Reply } from '../core/reply.js';
 import type { ErrorCode } from '../core/error-codes.js';
 import { replyFromError, RollcallError } from '../core/errors.js';
+import { isScheduler } from '../core/access.js';
 
 /**
  * Runbook commands. `run` and `sync` are mutating, so the dispatcher first requires an operator
@@ -71,7 +72,7 @@ function abortedReply(run: Run): Reply {
 
 async function startAndReply(runs: RunService, ctx: CommandContext, runbook: string, params: Record<string, string>, command: string): Promise<Reply> {
   try {
-    let run: Run = await runs.start({ runbook, params, user: ctx.user, channel: ctx.channel, threadTs: ctx.threadTs, surface: ctx.surface });
+    let run: Run = await runs.start({ runbook, params, user: ctx.user, channel: ctx.channel, threadTs: ctx.threadTs, surface: ctx.surface, system: isScheduler(ctx) });
     if (!ctx.assumeYes) return { ...previewReply(run), command };
     run = await runs.confirm(run.id, ctx.user, { channel: ctx.channel, threadTs: ctx.threadTs });
     const reply = progressReply(run);

@@ -19,6 +19,7 @@ import { isTerminal, previewExpired, PREVIEW_TTL_MS, RunStore, type Run, type Ru
 import type { Runbook } from './schema.js';
 import type { ErrorCode } from '../core/error-codes.js';
 import { isRollcallError, RollcallError } from '../core/errors.js';
+import type { Surface } from '../core/access.js';
 
 export class RunStateError extends RollcallError {
   declare readonly code: 'invalid_state';
@@ -50,7 +51,7 @@ export interface StartRequest {
   user: string;
   channel?: string;
   threadTs?: string;
-  surface: 'slack' | 'terminal';
+  surface: Surface;
   /**
    * Started by rollcall itself from a schedule in rollcall.yaml: whoever wrote the config decided it
    * may run, so the runners check is skipped (approvals, if the runbook needs them, still apply).

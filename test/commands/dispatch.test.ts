@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { canOperate, canRead, dispatch } from '../../src/commands/index.js';
+import { dispatch } from '../../src/commands/index.js';
+import { canOperate, canRead } from '../../src/core/access.js';
 import { registerCommand } from '../../src/commands/registry.js';
 import { renderText } from '../../src/views/text.js';
 import { ctx, services, twoInstanceFleet } from './fixtures.js';

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dispatch, suggest } from '../../src/commands/index.js';
+import { dispatch } from '../../src/commands/index.js';
+import { suggest } from '../../src/commands/suggest.js';
 import type { CommandContext, Services } from '../../src/commands/registry.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import { closest } from '../../src/fleet/select.js';
