@@ -3,24 +3,46 @@ import { canOperate, canRead, isScheduler, operateDeniedMessage, readDeniedMessa
 import { commandNames, helpReply } from './help.js';
 import { parseCommand } from './parse.js';
 import { replyFromError } from '../core/errors.js';
-import { findCommand, type ActionSpec, type CommandContext, type ParsedCommand } from './registry.js';
+import { findCommand, registerAction, registerCommand, type ActionSpec, type CommandContext, type CommandSpec, type ParsedCommand } from './registry.js';
 import { formatCount } from '../core/format.js';
 import { errorReply, withUserText, type Reply } from '../core/reply.js';
 import { suggest } from './suggest.js';
 import { auditRefusal } from './runbooks.js';
 import { withAuditOrigin, type AuditOrigin } from '../audit/audit-log.js';
 
-// Every command module registers itself on import.
-import './status.js';
-import './app.js';
-import './rollout.js';
-import './plan.js';
-import './diagnose.js';
-import './clusters.js';
-import './help.js';
-import './control.js';
-// Runbook commands (run, sync, runs, audit) are registered by src/commands/runbooks.ts; the
-// integrator adds its import here.
+import { appCommand } from './app.js';
+import { clustersCommand } from './clusters.js';
+import { pauseCommand, pausedCommand, resumeCommand } from './control.js';
+import { diagnoseCommand } from './diagnose.js';
+import { helpCommand } from './help.js';
+import { planCommand } from './plan.js';
+import { rolloutCommand } from './rollout.js';
+import { auditCommand, runRunbookCommand, runConfirmAction, runFormAction, runsCommand, runVerbActions, syncCommand } from './runbooks.js';
+import { statusCommand } from './status.js';
+
+/**
+ * Every chat command and every button or form action rollcall answers. A new command is a module that
+ * exports its CommandSpec, listed here; nothing registers itself by being imported.
+ */
+export const COMMANDS: readonly CommandSpec[] = [
+  statusCommand,
+  appCommand,
+  rolloutCommand,
+  planCommand,
+  diagnoseCommand,
+  clustersCommand,
+  helpCommand,
+  pauseCommand,
+  resumeCommand,
+  pausedCommand,
+  runRunbookCommand,
+  syncCommand,
+  runsCommand,
+  auditCommand,
+];
+export const ACTIONS: readonly ActionSpec[] = [runConfirmAction, runFormAction, ...runVerbActions];
+for (const spec of COMMANDS) registerCommand(spec);
+for (const spec of ACTIONS) registerAction(spec);
 
 export { parseCommand } from './parse.js';
 export { auditRefusal } from './runbooks.js';

@@ -7,7 +7,7 @@ import { auditReply, previewReply, progressReply, runListReply } from '../runboo
 import type { Run } from '../runbooks/run-store.js';
 import { selectApps } from '../fleet/select.js';
 import { CommandError, selectorFromCommand } from './parse.js';
-import { registerAction, registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
+import { type CommandContext, type ParsedCommand, type CommandSpec, type ActionSpec } from './registry.js';
 import { unknownTarget } from './suggest.js';
 import { errorReply, type Reply } from '../core/reply.js';
 import type { ErrorCode } from '../core/error-codes.js';
@@ -83,7 +83,7 @@ async function startAndReply(runs: RunService, ctx: CommandContext, runbook: str
   }
 }
 
-registerCommand({
+export const runRunbookCommand: CommandSpec = {
   name: 'run',
   usesRuns: true,
   summary: 'Run a runbook: preview, confirm, approvals, live progress',
@@ -121,12 +121,12 @@ registerCommand({
     }
     return startAndReply(runs, ctx, name, params, 'run');
   },
-});
+};
 
 /** Options of `sync` that narrow the selection rather than being bulk-sync params. */
 const SELECTION_OPTIONS = ['cluster', 'project', 'appset', 'instance', 'selector'];
 
-registerCommand({
+export const syncCommand: CommandSpec = {
   name: 'sync',
   usesRuns: true,
   summary: 'Sync apps (the bulk-sync runbook): each once, in waves, with a health gate',
@@ -162,7 +162,7 @@ registerCommand({
     for (const [k, v] of Object.entries(cmd.options)) if (!SELECTION_OPTIONS.includes(k)) params[k] = v;
     return startAndReply(runs, ctx, 'bulk-sync', params, 'sync');
   },
-});
+};
 
 /** The verbs of `runs` that act on a run, as the buttons of its message do (run.confirm, run.abort ...). */
 const RUN_VERBS: Record<string, (runs: RunService, id: string, ctx: CommandContext) => Promise<Reply>> = {
@@ -178,7 +178,7 @@ const RUN_VERBS: Record<string, (runs: RunService, id: string, ctx: CommandConte
   abort: async (runs, id, ctx) => abortedReply(await runs.abort(id, ctx.user)),
 };
 
-registerCommand({
+export const runsCommand: CommandSpec = {
   name: 'runs',
   usesRuns: true,
   summary: 'Recent runbook runs; show, confirm, approve, cancel, pause, resume or abort one',
@@ -218,9 +218,9 @@ registerCommand({
       return refusedOrFailed(ctx, 'runs', `run.${verb}`, id, error);
     }
   },
-});
+};
 
-registerCommand({
+export const auditCommand: CommandSpec = {
   name: 'audit',
   usesRuns: true,
   summary: 'The latest entries of the audit log (runs, approvals, steps, Argo CD mutations)',
@@ -233,10 +233,10 @@ registerCommand({
     if (!Number.isInteger(n) || n < 1) return errorReply('audit', 'usage', '`audit [n]`: n is how many entries, e.g. `audit 50`.');
     return auditReply(await audit.latest(Math.min(n, 500)));
   },
-});
+};
 
-function runAction(name: string, act: (runs: RunService, id: string, ctx: CommandContext) => Promise<Reply>) {
-  registerAction({
+function runAction(name: string, act: (runs: RunService, id: string, ctx: CommandContext) => Promise<Reply>): ActionSpec {
+  return {
     name,
     async run(value, ctx) {
       const runs = runsOf(ctx);
@@ -247,10 +247,10 @@ function runAction(name: string, act: (runs: RunService, id: string, ctx: Comman
         return refusedOrFailed(ctx, name, name, value, error);
       }
     },
-  });
+  };
 }
 
-registerAction({
+export const runConfirmAction: ActionSpec = {
   name: 'run.confirm',
   async run(value, ctx) {
     const runs = runsOf(ctx);
@@ -274,8 +274,9 @@ registerAction({
       return refusedOrFailed(ctx, 'run.confirm', 'run.confirm', value, error);
     }
   },
-});
-for (const verb of ['approve', 'cancel', 'pause', 'resume', 'abort']) runAction(`run.${verb}`, RUN_VERBS[verb]);
+};
+/** The buttons on a run's message: approve, cancel, pause, resume, abort. */
+export const runVerbActions: ActionSpec[] = ['approve', 'cancel', 'pause', 'resume', 'abort'].map((verb) => runAction(`run.${verb}`, RUN_VERBS[verb]));
 
 function formParams(value: string): { runbook: string; params: Record<string, string> } | undefined {
   try {
@@ -288,7 +289,7 @@ function formParams(value: string): { runbook: string; params: Record<string, st
 }
 
 /** Submission of the parameters form opened by `run <runbook>`: value = {"metadata": runbook, "values": {...}}. */
-registerAction({
+export const runFormAction: ActionSpec = {
   name: 'run.form',
   validate(value, ctx) {
     const form = formParams(value);
@@ -335,6 +336,6 @@ registerAction({
     const params = Object.fromEntries(Object.entries(parsed.values ?? {}).filter(([, v]) => v !== undefined && String(v).trim() !== ''));
     return startAndReply(runs, ctx, runbook, params, 'run');
   },
-});
+};
 
 export { describeParams };

@@ -16,7 +16,7 @@ import {
   truncate,
 } from '../core/format.js';
 import { SELECTOR_OPTIONS, checkOptions, commandText, selectorFromCommand } from './parse.js';
-import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
+import { type CommandContext, type ParsedCommand, type CommandSpec } from './registry.js';
 import type { Reply, ReplyBlock, ReplyButton, ReplyItem } from '../core/reply.js';
 import { fleetNames, unknownTarget } from './suggest.js';
 
@@ -211,7 +211,7 @@ function rolloutsInFlight(fleet: FleetView, summary: FleetSummary): { label: str
   return out;
 }
 
-registerCommand({
+export const statusCommand: CommandSpec = {
   name: 'status',
   aliases: ['st'],
   summary: 'Sync and health totals, per cluster, and the apps that need attention (oldest problem first)',
@@ -227,4 +227,4 @@ registerCommand({
   ].join('\n'),
   readOnly: true,
   run: runStatus,
-});
+};
