@@ -2,19 +2,21 @@ import { mention } from '../core/format.js';
 import { formatSelectorParam } from '../runbooks/actions/bulk-sync.js';
 import type { PauseRecord } from '../runbooks/rollout-pause.js';
 // `pause` and `resume` are shortcuts for the pause-rollout / resume-rollout runbooks and go through the
-// `run` command itself (preview, confirm, approvals, live progress), so that module must be registered.
-import './runbooks.js';
-import { findCommand, type CommandContext, type ParsedCommand, type CommandSpec } from './registry.js';
+// `run` command itself (preview, confirm, approvals, live progress).
+import { SELECTOR_OPTIONS } from './parse.js';
+import type { CommandContext, ParsedCommand, CommandSpec } from './registry.js';
+import { runRunbookCommand } from './runbooks.js';
 import { errorReply, type Reply, type ReplyItem } from '../core/reply.js';
 
-/** Options of `pause` that narrow an app selection (as in `sync`) rather than being runbook params. */
-const SELECTION_OPTIONS = ['cluster', 'project', 'appset', 'selector'];
+/**
+ * Options of `pause` that narrow an app selection (as in `sync`) rather than being runbook params;
+ * `instance` is both, and goes to the runbook as its own param.
+ */
+const SELECTION_OPTIONS: readonly string[] = SELECTOR_OPTIONS.filter((k) => k !== 'instance');
 
 /** Starts a runbook exactly as `/argo run <runbook> key=value ...` would, answering as `command`. */
 async function viaRunCommand(runbook: string, params: Record<string, string>, cmd: ParsedCommand, ctx: CommandContext, command: string): Promise<Reply> {
-  const run = findCommand('run');
-  if (!run) return errorReply(command, 'runs_unavailable', 'The runbook commands are not loaded in this process.');
-  const reply = await run.run({ command: 'run', positional: [runbook], options: params, flags: cmd.flags, raw: cmd.raw }, ctx);
+  const reply = await runRunbookCommand.run({ command: 'run', positional: [runbook], options: params, flags: cmd.flags, raw: cmd.raw }, ctx);
   reply.command = command;
   return reply;
 }

@@ -6,7 +6,7 @@ import { ParamError, describeParams, parseParams, type ParamValue } from '../run
 import { auditReply, previewReply, progressReply, runListReply } from '../runbooks/replies.js';
 import type { Run } from '../runbooks/run-store.js';
 import { selectApps } from '../fleet/select.js';
-import { CommandError, selectorFromCommand } from './parse.js';
+import { CommandError, SELECTOR_OPTIONS, selectorFromCommand } from './parse.js';
 import { type CommandContext, type ParsedCommand, type CommandSpec, type ActionSpec } from './registry.js';
 import { unknownTarget } from './suggest.js';
 import { errorReply, type Reply } from '../core/reply.js';
@@ -123,8 +123,6 @@ export const runRunbookCommand: CommandSpec = {
   },
 };
 
-/** Options of `sync` that narrow the selection rather than being bulk-sync params. */
-const SELECTION_OPTIONS = ['cluster', 'project', 'appset', 'instance', 'selector'];
 
 export const syncCommand: CommandSpec = {
   name: 'sync',
@@ -159,7 +157,7 @@ export const syncCommand: CommandSpec = {
       return errorReply('sync', 'unknown_target', message);
     }
     const params: Record<string, string> = { selector };
-    for (const [k, v] of Object.entries(cmd.options)) if (!SELECTION_OPTIONS.includes(k)) params[k] = v;
+    for (const [k, v] of Object.entries(cmd.options)) if (!(SELECTOR_OPTIONS as readonly string[]).includes(k)) params[k] = v;
     return startAndReply(runs, ctx, 'bulk-sync', params, 'sync');
   },
 };
