@@ -10,10 +10,12 @@ import { suggest } from './suggest.js';
 import { auditRefusal } from './runbooks.js';
 import { withAuditOrigin, type AuditOrigin } from '../audit/audit-log.js';
 
+import { alertCommand, alertsCommand } from './alerts.js';
 import { appCommand } from './app.js';
 import { clustersCommand } from './clusters.js';
 import { pauseCommand, pausedCommand, resumeCommand } from './control.js';
 import { diagnoseCommand } from './diagnose.js';
+import { digestCommand } from './digest.js';
 import { helpCommand } from './help.js';
 import { planCommand } from './plan.js';
 import { rolloutCommand } from './rollout.js';
@@ -39,6 +41,9 @@ export const COMMANDS: readonly CommandSpec[] = [
   syncCommand,
   runsCommand,
   auditCommand,
+  alertsCommand,
+  alertCommand,
+  digestCommand,
 ];
 export const ACTIONS: readonly ActionSpec[] = [runConfirmAction, runFormAction, ...runVerbActions];
 for (const spec of COMMANDS) registerCommand(spec);

@@ -1,3 +1,5 @@
+import type { AlertStore } from '../alerts/store.js';
+import type { FleetRecords } from '../alerts/records.js';
 import type { AuditStream } from '../audit/audit-log.js';
 import type { Surface } from '../core/access.js';
 import type { Reply } from '../core/reply.js';
@@ -21,6 +23,10 @@ export interface Services extends RunbookServices {
   runs?: RunService;
   /** The audit stream (Redis): refusals and mutations are recorded here, `audit` reads it. */
   audit?: AuditStream;
+  /** Alert state shared by every process (needs Redis). */
+  alerts?: AlertStore;
+  /** Key backups, recent runs and previous digests, read from Redis (for alerts and digests). */
+  records?: FleetRecords;
 }
 
 export interface CommandContext {
@@ -78,8 +84,11 @@ export interface CommandSpec {
   help?: string;
   /** Read-only commands stay open to every user in allowed channels. */
   readOnly: boolean;
-  /** Reads or starts runbook runs, so it needs the engine and Redis (`ask` starts them only then). */
-  usesRuns?: boolean;
+  /**
+   * Reads or starts runbook runs, so it needs the engine and Redis (`ask` starts them only then).
+   * `optional`: answers without Redis too, and says more with it (`ask` connects when Redis answers).
+   */
+  usesRuns?: boolean | 'optional';
   run(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply>;
 }
 

@@ -62,6 +62,11 @@ export interface Reply {
    * Views show links and mentions found in it as text, never as markup the bot itself posted.
    */
   userText?: string[];
+  /**
+   * The command that gives this reply again, for "More" pages when the bot posts it on its own (a
+   * scheduled digest) rather than in answer to someone's command.
+   */
+  pageCommand?: string;
 }
 
 /** Marks text as typed by a user (see Reply.userText). */
