@@ -15,11 +15,4 @@ export default tseslint.config(
       'no-empty': ['error', { allowEmptyCatch: true }],
     },
   },
-  {
-    // Domain code must stay transport-neutral (DESIGN.md: dependency direction).
-    files: ['src/commands/**', 'src/fleet/**', 'src/runbooks/**', 'src/incidents/**'],
-    rules: {
-      'no-restricted-imports': ['error', { patterns: [{ group: ['@slack/*'], message: 'Domain code must not import Slack; render in src/views or src/slack.' }] }],
-    },
-  },
 );

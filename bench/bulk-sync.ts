@@ -91,7 +91,8 @@ export async function runBulkSyncBench(opts: BulkSyncOptions = DEFAULTS): Promis
       posted.set(key, entry);
       void (result as Promise<unknown>).then(() => (entry.answeredAt = performance.now())).catch(() => {});
     };
-    bot.mirror.events.on('app', (e: { app: { instance: string; app: { metadata: { name: string }; status?: { sync?: { status?: string }; health?: { status?: string }; operationState?: { phase?: string; operation?: { info?: { name: string }[] } } } } } }) => {
+    bot.mirror.subscribe((e) => {
+      if (!('app' in e)) return;
       const key = `${e.app.instance}/${e.app.app.metadata.name}`;
       const st = e.app.app.status;
       if (posted.has(key) && !healthyAt.has(key) && st?.operationState?.phase === 'Succeeded' && st.operationState.operation?.info?.some((i) => i.name === RUN_INFO_NAME) && st.sync?.status === 'Synced' && st.health?.status === 'Healthy') healthyAt.set(key, performance.now());

@@ -7,7 +7,7 @@ import { errorReply, replyJson, type Reply } from '../core/reply.js';
 import { redactUrlPassword } from '../config/load.js';
 import { EXIT_OK, exitCodeFor } from '../core/error-codes.js';
 import { closeRedis, createRedis, probeRedis, redisUnreachableMessage } from '../jobs/redis.js';
-import { AuditLog, withAuditOrigin } from '../runbooks/audit.js';
+import { AuditLog, withAuditOrigin } from '../audit/audit-log.js';
 import { createLogger } from '../log.js';
 import { renderText } from '../views/text.js';
 import { startRuntime } from './bootstrap.js';
@@ -129,7 +129,7 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
       reply.command = command;
     }
     out(opts.json ? JSON.stringify(replyJson(reply)) : renderText(reply, { color: process.stdout.isTTY }));
-    if (usesRuns && !opts.wait) await sayWhoRunsIt(reply, runtime.services.runs as RunService | undefined, (s) => process.stderr.write(`${s}\n`));
+    if (usesRuns && !opts.wait) await sayWhoRunsIt(reply, runtime.services.runs, (s) => process.stderr.write(`${s}\n`));
     return exitCodeOf(reply);
   } finally {
     await runtime.stop();

@@ -88,12 +88,15 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
       ]);
       engine = await startEngine(services, { role, redisUrl, prefix: config.redis.prefix, logger: opts.logger, exclusive });
       services.runs = engine.runs;
+      services.audit = engine.runs.audit;
       pausesRedis = createRedis(redisUrl);
       services.pauses = new PauseStore(pausesRedis, config.redis.prefix);
       // Schedules tick where steps run; BullMQ makes one job of each tick however many workers there are.
-      if (withSchedules && config.sealedSecrets.schedules.length) {
-        const { startSchedules } = await import('../jobs/schedules.js');
-        schedules = await startSchedules({ config, runs: engine.runs, redisUrl, prefix: config.redis.prefix, logger: opts.logger });
+      const { configuredSchedules, startSchedules } = await import('../jobs/schedules.js');
+      const wanted = configuredSchedules(config);
+      if (withSchedules && wanted.length) {
+        schedules = await startSchedules({ services, redisUrl, prefix: config.redis.prefix, logger: opts.logger });
+        await schedules.upsertSchedules(wanted);
       }
       alertsRedis = createRedis(redisUrl);
       services.alerts = new AlertStore(alertsRedis, config.redis.prefix);

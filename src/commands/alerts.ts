@@ -2,10 +2,10 @@ import { isActive, type AlertRecord } from '../alerts/lifecycle.js';
 import { evaluateAlertRules, shortRevision, type ExpectedStall } from '../alerts/rules.js';
 import { AlertNotFoundError, type AlertStore } from '../alerts/store.js';
 import { parseDuration } from '../config/schema.js';
-import { AuditLog } from '../runbooks/audit.js';
+import { AuditLog } from '../audit/audit-log.js';
 import { formatDuration, mention, plural, since, TONE_EMOJI } from '../core/format.js';
 import { CommandError, checkOptions, checkPositional } from './parse.js';
-import { registerCommand, type CommandContext } from './registry.js';
+import { type CommandContext, type CommandSpec } from './registry.js';
 import type { Reply, ReplyBlock, ReplyButton } from '../core/reply.js';
 
 /** The JSON of one alert in `alerts --json`. */
@@ -160,7 +160,7 @@ async function listAlerts(positional: string[], options: Record<string, string>,
   };
 }
 
-registerCommand({
+export const alertsCommand: CommandSpec = {
   name: 'alerts',
   summary: 'Active and recently resolved alerts (stuck steps, failed syncs, Degraded after sync ...), and the stalls that are expected',
   usage: LIST_USAGE,
@@ -173,11 +173,11 @@ registerCommand({
     if (cmd.positional[0] && cmd.positional[0] !== 'all') throw new CommandError('usage', `Usage: ${LIST_USAGE}. To act on one alert: \`alert ack ID\`, \`alert snooze ID 1h\`.`);
     return listAlerts(cmd.positional, cmd.options, ctx);
   },
-});
+};
 
 const ALERT_USAGE = 'alert ack ID | alert snooze ID 1h|4h|DURATION | alert show ID';
 
-registerCommand({
+export const alertCommand: CommandSpec = {
   name: 'alert',
   summary: 'Acknowledge or snooze one alert (the buttons on its message run these)',
   usage: ALERT_USAGE,
@@ -218,4 +218,4 @@ registerCommand({
       blocks: [{ kind: 'text', text: `:zzz: ${mention(ctx.user)} snoozed ${alertTitle(after)} for ${formatDuration(ms)} (until ${after.snoozedUntil}).`, tone: 'info' }],
     };
   },
-});
+};

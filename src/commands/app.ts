@@ -13,9 +13,9 @@ import {
   truncate,
 } from '../core/format.js';
 import { CommandError, checkOptions, checkPositional } from './parse.js';
-import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
+import { type CommandContext, type ParsedCommand, type CommandSpec } from './registry.js';
 import type { Reply, ReplyBlock, ReplyButton } from '../core/reply.js';
-import { healthOf, syncOf } from './status.js';
+import { healthOf, syncOf } from '../fleet/status.js';
 import { unknownTarget } from './suggest.js';
 
 const USAGE = 'app NAME [instance=X]';
@@ -360,7 +360,7 @@ export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<R
   return { ok: true, command: 'app', title: `${tone === 'ok' ? '' : `${d.sync}/${d.health}: `}${d.name}`, data: { app: d }, blocks };
 }
 
-registerCommand({
+export const appCommand: CommandSpec = {
   name: 'app',
   aliases: ['application'],
   summary: 'One app: sync, health, revision and source, last operation, failed resources, history, images',
@@ -372,5 +372,5 @@ registerCommand({
   ].join('\n'),
   readOnly: true,
   run: runApp,
-});
+};
 

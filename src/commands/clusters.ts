@@ -1,10 +1,10 @@
 import type { Cluster } from '../argocd/types.js';
-import { normalizeServer } from '../fleet/model.js';
+import { normalizeServer } from '../argocd/objects.js';
 import { TONE_EMOJI, byText, formatCount, oneLine, plural, truncate } from '../core/format.js';
 import { checkOptions, checkPositional } from './parse.js';
-import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
+import { type CommandContext, type ParsedCommand, type CommandSpec } from './registry.js';
 import type { Reply, ReplyBlock, ReplyItem, Tone } from '../core/reply.js';
-import { healthOf, isProblem, syncOf } from './status.js';
+import { healthOf, isProblem, syncOf } from '../fleet/status.js';
 import { unknownTarget } from './suggest.js';
 
 const USAGE = 'clusters [instance=X]';
@@ -96,7 +96,7 @@ export async function runClusters(cmd: ParsedCommand, ctx: CommandContext): Prom
   return { ok: true, command: 'clusters', title, data: { clusters }, blocks };
 }
 
-registerCommand({
+export const clustersCommand: CommandSpec = {
   name: 'clusters',
   aliases: ['cluster'],
   summary: 'Clusters per instance: connection state, Kubernetes version, app and problem counts',
@@ -104,4 +104,4 @@ registerCommand({
   help: ['Examples:', '`clusters`', '`clusters instance=argocd-eu`'].join('\n'),
   readOnly: true,
   run: runClusters,
-});
+};

@@ -2,19 +2,21 @@ import { mention } from '../core/format.js';
 import { formatSelectorParam } from '../runbooks/actions/bulk-sync.js';
 import type { PauseRecord } from '../runbooks/rollout-pause.js';
 // `pause` and `resume` are shortcuts for the pause-rollout / resume-rollout runbooks and go through the
-// `run` command itself (preview, confirm, approvals, live progress), so that module must be registered.
-import './runbooks.js';
-import { findCommand, registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
+// `run` command itself (preview, confirm, approvals, live progress).
+import { SELECTOR_OPTIONS } from './parse.js';
+import type { CommandContext, ParsedCommand, CommandSpec } from './registry.js';
+import { runRunbookCommand } from './runbooks.js';
 import { errorReply, type Reply, type ReplyItem } from '../core/reply.js';
 
-/** Options of `pause` that narrow an app selection (as in `sync`) rather than being runbook params. */
-const SELECTION_OPTIONS = ['cluster', 'project', 'appset', 'selector'];
+/**
+ * Options of `pause` that narrow an app selection (as in `sync`) rather than being runbook params;
+ * `instance` is both, and goes to the runbook as its own param.
+ */
+const SELECTION_OPTIONS: readonly string[] = SELECTOR_OPTIONS.filter((k) => k !== 'instance');
 
 /** Starts a runbook exactly as `/argo run <runbook> key=value ...` would, answering as `command`. */
 async function viaRunCommand(runbook: string, params: Record<string, string>, cmd: ParsedCommand, ctx: CommandContext, command: string): Promise<Reply> {
-  const run = findCommand('run');
-  if (!run) return errorReply(command, 'runs_unavailable', 'The runbook commands are not loaded in this process.');
-  const reply = await run.run({ command: 'run', positional: [runbook], options: params, flags: cmd.flags, raw: cmd.raw }, ctx);
+  const reply = await runRunbookCommand.run({ command: 'run', positional: [runbook], options: params, flags: cmd.flags, raw: cmd.raw }, ctx);
   reply.command = command;
   return reply;
 }
@@ -32,7 +34,7 @@ function pauseTarget(cmd: ParsedCommand): string {
   });
 }
 
-registerCommand({
+export const pauseCommand: CommandSpec = {
   name: 'pause',
   summary: 'Pause a rollout (RollingSync appset), an appset, or auto-sync on apps; resume restores exactly',
   usage: 'pause <appset | app|glob ...> [-l selector] [cluster=X] [instance=X] [terminate=true]',
@@ -49,9 +51,9 @@ registerCommand({
     for (const [k, v] of Object.entries(cmd.options)) if (!SELECTION_OPTIONS.includes(k)) params[k] = v;
     return viaRunCommand('pause-rollout', params, cmd, ctx, 'pause');
   },
-});
+};
 
-registerCommand({
+export const resumeCommand: CommandSpec = {
   name: 'resume',
   summary: 'Resume what `pause` paused: restores the recorded values and removes the annotations',
   usage: 'resume <target> [instance=X]',
@@ -63,7 +65,7 @@ registerCommand({
     if (!target) return errorReply('resume', 'usage', 'Resume what? `paused` lists what rollcall paused; then `resume <target>`.');
     return viaRunCommand('resume-rollout', { target, ...cmd.options }, cmd, ctx, 'resume');
   },
-});
+};
 
 function pausedItem(r: PauseRecord): ReplyItem {
   const objects = r.changes.map((c) => `${c.kind === 'ApplicationSet' ? 'appset ' : ''}${c.name}`);
@@ -75,7 +77,7 @@ function pausedItem(r: PauseRecord): ReplyItem {
   };
 }
 
-registerCommand({
+export const pausedCommand: CommandSpec = {
   name: 'paused',
   summary: 'What rollcall has paused, by whom, since when',
   usage: 'paused',
@@ -97,4 +99,4 @@ registerCommand({
       blocks: [{ kind: 'list', title: `Paused by rollcall (${records.length}), oldest first`, items: records.map(pausedItem), total: records.length }],
     };
   },
-});
+};

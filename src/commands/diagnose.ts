@@ -1,7 +1,7 @@
 import { diagnoseAppSet, diagnoseFleet, type Finding } from '../fleet/diagnose.js';
 import { TONE_EMOJI, plural } from '../core/format.js';
 import { checkOptions, checkPositional } from './parse.js';
-import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
+import { type CommandContext, type ParsedCommand, type CommandSpec } from './registry.js';
 import type { Reply, ReplyBlock } from '../core/reply.js';
 import { diagnoseOptions, findAppSet, findingsBlock, noRolloutReply } from './rollout.js';
 import { unknownTarget } from './suggest.js';
@@ -65,7 +65,7 @@ export async function runDiagnose(cmd: ParsedCommand, ctx: CommandContext): Prom
   return { ok: true, command: 'diagnose', title, data: { appSets: rolling.length, findings }, blocks };
 }
 
-registerCommand({
+export const diagnoseCommand: CommandSpec = {
   name: 'diagnose',
   aliases: ['diag', 'why'],
   summary: 'Findings on RollingSync appsets: a stable rule id, a severity, the Argo CD behaviour behind it and the fix',
@@ -79,4 +79,4 @@ registerCommand({
   ].join('\n'),
   readOnly: true,
   run: runDiagnose,
-});
+};

@@ -3,7 +3,7 @@ import { isActive } from '../alerts/lifecycle.js';
 import type { DigestConfig } from '../config/schema.js';
 import { formatCount, TONE_EMOJI } from '../core/format.js';
 import { CommandError, checkOptions, checkPositional } from './parse.js';
-import { registerCommand, type Services } from './registry.js';
+import { type Services, type CommandSpec } from './registry.js';
 import type { Reply, ReplyBlock, ReplyItem } from '../core/reply.js';
 import { suggest } from './suggest.js';
 
@@ -116,7 +116,7 @@ export function findDigest(services: Services, name: string): DigestConfig {
   );
 }
 
-registerCommand({
+export const digestCommand: CommandSpec = {
   name: 'digest',
   summary: 'A status digest now: what needs attention (grouped by ApplicationSet), activity in the period, totals and their change',
   usage: USAGE,
@@ -136,5 +136,5 @@ registerCommand({
     const d = await composeDigest(ctx.services, digest, now);
     return digestReply(d, name ? `digest ${name}` : 'digest');
   },
-});
+};
 

@@ -1,6 +1,6 @@
 import { code } from '../core/format.js';
 import { CommandError } from './parse.js';
-import { allCommands, findCommand, registerCommand, type CommandSpec, type ParsedCommand } from './registry.js';
+import { allCommands, findCommand, type CommandSpec, type ParsedCommand } from './registry.js';
 import type { Reply, ReplyBlock } from '../core/reply.js';
 import { suggest } from './suggest.js';
 
@@ -52,7 +52,7 @@ export function helpReply(topic?: string): Reply {
   };
 }
 
-registerCommand({
+export const helpCommand: CommandSpec = {
   name: 'help',
   aliases: ['?', 'h'],
   summary: 'The commands, or one command with its usage and examples',
@@ -60,4 +60,4 @@ registerCommand({
   help: 'Examples:\n`help`\n`help rollout`',
   readOnly: true,
   run: async (cmd: ParsedCommand) => helpReply(cmd.positional[0]),
-});
+};

@@ -1,35 +1,57 @@
 import type { InstanceHealth } from '../fleet/events.js';
-import { canOperate, canRead, operateDeniedMessage, readDeniedMessage } from '../core/access.js';
+import { canOperate, canRead, isScheduler, operateDeniedMessage, readDeniedMessage } from '../core/access.js';
 import { commandNames, helpReply } from './help.js';
 import { parseCommand } from './parse.js';
 import { replyFromError } from '../core/errors.js';
-import { findCommand, type ActionSpec, type CommandContext, type ParsedCommand } from './registry.js';
+import { findCommand, registerAction, registerCommand, type ActionSpec, type CommandContext, type CommandSpec, type ParsedCommand } from './registry.js';
 import { formatCount } from '../core/format.js';
 import { errorReply, withUserText, type Reply } from '../core/reply.js';
 import { suggest } from './suggest.js';
 import { auditRefusal } from './runbooks.js';
-import { withAuditOrigin, type AuditOrigin } from '../runbooks/audit.js';
+import { withAuditOrigin, type AuditOrigin } from '../audit/audit-log.js';
 import { commandDuration, commandsTotal, secondsSince } from '../metrics.js';
 
-// Every command module registers itself on import.
-import './status.js';
-import './app.js';
-import './rollout.js';
-import './plan.js';
-import './diagnose.js';
-import './clusters.js';
-import './help.js';
-import './control.js';
-import './alerts.js';
-import './digest.js';
-// Runbook commands (run, sync, runs, audit) are registered by src/commands/runbooks.ts; the
-// integrator adds its import here.
+import { alertCommand, alertsCommand } from './alerts.js';
+import { appCommand } from './app.js';
+import { clustersCommand } from './clusters.js';
+import { pauseCommand, pausedCommand, resumeCommand } from './control.js';
+import { diagnoseCommand } from './diagnose.js';
+import { digestCommand } from './digest.js';
+import { helpCommand } from './help.js';
+import { planCommand } from './plan.js';
+import { rolloutCommand } from './rollout.js';
+import { auditCommand, runRunbookCommand, runConfirmAction, runFormAction, runsCommand, runVerbActions, syncCommand } from './runbooks.js';
+import { statusCommand } from './status.js';
 
-export { parseCommand, selectorFromCommand, commandText, tokenize, CommandError, CommandSyntaxError } from './parse.js';
-export { suggest, unknownTarget } from './suggest.js';
+/**
+ * Every chat command and every button or form action rollcall answers. A new command is a module that
+ * exports its CommandSpec, listed here; nothing registers itself by being imported.
+ */
+export const COMMANDS: readonly CommandSpec[] = [
+  statusCommand,
+  appCommand,
+  rolloutCommand,
+  planCommand,
+  diagnoseCommand,
+  clustersCommand,
+  helpCommand,
+  pauseCommand,
+  resumeCommand,
+  pausedCommand,
+  runRunbookCommand,
+  syncCommand,
+  runsCommand,
+  auditCommand,
+  alertsCommand,
+  alertCommand,
+  digestCommand,
+];
+export const ACTIONS: readonly ActionSpec[] = [runConfirmAction, runFormAction, ...runVerbActions];
+for (const spec of COMMANDS) registerCommand(spec);
+for (const spec of ACTIONS) registerAction(spec);
+
+export { parseCommand } from './parse.js';
 export { auditRefusal } from './runbooks.js';
-export { canOperate, canRead, isAdmin, principalMatches } from '../core/access.js';
-export { summarizeApps, problemReason, isProblem } from './status.js';
 
 /** Instances the fleet view is not in sync with; a StaticFleet has none. */
 function unsyncedInstances(ctx: CommandContext): InstanceHealth[] {
@@ -114,6 +136,7 @@ async function dispatchCommand(text: string, ctx: CommandContext): Promise<Reply
       return errorReply(spec.name, 'usage', `\`${spec.name}\` does not take ${flags.map((f) => `--${f}`).join(', ')}. Usage: ${spec.usage}. Options are written key=value, e.g. \`prune=true\`.`);
     }
     const config = ctx.services.config;
+    if (isScheduler(ctx)) return withMirrorWarning(await spec.run(cmd, ctx), ctx);
     if (!canRead(ctx.user, config)) {
       const message = readDeniedMessage(ctx.user, config);
       const unrecorded = await auditRefusal(ctx, { target: spec.name, message, result: 'forbidden', params: { command: cmd.raw } });

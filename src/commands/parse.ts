@@ -173,7 +173,7 @@ export function checkOptions(cmd: ParsedCommand, allowed: readonly string[], usa
   // Transport flags every command accepts.
   const unknown = Object.keys(cmd.options).filter((k) => !allowed.includes(k));
   if (unknown.length) {
-    const hint = unknown.some((k) => !['cluster', 'project', 'appset', 'instance'].includes(k))
+    const hint = unknown.some((k) => !(SELECTOR_OPTIONS as readonly string[]).includes(k) || k === 'selector')
       ? ` To select by label, use -l ${unknown.map((k) => `${k}=${cmd.options[k]}`).join(',')}.`
       : '';
     throw new CommandError(

@@ -2,7 +2,7 @@ import { diagnoseAppSet } from '../fleet/diagnose.js';
 import { buildRolloutPlan } from '../fleet/rollout.js';
 import { isRollingSync } from '../fleet/rollingsync.js';
 import { TONE_EMOJI, code, formatCount, plural } from '../core/format.js';
-import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
+import { type CommandContext, type ParsedCommand, type CommandSpec } from './registry.js';
 import type { Reply, ReplyBlock, ReplyItem } from '../core/reply.js';
 import { concurrencyMeaning, diagnoseOptions, findAppSet, findingsBlock, heldByBlock, noRolloutReply, pausedBlock, targetName } from './rollout.js';
 
@@ -76,11 +76,11 @@ export async function runPlan(cmd: ParsedCommand, ctx: CommandContext): Promise<
   return { ok: true, command: 'plan', title, data: { ...plan }, blocks };
 }
 
-registerCommand({
+export const planCommand: CommandSpec = {
   name: 'plan',
   summary: 'What RollingSync will do from here: steps in order, apps per step, how many at a time, apps never synced',
   usage: USAGE,
   help: ['Examples:', '`plan progressive-infra`', '`plan platform instance=argocd-eu`'].join('\n'),
   readOnly: true,
   run: runPlan,
-});
+};

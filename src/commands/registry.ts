@@ -1,12 +1,10 @@
-import type { ArgoApi } from '../argocd/api.js';
-import type { RollcallConfig } from '../config/schema.js';
-import type { FleetView } from '../fleet/model.js';
-import type { KubeClients } from '../kube/clients.js';
-import type { FleetRecords } from '../alerts/records.js';
 import type { AlertStore } from '../alerts/store.js';
-import type { PauseStore } from '../runbooks/rollout-pause.js';
-import type { Notifier } from '../core/notifier.js';
+import type { FleetRecords } from '../alerts/records.js';
+import type { AuditStream } from '../audit/audit-log.js';
+import type { Surface } from '../core/access.js';
 import type { Reply } from '../core/reply.js';
+import type { RunService } from '../runbooks/engine.js';
+import type { RunbookServices } from '../runbooks/services.js';
 
 /** A parsed chat command: `/argo <command> [target] [key=value ...] [--flag]`. */
 export interface ParsedCommand {
@@ -20,19 +18,11 @@ export interface ParsedCommand {
   raw: string;
 }
 
-export interface Services {
-  config: RollcallConfig;
-  fleet: FleetView;
-  /** One Argo CD API client per instance name. */
-  argocd: ReadonlyMap<string, ArgoApi>;
-  /** Runbook engine, when this process has one (issue 4). Typed loosely to keep commands/ independent of it. */
-  runs?: unknown;
-  notifier?: Notifier;
-  now?: () => Date;
-  /** Direct Kubernetes access per cluster (config kube.clusters), for the sealed-secrets runbooks. */
-  kube?: ReadonlyMap<string, KubeClients>;
-  /** What pause-rollout changed, for resume and `/argo paused` (needs Redis). */
-  pauses?: PauseStore;
+/** What commands work with: the runbook services, and the runbook engine when this process has one (it needs Redis). */
+export interface Services extends RunbookServices {
+  runs?: RunService;
+  /** The audit stream (Redis): refusals and mutations are recorded here, `audit` reads it. */
+  audit?: AuditStream;
   /** Alert state shared by every process (needs Redis). */
   alerts?: AlertStore;
   /** Key backups, recent runs and previous digests, read from Redis (for alerts and digests). */
@@ -45,8 +35,8 @@ export interface CommandContext {
   user: string;
   channel?: string;
   threadTs?: string;
-  /** 'slack' | 'terminal' — some flows (modals) only exist in Slack. */
-  surface: 'slack' | 'terminal';
+  /** Some flows (modals) exist only in Slack; a schedule has no one to ask. */
+  surface: Surface;
   /** Terminal: the operating-system account that ran rollcall; the audit log records it with `user`. */
   osUser?: string;
   /** Terminal: `user` was chosen with `--as` (only where access.terminal.allowActAs allows it). */

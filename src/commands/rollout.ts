@@ -20,9 +20,9 @@ import {
   truncate,
 } from '../core/format.js';
 import { CommandError, checkOptions, checkPositional } from './parse.js';
-import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
+import { type CommandContext, type ParsedCommand, type CommandSpec } from './registry.js';
 import type { Reply, ReplyBlock, ReplyButton, ReplyItem } from '../core/reply.js';
-import { healthOf, isProblem, problemReason, syncOf } from './status.js';
+import { healthOf, isProblem, problemReason, syncOf } from '../fleet/status.js';
 import { unknownTarget } from './suggest.js';
 import { PAUSED_AT, PAUSED_BY, PAUSE_RUN } from '../runbooks/rollout-pause.js';
 import { expressionText } from '../fleet/rollingsync.js';
@@ -286,7 +286,7 @@ export async function runRollout(cmd: ParsedCommand, ctx: CommandContext): Promi
   return { ok: true, command: 'rollout', title, data: { ...report, paused: pause }, blocks };
 }
 
-registerCommand({
+export const rolloutCommand: CommandSpec = {
   name: 'rollout',
   aliases: ['ro'],
   summary: 'A RollingSync rollout: steps, what each waits on, the current step, apps in no step, findings',
@@ -301,4 +301,4 @@ registerCommand({
   ].join('\n'),
   readOnly: true,
   run: runRollout,
-});
+};

@@ -6,12 +6,13 @@ import { ParamError, describeParams, parseParams, type ParamValue } from '../run
 import { auditReply, previewReply, progressReply, runListReply } from '../runbooks/replies.js';
 import type { Run } from '../runbooks/run-store.js';
 import { selectApps } from '../fleet/select.js';
-import { CommandError, selectorFromCommand } from './parse.js';
-import { registerAction, registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
+import { CommandError, SELECTOR_OPTIONS, selectorFromCommand } from './parse.js';
+import { type CommandContext, type ParsedCommand, type CommandSpec, type ActionSpec } from './registry.js';
 import { unknownTarget } from './suggest.js';
 import { errorReply, type Reply } from '../core/reply.js';
 import type { ErrorCode } from '../core/error-codes.js';
 import { replyFromError, RollcallError } from '../core/errors.js';
+import { isScheduler } from '../core/access.js';
 
 /**
  * Runbook commands. `run` and `sync` are mutating, so the dispatcher first requires an operator
@@ -21,7 +22,7 @@ import { replyFromError, RollcallError } from '../core/errors.js';
  */
 
 function runsOf(ctx: CommandContext): RunService | undefined {
-  return ctx.services.runs as RunService | undefined;
+  return ctx.services.runs;
 }
 
 const noEngine = (command: string) =>
@@ -41,10 +42,10 @@ const REFUSAL_CODES = new Set<ErrorCode>(['forbidden', 'invalid_state', 'run_not
  * request's audit origin). The refusal stands whether or not the write succeeds; a failed write is said.
  */
 export async function auditRefusal(ctx: CommandContext, event: { target: string; runId?: string; result: string; message: string; params?: Record<string, unknown> }): Promise<string | undefined> {
-  const runs = runsOf(ctx);
-  if (!runs) return undefined;
+  const audit = ctx.services.audit;
+  if (!audit) return undefined;
   try {
-    await runs.audit.record({ kind: 'run.refused', who: ctx.user, ...event });
+    await audit.record({ kind: 'run.refused', who: ctx.user, ...event });
     return undefined;
   } catch (error) {
     return `The audit log could not record this refusal: ${(error as Error).message}.`;
@@ -71,7 +72,7 @@ function abortedReply(run: Run): Reply {
 
 async function startAndReply(runs: RunService, ctx: CommandContext, runbook: string, params: Record<string, string>, command: string): Promise<Reply> {
   try {
-    let run: Run = await runs.start({ runbook, params, user: ctx.user, channel: ctx.channel, threadTs: ctx.threadTs, surface: ctx.surface });
+    let run: Run = await runs.start({ runbook, params, user: ctx.user, channel: ctx.channel, threadTs: ctx.threadTs, surface: ctx.surface, system: isScheduler(ctx) });
     if (!ctx.assumeYes) return { ...previewReply(run), command };
     run = await runs.confirm(run.id, ctx.user, { channel: ctx.channel, threadTs: ctx.threadTs });
     const reply = progressReply(run);
@@ -82,7 +83,7 @@ async function startAndReply(runs: RunService, ctx: CommandContext, runbook: str
   }
 }
 
-registerCommand({
+export const runRunbookCommand: CommandSpec = {
   name: 'run',
   usesRuns: true,
   summary: 'Run a runbook: preview, confirm, approvals, live progress',
@@ -120,12 +121,10 @@ registerCommand({
     }
     return startAndReply(runs, ctx, name, params, 'run');
   },
-});
+};
 
-/** Options of `sync` that narrow the selection rather than being bulk-sync params. */
-const SELECTION_OPTIONS = ['cluster', 'project', 'appset', 'instance', 'selector'];
 
-registerCommand({
+export const syncCommand: CommandSpec = {
   name: 'sync',
   usesRuns: true,
   summary: 'Sync apps (the bulk-sync runbook): each once, in waves, with a health gate',
@@ -158,10 +157,10 @@ registerCommand({
       return errorReply('sync', 'unknown_target', message);
     }
     const params: Record<string, string> = { selector };
-    for (const [k, v] of Object.entries(cmd.options)) if (!SELECTION_OPTIONS.includes(k)) params[k] = v;
+    for (const [k, v] of Object.entries(cmd.options)) if (!(SELECTOR_OPTIONS as readonly string[]).includes(k)) params[k] = v;
     return startAndReply(runs, ctx, 'bulk-sync', params, 'sync');
   },
-});
+};
 
 /** The verbs of `runs` that act on a run, as the buttons of its message do (run.confirm, run.abort ...). */
 const RUN_VERBS: Record<string, (runs: RunService, id: string, ctx: CommandContext) => Promise<Reply>> = {
@@ -177,7 +176,7 @@ const RUN_VERBS: Record<string, (runs: RunService, id: string, ctx: CommandConte
   abort: async (runs, id, ctx) => abortedReply(await runs.abort(id, ctx.user)),
 };
 
-registerCommand({
+export const runsCommand: CommandSpec = {
   name: 'runs',
   usesRuns: true,
   summary: 'Recent runbook runs; show, confirm, approve, cancel, pause, resume or abort one',
@@ -217,25 +216,25 @@ registerCommand({
       return refusedOrFailed(ctx, 'runs', `run.${verb}`, id, error);
     }
   },
-});
+};
 
-registerCommand({
+export const auditCommand: CommandSpec = {
   name: 'audit',
   usesRuns: true,
   summary: 'The latest entries of the audit log (runs, approvals, steps, Argo CD mutations)',
   usage: 'audit [n]',
   readOnly: true,
   async run(cmd, ctx) {
-    const runs = runsOf(ctx);
-    if (!runs) return noEngine('audit');
+    const audit = ctx.services.audit;
+    if (!audit) return noEngine('audit');
     const n = cmd.positional[0] ? Number(cmd.positional[0]) : 20;
     if (!Number.isInteger(n) || n < 1) return errorReply('audit', 'usage', '`audit [n]`: n is how many entries, e.g. `audit 50`.');
-    return auditReply(await runs.audit.latest(Math.min(n, 500)));
+    return auditReply(await audit.latest(Math.min(n, 500)));
   },
-});
+};
 
-function runAction(name: string, act: (runs: RunService, id: string, ctx: CommandContext) => Promise<Reply>) {
-  registerAction({
+function runAction(name: string, act: (runs: RunService, id: string, ctx: CommandContext) => Promise<Reply>): ActionSpec {
+  return {
     name,
     async run(value, ctx) {
       const runs = runsOf(ctx);
@@ -246,10 +245,10 @@ function runAction(name: string, act: (runs: RunService, id: string, ctx: Comman
         return refusedOrFailed(ctx, name, name, value, error);
       }
     },
-  });
+  };
 }
 
-registerAction({
+export const runConfirmAction: ActionSpec = {
   name: 'run.confirm',
   async run(value, ctx) {
     const runs = runsOf(ctx);
@@ -273,8 +272,9 @@ registerAction({
       return refusedOrFailed(ctx, 'run.confirm', 'run.confirm', value, error);
     }
   },
-});
-for (const verb of ['approve', 'cancel', 'pause', 'resume', 'abort']) runAction(`run.${verb}`, RUN_VERBS[verb]);
+};
+/** The buttons on a run's message: approve, cancel, pause, resume, abort. */
+export const runVerbActions: ActionSpec[] = ['approve', 'cancel', 'pause', 'resume', 'abort'].map((verb) => runAction(`run.${verb}`, RUN_VERBS[verb]));
 
 function formParams(value: string): { runbook: string; params: Record<string, string> } | undefined {
   try {
@@ -287,7 +287,7 @@ function formParams(value: string): { runbook: string; params: Record<string, st
 }
 
 /** Submission of the parameters form opened by `run <runbook>`: value = {"metadata": runbook, "values": {...}}. */
-registerAction({
+export const runFormAction: ActionSpec = {
   name: 'run.form',
   validate(value, ctx) {
     const form = formParams(value);
@@ -334,6 +334,6 @@ registerAction({
     const params = Object.fromEntries(Object.entries(parsed.values ?? {}).filter(([, v]) => v !== undefined && String(v).trim() !== ''));
     return startAndReply(runs, ctx, runbook, params, 'run');
   },
-});
+};
 
 export { describeParams };

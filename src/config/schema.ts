@@ -12,21 +12,39 @@ export const durationSchema = z.union([z.number().int().nonnegative(), z.string(
   return ms;
 });
 
-/**
- * Checks a cron pattern (5 fields, or 6 with seconds) in an IANA time zone, adding the problem at `cron`
- * or `tz` of the object being checked.
- */
-function checkCron(value: { cron: string; tz: string }, ctx: z.RefinementCtx): void {
+/** A cron pattern (5 fields, or 6 with seconds) in an IANA time zone, checked when the config loads. */
+function checkCron(schedule: { cron: string; tz: string }, ctx: z.RefinementCtx): void {
   try {
-    CronExpressionParser.parse(value.cron, { tz: value.tz }).next();
+    // Intl knows the IANA zones; asking it first keeps the answer off cron-parser's message text.
+    new Intl.DateTimeFormat('en-US', { timeZone: schedule.tz });
+  } catch {
+    ctx.addIssue({ code: 'custom', path: ['tz'], message: `expected a cron pattern such as "0 3 * * *" (unknown time zone "${schedule.tz}")` });
+    return;
+  }
+  try {
+    CronExpressionParser.parse(schedule.cron, { tz: schedule.tz }).next();
   } catch (error) {
-    const message = (error as Error).message.includes('Invalid Date') ? `unknown time zone "${value.tz}"` : (error as Error).message;
-    ctx.addIssue({ code: 'custom', path: [message.startsWith('unknown time zone') ? 'tz' : 'cron'], message: `expected a cron pattern such as "0 3 * * *" (${message})` });
+    ctx.addIssue({ code: 'custom', path: ['cron'], message: `expected a cron pattern such as "0 3 * * *" (${(error as Error).message})` });
   }
 }
 
-/** A cron pattern (5 fields, or 6 with seconds) in an IANA time zone, checked when the config loads. */
+/** A sealed-secrets key backup of one cluster on a cron (it becomes one generic schedule). */
 export const scheduleSchema = z.object({ cluster: z.string().min(1), cron: z.string(), tz: z.string().default('UTC') }).superRefine(checkCron);
+
+/**
+ * A chat command run on a cron: each tick dispatches `command` on the `schedule` surface, as `as` (else the
+ * scheduler itself, which the config trusts), and posts the answer to `channel`.
+ */
+export const commandScheduleSchema = z
+  .object({
+    id: z.string().regex(/^[a-z0-9][a-z0-9:._-]*$/, 'expected an id of lowercase letters, digits and : . _ -'),
+    cron: z.string(),
+    tz: z.string().default('UTC'),
+    command: z.string().min(1),
+    channel: z.string().optional(),
+    as: z.string().optional(),
+  })
+  .superRefine(checkCron);
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -231,6 +249,7 @@ export const configSchema = z
     diagnose: z.object({ stuckAfter: durationSchema.default(15 * 60_000) }).prefault({}),
     alerts: alertsSchema,
     digests: z.array(digestSchema).default([]),
+    schedules: z.array(commandScheduleSchema).default([]),
     sealedSecrets: sealedSecretsSchema,
     runbooksDir: z.string().default('runbooks'),
     http: z.object({ port: z.number().int().min(0).max(65535).default(8080) }).prefault({}),
@@ -248,6 +267,11 @@ export const configSchema = z
         ctx.addIssue({ code: 'custom', path: ['instances', i, 'name'], message: `duplicate instance name "${instance.name}"` });
       seen.add(instance.name);
     });
+    const ids = new Set<string>();
+    c.schedules.forEach((s, i) => {
+      if (ids.has(s.id)) ctx.addIssue({ code: 'custom', path: ['schedules', i, 'id'], message: `duplicate schedule id "${s.id}"` });
+      ids.add(s.id);
+    });
     const digests = new Set<string>();
     c.digests.forEach((digest, i) => {
       if (digests.has(digest.name)) ctx.addIssue({ code: 'custom', path: ['digests', i, 'name'], message: `duplicate digest name "${digest.name}"` });
@@ -260,5 +284,6 @@ export type InstanceConfig = z.output<typeof instanceSchema>;
 export type SlackConfig = z.output<typeof slackSchema>;
 export type KubeClusterConfig = z.output<typeof kubeClusterSchema>;
 export type AccessConfig = z.output<typeof accessSchema>;
+export type CommandScheduleConfig = z.output<typeof commandScheduleSchema>;
 export type AlertsConfig = z.output<typeof alertsSchema>;
 export type DigestConfig = z.output<typeof digestSchema>;

@@ -14,6 +14,20 @@ export function principalMatches(user: string, principals: readonly string[], gr
   return false;
 }
 
+/** Where a request comes from: a person in Slack or a terminal, or a schedule in rollcall.yaml. */
+export type Surface = 'slack' | 'terminal' | 'schedule';
+
+/**
+ * The principal a schedule acts as when it names no user (`as`). Whoever wrote rollcall.yaml decided the
+ * schedule may run, so on the schedule surface it passes the access lists (runbook approvals still apply).
+ */
+export const SCHEDULER = 'rollcall-scheduler';
+
+/** A request from a schedule acting as itself: trusted as the config that defines it. */
+export function isScheduler(who: { user: string; surface: Surface }): boolean {
+  return who.surface === 'schedule' && who.user === SCHEDULER;
+}
+
 /** Named groups of user ids, referenced as `group:<name>`. */
 export type AccessGroups = Record<string, readonly string[]>;
 

@@ -12,7 +12,7 @@ import type {
   Cluster,
 } from '../argocd/types.js';
 import type { FleetApp, FleetAppSet, FleetView } from './model.js';
-import { normalizeServer } from './model.js';
+import { normalizeServer } from '../argocd/objects.js';
 import {
   currentStepFromStatus,
   expressionMatches,

@@ -1,5 +1,4 @@
 import { mirrorResyncsTotal } from '../metrics.js';
-import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { ArgoApi, WatchHandle } from '../argocd/api.js';
 import type { Application, ApplicationSet, Cluster, WatchEventType } from '../argocd/types.js';
@@ -8,41 +7,13 @@ import {
   clusterIndex,
   FleetIndex,
   fleetAppKey,
-  normalizeServer,
   tagApp,
   type FleetApp,
   type FleetAppSet,
   type FleetCluster,
   type InstanceLinks,
 } from './model.js';
-
-/**
- * The live fleet: per Argo CD instance, one full list of clusters, ApplicationSets and
- * Applications, then watch streams from the lists' resourceVersion.
- *
- * Apps are listed without a `fields` projection on purpose: List's allowlist (B2) drops
- * status.conditions, status.history, status.sync.revisions and operationState.message, which
- * `app`, `status` and the diagnosis rules need. One full list per instance at start (and after
- * a stream gap) costs less than a get per app later.
- *
- * Real Argo CD does not replay changes when a watch resumes from a resourceVersion, so after
- * every reconnect the mirror relists and reconciles (changes seen on the stream meanwhile win).
- */
-export interface MirrorAppEvent {
-  instance: string;
-  type: WatchEventType;
-  app: FleetApp;
-  previous?: FleetApp;
-}
-
-export interface MirrorAppSetEvent {
-  instance: string;
-  type: WatchEventType;
-  appSet: FleetAppSet;
-  previous?: FleetAppSet;
-}
-
-export type { InstanceHealth } from './events.js';
+import { normalizeServer } from '../argocd/objects.js';
 
 export interface FleetMirrorOptions {
   logger?: Logger;
@@ -95,12 +66,19 @@ interface InstanceState {
   lostTimer?: NodeJS.Timeout;
 }
 
+/**
+ * The live fleet: per Argo CD instance, one full list of clusters, ApplicationSets and
+ * Applications, then watch streams from the lists' resourceVersion.
+ *
+ * Apps are listed without a `fields` projection on purpose: List's allowlist (B2) drops
+ * status.conditions, status.history, status.sync.revisions and operationState.message, which
+ * `app`, `status` and the diagnosis rules need. One full list per instance at start (and after
+ * a stream gap) costs less than a get per app later.
+ *
+ * Real Argo CD does not replay changes when a watch resumes from a resourceVersion, so after
+ * every reconnect the mirror relists and reconciles (changes seen on the stream meanwhile win).
+ */
 export class FleetMirror extends FleetIndex {
-  /**
-   * 'app' MirrorAppEvent, 'appset' MirrorAppSetEvent, for watchers of raw watch types.
-   * New code subscribes to the typed feed instead (subscribe()).
-   */
-  readonly events = new EventEmitter();
   private readonly states = new Map<string, InstanceState>();
   private readonly log?: Logger;
   private readonly opts: Required<Omit<FleetMirrorOptions, 'logger'>>;
@@ -122,7 +100,6 @@ export class FleetMirror extends FleetIndex {
       lostAfterMs: opts.lostAfterMs ?? 5000,
       now: opts.now ?? (() => new Date()),
     };
-    this.events.setMaxListeners(0);
     for (const [name, api] of clients) {
       this.states.set(name, {
         name,
@@ -179,7 +156,6 @@ export class FleetMirror extends FleetIndex {
   }
 
   private emitApp(s: InstanceState, type: WatchEventType, app: FleetApp, previous: FleetApp | undefined) {
-    this.events.emit('app', { instance: s.name, type, app, previous } satisfies MirrorAppEvent);
     const at = this.opts.now().toISOString();
     if (type === 'DELETED') this.feed.publish({ kind: 'app-removed', instance: s.name, at, app: previous ?? app });
     else if (previous) this.feed.publish({ kind: 'app-changed', instance: s.name, at, app, previous });
@@ -187,7 +163,6 @@ export class FleetMirror extends FleetIndex {
   }
 
   private emitAppSet(s: InstanceState, type: WatchEventType, appSet: FleetAppSet, previous: FleetAppSet | undefined) {
-    this.events.emit('appset', { instance: s.name, type, appSet, previous } satisfies MirrorAppSetEvent);
     const at = this.opts.now().toISOString();
     if (type === 'DELETED') this.feed.publish({ kind: 'appset-removed', instance: s.name, at, appSet: previous ?? appSet });
     else if (previous) this.feed.publish({ kind: 'appset-changed', instance: s.name, at, appSet, previous });

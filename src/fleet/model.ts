@@ -1,6 +1,6 @@
 import type { Application, ApplicationSet, Cluster } from '../argocd/types.js';
-import type { Fixture } from '../sim/fixture-types.js';
 import { FleetFeed, type FleetEvent, type FleetListener, type InstanceHealth } from './events.js';
+import { normalizeServer, ownerAppSet } from '../argocd/objects.js';
 
 /** An Application tagged with where it lives. */
 export interface FleetApp {
@@ -49,10 +49,6 @@ export interface FleetView {
   health(): InstanceHealth[];
 }
 
-export function ownerAppSet(app: Application): string | undefined {
-  return app.metadata.ownerReferences?.find((o) => o.kind === 'ApplicationSet')?.name;
-}
-
 /** The cluster of an app is the Argo CD cluster name: destination.name, else resolved from server, else the URL. */
 export function clusterNameOf(app: Application, clusterNameByServer: ReadonlyMap<string, string>): string {
   const dest = app.spec?.destination ?? {};
@@ -63,10 +59,6 @@ export function clusterNameOf(app: Application, clusterNameByServer: ReadonlyMap
     return clusterNameByServer.get(server) ?? (server === 'https://kubernetes.default.svc' ? 'in-cluster' : dest.server);
   }
   return 'unknown';
-}
-
-export function normalizeServer(server: string): string {
-  return server.replace(/\/+$/, '');
 }
 
 export function clusterIndex(clusters: readonly Cluster[]): Map<string, string> {
@@ -307,7 +299,8 @@ export class StaticFleet extends FleetIndex {
     return fleet;
   }
 
-  static fromFixture(fixture: Fixture): StaticFleet {
+  /** From a simulator fixture (or anything with its `instances` shape). */
+  static fromFixture(fixture: { instances: Parameters<typeof StaticFleet.fromObjects>[0] }): StaticFleet {
     return StaticFleet.fromObjects(fixture.instances);
   }
 }

@@ -1,7 +1,7 @@
 import { DelayedError, type Job } from 'bullmq';
 import type { RollcallConfig } from '../config/schema.js';
 import { runsRefusedTotal } from '../metrics.js';
-import type { AuditEvent } from './audit.js';
+import type { AuditEvent } from '../audit/audit-log.js';
 
 /**
  * The Argo CD URL of every instance of a config, by instance name. A run carries the map of the deployment

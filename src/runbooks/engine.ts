@@ -2,14 +2,14 @@ import { setMaxListeners } from 'node:events';
 import { DelayedError, type Job, type Queue, type Worker } from 'bullmq';
 import { closest } from 'fastest-levenshtein';
 import type { Redis } from 'ioredis';
-import type { Services } from '../commands/registry.js';
+import type { RunbookServices as Services } from './services.js';
 import type { MessageRef } from '../core/notifier.js';
 import { createStepQueue, createStepWorker, DEFAULT_TIMING, type StepJobData, type WorkerTiming } from '../jobs/queues.js';
 import { InstanceRateLimiter, type RateLimit } from '../jobs/rate-limit.js';
 import { closeRedis, createRedis } from '../jobs/redis.js';
 import { findRunbookAction } from './actions/index.js';
 import type { ActionPreview, RunTarget, StepOutcome } from './actions/types.js';
-import { AuditLog, type AuditEvent } from './audit.js';
+import { AuditLog, type AuditEvent } from '../audit/audit-log.js';
 import { instanceUrls, refuseForeignRun } from './deployment.js';
 import { loadRunbooks, SHIPPED_RUNBOOKS_DIR, substitute } from './loader.js';
 import { AppLocks, LockConflictError } from './locks.js';
@@ -21,6 +21,7 @@ import { isTerminal, LeaseLostError, previewExpired, PREVIEW_TTL_MS, RunStore, t
 import type { Runbook } from './schema.js';
 import type { ErrorCode } from '../core/error-codes.js';
 import { isRollcallError, RollcallError } from '../core/errors.js';
+import type { Surface } from '../core/access.js';
 
 export class RunStateError extends RollcallError {
   declare readonly code: 'invalid_state';
@@ -52,7 +53,7 @@ export interface StartRequest {
   user: string;
   channel?: string;
   threadTs?: string;
-  surface: 'slack' | 'terminal';
+  surface: Surface;
   /**
    * Started by rollcall itself from a schedule in rollcall.yaml: whoever wrote the config decided it
    * may run, so the runners check is skipped (approvals, if the runbook needs them, still apply).

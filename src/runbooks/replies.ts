@@ -1,6 +1,6 @@
 import { formatDuration, mention } from '../core/format.js';
 import { withUserText, type Reply, type ReplyBlock, type ReplyButton, type Tone } from '../core/reply.js';
-import type { AuditEntry } from './audit.js';
+import type { AuditEntry } from '../audit/audit-log.js';
 import { isTerminal, previewExpired, type Run, type RunStatus } from './run-store.js';
 
 const STATUS_TONE: Record<RunStatus, Tone> = {

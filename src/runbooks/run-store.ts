@@ -6,6 +6,7 @@ import { keyBase } from '../jobs/redis.js';
 import type { RunTarget } from './actions/types.js';
 import type { ParamValue } from './params.js';
 import { RollcallError } from '../core/errors.js';
+import type { Surface } from '../core/access.js';
 
 export type RunStatus =
   | 'previewing'
@@ -61,7 +62,7 @@ export interface Run {
   /** The params as the user would type them (durations as `10m`), for messages. */
   paramsText?: string;
   requester: string;
-  surface: 'slack' | 'terminal';
+  surface: Surface;
   channel?: string;
   threadTs?: string;
   status: RunStatus;

@@ -13,7 +13,7 @@ import type {
   SyncOperation,
   SyncStatusCode,
 } from '../argocd/types.js';
-import { normalizeServer, ownerAppSet } from '../fleet/model.js';
+import { normalizeServer, ownerAppSet } from '../argocd/objects.js';
 import {
   ROLLING_SYNC_INITIATOR,
   advanceRollout,

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { auditOriginOf, auditRefusal, dispatch } from '../commands/index.js';
-import { withAuditOrigin } from '../runbooks/audit.js';
+import { withAuditOrigin } from '../audit/audit-log.js';
 import type { CommandContext, FormSpec, Services } from '../commands/registry.js';
 import { errorReply, type Reply } from '../core/reply.js';
 import type { SlackConfig } from '../config/schema.js';

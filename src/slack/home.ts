@@ -2,14 +2,11 @@ import type { HomeView } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { CommandContext } from '../commands/registry.js';
 import type { Reply, ReplyItem, Tone } from '../core/reply.js';
-import type { FleetView } from '../fleet/model.js';
-import { currentStepFromStatus, isRollingSync, rolloutComplete, rolloutSteps } from '../fleet/rollingsync.js';
 import { renderHomeView } from '../views/blocks.js';
+import { rolloutsInFlightReply } from '../commands/rollouts.js';
 import { runCommand } from './context.js';
-import { link } from '../core/format.js';
 
 const WORST_CLUSTERS = 5;
-const MAX_ROLLOUTS = 15;
 
 interface StatusCounts {
   apps: number;
@@ -78,45 +75,10 @@ export function fleetSummaryReply(status: Reply): Reply {
   };
 }
 
-/** RollingSync appsets whose RolloutProgressing condition is True, with the step Argo CD reports. */
-export function rolloutsReply(fleet: FleetView): Reply {
-  const inFlight = fleet
-    .appSets()
-    .filter(({ appSet }) => isRollingSync(appSet) && !rolloutComplete(appSet) && currentStepFromStatus(appSet) !== null)
-    .sort((a, b) => a.appSet.metadata.name.localeCompare(b.appSet.metadata.name) || a.instance.localeCompare(b.instance));
-  const multiInstance = fleet.instances().length > 1;
-  const shown = inFlight.slice(0, MAX_ROLLOUTS);
-  const items: ReplyItem[] = shown.map(({ instance, appSet }) => {
-    const step = currentStepFromStatus(appSet)!;
-    const steps = rolloutSteps(appSet).length;
-    const name = appSet.metadata.name;
-    const url = fleet.appSetUrl(instance, name);
-    const label = url ? link(name, url) : `*${name}*`;
-    return { text: `${label}${multiInstance ? ` (${instance})` : ''} — step ${step} of ${steps}`, tone: 'progress' };
-  });
-  const buttons = shown.slice(0, 5).map(({ instance, appSet }) => ({
-    label: `Rollout ${appSet.metadata.name}`,
-    command: `rollout ${appSet.metadata.name}${multiInstance ? ` instance=${instance}` : ''}`,
-  }));
-  return {
-    ok: true,
-    command: 'rollout',
-    title: 'Rollouts in flight',
-    data: { rollouts: inFlight.map(({ instance, appSet }) => ({ appSet: appSet.metadata.name, instance, currentStep: currentStepFromStatus(appSet) })) },
-    blocks: [
-      { kind: 'header', text: 'Rollouts in flight' },
-      inFlight.length
-        ? { kind: 'list', items, total: inFlight.length }
-        : { kind: 'text', text: 'No RollingSync rollout is in progress.', tone: 'info' },
-      ...(buttons.length ? [{ kind: 'actions' as const, buttons }] : []),
-    ],
-  };
-}
-
-/** The Home tab: what on-call wants at a glance. Goes through `status` like any other surface. */
+/** The Home tab: what on-call wants at a glance, from the `status` command and the rollouts in flight. */
 export async function buildHomeView(ctx: CommandContext, logger: Logger): Promise<HomeView> {
   const status = await runCommand('status', ctx, logger);
-  const view = renderHomeView([fleetSummaryReply(status), rolloutsReply(ctx.services.fleet)]);
+  const view = renderHomeView([fleetSummaryReply(status), rolloutsInFlightReply(ctx)]);
   view.blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: `Updated <!date^${Math.floor((ctx.services.now?.() ?? new Date()).getTime() / 1000)}^{date_short_pretty} {time}|now>. Type \`/argo help\` in a channel for every command.` }] });
   view.blocks = view.blocks.slice(0, 100);
   return view;

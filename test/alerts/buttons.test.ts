@@ -5,7 +5,7 @@ import { AlertStore } from '../../src/alerts/store.js';
 import { alertReply, alertWorseReply } from '../../src/commands/alerts.js';
 import '../../src/commands/index.js';
 import { closeRedis, createRedis } from '../../src/jobs/redis.js';
-import { AuditLog } from '../../src/runbooks/audit.js';
+import { AuditLog } from '../../src/audit/audit-log.js';
 import { startEngine } from '../../src/runbooks/engine.js';
 import { PauseStore } from '../../src/runbooks/rollout-pause.js';
 import { progressiveInfraFixture } from '../../src/sim/scenarios/progressive-infra.js';
@@ -34,9 +34,10 @@ describe('alert buttons through Bolt (HTTP, fake Slack Web API)', () => {
       configure: async (services) => {
         store = new AlertStore(redis, prefix);
         services.alerts = store;
-        // As in `rollcall start --role bot`: refusals are audited through the runbook engine's audit log.
+        // As in `rollcall start --role bot`: refusals are audited to the audit stream the engine writes.
         engine = await startEngine(services, { role: 'bot', redisUrl: process.env.REDIS_URL!, prefix });
         services.runs = engine.runs;
+        services.audit = engine.runs.audit;
       },
     });
     const notifier = h.slack.notifier;
@@ -131,6 +132,7 @@ describe('Pause rollout on a stuck-step alert', () => {
         services.pauses = new PauseStore(redis, prefix);
         engine = await startEngine(services, { role: 'bot', redisUrl: process.env.REDIS_URL!, prefix });
         services.runs = engine.runs;
+        services.audit = engine.runs.audit;
       },
     });
     try {

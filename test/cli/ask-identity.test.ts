@@ -5,7 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeRedis, createRedis } from '../../src/jobs/redis.js';
-import { AuditLog } from '../../src/runbooks/audit.js';
+import { AuditLog } from '../../src/audit/audit-log.js';
 import { cleanPrefix } from '../runbooks/fake-argo.js';
 
 const root = path.resolve(import.meta.dirname, '../..');

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { canOperate, canRead, dispatch } from '../../src/commands/index.js';
+import { dispatch } from '../../src/commands/index.js';
+import { canOperate, canRead } from '../../src/core/access.js';
 import { registerCommand } from '../../src/commands/registry.js';
 import { renderText } from '../../src/views/text.js';
 import { ctx, services, twoInstanceFleet } from './fixtures.js';
@@ -85,7 +86,7 @@ describe('dispatch', () => {
   it('refuses a mutating command to non-operators, naming who may run it', async () => {
     ran = 0;
     const recorded: Record<string, unknown>[] = [];
-    const withAudit = { ...services(twoInstanceFleet(), access), runs: { audit: { record: async (e: Record<string, unknown>) => recorded.push(e) } } };
+    const withAudit = { ...services(twoInstanceFleet(), access), audit: { record: async (e: Record<string, unknown>) => String(recorded.push(e)), read: async () => [], latest: async () => [] } };
     const reply = await dispatch('test-mutate', ctx(withAudit, 'U_EVE'));
     expect(reply.error?.code).toBe('forbidden');
     // The refused attempt is audited.

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dispatch, suggest } from '../../src/commands/index.js';
+import { dispatch } from '../../src/commands/index.js';
+import { suggest } from '../../src/commands/suggest.js';
 import type { CommandContext, Services } from '../../src/commands/registry.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import { closest } from '../../src/fleet/select.js';
@@ -20,6 +21,7 @@ beforeAll(async () => {
   const services: Services = { config: testConfig({ operators: ['U_OP'] }, fixture.instances.map((i) => i.name)), fleet, argocd: new Map() };
   engine = await startEngine(services, { role: 'bot', redisUrl: process.env.REDIS_URL!, prefix });
   services.runs = engine.runs;
+  services.audit = engine.runs.audit;
   ctx = { services, user: 'U_OP', surface: 'terminal' };
 });
 afterAll(async () => {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { parseCommand } from '../../src/commands/parse.js';
 import type { ReplyBlock } from '../../src/core/reply.js';
-import { runStatus, problemReason, summarizeApps } from '../../src/commands/status.js';
+import { runStatus } from '../../src/commands/status.js';
+import { problemReason, summarizeApps } from '../../src/fleet/status.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import { renderText } from '../../src/views/text.js';
 import { app, ctx, eastApps, services, twoInstanceFleet } from './fixtures.js';

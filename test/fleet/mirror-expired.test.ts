@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ArgoClient } from '../../src/argocd/client.js';
 import type { Application } from '../../src/argocd/types.js';
 import { instanceSchema } from '../../src/config/schema.js';
-import { FleetMirror, type MirrorAppEvent } from '../../src/fleet/mirror.js';
+import type { FleetEvent } from '../../src/fleet/events.js';
+import { FleetMirror } from '../../src/fleet/mirror.js';
 import { sseOpen, sseSend, startRecordingServer, type RecordingServer } from '../support/recording-server.js';
 
 const API = '/api/v1';
@@ -47,8 +48,8 @@ describe('FleetMirror when a stream cannot resume (410)', () => {
       watch: { keepAliveMs: 5000, backoff: { baseMs: 10, maxMs: 20 } },
     });
     const mirror = new FleetMirror(new Map([['eu', client]]), [], { relistDelayMs: 10, retryMs: 20 });
-    const events: MirrorAppEvent[] = [];
-    mirror.events.on('app', (e: MirrorAppEvent) => events.push(e));
+    const events: FleetEvent[] = [];
+    mirror.subscribe((e) => e.kind.startsWith('app-') && events.push(e));
     await mirror.start();
     try {
       expect(mirror.apps().map((a) => a.app.metadata.name)).toEqual(['a', 'gone']);
@@ -59,7 +60,7 @@ describe('FleetMirror when a stream cannot resume (410)', () => {
         'a@7/prod-eu1',
         'b@8/prod-eu1',
       ]);
-      expect(events.map((e) => `${e.type} ${e.app.app.metadata.name}`)).toEqual(['MODIFIED a', 'ADDED b', 'DELETED gone']);
+      expect(events.map((e) => `${e.kind} ${'app' in e ? e.app.app.metadata.name : ''}`)).toEqual(['app-changed a', 'app-added b', 'app-removed gone']);
       await expect.poll(() => mirror.health()[0].synced).toBe(true);
     } finally {
       await mirror.stop();

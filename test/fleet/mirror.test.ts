@@ -2,7 +2,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ArgoClient } from '../../src/argocd/client.js';
 import type { Application } from '../../src/argocd/types.js';
 import { instanceSchema } from '../../src/config/schema.js';
-import { FleetMirror, type MirrorAppEvent, type MirrorAppSetEvent } from '../../src/fleet/mirror.js';
+import type { FleetEvent } from '../../src/fleet/events.js';
+import { FleetMirror } from '../../src/fleet/mirror.js';
+
+type AppEvent = Extract<FleetEvent, { kind: 'app-added' | 'app-changed' | 'app-removed' }>;
+type AppSetEvent = Extract<FleetEvent, { kind: 'appset-added' | 'appset-changed' | 'appset-removed' }>;
+const isAppEvent = (e: FleetEvent): e is AppEvent => e.kind.startsWith('app-');
 import type { SimServer } from '../../src/sim/server.js';
 import { simFault, simOperations, startTestSim } from '../support/sim.js';
 
@@ -71,8 +76,8 @@ describe('FleetMirror over the simulator (2 instances)', () => {
   it('reflects a sync done through the client, with the previous state on each event', async () => {
     sim = await startTestSim({ fixture: 'sim-multi-instance.json', keepAliveMs: 50 });
     const { mirror, clients } = await startMirror(sim);
-    const events: MirrorAppEvent[] = [];
-    mirror.events.on('app', (e: MirrorAppEvent) => events.push(e));
+    const events: AppEvent[] = [];
+    mirror.subscribe((e) => isAppEvent(e) && events.push(e));
 
     await clients.get('prod')!.sync({ name: 'payments-prod-us1', prune: true });
     await expect.poll(() => events.some((e) => e.app.app.metadata.name === 'payments-prod-us1')).toBe(true);
@@ -86,8 +91,8 @@ describe('FleetMirror over the simulator (2 instances)', () => {
     expect(app.cluster).toBe('prod-us1');
     expect(app.app.status?.sync?.status).toBe('Synced');
     const last = events.filter((e) => e.app.app.metadata.name === 'payments-prod-us1').at(-1)!;
-    expect(last.type).toBe('MODIFIED');
-    expect(last.previous?.app.metadata.resourceVersion).not.toBe(last.app.app.metadata.resourceVersion);
+    expect(last.kind).toBe('app-changed');
+    expect(last.kind === 'app-changed' && last.previous.app.metadata.resourceVersion).not.toBe(last.app.app.metadata.resourceVersion);
     // Staging saw nothing of it.
     expect(events.every((e) => e.instance === 'prod')).toBe(true);
     const ops = await simOperations(sim, 'prod');
@@ -99,8 +104,8 @@ describe('FleetMirror over the simulator (2 instances)', () => {
     // Sim keep-alives slower than the client expects: a blocked stream is noticed quickly.
     sim = await startTestSim({ fixture: 'sim-multi-instance.json', keepAliveMs: 60_000 });
     const { mirror } = await startMirror(sim, 100);
-    const events: MirrorAppEvent[] = [];
-    mirror.events.on('app', (e: MirrorAppEvent) => events.push(e));
+    const events: AppEvent[] = [];
+    mirror.subscribe((e) => isAppEvent(e) && events.push(e));
 
     await simFault(sim, { kind: 'http5xx', instance: 'prod', status: 503, match: 'stream/applications' });
     await expect.poll(() => mirror.health().find((h) => h.instance === 'prod')?.synced, { timeout: 3000 }).toBe(false);
@@ -118,10 +123,10 @@ describe('FleetMirror over the simulator (2 instances)', () => {
     await expect.poll(() => mirror.findApp('prod', 'payments-prod-eu2', 'argocd') !== undefined, { timeout: 3000 }).toBe(true);
     expect(mirror.findApp('prod', 'web-prod-us1', 'argocd')).toBeUndefined();
     expect(mirror.appsNamed('payments-prod-eu1')[0].app.metadata.labels?.tier).toBe('gold');
-    expect(events.map((e) => `${e.type} ${e.app.app.metadata.name}`).sort()).toEqual([
-      'ADDED payments-prod-eu2',
-      'DELETED web-prod-us1',
-      'MODIFIED payments-prod-eu1',
+    expect(events.map((e) => `${e.kind} ${e.app.app.metadata.name}`).sort()).toEqual([
+      'app-added payments-prod-eu2',
+      'app-changed payments-prod-eu1',
+      'app-removed web-prod-us1',
     ]);
     await expect.poll(() => mirror.health().find((h) => h.instance === 'prod')?.synced, { timeout: 3000 }).toBe(true);
   });
@@ -129,8 +134,8 @@ describe('FleetMirror over the simulator (2 instances)', () => {
   it('reflects an ApplicationSet upserted through the client', async () => {
     sim = await startTestSim({ fixture: 'sim-multi-instance.json', keepAliveMs: 50 });
     const { mirror, clients } = await startMirror(sim);
-    const events: MirrorAppSetEvent[] = [];
-    mirror.events.on('appset', (e: MirrorAppSetEvent) => events.push(e));
+    const events: AppSetEvent[] = [];
+    mirror.subscribe((e) => e.kind.startsWith('appset-') && events.push(e as AppSetEvent));
     const appSet = structuredClone(mirror.appSetsNamed('ingress')[0].appSet);
     appSet.spec.strategy = {
       type: 'RollingSync',
@@ -138,9 +143,9 @@ describe('FleetMirror over the simulator (2 instances)', () => {
     };
     await clients.get('prod')!.upsertApplicationSet(appSet);
     await expect.poll(() => events.length, { timeout: 3000 }).toBeGreaterThan(0);
-    expect(events[0]).toMatchObject({ instance: 'prod', type: 'MODIFIED' });
+    expect(events[0]).toMatchObject({ instance: 'prod', kind: 'appset-changed' });
     expect(mirror.appSetsNamed('ingress')[0].appSet.spec.strategy?.rollingSync?.steps?.[0].maxUpdate).toBe(0);
-    expect(events[0].previous?.appSet.spec.strategy?.rollingSync?.steps?.[0]?.maxUpdate).not.toBe(0);
+    expect(events[0].kind === 'appset-changed' && events[0].previous.appSet.spec.strategy?.rollingSync?.steps?.[0]?.maxUpdate).not.toBe(0);
   });
 
   it('resolves the cluster name of an app on a cluster added after the start', async () => {

@@ -76,6 +76,7 @@ export async function startControlSim(opts: { fixture?: Fixture; scenario?: stri
     const engine = await startEngine(services, { role: 'all', redisUrl, prefix, runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR), ...FAST, logger: opts.logger });
     cleanup.push(() => engine.stop());
     services.runs = engine.runs;
+    services.audit = engine.runs.audit;
     return {
       sim,
       services,

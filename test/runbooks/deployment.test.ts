@@ -4,7 +4,7 @@ import { dispatch } from '../../src/commands/index.js';
 import '../../src/commands/runbooks.js';
 import type { CommandContext } from '../../src/commands/registry.js';
 import { startEngine, type RunService } from '../../src/runbooks/engine.js';
-import { AuditLog } from '../../src/runbooks/audit.js';
+import { AuditLog } from '../../src/audit/audit-log.js';
 import { foreignRunReason, instanceUrls } from '../../src/runbooks/deployment.js';
 import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/runbooks/loader.js';
 import type { SimServer } from '../../src/sim/server.js';

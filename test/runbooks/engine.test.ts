@@ -226,8 +226,8 @@ describe('runbook engine with bulk-sync', () => {
   it('gates waves: no app of wave 2 is synced before every app of wave 1 is Healthy', async () => {
     h = await harness([...authConfigs(), ...clusters.map((c) => makeApp(`auth-service-${c}`, c))]);
     const healthyAt = new Map<string, number>();
-    h.fleet.events.on('app', (e: any) => {
-      if (e.app.app.status?.health?.status === 'Healthy' && e.app.app.status?.operationState?.phase === 'Succeeded') healthyAt.set(e.app.app.metadata.name, Date.now());
+    h.fleet.subscribe((e) => {
+      if ('app' in e && e.app.app.status?.health?.status === 'Healthy' && e.app.app.status?.operationState?.phase === 'Succeeded') healthyAt.set(e.app.app.metadata.name, Date.now());
     });
     const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'auth-*', waves: 'auth-config-*;auth-service-*', force: 'true' }, user: 'U_OP', surface: 'slack' });
     expect((run.preview!.data as any).waves.map((w: any) => [w.name, w.apps.length])).toEqual([

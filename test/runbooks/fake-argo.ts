@@ -1,4 +1,3 @@
-import { EventEmitter } from 'node:events';
 import type { AppRef, ArgoApi } from '../../src/argocd/api.js';
 import { ArgoError } from '../../src/argocd/errors.js';
 import type { Application, ApplicationList, ApplicationSyncRequest, HealthStatusCode, ManagedResourcesResponse } from '../../src/argocd/types.js';
@@ -9,21 +8,17 @@ import { FleetIndex, tagApp, type FleetApp } from '../../src/fleet/model.js';
 /**
  * A small Argo CD stand-in for engine tests that do not need the HTTP simulator: sync requests
  * become an `operation`, then Running, then a result after `syncMs`, with health settling after
- * it, and every change reaches the fleet view and its 'app' event like the mirror's watch does.
+ * it, and every change reaches the fleet view and its typed feed like the mirror's watch does.
  */
 export class LiveFleet extends FleetIndex {
-  readonly events = new EventEmitter();
   private readonly byKey = new Map<string, FleetApp>();
-  constructor(instances: string[]) {
-    super(instances);
-    this.events.setMaxListeners(0);
-  }
   put(instance: string, app: Application) {
     const tagged = tagApp(instance, app, new Map());
     const previous = this.byKey.get(`${instance}/${app.metadata.name}`);
     this.byKey.set(`${instance}/${app.metadata.name}`, tagged);
     this.load([...this.byKey.values()], [], []);
-    this.events.emit('app', { instance, type: previous ? 'MODIFIED' : 'ADDED', app: tagged, previous });
+    const at = new Date().toISOString();
+    this.feed.publish(previous ? { kind: 'app-changed', instance, at, app: tagged, previous } : { kind: 'app-added', instance, at, app: tagged });
   }
 }
 

@@ -71,6 +71,7 @@ export async function harness(apps: Application[], opts: { config?: RollcallConf
   const base: EngineOptions = { role: 'all', redisUrl, prefix, runbooks, ...FAST, ...opts.engine };
   const engine = await startEngine(services, base);
   services.runs = engine.runs;
+  services.audit = engine.runs.audit;
   const others: EngineHandle[] = [];
   return {
     engine,

@@ -28,6 +28,7 @@ async function setup(opts: { speed?: number } = {}) {
   const engine: EngineHandle = await startEngine(services, { role: 'all', redisUrl, prefix, runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR), ...FAST });
   cleanup.push(() => engine.stop());
   services.runs = engine.runs;
+  services.audit = engine.runs.audit;
   const ctx = (user: string): CommandContext => ({ services, user, surface: 'terminal', channel: 'terminal', assumeYes: true });
   return { sim, services, fleet, engine, runs: engine.runs as RunService, ctx, notifier };
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Application } from '../../src/argocd/types.js';
-import { clusterIndex, clusterNameOf, ownerAppSet } from '../../src/fleet/model.js';
+import { ownerAppSet } from '../../src/argocd/objects.js';
+import { clusterIndex, clusterNameOf } from '../../src/fleet/model.js';
 import { SimController } from '../../src/sim/controller.js';
 import { seedState, validateFixture } from '../../src/sim/fixture.js';
 import type { Fixture } from '../../src/sim/fixture-types.js';

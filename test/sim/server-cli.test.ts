@@ -102,7 +102,7 @@ describe('fixture shapes the real API allows', () => {
       expect(other.status.operationState).toBeUndefined();
       const { FleetMirror } = await import('../../src/fleet/mirror.js');
       const { createClients } = await import('../../src/argocd/client.js');
-      const { summarizeApps } = await import('../../src/commands/status.js');
+      const { summarizeApps } = await import('../../src/fleet/status.js');
       const config = parseConfig(simConfigYaml(server), 'sim.yaml', {});
       const mirror = new FleetMirror(createClients(config), [{ name: 'main' }]);
       await mirror.start();

@@ -195,6 +195,7 @@ describe('refusals are audited with their surface', () => {
         // role bot: no step runs here, so the runs stay where the test puts them.
         engine = await startEngine(services, { role: 'bot', redisUrl: process.env.REDIS_URL!, prefix: services.config.redis.prefix, runbooks });
         services.runs = engine.runs;
+        services.audit = engine.runs.audit;
       },
     });
   });
@@ -269,6 +270,7 @@ describe('refusals are audited with their surface', () => {
       configure: async (services) => {
         restrictedEngine = await startEngine(services, { role: 'bot', redisUrl: process.env.REDIS_URL!, prefix: services.config.redis.prefix });
         services.runs = restrictedEngine.runs;
+        services.audit = restrictedEngine.runs.audit;
       },
     });
     try {

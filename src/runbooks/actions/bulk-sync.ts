@@ -1,11 +1,10 @@
-import type { EventEmitter } from 'node:events';
 import picomatch from 'picomatch';
 import { z } from 'zod';
 import { ArgoError } from '../../argocd/errors.js';
 import type { Application, ApplicationSyncRequest, Operation } from '../../argocd/types.js';
 import { RollcallError } from '../../core/errors.js';
 import type { ReplyBlock, ReplyItem } from '../../core/reply.js';
-import type { FleetApp, FleetView } from '../../fleet/model.js';
+import type { FleetApp } from '../../fleet/model.js';
 import { selectApps, type AppSelector } from '../../fleet/select.js';
 import { LeaseLostError, type CheckpointEntry, type RunProgress } from '../run-store.js';
 import { IN_FLIGHT_APP_STATES, nextAppState, TERMINAL_APP_STATES, type AppCheckpoint, type AppEvent, type AppState } from './sync-progress.js';
@@ -354,7 +353,7 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
   const runId = ctx.run.id;
   const plan = planOf(ctx);
   if (!plan) return { status: 'failed', error: 'the run has no bulk-sync plan (preview missing)' };
-  const fleet: FleetView & { events?: EventEmitter } = ctx.services.fleet;
+  const fleet = ctx.services.fleet;
   const checkpoint = ctx.checkpoint<AppCheckpoint>();
   const waveCheckpoint = ctx.checkpoint<WaveCheckpoint>('waves');
   const windowFor = (instance: string) => postingWindowMs(ctx.services.config.instances.find((i) => i.name === instance)?.timeout ?? 30_000);
@@ -409,7 +408,7 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
       wake?.();
     }
   };
-  fleet.events?.on('app', onApp);
+  const unsubscribe = fleet.subscribe((e) => 'app' in e && onApp(e));
   const abortWake = () => wake?.();
   ctx.signal.addEventListener('abort', abortWake);
   const sleep = (ms: number) =>
@@ -722,7 +721,7 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
     }
     throw err;
   } finally {
-    fleet.events?.off('app', onApp);
+    unsubscribe();
     ctx.signal.removeEventListener('abort', abortWake);
   }
   report(plan.waves.length - 1);

@@ -1,8 +1,8 @@
 import type { z } from 'zod';
 import type { ReplyBlock } from '../../core/reply.js';
-import type { Services } from '../../commands/registry.js';
+import type { RunbookServices as Services } from '../services.js';
 import type { InstanceRateLimiter } from '../../jobs/rate-limit.js';
-import type { AuditEvent } from '../audit.js';
+import type { AuditEvent } from '../../audit/audit-log.js';
 import type { Checkpoint, CheckpointEntry, Run, RunProgress } from '../run-store.js';
 
 /** An app a run acts on; it is locked for the whole run. */

@@ -1,7 +1,7 @@
 import type { AllMiddlewareArgs, SlackViewMiddlewareArgs, ViewSubmitAction } from '@slack/bolt';
 import { auditOriginOf, runAction } from '../../../commands/index.js';
 import { findAction } from '../../../commands/registry.js';
-import { withAuditOrigin } from '../../../runbooks/audit.js';
+import { withAuditOrigin } from '../../../audit/audit-log.js';
 import { errorReply, type Reply } from '../../../core/reply.js';
 import { FORM_CALLBACK_PREFIX, renderBlocks } from '../../../views/blocks.js';
 import { slackContext, type SlackDeps } from '../../context.js';

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { AuditLog } from '../../src/runbooks/audit.js';
+import { AuditLog } from '../../src/audit/audit-log.js';
 import { createRedis, closeRedis } from '../../src/jobs/redis.js';
-import { cleanPrefix, testPrefix } from './fake-argo.js';
+import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
 
 const prefix = testPrefix();
 const redis = createRedis(process.env.REDIS_URL!);
@@ -33,5 +33,25 @@ describe('audit stream', () => {
     expect(len).toBeGreaterThanOrEqual(100);
     expect((await audit.latest(1))[0].result).toBe('399');
     await cleanPrefix(process.env.REDIS_URL!, `${prefix}-trim`);
+  });
+
+  it('reads a time range filtered by kind, run and user, in either order, across pages', async () => {
+    const audit = new AuditLog(redis, `${prefix}-read`, 10_000);
+    const before = Date.now();
+    // More entries than one page of reads, so the filters have to keep going past the first page.
+    for (let i = 0; i < 1200; i++) {
+      await audit.record({ kind: i % 3 === 0 ? 'argocd.sync' : 'step.end', who: i % 2 ? 'U2' : 'U1', runId: `r-${i % 4}`, result: String(i) });
+    }
+    const syncsOfU1 = await audit.read({ kinds: ['argocd.sync'], who: 'U1', limit: 1000 });
+    // i % 3 === 0 and i even: i % 6 === 0 → 200 entries, newest first.
+    expect(syncsOfU1).toHaveLength(200);
+    expect(syncsOfU1[0].result).toBe('1194');
+    expect(syncsOfU1.every((e) => e.kind === 'argocd.sync' && e.who === 'U1')).toBe(true);
+    const oldestOfRun = await audit.read({ runId: 'r-3', order: 'oldest', limit: 3 });
+    expect(oldestOfRun.map((e) => e.result)).toEqual(['3', '7', '11']);
+    expect(await audit.read({ until: before - 60_000 })).toEqual([]);
+    expect((await audit.read({ since: new Date(before), limit: 5 })).map((e) => e.result)).toEqual(['1199', '1198', '1197', '1196', '1195']);
+    expect(await audit.read({ since: Date.now() + 60_000 })).toEqual([]);
+    await cleanPrefix(process.env.REDIS_URL!, `${prefix}-read`);
   });
 });

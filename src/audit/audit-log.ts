@@ -81,8 +81,18 @@ function scrub(value: unknown, key = ''): unknown {
   return value;
 }
 
-/** The audit log: a Redis Stream `<prefix>:audit`, trimmed approximately to `maxLen` entries. */
-export class AuditLog {
+/**
+ * The audit log: a Redis Stream `<prefix>:audit`, trimmed approximately to `maxLen` entries. Every
+ * mutation and refusal is recorded here, whoever makes it; incidents and digests read it back.
+ */
+/** Writing and reading the audit stream; what the rest of rollcall holds (AuditLog implements it). */
+export interface AuditStream {
+  record(event: Omit<AuditEvent, 'at'> & { at?: string }): Promise<string>;
+  read(query?: AuditQuery): Promise<AuditEntry[]>;
+  latest(n?: number): Promise<AuditEntry[]>;
+}
+
+export class AuditLog implements AuditStream {
   readonly key: string;
   constructor(
     private readonly redis: Redis,
@@ -111,15 +121,70 @@ export class AuditLog {
 
   /** Latest n entries, newest first. */
   async latest(n = 20): Promise<AuditEntry[]> {
-    const rows = await this.redis.xrevrange(this.key, '+', '-', 'COUNT', n);
-    return rows.map(([id, fields]) => {
-      const obj: Record<string, unknown> = { id };
-      for (let i = 0; i < fields.length; i += 2) {
-        const k = fields[i];
-        const v = fields[i + 1];
-        obj[k] = k === 'params' ? JSON.parse(v) : k === 'actAs' ? v === 'true' : v;
-      }
-      return obj as unknown as AuditEntry;
-    });
+    return this.read({ limit: n });
   }
+
+  /**
+   * Entries recorded in a time range that match every filter given, newest first (oldest first with
+   * `order: 'oldest'`), at most `limit`. The range is by when an entry was written (its stream id), so it
+   * is cheap however long the stream is; filters are applied while reading, in pages.
+   */
+  async read(query: AuditQuery = {}): Promise<AuditEntry[]> {
+    const limit = Math.max(0, Math.min(query.limit ?? 100, MAX_READ));
+    const from = query.since === undefined ? '-' : String(timeOf(query.since));
+    const to = query.until === undefined ? '+' : String(timeOf(query.until));
+    const oldestFirst = query.order === 'oldest';
+    const kinds = query.kinds?.length ? new Set<string>(query.kinds) : undefined;
+    const matches = (e: AuditEntry) => (!kinds || kinds.has(e.kind)) && (!query.runId || e.runId === query.runId) && (!query.who || e.who === query.who);
+    const found: AuditEntry[] = [];
+    // Each page starts after the last id read: '(' makes the bound exclusive (Redis 6.2+).
+    let cursor = oldestFirst ? from : to;
+    while (found.length < limit) {
+      const page = oldestFirst
+        ? await this.redis.xrange(this.key, cursor, to, 'COUNT', PAGE)
+        : await this.redis.xrevrange(this.key, cursor, from, 'COUNT', PAGE);
+      for (const row of page) {
+        const entry = entryOf(row);
+        if (matches(entry)) found.push(entry);
+        if (found.length === limit) break;
+      }
+      if (page.length < PAGE) break;
+      cursor = `(${page[page.length - 1][0]}`;
+    }
+    return found;
+  }
+}
+
+/** What to read from the audit stream (AuditLog.read). Every filter given must match. */
+export interface AuditQuery {
+  /** Written at or after (an RFC3339 time, a Date or epoch ms). */
+  since?: string | Date | number;
+  /** Written at or before. */
+  until?: string | Date | number;
+  kinds?: AuditKind[];
+  runId?: string;
+  who?: string;
+  /** @defaultValue 100 (at most 10,000) */
+  limit?: number;
+  /** @defaultValue 'newest' */
+  order?: 'newest' | 'oldest';
+}
+
+const PAGE = 500;
+const MAX_READ = 10_000;
+
+function timeOf(at: string | Date | number): number {
+  const ms = typeof at === 'number' ? at : typeof at === 'string' ? Date.parse(at) : at.getTime();
+  if (!Number.isFinite(ms)) throw new RangeError(`not a time: ${String(at)}`);
+  return Math.max(0, Math.floor(ms));
+}
+
+function entryOf([id, fields]: [string, string[]]): AuditEntry {
+  const obj: Record<string, unknown> = { id };
+  for (let i = 0; i < fields.length; i += 2) {
+    const k = fields[i];
+    const v = fields[i + 1];
+    obj[k] = k === 'params' ? JSON.parse(v) : k === 'actAs' ? v === 'true' : v;
+  }
+  return obj as unknown as AuditEntry;
 }
