@@ -1,4 +1,6 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
+import path from 'node:path';
 import type { RollcallConfig } from '../config/schema.js';
 import { dispatch, parseCommand } from '../commands/index.js';
 import { findCommand, type CommandContext } from '../commands/registry.js';
@@ -21,6 +23,27 @@ export interface AskOptions {
   as?: string;
   yes: boolean;
   wait: boolean;
+  /** `--out DIR`: where files that come with the answer (a report, its chart) are written. */
+  out?: string;
+}
+
+const FILE_KINDS: Record<string, string> = { '.md': 'markdown', '.png': 'png' };
+
+/** Writes a reply's files under `dir` and says where in `data.files`; without --out, says how to get them. */
+function writeFiles(reply: Reply, dir: string | undefined, say: (line: string) => void): void {
+  if (!dir) {
+    reply.data.files = null;
+    say(`${reply.files!.map((f) => f.name).join(' and ')} not written: add --out DIR to write ${reply.files!.length === 1 ? 'it' : 'them'}.`);
+    return;
+  }
+  mkdirSync(dir, { recursive: true });
+  const files: Record<string, string> = {};
+  for (const f of reply.files!) {
+    const file = path.resolve(dir, f.name);
+    writeFileSync(file, f.content);
+    files[FILE_KINDS[path.extname(f.name)] ?? f.name] = file;
+  }
+  reply.data.files = files;
 }
 
 /** Who runs `ask`: $ROLLCALL_USER (e.g. your Slack id, to match access lists), else the OS account. */
@@ -89,8 +112,11 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
   const runtime = await startRuntime(config, { logger, notifier });
   try {
     let usesRuns = false;
+    let recordsChanges = false;
     try {
-      usesRuns = !!findCommand(parseCommand(text).command)?.usesRuns;
+      const spec = findCommand(parseCommand(text).command);
+      usesRuns = !!(spec?.usesRuns || spec?.usesRedis);
+      recordsChanges = !!spec?.usesRedis;
     } catch {}
     if (usesRuns) {
       const redisUrl = process.env.REDIS_URL ?? config.redis.url;
@@ -106,7 +132,9 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
       }
       // Only --wait runs steps here; otherwise a queued run is left to the workers (`rollcall start`)
       // and ask returns at once instead of holding the terminal until the run ends.
-      await runtime.enableRuns({ role: opts.wait ? 'all' : 'bot', redisUrl, schedules: false });
+      // Change-log readers first add what Argo CD knows now (deduplicated against what workers recorded),
+      // so `changes` answers even where no `rollcall start` runs.
+      await runtime.enableRuns({ role: opts.wait ? 'all' : 'bot', redisUrl, schedules: false, recorder: recordsChanges });
     }
 
     const ctx: CommandContext = {
@@ -127,6 +155,7 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
       // The answer to `ask "sync ..." --wait` is the sync's final state: it keeps the command asked.
       reply.command = command;
     }
+    if (reply.files?.length) writeFiles(reply, opts.out, (s) => process.stderr.write(`${s}\n`));
     out(opts.json ? JSON.stringify(replyJson(reply)) : renderText(reply, { color: process.stdout.isTTY }));
     if (usesRuns && !opts.wait) await sayWhoRunsIt(reply, runtime.services.runs as RunService | undefined, (s) => process.stderr.write(`${s}\n`));
     return exitCodeOf(reply);

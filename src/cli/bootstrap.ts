@@ -9,15 +9,24 @@ import { closeRedis, createRedis } from '../jobs/redis.js';
 import { startSchedules, type Schedules } from '../jobs/schedules.js';
 import { createKubeClients } from '../kube/clients.js';
 import { PauseStore } from '../runbooks/rollout-pause.js';
+import { ChangeLog } from '../incidents/change-log.js';
+import { ChangeRecorder } from '../incidents/recorder.js';
+import { IncidentService } from '../incidents/service.js';
+import { IncidentStore } from '../incidents/store.js';
 import type { Logger } from '../log.js';
 
 export interface Runtime {
   services: Services;
   mirror: FleetMirror;
   clients: Map<string, ArgoApi>;
-  /** Starts the runbook engine (Redis) on demand; read-only use never needs Redis. */
-  /** `schedules` (default: any role but bot) runs the schedules of rollcall.yaml here; a one-shot `ask` does not. */
-  enableRuns(opts: { role: 'all' | 'bot' | 'worker'; redisUrl: string; schedules?: boolean }): Promise<void>;
+  /** The change recorder, where this process runs one. */
+  recorder?: ChangeRecorder;
+  /**
+   * Starts the runbook engine, the change log and incidents (Redis) on demand; read-only use never
+   * needs Redis. `schedules` and `recorder` (default: any role but bot) run the schedules of
+   * rollcall.yaml and the change recorder here; a one-shot `ask` runs neither.
+   */
+  enableRuns(opts: { role: 'all' | 'bot' | 'worker'; redisUrl: string; schedules?: boolean; recorder?: boolean }): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -39,26 +48,38 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
   let engine: Awaited<ReturnType<typeof startEngine>> | undefined;
   let pausesRedis: Redis | undefined;
   let schedules: Schedules | undefined;
-  return {
+  const runtime: Runtime = {
     services,
     mirror,
     clients,
-    async enableRuns({ role, redisUrl, schedules: withSchedules = role !== 'bot' }) {
+    async enableRuns({ role, redisUrl, schedules: withSchedules = role !== 'bot', recorder: withRecorder = role !== 'bot' }) {
       if (engine) return;
       engine = await startEngine(services, { role, redisUrl, prefix: config.redis.prefix });
       services.runs = engine.runs;
       pausesRedis = createRedis(redisUrl);
       services.pauses = new PauseStore(pausesRedis, config.redis.prefix);
+      services.changes = new ChangeLog(pausesRedis, config.redis.prefix, config.changes.retention);
+      services.incidents = new IncidentService(new IncidentStore(pausesRedis, config.redis.prefix), services.changes, mirror, {
+        lookbackMs: config.incidents.lookback,
+        mitigatedAfterMs: config.incidents.mitigatedAfter,
+      });
+      // Always on wherever steps run: every worker records, the change log keeps each change once.
+      if (withRecorder) {
+        runtime.recorder = new ChangeRecorder(mirror, services.changes, { logger: opts.logger });
+        await runtime.recorder.start();
+      }
       // Schedules tick where steps run; BullMQ makes one job of each tick however many workers there are.
       if (withSchedules && config.sealedSecrets.schedules.length) {
         schedules = await startSchedules({ config, runs: engine.runs, redisUrl, prefix: config.redis.prefix, logger: opts.logger });
       }
     },
     async stop() {
+      await runtime.recorder?.stop().catch(() => undefined);
       await schedules?.stop();
       await engine?.stop();
       if (pausesRedis) await closeRedis(pausesRedis);
       await mirror.stop();
     },
   };
+  return runtime;
 }

@@ -19,6 +19,8 @@ import './diagnose.js';
 import './clusters.js';
 import './help.js';
 import './control.js';
+import './changes.js';
+import './incident.js';
 // Runbook commands (run, sync, runs, audit) are registered by src/commands/runbooks.ts; the
 // integrator adds its import here.
 

@@ -1,9 +1,11 @@
 import type { ArgoApi } from '../argocd/api.js';
 import type { RollcallConfig } from '../config/schema.js';
 import type { FleetView } from '../fleet/model.js';
+import type { ChangeLog } from '../incidents/change-log.js';
+import type { IncidentService } from '../incidents/service.js';
 import type { KubeClients } from '../kube/clients.js';
 import type { PauseStore } from '../runbooks/rollout-pause.js';
-import type { Reply } from './reply.js';
+import type { Reply, ReplyFile } from './reply.js';
 
 /** A parsed chat command: `/argo <command> [target] [key=value ...] [--flag]`. */
 export interface ParsedCommand {
@@ -29,6 +31,10 @@ export interface Notifier {
   post(target: { channel: string; threadTs?: string }, reply: Reply): Promise<MessageRef>;
   /** Replaces a message's content. Implementations coalesce and respect rate limits. */
   update(ref: MessageRef, reply: Reply): Promise<void>;
+  /** Slack: creates a public channel and invites users; resolves to the channel id. */
+  createChannel?(name: string, invite: string[]): Promise<string>;
+  /** Slack: uploads files into a channel or thread. */
+  upload?(target: { channel: string; threadTs?: string }, files: ReplyFile[], comment?: string): Promise<void>;
 }
 
 export interface Services {
@@ -44,6 +50,10 @@ export interface Services {
   kube?: ReadonlyMap<string, KubeClients>;
   /** What pause-rollout changed, for resume and `/argo paused` (needs Redis). */
   pauses?: PauseStore;
+  /** The fleet change log (needs Redis). */
+  changes?: ChangeLog;
+  /** Incidents: lifecycle, timelines, reports (needs Redis). */
+  incidents?: IncidentService;
 }
 
 export interface CommandContext {
@@ -103,6 +113,8 @@ export interface CommandSpec {
   readOnly: boolean;
   /** Reads or starts runbook runs, so it needs the engine and Redis (`ask` starts them only then). */
   usesRuns?: boolean;
+  /** Reads or writes Redis (change log, incidents) without starting runs. */
+  usesRedis?: boolean;
   run(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply>;
 }
 

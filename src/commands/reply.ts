@@ -49,6 +49,13 @@ export interface ReplyError {
   suggestions?: string[];
 }
 
+/** A file that goes with a reply: the terminal writes it (`--out DIR`), Slack uploads it. */
+export interface ReplyFile {
+  name: string;
+  title: string;
+  content: Buffer;
+}
+
 export interface Reply {
   ok: boolean;
   command: string;
@@ -61,6 +68,8 @@ export interface Reply {
    * Views show links and mentions found in it as text, never as markup the bot itself posted.
    */
   userText?: string[];
+  /** Files that go with the answer (a report and its chart); not part of the JSON. */
+  files?: ReplyFile[];
 }
 
 /** Marks text as typed by a user (see Reply.userText). */

@@ -1,0 +1,47 @@
+import { blastRadius, stateAt, type healthTracks } from './metrics.js';
+
+type Track = ReturnType<typeof healthTracks>[number];
+
+export interface GroupTracks {
+  label: string;
+  total: number;
+  peakUnhealthy: number;
+  /** Apps of the group by health at time t. */
+  countsAt(t: number): Map<string, number>;
+}
+
+function group(label: string, tracks: Track[], start: number, end: number): GroupTracks {
+  return {
+    label,
+    total: tracks.length,
+    peakUnhealthy: blastRadius(tracks, start, end).radius.peakUnhealthy,
+    countsAt(t) {
+      const counts = new Map<string, number>();
+      for (const track of tracks) {
+        const s = stateAt(track, t);
+        counts.set(s, (counts.get(s) ?? 0) + 1);
+      }
+      return counts;
+    },
+  };
+}
+
+/**
+ * The whole scope first, then the ApplicationSets (apps without one: their cluster) that had
+ * unhealthy apps, worst first, at most `max` of them.
+ */
+export function healthTracksByGroup(tracks: Track[], start: number, end: number, max: number): GroupTracks[] {
+  const byGroup = new Map<string, Track[]>();
+  for (const t of tracks) {
+    const key = t.appSet ? `appset ${t.appSet}` : `cluster ${t.cluster ?? '?'}`;
+    const list = byGroup.get(key);
+    if (list) list.push(t);
+    else byGroup.set(key, [t]);
+  }
+  const groups = [...byGroup.entries()]
+    .map(([label, list]) => group(label, list, start, end))
+    .filter((g) => g.peakUnhealthy > 0)
+    .sort((a, b) => b.peakUnhealthy - a.peakUnhealthy || a.label.localeCompare(b.label))
+    .slice(0, max);
+  return [group('all scoped apps', tracks, start, end), ...groups];
+}
