@@ -1,7 +1,7 @@
 import { parseDuration } from '../config/schema.js';
 import { selectApps } from '../fleet/select.js';
 import type { ChangeLog } from '../incidents/change-log.js';
-import { changeJson, groupChanges, listedKind, type ChangeJson, type ListedChangeKind } from '../incidents/groups.js';
+import { changeJson, groupChanges, listedKind, withoutDeployOperations, type ChangeJson, type ListedChangeKind } from '../incidents/groups.js';
 import { appKey, changesOfApps } from '../incidents/timeline.js';
 import { formatDuration, plural } from './format.js';
 import { CommandError, checkOptions, selectorFromCommand, SELECTOR_OPTIONS } from './parse.js';
@@ -49,7 +49,7 @@ export async function runChanges(cmd: ParsedCommand, ctx: CommandContext): Promi
     records = changesOfApps(records, keys);
   }
   const unique = new Map(records.map((r) => [r.id, r]));
-  const newestFirst = [...unique.values()].sort((a, b) => Date.parse(b.at) - Date.parse(a.at));
+  const newestFirst = withoutDeployOperations([...unique.values()]).sort((a, b) => Date.parse(b.at) - Date.parse(a.at));
   const pairs = newestFirst.map((r) => ({ json: changeJson(r, fleet), runId: r.runId })).filter((p): p is { json: ChangeJson; runId: string | undefined } => !!p.json && (!kinds || kinds.includes(p.json.kind)));
   const changes = pairs.map((p) => p.json);
   const groups = groupChanges(changes, new Map(pairs.map((p) => [p.json, p.runId])));

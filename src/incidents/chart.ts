@@ -45,7 +45,7 @@ const TOP = 58;
  */
 export function renderIncidentChart(input: ChartInput): Buffer {
   const groups = healthTracksByGroup(input.tracks, input.start, input.end, input.maxGroups ?? 6);
-  const height = TOP + (groups.length || 1) * (PANEL + GAP) + 46;
+  const height = TOP + (groups.length || 1) * (PANEL + GAP) + 30 + 10 * MILESTONES.length;
   const img = new Raster(WIDTH, height);
   const plotW = WIDTH - LEFT - RIGHT;
   const span = Math.max(1, input.end - input.start);
@@ -69,18 +69,24 @@ export function renderIncidentChart(input: ChartInput): Buffer {
   }
   img.text(LEFT, axisY + 20, 'UTC', INK);
 
-  // Milestones over every panel, labels staggered so neighbours do not overwrite each other.
-  MILESTONES.forEach((m, idx) => {
+  // Milestones over every panel; a label goes to the first row where it overwrites no other label
+  // (mitigated and resolved are often a minute apart on an hour-wide axis).
+  const rowsEnd: number[] = [];
+  for (const m of MILESTONES) {
     const at = input.metrics[m.key];
-    if (typeof at !== 'string') return;
+    if (typeof at !== 'string') continue;
     const t = Date.parse(at);
-    if (Number.isNaN(t) || t < input.start || t > input.end) return;
+    if (Number.isNaN(t) || t < input.start || t > input.end) continue;
     const x = xOf(t);
     img.vline(x, TOP - 4, axisY, m.color, 3);
     img.vline(x + 1, TOP - 4, axisY, m.color, 3);
-    const y = axisY + 20 + 10 * (idx % 2);
-    img.text(Math.min(WIDTH - Raster.textWidth(m.label) - 2, x + 3), y, m.label, m.color);
-  });
+    const width = Raster.textWidth(m.label);
+    const lx = Math.max(LEFT + 30, Math.min(WIDTH - width - 2, x + 3));
+    let row = rowsEnd.findIndex((end) => end < lx);
+    if (row === -1) row = rowsEnd.length;
+    rowsEnd[row] = lx + width + 4;
+    img.text(lx, axisY + 20 + 10 * row, m.label, m.color);
+  }
   return img.toPng();
 }
 

@@ -33,6 +33,15 @@ export function listedKind(r: ChangeRecord): ListedChangeKind | undefined {
   }
 }
 
+/**
+ * A deploy is the history entry of a sync operation that succeeded: listing its start and success
+ * again says the same thing three times. Failed operations and syncs that deployed nothing stay.
+ */
+export function withoutDeployOperations<T extends ChangeRecord>(records: T[]): T[] {
+  const deployed = new Set(records.filter((r) => r.kind === 'deploy').map((r) => `${r.instance}/${r.app}/${r.commit}`));
+  return records.filter((r) => !(r.kind === 'operation' && (r.to === 'Succeeded' || r.to === 'Running') && deployed.has(`${r.instance}/${r.app}/${r.commit}`)));
+}
+
 export function changeJson(r: ChangeRecord, fleet: FleetView): ChangeJson | undefined {
   const kind = listedKind(r);
   if (!kind) return undefined;

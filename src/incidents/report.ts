@@ -1,6 +1,7 @@
 import type { FleetView } from '../fleet/model.js';
 import { renderIncidentChart } from './chart.js';
-import { changeJson, groupChanges, type ChangeJson } from './groups.js';
+import type { ChangeRecord } from './changes.js';
+import { changeJson, groupChanges, withoutDeployOperations, type ChangeJson } from './groups.js';
 import type { IncidentAnalysis } from './service.js';
 import { timelineJson, type TimelineEntry } from './timeline.js';
 
@@ -38,10 +39,11 @@ export function buildReport(analysis: IncidentAnalysis, fleet: FleetView): Incid
   const { incident, timeline, metrics, blastRadius, impacted, window } = analysis;
   const changes = timeline
     .filter((e) => e.change)
-    .map((e) => ({ json: changeJson(e.change!, fleet), runId: e.change!.runId }))
-    .filter((c): c is { json: ChangeJson; runId: string | undefined } => !!c.json);
+    .map((e) => ({ json: changeJson(e.change!, fleet), runId: e.change!.runId, id: e.change!.id }))
+    .filter((c): c is { json: ChangeJson; runId: string | undefined; id: string } => !!c.json);
   const impactMs = metrics.impactStart ? Date.parse(metrics.impactStart) : Number.POSITIVE_INFINITY;
-  const before = changes.filter((c) => Date.parse(c.json.at) <= impactMs && c.json.kind !== 'run');
+  const deployOps = new Set(withoutDeployOperations(timeline.map((e) => e.change).filter((c): c is ChangeRecord => !!c)).map((c) => c.id));
+  const before = changes.filter((c) => Date.parse(c.json.at) <= impactMs && c.json.kind !== 'run' && deployOps.has(c.id));
   const newestFirst = (list: typeof changes) => {
     const sorted = [...list].reverse();
     return groupChanges(
@@ -85,7 +87,7 @@ export function buildReport(analysis: IncidentAnalysis, fleet: FleetView): Incid
     const entries = rollcallDid.filter((e) => e.change?.runId === runId);
     const synced = [...new Set(entries.filter((e) => e.app).map((e) => e.app!))];
     const started = entries[0];
-    const ended = entries.find((e) => /ended/.test(e.text));
+    const ended = entries.find((e) => e.kind === 'run' && !e.app && / ended/.test(e.text));
     lines.push(`- Run ${runId}: ${md(started?.text ?? '')}${synced.length ? `; synced ${synced.length} app${synced.length === 1 ? '' : 's'}` : ''}${ended ? `; ${md(ended.text)}` : ''}`);
     lines.push(`  - Health after: ${healthFollowed(timeline, synced, started ? Date.parse(started.at) : 0)}`);
   }

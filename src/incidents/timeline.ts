@@ -1,5 +1,5 @@
 import type { FleetView } from '../fleet/model.js';
-import { selectApps, type AppSelector } from '../fleet/select.js';
+import { selectApps } from '../fleet/select.js';
 import type { ChangeRecord } from './changes.js';
 import type { Incident, IncidentEntry } from './store.js';
 
@@ -59,7 +59,15 @@ export function scopeFilter(incident: Incident, fleet: FleetView): (records: Cha
   } catch {
     // A name in the scope no longer exists: what it matched at declaration still counts.
   }
-  return (records) => changesOfApps(records, keys);
+  const declared = Date.parse(incident.declaredAt);
+  return (records) => {
+    const scoped = changesOfApps(records, keys);
+    // Once declared, whatever rollcall is asked to do is part of the response, whatever it touches
+    // (the fix is often elsewhere: auth-config synced to heal auth-service).
+    const ids = new Set(scoped.map((r) => r.id));
+    const response = records.filter((r) => (r.kind === 'run' || r.kind === 'step') && Date.parse(r.at) >= declared && !ids.has(r.id));
+    return [...scoped, ...response];
+  };
 }
 
 /**
