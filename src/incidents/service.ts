@@ -191,6 +191,9 @@ export class IncidentService {
   async analyse(incident: Incident): Promise<IncidentAnalysis> {
     const timeline = await this.timeline(incident);
     const window = incidentWindow(incident, this.now().getTime());
+    // Argo CD's clock may run ahead of ours: what it stamped after the close still happened before it.
+    const last = timeline.length ? Date.parse(timeline[timeline.length - 1].at) : window.end;
+    window.end = Math.max(window.end, last);
     const metrics = computeMetrics(incident, timeline);
     const tracks = healthTracks(timeline, scopedApps(incident, this.fleet), window.start);
     // The blast radius counts from the start of impact (or the window), not the whole look-back.
