@@ -2,6 +2,11 @@ import http from 'node:http';
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { FleetView } from '../fleet/model.js';
 
+/** What the change recorder of this process has done (ChangeRecorder.stats). */
+export interface RecorderStatsSource {
+  stats(): { recorded: number; duplicates: number; events: number; pending: number; failures: number };
+}
+
 export interface HealthSource {
   /** Per-instance mirror state; ready when every instance has synced once. */
   mirrorHealth(): { instance: string; synced: boolean; error?: string }[];
@@ -9,7 +14,12 @@ export interface HealthSource {
 }
 
 /** /healthz (process alive), /readyz (mirror synced, Redis answers), /metrics (Prometheus). */
-export async function startHttpServer(opts: { port: number; fleet: FleetView; health: HealthSource }): Promise<{ port: number; close(): Promise<void> }> {
+export async function startHttpServer(opts: {
+  port: number;
+  fleet: FleetView;
+  health: HealthSource;
+  recorder?: RecorderStatsSource;
+}): Promise<{ port: number; close(): Promise<void> }> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   new Gauge({
@@ -24,6 +34,37 @@ export async function startHttpServer(opts: { port: number; fleet: FleetView; he
       for (const [instance, n] of counts) this.set({ instance }, n);
     },
   });
+
+  const recorder = opts.recorder;
+  if (recorder) {
+    // Counters read at scrape time from the recorder's own totals.
+    const counter = (name: string, help: string, read: (s: ReturnType<RecorderStatsSource['stats']>) => number) =>
+      new Gauge({
+        name,
+        help,
+        registers: [registry],
+        collect() {
+          this.set(read(recorder.stats()));
+        },
+      });
+    counter(
+      'rollcall_changes_recorded_total',
+      'Fleet changes this process appended to the change log',
+      (s) => s.recorded,
+    );
+    counter(
+      'rollcall_changes_duplicate_total',
+      'Fleet changes another process (or a backfill) had already recorded',
+      (s) => s.duplicates,
+    );
+    counter('rollcall_change_recorder_events_total', 'Fleet events the change recorder saw', (s) => s.events);
+    counter(
+      'rollcall_change_recorder_failures_total',
+      'Change records that could not be written (offered again on the next backfill)',
+      (s) => s.failures,
+    );
+    counter('rollcall_change_recorder_pending', 'Change records waiting to be written', (s) => s.pending);
+  }
 
   const server = http.createServer(async (req, res) => {
     const url = req.url?.split('?')[0];

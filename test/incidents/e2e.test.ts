@@ -153,5 +153,18 @@ describe('an incident against the seed-outage simulator, two rollcall start proc
     expect(markdown).toContain('## Contributing factors');
     expect(existsSync(files.png)).toBe(true);
     expect(decodePngSize(readFileSync(files.png))).toMatchObject({ width: 1000 });
+
+    // Both workers offered the same changes; the log kept one of each.
+    const stats = await Promise.all(
+      workers.map(async (w) => {
+        const port = Number(/"http":(\d+)/.exec(w.log())![1]);
+        const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+        const read = (name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(text)![1]);
+        return { recorded: read('rollcall_changes_recorded_total'), duplicates: read('rollcall_changes_duplicate_total') };
+      }),
+    );
+    // The second started after the first had backfilled: everything it backfilled was a duplicate.
+    expect(stats[1].duplicates, JSON.stringify(stats)).toBeGreaterThan(0);
+    expect(stats[0].recorded + stats[1].recorded, JSON.stringify(stats)).toBeGreaterThan(0);
   }, 120_000);
 });

@@ -2,6 +2,7 @@ import type { EventEmitter } from 'node:events';
 import picomatch from 'picomatch';
 import { z } from 'zod';
 import type { Application, ApplicationSyncRequest, Operation } from '../../argocd/types.js';
+import { attributionInfos } from '../../argocd/client.js';
 import type { ReplyBlock, ReplyItem } from '../../commands/reply.js';
 import type { FleetApp, FleetView } from '../../fleet/model.js';
 import { selectApps, type AppSelector } from '../../fleet/select.js';
@@ -443,7 +444,7 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
       prune: input.prune,
       dryRun: input.dryRun,
       ...(input.revision ? { revision: input.revision } : {}),
-      infos: [{ name: RUN_INFO_NAME, value: runId }],
+      infos: attributionInfos({ runInfoName: RUN_INFO_NAME, runId, user: ctx.run.requester, surface: ctx.run.surface }),
     };
     await ctx.limiter.acquire(s.instance, ctx.signal).catch(() => {});
     try {
