@@ -4,17 +4,37 @@ import { INCIDENT_STATES, type Incident, type IncidentStatus } from '../incident
 import { TIMELINE_KINDS, timelineJson, type TimelineEntry, type TimelineKind } from '../incidents/timeline.js';
 import { formatDuration, mention, plural, truncate } from './format.js';
 import { CommandError, parseCommand, selectorFromCommand } from './parse.js';
-import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
-import type { Reply, ReplyBlock, ReplyItem, Tone } from './reply.js';
+import { registerAction, registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
+import { errorReply, type Reply, type ReplyBlock, type ReplyItem, type Tone } from './reply.js';
 
-const USAGE = 'incident start TITLE... [sev=1..4] [scope=SELECTOR] | note [ID] TEXT | status [ID] investigating|identified|mitigated|monitoring [TEXT] | sev [ID] N | lead [ID] @user | set [ID] impact=TIME | show [ID] | timeline [ID] [kind=...] | report [ID] | close [ID] [SUMMARY] | reopen [ID]';
-const SUBCOMMANDS = ['start', 'declare', 'note', 'status', 'sev', 'severity', 'lead', 'set', 'show', 'timeline', 'report', 'close', 'reopen'];
+const USAGE =
+  'incident start TITLE... [sev=1..4] [scope=SELECTOR] | note [ID] TEXT | status [ID] investigating|identified|mitigated|monitoring [TEXT] | sev [ID] N | lead [ID] @user | set [ID] impact=TIME | show [ID] | timeline [ID] [kind=...] | report [ID] | close [ID] [SUMMARY] | reopen [ID]';
+const SUBCOMMANDS = [
+  'start',
+  'declare',
+  'note',
+  'status',
+  'sev',
+  'severity',
+  'lead',
+  'set',
+  'show',
+  'timeline',
+  'report',
+  'close',
+  'reopen',
+];
 /** Entries per page of `incident timeline`: one list block each, within Slack's 50 blocks and 3000 characters. */
 export const TIMELINE_PAGE = 25;
+/** Thread messages one `incident timeline` posts at most; the report carries the rest. */
+const MAX_THREAD_PAGES = 20;
 
 function service(ctx: CommandContext): IncidentService {
   if (!ctx.services.incidents) {
-    throw new CommandError('redis_unavailable', 'Incidents live in Redis, and this process has no Redis connection: set redis.url (or REDIS_URL) and use `rollcall ask` or `rollcall start`.');
+    throw new CommandError(
+      'redis_unavailable',
+      'Incidents live in Redis, and this process has no Redis connection: set redis.url (or REDIS_URL) and use `rollcall ask` or `rollcall start`.',
+    );
   }
   return ctx.services.incidents;
 }
@@ -43,12 +63,23 @@ function parseSeverity(value: string | undefined, fallback: number): number {
 function rethrow(error: unknown): never {
   if (error instanceof IncidentError) {
     const suggestions = error.open.map((i) => i.id);
-    throw new CommandError(error.code, error.message, suggestions.length ? suggestions : undefined, error.open.length ? { open: error.open.map(incidentJson) } : undefined);
+    throw new CommandError(
+      error.code,
+      error.message,
+      suggestions.length ? suggestions : undefined,
+      error.open.length ? { open: error.open.map(incidentJson) } : undefined,
+    );
   }
   throw error;
 }
 
-const STATE_TONE: Record<string, Tone> = { investigating: 'error', identified: 'warn', mitigated: 'progress', monitoring: 'progress', closed: 'ok' };
+const STATE_TONE: Record<string, Tone> = {
+  investigating: 'error',
+  identified: 'warn',
+  mitigated: 'progress',
+  monitoring: 'progress',
+  closed: 'ok',
+};
 
 function duration(fromIso: string | null, toMs: number): string {
   return fromIso ? formatDuration(toMs - Date.parse(fromIso)) : '—';
@@ -67,20 +98,40 @@ export function headerReply(analysis: IncidentAnalysis, suggestion: string | und
         { label: 'Severity', value: `SEV${incident.severity}` },
         { label: 'Lead', value: incident.lead ? mention(incident.lead) : '—' },
         { label: 'Scope', value: incident.scope ? `\`${incident.scope}\`` : 'the whole fleet' },
-        { label: 'Blast radius', value: `${plural(blastRadius.apps, 'app')} on ${plural(blastRadius.clusters, 'cluster')} (peak ${blastRadius.peakUnhealthy} unhealthy)` },
+        {
+          label: 'Blast radius',
+          value: `${plural(blastRadius.apps, 'app')} on ${plural(blastRadius.clusters, 'cluster')} (peak ${blastRadius.peakUnhealthy} unhealthy)`,
+        },
         { label: 'Impact for', value: duration(metrics.impactStart, end) },
         { label: 'Declared', value: `${duration(incident.declaredAt, end)} ago by ${mention(incident.declaredBy)}` },
-        { label: 'TTD / TTA / TTM', value: [metrics.ttd, metrics.tta, metrics.ttm].map((s) => (s === null ? '—' : formatDuration(s * 1000))).join(' / ') },
+        {
+          label: 'TTD / TTA / TTM',
+          value: [metrics.ttd, metrics.tta, metrics.ttm]
+            .map((s) => (s === null ? '—' : formatDuration(s * 1000)))
+            .join(' / '),
+        },
       ],
     },
   ];
   if (suggestion) blocks.push({ kind: 'text', text: `:bulb: ${suggestion}`, tone: 'info' });
   for (const w of metrics.warnings) blocks.push({ kind: 'context', text: `:warning: ${w}` });
-  return { ok: true, command: 'incident', title: `${incident.id} ${incident.title}`, data: { id: incident.id, incident: incidentJson(incident), metrics, blastRadius }, blocks };
+  return {
+    ok: true,
+    command: 'incident',
+    title: `${incident.id} ${incident.title}`,
+    data: { id: incident.id, incident: incidentJson(incident), metrics, blastRadius },
+    blocks,
+  };
 }
 
 function entryItem(e: TimelineEntry): ReplyItem {
-  const tone: Tone | undefined = e.change?.bad ? 'error' : e.kind === 'health' && e.change?.to === 'Healthy' ? 'ok' : e.source === 'human' ? 'info' : undefined;
+  const tone: Tone | undefined = e.change?.bad
+    ? 'error'
+    : e.kind === 'health' && e.change?.to === 'Healthy'
+      ? 'ok'
+      : e.source === 'human'
+        ? 'info'
+        : undefined;
   return { text: `\`${e.at.slice(11, 19)}\` ${truncate(e.text, 280)}`, ...(tone ? { tone } : {}) };
 }
 
@@ -89,24 +140,43 @@ async function refreshHeader(ctx: CommandContext, svc: IncidentService, incident
   const notifier = ctx.services.notifier;
   if (!notifier || !incident.header) return;
   const analysis = await svc.analyse(incident);
-  await notifier.update(incident.header, headerReply(analysis, svc.mitigationSuggestion(analysis), Date.now())).catch(() => undefined);
+  await notifier
+    .update(incident.header, headerReply(analysis, svc.mitigationSuggestion(analysis), Date.now()))
+    .catch(() => undefined);
 }
 
 async function runStart(cmd: ParsedCommand, ctx: CommandContext, skip: number): Promise<Reply> {
   const svc = service(ctx);
   const allowed = ['sev', 'severity', 'scope', 'selector', 'cluster', 'appset', 'project', 'instance'];
   const unknown = Object.keys(cmd.options).filter((k) => !allowed.includes(k));
-  if (unknown.length) throw new CommandError('usage', `\`incident start\` does not take ${unknown.map((k) => `${k}=`).join(', ')}. Usage: incident start TITLE... [sev=1..4] [scope=SELECTOR].`);
+  if (unknown.length)
+    throw new CommandError(
+      'usage',
+      `\`incident start\` does not take ${unknown.map((k) => `${k}=`).join(', ')}. Usage: incident start TITLE... [sev=1..4] [scope=SELECTOR].`,
+    );
   const title = cmd.positional.slice(skip).join(' ').trim();
-  if (!title) throw new CommandError('usage', 'An incident needs a title: `incident start auth-service crash-looping on prod sev=1 scope=auth-service-*`.');
+  if (!title)
+    throw new CommandError(
+      'usage',
+      'An incident needs a title: `incident start auth-service crash-looping on prod sev=1 scope=auth-service-*`.',
+    );
   const severity = parseSeverity(cmd.options.sev ?? cmd.options.severity, 2);
   // scope= holds a selection in the chat grammar (`auth-*`, `-l team=identity`, `appset=auth-service`); other selector options add to it.
-  const scopeParts = [cmd.options.scope ? stripQuotes(cmd.options.scope) : '', ...['selector', 'cluster', 'appset', 'project', 'instance'].filter((k) => cmd.options[k]).map((k) => (k === 'selector' ? `-l ${cmd.options[k]}` : `${k}=${cmd.options[k]}`))].filter(Boolean);
+  const scopeParts = [
+    cmd.options.scope ? stripQuotes(cmd.options.scope) : '',
+    ...['selector', 'cluster', 'appset', 'project', 'instance']
+      .filter((k) => cmd.options[k])
+      .map((k) => (k === 'selector' ? `-l ${cmd.options[k]}` : `${k}=${cmd.options[k]}`)),
+  ].filter(Boolean);
   let scope: { text: string; selector: ReturnType<typeof selectorFromCommand> } | undefined;
   if (scopeParts.length) {
     const text = scopeParts.join(' ');
     const selector = selectorFromCommand(parseCommand(`scope ${text}`));
-    if (!Object.keys(selector).length) throw new CommandError('usage', `scope= needs apps: a name or glob (\`scope=auth-service-*\`), a label selector (\`scope="-l team=identity"\`) or \`scope=appset=auth-service\`.`);
+    if (!Object.keys(selector).length)
+      throw new CommandError(
+        'usage',
+        `scope= needs apps: a name or glob (\`scope=auth-service-*\`), a label selector (\`scope="-l team=identity"\`) or \`scope=appset=auth-service\`.`,
+      );
     scope = { text, selector };
   }
   const incident = await svc.declare({ title, severity, ...(scope ? { scope } : {}), by: ctx.user }).catch(rethrow);
@@ -114,18 +184,31 @@ async function runStart(cmd: ParsedCommand, ctx: CommandContext, skip: number): 
   const reply = headerReply(analysis, undefined, Date.now());
   reply.command = 'incident start';
   reply.title = `${incident.id} declared`;
-  reply.blocks.push({ kind: 'context', text: `Timeline backfilled from ${formatDuration(incident.lookbackMs)} before now; \`incident note ${incident.id} TEXT\` adds to it, \`incident report ${incident.id}\` writes the report.` });
+  reply.blocks.push({
+    kind: 'context',
+    text: `Timeline backfilled from ${formatDuration(incident.lookbackMs)} before now; \`incident note ${incident.id} TEXT\` adds to it, \`incident report ${incident.id}\` writes the report.`,
+  });
 
   if (ctx.surface === 'slack' && ctx.services.notifier && ctx.channel) {
     let channel = ctx.channel;
     const incidentsConfig = ctx.services.config.incidents;
     if (incidentsConfig?.createChannel && ctx.services.notifier.createChannel) {
-      const slug = title.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 40);
+      const slug = title
+        .toLowerCase()
+        .replace(/[^a-z0-9]+/g, '-')
+        .replace(/^-|-$/g, '')
+        .slice(0, 40);
       try {
-        channel = await ctx.services.notifier.createChannel(`${incidentsConfig.channelPrefix}-${incident.n}-${slug}`.slice(0, 80), [ctx.user]);
+        channel = await ctx.services.notifier.createChannel(
+          `${incidentsConfig.channelPrefix}-${incident.n}-${slug}`.slice(0, 80),
+          [ctx.user],
+        );
         await svc.store.update(incident.id, { channel });
       } catch (error) {
-        reply.blocks.push({ kind: 'context', text: `:warning: Could not create the incident channel: ${(error as Error).message}. The header stays here.` });
+        reply.blocks.push({
+          kind: 'context',
+          text: `:warning: Could not create the incident channel: ${(error as Error).message}. The header stays here.`,
+        });
         channel = ctx.channel;
       }
     }
@@ -138,15 +221,27 @@ async function runStart(cmd: ParsedCommand, ctx: CommandContext, skip: number): 
 }
 
 /** The ID if the first word after the subcommand is one; the incident resolved either way. */
-async function target(cmd: ParsedCommand, ctx: CommandContext, at: number): Promise<{ incident: Incident; used: number }> {
+async function target(
+  cmd: ParsedCommand,
+  ctx: CommandContext,
+  at: number,
+): Promise<{ incident: Incident; used: number }> {
   const word = cmd.positional[at];
   const named = isIncidentId(word);
-  const incident = await service(ctx).resolve(named ? word : undefined, { channel: ctx.channel, threadTs: ctx.threadTs }).catch(rethrow);
+  const incident = await service(ctx)
+    .resolve(named ? word : undefined, { channel: ctx.channel, threadTs: ctx.threadTs })
+    .catch(rethrow);
   return { incident, used: named ? 1 : 0 };
 }
 
 function done(incident: Incident, command: string, text: string, data: Record<string, unknown> = {}): Reply {
-  return { ok: true, command, title: `${incident.id} ${command.replace(/^incident /, '')}`, data: { id: incident.id, incident: incidentJson(incident), ...data }, blocks: [{ kind: 'text', text, tone: STATE_TONE[incident.state] ?? 'info' }] };
+  return {
+    ok: true,
+    command,
+    title: `${incident.id} ${command.replace(/^incident /, '')}`,
+    data: { id: incident.id, incident: incidentJson(incident), ...data },
+    blocks: [{ kind: 'text', text, tone: STATE_TONE[incident.state] ?? 'info' }],
+  };
 }
 
 async function runIncident(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
@@ -158,7 +253,11 @@ async function runIncident(cmd: ParsedCommand, ctx: CommandContext): Promise<Rep
     sub = 'show';
     skip = 0;
   } else if (!SUBCOMMANDS.includes(sub)) {
-    throw new CommandError('usage', `\`incident ${cmd.positional[0]}\`: no such subcommand. Usage: ${USAGE}.`, SUBCOMMANDS.filter((s) => s.startsWith(sub.slice(0, 2))));
+    throw new CommandError(
+      'usage',
+      `\`incident ${cmd.positional[0]}\`: no such subcommand. Usage: ${USAGE}.`,
+      SUBCOMMANDS.filter((s) => s.startsWith(sub.slice(0, 2))),
+    );
   }
   if (sub === 'start' || sub === 'declare') return runStart(cmd, ctx, 1);
 
@@ -175,17 +274,23 @@ async function runIncident(cmd: ParsedCommand, ctx: CommandContext): Promise<Rep
     case 'status': {
       const state = cmd.positional[after]?.toLowerCase();
       if (!state || !INCIDENT_STATES.includes(state as IncidentStatus)) {
-        throw new CommandError('usage', `\`incident status\` takes one of ${INCIDENT_STATES.join(', ')}${state ? ` (got "${state}")` : ''}. To close, use \`incident close ${incident.id} [SUMMARY]\`.`);
+        throw new CommandError(
+          'usage',
+          `\`incident status\` takes one of ${INCIDENT_STATES.join(', ')}${state ? ` (got "${state}")` : ''}. To close, use \`incident close ${incident.id} [SUMMARY]\`.`,
+        );
       }
       const text = stripQuotes(restOf(cmd.raw, 3 + used));
-      const updated = await svc.setStatus(incident, state as IncidentStatus, ctx.user, text || undefined).catch(rethrow);
+      const updated = await svc
+        .setStatus(incident, state as IncidentStatus, ctx.user, text || undefined)
+        .catch(rethrow);
       await refreshHeader(ctx, svc, updated);
       return done(updated, 'incident status', `${incident.id} is now *${state}*${text ? `: ${text}` : ''}.`);
     }
     case 'sev':
     case 'severity': {
       const given = cmd.positional[after] ?? cmd.options.sev;
-      if (given === undefined) throw new CommandError('usage', `\`incident sev ${incident.id} N\`: N is 1 (worst) to 4.`);
+      if (given === undefined)
+        throw new CommandError('usage', `\`incident sev ${incident.id} N\`: N is 1 (worst) to 4.`);
       const severity = parseSeverity(given, 2);
       const updated = await svc.setSeverity(incident, severity, ctx.user).catch(rethrow);
       await refreshHeader(ctx, svc, updated);
@@ -202,7 +307,11 @@ async function runIncident(cmd: ParsedCommand, ctx: CommandContext): Promise<Rep
     case 'set': {
       const impact = cmd.options.impact;
       const unknown = Object.keys(cmd.options).filter((k) => k !== 'impact');
-      if (!impact || unknown.length) throw new CommandError('usage', `\`incident set ${incident.id} impact=TIME\` (an ISO time such as 2026-12-04T14:02:00Z, or HH:MM UTC today).`);
+      if (!impact || unknown.length)
+        throw new CommandError(
+          'usage',
+          `\`incident set ${incident.id} impact=TIME\` (an ISO time such as 2026-12-04T14:02:00Z, or HH:MM UTC today).`,
+        );
       const at = parseTime(impact, now);
       const updated = await svc.setImpact(incident, at, ctx.user).catch(rethrow);
       await refreshHeader(ctx, svc, updated);
@@ -212,7 +321,11 @@ async function runIncident(cmd: ParsedCommand, ctx: CommandContext): Promise<Rep
       const summary = stripQuotes(restOf(cmd.raw, 2 + used));
       const closed = await svc.close(incident, ctx.user, summary || undefined).catch(rethrow);
       await refreshHeader(ctx, svc, closed);
-      return done(closed, 'incident close', `:white_check_mark: ${incident.id} closed${summary ? `: ${summary}` : ''}. \`incident report ${incident.id}\` writes the report.`);
+      return done(
+        closed,
+        'incident close',
+        `:white_check_mark: ${incident.id} closed${summary ? `: ${summary}` : ''}. \`incident report ${incident.id}\` writes the report.`,
+      );
     }
     case 'reopen': {
       const reopened = await svc.reopen(incident, ctx.user).catch(rethrow);
@@ -229,8 +342,18 @@ async function runIncident(cmd: ParsedCommand, ctx: CommandContext): Promise<Rep
       reply.command = 'incident show';
       const key = keyTimeline(analysis.timeline).slice(-15);
       if (key.length) reply.blocks.push({ kind: 'list', title: 'Key timeline', items: key.map(entryItem) });
-      reply.blocks.push({ kind: 'actions', buttons: [{ label: 'Timeline', command: `incident timeline ${incident.id}` }, { label: 'Report', command: `incident report ${incident.id}` }] });
-      reply.data = { ...reply.data, suggestion: svc.mitigationSuggestion(analysis) ?? null, timeline: key.map(timelineJson) };
+      reply.blocks.push({
+        kind: 'actions',
+        buttons: [
+          { label: 'Timeline', command: `incident timeline ${incident.id}` },
+          { label: 'Report', command: `incident report ${incident.id}` },
+        ],
+      });
+      reply.data = {
+        ...reply.data,
+        suggestion: svc.mitigationSuggestion(analysis) ?? null,
+        timeline: key.map(timelineJson),
+      };
       return reply;
     }
   }
@@ -245,15 +368,25 @@ function parseTime(text: string, nowMs: number): string {
     return d.toISOString();
   }
   const t = Date.parse(text);
-  if (Number.isNaN(t)) throw new CommandError('usage', `impact= takes an ISO time (2026-12-04T14:02:00Z) or HH:MM in UTC (got "${text}").`);
+  if (Number.isNaN(t))
+    throw new CommandError(
+      'usage',
+      `impact= takes an ISO time (2026-12-04T14:02:00Z) or HH:MM in UTC (got "${text}").`,
+    );
   if (t > nowMs) throw new CommandError('usage', `impact=${text} is in the future.`);
   return new Date(t).toISOString();
 }
 
-async function runTimeline(cmd: ParsedCommand, ctx: CommandContext, svc: IncidentService, incident: Incident): Promise<Reply> {
+async function runTimeline(
+  cmd: ParsedCommand,
+  ctx: CommandContext,
+  svc: IncidentService,
+  incident: Incident,
+): Promise<Reply> {
   const kinds = cmd.options.kind?.split(',').map((k) => k.trim());
   const bad = kinds?.find((k) => !TIMELINE_KINDS.includes(k as TimelineKind));
-  if (bad !== undefined) throw new CommandError('usage', `kind= is one of ${TIMELINE_KINDS.join(', ')} (got "${bad}").`);
+  if (bad !== undefined)
+    throw new CommandError('usage', `kind= is one of ${TIMELINE_KINDS.join(', ')} (got "${bad}").`);
   const all = await svc.timeline(incident);
   const entries = kinds ? all.filter((e) => kinds.includes(e.kind)) : all;
   const title = `${incident.id} timeline${kinds ? ` (${kinds.join(', ')})` : ''}`;
@@ -261,10 +394,34 @@ async function runTimeline(cmd: ParsedCommand, ctx: CommandContext, svc: Inciden
   // One list: the views paginate it (Slack: 25 items a page, Next/Previous buttons).
   blocks.push({ kind: 'list', items: entries.map(entryItem), total: entries.length });
   blocks.push({ kind: 'context', text: `${plural(entries.length, 'entry', 'entries')}, oldest first. Times UTC.` });
-  const reply: Reply = { ok: true, command: 'incident timeline', title, data: { id: incident.id, timeline: entries.map(timelineJson) }, blocks };
-  // In Slack the timeline goes to the incident's thread (the header's), not only to whoever asked.
+  const reply: Reply = {
+    ok: true,
+    command: 'incident timeline',
+    title,
+    data: { id: incident.id, timeline: entries.map(timelineJson) },
+    blocks,
+  };
+  // In Slack the whole timeline goes to the incident's thread, a message per page of TIMELINE_PAGE
+  // entries (each well inside 50 blocks and 3000 characters a section); the asker gets the first page.
   if (ctx.surface === 'slack' && ctx.services.notifier && incident.header) {
-    await ctx.services.notifier.post({ channel: incident.header.channel, threadTs: incident.header.ts }, reply).catch(() => undefined);
+    const pages = Math.max(1, Math.ceil(entries.length / TIMELINE_PAGE));
+    const shown = Math.min(pages, MAX_THREAD_PAGES);
+    for (let page = 0; page < shown; page++) {
+      const items = entries.slice(page * TIMELINE_PAGE, (page + 1) * TIMELINE_PAGE).map(entryItem);
+      const pageReply: Reply = {
+        ok: true,
+        command: 'incident timeline',
+        title: `${title} ${page + 1}/${pages}`,
+        data: {},
+        blocks: [
+          { kind: 'header', text: truncate(`${title} · page ${page + 1} of ${pages}`, 150) },
+          { kind: 'list', items },
+          ...(page === shown - 1 && shown < pages ? [{ kind: 'context' as const, text: `${plural(entries.length - shown * TIMELINE_PAGE, 'more entry', 'more entries')}: \`incident report ${incident.id}\` has the full timeline.` }] : []),
+        ],
+      };
+      await ctx.services.notifier.post({ channel: incident.header.channel, threadTs: incident.header.ts }, pageReply).catch(() => undefined);
+    }
+    reply.blocks.push({ kind: 'context', text: `Posted to the incident's thread (${plural(shown, 'message')}).` });
   }
   return reply;
 }
@@ -282,11 +439,20 @@ async function runReport(ctx: CommandContext, svc: IncidentService, incident: In
     {
       kind: 'fields',
       fields: [
-        { label: 'Blast radius', value: `${plural(blastRadius.apps, 'app')} on ${plural(blastRadius.clusters, 'cluster')}` },
+        {
+          label: 'Blast radius',
+          value: `${plural(blastRadius.apps, 'app')} on ${plural(blastRadius.clusters, 'cluster')}`,
+        },
         { label: 'Peak unhealthy', value: String(blastRadius.peakUnhealthy) },
         { label: 'Unhealthy app-minutes', value: String(blastRadius.unhealthyAppMinutes) },
-        { label: 'TTD / TTA', value: [metrics.ttd, metrics.tta].map((s) => (s === null ? '—' : formatDuration(s * 1000))).join(' / ') },
-        { label: 'TTM / TTR', value: [metrics.ttm, metrics.ttr].map((s) => (s === null ? '—' : formatDuration(s * 1000))).join(' / ') },
+        {
+          label: 'TTD / TTA',
+          value: [metrics.ttd, metrics.tta].map((s) => (s === null ? '—' : formatDuration(s * 1000))).join(' / '),
+        },
+        {
+          label: 'TTM / TTR',
+          value: [metrics.ttm, metrics.ttr].map((s) => (s === null ? '—' : formatDuration(s * 1000))).join(' / '),
+        },
         { label: 'Timeline', value: plural(analysis.timeline.length, 'entry', 'entries') },
       ],
     },
@@ -294,15 +460,32 @@ async function runReport(ctx: CommandContext, svc: IncidentService, incident: In
   for (const w of metrics.warnings) blocks.push({ kind: 'context', text: `:warning: ${w}` });
   const notifier = ctx.services.notifier;
   if (ctx.surface === 'slack' && notifier?.upload) {
-    const where = incident.header ? { channel: incident.header.channel, threadTs: incident.header.ts } : ctx.channel ? { channel: ctx.channel, ...(ctx.threadTs ? { threadTs: ctx.threadTs } : {}) } : undefined;
+    const where = incident.header
+      ? { channel: incident.header.channel, threadTs: incident.header.ts }
+      : ctx.channel
+        ? { channel: ctx.channel, ...(ctx.threadTs ? { threadTs: ctx.threadTs } : {}) }
+        : undefined;
     if (where) {
       await notifier.upload(where, files, `${incident.id} post-incident report`);
-      blocks.push({ kind: 'context', text: `Report and chart uploaded to ${incident.header ? "the incident's thread" : 'this channel'}.` });
+      blocks.push({
+        kind: 'context',
+        text: `Report and chart uploaded to ${incident.header ? "the incident's thread" : 'this channel'}.`,
+      });
     }
   } else {
-    blocks.push({ kind: 'context', text: `${files.map((f) => f.name).join(' and ')}: \`rollcall ask "incident report ${incident.id}" --out DIR\` writes them.` });
+    blocks.push({
+      kind: 'context',
+      text: `${files.map((f) => f.name).join(' and ')}: \`rollcall ask "incident report ${incident.id}" --out DIR\` writes them.`,
+    });
   }
-  return { ok: true, command: 'incident report', title: `${incident.id} report`, data: { ...report.data, files: null }, blocks, files };
+  return {
+    ok: true,
+    command: 'incident report',
+    title: `${incident.id} report`,
+    data: { ...report.data, files: null },
+    blocks,
+    files,
+  };
 }
 
 async function runIncidents(_cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
@@ -315,9 +498,19 @@ async function runIncidents(_cmd: ParsedCommand, ctx: CommandContext): Promise<R
     detail: `declared ${i.declaredAt.slice(0, 16).replace('T', ' ')} UTC by ${mention(i.declaredBy)}${i.scope ? ` · scope \`${i.scope}\`` : ''}${i.closedAt ? ` · closed ${i.closedAt.slice(0, 16).replace('T', ' ')}` : ''}`,
   });
   const blocks: ReplyBlock[] = [{ kind: 'header', text: 'Incidents' }];
-  blocks.push(open.length ? { kind: 'list', title: 'Open', items: open.map(item) } : { kind: 'text', text: 'No incident is open.', tone: 'ok' });
+  blocks.push(
+    open.length
+      ? { kind: 'list', title: 'Open', items: open.map(item) }
+      : { kind: 'text', text: 'No incident is open.', tone: 'ok' },
+  );
   if (closed.length) blocks.push({ kind: 'list', title: 'Recently closed', items: closed.map(item) });
-  return { ok: true, command: 'incidents', title: 'Incidents', data: { open: open.map(incidentJson), recent: recent.map(incidentJson) }, blocks };
+  return {
+    ok: true,
+    command: 'incidents',
+    title: 'Incidents',
+    data: { open: open.map(incidentJson), recent: recent.map(incidentJson) },
+    blocks,
+  };
 }
 
 registerCommand({
@@ -340,6 +533,60 @@ registerCommand({
   run: runIncident,
 });
 
+/** A Slack message's ts is its time: seconds since the epoch, with a per-channel sequence as the fraction. */
+function slackTsToIso(ts: string): string {
+  const seconds = Number(ts.split('.')[0]);
+  if (!Number.isFinite(seconds) || seconds <= 0)
+    throw new CommandError('invalid_params', `not a Slack message ts: "${ts}"`);
+  return new Date(seconds * 1000 + Number(`0.${ts.split('.')[1] ?? '0'}`) * 1000).toISOString();
+}
+
+/**
+ * "Add to incident timeline" on a Slack message: the message's own time and author go on the
+ * timeline, once however many times (or processes) it is added.
+ */
+registerAction({
+  name: 'incident.note-message',
+  async run(value, ctx) {
+    try {
+      return await noteMessage(value, ctx);
+    } catch (error) {
+      // A shortcut has no dispatch around it to turn a refusal into an answer.
+      if (error instanceof CommandError)
+        return errorReply('incident note', error.code, error.message, error.suggestions);
+      throw error;
+    }
+  },
+});
+
+async function noteMessage(value: string, ctx: CommandContext): Promise<Reply> {
+  const svc = service(ctx);
+  const message = JSON.parse(value) as {
+    channel: string;
+    ts: string;
+    threadTs?: string;
+    author: string;
+    text: string;
+  };
+  if (!message.text.trim())
+    throw new CommandError('invalid_params', 'That message has no text to put on the timeline.');
+  const incident = await svc
+    .resolve(undefined, { channel: message.channel, threadTs: message.threadTs })
+    .catch(rethrow);
+  const added = await svc
+    .note(incident, message.text, message.author, {
+      at: slackTsToIso(message.ts),
+      dedupeKey: `slack:${message.channel}/${message.ts}`,
+      ref: `${message.channel}/${message.ts}`,
+    })
+    .catch(rethrow);
+  if (added) await refreshHeader(ctx, svc, incident);
+  const text = added
+    ? `:memo: Added to ${incident.id}'s timeline: ${mention(message.author)}'s message of ${slackTsToIso(message.ts).slice(11, 19)} UTC.`
+    : `That message is already on ${incident.id}'s timeline.`;
+  return done(incident, 'incident note', text, { added });
+}
+
 registerCommand({
   name: 'declare',
   summary: 'Same as `incident start`',
@@ -357,4 +604,3 @@ registerCommand({
   usesRedis: true,
   run: runIncidents,
 });
-
