@@ -1,9 +1,10 @@
 /**
  * `npm run bench`: every benchmark in sequence, each printing its own table. Not tests: numbers.
- * fleet.ts (issue 2), queries.ts and slack-ack.ts (issue 3, sharing one 10,000-app mirror), bulk-sync.ts (issue 4).
+ * fleet.ts, queries.ts and slack-ack.ts (sharing one 10,000-app mirror), bulk-sync.ts, incidents.ts.
  */
 import { runBulkSyncBench } from './bulk-sync.js';
 import { runFleetBench } from './fleet.js';
+import { runIncidentsBench } from './incidents.js';
 import { buildMirror, loadLine, machineLine, rssMb, simConfig, startSimChild } from './lib.js';
 import { runQueriesBench } from './queries.js';
 import { runSlackAckBench } from './slack-ack.js';
@@ -28,6 +29,7 @@ try {
   }
 
   await runBulkSyncBench();
+  await runIncidentsBench();
   console.log(`\nall benchmarks done in ${((performance.now() - t0) / 1000).toFixed(0)} s · ${loadLine()}`);
   process.exit(0);
 } catch (error) {

@@ -135,6 +135,7 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
       // Change-log readers first add what Argo CD knows now (deduplicated against what workers recorded),
       // so `changes` answers even where no `rollcall start` runs.
       await runtime.enableRuns({ role: opts.wait ? 'all' : 'bot', redisUrl, schedules: false, recorder: recordsChanges });
+      await runtime.recorder?.backfilled;
     }
 
     const ctx: CommandContext = {

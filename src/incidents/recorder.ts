@@ -52,18 +52,24 @@ export class ChangeRecorder {
     this.opts = { flushMs: opts.flushMs ?? 50, batchSize: opts.batchSize ?? 500, trimEveryMs: opts.trimEveryMs ?? 600_000, now: opts.now ?? Date.now };
   }
 
-  /** Subscribes, then backfills the whole fleet as loaded now. */
+  /** Resolves when the start-up backfill is written (`start()` does not wait for it). */
+  backfilled: Promise<void> = Promise.resolve();
+
+  /**
+   * Subscribes at once, so no live change is missed, then backfills the whole fleet as loaded now
+   * in the background (a 10,000-app fleet takes seconds; a worker need not wait for it).
+   */
   async start(): Promise<void> {
     this.unsubscribe = this.fleet.subscribe((event) => this.onEvent(event));
     this.trimTimer = setInterval(() => void this.changeLog.trim(this.opts.now()).catch(() => undefined), this.opts.trimEveryMs);
     this.trimTimer.unref();
-    this.backfill();
-    await this.flush();
+    this.backfilled = this.backfill();
   }
 
   async stop(): Promise<void> {
     this.unsubscribe?.();
     if (this.trimTimer) clearInterval(this.trimTimer);
+    await this.backfilled;
     await this.flush();
   }
 
@@ -82,19 +88,26 @@ export class ChangeRecorder {
     await this.flushing;
   }
 
-  private backfill(instance?: string): void {
+  /** A batch at a time, written before the next is built: memory stays flat however large the fleet. */
+  private async backfill(instance?: string): Promise<void> {
     const since = this.opts.now() - this.changeLog.retentionMs;
+    let batch: ChangeRecord[] = [];
     for (const app of this.fleet.apps()) {
       if (instance && app.instance !== instance) continue;
-      this.enqueue(backfillChanges(app, since));
+      batch.push(...backfillChanges(app, since));
+      if (batch.length >= this.opts.batchSize) {
+        await this.write(batch);
+        batch = [];
+      }
     }
+    await this.write(batch);
   }
 
   private onEvent(event: FleetEvent): void {
     this.stats_.events++;
     this.enqueue(changesOf(event));
     // A relist after the gap reports what changed meanwhile; what Argo CD kept of the gap itself comes from the backfill.
-    if (event.kind === 'instance-connected') this.backfill(event.instance);
+    if (event.kind === 'instance-connected') void this.backfill(event.instance);
   }
 
   private enqueue(records: ChangeRecord[]): void {

@@ -11,13 +11,20 @@ export interface GroupTracks {
 }
 
 function group(label: string, tracks: Track[], start: number, end: number): GroupTracks {
+  // Most apps of a fleet never change during an incident: count them once, not once per column.
+  const steady = new Map<string, number>();
+  const moving: Track[] = [];
+  for (const track of tracks) {
+    if (track.transitions.length) moving.push(track);
+    else steady.set(track.initial, (steady.get(track.initial) ?? 0) + 1);
+  }
   return {
     label,
     total: tracks.length,
     peakUnhealthy: blastRadius(tracks, start, end).radius.peakUnhealthy,
     countsAt(t) {
-      const counts = new Map<string, number>();
-      for (const track of tracks) {
+      const counts = new Map(steady);
+      for (const track of moving) {
         const s = stateAt(track, t);
         counts.set(s, (counts.get(s) ?? 0) + 1);
       }

@@ -113,6 +113,7 @@ describe('the change log in Redis', () => {
     const live = FeedFleet.of(StaticFleet.fromFixture(seedOutageFixture(now)));
     const recorder = new ChangeRecorder(live, log, { flushMs: 5 });
     await recorder.start();
+    await recorder.backfilled;
     const atStart = recorder.stats().recorded;
     expect(atStart).toBeGreaterThan(12);
     const app = live.findApp('prod', 'auth-service-prod-eu-west-1', 'argocd')!;
