@@ -3,10 +3,10 @@ import { selectApps } from '../fleet/select.js';
 import type { ChangeLog } from '../incidents/change-log.js';
 import { changeJson, groupChanges, listedKind, withoutDeployOperations, type ChangeJson, type ListedChangeKind } from '../incidents/groups.js';
 import { appKey, changesOfApps } from '../incidents/timeline.js';
-import { formatDuration, plural } from './format.js';
+import { formatDuration, plural } from '../core/format.js';
 import { CommandError, checkOptions, selectorFromCommand, SELECTOR_OPTIONS } from './parse.js';
 import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
-import type { Reply, ReplyBlock, ReplyItem, Tone } from './reply.js';
+import type { Reply, ReplyBlock, ReplyItem, Tone } from '../core/reply.js';
 
 const USAGE = 'changes [since=1h] [kind=deploy|sync|operation|rollout|run] [APP|GLOB ...] [-l selector] [cluster=X] [appset=X] [instance=X]';
 const KINDS: ListedChangeKind[] = ['deploy', 'sync', 'operation', 'rollout', 'run'];

@@ -1,11 +1,12 @@
 import { buildReport, incidentJson, keyTimeline } from '../incidents/report.js';
-import { IncidentError, isIncidentId, type IncidentAnalysis, type IncidentService } from '../incidents/service.js';
+import { isIncidentId, type IncidentAnalysis, type IncidentService } from '../incidents/service.js';
 import { INCIDENT_STATES, type Incident, type IncidentStatus } from '../incidents/store.js';
 import { TIMELINE_KINDS, timelineJson, type TimelineEntry, type TimelineKind } from '../incidents/timeline.js';
-import { formatDuration, mention, plural, truncate } from './format.js';
+import { formatDuration, mention, plural, truncate } from '../core/format.js';
 import { CommandError, parseCommand, selectorFromCommand } from './parse.js';
 import { registerAction, registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
-import { errorReply, type Reply, type ReplyBlock, type ReplyItem, type Tone } from './reply.js';
+import { RollcallError, replyFromError } from '../core/errors.js';
+import type { Reply, ReplyBlock, ReplyItem, Tone } from '../core/reply.js';
 
 const USAGE =
   'incident start TITLE... [sev=1..4] [scope=SELECTOR] | note [ID] TEXT | status [ID] investigating|identified|mitigated|monitoring [TEXT] | sev [ID] N | lead [ID] @user | set [ID] impact=TIME | show [ID] | timeline [ID] [kind=...] | report [ID] | close [ID] [SUMMARY] | reopen [ID]';
@@ -58,19 +59,6 @@ function parseSeverity(value: string | undefined, fallback: number): number {
   const v = value.replace(/^sev/i, '');
   if (!SEVERITY.test(v)) throw new CommandError('usage', `sev= is 1 (worst) to 4 (got "${value}").`);
   return Number(v);
-}
-
-function rethrow(error: unknown): never {
-  if (error instanceof IncidentError) {
-    const suggestions = error.open.map((i) => i.id);
-    throw new CommandError(
-      error.code,
-      error.message,
-      suggestions.length ? suggestions : undefined,
-      error.open.length ? { open: error.open.map(incidentJson) } : undefined,
-    );
-  }
-  throw error;
 }
 
 const STATE_TONE: Record<string, Tone> = {
@@ -179,7 +167,7 @@ async function runStart(cmd: ParsedCommand, ctx: CommandContext, skip: number): 
       );
     scope = { text, selector };
   }
-  const incident = await svc.declare({ title, severity, ...(scope ? { scope } : {}), by: ctx.user }).catch(rethrow);
+  const incident = await svc.declare({ title, severity, ...(scope ? { scope } : {}), by: ctx.user });
   const analysis = await svc.analyse(incident);
   const reply = headerReply(analysis, undefined, Date.now());
   reply.command = 'incident start';
@@ -228,9 +216,10 @@ async function target(
 ): Promise<{ incident: Incident; used: number }> {
   const word = cmd.positional[at];
   const named = isIncidentId(word);
-  const incident = await service(ctx)
-    .resolve(named ? word : undefined, { channel: ctx.channel, threadTs: ctx.threadTs })
-    .catch(rethrow);
+  const incident = await service(ctx).resolve(named ? word : undefined, {
+    channel: ctx.channel,
+    threadTs: ctx.threadTs,
+  });
   return { incident, used: named ? 1 : 0 };
 }
 
@@ -267,7 +256,7 @@ async function runIncident(cmd: ParsedCommand, ctx: CommandContext): Promise<Rep
   switch (sub) {
     case 'note': {
       const text = restOf(cmd.raw, 2 + used);
-      await svc.note(incident, stripQuotes(text), ctx.user).catch(rethrow);
+      await svc.note(incident, stripQuotes(text), ctx.user);
       await refreshHeader(ctx, svc, incident);
       return done(incident, 'incident note', `:memo: Noted on ${incident.id}: ${truncate(stripQuotes(text), 500)}`);
     }
@@ -280,9 +269,7 @@ async function runIncident(cmd: ParsedCommand, ctx: CommandContext): Promise<Rep
         );
       }
       const text = stripQuotes(restOf(cmd.raw, 3 + used));
-      const updated = await svc
-        .setStatus(incident, state as IncidentStatus, ctx.user, text || undefined)
-        .catch(rethrow);
+      const updated = await svc.setStatus(incident, state as IncidentStatus, ctx.user, text || undefined);
       await refreshHeader(ctx, svc, updated);
       return done(updated, 'incident status', `${incident.id} is now *${state}*${text ? `: ${text}` : ''}.`);
     }
@@ -292,7 +279,7 @@ async function runIncident(cmd: ParsedCommand, ctx: CommandContext): Promise<Rep
       if (given === undefined)
         throw new CommandError('usage', `\`incident sev ${incident.id} N\`: N is 1 (worst) to 4.`);
       const severity = parseSeverity(given, 2);
-      const updated = await svc.setSeverity(incident, severity, ctx.user).catch(rethrow);
+      const updated = await svc.setSeverity(incident, severity, ctx.user);
       await refreshHeader(ctx, svc, updated);
       return done(updated, 'incident sev', `${incident.id} is now SEV${severity}.`);
     }
@@ -300,7 +287,7 @@ async function runIncident(cmd: ParsedCommand, ctx: CommandContext): Promise<Rep
       const raw = cmd.positional[after];
       const lead = raw?.replace(/^<@([A-Z0-9]+)(\|[^>]*)?>$/, '$1').replace(/^@/, '');
       if (!lead) throw new CommandError('usage', `\`incident lead ${incident.id} @user\`: who leads it?`);
-      const updated = await svc.setLead(incident, lead, ctx.user).catch(rethrow);
+      const updated = await svc.setLead(incident, lead, ctx.user);
       await refreshHeader(ctx, svc, updated);
       return done(updated, 'incident lead', `${mention(lead)} leads ${incident.id}.`);
     }
@@ -313,13 +300,13 @@ async function runIncident(cmd: ParsedCommand, ctx: CommandContext): Promise<Rep
           `\`incident set ${incident.id} impact=TIME\` (an ISO time such as 2026-12-04T14:02:00Z, or HH:MM UTC today).`,
         );
       const at = parseTime(impact, now);
-      const updated = await svc.setImpact(incident, at, ctx.user).catch(rethrow);
+      const updated = await svc.setImpact(incident, at, ctx.user);
       await refreshHeader(ctx, svc, updated);
       return done(updated, 'incident set', `Impact on ${incident.id} started at ${at} (override).`);
     }
     case 'close': {
       const summary = stripQuotes(restOf(cmd.raw, 2 + used));
-      const closed = await svc.close(incident, ctx.user, summary || undefined).catch(rethrow);
+      const closed = await svc.close(incident, ctx.user, summary || undefined);
       await refreshHeader(ctx, svc, closed);
       return done(
         closed,
@@ -328,7 +315,7 @@ async function runIncident(cmd: ParsedCommand, ctx: CommandContext): Promise<Rep
       );
     }
     case 'reopen': {
-      const reopened = await svc.reopen(incident, ctx.user).catch(rethrow);
+      const reopened = await svc.reopen(incident, ctx.user);
       await refreshHeader(ctx, svc, reopened);
       return done(reopened, 'incident reopen', `${incident.id} is open again (investigating).`);
     }
@@ -416,10 +403,19 @@ async function runTimeline(
         blocks: [
           { kind: 'header', text: truncate(`${title} · page ${page + 1} of ${pages}`, 150) },
           { kind: 'list', items },
-          ...(page === shown - 1 && shown < pages ? [{ kind: 'context' as const, text: `${plural(entries.length - shown * TIMELINE_PAGE, 'more entry', 'more entries')}: \`incident report ${incident.id}\` has the full timeline.` }] : []),
+          ...(page === shown - 1 && shown < pages
+            ? [
+                {
+                  kind: 'context' as const,
+                  text: `${plural(entries.length - shown * TIMELINE_PAGE, 'more entry', 'more entries')}: \`incident report ${incident.id}\` has the full timeline.`,
+                },
+              ]
+            : []),
         ],
       };
-      await ctx.services.notifier.post({ channel: incident.header.channel, threadTs: incident.header.ts }, pageReply).catch(() => undefined);
+      await ctx.services.notifier
+        .post({ channel: incident.header.channel, threadTs: incident.header.ts }, pageReply)
+        .catch(() => undefined);
     }
     reply.blocks.push({ kind: 'context', text: `Posted to the incident's thread (${plural(shown, 'message')}).` });
   }
@@ -552,8 +548,7 @@ registerAction({
       return await noteMessage(value, ctx);
     } catch (error) {
       // A shortcut has no dispatch around it to turn a refusal into an answer.
-      if (error instanceof CommandError)
-        return errorReply('incident note', error.code, error.message, error.suggestions);
+      if (error instanceof RollcallError) return replyFromError('incident note', error);
       throw error;
     }
   },
@@ -570,16 +565,12 @@ async function noteMessage(value: string, ctx: CommandContext): Promise<Reply> {
   };
   if (!message.text.trim())
     throw new CommandError('invalid_params', 'That message has no text to put on the timeline.');
-  const incident = await svc
-    .resolve(undefined, { channel: message.channel, threadTs: message.threadTs })
-    .catch(rethrow);
-  const added = await svc
-    .note(incident, message.text, message.author, {
-      at: slackTsToIso(message.ts),
-      dedupeKey: `slack:${message.channel}/${message.ts}`,
-      ref: `${message.channel}/${message.ts}`,
-    })
-    .catch(rethrow);
+  const incident = await svc.resolve(undefined, { channel: message.channel, threadTs: message.threadTs });
+  const added = await svc.note(incident, message.text, message.author, {
+    at: slackTsToIso(message.ts),
+    dedupeKey: `slack:${message.channel}/${message.ts}`,
+    ref: `${message.channel}/${message.ts}`,
+  });
   if (added) await refreshHeader(ctx, svc, incident);
   const text = added
     ? `:memo: Added to ${incident.id}'s timeline: ${mention(message.author)}'s message of ${slackTsToIso(message.ts).slice(11, 19)} UTC.`

@@ -5,7 +5,8 @@ import type { ChangeLog } from '../incidents/change-log.js';
 import type { IncidentService } from '../incidents/service.js';
 import type { KubeClients } from '../kube/clients.js';
 import type { PauseStore } from '../runbooks/rollout-pause.js';
-import type { Reply, ReplyFile } from './reply.js';
+import type { Notifier } from '../core/notifier.js';
+import type { Reply } from '../core/reply.js';
 
 /** A parsed chat command: `/argo <command> [target] [key=value ...] [--flag]`. */
 export interface ParsedCommand {
@@ -17,24 +18,6 @@ export interface ParsedCommand {
   /** --flags (`public`, `json`, `yes` ...). */
   flags: Set<string>;
   raw: string;
-}
-
-/** Where a reply goes and how a live message is updated. Implemented by Slack and the terminal. */
-export interface MessageRef {
-  channel: string;
-  ts: string;
-  threadTs?: string;
-}
-
-export interface Notifier {
-  /** Posts a new message (in a thread when threadTs is given). */
-  post(target: { channel: string; threadTs?: string }, reply: Reply): Promise<MessageRef>;
-  /** Replaces a message's content. Implementations coalesce and respect rate limits. */
-  update(ref: MessageRef, reply: Reply): Promise<void>;
-  /** Slack: creates a public channel and invites users; resolves to the channel id. */
-  createChannel?(name: string, invite: string[]): Promise<string>;
-  /** Slack: uploads files into a channel or thread. */
-  upload?(target: { channel: string; threadTs?: string }, files: ReplyFile[], comment?: string): Promise<void>;
 }
 
 export interface Services {

@@ -1,3 +1,4 @@
+import { RollcallError } from '../core/errors.js';
 import type { FleetView } from '../fleet/model.js';
 import { selectApps, type AppSelector } from '../fleet/select.js';
 import type { ChangeLog } from './change-log.js';
@@ -35,15 +36,15 @@ export interface IncidentAnalysis {
   window: { start: number; end: number };
 }
 
-/** A failure the commands turn into an error reply with this code. */
-export class IncidentError extends Error {
+/** Which incident, or why not: with several open, the error names them (suggestions, data.open). */
+export class IncidentError extends RollcallError {
+  override name = 'IncidentError';
   constructor(
-    readonly code: 'incident_not_found' | 'incident_ambiguous' | 'incident_none_open' | 'incident_closed' | 'incident_not_closed' | 'invalid_params',
+    code: 'incident_not_found' | 'incident_ambiguous' | 'incident_none_open' | 'incident_closed' | 'incident_not_closed' | 'invalid_params',
     message: string,
     readonly open: Incident[] = [],
   ) {
-    super(message);
-    this.name = 'IncidentError';
+    super(code, message, open.length ? { suggestions: open.map((i) => i.id), data: { open: open.map((i) => ({ id: i.id, title: i.title, state: i.state, severity: i.severity })) } } : {});
   }
 }
 

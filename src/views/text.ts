@@ -1,4 +1,4 @@
-import type { Reply, ReplyBlock, ReplyButton, ReplyItem, Tone } from '../commands/reply.js';
+import type { Reply, ReplyBlock, ReplyButton, ReplyItem, Tone } from '../core/reply.js';
 
 /**
  * Reply -> terminal text: the same answer Slack shows, for `rollcall ask` and `rollcall demo`.
