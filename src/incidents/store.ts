@@ -129,6 +129,11 @@ export class IncidentStore {
     return incident;
   }
 
+  /** True for the first caller within `ttlMs` (one header refresh per tick across bot processes). */
+  async claim(name: string, ttlMs: number): Promise<boolean> {
+    return (await this.redis.set(`${this.base}s:claim:${name}`, '1', 'PX', ttlMs, 'NX')) === 'OK';
+  }
+
   /** Sets a field only if it is not set yet; true when this call set it (a once-only suggestion). */
   async setOnce(id: string, field: keyof Incident, value: string): Promise<boolean> {
     return (await this.redis.hsetnx(this.key(id), field, value)) === 1;

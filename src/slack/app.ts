@@ -12,6 +12,7 @@ import { registerListeners } from './listeners/index.js';
 import { boltLogger } from './logger.js';
 import { SlackNotifier } from './notifier.js';
 import { guardReceiver } from './request-guard.js';
+import { startIncidentHeaders } from './incident-headers.js';
 import { RollcallError } from '../core/errors.js';
 
 export class SlackStartError extends RollcallError {
@@ -112,6 +113,7 @@ export async function startSlack(
     ...(opts.notifierIntervalMs !== undefined ? { minIntervalMs: opts.notifierIntervalMs } : {}),
   });
   if (!services.notifier) services.notifier = notifier;
+  const headers = startIncidentHeaders(services, { logger });
 
   return {
     port,
@@ -119,6 +121,7 @@ export async function startSlack(
     client: app.client,
     notifier,
     async stop() {
+      headers.stop();
       await notifier.flush().catch(() => {});
       await app.stop();
       if (seenRequests) await closeRedis(seenRequests);

@@ -94,3 +94,37 @@ describe('incident metrics', () => {
     expect(m.warnings).toEqual([expect.stringContaining('detected (2026-12-04T10:05:00Z) is before impactStart')]);
   });
 });
+
+describe('open incident headers', () => {
+  it('are refreshed in place, and suggest mitigated once when every scoped app is Synced and Healthy for 5 minutes', async () => {
+    const posted: { channel: string; threadTs?: string; text: string }[] = [];
+    const updated: string[] = [];
+    const p = `${prefix}-headers`;
+    const log = new ChangeLog(redis, p);
+    const local: Services = { ...services, changes: log, incidents: new IncidentService(new IncidentStore(redis, p), log, fleet) };
+    local.notifier = {
+      post: async (target, reply) => {
+        posted.push({ ...target, text: JSON.stringify(reply.blocks) });
+        return { channel: target.channel, ts: '1.2' };
+      },
+      update: async (ref) => {
+        updated.push(ref.ts);
+      },
+    };
+    // user-profile has been Synced and Healthy for 43 minutes on every cluster.
+    const incident = await local.incidents!.declare({ title: 'user-profile errors', severity: 3, scope: { text: 'user-profile-*', selector: { patterns: ['user-profile-*'] } }, by: 'U_OP' });
+    await local.incidents!.store.update(incident.id, { header: { channel: 'C0INC', ts: '1.1' } });
+    const { startIncidentHeaders } = await import('../../src/slack/incident-headers.js');
+    const ticker = startIncidentHeaders(local, { intervalMs: 1100 });
+    try {
+      await expect.poll(() => updated.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
+    } finally {
+      ticker.stop();
+    }
+    expect(new Set(updated)).toEqual(new Set(['1.1']));
+    expect(posted).toHaveLength(1);
+    expect(posted[0]).toMatchObject({ channel: 'C0INC', threadTs: '1.1', text: expect.stringContaining(`incident status ${incident.id} mitigated`) });
+    const entries = await local.incidents!.timeline((await local.incidents!.store.get(incident.id))!);
+    expect(entries.filter((e) => e.source === 'rollcall' && e.kind === 'status')).toHaveLength(1);
+  });
+});
