@@ -5,6 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { inflateSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const bin = path.join(root, 'bin/rollcall.js');
@@ -58,6 +59,7 @@ describe('an incident against the seed-outage simulator, two rollcall start proc
   let dir: string;
   let config: string;
   const workers: Started[] = [];
+  const prefix = testPrefix();
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'rollcall-incident-'));
@@ -71,14 +73,14 @@ describe('an incident against the seed-outage simulator, two rollcall start proc
       await new Promise((r) => setTimeout(r, 100));
     }
     config = path.join(dir, 'rollcall.yaml');
-    const prefix = `rc-test-incident-${process.pid}-${Date.now()}`;
     writeFileSync(config, `${readFileSync(simConfig, 'utf8').replace(/prefix: \S+/, `prefix: ${prefix}`)}\nhttp: { port: 0 }\n`);
     workers.push(await startRollcall(config), await startRollcall(config));
   }, 60_000);
 
-  afterAll(() => {
+  afterAll(async () => {
     for (const w of workers) w.child.kill('SIGKILL');
     sim?.kill('SIGTERM');
+    await cleanPrefix(process.env.REDIS_URL!, prefix);
   });
 
   async function ask(text: string, ...flags: string[]) {
