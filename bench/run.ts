@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: every benchmark in sequence, each printing its own table. Not tests: numbers.
- * fleet.ts, queries.ts and slack-ack.ts (sharing one 10,000-app mirror), bulk-sync.ts, incidents.ts.
+ * fleet.ts, queries.ts, slack-ack.ts and alerts.ts (the last three sharing one 10,000-app mirror), bulk-sync.ts, incidents.ts.
  */
+import { runAlertsBench } from './alerts.js';
 import { runBulkSyncBench } from './bulk-sync.js';
 import { runFleetBench } from './fleet.js';
 import { runIncidentsBench } from './incidents.js';
@@ -23,6 +24,7 @@ try {
   try {
     await runQueriesBench(bot);
     await runSlackAckBench(bot);
+    await runAlertsBench(bot);
   } finally {
     await bot.mirror.stop();
     await sim.stop();

@@ -107,17 +107,18 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
   const notifier = new TerminalNotifier(opts.json ? (s) => process.stderr.write(`${s}\n`) : out);
   const runtime = await startRuntime(config, { logger, notifier });
   try {
-    let usesRuns = false;
+    let needs: boolean | 'optional' = false;
     let recordsChanges = false;
     try {
       const spec = findCommand(parseCommand(text).command);
-      usesRuns = !!(spec?.usesRuns || spec?.usesRedis);
+      needs = spec?.usesRedis ? true : (spec?.usesRuns ?? false);
       recordsChanges = !!spec?.usesRedis;
     } catch {}
+    const usesRuns = needs !== false;
     if (usesRuns) {
       const redisUrl = process.env.REDIS_URL ?? config.redis.url;
       const down = await probeRedis(redisUrl);
-      if (down) {
+      if (down && needs === true) {
         const reply = errorReply(
           parseCommand(text).command,
           'redis_unavailable',
@@ -130,8 +131,12 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
       // and ask returns at once instead of holding the terminal until the run ends.
       // Change-log readers first add what Argo CD knows now (deduplicated against what workers recorded),
       // so `changes` answers even where no `rollcall start` runs.
-      await runtime.enableRuns({ role: opts.wait ? 'all' : 'bot', redisUrl, schedules: false, recorder: recordsChanges });
-      await runtime.recorder?.backfilled;
+      if (!down && needs === true) {
+        await runtime.enableRuns({ role: opts.wait ? 'all' : 'bot', redisUrl, schedules: false, recorder: recordsChanges });
+        await runtime.recorder?.backfilled;
+      }
+      // A command that only says more with Redis still answers when the rest cannot start.
+      else if (!down) await runtime.enableRuns({ role: 'bot', redisUrl, schedules: false, recorder: false }).catch((err) => logger.warn({ err: (err as Error).message }, 'answering without Redis'));
     }
 
     const ctx: CommandContext = {

@@ -135,7 +135,8 @@ async function refreshHeader(ctx: CommandContext, svc: IncidentService, incident
 
 async function runStart(cmd: ParsedCommand, ctx: CommandContext, skip: number): Promise<Reply> {
   const svc = service(ctx);
-  const allowed = ['sev', 'severity', 'scope', 'selector', 'cluster', 'appset', 'project', 'instance'];
+  // app= and alert= come from an alert's "Declare incident" button.
+  const allowed = ['sev', 'severity', 'scope', 'selector', 'cluster', 'appset', 'project', 'instance', 'app', 'alert'];
   const unknown = Object.keys(cmd.options).filter((k) => !allowed.includes(k));
   if (unknown.length)
     throw new CommandError(
@@ -152,6 +153,7 @@ async function runStart(cmd: ParsedCommand, ctx: CommandContext, skip: number): 
   // scope= holds a selection in the chat grammar (`auth-*`, `-l team=identity`, `appset=auth-service`); other selector options add to it.
   const scopeParts = [
     cmd.options.scope ? stripQuotes(cmd.options.scope) : '',
+    cmd.options.app ?? '',
     ...['selector', 'cluster', 'appset', 'project', 'instance']
       .filter((k) => cmd.options[k])
       .map((k) => (k === 'selector' ? `-l ${cmd.options[k]}` : `${k}=${cmd.options[k]}`)),
@@ -167,7 +169,11 @@ async function runStart(cmd: ParsedCommand, ctx: CommandContext, skip: number): 
       );
     scope = { text, selector };
   }
+  const alert = cmd.options.alert ? await ctx.services.alerts?.byId(cmd.options.alert) : undefined;
+  if (cmd.options.alert && !alert) throw new CommandError('alert_not_found', `No alert ${cmd.options.alert}: \`alerts\` lists the active and recently resolved ones.`);
   const incident = await svc.declare({ title, severity, ...(scope ? { scope } : {}), by: ctx.user });
+  // Declared from an alert: the alert is when the incident was detected.
+  if (alert) await svc.recordAlertOn(incident.id, { id: `${alert.id}/fired`, at: alert.firedAt ?? alert.since, text: `alert fired (${alert.severity}): ${alert.summary}` });
   const analysis = await svc.analyse(incident);
   const reply = headerReply(analysis, undefined, Date.now());
   reply.command = 'incident start';

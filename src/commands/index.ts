@@ -21,6 +21,8 @@ import './help.js';
 import './control.js';
 import './changes.js';
 import './incident.js';
+import './alerts.js';
+import './digest.js';
 // Runbook commands (run, sync, runs, audit) are registered by src/commands/runbooks.ts; the
 // integrator adds its import here.
 

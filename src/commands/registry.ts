@@ -4,6 +4,8 @@ import type { FleetView } from '../fleet/model.js';
 import type { ChangeLog } from '../incidents/change-log.js';
 import type { IncidentService } from '../incidents/service.js';
 import type { KubeClients } from '../kube/clients.js';
+import type { FleetRecords } from '../alerts/records.js';
+import type { AlertStore } from '../alerts/store.js';
 import type { PauseStore } from '../runbooks/rollout-pause.js';
 import type { Notifier } from '../core/notifier.js';
 import type { Reply } from '../core/reply.js';
@@ -37,6 +39,10 @@ export interface Services {
   changes?: ChangeLog;
   /** Incidents: lifecycle, timelines, reports (needs Redis). */
   incidents?: IncidentService;
+  /** Alert state shared by every process (needs Redis). */
+  alerts?: AlertStore;
+  /** Key backups, recent runs and previous digests, read from Redis (for alerts and digests). */
+  records?: FleetRecords;
 }
 
 export interface CommandContext {
@@ -94,8 +100,11 @@ export interface CommandSpec {
   help?: string;
   /** Read-only commands stay open to every user in allowed channels. */
   readOnly: boolean;
-  /** Reads or starts runbook runs, so it needs the engine and Redis (`ask` starts them only then). */
-  usesRuns?: boolean;
+  /**
+   * Reads or starts runbook runs, so it needs the engine and Redis (`ask` starts them only then).
+   * `optional`: answers without Redis too, and says more with it (`ask` connects when Redis answers).
+   */
+  usesRuns?: boolean | 'optional';
   /** Reads or writes Redis (change log, incidents) without starting runs. */
   usesRedis?: boolean;
   run(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply>;

@@ -49,6 +49,8 @@ export const ERROR_CODES = {
   incident_none_open: { exit: 'failed', meaning: 'no incident is open and none was named' },
   incident_closed: { exit: 'failed', meaning: 'the incident is closed: reopen it first' },
   incident_not_closed: { exit: 'failed', meaning: 'the incident is open: nothing to reopen' },
+  alert_not_found: { exit: 'failed', meaning: 'no alert with that id (active or recently resolved)' },
+  alert_not_active: { exit: 'failed', meaning: 'the alert is resolved (or not firing yet): nothing to ack or snooze' },
   // Kubernetes API answers (sealed-secrets runbooks).
   not_found: { exit: 'failed', meaning: 'a Kubernetes object does not exist' },
   conflict: { exit: 'failed', meaning: 'a Kubernetes or Argo CD object changed or already exists' },

@@ -71,6 +71,11 @@ export interface Reply {
   userText?: string[];
   /** Files that go with the answer (a report and its chart); not part of the JSON. */
   files?: ReplyFile[];
+  /**
+   * The command that gives this reply again, for "More" pages when the bot posts it on its own (a
+   * scheduled digest) rather than in answer to someone's command.
+   */
+  pageCommand?: string;
 }
 
 /** Marks text as typed by a user (see Reply.userText). */

@@ -274,6 +274,12 @@ export class IncidentService {
     }
   }
 
+  /** An alert's event on one incident's timeline (the alert rules found the incident covering it); once per id. */
+  async recordAlertOn(incidentId: string, alert: IncidentAlert): Promise<boolean> {
+    const at = alert.at ?? this.now().toISOString();
+    return this.store.append(incidentId, { at, kind: 'alert', source: 'alert', text: alert.text }, `alert/${alert.id}`);
+  }
+
   async recent(count = 10): Promise<Incident[]> {
     return this.store.recent(count);
   }

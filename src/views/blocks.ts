@@ -99,7 +99,8 @@ export function renderBlocks(typedReply: Reply, opts: RenderOptions = {}): Rende
   const page = Math.min(Math.max(1, Math.floor(opts.page ?? 1)), pages);
   const windowStart = (page - 1) * perPage;
   const windowEnd = windowStart + perPage;
-  const canPaginate = pages > 1 && opts.commandText !== undefined && pageValueFits(opts.commandText, pages);
+  const commandText = opts.commandText ?? typedReply.pageCommand;
+  const canPaginate = pages > 1 && commandText !== undefined && pageValueFits(commandText, pages);
 
   const body: KnownBlock[] = [];
   let offset = 0;
@@ -133,9 +134,9 @@ export function renderBlocks(typedReply: Reply, opts: RenderOptions = {}): Rende
     const last = Math.min(windowEnd, totalItems);
     footer.push(context(`Page ${page} of ${pages} · items ${windowStart + 1}–${last} of ${totalItems}`));
     const nav: ReplyButton[] = [];
-    if (page > 1) nav.push({ label: `Back (page ${page - 1}/${pages})`, action: ACTION_IDS.page, value: encodePageValue({ command: opts.commandText!, page: page - 1 }) });
+    if (page > 1) nav.push({ label: `Back (page ${page - 1}/${pages})`, action: ACTION_IDS.page, value: encodePageValue({ command: commandText!, page: page - 1 }) });
     if (page < pages)
-      nav.push({ label: `More (page ${page + 1}/${pages})`, action: ACTION_IDS.page, value: encodePageValue({ command: opts.commandText!, page: page + 1 }), style: 'primary' });
+      nav.push({ label: `More (page ${page + 1}/${pages})`, action: ACTION_IDS.page, value: encodePageValue({ command: commandText!, page: page + 1 }), style: 'primary' });
     footer.push(...renderActions(nav));
   } else if (hiddenItems > 0) {
     footer.push(context(`…and ${hiddenItems} more not shown. Narrow the selector, or run it in a terminal with \`rollcall ask\` for the full list.`));
