@@ -6,7 +6,7 @@ import type { TimelineEntry } from './timeline.js';
  * The incident's clock, by these definitions:
  * - impactStart: the earliest bad transition in scope within the timeline (health to Degraded or
  *   Missing, an operation Failed or Error, an instance lost), or the human override;
- * - detected: the first rollcall alert for the scope, else the declaration;
+ * - detected: the first rollcall alert for the scope if it came before the declaration, else the declaration;
  * - acknowledged: the first human action at or after detection (declaring, a note, a status,
  *   severity or lead change, a run started from Slack or the terminal);
  * - mitigated: the first `status mitigated`; resolved: the close.
@@ -37,7 +37,9 @@ function isBad(e: TimelineEntry): boolean {
 export function computeMetrics(incident: Incident, timeline: TimelineEntry[]): IncidentMetrics {
   const first = (pred: (e: TimelineEntry) => boolean) => timeline.find(pred)?.at ?? null;
   const impactStart = incident.impactOverride ?? first(isBad);
-  const detected = first((e) => e.kind === 'alert') ?? incident.declaredAt;
+  // An alert that fired after people had declared detected nothing: the declaration did.
+  const alertAt = first((e) => e.kind === 'alert');
+  const detected = alertAt && Date.parse(alertAt) < Date.parse(incident.declaredAt) ? alertAt : incident.declaredAt;
   const detectedMs = Date.parse(detected);
   const acknowledged = first(
     (e) =>

@@ -128,3 +128,26 @@ describe('open incident headers', () => {
     expect(entries.filter((e) => e.source === 'rollcall' && e.kind === 'status')).toHaveLength(1);
   });
 });
+
+describe('alerts on incidents', () => {
+  it('finds the open incident covering an alert, puts its events on the timeline once, and an earlier alert marks detected', async () => {
+    const { incidentSink } = await import('../../src/cli/incident-sink.js');
+    const p = `${prefix}-alerts`;
+    const log = new ChangeLog(redis, p);
+    const incidents = new IncidentService(new IncidentStore(redis, p), log, fleet);
+    const sink = incidentSink(incidents)!;
+    const incident = await incidents.declare({ title: 'auth down', severity: 1, scope: { text: 'auth-service-*', selector: { patterns: ['auth-service-*'] } }, by: 'U_OP' });
+    const firedAt = new Date(Date.parse(incident.declaredAt) - 120_000).toISOString();
+    const alert = { id: 'al-1', key: 'k', rule: 'degraded', severity: 'critical', instance: 'prod', appSet: 'auth-service', apps: ['auth-service-prod-us-east-1'], summary: 'auth-service Degraded on 12 clusters', details: [], state: 'firing', since: firedAt, firstSeenAt: firedAt, firedAt, updatedAt: firedAt, flaps: 0 } as unknown as Parameters<typeof sink.recordAlert>[1];
+    // Declared from the terminal: no thread to post in, but the alert is on the timeline.
+    expect(await sink.openCovering(alert)).toBeNull();
+    expect(await sink.openCovering({ ...alert, apps: ['payments-prod-us-east-1'] })).toBeNull();
+    await incidents.store.update(incident.id, { header: { channel: 'C0INC', ts: '1.1' } });
+    expect(await sink.openCovering(alert)).toEqual({ id: incident.id, channel: 'C0INC', threadTs: '1.1' });
+    await sink.recordAlert(incident.id, alert, 'fired');
+    await sink.recordAlert(incident.id, { ...alert, resolvedAt: new Date().toISOString() }, 'resolved');
+    const analysis = await incidents.analyse((await incidents.store.get(incident.id))!);
+    expect(analysis.timeline.filter((e) => e.kind === 'alert').map((e) => e.text)).toEqual([expect.stringContaining('alert fired (critical)'), expect.stringContaining('alert resolved')]);
+    expect(analysis.metrics.detected).toBe(firedAt);
+  });
+});
