@@ -9,6 +9,7 @@ import { runIncidentsBench } from './incidents.js';
 import { buildMirror, loadLine, machineLine, rssMb, simConfig, startSimChild } from './lib.js';
 import { runQueriesBench } from './queries.js';
 import { runSlackAckBench } from './slack-ack.js';
+import { runStartupBench } from './startup.js';
 
 const t0 = performance.now();
 console.log(`rollcall benchmarks · ${new Date().toISOString()}`);
@@ -32,6 +33,7 @@ try {
 
   await runBulkSyncBench();
   await runIncidentsBench();
+  await runStartupBench();
   console.log(`\nall benchmarks done in ${((performance.now() - t0) / 1000).toFixed(0)} s · ${loadLine()}`);
   process.exit(0);
 } catch (error) {
