@@ -1,10 +1,11 @@
 /**
  * `npm run bench`: every benchmark in sequence, each printing its own table. Not tests: numbers.
- * fleet.ts, queries.ts, slack-ack.ts and alerts.ts (the last three sharing one 10,000-app mirror), bulk-sync.ts.
+ * fleet.ts, queries.ts, slack-ack.ts and alerts.ts (the last three sharing one 10,000-app mirror), bulk-sync.ts, incidents.ts.
  */
 import { runAlertsBench } from './alerts.js';
 import { runBulkSyncBench } from './bulk-sync.js';
 import { runFleetBench } from './fleet.js';
+import { runIncidentsBench } from './incidents.js';
 import { buildMirror, loadLine, machineLine, rssMb, simConfig, startSimChild } from './lib.js';
 import { runQueriesBench } from './queries.js';
 import { runSlackAckBench } from './slack-ack.js';
@@ -31,6 +32,7 @@ try {
   }
 
   await runBulkSyncBench();
+  await runIncidentsBench();
   await runStartupBench();
   console.log(`\nall benchmarks done in ${((performance.now() - t0) / 1000).toFixed(0)} s · ${loadLine()}`);
   process.exit(0);

@@ -19,6 +19,13 @@ export type SimChildRequest =
       healthSettleMs: number;
     };
 
+/** After ready: change `count` apps at once (health flips, a new history entry, a finished operation), as a bad deploy would. */
+export interface SimChildChange {
+  kind: 'change';
+  count: number;
+  round: number;
+}
+
 export interface SimChildReady {
   url: string;
   instances: { name: string; url: string; token: string }[];
@@ -59,11 +66,34 @@ process.once('message', (raw: unknown) => {
       startMs: performance.now() - t0,
     };
     process.send!(ready);
+    process.on('message', (m: unknown) => {
+      const msg = m as SimChildChange;
+      if (msg.kind === 'change') process.send!({ changed: changeApps(msg.count, msg.round) });
+    });
   })().catch((error: unknown) => {
     process.send!({ error: error instanceof Error ? error.stack ?? error.message : String(error) });
     process.exit(1);
   });
 });
+
+function changeApps(count: number, round: number): number {
+  const store = server!.state.instances.values().next().value!;
+  const at = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  let n = 0;
+  for (const app of store.apps.values()) {
+    if (n++ >= count) break;
+    const next = structuredClone(app);
+    const status = (next.status ??= {});
+    const bad = round % 2 === 0;
+    status.health = { status: bad ? 'Degraded' : 'Healthy', lastTransitionTime: at };
+    const history = (status.history ??= []);
+    const revision = `${round}`.padStart(40, '0');
+    history.push({ id: (history[history.length - 1]?.id ?? -1) + 1, revision, deployedAt: at, deployStartedAt: at, initiatedBy: { username: 'bench' } });
+    status.operationState = { operation: { sync: { revision }, initiatedBy: { username: 'bench' } }, phase: 'Succeeded', message: 'successfully synced', startedAt: at, finishedAt: at, syncResult: { revision } };
+    store.putApp(next);
+  }
+  return Math.min(n, count);
+}
 
 process.once('disconnect', () => {
   void (server?.stop() ?? Promise.resolve()).finally(() => process.exit(0));

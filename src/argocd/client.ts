@@ -396,6 +396,18 @@ export function serializeQuery(params: Query): string {
   return parts.join('&');
 }
 
+/**
+ * Sync `infos` that make Argo CD's own history and UI say who asked (the Slack or terminal user,
+ * not only the bot's account) and which rollcall run it belongs to. Argo CD copies them onto the
+ * operation (`operation.info`), where the UI's sync panel and `argocd app get` show them.
+ */
+export function attributionInfos(opts: { runInfoName: string; runId: string; user: string; surface: string }): { name: string; value: string }[] {
+  return [
+    { name: opts.runInfoName, value: opts.runId },
+    { name: 'Requested by', value: `${opts.user} (${opts.surface}, via rollcall run ${opts.runId})` },
+  ];
+}
+
 /** B4: syncOptions as `{items}`, hook force inline under `hook`, sourcePositions as numbers. */
 export function syncBody(r: ApplicationSyncRequest): Record<string, unknown> {
   let strategy: ApplicationSyncRequest['strategy'];

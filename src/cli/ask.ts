@@ -1,4 +1,6 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
+import path from 'node:path';
 import type { RollcallConfig } from '../config/schema.js';
 import { dispatch, parseCommand } from '../commands/index.js';
 import { findCommand, type CommandContext } from '../commands/registry.js';
@@ -19,6 +21,27 @@ export interface AskOptions {
   as?: string;
   yes: boolean;
   wait: boolean;
+  /** `--out DIR`: where files that come with the answer (a report, its chart) are written. */
+  out?: string;
+}
+
+const FILE_KINDS: Record<string, string> = { '.md': 'markdown', '.png': 'png' };
+
+/** Writes a reply's files under `dir` and says where in `data.files`; without --out, says how to get them. */
+function writeFiles(reply: Reply, dir: string | undefined, say: (line: string) => void): void {
+  if (!dir) {
+    reply.data.files = null;
+    say(`${reply.files!.map((f) => f.name).join(' and ')} not written: add --out DIR to write ${reply.files!.length === 1 ? 'it' : 'them'}.`);
+    return;
+  }
+  mkdirSync(dir, { recursive: true });
+  const files: Record<string, string> = {};
+  for (const f of reply.files!) {
+    const file = path.resolve(dir, f.name);
+    writeFileSync(file, f.content);
+    files[FILE_KINDS[path.extname(f.name)] ?? f.name] = file;
+  }
+  reply.data.files = files;
 }
 
 /** Who runs `ask`: $ROLLCALL_USER (e.g. your Slack id, to match access lists), else the OS account. */
@@ -85,8 +108,11 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
   const runtime = await startRuntime(config, { logger, notifier });
   try {
     let needs: boolean | 'optional' = false;
+    let recordsChanges = false;
     try {
-      needs = findCommand(parseCommand(text).command)?.usesRuns ?? false;
+      const spec = findCommand(parseCommand(text).command);
+      needs = spec?.usesRedis ? true : (spec?.usesRuns ?? false);
+      recordsChanges = !!spec?.usesRedis;
     } catch {}
     const usesRuns = needs !== false;
     if (usesRuns) {
@@ -103,10 +129,15 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
       }
       // Only --wait runs steps here; otherwise a queued run is left to the workers (`rollcall start`)
       // and ask returns at once instead of holding the terminal until the run ends.
-      // --wait executes its own run's steps (exclusive: never another run's, nor with this terminal's config for someone else's).
-      if (!down && needs === true) await runtime.enableRuns({ role: opts.wait ? 'all' : 'bot', redisUrl, schedules: false, exclusive: opts.wait });
+      // Change-log readers first add what Argo CD knows now (deduplicated against what workers recorded),
+      // so `changes` answers even where no `rollcall start` runs. --wait executes its own run's steps
+      // (exclusive: never another run's, nor with this terminal's config for someone else's).
+      if (!down && needs === true) {
+        await runtime.enableRuns({ role: opts.wait ? 'all' : 'bot', redisUrl, schedules: false, recorder: recordsChanges, exclusive: opts.wait });
+        await runtime.recorder?.backfilled;
+      }
       // A command that only says more with Redis still answers when the rest cannot start.
-      else if (!down) await runtime.enableRuns({ role: 'bot', redisUrl, schedules: false }).catch((err) => logger.warn({ err: (err as Error).message }, 'answering without Redis'));
+      else if (!down) await runtime.enableRuns({ role: 'bot', redisUrl, schedules: false, recorder: false }).catch((err) => logger.warn({ err: (err as Error).message }, 'answering without Redis'));
     }
 
     const ctx: CommandContext = {
@@ -128,6 +159,7 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
       // The answer to `ask "sync ..." --wait` is the sync's final state: it keeps the command asked.
       reply.command = command;
     }
+    if (reply.files?.length) writeFiles(reply, opts.out, (s) => process.stderr.write(`${s}\n`));
     out(opts.json ? JSON.stringify(replyJson(reply)) : renderText(reply, { color: process.stdout.isTTY }));
     if (usesRuns && !opts.wait) await sayWhoRunsIt(reply, runtime.services.runs, (s) => process.stderr.write(`${s}\n`));
     return exitCodeOf(reply);

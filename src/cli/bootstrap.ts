@@ -7,6 +7,8 @@ import type { Notifier } from '../core/notifier.js';
 import type { startEngine } from '../runbooks/engine.js';
 import type { Redis } from 'ioredis';
 import type { Schedules } from '../jobs/schedules.js';
+import type { ChangeRecorder } from '../incidents/recorder.js';
+import { incidentSink } from './incident-sink.js';
 import type { Logger } from '../log.js';
 import { AlertManager, type AlertOutput, type IncidentSink } from '../alerts/manager.js';
 import { FleetRecords } from '../alerts/records.js';
@@ -18,10 +20,15 @@ export interface Runtime {
   services: Services;
   mirror: FleetMirror;
   clients: Map<string, ArgoApi>;
-  /** Starts the runbook engine (Redis) on demand; read-only use never needs Redis. */
-  /** `schedules` (default: any role but bot) runs the schedules of rollcall.yaml here; a one-shot `ask` does not. */
-  /** `exclusive`: this process executes only the runs given to `adoptRun` (ask --wait). */
-  enableRuns(opts: { role: 'all' | 'bot' | 'worker'; redisUrl: string; schedules?: boolean; exclusive?: boolean }): Promise<void>;
+  /** The change recorder, where this process runs one. */
+  recorder?: ChangeRecorder;
+  /**
+   * Starts the runbook engine, the change log and incidents (Redis) on demand; read-only use never
+   * needs Redis. `schedules` and `recorder` (default: any role but bot) run the schedules of
+   * rollcall.yaml and the change recorder here; a one-shot `ask` runs neither. `exclusive`: this
+   * process executes only the runs given to `adoptRun` (ask --wait).
+   */
+  enableRuns(opts: { role: 'all' | 'bot' | 'worker'; redisUrl: string; schedules?: boolean; recorder?: boolean; exclusive?: boolean }): Promise<void>;
   /** Lets an exclusive engine execute this run's steps. */
   adoptRun(runId: string): void;
   /** The alert rules' evaluator of this process (workers), once runs are enabled. */
@@ -79,18 +86,32 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
     adoptRun(runId) {
       engine?.adopt(runId);
     },
-    async enableRuns({ role, redisUrl, schedules: withSchedules = role !== 'bot', exclusive }) {
+    async enableRuns({ role, redisUrl, schedules: withSchedules = role !== 'bot', recorder: withRecorder = role !== 'bot', exclusive }) {
       if (engine) return;
-      const [{ startEngine }, { createRedis }, { PauseStore }] = await Promise.all([
+      const [{ startEngine }, { createRedis }, { PauseStore }, { ChangeLog }, { ChangeRecorder }, { IncidentService }, { IncidentStore }] = await Promise.all([
         import('../runbooks/engine.js'),
         import('../jobs/redis.js'),
         import('../runbooks/rollout-pause.js'),
+        import('../incidents/change-log.js'),
+        import('../incidents/recorder.js'),
+        import('../incidents/service.js'),
+        import('../incidents/store.js'),
       ]);
       engine = await startEngine(services, { role, redisUrl, prefix: config.redis.prefix, logger: opts.logger, exclusive });
       services.runs = engine.runs;
       services.audit = engine.runs.audit;
       pausesRedis = createRedis(redisUrl);
       services.pauses = new PauseStore(pausesRedis, config.redis.prefix);
+      services.changes = new ChangeLog(pausesRedis, config.redis.prefix, config.changes.retention);
+      services.incidents = new IncidentService(new IncidentStore(pausesRedis, config.redis.prefix), services.changes, mirror, {
+        lookbackMs: config.incidents.lookback,
+        mitigatedAfterMs: config.incidents.mitigatedAfter,
+      });
+      // Always on wherever steps run: every worker records, the change log keeps each change once.
+      if (withRecorder) {
+        runtime.recorder = new ChangeRecorder(mirror, services.changes, { logger: opts.logger });
+        await runtime.recorder.start();
+      }
       // Schedules tick where steps run; BullMQ makes one job of each tick however many workers there are.
       const { configuredSchedules, startSchedules } = await import('../jobs/schedules.js');
       const wanted = configuredSchedules(config);
@@ -109,7 +130,7 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
           config,
           store: services.alerts,
           output: alertOutput(() => services.notifier ?? runtime.outputNotifier),
-          incidents: opts.incidents,
+          incidents: opts.incidents ?? incidentSink(services.incidents),
           keyBackups: () => records.keyBackups(),
           logger: opts.logger.child({ component: 'alerts' }),
         });
@@ -119,6 +140,7 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
       }
     },
     async stop() {
+      await runtime.recorder?.stop().catch(() => undefined);
       await runtime.alerts?.stop();
       await runtime.digests?.stop();
       await schedules?.stop();

@@ -19,7 +19,7 @@ function fail(message: string, code = EXIT_USAGE): never {
 function askJsonOf(argv: string[]): { command: string } | undefined {
   const args = argv.slice(2);
   if (args[0] !== 'ask' || !args.includes('--json')) return undefined;
-  const withValue = new Set(['--config', '--as']);
+  const withValue = new Set(['--config', '--as', '--out']);
   for (let i = 1; i < args.length; i++) {
     if (args[i] === '--') return { command: firstWord(args[i + 1]) };
     if (withValue.has(args[i])) i++;
@@ -65,10 +65,11 @@ export async function runCli(argv: string[]): Promise<void> {
     .option('--as <user>', 'act as this user (only where access.terminal.allowActAs is true); default $ROLLCALL_USER, else $USER')
     .option('--yes', 'answer the confirmation of a runbook')
     .option('--wait', 'wait for a queued run to finish and print its final state')
+    .option('--out <dir>', 'write the files an answer comes with (incident report: DIR/ID.md and DIR/ID.png)')
     .action(async (text: string, opts) => {
       const { config } = loadOrExit(opts.config, askJson);
       const { ask } = await import('./ask.js');
-      process.exitCode = await ask(config, text, { json: !!opts.json, as: opts.as, yes: !!opts.yes, wait: !!opts.wait });
+      process.exitCode = await ask(config, text, { json: !!opts.json, as: opts.as, yes: !!opts.yes, wait: !!opts.wait, out: opts.out });
     });
 
   program
@@ -184,7 +185,7 @@ export async function runCli(argv: string[]): Promise<void> {
       if (askJson) {
         const option = /unknown option '(.*)'/s.exec(error.message)?.[1] ?? '';
         const dashed = error.code === 'commander.unknownOption' && (!option.startsWith('--') || /\s/.test(option)) ? ' A command text that starts with "-" goes after --: rollcall ask --json -- "-x ...".' : '';
-        printJsonFailure(askJson.command, 'usage', `${error.message.replace(/^error: /, '')}.${dashed} Usage: rollcall ask "<command text>" [--config FILE] [--json] [--as USER] [--yes] [--wait]`);
+        printJsonFailure(askJson.command, 'usage', `${error.message.replace(/^error: /, '')}.${dashed} Usage: rollcall ask "<command text>" [--config FILE] [--json] [--as USER] [--yes] [--wait] [--out DIR]`);
       }
       process.exit(EXIT_USAGE);
     }

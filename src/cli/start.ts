@@ -43,9 +43,10 @@ export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worke
     port: config.http.port,
     fleet: runtime.services.fleet,
     health: { redis: () => pinger.check(), runsByState: () => runsByState(runStore), ...(slackConnected ? { slack: slackConnected } : {}) },
+    ...(runtime.recorder ? { recorder: runtime.recorder } : {}),
   });
   stops.push(() => http.close());
-  logger.info({ role, http: http.port, instances: config.instances.map((i) => i.name) }, 'rollcall started');
+  logger.info({ role, http: http.port, instances: config.instances.map((i) => i.name), changeRecorder: !!runtime.recorder, slack: !!config.slack }, 'rollcall started');
 
   let stopping = false;
   const shutdown = async (signal: string) => {

@@ -13,11 +13,13 @@ import { commandDuration, commandsTotal, secondsSince } from '../metrics.js';
 
 import { alertCommand, alertsCommand } from './alerts.js';
 import { appCommand } from './app.js';
+import { changesCommand } from './changes.js';
 import { clustersCommand } from './clusters.js';
 import { pauseCommand, pausedCommand, resumeCommand } from './control.js';
 import { diagnoseCommand } from './diagnose.js';
 import { digestCommand } from './digest.js';
 import { helpCommand } from './help.js';
+import { declareCommand, incidentCommand, incidentNoteMessageAction, incidentsCommand } from './incident.js';
 import { planCommand } from './plan.js';
 import { rolloutCommand } from './rollout.js';
 import { auditCommand, runRunbookCommand, runConfirmAction, runFormAction, runsCommand, runVerbActions, syncCommand } from './runbooks.js';
@@ -45,8 +47,12 @@ export const COMMANDS: readonly CommandSpec[] = [
   alertsCommand,
   alertCommand,
   digestCommand,
+  changesCommand,
+  incidentCommand,
+  declareCommand,
+  incidentsCommand,
 ];
-export const ACTIONS: readonly ActionSpec[] = [runConfirmAction, runFormAction, ...runVerbActions];
+export const ACTIONS: readonly ActionSpec[] = [runConfirmAction, runFormAction, ...runVerbActions, incidentNoteMessageAction];
 for (const spec of COMMANDS) registerCommand(spec);
 for (const spec of ACTIONS) registerAction(spec);
 

@@ -1,3 +1,5 @@
+import type { ChangeLog } from '../incidents/change-log.js';
+import type { IncidentService } from '../incidents/service.js';
 import type { AlertStore } from '../alerts/store.js';
 import type { FleetRecords } from '../alerts/records.js';
 import type { AuditStream } from '../audit/audit-log.js';
@@ -23,6 +25,10 @@ export interface Services extends RunbookServices {
   runs?: RunService;
   /** The audit stream (Redis): refusals and mutations are recorded here, `audit` reads it. */
   audit?: AuditStream;
+  /** The fleet change log (needs Redis). */
+  changes?: ChangeLog;
+  /** Incidents: lifecycle, timelines, reports (needs Redis). */
+  incidents?: IncidentService;
   /** Alert state shared by every process (needs Redis). */
   alerts?: AlertStore;
   /** Key backups, recent runs and previous digests, read from Redis (for alerts and digests). */
@@ -89,6 +95,8 @@ export interface CommandSpec {
    * `optional`: answers without Redis too, and says more with it (`ask` connects when Redis answers).
    */
   usesRuns?: boolean | 'optional';
+  /** Reads or writes Redis (change log, incidents) without starting runs. */
+  usesRedis?: boolean;
   run(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply>;
 }
 

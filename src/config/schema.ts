@@ -250,6 +250,19 @@ export const configSchema = z
     alerts: alertsSchema,
     digests: z.array(digestSchema).default([]),
     schedules: z.array(commandScheduleSchema).default([]),
+    /** The fleet change log: how long it keeps changes (Redis Streams, trimmed by time). */
+    changes: z.object({ retention: durationSchema.default(7 * 86_400_000) }).prefault({}),
+    incidents: z
+      .object({
+        /** How far before a declaration the timeline and impactStart reach. */
+        lookback: durationSchema.default(60 * 60_000),
+        /** Every scoped app Synced and Healthy this long: rollcall suggests `status mitigated`. */
+        mitigatedAfter: durationSchema.default(5 * 60_000),
+        /** Slack: `incident start` creates #<channelPrefix>-<n>-<slug> and invites the declarer. */
+        createChannel: z.boolean().default(false),
+        channelPrefix: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'expected lower-case letters, digits, "-" or "_"').default('inc'),
+      })
+      .prefault({}),
     sealedSecrets: sealedSecretsSchema,
     runbooksDir: z.string().default('runbooks'),
     http: z.object({ port: z.number().int().min(0).max(65535).default(8080) }).prefault({}),

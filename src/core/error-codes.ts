@@ -46,6 +46,12 @@ export const ERROR_CODES = {
   nothing_to_pause: { exit: 'failed', meaning: 'the ApplicationSet has nothing a pause would stop' },
   already_paused: { exit: 'failed', meaning: 'the ApplicationSet is already paused' },
   not_paused: { exit: 'failed', meaning: 'the ApplicationSet is not paused by rollcall' },
+  // Incidents.
+  incident_not_found: { exit: 'failed', meaning: 'no incident with that id' },
+  incident_ambiguous: { exit: 'failed', meaning: 'several incidents are open: name one (the error lists them)' },
+  incident_none_open: { exit: 'failed', meaning: 'no incident is open and none was named' },
+  incident_closed: { exit: 'failed', meaning: 'the incident is closed: reopen it first' },
+  incident_not_closed: { exit: 'failed', meaning: 'the incident is open: nothing to reopen' },
   alert_not_found: { exit: 'failed', meaning: 'no alert with that id (active or recently resolved)' },
   alert_not_active: { exit: 'failed', meaning: 'the alert is resolved (or not firing yet): nothing to ack or snooze' },
   // Kubernetes API answers (sealed-secrets runbooks).

@@ -1,4 +1,4 @@
-import type { Reply } from './reply.js';
+import type { Reply, ReplyFile } from './reply.js';
 
 /** Where a posted reply lives, so a live message (a run's progress) can be updated in place. */
 export interface MessageRef {
@@ -13,4 +13,8 @@ export interface Notifier {
   post(target: { channel: string; threadTs?: string }, reply: Reply): Promise<MessageRef>;
   /** Replaces a message's content. Implementations coalesce and respect rate limits. */
   update(ref: MessageRef, reply: Reply): Promise<void>;
+  /** Slack: creates a public channel and invites users; resolves to the channel id. */
+  createChannel?(name: string, invite: string[]): Promise<string>;
+  /** Slack: uploads files into a channel or thread. */
+  upload?(target: { channel: string; threadTs?: string }, files: ReplyFile[], comment?: string): Promise<void>;
 }

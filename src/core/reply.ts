@@ -50,6 +50,13 @@ export interface ReplyError {
   suggestions?: string[];
 }
 
+/** A file that goes with a reply: the terminal writes it (`--out DIR`), Slack uploads it. */
+export interface ReplyFile {
+  name: string;
+  title: string;
+  content: Buffer;
+}
+
 export interface Reply {
   ok: boolean;
   command: string;
@@ -62,6 +69,8 @@ export interface Reply {
    * Views show links and mentions found in it as text, never as markup the bot itself posted.
    */
   userText?: string[];
+  /** Files that go with the answer (a report and its chart); not part of the JSON. */
+  files?: ReplyFile[];
   /**
    * The command that gives this reply again, for "More" pages when the bot posts it on its own (a
    * scheduled digest) rather than in answer to someone's command.

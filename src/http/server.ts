@@ -3,6 +3,13 @@ import { collectDefaultMetrics, Gauge } from 'prom-client';
 import type { FleetView } from '../fleet/model.js';
 import { metricsRegistry } from '../metrics.js';
 
+/** What the change recorder of this process has done (ChangeRecorder.stats). */
+export interface RecorderStatsSource {
+  stats(): { recorded: number; duplicates: number; events: number; pending: number; failures: number };
+}
+
+const RECORDER_METRICS = ['rollcall_changes_recorded_total', 'rollcall_changes_duplicate_total', 'rollcall_change_recorder_events_total', 'rollcall_change_recorder_failures_total', 'rollcall_change_recorder_pending'];
+
 export interface HealthSource {
   /** Undefined when Redis answers a PING, else why not. Every role needs Redis: queues, runs, audit. */
   redis(): Promise<string | undefined>;
@@ -25,12 +32,12 @@ let defaultMetricsCollected = false;
  * state of each instance never touches readiness: it goes to /status and /metrics
  * (`rollcall_argocd_instance_up`, `rollcall_mirror_lag_seconds`).
  */
-export async function startHttpServer(opts: { port: number; fleet: FleetView; health: HealthSource; now?: () => number }): Promise<HttpServer> {
+export async function startHttpServer(opts: { port: number; fleet: FleetView; health: HealthSource; now?: () => number; recorder?: RecorderStatsSource }): Promise<HttpServer> {
   const now = opts.now ?? Date.now;
   const registry = metricsRegistry;
   if (!defaultMetricsCollected) collectDefaultMetrics({ register: registry });
   defaultMetricsCollected = true;
-  for (const name of ['rollcall_fleet_apps', 'rollcall_argocd_instance_up', 'rollcall_mirror_lag_seconds', 'rollcall_runs']) registry.removeSingleMetric(name);
+  for (const name of ['rollcall_fleet_apps', 'rollcall_argocd_instance_up', 'rollcall_mirror_lag_seconds', 'rollcall_runs', ...RECORDER_METRICS]) registry.removeSingleMetric(name);
 
   new Gauge({
     name: 'rollcall_fleet_apps',
@@ -83,6 +90,37 @@ export async function startHttpServer(opts: { port: number; fleet: FleetView; he
     const ready = !redisError && slack !== false;
     return { ready, redis: redisError ? { ok: false, error: redisError } : { ok: true }, ...(slack === undefined ? {} : { slack: { connected: slack } }) };
   };
+
+  const recorder = opts.recorder;
+  if (recorder) {
+    // Counters read at scrape time from the recorder's own totals.
+    const counter = (name: string, help: string, read: (s: ReturnType<RecorderStatsSource['stats']>) => number) =>
+      new Gauge({
+        name,
+        help,
+        registers: [registry],
+        collect() {
+          this.set(read(recorder.stats()));
+        },
+      });
+    counter(
+      'rollcall_changes_recorded_total',
+      'Fleet changes this process appended to the change log',
+      (s) => s.recorded,
+    );
+    counter(
+      'rollcall_changes_duplicate_total',
+      'Fleet changes another process (or a backfill) had already recorded',
+      (s) => s.duplicates,
+    );
+    counter('rollcall_change_recorder_events_total', 'Fleet events the change recorder saw', (s) => s.events);
+    counter(
+      'rollcall_change_recorder_failures_total',
+      'Change records that could not be written (offered again on the next backfill)',
+      (s) => s.failures,
+    );
+    counter('rollcall_change_recorder_pending', 'Change records waiting to be written', (s) => s.pending);
+  }
 
   const server = http.createServer(async (req, res) => {
     const url = req.url?.split('?')[0];

@@ -12,6 +12,7 @@ import { registerListeners } from './listeners/index.js';
 import { boltLogger } from './logger.js';
 import { SlackNotifier } from './notifier.js';
 import { guardReceiver } from './request-guard.js';
+import { startIncidentHeaders } from './incident-headers.js';
 import { RollcallError } from '../core/errors.js';
 
 export class SlackStartError extends RollcallError {
@@ -122,6 +123,7 @@ export async function startSlack(
     ...(opts.notifierIntervalMs !== undefined ? { minIntervalMs: opts.notifierIntervalMs } : {}),
   });
   if (!services.notifier) services.notifier = notifier;
+  const headers = startIncidentHeaders(services, { logger });
 
   let stopped = false;
   return {
@@ -131,6 +133,7 @@ export async function startSlack(
     notifier,
     connected: () => !stopped && (slack.mode === 'http' || socketConnected),
     async stop() {
+      headers.stop();
       stopped = true;
       await notifier.flush().catch(() => {});
       await app.stop();

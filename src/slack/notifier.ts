@@ -1,7 +1,7 @@
 import { ErrorCode, WebClientEvent, type WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { MessageRef, Notifier } from '../core/notifier.js';
-import type { Reply } from '../core/reply.js';
+import type { Reply, ReplyFile } from '../core/reply.js';
 import { renderBlocks } from '../views/blocks.js';
 
 export interface SlackNotifierOptions {
@@ -93,6 +93,28 @@ export class SlackNotifier implements Notifier {
     if (state.pending) this.counters.coalesced += 1;
     state.pending = reply;
     this.schedule(state);
+  }
+
+  /** A public channel for an incident, with the declarer invited; resolves to its id. */
+  async createChannel(name: string, invite: string[]): Promise<string> {
+    const created = await this.withRateLimit(() => this.client.conversations.create({ name, is_private: false }));
+    const id = created.channel?.id;
+    if (!id) throw new Error(`conversations.create returned no channel id for #${name}`);
+    const users = invite.filter((u) => /^[UW][A-Z0-9]+$/.test(u));
+    if (users.length) await this.withRateLimit(() => this.client.conversations.invite({ channel: id, users: users.join(',') }));
+    return id;
+  }
+
+  /** Files into a channel or thread with files.uploadV2 (getUploadURLExternal, the upload, completeUploadExternal). */
+  async upload(target: { channel: string; threadTs?: string }, files: ReplyFile[], comment?: string): Promise<void> {
+    await this.withRateLimit(() =>
+      this.client.filesUploadV2({
+        channel_id: target.channel,
+        ...(target.threadTs ? { thread_ts: target.threadTs } : {}),
+        ...(comment ? { initial_comment: comment } : {}),
+        file_uploads: files.map((f) => ({ file: f.content, filename: f.name, title: f.title })),
+      }),
+    );
   }
 
   /** Sends every pending update (respecting the interval and rate limits) and resolves when all are delivered. */

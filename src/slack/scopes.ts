@@ -11,6 +11,12 @@ export const WEB_API_METHODS: Record<string, string | null> = {
   'views.open': null,
   'views.update': null,
   'views.publish': null,
+  // Incidents: their own channel (incidents.createChannel) and the report uploaded to the thread.
+  'conversations.create': 'channels:manage',
+  'conversations.invite': 'channels:manage',
+  'files.uploadV2': 'files:write',
+  'files.getUploadURLExternal': 'files:write',
+  'files.completeUploadExternal': 'files:write',
 };
 
 /**

@@ -47,7 +47,7 @@ describe('runbook engine with bulk-sync', () => {
     const end = await runs().waitForEnd(data.runId, 10_000);
     expect(end.status).toBe('succeeded');
     expect(h.argo.syncs.map((s) => s.app).sort()).toEqual(['auth-config-prod-eu1', 'auth-config-prod-eu2', 'auth-config-prod-us1']);
-    for (const s of h.argo.syncs) expect(s.request).toMatchObject({ prune: true, dryRun: false, infos: [{ name: 'rollcall-run', value: data.runId }] });
+    for (const s of h.argo.syncs) expect(s.request).toMatchObject({ prune: true, dryRun: false, infos: [{ name: 'rollcall-run', value: data.runId }, { name: 'Requested by', value: `U_OP (slack, via rollcall run ${data.runId})` }] });
     // One POST per app and nothing else: the mirror told us the rest.
     expect(h.argo.calls.filter((c) => c.method !== 'sync')).toEqual([]);
     expect(end.steps[0]).toMatchObject({ status: 'succeeded', output: { synced: 3, skipped: 1, failed: [], summary: ['3 app(s) synced on 3 cluster(s), 1 skipped (already Synced and Healthy)'] } });

@@ -54,7 +54,8 @@ describe('bulk-sync against the simulator (seed-outage)', () => {
     expect(apps).toHaveLength(12);
     expect(new Set(apps).size).toBe(12);
     expect(apps.every((a) => a!.startsWith('auth-config-'))).toBe(true);
-    for (const p of posts) expect(p.body).toMatchObject({ prune: true, infos: [{ name: 'rollcall-run', value: runId }] });
+    // Argo CD's own history says who asked, not only the bot's account.
+    for (const p of posts) expect(p.body).toMatchObject({ prune: true, infos: [{ name: 'rollcall-run', value: runId }, { name: 'Requested by', value: `U_OP (terminal, via rollcall run ${runId})` }] });
     // The fix worked: every auth-config app is Synced and Healthy in the mirror.
     const configs = fleet.apps().filter((a) => a.app.metadata.name.startsWith('auth-config-'));
     expect(configs.every((a) => a.app.status?.sync?.status === 'Synced' && a.app.status?.health?.status === 'Healthy')).toBe(true);

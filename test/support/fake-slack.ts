@@ -23,6 +23,13 @@ export interface FakeResponseCall {
   at: number;
 }
 
+/** A file body POSTed to an upload_url from files.getUploadURLExternal (step 2 of files.uploadV2). */
+export interface FakeUpload {
+  fileId: string;
+  contentType?: string;
+  body: Buffer;
+}
+
 export interface FakeSlack {
   url: string;
   /** Web API base for `clientOptions.slackApiUrl` (ends with /api/). */
@@ -30,6 +37,7 @@ export interface FakeSlack {
   port: number;
   calls: FakeSlackCall[];
   responses: FakeResponseCall[];
+  uploads: FakeUpload[];
   /** Calls to one method that were answered (not rate-limited). */
   callsTo(method: string): FakeSlackCall[];
   responsesTo(id: string): FakeResponseCall[];
@@ -45,13 +53,17 @@ export interface FakeSlack {
   stop(): Promise<void>;
 }
 
-const JSON_ARGS = ['blocks', 'view', 'attachments', 'metadata'];
+const JSON_ARGS = ['blocks', 'view', 'attachments', 'metadata', 'files'];
 
 export async function startFakeSlack(opts: { botUserId?: string; teamId?: string } = {}): Promise<FakeSlack> {
   const botUserId = opts.botUserId ?? 'U0BOT';
   const teamId = opts.teamId ?? 'T0TEAM';
   const calls: FakeSlackCall[] = [];
   const responses: FakeResponseCall[] = [];
+  const uploads: FakeUpload[] = [];
+  const pendingFiles = new Map<string, { filename: string; length: number }>();
+  let fileCounter = 0;
+  let channelCounter = 0;
   const limits = new Map<string, { times: number; retryAfter: number }>();
   const failures = new Map<string, string>();
   let tsCounter = 0;
@@ -74,6 +86,23 @@ export async function startFakeSlack(opts: { botUserId?: string; teamId?: string
         return { ok: true, channel: args.channel, ts: args.ts, text: args.text };
       case 'chat.postEphemeral':
         return { ok: true, message_ts: nextTs() };
+      case 'conversations.create':
+        // Slack: lower case, at most 80 characters, no spaces or periods; a taken name is name_taken.
+        if (!/^[a-z0-9_-]{1,80}$/.test(args.name ?? '')) return { ok: false, error: 'invalid_name_specials' };
+        return { ok: true, channel: { id: `C0INC${++channelCounter}`, name: args.name, is_channel: true, is_private: args.is_private === 'true', creator: botUserId } };
+      case 'conversations.invite':
+        return { ok: true, channel: { id: args.channel } };
+      case 'files.getUploadURLExternal': {
+        const fileId = `F0FILE${++fileCounter}`;
+        pendingFiles.set(fileId, { filename: args.filename, length: Number(args.length) });
+        return { ok: true, upload_url: `${fake.url}/upload/${fileId}`, file_id: fileId };
+      }
+      case 'files.completeUploadExternal': {
+        const files = (args.files ?? []) as { id: string; title?: string }[];
+        const unknown = files.find((f) => !pendingFiles.has(f.id) || !uploads.some((u) => u.fileId === f.id));
+        if (unknown) return { ok: false, error: 'file_not_found' };
+        return { ok: true, files: files.map((f) => ({ id: f.id, title: f.title ?? pendingFiles.get(f.id)!.filename, name: pendingFiles.get(f.id)!.filename })) };
+      }
       case 'apps.connections.open':
         return fake.socketUrl ? { ok: true, url: fake.socketUrl } : { ok: false, error: 'no_socket_url' };
       case 'views.open':
@@ -90,7 +119,8 @@ export async function startFakeSlack(opts: { botUserId?: string; teamId?: string
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8');
+      const bytes = Buffer.concat(chunks);
+      const raw = bytes.toString('utf8');
       const path = (req.url ?? '/').split('?')[0];
       const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
         res.writeHead(status, { 'content-type': 'application/json', ...headers });
@@ -100,6 +130,12 @@ export async function startFakeSlack(opts: { botUserId?: string; teamId?: string
         const id = decodeURIComponent(path.slice('/response/'.length));
         responses.push({ id, body: parseBody(raw, req.headers['content-type']), headers: req.headers, at: Date.now() });
         return send(200, { ok: true });
+      }
+      if (path.startsWith('/upload/')) {
+        // files.slack.com answers a good upload with 200 and a plain "OK".
+        uploads.push({ fileId: decodeURIComponent(path.slice('/upload/'.length)), contentType: req.headers['content-type'], body: bytes });
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        return void res.end('OK - ' + bytes.length);
       }
       if (path.startsWith('/api/')) {
         const method = path.slice('/api/'.length);
@@ -126,6 +162,7 @@ export async function startFakeSlack(opts: { botUserId?: string; teamId?: string
     port,
     calls,
     responses,
+    uploads,
     callsTo: (method) => calls.filter((c) => c.method === method && !c.rateLimited),
     responsesTo: (id) => responses.filter((r) => r.id === id),
     responseUrl: (id) => `${url}/response/${encodeURIComponent(id ?? `r${++responseCounter}`)}`,
@@ -134,6 +171,7 @@ export async function startFakeSlack(opts: { botUserId?: string; teamId?: string
     reset: () => {
       calls.length = 0;
       responses.length = 0;
+      uploads.length = 0;
       limits.clear();
       failures.clear();
     },

@@ -2,6 +2,7 @@ import picomatch from 'picomatch';
 import { z } from 'zod';
 import { ArgoError } from '../../argocd/errors.js';
 import type { Application, ApplicationSyncRequest, Operation } from '../../argocd/types.js';
+import { attributionInfos } from '../../argocd/client.js';
 import { RollcallError } from '../../core/errors.js';
 import type { ReplyBlock, ReplyItem } from '../../core/reply.js';
 import type { FleetApp } from '../../fleet/model.js';
@@ -528,7 +529,7 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
       prune: input.prune,
       dryRun: input.dryRun,
       ...(input.revision ? { revision: input.revision } : {}),
-      infos: [{ name: RUN_INFO_NAME, value: runId }],
+      infos: attributionInfos({ runInfoName: RUN_INFO_NAME, runId, user: ctx.run.requester, surface: ctx.run.surface }),
     };
     sent.add(key);
     let failure: unknown;

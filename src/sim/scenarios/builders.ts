@@ -141,6 +141,8 @@ export interface AppOptions {
     minutesAgo: number;
     initiatedBy?: RevisionHistory['initiatedBy'];
     durationSeconds?: number;
+    /** The source as it was then (a pinned image tag that has since changed); else the app's source now. */
+    source?: ApplicationSource;
   }[];
   operationState?: OperationState;
   images?: string[];
@@ -155,7 +157,7 @@ export function application(o: AppOptions): Application {
     revision: h.revision,
     deployedAt: at(o.now, h.minutesAgo),
     deployStartedAt: rfc3339(new Date(minutesAgo(o.now, h.minutesAgo).getTime() - (h.durationSeconds ?? 20) * 1000)),
-    source: structuredClone(o.source),
+    source: structuredClone(h.source ?? o.source),
     initiatedBy: h.initiatedBy ?? { username: 'admin' },
   }));
   return {

@@ -110,6 +110,15 @@ const BAD_COMMIT = commit('deployments: auth-service v2.15.0');
 const FIX_COMMIT = commit('deployments: auth-config drop v2 session flags');
 const PREVIOUS_COMMIT = commit('deployments: weekly dependency bumps');
 const CI = { username: 'ci-deployer' };
+/** auth-service's image is pinned in its ApplicationSet template; the bad commit bumped the pin. */
+export const AUTH_SERVICE_GOOD = 'v2.14.3';
+export const AUTH_SERVICE_BAD = 'v2.15.0';
+/**
+ * The appset controller rewrote the auth-service apps from the new template and started their syncs
+ * (Argo CD's initiator for syncs the ApplicationSet controller starts).
+ */
+const APPSET_CONTROLLER = { username: 'applicationset-controller', automated: true };
+const authServiceImage = (tag: string) => `${REGISTRY}/identity/auth-service:${tag}`;
 
 export function seedOutageFixture(now: Date = new Date()): Fixture {
   const clusters: Cluster[] = SEED_OUTAGE_CLUSTERS.map((name) => {
@@ -157,13 +166,22 @@ function namespaceOf(service: string, project: string): string {
 function serviceApp(now: Date, service: string, project: string, c: Cluster, useName: boolean): Application {
   const name = `${service}-${c.name}`;
   const namespace = namespaceOf(service, project);
-  const source = { repoURL: REPO, path: `services/${service}/overlays/prod`, targetRevision: 'HEAD' };
+  const isAuthService = service === 'auth-service';
+  const base = { repoURL: REPO, path: `services/${service}/overlays/prod`, targetRevision: 'HEAD' };
+  const pinned = (tag: string) => ({ ...base, kustomize: { images: [authServiceImage(tag)] } });
+  const source = isAuthService ? pinned(AUTH_SERVICE_BAD) : base;
   const destination = useName ? { name: c.name, namespace } : { server: c.server, namespace };
   const labels = { app: service, service, env: 'prod', cluster: c.name };
-  const history = [
-    { revision: PREVIOUS_COMMIT, minutesAgo: 60 * 24 * 3, initiatedBy: CI },
-    { revision: BAD_COMMIT, minutesAgo: 44, initiatedBy: CI, durationSeconds: 25 },
-  ];
+  // auth-service: v2.14.3 three days ago, v2.15.0 synced by the appset controller 44 minutes ago.
+  const history = isAuthService
+    ? [
+        { revision: PREVIOUS_COMMIT, minutesAgo: 60 * 24 * 3, initiatedBy: CI, source: pinned(AUTH_SERVICE_GOOD) },
+        { revision: BAD_COMMIT, minutesAgo: 44, initiatedBy: APPSET_CONTROLLER, durationSeconds: 25, source: pinned(AUTH_SERVICE_BAD) },
+      ]
+    : [
+        { revision: PREVIOUS_COMMIT, minutesAgo: 60 * 24 * 3, initiatedBy: CI },
+        { revision: BAD_COMMIT, minutesAgo: 44, initiatedBy: CI, durationSeconds: 25 },
+      ];
   const common = {
     name,
     now,
@@ -191,7 +209,7 @@ function serviceApp(now: Date, service: string, project: string, c: Cluster, use
       sync: 'Synced',
       health: 'Degraded',
       healthSinceMinutes: 41,
-      images: [`${REGISTRY}/identity/auth-service:v2.15.0`],
+      images: [authServiceImage(AUTH_SERVICE_BAD)],
       operationState: finishedOperation({
         now,
         revision: BAD_COMMIT,
@@ -199,7 +217,7 @@ function serviceApp(now: Date, service: string, project: string, c: Cluster, use
         resources,
         startedMinutesAgo: 44.4,
         durationSeconds: 25,
-        initiatedBy: CI,
+        initiatedBy: APPSET_CONTROLLER,
       }),
     });
   }

@@ -1,0 +1,79 @@
+import { parseDuration } from '../config/schema.js';
+import { selectApps } from '../fleet/select.js';
+import type { ChangeLog } from '../incidents/change-log.js';
+import { changeJson, groupChanges, listedKind, withoutDeployOperations, type ChangeJson, type ListedChangeKind } from '../incidents/groups.js';
+import { appKey, changesOfApps } from '../incidents/timeline.js';
+import { formatDuration, plural } from '../core/format.js';
+import { CommandError, checkOptions, selectorFromCommand, SELECTOR_OPTIONS } from './parse.js';
+import type { CommandContext, CommandSpec, ParsedCommand } from './registry.js';
+import type { Reply, ReplyBlock, ReplyItem, Tone } from '../core/reply.js';
+
+const USAGE = 'changes [since=1h] [kind=deploy|sync|operation|rollout|run] [APP|GLOB ...] [-l selector] [cluster=X] [appset=X] [instance=X]';
+const KINDS: ListedChangeKind[] = ['deploy', 'sync', 'operation', 'rollout', 'run'];
+const MAX_GROUPS = 40;
+
+const TONE: Record<ListedChangeKind, Tone> = { deploy: 'info', sync: 'ok', operation: 'progress', rollout: 'progress', run: 'warn' };
+
+/** The change log of this process, or an answer saying why there is none. */
+export function requireChangeLog(ctx: CommandContext, command: string): ChangeLog {
+  if (!ctx.services.changes) {
+    throw new CommandError('redis_unavailable', `\`${command}\` reads the change log in Redis, and this process has no Redis connection: set redis.url (or REDIS_URL) and run it through \`rollcall ask\` or \`rollcall start\`.`);
+  }
+  return ctx.services.changes;
+}
+
+/** `since=` as a duration (`90m`, `2h`, `1d`), bounded by what the log keeps. */
+export function parseSince(text: string | undefined, fallbackMs: number, retentionMs: number): number {
+  if (text === undefined) return fallbackMs;
+  const ms = parseDuration(text);
+  if (ms === undefined || ms <= 0) throw new CommandError('usage', `since= takes a duration such as 30m, 1h or 2d (got "${text}").`);
+  if (ms > retentionMs) throw new CommandError('usage', `since=${text} reaches past the change log's retention (${formatDuration(retentionMs)}): use at most since=${formatDuration(retentionMs).replace(/\s/g, '')}.`);
+  return ms;
+}
+
+export async function runChanges(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
+  checkOptions(cmd, ['since', 'kind', ...SELECTOR_OPTIONS], USAGE);
+  const log = requireChangeLog(ctx, 'changes');
+  const sinceMs = parseSince(cmd.options.since, 3_600_000, log.retentionMs);
+  const kinds = cmd.options.kind?.split(',').map((k) => k.trim());
+  const unknownKind = kinds?.find((k) => !KINDS.includes(k as ListedChangeKind));
+  if (unknownKind !== undefined) throw new CommandError('usage', `kind= is one of ${KINDS.join(', ')} (got "${unknownKind}").`);
+
+  const fleet = ctx.services.fleet;
+  const now = (ctx.services.now ?? (() => new Date()))();
+  let records = (await log.read(now.getTime() - sinceMs, now.getTime())).filter((r) => listedKind(r));
+  const selector = selectorFromCommand(cmd);
+  const scoped = Object.keys(selector).length > 0;
+  if (scoped) {
+    const keys = new Set(selectApps(fleet, selector).map((a) => appKey(a.instance, a.app.metadata.name)));
+    records = changesOfApps(records, keys);
+  }
+  const unique = new Map(records.map((r) => [r.id, r]));
+  const newestFirst = withoutDeployOperations([...unique.values()]).sort((a, b) => Date.parse(b.at) - Date.parse(a.at));
+  const pairs = newestFirst.map((r) => ({ json: changeJson(r, fleet), runId: r.runId })).filter((p): p is { json: ChangeJson; runId: string | undefined } => !!p.json && (!kinds || kinds.includes(p.json.kind)));
+  const changes = pairs.map((p) => p.json);
+  const groups = groupChanges(changes, new Map(pairs.map((p) => [p.json, p.runId])));
+
+  const window = formatDuration(sinceMs);
+  const title = `Changes in the last ${window}`;
+  const blocks: ReplyBlock[] = [{ kind: 'header', text: title }];
+  if (!groups.length) {
+    blocks.push({ kind: 'text', text: `No ${kinds ? kinds.join('/') + ' ' : ''}change${scoped ? ' to the selected apps' : ' in the fleet'} in the last ${window}.`, tone: 'ok' });
+  } else {
+    const items: ReplyItem[] = groups.slice(0, MAX_GROUPS).map((g) => ({ text: `\`${g.to.slice(11, 16)}\` ${g.text}`, tone: TONE[g.kind] }));
+    blocks.push({ kind: 'list', items, total: groups.length });
+    blocks.push({ kind: 'context', text: `${plural(changes.length, 'change')} in ${plural(groups.length, 'group')}, newest first. Times UTC. Health changes are in incident timelines.` });
+  }
+  return { ok: true, command: 'changes', title, data: { since: new Date(now.getTime() - sinceMs).toISOString(), changes, groups }, blocks };
+}
+
+export const changesCommand: CommandSpec = {
+  name: 'changes',
+  aliases: ['changed', 'what-changed'],
+  summary: 'What changed across the fleet: deploys, syncs, operations, rollouts and rollcall runs, grouped',
+  usage: USAGE,
+  help: ['Examples:', '`changes`', '`changes since=3h auth-*`', '`changes since=30m kind=deploy cluster=prod-eu-west-1`'].join('\n'),
+  readOnly: true,
+  usesRedis: true,
+  run: runChanges,
+};
