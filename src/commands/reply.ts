@@ -61,6 +61,19 @@ export interface Reply {
    * Views show links and mentions found in it as text, never as markup the bot itself posted.
    */
   userText?: string[];
+  /** The page of its lists the user asked for (`--page N`, `page=N`, `more`); views show that window. */
+  page?: number;
+  /** The command that produced it, canonical and without its page: what "next page" re-runs, and no suggestion of itself. */
+  commandText?: string;
+}
+
+/** List items one page shows: a Slack message has room for more than a terminal screen. */
+export const PAGE_SIZE = { slack: 25, terminal: 10 } as const;
+
+/** How many pages the reply's list items fill. */
+export function replyPages(reply: Reply, perPage: number): number {
+  const items = reply.blocks.reduce((n, b) => n + (b.kind === 'list' ? b.items.length : 0), 0);
+  return Math.max(1, Math.ceil(items / Math.max(1, perPage)));
 }
 
 /** Marks text as typed by a user (see Reply.userText). */

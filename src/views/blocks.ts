@@ -10,7 +10,7 @@ import type {
   SectionBlock,
 } from '@slack/web-api';
 import type { FormField, FormSpec } from '../commands/registry.js';
-import type { Reply, ReplyBlock, ReplyButton, ReplyItem, Tone } from '../commands/reply.js';
+import { PAGE_SIZE, type Reply, type ReplyBlock, type ReplyButton, type ReplyItem, type Tone } from '../commands/reply.js';
 
 /**
  * Slack's Block Kit limits (docs.slack.dev/reference/block-kit, @slack/types 3.2.0). Slack rejects a whole
@@ -36,7 +36,7 @@ export const SLACK_LIMITS = {
 } as const;
 
 /** How many list items one page shows: a screenful; packed into sections they stay far inside 50 blocks. */
-export const ITEMS_PER_PAGE = 25;
+export const ITEMS_PER_PAGE = PAGE_SIZE.slack;
 
 export const TONE_EMOJI: Record<Tone, string> = {
   ok: ':white_check_mark:',
@@ -104,10 +104,11 @@ export function renderBlocks(typedReply: Reply, opts: RenderOptions = {}): Rende
   const perPage = Math.max(1, opts.itemsPerPage ?? ITEMS_PER_PAGE);
   const totalItems = reply.blocks.reduce((n, b) => n + (b.kind === 'list' ? b.items.length : 0), 0);
   const pages = Math.max(1, Math.ceil(totalItems / perPage));
-  const page = Math.min(Math.max(1, Math.floor(opts.page ?? 1)), pages);
+  const page = Math.min(Math.max(1, Math.floor(opts.page ?? reply.page ?? 1)), pages);
   const windowStart = (page - 1) * perPage;
   const windowEnd = windowStart + perPage;
-  const canPaginate = pages > 1 && opts.commandText !== undefined && pageValueFits(opts.commandText, pages);
+  const commandText = opts.commandText ?? reply.commandText;
+  const canPaginate = pages > 1 && commandText !== undefined && pageValueFits(commandText, pages);
 
   const body: KnownBlock[] = [];
   let offset = 0;
@@ -141,9 +142,9 @@ export function renderBlocks(typedReply: Reply, opts: RenderOptions = {}): Rende
     const last = Math.min(windowEnd, totalItems);
     footer.push(context(`Page ${page} of ${pages} · items ${windowStart + 1}–${last} of ${totalItems}`));
     const nav: ReplyButton[] = [];
-    if (page > 1) nav.push({ label: `Back (page ${page - 1}/${pages})`, action: ACTION_IDS.page, value: encodePageValue({ command: opts.commandText!, page: page - 1 }) });
+    if (page > 1) nav.push({ label: `Back (page ${page - 1}/${pages})`, action: ACTION_IDS.page, value: encodePageValue({ command: commandText!, page: page - 1 }) });
     if (page < pages)
-      nav.push({ label: `More (page ${page + 1}/${pages})`, action: ACTION_IDS.page, value: encodePageValue({ command: opts.commandText!, page: page + 1 }), style: 'primary' });
+      nav.push({ label: `More (page ${page + 1}/${pages})`, action: ACTION_IDS.page, value: encodePageValue({ command: commandText!, page: page + 1 }), style: 'primary' });
     footer.push(...renderActions(nav));
   } else if (hiddenItems > 0) {
     footer.push(context(`…and ${hiddenItems} more not shown. Narrow the selector, or run it in a terminal with \`rollcall ask\` for the full list.`));
