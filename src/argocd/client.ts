@@ -6,7 +6,7 @@ import axios, { AxiosError, type AxiosInstance, type AxiosRequestConfig } from '
 import type { Logger } from 'pino';
 import type { RollcallConfig, InstanceConfig } from '../config/schema.js';
 import type { AppRef, ArgoApi, ListApplicationsQuery, WatchHandle, WatchOptions } from './api.js';
-import { ArgoError, errorFromResponse, errorFromTransport, type CallContext } from './errors.js';
+import { errorFromResponse, errorFromTransport, isArgoError, type CallContext } from './errors.js';
 import { DEFAULT_RETRY, parseRetryAfter, retryDelay, sleep, type RetryPolicy } from './retry.js';
 import type {
   Application,
@@ -153,7 +153,7 @@ export class ArgoClient implements ArgoApi {
     } catch (error) {
       // A retry after a terminate that was applied but whose answer was lost finds nothing running:
       // the goal (no running operation) holds.
-      if (error instanceof ArgoError && error.maybeApplied && /no operation is in progress/i.test(error.argoMessage ?? '')) return;
+      if (isArgoError(error, 'no_operation') && error.maybeApplied) return;
       throw error;
     }
   }

@@ -1,8 +1,9 @@
+import { RollcallError } from '../core/errors.js';
 import type { ArgoErrorBody } from './types.js';
 
 /**
- * Stable error codes of the Argo CD client. Commands map them to replies; the message already
- * says what to do, so a command can show it as is.
+ * What the Argo CD client made of a failure. The client and its callers branch on it (retry, verify,
+ * wait); users see it as the error code `argocd_<kind>`. The message already says what to do.
  */
 export type ArgoErrorCode =
   | 'forbidden'
@@ -16,6 +17,8 @@ export type ArgoErrorCode =
   | 'network'
   /** FailedPrecondition "another operation is already in progress" (B4). */
   | 'operation_in_progress'
+  /** InvalidArgument "No operation is in progress" from terminating an operation: nothing is running. */
+  | 'no_operation'
   /** A watch resumed from a resourceVersion the server no longer has (HTTP 410): relist. */
   | 'expired';
 
@@ -36,7 +39,7 @@ export const GrpcCode = {
 } as const;
 
 export interface ArgoErrorInit {
-  code: ArgoErrorCode;
+  kind: ArgoErrorCode;
   instance: string;
   status?: number;
   grpcCode?: number;
@@ -46,9 +49,10 @@ export interface ArgoErrorInit {
   retryable?: boolean;
 }
 
-export class ArgoError extends Error {
+export class ArgoError extends RollcallError {
   override readonly name = 'ArgoError';
-  readonly code: ArgoErrorCode;
+  declare readonly code: `argocd_${ArgoErrorCode}`;
+  readonly kind: ArgoErrorCode;
   readonly instance: string;
   readonly status?: number;
   readonly grpcCode?: number;
@@ -56,8 +60,8 @@ export class ArgoError extends Error {
   readonly argoMessage?: string;
   readonly maybeApplied: boolean;
   constructor(message: string, init: ArgoErrorInit) {
-    super(message);
-    this.code = init.code;
+    super(`argocd_${init.kind}`, message, { userMessage: `Argo CD instance ${init.instance}: ${message}` });
+    this.kind = init.kind;
     this.instance = init.instance;
     this.status = init.status;
     this.grpcCode = init.grpcCode;
@@ -66,8 +70,8 @@ export class ArgoError extends Error {
   }
 }
 
-export function isArgoError(error: unknown, code?: ArgoErrorCode): error is ArgoError {
-  return error instanceof ArgoError && (code === undefined || error.code === code);
+export function isArgoError(error: unknown, kind?: ArgoErrorCode): error is ArgoError {
+  return error instanceof ArgoError && (kind === undefined || error.kind === kind);
 }
 
 /** What a call was doing, so an error can name the permission, the app and the project. */
@@ -88,7 +92,9 @@ export interface CallContext {
   timeoutMs: number;
 }
 
+// Argo CD says these only in its message text; they are read here, once, into a kind.
 const IN_PROGRESS = /another operation is already in progress/i;
+const NO_OPERATION = /no operation is in progress/i;
 const SYNC_WINDOW = /blocked by sync window/i;
 
 function describeTarget(ctx: CallContext): string {
@@ -109,14 +115,14 @@ export function errorFromResponse(ctx: CallContext, status: number, body: unknow
     return new ArgoError(
       `Argo CD instance ${ctx.instance} rejected the token (HTTP ${status}): it is invalid or expired. ` +
         'Mint a new one (`argocd account generate-token --account rollcall`) and update instances[].token in rollcall.yaml.',
-      { ...base, code: 'unauthenticated' },
+      { ...base, kind: 'unauthenticated' },
     );
   }
   if (status === 403 || grpcCode === GrpcCode.PermissionDenied) {
     if (argoMessage && SYNC_WINDOW.test(argoMessage)) {
       return new ArgoError(
         `Sync of ${describeTarget(ctx)} is blocked by a sync window.${said} Wait for the window to open, or change the AppProject's syncWindows.`,
-        { ...base, code: 'forbidden' },
+        { ...base, kind: 'forbidden' },
       );
     }
     const project = ctx.project ?? (ctx.resource === 'clusters' ? '*' : '<project>');
@@ -127,22 +133,22 @@ export function errorFromResponse(ctx: CallContext, status: number, body: unknow
       `add \`p, role:rollcall, ${ctx.resource}, ${ctx.action}, ${object}, allow\` to argocd-rbac-cm.`;
     // B1: without project=, Argo CD answers 403 both for a forbidden app and for a missing one.
     if (ctx.app && !ctx.project) message += ` If app ${ctx.app} does not exist, Argo CD answers 403 too: check the name.`;
-    return new ArgoError(message, { ...base, code: 'forbidden' });
+    return new ArgoError(message, { ...base, kind: 'forbidden' });
   }
   if (status === 404 || grpcCode === GrpcCode.NotFound) {
     let message: string;
     if (ctx.app) message = `No such app ${ctx.app} on instance ${ctx.instance}${ctx.project ? ` (project ${ctx.project})` : ''}.`;
     else if (ctx.appSet) message = `No such ApplicationSet ${ctx.appSet} on instance ${ctx.instance}.`;
     else message = `Argo CD instance ${ctx.instance} has no ${ctx.method} ${ctx.path} (HTTP 404): check instances[].url and its root path.`;
-    return new ArgoError(message + said, { ...base, code: 'not_found' });
+    return new ArgoError(message + said, { ...base, kind: 'not_found' });
   }
   if (status === 410) {
-    return new ArgoError(`Watch on instance ${ctx.instance} cannot resume: the resourceVersion is too old. Relisting.`, { ...base, code: 'expired' });
+    return new ArgoError(`Watch on instance ${ctx.instance} cannot resume: the resourceVersion is too old. Relisting.`, { ...base, kind: 'expired' });
   }
   if (status === 429 || grpcCode === GrpcCode.ResourceExhausted) {
     return new ArgoError(`Argo CD instance ${ctx.instance} is rate limiting rollcall (HTTP ${status}). Try again in a minute.${said}`, {
       ...base,
-      code: 'rate_limited',
+      kind: 'rate_limited',
     });
   }
   if (argoMessage && IN_PROGRESS.test(argoMessage)) {
@@ -150,29 +156,32 @@ export function errorFromResponse(ctx: CallContext, status: number, body: unknow
       ? `An operation is already running on ${describeTarget(ctx)}. An earlier attempt of this call failed in transit, so it probably ` +
         `started that operation: check the app before syncing again.`
       : `Another operation is already in progress on ${describeTarget(ctx)}: wait for it to finish, or terminate it, then retry.`;
-    return new ArgoError(message, { ...base, code: 'operation_in_progress' });
+    return new ArgoError(message, { ...base, kind: 'operation_in_progress' });
+  }
+  if (argoMessage && NO_OPERATION.test(argoMessage)) {
+    return new ArgoError(`No operation is running on ${describeTarget(ctx)}: there is nothing to terminate.`, { ...base, kind: 'no_operation' });
   }
   if (status === 409 || grpcCode === GrpcCode.FailedPrecondition || grpcCode === GrpcCode.AlreadyExists || grpcCode === GrpcCode.Aborted) {
     return new ArgoError(`Argo CD refused ${ctx.method} on ${describeTarget(ctx)}: ${argoMessage ?? `HTTP ${status}`}`, {
       ...base,
-      code: 'conflict',
+      kind: 'conflict',
     });
   }
   if (status === 400 || status === 422 || grpcCode === GrpcCode.InvalidArgument) {
     return new ArgoError(`Argo CD rejected the request for ${describeTarget(ctx)}: ${argoMessage ?? `HTTP ${status}`}`, {
       ...base,
-      code: 'invalid',
+      kind: 'invalid',
     });
   }
   if (status === 504 || grpcCode === GrpcCode.DeadlineExceeded) {
     return new ArgoError(`Argo CD instance ${ctx.instance} timed out upstream (HTTP ${status}) on ${ctx.method} ${ctx.path}. Try again shortly.${said}`, {
       ...base,
-      code: 'unavailable',
+      kind: 'unavailable',
     });
   }
   return new ArgoError(`Argo CD instance ${ctx.instance} failed ${ctx.method} ${ctx.path} (HTTP ${status}). Try again shortly.${said}`, {
     ...base,
-    code: 'unavailable',
+    kind: 'unavailable',
   });
 }
 
@@ -196,19 +205,19 @@ export function errorFromTransport(ctx: CallContext, errorCode: string | undefin
     return new ArgoError(
       `Argo CD instance ${ctx.instance} did not answer ${ctx.method} ${ctx.path} within ${formatMs(ctx.timeoutMs)} ` +
         `(instances[].timeout). Check that ${ctx.url} is up, or raise the timeout.`,
-      { ...base, code: 'timeout' },
+      { ...base, kind: 'timeout' },
     );
   }
   if (isTlsErrorCode(errorCode)) {
     return new ArgoError(
       `TLS verification of Argo CD instance ${ctx.instance} (${ctx.url}) failed: ${errorCode}. ` +
         'Set instances[].tls.caFile to the CA that signed its certificate (or tls.insecureSkipVerify: true for a test instance).',
-      { ...base, code: 'network' },
+      { ...base, kind: 'network' },
     );
   }
   return new ArgoError(`Cannot reach Argo CD instance ${ctx.instance} at ${ctx.url}: ${errorCode ?? detail}. Check the URL and the network path.`, {
     ...base,
-    code: 'network',
+    kind: 'network',
   });
 }
 

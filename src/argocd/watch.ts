@@ -110,7 +110,7 @@ export function openSseWatch<E>(spec: SseWatchSpec<E>, options: WatchOptions<E>)
     };
 
     armLiveness(spec.connectTimeoutMs, () =>
-      finish(new ArgoError(`Watch ${spec.describe} on instance ${spec.instance}: no answer within ${spec.connectTimeoutMs}ms`, { code: 'timeout', instance: spec.instance })),
+      finish(new ArgoError(`Watch ${spec.describe} on instance ${spec.instance}: no answer within ${spec.connectTimeoutMs}ms`, { kind: 'timeout', instance: spec.instance })),
     );
     let answer: StreamAnswer;
     try {
@@ -126,7 +126,7 @@ export function openSseWatch<E>(spec: SseWatchSpec<E>, options: WatchOptions<E>)
     if (answer.status < 200 || answer.status >= 300) {
       const body = await readSmall(answer.stream);
       const error = spec.errorFor(answer.status, body);
-      finish(error, error.code === 'expired' ? 'expired' : 'reconnect');
+      finish(error, error.kind === 'expired' ? 'expired' : 'reconnect');
       return;
     }
 
@@ -135,7 +135,7 @@ export function openSseWatch<E>(spec: SseWatchSpec<E>, options: WatchOptions<E>)
     const onSilence = () =>
       finish(
         new ArgoError(`Watch ${spec.describe} on instance ${spec.instance} went silent for ${silence}ms (no event or keep-alive): reconnecting.`, {
-          code: 'timeout',
+          kind: 'timeout',
           instance: spec.instance,
         }),
       );
@@ -162,7 +162,7 @@ export function openSseWatch<E>(spec: SseWatchSpec<E>, options: WatchOptions<E>)
       if (message.error) {
         const status = message.error.http_code ?? 500;
         const error = spec.errorFor(status, { code: message.error.grpc_code, message: message.error.message });
-        finish(error, error.code === 'expired' ? 'expired' : 'reconnect');
+        finish(error, error.kind === 'expired' ? 'expired' : 'reconnect');
         return;
       }
       const event = spec.toEvent(message.result);
@@ -201,9 +201,9 @@ export function openSseWatch<E>(spec: SseWatchSpec<E>, options: WatchOptions<E>)
     stream.on('error', (e) => finish(spec.transportError(e)));
     stream.on('end', () => {
       if (data.length && !finished) dispatch(data.join('\n'));
-      finish(new ArgoError(`Watch ${spec.describe} on instance ${spec.instance} was closed by the server: reconnecting.`, { code: 'network', instance: spec.instance }));
+      finish(new ArgoError(`Watch ${spec.describe} on instance ${spec.instance} was closed by the server: reconnecting.`, { kind: 'network', instance: spec.instance }));
     });
-    stream.on('close', () => finish(new ArgoError(`Watch ${spec.describe} on instance ${spec.instance} was dropped: reconnecting.`, { code: 'network', instance: spec.instance })));
+    stream.on('close', () => finish(new ArgoError(`Watch ${spec.describe} on instance ${spec.instance} was dropped: reconnecting.`, { kind: 'network', instance: spec.instance })));
   }
 
   function close() {

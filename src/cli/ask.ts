@@ -3,17 +3,15 @@ import type { RollcallConfig } from '../config/schema.js';
 import { dispatch, parseCommand } from '../commands/index.js';
 import { findCommand, type CommandContext } from '../commands/registry.js';
 import type { RunService } from '../runbooks/engine.js';
-import { errorReply, replyJson, type Reply } from '../commands/reply.js';
+import { errorReply, replyJson, type Reply } from '../core/reply.js';
 import { redactUrlPassword } from '../config/load.js';
+import { EXIT_OK, exitCodeFor } from '../core/error-codes.js';
 import { closeRedis, createRedis, probeRedis } from '../jobs/redis.js';
 import { AuditLog, withAuditOrigin } from '../runbooks/audit.js';
 import { createLogger } from '../log.js';
 import { renderText } from '../views/text.js';
 import { startRuntime } from './bootstrap.js';
 import { TerminalNotifier } from './terminal-notifier.js';
-
-// A malformed selector is bad input like a bad option (exit 2); a well-formed one that matches nothing is a failed command (1).
-const USAGE_CODES = new Set(['usage', 'unknown_command', 'invalid_params', 'unknown_param', 'invalid_selector', 'command_too_long']);
 
 export interface AskOptions {
   json: boolean;
@@ -54,11 +52,9 @@ async function refuseActAs(config: RollcallConfig, text: string, as: string, who
   return errorReply(command, 'forbidden', message);
 }
 
-const EXIT_USAGE = 2;
-
+/** The exit code of an answer: its error code's exit class (core/errors.ts), 0 when it succeeded. */
 function exitCodeOf(reply: Reply): number {
-  if (reply.ok) return 0;
-  return USAGE_CODES.has(reply.error?.code ?? '') ? EXIT_USAGE : 1;
+  return reply.ok ? EXIT_OK : exitCodeFor(reply.error?.code ?? 'internal');
 }
 
 /** A run left queued by `ask` without --wait: say whether a worker will pick it up, and how to follow it. */
@@ -102,7 +98,7 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
           `Cannot reach Redis at ${redactUrlPassword(redisUrl)} (${down}). Runbooks, runs and the audit log live in Redis: start redis-server, or point redis.url / REDIS_URL at yours.`,
         );
         out(opts.json ? JSON.stringify(replyJson(reply)) : renderText(reply, { color: process.stdout.isTTY }));
-        return EXIT_USAGE;
+        return exitCodeOf(reply);
       }
       // Only --wait runs steps here; otherwise a queued run is left to the workers (`rollcall start`)
       // and ask returns at once instead of holding the terminal until the run ends.

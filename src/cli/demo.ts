@@ -2,7 +2,7 @@ import readline from 'node:readline';
 import { parseConfig } from '../config/load.js';
 import { dispatch, runAction } from '../commands/index.js';
 import { findAction, type CommandContext } from '../commands/registry.js';
-import type { Reply, ReplyButton } from '../commands/reply.js';
+import type { Reply, ReplyButton } from '../core/reply.js';
 import { ensureRedis, RedisUnavailableError } from '../dev/redis-server.js';
 import { createLogger } from '../log.js';
 import { loadScenario } from '../sim/scenarios/index.js';

@@ -1,12 +1,9 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError, formatProblem, loadConfig, redactConfig } from '../config/load.js';
-import { errorReply, replyJson } from '../commands/reply.js';
+import { errorReply, replyJson } from '../core/reply.js';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type ErrorCode } from '../core/error-codes.js';
 import { createLogger } from '../log.js';
 
-/** Exit codes of DESIGN.md: 0 ok, 1 the command failed, 2 usage or configuration error. */
-export const EXIT_OK = 0;
-export const EXIT_FAILED = 1;
-export const EXIT_USAGE = 2;
 
 function fail(message: string, code = EXIT_USAGE): never {
   process.stderr.write(`rollcall: ${message}\n`);
@@ -34,7 +31,7 @@ function firstWord(text: string | undefined): string {
   return text?.trim().split(/\s+/)[0] || 'ask';
 }
 
-function printJsonFailure(command: string, code: string, message: string): void {
+function printJsonFailure(command: string, code: ErrorCode, message: string): void {
   process.stdout.write(`${JSON.stringify(replyJson(errorReply(command, code, message)))}\n`);
 }
 

@@ -1,5 +1,6 @@
-import type { MessageRef, Notifier } from '../commands/registry.js';
-import type { Reply } from '../commands/reply.js';
+import { clockTime } from '../core/format.js';
+import type { MessageRef, Notifier } from '../core/notifier.js';
+import type { Reply } from '../core/reply.js';
 import { renderText } from '../views/text.js';
 
 /**
@@ -48,5 +49,5 @@ const ENDED = ['succeeded', 'failed', 'aborted', 'cancelled', 'paused'];
 export function progressLine(reply: Reply): string {
   const firstText = reply.blocks.find((b) => b.kind === 'text');
   const text = firstText && firstText.kind === 'text' ? firstText.text : reply.title;
-  return `  ${new Date().toISOString().slice(11, 19)} ${renderText({ ...reply, blocks: [{ kind: 'text', text }] }).split('\n').join(' ')}`;
+  return `  ${clockTime(new Date())} ${renderText({ ...reply, blocks: [{ kind: 'text', text }] }).split('\n').join(' ')}`;
 }

@@ -11,10 +11,10 @@ import {
   since,
   syncTone,
   truncate,
-} from './format.js';
+} from '../core/format.js';
 import { CommandError, checkOptions, checkPositional } from './parse.js';
 import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
-import type { Reply, ReplyBlock, ReplyButton } from './reply.js';
+import type { Reply, ReplyBlock, ReplyButton } from '../core/reply.js';
 import { healthOf, syncOf } from './status.js';
 import { unknownTarget } from './suggest.js';
 

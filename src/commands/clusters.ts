@@ -1,9 +1,9 @@
 import type { Cluster } from '../argocd/types.js';
 import { normalizeServer } from '../fleet/model.js';
-import { TONE_EMOJI, byText, formatCount, oneLine, plural, truncate } from './format.js';
+import { TONE_EMOJI, byText, formatCount, oneLine, plural, truncate } from '../core/format.js';
 import { checkOptions, checkPositional } from './parse.js';
 import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
-import type { Reply, ReplyBlock, ReplyItem, Tone } from './reply.js';
+import type { Reply, ReplyBlock, ReplyItem, Tone } from '../core/reply.js';
 import { healthOf, isProblem, syncOf } from './status.js';
 import { unknownTarget } from './suggest.js';
 

@@ -1,11 +1,11 @@
-import { mention } from './format.js';
+import { mention } from '../core/format.js';
 import { formatSelectorParam } from '../runbooks/actions/bulk-sync.js';
 import type { PauseRecord } from '../runbooks/rollout-pause.js';
 // `pause` and `resume` are shortcuts for the pause-rollout / resume-rollout runbooks and go through the
 // `run` command itself (preview, confirm, approvals, live progress), so that module must be registered.
 import './runbooks.js';
 import { findCommand, registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
-import { errorReply, type Reply, type ReplyItem } from './reply.js';
+import { errorReply, type Reply, type ReplyItem } from '../core/reply.js';
 
 /** Options of `pause` that narrow an app selection (as in `sync`) rather than being runbook params. */
 const SELECTION_OPTIONS = ['cluster', 'project', 'appset', 'selector'];

@@ -1,8 +1,8 @@
 import { diagnoseAppSet, diagnoseFleet, type Finding } from '../fleet/diagnose.js';
-import { TONE_EMOJI, plural } from './format.js';
+import { TONE_EMOJI, plural } from '../core/format.js';
 import { checkOptions, checkPositional } from './parse.js';
 import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
-import type { Reply, ReplyBlock } from './reply.js';
+import type { Reply, ReplyBlock } from '../core/reply.js';
 import { diagnoseOptions, findAppSet, findingsBlock, noRolloutReply } from './rollout.js';
 import { unknownTarget } from './suggest.js';
 

@@ -1,7 +1,7 @@
-import { code } from './format.js';
+import { code } from '../core/format.js';
 import { CommandError } from './parse.js';
 import { allCommands, findCommand, registerCommand, type CommandSpec, type ParsedCommand } from './registry.js';
-import type { Reply, ReplyBlock } from './reply.js';
+import type { Reply, ReplyBlock } from '../core/reply.js';
 import { suggest } from './suggest.js';
 
 const USAGE = 'help [COMMAND]';

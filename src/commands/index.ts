@@ -1,11 +1,11 @@
 import type { InstanceHealth } from '../fleet/events.js';
-import { SelectorError } from '../fleet/select.js';
-import { canOperate, canRead, operateDeniedMessage, readDeniedMessage } from './access.js';
+import { canOperate, canRead, operateDeniedMessage, readDeniedMessage } from '../core/access.js';
 import { commandNames, helpReply } from './help.js';
 import { CommandError, commandText, parseCommand } from './parse.js';
+import { replyFromError } from '../core/errors.js';
 import { findCommand, registerCommand, type ActionSpec, type CommandContext, type ParsedCommand } from './registry.js';
-import { formatCount } from './format.js';
-import { PAGE_SIZE, errorReply, replyPages, withUserText, type Reply } from './reply.js';
+import { formatCount } from '../core/format.js';
+import { PAGE_SIZE, errorReply, replyPages, withUserText, type Reply } from '../core/reply.js';
 import { suggest } from './suggest.js';
 import { auditRefusal } from './runbooks.js';
 import { withAuditOrigin, type AuditOrigin } from '../runbooks/audit.js';
@@ -25,35 +25,8 @@ import './control.js';
 export { parseCommand, selectorFromCommand, commandText, tokenize, CommandError, CommandSyntaxError } from './parse.js';
 export { suggest, unknownTarget } from './suggest.js';
 export { auditRefusal } from './runbooks.js';
-export { canOperate, canRead, isAdmin, principalMatches } from './access.js';
+export { canOperate, canRead, isAdmin, principalMatches } from '../core/access.js';
 export { summarizeApps, problemReason, isProblem } from './status.js';
-
-const capitalize = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
-
-/** Turns anything a command threw into an error Reply with a stable code. */
-export function errorFromException(command: string, error: unknown): Reply {
-  if (error instanceof CommandError) {
-    const reply = errorReply(command, error.code, error.message, error.suggestions);
-    if (error.data) reply.data = error.data;
-    if (error.blocks) reply.blocks.push(...error.blocks);
-    return reply;
-  }
-  if (error instanceof SelectorError) {
-    if (error.code === 'unknown_target') {
-      // select.ts words its own "Did you mean"; the reply lists suggestions separately.
-      return errorReply(command, 'unknown_target', error.message.replace(/\s*Did you mean .*$/s, ''), error.details.suggestions);
-    }
-    return errorReply(command, 'invalid_selector', `${capitalize(error.message)}. Use Kubernetes syntax, e.g. -l env=prod,tier!=canary or selector="env in (prod,staging)".`);
-  }
-  const e = error as { name?: string; code?: unknown; instance?: unknown; message?: unknown };
-  // Argo CD client errors (src/argocd/errors.ts) carry the instance and a stable code; their
-  // messages already say what to do.
-  if (e && typeof e.code === 'string' && typeof e.instance === 'string') {
-    return errorReply(command, `argocd_${e.code}`, `Argo CD instance ${e.instance}: ${String(e.message)}`);
-  }
-  const message = error instanceof Error ? error.message : String(error);
-  return errorReply(command, 'internal_error', `\`${command}\` failed unexpectedly: ${message}. This is a rollcall bug; the logs have the details.`);
-}
 
 /** Instances the fleet view is not in sync with; a StaticFleet has none. */
 function unsyncedInstances(ctx: CommandContext): InstanceHealth[] {
@@ -114,7 +87,7 @@ async function dispatchCommand(text: string, ctx: CommandContext): Promise<Reply
   try {
     cmd = parseCommand(text);
   } catch (error) {
-    return errorFromException(text.trim().split(/\s+/)[0] || 'help', error);
+    return replyFromError(text.trim().split(/\s+/)[0] || 'help', error);
   }
   try {
     if (!cmd.command) return helpReply();
@@ -145,7 +118,7 @@ async function dispatchCommand(text: string, ctx: CommandContext): Promise<Reply
     if (spec.name === 'more') return reply;
     return withMirrorWarning(paged(reply, { ...cmd, command: spec.name }, page, ctx, spec.readOnly), ctx);
   } catch (error) {
-    return withMirrorWarning(errorFromException(findCommand(cmd.command)?.name ?? cmd.command, error), ctx);
+    return withMirrorWarning(replyFromError(findCommand(cmd.command)?.name ?? cmd.command, error), ctx);
   }
 }
 

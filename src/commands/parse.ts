@@ -1,6 +1,8 @@
 import type { AppSelector } from '../fleet/select.js';
 import type { ParsedCommand } from './registry.js';
-import type { ReplyBlock } from './reply.js';
+import type { ReplyBlock } from '../core/reply.js';
+import type { ErrorCode } from '../core/error-codes.js';
+import { RollcallError } from '../core/errors.js';
 
 /**
  * The chat grammar: `<command> [target...] [key=value ...] [-l selector] [--flag]`.
@@ -9,17 +11,17 @@ import type { ReplyBlock } from './reply.js';
  */
 
 /** A failure a command reports to the user: a stable code and a message that says what to do. */
-export class CommandError extends Error {
+export class CommandError extends RollcallError {
   constructor(
-    readonly code: string,
+    code: ErrorCode,
     message: string,
-    readonly suggestions?: string[],
+    suggestions?: string[],
     /** What the reply's data carries besides the error (e.g. the matches of an ambiguous name). */
-    readonly data?: Record<string, unknown>,
+    data?: Record<string, unknown>,
     /** Blocks shown under the message (the candidates, buttons to pick one). */
-    readonly blocks?: ReplyBlock[],
+    blocks?: ReplyBlock[],
   ) {
-    super(message);
+    super(code, message, { suggestions, data, blocks });
     this.name = 'CommandError';
   }
 }

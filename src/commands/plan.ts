@@ -1,9 +1,9 @@
 import { diagnoseAppSet } from '../fleet/diagnose.js';
 import { buildRolloutPlan } from '../fleet/rollout.js';
 import { isRollingSync } from '../fleet/rollingsync.js';
-import { TONE_EMOJI, code, formatCount, plural } from './format.js';
+import { TONE_EMOJI, code, formatCount, plural } from '../core/format.js';
 import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
-import type { Reply, ReplyBlock, ReplyItem } from './reply.js';
+import type { Reply, ReplyBlock, ReplyItem } from '../core/reply.js';
 import { concurrencyMeaning, diagnoseOptions, findAppSet, findingsBlock, heldByBlock, noRolloutReply, pausedBlock, targetName } from './rollout.js';
 
 const USAGE = 'plan APPSET [instance=X]';

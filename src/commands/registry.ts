@@ -3,7 +3,8 @@ import type { RollcallConfig } from '../config/schema.js';
 import type { FleetView } from '../fleet/model.js';
 import type { KubeClients } from '../kube/clients.js';
 import type { PauseStore } from '../runbooks/rollout-pause.js';
-import type { Reply } from './reply.js';
+import type { Notifier } from '../core/notifier.js';
+import type { Reply } from '../core/reply.js';
 
 /** A parsed chat command: `/argo <command> [target] [key=value ...] [--flag]`. */
 export interface ParsedCommand {
@@ -15,20 +16,6 @@ export interface ParsedCommand {
   /** --flags (`public`, `json`, `yes` ...). */
   flags: Set<string>;
   raw: string;
-}
-
-/** Where a reply goes and how a live message is updated. Implemented by Slack and the terminal. */
-export interface MessageRef {
-  channel: string;
-  ts: string;
-  threadTs?: string;
-}
-
-export interface Notifier {
-  /** Posts a new message (in a thread when threadTs is given). */
-  post(target: { channel: string; threadTs?: string }, reply: Reply): Promise<MessageRef>;
-  /** Replaces a message's content. Implementations coalesce and respect rate limits. */
-  update(ref: MessageRef, reply: Reply): Promise<void>;
 }
 
 export interface Services {

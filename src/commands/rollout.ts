@@ -18,17 +18,18 @@ import {
   progressiveTone,
   since,
   truncate,
-} from './format.js';
+} from '../core/format.js';
 import { CommandError, checkOptions, checkPositional } from './parse.js';
 import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
-import type { Reply, ReplyBlock, ReplyButton, ReplyItem } from './reply.js';
+import type { Reply, ReplyBlock, ReplyButton, ReplyItem } from '../core/reply.js';
 import { healthOf, isProblem, problemReason, syncOf } from './status.js';
 import { unknownTarget } from './suggest.js';
 import { PAUSED_AT, PAUSED_BY, PAUSE_RUN } from '../runbooks/rollout-pause.js';
+import { expressionText } from '../fleet/rollingsync.js';
+import { SEVERITY_RANK } from '../fleet/diagnose.js';
 
 const USAGE = 'rollout APPSET [instance=X]';
 const APPS_SHOWN_PER_STEP = 10;
-const SEVERITY_RANK: Record<string, number> = { critical: 0, warning: 1, info: 2 };
 const IN_FLIGHT_RANK: Record<string, number> = { Progressing: 0, Pending: 1, Waiting: 2 };
 
 /** The appset named so (on one instance when given). Unknown and ambiguous names become CommandErrors. */
@@ -100,10 +101,6 @@ export function heldByBlock(held: MissingAppHold): ReplyBlock {
   };
 }
 
-export function expressionText(e: ApplicationMatchExpression): string {
-  return `${e.key} ${e.operator} [${(e.values ?? []).join(', ')}]`;
-}
-
 export function stepSelectorText(exprs: ApplicationMatchExpression[]): string {
   return exprs.length ? exprs.map(expressionText).join(', ') : 'every app (no matchExpressions)';
 }
@@ -116,7 +113,7 @@ export function concurrencyMeaning(maxConcurrent: number | null): string {
 }
 
 export function sortFindings(findings: Finding[]): Finding[] {
-  return [...findings].sort((a, b) => (SEVERITY_RANK[a.severity] ?? 3) - (SEVERITY_RANK[b.severity] ?? 3));
+  return [...findings].sort((a, b) => SEVERITY_RANK[a.severity] - SEVERITY_RANK[b.severity]);
 }
 
 /** One list of findings: severity emoji, rule, message; why and fix as the detail. */

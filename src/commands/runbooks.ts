@@ -9,7 +9,9 @@ import { selectApps } from '../fleet/select.js';
 import { CommandError, selectorFromCommand } from './parse.js';
 import { registerAction, registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
 import { unknownTarget } from './suggest.js';
-import { errorReply, type Reply } from './reply.js';
+import { errorReply, type Reply } from '../core/reply.js';
+import type { ErrorCode } from '../core/error-codes.js';
+import { replyFromError, RollcallError } from '../core/errors.js';
 
 /**
  * Runbook commands. `run` and `sync` are mutating, so the dispatcher first requires an operator
@@ -25,24 +27,14 @@ function runsOf(ctx: CommandContext): RunService | undefined {
 const noEngine = (command: string) =>
   errorReply(command, 'runs_unavailable', 'The runbook engine is not running in this process (it needs Redis: set redis.url in rollcall.yaml or REDIS_URL).');
 
-/** Our typed errors carry a stable `code`; anything else is a bug and is rethrown to the dispatcher. */
+/** A RollcallError is answered here, under this command's name; anything else is a bug and goes to the dispatcher. */
 function failure(command: string, error: unknown): Reply {
-  if (error instanceof ParamError) {
-    const reply = errorReply(command, error.code, error.message, error.problems.map((p) => p.suggestion).filter((s): s is string => !!s));
-    reply.data = { problems: error.problems };
-    return reply;
-  }
-  const e = error as { code?: unknown; message?: string; known?: string[]; conflicts?: unknown };
-  if (e && typeof e.code === 'string' && !('instance' in (e as object))) {
-    const reply = errorReply(command, e.code, e.message ?? String(error));
-    if (e.conflicts) reply.data = { conflicts: e.conflicts };
-    return reply;
-  }
+  if (error instanceof RollcallError) return replyFromError(command, error);
   throw error;
 }
 
 /** Refusals of an action on a run: someone may not, or the run is not in a state that allows it. */
-const REFUSAL_CODES = new Set(['forbidden', 'invalid_state', 'run_not_found']);
+const REFUSAL_CODES = new Set<ErrorCode>(['forbidden', 'invalid_state', 'run_not_found']);
 
 /**
  * Records a refused attempt in the audit log: who tried what on which run (the surface comes from the
@@ -61,11 +53,11 @@ export async function auditRefusal(ctx: CommandContext, event: { target: string;
 
 /** An action on a run (`runs confirm ID`, the Confirm button ...) that threw: refusals are audited, then answered. */
 async function refusedOrFailed(ctx: CommandContext, command: string, action: string, runId: string, error: unknown): Promise<Reply> {
-  const code = (error as { code?: unknown })?.code;
+  const code = error instanceof RollcallError ? error.code : undefined;
   const reply = failure(command, error);
   // The engine audits a refused approval itself (it is where approvers are decided).
   const auditedByEngine = action === 'run.approve' && code === 'forbidden';
-  if (typeof code === 'string' && REFUSAL_CODES.has(code) && !auditedByEngine) {
+  if (code && REFUSAL_CODES.has(code) && !auditedByEngine) {
     const unrecorded = await auditRefusal(ctx, { target: action, runId, result: code, message: (error as Error).message });
     if (unrecorded && reply.error) reply.error.message += ` ${unrecorded}`;
   }

@@ -15,10 +15,10 @@ import {
   plural,
   since,
   truncate,
-} from './format.js';
+} from '../core/format.js';
 import { SELECTOR_OPTIONS, checkOptions, commandText, selectorFromCommand } from './parse.js';
 import { registerCommand, type CommandContext, type ParsedCommand } from './registry.js';
-import type { Reply, ReplyBlock, ReplyButton, ReplyItem, Tone } from './reply.js';
+import type { Reply, ReplyBlock, ReplyButton, ReplyItem, Tone } from '../core/reply.js';
 import { fleetNames, unknownTarget } from './suggest.js';
 
 export interface StatusTotals {

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { parseDocument, LineCounter, isMap, isSeq, isScalar, type Node } from 'yaml';
 import type { z } from 'zod';
 import { configSchema, type RollcallConfig } from './schema.js';
+import { RollcallError } from '../core/errors.js';
 
 export interface ConfigProblem {
   /** `instances[1].url` */
@@ -11,13 +12,13 @@ export interface ConfigProblem {
   line?: number;
 }
 
-export class ConfigError extends Error {
-  readonly code = 'config_invalid';
+export class ConfigError extends RollcallError {
+  declare readonly code: 'config_invalid';
   constructor(
     readonly file: string,
     readonly problems: ConfigProblem[],
   ) {
-    super(`${file}: invalid configuration\n` + problems.map((p) => `  ${formatProblem(p)}`).join('\n'));
+    super('config_invalid', `${file}: invalid configuration\n` + problems.map((p) => `  ${formatProblem(p)}`).join('\n'));
   }
 }
 

@@ -3,12 +3,14 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { RollcallError } from '../core/errors.js';
 
 /** Thrown when no Redis is reachable and no `redis-server` binary exists to start one. */
-export class RedisUnavailableError extends Error {
-  readonly code = 'redis_unavailable';
+export class RedisUnavailableError extends RollcallError {
+  declare readonly code: 'redis_unavailable';
   constructor() {
     super(
+      'redis_unavailable',
       'rollcall needs Redis 6.2+ and none is reachable on 127.0.0.1:6379 (and REDIS_URL is not set), ' +
         'and no `redis-server` binary was found to start a private one.\n' +
         'Install Redis:  sudo apt-get install redis-server   (Debian/Ubuntu)\n' +

@@ -28,6 +28,8 @@ import {
   rolloutSteps,
   usesClusterGenerator,
 } from './rollingsync.js';
+import { formatDuration } from '../core/format.js';
+import { expressionText } from './rollingsync.js';
 
 export type Severity = 'critical' | 'warning' | 'info';
 
@@ -78,7 +80,8 @@ export const RULES = [
 
 export type RuleId = (typeof RULES)[number];
 
-const SEVERITY_RANK: Record<Severity, number> = { critical: 0, warning: 1, info: 2 };
+/** Most severe first: the order findings are shown in. */
+export const SEVERITY_RANK: Record<Severity, number> = { critical: 0, warning: 1, info: 2 };
 
 /** The operation message the application controller writes while a sync window holds an operation (controller/sync.go). */
 export const SYNC_WINDOW_BLOCKED_MESSAGE = 'Sync operation blocked by sync window';
@@ -575,7 +578,7 @@ function ruleLabelOnClusterNotApp(ctx: Context, add: Add) {
         rule: 'label-on-cluster-not-app',
         severity: 'critical',
         message:
-          `Step ${i + 1} matches on \`${expr.key}\` (\`${exprText(expr)}\`), a label ${clusterNames.length === 1 ? 'the destination cluster carries' : `the ${clusterNames.length} destination clusters carry`} ` +
+          `Step ${i + 1} matches on \`${expr.key}\` (\`${expressionText(expr)}\`), a label ${clusterNames.length === 1 ? 'the destination cluster carries' : `the ${clusterNames.length} destination clusters carry`} ` +
           `(${nameList(clusterNames)}; values ${clusterValues.map((v) => `"${v}"`).join(', ')}), but ` +
           (all
             ? `none of the ${count(ctx.apps.length, 'generated app')} has it.`
@@ -884,7 +887,7 @@ function blockedBehind(ctx: Context, step: number): { apps: number; steps: numbe
 function expressionReason(ctx: Context, expr: ApplicationMatchExpression): string | undefined {
   const matched = ctx.apps.filter((a) => expressionMatches(a.labels, expr)).length;
   if (matched > 0) return undefined;
-  if (!isSupportedOperator(expr.operator)) return `\`${exprText(expr)}\` uses an unsupported operator`;
+  if (!isSupportedOperator(expr.operator)) return `\`${expressionText(expr)}\` uses an unsupported operator`;
   const values = unique(ctx.apps.map((a) => a.labels[expr.key]).filter((v): v is string => v !== undefined)).sort();
   if (expr.operator === 'NotIn') return `every app has ${expr.key} in [${(expr.values ?? []).join(', ')}]`;
   if (values.length === 0) {
@@ -930,14 +933,9 @@ function outOfSyncPhrase(outOfSync: number, total: number): string {
   return `${outOfSync} of them ${outOfSync === 1 ? 'is' : 'are'}`;
 }
 
-function exprText(expr: ApplicationMatchExpression): string {
-  const values = expr.values ?? [];
-  return values.length ? `${expr.key} ${expr.operator} [${values.join(', ')}]` : `${expr.key} ${expr.operator}`;
-}
-
 function stepText(step: ApplicationSetRolloutStep): string {
   const exprs = step.matchExpressions ?? [];
-  return exprs.length ? exprs.map(exprText).join(' and ') : 'no matchExpressions';
+  return exprs.length ? exprs.map(expressionText).join(' and ') : 'no matchExpressions';
 }
 
 function nameList(names: string[]): string {
@@ -969,16 +967,6 @@ function parseTime(text: string | undefined): number | undefined {
   if (!text) return undefined;
   const t = Date.parse(text);
   return Number.isNaN(t) ? undefined : t;
-}
-
-/** 42m, 1h05m, 2d3h: compact enough for a Slack line. */
-export function formatDuration(ms: number): string {
-  const minutes = Math.floor(ms / 60_000);
-  if (minutes < 1) return `${Math.max(0, Math.floor(ms / 1000))}s`;
-  if (minutes < 60) return `${minutes}m`;
-  const hours = Math.floor(minutes / 60);
-  if (hours < 24) return `${hours}h${String(minutes % 60).padStart(2, '0')}m`;
-  return `${Math.floor(hours / 24)}d${hours % 24}h`;
 }
 
 /** Code-point order, like Argo CD's sorted lists (and far cheaper than localeCompare on 10k names). */

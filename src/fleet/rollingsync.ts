@@ -525,6 +525,12 @@ export const ROLLING_SYNC_REASON = 'ApplicationSet RollingSync triggered a sync 
 /** Since v3.1 (PR #23335), matching the app controller's auto-sync default. */
 export const ROLLING_SYNC_DEFAULT_RETRY = { limit: 5 } as const;
 
+/** A step's match expression as on-call reads it: `env In [prod, staging]`, `canary Exists`. */
+export function expressionText(expr: ApplicationMatchExpression): string {
+  const values = expr.values ?? [];
+  return values.length ? `${expr.key} ${expr.operator} [${values.join(', ')}]` : `${expr.key} ${expr.operator}`;
+}
+
 /** An automated block counts as enabled when present and not `enabled: false` (nil means on, v3.1+). */
 export function automatedEnabled(automated: SyncPolicyAutomated | null | undefined): boolean {
   return automated != null && automated.enabled !== false;

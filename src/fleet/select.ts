@@ -1,6 +1,7 @@
 import { distance } from 'fastest-levenshtein';
 import picomatch from 'picomatch';
 import type { FleetApp, FleetView } from './model.js';
+import { RollcallError } from '../core/errors.js';
 
 /**
  * Selecting apps the way on-call types them: names or globs, a Kubernetes label selector
@@ -8,14 +9,22 @@ import type { FleetApp, FleetView } from './model.js';
  */
 export type SelectorErrorCode = 'invalid_selector' | 'unknown_target';
 
-export class SelectorError extends Error {
+export class SelectorError extends RollcallError {
   override readonly name = 'SelectorError';
+  declare readonly code: SelectorErrorCode;
   constructor(
     message: string,
-    readonly code: SelectorErrorCode = 'invalid_selector',
+    code: SelectorErrorCode = 'invalid_selector',
     readonly details: { position?: number; selector?: string; kind?: string; value?: string; suggestions?: string[] } = {},
   ) {
-    super(message);
+    super(code, message, {
+      suggestions: details.suggestions,
+      // A reply lists the suggestions apart from the message, and says how a selector is written.
+      userMessage:
+        code === 'unknown_target'
+          ? message.replace(/\s*Did you mean .*$/s, '')
+          : `${message.charAt(0).toUpperCase()}${message.slice(1)}. Use Kubernetes syntax, e.g. -l env=prod,tier!=canary or selector="env in (prod,staging)".`,
+    });
   }
 }
 

@@ -1,5 +1,6 @@
 import type { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import type { KubeClusterConfig, RollcallConfig } from '../config/schema.js';
+import { RollcallError } from '../core/errors.js';
 
 export interface KubeClients {
   cluster: string;
@@ -8,13 +9,14 @@ export interface KubeClients {
   custom: CustomObjectsApi;
 }
 
-export class KubeError extends Error {
+export class KubeError extends RollcallError {
+  declare readonly code: 'unknown_cluster' | 'not_found' | 'conflict' | 'forbidden' | 'unauthenticated' | 'unavailable' | 'invalid';
   constructor(
-    readonly code: 'unknown_cluster' | 'not_found' | 'conflict' | 'forbidden' | 'unauthenticated' | 'unavailable' | 'invalid',
+    code: KubeError['code'],
     message: string,
     readonly status?: number,
   ) {
-    super(message);
+    super(code, message);
   }
 }
 

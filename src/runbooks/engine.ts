@@ -2,7 +2,8 @@ import { setMaxListeners } from 'node:events';
 import { DelayedError, type Job, type Queue, type Worker } from 'bullmq';
 import { closest } from 'fastest-levenshtein';
 import type { Redis } from 'ioredis';
-import type { MessageRef, Services } from '../commands/registry.js';
+import type { Services } from '../commands/registry.js';
+import type { MessageRef } from '../core/notifier.js';
 import { createStepQueue, createStepWorker, DEFAULT_TIMING, type StepJobData, type WorkerTiming } from '../jobs/queues.js';
 import { InstanceRateLimiter, type RateLimit } from '../jobs/rate-limit.js';
 import { closeRedis, createRedis } from '../jobs/redis.js';
@@ -16,30 +17,30 @@ import { assertMayApprove, assertMayOperate, assertMayRun } from './permissions.
 import { progressLine, progressReply } from './replies.js';
 import { isTerminal, previewExpired, PREVIEW_TTL_MS, RunStore, type Run, type RunProgress, type RunStatus, type StepState } from './run-store.js';
 import type { Runbook } from './schema.js';
+import type { ErrorCode } from '../core/error-codes.js';
+import { isRollcallError, RollcallError } from '../core/errors.js';
 
-export class RunStateError extends Error {
-  readonly code = 'invalid_state';
+export class RunStateError extends RollcallError {
+  declare readonly code: 'invalid_state';
   constructor(message: string) {
-    super(message);
+    super('invalid_state', message);
   }
 }
 
-export class RunbookNotFoundError extends Error {
-  readonly code = 'unknown_runbook';
+export class RunbookNotFoundError extends RollcallError {
+  declare readonly code: 'unknown_runbook';
   constructor(
     readonly runbook: string,
     readonly known: string[],
   ) {
     const near = known.length ? closest(runbook, known) : undefined;
-    super(`no runbook "${runbook}"${near ? ` (did you mean ${near}?)` : ''}; runbooks: ${known.join(', ') || 'none loaded'}`);
+    super('unknown_runbook', `no runbook "${runbook}"${near ? ` (did you mean ${near}?)` : ''}; runbooks: ${known.join(', ') || 'none loaded'}`);
   }
 }
 
-export class PreviewError extends Error {
-  readonly code: string;
-  constructor(message: string, code = 'preview_failed') {
-    super(message);
-    this.code = code;
+export class PreviewError extends RollcallError {
+  constructor(message: string, code: ErrorCode = 'preview_failed') {
+    super(code, message);
   }
 }
 
@@ -685,7 +686,7 @@ function loadDefaultRunbooks(services: Services): Map<string, Runbook> {
   try {
     return loadRunbooks(dir);
   } catch (err) {
-    if ((err as { code?: string }).code === 'runbook_invalid' && (err as Error).message.includes('no runbook files')) return loadRunbooks(SHIPPED_RUNBOOKS_DIR);
+    if (isRollcallError(err, 'runbook_dir_empty')) return loadRunbooks(SHIPPED_RUNBOOKS_DIR);
     throw err;
   }
 }

@@ -8,6 +8,7 @@ import { findRunbookAction, runbookActionNames } from './actions/index.js';
 import { z } from 'zod';
 import { coerceParam, type ParamValue } from './params.js';
 import { runbookFileSchema, type Runbook } from './schema.js';
+import { RollcallError } from '../core/errors.js';
 
 export interface RunbookProblem {
   file: string;
@@ -17,10 +18,13 @@ export interface RunbookProblem {
   message: string;
 }
 
-export class RunbookLoadError extends Error {
-  readonly code = 'runbook_invalid';
-  constructor(readonly problems: RunbookProblem[]) {
-    super(`invalid runbooks:\n${problems.map((p) => `  ${formatRunbookProblem(p)}`).join('\n')}`);
+export class RunbookLoadError extends RollcallError {
+  declare readonly code: 'runbook_invalid' | 'runbook_dir_empty';
+  constructor(
+    readonly problems: RunbookProblem[],
+    code: RunbookLoadError['code'] = 'runbook_invalid',
+  ) {
+    super(code, `invalid runbooks:\n${problems.map((p) => `  ${formatRunbookProblem(p)}`).join('\n')}`);
   }
 }
 
@@ -199,6 +203,7 @@ export function validateRunbooks(dir: string): RunbookValidation {
 /** Loads every runbook in dir; throws RunbookLoadError listing each problem with file and line. */
 export function loadRunbooks(dir: string): Map<string, Runbook> {
   const { runbooks, problems } = validateRunbooks(dir);
+  if (!runbookFiles(dir).length) throw new RunbookLoadError(problems, 'runbook_dir_empty');
   if (problems.length) throw new RunbookLoadError(problems);
   return new Map(runbooks.map((r) => [r.name, r]));
 }

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { keyBase } from '../jobs/redis.js';
 import type { RunTarget } from './actions/types.js';
+import { RollcallError } from '../core/errors.js';
 
 /**
  * Takes every lock or none: returns {} on success, else a flat list [key, holder, ...] of the locks
@@ -30,15 +31,17 @@ export interface LockConflict {
   apps: { instance: string; app: string }[];
 }
 
-export class LockConflictError extends Error {
-  readonly code = 'locked';
+export class LockConflictError extends RollcallError {
+  declare readonly code: 'locked';
   constructor(readonly conflicts: LockConflict[]) {
     super(
+      'locked',
       'these apps are locked by another run: ' +
         conflicts
           .map((c) => `${c.runId} holds ${c.apps.slice(0, 10).map((a) => a.app).join(', ')}${c.apps.length > 10 ? ` and ${c.apps.length - 10} more` : ''}`)
           .join('; ') +
         ' (wait for it to finish, or `/argo runs show ID` / `/argo runs cancel ID`)',
+      { data: { conflicts } },
     );
   }
 }

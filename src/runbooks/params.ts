@@ -1,6 +1,7 @@
 import { closest } from 'fastest-levenshtein';
 import { parseDuration } from '../config/schema.js';
 import type { Runbook, RunbookParam } from './schema.js';
+import { RollcallError } from '../core/errors.js';
 
 export type ParamValue = string | number | boolean;
 
@@ -11,13 +12,16 @@ export interface ParamProblem {
   suggestion?: string;
 }
 
-export class ParamError extends Error {
-  readonly code = 'invalid_params';
+export class ParamError extends RollcallError {
+  declare readonly code: 'invalid_params';
   constructor(
     readonly runbook: string,
     readonly problems: ParamProblem[],
   ) {
-    super(problems.map((p) => p.message).join('; '));
+    super('invalid_params', problems.map((p) => p.message).join('; '), {
+      suggestions: problems.map((p) => p.suggestion).filter((s): s is string => !!s),
+      data: { problems },
+    });
   }
 }
 

@@ -1,13 +1,14 @@
-import { mention } from '../commands/format.js';
-import { canOperate, describePrincipals, isAdmin, principalMatches } from '../commands/access.js';
+import { mention } from '../core/format.js';
+import { canOperate, describePrincipals, isAdmin, principalMatches } from '../core/access.js';
 import type { RollcallConfig } from '../config/schema.js';
 import type { Run } from './run-store.js';
 import type { Runbook } from './schema.js';
+import { RollcallError } from '../core/errors.js';
 
-export class RunForbiddenError extends Error {
-  readonly code = 'forbidden';
+export class RunForbiddenError extends RollcallError {
+  declare readonly code: 'forbidden';
   constructor(message: string) {
-    super(message);
+    super('forbidden', message);
   }
 }
 

@@ -1,5 +1,5 @@
-import { formatDuration, mention } from '../commands/format.js';
-import { withUserText, type Reply, type ReplyBlock, type ReplyButton, type Tone } from '../commands/reply.js';
+import { formatDuration, mention } from '../core/format.js';
+import { withUserText, type Reply, type ReplyBlock, type ReplyButton, type Tone } from '../core/reply.js';
 import type { AuditEntry } from './audit.js';
 import { isTerminal, previewExpired, type Run, type RunStatus } from './run-store.js';
 

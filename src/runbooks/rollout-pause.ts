@@ -5,6 +5,9 @@ import type { Application, ApplicationSet, SyncPolicyAutomated } from '../argocd
 import type { FleetApp, FleetAppSet, FleetView } from '../fleet/model.js';
 import { keyBase } from '../jobs/redis.js';
 import { isRollingSync } from '../fleet/rollingsync.js';
+import { RollcallError } from '../core/errors.js';
+import { isArgoError } from '../argocd/errors.js';
+import { automatedEnabled } from '../fleet/rollingsync.js';
 
 /**
  * Pausing a rollout, which Argo CD cannot do (argo-cd#17974; argocd-facts A5, A8):
@@ -50,17 +53,11 @@ export interface PausePlan {
   warnings: string[];
 }
 
-export class PauseError extends Error {
-  constructor(
-    readonly code: 'unknown_target' | 'nothing_to_pause' | 'already_paused' | 'not_paused' | 'conflict' | 'ambiguous_target',
-    message: string,
-  ) {
-    super(message);
+export class PauseError extends RollcallError {
+  declare readonly code: 'unknown_target' | 'nothing_to_pause' | 'already_paused' | 'not_paused' | 'conflict' | 'ambiguous_target';
+  constructor(code: PauseError['code'], message: string) {
+    super(code, message);
   }
-}
-
-function automatedEnabled(automated: SyncPolicyAutomated | null | undefined): boolean {
-  return !!automated && automated.enabled !== false;
 }
 
 function disabledAutomated(automated: SyncPolicyAutomated): SyncPolicyAutomated {
@@ -310,7 +307,7 @@ export async function terminateOperations(instance: string, apps: string[], ctx:
       await api.terminateOperation({ name });
       terminated.push(name);
     } catch (error) {
-      if (!/no operation is in progress/i.test((error as Error).message)) throw error;
+      if (!isArgoError(error, 'no_operation')) throw error;
     }
   }
   return terminated;

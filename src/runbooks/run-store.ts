@@ -1,10 +1,11 @@
 import { randomInt } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { ReplyBlock } from '../commands/reply.js';
-import type { MessageRef } from '../commands/registry.js';
+import type { ReplyBlock } from '../core/reply.js';
+import type { MessageRef } from '../core/notifier.js';
 import { keyBase } from '../jobs/redis.js';
 import type { RunTarget } from './actions/types.js';
 import type { ParamValue } from './params.js';
+import { RollcallError } from '../core/errors.js';
 
 export type RunStatus =
   | 'previewing'
@@ -87,10 +88,10 @@ export interface Run {
   version: number;
 }
 
-export class RunNotFoundError extends Error {
-  readonly code = 'run_not_found';
+export class RunNotFoundError extends RollcallError {
+  declare readonly code: 'run_not_found';
   constructor(readonly runId: string) {
-    super(`no run ${runId} (see /argo runs for recent runs)`);
+    super('run_not_found', `no run ${runId} (see /argo runs for recent runs)`);
   }
 }
 

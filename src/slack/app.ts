@@ -12,13 +12,12 @@ import { registerListeners } from './listeners/index.js';
 import { boltLogger } from './logger.js';
 import { SlackNotifier } from './notifier.js';
 import { guardReceiver } from './request-guard.js';
+import { RollcallError } from '../core/errors.js';
 
-export class SlackStartError extends Error {
-  constructor(
-    readonly code: 'slack_not_configured' | 'slack_auth_failed' | 'slack_listen_failed',
-    message: string,
-  ) {
-    super(message);
+export class SlackStartError extends RollcallError {
+  declare readonly code: 'slack_not_configured' | 'slack_auth_failed' | 'slack_listen_failed';
+  constructor(code: SlackStartError['code'], message: string) {
+    super(code, message);
     this.name = 'SlackStartError';
   }
 }

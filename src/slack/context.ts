@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { auditOriginOf, auditRefusal, dispatch } from '../commands/index.js';
 import { withAuditOrigin } from '../runbooks/audit.js';
 import type { CommandContext, FormSpec, Services } from '../commands/registry.js';
-import { errorReply, type Reply } from '../commands/reply.js';
+import { errorReply, type Reply } from '../core/reply.js';
 import type { SlackConfig } from '../config/schema.js';
 
 /** What every listener gets: the shared services and a logger. Listeners never talk to Argo CD themselves. */

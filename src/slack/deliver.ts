@@ -1,7 +1,7 @@
 import type { RespondFn } from '@slack/bolt';
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
-import type { Reply } from '../commands/reply.js';
+import type { Reply } from '../core/reply.js';
 import { renderBlocks, renderReplyModal } from '../views/blocks.js';
 import { openModal } from './modals.js';
 

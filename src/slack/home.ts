@@ -1,11 +1,12 @@
 import type { HomeView } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { CommandContext } from '../commands/registry.js';
-import type { Reply, ReplyItem, Tone } from '../commands/reply.js';
+import type { Reply, ReplyItem, Tone } from '../core/reply.js';
 import type { FleetView } from '../fleet/model.js';
 import { currentStepFromStatus, isRollingSync, rolloutComplete, rolloutSteps } from '../fleet/rollingsync.js';
-import { link, renderHomeView } from '../views/blocks.js';
+import { renderHomeView } from '../views/blocks.js';
 import { runCommand } from './context.js';
+import { link } from '../core/format.js';
 
 const WORST_CLUSTERS = 5;
 const MAX_ROLLOUTS = 15;
@@ -90,7 +91,7 @@ export function rolloutsReply(fleet: FleetView): Reply {
     const steps = rolloutSteps(appSet).length;
     const name = appSet.metadata.name;
     const url = fleet.appSetUrl(instance, name);
-    const label = url ? link(url, name) : `*${name}*`;
+    const label = url ? link(name, url) : `*${name}*`;
     return { text: `${label}${multiInstance ? ` (${instance})` : ''} — step ${step} of ${steps}`, tone: 'progress' };
   });
   const buttons = shown.slice(0, 5).map(({ instance, appSet }) => ({

@@ -1,6 +1,6 @@
 import type { ModalView, WebClient } from '@slack/web-api';
 import type { CommandContext, FormSpec } from '../commands/registry.js';
-import type { Reply } from '../commands/reply.js';
+import type { Reply } from '../core/reply.js';
 import { renderFormModal, SLACK_LIMITS } from '../views/blocks.js';
 
 /**

@@ -1,7 +1,7 @@
 import { ErrorCode, WebClientEvent, type WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
-import type { MessageRef, Notifier } from '../commands/registry.js';
-import type { Reply } from '../commands/reply.js';
+import type { MessageRef, Notifier } from '../core/notifier.js';
+import type { Reply } from '../core/reply.js';
 import { renderBlocks } from '../views/blocks.js';
 
 export interface SlackNotifierOptions {

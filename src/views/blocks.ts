@@ -10,7 +10,8 @@ import type {
   SectionBlock,
 } from '@slack/web-api';
 import type { FormField, FormSpec } from '../commands/registry.js';
-import { PAGE_SIZE, type Reply, type ReplyBlock, type ReplyButton, type ReplyItem, type Tone } from '../commands/reply.js';
+import { PAGE_SIZE, type Reply, type ReplyBlock, type ReplyButton, type ReplyItem, type Tone } from '../core/reply.js';
+import { link, TONE_EMOJI } from '../core/format.js';
 
 /**
  * Slack's Block Kit limits (docs.slack.dev/reference/block-kit, @slack/types 3.2.0). Slack rejects a whole
@@ -37,15 +38,6 @@ export const SLACK_LIMITS = {
 
 /** How many list items one page shows: a screenful; packed into sections they stay far inside 50 blocks. */
 export const ITEMS_PER_PAGE = PAGE_SIZE.slack;
-
-export const TONE_EMOJI: Record<Tone, string> = {
-  ok: ':white_check_mark:',
-  error: ':x:',
-  warn: ':warning:',
-  progress: ':hourglass_flowing_sand:',
-  unknown: ':grey_question:',
-  info: ':information_source:',
-};
 
 /** action_id prefixes the Slack listeners match on (a suffix `~n` keeps ids unique inside one actions block). */
 export const ACTION_IDS = { command: 'cmd', page: 'page', link: 'link' } as const;
@@ -201,7 +193,7 @@ function renderList(block: Extract<ReplyBlock, { kind: 'list' }>, from: number, 
 
 function itemLine(item: ReplyItem): string {
   // Commands may already link the name inside the text; a link inside a link label breaks mrkdwn.
-  const label = item.url && !/<[a-z]+:\/\/[^>]*>/i.test(item.text) ? link(item.url, item.text) : item.text;
+  const label = item.url && !/<[a-z]+:\/\/[^>]*>/i.test(item.text) ? link(item.text, item.url) : item.text;
   const line = withTone(label, item.tone);
   const full = item.detail ? `${line}\n${item.detail.split(/\n+/).map((d) => `      ${d}`).join('\n')}` : line;
   // One item must never need more than one section on its own.
@@ -387,11 +379,6 @@ const LEADING_EMOJI = /^:[a-z0-9_+'-]+:/;
 
 function withTone(text: string, tone?: Tone): string {
   return tone && !LEADING_EMOJI.test(text) ? `${TONE_EMOJI[tone]} ${text}` : text;
-}
-
-/** mrkdwn link; `|` and `>` would end the label early. */
-export function link(url: string, label: string): string {
-  return `<${url}|${label.replace(/[|>]/g, ' ').replace(/</g, '‹')}>`;
 }
 
 function fallbackText(reply: Reply, page: number, pages: number): string {

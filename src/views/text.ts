@@ -1,4 +1,4 @@
-import { PAGE_SIZE, replyPages, type Reply, type ReplyBlock, type ReplyButton, type ReplyItem, type Tone } from '../commands/reply.js';
+import { PAGE_SIZE, replyPages, type Reply, type ReplyBlock, type ReplyButton, type ReplyItem, type Tone } from '../core/reply.js';
 
 /**
  * Reply -> terminal text: the same answer Slack shows, for `rollcall ask` and `rollcall demo`.

@@ -52,7 +52,7 @@ describe.skipIf(!hasOpenssl)('TLS options', () => {
   it('rejects an unknown CA with a message naming tls.caFile, without retrying', async () => {
     const error = await client({}).listClusters().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ArgoError);
-    expect((error as ArgoError).code).toBe('network');
+    expect((error as ArgoError).kind).toBe('network');
     expect((error as ArgoError).message).toContain('TLS verification of Argo CD instance secure');
     expect((error as ArgoError).message).toContain('tls.caFile');
     expect(connections).toBe(1);

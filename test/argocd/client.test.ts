@@ -196,7 +196,7 @@ describe('retries', () => {
     server.on('POST', `${API}/applications/web/sync`, { status: 403, body: { error: 'permission denied', code: 7, message: 'permission denied' } });
     const error = await failure(client().sync({ name: 'web', project: 'shop' }));
     expect(server.requestsTo(`${API}/applications/web/sync`)).toHaveLength(1);
-    expect(error.code).toBe('forbidden');
+    expect(error.kind).toBe('forbidden');
     expect(error.status).toBe(403);
     expect(error.message).toContain('lacks `sync` on applications in project shop (app web on instance eu)');
     expect(error.message).toContain('p, role:rollcall, applications, sync, shop/*, allow');
@@ -206,7 +206,7 @@ describe('retries', () => {
     server.on('GET', `${API}/applications`, { status: 503, body: { message: 'repo server down', code: 14 } });
     const error = await failure(client({ retries: 2 }).listApplications());
     expect(server.requestsTo(`${API}/applications`)).toHaveLength(3);
-    expect(error.code).toBe('unavailable');
+    expect(error.kind).toBe('unavailable');
     expect(error.message).toContain('repo server down');
   });
 
@@ -219,7 +219,7 @@ describe('retries', () => {
   it('times out with the configured value and says so', async () => {
     server.on('GET', `${API}/applications/slow`, { delayMs: 400, body: app('slow') });
     const error = await failure(client({ timeout: 100, retries: 1 }).getApplication({ name: 'slow' }));
-    expect(error.code).toBe('timeout');
+    expect(error.kind).toBe('timeout');
     expect(error.message).toContain('within 100ms');
     expect(server.requestsTo(`${API}/applications/slow`)).toHaveLength(2);
   });
@@ -233,7 +233,7 @@ describe('retries', () => {
     );
     const error = await failure(client().sync({ name: 'auth-config' }));
     expect(server.requestsTo(`${API}/applications/auth-config/sync`)).toHaveLength(2);
-    expect(error.code).toBe('operation_in_progress');
+    expect(error.kind).toBe('operation_in_progress');
     expect(error.maybeApplied).toBe(true);
     expect(error.message).toContain('probably started that operation');
   });
@@ -244,7 +244,7 @@ describe('retries', () => {
       body: { error: 'another operation is already in progress', code: 9, message: 'another operation is already in progress' },
     });
     const error = await failure(client().sync({ name: 'web' }));
-    expect(error.code).toBe('operation_in_progress');
+    expect(error.kind).toBe('operation_in_progress');
     expect(error.maybeApplied).toBe(false);
     expect(error.message).toContain('wait for it to finish, or terminate it');
   });
@@ -271,7 +271,7 @@ describe('error mapping', () => {
   it('401: says the token is invalid or expired and how to mint one', async () => {
     server.on('GET', `${API}/applications`, { status: 401, body: { code: 16, message: 'invalid session: token is expired' } });
     const error = await failure(client().listApplications());
-    expect(error.code).toBe('unauthenticated');
+    expect(error.kind).toBe('unauthenticated');
     expect(error.message).toContain('instance eu rejected the token');
     expect(error.message).toContain('argocd account generate-token');
     expect(error.message).not.toContain(TOKEN);
@@ -293,7 +293,7 @@ describe('error mapping', () => {
   it('403 from a sync window passes Argo CD’s reason through', async () => {
     server.on('POST', `${API}/applications/web/sync`, { status: 403, body: { code: 7, message: 'cannot sync: blocked by sync window' } });
     const error = await failure(client().sync({ name: 'web' }));
-    expect(error.code).toBe('forbidden');
+    expect(error.kind).toBe('forbidden');
     expect(error.message).toContain('blocked by a sync window');
     expect(error.argoMessage).toBe('cannot sync: blocked by sync window');
   });
@@ -301,14 +301,14 @@ describe('error mapping', () => {
   it('404: no such app on instance', async () => {
     server.on('GET', `${API}/applications/nope`, { status: 404, body: { code: 5, message: 'applications.argoproj.io "nope" not found' } });
     const error = await failure(client().getApplication({ name: 'nope', project: 'shop' }));
-    expect(error.code).toBe('not_found');
+    expect(error.kind).toBe('not_found');
     expect(error.message).toMatch(/^No such app nope on instance eu \(project shop\)\./);
   });
 
   it('400 FailedPrecondition passes the message through as conflict', async () => {
     server.on('POST', `${API}/applications/web/sync`, { status: 400, body: { code: 9, message: 'application is deleting' } });
     const error = await failure(client().sync({ name: 'web' }));
-    expect(error.code).toBe('conflict');
+    expect(error.kind).toBe('conflict');
     expect(error.message).toContain('application is deleting');
     expect(error.grpcCode).toBe(9);
   });
@@ -316,7 +316,7 @@ describe('error mapping', () => {
   it('connection refused: network error naming the URL, retried', async () => {
     const cfg = instanceSchema.parse({ name: 'gone', url: 'http://127.0.0.1:1/argocd', token: 't', timeout: 500 });
     const error = await failure(new ArgoClient(cfg, { retry: { retries: 1, baseMs: 1, maxMs: 2 } }).listClusters());
-    expect(error.code).toBe('network');
+    expect(error.kind).toBe('network');
     expect(error.message).toContain('Cannot reach Argo CD instance gone at http://127.0.0.1:1/argocd: ECONNREFUSED');
   });
 });

@@ -89,7 +89,7 @@ describe('application watch (SSE)', () => {
     await new Promise((r) => setTimeout(r, 450));
     expect(server.requestsTo(STREAM)).toHaveLength(1);
     await expect.poll(() => server.requestsTo(STREAM).length, { timeout: 2000 }).toBeGreaterThanOrEqual(2);
-    expect(w.errors.some((e) => e.code === 'timeout' && /went silent/.test(e.message))).toBe(true);
+    expect(w.errors.some((e) => e.kind === 'timeout' && /went silent/.test(e.message))).toBe(true);
   });
 
   it('reconnects after the server drops the stream and resumes from the last resourceVersion', async () => {
@@ -152,7 +152,7 @@ describe('application watch (SSE)', () => {
     });
     const w = watch(client());
     await w.handle.ready;
-    expect(w.errors.map((e) => e.code)).toEqual(['unauthenticated', 'unauthenticated']);
+    expect(w.errors.map((e) => e.kind)).toEqual(['unauthenticated', 'unauthenticated']);
     expect(server.requestsTo(STREAM)).toHaveLength(3);
   });
 

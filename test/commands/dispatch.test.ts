@@ -3,6 +3,7 @@ import { canOperate, canRead, dispatch } from '../../src/commands/index.js';
 import { registerCommand } from '../../src/commands/registry.js';
 import { renderText } from '../../src/views/text.js';
 import { ctx, services, twoInstanceFleet } from './fixtures.js';
+import { ArgoError } from '../../src/argocd/errors.js';
 
 let ran = 0;
 registerCommand({
@@ -122,14 +123,14 @@ describe('dispatch', () => {
     expect(renderText(reply)).toContain('→ try: app auth-prod-us1 instance=west');
   });
 
-  it('maps Argo CD client errors to argocd_<code>', async () => {
+  it('maps Argo CD client errors to argocd_<kind>', async () => {
     registerCommand({
       name: 'test-argo',
       summary: 'fails like the client',
       usage: 'test-argo',
       readOnly: true,
       run: async () => {
-        throw Object.assign(new Error('Argo CD is unreachable at https://east.example (ECONNREFUSED); check the URL and the network'), { code: 'network', instance: 'east' });
+        throw new ArgoError('Argo CD is unreachable at https://east.example (ECONNREFUSED); check the URL and the network', { kind: 'network', instance: 'east' });
       },
     });
     const reply = await dispatch('test-argo', ctx(services(twoInstanceFleet())));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { describePrincipals, operateDeniedMessage } from '../../src/commands/access.js';
-import { mention } from '../../src/commands/format.js';
+import { describePrincipals, operateDeniedMessage } from '../../src/core/access.js';
+import { mention } from '../../src/core/format.js';
 import { mrkdwnToText } from '../../src/views/text.js';
 
 describe('people in messages', () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { runDiagnose } from '../../src/commands/diagnose.js';
 import { CommandError, parseCommand } from '../../src/commands/parse.js';
 import { runPlan } from '../../src/commands/plan.js';
-import type { ReplyBlock } from '../../src/commands/reply.js';
+import type { ReplyBlock } from '../../src/core/reply.js';
 import { runRollout } from '../../src/commands/rollout.js';
 import type { Application, ApplicationSet, ApplicationSetApplicationStatus } from '../../src/argocd/types.js';
 import { StaticFleet } from '../../src/fleet/model.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseCommand } from '../../src/commands/parse.js';
-import type { ReplyBlock } from '../../src/commands/reply.js';
+import type { ReplyBlock } from '../../src/core/reply.js';
 import { runStatus, problemReason, summarizeApps } from '../../src/commands/status.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import { renderText } from '../../src/views/text.js';

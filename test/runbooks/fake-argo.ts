@@ -67,7 +67,7 @@ export class FakeArgo implements Partial<ArgoApi> {
 
   app(name: string): Application {
     const found = this.fleet.appsNamed(name).find((a) => a.instance === this.instance);
-    if (!found) throw new ArgoError(`app ${name} not found`, { code: 'not_found', instance: this.instance, status: 404 });
+    if (!found) throw new ArgoError(`app ${name} not found`, { kind: 'not_found', instance: this.instance, status: 404 });
     return found.app;
   }
 
@@ -88,10 +88,10 @@ export class FakeArgo implements Partial<ArgoApi> {
     const app = structuredClone(this.app(request.name));
     if (this.fail5xx > 0 && !this.appliedThen5xx) {
       this.fail5xx--;
-      throw new ArgoError('Argo CD answered 503', { code: 'unavailable', instance: this.instance, status: 503 });
+      throw new ArgoError('Argo CD answered 503', { kind: 'unavailable', instance: this.instance, status: 503 });
     }
     if (app.operation || app.status?.operationState?.phase === 'Running') {
-      throw new ArgoError('another operation is already in progress', { code: 'operation_in_progress', instance: this.instance, status: 400 });
+      throw new ArgoError('another operation is already in progress', { kind: 'operation_in_progress', instance: this.instance, status: 400 });
     }
     this.syncs.push({ instance: this.instance, app: request.name, request, at: Date.now() });
     const operation = { sync: { prune: request.prune, dryRun: request.dryRun, revision: request.revision }, initiatedBy: { username: 'rollcall-bot' }, info: request.infos };
@@ -131,7 +131,7 @@ export class FakeArgo implements Partial<ArgoApi> {
     });
     if (this.fail5xx > 0 && this.appliedThen5xx) {
       this.fail5xx--;
-      throw new ArgoError('Argo CD answered 502 after the request', { code: 'unavailable', instance: this.instance, status: 502, maybeApplied: true });
+      throw new ArgoError('Argo CD answered 502 after the request', { kind: 'unavailable', instance: this.instance, status: 502, maybeApplied: true });
     }
     return app;
   }

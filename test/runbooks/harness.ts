@@ -1,7 +1,8 @@
 import type { ArgoApi } from '../../src/argocd/api.js';
 import type { Application } from '../../src/argocd/types.js';
-import type { MessageRef, Notifier, Services } from '../../src/commands/registry.js';
-import type { Reply } from '../../src/commands/reply.js';
+import type { Services } from '../../src/commands/registry.js';
+import type { MessageRef, Notifier } from '../../src/core/notifier.js';
+import type { Reply } from '../../src/core/reply.js';
 import type { RollcallConfig } from '../../src/config/schema.js';
 import { startEngine, type EngineHandle, type EngineOptions } from '../../src/runbooks/engine.js';
 import { loadRunbooks, parseRunbook, SHIPPED_RUNBOOKS_DIR } from '../../src/runbooks/loader.js';

@@ -1,5 +1,6 @@
 import { createClients } from '../../src/argocd/client.js';
-import type { Notifier, Services } from '../../src/commands/registry.js';
+import type { Services } from '../../src/commands/registry.js';
+import type { Notifier } from '../../src/core/notifier.js';
 import { configSchema, type RollcallConfig } from '../../src/config/schema.js';
 import { FleetMirror } from '../../src/fleet/mirror.js';
 import type { SimServer } from '../../src/sim/server.js';

@@ -2,7 +2,7 @@ import { WebClient } from '@slack/web-api';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dispatch } from '../../src/commands/index.js';
-import type { Reply } from '../../src/commands/reply.js';
+import type { Reply } from '../../src/core/reply.js';
 import { sealedSecretsMigration } from '../../src/sim/kube/scenario.js';
 import { SIM_KEYS } from '../../src/sim/kube/keys.js';
 import { SlackNotifier } from '../../src/slack/notifier.js';

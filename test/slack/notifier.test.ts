@@ -1,6 +1,6 @@
 import { WebClient } from '@slack/web-api';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Reply } from '../../src/commands/reply.js';
+import type { Reply } from '../../src/core/reply.js';
 import { SlackNotifier } from '../../src/slack/notifier.js';
 import { startFakeSlack, type FakeSlack } from '../support/fake-slack.js';
 import { allText, expectWithinSlackLimits } from './limits.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Reply, ReplyBlock, ReplyButton, ReplyItem, Tone } from '../../src/commands/reply.js';
-import { errorReply } from '../../src/commands/reply.js';
+import type { Reply, ReplyBlock, ReplyButton, ReplyItem, Tone } from '../../src/core/reply.js';
+import { errorReply } from '../../src/core/reply.js';
 import {
   baseActionId,
   decodePageValue,
@@ -269,7 +269,7 @@ describe('renderBlocks limits (generated replies)', () => {
       }
     };
     const blocks = Array.from({ length: [0, 1, 4, 20, 70][int(5)] }, block);
-    const reply: Reply = { ok: r() < 0.8, command: 'status', title: str(), data: {}, blocks, ...(r() < 0.2 ? { error: { code: 'x', message: str() } } : {}) };
+    const reply: Reply = { ok: r() < 0.8, command: 'status', title: str(), data: {}, blocks, ...(r() < 0.2 ? { error: { code: 'usage', message: str() } } : {}) };
     const commandText = r() < 0.7 ? (r() < 0.8 ? 'status -l env=prod' : 'x'.repeat(2100)) : undefined;
     return { reply, commandText, page: 1 + int(6) };
   }

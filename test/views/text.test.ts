@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { errorReply, type Reply } from '../../src/commands/reply.js';
+import { errorReply, type Reply } from '../../src/core/reply.js';
 import { mrkdwnToText, renderText } from '../../src/views/text.js';
 
 const reply: Reply = {

@@ -1,8 +1,10 @@
 import type { EventEmitter } from 'node:events';
 import picomatch from 'picomatch';
 import { z } from 'zod';
+import { ArgoError } from '../../argocd/errors.js';
 import type { Application, ApplicationSyncRequest, Operation } from '../../argocd/types.js';
-import type { ReplyBlock, ReplyItem } from '../../commands/reply.js';
+import { RollcallError } from '../../core/errors.js';
+import type { ReplyBlock, ReplyItem } from '../../core/reply.js';
 import type { FleetApp, FleetView } from '../../fleet/model.js';
 import { selectApps, type AppSelector } from '../../fleet/select.js';
 import type { RunProgress } from '../run-store.js';
@@ -216,7 +218,7 @@ function optionsText(o: BulkSyncInput): string {
 async function preview(ctx: PreviewContext): Promise<ActionPreview> {
   const input = ctx.input as BulkSyncInput;
   const selected = selectApps(ctx.services.fleet, parseSelectorParam(input.selector));
-  if (!selected.length) throw Object.assign(new Error(`no apps match "${input.selector}" (check /argo status ${input.selector.split(/\s+/)[0]})`), { code: 'unknown_target' });
+  if (!selected.length) throw new RollcallError('unknown_target', `no apps match "${input.selector}" (check /argo status ${input.selector.split(/\s+/)[0]})`);
   const toSync: FleetApp[] = [];
   const skipped: BulkSyncPlan['skipped'] = [];
   for (const f of selected) {
@@ -339,14 +341,6 @@ function waitingReason(app: Application | undefined, gate: Gate): string {
   return `did not reach the ${gate} gate (${bits.join(', ')})`;
 }
 
-interface ArgoLikeError {
-  code?: string;
-  message: string;
-  argoMessage?: string;
-  maybeApplied?: boolean;
-  status?: number;
-}
-
 async function execute(ctx: ActionContext): Promise<StepOutcome> {
   const input = ctx.input as BulkSyncInput;
   const runId = ctx.run.id;
@@ -452,18 +446,18 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
       // Recorded without holding up the next POST; the engine's audit writer never throws.
       void ctx.audit({ kind: 'argocd.sync', who: ctx.run.requester, target: key, params: { prune: input.prune, dryRun: input.dryRun, revision: input.revision }, result: 'accepted' });
     } catch (err) {
-      const e = err as ArgoLikeError;
-      const message = e.argoMessage ?? e.message;
-      if (e.maybeApplied || ['unavailable', 'rate_limited', 'timeout', 'network'].includes(e.code ?? '') || !e.code) {
+      const e = err instanceof ArgoError ? err : undefined;
+      const message = e?.argoMessage ?? (err as Error).message;
+      if (!e || e.maybeApplied || ['unavailable', 'rate_limited', 'timeout', 'network'].includes(e.kind)) {
         // The POST may or may not have reached Argo CD (the client's own retry may even have met our
         // first attempt's operation): verify before sending it again.
         await update(key, { ...s, state: 'unknown', verified: false, note: message });
-      } else if (e.code === 'operation_in_progress' || /another operation is already in progress/i.test(message)) {
+      } else if (e.kind === 'operation_in_progress') {
         await update(key, { ...s, state: 'pending', note: 'waiting: another operation is in progress' });
       } else {
         await update(key, { ...s, state: 'failed', reason: `sync refused: ${message}` });
       }
-      await ctx.audit({ kind: 'argocd.sync', who: ctx.run.requester, target: key, params: { prune: input.prune, dryRun: input.dryRun, revision: input.revision }, result: `error: ${e.code ?? 'unknown'}`, message });
+      await ctx.audit({ kind: 'argocd.sync', who: ctx.run.requester, target: key, params: { prune: input.prune, dryRun: input.dryRun, revision: input.revision }, result: `error: ${e?.kind ?? 'unknown'}`, message });
     }
   };
 

@@ -1,6 +1,8 @@
-import { mention } from '../../commands/format.js';
+import type { ErrorCode } from '../../core/error-codes.js';
+import { RollcallError } from '../../core/errors.js';
+import { mention } from '../../core/format.js';
 import { z } from 'zod';
-import type { ReplyBlock } from '../../commands/reply.js';
+import type { ReplyBlock } from '../../core/reply.js';
 import type { FleetAppSet } from '../../fleet/model.js';
 import { selectApps } from '../../fleet/select.js';
 import { kubeFor } from '../../kube/clients.js';
@@ -30,7 +32,7 @@ import {
 import { parseSelectorParam } from './bulk-sync.js';
 import type { ActionContext, ActionPreview, PreviewContext, RunbookAction, StepOutcome } from './types.js';
 
-const fail = (code: string, message: string) => Object.assign(new Error(message), { code });
+const fail = (code: ErrorCode, message: string) => new RollcallError(code, message);
 
 function resolveAppSet(ctx: PreviewContext | ActionContext, name: string, instance?: string): FleetAppSet | undefined {
   const found = ctx.services.fleet.appSetsNamed(name).filter((s) => !instance || s.instance === instance);
@@ -58,16 +60,11 @@ async function pausePreview(ctx: PreviewContext): Promise<ActionPreview> {
   if (!ctx.services.pauses) throw fail('unavailable', 'pausing needs Redis to record what it changes, and this process has none');
   const appSet = resolveAppSet(ctx, input.target, input.instance);
   let plan: PausePlan;
-  try {
-    if (appSet) plan = planPause(ctx.services.fleet, { appSet });
-    else {
-      const apps = selectApps(ctx.services.fleet, { ...parseSelectorParam(input.target), ...(input.instance ? { instance: input.instance } : {}) });
-      if (!apps.length) throw fail('unknown_target', `no ApplicationSet or app matches "${input.target}"`);
-      plan = planPause(ctx.services.fleet, { apps, label: input.target });
-    }
-  } catch (error) {
-    if (error instanceof PauseError) throw fail(error.code, error.message);
-    throw error;
+  if (appSet) plan = planPause(ctx.services.fleet, { appSet });
+  else {
+    const apps = selectApps(ctx.services.fleet, { ...parseSelectorParam(input.target), ...(input.instance ? { instance: input.instance } : {}) });
+    if (!apps.length) throw fail('unknown_target', `no ApplicationSet or app matches "${input.target}"`);
+    plan = planPause(ctx.services.fleet, { apps, label: input.target });
   }
   const blocks: ReplyBlock[] = [
     { kind: 'list', title: `Changes (${plan.changes.length}), each recorded for resume`, items: plan.changes.slice(0, 30).map((c) => ({ text: changeLine(c), detail: c.reason })), total: plan.changes.length },

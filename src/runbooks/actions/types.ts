@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { ReplyBlock } from '../../commands/reply.js';
+import type { ReplyBlock } from '../../core/reply.js';
 import type { Services } from '../../commands/registry.js';
 import type { InstanceRateLimiter } from '../../jobs/rate-limit.js';
 import type { AuditEvent } from '../audit.js';

@@ -9,6 +9,7 @@ import { appJsonFull, appJsonList } from './json.js';
 import { jsonPatch, mergePatch, type JsonPatchOp } from './patch.js';
 import { allowed, enforce } from './rbac.js';
 import { checkGoShape, SYNC_REQUEST_SHAPE } from './shapes.js';
+import { automatedEnabled } from '../../fleet/rollingsync.js';
 
 const DEFAULT_NS = 'argocd';
 
@@ -136,11 +137,6 @@ function windowDenies(req: ApiRequest, app: Application): boolean {
   );
 }
 
-function automatedEnabled(app: Application): boolean {
-  const auto = app.spec.syncPolicy?.automated;
-  return !!auto && auto.enabled !== false;
-}
-
 export function syncApplication(req: ApiRequest): RouteResult {
   const name = req.params.name;
   const body = parseJsonBody(req, 'application.ApplicationSyncRequest');
@@ -155,7 +151,7 @@ export function syncApplication(req: ApiRequest): RouteResult {
     const target = app.spec.source?.targetRevision || 'HEAD';
     if (
       request.revision &&
-      automatedEnabled(app) &&
+      automatedEnabled(app.spec.syncPolicy?.automated) &&
       !request.dryRun &&
       request.revision !== target &&
       app.spec.source

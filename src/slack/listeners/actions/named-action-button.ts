@@ -1,7 +1,7 @@
 import type { AllMiddlewareArgs, BlockAction, SlackActionMiddlewareArgs } from '@slack/bolt';
 import { runAction } from '../../../commands/index.js';
 import { findAction } from '../../../commands/registry.js';
-import { errorReply } from '../../../commands/reply.js';
+import { errorReply } from '../../../core/reply.js';
 import { baseActionId } from '../../../views/blocks.js';
 import { openFormModal } from '../../modals.js';
 import { slackContext, type SlackDeps } from '../../context.js';

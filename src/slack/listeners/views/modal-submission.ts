@@ -2,7 +2,7 @@ import type { AllMiddlewareArgs, SlackViewMiddlewareArgs, ViewSubmitAction } fro
 import { auditOriginOf, runAction } from '../../../commands/index.js';
 import { findAction } from '../../../commands/registry.js';
 import { withAuditOrigin } from '../../../runbooks/audit.js';
-import { errorReply, type Reply } from '../../../commands/reply.js';
+import { errorReply, type Reply } from '../../../core/reply.js';
 import { FORM_CALLBACK_PREFIX, renderBlocks } from '../../../views/blocks.js';
 import { slackContext, type SlackDeps } from '../../context.js';
 import { decodeModalMetadata, findModalHandler, viewValues, type ModalOrigin } from '../../modals.js';

@@ -1,4 +1,3 @@
-import type { HealthStatusCode, ProgressiveSyncStatus, SyncStatusCode } from '../argocd/types.js';
 import type { Tone } from './reply.js';
 
 /**
@@ -17,6 +16,11 @@ export function formatDuration(ms: number): string {
   if (h < 24) return m % 60 ? `${h}h ${m % 60}m` : `${h}h`;
   const d = Math.floor(h / 24);
   return h % 24 ? `${d}d ${h % 24}h` : `${d}d`;
+}
+
+/** "14:05:09": the UTC time of day, for lines that follow a run as it happens. */
+export function clockTime(at: Date): string {
+  return at.toISOString().slice(11, 19);
 }
 
 /** Milliseconds from an RFC3339 time to now; undefined when the time is absent or unparsable. */
@@ -40,13 +44,13 @@ export function plural(n: number, one: string, many = `${one}s`): string {
   return `${formatCount(n)} ${n === 1 ? one : many}`;
 }
 
-export function syncTone(sync: SyncStatusCode | string | null | undefined): Tone {
+export function syncTone(sync: string | null | undefined): Tone {
   if (sync === 'Synced') return 'ok';
   if (sync === 'OutOfSync') return 'warn';
   return 'unknown';
 }
 
-export function healthTone(health: HealthStatusCode | string | null | undefined): Tone {
+export function healthTone(health: string | null | undefined): Tone {
   switch (health) {
     case 'Healthy':
       return 'ok';
@@ -62,7 +66,7 @@ export function healthTone(health: HealthStatusCode | string | null | undefined)
   }
 }
 
-export function progressiveTone(status: ProgressiveSyncStatus | string | null | undefined): Tone {
+export function progressiveTone(status: string | null | undefined): Tone {
   switch (status) {
     case 'Healthy':
       return 'ok';
@@ -126,10 +130,10 @@ export function truncate(text: string, max: number): string {
   return `${space > max * 0.6 ? cut.slice(0, space) : cut}…`;
 }
 
-/** A mrkdwn link, or the label alone when there is no URL. Slack needs <, > and | kept out of labels. */
+/** A mrkdwn link, or the label alone when there is no URL. `|` and `>` would end the label early; `<` would open markup. */
 export function link(label: string, url: string | undefined): string {
   if (!url) return label;
-  return `<${url}|${label.replace(/[<>|]/g, '')}>`;
+  return `<${url}|${label.replace(/[|>]/g, ' ').replace(/</g, '‹')}>`;
 }
 
 /** `code` span; backticks inside would end it early. */

@@ -5,6 +5,7 @@
  * Inline text uses Slack mrkdwn as the one markup: *bold*, `code`, <url|label>. The terminal view
  * converts it; nothing else needs to know about Slack.
  */
+import type { ErrorCode } from './error-codes.js';
 
 export type Tone = 'ok' | 'warn' | 'error' | 'progress' | 'unknown' | 'info';
 
@@ -43,8 +44,8 @@ export type ReplyBlock =
   | { kind: 'divider' };
 
 export interface ReplyError {
-  /** Stable code, e.g. unknown_command, unknown_target, forbidden, invalid_selector, argocd_unreachable. */
-  code: string;
+  /** Stable code from ERROR_CODES (core/error-codes.ts): the `--json` contract and the exit code. */
+  code: ErrorCode;
   message: string;
   suggestions?: string[];
 }
@@ -84,7 +85,7 @@ export function withUserText(reply: Reply, ...typed: string[]): Reply {
   return reply;
 }
 
-export function errorReply(command: string, code: string, message: string, suggestions?: string[]): Reply {
+export function errorReply(command: string, code: ErrorCode, message: string, suggestions?: string[]): Reply {
   const blocks: ReplyBlock[] = [{ kind: 'text', text: `:x: ${message}`, tone: 'error' }];
   if (suggestions?.length) blocks.push({ kind: 'context', text: `Did you mean: ${suggestions.map((s) => `\`${s}\``).join(', ')}?` });
   return { ok: false, command, title: 'Error', data: {}, error: { code, message, ...(suggestions?.length ? { suggestions } : {}) }, blocks };

@@ -1,4 +1,3 @@
-import type { AccessConfig } from '../config/schema.js';
 import { mention } from './format.js';
 
 /**
@@ -7,7 +6,7 @@ import { mention } from './format.js';
  * readers (when configured) are the only ones who may ask read-only questions.
  */
 
-export function principalMatches(user: string, principals: readonly string[], groups: AccessConfig['groups']): boolean {
+export function principalMatches(user: string, principals: readonly string[], groups: AccessGroups): boolean {
   for (const p of principals) {
     if (p === '*' || p === user) return true;
     if (p.startsWith('group:') && groups[p.slice(6)]?.includes(user)) return true;
@@ -15,8 +14,13 @@ export function principalMatches(user: string, principals: readonly string[], gr
   return false;
 }
 
-/** The part of the config these rules read: who is in which list. */
-type AccessLists = { access: Pick<AccessConfig, 'groups' | 'operators' | 'admins' | 'readers'> };
+/** Named groups of user ids, referenced as `group:<name>`. */
+export type AccessGroups = Record<string, readonly string[]>;
+
+/** The part of the config these rules read (config `access`): who is in which list. */
+export interface AccessLists {
+  access: { groups: AccessGroups; operators: readonly string[]; admins: readonly string[]; readers: readonly string[] };
+}
 
 function accessOf(config: AccessLists | undefined): AccessLists['access'] {
   return config?.access ?? { groups: {}, operators: [], admins: [], readers: [] };
@@ -41,7 +45,7 @@ export function canRead(user: string, config: AccessLists | undefined): boolean 
 }
 
 /** "U123, group:oncall (U1, U2), or any admin (U9)" — for a forbidden message that says whom to ask. */
-export function describePrincipals(principals: readonly string[], groups: AccessConfig['groups'], except?: string): string {
+export function describePrincipals(principals: readonly string[], groups: AccessGroups, except?: string): string {
   return [...new Set(principals)]
     .filter((p) => p !== except)
     .map((p) => {
