@@ -1,12 +1,11 @@
 import type { InstanceHealth } from '../fleet/events.js';
 import { canOperate, canRead, operateDeniedMessage, readDeniedMessage } from '../core/access.js';
-import { commandNames, helpReply } from './help.js';
+import { helpReply, suggestCommands } from './help.js';
 import { CommandError, commandText, parseCommand } from './parse.js';
 import { replyFromError } from '../core/errors.js';
 import { findCommand, registerCommand, type ActionSpec, type CommandContext, type ParsedCommand } from './registry.js';
 import { formatCount } from '../core/format.js';
 import { PAGE_SIZE, errorReply, replyPages, withUserText, type Reply } from '../core/reply.js';
-import { suggest } from './suggest.js';
 import { auditRefusal } from './runbooks.js';
 import { withAuditOrigin, type AuditOrigin } from '../runbooks/audit.js';
 
@@ -93,7 +92,7 @@ async function dispatchCommand(text: string, ctx: CommandContext): Promise<Reply
     if (!cmd.command) return helpReply();
     const spec = findCommand(cmd.command);
     if (!spec) {
-      return errorReply(cmd.command, 'unknown_command', `Unknown command \`${cmd.command}\`. \`help\` lists the commands.`, suggest(cmd.command, commandNames()));
+      return errorReply(cmd.command, 'unknown_command', `Unknown command \`${cmd.command}\`. \`help\` lists the commands.`, suggestCommands(cmd.command));
     }
     // No command takes --flags (--public is Slack's, stripped before here): a typo must not be ignored silently.
     const flags = [...cmd.flags].filter((f) => f !== 'public');

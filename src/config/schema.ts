@@ -6,7 +6,7 @@ export const durationSchema = z.union([z.number().int().nonnegative(), z.string(
   if (typeof value === 'number') return value;
   const ms = parseDuration(value);
   if (ms === undefined) {
-    ctx.addIssue({ code: 'custom', message: `expected a duration such as 30s, 15m or 1h (got "${value}")` });
+    ctx.addIssue({ code: 'custom', message: `expected a duration such as 30s, 15m or 1h (got "${value}")${/^\d+$/.test(value.trim()) ? `: add a unit, e.g. ${value.trim()}m or ${value.trim()}s` : ''}` });
     return z.NEVER;
   }
   return ms;
@@ -28,7 +28,8 @@ const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_00
 
 export function parseDuration(text: string): number | undefined {
   const trimmed = text.trim();
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  // A bare number has no unit, and guessing one (seconds? minutes?) is how 10 became 10 seconds.
+  if (/^\d+$/.test(trimmed)) return /^0+$/.test(trimmed) ? 0 : undefined;
   const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/gy;
   let total = 0;
   let matched = 0;
@@ -166,6 +167,14 @@ export const configSchema = z
       .prefault({}),
     access: accessSchema,
     diagnose: z.object({ stuckAfter: durationSchema.default(15 * 60_000) }).prefault({}),
+    /**
+     * Blast radius of one sync wave: more than `maxFleetShare` of the fleet, or more apps than the
+     * fleet's largest cluster holds, in one wave asks for waves, a canary or `confirm=<count>`.
+     * Syncs of `freeUpTo` apps or fewer are never held.
+     */
+    syncGuard: z
+      .object({ maxFleetShare: z.number().gt(0).max(1).default(0.25), freeUpTo: z.number().int().min(0).default(10) })
+      .prefault({}),
     alerts: z.object({ channel: z.string().optional(), stuckAfter: durationSchema.default(15 * 60_000) }).prefault({}),
     digests: z.array(digestSchema).default([]),
     sealedSecrets: sealedSecretsSchema,

@@ -23,6 +23,14 @@ export function clockTime(at: Date): string {
   return at.toISOString().slice(11, 19);
 }
 
+/** A duration the way people type it, in its largest whole unit: `10m`, `90s`, `2d`, `250ms`; parseDuration reads it back exactly. */
+export function typedDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms <= 0) return '0s';
+  const whole = Math.round(ms);
+  for (const [unit, size] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) if (whole % size === 0) return `${whole / size}${unit}`;
+  return `${whole}ms`;
+}
+
 /** Milliseconds from an RFC3339 time to now; undefined when the time is absent or unparsable. */
 export function elapsedMs(iso: string | null | undefined, now: Date): number | undefined {
   if (!iso) return undefined;
@@ -139,6 +147,14 @@ export function link(label: string, url: string | undefined): string {
 /** `code` span; backticks inside would end it early. */
 export function code(text: string): string {
   return `\`${text.replace(/`/g, "'")}\``;
+}
+
+/**
+ * Text a user typed (a glob, a wave list), shown as typed: Slack has no escape for `*`, `_` or `~`, so
+ * `*-eu-*` would turn bold; a code span keeps it literal (and the terminal shows it plain).
+ */
+export function literal(text: string): string {
+  return /[*_~`<>&]/.test(text) ? code(text) : text;
 }
 
 /** Collapses whitespace and newlines of Argo CD messages (they can be multi-line kubectl output). */

@@ -100,7 +100,12 @@ export function mrkdwnToText(text: string, opts: TextOptions = {}): string {
   out = out.replace(/(^|[\s(>])\*(\S(?:[^*\n]*?\S)?)\*(?=$|[\s).,:;!?])/gm, (_m, pre: string, inner: string) => pre + (color ? ansi(true, '1', inner) : inner));
   out = out.replace(/(^|[\s(])_(\S(?:[^_\n]*?\S)?)_(?=$|[\s).,:;!?])/gm, (_m, pre: string, inner: string) => pre + (color ? ansi(true, '3', inner) : inner));
   out = out.replace(/^> ?/gm, '│ ');
-  out = out.replace(MARK_RE, (_m, i: string) => (color ? ansi(true, '36', codes[Number(i)]) : `\`${codes[Number(i)]}\``));
+  // A command in a code span is typed without Slack's slash command in a terminal; the span itself is
+  // Slack markup, shown as a colour or not at all.
+  out = out.replace(MARK_RE, (_m, i: string) => {
+    const literal = codes[Number(i)].replace(/^\/argo\s+/, '');
+    return color ? ansi(true, '36', literal) : literal;
+  });
   return out.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
 }
 
