@@ -1,5 +1,6 @@
 import type { ArgoApi } from '../argocd/api.js';
 import { createClients } from '../argocd/client.js';
+import { setDisplayTimeZone } from '../core/format.js';
 import type { RollcallConfig } from '../config/schema.js';
 import { FleetMirror } from '../fleet/mirror.js';
 import type { Services } from '../commands/registry.js';
@@ -28,6 +29,7 @@ export interface Runtime {
  * workers all go through these same objects.
  */
 export async function startRuntime(config: RollcallConfig, opts: { logger: Logger; notifier?: Notifier }): Promise<Runtime> {
+  setDisplayTimeZone(config.display.timeZone);
   const clients = createClients(config) as Map<string, ArgoApi>;
   const mirror = new FleetMirror(
     clients,

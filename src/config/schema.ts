@@ -166,6 +166,22 @@ export const configSchema = z
       .object({ url: z.string().default('redis://127.0.0.1:6379'), prefix: z.string().default('rollcall') })
       .prefault({}),
     access: accessSchema,
+    /** Absolute times ("3 Dec, 14:19 CET") are shown in this IANA time zone, after the relative age. */
+    display: z
+      .object({
+        timeZone: z
+          .string()
+          .default('UTC')
+          .refine((tz) => {
+            try {
+              new Intl.DateTimeFormat('en-GB', { timeZone: tz });
+              return true;
+            } catch {
+              return false;
+            }
+          }, 'expected an IANA time zone such as UTC or Europe/Berlin'),
+      })
+      .prefault({}),
     diagnose: z.object({ stuckAfter: durationSchema.default(15 * 60_000) }).prefault({}),
     /**
      * Blast radius of one sync wave: more than `maxFleetShare` of the fleet, or more apps than the

@@ -31,6 +31,37 @@ export function typedDuration(ms: number): string {
   return `${whole}ms`;
 }
 
+let displayTimeZone = 'UTC';
+
+/**
+ * The time zone absolute times are shown in (config `display.timeZone`). One setting for every
+ * rendering, set once when the process reads its config: replies are built far from any config.
+ */
+export function setDisplayTimeZone(timeZone: string): void {
+  new Intl.DateTimeFormat('en-GB', { timeZone }); // throws RangeError on an unknown zone
+  displayTimeZone = timeZone;
+}
+
+/** "3 Dec, 14:19 UTC" in the display time zone; the ISO text itself when it does not parse. */
+export function absoluteTime(iso: string, timeZone = displayTimeZone): string {
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return iso;
+  return new Intl.DateTimeFormat('en-GB', { timeZone, day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit', hourCycle: 'h23', timeZoneName: 'short' }).format(t);
+}
+
+/**
+ * The one way a point in time is shown: relative first ("2h 5m ago"), the absolute time behind it
+ * ("2h 5m ago (3 Dec, 14:19 UTC)"), so on-call reads the age and can still line it up with a graph.
+ */
+export function when(iso: string | null | undefined, now: Date = new Date()): string {
+  if (!iso) return 'unknown time';
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return iso;
+  const d = now.getTime() - t;
+  const relative = d >= 0 ? `${formatDuration(d)} ago` : `in ${formatDuration(-d)}`;
+  return `${relative} (${absoluteTime(iso)})`;
+}
+
 /** Milliseconds from an RFC3339 time to now; undefined when the time is absent or unparsable. */
 export function elapsedMs(iso: string | null | undefined, now: Date): number | undefined {
   if (!iso) return undefined;

@@ -1,6 +1,6 @@
 import type { ErrorCode } from '../../core/error-codes.js';
 import { RollcallError } from '../../core/errors.js';
-import { mention } from '../../core/format.js';
+import { mention, when } from '../../core/format.js';
 import { z } from 'zod';
 import type { ReplyBlock } from '../../core/reply.js';
 import type { FleetAppSet } from '../../fleet/model.js';
@@ -141,7 +141,7 @@ async function resumePreview(ctx: PreviewContext): Promise<ActionPreview> {
   const record = await findRecord(ctx, input.target, input.instance);
   return {
     targets: record.changes.map((c) => ({ instance: c.instance, app: c.kind === 'ApplicationSet' ? `appset:${c.name}` : c.name })),
-    summary: `Resume ${record.target} on ${record.instance} (paused by ${mention(record.by)} at ${record.at}): restore ${record.changes.length} value(s)`,
+    summary: `Resume ${record.target} on ${record.instance} (paused by ${mention(record.by)} ${when(record.at)}): restore ${record.changes.length} value(s)`,
     data: { record } as unknown as Record<string, unknown>,
     blocks: [
       {
