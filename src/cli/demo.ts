@@ -27,6 +27,8 @@ export async function demo(opts: { scenario: string; speed: number; input?: Node
   const output = opts.output ?? process.stdout;
   const say = (s: string) => output.write(s.endsWith('\n') ? s : `${s}\n`);
   const color = output === process.stdout && process.stdout.isTTY;
+  // Before anything starts: a mistyped scenario is answered at once, with nothing to clean up.
+  const scenario = loadScenario(opts.scenario);
   let redis;
   try {
     redis = await ensureRedis();
@@ -39,7 +41,6 @@ export async function demo(opts: { scenario: string; speed: number; input?: Node
   }
   if (redis.owned) say(`started a private redis-server at ${redis.url} (stopped on exit)`);
 
-  const scenario = loadScenario(opts.scenario);
   let sim: SimServer | undefined;
   let runtime: Awaited<ReturnType<typeof startRuntime>> | undefined;
   const cleanup = async () => {

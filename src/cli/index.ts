@@ -169,6 +169,12 @@ export async function runCli(argv: string[]): Promise<void> {
       }
       process.exit(EXIT_USAGE);
     }
+    // A mistyped scenario is the user's error: the message says what to type, a stack trace would bury it.
+    const { ScenarioError } = await import('../sim/scenarios/index.js');
+    if (error instanceof ScenarioError) {
+      process.stderr.write(`rollcall: ${error.message}\n`);
+      process.exit(EXIT_USAGE);
+    }
     const logger = createLogger({ level: 'error' });
     logger.error({ err: error }, 'rollcall failed');
     process.stderr.write(`rollcall: ${(error as Error).message}\n`);

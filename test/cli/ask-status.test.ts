@@ -38,3 +38,13 @@ describe('rollcall ask "status" on seed-outage (processes)', () => {
     expect(stdout.trimEnd().split('\n').length).toBeLessThanOrEqual(25);
   }, 60_000);
 });
+
+describe('rollcall demo with a mistyped scenario', () => {
+  it('says what to type, exits 2, and prints no stack trace', async () => {
+    const result = await run(process.execPath, [bin, 'demo', '--scenario', 'nosuch']).catch((e) => e);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('unknown scenario "nosuch": choose one of seed-outage');
+    expect(result.stderr).not.toMatch(/\n\s+at |"stack"/);
+    expect(result.stdout).toBe('');
+  }, 30_000);
+});
