@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: every benchmark in sequence, each printing its own table. Not tests: numbers.
- * fleet.ts (issue 2), queries.ts and slack-ack.ts (issue 3, sharing one 10,000-app mirror), bulk-sync.ts (issue 4).
+ * fleet.ts, queries.ts, slack-ack.ts and alerts.ts (the last three sharing one 10,000-app mirror), bulk-sync.ts.
  */
+import { runAlertsBench } from './alerts.js';
 import { runBulkSyncBench } from './bulk-sync.js';
 import { runFleetBench } from './fleet.js';
 import { buildMirror, loadLine, machineLine, rssMb, simConfig, startSimChild } from './lib.js';
@@ -22,6 +23,7 @@ try {
   try {
     await runQueriesBench(bot);
     await runSlackAckBench(bot);
+    await runAlertsBench(bot);
   } finally {
     await bot.mirror.stop();
     await sim.stop();

@@ -88,14 +88,15 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
   const notifier = new TerminalNotifier(opts.json ? (s) => process.stderr.write(`${s}\n`) : out);
   const runtime = await startRuntime(config, { logger, notifier });
   try {
-    let usesRuns = false;
+    let needs: boolean | 'optional' = false;
     try {
-      usesRuns = !!findCommand(parseCommand(text).command)?.usesRuns;
+      needs = findCommand(parseCommand(text).command)?.usesRuns ?? false;
     } catch {}
+    const usesRuns = needs !== false;
     if (usesRuns) {
       const redisUrl = process.env.REDIS_URL ?? config.redis.url;
       const down = await probeRedis(redisUrl);
-      if (down) {
+      if (down && needs === true) {
         const reply = errorReply(
           parseCommand(text).command,
           'redis_unavailable',
@@ -106,7 +107,9 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
       }
       // Only --wait runs steps here; otherwise a queued run is left to the workers (`rollcall start`)
       // and ask returns at once instead of holding the terminal until the run ends.
-      await runtime.enableRuns({ role: opts.wait ? 'all' : 'bot', redisUrl, schedules: false });
+      if (!down && needs === true) await runtime.enableRuns({ role: opts.wait ? 'all' : 'bot', redisUrl, schedules: false });
+      // A command that only says more with Redis still answers when the rest cannot start.
+      else if (!down) await runtime.enableRuns({ role: 'bot', redisUrl, schedules: false }).catch((err) => logger.warn({ err: (err as Error).message }, 'answering without Redis'));
     }
 
     const ctx: CommandContext = {

@@ -12,6 +12,11 @@ import { startSchedules, type Schedules } from '../jobs/schedules.js';
 import { createKubeClients } from '../kube/clients.js';
 import { PauseStore } from '../runbooks/rollout-pause.js';
 import type { Logger } from '../log.js';
+import { AlertManager, type AlertOutput, type IncidentSink } from '../alerts/manager.js';
+import { FleetRecords } from '../alerts/records.js';
+import { AlertStore } from '../alerts/store.js';
+import { alertReply, alertWorseReply } from '../commands/alerts.js';
+import { startDigestSchedules, type DigestSchedules } from '../jobs/digests.js';
 
 export interface Runtime {
   services: Services;
@@ -20,6 +25,15 @@ export interface Runtime {
   /** Starts the runbook engine (Redis) on demand; read-only use never needs Redis. */
   /** `schedules` (default: any role but bot) runs the schedules of rollcall.yaml here; a one-shot `ask` does not. */
   enableRuns(opts: { role: 'all' | 'bot' | 'worker'; redisUrl: string; schedules?: boolean }): Promise<void>;
+  /** The alert rules' evaluator of this process (workers), once runs are enabled. */
+  alerts?: AlertManager;
+  /** The digest job schedulers (workers), once runs are enabled. */
+  digests?: DigestSchedules;
+  /**
+   * Where alerts and digests are posted when services.notifier is not set: a worker without Bolt still
+   * posts them through the Slack Web API.
+   */
+  outputNotifier?: Notifier;
   stop(): Promise<void>;
 }
 
@@ -28,7 +42,23 @@ export interface Runtime {
  * fleet (list + watch), and — when asked — the runbook engine. Slack, the terminal, schedules and
  * workers all go through these same objects.
  */
-export async function startRuntime(config: RollcallConfig, opts: { logger: Logger; notifier?: Notifier }): Promise<Runtime> {
+/** Alert messages through whichever notifier the process has (Slack's is attached after the runtime starts). */
+function alertOutput(find: () => Notifier | undefined): AlertOutput {
+  const notifier = () => {
+    const found = find();
+    if (!found) throw new Error('no Slack notifier in this process: alerts cannot be posted (is the `slack` section configured?)');
+    return found;
+  };
+  return {
+    post: (target, alert) => notifier().post(target, alertReply(alert)),
+    update: (message, alert) => notifier().update(message, alertReply(alert)),
+    followUp: async (message, alert) => {
+      await notifier().post({ channel: message.channel, threadTs: message.ts }, alertWorseReply(alert));
+    },
+  };
+}
+
+export async function startRuntime(config: RollcallConfig, opts: { logger: Logger; notifier?: Notifier; incidents?: IncidentSink }): Promise<Runtime> {
   setDisplayTimeZone(config.display.timeZone);
   const clients = createClients(config) as Map<string, ArgoApi>;
   const mirror = new FleetMirror(
@@ -42,7 +72,8 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
   let engine: Awaited<ReturnType<typeof startEngine>> | undefined;
   let pausesRedis: Redis | undefined;
   let schedules: Schedules | undefined;
-  return {
+  let alertsRedis: Redis | undefined;
+  const runtime: Runtime = {
     services,
     mirror,
     clients,
@@ -56,12 +87,34 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
       if (withSchedules && config.sealedSecrets.schedules.length) {
         schedules = await startSchedules({ config, runs: engine.runs, redisUrl, prefix: config.redis.prefix, logger: opts.logger });
       }
+      alertsRedis = createRedis(redisUrl);
+      services.alerts = new AlertStore(alertsRedis, config.redis.prefix);
+      services.records = new FleetRecords(alertsRedis, config);
+      // Alert rules and digests run where steps run; every such process may, and each alert and tick posts once.
+      if (withSchedules) {
+        const records = services.records;
+        runtime.alerts = new AlertManager({
+          fleet: mirror,
+          config,
+          store: services.alerts,
+          output: alertOutput(() => services.notifier ?? runtime.outputNotifier),
+          incidents: opts.incidents,
+          keyBackups: () => records.keyBackups(),
+          logger: opts.logger.child({ component: 'alerts' }),
+        });
+        runtime.alerts.start();
+        runtime.digests = await startDigestSchedules({ services, notifier: () => services.notifier ?? runtime.outputNotifier, redisUrl, prefix: config.redis.prefix, logger: opts.logger.child({ component: 'digests' }) });
+      }
     },
     async stop() {
+      await runtime.alerts?.stop();
+      await runtime.digests?.stop();
       await schedules?.stop();
       await engine?.stop();
       if (pausesRedis) await closeRedis(pausesRedis);
+      if (alertsRedis) await closeRedis(alertsRedis);
       await mirror.stop();
     },
   };
+  return runtime;
 }

@@ -9,6 +9,14 @@ export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worke
   const runtime = await startRuntime(config, { logger });
   await runtime.enableRuns({ role, redisUrl: process.env.REDIS_URL ?? config.redis.url });
   const stops: (() => Promise<void>)[] = [];
+  if (role === 'worker' && config.slack) {
+    // No Bolt here, but alerts and digests are posted from workers: through the Web API directly.
+    const { SlackNotifier } = await import('../slack/notifier.js');
+    const { createSlackWebClient } = await import('../slack/client.js');
+    const notifier = new SlackNotifier(createSlackWebClient(config.slack, logger, { rejectRateLimitedCalls: true }), { logger });
+    runtime.outputNotifier = notifier;
+    stops.push(() => notifier.flush());
+  }
 
   if (role !== 'worker') {
     if (config.slack) {

@@ -18,6 +18,8 @@ import './diagnose.js';
 import './clusters.js';
 import './help.js';
 import './control.js';
+import './alerts.js';
+import './digest.js';
 // Runbook commands (run, sync, runs, audit) are registered by src/commands/runbooks.ts; the
 // integrator adds its import here.
 
@@ -140,7 +142,7 @@ const conversationOf = (ctx: CommandContext) => [ctx.user, ctx.channel ?? '', ct
 function paged(reply: Reply, cmd: ParsedCommand, page: number | undefined, ctx: CommandContext, readOnly: boolean): Reply {
   if (!reply.ok) return reply;
   const text = commandText(cmd);
-  reply.commandText ??= text;
+  reply.pageCommand ??= text;
   const pages = replyPages(reply, PAGE_SIZE[ctx.surface]);
   if (page && page > pages) {
     return errorReply(reply.command, 'usage', `\`${text}\` has ${pages === 1 ? 'one page' : `${pages} pages`} of ${PAGE_SIZE[ctx.surface]} items here; page ${page} is past the end.`);
@@ -150,7 +152,7 @@ function paged(reply: Reply, cmd: ParsedCommand, page: number | undefined, ctx: 
   lastPaged.delete(key);
   // Only answers that read the fleet are re-run by `more`; a runbook command must never run twice by a page turn.
   if (readOnly && pages > (page ?? 1)) {
-    lastPaged.set(key, { command: reply.commandText, page: page ?? 1 });
+    lastPaged.set(key, { command: reply.pageCommand, page: page ?? 1 });
     if (lastPaged.size > MAX_REMEMBERED) lastPaged.delete(lastPaged.keys().next().value!);
   }
   return reply;

@@ -2,6 +2,8 @@ import type { ArgoApi } from '../argocd/api.js';
 import type { RollcallConfig } from '../config/schema.js';
 import type { FleetView } from '../fleet/model.js';
 import type { KubeClients } from '../kube/clients.js';
+import type { FleetRecords } from '../alerts/records.js';
+import type { AlertStore } from '../alerts/store.js';
 import type { PauseStore } from '../runbooks/rollout-pause.js';
 import type { Notifier } from '../core/notifier.js';
 import type { Reply } from '../core/reply.js';
@@ -31,6 +33,10 @@ export interface Services {
   kube?: ReadonlyMap<string, KubeClients>;
   /** What pause-rollout changed, for resume and `/argo paused` (needs Redis). */
   pauses?: PauseStore;
+  /** Alert state shared by every process (needs Redis). */
+  alerts?: AlertStore;
+  /** Key backups, recent runs and previous digests, read from Redis (for alerts and digests). */
+  records?: FleetRecords;
 }
 
 export interface CommandContext {
@@ -88,8 +94,11 @@ export interface CommandSpec {
   help?: string;
   /** Read-only commands stay open to every user in allowed channels. */
   readOnly: boolean;
-  /** Reads or starts runbook runs, so it needs the engine and Redis (`ask` starts them only then). */
-  usesRuns?: boolean;
+  /**
+   * Reads or starts runbook runs, so it needs the engine and Redis (`ask` starts them only then).
+   * `optional`: answers without Redis too, and says more with it (`ask` connects when Redis answers).
+   */
+  usesRuns?: boolean | 'optional';
   run(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply>;
 }
 

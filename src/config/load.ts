@@ -85,7 +85,9 @@ export function zodProblems(error: z.ZodError, locate?: (p: readonly PropertyKey
   return error.issues.map((issue) => {
     // An unknown key is reported on its parent; its own line is where the typo is.
     const at = issue.code === 'unrecognized_keys' && issue.keys.length ? [...issue.path, issue.keys[0]] : issue.path;
-    return { path: formatPath(issue.path), message: issue.message.replace(/^Invalid input: /, ''), line: locate?.(at) };
+    // A bad record key says why in its own issue; "Invalid key in record" alone names no rule.
+    const message = issue.code === 'invalid_key' && issue.issues[0]?.message ? issue.issues[0].message : issue.message;
+    return { path: formatPath(issue.path), message: message.replace(/^Invalid input: /, ''), line: locate?.(at) };
   });
 }
 

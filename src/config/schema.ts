@@ -12,17 +12,21 @@ export const durationSchema = z.union([z.number().int().nonnegative(), z.string(
   return ms;
 });
 
+/**
+ * Checks a cron pattern (5 fields, or 6 with seconds) in an IANA time zone, adding the problem at `cron`
+ * or `tz` of the object being checked.
+ */
+function checkCron(value: { cron: string; tz: string }, ctx: z.RefinementCtx): void {
+  try {
+    CronExpressionParser.parse(value.cron, { tz: value.tz }).next();
+  } catch (error) {
+    const message = (error as Error).message.includes('Invalid Date') ? `unknown time zone "${value.tz}"` : (error as Error).message;
+    ctx.addIssue({ code: 'custom', path: [message.startsWith('unknown time zone') ? 'tz' : 'cron'], message: `expected a cron pattern such as "0 3 * * *" (${message})` });
+  }
+}
+
 /** A cron pattern (5 fields, or 6 with seconds) in an IANA time zone, checked when the config loads. */
-export const scheduleSchema = z
-  .object({ cluster: z.string().min(1), cron: z.string(), tz: z.string().default('UTC') })
-  .superRefine((schedule, ctx) => {
-    try {
-      CronExpressionParser.parse(schedule.cron, { tz: schedule.tz }).next();
-    } catch (error) {
-      const message = (error as Error).message.includes('Invalid Date') ? `unknown time zone "${schedule.tz}"` : (error as Error).message;
-      ctx.addIssue({ code: 'custom', path: [message.startsWith('unknown time zone') ? 'tz' : 'cron'], message: `expected a cron pattern such as "0 3 * * *" (${message})` });
-    }
-  });
+export const scheduleSchema = z.object({ cluster: z.string().min(1), cron: z.string(), tz: z.string().default('UTC') }).superRefine(checkCron);
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -149,13 +153,72 @@ export const sealedSecretsSchema = z
   })
   .prefault({});
 
-export const digestSchema = z.object({
-  name: nameSchema,
-  channel: z.string(),
-  cron: z.string(),
-  tz: z.string().default('UTC'),
-  selector: z.string().optional(),
+/**
+ * A scheduled digest: posted to `channel` at every tick of `cron` in `tz`, covering the apps `selector`
+ * picks (all when absent).
+ */
+export const digestSchema = z
+  .object({
+    name: nameSchema,
+    channel: z.string().min(1, 'expected a Slack channel id such as C0123456789'),
+    cron: z.string(),
+    tz: z.string().default('UTC'),
+    selector: z.string().optional(),
+  })
+  .superRefine(checkCron);
+
+/** The alert rules rollcall evaluates, in the order `alerts` lists them. */
+export const ALERT_RULES = ['stuck-step', 'sync-failed', 'degraded-after-sync', 'out-of-sync', 'instance-unreachable', 'key-backup-stale'] as const;
+export type AlertRuleName = (typeof ALERT_RULES)[number];
+
+/** Per rule: off switch, own channel, and the rule's threshold (`after`) or window where it has one. */
+const alertRuleSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  /** Where this rule's alerts go; defaults to alerts.channel. */
+  channel: z.string().optional(),
+  /**
+   * How long the condition must last before it is a problem: stuck-step (default alerts.stuckAfter),
+   * out-of-sync (1h), instance-unreachable (2m), key-backup-stale (no backup newer than this; 26h).
+   */
+  after: durationSchema.optional(),
+  /** degraded-after-sync: an app turning Degraded this long after a successful sync still counts. @defaultValue 30m */
+  window: durationSchema.optional(),
 });
+
+export const alertsSchema = z
+  .object({
+    /** Where alerts go when their rule names no channel. */
+    channel: z.string().optional(),
+    /** An app Pending or Progressing in its RollingSync step longer than this is stuck. */
+    stuckAfter: durationSchema.default(15 * 60_000),
+    /**
+     * A condition must hold this long before its alert fires (and a pending one that clears never posts).
+     * Rules with their own threshold (stuckAfter, `after`) count it on top. @defaultValue 30s
+     */
+    holdDown: durationSchema.default(30_000),
+    /** A firing alert resolves once its condition has been gone this long; back sooner, it is flapping. @defaultValue 1m */
+    resolveAfter: durationSchema.default(60_000),
+    /**
+     * How often workers evaluate every rule, besides on fleet events (a stuck step produces none). One
+     * sweep of the 10,000-app fleet costs tens of milliseconds (bench/alerts.ts). @defaultValue 15s
+     */
+    sweepEvery: durationSchema.default(15_000),
+    /** How long a resolved alert stays listed by `alerts`. @defaultValue 24h */
+    keepResolved: durationSchema.default(86_400_000),
+    rules: z
+      .record(
+        // Checked as a key, so a misspelt rule is reported even when other settings are wrong too.
+        z.string().refine((name) => (ALERT_RULES as readonly string[]).includes(name), {
+          error: (issue) => `unknown alert rule "${String(issue.input)}" (rules: ${ALERT_RULES.join(', ')})`,
+        }),
+        alertRuleSchema,
+      )
+      .default({}),
+  })
+  .superRefine((alerts, ctx) => {
+    if (alerts.sweepEvery < 1000) ctx.addIssue({ code: 'custom', path: ['sweepEvery'], message: 'expected at least 1s between sweeps' });
+  })
+  .prefault({});
 
 export const configSchema = z
   .object({
@@ -191,7 +254,7 @@ export const configSchema = z
     syncGuard: z
       .object({ maxFleetShare: z.number().gt(0).max(1).default(0.25), freeUpTo: z.number().int().min(0).default(10) })
       .prefault({}),
-    alerts: z.object({ channel: z.string().optional(), stuckAfter: durationSchema.default(15 * 60_000) }).prefault({}),
+    alerts: alertsSchema,
     digests: z.array(digestSchema).default([]),
     sealedSecrets: sealedSecretsSchema,
     runbooksDir: z.string().default('runbooks'),
@@ -210,6 +273,11 @@ export const configSchema = z
         ctx.addIssue({ code: 'custom', path: ['instances', i, 'name'], message: `duplicate instance name "${instance.name}"` });
       seen.add(instance.name);
     });
+    const digests = new Set<string>();
+    c.digests.forEach((digest, i) => {
+      if (digests.has(digest.name)) ctx.addIssue({ code: 'custom', path: ['digests', i, 'name'], message: `duplicate digest name "${digest.name}"` });
+      digests.add(digest.name);
+    });
   });
 
 export type RollcallConfig = z.output<typeof configSchema>;
@@ -217,3 +285,5 @@ export type InstanceConfig = z.output<typeof instanceSchema>;
 export type SlackConfig = z.output<typeof slackSchema>;
 export type KubeClusterConfig = z.output<typeof kubeClusterSchema>;
 export type AccessConfig = z.output<typeof accessSchema>;
+export type AlertsConfig = z.output<typeof alertsSchema>;
+export type DigestConfig = z.output<typeof digestSchema>;

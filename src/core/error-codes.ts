@@ -44,6 +44,8 @@ export const ERROR_CODES = {
   nothing_to_pause: { exit: 'failed', meaning: 'the ApplicationSet has nothing a pause would stop' },
   already_paused: { exit: 'failed', meaning: 'the ApplicationSet is already paused' },
   not_paused: { exit: 'failed', meaning: 'the ApplicationSet is not paused by rollcall' },
+  alert_not_found: { exit: 'failed', meaning: 'no alert with that id (active or recently resolved)' },
+  alert_not_active: { exit: 'failed', meaning: 'the alert is resolved (or not firing yet): nothing to ack or snooze' },
   // Kubernetes API answers (sealed-secrets runbooks).
   not_found: { exit: 'failed', meaning: 'a Kubernetes object does not exist' },
   conflict: { exit: 'failed', meaning: 'a Kubernetes or Argo CD object changed or already exists' },

@@ -62,10 +62,14 @@ export interface Reply {
    * Views show links and mentions found in it as text, never as markup the bot itself posted.
    */
   userText?: string[];
+  /**
+   * The command that gives this reply again, canonical and without its page: what "More" and "next
+   * page" re-run (dispatch sets it on every answer; a scheduled digest, posted on its own, sets its
+   * own), and what the terminal does not suggest as a next step after itself.
+   */
+  pageCommand?: string;
   /** The page of its lists the user asked for (`--page N`, `page=N`, `more`); views show that window. */
   page?: number;
-  /** The command that produced it, canonical and without its page: what "next page" re-runs, and no suggestion of itself. */
-  commandText?: string;
 }
 
 /** List items one page shows: a Slack message has room for more than a terminal screen. */

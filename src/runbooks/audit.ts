@@ -18,7 +18,10 @@ export type AuditKind =
   /** Any other Argo CD change (patch, appset upsert, terminate). */
   | 'argocd.mutation'
   /** A Kubernetes API change (sealed-secrets keys, controller restart). */
-  | 'kube.mutation';
+  | 'kube.mutation'
+  /** Someone acknowledged or snoozed an alert. */
+  | 'alert.ack'
+  | 'alert.snooze';
 
 /**
  * Where an action came from: `slack` and `terminal` are people; `schedule` is a cron in rollcall.yaml;

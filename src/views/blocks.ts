@@ -99,7 +99,7 @@ export function renderBlocks(typedReply: Reply, opts: RenderOptions = {}): Rende
   const page = Math.min(Math.max(1, Math.floor(opts.page ?? reply.page ?? 1)), pages);
   const windowStart = (page - 1) * perPage;
   const windowEnd = windowStart + perPage;
-  const commandText = opts.commandText ?? reply.commandText;
+  const commandText = opts.commandText ?? reply.pageCommand;
   const canPaginate = pages > 1 && commandText !== undefined && pageValueFits(commandText, pages);
 
   const body: KnownBlock[] = [];

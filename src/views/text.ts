@@ -234,7 +234,7 @@ export function renderText(reply: Reply, opts: TextOptions = {}): string {
       if (items.length || (page === 1 && !block.items.length)) blocks.push({ ...block, items, total: reachesEnd && cut > 0 ? items.length + cut : undefined });
     } else if (page === 1 || block.kind === 'header') blocks.push(block);
   }
-  const self = reply.commandText;
+  const self = reply.pageCommand;
   const parts = blocks.map((b) => renderBlock(b, opts, self)).filter((p, i, all) => p !== '' || (i > 0 && all[i - 1] !== ''));
   if (pages > 1) {
     const next = page < pages && self ? ` · next: ${ansi(opts.color ?? false, '36', `${self} --page ${page + 1}`)} (or \`more\`)` : '';

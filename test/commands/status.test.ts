@@ -93,7 +93,7 @@ describe('status', () => {
       { label: 'Refresh', command: 'status' },
       { label: 'Show rollout auth', command: 'rollout auth' },
     ]);
-    const text = renderText({ ...reply, commandText: 'status' }, { links: 'label' });
+    const text = renderText({ ...reply, pageCommand: 'status' }, { links: 'label' });
     expect(text).toContain('4 apps need attention in 4 groups');
     expect(text).toContain('→ try: rollout auth');
     // The command just run is no suggestion.

@@ -1,0 +1,340 @@
+/**
+ * A status digest: what needs attention, what happened in the period, and the totals with their change
+ * since the previous digest. Pure: built from the fleet view and facts read from Redis by the caller,
+ * so the scheduled tick, `digest` in Slack and the terminal all say the same thing.
+ */
+import type { Application } from '../argocd/types.js';
+import type { AlertsConfig } from '../config/schema.js';
+import { formatDuration } from '../core/format.js';
+import type { FleetApp, FleetView } from '../fleet/model.js';
+import { automatedEnabled, isRollingSync, rolloutComplete } from '../fleet/rollingsync.js';
+import { matchesLabels, parseLabelSelector } from '../fleet/select.js';
+import { evaluateAlertRules, groupBy, groupKey, heldBySyncWindow, ownerOf, pausedBy, revisionOf, rolloutMembers, ruleSettings } from './rules.js';
+
+export const ATTENTION_KINDS = ['degraded', 'out-of-sync', 'stuck-rollout', 'paused-rollout', 'sync-failed', 'key-backup-stale', 'instance-unreachable'] as const;
+export type AttentionKind = (typeof ATTENTION_KINDS)[number];
+
+export interface AttentionItem {
+  kind: AttentionKind;
+  severity: 'critical' | 'warning' | 'info';
+  title: string;
+  instance: string;
+  appSet?: string;
+  apps: string[];
+  count: number;
+  since: string;
+}
+
+export interface DigestRun {
+  id: string;
+  runbook: string;
+  status: string;
+  requester: string;
+  createdAt: string;
+  endedAt?: string;
+}
+
+export interface DigestActivity {
+  from: string;
+  to: string;
+  syncs: { succeeded: number; failed: number };
+  rolloutsCompleted: { instance: string; appSet: string; at: string }[];
+  /** Runbook runs started in the period; null when the run records could not be read. */
+  runbookRuns: { total: number; byStatus: Record<string, number>; runs: DigestRun[] } | null;
+}
+
+export const TOTAL_KEYS = ['instances', 'appSets', 'apps', 'synced', 'outOfSync', 'healthy', 'progressing', 'degraded', 'missing', 'suspended', 'unknown', 'activeAlerts'] as const;
+export type TotalKey = (typeof TOTAL_KEYS)[number];
+
+export interface DigestTotals extends Record<TotalKey, number> {
+  /** Each total minus the previous digest's; null when there was none. */
+  change: Partial<Record<TotalKey, number>> | null;
+  previousAt: string | null;
+}
+
+export interface Digest {
+  name: string | null;
+  at: string;
+  selector: string | null;
+  allClear: boolean;
+  attention: AttentionItem[];
+  activity: DigestActivity;
+  totals: DigestTotals;
+}
+
+export interface DigestInputs {
+  fleet: FleetView;
+  now: Date;
+  alerts: AlertsConfig;
+  name?: string;
+  /** A Kubernetes label selector on Application labels; the digest covers the apps it picks. */
+  selector?: string;
+  /** Start of the period; defaults to 24 hours before now. */
+  from?: Date;
+  keyBackups?: { cluster: string; lastBackupAt?: string }[];
+  runs?: DigestRun[];
+  activeAlerts?: number;
+  previous?: { at: string; totals: Record<string, number> };
+}
+
+/** Apps Degraded for less than this are still settling. */
+export const DEGRADED_AFTER_MS = 10 * 60_000;
+/** Auto-synced apps OutOfSync for less than this are catching up on their own. */
+export const OUT_OF_SYNC_AFTER_MS = 3_600_000;
+
+const SEVERITY: Record<AttentionKind, AttentionItem['severity']> = {
+  degraded: 'critical',
+  'out-of-sync': 'warning',
+  'stuck-rollout': 'critical',
+  'paused-rollout': 'info',
+  'sync-failed': 'critical',
+  'key-backup-stale': 'warning',
+  'instance-unreachable': 'critical',
+};
+
+const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+function appKey(a: FleetApp): string {
+  return `${a.instance}/${a.app.metadata.name}`;
+}
+
+function oldest(times: (string | undefined)[], fallback: string): string {
+  let best: number | undefined;
+  for (const t of times) {
+    const ms = t ? Date.parse(t) : NaN;
+    if (Number.isFinite(ms) && (best === undefined || ms < best)) best = ms;
+  }
+  return best === undefined ? fallback : new Date(best).toISOString();
+}
+
+/**
+ * When an app was last known to match git: Argo CD records no time for a change of sync status, so the
+ * end of its last successful sync is the best bound there is.
+ */
+function lastInSync(app: Application): string | undefined {
+  const op = app.status?.operationState;
+  if (op?.phase === 'Succeeded' && op.finishedAt) return op.finishedAt;
+  const history = app.status?.history ?? [];
+  return history.length ? history[history.length - 1].deployedAt : undefined;
+}
+
+/**
+ * OutOfSync worth attention: for an auto-synced app, longer than an hour (it catches up on its own
+ * otherwise); without automated sync, at once, since nothing but a person will sync it.
+ */
+function outOfSyncNeedsAttention(app: Application, now: Date): boolean {
+  if (!automatedEnabled(app.spec?.syncPolicy?.automated)) return true;
+  const since = lastInSync(app);
+  return !since || now.getTime() - Date.parse(since) > OUT_OF_SYNC_AFTER_MS;
+}
+
+function grouped(kind: AttentionKind, apps: { a: FleetApp; since?: string; revision?: string }[], now: Date, title: (owner: string, n: number, since: string) => string): AttentionItem[] {
+  const out: AttentionItem[] = [];
+  for (const group of groupBy(apps, (x) => groupKey({ rule: kind, instance: x.a.instance, ...ownerOf(x.a), revision: x.revision })).values()) {
+    const first = group[0].a;
+    const owner = ownerOf(first);
+    const since = oldest(
+      group.map((g) => g.since),
+      now.toISOString(),
+    );
+    const names = group.map((g) => g.a.app.metadata.name).sort(byName);
+    out.push({
+      kind,
+      severity: SEVERITY[kind],
+      title: title(owner.appSet ?? owner.app!, names.length, since),
+      instance: first.instance,
+      ...(owner.appSet ? { appSet: owner.appSet } : {}),
+      apps: names,
+      count: names.length,
+      since,
+    });
+  }
+  return out;
+}
+
+const apps = (n: number) => `${n} app${n === 1 ? '' : 's'}`;
+
+/** The digest for the apps `selector` picks (all of them without one). */
+export function buildDigest(inputs: DigestInputs): Digest {
+  const { fleet, now } = inputs;
+  const from = inputs.from ?? new Date(now.getTime() - 86_400_000);
+  const age = (since: string) => formatDuration(now.getTime() - Date.parse(since));
+  const reqs = inputs.selector?.trim() ? parseLabelSelector(inputs.selector) : [];
+  const inScope = reqs.length ? (a: FleetApp) => matchesLabels(a.app.metadata.labels, reqs) : () => true;
+  const scoped = fleet.apps().filter(inScope);
+  const scopedKeys = new Set(scoped.map(appKey));
+  const scopedAppSets = new Set(scoped.filter((a) => a.appSet).map((a) => `${a.instance}/${a.appSet}`));
+  const appSetInScope = (instance: string, name: string) => !reqs.length || scopedAppSets.has(`${instance}/${name}`);
+  const attention: AttentionItem[] = [];
+
+  // Stuck rollouts as the stuck-step rule sees them, whether or not the rule is switched on for alerts.
+  const rules = evaluateAlertRules({ fleet, now, config: { ...inputs.alerts, rules: { ...inputs.alerts.rules, 'stuck-step': { enabled: true } } } });
+  const inStuckRollout = new Set<string>();
+  for (const c of rules.conditions) {
+    if (c.rule !== 'stuck-step' || !c.appSet || !appSetInScope(c.instance, c.appSet)) continue;
+    for (const name of c.apps) inStuckRollout.add(`${c.instance}/${name}`);
+    attention.push({
+      kind: 'stuck-rollout',
+      severity: 'critical',
+      title: `${c.appSet} step ${c.step} stuck for ${age(c.since)}: ${apps(c.apps.length)} Pending/Progressing`,
+      instance: c.instance,
+      appSet: c.appSet,
+      apps: c.apps,
+      count: c.apps.length,
+      since: c.since,
+    });
+  }
+  for (const s of fleet.appSets()) {
+    const paused = pausedBy(s.appSet);
+    if (!paused || !appSetInScope(s.instance, s.appSet.metadata.name)) continue;
+    const waiting = (s.appSet.status?.applicationStatus ?? []).filter((e) => e.status !== 'Healthy').map((e) => e.application).sort(byName);
+    const since = paused.at ?? now.toISOString();
+    attention.push({
+      kind: 'paused-rollout',
+      severity: 'info',
+      title: `${s.appSet.metadata.name} paused by ${paused.by} for ${age(since)}${waiting.length ? `: ${apps(waiting.length)} wait` : ''}`,
+      instance: s.instance,
+      appSet: s.appSet.metadata.name,
+      apps: waiting,
+      count: waiting.length,
+      since,
+    });
+  }
+
+  const degraded: { a: FleetApp; since?: string; revision?: string }[] = [];
+  const outOfSync: typeof degraded = [];
+  const failed: typeof degraded = [];
+  const inRollout = rolloutMembers(fleet);
+  for (const a of scoped) {
+    const key = appKey(a);
+    if (inStuckRollout.has(key)) continue;
+    const app = a.app;
+    const health = app.status?.health;
+    if (health?.status === 'Degraded') {
+      const since = health.lastTransitionTime;
+      if (!since || now.getTime() - Date.parse(since) > DEGRADED_AFTER_MS) degraded.push({ a, since, revision: revisionOf(app) });
+    }
+    if (app.status?.sync?.status === 'OutOfSync' && !inRollout.has(key) && !heldBySyncWindow(app) && outOfSyncNeedsAttention(app, now)) {
+      outOfSync.push({ a, since: lastInSync(app), revision: app.status.sync.revision });
+    }
+    const op = app.status?.operationState;
+    if (op && (op.phase === 'Failed' || op.phase === 'Error') && Date.parse(op.finishedAt ?? op.startedAt) >= from.getTime()) {
+      failed.push({ a, since: op.finishedAt ?? op.startedAt, revision: revisionOf(app) });
+    }
+  }
+  attention.push(...grouped('degraded', degraded, now, (owner, n, since) => `${owner}: ${apps(n)} Degraded for ${age(since)}`));
+  attention.push(...grouped('out-of-sync', outOfSync, now, (owner, n) => `${owner}: ${apps(n)} OutOfSync`));
+  attention.push(...grouped('sync-failed', failed, now, (owner, n) => `${owner}: sync failed on ${apps(n)}`));
+
+  const backupAfter = ruleSettings(inputs.alerts, 'key-backup-stale').afterMs;
+  for (const b of inputs.keyBackups ?? []) {
+    const ageMs = b.lastBackupAt ? now.getTime() - Date.parse(b.lastBackupAt) : Infinity;
+    if (ageMs <= backupAfter) continue;
+    attention.push({
+      kind: 'key-backup-stale',
+      severity: 'warning',
+      title: b.lastBackupAt ? `Sealed-secrets keys of ${b.cluster} last backed up ${age(b.lastBackupAt)} ago` : `No sealed-secrets key backup of ${b.cluster} recorded`,
+      instance: b.cluster,
+      apps: [],
+      count: 1,
+      since: b.lastBackupAt ?? now.toISOString(),
+    });
+  }
+  for (const h of fleet.health()) {
+    if (h.synced) continue;
+    attention.push({
+      kind: 'instance-unreachable',
+      severity: 'critical',
+      title: `Argo CD instance ${h.instance} unreachable${h.error ? `: ${h.error}` : ''}`,
+      instance: h.instance,
+      apps: [],
+      count: 1,
+      since: h.lastEventAt ?? now.toISOString(),
+    });
+  }
+  attention.sort((a, b) => ATTENTION_KINDS.indexOf(a.kind) - ATTENTION_KINDS.indexOf(b.kind) || b.count - a.count || byName(a.title, b.title));
+
+  return {
+    name: inputs.name ?? null,
+    at: now.toISOString(),
+    selector: inputs.selector ?? null,
+    allClear: attention.length === 0,
+    attention,
+    activity: activity(fleet, scopedKeys, appSetInScope, from, now, inputs.runs),
+    totals: totals(fleet, scoped, appSetInScope, inputs.activeAlerts ?? 0, inputs.previous),
+  };
+}
+
+function activity(fleet: FleetView, scoped: Set<string>, appSetInScope: (i: string, n: string) => boolean, from: Date, now: Date, runs: DigestRun[] | undefined): DigestActivity {
+  const inPeriod = (t: string | undefined) => !!t && Date.parse(t) >= from.getTime() && Date.parse(t) <= now.getTime();
+  let succeeded = 0;
+  let failed = 0;
+  for (const a of fleet.apps()) {
+    if (!scoped.has(appKey(a))) continue;
+    // History holds the successful syncs; the current operation may be a failure that never reaches it.
+    for (const h of a.app.status?.history ?? []) if (inPeriod(h.deployedAt)) succeeded++;
+    const op = a.app.status?.operationState;
+    if (op && (op.phase === 'Failed' || op.phase === 'Error') && inPeriod(op.finishedAt)) failed++;
+  }
+  const rolloutsCompleted: DigestActivity['rolloutsCompleted'] = [];
+  for (const s of fleet.appSets()) {
+    if (!isRollingSync(s.appSet) || !rolloutComplete(s.appSet) || !appSetInScope(s.instance, s.appSet.metadata.name)) continue;
+    const at = s.appSet.status?.conditions?.find((c) => c.type === 'RolloutProgressing')?.lastTransitionTime;
+    if (at && inPeriod(at)) rolloutsCompleted.push({ instance: s.instance, appSet: s.appSet.metadata.name, at });
+  }
+  let runbookRuns: DigestActivity['runbookRuns'] = null;
+  if (runs) {
+    const list = runs.filter((r) => inPeriod(r.createdAt));
+    const byStatus: Record<string, number> = {};
+    for (const r of list) byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
+    runbookRuns = { total: list.length, byStatus, runs: list.slice(0, 20) };
+  }
+  return { from: from.toISOString(), to: now.toISOString(), syncs: { succeeded, failed }, rolloutsCompleted, runbookRuns };
+}
+
+function totals(fleet: FleetView, scoped: FleetApp[], appSetInScope: (i: string, n: string) => boolean, activeAlerts: number, previous: DigestInputs['previous']): DigestTotals {
+  const t: Record<TotalKey, number> = {
+    instances: fleet.instances().length,
+    appSets: fleet.appSets().filter((s) => appSetInScope(s.instance, s.appSet.metadata.name)).length,
+    apps: scoped.length,
+    synced: 0,
+    outOfSync: 0,
+    healthy: 0,
+    progressing: 0,
+    degraded: 0,
+    missing: 0,
+    suspended: 0,
+    unknown: 0,
+    activeAlerts,
+  };
+  for (const a of scoped) {
+    const sync = a.app.status?.sync?.status;
+    if (sync === 'Synced') t.synced++;
+    else if (sync === 'OutOfSync') t.outOfSync++;
+    switch (a.app.status?.health?.status) {
+      case 'Healthy':
+        t.healthy++;
+        break;
+      case 'Progressing':
+        t.progressing++;
+        break;
+      case 'Degraded':
+        t.degraded++;
+        break;
+      case 'Missing':
+        t.missing++;
+        break;
+      case 'Suspended':
+        t.suspended++;
+        break;
+      default:
+        t.unknown++;
+    }
+  }
+  let change: DigestTotals['change'] = null;
+  if (previous) {
+    change = {};
+    for (const k of TOTAL_KEYS) if (typeof previous.totals[k] === 'number') change[k] = t[k] - previous.totals[k];
+  }
+  return { ...t, change, previousAt: previous?.at ?? null };
+}

@@ -1,0 +1,226 @@
+/**
+ * What happens to an alert when the rules look again: a pure function of the stored alert, the
+ * condition seen now (or its absence) and the clock, so every worker computes the same next state and
+ * the store only has to make the write atomic.
+ *
+ *   (none) ──seen──> pending ──held down──> firing ──gone for resolveAfter──> resolved
+ *                      │ gone                 │ ▲ back before that: a flap (resolving waits longer)
+ *                      ▼                      ▼ │
+ *                   (deleted)            acked / snoozed (until snoozedUntil, then firing)
+ */
+import { randomInt } from 'node:crypto';
+import type { AlertRuleName } from '../config/schema.js';
+import type { AlertCondition, AlertSeverity } from './rules.js';
+
+export type AlertState = 'pending' | 'firing' | 'acked' | 'snoozed' | 'resolved';
+
+export interface AlertRecord {
+  id: string;
+  key: string;
+  rule: AlertRuleName;
+  severity: AlertSeverity;
+  instance: string;
+  appSet?: string;
+  app?: string;
+  step?: number;
+  revision?: string;
+  apps: string[];
+  summary: string;
+  details: string[];
+  rolloutTarget?: string;
+  state: AlertState;
+  /** When the condition began (Argo CD's time where it has one). */
+  since: string;
+  /** When rollcall first saw it. */
+  firstSeenAt: string;
+  firedAt?: string;
+  /** Last change of content or state. */
+  updatedAt: string;
+  resolvedAt?: string;
+  /** The condition has been absent since then (the alert is resolving). */
+  clearedAt?: string;
+  /** Times the condition came back while resolving. */
+  flaps: number;
+  ackedBy?: string;
+  snoozedBy?: string;
+  snoozedUntil?: string;
+  /** Content version; the message is re-rendered while `rendered` is behind it. */
+  version: number;
+  rendered: number;
+  /** The one Slack message of this alert. */
+  message?: { channel: string; ts: string; threadTs?: string };
+  /** The open incident the alert was routed to. */
+  incident?: { id: string; channel: string; threadTs: string };
+  /** Apps and severity the last notification spoke of: more, or worse, is worth a new notification. */
+  notifiedApps: number;
+  notifiedSeverity?: AlertSeverity;
+  /** It got worse since the last notification: a follow-up is due. */
+  renotify?: boolean;
+  /** The process rendering the message, so only one posts. */
+  renderLease?: { owner: string; until: number };
+  /** Resolved because none of its apps have the problem any more, though other apps of the group now do. */
+  superseded?: boolean;
+  /** A resolved alert kept under its id after a new alert of the same group took the group's place. */
+  archived?: boolean;
+}
+
+export interface LifecyclePolicy {
+  holdDownMs: number;
+  resolveAfterMs: number;
+}
+
+/**
+ * Two workers' mirrors can disagree for a moment (one has seen the fix, the other not yet): a condition
+ * gone for less than this and back is that lag, not a flap.
+ */
+export const FLAP_GRACE_MS = 10_000;
+/** Each flap lengthens the wait before resolving, up to this many times resolveAfter. */
+const MAX_RESOLVE_STRETCH = 4;
+
+const ID_ALPHABET = '23456789abcdefghjkmnpqrstuvwxyz';
+
+/** `a-k3m9x`: short enough to type in `alert ack`. */
+export function newAlertId(): string {
+  let s = '';
+  for (let i = 0; i < 5; i++) s += ID_ALPHABET[randomInt(ID_ALPHABET.length)];
+  return `a-${s}`;
+}
+
+const SEVERITY_RANK: Record<AlertSeverity, number> = { warning: 1, critical: 2 };
+
+export const isActive = (a: Pick<AlertRecord, 'state'>) => a.state === 'firing' || a.state === 'acked' || a.state === 'snoozed';
+
+function content(record: AlertRecord, condition: AlertCondition): AlertRecord {
+  return {
+    ...record,
+    severity: condition.severity,
+    instance: condition.instance,
+    appSet: condition.appSet,
+    app: condition.app,
+    step: condition.step,
+    revision: condition.revision,
+    apps: condition.apps,
+    summary: condition.summary,
+    details: condition.details,
+    rolloutTarget: condition.rolloutTarget,
+    since: Date.parse(condition.since) < Date.parse(record.since) ? condition.since : record.since,
+  };
+}
+
+function sameApps(a: string[], b: string[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+/**
+ * None of the alerted apps has the problem any more, but other apps of the same group do (a RollingSync
+ * step moved on to its next apps, which stall too): the alert people acted on is resolved and a new one
+ * starts, rather than the old message quietly swapping every app it named.
+ */
+function supersedes(prev: AlertRecord, condition: AlertCondition): boolean {
+  if (!prev.apps.length || !condition.apps.length) return false;
+  const before = new Set(prev.apps);
+  return !condition.apps.some((a) => before.has(a));
+}
+
+function resolve(prev: AlertRecord, at: string, extra: Partial<AlertRecord> = {}): AlertRecord {
+  return { ...prev, state: 'resolved', resolvedAt: at, updatedAt: at, clearedAt: undefined, renotify: false, version: prev.version + 1, ...extra };
+}
+
+/**
+ * The next state of one alert group, or null when its record should go (a pending alert whose condition
+ * cleared before it fired: nobody was told, so nothing is left to resolve). Returns `prev` itself when
+ * nothing changes, so the caller can skip the write.
+ */
+export function nextAlert(prev: AlertRecord | undefined, condition: AlertCondition | undefined, now: Date, policy: LifecyclePolicy): AlertRecord | null | undefined {
+  const at = now.toISOString();
+  const t = now.getTime();
+  if (!condition) {
+    if (!prev || prev.state === 'resolved') return prev;
+    if (prev.state === 'pending') return null;
+    if (!prev.clearedAt) return { ...prev, clearedAt: at };
+    const wait = policy.resolveAfterMs * Math.min(MAX_RESOLVE_STRETCH, 1 + prev.flaps);
+    if (t - Date.parse(prev.clearedAt) < wait) return prev;
+    return resolve(prev, at);
+  }
+
+  if (prev && isActive(prev) && supersedes(prev, condition)) return resolve(prev, at, { superseded: true });
+  // A resolved alert whose message still says it is firing is edited first; the new alert takes its place after.
+  if (prev?.state === 'resolved' && prev.message && prev.version > prev.rendered) return prev;
+
+  let next: AlertRecord;
+  if (!prev || prev.state === 'resolved') {
+    next = content(
+      {
+        id: newAlertId(),
+        key: condition.key,
+        rule: condition.rule,
+        state: 'pending',
+        firstSeenAt: at,
+        updatedAt: at,
+        since: condition.since,
+        flaps: 0,
+        version: 0,
+        rendered: 0,
+        notifiedApps: 0,
+      } as AlertRecord,
+      condition,
+    );
+  } else {
+    next = { ...prev };
+    if (prev.clearedAt) {
+      // Back while resolving: held as it is, and counted so the next clearing waits longer.
+      if (t - Date.parse(prev.clearedAt) >= FLAP_GRACE_MS) next.flaps = prev.flaps + 1;
+      next.clearedAt = undefined;
+    }
+    if (!sameApps(prev.apps, condition.apps) || prev.severity !== condition.severity) {
+      next = content(next, condition);
+      if (prev.state !== 'pending') {
+        next.version = prev.version + 1;
+        next.updatedAt = at;
+      }
+    }
+    if (prev.state === 'snoozed' && prev.snoozedUntil && t >= Date.parse(prev.snoozedUntil)) {
+      next.state = 'firing';
+      next.snoozedUntil = undefined;
+      next.snoozedBy = undefined;
+      next.version = next.version === prev.version ? prev.version + 1 : next.version;
+      next.updatedAt = at;
+    }
+  }
+
+  if (next.state === 'pending') {
+    const holdMs = Math.max(policy.holdDownMs, condition.holdForMs ?? 0);
+    if (t - Date.parse(next.firstSeenAt) >= holdMs) {
+      next.state = 'firing';
+      next.firedAt = at;
+      next.updatedAt = at;
+      next.version = 1;
+      next.notifiedApps = next.apps.length;
+      next.notifiedSeverity = next.severity;
+    }
+  } else if (next.state === 'firing' && worse(next)) {
+    // Acked and snoozed alerts change in place but stay quiet: someone is on it, or asked for quiet.
+    next.renotify = true;
+    next.notifiedApps = next.apps.length;
+    next.notifiedSeverity = next.severity;
+  }
+  return unchanged(prev, next) ? prev : next;
+}
+
+function worse(a: AlertRecord): boolean {
+  return a.apps.length > a.notifiedApps || SEVERITY_RANK[a.severity] > SEVERITY_RANK[a.notifiedSeverity ?? a.severity];
+}
+
+function unchanged(prev: AlertRecord | undefined, next: AlertRecord): boolean {
+  return !!prev && JSON.stringify(prev) === JSON.stringify(next);
+}
+
+export type AlertChange = { kind: 'ack'; by: string } | { kind: 'snooze'; by: string; untilMs: number };
+
+/** A person's change to an alert (Ack, Snooze): one more version, so the message shows it. */
+export function applyChange(prev: AlertRecord, change: AlertChange, now: Date): AlertRecord {
+  const at = now.toISOString();
+  const base = { ...prev, updatedAt: at, version: prev.version + 1, renotify: false };
+  if (change.kind === 'ack') return { ...base, state: 'acked', ackedBy: change.by, snoozedUntil: undefined, snoozedBy: undefined };
+  return { ...base, state: 'snoozed', snoozedBy: change.by, snoozedUntil: new Date(change.untilMs).toISOString() };
+}

@@ -1,0 +1,140 @@
+import { buildDigest, TOTAL_KEYS, type AttentionItem, type Digest, type TotalKey } from '../alerts/digest.js';
+import { isActive } from '../alerts/lifecycle.js';
+import type { DigestConfig } from '../config/schema.js';
+import { formatCount, TONE_EMOJI } from '../core/format.js';
+import { CommandError, checkOptions, checkPositional } from './parse.js';
+import { registerCommand, type Services } from './registry.js';
+import type { Reply, ReplyBlock, ReplyItem } from '../core/reply.js';
+import { suggest } from './suggest.js';
+
+/** Previous totals of a digest over the whole fleet, kept under this name whatever the digest is called. */
+export const FLEET_DIGEST = '(fleet)';
+
+const USAGE = 'digest [NAME]';
+const APPS_SHOWN = 8;
+
+const TOTAL_LABELS: Record<TotalKey, string> = {
+  instances: 'Instances',
+  appSets: 'ApplicationSets',
+  apps: 'Apps',
+  synced: 'Synced',
+  outOfSync: 'OutOfSync',
+  healthy: 'Healthy',
+  progressing: 'Progressing',
+  degraded: 'Degraded',
+  missing: 'Missing',
+  suspended: 'Suspended',
+  unknown: 'Health unknown',
+  activeAlerts: 'Active alerts',
+};
+
+/**
+ * Builds a digest from the mirror plus what Redis remembers (when this process has it): key backups,
+ * runbook runs, active alerts and the previous digest's totals, whose time starts the period.
+ */
+export async function composeDigest(services: Services, digest: Pick<DigestConfig, 'name' | 'selector'> | undefined, now: Date): Promise<Digest> {
+  const records = services.records;
+  const historyName = digest?.name ?? FLEET_DIGEST;
+  const [keyBackups, runs, previous, stored] = await Promise.all([
+    records?.keyBackups().catch(() => undefined),
+    records?.recentRuns().catch(() => undefined),
+    records?.previousDigest(historyName).catch(() => undefined),
+    services.alerts?.all().catch(() => undefined),
+  ]);
+  return buildDigest({
+    fleet: services.fleet,
+    now,
+    alerts: services.config.alerts,
+    name: digest?.name,
+    selector: digest?.selector,
+    from: previous ? new Date(previous.at) : undefined,
+    keyBackups,
+    runs,
+    activeAlerts: stored?.filter(isActive).length ?? 0,
+    previous,
+  });
+}
+
+function delta(n: number | undefined): string {
+  if (n === undefined || n === 0) return '';
+  return ` (${n > 0 ? '+' : '−'}${formatCount(Math.abs(n))})`;
+}
+
+function attentionItem(item: AttentionItem): ReplyItem {
+  const shown = item.apps.slice(0, APPS_SHOWN).join(', ');
+  const more = item.apps.length > APPS_SHOWN ? ` +${item.apps.length - APPS_SHOWN} more` : '';
+  return {
+    text: `*${item.title}*${item.appSet ? '' : ` (${item.instance})`}`,
+    tone: item.severity === 'critical' ? 'error' : item.severity === 'warning' ? 'warn' : 'info',
+    detail: `${item.kind} · since ${item.since}${shown ? ` · ${shown}${more}` : ''}`,
+  };
+}
+
+/** needs attention → activity → totals; one "all clear" line when nothing needs attention. */
+export function digestReply(d: Digest, commandText: string): Reply {
+  const title = `Digest${d.name ? ` ${d.name}` : ''} — ${d.at.slice(0, 16).replace('T', ' ')} UTC`;
+  const blocks: ReplyBlock[] = [{ kind: 'header', text: title }];
+  if (d.selector) blocks.push({ kind: 'context', text: `Apps matching \`${d.selector}\`` });
+  if (d.allClear) {
+    blocks.push({ kind: 'text', text: `${TONE_EMOJI.ok} *All clear*: nothing needs attention.`, tone: 'ok' });
+  } else {
+    blocks.push({ kind: 'list', title: `Needs attention (${d.attention.length})`, items: d.attention.map(attentionItem) });
+    const a = d.activity;
+    const rollouts = a.rolloutsCompleted.length ? a.rolloutsCompleted.map((r) => r.appSet).join(', ') : 'none';
+    blocks.push({
+      kind: 'fields',
+      fields: [
+        { label: 'Syncs', value: `${formatCount(a.syncs.succeeded)} succeeded, ${formatCount(a.syncs.failed)} failed` },
+        { label: 'Rollouts completed', value: rollouts },
+        { label: 'Runbook runs', value: a.runbookRuns ? `${formatCount(a.runbookRuns.total)}${a.runbookRuns.total ? ` (${Object.entries(a.runbookRuns.byStatus).map(([s, n]) => `${n} ${s}`).join(', ')})` : ''}` : 'unknown (no Redis)' },
+      ],
+    });
+    blocks.push({ kind: 'context', text: `Activity from ${a.from} to ${a.to}` });
+  }
+  const t = d.totals;
+  const keys: TotalKey[] = d.allClear ? ['apps', 'synced', 'healthy', 'activeAlerts'] : [...TOTAL_KEYS].filter((k) => k !== 'instances');
+  blocks.push({ kind: 'fields', fields: keys.map((k) => ({ label: TOTAL_LABELS[k], value: `${formatCount(t[k])}${delta(t.change?.[k])}` })) });
+  blocks.push({ kind: 'context', text: t.previousAt ? `Changes since the previous digest at ${t.previousAt}.` : 'No previous digest to compare with.' });
+  return {
+    ok: true,
+    command: 'digest',
+    title,
+    data: { name: d.name, at: d.at, selector: d.selector, allClear: d.allClear, attention: d.attention, activity: d.activity, totals: d.totals },
+    blocks,
+    pageCommand: commandText,
+  };
+}
+
+export function findDigest(services: Services, name: string): DigestConfig {
+  const found = services.config.digests.find((d) => d.name === name);
+  if (found) return found;
+  const names = services.config.digests.map((d) => d.name);
+  throw new CommandError(
+    'unknown_target',
+    names.length ? `No digest named \`${name}\` in the config (digests: ${names.join(', ')}).` : `No digest named \`${name}\`: the config has no \`digests:\`. \`digest\` alone covers the whole fleet.`,
+    suggest(name, names),
+  );
+}
+
+registerCommand({
+  name: 'digest',
+  summary: 'A status digest now: what needs attention (grouped by ApplicationSet), activity in the period, totals and their change',
+  usage: USAGE,
+  help: [
+    '`digest` — the whole fleet; `digest NAME` — a digest from the config, with its selector.',
+    'Needs attention: apps Degraded > 10 min, OutOfSync (> 1 h when auto-synced), stuck and paused rollouts, failed syncs in the period,',
+    'stale key backups, unreachable instances. The period runs from the previous digest of that name (else 24 h).',
+  ].join('\n'),
+  readOnly: true,
+  usesRuns: 'optional',
+  async run(cmd, ctx) {
+    checkOptions(cmd, [], USAGE);
+    checkPositional(cmd, 1, USAGE);
+    const name = cmd.positional[0];
+    const digest = name ? findDigest(ctx.services, name) : undefined;
+    const now = ctx.services.now?.() ?? new Date();
+    const d = await composeDigest(ctx.services, digest, now);
+    return digestReply(d, name ? `digest ${name}` : 'digest');
+  },
+});
+

@@ -1,0 +1,168 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { buildDigest } from '../../src/alerts/digest.js';
+import { FleetRecords } from '../../src/alerts/records.js';
+import type { Services } from '../../src/commands/registry.js';
+import type { MessageRef, Notifier } from '../../src/core/notifier.js';
+import type { Reply } from '../../src/core/reply.js';
+import { ConfigError, parseConfig } from '../../src/config/load.js';
+import { configSchema, type RollcallConfig } from '../../src/config/schema.js';
+import { StaticFleet } from '../../src/fleet/model.js';
+import { startDigestSchedules, type DigestSchedules } from '../../src/jobs/digests.js';
+import { closeRedis, createRedis } from '../../src/jobs/redis.js';
+import { progressiveInfraFixture, STUCK_APPS } from '../../src/sim/scenarios/progressive-infra.js';
+import { seedOutageFixture } from '../../src/sim/scenarios/seed-outage.js';
+import { renderBlocks } from '../../src/views/blocks.js';
+import '../../src/commands/index.js';
+import { dispatch } from '../../src/commands/index.js';
+import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
+
+const REDIS_URL = process.env.REDIS_URL!;
+
+function config(prefix: string, extra: Record<string, unknown> = {}): RollcallConfig {
+  return configSchema.parse({ instances: [{ name: 'prod', url: 'http://127.0.0.1:1', token: 't' }], redis: { url: REDIS_URL, prefix }, ...extra });
+}
+
+class RecordingNotifier implements Notifier {
+  posts: { channel: string; reply: Reply; at: number }[] = [];
+  async post(target: { channel: string }, reply: Reply): Promise<MessageRef> {
+    this.posts.push({ channel: target.channel, reply, at: Date.now() });
+    return { channel: target.channel, ts: `1.${this.posts.length}` };
+  }
+  async update(): Promise<void> {}
+}
+
+describe('digest contents', () => {
+  it('seed-outage: auth-service Degraded is one item of 12 apps, auth-config OutOfSync one item of 12', () => {
+    const now = new Date();
+    const d = buildDigest({ fleet: StaticFleet.fromFixture(seedOutageFixture(now)), now, alerts: config('x').alerts });
+    const degraded = d.attention.filter((a) => a.kind === 'degraded');
+    expect(degraded).toEqual([expect.objectContaining({ kind: 'degraded', severity: 'critical', instance: 'prod', appSet: 'auth-service', count: 12 })]);
+    expect(degraded[0].apps).toHaveLength(12);
+    const authConfig = d.attention.filter((a) => a.kind === 'out-of-sync' && a.appSet === 'auth-config');
+    expect(authConfig).toHaveLength(1);
+    expect(authConfig[0]).toMatchObject({ count: 12, apps: expect.arrayContaining(['auth-config-prod-eu-west-1']) });
+    // Needs attention comes in the issue's order: Degraded first, then OutOfSync.
+    expect(d.attention[0].kind).toBe('degraded');
+    for (const item of d.attention) expect(Object.keys(item).sort()).toEqual(expect.arrayContaining(['kind', 'severity', 'title', 'instance', 'apps', 'count', 'since']));
+    expect(d.totals).toMatchObject({ apps: 540, degraded: 12, change: null });
+  });
+
+  it('progressive-infra: the stuck rollout with its three apps is one item, and its apps are not listed again', () => {
+    const now = new Date();
+    const d = buildDigest({ fleet: StaticFleet.fromFixture(progressiveInfraFixture(now)), now, alerts: config('x').alerts });
+    const stuck = d.attention.filter((a) => a.kind === 'stuck-rollout');
+    expect(stuck).toEqual([expect.objectContaining({ appSet: 'progressive-infra', count: 3, apps: Object.keys(STUCK_APPS).sort() })]);
+    expect(d.attention.filter((a) => a.kind !== 'stuck-rollout').flatMap((a) => a.apps)).not.toContain(Object.keys(STUCK_APPS)[0]);
+  });
+
+  it('all clear is one line plus totals, with the change since the previous digest', () => {
+    const now = new Date();
+    const fixture = progressiveInfraFixture(now);
+    const healthy = fixture.instances[0].applications.filter((a) => a.status?.sync?.status === 'Synced' && a.status.health?.status === 'Healthy' && !a.status.operationState?.phase?.match(/Failed|Error/));
+    const fleet = StaticFleet.fromObjects([{ name: 'infra', applications: healthy, applicationSets: [], clusters: fixture.instances[0].clusters }]);
+    const d = buildDigest({ fleet, now, alerts: config('x').alerts, previous: { at: '2026-12-01T00:00:00Z', totals: { apps: healthy.length + 2, healthy: healthy.length } } });
+    expect(d.allClear).toBe(true);
+    expect(d.totals.change).toMatchObject({ apps: -2, healthy: 0 });
+  });
+
+  it('a long attention list stays within Block Kit limits and pages with a More button', async () => {
+    const now = new Date();
+    const fixture = seedOutageFixture(now);
+    // Every app its own problem: 540 Degraded apps without an appset.
+    for (const a of fixture.instances[0].applications) {
+      a.metadata.ownerReferences = [];
+      a.status!.health = { status: 'Degraded', lastTransitionTime: new Date(now.getTime() - 3_600_000).toISOString() };
+    }
+    const services = { config: config('x'), fleet: StaticFleet.fromFixture(fixture), argocd: new Map(), now: () => now } as Services;
+    const reply = await dispatch('digest', { services, user: 'U1', surface: 'slack' });
+    expect((reply.data.attention as unknown[]).length).toBeGreaterThan(500);
+    const { blocks } = renderBlocks(reply);
+    expect(blocks.length).toBeLessThanOrEqual(50);
+    const buttons = blocks.flatMap((b: any) => (b.type === 'actions' ? b.elements : []));
+    expect(buttons.some((b: any) => /More/.test(b.text.text))).toBe(true);
+  });
+});
+
+describe('config check for alerts and digests', () => {
+  const base = 'instances:\n  - name: prod\n    url: https://cd.example.com\n    token: t\n';
+  it('names every problem by path and line: unknown rule, bad duration, bad cron, unknown time zone', () => {
+    const text =
+      base +
+      'alerts:\n  stuckAfter: soon\n  rules:\n    stuck-stepp:\n      enabled: false\n    out-of-sync:\n      after: 1 hour\n' +
+      'digests:\n  - name: morning\n    channel: C1\n    cron: "0 25 * * *"\n  - name: evening\n    channel: C1\n    cron: "0 18 * * *"\n    tz: Mars/Olympus\n';
+    let error: ConfigError | undefined;
+    try {
+      parseConfig(text, 'rollcall.yaml', {});
+    } catch (e) {
+      error = e as ConfigError;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const byPath = Object.fromEntries(error!.problems.map((p) => [p.path, p]));
+    expect(byPath['alerts.stuckAfter']).toMatchObject({ line: 6, message: expect.stringContaining('expected a duration') });
+    expect(byPath['alerts.rules.stuck-stepp']).toMatchObject({ line: 9, message: expect.stringContaining('unknown alert rule "stuck-stepp"') });
+    expect(byPath['alerts.rules.out-of-sync.after']).toMatchObject({ line: 11, message: expect.stringContaining('expected a duration') });
+    expect(byPath['digests[0].cron']).toMatchObject({ line: 15, message: expect.stringContaining('expected a cron pattern') });
+    expect(byPath['digests[1].tz']).toMatchObject({ line: 19, message: expect.stringContaining('unknown time zone "Mars/Olympus"') });
+  });
+});
+
+describe('digest schedules on real Redis', () => {
+  const connections: Redis[] = [];
+  const prefixes: string[] = [];
+  const started: DigestSchedules[] = [];
+  afterAll(async () => {
+    for (const s of started) await s.stop();
+    for (const r of connections) await closeRedis(r);
+    for (const p of prefixes) await cleanPrefix(REDIS_URL, p);
+  });
+
+  function services(prefix: string, digests: unknown[]): Services {
+    const redis = createRedis(REDIS_URL);
+    connections.push(redis);
+    const c = config(prefix, { digests });
+    return { config: c, fleet: StaticFleet.fromFixture(seedOutageFixture(new Date())), argocd: new Map(), records: new FleetRecords(redis, c) };
+  }
+
+  it('adds, changes and removes job schedulers as the config changes', async () => {
+    const prefix = testPrefix();
+    prefixes.push(prefix);
+    const one = await startDigestSchedules({
+      services: services(prefix, [
+        { name: 'morning', channel: 'C1', cron: '0 8 * * 1-5', tz: 'Europe/Berlin' },
+        { name: 'evening', channel: 'C1', cron: '0 18 * * *' },
+      ]),
+      notifier: () => undefined,
+      redisUrl: REDIS_URL,
+      prefix,
+    });
+    started.push(one);
+    expect((await one.list()).map((s) => [s.id, s.pattern, s.tz]).sort()).toEqual([
+      ['digest:evening', '0 18 * * *', 'UTC'],
+      ['digest:morning', '0 8 * * 1-5', 'Europe/Berlin'],
+    ]);
+    await one.sync(configSchema.parse({ instances: [{ name: 'p', url: 'http://x', token: 't' }], digests: [{ name: 'morning', channel: 'C1', cron: '30 7 * * *', tz: 'UTC' }] }).digests);
+    expect((await one.list()).map((s) => [s.id, s.pattern, s.tz])).toEqual([['digest:morning', '30 7 * * *', 'UTC']]);
+    await one.sync([]);
+    expect(await one.list()).toEqual([]);
+  });
+
+  it('posts each tick once however many workers run, and the next digest reports the change in totals', async () => {
+    const prefix = testPrefix();
+    prefixes.push(prefix);
+    const notifier = new RecordingNotifier();
+    const digests = [{ name: 'every-second', channel: 'C_DIGEST', cron: '* * * * * *' }];
+    for (let i = 0; i < 2; i++) {
+      started.push(await startDigestSchedules({ services: services(prefix, digests), notifier: () => notifier, redisUrl: REDIS_URL, prefix }));
+    }
+    await expect.poll(() => notifier.posts.length, { timeout: 15_000 }).toBeGreaterThanOrEqual(3);
+    for (const s of started.splice(-2)) await s.sync([]);
+    const seconds = notifier.posts.map((p) => (p.reply.data.at as string).slice(0, 19));
+    // One post per tick: no second falls twice.
+    expect(new Set(seconds).size).toBe(seconds.length);
+    expect(notifier.posts.every((p) => p.channel === 'C_DIGEST')).toBe(true);
+    const later = notifier.posts.at(-1)!.reply.data.totals as { change: Record<string, number> | null; previousAt: string | null };
+    expect(later.previousAt).not.toBeNull();
+    expect(later.change).toMatchObject({ apps: 0, degraded: 0 });
+  }, 30_000);
+});
