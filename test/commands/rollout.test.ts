@@ -143,7 +143,7 @@ describe('plan', () => {
     expect(d.unmatched).toEqual(['infra-dev']);
     expect(d.findings.length).toBeGreaterThan(0);
     const text = renderText(reply);
-    expect(text).toContain('From here RollingSync will sync 3 apps in steps 2, 3, each step only after every app of the earlier steps is Healthy.');
+    expect(text).toContain('RollingSync will sync 3 apps in steps 2, 3, each step only after every app of the earlier steps is Healthy.');
     expect(text).toContain('Step 1 · all at once · 1 app, 0 to sync');
     expect(text).toContain('Never synced by RollingSync (in no step, 1): infra-dev');
   });
@@ -155,7 +155,7 @@ describe('plan', () => {
     set.spec.strategy!.rollingSync!.steps![2] = { ...set.spec.strategy!.rollingSync!.steps![2], maxUpdate: 0 };
     const reply = await runPlan(parseCommand('plan progressive-infra'), ctx(services(f)));
     const text = renderText(reply);
-    expect(text).toContain('From here RollingSync will sync 1 app in step 2.');
+    expect(text).toContain('RollingSync will sync 1 app in step 2.');
     expect(text).toContain('Step 3 is a manual gate: 2 apps wait for a hand sync, and no later step starts until they are Healthy.');
   });
 });
@@ -169,7 +169,7 @@ describe('diagnose', () => {
     for (const f of findings) expect(['auth', 'progressive-infra']).toContain(f.appSet);
     expect(findings.every((f) => f.instance === 'east')).toBe(true);
     const list = reply.blocks.find((b) => b.kind === 'list') as Extract<ReplyBlock, { kind: 'list' }>;
-    expect(list.items[0].detail).toMatch(/^Why: .+\nFix: .+/s);
+    expect(list.items[0].detail).toMatch(/Why: .+\nFix: .+/s);
   });
 
   it('for one appset returns its findings, the same as the rollout shows', async () => {

@@ -102,3 +102,26 @@ describe('status on progressive-infra', () => {
     expect(text).toContain('progressive-infra · 3 apps (ingress-nginx-prod-1, cert-manager-prod-2, external-dns-prod-3) sync failed on 3/6 clusters · one or more objects failed to apply');
   });
 });
+
+describe('plan and rollout on progressive-infra', () => {
+  let s: Scenario;
+  beforeAll(async () => {
+    s = await open('progressive-infra');
+  }, 30_000);
+  afterAll(() => close(s));
+
+  it('plan leads with the blocked step, not with what it would sync', async () => {
+    const text = renderText(await dispatch('plan progressive-infra', s.ctx()));
+    const lines = text.split('\n').filter((l) => l.trim());
+    expect(lines[2]).toMatch(/^✖ Blocked: Step 3 is stuck: 3 apps Pending\/Progressing longer than 15m\. Nothing below happens until step 3's failing apps are fixed\.$/);
+    expect(text).toContain('Once unblocked, RollingSync will sync');
+  });
+
+  it('shows the stuck-step finding as a short line, its per-app details folded below', async () => {
+    const reply = await dispatch('rollout progressive-infra', s.ctx());
+    const findings = reply.blocks.find((b) => b.kind === 'list' && b.title === 'Findings') as { items: { text: string; detail?: string }[] };
+    const stuck = findings.items.find((i) => i.text.includes('stuck-step'))!;
+    expect(stuck.text.length).toBeLessThan(200);
+    expect(stuck.detail).toMatch(/^cert-manager-prod-2 Progressing for/);
+  });
+});
