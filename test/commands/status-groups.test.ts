@@ -125,3 +125,18 @@ describe('plan and rollout on progressive-infra', () => {
     expect(stuck.detail).toMatch(/^cert-manager-prod-2 Progressing for/);
   });
 });
+
+describe('app on progressive-infra', () => {
+  let s: Scenario;
+  beforeAll(async () => {
+    s = await open('progressive-infra');
+  }, 30_000);
+  afterAll(() => close(s));
+
+  it("shows the app's RollingSync step and status", async () => {
+    const waiting = renderText(await dispatch('app cert-manager-prod-1', s.ctx()));
+    expect(waiting).toMatch(/RollingSync:\s+step 3 · Waiting for \S+/);
+    const unmatched = renderText(await dispatch('app metrics-server-stage-1', s.ctx()));
+    expect(unmatched).toMatch(/RollingSync:\s+in no step: RollingSync never syncs it/);
+  });
+});
