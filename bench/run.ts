@@ -8,6 +8,7 @@ import { runFleetBench } from './fleet.js';
 import { buildMirror, loadLine, machineLine, rssMb, simConfig, startSimChild } from './lib.js';
 import { runQueriesBench } from './queries.js';
 import { runSlackAckBench } from './slack-ack.js';
+import { runStartupBench } from './startup.js';
 
 const t0 = performance.now();
 console.log(`rollcall benchmarks · ${new Date().toISOString()}`);
@@ -30,6 +31,7 @@ try {
   }
 
   await runBulkSyncBench();
+  await runStartupBench();
   console.log(`\nall benchmarks done in ${((performance.now() - t0) / 1000).toFixed(0)} s · ${loadLine()}`);
   process.exit(0);
 } catch (error) {

@@ -23,6 +23,7 @@ import type {
   ManagedResourcesResponse,
 } from './types.js';
 import { openSseWatch } from './watch.js';
+import { argocdRequestDuration, argocdRequestsTotal, statusLabel } from '../metrics.js';
 
 export interface ArgoClientOptions {
   logger?: Logger;
@@ -306,10 +307,14 @@ export class ArgoClient implements ArgoApi {
       const started = Date.now();
       try {
         const res = await this.http.request<T>(request);
+        argocdRequestsTotal.inc({ instance: this.instance, method: ctx.method, code: statusLabel(res.status) });
+        argocdRequestDuration.observe({ instance: this.instance }, (Date.now() - started) / 1000);
         this.logger?.debug({ method: ctx.method, path: ctx.path, status: res.status, ms: Date.now() - started, attempt }, 'argocd call');
         return res.data;
       } catch (error) {
         const failure = classify(error);
+        argocdRequestsTotal.inc({ instance: this.instance, method: ctx.method, code: statusLabel(failure.status) });
+        argocdRequestDuration.observe({ instance: this.instance }, (Date.now() - started) / 1000);
         // A mutating call whose attempt failed in transit may have been applied by Argo CD.
         const maybeApplied = ctx.method !== 'GET' && (inTransitFailure || failure.kind === 'in-transit');
         const final =

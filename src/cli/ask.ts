@@ -6,7 +6,7 @@ import type { RunService } from '../runbooks/engine.js';
 import { errorReply, replyJson, type Reply } from '../core/reply.js';
 import { redactUrlPassword } from '../config/load.js';
 import { EXIT_OK, exitCodeFor } from '../core/error-codes.js';
-import { closeRedis, createRedis, probeRedis } from '../jobs/redis.js';
+import { closeRedis, createRedis, probeRedis, redisUnreachableMessage } from '../jobs/redis.js';
 import { AuditLog, withAuditOrigin } from '../runbooks/audit.js';
 import { createLogger } from '../log.js';
 import { renderText } from '../views/text.js';
@@ -100,7 +100,7 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
         const reply = errorReply(
           parseCommand(text).command,
           'redis_unavailable',
-          `Cannot reach Redis at ${redactUrlPassword(redisUrl)} (${down}). Runbooks, runs and the audit log live in Redis: start redis-server, or point redis.url / REDIS_URL at yours.`,
+          redisUnreachableMessage(redisUrl, down),
         );
         out(opts.json ? JSON.stringify(replyJson(reply)) : renderText(reply, { color: process.stdout.isTTY }));
         return exitCodeOf(reply);

@@ -5,18 +5,15 @@ import type { RollcallConfig } from '../config/schema.js';
 import { FleetMirror } from '../fleet/mirror.js';
 import type { Services } from '../commands/registry.js';
 import type { Notifier } from '../core/notifier.js';
-import { startEngine } from '../runbooks/engine.js';
+import type { startEngine } from '../runbooks/engine.js';
 import type { Redis } from 'ioredis';
-import { closeRedis, createRedis } from '../jobs/redis.js';
-import { startSchedules, type Schedules } from '../jobs/schedules.js';
-import { createKubeClients } from '../kube/clients.js';
-import { PauseStore } from '../runbooks/rollout-pause.js';
+import type { Schedules } from '../jobs/schedules.js';
 import type { Logger } from '../log.js';
 import { AlertManager, type AlertOutput, type IncidentSink } from '../alerts/manager.js';
 import { FleetRecords } from '../alerts/records.js';
 import { AlertStore } from '../alerts/store.js';
 import { alertReply, alertWorseReply } from '../commands/alerts.js';
-import { startDigestSchedules, type DigestSchedules } from '../jobs/digests.js';
+import type { DigestSchedules } from '../jobs/digests.js';
 
 export interface Runtime {
   services: Services;
@@ -68,7 +65,8 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
   );
   await mirror.start();
   const services: Services = { config, fleet: mirror, argocd: clients, notifier: opts.notifier, now: () => new Date() };
-  if (config.kube.clusters.length) services.kube = await createKubeClients(config);
+  // Loaded only where used: a one-shot `ask status` pays for neither the Kubernetes client nor BullMQ.
+  if (config.kube.clusters.length) services.kube = await (await import('../kube/clients.js')).createKubeClients(config);
   let engine: Awaited<ReturnType<typeof startEngine>> | undefined;
   let pausesRedis: Redis | undefined;
   let schedules: Schedules | undefined;
@@ -79,12 +77,18 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
     clients,
     async enableRuns({ role, redisUrl, schedules: withSchedules = role !== 'bot' }) {
       if (engine) return;
+      const [{ startEngine }, { createRedis }, { PauseStore }] = await Promise.all([
+        import('../runbooks/engine.js'),
+        import('../jobs/redis.js'),
+        import('../runbooks/rollout-pause.js'),
+      ]);
       engine = await startEngine(services, { role, redisUrl, prefix: config.redis.prefix });
       services.runs = engine.runs;
       pausesRedis = createRedis(redisUrl);
       services.pauses = new PauseStore(pausesRedis, config.redis.prefix);
       // Schedules tick where steps run; BullMQ makes one job of each tick however many workers there are.
       if (withSchedules && config.sealedSecrets.schedules.length) {
+        const { startSchedules } = await import('../jobs/schedules.js');
         schedules = await startSchedules({ config, runs: engine.runs, redisUrl, prefix: config.redis.prefix, logger: opts.logger });
       }
       alertsRedis = createRedis(redisUrl);
@@ -103,6 +107,7 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
           logger: opts.logger.child({ component: 'alerts' }),
         });
         runtime.alerts.start();
+        const { startDigestSchedules } = await import('../jobs/digests.js');
         runtime.digests = await startDigestSchedules({ services, notifier: () => services.notifier ?? runtime.outputNotifier, redisUrl, prefix: config.redis.prefix, logger: opts.logger.child({ component: 'digests' }) });
       }
     },
@@ -111,8 +116,11 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
       await runtime.digests?.stop();
       await schedules?.stop();
       await engine?.stop();
-      if (pausesRedis) await closeRedis(pausesRedis);
-      if (alertsRedis) await closeRedis(alertsRedis);
+      if (pausesRedis || alertsRedis) {
+        const { closeRedis } = await import('../jobs/redis.js');
+        if (pausesRedis) await closeRedis(pausesRedis);
+        if (alertsRedis) await closeRedis(alertsRedis);
+      }
       await mirror.stop();
     },
   };

@@ -1,56 +1,127 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import readline from 'node:readline';
-import { parseConfig } from '../config/load.js';
+import { parseConfig, redactUrlPassword } from '../config/load.js';
 import { dispatch, runAction } from '../commands/index.js';
 import { findAction, type CommandContext } from '../commands/registry.js';
 import type { Reply, ReplyButton } from '../core/reply.js';
-import { ensureRedis, RedisUnavailableError } from '../dev/redis-server.js';
+import { ensureRedis, RedisUnavailableError, type RedisHandle } from '../dev/redis-server.js';
+import { closeRedis, createRedis, keyBase, probeRedis, redisUnreachableMessage } from '../jobs/redis.js';
+import { RollcallError } from '../core/errors.js';
 import { createLogger } from '../log.js';
-import { loadScenario } from '../sim/scenarios/index.js';
+import { loadScenario, ScenarioError, type Scenario } from '../sim/scenarios/index.js';
 import { simConfigYaml, type SimServer } from '../sim/cli.js';
+import { kubeconfigYaml } from '../sim/kube/kubeconfig.js';
 import { startSimServer } from '../sim/server.js';
 import { renderText } from '../views/text.js';
 import { startRuntime } from './bootstrap.js';
 import { TerminalNotifier } from './terminal-notifier.js';
 
 const DEMO_USER = 'U0DEMO';
+/** The second person of the demo: approves what U0DEMO requested (`as oncall-2 runs approve ID`). */
+const SECOND_USER = 'oncall-2';
 
-const HINTS: Record<string, string[]> = {
+/** The scenarios the demo offers, each with what to type first. */
+export const DEMO_SCENARIOS: Record<string, string[]> = {
   'seed-outage': ['status', 'status auth-*', 'app auth-service-prod-eu-west-1', 'sync auth-config-* prune=true', 'runs', 'help'],
   'progressive-infra': ['status', 'rollout progressive-infra', 'plan progressive-infra', 'diagnose', 'clusters', 'help'],
+  'sealed-secrets-migration': [
+    'clusters',
+    'run backup-sealed-secrets-keys cluster=prod-old',
+    'run restore-sealed-secrets-keys to=prod-new from=prod-old',
+    `as ${SECOND_USER} runs approve <run id>   (a second person approves the restore)`,
+    'runs',
+    'audit',
+  ],
 };
+
+/**
+ * A prefix no other process uses: the demo's queues, runs and audit are its own even on a Redis shared with
+ * a real rollcall, so no other deployment's worker runs a demo step and the demo's worker runs nobody else's.
+ */
+export function demoPrefix(): string {
+  return `rollcall-demo-${process.pid}-${randomBytes(3).toString('hex')}`;
+}
+
+async function forgetPrefix(url: string, prefix: string): Promise<void> {
+  const redis = createRedis(url, { maxRetriesPerRequest: 1, connectionName: 'demo-cleanup' });
+  try {
+    const stream = redis.scanStream({ match: `${keyBase(prefix)}*`, count: 500 });
+    for await (const keys of stream as AsyncIterable<string[]>) if (keys.length) await redis.unlink(...keys);
+  } finally {
+    await closeRedis(redis);
+  }
+}
 
 /**
  * `rollcall demo`: the simulator, Redis (a private one when none is running) and the bot in one
  * terminal. You type what you would type after /argo in Slack.
  */
-export async function demo(opts: { scenario: string; speed: number; input?: NodeJS.ReadableStream; output?: NodeJS.WritableStream }): Promise<void> {
+export async function demo(opts: {
+  scenario: string;
+  speed: number;
+  input?: NodeJS.ReadableStream;
+  output?: NodeJS.WritableStream;
+  /** Keep the demo's Redis keys on exit (tests read them). @defaultValue false */
+  keepState?: boolean;
+  /** Called once the demo is ready, with what it runs on. */
+  onReady?(info: { prefix: string; redisUrl: string; simUrl: string }): void;
+}): Promise<void> {
   const output = opts.output ?? process.stdout;
   const say = (s: string) => output.write(s.endsWith('\n') ? s : `${s}\n`);
   const color = output === process.stdout && process.stdout.isTTY;
-  // Before anything starts: a mistyped scenario is answered at once, with nothing to clean up.
-  const scenario = loadScenario(opts.scenario);
-  let redis;
+
+  let scenario: Scenario;
+  try {
+    scenario = loadScenario(opts.scenario);
+  } catch (error) {
+    if (error instanceof ScenarioError) throw new RollcallError('unknown_scenario', `${error.message.replace(/, or pass --fixture FILE$/, '')}`);
+    throw error;
+  }
+
+  let redis: RedisHandle;
   try {
     redis = await ensureRedis();
   } catch (error) {
-    if (error instanceof RedisUnavailableError) {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(2);
-    }
+    if (error instanceof RedisUnavailableError) throw new RollcallError('redis_unavailable', error.message);
     throw error;
   }
-  if (redis.owned) say(`started a private redis-server at ${redis.url} (stopped on exit)`);
+  const down = await probeRedis(redis.url);
+  if (down) {
+    await redis.stop();
+    throw new RollcallError('redis_unavailable', redisUnreachableMessage(redis.url, down));
+  }
+  const prefix = demoPrefix();
+  say(
+    redis.owned
+      ? `Redis: a private redis-server at ${redis.url}, stopped on exit`
+      : `Redis: ${redactUrlPassword(redis.url)}, with this demo's own key prefix "${prefix}" (nothing else reads or runs it; removed on exit)`,
+  );
 
   let sim: SimServer | undefined;
   let runtime: Awaited<ReturnType<typeof startRuntime>> | undefined;
+  let scratch: string | undefined;
   const cleanup = async () => {
     await runtime?.stop().catch(() => {});
     await sim?.stop().catch(() => {});
+    if (!redis.owned && !opts.keepState) await forgetPrefix(redis.url, prefix).catch(() => {});
     await redis.stop().catch(() => {});
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
   };
   try {
     sim = await startSimServer({ fixture: scenario.fixture, port: 0, speed: opts.speed, scenarioBehaviour: scenario.behaviour });
-    const yaml = simConfigYaml(sim, { redisUrl: redis.url }) + `\naccess:\n  admins: ['${DEMO_USER}']\n`;
+    let kubeconfig: string | undefined;
+    if (sim.kube.length) {
+      // The sealed-secrets runbooks reach the simulated clusters through a kubeconfig, as they would a real one.
+      scratch = mkdtempSync(path.join(tmpdir(), 'rollcall-demo-'));
+      kubeconfig = path.join(scratch, 'kubeconfig');
+      writeFileSync(kubeconfig, kubeconfigYaml(sim.kube.map((k) => ({ name: k.cluster, server: k.url, token: k.token })), sim.kubeCaPem), { mode: 0o600 });
+    }
+    const yaml =
+      simConfigYaml(sim, { redisUrl: redis.url, redisPrefix: prefix, kubeconfig }) +
+      `\naccess:\n  groups: { oncall: ['${DEMO_USER}', '${SECOND_USER}'] }\n  operators: ['group:oncall']\n  admins: ['${DEMO_USER}']\n`;
     const config = parseConfig(yaml, 'demo');
     const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
     runtime = await startRuntime(config, { logger, notifier: new TerminalNotifier(say, true) });
@@ -61,12 +132,17 @@ export async function demo(opts: { scenario: string; speed: number; input?: Node
   }
 
   const apps = runtime.services.fleet.apps().length;
-  say(`rollcall demo — simulator scenario "${opts.scenario}" at ${sim.url} (${apps} apps, time x${opts.speed})`);
+  say(`rollcall demo — simulator scenario "${opts.scenario}" at ${sim.url} (${apps} apps${sim.kube.length ? `, clusters ${sim.kube.map((k) => k.cluster).join(', ')}` : ''}, time x${opts.speed})`);
+  if (runtime.services.config.sealedSecrets.backup) {
+    const b = runtime.services.config.sealedSecrets.backup;
+    say(`Key backups go to namespace ${b.namespace} on cluster ${b.cluster}.`);
+  }
   say(`Type what you would type after /argo in Slack. Try these:`);
-  for (const hint of HINTS[opts.scenario] ?? HINTS['seed-outage']) say(`  ${hint}`);
-  say(`Buttons show as [1] [2] ...: type the number to press one. "exit" quits.\n`);
+  for (const hint of DEMO_SCENARIOS[opts.scenario] ?? DEMO_SCENARIOS['seed-outage']) say(`  ${hint}`);
+  say(`Buttons show as [1] [2] ...: type the number to press one. "as USER <command>" acts as someone else. "exit" quits.\n`);
+  opts.onReady?.({ prefix, redisUrl: redis.url, simUrl: sim.url });
 
-  const ctx: CommandContext = { services: runtime.services, user: DEMO_USER, surface: 'terminal', channel: 'demo' };
+  const contextOf = (user: string): CommandContext => ({ services: runtime!.services, user, surface: 'terminal', channel: 'demo' });
   let buttons: ReplyButton[] = [];
   const show = (reply: Reply) => {
     say(renderText(reply, { color, actions: 'omit' }));
@@ -77,9 +153,13 @@ export async function demo(opts: { scenario: string; speed: number; input?: Node
   const rl = readline.createInterface({ input: opts.input ?? process.stdin, output, prompt: 'argo> ', terminal: color });
   rl.prompt();
   for await (const line of rl) {
-    const text = line.trim().replace(/^\/argo\s+/, '');
+    let text = line.trim().replace(/^\/argo\s+/, '');
     if (text === 'exit' || text === 'quit') break;
+    let user = DEMO_USER;
+    const actingAs = /^as\s+(\S+)\s+(.+)$/.exec(text);
+    if (actingAs) [, user, text] = actingAs;
     if (text) {
+      const ctx = contextOf(user);
       const pressed = /^\d+$/.test(text) ? buttons[Number(text) - 1] : undefined;
       if (pressed?.action) {
         const action = findAction(pressed.action);

@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError, formatProblem, loadConfig, redactConfig } from '../config/load.js';
 import { errorReply, replyJson } from '../core/reply.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type ErrorCode } from '../core/error-codes.js';
+import { isRollcallError } from '../core/errors.js';
 import { createLogger } from '../log.js';
 
 
@@ -85,11 +86,14 @@ export async function runCli(argv: string[]): Promise<void> {
   program
     .command('demo')
     .description('try rollcall on the built-in simulator: no Slack, no cluster needed')
-    .option('--scenario <name>', 'seed-outage | progressive-infra', 'seed-outage')
+    .option('--scenario <name>', 'seed-outage | progressive-infra | sealed-secrets-migration', 'seed-outage')
     .option('--speed <x>', 'simulated time speed', '10')
     .action(async (opts) => {
       const { demo } = await import('./demo.js');
-      await demo({ scenario: opts.scenario, speed: Number(opts.speed) });
+      await demo({ scenario: opts.scenario, speed: Number(opts.speed) }).catch((error) => {
+        if (isRollcallError(error, 'redis_unavailable', 'unknown_scenario')) fail(error.message);
+        throw error;
+      });
     });
 
   program
@@ -121,6 +125,21 @@ export async function runCli(argv: string[]): Promise<void> {
         if (error instanceof FixtureError) fail(error.message);
         throw error;
       });
+    });
+
+  program
+    .command('init')
+    .description('write a commented rollcall.yaml to start from (never overwrites)')
+    .argument('[file]', 'where to write it', 'rollcall.yaml')
+    .action(async (file: string) => {
+      const { initConfig } = await import('./init.js');
+      try {
+        const written = initConfig(file);
+        process.stdout.write(`wrote ${written}: set ARGOCD_TOKEN (and the Slack tokens once you add a slack section), then \`rollcall config check --config ${file}\`\n`);
+      } catch (error) {
+        if (isRollcallError(error, 'config_exists')) fail(error.message);
+        throw error;
+      }
     });
 
   const configCmd = program.command('config').description('configuration');
@@ -167,12 +186,6 @@ export async function runCli(argv: string[]): Promise<void> {
         const dashed = error.code === 'commander.unknownOption' && (!option.startsWith('--') || /\s/.test(option)) ? ' A command text that starts with "-" goes after --: rollcall ask --json -- "-x ...".' : '';
         printJsonFailure(askJson.command, 'usage', `${error.message.replace(/^error: /, '')}.${dashed} Usage: rollcall ask "<command text>" [--config FILE] [--json] [--as USER] [--yes] [--wait]`);
       }
-      process.exit(EXIT_USAGE);
-    }
-    // A mistyped scenario is the user's error: the message says what to type, a stack trace would bury it.
-    const { ScenarioError } = await import('../sim/scenarios/index.js');
-    if (error instanceof ScenarioError) {
-      process.stderr.write(`rollcall: ${error.message}\n`);
       process.exit(EXIT_USAGE);
     }
     const logger = createLogger({ level: 'error' });

@@ -1,14 +1,18 @@
 import type { RollcallConfig } from '../config/schema.js';
 import { startHttpServer } from '../http/server.js';
+import { closeRedis, createRedis, createRedisPinger, persistenceProblem } from '../jobs/redis.js';
 import { createLogger } from '../log.js';
+import { RunStore } from '../runbooks/run-store.js';
 import { startRuntime } from './bootstrap.js';
 
 /** `rollcall start`: one process with every role, or a bot / worker for scaling out on one Redis. */
 export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worker'): Promise<void> {
   const logger = createLogger();
+  const redisUrl = process.env.REDIS_URL ?? config.redis.url;
   const runtime = await startRuntime(config, { logger });
-  await runtime.enableRuns({ role, redisUrl: process.env.REDIS_URL ?? config.redis.url });
+  await runtime.enableRuns({ role, redisUrl });
   const stops: (() => Promise<void>)[] = [];
+  void warnIfRedisDoesNotPersist(redisUrl, logger);
   if (role === 'worker' && config.slack) {
     // No Bolt here, but alerts and digests are posted from workers: through the Web API directly.
     const { SlackNotifier } = await import('../slack/notifier.js');
@@ -18,20 +22,27 @@ export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worke
     stops.push(() => notifier.flush());
   }
 
+  let slackConnected: (() => boolean) | undefined;
   if (role !== 'worker') {
     if (config.slack) {
       const { startSlack } = await import('../slack/app.js');
-      const slack = await startSlack(runtime.services, { logger, redisUrl: process.env.REDIS_URL ?? config.redis.url });
+      const slack = await startSlack(runtime.services, { logger, redisUrl });
+      slackConnected = () => slack.connected();
       stops.push(() => slack.stop());
       logger.info({ mode: config.slack.mode, port: slack.port }, 'slack connected');
     } else {
       logger.warn('no slack section in the config: answering only through `rollcall ask`');
     }
   }
+  const pinger = createRedisPinger(redisUrl);
+  stops.push(() => pinger.close());
+  const runStoreRedis = createRedis(redisUrl, { maxRetriesPerRequest: 1, connectionName: 'metrics' });
+  stops.push(() => closeRedis(runStoreRedis));
+  const runStore = new RunStore(runStoreRedis, config.redis.prefix);
   const http = await startHttpServer({
     port: config.http.port,
     fleet: runtime.services.fleet,
-    health: { mirrorHealth: () => runtime.mirror.health() },
+    health: { redis: () => pinger.check(), runsByState: () => runsByState(runStore), ...(slackConnected ? { slack: slackConnected } : {}) },
   });
   stops.push(() => http.close());
   logger.info({ role, http: http.port, instances: config.instances.map((i) => i.name) }, 'rollcall started');
@@ -65,4 +76,21 @@ export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worke
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+async function warnIfRedisDoesNotPersist(url: string, logger: ReturnType<typeof createLogger>): Promise<void> {
+  const redis = createRedis(url, { maxRetriesPerRequest: 1, connectionName: 'startup-check' });
+  try {
+    const problem = await persistenceProblem(redis);
+    if (problem) logger.warn(problem);
+  } finally {
+    await closeRedis(redis);
+  }
+}
+
+/** The latest runs by state; a scrape reads at most this many records. */
+async function runsByState(store: RunStore, recent = 500): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (const run of await store.list(recent)) counts[run.status] = (counts[run.status] ?? 0) + 1;
+  return counts;
 }

@@ -1,6 +1,6 @@
 import type { InstanceHealth } from '../fleet/events.js';
 import { canOperate, canRead, operateDeniedMessage, readDeniedMessage } from '../core/access.js';
-import { helpReply, suggestCommands } from './help.js';
+import { commandNames, helpReply, suggestCommands } from './help.js';
 import { CommandError, commandText, parseCommand } from './parse.js';
 import { replyFromError } from '../core/errors.js';
 import { findCommand, registerCommand, type ActionSpec, type CommandContext, type ParsedCommand } from './registry.js';
@@ -8,6 +8,7 @@ import { formatCount } from '../core/format.js';
 import { PAGE_SIZE, errorReply, replyPages, withUserText, type Reply } from '../core/reply.js';
 import { auditRefusal } from './runbooks.js';
 import { withAuditOrigin, type AuditOrigin } from '../runbooks/audit.js';
+import { commandDuration, commandsTotal, secondsSince } from '../metrics.js';
 
 // Every command module registers itself on import.
 import './status.js';
@@ -59,7 +60,17 @@ export function auditOriginOf(ctx: CommandContext): AuditOrigin {
 
 /** Runs one chat command: parse, find, check permission, run. Never throws: failures become error Replies. */
 export async function dispatch(text: string, ctx: CommandContext): Promise<Reply> {
-  return withUserText(await withAuditOrigin(auditOriginOf(ctx), () => dispatchCommand(text, ctx)), text);
+  const started = process.hrtime.bigint();
+  const reply = withUserText(await withAuditOrigin(auditOriginOf(ctx), () => dispatchCommand(text, ctx)), text);
+  recordCommand(reply, started);
+  return reply;
+}
+
+/** By the command the reply answers (not the raw text: a typo would make a new label) and its error code. */
+function recordCommand(reply: Reply, started: bigint): void {
+  const labels = { command: commandNames().includes(reply.command) ? reply.command : 'unknown', result: reply.ok ? 'ok' : (reply.error?.code ?? 'error') };
+  commandsTotal.inc(labels);
+  commandDuration.observe(labels, secondsSince(started));
 }
 
 /** Runs a registered action (a button, a form submission) for ctx's user, audited as coming from ctx's surface. */

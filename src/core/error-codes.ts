@@ -22,6 +22,8 @@ export const ERROR_CODES = {
   unknown_param: { exit: 'usage', meaning: 'a parameter the runbook does not take' },
   // The configuration or an environment rollcall needs is missing.
   config_invalid: { exit: 'config', meaning: 'rollcall.yaml does not validate' },
+  config_exists: { exit: 'usage', meaning: '`rollcall init` would overwrite an existing file' },
+  unknown_scenario: { exit: 'usage', meaning: 'no built-in simulator scenario of that name' },
   redis_unavailable: { exit: 'config', meaning: 'Redis is unreachable and the command needs it' },
   slack_not_configured: { exit: 'config', meaning: 'no `slack` section in the config' },
   // The command was understood and did not succeed.

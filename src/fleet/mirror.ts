@@ -1,3 +1,4 @@
+import { mirrorResyncsTotal } from '../metrics.js';
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { ArgoApi, WatchHandle } from '../argocd/api.js';
@@ -459,6 +460,7 @@ export class FleetMirror extends FleetIndex {
       if (reopen) await s.relisting.catch(() => undefined);
       else return;
     }
+    mirrorResyncsTotal.inc({ instance: s.name });
     const run = this.doRelist(s, reopen);
     s.relisting = run;
     try {

@@ -1,17 +1,37 @@
 import http from 'node:http';
-import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge } from 'prom-client';
 import type { FleetView } from '../fleet/model.js';
+import { metricsRegistry } from '../metrics.js';
 
 export interface HealthSource {
-  /** Per-instance mirror state; ready when every instance has synced once. */
-  mirrorHealth(): { instance: string; synced: boolean; error?: string }[];
-  redisOk?(): Promise<boolean>;
+  /** Undefined when Redis answers a PING, else why not. Every role needs Redis: queues, runs, audit. */
+  redis(): Promise<string | undefined>;
+  /** Bot roles only: whether Slack can reach us (HTTP receiver listening, or the Socket Mode link open). */
+  slack?(): boolean;
+  /** Recent runbook runs by state, for `rollcall_runs`; absent where no run store is reachable. */
+  runsByState?(): Promise<Record<string, number>>;
 }
 
-/** /healthz (process alive), /readyz (mirror synced, Redis answers), /metrics (Prometheus). */
-export async function startHttpServer(opts: { port: number; fleet: FleetView; health: HealthSource }): Promise<{ port: number; close(): Promise<void> }> {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+export interface HttpServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+let defaultMetricsCollected = false;
+
+/**
+ * /healthz: the process is alive (the event loop answers). /readyz: it can serve: Redis answers and, for
+ * a bot, Slack is connected. An Argo CD instance being down is exactly when on-call needs the bot, so the
+ * state of each instance never touches readiness: it goes to /status and /metrics
+ * (`rollcall_argocd_instance_up`, `rollcall_mirror_lag_seconds`).
+ */
+export async function startHttpServer(opts: { port: number; fleet: FleetView; health: HealthSource; now?: () => number }): Promise<HttpServer> {
+  const now = opts.now ?? Date.now;
+  const registry = metricsRegistry;
+  if (!defaultMetricsCollected) collectDefaultMetrics({ register: registry });
+  defaultMetricsCollected = true;
+  for (const name of ['rollcall_fleet_apps', 'rollcall_argocd_instance_up', 'rollcall_mirror_lag_seconds', 'rollcall_runs']) registry.removeSingleMetric(name);
+
   new Gauge({
     name: 'rollcall_fleet_apps',
     help: 'Applications in the mirror, by instance',
@@ -24,27 +44,72 @@ export async function startHttpServer(opts: { port: number; fleet: FleetView; he
       for (const [instance, n] of counts) this.set({ instance }, n);
     },
   });
+  new Gauge({
+    name: 'rollcall_argocd_instance_up',
+    help: '1 when the mirror follows the instance (listed and watching), else 0',
+    labelNames: ['instance'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const i of opts.fleet.health()) this.set({ instance: i.instance }, i.synced ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'rollcall_mirror_lag_seconds',
+    help: 'Seconds since the last watch event from the instance (a quiet fleet grows this too; alert with instance_up)',
+    labelNames: ['instance'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const i of opts.fleet.health()) if (i.lastEventAt) this.set({ instance: i.instance }, Math.max(0, (now() - Date.parse(i.lastEventAt)) / 1000));
+    },
+  });
+
+  new Gauge({
+    name: 'rollcall_runs',
+    help: 'Runbook runs by state, among the most recent ones (a stuck awaiting-approval or paused count is worth an alert)',
+    labelNames: ['state'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const counts = await opts.health.runsByState?.().catch(() => undefined);
+      for (const [state, n] of Object.entries(counts ?? {})) this.set({ state }, n);
+    },
+  });
+
+  const readiness = async () => {
+    const redisError = await opts.health.redis().catch((error: Error) => error.message);
+    const slack = opts.health.slack ? opts.health.slack() : undefined;
+    const ready = !redisError && slack !== false;
+    return { ready, redis: redisError ? { ok: false, error: redisError } : { ok: true }, ...(slack === undefined ? {} : { slack: { connected: slack } }) };
+  };
 
   const server = http.createServer(async (req, res) => {
     const url = req.url?.split('?')[0];
+    const json = (status: number, body: unknown) => void res.writeHead(status, { 'content-type': 'application/json' }).end(`${JSON.stringify(body)}\n`);
     if (url === '/healthz') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
     if (url === '/readyz') {
-      const instances = opts.health.mirrorHealth();
-      const redis = opts.health.redisOk ? await opts.health.redisOk().catch(() => false) : true;
-      const ready = redis && instances.every((i) => i.synced);
-      res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
-      return void res.end(JSON.stringify({ ready, redis, instances }));
+      const state = await readiness();
+      return json(state.ready ? 200 : 503, state);
     }
+    if (url === '/status') return json(200, { ...(await readiness()), instances: opts.fleet.health() });
     if (url === '/metrics') {
       res.writeHead(200, { 'content-type': registry.contentType });
       return void res.end(await registry.metrics());
     }
     res.writeHead(404).end();
   });
-  await new Promise<void>((resolve) => server.listen(opts.port, resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, () => resolve());
+  });
   const address = server.address();
   return {
     port: typeof address === 'object' && address ? address.port : opts.port,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }

@@ -1,4 +1,45 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis, RedisOptions } from 'ioredis';
+import { redactUrlPassword } from '../config/load.js';
+import { RollcallError } from '../core/errors.js';
+import { redisErrorsTotal } from '../metrics.js';
+
+/**
+ * ioredis, loaded on first use: many modules need this file's key helpers, and a one-shot `ask status`
+ * that never talks to Redis should not pay for loading the client. The same module instance BullMQ loads.
+ */
+function ioredis(): typeof import('ioredis') {
+  return createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
+}
+
+/**
+ * Where to connect, from `redis.url`: `redis://` or `rediss://` (one server), or
+ * `redis+sentinel://[user:password@]host:26379,host2:26379/<master name>[/<db>]`, which asks the Sentinels for
+ * the current master and follows a failover. Redis Cluster (`redis+cluster://`) is refused here with a clear
+ * message: BullMQ needs a Cluster client, which these connections are not.
+ */
+export function redisTarget(url: string): RedisOptions {
+  const parsed = /^([a-z+]+):\/\/(?:([^:@/]*)(?::([^@/]*))?@)?([^/?#]+)(?:\/([^?#]*))?$/i.exec(url);
+  if (!parsed) throw new RollcallError('config_invalid', `redis.url "${redactUrlPassword(url)}" is not a Redis URL (redis://host:6379, rediss://..., redis+sentinel://host:26379/mymaster)`);
+  const [, scheme, user, password, hosts, path = ''] = parsed;
+  const auth = { ...(user ? { username: decodeURIComponent(user) } : {}), ...(password ? { password: decodeURIComponent(password) } : {}) };
+  const nodes = hosts.split(',').map((h) => {
+    const [host, port] = h.split(':');
+    return { host, port: Number(port || (scheme === 'redis+sentinel' ? 26379 : 6379)) };
+  });
+  if (scheme === 'redis' || scheme === 'rediss') {
+    if (nodes.length > 1) throw new RollcallError('config_invalid', `redis.url names ${nodes.length} servers: use redis+sentinel://... for Sentinel`);
+    const db = path ? Number(path) : 0;
+    return { ...nodes[0], ...auth, db, ...(scheme === 'rediss' ? { tls: {} } : {}) };
+  }
+  if (scheme === 'redis+sentinel') {
+    const [name, db] = path.split('/');
+    if (!name) throw new RollcallError('config_invalid', 'redis+sentinel:// needs the master name as its path: redis+sentinel://host:26379/mymaster');
+    return { sentinels: nodes, name, ...auth, db: db ? Number(db) : 0 };
+  }
+  if (scheme === 'redis+cluster') throw new RollcallError('config_invalid', 'Redis Cluster (redis+cluster://) is not supported yet: use a single Redis or Sentinel');
+  throw new RollcallError('config_invalid', `redis.url scheme "${scheme}:" is not one of redis:, rediss:, redis+sentinel:`);
+}
 
 /**
  * One ioredis connection. BullMQ Workers and QueueEvents issue blocking commands, so each needs
@@ -7,7 +48,8 @@ import { Redis, type RedisOptions } from 'ioredis';
  * No ioredis `keyPrefix`: BullMQ refuses it, and every key we write carries the prefix itself.
  */
 export function createRedis(url: string, opts: Partial<RedisOptions> = {}, onError?: (err: Error) => void): Redis {
-  const redis = new Redis(url, {
+  const redis = new (ioredis().Redis)({
+    ...redisTarget(url),
     maxRetriesPerRequest: null,
     enableReadyCheck: true,
     // Reconnect quickly after a restart: runs are waiting on it.
@@ -16,8 +58,53 @@ export function createRedis(url: string, opts: Partial<RedisOptions> = {}, onErr
     ...opts,
   });
   // Without a listener ioredis prints every failed reconnect as an unhandled error; it keeps retrying either way.
-  redis.on('error', (err: Error) => onError?.(err));
+  redis.on('error', (err: Error) => {
+    redisErrorsTotal.inc({ connection: opts.connectionName ?? 'rollcall' });
+    onError?.(err);
+  });
   return redis;
+}
+
+/**
+ * Readiness: a connection that fails fast instead of queueing, so a PING says within a second whether Redis
+ * answers now. Resolves to why not, or undefined.
+ */
+export function createRedisPinger(url: string, timeoutMs = 1000): { check(): Promise<string | undefined>; close(): Promise<void> } {
+  let lastError: string | undefined;
+  const redis = createRedis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, connectionName: 'readiness' }, (err) => (lastError = err.message));
+  return {
+    async check() {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          redis.ping(),
+          new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs))),
+        ]);
+        return undefined;
+      } catch (error) {
+        if (redis.status !== 'ready') return `not connected (${redis.status}${lastError ? `: ${lastError}` : ''})`;
+        return (error as Error).message;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    close: () => closeRedis(redis),
+  };
+}
+
+/**
+ * Runs survive a Redis restart only if Redis persists them. Says why not, or undefined when AOF is on (or when
+ * CONFIG is disabled, as managed Redis services do: then nobody can tell from here, and saying so is the answer).
+ */
+export async function persistenceProblem(redis: Redis): Promise<string | undefined> {
+  let reply: unknown;
+  try {
+    reply = await redis.call('CONFIG', 'GET', 'appendonly');
+  } catch (error) {
+    return `could not read Redis persistence settings (CONFIG GET appendonly: ${(error as Error).message}); make sure appendonly is on, or runs in flight are lost when Redis restarts`;
+  }
+  const value = Array.isArray(reply) ? String(reply[1] ?? '') : '';
+  return value === 'yes' ? undefined : 'Redis does not persist (appendonly is off): runs in flight are lost if Redis restarts. Set `appendonly yes` (docker-compose.yml and the chart do)';
 }
 
 /**
@@ -26,7 +113,7 @@ export function createRedis(url: string, opts: Partial<RedisOptions> = {}, onErr
  * Resolves to the failure's message, or undefined when Redis answered.
  */
 export async function probeRedis(url: string, timeoutMs = 3000): Promise<string | undefined> {
-  const redis = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+  const redis = new (ioredis().Redis)({ ...redisTarget(url), lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
   // The socket error (ECONNREFUSED ...) says more than connect()'s "Connection is closed".
   let cause: string | undefined;
   redis.on('error', (err: Error) => (cause ??= err.message));
@@ -39,6 +126,11 @@ export async function probeRedis(url: string, timeoutMs = 3000): Promise<string 
   } finally {
     redis.disconnect();
   }
+}
+
+/** What the terminal (`ask`, `demo`) says when Redis does not answer a PING. */
+export function redisUnreachableMessage(url: string, cause: string): string {
+  return `Cannot reach Redis at ${redactUrlPassword(url)} (${cause}). Runbooks, runs and the audit log live in Redis: start redis-server, or point redis.url / REDIS_URL at yours.`;
 }
 
 /** `rollcall` → `rollcall:`; keys are `${keyBase(prefix)}run:r-7f3k2`. */

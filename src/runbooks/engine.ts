@@ -10,6 +10,7 @@ import { closeRedis, createRedis } from '../jobs/redis.js';
 import { findRunbookAction } from './actions/index.js';
 import type { ActionPreview, RunTarget, StepOutcome } from './actions/types.js';
 import { AuditLog, type AuditEvent } from './audit.js';
+import { instanceUrls, refuseForeignRun } from './deployment.js';
 import { loadRunbooks, SHIPPED_RUNBOOKS_DIR, substitute } from './loader.js';
 import { AppLocks, LockConflictError } from './locks.js';
 import { formatParam, parseParams } from './params.js';
@@ -213,6 +214,7 @@ class Engine implements RunService {
     }
     const params = parseParams(runbook, req.params);
     let run = await this.store.create({
+      instanceUrls: instanceUrls(this.services.config),
       runbook: runbook.name,
       title: runbook.title,
       params,
@@ -453,6 +455,7 @@ class Engine implements RunService {
     const { runId, stepId, generation } = job.data;
     let run = await this.store.get(runId);
     if (!run || run.status !== 'running' || run.currentStep !== stepId || run.generation !== generation) return 'stale';
+    await refuseForeignRun(job, token, run, { config: this.services.config, audit: (e) => this.record(e), logger: this.opts.logger });
     const runbook = this.runbook(run.runbook);
     const stepDef = runbook.steps.find((s) => s.id === stepId)!;
     const action = findRunbookAction(stepDef.action)!;

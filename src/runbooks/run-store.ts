@@ -54,6 +54,8 @@ export interface RunProgress {
 export interface Run {
   id: string;
   runbook: string;
+  /** The Argo CD URL of each instance of the requesting deployment's config; a worker configured otherwise refuses the run. */
+  instanceUrls?: Record<string, string>;
   title: string;
   params: Record<string, ParamValue>;
   /** The params as the user would type them (durations as `10m`), for messages. */

@@ -52,7 +52,7 @@ const SIM_ACCESS = [
   '  terminal: { allowActAs: true }',
 ];
 
-export function simConfigYaml(server: SimServer, extra: { redisUrl?: string; kubeconfig?: string; access?: boolean } = {}): string {
+export function simConfigYaml(server: SimServer, extra: { redisUrl?: string; redisPrefix?: string; kubeconfig?: string; access?: boolean } = {}): string {
   const config: Record<string, unknown> = {
     instances: server.instances.map((i) => ({ name: i.name, url: i.url, token: i.token, uiUrl: i.url })),
     ...(extra.kubeconfig && server.kube.length
@@ -67,7 +67,7 @@ export function simConfigYaml(server: SimServer, extra: { redisUrl?: string; kub
       ? { sealedSecrets: { backup: { cluster: 'ops', namespace: 'sealed-secrets-backup' } } }
       : {}),
     // Read at load time, so the same file works with the private Redis of tests or demo.
-    redis: { url: extra.redisUrl ?? '${REDIS_URL:-redis://127.0.0.1:6379}', prefix: 'rollcall' },
+    redis: { url: extra.redisUrl ?? '${REDIS_URL:-redis://127.0.0.1:6379}', prefix: extra.redisPrefix ?? 'rollcall' },
     diagnose: { stuckAfter: '15m' },
   };
   return [

@@ -1,13 +1,13 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { App, HTTPReceiver } from '@slack/bolt';
+import { App, HTTPReceiver, SocketModeReceiver } from '@slack/bolt';
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { Services } from '../commands/registry.js';
 import type { Redis } from 'ioredis';
 import { closeRedis, createRedis } from '../jobs/redis.js';
 import { createLogger } from '../log.js';
-import { createSlackWebClient, webClientOptions } from './client.js';
+import { countRateLimits, createSlackWebClient, webClientOptions } from './client.js';
 import { registerListeners } from './listeners/index.js';
 import { boltLogger } from './logger.js';
 import { SlackNotifier } from './notifier.js';
@@ -30,6 +30,8 @@ export interface SlackHandle {
   client: WebClient;
   /** The notifier for live messages; also set as services.notifier when none was there. */
   notifier: SlackNotifier;
+  /** Whether Slack can reach us now: the HTTP receiver listening, or the Socket Mode link open (readiness). */
+  connected(): boolean;
 }
 
 /**
@@ -53,6 +55,7 @@ export async function startSlack(
 
   let seenRequests: Redis | undefined;
   let receiver: HTTPReceiver | undefined;
+  let socketReceiver: SocketModeReceiver | undefined;
   if (slack.mode === 'http') {
     receiver = new HTTPReceiver({ signingSecret: slack.signingSecret!, port: slack.port, endpoints: '/slack/events', logger: log });
     // Socket Mode needs none of this: its requests come over a WebSocket opened with the app token.
@@ -71,14 +74,20 @@ export async function startSlack(
         })
       : new App({
           token: slack.botToken,
-          appToken: slack.appToken,
-          socketMode: true,
+          // Built here rather than by Bolt so its client's connection state can answer readiness.
+          receiver: (socketReceiver = new SocketModeReceiver({
+            appToken: slack.appToken!,
+            // The SocketModeClient's own WebClient (apps.connections.open) ignores clientOptions.
+            installerOptions: { clientOptions },
+            logger: log,
+          })),
           clientOptions,
-          // The SocketModeClient's own WebClient (apps.connections.open) ignores clientOptions.
-          installerOptions: { clientOptions },
           logger: log,
           deferInitialization: true,
         });
+  let socketConnected = false;
+  socketReceiver?.client.on('connected', () => (socketConnected = true));
+  socketReceiver?.client.on('disconnected', () => (socketConnected = false));
 
   try {
     await app.init();
@@ -91,6 +100,7 @@ export async function startSlack(
     );
   }
 
+  countRateLimits(app.client);
   registerListeners(app, { services, logger: logger.child({ component: 'slack' }) });
   app.error(async (err) => {
     logger.error({ err: { message: err.message, code: (err as { code?: string }).code } }, 'unhandled error in a Slack listener');
@@ -113,12 +123,15 @@ export async function startSlack(
   });
   if (!services.notifier) services.notifier = notifier;
 
+  let stopped = false;
   return {
     port,
     app,
     client: app.client,
     notifier,
+    connected: () => !stopped && (slack.mode === 'http' || socketConnected),
     async stop() {
+      stopped = true;
       await notifier.flush().catch(() => {});
       await app.stop();
       if (seenRequests) await closeRedis(seenRequests);

@@ -1,3 +1,4 @@
+import { secondsSince, slackAckDuration } from '../metrics.js';
 import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { HTTPModuleFunctions, type HTTPReceiver } from '@slack/bolt';
@@ -51,6 +52,9 @@ export function guardReceiver(receiver: HTTPReceiver, options: RequestGuardOptio
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
     // Bolt routes (and refuses) everything else itself, synchronously: keep that path untouched.
     if (req.method?.toUpperCase() !== 'POST' || !endpoints.includes(path)) return bolt(req, res);
+    // The ack is the response: Slack's 3 s clock runs from the request to its end.
+    const started = process.hrtime.bigint();
+    res.once('finish', () => slackAckDuration.observe({ surface: 'http' }, secondsSince(started)));
     void checkRequest(req, opts)
       .then((verdict) => {
         if (verdict.pass) return bolt(req, res);

@@ -1,11 +1,166 @@
 {{- define "rollcall.fullname" -}}
-{{- printf "%s" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- .Values.fullnameOverride | default .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
-{{- define "rollcall.labels" -}}
+
+{{/* Labels a selector may use: they never change for the life of a release. */}}
+{{- define "rollcall.selectorLabels" -}}
 app.kubernetes.io/name: rollcall
 app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- end -}}
+
+{{- define "rollcall.labels" -}}
+{{ include "rollcall.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
 {{- define "rollcall.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{- define "rollcall.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{ .Values.serviceAccount.name | default (include "rollcall.fullname" .) }}
+{{- else -}}
+{{ .Values.serviceAccount.name | default "default" }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+One Deployment per role, from (dict "root" $ "role" "bot|worker" "spec" .Values.<role>). Both roles read
+the same config and Secrets: a bot previews runs (reads Argo CD and clusters), a worker executes them.
+*/}}
+{{- define "rollcall.deployment" -}}
+{{- $root := .root -}}
+{{- $role := .role -}}
+{{- $spec := .spec -}}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ include "rollcall.fullname" $root }}-{{ $role }}
+  labels:
+    {{- include "rollcall.labels" $root | nindent 4 }}
+    app.kubernetes.io/component: {{ $role }}
+spec:
+  replicas: {{ $spec.replicas }}
+  selector:
+    matchLabels:
+      {{- include "rollcall.selectorLabels" $root | nindent 6 }}
+      app.kubernetes.io/component: {{ $role }}
+  template:
+    metadata:
+      labels:
+        {{- include "rollcall.labels" $root | nindent 8 }}
+        app.kubernetes.io/component: {{ $role }}
+      annotations:
+        checksum/config: {{ toYaml $root.Values.config | sha256sum }}
+        checksum/runbooks: {{ toYaml $root.Values.runbooks | sha256sum }}
+    spec:
+      serviceAccountName: {{ include "rollcall.serviceAccountName" $root }}
+      # The API token is mounted only for in-cluster Kubernetes access (sealed-secrets runbooks).
+      automountServiceAccountToken: {{ $root.Values.kube.inCluster.enabled }}
+      # Longer than config.shutdown.grace: rollcall finishes in-flight steps, then exits on its own.
+      terminationGracePeriodSeconds: {{ $root.Values.terminationGracePeriodSeconds }}
+      securityContext:
+        {{- toYaml $root.Values.podSecurityContext | nindent 8 }}
+      {{- with $root.Values.imagePullSecrets }}
+      imagePullSecrets:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $spec.nodeSelector }}
+      nodeSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $spec.tolerations }}
+      tolerations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      containers:
+        - name: rollcall
+          image: {{ include "rollcall.image" $root }}
+          imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+          args: ["start", "--role", {{ $role | quote }}, "--config", "/etc/rollcall/rollcall.yaml"]
+          env:
+            - name: REDIS_URL
+              valueFrom:
+                secretKeyRef:
+                  name: {{ $root.Values.redis.existingSecret | default $root.Values.existingSecret }}
+                  key: {{ $root.Values.redis.secretKey }}
+            {{- if $root.Values.runbooks }}
+            - name: ROLLCALL_RUNBOOKS_DIR
+              value: /etc/rollcall-runbooks
+            {{- end }}
+            {{- with $spec.env }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          envFrom:
+            - secretRef:
+                name: {{ $root.Values.existingSecret }}
+          ports:
+            - name: http
+              containerPort: {{ $root.Values.config.http.port }}
+            {{- if eq $role "bot" }}
+            {{- with $root.Values.config.slack }}
+            - name: slack
+              containerPort: {{ .port | default 3000 }}
+            {{- end }}
+            {{- end }}
+          # Alive = the process answers; ready = Redis answers (and, for a bot, Slack is connected).
+          # An Argo CD instance being down never makes a pod unready: /status and /metrics report it.
+          startupProbe:
+            httpGet: { path: /healthz, port: http }
+            periodSeconds: 2
+            failureThreshold: 90
+          livenessProbe:
+            httpGet: { path: /healthz, port: http }
+            periodSeconds: 20
+            timeoutSeconds: 5
+            failureThreshold: 3
+          readinessProbe:
+            httpGet: { path: /readyz, port: http }
+            periodSeconds: 10
+            timeoutSeconds: 5
+            failureThreshold: 3
+          resources:
+            {{- toYaml $spec.resources | nindent 12 }}
+          securityContext:
+            {{- toYaml $root.Values.securityContext | nindent 12 }}
+          volumeMounts:
+            - name: config
+              mountPath: /etc/rollcall
+              readOnly: true
+            # The one writable place of a read-only root filesystem (HOME and TMPDIR point here).
+            - name: tmp
+              mountPath: /tmp
+            {{- if $root.Values.runbooks }}
+            - name: runbooks
+              mountPath: /etc/rollcall-runbooks
+              readOnly: true
+            {{- end }}
+            {{- range $root.Values.kube.kubeconfigSecrets }}
+            - name: kubeconfig-{{ .cluster }}
+              mountPath: /var/run/rollcall/kube/{{ .cluster }}
+              readOnly: true
+            {{- end }}
+      volumes:
+        - name: config
+          configMap:
+            name: {{ include "rollcall.fullname" $root }}-config
+        - name: tmp
+          emptyDir:
+            sizeLimit: {{ $root.Values.tmpSizeLimit }}
+        {{- if $root.Values.runbooks }}
+        - name: runbooks
+          configMap:
+            name: {{ include "rollcall.fullname" $root }}-runbooks
+        {{- end }}
+        {{- range $root.Values.kube.kubeconfigSecrets }}
+        - name: kubeconfig-{{ .cluster }}
+          secret:
+            secretName: {{ .secretName }}
+            items:
+              - key: {{ .key | default "kubeconfig" }}
+                path: kubeconfig
+        {{- end }}
 {{- end -}}

@@ -1,0 +1,127 @@
+/**
+ * Start-up cost of the compiled build (`npm run build`, dist/main.js), side by side with what node alone needs:
+ * - one-shot `rollcall ask status` on a 1,000-app fleet against `node` fetching and parsing the same list
+ *   (both are whole processes, started the same way, timed from spawn to exit);
+ * - the bot's RSS once started (Slack connected through the fake Web API, Redis, /healthz) on a fleet with no
+ *   apps, i.e. before loading any.
+ * Targets: ask within 1.5x of fetch+parse; bot RSS under 80 MB.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from '../src/dev/redis-server.js';
+import { startFakeSlack } from '../test/support/fake-slack.js';
+import { BENCH_DIR, header, isMain, loadLine, machineLine, ms, startSimChild, stats, table } from './lib.js';
+
+const exec = promisify(execFile);
+const ROOT = path.resolve(BENCH_DIR, '..');
+const MAIN = path.join(ROOT, 'dist/main.js');
+const RUNS = 7;
+
+async function timed(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const t0 = performance.now();
+  await exec(process.execPath, args, { env, cwd: ROOT, maxBuffer: 64 * 1024 * 1024 });
+  return performance.now() - t0;
+}
+
+function configYaml(instances: { name: string; url: string; token: string }[], extra = ''): string {
+  const lines = ['instances:'];
+  for (const i of instances) lines.push(`  - name: ${i.name}`, `    url: ${i.url}`, `    token: "${i.token}"`, '    timeout: 60s');
+  return `${lines.join('\n')}\nredis:\n  url: ${process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'}\n  prefix: rollcall-bench-${process.pid}\n${extra}`;
+}
+
+function rssOf(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024;
+}
+
+export async function runStartupBench(): Promise<void> {
+  if (!existsSync(MAIN)) throw new Error('dist/main.js is missing: run `npm run build` first (npm run bench does)');
+  header('startup: one-shot ask and bot RSS, compiled build (dist/)');
+  console.log(`  ${machineLine()}`);
+  const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-bench-startup-'));
+  const env = { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn' };
+
+  const sim = await startSimChild({ kind: 'fleet', apps: 1000, clusters: 20 });
+  try {
+    const config = path.join(dir, 'rollcall.yaml');
+    writeFileSync(config, configYaml(sim.instances));
+    const [instance] = sim.instances;
+    // What node alone needs: start, fetch the list Argo CD serves, parse it. The same endpoint the mirror lists.
+    const fetchScript = `const r = await fetch(${JSON.stringify(`${instance.url}/api/v1/applications`)}, { headers: { authorization: 'Bearer ${instance.token}' } }); const l = JSON.parse(await r.text()); if (l.items.length !== 1000) throw new Error('expected 1000 apps, got ' + l.items.length);`;
+
+    const askStatus = ['dist/main.js', 'ask', 'status', '--json', '--config', config];
+    const check = JSON.parse((await exec(process.execPath, askStatus, { env, cwd: ROOT, maxBuffer: 64 * 1024 * 1024 })).stdout) as { data: { total?: { apps?: number } } };
+    if (check.data.total?.apps !== 1000) throw new Error(`ask status saw ${check.data.total?.apps} apps, expected 1000`);
+
+    const fetchMs: number[] = [];
+    const askMs: number[] = [];
+    const tsxMs: number[] = [];
+    // Interleaved, so a change in machine load hits both sides alike.
+    for (let i = 0; i < RUNS; i++) {
+      fetchMs.push(await timed(['--input-type=module', '-e', fetchScript], env));
+      askMs.push(await timed(askStatus, env));
+      if (i < 3) tsxMs.push(await timed(['bin/rollcall.js', 'ask', 'status', '--json', '--config', config], { ...env, NODE_ENV: 'development' }));
+    }
+    const f = stats(fetchMs.sort((a, b) => a - b));
+    const a = stats(askMs.sort((a, b) => a - b));
+    const t = stats(tsxMs.sort((a, b) => a - b));
+    const ratio = a.p50 / f.p50;
+    table([
+      ['1,000 apps, whole process', 'runs', 'p50 ms', 'max ms', 'vs node fetch+parse', 'target'],
+      ['node: fetch + JSON.parse the list', f.n, ms(f.p50), ms(f.max), '1.00x', ''],
+      ['rollcall ask status (dist/)', a.n, ms(a.p50), ms(a.max), `${ratio.toFixed(2)}x`, ratio <= 1.5 ? 'met (<= 1.5x)' : 'NOT met (<= 1.5x)'],
+      ['rollcall ask status (tsx, dev)', t.n, ms(t.p50), ms(t.max), `${(t.p50 / f.p50).toFixed(2)}x`, 'for reference'],
+    ]);
+  } finally {
+    await sim.stop();
+  }
+
+  // The bot before it has any app: a fleet of none, Slack over HTTP through the fake Web API.
+  const empty = await startSimChild({ kind: 'fleet', apps: 0, clusters: 1 });
+  const slack = await startFakeSlack();
+  const httpPort = await freePort();
+  try {
+    const config = path.join(dir, 'bot.yaml');
+    writeFileSync(
+      config,
+      configYaml(
+        empty.instances,
+        `slack:\n  mode: http\n  botToken: xoxb-bench\n  signingSecret: bench-secret\n  port: 0\n  apiUrl: ${slack.apiUrl}\nhttp:\n  port: ${httpPort}\n`,
+      ),
+    );
+    const bot = spawn(process.execPath, [MAIN, 'start', '--role', 'bot', '--config', config], { env, cwd: ROOT, stdio: 'ignore' });
+    try {
+      const deadline = Date.now() + 60_000;
+      while ((await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status !== 200) {
+        if (Date.now() > deadline || bot.exitCode !== null) throw new Error('the bot did not become ready');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+      const rss = rssOf(bot.pid!);
+      table([
+        ['bot (--role bot, Slack HTTP, dist/)', 'RSS MB', 'target'],
+        ['ready, no apps loaded', rss.toFixed(0), rss < 80 ? 'met (< 80 MB)' : 'NOT met (< 80 MB)'],
+      ]);
+    } finally {
+      bot.kill('SIGTERM');
+    }
+  } finally {
+    await empty.stop();
+    await slack.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  console.log(`  ${loadLine()}`);
+}
+
+if (isMain(import.meta.url)) {
+  runStartupBench().then(
+    () => process.exit(0),
+    (error) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,52 @@
+import { PassThrough } from 'node:stream';
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { demo } from '../../src/cli/demo.js';
+
+async function waitFor(out: () => string, pattern: RegExp, timeoutMs = 30_000): Promise<RegExpMatchArray> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const m = pattern.exec(out());
+    if (m) return m;
+    if (Date.now() > deadline) throw new Error(`no ${pattern} in:\n${out()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('rollcall demo', () => {
+  let redis: Redis | undefined;
+  afterEach(() => redis?.disconnect());
+
+  it('restores sealed-secrets keys end to end (sealed-secrets-migration): backup location set, a second person approves, and its Redis keys are gone after exit', async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    let text = '';
+    output.on('data', (c) => (text += c));
+    let prefix = '';
+    const finished = demo({ scenario: 'sealed-secrets-migration', speed: 50, input, output, onReady: (info) => (prefix = info.prefix) });
+    await waitFor(() => text, /argo> /);
+    expect(text).toMatch(/own key prefix "rollcall-demo-/);
+    expect(text).toContain('Key backups go to namespace sealed-secrets-backup on cluster ops.');
+    expect(text).toContain('run restore-sealed-secrets-keys to=prod-new from=prod-old');
+
+    input.write('run restore-sealed-secrets-keys to=prod-new from=prod-old\n');
+    const runId = (await waitFor(() => text, /preview \((r-[a-z0-9]+)\)/))[1];
+    input.write('1\n');
+    await waitFor(() => text, /Waiting for approval: 0\/1/);
+    // The requester may not approve their own restore; the second person may.
+    const before = text.length;
+    input.write(`runs approve ${runId}\n`);
+    await waitFor(() => text.slice(before), /may not approve it: restore-sealed-secrets-keys needs approval from someone else/);
+    input.write(`as oncall-2 runs approve ${runId}\n`);
+    await waitFor(() => text, new RegExp(`Restore sealed-secrets keys ${runId}: succeeded`));
+    expect(text).toMatch(/SealedSecrets on prod-new: 0 of 5 Synced before, 5 of 5 after/);
+    expect(text).toMatch(/approved by oncall-2/);
+
+    redis = new Redis(process.env.REDIS_URL!);
+    expect((await redis.keys(`${prefix}:*`)).length).toBeGreaterThan(0);
+    input.end('exit\n');
+    await finished;
+    expect(text).toMatch(/bye\n$/);
+    expect(await redis.keys(`${prefix}:*`)).toEqual([]);
+  }, 90_000);
+});
