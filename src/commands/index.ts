@@ -153,7 +153,8 @@ const conversationOf = (ctx: CommandContext) => [ctx.user, ctx.channel ?? '', ct
 function paged(reply: Reply, cmd: ParsedCommand, page: number | undefined, ctx: CommandContext, readOnly: boolean): Reply {
   if (!reply.ok) return reply;
   const text = commandText(cmd);
-  reply.pageCommand ??= text;
+  // Turning a page re-runs the command: only one that reads may be re-run that way, never a sync.
+  if (readOnly) reply.pageCommand ??= text;
   const pages = replyPages(reply, PAGE_SIZE[ctx.surface]);
   if (page && page > pages) {
     return errorReply(reply.command, 'usage', `\`${text}\` has ${pages === 1 ? 'one page' : `${pages} pages`} of ${PAGE_SIZE[ctx.surface]} items here; page ${page} is past the end.`);
@@ -163,7 +164,7 @@ function paged(reply: Reply, cmd: ParsedCommand, page: number | undefined, ctx: 
   lastPaged.delete(key);
   // Only answers that read the fleet are re-run by `more`; a runbook command must never run twice by a page turn.
   if (readOnly && pages > (page ?? 1)) {
-    lastPaged.set(key, { command: reply.pageCommand, page: page ?? 1 });
+    lastPaged.set(key, { command: reply.pageCommand ?? text, page: page ?? 1 });
     if (lastPaged.size > MAX_REMEMBERED) lastPaged.delete(lastPaged.keys().next().value!);
   }
   return reply;

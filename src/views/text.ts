@@ -216,10 +216,11 @@ function renderBlock(block: ReplyBlock, opts: TextOptions, self?: string): strin
 
 /** The whole reply as terminal text, blocks separated by blank lines; list items page like in Slack. */
 export function renderText(reply: Reply, opts: TextOptions = {}): string {
-  const perPage = Math.max(1, opts.itemsPerPage ?? PAGE_SIZE.terminal);
+  // Without a command to re-run for the next page (a runbook preview), the whole answer is the only page.
+  const perPage = reply.pageCommand === undefined && opts.itemsPerPage === undefined ? Number.POSITIVE_INFINITY : Math.max(1, opts.itemsPerPage ?? PAGE_SIZE.terminal);
   const pages = replyPages(reply, perPage);
   const page = Math.min(Math.max(1, Math.floor(opts.page ?? reply.page ?? 1)), pages);
-  const windowStart = (page - 1) * perPage;
+  const windowStart = page === 1 ? 0 : (page - 1) * perPage;
   const windowEnd = windowStart + perPage;
   let offset = 0;
   const blocks: ReplyBlock[] = [];
@@ -237,7 +238,7 @@ export function renderText(reply: Reply, opts: TextOptions = {}): string {
   const self = reply.pageCommand;
   const parts = blocks.map((b) => renderBlock(b, opts, self)).filter((p, i, all) => p !== '' || (i > 0 && all[i - 1] !== ''));
   if (pages > 1) {
-    const next = page < pages && self ? ` · next: ${ansi(opts.color ?? false, '36', `${self} --page ${page + 1}`)} (or \`more\`)` : '';
+    const next = page < pages && self ? ` · next: ${ansi(opts.color ?? false, '36', `${self} --page ${page + 1}`)} (or more)` : '';
     parts.push(ansi(opts.color ?? false, '2', `Page ${page} of ${pages} · items ${windowStart + 1}–${Math.min(windowEnd, offset)} of ${offset}${next}`));
   }
   if (!reply.blocks.length) {

@@ -31,7 +31,7 @@ describe('every list pages, in the terminal and in Slack', () => {
   it('shows 10 groups a terminal page and says how to get the next one', async () => {
     const text = renderText(await dispatch('status', terminal('p1')));
     expect(groupLines(text)).toHaveLength(10);
-    expect(text).toContain('Page 1 of 3 · items 1–10 of 23 · next: status --page 2 (or `more`)');
+    expect(text).toContain('Page 1 of 3 · items 1–10 of 23 · next: status --page 2 (or more)');
   });
 
   it('`--page N` and `page=N` show that page; `more` continues where the last answer stopped', async () => {

@@ -237,7 +237,7 @@ function blastRadius(ctx: PreviewContext, count: number, clusterCount: number, w
   const tooMany = share > guard.maxFleetShare ? `${Math.round(share * 100)}% of the fleet (more than ${Math.round(guard.maxFleetShare * 100)}%)` : count > clusterWorth ? `more apps than the largest cluster holds (${clusterWorth})` : undefined;
   if (!tooMany) return undefined;
   const wrong = input.confirm !== undefined ? ` confirm=${input.confirm} does not match: the sync is ${count} apps.` : '';
-  return `This sync reaches ${count} apps on ${clusterCount} cluster${clusterCount === 1 ? '' : 's'} in one wave: ${tooMany}.${wrong} Split it so a bad change stops early: waves="${'<glob>;<glob>'}" (e.g. waves="*-eu-*;*-us-*") or canary=N (N apps first, gated on health). To sync them all at once anyway, confirm the count: confirm=${count}.`;
+  return `This sync reaches ${count} apps on ${clusterCount} cluster${clusterCount === 1 ? '' : 's'} in one wave: ${tooMany}.${wrong} Split it so a bad change stops early: waves in order (e.g. \`waves="*-eu-*;*-us-*"\`) or \`canary=N\` (N apps first, gated on health). To sync them all at once anyway, confirm the count: \`confirm=${count}\`.`;
 }
 
 async function preview(ctx: PreviewContext): Promise<ActionPreview> {
