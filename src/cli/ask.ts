@@ -80,16 +80,20 @@ function exitCodeOf(reply: Reply): number {
   return reply.ok ? EXIT_OK : exitCodeFor(reply.error?.code ?? 'internal');
 }
 
-/** A run left queued by `ask` without --wait: say whether a worker will pick it up, and how to follow it. */
-async function sayWhoRunsIt(reply: Reply, runs: RunService | undefined, say: (line: string) => void): Promise<void> {
+/**
+ * A run left queued by `ask` without --wait: say whether a worker will pick it up, and how to follow it.
+ * True when no worker is connected: the run is queued, not running, and `ask` must not exit 0 for it.
+ */
+async function sayWhoRunsIt(reply: Reply, runs: RunService | undefined, say: (line: string) => void): Promise<boolean> {
   const run = (reply.data as { run?: { id?: string; status?: string } }).run;
-  if (!runs || !run?.id || run.status !== 'running') return;
+  if (!runs || !run?.id || run.status !== 'running') return false;
   const workers = await runs.workersOnline().catch(() => 0);
   say(
     workers
       ? `${run.id} is queued for ${workers} rollcall worker(s). Follow it: rollcall ask "runs show ${run.id}"`
-      : `${run.id} is queued, but no rollcall worker is connected to this Redis: it starts when one does (rollcall start). To run it from this terminal instead: rollcall ask "runs wait ${run.id}" --wait`,
+      : `${run.id} is queued, no worker: no rollcall worker is connected to this Redis, so nothing runs it yet (it starts when one does: rollcall start). To run it from this terminal instead: rollcall ask "runs wait ${run.id}" --wait`,
   );
+  return !workers;
 }
 
 /** `rollcall ask`: one chat command through the same parser, permission checks and handlers as Slack. */
@@ -161,8 +165,9 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
     }
     if (reply.files?.length) writeFiles(reply, opts.out, (s) => process.stderr.write(`${s}\n`));
     out(opts.json ? JSON.stringify(replyJson(reply)) : renderText(reply, { color: process.stdout.isTTY }));
-    if (usesRuns && !opts.wait) await sayWhoRunsIt(reply, runtime.services.runs, (s) => process.stderr.write(`${s}\n`));
-    return exitCodeOf(reply);
+    const unstarted = usesRuns && !opts.wait && (await sayWhoRunsIt(reply, runtime.services.runs, (s) => process.stderr.write(`${s}\n`)));
+    // "Confirmed" is not "done": a run nobody will execute is a failed request until a worker exists.
+    return unstarted ? 1 : exitCodeOf(reply);
   } finally {
     await runtime.stop();
     logger.flush();

@@ -1,5 +1,6 @@
 import type { ArgoApi } from '../argocd/api.js';
 import { createClients } from '../argocd/client.js';
+import { setDisplayTimeZone } from '../core/format.js';
 import type { RollcallConfig } from '../config/schema.js';
 import { FleetMirror } from '../fleet/mirror.js';
 import type { Services } from '../commands/registry.js';
@@ -65,6 +66,7 @@ function alertOutput(find: () => Notifier | undefined): AlertOutput {
 }
 
 export async function startRuntime(config: RollcallConfig, opts: { logger: Logger; notifier?: Notifier; incidents?: IncidentSink }): Promise<Runtime> {
+  setDisplayTimeZone(config.display.timeZone);
   const clients = createClients(config) as Map<string, ArgoApi>;
   const mirror = new FleetMirror(
     clients,

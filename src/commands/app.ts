@@ -1,4 +1,5 @@
 import type { Application, ApplicationSource } from '../argocd/types.js';
+import { rolloutEntry } from '../fleet/groups.js';
 import type { FleetApp, FleetView } from '../fleet/model.js';
 import {
   TONE_EMOJI,
@@ -284,6 +285,13 @@ export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<R
     { label: 'Project', value: d.project },
   ];
   if (d.appSet) fields.push({ label: 'ApplicationSet', value: d.appSet });
+  // Where RollingSync has this app: the first question when it sits OutOfSync inside a progressive rollout.
+  const entry = d.appSet ? rolloutEntry(fleet.appSetsNamed(d.appSet).find((x) => x.instance === d.instance)?.appSet, d.name) : undefined;
+  if (entry) {
+    const age = since(entry.lastTransitionTime, now);
+    const where = entry.step === '-1' ? 'in no step: RollingSync never syncs it' : `step ${entry.step}`;
+    fields.push({ label: 'RollingSync', value: `${where} · ${entry.status}${age ? ` for ${age}` : ''}${entry.message ? ` · ${truncate(oneLine(entry.message), 200)}` : ''}` });
+  }
   for (const [i, s] of d.sources.entries()) fields.push({ label: d.sources.length > 1 ? `Source ${i + 1}` : 'Source', value: sourceText(s) });
   blocks.push({ kind: 'fields', fields });
 

@@ -1,4 +1,4 @@
-import { mention } from '../core/format.js';
+import { mention, when } from '../core/format.js';
 import { formatSelectorParam } from '../runbooks/actions/bulk-sync.js';
 import type { PauseRecord } from '../runbooks/rollout-pause.js';
 // `pause` and `resume` are shortcuts for the pause-rollout / resume-rollout runbooks and go through the
@@ -71,7 +71,7 @@ function pausedItem(r: PauseRecord): ReplyItem {
   const objects = r.changes.map((c) => `${c.kind === 'ApplicationSet' ? 'appset ' : ''}${c.name}`);
   const shown = objects.slice(0, 5).join(', ') + (objects.length > 5 ? ` and ${objects.length - 5} more` : '');
   return {
-    text: `*${r.target}* on ${r.instance}: paused by ${mention(r.by)} since ${r.at}`,
+    text: `*${r.target}* on ${r.instance}: paused by ${mention(r.by)} ${when(r.at)}`,
     detail: `${r.changes.length} change(s): ${shown} · run ${r.runId} · \`resume ${r.target}\``,
     tone: 'warn',
   };

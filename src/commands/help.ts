@@ -17,11 +17,24 @@ export function commandNames(): string[] {
   return allCommands().flatMap((c) => [c.name, ...(c.aliases ?? [])]);
 }
 
+// What people type from the argocd CLI and kubectl, and the rollcall command that answers it.
+const FAMILIAR_VERBS: Record<string, string> = { get: 'app', describe: 'app', list: 'status', ls: 'status', why: 'diagnose' };
+
+/**
+ * Commands to suggest for a mistyped or unknown one: matched against names and aliases, offered by
+ * their canonical name only (an alias like `st` is a shortcut, not something to learn from a hint).
+ */
+export function suggestCommands(word: string): string[] {
+  const familiar = FAMILIAR_VERBS[word.toLowerCase()];
+  if (familiar && findCommand(familiar)) return [familiar];
+  return [...new Set(suggest(word, commandNames()).map((n) => findCommand(n)?.name ?? n))];
+}
+
 export function helpReply(topic?: string): Reply {
   if (topic) {
     const spec = findCommand(topic.toLowerCase());
     if (!spec) {
-      const suggestions = suggest(topic, commandNames());
+      const suggestions = suggestCommands(topic);
       throw new CommandError('unknown_command', `No command \`${topic}\`. \`help\` lists them all.`, suggestions);
     }
     const blocks: ReplyBlock[] = [

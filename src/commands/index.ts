@@ -1,12 +1,11 @@
 import type { InstanceHealth } from '../fleet/events.js';
 import { canOperate, canRead, isScheduler, operateDeniedMessage, readDeniedMessage } from '../core/access.js';
-import { commandNames, helpReply } from './help.js';
-import { parseCommand } from './parse.js';
+import { commandNames, helpReply, suggestCommands } from './help.js';
+import { CommandError, commandText, parseCommand } from './parse.js';
 import { replyFromError } from '../core/errors.js';
 import { findCommand, registerAction, registerCommand, type ActionSpec, type CommandContext, type CommandSpec, type ParsedCommand } from './registry.js';
 import { formatCount } from '../core/format.js';
-import { errorReply, withUserText, type Reply } from '../core/reply.js';
-import { suggest } from './suggest.js';
+import { PAGE_SIZE, errorReply, replyPages, withUserText, type Reply } from '../core/reply.js';
 import { auditRefusal } from './runbooks.js';
 import { withAuditOrigin, type AuditOrigin } from '../audit/audit-log.js';
 import { commandDuration, commandsTotal, secondsSince } from '../metrics.js';
@@ -134,7 +133,7 @@ async function dispatchCommand(text: string, ctx: CommandContext): Promise<Reply
     if (!cmd.command) return helpReply();
     const spec = findCommand(cmd.command);
     if (!spec) {
-      return errorReply(cmd.command, 'unknown_command', `Unknown command \`${cmd.command}\`. \`help\` lists the commands.`, suggest(cmd.command, commandNames()));
+      return errorReply(cmd.command, 'unknown_command', `Unknown command \`${cmd.command}\`. \`help\` lists the commands.`, suggestCommands(cmd.command));
     }
     // No command takes --flags (--public is Slack's, stripped before here): a typo must not be ignored silently.
     const flags = [...cmd.flags].filter((f) => f !== 'public');
@@ -154,8 +153,62 @@ async function dispatchCommand(text: string, ctx: CommandContext): Promise<Reply
       const unrecorded = await auditRefusal(ctx, { target: spec.name, message, result: 'forbidden', params: { command: cmd.raw } });
       return errorReply(spec.name, 'forbidden', unrecorded ? `${message} ${unrecorded}` : message);
     }
-    return withMirrorWarning(await spec.run(cmd, ctx), ctx);
+    const page = takePage(cmd);
+    const reply = await spec.run(cmd, ctx);
+    // `more` answers with a whole dispatched reply: paged and warned about already.
+    if (spec.name === 'more') return reply;
+    return withMirrorWarning(paged(reply, { ...cmd, command: spec.name }, page, ctx, spec.readOnly), ctx);
   } catch (error) {
     return withMirrorWarning(replyFromError(findCommand(cmd.command)?.name ?? cmd.command, error), ctx);
   }
 }
+
+/** `--page N` / `page=N`: which window of a long answer to show. Every command takes it. */
+function takePage(cmd: ParsedCommand): number | undefined {
+  const raw = cmd.options.page;
+  if (raw === undefined) return undefined;
+  delete cmd.options.page;
+  if (!/^[1-9]\d{0,5}$/.test(raw)) throw new CommandError('usage', `--page needs a page number (1, 2, ...); got \`${raw}\`.`);
+  return Number(raw);
+}
+
+// The last long answer per person and conversation, for `more`. In memory: in Slack the "More" button
+// carries its page itself, so only a conversation with one process (the terminal, the demo) relies on it.
+const lastPaged = new Map<string, { command: string; page: number }>();
+const MAX_REMEMBERED = 1000;
+const conversationOf = (ctx: CommandContext) => [ctx.user, ctx.channel ?? '', ctx.threadTs ?? ''].join('\u0000');
+
+/** Stamps the page and the command on a reply, refuses a page past the end, and remembers it for `more`. */
+function paged(reply: Reply, cmd: ParsedCommand, page: number | undefined, ctx: CommandContext, readOnly: boolean): Reply {
+  if (!reply.ok) return reply;
+  const text = commandText(cmd);
+  // Turning a page re-runs the command: only one that reads may be re-run that way, never a sync.
+  if (readOnly) reply.pageCommand ??= text;
+  const pages = replyPages(reply, PAGE_SIZE[ctx.surface]);
+  if (page && page > pages) {
+    return errorReply(reply.command, 'usage', `\`${text}\` has ${pages === 1 ? 'one page' : `${pages} pages`} of ${PAGE_SIZE[ctx.surface]} items here; page ${page} is past the end.`);
+  }
+  if (page) reply.page = page;
+  const key = conversationOf(ctx);
+  lastPaged.delete(key);
+  // Only answers that read the fleet are re-run by `more`; a runbook command must never run twice by a page turn.
+  if (readOnly && pages > (page ?? 1)) {
+    lastPaged.set(key, { command: reply.pageCommand ?? text, page: page ?? 1 });
+    if (lastPaged.size > MAX_REMEMBERED) lastPaged.delete(lastPaged.keys().next().value!);
+  }
+  return reply;
+}
+
+registerCommand({
+  name: 'more',
+  summary: 'The next page of the last long answer in this conversation',
+  usage: 'more',
+  help: 'Every list shows one page at a time (10 items in a terminal, 25 in Slack). `more` shows the next page of the last answer that had one; `COMMAND --page N` shows page N of any answer.',
+  readOnly: true,
+  async run(cmd, ctx) {
+    if (cmd.positional.length || Object.keys(cmd.options).length) throw new CommandError('usage', '`more` takes nothing: it continues the last long answer. For a given page: `COMMAND --page N`.');
+    const last = lastPaged.get(conversationOf(ctx));
+    if (!last) throw new CommandError('usage', 'Nothing to continue here: `more` shows the next page of the last answer that had more than one. For a given page: `COMMAND --page N`.');
+    return dispatchCommand(`${last.command} --page ${last.page + 1}`, ctx);
+  },
+});

@@ -101,6 +101,8 @@ export function parseCommand(text: string): ParsedCommand {
       const [selector, next] = extendSelector(token.slice(token[2] === '=' ? 3 : 2), tokens, i);
       selectors.push(selector);
       i = next;
+    } else if (token === '--page' && /^\d+$/.test(tokens[i + 1] ?? '')) {
+      options.page = tokens[++i];
     } else if (token.startsWith('--') && token.length > 2) {
       const body = token.slice(2);
       const eq = body.indexOf('=');

@@ -4,7 +4,7 @@ import { isRollingSync } from '../fleet/rollingsync.js';
 import { TONE_EMOJI, code, formatCount, plural } from '../core/format.js';
 import { type CommandContext, type ParsedCommand, type CommandSpec } from './registry.js';
 import type { Reply, ReplyBlock, ReplyItem } from '../core/reply.js';
-import { concurrencyMeaning, diagnoseOptions, findAppSet, findingsBlock, heldByBlock, noRolloutReply, pausedBlock, targetName } from './rollout.js';
+import { concurrencyMeaning, diagnoseOptions, findAppSet, findingsBlock, foldFinding, heldByBlock, noRolloutReply, pausedBlock, targetName } from './rollout.js';
 
 const USAGE = 'plan APPSET [instance=X]';
 const NAMES_SHOWN = 12;
@@ -43,10 +43,13 @@ export async function runPlan(cmd: ParsedCommand, ctx: CommandContext): Promise<
     ? `${toSync ? ' ' : ''}${gated.length === 1 ? `Step ${gated[0].step} is a manual gate` : `Steps ${gated.map((s) => s.step).join(', ')} are manual gates`}: ` +
       `${plural(toHandSync, 'app')} wait${toHandSync === 1 ? 's' : ''} for a hand sync, and no later step starts until ${toHandSync === 1 ? 'it is' : 'they are'} Healthy.`
     : '';
+  // A step held by failing apps syncs nothing more until they are fixed: that leads, before what would follow.
+  const stuck = plan.findings.find((f) => f.rule === 'stuck-step');
+  if (stuck) blocks.push({ kind: 'text', text: `${TONE_EMOJI.error} *Blocked:* ${foldFinding(stuck.message)[0]}. Nothing below happens until ${stuck.step !== undefined ? `step ${stuck.step}'s` : 'its'} failing apps are fixed.`, tone: 'error' });
   blocks.push({
     kind: 'text',
     text: pending.length
-      ? `${toSync ? TONE_EMOJI.progress : TONE_EMOJI.warn} ${toSync ? `From here RollingSync will sync ${plural(toSync, 'app')} ${stepsPhrase(automatic.map((s) => s.step))}.` : ''}${gateText}`
+      ? `${toSync ? TONE_EMOJI.progress : TONE_EMOJI.warn} ${toSync ? `${stuck ? 'Once unblocked, ' : 'From here '}RollingSync will sync ${plural(toSync, 'app')} ${stepsPhrase(automatic.map((s) => s.step))}.` : ''}${gateText}`
       : `${TONE_EMOJI.ok} Nothing left to sync: every app in a step is Healthy.`,
     tone: !pending.length ? 'ok' : toSync ? 'progress' : 'warn',
   });

@@ -116,17 +116,34 @@ export function sortFindings(findings: Finding[]): Finding[] {
   return [...findings].sort((a, b) => SEVERITY_RANK[a.severity] - SEVERITY_RANK[b.severity]);
 }
 
-/** One list of findings: severity emoji, rule, message; why and fix as the detail. */
+const FINDING_HEADLINE = 160;
+
+/**
+ * A finding as a short headline and the rest: "Step 3 is stuck: 3 apps Pending/Progressing longer
+ * than 15m" leads; the per-app messages (hundreds of characters of webhook errors) fold into the detail.
+ */
+export function foldFinding(message: string): [string, string?] {
+  if (message.length <= FINDING_HEADLINE) return [message];
+  // The headline ends at the last clause break before the first quoted or parenthesised detail.
+  const detailAt = message.slice(0, FINDING_HEADLINE).search(/["(]/);
+  const cut = message.lastIndexOf(': ', detailAt > 0 ? detailAt : FINDING_HEADLINE);
+  if (cut > 20) return [message.slice(0, cut), message.slice(cut + 2)];
+  const space = message.lastIndexOf(' ', FINDING_HEADLINE);
+  return [`${message.slice(0, space > 20 ? space : FINDING_HEADLINE)}…`, message];
+}
+
+/** One list of findings: severity emoji, rule, headline; the rest of the message, why and fix as the detail. */
 export function findingsBlock(findings: Finding[], opts: { withAppSet?: boolean; max?: number } = {}): ReplyBlock | undefined {
   if (!findings.length) return undefined;
   const sorted = sortFindings(findings);
   const max = opts.max ?? 20;
   const items: ReplyItem[] = sorted.slice(0, max).map((f) => {
+    const [headline, rest] = foldFinding(f.message);
     const where = [opts.withAppSet && f.appSet ? `\`${f.appSet}\`${f.instance ? ` (${f.instance})` : ''}` : '', f.step !== undefined ? `step ${f.step}` : ''].filter(Boolean).join(' · ');
     return {
-      text: `${SEVERITY_EMOJI[f.severity] ?? ''} *${f.rule}*${where ? ` · ${where}` : ''}: ${f.message}`.trim(),
+      text: `${SEVERITY_EMOJI[f.severity] ?? ''} *${f.rule}*${where ? ` · ${where}` : ''}: ${headline}`.trim(),
       tone: SEVERITY_TONE[f.severity] ?? 'info',
-      detail: `Why: ${f.why}\nFix: ${f.fix}`,
+      detail: `${rest ? `${rest}\n` : ''}Why: ${f.why}\nFix: ${f.fix}`,
     };
   });
   return { kind: 'list', title: 'Findings', items, total: findings.length };

@@ -1,28 +1,27 @@
-import type { FleetView } from '../fleet/model.js';
+import type { FleetApp, FleetAppSet, FleetView } from '../fleet/model.js';
 import { summarizeApps, type ClusterStatus, type FleetSummary, type ProblemDetail } from '../fleet/status.js';
+import { PROBLEM_KIND_LABEL, groupProblems, problemKind, rolloutEntry, type ProblemGroup, type ProblemKind, type ProblemRow } from '../fleet/groups.js';
 import { isRollingSync, rolloutComplete } from '../fleet/rollingsync.js';
 import { selectApps, type AppSelector } from '../fleet/select.js';
 import {
   HEALTH_ORDER,
   SYNC_ORDER,
   TONE_EMOJI,
-  appTone,
   code,
   countsLine,
   formatCount,
-  link,
   plural,
   since,
-  truncate,
 } from '../core/format.js';
 import { SELECTOR_OPTIONS, checkOptions, commandText, selectorFromCommand } from './parse.js';
-import { type CommandContext, type ParsedCommand, type CommandSpec } from './registry.js';
-import type { Reply, ReplyBlock, ReplyButton, ReplyItem } from '../core/reply.js';
+import type { CommandContext, CommandSpec, ParsedCommand } from './registry.js';
+import type { Reply, ReplyBlock, ReplyButton, ReplyItem, Tone } from '../core/reply.js';
 import { fleetNames, unknownTarget } from './suggest.js';
 
 const USAGE = 'status [NAME|GLOB|CLUSTER|APPSET ...] [-l selector] [cluster=X] [project=X] [appset=X] [instance=X]';
 const MAX_CLUSTERS_SHOWN = 8;
-const MAX_PROBLEMS_SHOWN = 15;
+// More clusters with problems than this are summed up in one line: the groups say what is wrong.
+const MAX_CLUSTER_LINES = 3;
 const isGlob = (s: string) => /[*?[\]{}]/.test(s);
 
 /**
@@ -87,6 +86,9 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
   const summary = summarizeApps(selected);
   const { total, clusters, problems } = summary;
   const multiInstance = fleet.instances().length > 1;
+  // One line per group of apps that share an ApplicationSet (or service) and a reason, real problems
+  // before apps that only wait for their RollingSync step; each app is one `app X` away.
+  const groups = problemGroups(fleet, selected, problems);
 
   const blocks: ReplyBlock[] = [];
   const title = scope.length ? `Status of ${scope.join(', ').replace(/`/g, '')}` : 'Fleet status';
@@ -106,10 +108,17 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
     blocks.push({ kind: 'text', text: `${TONE_EMOJI.ok} All ${plural(total.apps, 'app')} Synced and Healthy (or Progressing/Suspended).`, tone: 'ok' });
   } else {
     const degraded = problems.filter((p) => p.health === 'Degraded' || p.health === 'Missing').length;
-    const tone = degraded ? 'error' : 'warn';
+    const waiting = groups.filter((g) => g.kind === 'waiting').reduce((n, g) => n + g.apps.length, 0);
+    const attention = problems.length - waiting;
+    const tone = degraded ? 'error' : attention ? 'warn' : 'info';
+    const groupCount = groups.filter((g) => g.kind !== 'waiting').length;
+    const clusterCount = new Set(problems.map((p) => `${p.instance}/${p.cluster}`)).size;
+    const head = attention
+      ? `*${plural(attention, 'app')} need${attention === 1 ? 's' : ''} attention* in ${plural(groupCount, 'group')} on ${plural(clusterCount, 'cluster')}${degraded ? ` (${formatCount(degraded)} Degraded or Missing)` : ''}`
+      : `No failures: ${plural(waiting, 'app')} only wait${waiting === 1 ? 's' : ''} for a RollingSync step`;
     blocks.push({
       kind: 'text',
-      text: `${TONE_EMOJI[tone]} *${plural(problems.length, 'app')} need${problems.length === 1 ? 's' : ''} attention* on ${plural(new Set(problems.map((p) => `${p.instance}/${p.cluster}`)).size, 'cluster')}${degraded ? ` (${formatCount(degraded)} Degraded or Missing)` : ''}.`,
+      text: `${TONE_EMOJI[tone]} ${head}${attention && waiting ? `; ${plural(waiting, 'more app')} only wait for a RollingSync step` : ''}.`,
       tone,
     });
   }
@@ -118,55 +127,41 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
     const problemsByCluster = new Map<string, number>();
     for (const p of problems) problemsByCluster.set(`${p.instance}/${p.cluster}`, (problemsByCluster.get(`${p.instance}/${p.cluster}`) ?? 0) + 1);
     const count = (c: ClusterStatus) => problemsByCluster.get(`${c.instance}/${c.cluster}`) ?? 0;
-    const ranked = clusters.length > MAX_CLUSTERS_SHOWN ? [...clusters].sort((a, b) => count(b) - count(a)) : clusters;
-    // With many clusters only the worst are worth a line; the healthy rest is a count.
-    const shown = clusters.length > MAX_CLUSTERS_SHOWN ? ranked.filter((c) => count(c) > 0).slice(0, MAX_CLUSTERS_SHOWN) : ranked;
-    const rest = ranked.filter((c) => !shown.includes(c));
-    const restWithProblems = rest.filter((c) => count(c) > 0).length;
-    if (shown.length) blocks.push({ kind: 'list', title: 'Clusters', items: shown.map((c) => clusterLine(c, count(c), multiInstance)) });
-    if (rest.length) {
+    const withProblems = clusters.filter((c) => count(c) > 0);
+    if (withProblems.length > MAX_CLUSTER_LINES) {
+      // Problems spread over many clusters are told by the groups below; one line says how far they reach.
+      const most = Math.max(...withProblems.map(count));
+      const worst = withProblems.filter((c) => count(c) === most).map((c) => (multiInstance ? `${c.instance}/${c.cluster}` : c.cluster));
       blocks.push({
         kind: 'context',
-        text: restWithProblems
-          ? `and ${plural(rest.length, 'more cluster')} (${formatCount(restWithProblems)} with problems; narrow with cluster=X)`
-          : `and ${formatCount(rest.length)} more healthy cluster${rest.length === 1 ? '' : 's'}`,
+        text: `Problems on ${formatCount(withProblems.length)} of ${plural(clusters.length, 'cluster')}; most on ${worst.slice(0, 3).join(', ')}${worst.length > 3 ? ` and ${formatCount(worst.length - 3)} more` : ''} (${plural(most, 'app')} each). Narrow with cluster=X.`,
       });
+    } else {
+      const ranked = clusters.length > MAX_CLUSTERS_SHOWN ? [...clusters].sort((a, b) => count(b) - count(a)) : clusters;
+      // With many clusters only the worst are worth a line; the healthy rest is a count.
+      const shown = clusters.length > MAX_CLUSTERS_SHOWN ? ranked.filter((c) => count(c) > 0).slice(0, MAX_CLUSTERS_SHOWN) : ranked;
+      const rest = ranked.filter((c) => !shown.includes(c));
+      const restWithProblems = rest.filter((c) => count(c) > 0).length;
+      if (shown.length) blocks.push({ kind: 'list', title: 'Clusters', items: shown.map((c) => clusterLine(c, count(c), multiInstance)) });
+      if (rest.length) {
+        blocks.push({
+          kind: 'context',
+          text: restWithProblems
+            ? `and ${plural(rest.length, 'more cluster')} (${formatCount(restWithProblems)} with problems; narrow with cluster=X)`
+            : `and ${formatCount(rest.length)} more healthy cluster${rest.length === 1 ? '' : 's'}`,
+        });
+      }
     }
   }
 
-  // Impact first: apps that are Degraded or Missing, then unknown state, then drift. Oldest first in each.
-  const groups: { title: string; test: (p: ProblemDetail) => boolean }[] = [
-    { title: 'Degraded or Missing', test: (p) => p.health === 'Degraded' || p.health === 'Missing' },
-    { title: 'Unknown state', test: (p) => p.health === 'Unknown' || p.sync === 'Unknown' },
-    { title: 'OutOfSync', test: () => true },
-  ];
-  const placed = new Set<ProblemDetail>();
-  const perGroup = groups.map((g) => {
-    const members = problems.filter((p) => !placed.has(p) && g.test(p));
-    for (const m of members) placed.add(m);
-    return { title: g.title, members };
-  });
-  const nonEmpty = perGroup.filter((g) => g.members.length);
-  for (const g of nonEmpty) {
-    const max = nonEmpty.length === 1 ? MAX_PROBLEMS_SHOWN : Math.ceil(MAX_PROBLEMS_SHOWN / 2);
+  if (groups.length) {
     blocks.push({
       kind: 'list',
-      title: `${g.title} (${formatCount(g.members.length)}), oldest first`,
-      items: g.members.slice(0, max).map((p) => {
-        const url = fleet.appUrl(p.instance, p.app, p.namespace);
-        const age = since(p.since, now);
-        // Only a health transition says how long the problem has lasted; an operation time says when the app was last synced.
-        const when = !age ? '' : p.sinceKind === 'health' ? ` · for ${age}` : p.sinceKind === 'operation' ? ` · last sync ${age} ago` : '';
-        const where = multiInstance ? `${p.instance}/${p.cluster}` : p.cluster;
-        return {
-          text: `${link(p.app, url)} · ${where} · ${p.sync}/${p.health}${when}`,
-          tone: appTone(p.sync, p.health),
-          detail: truncate(p.reason, 200),
-          ...(url ? { url } : {}),
-        };
-      }),
-      total: g.members.length,
+      title: `Problems by ${groups.some((g) => g.by === 'appset') ? 'ApplicationSet' : 'service'} and reason (${plural(groups.length, 'group')}), worst first`,
+      items: groups.map((g) => groupItem(g, now, multiInstance)),
     });
+    const example = groups[0].apps[0].app;
+    blocks.push({ kind: 'context', text: `Details of one app: ${code(`app ${example}`)} · the apps of a group: ${code(`status ${groupSelector(groups[0])}`)}` });
   }
 
   const buttons: ReplyButton[] = [{ label: 'Refresh', command: commandText(cmd) }];
@@ -181,9 +176,76 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
       total,
       clusters,
       problems: problems.map(({ app, instance, cluster, sync, health, reason }: ProblemDetail) => ({ app, instance, cluster, sync, health, reason })),
+      groups: groups.map((g) => ({ name: g.name, by: g.by, instance: g.instance, kind: g.kind, reason: g.reason, apps: g.apps.map((a) => a.app), clusters: g.clusters, clustersOfGroup: g.clustersOfGroup })),
     },
     blocks,
   };
+}
+
+/** The problems of the selection grouped by ApplicationSet (or service) and shared reason; see fleet/groups.ts. */
+export function problemGroups(fleet: FleetView, selected: readonly FleetApp[], problems: readonly ProblemDetail[]): ProblemGroup[] {
+  const byKey = new Map<string, FleetApp>();
+  for (const fa of selected) byKey.set(`${fa.instance}\u0000${fa.app.metadata.name}`, fa);
+  const appSets = new Map<string, FleetAppSet | undefined>();
+  const appSetOf = (instance: string, name: string | undefined) => {
+    if (!name) return undefined;
+    const key = `${instance}\u0000${name}`;
+    if (!appSets.has(key)) appSets.set(key, fleet.appSetsNamed(name).find((s) => s.instance === instance));
+    return appSets.get(key)?.appSet;
+  };
+  const entryOf = (p: ProblemRow) => rolloutEntry(appSetOf(p.instance, p.appSet), p.app);
+  const rows = problems.map((p): ProblemRow => {
+    const entry = entryOf(p);
+    const fa = byKey.get(`${p.instance}\u0000${p.app}`);
+    // An app waiting for its step has waited since its entry last changed, not since its last sync days ago.
+    const waiting = fa && entry && problemKind(fa, p.sync, p.health, entry) === 'waiting';
+    if (entry?.step === '-1') return { ...p, reason: 'matched by no RollingSync step: Argo CD never syncs it' };
+    return { ...p, ...(waiting && entry.lastTransitionTime ? { since: entry.lastTransitionTime } : {}) };
+  });
+  return groupProblems(
+    rows,
+    selected.map((fa) => ({ app: fa.app.metadata.name, instance: fa.instance, cluster: fa.cluster, appSet: fa.appSet })),
+    (row) => {
+      const fa = byKey.get(`${row.instance}\u0000${row.app}`);
+      return fa ? problemKind(fa, row.sync, row.health, entryOf(row)) : 'outofsync';
+    },
+    (row) => entryOf(row)?.step,
+  );
+}
+
+const KIND_TONE: Record<ProblemKind, Tone> = { failed: 'error', degraded: 'error', missing: 'error', unknown: 'unknown', outofsync: 'warn', waiting: 'info' };
+
+/** "auth-service · Degraded on 12/12 clusters · CrashLoopBackOff: back-off restarting failed container · for 41m" */
+function groupItem(g: ProblemGroup, now: Date, multiInstance: boolean): ReplyItem {
+  const where = (c: string) => (multiInstance ? `${g.instance}/${c}` : c);
+  const on = g.clusters === 1 ? where(g.apps[0].cluster) : `${formatCount(g.clusters)}/${plural(g.clustersOfGroup, 'cluster')}`;
+  const age = since(g.since, now);
+  const n = g.apps.length;
+  let text: string;
+  if (g.kind === 'waiting') {
+    text = `*${g.name}* · ${plural(n, 'app')} wait${n === 1 ? 's' : ''} for RollingSync step ${g.step ?? '?'} on ${on} · not failing: the step has not reached ${n === 1 ? 'it' : 'them'} yet${age ? ` · for ${age}` : ''}`;
+  } else {
+    const label = PROBLEM_KIND_LABEL[g.kind];
+    // A lone app is named unless its name is just the group's on its cluster (`search` on prod-1 is search-prod-1).
+    const lone = g.apps[0];
+    const named = g.apps.every((a) => a.app === `${g.name}-${a.cluster}`);
+    const who =
+      g.by === 'app' || (named && n === g.clusters)
+        ? ''
+        : n === 1
+          ? `${lone.app} `
+          : n <= 3
+            ? `${plural(n, 'app')} (${g.apps.map((a) => a.app).join(', ')}) `
+            : `${plural(n, 'app')} `;
+    const when = !age ? '' : g.kind === 'outofsync' ? ` · last sync ${age} ago` : g.kind === 'unknown' ? '' : ` · for ${age}`;
+    text = `*${g.name}* · ${who}${label} on ${on} · ${g.reason}${when}`;
+  }
+  return { text, tone: KIND_TONE[g.kind] };
+}
+
+/** The selection that shows a group's apps: its appset, its service glob, or the app. */
+function groupSelector(g: ProblemGroup): string {
+  return g.by === 'service' ? `${g.name}-*` : g.name;
 }
 
 /** RollingSync appsets of the selected apps whose rollout is not complete; problem apps' appsets first. */

@@ -6,7 +6,7 @@ export const durationSchema = z.union([z.number().int().nonnegative(), z.string(
   if (typeof value === 'number') return value;
   const ms = parseDuration(value);
   if (ms === undefined) {
-    ctx.addIssue({ code: 'custom', message: `expected a duration such as 30s, 15m or 1h (got "${value}")` });
+    ctx.addIssue({ code: 'custom', message: `expected a duration such as 30s, 15m or 1h (got "${value}")${/^\d+$/.test(value.trim()) ? `: add a unit, e.g. ${value.trim()}m or ${value.trim()}s` : ''}` });
     return z.NEVER;
   }
   return ms;
@@ -50,7 +50,8 @@ const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_00
 
 export function parseDuration(text: string): number | undefined {
   const trimmed = text.trim();
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  // A bare number has no unit, and guessing one (seconds? minutes?) is how 10 became 10 seconds.
+  if (/^\d+$/.test(trimmed)) return /^0+$/.test(trimmed) ? 0 : undefined;
   const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/gy;
   let total = 0;
   let matched = 0;
@@ -246,7 +247,31 @@ export const configSchema = z
       .object({ url: z.string().default('redis://127.0.0.1:6379'), prefix: z.string().default('rollcall') })
       .prefault({}),
     access: accessSchema,
+    /** Absolute times ("3 Dec, 14:19 CET") are shown in this IANA time zone, after the relative age. */
+    display: z
+      .object({
+        timeZone: z
+          .string()
+          .default('UTC')
+          .refine((tz) => {
+            try {
+              new Intl.DateTimeFormat('en-GB', { timeZone: tz });
+              return true;
+            } catch {
+              return false;
+            }
+          }, 'expected an IANA time zone such as UTC or Europe/Berlin'),
+      })
+      .prefault({}),
     diagnose: z.object({ stuckAfter: durationSchema.default(15 * 60_000) }).prefault({}),
+    /**
+     * Blast radius of one sync wave: more than `maxFleetShare` of the fleet, or more apps than the
+     * fleet's largest cluster holds, in one wave asks for waves, a canary or `confirm=<count>`.
+     * Syncs of `freeUpTo` apps or fewer are never held.
+     */
+    syncGuard: z
+      .object({ maxFleetShare: z.number().gt(0).max(1).default(0.25), freeUpTo: z.number().int().min(0).default(10) })
+      .prefault({}),
     alerts: alertsSchema,
     digests: z.array(digestSchema).default([]),
     schedules: z.array(commandScheduleSchema).default([]),

@@ -41,6 +41,7 @@ export const ERROR_CODES = {
   invalid_state: { exit: 'failed', meaning: 'the run is not in a state that allows this' },
   lease_lost: { exit: 'failed', meaning: 'a step attempt lost its lease (a newer attempt, a pause or an abort took it) and stopped' },
   preview_failed: { exit: 'failed', meaning: 'the runbook could not be previewed' },
+  blast_radius: { exit: 'failed', meaning: 'a sync too wide for one wave: split it into waves, add a canary, or confirm the app count' },
   locked: { exit: 'failed', meaning: 'another run holds locks on some of the target apps' },
   not_configured: { exit: 'failed', meaning: 'the action needs configuration that is missing (kube clusters, pause store)' },
   nothing_to_pause: { exit: 'failed', meaning: 'the ApplicationSet has nothing a pause would stop' },

@@ -23,6 +23,45 @@ export function clockTime(at: Date): string {
   return at.toISOString().slice(11, 19);
 }
 
+/** A duration the way people type it, in its largest whole unit: `10m`, `90s`, `2d`, `250ms`; parseDuration reads it back exactly. */
+export function typedDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms <= 0) return '0s';
+  const whole = Math.round(ms);
+  for (const [unit, size] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) if (whole % size === 0) return `${whole / size}${unit}`;
+  return `${whole}ms`;
+}
+
+let displayTimeZone = 'UTC';
+
+/**
+ * The time zone absolute times are shown in (config `display.timeZone`). One setting for every
+ * rendering, set once when the process reads its config: replies are built far from any config.
+ */
+export function setDisplayTimeZone(timeZone: string): void {
+  new Intl.DateTimeFormat('en-GB', { timeZone }); // throws RangeError on an unknown zone
+  displayTimeZone = timeZone;
+}
+
+/** "3 Dec, 14:19 UTC" in the display time zone; the ISO text itself when it does not parse. */
+export function absoluteTime(iso: string, timeZone = displayTimeZone): string {
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return iso;
+  return new Intl.DateTimeFormat('en-GB', { timeZone, day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit', hourCycle: 'h23', timeZoneName: 'short' }).format(t);
+}
+
+/**
+ * The one way a point in time is shown: relative first ("2h 5m ago"), the absolute time behind it
+ * ("2h 5m ago (3 Dec, 14:19 UTC)"), so on-call reads the age and can still line it up with a graph.
+ */
+export function when(iso: string | null | undefined, now: Date = new Date()): string {
+  if (!iso) return 'unknown time';
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return iso;
+  const d = now.getTime() - t;
+  const relative = d >= 0 ? `${formatDuration(d)} ago` : `in ${formatDuration(-d)}`;
+  return `${relative} (${absoluteTime(iso)})`;
+}
+
 /** Milliseconds from an RFC3339 time to now; undefined when the time is absent or unparsable. */
 export function elapsedMs(iso: string | null | undefined, now: Date): number | undefined {
   if (!iso) return undefined;
@@ -139,6 +178,14 @@ export function link(label: string, url: string | undefined): string {
 /** `code` span; backticks inside would end it early. */
 export function code(text: string): string {
   return `\`${text.replace(/`/g, "'")}\``;
+}
+
+/**
+ * Text a user typed (a glob, a wave list), shown as typed: Slack has no escape for `*`, `_` or `~`, so
+ * `*-eu-*` would turn bold; a code span keeps it literal (and the terminal shows it plain).
+ */
+export function literal(text: string): string {
+  return /[*_~`<>&]/.test(text) ? code(text) : text;
 }
 
 /** Collapses whitespace and newlines of Argo CD messages (they can be multi-line kubectl output). */

@@ -72,10 +72,22 @@ export interface Reply {
   /** Files that go with the answer (a report and its chart); not part of the JSON. */
   files?: ReplyFile[];
   /**
-   * The command that gives this reply again, for "More" pages when the bot posts it on its own (a
-   * scheduled digest) rather than in answer to someone's command.
+   * The command that gives this reply again, canonical and without its page: what "More" and "next
+   * page" re-run (dispatch sets it on every answer; a scheduled digest, posted on its own, sets its
+   * own), and what the terminal does not suggest as a next step after itself.
    */
   pageCommand?: string;
+  /** The page of its lists the user asked for (`--page N`, `page=N`, `more`); views show that window. */
+  page?: number;
+}
+
+/** List items one page shows: a Slack message has room for more than a terminal screen; a schedule posts to Slack. */
+export const PAGE_SIZE = { slack: 25, terminal: 10, schedule: 25 } as const;
+
+/** How many pages the reply's list items fill. */
+export function replyPages(reply: Reply, perPage: number): number {
+  const items = reply.blocks.reduce((n, b) => n + (b.kind === 'list' ? b.items.length : 0), 0);
+  return Math.max(1, Math.ceil(items / Math.max(1, perPage)));
 }
 
 /** Marks text as typed by a user (see Reply.userText). */

@@ -64,6 +64,8 @@ interface InstanceState {
   /** What subscribers were last told: connected or lost. Undefined until the first load settles. */
   announced?: 'connected' | 'lost';
   lostTimer?: NodeJS.Timeout;
+  /** The first load's fetch of unhealthy apps' resource health. */
+  enriching?: Promise<void>;
 }
 
 /**
@@ -124,6 +126,9 @@ export class FleetMirror extends FleetIndex {
   async start(): Promise<void> {
     this.stopped = false;
     await Promise.all([...this.states.values()].map((s) => this.startInstance(s)));
+    // The first answer must be as complete as later ones: a "Degraded" without the crash-loop message
+    // that a fetch a moment later fills in is a different, worse answer (a one-shot `ask` has no later).
+    await this.settle(Promise.all([...this.states.values()].map((s) => s.enriching)), this.opts.readyTimeoutMs);
     if (this.opts.clusterRefreshMs > 0) {
       this.clusterTimer = setInterval(() => void this.refreshClusters().catch(() => undefined), this.opts.clusterRefreshMs);
       this.clusterTimer.unref();
@@ -221,7 +226,7 @@ export class FleetMirror extends FleetIndex {
       this.openAppsWatch(s, apps.metadata?.resourceVersion);
       this.openAppSetsWatch(s, appSets.metadata?.resourceVersion);
       await this.waitForStreams(s);
-      void this.enrichUnhealthy(s);
+      s.enriching = this.enrichUnhealthy(s);
     } catch (error) {
       s.error = (error as Error).message;
       this.log?.warn({ instance: s.name, err: s.error }, 'instance load failed; retrying');
@@ -231,6 +236,14 @@ export class FleetMirror extends FleetIndex {
       s.retryTimer = setTimeout(() => void this.startInstance(s), delay);
       s.retryTimer.unref();
     }
+  }
+
+  /** Waits for work to finish, at most ms; says so in the log when it did not. */
+  private async settle(work: Promise<unknown>, ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const done = await Promise.race([work.then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)))]);
+    clearTimeout(timer);
+    if (!done) this.log?.warn({ waitedMs: ms }, 'resource health of unhealthy apps not all fetched yet; serving what is known');
   }
 
   private async waitForStreams(s: InstanceState): Promise<void> {

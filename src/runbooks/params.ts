@@ -2,6 +2,7 @@ import { closest } from 'fastest-levenshtein';
 import { parseDuration } from '../config/schema.js';
 import type { Runbook, RunbookParam } from './schema.js';
 import { RollcallError } from '../core/errors.js';
+import { typedDuration } from '../core/format.js';
 
 export type ParamValue = string | number | boolean;
 
@@ -51,6 +52,7 @@ export function coerceParam(name: string, spec: RunbookParam, raw: ParamValue): 
     case 'duration': {
       if (typeof raw === 'number') return { value: raw };
       const ms = parseDuration(text);
+      if (ms === undefined && /^\d+$/.test(text.trim())) return { error: `${name}=${text.trim()} has no unit: write ${text.trim()}m or ${text.trim()}s` };
       if (ms === undefined) return { error: `${name}: expected a duration such as 30s, 10m or 1h (got "${text}")` };
       return { value: ms };
     }
@@ -117,6 +119,5 @@ export function describeParams(runbook: Runbook): string[] {
 /** A typed value as someone would type it back: durations as `10m` rather than 600000. */
 export function formatParam(spec: RunbookParam | undefined, value: ParamValue): string {
   if (spec?.type !== 'duration' || typeof value !== 'number') return String(value);
-  for (const [unit, ms] of [['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) if (value > 0 && value % ms === 0) return `${value / ms}${unit}`;
-  return `${value}ms`;
+  return typedDuration(value);
 }

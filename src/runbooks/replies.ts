@@ -1,4 +1,4 @@
-import { formatDuration, mention } from '../core/format.js';
+import { formatDuration, mention, when } from '../core/format.js';
 import { withUserText, type Reply, type ReplyBlock, type ReplyButton, type Tone } from '../core/reply.js';
 import type { AuditEntry } from '../audit/audit-log.js';
 import { isTerminal, previewExpired, type Run, type RunStatus } from './run-store.js';
@@ -144,7 +144,7 @@ function endedText(run: Run): string {
   if (!run.endedAt) return '';
   const from = Date.parse(run.startedAt ?? run.confirmedAt ?? run.createdAt);
   const took = Number.isNaN(from) ? '' : ` after ${formatDuration(Date.parse(run.endedAt) - from)}`;
-  return ` · ended ${run.endedAt}${took}`;
+  return ` · ended ${when(run.endedAt)}${took}`;
 }
 
 export function runListReply(runs: Run[]): Reply {
@@ -160,7 +160,7 @@ export function runListReply(runs: Run[]): Reply {
             kind: 'list',
             items: runs.map((r) => ({
               text: `\`${r.id}\` ${r.runbook} — ${previewExpired(r) ? 'preview expired (never confirmed)' : r.status}`,
-              detail: `${mention(r.requester)} · ${r.createdAt}${r.progress ? ` · ${r.progress.headline}` : ''}`,
+              detail: `${mention(r.requester)} · ${when(r.createdAt)}${r.progress ? ` · ${r.progress.headline}` : ''}`,
               tone: STATUS_TONE[r.status],
             })),
           }
@@ -188,7 +188,7 @@ export function auditReply(entries: AuditEntry[]): Reply {
         ? {
             kind: 'list',
             items: entries.map((e) => ({
-              text: `${e.at} ${e.who}${originText(e)} ${e.kind}${e.runId ? ` ${e.runId}` : ''}${e.target ? ` ${e.target}` : ''}`,
+              text: `${when(e.at)} ${e.who}${originText(e)} ${e.kind}${e.runId ? ` ${e.runId}` : ''}${e.target ? ` ${e.target}` : ''}`,
               detail: [e.result, e.message, e.params ? JSON.stringify(e.params) : undefined].filter(Boolean).join(' · ') || undefined,
             })),
           }

@@ -10,7 +10,7 @@ import type {
   SectionBlock,
 } from '@slack/web-api';
 import type { FormField, FormSpec } from '../commands/registry.js';
-import type { Reply, ReplyBlock, ReplyButton, ReplyItem, Tone } from '../core/reply.js';
+import { PAGE_SIZE, type Reply, type ReplyBlock, type ReplyButton, type ReplyItem, type Tone } from '../core/reply.js';
 import { link, TONE_EMOJI } from '../core/format.js';
 
 /**
@@ -37,7 +37,7 @@ export const SLACK_LIMITS = {
 } as const;
 
 /** How many list items one page shows: a screenful; packed into sections they stay far inside 50 blocks. */
-export const ITEMS_PER_PAGE = 25;
+export const ITEMS_PER_PAGE = PAGE_SIZE.slack;
 
 /** action_id prefixes the Slack listeners match on (a suffix `~n` keeps ids unique inside one actions block). */
 export const ACTION_IDS = { command: 'cmd', page: 'page', link: 'link' } as const;
@@ -96,10 +96,10 @@ export function renderBlocks(typedReply: Reply, opts: RenderOptions = {}): Rende
   const perPage = Math.max(1, opts.itemsPerPage ?? ITEMS_PER_PAGE);
   const totalItems = reply.blocks.reduce((n, b) => n + (b.kind === 'list' ? b.items.length : 0), 0);
   const pages = Math.max(1, Math.ceil(totalItems / perPage));
-  const page = Math.min(Math.max(1, Math.floor(opts.page ?? 1)), pages);
+  const page = Math.min(Math.max(1, Math.floor(opts.page ?? reply.page ?? 1)), pages);
   const windowStart = (page - 1) * perPage;
   const windowEnd = windowStart + perPage;
-  const commandText = opts.commandText ?? typedReply.pageCommand;
+  const commandText = opts.commandText ?? reply.pageCommand;
   const canPaginate = pages > 1 && commandText !== undefined && pageValueFits(commandText, pages);
 
   const body: KnownBlock[] = [];

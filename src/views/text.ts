@@ -1,4 +1,4 @@
-import type { Reply, ReplyBlock, ReplyButton, ReplyItem, Tone } from '../core/reply.js';
+import { PAGE_SIZE, replyPages, type Reply, type ReplyBlock, type ReplyButton, type ReplyItem, type Tone } from '../core/reply.js';
 
 /**
  * Reply -> terminal text: the same answer Slack shows, for `rollcall ask` and `rollcall demo`.
@@ -17,6 +17,10 @@ export interface TextOptions {
    * the same (default); "omit" leaves them out, for a caller that offers them itself (the demo).
    */
   actions?: 'hint' | 'omit';
+  /** 1-based page of the reply's list items (default: the page the reply asks for, else 1). */
+  page?: number;
+  /** List items per page. @defaultValue PAGE_SIZE.terminal */
+  itemsPerPage?: number;
 }
 
 const TONE_SYMBOL: Record<Tone, string> = {
@@ -96,7 +100,12 @@ export function mrkdwnToText(text: string, opts: TextOptions = {}): string {
   out = out.replace(/(^|[\s(>])\*(\S(?:[^*\n]*?\S)?)\*(?=$|[\s).,:;!?])/gm, (_m, pre: string, inner: string) => pre + (color ? ansi(true, '1', inner) : inner));
   out = out.replace(/(^|[\s(])_(\S(?:[^_\n]*?\S)?)_(?=$|[\s).,:;!?])/gm, (_m, pre: string, inner: string) => pre + (color ? ansi(true, '3', inner) : inner));
   out = out.replace(/^> ?/gm, '│ ');
-  out = out.replace(MARK_RE, (_m, i: string) => (color ? ansi(true, '36', codes[Number(i)]) : `\`${codes[Number(i)]}\``));
+  // A command in a code span is typed without Slack's slash command in a terminal; the span itself is
+  // Slack markup, shown as a colour or not at all.
+  out = out.replace(MARK_RE, (_m, i: string) => {
+    const literal = codes[Number(i)].replace(/^\/argo\s+/, '');
+    return color ? ansi(true, '36', literal) : literal;
+  });
   return out.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
 }
 
@@ -154,7 +163,9 @@ function terminalEquivalent(b: ReplyButton): string | undefined {
   return verb && b.value ? `runs ${verb} ${b.value}` : undefined;
 }
 
-function renderButton(b: ReplyButton, color: boolean, actions: 'hint' | 'omit'): string | undefined {
+function renderButton(b: ReplyButton, color: boolean, actions: 'hint' | 'omit', self: string | undefined): string | undefined {
+  // "Refresh" is a button in Slack; in a terminal, suggesting the command just run is noise.
+  if (b.command && b.command === self) return undefined;
   if (b.command) return `→ try: ${ansi(color, '36', b.command)}`;
   if (b.url) return `→ ${b.label}: ${b.url}`;
   if (!b.action) return `→ ${b.label}`;
@@ -163,7 +174,7 @@ function renderButton(b: ReplyButton, color: boolean, actions: 'hint' | 'omit'):
   return equivalent ? `→ ${b.label}: ${ansi(color, '36', equivalent)}` : undefined;
 }
 
-function renderBlock(block: ReplyBlock, opts: TextOptions): string {
+function renderBlock(block: ReplyBlock, opts: TextOptions, self?: string): string {
   const color = opts.color ?? false;
   switch (block.kind) {
     case 'header': {
@@ -195,7 +206,7 @@ function renderBlock(block: ReplyBlock, opts: TextOptions): string {
       return ansi(color, '2', mrkdwnToText(block.text, opts));
     case 'actions':
       return block.buttons
-        .map((b) => renderButton(b, color, opts.actions ?? 'hint'))
+        .map((b) => renderButton(b, color, opts.actions ?? 'hint', self))
         .filter((line): line is string => line !== undefined)
         .join('\n');
     case 'divider':
@@ -203,9 +214,33 @@ function renderBlock(block: ReplyBlock, opts: TextOptions): string {
   }
 }
 
-/** The whole reply as terminal text, blocks separated by blank lines. */
+/** The whole reply as terminal text, blocks separated by blank lines; list items page like in Slack. */
 export function renderText(reply: Reply, opts: TextOptions = {}): string {
-  const parts = reply.blocks.map((b) => renderBlock(b, opts)).filter((p, i, all) => p !== '' || (i > 0 && all[i - 1] !== ''));
+  // Without a command to re-run for the next page (a runbook preview), the whole answer is the only page.
+  const perPage = reply.pageCommand === undefined && opts.itemsPerPage === undefined ? Number.POSITIVE_INFINITY : Math.max(1, opts.itemsPerPage ?? PAGE_SIZE.terminal);
+  const pages = replyPages(reply, perPage);
+  const page = Math.min(Math.max(1, Math.floor(opts.page ?? reply.page ?? 1)), pages);
+  const windowStart = page === 1 ? 0 : (page - 1) * perPage;
+  const windowEnd = windowStart + perPage;
+  let offset = 0;
+  const blocks: ReplyBlock[] = [];
+  for (const block of reply.blocks) {
+    if (block.kind === 'list') {
+      const start = offset;
+      offset += block.items.length;
+      const items = block.items.slice(Math.max(0, windowStart - start), Math.max(0, windowEnd - start));
+      // "… and N more" counts what the command itself left out of the list: said once, under its last item.
+      const reachesEnd = windowEnd >= offset;
+      const cut = (block.total ?? block.items.length) - block.items.length;
+      if (items.length || (page === 1 && !block.items.length)) blocks.push({ ...block, items, total: reachesEnd && cut > 0 ? items.length + cut : undefined });
+    } else if (page === 1 || block.kind === 'header') blocks.push(block);
+  }
+  const self = reply.pageCommand;
+  const parts = blocks.map((b) => renderBlock(b, opts, self)).filter((p, i, all) => p !== '' || (i > 0 && all[i - 1] !== ''));
+  if (pages > 1) {
+    const next = page < pages && self ? ` · next: ${ansi(opts.color ?? false, '36', `${self} --page ${page + 1}`)} (or more)` : '';
+    parts.push(ansi(opts.color ?? false, '2', `Page ${page} of ${pages} · items ${windowStart + 1}–${Math.min(windowEnd, offset)} of ${offset}${next}`));
+  }
   if (!reply.blocks.length) {
     if (reply.error) parts.push(`${toneSymbol('error', opts.color ?? false)} ${mrkdwnToText(reply.error.message, opts)}`);
     else parts.push(reply.title);

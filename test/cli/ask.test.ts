@@ -97,7 +97,7 @@ describe('rollcall sim + rollcall ask (processes, as a user runs them)', () => {
     expect(result.stderr).toContain('instances[0].url: expected a URL (line 3)');
   }, 30_000);
 
-  it('queues a confirmed run and returns at once without --wait, saying no worker is connected; --as a stranger is refused', async () => {
+  it('queues a confirmed run and returns at once without --wait, saying no worker is connected and exiting 1; --as a stranger is refused', async () => {
     const { writeFileSync } = await import('node:fs');
     const own = path.join(path.dirname(config), 'own-prefix.yaml');
     const prefix = `rollcall-ask-${process.pid}-${Date.now()}`;
@@ -108,9 +108,11 @@ describe('rollcall sim + rollcall ask (processes, as a user runs them)', () => {
       expect(refused.code).toBe(1);
       expect(JSON.parse(refused.stdout).error).toMatchObject({ code: 'forbidden', message: expect.stringContaining('mallory') });
       const started = Date.now();
-      const queued = await run(process.execPath, [bin, 'ask', 'sync ingress-prod-us1', '--yes', '--json', '--config', own], { env });
+      const queued = await run(process.execPath, [bin, 'ask', 'sync ingress-prod-us1', '--yes', '--json', '--config', own], { env }).catch((e) => e);
       expect(JSON.parse(queued.stdout).data.run).toMatchObject({ status: 'running', requester: 'ask-tester' });
-      expect(queued.stderr).toMatch(/is queued, but no rollcall worker is connected to this Redis/);
+      expect(queued.stderr).toMatch(/is queued, no worker: no rollcall worker is connected to this Redis/);
+      // Nothing will run it: not a success.
+      expect(queued.code).toBe(1);
       expect(Date.now() - started).toBeLessThan(20_000);
       // pause reaches the runbook engine from the terminal (its preview answers, not "no engine here").
       const pause = await run(process.execPath, [bin, 'ask', 'pause payments-prod-eu1', '--json', '--config', own], { env }).catch((e) => e);

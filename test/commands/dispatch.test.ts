@@ -43,7 +43,7 @@ describe('dispatch', () => {
   it('answers an unknown command with the closest commands', async () => {
     const reply = await dispatch('statsu prod', ctx(services(twoInstanceFleet())));
     expect(reply).toMatchObject({ ok: false, command: 'statsu', error: { code: 'unknown_command', suggestions: ['status'] } });
-    expect(renderText(reply)).toContain('Did you mean: `status`?');
+    expect(renderText(reply)).toContain('Did you mean: status?');
   });
 
   it('answers an unknown target with close app, appset and cluster names', async () => {
@@ -145,13 +145,13 @@ describe('help', () => {
     const names = (reply.data.commands as { name: string }[]).map((c) => c.name);
     expect(names.slice(0, 6)).toEqual(['status', 'app', 'rollout', 'plan', 'diagnose', 'clusters']);
     expect(names).toContain('help');
-    expect(renderText(reply)).toContain('`rollout APPSET [instance=X]`');
+    expect(renderText(reply)).toContain('rollout APPSET [instance=X]');
   });
 
   it('shows one command with usage and examples, and suggests for a typo', async () => {
     const reply = await dispatch('help rollout', ctx(services(twoInstanceFleet())));
     expect(reply.data).toMatchObject({ command: 'rollout', usage: 'rollout APPSET [instance=X]', readOnly: true });
-    expect(renderText(reply)).toContain('`rollout progressive-infra`');
+    expect(renderText(reply)).toContain('rollout progressive-infra');
     const typo = await dispatch('help rolout', ctx(services(twoInstanceFleet())));
     expect(typo.error).toMatchObject({ code: 'unknown_command', suggestions: ['rollout'] });
   });
@@ -189,5 +189,16 @@ describe('mirror health', () => {
     expect(missing.error?.code).toBe('unknown_target');
     expect(missing.error?.message).toMatch(/Note: Not in sync with Argo CD instance west/);
     expect((await dispatch('help', ctx(services(fleet)))).blocks.some((b) => b.kind === 'context' && b.text.includes('Not in sync'))).toBe(false);
+  });
+});
+
+describe('suggestions', () => {
+  const ask = (text: string) => dispatch(text, { services: services(twoInstanceFleet()), user: 'U1', surface: 'terminal' });
+  it('offers canonical command names, never an alias, and maps argocd verbs to the command that answers them', async () => {
+    expect((await ask('get auth-prod-us1')).error?.suggestions).toEqual(['app']);
+    expect((await ask('list')).error?.suggestions).toEqual(['status']);
+    const typo = await ask('stat');
+    expect(typo.error?.suggestions).toContain('status');
+    for (const s of [...(typo.error?.suggestions ?? []), ...((await ask('dia')).error?.suggestions ?? [])]) expect(['st', 'diag', 'why', 'ro', 'h', '?']).not.toContain(s);
   });
 });

@@ -102,7 +102,7 @@ describe('rollout', () => {
   it('shows each step with its expressions and meaning, what it waits on and since when', async () => {
     const reply = await runRollout(parseCommand('rollout progressive-infra'), c());
     const text = renderText(reply, { links: 'label' });
-    expect(text).toContain('Waiting on step 2 since 42m: 1 in flight (`infra-canary-2`)');
+    expect(text).toContain('Waiting on step 2 since 42m: 1 in flight (infra-canary-2)');
     expect(text).toMatch(/▶ Step 2 \(current\) · env In \[canary\] · 1 at a time \(maxUpdate 1\)\n2 apps: Healthy 1 · Progressing 1/);
     expect(text).toMatch(/Step 3 · env In \[prod\] · 50% → 1 at a time \(maxUpdate 50%\)/);
     expect(text).toMatch(/✖ infra-canary-2 · canary-1 · Progressing · Synced\/Degraded · for 42m\n {6}.*Pending to Progressing\n {6}last sync Failed: one or more synchronization tasks completed unsuccessfully/);
@@ -120,7 +120,7 @@ describe('rollout', () => {
     const reply = await runRollout(parseCommand('rollout platform'), c());
     expect(reply.ok).toBe(true);
     expect(reply.data).toMatchObject({ appSet: 'platform', instance: 'west', strategy: 'AllAtOnce', currentStep: null, steps: [], unmatched: [], findings: [] });
-    expect(renderText(reply)).toContain('`platform` has no rollout to follow: its strategy is AllAtOnce (the default)');
+    expect(renderText(reply)).toContain('platform has no rollout to follow: its strategy is AllAtOnce (the default)');
   });
 
   it('suggests appsets for an unknown name and points an app name at its appset', async () => {
@@ -143,9 +143,9 @@ describe('plan', () => {
     expect(d.unmatched).toEqual(['infra-dev']);
     expect(d.findings.length).toBeGreaterThan(0);
     const text = renderText(reply);
-    expect(text).toContain('From here RollingSync will sync 3 apps in steps 2, 3, each step only after every app of the earlier steps is Healthy.');
+    expect(text).toContain('RollingSync will sync 3 apps in steps 2, 3, each step only after every app of the earlier steps is Healthy.');
     expect(text).toContain('Step 1 · all at once · 1 app, 0 to sync');
-    expect(text).toContain('Never synced by RollingSync (in no step, 1): `infra-dev`');
+    expect(text).toContain('Never synced by RollingSync (in no step, 1): infra-dev');
   });
 
   it('does not promise to sync a manual gate: its apps are counted as waiting for a hand sync', async () => {
@@ -155,7 +155,7 @@ describe('plan', () => {
     set.spec.strategy!.rollingSync!.steps![2] = { ...set.spec.strategy!.rollingSync!.steps![2], maxUpdate: 0 };
     const reply = await runPlan(parseCommand('plan progressive-infra'), ctx(services(f)));
     const text = renderText(reply);
-    expect(text).toContain('From here RollingSync will sync 1 app in step 2.');
+    expect(text).toContain('RollingSync will sync 1 app in step 2.');
     expect(text).toContain('Step 3 is a manual gate: 2 apps wait for a hand sync, and no later step starts until they are Healthy.');
   });
 });
@@ -169,7 +169,7 @@ describe('diagnose', () => {
     for (const f of findings) expect(['auth', 'progressive-infra']).toContain(f.appSet);
     expect(findings.every((f) => f.instance === 'east')).toBe(true);
     const list = reply.blocks.find((b) => b.kind === 'list') as Extract<ReplyBlock, { kind: 'list' }>;
-    expect(list.items[0].detail).toMatch(/^Why: .+\nFix: .+/s);
+    expect(list.items[0].detail).toMatch(/Why: .+\nFix: .+/s);
   });
 
   it('for one appset returns its findings, the same as the rollout shows', async () => {

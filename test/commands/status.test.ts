@@ -56,7 +56,7 @@ describe('status', () => {
   it('answers a label selector that matches nothing with zero counts, not an error', async () => {
     const reply = await status('status -l env=nowhere');
     expect(reply.ok).toBe(true);
-    expect(reply.data).toEqual({ total: { apps: 0, sync: {}, health: {} }, clusters: [], problems: [] });
+    expect(reply.data).toEqual({ total: { apps: 0, sync: {}, health: {} }, clusters: [], problems: [], groups: [] });
   });
 
   it('throws unknown_target with app, appset and cluster suggestions for a mistyped name', async () => {
@@ -70,29 +70,35 @@ describe('status', () => {
     await expect(status('status env=prod')).rejects.toMatchObject({ code: 'usage', message: expect.stringMatching(/-l env=prod/) });
   });
 
-  it('shows the problems with links, and buttons to refresh and to follow the rollout in flight', async () => {
+  it('groups problems by ApplicationSet and reason, a failed sync first, with buttons to refresh and to follow the rollout in flight', async () => {
     const reply = await status('status --public');
     const lists = reply.blocks.filter((b): b is Extract<ReplyBlock, { kind: 'list' }> => b.kind === 'list' && b.title !== 'Clusters');
-    // Impact first (Degraded/Missing), then unknown state, then drift; oldest first within each group.
-    expect(lists.map((l) => [l.title, l.items.map((i) => i.text.match(/\|([^>]+)>/)?.[1])])).toEqual([
-      ['Degraded or Missing (2), oldest first', ['auth-prod-us1', 'orphan-app']],
-      ['Unknown state (1), oldest first', ['new-app']],
-      ['OutOfSync (1), oldest first', ['auth-prod-us2']],
+    expect(lists).toHaveLength(1);
+    expect(lists[0].title).toBe('Problems by ApplicationSet and reason (4 groups), worst first');
+    expect(lists[0].items.map((i) => [i.text, i.tone])).toEqual([
+      ['*auth* · sync failed on east/prod-us2 · one or more objects failed to apply, reason: admission webhook denied · for 1h', 'error'],
+      ['*auth* · Degraded on east/prod-us1 · Deployment "auth" exceeded its progress deadline (Deployment/auth) · for 30m', 'error'],
+      ['*orphan-app* · Missing on east/https://unknown.example:6443 · its resources do not exist in the cluster (never synced, or deleted) · for 10m', 'error'],
+      ['*new-app* · Unknown on east/prod-us2 · Argo CD has not reported a status for this app yet (not reconciled).', 'unknown'],
     ]);
-    const [impact, , drift] = lists;
-    expect(impact.items[0].text).toContain('<https://cd-east.example.com/applications/argocd/auth-prod-us1|auth-prod-us1> · east/prod-us1 · Synced/Degraded · for 30m');
-    expect(impact.items[0].tone).toBe('error');
-    // An OutOfSync app's age is when it was last synced, not how long it has drifted (Argo CD does not record that).
-    expect(drift.items[0].text).toContain('· OutOfSync/Healthy · last sync 1h ago');
-    expect(drift.items[0].tone).toBe('warn');
+    // Summary lines carry no URLs: the app is one `app X` away.
+    for (const item of lists[0].items) expect(item.text).not.toMatch(/https?:\/\/(?!unknown\.example)/);
+    expect(reply.data.groups).toEqual([
+      expect.objectContaining({ name: 'auth', by: 'appset', kind: 'failed', apps: ['auth-prod-us2'], clusters: 1, clustersOfGroup: 2 }),
+      expect.objectContaining({ name: 'auth', by: 'appset', kind: 'degraded', apps: ['auth-prod-us1'] }),
+      expect.objectContaining({ name: 'orphan-app', by: 'app', kind: 'missing' }),
+      expect.objectContaining({ name: 'new-app', by: 'app', kind: 'unknown' }),
+    ]);
     const actions = reply.blocks.find((b) => b.kind === 'actions') as Extract<ReplyBlock, { kind: 'actions' }>;
     expect(actions.buttons).toEqual([
       { label: 'Refresh', command: 'status' },
       { label: 'Show rollout auth', command: 'rollout auth' },
     ]);
-    const text = renderText(reply, { links: 'label' });
-    expect(text).toContain('4 apps need attention');
+    const text = renderText({ ...reply, pageCommand: 'status' }, { links: 'label' });
+    expect(text).toContain('4 apps need attention in 4 groups');
     expect(text).toContain('→ try: rollout auth');
+    // The command just run is no suggestion.
+    expect(text).not.toContain('→ try: status');
   });
 
   it('collapses many clusters to the worst ones and a count of the healthy rest', async () => {

@@ -96,7 +96,8 @@ describe('config', () => {
   it('parses durations people write', () => {
     expect(parseDuration('90s')).toBe(90_000);
     expect(parseDuration('1h30m')).toBe(5_400_000);
-    expect(parseDuration('15')).toBe(15_000);
+    // A bare number has no unit: refused rather than guessed as seconds.
+    expect(parseDuration('15')).toBeUndefined();
     expect(parseDuration('15 minutes')).toBeUndefined();
     expect(parseDuration('')).toBeUndefined();
   });

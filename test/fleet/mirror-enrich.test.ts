@@ -35,6 +35,12 @@ describe('mirror resource health', () => {
     expect(healthy.every((a) => (a.app.status?.resources ?? []).every((r) => r.health === undefined))).toBe(true);
   });
 
+  it('has the resource health when start() resolves: the first answer is as complete as later ones', async () => {
+    const m = await start();
+    expect(resourceMessages(m)).toHaveLength(12);
+    expect(resourceMessages(m).every((msg) => /back-off/.test(msg!))).toBe(true);
+  });
+
   it('keeps List data as it is when enrichment is off', async () => {
     const m = await start(0);
     await new Promise((r) => setTimeout(r, 300));

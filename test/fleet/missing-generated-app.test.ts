@@ -70,7 +70,7 @@ describe('a step held by a generated app that does not exist', () => {
     const rollout = await runRollout(parseCommand('rollout payments'), c);
     expect((rollout.data as { heldBy: unknown }).heldBy).toEqual({ step: 3, missing: ['payments-canary-1'], reason: ERROR });
     const text = renderText(rollout);
-    expect(text).toContain('Held: step 3 waits on a missing app: the Application `payments-canary-1`, generated for an earlier step, does not exist — Argo CD: ' + ERROR);
+    expect(text).toContain('Held: step 3 waits on a missing app: the Application payments-canary-1, generated for an earlier step, does not exist — Argo CD: ' + ERROR);
     const plan = await runPlan(parseCommand('plan payments'), c);
     expect((plan.data as { heldBy: unknown }).heldBy).toEqual({ step: 3, missing: ['payments-canary-1'], reason: ERROR });
     expect(renderText(plan)).toContain('payments-canary-1');

@@ -175,7 +175,7 @@ describe('runbook engine with bulk-sync', () => {
     const other = await runs().start({ runbook: 'bulk-sync', params: { selector: 'auth-config-prod-us1' }, user: 'U_OP', surface: 'slack' });
     expect(other.status).toBe('awaiting-confirmation');
     await runs().waitForEnd(first.id, 10_000);
-    const again = await runs().start({ runbook: 'bulk-sync', params: { selector: 'auth-config-prod-eu1', force: 'true' }, user: 'U_OP', surface: 'slack' });
+    const again = await runs().start({ runbook: 'bulk-sync', params: { selector: 'auth-config-prod-eu1', includeSynced: 'true' }, user: 'U_OP', surface: 'slack' });
     expect(again.status).toBe('awaiting-confirmation');
   });
 
@@ -207,7 +207,7 @@ describe('runbook engine with bulk-sync', () => {
     expect(h.argo.syncs.length).toBe(atAbort);
     expect(new Set(h.argo.syncs.map((s) => s.app)).size).toBe(h.argo.syncs.length);
     // Locks were released: a new run can take the same apps.
-    const next = await runs().start({ runbook: 'bulk-sync', params: { selector: 'web-*', force: 'true' }, user: 'U_OP', surface: 'slack' });
+    const next = await runs().start({ runbook: 'bulk-sync', params: { selector: 'web-*', includeSynced: 'true' }, user: 'U_OP', surface: 'slack' });
     expect(next.status).toBe('awaiting-confirmation');
     const kinds = (await runs().audit.latest(100)).map((e) => e.kind);
     expect(kinds).toEqual(expect.arrayContaining(['run.pause', 'run.resume', 'run.abort']));
@@ -229,7 +229,7 @@ describe('runbook engine with bulk-sync', () => {
     h.fleet.subscribe((e) => {
       if ('app' in e && e.app.app.status?.health?.status === 'Healthy' && e.app.app.status?.operationState?.phase === 'Succeeded') healthyAt.set(e.app.app.metadata.name, Date.now());
     });
-    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'auth-*', waves: 'auth-config-*;auth-service-*', force: 'true' }, user: 'U_OP', surface: 'slack' });
+    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'auth-*', waves: 'auth-config-*;auth-service-*', includeSynced: 'true' }, user: 'U_OP', surface: 'slack' });
     expect((run.preview!.data as any).waves.map((w: any) => [w.name, w.apps.length])).toEqual([
       ['auth-config-*', 3],
       ['auth-service-*', 3],
@@ -257,7 +257,7 @@ describe('runbook engine with bulk-sync', () => {
     h.argo.degraded.add('auth-config-prod-eu2');
     const run = await runs().start({
       runbook: 'bulk-sync',
-      params: { selector: 'auth-*', waves: 'auth-config-*;auth-service-*', waveTimeout: '1s', force: 'true' },
+      params: { selector: 'auth-*', waves: 'auth-config-*;auth-service-*', waveTimeout: '1s', includeSynced: 'true' },
       user: 'U_OP',
       surface: 'slack',
     });
@@ -334,7 +334,7 @@ describe('runbook engine with bulk-sync', () => {
     const many = Array.from({ length: 12 }, (_, i) => makeApp(`auth-config-${i}`, `c${i}`));
     h = await harness(many);
     h.argo.syncMs = 200;
-    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'auth-config-*', concurrency: '3' }, user: 'U_OP', surface: 'slack' });
+    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'auth-config-*', concurrency: '3', confirm: '12' }, user: 'U_OP', surface: 'slack' });
     await runs().confirm(run.id, 'U_OP');
     await expect.poll(() => h!.argo.syncs.length, { timeout: 5000 }).toBeGreaterThanOrEqual(3);
     await h.engine.crash();
@@ -348,7 +348,7 @@ describe('runbook engine with bulk-sync', () => {
     const many = Array.from({ length: 30 }, (_, i) => makeApp(`web-${i}`, `c${i}`));
     h = await harness(many, { engine: { progressIntervalMs: 400 } });
     h.argo.syncMs = 60;
-    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'web-*', concurrency: '3' }, user: 'U_OP', surface: 'slack', channel: 'C_OPS', threadTs: '9.9' });
+    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'web-*', concurrency: '3', confirm: '30' }, user: 'U_OP', surface: 'slack', channel: 'C_OPS', threadTs: '9.9' });
     await runs().confirm(run.id, 'U_OP');
     const end = await runs().waitForEnd(run.id, 20_000);
     expect(end.status).toBe('succeeded');
@@ -367,7 +367,7 @@ describe('runbook engine with bulk-sync', () => {
     const many = Array.from({ length: 20 }, (_, i) => makeApp(`web-${i}`, `c${i}`));
     h = await harness(many, { engine: { progressIntervalMs: 5000 } });
     h.argo.syncMs = 400;
-    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'web-*', concurrency: '2' }, user: 'U_OP', surface: 'slack', channel: 'C_OPS', threadTs: '9.9' });
+    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'web-*', concurrency: '2', confirm: '20' }, user: 'U_OP', surface: 'slack', channel: 'C_OPS', threadTs: '9.9' });
     await runs().confirm(run.id, 'U_OP');
     await expect.poll(() => h!.notifier.updates.length, { timeout: 5000 }).toBeGreaterThan(0);
     const pausedAt = Date.now();

@@ -90,7 +90,7 @@ describe('pause-rollout / resume-rollout on the simulator', () => {
     // rollout and plan lead with the pause, so nobody mistakes the held step for a stuck one.
     const rolloutText = async () => renderText(await dispatch('rollout progressive-infra', e.ctx('U_OP2')));
     await expect.poll(rolloutText, { timeout: 5000 }).toContain(`Paused by rollcall (U_OP`);
-    expect(renderText(await dispatch('plan progressive-infra', e.ctx('U_OP2')))).toContain('`resume progressive-infra` puts back the recorded values.');
+    expect(renderText(await dispatch('plan progressive-infra', e.ctx('U_OP2')))).toContain('resume progressive-infra puts back the recorded values.');
     const heldReply = await dispatch('rollout progressive-infra', e.ctx('U_OP2'));
     expect(heldReply.data.paused).toEqual({ by: 'U_OP', at: expect.any(String), runId });
     const gate = (heldReply.data.findings as { rule: string; message: string; fix: string }[]).find((f) => f.rule === 'manual-gate')!;

@@ -69,7 +69,7 @@ describe('runs survive crashes', () => {
 
     const [first, second] = await Promise.all([spawnWorker(sim, redisUrl, prefix), spawnWorker(sim, redisUrl, prefix)]);
     await first.start();
-    const run = await runs.start({ runbook: 'bulk-sync', params: { selector: '*', prune: 'true', force: 'true', concurrency: '60', gate: 'synced' }, user: 'U_OP', surface: 'terminal' });
+    const run = await runs.start({ runbook: 'bulk-sync', params: { selector: '*', prune: 'true', includeSynced: 'true', concurrency: '60', gate: 'synced', confirm: '540' }, user: 'U_OP', surface: 'terminal' });
     expect((run.preview!.data as any).waves[0].apps).toHaveLength(540);
     await runs.confirm(run.id, 'U_OP');
     await expect.poll(async () => [...(await syncCounts(sim)).values()].length, { timeout: 30_000, interval: 100 }).toBeGreaterThan(100);
@@ -99,7 +99,7 @@ describe('runs survive crashes', () => {
     cleanup.push(() => engine.stop());
     const runs = engine.runs as RunService;
 
-    const run = await runs.start({ runbook: 'bulk-sync', params: { selector: 'auth-config-*,sessions-*,accounts-*', prune: 'true', force: 'true', concurrency: '10' }, user: 'U_OP', surface: 'terminal' });
+    const run = await runs.start({ runbook: 'bulk-sync', params: { selector: 'auth-config-*,sessions-*,accounts-*', prune: 'true', includeSynced: 'true', concurrency: '10' }, user: 'U_OP', surface: 'terminal' });
     const total = (run.preview!.data as any).waves[0].apps.length as number;
     expect(total).toBe(36);
     await runs.confirm(run.id, 'U_OP');

@@ -80,6 +80,10 @@ describe('sealed-secrets key runbooks through the engine (sealed-secrets-migrati
     const waiting = (await e.runs.get(runId))!;
     expect(waiting.status).toBe('awaiting-approval');
     expect(waiting.preview!.summary).toContain('Restore 3 sealed-secrets key(s) from the live keys of prod-old onto prod-new (5 SealedSecret(s) failing)');
+    // Deleting the target's own key is said as a warning, with where it is backed up first.
+    expect(waiting.preview!.blocks).toContainEqual(
+      expect.objectContaining({ kind: 'text', tone: 'warn', text: expect.stringMatching(/prod-new's own 1 key\(s\) will be deleted.*backs them up to ops\/sealed-secrets-backup first/) }),
+    );
     // `runs approve ID` is the terminal's Approve button: same checks, same refusal.
     const selfApproval = await dispatch(`runs approve ${runId}`, e.ctx('U_OP'));
     expect(selfApproval.ok).toBe(false);
@@ -121,7 +125,10 @@ describe('sealed-secrets key runbooks through the engine (sealed-secrets-migrati
     // Restart after the keys: the controller reads them only at start.
     expect(onNew.indexOf(podDeletes[0])).toBeGreaterThan(onNew.findIndex((o) => o.method === 'POST'));
     const backups = ops.filter((o) => o.cluster === 'ops' && o.method === 'POST' && o.path === '/k/ops/api/v1/namespaces/sealed-secrets-backup/secrets');
-    expect(backups.map((o) => (o.body as any).metadata.name)).toEqual(OLD_KEYS.map((k) => `prod-new-${k}`));
+    // The target's own key is copied to the backup location before it is deleted; then the fresh backup of the restored keys.
+    expect(backups.map((o) => (o.body as any).metadata.name)).toEqual(['prod-new-sealed-secrets-keyn5t6v', ...OLD_KEYS.map((k) => `prod-new-${k}`)]);
+    const ownKeyDelete = ops.findIndex((o) => o.method === 'DELETE' && o.path.endsWith('/secrets/sealed-secrets-keyn5t6v'));
+    expect(ops.indexOf(backups[0])).toBeLessThan(ownKeyDelete);
     expect(JSON.stringify(ops)).not.toContain('BEGIN');
 
     const second = await startRun(e, 'run restore-sealed-secrets-keys to=prod-new from=prod-old', 'U_OP');

@@ -136,7 +136,7 @@ describe('/argo', () => {
     expect(text).toContain('Fleet status');
     expect(text).toMatch(/\b5\b.*2 clusters/);
     expect(text).toContain('auth-service-prod-us1');
-    expect(text).toContain('auth-config-prod-us1');
+    expect(text).toContain('*auth-config* · OutOfSync on prod-us1');
     expect(text).not.toContain('web-prod-us1'); // healthy apps are not problems
     expect(text).toContain('Back-off restarting failed container');
     expect(text).toContain(':x:');

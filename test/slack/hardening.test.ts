@@ -249,7 +249,7 @@ describe('refusals are audited with their surface', () => {
   });
 
   it('posts the live run message in the channel with a typed link in its parameters as text', async () => {
-    await postSlashCommand(g.url, SECRET, { text: 'sync web-prod-us1 force=true revision=<https://evil.example/x|main>', response_url: g.fake.responseUrl('typed-preview') });
+    await postSlashCommand(g.url, SECRET, { text: 'sync web-prod-us1 includeSynced=true revision=<https://evil.example/x|main>', response_url: g.fake.responseUrl('typed-preview') });
     await expect.poll(() => g.fake.responsesTo('typed-preview').length).toBe(1);
     expect(JSON.stringify(g.fake.responsesTo('typed-preview')[0].body)).not.toContain('<https://evil.example');
     const [run] = await runs().list(1);

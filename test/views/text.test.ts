@@ -78,7 +78,7 @@ describe('renderText', () => {
 
   it('renders an error reply with its suggestions', () => {
     const text = renderText(errorReply('statsu', 'unknown_command', 'Unknown command `statsu`.', ['status']));
-    expect(text).toBe('✖ Unknown command `statsu`.\n\nDid you mean: `status`?\n');
+    expect(text).toBe('✖ Unknown command statsu.\n\nDid you mean: status?\n');
   });
 });
 
@@ -86,7 +86,9 @@ describe('mrkdwnToText', () => {
   it('converts links, user and channel mentions, emoji and bold, leaving code spans literal', () => {
     expect(mrkdwnToText('<https://x.example|label> <https://y.example> <@U123> <#C1|ops> <!here>')).toBe('label (https://x.example) https://y.example @U123 #ops @here');
     expect(mrkdwnToText(':white_check_mark: ok :warning: warn :hourglass_flowing_sand: :rotating_light: :no_such_emoji:')).toBe('✔ ok ⚠ warn ⏳ ‼ :no_such_emoji:');
-    expect(mrkdwnToText('*bold* and `auth-* *not bold*` in 12:30:45')).toBe('bold and `auth-* *not bold*` in 12:30:45');
+    // A code span is literal (a glob stays a glob) and its backticks are Slack markup, not shown.
+    expect(mrkdwnToText('*bold* and `auth-* *not bold*` in 12:30:45')).toBe('bold and auth-* *not bold* in 12:30:45');
+    expect(mrkdwnToText('Follow it: `/argo runs show r-1`')).toBe('Follow it: runs show r-1');
     expect(mrkdwnToText('a_snake_case_name stays, _italic_ goes')).toBe('a_snake_case_name stays, italic goes');
     expect(mrkdwnToText('> quoted message')).toBe('│ quoted message');
     expect(mrkdwnToText('a &lt;b&gt; &amp; c')).toBe('a <b> & c');

@@ -4,6 +4,7 @@ import { ArgoError } from '../../argocd/errors.js';
 import type { Application, ApplicationSyncRequest, Operation } from '../../argocd/types.js';
 import { attributionInfos } from '../../argocd/client.js';
 import { RollcallError } from '../../core/errors.js';
+import { literal, typedDuration } from '../../core/format.js';
 import type { ReplyBlock, ReplyItem } from '../../core/reply.js';
 import type { FleetApp } from '../../fleet/model.js';
 import { selectApps, type AppSelector } from '../../fleet/select.js';
@@ -22,7 +23,12 @@ export const bulkSyncInput = z.object({
   prune: z.boolean().default(false),
   dryRun: z.boolean().default(false),
   revision: z.string().optional(),
+  /** Argo CD's force means delete and recreate; rollcall does not offer it and refuses the word (see preview). */
   force: z.boolean().default(false),
+  /** Also sync apps already Synced and Healthy (what rollcall once called force). */
+  includeSynced: z.boolean().default(false),
+  /** The app count typed back to confirm a sync wider than the blast-radius guard allows in one wave. */
+  confirm: z.number().int().optional(),
   concurrency: z.number().int().min(1, 'concurrency must be at least 1 (how many apps sync at once)').max(500, 'concurrency is at most 500').default(10),
   waves: z.string().optional(),
   canary: z.number().int().min(0, 'canary is how many apps go first: 0 or more').default(0),
@@ -209,25 +215,52 @@ async function prunePreview(ctx: PreviewContext, apps: FleetApp[]): Promise<NonN
 }
 
 function optionsText(o: BulkSyncInput): string {
-  const bits = [`prune=${o.prune}`, `dryRun=${o.dryRun}`, `concurrency=${o.concurrency}`, `gate=${o.gate}`, `waveTimeout=${Math.round(o.waveTimeout / 1000)}s`, `onFailure=${o.onFailure}`];
+  const bits = [`prune=${o.prune}`, `dryRun=${o.dryRun}`, `concurrency=${o.concurrency}`, `gate=${o.gate}`, `waveTimeout=${typedDuration(o.waveTimeout)}`, `onFailure=${o.onFailure}`];
   if (o.revision) bits.push(`revision=${o.revision}`);
-  if (o.force) bits.push('force=true');
+  if (o.includeSynced) bits.push('includeSynced=true');
   if (o.canary) bits.push(`canary=${o.canary}`);
   return bits.join(' · ');
 }
 
+/**
+ * Holds a single wave wider than the guard allows (config syncGuard): the outage rollcall exists for
+ * was one change reaching 540 apps on 12 clusters at once. Waves, a canary or the typed count let it through.
+ */
+function blastRadius(ctx: PreviewContext, count: number, clusterCount: number, waves: { apps: PlannedApp[] }[]): string | undefined {
+  const input = ctx.input as BulkSyncInput;
+  const guard = ctx.services.config.syncGuard;
+  if (waves.length !== 1 || count <= guard.freeUpTo || input.confirm === count) return undefined;
+  const fleet = ctx.services.fleet.apps();
+  const perCluster = new Map<string, number>();
+  for (const f of fleet) perCluster.set(`${f.instance}/${f.cluster}`, (perCluster.get(`${f.instance}/${f.cluster}`) ?? 0) + 1);
+  const clusterWorth = Math.max(0, ...perCluster.values());
+  const share = fleet.length ? count / fleet.length : 1;
+  const tooMany = share > guard.maxFleetShare ? `${Math.round(share * 100)}% of the fleet (more than ${Math.round(guard.maxFleetShare * 100)}%)` : count > clusterWorth ? `more apps than the largest cluster holds (${clusterWorth})` : undefined;
+  if (!tooMany) return undefined;
+  const wrong = input.confirm !== undefined ? ` confirm=${input.confirm} does not match: the sync is ${count} apps.` : '';
+  return `This sync reaches ${count} apps on ${clusterCount} cluster${clusterCount === 1 ? '' : 's'} in one wave: ${tooMany}.${wrong} Split it so a bad change stops early: waves in order (e.g. \`waves="*-eu-*;*-us-*"\`) or \`canary=N\` (N apps first, gated on health). To sync them all at once anyway, confirm the count: \`confirm=${count}\`.`;
+}
+
 async function preview(ctx: PreviewContext): Promise<ActionPreview> {
   const input = ctx.input as BulkSyncInput;
+  if (input.force) {
+    throw new RollcallError(
+      'invalid_params',
+      "force=true is not offered: in Argo CD, force means delete and recreate resources that fail to apply, which bulk-sync does not do. To also sync apps already Synced and Healthy, use includeSynced=true.",
+    );
+  }
   const selected = selectApps(ctx.services.fleet, parseSelectorParam(input.selector));
   if (!selected.length) throw new RollcallError('unknown_target', `no apps match "${input.selector}" (check /argo status ${input.selector.split(/\s+/)[0]})`);
   const toSync: FleetApp[] = [];
   const skipped: BulkSyncPlan['skipped'] = [];
   for (const f of selected) {
-    if (!input.force && alreadyThere(f.app, input.revision)) skipped.push({ ...planned(f), reason: 'already Synced and Healthy' });
+    if (!input.includeSynced && alreadyThere(f.app, input.revision)) skipped.push({ ...planned(f), reason: 'already Synced and Healthy' });
     else toSync.push(f);
   }
   const waves = planWaves(toSync.map(planned), input.waves, input.canary);
   const clusters = [...new Set(toSync.map((f) => f.cluster))].sort();
+  const held = blastRadius(ctx, toSync.length, clusters.length, waves);
+  if (held) throw new RollcallError('blast_radius', held);
   const plan: BulkSyncPlan = { waves, skipped, selected: selected.length, clusters, options: { ...input } };
   if (input.prune) plan.prune = await prunePreview(ctx, toSync);
 
@@ -237,8 +270,8 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
       fields: [
         { label: 'Apps to sync', value: String(toSync.length) },
         { label: 'Clusters', value: `${clusters.length}${clusters.length <= 6 ? ` (${clusters.join(', ')})` : ''}` },
-        { label: 'Skipped', value: `${skipped.length}${skipped.length ? ' already Synced+Healthy (force=true to include)' : ''}` },
-        { label: 'Waves', value: waves.map((w) => `${w.name}: ${w.apps.length}`).join(' → ') || 'none' },
+        { label: 'Skipped', value: `${skipped.length}${skipped.length ? ' already Synced+Healthy (includeSynced=true to include)' : ''}` },
+        { label: 'Waves', value: waves.map((w) => `${literal(w.name)}: ${w.apps.length}`).join(' → ') || 'none' },
       ],
     },
     { kind: 'context', text: optionsText(input) },
@@ -249,7 +282,7 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
   waves.forEach((w, i) =>
     blocks.push({
       kind: 'list',
-      title: `Wave ${i + 1}/${waves.length}: ${w.name}`,
+      title: `Wave ${i + 1}/${waves.length}: ${literal(w.name)}`,
       items: w.apps.slice(0, 20).map((a): ReplyItem => ({ text: `${a.app}`, detail: `${a.cluster} · ${a.instance}` })),
       total: w.apps.length,
     }),
@@ -264,7 +297,7 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
   }
   const summary = toSync.length
     ? `Sync ${toSync.length} app${toSync.length === 1 ? '' : 's'} on ${clusters.length} cluster${clusters.length === 1 ? '' : 's'}${input.prune ? ' with prune' : ''}${input.dryRun ? ' (dry run)' : ''} in ${waves.length} wave${waves.length === 1 ? '' : 's'}${skipped.length ? `; ${skipped.length} already Synced+Healthy, skipped` : ''}.`
-    : `Nothing to sync: all ${selected.length} matching apps are already Synced and Healthy (add force=true to sync them anyway).`;
+    : `Nothing to sync: all ${selected.length} matching apps are already Synced and Healthy (add includeSynced=true to sync them anyway).`;
   return {
     targets: toSync.map((f) => ({ instance: f.instance, app: f.app.metadata.name, cluster: f.cluster })),
     summary,

@@ -1,6 +1,6 @@
 import type { ErrorCode } from '../../core/error-codes.js';
 import { RollcallError } from '../../core/errors.js';
-import { mention } from '../../core/format.js';
+import { mention, when } from '../../core/format.js';
 import { z } from 'zod';
 import type { ReplyBlock } from '../../core/reply.js';
 import type { FleetAppSet } from '../../fleet/model.js';
@@ -143,7 +143,7 @@ async function resumePreview(ctx: PreviewContext): Promise<ActionPreview> {
   const record = await findRecord(ctx, input.target, input.instance);
   return {
     targets: record.changes.map((c) => ({ instance: c.instance, app: c.kind === 'ApplicationSet' ? `appset:${c.name}` : c.name })),
-    summary: `Resume ${record.target} on ${record.instance} (paused by ${mention(record.by)} at ${record.at}): restore ${record.changes.length} value(s)`,
+    summary: `Resume ${record.target} on ${record.instance} (paused by ${mention(record.by)} ${when(record.at)}): restore ${record.changes.length} value(s)`,
     data: { record },
     blocks: [
       {
@@ -289,6 +289,12 @@ async function restorePreview(ctx: PreviewContext): Promise<ActionPreview> {
   const source = keySource(ctx, input);
   const plan = await planRestore(source, target, controllerSettings(ctx));
   if (plan.conflicts.length) throw fail('conflict', `key ${plan.conflicts[0].name} exists on ${input.to} with a different certificate: refusing`);
+  // Anything sealed against the target's own keys is unrecoverable once they are deleted without a copy.
+  const location = ctx.services.config.sealedSecrets.backup;
+  const removesOwnKeys = input.removeGeneratedKeys && plan.generated.length > 0;
+  if (removesOwnKeys && !location) {
+    throw fail('not_configured', `removing ${input.to}'s own ${plan.generated.length} key(s) needs a backup of them first, and no sealedSecrets.backup is configured: configure one, or run with removeGeneratedKeys=false`);
+  }
   const status = await sealedSecretStatus(target);
   const blocks: ReplyBlock[] = [
     { kind: 'fields', fields: [
@@ -299,6 +305,13 @@ async function restorePreview(ctx: PreviewContext): Promise<ActionPreview> {
     ] },
     ...(plan.toCreate.length ? [{ kind: 'list' as const, title: 'Keys restored (names and fingerprints only)', items: plan.toCreate.map(keyLine) }] : []),
   ];
+  if (removesOwnKeys) {
+    blocks.unshift({
+      kind: 'text',
+      tone: 'warn',
+      text: `:warning: *${input.to}'s own ${plan.generated.length} key(s) will be deleted* (${plan.generated.map((k) => k.name).join(', ')}): anything sealed against them only decrypts with a copy. The run backs them up to ${location!.cluster}/${location!.namespace} first and stops if that fails.`,
+    });
+  }
   if (status.failing.length) blocks.push({ kind: 'list', title: 'Failing now', items: status.failing.slice(0, 10).map((f) => ({ text: `${f.namespace}/${f.name}`, detail: f.message, tone: 'error' as const })), total: status.failing.length });
   const writes = plan.toCreate.length > 0 || (input.removeGeneratedKeys && plan.generated.length > 0);
   blocks.push({
@@ -342,6 +355,21 @@ async function restoreExecute(ctx: ActionContext): Promise<StepOutcome> {
     },
     (o) => `${o.failing} of ${o.total} SealedSecret(s) failing before the restore`,
   );
+  if (input.removeGeneratedKeys) {
+    await phase(
+      'backup-own-keys',
+      async () => {
+        const plan = await planRestore(source, target, settings);
+        const location = ctx.services.config.sealedSecrets.backup;
+        if (!plan.generated.length) return { copied: [] };
+        if (!location) throw fail('not_configured', `no sealedSecrets.backup to keep ${input.to}'s own keys in before deleting them: refusing`);
+        const r = await backupKeys({ source: target, sourceCluster: input.to, target: kube(ctx, location.cluster), backupNamespace: location.namespace, settings, now: new Date(ctx.now()) });
+        await ctx.audit({ kind: 'kube.mutation', who: ctx.run.requester, message: `back up ${input.to}'s own sealed-secrets keys before the restore`, params: { location: r.location, copied: r.created.map((k) => k.name) }, result: 'ok' });
+        return { location: r.location, copied: r.created.map((k) => k.name), alreadyBackedUp: r.alreadyBackedUp.map((k) => k.name) };
+      },
+      (o) => `${input.to}'s own keys backed up${o.location ? ` to ${o.location}` : ''} before anything is deleted`,
+    );
+  }
   const written = await phase(
     'keys',
     async (interrupted) => {

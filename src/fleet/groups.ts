@@ -1,0 +1,190 @@
+import type { ApplicationSet, ApplicationSetApplicationStatus } from '../argocd/types.js';
+import type { FleetApp } from './model.js';
+import { isRollingSync } from './rollingsync.js';
+
+/**
+ * Problems grouped the way on-call reads them: one line per ApplicationSet (or per service, for apps
+ * named `<service>-<cluster>` without one) and shared reason, with how many of the group's clusters
+ * it hits. "auth-service · Degraded on 12/12 clusters · CrashLoopBackOff" is the answer; twelve lines
+ * that differ only in a pod hash are not. Pure: status, alerts and digests share it.
+ */
+
+/**
+ * What is wrong, worst first. `waiting` is an app that is merely OutOfSync because a RollingSync step
+ * has not reached it yet (Waiting or Pending in its ApplicationSet's status): not a problem of its own.
+ */
+export type ProblemKind = 'failed' | 'degraded' | 'missing' | 'unknown' | 'outofsync' | 'waiting';
+
+export const PROBLEM_KIND_ORDER: readonly ProblemKind[] = ['failed', 'degraded', 'missing', 'unknown', 'outofsync', 'waiting'];
+
+/** How a kind reads after the group name: "Degraded on 12/12 clusters". */
+export const PROBLEM_KIND_LABEL: Record<ProblemKind, string> = {
+  failed: 'sync failed',
+  degraded: 'Degraded',
+  missing: 'Missing',
+  unknown: 'Unknown',
+  outofsync: 'OutOfSync',
+  waiting: 'waiting for its RollingSync step',
+};
+
+/** One problem app as status computes it (its reason is Argo CD's message, unshortened). */
+export interface ProblemRow {
+  app: string;
+  instance: string;
+  cluster: string;
+  sync: string;
+  health: string;
+  reason: string;
+  since?: string;
+  appSet?: string;
+}
+
+export interface ProblemGroupApp {
+  app: string;
+  instance: string;
+  cluster: string;
+  since?: string;
+}
+
+export interface ProblemGroup {
+  /** Stable identity: instance, group name, kind and short reason. */
+  key: string;
+  instance: string;
+  /** The ApplicationSet, the service (`auth-service` of `auth-service-prod-eu-west-1`), or the app. */
+  name: string;
+  by: 'appset' | 'service' | 'app';
+  kind: ProblemKind;
+  /** The shared reason, one line, without pod hashes, UIDs or URLs. */
+  reason: string;
+  apps: ProblemGroupApp[];
+  /** Distinct clusters among the group's problem apps. */
+  clusters: number;
+  /** Distinct clusters the group (appset/service) has apps on in the selection: the denominator of "12/12". */
+  clustersOfGroup: number;
+  /** The oldest `since` of its apps. */
+  since?: string;
+  /** The RollingSync step the apps wait for (kind `waiting`). */
+  step?: string;
+}
+
+/** The group an app belongs to: its ApplicationSet, else the service of a `<service>-<cluster>` name, else itself. */
+export function groupOf(app: { app: string; cluster: string; appSet?: string }): { name: string; by: ProblemGroup['by'] } {
+  if (app.appSet) return { name: app.appSet, by: 'appset' };
+  const suffix = `-${app.cluster}`;
+  if (app.app.length > suffix.length && app.app.endsWith(suffix)) return { name: app.app.slice(0, -suffix.length), by: 'service' };
+  return { name: app.app, by: 'app' };
+}
+
+/** The app's entry in its RollingSync ApplicationSet's status, if any. */
+export function rolloutEntry(appSet: ApplicationSet | undefined, app: string): ApplicationSetApplicationStatus | undefined {
+  if (!appSet || !isRollingSync(appSet)) return undefined;
+  return appSet.status?.applicationStatus?.find((e) => e.application === app);
+}
+
+/**
+ * The kind of a problem app. A failed operation outranks the health it left behind; an OutOfSync,
+ * otherwise healthy app whose RollingSync entry is Waiting or Pending is only waiting its turn.
+ */
+export function problemKind(fa: FleetApp, sync: string, health: string, entry?: ApplicationSetApplicationStatus): ProblemKind {
+  const phase = fa.app.status?.operationState?.phase;
+  if (phase === 'Failed' || phase === 'Error') return 'failed';
+  if (health === 'Degraded') return 'degraded';
+  if (health === 'Missing') return 'missing';
+  if (health === 'Unknown' || sync === 'Unknown') return 'unknown';
+  // Step -1 is "matched by no step": RollingSync never syncs such an app, so it waits for nothing.
+  if (entry && entry.step !== '-1' && (entry.status === 'Waiting' || entry.status === 'Pending')) return 'waiting';
+  return 'outofsync';
+}
+
+// kubelet's CrashLoopBackOff message names the pod (hash, namespace, UID) and the current back-off:
+// all of it differs per cluster and per restart, none of it tells on-call anything the reason does not.
+const CRASH_LOOP = /back-off \S+ restarting failed container(?:=\S+)?(?: pod=\S+)?/g;
+const QUOTED_URL = /\s*"?\b[a-z][a-z0-9+.-]*:\/\/[^\s"]+"?/gi;
+const UID = /[_(]*\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b\)?/gi;
+// ReplicaSet and pod suffixes: auth-service-7d4b9c6f5d-x2x9k -> auth-service.
+const POD_HASH = /\b([a-z0-9]+(?:-[a-z0-9]+)*?)-[0-9a-f]{8,10}(?:-[a-z0-9]{5})?\b/g;
+const RESOURCE_PREFIX = /^([A-Z][A-Za-z]+\/[a-z0-9.-]+) (?:Degraded|Missing|Progressing|Unknown|Suspended): (.*)$/;
+
+/**
+ * The first clause of a reason, shortened for a summary line: the resource moves behind its message,
+ * and pod hashes, UIDs and URLs go (they differ per cluster and are one `app X` away).
+ */
+export function shortReason(reason: string, max = 110): string {
+  let first = reason.split('; ')[0].trim();
+  first = first.replace(CRASH_LOOP, 'CrashLoopBackOff: back-off restarting failed container');
+  first = first.replace(QUOTED_URL, '').replace(UID, '').replace(POD_HASH, '$1');
+  const resource = RESOURCE_PREFIX.exec(first);
+  if (resource) first = `${resource[2]} (${resource[1]})`;
+  first = first.replace(/\s+/g, ' ').replace(/\s+([:,)])/g, '$1').trim();
+  if (first.length > max) {
+    const cut = first.slice(0, max - 1);
+    const space = cut.lastIndexOf(' ');
+    first = `${space > max * 0.6 ? cut.slice(0, space) : cut}…`;
+  }
+  return first;
+}
+
+/**
+ * Groups problem rows by (instance, group, kind, short reason) — the shortened first clause is the
+ * shared reason on purpose: three syncs refused by three different admission webhooks are one line,
+ * "failed calling webhook", and `app X` has each one's full message — worst kind first, then the widest,
+ * then the oldest. `scope` is every selected app, for the per-group cluster denominators; `kindOf`
+ * classifies a row (status passes one that reads RollingSync entries).
+ */
+export function groupProblems(
+  rows: readonly ProblemRow[],
+  scope: readonly { app: string; instance: string; cluster: string; appSet?: string }[],
+  kindOf: (row: ProblemRow) => ProblemKind,
+  stepOf: (row: ProblemRow) => string | undefined = () => undefined,
+): ProblemGroup[] {
+  const clustersByGroup = new Map<string, Set<string>>();
+  for (const a of scope) {
+    const g = `${a.instance}\u0000${groupOf(a).name}`;
+    let set = clustersByGroup.get(g);
+    if (!set) clustersByGroup.set(g, (set = new Set()));
+    set.add(a.cluster);
+  }
+  const groups = new Map<string, ProblemGroup & { clusterSet: Set<string> }>();
+  for (const row of rows) {
+    const { name, by } = groupOf(row);
+    const kind = kindOf(row);
+    const step = kind === 'waiting' ? stepOf(row) : undefined;
+    // Waiting apps share their reason by construction: the step they wait for.
+    const reason = kind === 'waiting' ? (step ? `step ${step} has not reached them yet` : 'their step has not started yet') : shortReason(row.reason);
+    const key = [row.instance, name, kind, reason].join('\u0000');
+    let g = groups.get(key);
+    if (!g) {
+      g = {
+        key,
+        instance: row.instance,
+        name,
+        by,
+        kind,
+        reason,
+        apps: [],
+        clusters: 0,
+        clustersOfGroup: clustersByGroup.get(`${row.instance}\u0000${name}`)?.size ?? 1,
+        clusterSet: new Set(),
+        ...(step ? { step } : {}),
+      };
+      groups.set(key, g);
+    }
+    g.apps.push({ app: row.app, instance: row.instance, cluster: row.cluster, ...(row.since ? { since: row.since } : {}) });
+    g.clusterSet.add(row.cluster);
+    if (row.since && (!g.since || Date.parse(row.since) < Date.parse(g.since))) g.since = row.since;
+  }
+  const out: ProblemGroup[] = [];
+  for (const { clusterSet, ...g } of groups.values()) {
+    g.apps.sort((a, b) => (a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : a.app < b.app ? -1 : a.app > b.app ? 1 : 0));
+    out.push({ ...g, clusters: clusterSet.size, clustersOfGroup: Math.max(g.clustersOfGroup, clusterSet.size) });
+  }
+  const time = (g: ProblemGroup) => (g.since ? Date.parse(g.since) : Number.POSITIVE_INFINITY);
+  return out.sort(
+    (a, b) =>
+      PROBLEM_KIND_ORDER.indexOf(a.kind) - PROBLEM_KIND_ORDER.indexOf(b.kind) ||
+      b.apps.length - a.apps.length ||
+      time(a) - time(b) ||
+      (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) ||
+      (a.reason < b.reason ? -1 : a.reason > b.reason ? 1 : 0),
+  );
+}

@@ -1,0 +1,142 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ArgoClient } from '../../src/argocd/client.js';
+import { dispatch } from '../../src/commands/index.js';
+import type { CommandContext } from '../../src/commands/registry.js';
+import { configSchema, instanceSchema } from '../../src/config/schema.js';
+import { FleetMirror } from '../../src/fleet/mirror.js';
+import type { SimServer } from '../../src/sim/server.js';
+import { SLACK_LIMITS, renderBlocks } from '../../src/views/blocks.js';
+import { renderText } from '../../src/views/text.js';
+import { startTestSim } from '../support/sim.js';
+
+interface Scenario {
+  sim: SimServer;
+  mirror: FleetMirror;
+  ctx: (surface?: 'slack' | 'terminal') => CommandContext;
+}
+
+async function open(scenario: string): Promise<Scenario> {
+  const sim = await startTestSim({ scenario });
+  const clients = new Map(sim.instances.map((i) => [i.name, new ArgoClient(instanceSchema.parse({ name: i.name, url: i.url, token: i.token }))]));
+  const mirror = new FleetMirror(clients, sim.instances.map((i) => ({ name: i.name, uiUrl: i.url })));
+  await mirror.start();
+  const config = configSchema.parse({ instances: sim.instances.map((i) => ({ name: i.name, url: i.url, token: i.token })) });
+  const now = sim.controller.clock.now();
+  return {
+    sim,
+    mirror,
+    ctx: (surface = 'terminal') => ({ services: { config, fleet: mirror, argocd: clients, now: () => now }, user: 'U1', surface, channel: `C-${scenario}` }),
+  };
+}
+
+const close = async (s: Scenario | undefined) => {
+  await s?.mirror.stop();
+  await s?.sim.stop();
+};
+
+const blockText = (blocks: unknown[]) => JSON.stringify(blocks);
+
+describe('status on seed-outage (540 apps, 12 clusters)', () => {
+  let s: Scenario;
+  beforeAll(async () => {
+    s = await open('seed-outage');
+  }, 30_000);
+  afterAll(() => close(s));
+
+  it('fits one terminal screen and names every group with its count and reason', async () => {
+    const reply = await dispatch('status', s.ctx());
+    const text = renderText(reply);
+    const lines = text.trimEnd().split('\n');
+    expect(lines.length).toBeLessThanOrEqual(25);
+    expect(text).toContain('auth-service · Degraded on 12/12 clusters · CrashLoopBackOff: back-off restarting failed container');
+    expect(text).toContain('auth-config · OutOfSync on 12/12 clusters · live state differs from the target revision');
+    const groups = reply.data.groups as { name: string; apps: string[]; reason: string }[];
+    for (const g of groups) {
+      const line = lines.find((l) => l.includes(` ${g.name} · `) && l.includes(g.reason));
+      expect(line, `a line for ${g.name}: ${g.reason}`).toBeDefined();
+    }
+    // Every problem app is in exactly one group.
+    expect(groups.flatMap((g) => g.apps).sort()).toEqual((reply.data.problems as { app: string }[]).map((p) => p.app).sort());
+    // No pod hashes, UIDs or URLs in the summary, and no suggestion of the command just run.
+    expect(text).not.toMatch(/https?:\/\//);
+    expect(text).not.toMatch(/[0-9a-f]{10}-[a-z0-9]{5}|[0-9a-f]{8}-[0-9a-f]{4}-/);
+    expect(text).not.toContain('→ try: status');
+    // The reasons are complete when the answer is given: no "no message in the app list".
+    expect(text).not.toMatch(/no message/);
+  });
+
+  it('fits one Slack message with every group in it', async () => {
+    const reply = await dispatch('status', s.ctx('slack'));
+    const out = renderBlocks(reply, { commandText: 'status' });
+    expect(out.pages).toBe(1);
+    expect(out.blocks.length).toBeLessThanOrEqual(SLACK_LIMITS.messageBlocks);
+    for (const b of out.blocks) if (b.type === 'section' && b.text) expect(b.text.text.length).toBeLessThanOrEqual(SLACK_LIMITS.sectionText);
+    for (const g of reply.data.groups as { name: string; reason: string }[]) expect(blockText(out.blocks)).toContain(`*${g.name}*`);
+    expect(blockText(out.blocks)).toContain('Degraded on 12/12 clusters');
+  });
+});
+
+describe('status on progressive-infra', () => {
+  let s: Scenario;
+  beforeAll(async () => {
+    s = await open('progressive-infra');
+  }, 30_000);
+  afterAll(() => close(s));
+
+  it('puts the failed syncs before the apps that only wait for their RollingSync step', async () => {
+    const reply = await dispatch('status', s.ctx());
+    const groups = reply.data.groups as { name: string; kind: string; apps: string[] }[];
+    const kinds = groups.map((g) => g.kind);
+    // Three syncs refused by three admission webhooks share their reason: one line, naming the apps.
+    expect(groups[0]).toMatchObject({ name: 'progressive-infra', kind: 'failed' });
+    expect([...groups[0].apps].sort()).toEqual(['cert-manager-prod-2', 'external-dns-prod-3', 'ingress-nginx-prod-1']);
+    // An app matched by no step is never synced by RollingSync: a problem, not a wait.
+    expect(groups.find((g) => g.name === 'platform-addons')).toMatchObject({ kind: 'outofsync', reason: 'matched by no RollingSync step: Argo CD never syncs it' });
+    const waiting = groups.find((g) => g.kind === 'waiting');
+    expect(waiting).toMatchObject({ name: 'progressive-infra' });
+    expect(waiting!.apps).toHaveLength(9);
+    expect(kinds.indexOf('waiting')).toBe(kinds.length - 1);
+    const text = renderText(reply);
+    expect(text).toMatch(/progressive-infra · 9 apps wait for RollingSync step 3 on 4\/6 clusters · not failing/);
+    expect(text).toMatch(/5 apps need attention in 2 groups .*; 9 more apps only wait for a RollingSync step/);
+    expect(text).toContain('progressive-infra · 3 apps (ingress-nginx-prod-1, cert-manager-prod-2, external-dns-prod-3) sync failed on 3/6 clusters · one or more objects failed to apply');
+  });
+});
+
+describe('plan and rollout on progressive-infra', () => {
+  let s: Scenario;
+  beforeAll(async () => {
+    s = await open('progressive-infra');
+  }, 30_000);
+  afterAll(() => close(s));
+
+  it('plan leads with the blocked step, not with what it would sync', async () => {
+    const text = renderText(await dispatch('plan progressive-infra', s.ctx()));
+    const lines = text.split('\n').filter((l) => l.trim());
+    expect(lines[2]).toMatch(/^✖ Blocked: Step 3 is stuck: 3 apps Pending\/Progressing longer than 15m\. Nothing below happens until step 3's failing apps are fixed\.$/);
+    expect(text).toContain('Once unblocked, RollingSync will sync');
+  });
+
+  it('shows the stuck-step finding as a short line, its per-app details folded below', async () => {
+    const reply = await dispatch('rollout progressive-infra', s.ctx());
+    const findings = reply.blocks.find((b) => b.kind === 'list' && b.title === 'Findings') as { items: { text: string; detail?: string }[] };
+    const stuck = findings.items.find((i) => i.text.includes('stuck-step'))!;
+    expect(stuck.text.length).toBeLessThan(200);
+    expect(stuck.detail).toMatch(/^cert-manager-prod-2 Progressing for/);
+  });
+});
+
+describe('app on progressive-infra', () => {
+  let s: Scenario;
+  beforeAll(async () => {
+    s = await open('progressive-infra');
+  }, 30_000);
+  afterAll(() => close(s));
+
+  it("shows the app's RollingSync step and status", async () => {
+    const waiting = renderText(await dispatch('app cert-manager-prod-1', s.ctx()));
+    expect(waiting).toMatch(/RollingSync:\s+step 3 · Waiting for \S+/);
+    const unmatched = renderText(await dispatch('app metrics-server-stage-1', s.ctx()));
+    expect(unmatched).toMatch(/RollingSync:\s+in no step: RollingSync never syncs it/);
+  });
+});
