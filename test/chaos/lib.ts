@@ -10,6 +10,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startPrivateRedis, type PrivateRedis } from '../../src/dev/redis-server.js';
+import { selectApps } from '../../src/fleet/select.js';
+import { parseSelectorParam } from '../../src/runbooks/actions/bulk-sync.js';
 import { startEngine, type EngineHandle, type RunService } from '../../src/runbooks/engine.js';
 import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/runbooks/loader.js';
 import type { Run } from '../../src/runbooks/run-store.js';
@@ -173,7 +175,16 @@ export async function runCase(c: ChaosCase, opts: ChaosOptions = CHAOS_DEFAULTS)
 
     const started = await runs.start({
       runbook: 'bulk-sync',
-      params: { selector: opts.selector, prune: 'true', force: 'true', concurrency: String(opts.concurrency), gate: 'synced', onFailure: 'continue' },
+      // One wave over the whole selection on purpose (the faults must land mid-wave): the count is typed back as on-call would.
+      params: {
+        selector: opts.selector,
+        prune: 'true',
+        includeSynced: 'true',
+        concurrency: String(opts.concurrency),
+        gate: 'synced',
+        onFailure: 'continue',
+        confirm: String(selectApps(fleet, parseSelectorParam(opts.selector)).length),
+      },
       user: 'U_OP',
       surface: 'terminal',
     });
