@@ -9,7 +9,7 @@ import { formatDuration } from '../core/format.js';
 import type { FleetApp, FleetView } from '../fleet/model.js';
 import { automatedEnabled, isRollingSync, rolloutComplete } from '../fleet/rollingsync.js';
 import { matchesLabels, parseLabelSelector } from '../fleet/select.js';
-import { evaluateAlertRules, groupBy, groupKey, heldBySyncWindow, ownerOf, pausedBy, revisionOf, rolloutMembers, ruleSettings } from './rules.js';
+import { byName, evaluateAlertRules, groupBy, groupKey, heldBySyncWindow, oldest, ownerOf, pausedBy, revisionOf, rolloutMembers, ruleSettings } from './rules.js';
 
 export const ATTENTION_KINDS = ['degraded', 'out-of-sync', 'stuck-rollout', 'paused-rollout', 'sync-failed', 'key-backup-stale', 'instance-unreachable'] as const;
 export type AttentionKind = (typeof ATTENTION_KINDS)[number];
@@ -92,19 +92,8 @@ const SEVERITY: Record<AttentionKind, AttentionItem['severity']> = {
   'instance-unreachable': 'critical',
 };
 
-const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-
 function appKey(a: FleetApp): string {
   return `${a.instance}/${a.app.metadata.name}`;
-}
-
-function oldest(times: (string | undefined)[], fallback: string): string {
-  let best: number | undefined;
-  for (const t of times) {
-    const ms = t ? Date.parse(t) : NaN;
-    if (Number.isFinite(ms) && (best === undefined || ms < best)) best = ms;
-  }
-  return best === undefined ? fallback : new Date(best).toISOString();
 }
 
 /**

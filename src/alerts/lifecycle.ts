@@ -9,28 +9,14 @@
  *                   (deleted)            acked / snoozed (until snoozedUntil, then firing)
  */
 import { randomInt } from 'node:crypto';
-import type { AlertRuleName } from '../config/schema.js';
 import type { AlertCondition, AlertSeverity } from './rules.js';
 
 export type AlertState = 'pending' | 'firing' | 'acked' | 'snoozed' | 'resolved';
 
-export interface AlertRecord {
+/** The stored alert: the content of the condition it was raised for (holding it down is the lifecycle's), and its state. */
+export interface AlertRecord extends Omit<AlertCondition, 'holdForMs'> {
   id: string;
-  key: string;
-  rule: AlertRuleName;
-  severity: AlertSeverity;
-  instance: string;
-  appSet?: string;
-  app?: string;
-  step?: number;
-  revision?: string;
-  apps: string[];
-  summary: string;
-  details: string[];
-  rolloutTarget?: string;
   state: AlertState;
-  /** When the condition began (Argo CD's time where it has one). */
-  since: string;
   /** When rollcall first saw it. */
   firstSeenAt: string;
   firedAt?: string;

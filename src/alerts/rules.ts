@@ -125,7 +125,8 @@ export function shortRevision(revision: string | undefined): string | undefined 
   return revision && /^[0-9a-f]{40}$/.test(revision) ? revision.slice(0, 7) : revision;
 }
 
-function oldest(times: (string | undefined)[], fallback: string): string {
+/** The earliest parseable time of `times`, else `fallback`. */
+export function oldest(times: (string | undefined)[], fallback: string): string {
   let best: number | undefined;
   for (const t of times) {
     const ms = t ? Date.parse(t) : NaN;
@@ -134,7 +135,7 @@ function oldest(times: (string | undefined)[], fallback: string): string {
   return best === undefined ? fallback : new Date(best).toISOString();
 }
 
-const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+export const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Groups items under a key, keeping first-seen order of keys. */
 export function groupBy<T>(items: Iterable<T>, key: (item: T) => string): Map<string, T[]> {

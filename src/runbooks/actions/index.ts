@@ -1,6 +1,9 @@
 import { bulkSyncAction } from './bulk-sync.js';
-// control.ts must not import this module back: index.ts registers its actions (no import cycle, no TDZ).
-import { controlActions } from './control.js';
+// The action modules must not import this module back: index.ts registers them (no import cycle, no TDZ).
+import { backupSealedSecretsKeysAction } from './backup-sealed-secrets-keys.js';
+import { pauseRolloutAction } from './pause-rollout.js';
+import { restoreSealedSecretsKeysAction } from './restore-sealed-secrets-keys.js';
+import { resumeRolloutAction } from './resume-rollout.js';
 import type { RunbookAction } from './types.js';
 
 export type { RunbookAction, ActionContext, ActionPreview, StepOutcome, Checkpoint, RunTarget, PreviewContext } from './types.js';
@@ -20,4 +23,7 @@ export function runbookActionNames(): string[] {
 }
 
 registerRunbookAction(bulkSyncAction);
-for (const action of controlActions) registerRunbookAction(action);
+registerRunbookAction(pauseRolloutAction);
+registerRunbookAction(resumeRolloutAction);
+registerRunbookAction(backupSealedSecretsKeysAction);
+registerRunbookAction(restoreSealedSecretsKeysAction);
