@@ -1,7 +1,7 @@
 import { buildDigest, TOTAL_KEYS, type AttentionItem, type Digest, type TotalKey } from '../alerts/digest.js';
 import { isActive } from '../alerts/lifecycle.js';
 import type { DigestConfig } from '../config/schema.js';
-import { formatCount, TONE_EMOJI } from '../core/format.js';
+import { absoluteTime, formatCount, TONE_EMOJI, when } from '../core/format.js';
 import { CommandError, checkOptions, checkPositional } from './parse.js';
 import { type Services, type CommandSpec } from './registry.js';
 import type { Reply, ReplyBlock, ReplyItem } from '../core/reply.js';
@@ -60,13 +60,13 @@ function delta(n: number | undefined): string {
   return ` (${n > 0 ? '+' : '−'}${formatCount(Math.abs(n))})`;
 }
 
-function attentionItem(item: AttentionItem): ReplyItem {
+function attentionItem(item: AttentionItem, now: Date): ReplyItem {
   const shown = item.apps.slice(0, APPS_SHOWN).join(', ');
   const more = item.apps.length > APPS_SHOWN ? ` +${item.apps.length - APPS_SHOWN} more` : '';
   return {
     text: `*${item.title}*${item.appSet ? '' : ` (${item.instance})`}`,
     tone: item.severity === 'critical' ? 'error' : item.severity === 'warning' ? 'warn' : 'info',
-    detail: `${item.kind} · since ${item.since}${shown ? ` · ${shown}${more}` : ''}`,
+    detail: `${item.kind} · since ${when(item.since, now)}${shown ? ` · ${shown}${more}` : ''}`,
   };
 }
 
@@ -78,7 +78,7 @@ export function digestReply(d: Digest, commandText: string): Reply {
   if (d.allClear) {
     blocks.push({ kind: 'text', text: `${TONE_EMOJI.ok} *All clear*: nothing needs attention.`, tone: 'ok' });
   } else {
-    blocks.push({ kind: 'list', title: `Needs attention (${d.attention.length})`, items: d.attention.map(attentionItem) });
+    blocks.push({ kind: 'list', title: `Needs attention (${d.attention.length})`, items: d.attention.map((item) => attentionItem(item, new Date(d.at))) });
     const a = d.activity;
     const rollouts = a.rolloutsCompleted.length ? a.rolloutsCompleted.map((r) => r.appSet).join(', ') : 'none';
     blocks.push({
@@ -89,12 +89,12 @@ export function digestReply(d: Digest, commandText: string): Reply {
         { label: 'Runbook runs', value: a.runbookRuns ? `${formatCount(a.runbookRuns.total)}${a.runbookRuns.total ? ` (${Object.entries(a.runbookRuns.byStatus).map(([s, n]) => `${n} ${s}`).join(', ')})` : ''}` : 'unknown (no Redis)' },
       ],
     });
-    blocks.push({ kind: 'context', text: `Activity from ${a.from} to ${a.to}` });
+    blocks.push({ kind: 'context', text: `Activity from ${absoluteTime(a.from)} to ${absoluteTime(a.to)}` });
   }
   const t = d.totals;
   const keys: TotalKey[] = d.allClear ? ['apps', 'synced', 'healthy', 'activeAlerts'] : [...TOTAL_KEYS].filter((k) => k !== 'instances');
   blocks.push({ kind: 'fields', fields: keys.map((k) => ({ label: TOTAL_LABELS[k], value: `${formatCount(t[k])}${delta(t.change?.[k])}` })) });
-  blocks.push({ kind: 'context', text: t.previousAt ? `Changes since the previous digest at ${t.previousAt}.` : 'No previous digest to compare with.' });
+  blocks.push({ kind: 'context', text: t.previousAt ? `Changes since the previous digest, ${when(t.previousAt, new Date(d.at))}.` : 'No previous digest to compare with.' });
   return {
     ok: true,
     command: 'digest',

@@ -1,6 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { buildDigest } from '../../src/alerts/digest.js';
+import { digestReply } from '../../src/commands/digest.js';
+import { renderText } from '../../src/views/text.js';
 import { FleetRecords } from '../../src/alerts/records.js';
 import type { Services } from '../../src/commands/registry.js';
 import type { MessageRef, Notifier } from '../../src/core/notifier.js';
@@ -46,6 +48,14 @@ describe('digest contents', () => {
     expect(d.attention[0].kind).toBe('degraded');
     for (const item of d.attention) expect(Object.keys(item).sort()).toEqual(expect.arrayContaining(['kind', 'severity', 'title', 'instance', 'apps', 'count', 'since']));
     expect(d.totals).toMatchObject({ apps: 540, degraded: 12, change: null });
+  });
+
+  it('shows its times the way every other answer does: age with the absolute time, never raw RFC3339', () => {
+    const now = new Date();
+    const d = buildDigest({ fleet: StaticFleet.fromFixture(seedOutageFixture(now)), now, alerts: config('x').alerts });
+    const text = renderText(digestReply(d, 'digest'), { color: false });
+    expect(text).not.toMatch(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/);
+    expect(text).toMatch(/degraded · since \d+m ago \(/);
   });
 
   it('progressive-infra: the stuck rollout with its three apps is one item, and its apps are not listed again', () => {
