@@ -1,5 +1,6 @@
 import type { ApplicationSet, ApplicationSetApplicationStatus } from '../argocd/types.js';
 import type { FleetApp } from './model.js';
+import type { StatusProblem } from './status.js';
 import { isRollingSync } from './rollingsync.js';
 
 /**
@@ -28,13 +29,7 @@ export const PROBLEM_KIND_LABEL: Record<ProblemKind, string> = {
 };
 
 /** One problem app as status computes it (its reason is Argo CD's message, unshortened). */
-export interface ProblemRow {
-  app: string;
-  instance: string;
-  cluster: string;
-  sync: string;
-  health: string;
-  reason: string;
+export interface ProblemRow extends StatusProblem {
   since?: string;
   appSet?: string;
 }

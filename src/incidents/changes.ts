@@ -1,6 +1,6 @@
 import type { Application, ApplicationSource, OperationState, RevisionHistory } from '../argocd/types.js';
 import type { FleetEvent } from '../fleet/events.js';
-import type { FleetApp, FleetAppSet } from '../fleet/model.js';
+import type { FleetApp, FleetAppSet, FleetView } from '../fleet/model.js';
 
 /**
  * One thing that changed in the fleet, as the change log keeps it. Every record carries a
@@ -318,4 +318,11 @@ function rolloutChanges(cur: FleetAppSet, prev: FleetAppSet, seenAt: string): Ch
     });
   }
   return out;
+}
+
+/** Where a change happened: as recorded, else (records made before the mirror knew the app) as the mirror knows it now. */
+export function placeOf(r: ChangeRecord, fleet: FleetView): { cluster?: string; appSet?: string } {
+  if (!r.app || !r.instance || (r.cluster && r.appSet)) return { cluster: r.cluster, appSet: r.appSet };
+  const known = fleet.appsNamed(r.app).find((a) => a.instance === r.instance);
+  return { cluster: r.cluster ?? known?.cluster, appSet: r.appSet ?? known?.appSet };
 }

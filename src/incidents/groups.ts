@@ -1,5 +1,5 @@
 import type { FleetView } from '../fleet/model.js';
-import type { ChangeRecord } from './changes.js';
+import { placeOf, type ChangeRecord } from './changes.js';
 
 /** The kinds `changes` lists: what was done to the fleet. Health follows from them and shows in timelines. */
 export type ListedChangeKind = 'deploy' | 'sync' | 'operation' | 'rollout' | 'run';
@@ -45,13 +45,7 @@ export function withoutDeployOperations<T extends ChangeRecord>(records: T[]): T
 export function changeJson(r: ChangeRecord, fleet: FleetView): ChangeJson | undefined {
   const kind = listedKind(r);
   if (!kind) return undefined;
-  let cluster = r.cluster;
-  let appSet = r.appSet;
-  if (r.app && r.instance && (!cluster || !appSet)) {
-    const known = fleet.appsNamed(r.app).find((a) => a.instance === r.instance);
-    cluster ??= known?.cluster;
-    appSet ??= known?.appSet;
-  }
+  const { cluster, appSet } = placeOf(r, fleet);
   return {
     at: r.at,
     kind,

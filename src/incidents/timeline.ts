@@ -1,6 +1,6 @@
 import type { FleetView } from '../fleet/model.js';
 import { selectApps } from '../fleet/select.js';
-import type { ChangeRecord } from './changes.js';
+import { placeOf, type ChangeRecord } from './changes.js';
 import type { Incident, IncidentEntry } from './store.js';
 
 export type TimelineKind = 'deploy' | 'health' | 'sync' | 'operation' | 'rollout' | 'run' | 'step' | 'note' | 'status' | 'alert' | 'declared' | 'closed';
@@ -103,13 +103,7 @@ export function scopedApps(incident: Incident, fleet: FleetView) {
 function changeEntry(r: ChangeRecord, fleet: FleetView): TimelineEntry {
   const kind: TimelineKind = r.kind === 'instance' ? 'health' : r.kind;
   const source: TimelineEntry['source'] = r.kind === 'run' || r.kind === 'step' ? 'rollcall' : r.kind === 'alert' ? 'alert' : 'argocd';
-  let cluster = r.cluster;
-  let appSet = r.appSet;
-  if (r.app && r.instance && (!cluster || !appSet)) {
-    const known = fleet.appsNamed(r.app).find((a) => a.instance === r.instance);
-    cluster ??= known?.cluster;
-    appSet ??= known?.appSet;
-  }
+  const { cluster, appSet } = placeOf(r, fleet);
   return {
     id: r.id,
     at: r.at,
