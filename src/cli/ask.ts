@@ -5,6 +5,7 @@ import type { RollcallConfig } from '../config/schema.js';
 import { dispatch, parseCommand } from '../commands/index.js';
 import { findCommand, type CommandContext } from '../commands/registry.js';
 import type { RunService } from '../runbooks/engine.js';
+import { isTerminal, type RunStatus } from '../runbooks/run-store.js';
 import { errorReply, replyJson, type Reply } from '../core/reply.js';
 import { redactUrlPassword } from '../config/load.js';
 import { EXIT_OK, exitCodeFor } from '../core/error-codes.js';
@@ -81,19 +82,26 @@ function exitCodeOf(reply: Reply): number {
 }
 
 /**
- * A run left queued by `ask` without --wait: say whether a worker will pick it up, and how to follow it.
- * True when no worker is connected: the run is queued, not running, and `ask` must not exit 0 for it.
+ * A run left queued by `ask` without --wait: says whether a worker will pick it up, and how to follow it.
+ * With no worker connected the run is queued, not running: "confirmed" is not "done", so the answer
+ * becomes a failure (`no_worker`) that the JSON and the exit code both say.
  */
-async function sayWhoRunsIt(reply: Reply, runs: RunService | undefined, say: (line: string) => void): Promise<boolean> {
+async function sayWhoRunsIt(reply: Reply, runs: RunService | undefined, say: (line: string) => void): Promise<Reply> {
   const run = (reply.data as { run?: { id?: string; status?: string } }).run;
-  if (!runs || !run?.id || run.status !== 'running') return false;
+  if (!runs || !run?.id || run.status !== 'running') return reply;
   const workers = await runs.workersOnline().catch(() => 0);
-  say(
-    workers
-      ? `${run.id} is queued for ${workers} rollcall worker(s). Follow it: rollcall ask "runs show ${run.id}"`
-      : `${run.id} is queued, no worker: no rollcall worker is connected to this Redis, so nothing runs it yet (it starts when one does: rollcall start). To run it from this terminal instead: rollcall ask "runs wait ${run.id}" --wait`,
-  );
-  return !workers;
+  if (workers) {
+    say(`${run.id} is queued for ${workers} rollcall worker(s). Follow it: rollcall ask "runs show ${run.id}"`);
+    return reply;
+  }
+  const message = `${run.id} is queued, no worker: no rollcall worker is connected to this Redis, so nothing runs it yet (it starts when one does: rollcall start). To run it from this terminal instead: rollcall ask "runs wait ${run.id}" --wait`;
+  say(message);
+  return { ...reply, ok: false, error: { code: 'no_worker', message } };
+}
+
+/** A run state `--wait` has nothing more to wait for: it ended, it is paused, or it waits for its requester's Confirm. */
+function nothingToWaitFor(status: unknown): boolean {
+  return typeof status === 'string' && (isTerminal(status as RunStatus) || status === 'paused' || status === 'awaiting-confirmation');
 }
 
 /** `rollcall ask`: one chat command through the same parser, permission checks and handlers as Slack. */
@@ -155,7 +163,8 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
     };
     let reply = await dispatch(text, ctx);
     const runId = typeof reply.data.runId === 'string' ? reply.data.runId : undefined;
-    if (opts.wait && runId && reply.ok) {
+    // `runs wait ID --wait` has waited already: its answer is the final state, printed once.
+    if (opts.wait && runId && reply.ok && !nothingToWaitFor(reply.data.status)) {
       runtime.adoptRun(runId);
       if (!opts.json) out(renderText(reply, { color: process.stdout.isTTY }));
       const command = reply.command;
@@ -164,10 +173,10 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
       reply.command = command;
     }
     if (reply.files?.length) writeFiles(reply, opts.out, (s) => process.stderr.write(`${s}\n`));
-    out(opts.json ? JSON.stringify(replyJson(reply)) : renderText(reply, { color: process.stdout.isTTY }));
-    const unstarted = usesRuns && !opts.wait && (await sayWhoRunsIt(reply, runtime.services.runs, (s) => process.stderr.write(`${s}\n`)));
-    // "Confirmed" is not "done": a run nobody will execute is a failed request until a worker exists.
-    return unstarted ? 1 : exitCodeOf(reply);
+    const answer = usesRuns && !opts.wait ? await sayWhoRunsIt(reply, runtime.services.runs, (s) => process.stderr.write(`${s}\n`)) : reply;
+    // The text shows the run as it is (queued); the no-worker line on stderr says why that is not success.
+    out(opts.json ? JSON.stringify(replyJson(answer)) : renderText(reply, { color: process.stdout.isTTY }));
+    return exitCodeOf(answer);
   } finally {
     await runtime.stop();
     logger.flush();

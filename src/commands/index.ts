@@ -191,8 +191,9 @@ function paged(reply: Reply, cmd: ParsedCommand, page: number | undefined, ctx: 
   if (page) reply.page = page;
   const key = conversationOf(ctx);
   lastPaged.delete(key);
-  // Only answers that read the fleet are re-run by `more`; a runbook command must never run twice by a page turn.
-  if (readOnly && pages > (page ?? 1)) {
+  // Only read-only commands are re-run by `more`: a runbook command's reply pages through its own
+  // pageCommand (a preview through `runs show ID`), never by running twice.
+  if (reply.pageCommand && pages > (page ?? 1)) {
     lastPaged.set(key, { command: reply.pageCommand ?? text, page: page ?? 1 });
     if (lastPaged.size > MAX_REMEMBERED) lastPaged.delete(lastPaged.keys().next().value!);
   }

@@ -1,9 +1,9 @@
 import { formatSelectorParam } from '../runbooks/actions/bulk-sync.js';
-import type { RunService } from '../runbooks/engine.js';
-import { findRunbookAction } from '../runbooks/actions/index.js';
+import { NothingToDo, type RunService } from '../runbooks/engine.js';
+import { findRunbookAction, runPausable } from '../runbooks/actions/index.js';
 import { paramReference, substitute } from '../runbooks/loader.js';
 import { ParamError, describeParams, parseParams, type ParamValue } from '../runbooks/params.js';
-import { auditReply, previewReply, progressReply, runListReply } from '../runbooks/replies.js';
+import { auditReply, nothingToDoReply, previewReply, progressReply, runListReply } from '../runbooks/replies.js';
 import type { Run } from '../runbooks/run-store.js';
 import { selectApps } from '../fleet/select.js';
 import { CommandError, SELECTOR_OPTIONS, selectorFromCommand } from './parse.js';
@@ -79,6 +79,7 @@ async function startAndReply(runs: RunService, ctx: CommandContext, runbook: str
     reply.command = command;
     return reply;
   } catch (error) {
+    if (error instanceof NothingToDo) return nothingToDoReply(error, command, params);
     return failure(command, error);
   }
 }
@@ -258,7 +259,7 @@ export const runConfirmAction: ActionSpec = {
       // In Slack the run now has its one live message in the channel; the (ephemeral) preview says so
       // instead of becoming a second, frozen copy with buttons that go stale.
       if (ctx.surface === 'slack' && (run.status === 'running' || run.status === 'awaiting-approval')) {
-        const where = run.status === 'running' ? 'Its progress, with Pause and Abort, is in the channel message.' : 'It waits for approval in the channel message, where an approver presses Approve.';
+        const where = run.status === 'running' ? `Its progress, with ${runPausable(run) ? 'Pause and Abort' : 'Abort'}, is in the channel message.` : 'It waits for approval in the channel message, where an approver presses Approve.';
         return {
           ok: true,
           command: 'runs',

@@ -38,6 +38,7 @@ export const ERROR_CODES = {
   channel_not_allowed: { exit: 'failed', meaning: 'rollcall does not answer in this channel' },
   run_not_found: { exit: 'failed', meaning: 'no run with that id' },
   runs_unavailable: { exit: 'failed', meaning: 'this process has no runbook engine (it needs Redis)' },
+  no_worker: { exit: 'failed', meaning: 'the run is confirmed and queued, but no rollcall worker is connected to this Redis to run it' },
   invalid_state: { exit: 'failed', meaning: 'the run is not in a state that allows this' },
   lease_lost: { exit: 'failed', meaning: 'a step attempt lost its lease (a newer attempt, a pause or an abort took it) and stopped' },
   preview_failed: { exit: 'failed', meaning: 'the runbook could not be previewed' },

@@ -7,7 +7,7 @@ import type { MessageRef } from '../core/notifier.js';
 import { createStepQueue, createStepWorker, DEFAULT_TIMING, type StepJobData, type WorkerTiming } from '../jobs/queues.js';
 import { InstanceRateLimiter, type RateLimit } from '../jobs/rate-limit.js';
 import { closeRedis, createRedis } from '../jobs/redis.js';
-import { findRunbookAction } from './actions/index.js';
+import { findRunbookAction, runPausable } from './actions/index.js';
 import type { ActionPreview, RunTarget, StepOutcome } from './actions/types.js';
 import { AuditLog, type AuditEvent } from '../audit/audit-log.js';
 import { instanceUrls, refuseForeignRun } from './deployment.js';
@@ -44,6 +44,24 @@ export class RunbookNotFoundError extends RollcallError {
 export class PreviewError extends RollcallError {
   constructor(message: string, code: ErrorCode = 'preview_failed') {
     super(code, message);
+  }
+}
+
+/**
+ * A preview that found nothing to do: every target is already where the run would put it. There is no
+ * run to confirm, so none is kept; the answer is what the preview found. Not a failure (nothing is wrong),
+ * so not a RollcallError: `ask --yes` on it exits 0.
+ */
+export class NothingToDo extends Error {
+  constructor(
+    readonly runbook: string,
+    readonly title: string,
+    /** The previews' own words, e.g. "Nothing to sync: all 12 matching apps are already Synced and Healthy ...". */
+    readonly summary: string,
+    readonly preview: Pick<ActionPreview, 'data' | 'blocks'>,
+  ) {
+    super(summary);
+    this.name = 'NothingToDo';
   }
 }
 
@@ -290,6 +308,13 @@ class Engine implements RunService {
         previews.push(p);
         byStep[step.id] = p.data;
       }
+      // Every mutating step would do nothing: a run to confirm would only pretend there is work.
+      if (previews.length && previews.every((p) => p.empty)) {
+        throw new NothingToDo(runbook.name, runbook.title, previews.map((p) => p.summary).join('\n'), {
+          data: previews.length === 1 ? previews[0].data : { steps: previews.map((p) => p.data) },
+          blocks: previews.flatMap((p) => p.blocks),
+        });
+      }
       const targets = dedupeTargets(previews.flatMap((p) => p.targets));
       const conflicts = await this.locks.holders(targets, run.id);
       if (conflicts.length) throw new LockConflictError(conflicts);
@@ -306,10 +331,11 @@ class Engine implements RunService {
       await this.record({ kind: 'run.start', who: req.user, runId: run.id, target: runbook.name, params });
       return run;
     } catch (err) {
-      // Bad input (a selector matching nothing, a lock held elsewhere): there never was a run to list.
+      // Bad input (a selector matching nothing, a lock held elsewhere) or nothing to do: there never was a run to list.
       // The attempt stays in the audit log, once.
       await this.store.discard(run.id, runbook.steps.map((s) => s.id));
-      await this.record({ kind: 'run.refused', who: req.user, target: runbook.name, params, result: 'preview failed', message: (err as Error).message });
+      const result = err instanceof NothingToDo ? 'nothing to do' : 'preview failed';
+      await this.record({ kind: 'run.refused', who: req.user, target: runbook.name, params, result, message: (err as Error).message });
       throw err;
     }
   }
@@ -397,6 +423,7 @@ class Engine implements RunService {
     const run = await this.store.require(runId);
     assertMayOperate(user, run, this.book.get(run.runbook), this.services.config, 'pause');
     if (run.status !== 'running') throw new RunStateError(`run ${run.id} is ${run.status}; only a running run can be paused`);
+    if (!runPausable(run)) throw new RunStateError(`run ${run.id} (${run.runbook}) is one short step with nothing to hold for later: it cannot be paused; abort it instead`);
     // Revoking the lease in the same write: from this moment no call of the running attempt goes out.
     const next = await this.store.update(runId, (r) => this.transit(r, { type: 'pause', by: user, reason: 'paused by a user' }), { lease: 'revoke' });
     await this.record({ kind: 'run.pause', who: user, runId });

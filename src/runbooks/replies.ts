@@ -1,6 +1,7 @@
 import { formatDuration, mention, when } from '../core/format.js';
 import { withUserText, type Reply, type ReplyBlock, type ReplyButton, type Tone } from '../core/reply.js';
 import type { AuditEntry } from '../audit/audit-log.js';
+import { runPausable } from './actions/index.js';
 import { isTerminal, previewExpired, type Run, type RunStatus } from './run-store.js';
 
 const STATUS_TONE: Record<RunStatus, Tone> = {
@@ -44,7 +45,10 @@ function button(label: string, action: string, run: Run, style?: ReplyButton['st
   return { label, action, value: run.id, ...(style ? { style } : {}) };
 }
 
-/** Buttons that fit the run's state: Confirm/Cancel, Approve/Cancel, Pause/Abort, Resume/Abort. */
+/**
+ * Buttons that fit the run's state and its runbook: Confirm/Cancel, Approve/Cancel, Pause (where a pause
+ * holds something: runPausable) and Abort while running, Resume/Abort when paused, none once it ended.
+ */
 export function runButtons(run: Run): ReplyButton[] {
   switch (run.status) {
     case 'awaiting-confirmation':
@@ -52,7 +56,7 @@ export function runButtons(run: Run): ReplyButton[] {
     case 'awaiting-approval':
       return [button('Approve', 'run.approve', run, 'primary'), button('Cancel', 'run.cancel', run)];
     case 'running':
-      return [button('Pause', 'run.pause', run), button('Abort', 'run.abort', run, 'danger')];
+      return [...(runPausable(run) ? [button('Pause', 'run.pause', run)] : []), button('Abort', 'run.abort', run, 'danger')];
     case 'paused':
       return [button('Resume', 'run.resume', run, 'primary'), button('Abort', 'run.abort', run, 'danger')];
     default:
@@ -79,7 +83,22 @@ export function previewReply(run: Run): Reply {
     { kind: 'context', text: `Requested by ${mention(run.requester)} · params: ${paramsText(run)}${run.approvalsRequired ? ` · needs ${run.approvalsRequired} approval${run.approvalsRequired > 1 ? 's' : ''} after confirming` : ''}` },
     { kind: 'actions', buttons: runButtons(run) },
   ];
-  return withUserText({ ok: true, command: 'run', title: `${run.title}: preview`, data: runData(run), blocks }, ...typedParams(run.params));
+  // Its pages are read from the stored preview: turning one must never run the runbook's command again.
+  return withUserText({ ok: true, command: 'run', title: `${run.title}: preview`, data: runData(run), blocks, pageCommand: `runs show ${run.id}` }, ...typedParams(run.params));
+}
+
+/**
+ * The answer to a runbook whose preview found nothing to do: what it found and why, with no run and no
+ * Confirm (see NothingToDo). `ok`: the request was understood and answered; nothing is wrong.
+ */
+export function nothingToDoReply(found: { runbook: string; title: string; summary: string; preview: { data: Record<string, unknown>; blocks: ReplyBlock[] } }, command: string, params: Record<string, string>): Reply {
+  const blocks: ReplyBlock[] = [
+    { kind: 'header', text: `${found.title}: nothing to do` },
+    { kind: 'text', text: found.summary, tone: 'ok' },
+    ...found.preview.blocks.filter((b) => b.kind !== 'actions' && !(b.kind === 'list' && !b.items.length)),
+    { kind: 'context', text: 'No run was created: there is nothing to confirm.' },
+  ];
+  return withUserText({ ok: true, command, title: `${found.title}: nothing to do`, data: { runbook: found.runbook, nothingToDo: true, summary: found.summary, preview: found.preview.data }, blocks }, ...Object.values(params));
 }
 
 function countsText(counts: Record<string, number>): string {

@@ -33,11 +33,10 @@ export async function deliverReply(p: {
   client: WebClient;
   logger: Logger;
   replace: boolean;
-  commandText?: string;
   page?: number;
 }): Promise<void> {
   const { reply, origin } = p;
-  const render = { ...(p.commandText !== undefined ? { commandText: p.commandText } : {}), ...(p.page ? { page: p.page } : {}) };
+  const render = p.page ? { page: p.page } : {};
   if (origin.view?.type === 'modal') {
     await p.client.views.update({ view_id: origin.view.id, view: renderReplyModal(reply, render) });
     return;

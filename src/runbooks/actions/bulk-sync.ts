@@ -784,6 +784,7 @@ export const bulkSyncAction: RunbookAction = {
   name: 'bulk-sync',
   description: 'Sync many apps, each once, in ordered waves with a health gate, following progress through the fleet watch',
   destructive: true,
+  pausable: true,
   input: bulkSyncInput,
   preview,
   execute,

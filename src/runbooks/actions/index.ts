@@ -18,6 +18,11 @@ export function findRunbookAction(name: string): RunbookAction | undefined {
   return registry.get(name);
 }
 
+/** Whether Pause means something for a run: it has steps to stop between, or a step that stops between its own calls. */
+export function runPausable(run: { steps: { action: string }[] }): boolean {
+  return run.steps.length > 1 || run.steps.some((s) => findRunbookAction(s.action)?.pausable === true);
+}
+
 export function runbookActionNames(): string[] {
   return [...registry.keys()].sort();
 }

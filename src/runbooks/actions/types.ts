@@ -74,6 +74,12 @@ export interface RunbookAction {
   name: string;
   description: string;
   destructive: boolean;
+  /**
+   * The step works through many calls (waves, apps) and checks for a pause between them, so Pause holds
+   * the rest for later. A step of one or two calls (pause a rollout, restore a key) has nothing to hold:
+   * its run offers Abort only. @defaultValue false
+   */
+  pausable?: boolean;
   /** Validates the step's `with` after params are substituted. */
   input: z.ZodType<Record<string, unknown>>;
   defaultTimeoutMs?: number;

@@ -34,7 +34,8 @@ export function argoCommand({ services, logger }: SlackDeps) {
         },
       });
       const reply = await runCommand(text, ctx, logger);
-      const { text: fallback, blocks } = renderBlocks(reply, { commandText: text });
+      // The reply's own pageCommand is what "More" re-runs: a read-only command, never the typed text of a sync.
+      const { text: fallback, blocks } = renderBlocks(reply);
       await respond({ response_type: isPublic ? 'in_channel' : 'ephemeral', text: fallback, blocks });
     } catch (err) {
       logger.error({ err, user: command.user_id, channel: command.channel_id }, 'slash command answer failed');
