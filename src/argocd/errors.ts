@@ -1,3 +1,4 @@
+import { typedDuration } from '../core/format.js';
 import { RollcallError } from '../core/errors.js';
 import type { ArgoErrorBody } from './types.js';
 
@@ -203,7 +204,7 @@ export function errorFromTransport(ctx: CallContext, errorCode: string | undefin
   const base = { instance: ctx.instance, maybeApplied: extra?.maybeApplied };
   if (errorCode === 'ETIMEDOUT' || errorCode === 'ECONNABORTED') {
     return new ArgoError(
-      `Argo CD instance ${ctx.instance} did not answer ${ctx.method} ${ctx.path} within ${formatMs(ctx.timeoutMs)} ` +
+      `Argo CD instance ${ctx.instance} did not answer ${ctx.method} ${ctx.path} within ${typedDuration(ctx.timeoutMs)} ` +
         `(instances[].timeout). Check that ${ctx.url} is up, or raise the timeout.`,
       { ...base, kind: 'timeout' },
     );
@@ -235,8 +236,3 @@ export function parseErrorBody(body: unknown): ArgoErrorBody {
   return {};
 }
 
-export function formatMs(ms: number): string {
-  if (ms % 60_000 === 0 && ms >= 60_000) return `${ms / 60_000}m`;
-  if (ms % 1000 === 0) return `${ms / 1000}s`;
-  return `${ms}ms`;
-}

@@ -1,3 +1,4 @@
+import { typedDuration } from '../core/format.js';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { WatchHandle, WatchOptions } from './api.js';
@@ -110,7 +111,7 @@ export function openSseWatch<E>(spec: SseWatchSpec<E>, options: WatchOptions<E>)
     };
 
     armLiveness(spec.connectTimeoutMs, () =>
-      finish(new ArgoError(`Watch ${spec.describe} on instance ${spec.instance}: no answer within ${spec.connectTimeoutMs}ms`, { kind: 'timeout', instance: spec.instance })),
+      finish(new ArgoError(`Watch ${spec.describe} on instance ${spec.instance}: no answer within ${typedDuration(spec.connectTimeoutMs)}`, { kind: 'timeout', instance: spec.instance })),
     );
     let answer: StreamAnswer;
     try {

@@ -23,12 +23,20 @@ export function clockTime(at: Date): string {
   return at.toISOString().slice(11, 19);
 }
 
-/** A duration the way people type it, in its largest whole unit: `10m`, `90s`, `2d`, `250ms`; parseDuration reads it back exactly. */
+/**
+ * A duration the way people type it, exact and in one canonical spelling: `10m`, `1h30m`, `1m30s`, `2d`,
+ * `250ms`. `600s` and `10m` both show as `10m`; parseDuration reads every output back to the same value,
+ * so a param echoed in a preview, a confirmation or a summary can be pasted into the next command.
+ */
 export function typedDuration(ms: number): string {
   if (!Number.isFinite(ms) || ms <= 0) return '0s';
-  const whole = Math.round(ms);
-  for (const [unit, size] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) if (whole % size === 0) return `${whole / size}${unit}`;
-  return `${whole}ms`;
+  let rest = Math.round(ms);
+  let text = '';
+  for (const [unit, size] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000], ['ms', 1]] as const) {
+    if (rest >= size) text += `${Math.floor(rest / size)}${unit}`;
+    rest %= size;
+  }
+  return text;
 }
 
 let displayTimeZone = 'UTC';

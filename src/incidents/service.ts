@@ -1,3 +1,4 @@
+import { absoluteTime, formatDuration } from '../core/format.js';
 import { RollcallError } from '../core/errors.js';
 import type { FleetView } from '../fleet/model.js';
 import { selectApps, type AppSelector } from '../fleet/select.js';
@@ -150,7 +151,7 @@ export class IncidentService {
   }
 
   async setImpact(incident: Incident, at: string, by: string): Promise<Incident> {
-    await this.store.append(incident.id, { at: this.now().toISOString(), kind: 'status', source: 'human', by, text: `impact start set to ${at} by ${by}` });
+    await this.store.append(incident.id, { at: this.now().toISOString(), kind: 'status', source: 'human', by, text: `impact start set to ${absoluteTime(at)} by ${by}` });
     return this.store.update(incident.id, { impactOverride: at });
   }
 
@@ -221,7 +222,7 @@ export class IncidentService {
       return nowMs - since >= this.mitigatedAfterMs;
     });
     if (!settled) return undefined;
-    return `All ${apps.length} scoped app${apps.length === 1 ? '' : 's'} have been Synced and Healthy for ${Math.round(this.mitigatedAfterMs / 60_000)}m: \`incident status ${incident.id} mitigated\`?`;
+    return `All ${apps.length} scoped app${apps.length === 1 ? '' : 's'} have been Synced and Healthy for ${formatDuration(this.mitigatedAfterMs)}: \`incident status ${incident.id} mitigated\`?`;
   }
 
   // ---- for alert rules ----

@@ -1,3 +1,4 @@
+import { typedDuration } from '../core/format.js';
 import { createRequire } from 'node:module';
 import type { Redis, RedisOptions } from 'ioredis';
 import { redactUrlPassword } from '../config/load.js';
@@ -78,7 +79,7 @@ export function createRedisPinger(url: string, timeoutMs = 1000): { check(): Pro
       try {
         await Promise.race([
           redis.ping(),
-          new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs))),
+          new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${typedDuration(timeoutMs)}`)), timeoutMs))),
         ]);
         return undefined;
       } catch (error) {

@@ -1,3 +1,4 @@
+import { typedDuration } from '../core/format.js';
 import { X509Certificate } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
 import { KubeError, kubeFor, toKubeError, type KubeClients } from './clients.js';
@@ -339,7 +340,7 @@ export async function waitControllerReady(target: KubeClients, settings: Control
     const pods = (await target.core.listNamespacedPod({ namespace: settings.namespace, labelSelector: settings.podSelector })).items;
     const ready = pods.find((p) => !oldPods.includes(p.metadata!.name!) && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
     if (ready) return ready.metadata!.name!;
-    if (Date.now() > deadline) throw new KubeError('unavailable', `the sealed-secrets controller on ${target.cluster} was not Ready within ${Math.round(timeoutMs / 1000)}s`);
+    if (Date.now() > deadline) throw new KubeError('unavailable', `the sealed-secrets controller on ${target.cluster} was not Ready within ${typedDuration(timeoutMs)}`);
     await new Promise((r) => setTimeout(r, pollMs));
   }
 }

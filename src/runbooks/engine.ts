@@ -1,3 +1,4 @@
+import { formatDuration, typedDuration } from '../core/format.js';
 import { setMaxListeners } from 'node:events';
 import { DelayedError, type Job, type Queue, type Worker } from 'bullmq';
 import { closest } from 'fastest-levenshtein';
@@ -349,7 +350,7 @@ class Engine implements RunService {
     if (previewExpired(run)) {
       await this.store.update(runId, (r) => this.transit(r, { type: 'expire', at: new Date().toISOString() }));
       await this.record({ kind: 'run.end', who: ENGINE_USER, runId, result: 'cancelled', message: 'preview expired before confirmation' });
-      throw new RunStateError(`the preview of run ${run.id} is older than ${PREVIEW_TTL_MS / 60_000} minutes and may no longer match the fleet; run the command again for a fresh preview`);
+      throw new RunStateError(`the preview of run ${run.id} is older than ${formatDuration(PREVIEW_TTL_MS)} and may no longer match the fleet; run the command again for a fresh preview`);
     }
     // Locks are taken at confirmation, not at preview: an abandoned preview must not block anyone.
     await this.locks.acquire(run.id, run.targets);
@@ -465,7 +466,7 @@ class Engine implements RunService {
     for (;;) {
       const run = await this.store.require(runId);
       if (isTerminal(run.status) || run.status === 'paused') return run;
-      if (Date.now() > deadline) throw new RunStateError(`run ${runId} is still ${run.status} after ${Math.round(timeoutMs / 1000)}s; follow it with /argo runs show ${runId}`);
+      if (Date.now() > deadline) throw new RunStateError(`run ${runId} is still ${run.status} after ${typedDuration(timeoutMs)}; follow it with /argo runs show ${runId}`);
       await new Promise((r) => setTimeout(r, 200));
     }
   }
@@ -637,7 +638,7 @@ class Engine implements RunService {
       }
     }
     if (reason === 'timeout' && outcome.status !== 'failed') {
-      outcome = { status: 'failed', error: `step ${stepId} timed out after ${Math.round((timeoutMs ?? 0) / 1000)}s`, output: outcome.output };
+      outcome = { status: 'failed', error: `step ${stepId} timed out after ${typedDuration(timeoutMs ?? 0)}`, output: outcome.output };
     }
     await this.record({ kind: 'step.end', who: ENGINE_USER, runId, target: stepId, result: outcome.status, message: 'error' in outcome ? outcome.error : undefined });
     try {

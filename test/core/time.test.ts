@@ -30,7 +30,7 @@ describe('one way to show time', () => {
     }
   });
 
-  it('writes durations in their largest whole unit', () => {
-    expect([600_000, 90_000, 5_400_000, 250, 86_400_000].map(typedDuration)).toEqual(['10m', '90s', '90m', '250ms', '1d']);
+  it('writes durations exactly, in one canonical spelling from the largest unit down', () => {
+    expect([600_000, 90_000, 5_400_000, 250, 86_400_000, 93_784_005].map(typedDuration)).toEqual(['10m', '1m30s', '1h30m', '250ms', '1d', '1d2h3m4s5ms']);
   });
 });

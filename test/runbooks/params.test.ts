@@ -59,8 +59,8 @@ describe('formatParam', () => {
     const { formatParam } = await import('../../src/runbooks/params.js');
     expect(formatParam({ type: 'duration', required: false, description: '' }, 600_000)).toBe('10m');
     expect(formatParam({ type: 'duration', required: false, description: '' }, 7_200_000)).toBe('2h');
-    expect(formatParam({ type: 'duration', required: false, description: '' }, 90_000)).toBe('90s');
-    expect(formatParam({ type: 'duration', required: false, description: '' }, 1500)).toBe('1500ms');
+    expect(formatParam({ type: 'duration', required: false, description: '' }, 90_000)).toBe('1m30s');
+    expect(formatParam({ type: 'duration', required: false, description: '' }, 1500)).toBe('1s500ms');
     expect(formatParam({ type: 'int', required: false, description: '' }, 600_000)).toBe('600000');
     expect(formatParam(undefined, true)).toBe('true');
   });

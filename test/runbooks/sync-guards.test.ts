@@ -80,9 +80,12 @@ describe('durations are parsed strictly', () => {
   it('refuses a bare number with the hint of both units', () => {
     expect(() => parseParams(runbook, { selector: 'auth-config-*', waveTimeout: '10' })).toThrow(/waveTimeout=10 has no unit: write 10m or 10s/);
   });
-  it('reads 10m, 90s, 250ms and 1h30m, and shows them back in their largest whole unit', () => {
+  it('shows 1h30m back as 1h30m (not 90m), and one value one way: 600s and 10m both as 10m', () => {
     const spec = runbook.params.waveTimeout;
-    for (const typed of ['10m', '90s', '250ms', '2d']) expect(formatParam(spec, parseParams(runbook, { selector: 'x', waveTimeout: typed }).waveTimeout)).toBe(typed);
-    expect(formatParam(spec, parseParams(runbook, { selector: 'x', waveTimeout: '1h30m' }).waveTimeout)).toBe('90m');
+    const shown = (typed: string) => formatParam(spec, parseParams(runbook, { selector: 'x', waveTimeout: typed }).waveTimeout);
+    for (const typed of ['10m', '1h30m', '1m30s', '250ms', '2d']) expect(shown(typed)).toBe(typed);
+    expect(shown('600s')).toBe('10m');
+    expect(shown('90m')).toBe('1h30m');
+    expect(shown('90s')).toBe('1m30s');
   });
 });
