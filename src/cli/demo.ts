@@ -100,6 +100,20 @@ export async function demo(opts: {
       : `Redis: ${redactUrlPassword(redis.url)}, with this demo's own key prefix "${prefix}" (nothing else reads or runs it; removed on exit)`,
   );
 
+  // A run's progress and summary arrive while the prompt waits for the next command: they print above
+  // it, and the prompt is drawn again (with what was typed so far) so the terminal still reads "argo> ".
+  let rl: readline.Interface | undefined;
+  let busy = true;
+  const sayAsync = (s: string) => {
+    if (!rl || busy) return say(s);
+    if (color) {
+      readline.clearLine(output, 0);
+      readline.cursorTo(output, 0);
+    }
+    say(s);
+    rl.prompt(true);
+  };
+
   let sim: SimServer | undefined;
   let runtime: Awaited<ReturnType<typeof startRuntime>> | undefined;
   let scratch: string | undefined;
@@ -124,7 +138,7 @@ export async function demo(opts: {
       `\naccess:\n  groups: { oncall: ['${DEMO_USER}', '${SECOND_USER}'] }\n  operators: ['group:oncall']\n  admins: ['${DEMO_USER}']\n`;
     const config = parseConfig(yaml, 'demo');
     const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
-    runtime = await startRuntime(config, { logger, notifier: new TerminalNotifier(say, true) });
+    runtime = await startRuntime(config, { logger, notifier: new TerminalNotifier(sayAsync, true) });
     await runtime.enableRuns({ role: 'all', redisUrl: redis.url, schedules: false });
   } catch (error) {
     await cleanup();
@@ -150,9 +164,11 @@ export async function demo(opts: {
     if (buttons.length) say(buttons.map((b, i) => `[${i + 1}] ${b.label}`).join('  '));
   };
 
-  const rl = readline.createInterface({ input: opts.input ?? process.stdin, output, prompt: 'argo> ', terminal: color });
+  rl = readline.createInterface({ input: opts.input ?? process.stdin, output, prompt: 'argo> ', terminal: color });
+  busy = false;
   rl.prompt();
   for await (const line of rl) {
+    busy = true;
     let text = line.trim().replace(/^\/argo\s+/, '');
     if (text === 'exit' || text === 'quit') break;
     let user = DEMO_USER;
@@ -169,8 +185,10 @@ export async function demo(opts: {
         show(await dispatch(pressed?.command ?? text, ctx));
       }
     }
+    busy = false;
     rl.prompt();
   }
+  busy = true;
   rl.close();
   await cleanup();
   say('bye');

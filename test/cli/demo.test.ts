@@ -49,4 +49,24 @@ describe('rollcall demo', () => {
     expect(text).toMatch(/bye\n$/);
     expect(await redis.keys(`${prefix}:*`)).toEqual([]);
   }, 90_000);
+
+  it('draws the prompt again after a run summary that arrives while it waits for input', async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    let text = '';
+    output.on('data', (c) => (text += c));
+    const finished = demo({ scenario: 'sealed-secrets-migration', speed: 50, input, output });
+    try {
+      await waitFor(() => text, /argo> /);
+      input.write('run backup-sealed-secrets-keys cluster=prod-old\n');
+      const runId = (await waitFor(() => text, /preview \((r-[a-z0-9]+)\)/))[1];
+      input.write('1\n');
+      // The summary is printed by the notifier when the run ends, after the Confirm's answer and its prompt.
+      await waitFor(() => text, new RegExp(`${runId}: succeeded[\\s\\S]*Steps`));
+      await waitFor(() => text, new RegExp(`${runId}: succeeded[\\s\\S]*argo> $`), 5_000);
+    } finally {
+      input.end('exit\n');
+      await finished;
+    }
+  }, 90_000);
 });
