@@ -161,6 +161,14 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
       assumeYes: opts.yes,
       channel: 'terminal',
     };
+    // `runs wait ID --wait` (what ask says to do with a run no worker picks up) runs that run here: it is
+    // adopted before the wait, or the wait would be for a worker that never comes.
+    if (opts.wait) {
+      try {
+        const asked = parseCommand(text);
+        if (asked.command === 'runs' && ['wait', 'show'].includes(asked.positional[0]) && asked.positional[1]) runtime.adoptRun(asked.positional[1]);
+      } catch {}
+    }
     let reply = await dispatch(text, ctx);
     const runId = typeof reply.data.runId === 'string' ? reply.data.runId : undefined;
     // `runs wait ID --wait` has waited already: its answer is the final state, printed once.

@@ -1,8 +1,8 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError, formatProblem, loadConfig, redactConfig } from '../config/load.js';
 import { errorReply, replyJson } from '../core/reply.js';
-import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type ErrorCode } from '../core/error-codes.js';
-import { isRollcallError } from '../core/errors.js';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, exitCodeFor, type ErrorCode } from '../core/error-codes.js';
+import { RollcallError } from '../core/errors.js';
 import { createLogger } from '../log.js';
 
 
@@ -26,6 +26,11 @@ function askJsonOf(argv: string[]): { command: string } | undefined {
     else if (!args[i].startsWith('-')) return { command: firstWord(args[i]) };
   }
   return { command: 'ask' };
+}
+
+/** An error of a system call (ENOENT, EACCES, EADDRINUSE ...): Node names the call and the path in its message. */
+function isSystemError(error: unknown): error is NodeJS.ErrnoException {
+  return error instanceof Error && typeof (error as NodeJS.ErrnoException).syscall === 'string' && typeof (error as NodeJS.ErrnoException).code === 'string';
 }
 
 function firstWord(text: string | undefined): string {
@@ -90,11 +95,10 @@ export async function runCli(argv: string[]): Promise<void> {
     .option('--scenario <name>', 'seed-outage | progressive-infra | sealed-secrets-migration', 'seed-outage')
     .option('--speed <x>', 'simulated time speed', '10')
     .action(async (opts) => {
+      const speed = Number(opts.speed);
+      if (!(speed > 0)) fail(`--speed must be a positive number (got "${opts.speed}")`);
       const { demo } = await import('./demo.js');
-      await demo({ scenario: opts.scenario, speed: Number(opts.speed) }).catch((error) => {
-        if (isRollcallError(error, 'redis_unavailable', 'unknown_scenario')) fail(error.message);
-        throw error;
-      });
+      await demo({ scenario: opts.scenario, speed });
     });
 
   program
@@ -114,6 +118,7 @@ export async function runCli(argv: string[]): Promise<void> {
       if (!(speed > 0)) fail(`--speed must be a positive number (got "${opts.speed}")`);
       const { runSimCommand } = await import('../sim/cli.js');
       const { FixtureError } = await import('../sim/fixture.js');
+      const { ScenarioError } = await import('../sim/scenarios/index.js');
       await runSimCommand({
         scenario: opts.scenario ?? (opts.fixture ? undefined : 'seed-outage'),
         fixture: opts.fixture,
@@ -123,7 +128,7 @@ export async function runCli(argv: string[]): Promise<void> {
         writeConfig: opts.writeConfig,
       }).catch((error) => {
         // A bad fixture is a usage error: its message names every problem by path; a stack adds nothing.
-        if (error instanceof FixtureError) fail(error.message);
+        if (error instanceof FixtureError || error instanceof ScenarioError) fail(error.message);
         throw error;
       });
     });
@@ -134,13 +139,8 @@ export async function runCli(argv: string[]): Promise<void> {
     .argument('[file]', 'where to write it', 'rollcall.yaml')
     .action(async (file: string) => {
       const { initConfig } = await import('./init.js');
-      try {
-        const written = initConfig(file);
-        process.stdout.write(`wrote ${written}: set ARGOCD_TOKEN (and the Slack tokens once you add a slack section), then \`rollcall config check --config ${file}\`\n`);
-      } catch (error) {
-        if (isRollcallError(error, 'config_exists')) fail(error.message);
-        throw error;
-      }
+      const written = initConfig(file);
+      process.stdout.write(`wrote ${written}: set ARGOCD_TOKEN (and the Slack tokens once you add a slack section), then \`rollcall config check --config ${file}\`\n`);
     });
 
   const configCmd = program.command('config').description('configuration');
@@ -188,6 +188,17 @@ export async function runCli(argv: string[]): Promise<void> {
         printJsonFailure(askJson.command, 'usage', `${error.message.replace(/^error: /, '')}.${dashed} Usage: rollcall ask "<command text>" [--config FILE] [--json] [--as USER] [--yes] [--wait] [--out DIR]`);
       }
       process.exit(EXIT_USAGE);
+    }
+    // A RollcallError is the user's to act on (a bad option, an unreachable Redis): its message is the
+    // whole answer, in one line. So is an error of the operating system (a file that cannot be written,
+    // a port in use). Only a bug gets its stack logged.
+    if (error instanceof RollcallError) {
+      if (askJson) printJsonFailure(askJson.command, error.code, error.message);
+      fail(error.message, exitCodeFor(error.code));
+    }
+    if (isSystemError(error)) {
+      if (askJson) printJsonFailure(askJson.command, 'internal', error.message);
+      fail(error.message, EXIT_FAILED);
     }
     const logger = createLogger({ level: 'error' });
     logger.error({ err: error }, 'rollcall failed');

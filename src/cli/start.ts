@@ -1,6 +1,7 @@
 import type { RollcallConfig } from '../config/schema.js';
 import { startHttpServer } from '../http/server.js';
-import { closeRedis, createRedis, createRedisPinger, persistenceProblem } from '../jobs/redis.js';
+import { RollcallError } from '../core/errors.js';
+import { closeRedis, createRedis, createRedisPinger, persistenceProblem, probeRedis, redisUnreachableMessage } from '../jobs/redis.js';
 import { createLogger } from '../log.js';
 import { RunStore } from '../runbooks/run-store.js';
 import { startRuntime } from './bootstrap.js';
@@ -9,6 +10,9 @@ import { startRuntime } from './bootstrap.js';
 export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worker'): Promise<void> {
   const logger = createLogger();
   const redisUrl = process.env.REDIS_URL ?? config.redis.url;
+  // Once running, rollcall rides out a Redis outage; starting without one would only look healthy.
+  const down = await probeRedis(redisUrl);
+  if (down) throw new RollcallError('redis_unavailable', redisUnreachableMessage(redisUrl, down));
   const runtime = await startRuntime(config, { logger });
   await runtime.enableRuns({ role, redisUrl });
   const stops: (() => Promise<void>)[] = [];

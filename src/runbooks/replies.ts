@@ -91,11 +91,10 @@ export function previewReply(run: Run): Reply {
  * The answer to a runbook whose preview found nothing to do: what it found and why, with no run and no
  * Confirm (see NothingToDo). `ok`: the request was understood and answered; nothing is wrong.
  */
-export function nothingToDoReply(found: { runbook: string; title: string; summary: string; preview: { data: Record<string, unknown>; blocks: ReplyBlock[] } }, command: string, params: Record<string, string>): Reply {
+export function nothingToDoReply(found: { runbook: string; title: string; summary: string; preview: { data: Record<string, unknown> } }, command: string, params: Record<string, string>): Reply {
   const blocks: ReplyBlock[] = [
     { kind: 'header', text: `${found.title}: nothing to do` },
     { kind: 'text', text: found.summary, tone: 'ok' },
-    ...found.preview.blocks.filter((b) => b.kind !== 'actions' && !(b.kind === 'list' && !b.items.length)),
     { kind: 'context', text: 'No run was created: there is nothing to confirm.' },
   ];
   return withUserText({ ok: true, command, title: `${found.title}: nothing to do`, data: { runbook: found.runbook, nothingToDo: true, summary: found.summary, preview: found.preview.data }, blocks }, ...Object.values(params));

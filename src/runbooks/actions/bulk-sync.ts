@@ -297,7 +297,7 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
   }
   const summary = toSync.length
     ? `Sync ${toSync.length} app${toSync.length === 1 ? '' : 's'} on ${clusters.length} cluster${clusters.length === 1 ? '' : 's'}${input.prune ? ' with prune' : ''}${input.dryRun ? ' (dry run)' : ''} in ${waves.length} wave${waves.length === 1 ? '' : 's'}${skipped.length ? `; ${skipped.length} already Synced+Healthy, skipped` : ''}.`
-    : `Nothing to sync: all ${selected.length} matching apps are already Synced and Healthy (add includeSynced=true to sync them anyway).`;
+    : `Nothing to sync: ${selected.length === 1 ? `${selected[0].app.metadata.name}, the one matching app, is` : `all ${selected.length} matching apps are`} already Synced and Healthy${input.revision ? ` at revision ${literal(input.revision)}` : ''}. To sync ${selected.length === 1 ? 'it' : 'them'} anyway, add includeSynced=true.`;
   return {
     targets: toSync.map((f) => ({ instance: f.instance, app: f.app.metadata.name, cluster: f.cluster })),
     summary,
