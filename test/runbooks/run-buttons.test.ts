@@ -1,0 +1,66 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { ReplyButton } from '../../src/core/reply.js';
+import { registerRunbookAction } from '../../src/runbooks/actions/index.js';
+import type { RunService } from '../../src/runbooks/engine.js';
+import { parseRunbook } from '../../src/runbooks/loader.js';
+import { progressReply } from '../../src/runbooks/replies.js';
+import { makeApp } from './fake-argo.js';
+import { harness, type Harness } from './harness.js';
+
+// One call and done, like pause-rollout or a key restore: nothing between calls for a pause to hold.
+registerRunbookAction({
+  name: 'test-one-call',
+  description: 'one call',
+  destructive: true,
+  input: z.object({ app: z.string() }),
+  async preview(ctx) {
+    const app = String(ctx.input.app);
+    return { targets: [{ instance: 'argo-test', app }], summary: `touch ${app}`, data: { app }, blocks: [] };
+  },
+  async execute() {
+    return { status: 'succeeded' };
+  },
+});
+
+const ONE_CALL = parseRunbook(
+  `name: one-call
+title: One call
+params:
+  app: { type: string, required: true }
+steps:
+  - id: touch
+    action: test-one-call
+    with: { app: "\${{ params.app }}" }
+`,
+  'one-call.yaml',
+).runbook!;
+
+const labels = (buttons: ReplyButton[] | undefined) => (buttons ?? []).map((b) => b.label);
+const buttonsOf = (run: Parameters<typeof progressReply>[0]) => labels(progressReply(run).blocks.flatMap((b) => (b.kind === 'actions' ? b.buttons : [])));
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+describe('the buttons of a run fit its runbook', () => {
+  it('offers Pause only where a pause holds something (bulk-sync), Abort while running, nothing once ended', async () => {
+    // role bot: no step runs here, so a confirmed run stays running.
+    h = await harness([makeApp('a-1', 'c1', { sync: 'OutOfSync' }), makeApp('b-1', 'c1', { sync: 'OutOfSync' })], { engine: { role: 'bot' }, runbooks: [ONE_CALL] });
+    const runs = h.services.runs as RunService;
+
+    const sync = await runs.confirm((await runs.start({ runbook: 'bulk-sync', params: { selector: 'a-*' }, user: 'U_OP', surface: 'slack' })).id, 'U_OP');
+    expect(sync.status).toBe('running');
+    expect(buttonsOf(sync)).toEqual(['Pause', 'Abort']);
+
+    const one = await runs.confirm((await runs.start({ runbook: 'one-call', params: { app: 'b-1' }, user: 'U_OP', surface: 'slack' })).id, 'U_OP');
+    expect(one.status).toBe('running');
+    expect(buttonsOf(one)).toEqual(['Abort']);
+    // `runs pause ID` is refused the same way the button is missing.
+    await expect(runs.pause(one.id, 'U_OP')).rejects.toMatchObject({ code: 'invalid_state', message: expect.stringContaining('cannot be paused; abort it instead') });
+
+    for (const id of [sync.id, one.id]) expect(buttonsOf(await runs.abort(id, 'U_OP'))).toEqual([]);
+  });
+});
