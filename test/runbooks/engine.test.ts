@@ -157,7 +157,7 @@ describe('runbook engine with bulk-sync', () => {
       await closeRedis(redis);
     }
     const late = await findAction('run.confirm')!.run(runId, ctx('U_OP'));
-    expect(late!.error!.message).toMatch(/older than 30 minutes .* run the command again/);
+    expect(late!.error!.message).toMatch(/older than 30m .* run the command again/);
     expect((await runs().get(runId))!.status).toBe('cancelled');
     expect(h.argo.syncs).toHaveLength(0);
   });
