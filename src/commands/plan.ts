@@ -45,7 +45,7 @@ export async function runPlan(cmd: ParsedCommand, ctx: CommandContext): Promise<
     : '';
   // A step held by failing apps syncs nothing more until they are fixed: that leads, before what would follow.
   const stuck = plan.findings.find((f) => f.rule === 'stuck-step');
-  if (stuck) blocks.push({ kind: 'text', text: `${TONE_EMOJI.error} *Blocked:* ${foldFinding(stuck.message)[0]}. Nothing below happens until ${stuck.step !== undefined ? `step ${stuck.step}'s` : 'its'} failing apps are fixed.`, tone: 'error' });
+  if (stuck) blocks.push({ kind: 'text', text: `${TONE_EMOJI.error} *Blocked:* ${foldFinding(stuck.message)[0].replace(/\.$/, '')}. Nothing below happens until ${stuck.step !== undefined ? `step ${stuck.step}'s` : 'its'} failing apps are fixed.`, tone: 'error' });
   blocks.push({
     kind: 'text',
     text: pending.length

@@ -143,7 +143,7 @@ export function findingsBlock(findings: Finding[], opts: { withAppSet?: boolean;
     return {
       text: `${SEVERITY_EMOJI[f.severity] ?? ''} *${f.rule}*${where ? ` · ${where}` : ''}: ${headline}`.trim(),
       tone: SEVERITY_TONE[f.severity] ?? 'info',
-      detail: `${rest ? `${rest}\n` : ''}Why: ${f.why}\nFix: ${f.fix}`,
+      detail: [rest, ...(f.details ?? []), `Why: ${f.why}`, `Fix: ${f.fix}`].filter(Boolean).join('\n'),
     };
   });
   return { kind: 'list', title: 'Findings', items, total: findings.length };

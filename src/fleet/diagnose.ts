@@ -28,7 +28,7 @@ import {
   rolloutSteps,
   usesClusterGenerator,
 } from './rollingsync.js';
-import { formatDuration } from '../core/format.js';
+import { code, formatDuration, oneLine } from '../core/format.js';
 import { expressionText } from './rollingsync.js';
 
 export type Severity = 'critical' | 'warning' | 'info';
@@ -37,8 +37,10 @@ export interface Finding {
   /** Stable rule id (one of RULES). */
   rule: string;
   severity: Severity;
-  /** What is wrong here: names the step, the key, the apps. */
+  /** What is wrong here, in a sentence or two: names the step, the key, the apps. */
   message: string;
+  /** One line per app the finding is about, saying what is wrong with that one (a stuck app's operation and health). */
+  details?: string[];
   /** The Argo CD behaviour behind it. */
   why: string;
   /** What to do about it, concretely. */
@@ -468,15 +470,18 @@ function ruleStuckStep(ctx: Context, add: Add) {
   for (const [step, stuck] of [...byStep].sort((a, b) => a[0] - b[0])) {
     stuck.sort((a, b) => b.sinceMs - a.sinceMs || byName(a.entry.application, b.entry.application));
     const names = stuck.map((s) => s.entry.application);
-    const details = stuck.slice(0, NAMES_SHOWN).map((s) => `${s.entry.application} ${s.entry.status} for ${formatDuration(s.sinceMs)} (${appProblem(appNamed(ctx, s.entry.application))})`);
-    const more = stuck.length > NAMES_SHOWN ? `; +${stuck.length - NAMES_SHOWN} more` : '';
+    // Each app's operation and health messages (webhook errors run to hundreds of characters) get a line of
+    // their own: one sentence holding them all is unreadable at 3 a.m.
+    const details = stuck.slice(0, NAMES_SHOWN).map((s) => `${s.entry.application} ${s.entry.status} for ${formatDuration(s.sinceMs)}: ${appProblem(appNamed(ctx, s.entry.application))}`);
+    if (stuck.length > NAMES_SHOWN) details.push(`+${stuck.length - NAMES_SHOWN} more`);
     const blocked = blockedBehind(ctx, step);
     add({
       rule: 'stuck-step',
       severity: 'critical',
       message:
-        `Step ${step} is stuck: ${count(stuck.length, 'app')} Pending/Progressing longer than ${formatDuration(ctx.stuckAfterMs)}: ${details.join('; ')}${more}.` +
+        `Step ${step} is stuck: ${count(stuck.length, 'app')} Pending/Progressing longer than ${formatDuration(ctx.stuckAfterMs)} (${nameList(names)}).` +
         (blocked.apps > 0 ? ` ${blocked.text} wait${blocked.steps.length === 1 ? 's' : ''} behind it.` : ''),
+      details,
       why:
         'Argo CD has no step timeout in any version (the 300s progressing timeout once in the docs never existed). ' +
         'An app leaves Progressing only when it is both Healthy and Synced; a failed sync counts as Progressing, ' +
@@ -956,11 +961,15 @@ function unique<T>(items: T[]): T[] {
 }
 
 /** Go error chains put the root cause last ("...: dial tcp ...: connection refused"): keep head and tail. */
+/**
+ * Argo CD's own words, as a code span: its messages quote names themselves (`Deployment.apps "payments" is
+ * invalid`), so double quotes around them would nest.
+ */
 function quote(text: string): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  if (flat.length <= QUOTE_MAX) return `"${flat}"`;
+  const flat = oneLine(text);
+  if (flat.length <= QUOTE_MAX) return code(flat);
   const tail = Math.floor(QUOTE_MAX * 0.45);
-  return `"${flat.slice(0, QUOTE_MAX - tail - 1)}…${flat.slice(flat.length - tail)}"`;
+  return code(`${flat.slice(0, QUOTE_MAX - tail - 1)}…${flat.slice(flat.length - tail)}`);
 }
 
 function parseTime(text: string | undefined): number | undefined {

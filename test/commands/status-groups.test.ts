@@ -113,7 +113,7 @@ describe('plan and rollout on progressive-infra', () => {
   it('plan leads with the blocked step, not with what it would sync', async () => {
     const text = renderText(await dispatch('plan progressive-infra', s.ctx()));
     const lines = text.split('\n').filter((l) => l.trim());
-    expect(lines[2]).toMatch(/^✖ Blocked: Step 3 is stuck: 3 apps Pending\/Progressing longer than 15m\. Nothing below happens until step 3's failing apps are fixed\.$/);
+    expect(lines[2]).toBe("✖ Blocked: Step 3 is stuck: 3 apps Pending/Progressing longer than 15m (cert-manager-prod-2, external-dns-prod-3, ingress-nginx-prod-1). Nothing below happens until step 3's failing apps are fixed.");
     expect(text).toContain('Once unblocked, RollingSync will sync');
   });
 
@@ -123,6 +123,12 @@ describe('plan and rollout on progressive-infra', () => {
     const stuck = findings.items.find((i) => i.text.includes('stuck-step'))!;
     expect(stuck.text.length).toBeLessThan(200);
     expect(stuck.detail).toMatch(/^cert-manager-prod-2 Progressing for/);
+    // One line per stuck app, none of them a wall of text, and Argo CD's quoted names never inside double quotes.
+    const perApp = stuck.detail!.split('\n').filter((l) => / Progressing for /.test(l));
+    expect(perApp.map((l) => l.split(' ')[0])).toEqual(['cert-manager-prod-2', 'external-dns-prod-3', 'ingress-nginx-prod-1']);
+    for (const line of stuck.detail!.split('\n')) expect(line.length).toBeLessThan(400);
+    expect(stuck.detail).not.toMatch(/"[^"`]*"[^"`]*"[^"`]*"/);
+    expect(renderText(reply)).not.toMatch(/"Internal error occurred: failed calling webhook "/);
   });
 });
 

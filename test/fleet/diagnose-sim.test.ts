@@ -37,7 +37,7 @@ describe('diagnose on a simulated Argo CD rollout', () => {
     const stuck = diagnose().filter((f) => f.rule === 'stuck-step');
     expect(stuck).toHaveLength(1);
     expect(stuck[0]).toMatchObject({ severity: 'critical', step: 3, apps: ['payments-prod-1'] });
-    expect(stuck[0].message).toContain('containers[0].image: Required value');
+    expect(stuck[0].details!.join('\n')).toContain('containers[0].image: Required value');
     controller.stop();
   });
 
@@ -58,7 +58,8 @@ describe('diagnose on the progressive-infra scenario', () => {
     expect(stuck).toHaveLength(1);
     expect(stuck[0]).toMatchObject({ appSet: 'progressive-infra', step: 3, severity: 'critical' });
     expect(stuck[0].apps).toHaveLength(3);
-    expect(stuck[0].message).toContain('operation Failed');
+    expect(stuck[0].details).toHaveLength(3);
+    for (const line of stuck[0].details!) expect(line).toContain('operation Failed');
     const label = findings.find((f) => f.rule === 'label-on-cluster-not-app');
     expect(label).toMatchObject({ appSet: 'platform-addons', severity: 'critical' });
     expect(findings.every((f) => f.appSet && f.instance)).toBe(true);

@@ -356,13 +356,16 @@ describe('stuck-step', () => {
     return parts;
   }
 
-  it('fires for an app Progressing longer than the threshold, with its operation and health messages', () => {
+  it('fires for an app Progressing longer than the threshold, with its operation and health messages on a line of its own', () => {
     const [f] = only(diagnose(prodProgressing(42)), 'stuck-step');
     expect(f).toMatchObject({ severity: 'critical', step: 3, apps: ['payments-prod-1'] });
-    expect(f.message).toContain('payments-prod-1 Progressing for 42m');
-    expect(f.message).toContain('operation Failed after 5 retries: Deployment/payments: "Deployment.apps "payments" is invalid"');
-    expect(f.message).toContain('sync OutOfSync, health Degraded: Deployment/payments: "Deployment "payments" exceeded its progress deadline"');
-    expect(f.message).toContain('longer than 15m');
+    expect(f.message).toBe('Step 3 is stuck: 1 app Pending/Progressing longer than 15m (payments-prod-1).');
+    expect(f.details).toHaveLength(1);
+    // Argo CD's messages quote names themselves: they are code spans, never nested in double quotes.
+    expect(f.details![0]).toBe(
+      'payments-prod-1 Progressing for 42m: operation Failed after 5 retries: Deployment/payments: `Deployment.apps "payments" is invalid`; ' +
+        'sync OutOfSync, health Degraded: Deployment/payments: `Deployment "payments" exceeded its progress deadline`',
+    );
     expect(f.why).toContain('no step timeout');
     expect(f.fix).toContain('/argo sync payments-prod-1');
     expect(f.fix).toContain('terminate-op');
@@ -567,7 +570,7 @@ describe('what the controller knows that labels cannot tell', () => {
     expect(fleet.appsOf(target.instance, 'payments').map((a) => a.app.metadata.name).sort()).toEqual(parts.apps.map((a) => a.metadata.name).sort());
     const [stuck] = only(diagnoseAppSet(fleet, target, opts), 'stuck-step');
     expect(stuck.message).not.toContain('not in the mirror');
-    expect(stuck.message).toContain('sync Synced, health Healthy');
+    expect(stuck.details!.join('\n')).toContain('sync Synced, health Healthy');
   });
 
   it('does not adopt an app another appset owns', () => {
