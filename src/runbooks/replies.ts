@@ -182,7 +182,7 @@ export function runListReply(runs: Run[]): Reply {
               tone: STATUS_TONE[r.status],
             })),
           }
-        : { kind: 'text', text: 'No runs yet. Start one with `/argo sync <selector>` or `/argo run <runbook> key=value ...`.' },
+        : { kind: 'text', text: 'No runs yet. Start one with `/argo sync <selector>` or `/argo run <runbook> key=value`.' },
     ],
   };
   return withUserText(reply, ...runs.flatMap((r) => typedParams(r.params)));

@@ -132,6 +132,24 @@ describe('plan and rollout on progressive-infra', () => {
   });
 });
 
+describe('terminal answers on progressive-infra', () => {
+  let s: Scenario;
+  beforeAll(async () => {
+    s = await open('progressive-infra');
+  }, 30_000);
+  afterAll(() => close(s));
+
+  it('never suggest the command just run, and print no Slack markup (backticks, /argo)', async () => {
+    for (const command of ['status', 'status progressive-infra', 'rollout progressive-infra', 'plan progressive-infra', 'diagnose', 'diagnose progressive-infra', 'app cert-manager-prod-2', 'clusters']) {
+      const text = renderText(await dispatch(command, s.ctx()));
+      const tries = [...text.matchAll(/^→ try: (.+)$/gm)].map((m) => m[1].trim());
+      expect(tries, command).not.toContain(command);
+      expect(text, command).not.toContain('`');
+      expect(text, command).not.toMatch(/\/argo\s/);
+    }
+  });
+});
+
 describe('app on progressive-infra', () => {
   let s: Scenario;
   beforeAll(async () => {
