@@ -102,10 +102,10 @@ export async function demo(opts: {
 
   // A run's progress and summary arrive while the prompt waits for the next command: they print above
   // it, and the prompt is drawn again (with what was typed so far) so the terminal still reads "argo> ".
-  let rl: readline.Interface | undefined;
-  let busy = true;
+  const prompt: { rl?: readline.Interface; busy: boolean } = { busy: true };
   const sayAsync = (s: string) => {
-    if (!rl || busy) return say(s);
+    const rl = prompt.rl;
+    if (!rl || prompt.busy) return say(s);
     if (color) {
       readline.clearLine(output, 0);
       readline.cursorTo(output, 0);
@@ -164,11 +164,12 @@ export async function demo(opts: {
     if (buttons.length) say(buttons.map((b, i) => `[${i + 1}] ${b.label}`).join('  '));
   };
 
-  rl = readline.createInterface({ input: opts.input ?? process.stdin, output, prompt: 'argo> ', terminal: color });
-  busy = false;
+  const rl = readline.createInterface({ input: opts.input ?? process.stdin, output, prompt: 'argo> ', terminal: color });
+  prompt.rl = rl;
+  prompt.busy = false;
   rl.prompt();
   for await (const line of rl) {
-    busy = true;
+    prompt.busy = true;
     let text = line.trim().replace(/^\/argo\s+/, '');
     if (text === 'exit' || text === 'quit') break;
     let user = DEMO_USER;
@@ -185,10 +186,10 @@ export async function demo(opts: {
         show(await dispatch(pressed?.command ?? text, ctx));
       }
     }
-    busy = false;
+    prompt.busy = false;
     rl.prompt();
   }
-  busy = true;
+  prompt.busy = true;
   rl.close();
   await cleanup();
   say('bye');
