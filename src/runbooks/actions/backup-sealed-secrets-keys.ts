@@ -21,7 +21,9 @@ async function backupPreview(ctx: PreviewContext): Promise<ActionPreview> {
   const toCopy = keys.filter((k) => !have.has(k.fingerprint));
   return {
     targets: [{ instance: 'kube', app: `sealed-secrets:${input.cluster}` }],
-    summary: `Back up ${toCopy.length} of ${keys.length} sealed-secrets key(s) of ${input.cluster} to ${location.cluster}/${location.namespace}`,
+    summary: toCopy.length
+      ? `Back up ${toCopy.length} of ${keys.length} sealed-secrets key(s) of ${input.cluster} to ${location.cluster}/${location.namespace}`
+      : `Nothing to back up: ${keys.length ? `all ${keys.length} sealed-secrets key(s) of ${input.cluster} are already in` : `${input.cluster} has no sealed-secrets keys to copy to`} ${location.cluster}/${location.namespace}.`,
     data: { cluster: input.cluster, keys, alreadyBackedUp: keys.length - toCopy.length },
     blocks: [{ kind: 'list', title: `Keys on ${input.cluster} (names and fingerprints only)`, items: keys.map((k) => ({ ...keyLine(k), tone: have.has(k.fingerprint) ? ('ok' as const) : ('info' as const) })) }],
     empty: toCopy.length === 0,
