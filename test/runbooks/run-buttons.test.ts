@@ -4,7 +4,8 @@ import type { ReplyButton } from '../../src/core/reply.js';
 import { registerRunbookAction } from '../../src/runbooks/actions/index.js';
 import type { RunService } from '../../src/runbooks/engine.js';
 import { parseRunbook } from '../../src/runbooks/loader.js';
-import { progressReply } from '../../src/runbooks/replies.js';
+import { previewReply, progressReply } from '../../src/runbooks/replies.js';
+import { renderText } from '../../src/views/text.js';
 import { makeApp } from './fake-argo.js';
 import { harness, type Harness } from './harness.js';
 
@@ -62,5 +63,18 @@ describe('the buttons of a run fit its runbook', () => {
     await expect(runs.pause(one.id, 'U_OP')).rejects.toMatchObject({ code: 'invalid_state', message: expect.stringContaining('cannot be paused; abort it instead') });
 
     for (const id of [sync.id, one.id]) expect(buttonsOf(await runs.abort(id, 'U_OP'))).toEqual([]);
+  });
+
+  it('shows a typed duration one way in the preview, while running and in the summary: 1h30m and 90m both as 1h30m', async () => {
+    h = await harness([makeApp('a-1', 'c1', { sync: 'OutOfSync' }), makeApp('b-1', 'c1', { sync: 'OutOfSync' })], { engine: { role: 'bot' } });
+    const runs = h.services.runs as RunService;
+    for (const [selector, typed] of [['a-*', '1h30m'], ['b-*', '90m']]) {
+      const started = await runs.start({ runbook: 'bulk-sync', params: { selector, waveTimeout: typed }, user: 'U_OP', surface: 'slack' });
+      const texts = [renderText(previewReply(started)), renderText(progressReply(await runs.confirm(started.id, 'U_OP'))), renderText(progressReply(await runs.abort(started.id, 'U_OP')))];
+      for (const text of texts) {
+        expect(text).toContain('waveTimeout=1h30m');
+        expect(text).not.toMatch(/waveTimeout=(90m|5400s)/);
+      }
+    }
   });
 });
