@@ -1,5 +1,5 @@
 import { randomBytes, randomInt } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../jobs/redis.js';
 import type { ReplyBlock } from '../core/reply.js';
 import type { MessageRef } from '../core/notifier.js';
 import { keyBase } from '../jobs/redis.js';
@@ -201,7 +201,7 @@ export function newRunId(): string {
 export class RunStore {
   private readonly base: string;
   constructor(
-    readonly redis: Redis,
+    readonly redis: RedisClient,
     prefix: string,
   ) {
     this.base = keyBase(prefix);
