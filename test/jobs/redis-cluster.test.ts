@@ -8,18 +8,22 @@ import type { AlertRecord } from '../../src/alerts/lifecycle.js';
 import { AlertStore } from '../../src/alerts/store.js';
 import { dispatch } from '../../src/commands/index.js';
 import '../../src/commands/runbooks.js';
-import type { CommandContext } from '../../src/commands/registry.js';
+import type { CommandContext, Services } from '../../src/commands/registry.js';
 import { parseConfig } from '../../src/config/load.js';
+import { StaticFleet } from '../../src/fleet/model.js';
 import { ChangeLog } from '../../src/incidents/change-log.js';
+import { ChangeRecorder } from '../../src/incidents/recorder.js';
 import { IncidentService } from '../../src/incidents/service.js';
 import { IncidentStore } from '../../src/incidents/store.js';
 import { closeRedis, configuredRedisUrl, createRedis, createRedisPinger, keyBase, persistenceProblem, scanKeys, type RedisClient } from '../../src/jobs/redis.js';
 import { QUEUES } from '../../src/jobs/queues.js';
+import { startSchedules } from '../../src/jobs/schedules.js';
 import { startEngine, type EngineHandle } from '../../src/runbooks/engine.js';
 import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/runbooks/loader.js';
 import type { SimServer } from '../../src/sim/server.js';
 import { simOperations, startTestSim } from '../support/sim.js';
 import { redisClusterUnsupported, startPrivateRedisCluster, type PrivateRedisCluster } from '../support/redis-cluster.js';
+import { makeApp, testConfig } from '../runbooks/fake-argo.js';
 import { FAST, RecordingNotifier } from '../runbooks/harness.js';
 import { servicesForSim } from '../runbooks/sim-support.js';
 
@@ -156,7 +160,14 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster (a private 3-master 
     cleanup.push(() => fleet.stop());
     services.changes = new ChangeLog(redis, prefix);
     services.incidents = new IncidentService(new IncidentStore(redis, prefix), services.changes, fleet);
+    // What a worker's recorder backfills from Argo CD: a pipeline of record-once scripts (claim key + stream).
+    const recorder = new ChangeRecorder(fleet, services.changes);
+    await recorder.start();
+    await recorder.stop();
     const ctx: CommandContext = { services, user: 'U_OP', surface: 'terminal', channel: 'terminal' };
+    const changes = await dispatch('changes since=1d', ctx);
+    expect(changes.ok, JSON.stringify(changes.error)).toBe(true);
+    expect(JSON.stringify(changes.data)).toContain('auth-service');
     const declared = await dispatch('declare auth-service crash-looping sev=1 scope=auth-service-*', ctx);
     expect(declared.ok, JSON.stringify(declared.error)).toBe(true);
     const id = declared.data.id as string;
@@ -167,6 +178,20 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster (a private 3-master 
     expect((await store.entries(id)).some((e) => JSON.stringify(e).includes('looking at auth-config'))).toBe(true);
     expect((await store.open()).map((i) => i.id)).toEqual([id]);
   }, 30_000);
+
+  it('ticks config schedules through a BullMQ job scheduler and removes them', async () => {
+    const notifier = new RecordingNotifier();
+    const fleet = StaticFleet.fromObjects([{ name: 'argo-test', applications: [makeApp('web-prod', 'prod', { sync: 'Synced' })] }]);
+    const services: Services = { config: testConfig(), fleet, argocd: new Map(), notifier };
+    const schedules = await startSchedules({ services, redisUrl: cluster.url, prefix });
+    cleanup.push(() => schedules.stop());
+    await schedules.upsertSchedules([{ id: 'fleet-status', cron: '* * * * * *', tz: 'UTC', command: 'status', channel: 'C_OPS' }]);
+    expect((await schedules.list()).map((s) => s.id)).toEqual(['fleet-status']);
+    await expect.poll(() => notifier.posts.length, { timeout: 8000 }).toBeGreaterThanOrEqual(2);
+    expect(notifier.posts.every((p) => p.target.channel === 'C_OPS' && p.reply.ok && p.reply.command === 'status')).toBe(true);
+    await schedules.upsertSchedules([]);
+    expect(await schedules.list()).toEqual([]);
+  }, 20_000);
 
   function createRedisForCleanup(): RedisClient {
     const c = createRedis(cluster.url);
@@ -185,6 +210,7 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster (a private 3-master 
     const slots = new Set(await Promise.all(keys.map(async (k) => Number(await masters[0].call('CLUSTER', 'KEYSLOT', k)))));
     expect(slots.size).toBe(1);
     expect(keys.some((k) => k.startsWith(`${prefix}:${QUEUES.steps}:`))).toBe(true);
+    expect(keys.some((k) => k.startsWith(`${prefix}:${QUEUES.schedules}:`))).toBe(true);
     expect(keys).toContain(`${prefix}:audit`);
 
     expect(await persistenceProblem(redis)).toMatch(/appendonly is off on 127\.0\.0\.1:\d+, 127\.0\.0\.1:\d+, 127\.0\.0\.1:\d+/);
