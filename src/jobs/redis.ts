@@ -177,9 +177,11 @@ export async function persistenceProblem(redis: RedisClient): Promise<string | u
  */
 export async function probeRedis(url: string, timeoutMs = 3000): Promise<string | undefined> {
   const redis = connect(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
-  // The socket error (ECONNREFUSED ...) says more than connect()'s "Connection is closed".
+  // The socket error (ECONNREFUSED ...) says more than connect()'s "Connection is closed". A Cluster client
+  // hides its nodes' socket errors, and its own connect() failure ("None of startup nodes is available") says most.
   let cause: string | undefined;
-  redis.on('error', (err: Error) => (cause ??= err.message));
+  if (!('nodes' in redis)) redis.on('error', (err: Error) => (cause ??= err.message));
+  else redis.on('error', () => {});
   try {
     await redis.connect();
     await redis.ping();

@@ -10,12 +10,13 @@ import { dispatch } from '../../src/commands/index.js';
 import '../../src/commands/runbooks.js';
 import type { CommandContext, Services } from '../../src/commands/registry.js';
 import { parseConfig } from '../../src/config/load.js';
+import { freePort } from '../../src/dev/redis-server.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import { ChangeLog } from '../../src/incidents/change-log.js';
 import { ChangeRecorder } from '../../src/incidents/recorder.js';
 import { IncidentService } from '../../src/incidents/service.js';
 import { IncidentStore } from '../../src/incidents/store.js';
-import { closeRedis, configuredRedisUrl, createRedis, createRedisPinger, keyBase, persistenceProblem, scanKeys, type RedisClient } from '../../src/jobs/redis.js';
+import { closeRedis, configuredRedisUrl, createRedis, createRedisPinger, keyBase, persistenceProblem, probeRedis, scanKeys, type RedisClient } from '../../src/jobs/redis.js';
 import { QUEUES } from '../../src/jobs/queues.js';
 import { startSchedules } from '../../src/jobs/schedules.js';
 import { startEngine, type EngineHandle } from '../../src/runbooks/engine.js';
@@ -34,6 +35,51 @@ const run = promisify(execFile);
 const unsupported = await redisClusterUnsupported();
 if (unsupported) console.warn(`[tests] Redis Cluster tests skipped: ${unsupported}`);
 
+// Checked before anything connects: no Cluster needs to run for these.
+describe('Redis Cluster configuration', () => {
+  const clusterUrl = 'redis+cluster://127.0.0.1:7000,127.0.0.1:7001';
+  const cleanup: (() => Promise<unknown>)[] = [];
+  afterAll(async () => {
+    for (const c of cleanup.reverse()) await c().catch(() => {});
+  });
+
+  it('config check and start refuse a prefix without a hash tag on a Cluster, saying why and the fix; other Redis take any prefix', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-cluster-config-'));
+    cleanup.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const config = (url: string, p: string) => `instances:\n  - name: prod\n    url: https://argocd.example\n    token: t\nredis:\n  url: ${url}\n  prefix: "${p}"\n`;
+    const untagged = path.join(dir, 'untagged.yaml');
+    writeFileSync(untagged, config(clusterUrl, 'rollcall'));
+    const refused: { code?: number; stderr: string } = await run(process.execPath, [bin, 'config', 'check', '--config', untagged]).catch((e: { code: number; stderr: string }) => e);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('redis.prefix: redis.prefix "rollcall" has no hash tag, and Redis Cluster needs one');
+    expect(refused.stderr).toContain('prefix: "{rollcall}"');
+    expect(refused.stderr).toMatch(/\(line 7\)/);
+
+    // `{}` is no hash tag (Redis hashes the whole key then), nor is an unclosed brace.
+    expect(() => parseConfig(config(clusterUrl, 'rollcall{}'))).toThrow(/has no hash tag/);
+    expect(() => parseConfig(config(clusterUrl, '{rollcall'))).toThrow(/has no hash tag/);
+    expect(parseConfig(config(clusterUrl, 'team-a:{rollcall}')).redis.prefix).toBe('team-a:{rollcall}');
+    expect(parseConfig(config('redis://127.0.0.1:6379', 'rollcall')).redis.prefix).toBe('rollcall');
+    expect(parseConfig(config('redis+sentinel://127.0.0.1:26379/mymaster', 'rollcall')).redis.prefix).toBe('rollcall');
+
+    // REDIS_URL is read after the file was checked: the same rule applies to it, and to the engine itself.
+    const fileConfig = parseConfig(config('redis://127.0.0.1:6379', 'rollcall'));
+    expect(() => configuredRedisUrl(fileConfig, { REDIS_URL: clusterUrl })).toThrow(/no hash tag/);
+    expect(configuredRedisUrl(fileConfig, {})).toBe('redis://127.0.0.1:6379');
+    const sim = await startTestSim({ scenario: 'seed-outage', manual: false, speed: 50 });
+    cleanup.push(() => sim.stop());
+    const { services, fleet } = await servicesForSim(sim);
+    cleanup.push(() => fleet.stop());
+    await expect(startEngine(services, { role: 'all', redisUrl: clusterUrl, prefix: 'rollcall', ...FAST })).rejects.toThrow(/prefix: "\{rollcall\}"/);
+
+    const ok = path.join(dir, 'tagged.yaml');
+    writeFileSync(ok, config(clusterUrl, '{rollcall}'));
+    const accepted = await run(process.execPath, [bin, 'config', 'check', '--config', ok]);
+    expect(accepted.stdout).toContain('prefix={rollcall}');
+  }, 30_000);
+
+});
+
 describe.skipIf(!!unsupported)('rollcall on a Redis Cluster (a private 3-master cluster of real redis-servers)', () => {
   let cluster: PrivateRedisCluster;
   let redis: RedisClient;
@@ -50,41 +96,6 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster (a private 3-master 
     if (redis) await closeRedis(redis);
     await cluster?.stop();
   });
-
-  it('config check and start refuse a prefix without a hash tag on a Cluster, saying why and the fix; other Redis take any prefix', async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-cluster-config-'));
-    cleanup.push(async () => rmSync(dir, { recursive: true, force: true }));
-    const config = (url: string, p: string) => `instances:\n  - name: prod\n    url: https://argocd.example\n    token: t\nredis:\n  url: ${url}\n  prefix: "${p}"\n`;
-    const untagged = path.join(dir, 'untagged.yaml');
-    writeFileSync(untagged, config(cluster.url, 'rollcall'));
-    const refused: { code?: number; stderr: string } = await run(process.execPath, [bin, 'config', 'check', '--config', untagged]).catch((e: { code: number; stderr: string }) => e);
-    expect(refused.code).toBe(2);
-    expect(refused.stderr).toContain('redis.prefix: redis.prefix "rollcall" has no hash tag, and Redis Cluster needs one');
-    expect(refused.stderr).toContain('prefix: "{rollcall}"');
-    expect(refused.stderr).toMatch(/\(line 7\)/);
-
-    // `{}` is no hash tag (Redis hashes the whole key then), nor is an unclosed brace.
-    expect(() => parseConfig(config(cluster.url, 'rollcall{}'))).toThrow(/has no hash tag/);
-    expect(() => parseConfig(config(cluster.url, '{rollcall'))).toThrow(/has no hash tag/);
-    expect(parseConfig(config(cluster.url, 'team-a:{rollcall}')).redis.prefix).toBe('team-a:{rollcall}');
-    expect(parseConfig(config('redis://127.0.0.1:6379', 'rollcall')).redis.prefix).toBe('rollcall');
-    expect(parseConfig(config('redis+sentinel://127.0.0.1:26379/mymaster', 'rollcall')).redis.prefix).toBe('rollcall');
-
-    // REDIS_URL is read after the file was checked: the same rule applies to it, and to the engine itself.
-    const fileConfig = parseConfig(config('redis://127.0.0.1:6379', 'rollcall'));
-    expect(() => configuredRedisUrl(fileConfig, { REDIS_URL: cluster.url })).toThrow(/no hash tag/);
-    expect(configuredRedisUrl(fileConfig, {})).toBe('redis://127.0.0.1:6379');
-    const sim = await startTestSim({ scenario: 'seed-outage', manual: false, speed: 50 });
-    cleanup.push(() => sim.stop());
-    const { services, fleet } = await servicesForSim(sim);
-    cleanup.push(() => fleet.stop());
-    await expect(startEngine(services, { role: 'all', redisUrl: cluster.url, prefix: 'rollcall', ...FAST })).rejects.toThrow(/prefix: "\{rollcall\}"/);
-
-    const ok = path.join(dir, 'tagged.yaml');
-    writeFileSync(ok, config(cluster.url, '{rollcall}'));
-    const accepted = await run(process.execPath, [bin, 'config', 'check', '--config', ok]);
-    expect(accepted.stdout).toContain('prefix={rollcall}');
-  }, 30_000);
 
   it('runs a bulk-sync exactly once end to end through the queue and a worker, with its audit trail read back', async () => {
     const sim: SimServer = await startTestSim({ scenario: 'seed-outage', manual: false, speed: 50 });
@@ -217,5 +228,8 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster (a private 3-master 
     const pinger = createRedisPinger(cluster.url);
     cleanup.push(() => pinger.close());
     await expect.poll(() => pinger.check(), { timeout: 5000 }).toBeUndefined();
+    // `ask`'s quick probe: answers on the Cluster, and says why not when no seed node answers.
+    expect(await probeRedis(cluster.url)).toBeUndefined();
+    expect(await probeRedis(`redis+cluster://127.0.0.1:${await freePort()}`, 1000)).toMatch(/ECONNREFUSED|startup nodes/);
   }, 20_000);
 });
