@@ -1,7 +1,7 @@
 import type { RollcallConfig } from '../config/schema.js';
 import { startHttpServer } from '../http/server.js';
 import { RollcallError } from '../core/errors.js';
-import { closeRedis, createRedis, createRedisPinger, persistenceProblem, probeRedis, redisUnreachableMessage } from '../jobs/redis.js';
+import { closeRedis, configuredRedisUrl, createRedis, createRedisPinger, persistenceProblem, probeRedis, redisUnreachableMessage } from '../jobs/redis.js';
 import { createLogger } from '../log.js';
 import { RunStore } from '../runbooks/run-store.js';
 import { startRuntime } from './bootstrap.js';
@@ -9,7 +9,7 @@ import { startRuntime } from './bootstrap.js';
 /** `rollcall start`: one process with every role, or a bot / worker for scaling out on one Redis. */
 export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worker'): Promise<void> {
   const logger = createLogger();
-  const redisUrl = process.env.REDIS_URL ?? config.redis.url;
+  const redisUrl = configuredRedisUrl(config);
   // Once running, rollcall rides out a Redis outage; starting without one would only look healthy.
   const down = await probeRedis(redisUrl);
   if (down) throw new RollcallError('redis_unavailable', redisUnreachableMessage(redisUrl, down));
