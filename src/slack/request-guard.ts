@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { HTTPModuleFunctions, type HTTPReceiver } from '@slack/bolt';
 import type { RedisClient } from '../jobs/redis.js';
+import { typedDuration } from '../core/format.js';
 import type { Logger } from 'pino';
 import { keyBase } from '../jobs/redis.js';
 
@@ -130,7 +131,7 @@ async function remember(opts: RequestGuardOptions, keys: [string, number][]): Pr
     const results = await Promise.race([
       pipeline.exec(),
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer from Redis within ${REDIS_TIMEOUT_MS} ms`)), REDIS_TIMEOUT_MS);
+        timer = setTimeout(() => reject(new Error(`no answer from Redis within ${typedDuration(REDIS_TIMEOUT_MS)}`)), REDIS_TIMEOUT_MS);
       }),
     ]);
     if (opts.redisTrouble) opts.logger.info('slack replay check: Redis answers again');
