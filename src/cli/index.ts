@@ -192,7 +192,7 @@ export async function runCli(argv: string[]): Promise<void> {
     // A RollcallError is the user's to act on (a bad option, an unreachable Redis): its message is the
     // whole answer, in one line. So is an error of the operating system (a file that cannot be written,
     // a port in use). Only a bug gets its stack logged.
-    if (error instanceof RollcallError) {
+    if (error instanceof RollcallError && error.code !== 'internal' && error.code !== 'internal_error') {
       if (askJson) printJsonFailure(askJson.command, error.code, error.message);
       fail(error.message, exitCodeFor(error.code));
     }
