@@ -133,7 +133,8 @@ export const refreshCommand: CommandSpec = {
   name: 'refresh',
   summary: 'Make Argo CD compare apps with git again (argocd app get --refresh / --hard-refresh); audited',
   usage: USAGE,
-  usesRedis: true,
+  // Not for runs: the audit log the engine's connection writes to.
+  usesRuns: true,
   help: [
     'Examples:',
     '`refresh checkout-prod-eu` — at once',

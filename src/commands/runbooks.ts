@@ -3,7 +3,7 @@ import type { RunService } from '../runbooks/engine.js';
 import { findRunbookAction } from '../runbooks/actions/index.js';
 import { paramReference, substitute } from '../runbooks/loader.js';
 import { ParamError, describeParams, parseParams, type ParamValue } from '../runbooks/params.js';
-import { auditReply, previewReply, progressReply, runListReply } from '../runbooks/replies.js';
+import { auditReply, pausable, previewReply, progressReply, runListReply } from '../runbooks/replies.js';
 import type { Run } from '../runbooks/run-store.js';
 import { selectApps } from '../fleet/select.js';
 import type { FleetApp } from '../fleet/model.js';
@@ -266,7 +266,7 @@ export const runConfirmAction: ActionSpec = {
       // In Slack the run now has its one live message in the channel; the (ephemeral) preview says so
       // instead of becoming a second, frozen copy with buttons that go stale.
       if (ctx.surface === 'slack' && (run.status === 'running' || run.status === 'awaiting-approval')) {
-        const where = run.status === 'running' ? 'Its progress, with Pause and Abort, is in the channel message.' : 'It waits for approval in the channel message, where an approver presses Approve.';
+        const where = run.status === 'running' ? `Its progress, with ${pausable(run) ? 'Pause and Abort' : 'Abort'}, is in the channel message.` : 'It waits for approval in the channel message, where an approver presses Approve.';
         return {
           ok: true,
           command: 'runs',
