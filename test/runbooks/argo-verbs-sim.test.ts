@@ -68,6 +68,8 @@ describe('rollback on the simulator', () => {
     const reply = await dispatch(`rollback ${APP} 6`, ctx('U_OP'));
     expect(reply.ok, JSON.stringify(reply.error)).toBe(true);
     const runId = (reply.data as { runId: string }).runId;
+    // Nothing to pause in a rollback: `runs pause` refuses as the missing button does.
+    await expect(runs.pause(runId, 'U_OP')).rejects.toMatchObject({ code: 'invalid_state', message: expect.stringContaining('cannot be paused') });
     const end = await runs.waitForEnd(runId, 20_000);
     expect(end.status, end.error).toBe('succeeded');
 
