@@ -30,6 +30,8 @@ interface Refreshed {
   sync: string;
   health: string;
   error?: string;
+  /** Why the audit log could not record it. */
+  unrecorded?: string;
 }
 
 /**
@@ -54,14 +56,19 @@ async function refreshOne(ctx: CommandContext, fa: FleetApp, type: RefreshType):
       result = { ...base, ok: false, reconciledAt: null, sync: syncOf(fa.app), health: healthOf(fa.app), error: (error as Error).message };
     }
   }
-  await ctx.services.audit!.record({
-    kind: 'argocd.refresh',
-    who: ctx.user,
-    target: `${fa.instance}/${name}`,
-    params: { refresh: type },
-    result: result.ok ? 'ok' : 'error',
-    ...(result.error ? { message: result.error } : {}),
-  });
+  try {
+    await ctx.services.audit!.record({
+      kind: 'argocd.refresh',
+      who: ctx.user,
+      target: `${fa.instance}/${name}`,
+      params: { refresh: type },
+      result: result.ok ? 'ok' : 'error',
+      ...(result.error ? { message: result.error } : {}),
+    });
+  } catch (error) {
+    // The refresh happened either way: the answer says it went unrecorded rather than failing.
+    result.unrecorded = (error as Error).message;
+  }
   return result;
 }
 
@@ -100,7 +107,8 @@ function resultReply(results: Refreshed[], type: RefreshType, target: string): R
     if (outOfSync.length) blocks.push({ kind: 'list', title: `Not Synced after the refresh (${outOfSync.length})`, items: outOfSync.slice(0, 20).map((r) => ({ text: `${r.app} (${r.cluster})`, detail: `${r.sync}/${r.health}`, tone: 'warn' as const })), total: outOfSync.length });
   }
   if (failed.length) blocks.push({ kind: 'list', title: `Refresh failed (${failed.length})`, items: failed.slice(0, 20).map((r) => ({ text: `${r.app} (${r.cluster})`, detail: r.error, tone: 'error' as const })), total: failed.length });
-  blocks.push({ kind: 'context', text: 'Recorded in the audit log.' });
+  const unrecorded = results.find((r) => r.unrecorded)?.unrecorded;
+  blocks.push({ kind: 'context', text: unrecorded ? `:warning: The audit log could not record ${results.filter((r) => r.unrecorded).length} of these refreshes: ${unrecorded}.` : 'Recorded in the audit log.' });
   return {
     ok: failed.length === 0,
     command: 'refresh',
