@@ -57,7 +57,7 @@ async function setup() {
   services.audit = engine.runs.audit;
   const ctx = (user: string, assumeYes = true): CommandContext => ({ services, user, surface: 'terminal', channel: 'terminal', assumeYes });
   const simApp = (name: string): Application => sim.state.instance(INSTANCE)!.apps.get(name)!;
-  return { sim, services, runs: engine.runs as RunService, ctx, simApp, api: clients.get(INSTANCE)! };
+  return { sim, services, engine, prefix, redisUrl, runs: engine.runs as RunService, ctx, simApp, api: clients.get(INSTANCE)! };
 }
 
 const posts = async (sim: SimServer, path: RegExp) => (await simOperations(sim)).filter((o) => path.test(o.path));
@@ -116,6 +116,24 @@ describe('rollback on the simulator', () => {
     expect(audit.find((e) => e.kind === 'argocd.mutation')).toMatchObject({ result: 'error: network' });
     const history = simApp(APP).status!.history!;
     expect(history.filter((h) => h.id > 7)).toEqual([expect.objectContaining({ id: 8, revision: REV.r5 })]);
+  });
+
+  it('a worker that dies while its rollback POST is in flight: the next attempt reads the app back and never sends it again', async () => {
+    const { sim, engine, services, prefix, redisUrl, ctx, simApp } = await setup();
+    // The POST reaches Argo CD 1.5 s after it leaves: the worker is gone by then.
+    await simFault(sim, { instance: INSTANCE, kind: 'latency', ms: 1500, method: 'POST', match: '/rollback', count: 1 });
+    const reply = await dispatch(`rollback ${APP} 6`, ctx('U_OP'));
+    expect(reply.ok, JSON.stringify(reply.error)).toBe(true);
+    const runId = (reply.data as { runId: string }).runId;
+    await new Promise((r) => setTimeout(r, 600));
+    await engine.crash();
+    const second = await startEngine(services, { role: 'all', redisUrl, prefix, runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR), ...FAST });
+    cleanup.push(() => second.stop());
+    const end = await second.runs.waitForEnd(runId, 30_000);
+    expect(end.status, end.error).toBe('succeeded');
+    expect(end.steps[0].attempts).toBeGreaterThan(1);
+    expect(await posts(sim, /\/rollback$/)).toHaveLength(1);
+    expect(simApp(APP).status!.history!.filter((h) => h.id > 7)).toEqual([expect.objectContaining({ revision: REV.r6 })]);
   });
 
   it("refuses while auto-sync is on, with Argo CD's reason and what to do; nothing is sent, the refusal is audited", async () => {
