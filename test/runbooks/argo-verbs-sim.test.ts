@@ -205,6 +205,11 @@ describe('terminate-op on the simulator', () => {
     const { sim, ctx } = await setup();
     const reply = await dispatch(`terminate-op ${APP}`, ctx('U_OP'));
     expect(reply.error).toMatchObject({ code: 'nothing_to_terminate', message: expect.stringContaining('No operation is in progress') });
+    // Bad input is answered before anything is previewed: a selector that does not parse, a typo'd name.
+    expect((await dispatch('terminate-op -l "env in (prod"', ctx('U_OP'))).error?.code).toBe('invalid_selector');
+    const typo = await dispatch('terminate-op web-prod-us', ctx('U_OP'));
+    expect(typo.error).toMatchObject({ code: 'unknown_target', suggestions: expect.arrayContaining(['web-prod-us1']) });
+    expect((await dispatch('refresh -l "env in (prod"', ctx('U_OP'))).error?.code).toBe('invalid_selector');
     expect(await posts(sim, /\/operation$/)).toEqual([]);
   });
 });
