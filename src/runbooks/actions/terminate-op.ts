@@ -122,7 +122,11 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
           entry = { state: 'asked' };
           await ctx.audit({ kind: 'argocd.mutation', who: ctx.run.requester, target: key, message: `terminate the running operation of ${r.app} (${r.phase} by ${r.by})`, result: 'ok' });
         } catch (error) {
-          if (isArgoError(error, 'no_operation')) entry = { state: 'already-ended' };
+          if (isArgoError(error, 'no_operation')) {
+            // Ended on its own since the preview, or by this run's terminate before a crashed attempt noted it: say how it ended.
+            const last = await api.getApplication(ref).catch(() => undefined);
+            entry = { state: 'already-ended', phase: last?.status?.operationState?.phase, message: last?.status?.operationState?.message };
+          }
           else {
             const message = (error as Error).message;
             failed.push(`${r.app}: ${message}`);
@@ -153,7 +157,7 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
           await new Promise((res) => setTimeout(res, 500));
         }
       }
-      if (entry.state === 'already-ended') summary.push(`${r.app}: its operation had already ended before the terminate (nothing to stop)`);
+      if (entry.state === 'already-ended') summary.push(`${r.app}: no operation was running when the terminate arrived${entry.phase ? `; the last one ended ${entry.phase}${entry.message ? ` "${entry.message}"` : ''}` : ''}`);
       else if (entry.state === 'ended') summary.push(`${r.app}: ${r.phase === 'Requested' ? 'requested sync' : 'sync'} by ${r.by} terminated: ${entry.phase}${entry.message ? ` "${entry.message}"` : ''}`);
       else summary.push(`${r.app}: terminating (Argo CD is still cleaning up after ${Math.round(input.settleMs / 1000)}s; \`app ${r.app}\` shows when it ends)`);
       report(i + 1, list.length);
