@@ -423,7 +423,7 @@ class Engine implements RunService {
     const run = await this.store.require(runId);
     assertMayOperate(user, run, this.book.get(run.runbook), this.services.config, 'pause');
     if (run.status !== 'running') throw new RunStateError(`run ${run.id} is ${run.status}; only a running run can be paused`);
-    if (!runPausable(run)) throw new RunStateError(`run ${run.id} (${run.runbook}) is one short step with nothing to hold for later: it cannot be paused; abort it instead`);
+    if (!runPausable(run)) throw new RunStateError(`run ${run.id} (${run.runbook}) cannot be paused: its step has nothing to hold for later (one short step, or one request Argo CD carries out on its own); abort it instead`);
     // Revoking the lease in the same write: from this moment no call of the running attempt goes out.
     const next = await this.store.update(runId, (r) => this.transit(r, { type: 'pause', by: user, reason: 'paused by a user' }), { lease: 'revoke' });
     await this.record({ kind: 'run.pause', who: user, runId });

@@ -76,8 +76,9 @@ export interface RunbookAction {
   destructive: boolean;
   /**
    * The step works through many calls (waves, apps) and checks for a pause between them, so Pause holds
-   * the rest for later. A step of one or two calls (pause a rollout, restore a key) has nothing to hold:
-   * its run offers Abort only. @defaultValue false
+   * the rest for later. A step of one or two calls (pause a rollout, restore a key) or one request Argo CD
+   * then carries out on its own (a rollback, a terminate) has nothing to hold: its run offers Abort only.
+   * @defaultValue false
    */
   pausable?: boolean;
   /** Validates the step's `with` after params are substituted. */
