@@ -58,7 +58,10 @@ function containerOf(pod: ResourceNode, byKey: Map<string, ResourceNode>): strin
 function containerLines(crashing: boolean, previous: boolean): string[] {
   if (crashing) return ['starting server', 'loading configuration from /etc/config', 'fatal: required config key "auth.issuer" is missing', 'exit status 1'];
   const lines = ['starting server', 'listening on :8080', 'ready'];
-  for (let i = 0; lines.length < HEALTHY_LOG_LINES; i++) lines.push(`GET /healthz 200 ${1 + (i % 4)}ms request_id=${(i * 7919).toString(16).padStart(6, '0')}`);
+  // Structured access logs, as most services write them: long lines, which is what a chat answer must fit.
+  for (let i = 0; lines.length < HEALTHY_LOG_LINES; i++) {
+    lines.push(JSON.stringify({ level: 'info', msg: 'request served', method: 'GET', path: i % 5 ? '/api/v1/orders' : '/healthz', status: 200, duration_ms: 1 + (i % 7), request_id: (i * 7919).toString(16).padStart(8, '0') }));
+  }
   return previous ? [] : lines;
 }
 
