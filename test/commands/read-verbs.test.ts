@@ -190,6 +190,10 @@ describe('help and suggestions', () => {
     for (const verb of ['history', 'diff', 'logs']) expect(names).toContain(verb);
     expect((await dispatch('dif x', ctx())).error?.suggestions).toContain('diff');
     expect((await dispatch('histroy x', ctx())).error?.suggestions).toContain('history');
+    // `log` is a shortcut of logs: hints name the command itself.
+    const logs = (await dispatch('lgos x', ctx())).error?.suggestions ?? [];
+    expect(logs).toContain('logs');
+    expect(logs).not.toContain('log');
     const diag = await dispatch('help diff', ctx());
     expect(diag.data.command).toBe('diff');
   });
