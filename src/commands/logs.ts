@@ -49,12 +49,14 @@ function resourceQuery(app: string, word: string, nodes: ResourceNode[]): Pick<P
     if (pod) return { podName: pod.name, namespace: pod.namespace };
     matches = nodes.filter((n) => n.name === word);
   }
+  // A bare name often names a Deployment, its Service and its ConfigMap alike: only a workload has pods.
+  if (matches.length > 1 && matches.filter((n) => WORKLOAD_KINDS.has(n.kind)).length === 1) matches = matches.filter((n) => WORKLOAD_KINDS.has(n.kind));
   if (matches.length === 1) {
     const n = matches[0];
     return { kind: n.kind, group: n.group ?? '', resourceName: n.name, namespace: n.namespace };
   }
   if (matches.length > 1) {
-    throw new CommandError('usage', `\`${word}\` names ${matches.length} resources of ${app}: ${matches.map((n) => code(nodeName(n))).join(', ')}. Name one as KIND/NAME.`, matches.map((n) => `logs ${app} ${nodeName(n)}`));
+    throw new CommandError('ambiguous_target', `\`${word}\` names ${matches.length} resources of ${app}: ${matches.map((n) => code(nodeName(n))).join(', ')}. Name one as KIND/NAME.`, matches.map((n) => `logs ${app} ${nodeName(n)}`));
   }
   const candidates = nodes.filter((n) => n.kind === 'Pod' || WORKLOAD_KINDS.has(n.kind));
   const names = [...candidates.map(nodeName), ...candidates.filter((n) => n.kind === 'Pod').map((n) => n.name)];
@@ -152,7 +154,9 @@ export async function runLogs(cmd: ParsedCommand, ctx: CommandContext): Promise<
   if (refusals.length) blocks.push({ kind: 'context', text: `:warning: Some pods could not be read: ${refusals.join('; ')}` });
   const suffix = fleet.appsNamed(name).length > 1 ? ` instance=${found.instance}` : '';
   const buttons: ReplyButton[] = [{ label: 'App', command: `app ${name}${suffix}` }];
-  if (!previous) buttons.push({ label: 'Previous run', command: `logs ${name}${resource ? ` ${resource}` : ''}${container ? ` ${container}` : ''} tail=${tail} previous=true${suffix}` });
+  // Only a container that restarted has a previous run; Kubernetes refuses the others.
+  const restarted = pods.some((p) => podsShown.includes(p.name) && (p.health?.status === 'Degraded' || (p.info ?? []).some((i) => i.name === 'Restart Count' && Number(i.value) > 0)));
+  if (!previous && restarted) buttons.push({ label: 'Previous run', command: `logs ${name}${resource ? ` ${resource}` : ''}${container ? ` ${container}` : ''} tail=${tail} previous=true${suffix}` });
   blocks.push({ kind: 'actions', buttons });
   return {
     ok: true,

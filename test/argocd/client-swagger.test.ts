@@ -47,7 +47,7 @@ beforeAll(async () => {
   const app: Application = { metadata: { name: 'web', namespace: 'argocd' }, spec: { project: 'p', destination: { name: 'c' } } };
   server.on('GET', /\/stream\//, { stream: (res) => sseOpen(res) });
   server.on('GET', /\/logs$/, { body: '{"result":{"content":"x","podName":"web-1","last":false}}\n{"result":{"last":true}}\n' });
-  for (const method of ['GET', 'POST', 'PATCH', 'PUT', 'DELETE']) server.on(method, /\/api\/v1\/(?!stream\/|applications\/[^/]+\/logs$)/, { body: { items: [], metadata: {}, ...app } });
+  for (const method of ['GET', 'POST', 'PATCH', 'PUT', 'DELETE']) server.on(method, /\/api\/v1\/(?!stream\/|applications\/[^/]+\/logs$)/, { body: { items: [], ...app } });
 });
 afterAll(async () => {
   await server.stop();

@@ -123,6 +123,12 @@ describe('logs APP [resource] [container] [tail=N]', () => {
     expect(text).toContain('fatal: required config key "auth.issuer" is missing');
     expect(text).not.toContain('```');
     expect((reply.data.pods as string[]).length).toBe(1);
+    // It restarted: its previous run is one step away. A bare name picks the workload among same-named resources.
+    expect(text).toContain('→ try: logs auth-service-prod-us-east-1 tail=50 previous=true');
+    const byName = await dispatch(`logs ${AUTH} auth-service`, ctx());
+    expect(byName.ok, byName.error?.message).toBe(true);
+    expect(byName.data.pods).toEqual(reply.data.pods);
+    expect(renderText(await dispatch('logs payments-prod-us-east-1', ctx()))).not.toContain('previous=true');
   });
 
   it('reads the last N lines per pod of one workload, and fences them for Slack within one message', async () => {
