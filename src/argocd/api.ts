@@ -87,8 +87,12 @@ export interface ArgoApi {
    */
   resourceEvents(ref: AppRef, resource?: { uid: string; name: string; namespace?: string }): Promise<KubeEventList>;
   // Read verbs of the argocd CLI (`app history`, `app logs`).
-  /** Commit metadata of a revision of the app's source, from the repo server (RevisionMetadata). */
-  revisionMetadata(ref: AppRef, revision: string): Promise<RevisionMetadata>;
+  /**
+   * Commit metadata of a revision of the app's source, from the repo server (RevisionMetadata).
+   * `versionId` (a history id) reads the source as it was in that deployment; `sourceIndex` picks one
+   * of a multi-source app's sources (0-based; the first by default).
+   */
+  revisionMetadata(ref: AppRef, revision: string, opts?: { versionId?: number; sourceIndex?: number }): Promise<RevisionMetadata>;
   /** Container logs of the app's pods, read to the end (no follow); the closing `last` entry is dropped. */
   podLogs(ref: AppRef, query: PodLogsQuery): Promise<LogEntry[]>;
   sync(request: ApplicationSyncRequest): Promise<Application>;

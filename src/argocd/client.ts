@@ -140,9 +140,10 @@ export class ArgoClient implements ArgoApi {
 
   // ---------- read verbs: revision metadata, pod logs ----------
 
-  revisionMetadata(ref: AppRef, revision: string): Promise<RevisionMetadata> {
+  revisionMetadata(ref: AppRef, revision: string, opts: { versionId?: number; sourceIndex?: number } = {}): Promise<RevisionMetadata> {
+    const params: Query = { ...refQuery(ref), versionId: opts.versionId?.toString(), sourceIndex: opts.sourceIndex?.toString() };
     return this.call<RevisionMetadata>(
-      { method: 'GET', url: `${appPath(ref.name)}/revisions/${encodeURIComponent(revision)}/metadata`, params: refQuery(ref) },
+      { method: 'GET', url: `${appPath(ref.name)}/revisions/${encodeURIComponent(revision)}/metadata`, params },
       { resource: 'applications', action: 'get', app: ref.name, project: ref.project },
       'idempotent',
     );

@@ -1,7 +1,9 @@
 import type { ApplicationSource, RevisionHistory, RevisionMetadata } from '../argocd/types.js';
 import { code, formatDuration, oneLine, plural, truncate, when } from '../core/format.js';
 import type { Reply, ReplyBlock, ReplyButton, ReplyItem } from '../core/reply.js';
-import { appRef, argoApiFor, findApp, initiator, liveApp, shortRev, withinLiveBudget } from './app.js';
+import type { ArgoApi } from '../argocd/api.js';
+import type { FleetApp } from '../fleet/model.js';
+import { appRef, findApp, initiator, liveApp, shortRev, withinLiveBudget } from './app.js';
 import { CommandError, checkOptions, checkPositional } from './parse.js';
 import type { CommandContext, CommandSpec, ParsedCommand } from './registry.js';
 
@@ -57,29 +59,30 @@ function entryOf(h: RevisionHistory): Omit<HistoryEntry, 'author' | 'message' | 
 }
 
 /**
- * Commit metadata of the newest entries' revisions, from the repo server. Best effort: a revision the
- * repo cannot resolve (a force-pushed branch, a Helm chart version) shows without it.
+ * Commit metadata of the newest entries' revisions, from the repo server, each read from the source
+ * as it was in that deployment (versionId) and, for a multi-source app, from its own source. Best
+ * effort: a revision the repo cannot resolve (a force-pushed branch, a Helm chart version) shows
+ * without it. Keyed by `id/sourceIndex`.
  */
-async function metadataOf(ctx: CommandContext, fa: Parameters<typeof appRef>[0], revisions: string[]): Promise<{ byRevision: Map<string, RevisionMetadata>; failed: number }> {
-  const api = argoApiFor(ctx, fa, 'history');
-  const byRevision = new Map<string, RevisionMetadata>();
+async function metadataOf(api: ArgoApi, fa: FleetApp, entries: { id: number; revisions: string[] }[]): Promise<{ byEntry: Map<string, RevisionMetadata>; failed: number }> {
+  const byEntry = new Map<string, RevisionMetadata>();
+  const lookups = entries.flatMap((e) => e.revisions.map((revision, i) => ({ key: `${e.id}/${i}`, revision, versionId: e.id, sourceIndex: e.revisions.length > 1 ? i : undefined }))).slice(0, METADATA_LOOKUPS);
   let failed = 0;
-  const unique = [...new Set(revisions)].slice(0, METADATA_LOOKUPS);
   await withinLiveBudget(
     fa.instance,
     Promise.all(
-      unique.map(async (r) => {
+      lookups.map(async (l) => {
         try {
-          byRevision.set(r, await api.revisionMetadata(appRef(fa), r));
+          byEntry.set(l.key, await api.revisionMetadata(appRef(fa), l.revision, { versionId: l.versionId, sourceIndex: l.sourceIndex }));
         } catch {
           failed++;
         }
       }),
     ),
   ).catch(() => {
-    failed = unique.length - byRevision.size;
+    failed = lookups.length - byEntry.size;
   });
-  return { byRevision, failed };
+  return { byEntry, failed };
 }
 
 export async function runHistory(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
@@ -97,9 +100,10 @@ export async function runHistory(cmd: ParsedCommand, ctx: CommandContext): Promi
   const all = [...(fa.app.status?.history ?? [])].reverse();
   const entries = all.slice(0, HISTORY_MAX).map(entryOf);
   const revisionsOf = (e: { revision: string | null; revisions: string[] }) => (e.revisions.length ? e.revisions : e.revision ? [e.revision] : []);
-  const meta = entries.length && ctx.services.argocd?.get(fa.instance) ? await metadataOf(ctx, fa, entries.flatMap(revisionsOf)) : { byRevision: new Map<string, RevisionMetadata>(), failed: 0 };
+  const api = ctx.services.argocd?.get(fa.instance);
+  const meta = entries.length && api ? await metadataOf(api, fa, entries.map((e) => ({ id: e.id, revisions: revisionsOf(e) }))) : { byEntry: new Map<string, RevisionMetadata>(), failed: 0 };
   const history: HistoryEntry[] = entries.map((e) => {
-    const m = revisionsOf(e).map((r) => meta.byRevision.get(r)).find(Boolean);
+    const m = revisionsOf(e).map((_, i) => meta.byEntry.get(`${e.id}/${i}`)).find(Boolean);
     return { ...e, author: m?.author ?? null, message: m?.message ? oneLine(m.message.split('\n')[0]) : null, tags: m?.tags ?? [] };
   });
 

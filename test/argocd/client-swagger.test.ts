@@ -63,7 +63,7 @@ describe('request shapes against the swagger', () => {
     await client.resourceTree(ref);
     await client.managedResources(ref);
     await client.resourceEvents(ref, { uid: 'u', name: 'web-1', namespace: 'ns' });
-    await client.revisionMetadata(ref, 'abc123');
+    await client.revisionMetadata(ref, 'abc123', { versionId: 3, sourceIndex: 1 });
     const logs = await client.podLogs(ref, { podName: 'web-1', container: 'c', namespace: 'ns', kind: 'Deployment', group: 'apps', resourceName: 'web', tailLines: 50, sinceSeconds: 60, previous: true, follow: false });
     expect(logs).toEqual([{ content: 'x', podName: 'web-1', last: false }]);
     await client.sync({ name: 'web', appNamespace: 'argocd', project: 'p', prune: true });
