@@ -120,7 +120,9 @@ export async function runHistory(cmd: ParsedCommand, ctx: CommandContext): Promi
       const took = h.durationMs === null ? '' : ` · took ${formatDuration(h.durationMs)}`;
       const by = h.initiatedBy ? ` · by ${h.initiatedBy}${h.automated && h.initiatedBy !== 'automated' ? ' (automated)' : ''}` : '';
       const detail: string[] = [];
-      if (h.message || h.author) detail.push([h.message ? truncate(h.message, 200) : null, h.author ? `— ${h.author}` : null].filter(Boolean).join(' '));
+      // "Name <email>": the name reads better in chat, and `<…>` is markup there.
+      const author = h.author?.replace(/\s*<[^>]*>\s*$/, '') || h.author;
+      if (h.message || author) detail.push([h.message ? truncate(h.message, 200) : null, author ? `— ${author}` : null].filter(Boolean).join(' '));
       if (h.tags.length) detail.push(`tags: ${h.tags.map(code).join(', ')}`);
       if (h.images.length) detail.push(`images: ${h.images.slice(0, 5).map(code).join(', ')}${h.images.length > 5 ? ` and ${h.images.length - 5} more` : ''}`);
       return {

@@ -68,8 +68,9 @@ function byName(list: Json[]): Map<string, Json> | undefined {
   return out;
 }
 
+/** One line: a plain string as is, anything else (an empty or multi-line string, an object) as JSON. */
 function compact(v: Json | undefined): string {
-  const text = typeof v === 'string' ? v : JSON.stringify(v);
+  const text = typeof v === 'string' && v && !/[\n\r]/.test(v) ? v : JSON.stringify(v);
   return text.length > VALUE_MAX ? `${text.slice(0, VALUE_MAX - 1)}…` : text;
 }
 

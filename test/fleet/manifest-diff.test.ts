@@ -61,6 +61,16 @@ describe('manifestDiff', () => {
     ]);
   });
 
+  it('keeps every value on one line: empty and multi-line strings as JSON', () => {
+    const live = { kind: 'ConfigMap', metadata: { name: 'c' }, data: { a: '', b: 'x\ny' } };
+    const target = { ...live, data: { a: 'set', b: 'x' } };
+    const [change] = manifestDiff([item({ kind: 'ConfigMap', group: '', live, target, predicted: target })]);
+    expect(change.fields).toEqual([
+      { path: 'data.a', op: 'changed', from: '""', to: 'set' },
+      { path: 'data.b', op: 'changed', from: '"x\\ny"', to: 'x' },
+    ]);
+  });
+
   it('cuts long values and caps the fields listed, counting them all', () => {
     const long = 'x'.repeat(500);
     const live = { kind: 'ConfigMap', metadata: { name: 'c' }, data: Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`k${String(i).padStart(2, '0')}`, 'a'])) };
