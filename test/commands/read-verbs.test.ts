@@ -189,6 +189,18 @@ describe('logs APP [resource] [container] [tail=N]', () => {
   });
 });
 
+describe('access', () => {
+  it('answers the read verbs only to readers when access.readers is set', async () => {
+    const base = ctx();
+    const config = configSchema.parse({ ...base.services.config, access: { readers: ['U_READER'] } });
+    for (const verb of [`history ${AUTH}`, `diff ${CONFIG}`, `logs ${AUTH}`]) {
+      const refused = await dispatch(verb, { ...base, services: { ...base.services, config }, user: 'U_EVE' });
+      expect(refused.error?.code).toBe('forbidden');
+      expect((await dispatch(verb, { ...base, services: { ...base.services, config }, user: 'U_READER' })).ok).toBe(true);
+    }
+  });
+});
+
 describe('help and suggestions', () => {
   it('lists the verbs and suggests them by their canonical names', async () => {
     const help = await dispatch('help', ctx());
