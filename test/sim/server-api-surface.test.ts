@@ -137,6 +137,8 @@ describe('revision metadata and pod logs', () => {
     const pod = [...pods][0];
     const byKind = await logLines(`/api/v1/applications/${app.metadata.name}/logs?kind=Deployment&group=apps&resourceName=${deploy.name}&tailLines=3`);
     expect(byKind.filter((e) => !e.last).map((e) => e.podName)).toEqual([pod, pod, pod]);
+    const recent = await logLines(`/api/v1/applications/${app.metadata.name}/logs?resourceName=${deploy.name}&sinceSeconds=7&tailLines=100`);
+    expect(recent.filter((e) => !e.last)).toHaveLength(7);
     const byPod = await logLines(`/api/v1/applications/${app.metadata.name}/pods/${pod}/logs?tailLines=1`);
     expect(byPod.map((e) => [e.podName, e.last])).toEqual([[pod, false], ['', true]]);
   });

@@ -71,7 +71,7 @@ function containerLines(crashing: boolean, previous: boolean): string[] {
  * uid) that matches, or descends from a node that matches, every non-empty one of resourceName,
  * kind, group and namespace; podName means kind=Pod, resourceName=podName. No pod: an empty body,
  * the server returns before streaming. More than maxPodLogsToRender pods: InvalidArgument. Each
- * pod's lines are kubelet's (tailLines per pod); a container the pod does not run is Kubernetes'
+ * pod's lines are kubelet's (sinceSeconds, then tailLines, per pod); a container the pod does not run is Kubernetes'
  * BadRequest, passed on as the content of an entry without pod name. The stream ends with a `last`
  * entry; every message is one `{"result": LogEntry}` line, as grpc-gateway streams.
  */
@@ -105,6 +105,8 @@ export function podLogs(req: ApiRequest): RouteResult {
   if (pods.length > MAX_POD_LOGS_TO_RENDER) throw invalidArgument('max pods to view logs are reached. Please provide more granular query');
   const tailRaw = Number(q.get('tailLines') ?? '');
   const tail = Number.isInteger(tailRaw) && tailRaw > 0 ? tailRaw : undefined;
+  const sinceRaw = Number(q.get('sinceSeconds') ?? '');
+  const since = Number.isInteger(sinceRaw) && sinceRaw > 0 ? sinceRaw : undefined;
   const now = req.core.now();
   const stamp = (d: Date) => ({ timeStamp: d.toISOString().replace(/\.\d{3}Z$/, 'Z'), timeStampStr: d.toISOString() });
   const lines: string[] = [];
@@ -118,8 +120,10 @@ export function podLogs(req: ApiRequest): RouteResult {
       lines.push(JSON.stringify({ result: { content: failure, ...stamp(new Date(-62135596800000)), podName: '', last: false } }));
       continue;
     }
+    // One line a second up to now; kubelet applies sinceSeconds, then tailLines.
     const content = containerLines(crashing, previous);
-    const picked = tail ? content.slice(-tail) : content;
+    const recent = since ? content.slice(-since) : content;
+    const picked = tail ? recent.slice(-tail) : recent;
     picked.forEach((line, i) => {
       lines.push(JSON.stringify({ result: { content: line, ...stamp(new Date(now.getTime() - (picked.length - i) * 1000)), podName: pod.name, last: false } }));
     });
