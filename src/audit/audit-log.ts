@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../jobs/redis.js';
 import { keyBase } from '../jobs/redis.js';
 
 export type AuditKind =
@@ -15,8 +15,10 @@ export type AuditKind =
   | 'step.start'
   | 'step.end'
   | 'argocd.sync'
-  /** Any other Argo CD change (patch, appset upsert, terminate). */
+  /** Any other Argo CD change (patch, appset upsert, terminate, rollback). */
   | 'argocd.mutation'
+  /** An app refresh (normal or hard) asked of Argo CD: no change to the app, load on the repo-server. */
+  | 'argocd.refresh'
   /** A Kubernetes API change (sealed-secrets keys, controller restart). */
   | 'kube.mutation'
   /** Someone acknowledged or snoozed an alert. */
@@ -95,7 +97,7 @@ export interface AuditStream {
 export class AuditLog implements AuditStream {
   readonly key: string;
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     prefix: string,
     private readonly maxLen = 100_000,
   ) {

@@ -5,7 +5,7 @@ import type { ArgoApi } from '../argocd/api.js';
 import type { FleetApp } from '../fleet/model.js';
 import { appRef, findApp, initiator, liveApp, shortRev, withinLiveBudget } from './app.js';
 import { CommandError, checkOptions, checkPositional } from './parse.js';
-import type { CommandContext, CommandSpec, ParsedCommand } from './registry.js';
+import { findCommand, type CommandContext, type CommandSpec, type ParsedCommand } from './registry.js';
 
 const USAGE = 'history APP [instance=X]';
 /**
@@ -131,6 +131,7 @@ export async function runHistory(cmd: ParsedCommand, ctx: CommandContext): Promi
       };
     });
     blocks.push({ kind: 'list', title: 'Deployments', items, ...(all.length > history.length ? { total: all.length } : {}) });
+    if (history.length > 1 && findCommand('rollback')) blocks.push({ kind: 'context', text: `\`rollback ${fa.app.metadata.name} ID\` goes back to one of them, previewed and confirmed.` });
     if (meta.failed) blocks.push({ kind: 'context', text: `:warning: Commit details of ${plural(meta.failed, 'revision')} could not be read from the repo server.` });
   }
   if (fresh.note) blocks.push({ kind: 'context', text: `:warning: ${fresh.note}` });

@@ -23,6 +23,9 @@ import { historyCommand } from './history.js';
 import { declareCommand, incidentCommand, incidentNoteMessageAction, incidentsCommand } from './incident.js';
 import { logsCommand } from './logs.js';
 import { planCommand } from './plan.js';
+import { refreshCommand } from './refresh.js';
+import { rollbackCommand } from './rollback.js';
+import { terminateOpCommand } from './terminate-op.js';
 import { rolloutCommand } from './rollout.js';
 import { auditCommand, runRunbookCommand, runConfirmAction, runFormAction, runsCommand, runVerbActions, syncCommand } from './runbooks.js';
 import { statusCommand } from './status.js';
@@ -47,6 +50,9 @@ export const COMMANDS: readonly CommandSpec[] = [
   pausedCommand,
   runRunbookCommand,
   syncCommand,
+  refreshCommand,
+  rollbackCommand,
+  terminateOpCommand,
   runsCommand,
   auditCommand,
   alertsCommand,

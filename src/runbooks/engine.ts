@@ -1,12 +1,11 @@
 import { setMaxListeners } from 'node:events';
 import { DelayedError, type Job, type Queue, type Worker } from 'bullmq';
 import { closest } from 'fastest-levenshtein';
-import type { Redis } from 'ioredis';
 import type { RunbookServices as Services } from './services.js';
 import type { MessageRef } from '../core/notifier.js';
 import { createStepQueue, createStepWorker, DEFAULT_TIMING, type StepJobData, type WorkerTiming } from '../jobs/queues.js';
 import { InstanceRateLimiter, type RateLimit } from '../jobs/rate-limit.js';
-import { closeRedis, createRedis } from '../jobs/redis.js';
+import { assertPrefixFits, closeRedis, createRedis, type RedisClient } from '../jobs/redis.js';
 import { findRunbookAction } from './actions/index.js';
 import type { ActionPreview, RunTarget, StepOutcome } from './actions/types.js';
 import { AuditLog, type AuditEvent } from '../audit/audit-log.js';
@@ -15,7 +14,7 @@ import { loadRunbooks, SHIPPED_RUNBOOKS_DIR, substitute } from './loader.js';
 import { AppLocks, LockConflictError } from './locks.js';
 import { formatParam, parseParams } from './params.js';
 import { assertMayApprove, assertMayOperate, assertMayRun } from './permissions.js';
-import { progressLine, progressReply } from './replies.js';
+import { pausable, progressLine, progressReply } from './replies.js';
 import { runEvent, stepOutcomeTransition, type RunEvent } from './run-machine.js';
 import { isTerminal, LeaseLostError, previewExpired, PREVIEW_TTL_MS, RunStore, type Run, type RunProgress } from './run-store.js';
 import type { Runbook } from './schema.js';
@@ -119,13 +118,13 @@ class Engine implements RunService {
   queue!: Queue<StepJobData>;
   worker?: Worker<StepJobData>;
   private readonly timing: WorkerTiming;
-  private readonly extraConnections: Redis[] = [];
+  private readonly extraConnections: RedisClient[] = [];
   private stopping = false;
 
   constructor(
     private readonly services: Services,
     private readonly opts: EngineOptions,
-    readonly redis: Redis,
+    readonly redis: RedisClient,
     private readonly book: Map<string, Runbook>,
   ) {
     this.store = new RunStore(redis, opts.prefix);
@@ -397,6 +396,7 @@ class Engine implements RunService {
     const run = await this.store.require(runId);
     assertMayOperate(user, run, this.book.get(run.runbook), this.services.config, 'pause');
     if (run.status !== 'running') throw new RunStateError(`run ${run.id} is ${run.status}; only a running run can be paused`);
+    if (!pausable(run)) throw new RunStateError(`run ${run.id} (${run.runbook}) cannot be paused: its step is one request Argo CD carries out on its own; abort stops rollcall following it`);
     // Revoking the lease in the same write: from this moment no call of the running attempt goes out.
     const next = await this.store.update(runId, (r) => this.transit(r, { type: 'pause', by: user, reason: 'paused by a user' }), { lease: 'revoke' });
     await this.record({ kind: 'run.pause', who: user, runId });
@@ -695,6 +695,7 @@ export interface EngineHandle {
 
 /** CONTRACTS H: the run service (every role) and the step worker (roles all/worker). */
 export async function startEngine(services: Services, opts: EngineOptions): Promise<EngineHandle> {
+  assertPrefixFits(opts.redisUrl, opts.prefix);
   const book = opts.runbooks ?? loadDefaultRunbooks(services);
   const redis = createRedis(opts.redisUrl);
   const engine = new Engine(services, opts, redis, book);

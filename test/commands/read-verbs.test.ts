@@ -56,6 +56,7 @@ describe('history APP', () => {
     const text = renderText(reply);
     expect(text).toMatch(/#1 [0-9a-f]{7} · deployed 44m ago \(.+\) · took 25s · by applicationset-controller \(automated\)/);
     expect(text.indexOf('#1 ')).toBeLessThan(text.indexOf('#0 '));
+    expect(text).toContain(`rollback ${AUTH} ID goes back to one of them`);
     // Terminal text carries no Slack markup.
     expect(text).not.toMatch(/[*`]|:[a-z_]+:/);
     expect(await simOperations(sim)).toEqual([]);
