@@ -3,7 +3,7 @@ import { isArgoError } from '../../argocd/errors.js';
 import type { Application } from '../../argocd/types.js';
 import { COMPLETED_PHASES } from '../../argocd/types.js';
 import { RollcallError } from '../../core/errors.js';
-import { oneLine, truncate, when } from '../../core/format.js';
+import { oneLine, truncate, typedDuration, when } from '../../core/format.js';
 import type { ReplyBlock } from '../../core/reply.js';
 import { selectApps } from '../../fleet/select.js';
 import { LeaseLostError, type CheckpointEntry } from '../run-store.js';
@@ -159,7 +159,7 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
       }
       if (entry.state === 'already-ended') summary.push(`${r.app}: no operation was running when the terminate arrived${entry.phase ? `; the last one ended ${entry.phase}${entry.message ? ` "${entry.message}"` : ''}` : ''}`);
       else if (entry.state === 'ended') summary.push(`${r.app}: ${r.phase === 'Requested' ? 'requested sync' : 'sync'} by ${r.by} terminated: ${entry.phase}${entry.message ? ` "${entry.message}"` : ''}`);
-      else summary.push(`${r.app}: terminating (Argo CD is still cleaning up after ${Math.round(input.settleMs / 1000)}s; \`app ${r.app}\` shows when it ends)`);
+      else summary.push(`${r.app}: terminating (Argo CD is still cleaning up after ${typedDuration(input.settleMs)}; \`app ${r.app}\` shows when it ends)`);
       report(i + 1, list.length);
     }
   } catch (error) {
