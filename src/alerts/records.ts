@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../jobs/redis.js';
 import type { RollcallConfig } from '../config/schema.js';
 import { keyBase } from '../jobs/redis.js';
 import { RunStore } from '../runbooks/run-store.js';
@@ -17,7 +17,7 @@ export class FleetRecords {
   private readonly runs: RunStore;
   private readonly base: string;
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly config: RollcallConfig,
   ) {
     this.runs = new RunStore(redis, config.redis.prefix);

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../jobs/redis.js';
 import { RollcallError } from '../core/errors.js';
 import { keyBase } from '../jobs/redis.js';
 import { applyChange, type AlertChange, type AlertRecord } from './lifecycle.js';
@@ -32,7 +32,7 @@ export class AlertNotFoundError extends RollcallError {
 export class AlertStore {
   private readonly base: string;
   constructor(
-    readonly redis: Redis,
+    readonly redis: RedisClient,
     prefix: string,
   ) {
     this.base = keyBase(prefix);

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../jobs/redis.js';
 import { keyBase } from '../jobs/redis.js';
 
 export type AuditKind =
@@ -95,7 +95,7 @@ export interface AuditStream {
 export class AuditLog implements AuditStream {
   readonly key: string;
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     prefix: string,
     private readonly maxLen = 100_000,
   ) {

@@ -7,7 +7,7 @@ import type { RunService } from '../runbooks/engine.js';
 import { errorReply, replyJson, type Reply } from '../core/reply.js';
 import { redactUrlPassword } from '../config/load.js';
 import { EXIT_OK, exitCodeFor } from '../core/error-codes.js';
-import { closeRedis, createRedis, probeRedis, redisUnreachableMessage } from '../jobs/redis.js';
+import { closeRedis, configuredRedisUrl, createRedis, probeRedis, redisUnreachableMessage } from '../jobs/redis.js';
 import { AuditLog, withAuditOrigin } from '../audit/audit-log.js';
 import { createLogger } from '../log.js';
 import { renderText } from '../views/text.js';
@@ -58,7 +58,7 @@ export function terminalIdentity(): { self: string; osUser: string } {
 async function refuseActAs(config: RollcallConfig, text: string, as: string, who: { self: string; osUser: string }): Promise<Reply> {
   const command = text.trim().split(/\s+/)[0] || 'ask';
   let message = `\`--as ${as}\` is off in this config: acting as another user is allowed only with access.terminal.allowActAs: true (then one person could request and approve a run alone). You are ${who.self}; run it without --as, or ask ${as} to.`;
-  const redisUrl = process.env.REDIS_URL ?? config.redis.url;
+  const redisUrl = configuredRedisUrl(config);
   const down = await probeRedis(redisUrl);
   if (down) message += ` This refusal is not in the audit log: Redis at ${redactUrlPassword(redisUrl)} is unreachable (${down}).`;
   else {
@@ -120,7 +120,7 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
     } catch {}
     const usesRuns = needs !== false;
     if (usesRuns) {
-      const redisUrl = process.env.REDIS_URL ?? config.redis.url;
+      const redisUrl = configuredRedisUrl(config);
       const down = await probeRedis(redisUrl);
       if (down && needs === true) {
         const reply = errorReply(

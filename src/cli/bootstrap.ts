@@ -6,7 +6,7 @@ import { FleetMirror } from '../fleet/mirror.js';
 import type { Services } from '../commands/registry.js';
 import type { Notifier } from '../core/notifier.js';
 import type { startEngine } from '../runbooks/engine.js';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../jobs/redis.js';
 import type { Schedules } from '../jobs/schedules.js';
 import type { ChangeRecorder } from '../incidents/recorder.js';
 import { incidentSink } from './incident-sink.js';
@@ -80,9 +80,9 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
   // Loaded only where used: a one-shot `ask status` pays for neither the Kubernetes client nor BullMQ.
   if (config.kube.clusters.length) services.kube = await (await import('../kube/clients.js')).createKubeClients(config);
   let engine: Awaited<ReturnType<typeof startEngine>> | undefined;
-  let pausesRedis: Redis | undefined;
+  let pausesRedis: RedisClient | undefined;
   let schedules: Schedules | undefined;
-  let alertsRedis: Redis | undefined;
+  let alertsRedis: RedisClient | undefined;
   const runtime: Runtime = {
     services,
     mirror,

@@ -7,8 +7,9 @@ import { parseConfig, redactUrlPassword } from '../config/load.js';
 import { dispatch, runAction } from '../commands/index.js';
 import { findAction, type CommandContext } from '../commands/registry.js';
 import type { Reply, ReplyButton } from '../core/reply.js';
+import { isClusterUrl } from '../config/schema.js';
 import { ensureRedis, RedisUnavailableError, type RedisHandle } from '../dev/redis-server.js';
-import { closeRedis, createRedis, keyBase, probeRedis, redisUnreachableMessage } from '../jobs/redis.js';
+import { closeRedis, createRedis, keyBase, probeRedis, redisUnreachableMessage, scanKeys } from '../jobs/redis.js';
 import { RollcallError } from '../core/errors.js';
 import { createLogger } from '../log.js';
 import { loadScenario, ScenarioError, type Scenario } from '../sim/scenarios/index.js';
@@ -48,8 +49,8 @@ export function demoPrefix(): string {
 async function forgetPrefix(url: string, prefix: string): Promise<void> {
   const redis = createRedis(url, { maxRetriesPerRequest: 1, connectionName: 'demo-cleanup' });
   try {
-    const stream = redis.scanStream({ match: `${keyBase(prefix)}*`, count: 500 });
-    for await (const keys of stream as AsyncIterable<string[]>) if (keys.length) await redis.unlink(...keys);
+    // One UNLINK per key: a Cluster refuses one command over keys of several slots.
+    for await (const keys of scanKeys(redis, `${keyBase(prefix)}*`)) await Promise.all(keys.map((key) => redis.unlink(key)));
   } finally {
     await closeRedis(redis);
   }
@@ -93,7 +94,8 @@ export async function demo(opts: {
     await redis.stop();
     throw new RollcallError('redis_unavailable', redisUnreachableMessage(redis.url, down));
   }
-  const prefix = demoPrefix();
+  // On a Redis Cluster every key of one deployment must share a hash slot: the braces make the prefix its hash tag.
+  const prefix = isClusterUrl(redis.url) ? `{${demoPrefix()}}` : demoPrefix();
   say(
     redis.owned
       ? `Redis: a private redis-server at ${redis.url}, stopped on exit`

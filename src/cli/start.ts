@@ -1,6 +1,6 @@
 import type { RollcallConfig } from '../config/schema.js';
 import { startHttpServer } from '../http/server.js';
-import { closeRedis, createRedis, createRedisPinger, persistenceProblem } from '../jobs/redis.js';
+import { closeRedis, configuredRedisUrl, createRedis, createRedisPinger, persistenceProblem } from '../jobs/redis.js';
 import { createLogger } from '../log.js';
 import { RunStore } from '../runbooks/run-store.js';
 import { startRuntime } from './bootstrap.js';
@@ -8,7 +8,7 @@ import { startRuntime } from './bootstrap.js';
 /** `rollcall start`: one process with every role, or a bot / worker for scaling out on one Redis. */
 export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worker'): Promise<void> {
   const logger = createLogger();
-  const redisUrl = process.env.REDIS_URL ?? config.redis.url;
+  const redisUrl = configuredRedisUrl(config);
   const runtime = await startRuntime(config, { logger });
   await runtime.enableRuns({ role, redisUrl });
   const stops: (() => Promise<void>)[] = [];

@@ -3,14 +3,13 @@ import { selectApps } from '../fleet/select.js';
 import type { ChangeLog } from '../incidents/change-log.js';
 import { changeJson, groupChanges, listedKind, withoutDeployOperations, type ChangeJson, type ListedChangeKind } from '../incidents/groups.js';
 import { appKey, changesOfApps } from '../incidents/timeline.js';
-import { formatDuration, plural } from '../core/format.js';
+import { clockTime, displayZone, formatDuration, plural } from '../core/format.js';
 import { CommandError, checkOptions, selectorFromCommand, SELECTOR_OPTIONS } from './parse.js';
 import type { CommandContext, CommandSpec, ParsedCommand } from './registry.js';
 import type { Reply, ReplyBlock, ReplyItem, Tone } from '../core/reply.js';
 
 const USAGE = 'changes [since=1h] [kind=deploy|sync|operation|rollout|run] [APP|GLOB ...] [-l selector] [cluster=X] [appset=X] [instance=X]';
 const KINDS: ListedChangeKind[] = ['deploy', 'sync', 'operation', 'rollout', 'run'];
-const MAX_GROUPS = 40;
 
 const TONE: Record<ListedChangeKind, Tone> = { deploy: 'info', sync: 'ok', operation: 'progress', rollout: 'progress', run: 'warn' };
 
@@ -60,9 +59,9 @@ export async function runChanges(cmd: ParsedCommand, ctx: CommandContext): Promi
   if (!groups.length) {
     blocks.push({ kind: 'text', text: `No ${kinds ? kinds.join('/') + ' ' : ''}change${scoped ? ' to the selected apps' : ' in the fleet'} in the last ${window}.`, tone: 'ok' });
   } else {
-    const items: ReplyItem[] = groups.slice(0, MAX_GROUPS).map((g) => ({ text: `\`${g.to.slice(11, 16)}\` ${g.text}`, tone: TONE[g.kind] }));
-    blocks.push({ kind: 'list', items, total: groups.length });
-    blocks.push({ kind: 'context', text: `${plural(changes.length, 'change')} in ${plural(groups.length, 'group')}, newest first. Times UTC. Health changes are in incident timelines.` });
+    const items: ReplyItem[] = groups.map((g) => ({ text: `\`${clockTime(new Date(g.to), { seconds: false })}\` ${g.text}`, tone: TONE[g.kind] }));
+    blocks.push({ kind: 'list', items });
+    blocks.push({ kind: 'context', text: `${plural(changes.length, 'change')} in ${plural(groups.length, 'group')}, newest first. Times ${displayZone()}. Health changes are in incident timelines.` });
   }
   return { ok: true, command: 'changes', title, data: { since: new Date(now.getTime() - sinceMs).toISOString(), changes, groups }, blocks };
 }

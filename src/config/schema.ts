@@ -245,6 +245,33 @@ export const alertsSchema = z
   })
   .prefault({});
 
+/** Redis Cluster's hash tag of a key: the text between its first `{` and the next `}`, when that is not empty. */
+export function hashTag(key: string): string | undefined {
+  const open = key.indexOf('{');
+  if (open < 0) return undefined;
+  const close = key.indexOf('}', open + 1);
+  return close > open + 1 ? key.slice(open + 1, close) : undefined;
+}
+
+/** `redis+cluster://...` and `rediss+cluster://...` name a Redis Cluster. */
+export function isClusterUrl(url: string): boolean {
+  return /^rediss?\+cluster:\/\//i.test(url.trim());
+}
+
+/**
+ * Why `prefix` cannot be used on the Redis at `url`, or undefined. On a Cluster every key rollcall writes starts
+ * with the prefix, so a hash tag in the prefix puts them all in one slot: its Lua scripts, transactions and BullMQ
+ * queues each touch several keys at once, which a Cluster refuses (CROSSSLOT) unless they share a slot.
+ */
+export function clusterPrefixProblem(url: string, prefix: string): string | undefined {
+  if (!isClusterUrl(url) || hashTag(prefix) !== undefined) return undefined;
+  const bare = prefix.replace(/[{}]/g, '').replace(/:+$/, '') || 'rollcall';
+  return (
+    `redis.prefix "${prefix}" has no hash tag, and Redis Cluster needs one: rollcall's scripts, transactions and queues each use several keys at once, ` +
+    `which a Cluster allows only when they hash to one slot. Put the prefix in braces, e.g. prefix: "{${bare}}"`
+  );
+}
+
 export const configSchema = z
   .object({
     instances: z.array(instanceSchema).min(1, 'expected at least one Argo CD instance'),
@@ -252,6 +279,10 @@ export const configSchema = z
     slack: slackSchema.optional(),
     redis: z
       .object({ url: z.string().default('redis://127.0.0.1:6379'), prefix: z.string().default('rollcall') })
+      .superRefine((redis, ctx) => {
+        const problem = clusterPrefixProblem(redis.url, redis.prefix);
+        if (problem) ctx.addIssue({ code: 'custom', path: ['prefix'], message: problem });
+      })
       .prefault({}),
     access: accessSchema,
     /** Absolute times ("3 Dec, 14:19 CET") are shown in this IANA time zone, after the relative age. */

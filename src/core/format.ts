@@ -18,10 +18,6 @@ export function formatDuration(ms: number): string {
   return h % 24 ? `${d}d ${h % 24}h` : `${d}d`;
 }
 
-/** "14:05:09": the UTC time of day, for lines that follow a run as it happens. */
-export function clockTime(at: Date): string {
-  return at.toISOString().slice(11, 19);
-}
 
 /** A duration the way people type it, in its largest whole unit: `10m`, `90s`, `2d`, `250ms`; parseDuration reads it back exactly. */
 export function typedDuration(ms: number): string {
@@ -54,6 +50,17 @@ export function isTimeZone(timeZone: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** "14:05:09" (or "14:05"): the time of day in the display time zone, for lines read beside others of the same day. */
+export function clockTime(at: Date, opts: { seconds?: boolean } = {}): string {
+  const seconds = opts.seconds ?? true;
+  return new Intl.DateTimeFormat('en-GB', { timeZone: displayTimeZone, hour: '2-digit', minute: '2-digit', ...(seconds ? { second: '2-digit' } : {}), hourCycle: 'h23' }).format(at);
+}
+
+/** The display time zone's name, for a list that shows times of day only. */
+export function displayZone(): string {
+  return displayTimeZone;
 }
 
 /** "3 Dec, 14:19 UTC" in the display time zone; the ISO text itself when it does not parse. */

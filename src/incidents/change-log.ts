@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../jobs/redis.js';
 import { keyBase } from '../jobs/redis.js';
 import type { AuditEntry } from '../audit/audit-log.js';
 import type { ChangeRecord } from './changes.js';
@@ -34,7 +34,7 @@ export class ChangeLog {
   private readonly auditKey: string;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     prefix: string,
     readonly retentionMs: number = DEFAULT_RETENTION_MS,
   ) {

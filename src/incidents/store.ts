@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../jobs/redis.js';
 import type { AppSelector } from '../fleet/select.js';
 import { keyBase } from '../jobs/redis.js';
 
@@ -71,7 +71,7 @@ export class IncidentStore {
   private readonly base: string;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     prefix: string,
   ) {
     this.base = `${keyBase(prefix)}incident`;

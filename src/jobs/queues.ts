@@ -1,5 +1,5 @@
 import { Queue, Worker, type Processor, type WorkerOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import { bullPrefix } from './redis.js';
 
 /** Queue names, one per role of work. Steps of runbook runs are consumed by `--role worker|all`. */
@@ -29,7 +29,7 @@ export interface StepJobData {
   generation: number;
 }
 
-export function createStepQueue(connection: Redis, prefix: string): Queue<StepJobData> {
+export function createStepQueue(connection: RedisClient, prefix: string): Queue<StepJobData> {
   return new Queue<StepJobData>(QUEUES.steps, {
     connection,
     prefix: bullPrefix(prefix),
@@ -38,7 +38,7 @@ export function createStepQueue(connection: Redis, prefix: string): Queue<StepJo
 }
 
 export function createStepWorker(
-  connection: Redis,
+  connection: RedisClient,
   prefix: string,
   processor: Processor<StepJobData>,
   timing: WorkerTiming,

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import { keyBase } from './redis.js';
 
 /**
@@ -32,7 +32,7 @@ export interface RateLimit {
 
 export class InstanceRateLimiter {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
     private readonly limits: ReadonlyMap<string, RateLimit>,
   ) {}

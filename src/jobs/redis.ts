@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
-import type { Redis, RedisOptions } from 'ioredis';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import { redactUrlPassword } from '../config/load.js';
+import { clusterPrefixProblem } from '../config/schema.js';
 import { RollcallError } from '../core/errors.js';
 import { redisErrorsTotal } from '../metrics.js';
 
@@ -12,15 +13,22 @@ function ioredis(): typeof import('ioredis') {
   return createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
 }
 
+/** A connection to one Redis (direct or through Sentinel) or to a Redis Cluster: every store takes either. */
+export type RedisClient = Redis | Cluster;
+
+/** Where to connect: ioredis options, plus the seed nodes when the URL names a Redis Cluster. */
+export type RedisTarget = RedisOptions & { clusterNodes?: { host: string; port: number }[] };
+
 /**
- * Where to connect, from `redis.url`: `redis://` or `rediss://` (one server), or
+ * Where to connect, from `redis.url`: `redis://` or `rediss://` (one server);
  * `redis+sentinel://[user:password@]host:26379,host2:26379/<master name>[/<db>]`, which asks the Sentinels for
- * the current master and follows a failover. Redis Cluster (`redis+cluster://`) is refused here with a clear
- * message: BullMQ needs a Cluster client, which these connections are not.
+ * the current master and follows a failover; or `redis+cluster://[user:password@]host1:6379,host2:6379`
+ * (`rediss+cluster://` for TLS), a Redis Cluster found from any of the nodes named. A Cluster has no databases,
+ * so its URL has no path; its keys must share one hash slot (see clusterPrefixProblem).
  */
-export function redisTarget(url: string): RedisOptions {
+export function redisTarget(url: string): RedisTarget {
   const parsed = /^([a-z+]+):\/\/(?:([^:@/]*)(?::([^@/]*))?@)?([^/?#]+)(?:\/([^?#]*))?$/i.exec(url);
-  if (!parsed) throw new RollcallError('config_invalid', `redis.url "${redactUrlPassword(url)}" is not a Redis URL (redis://host:6379, rediss://..., redis+sentinel://host:26379/mymaster)`);
+  if (!parsed) throw new RollcallError('config_invalid', `redis.url "${redactUrlPassword(url)}" is not a Redis URL (redis://host:6379, rediss://..., redis+sentinel://host:26379/mymaster, redis+cluster://host1:6379,host2:6379)`);
   const [, scheme, user, password, hosts, path = ''] = parsed;
   const auth = { ...(user ? { username: decodeURIComponent(user) } : {}), ...(password ? { password: decodeURIComponent(password) } : {}) };
   const nodes = hosts.split(',').map((h) => {
@@ -28,7 +36,7 @@ export function redisTarget(url: string): RedisOptions {
     return { host, port: Number(port || (scheme === 'redis+sentinel' ? 26379 : 6379)) };
   });
   if (scheme === 'redis' || scheme === 'rediss') {
-    if (nodes.length > 1) throw new RollcallError('config_invalid', `redis.url names ${nodes.length} servers: use redis+sentinel://... for Sentinel`);
+    if (nodes.length > 1) throw new RollcallError('config_invalid', `redis.url names ${nodes.length} servers: use redis+sentinel://... for Sentinel, redis+cluster://... for Redis Cluster`);
     const db = path ? Number(path) : 0;
     return { ...nodes[0], ...auth, db, ...(scheme === 'rediss' ? { tls: {} } : {}) };
   }
@@ -37,8 +45,43 @@ export function redisTarget(url: string): RedisOptions {
     if (!name) throw new RollcallError('config_invalid', 'redis+sentinel:// needs the master name as its path: redis+sentinel://host:26379/mymaster');
     return { sentinels: nodes, name, ...auth, db: db ? Number(db) : 0 };
   }
-  if (scheme === 'redis+cluster') throw new RollcallError('config_invalid', 'Redis Cluster (redis+cluster://) is not supported yet: use a single Redis or Sentinel');
-  throw new RollcallError('config_invalid', `redis.url scheme "${scheme}:" is not one of redis:, rediss:, redis+sentinel:`);
+  if (scheme === 'redis+cluster' || scheme === 'rediss+cluster') {
+    if (path) throw new RollcallError('config_invalid', `redis.url "${redactUrlPassword(url)}" has a path, and Redis Cluster has no databases to pick: drop "/${path}"`);
+    return { clusterNodes: nodes, ...auth, ...(scheme === 'rediss+cluster' ? { tls: {} } : {}) };
+  }
+  throw new RollcallError('config_invalid', `redis.url scheme "${scheme}:" is not one of redis:, rediss:, redis+sentinel:, redis+cluster:, rediss+cluster:`);
+}
+
+/** Refuses a key prefix the Redis at `url` cannot hold (an untagged prefix on a Cluster), with why and the fix. */
+export function assertPrefixFits(url: string, prefix: string): void {
+  const problem = clusterPrefixProblem(url, prefix);
+  if (problem) throw new RollcallError('config_invalid', problem);
+}
+
+/**
+ * The Redis rollcall uses: REDIS_URL, else `redis.url`. REDIS_URL is read after the config file was checked, so
+ * the prefix is checked against it here.
+ */
+export function configuredRedisUrl(config: { redis: { url: string; prefix: string } }, env: NodeJS.ProcessEnv = process.env): string {
+  const url = env.REDIS_URL ?? config.redis.url;
+  assertPrefixFits(url, config.redis.prefix);
+  return url;
+}
+
+/** Connects to what `url` names: a Cluster client for a Cluster URL, else a Redis client. */
+function connect(url: string, opts: Partial<RedisOptions>): RedisClient {
+  const { clusterNodes, ...target } = redisTarget(url);
+  if (!clusterNodes) return new (ioredis().Redis)({ ...target, ...opts });
+  // The Cluster client takes offline queueing, lazy connecting and its retry pacing itself; the rest
+  // (auth, TLS, maxRetriesPerRequest, which BullMQ reads from here) applies to each node's connection.
+  const { enableOfflineQueue, lazyConnect, enableReadyCheck, retryStrategy, ...perNode } = { ...target, ...opts };
+  return new (ioredis().Cluster)(clusterNodes, {
+    redisOptions: perNode,
+    ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
+    ...(lazyConnect === undefined ? {} : { lazyConnect }),
+    ...(enableReadyCheck === undefined ? {} : { enableReadyCheck }),
+    ...(retryStrategy ? { clusterRetryStrategy: (times: number) => retryStrategy(times) } : {}),
+  });
 }
 
 /**
@@ -47,9 +90,8 @@ export function redisTarget(url: string): RedisOptions {
  * also makes our own commands wait through a Redis restart instead of failing mid-run.
  * No ioredis `keyPrefix`: BullMQ refuses it, and every key we write carries the prefix itself.
  */
-export function createRedis(url: string, opts: Partial<RedisOptions> = {}, onError?: (err: Error) => void): Redis {
-  const redis = new (ioredis().Redis)({
-    ...redisTarget(url),
+export function createRedis(url: string, opts: Partial<RedisOptions> = {}, onError?: (err: Error) => void): RedisClient {
+  const redis = connect(url, {
     maxRetriesPerRequest: null,
     enableReadyCheck: true,
     // Reconnect quickly after a restart: runs are waiting on it.
@@ -63,6 +105,17 @@ export function createRedis(url: string, opts: Partial<RedisOptions> = {}, onErr
     onError?.(err);
   });
   return redis;
+}
+
+/**
+ * Every key matching `match`, in batches: on a Cluster each master holds only its own slots, so every
+ * master is scanned.
+ */
+export async function* scanKeys(redis: RedisClient, match: string): AsyncGenerator<string[]> {
+  const nodes = 'nodes' in redis ? redis.nodes('master') : [redis];
+  for (const node of nodes) {
+    for await (const keys of node.scanStream({ match, count: 500 }) as AsyncIterable<string[]>) if (keys.length) yield keys;
+  }
 }
 
 /**
@@ -95,16 +148,26 @@ export function createRedisPinger(url: string, timeoutMs = 1000): { check(): Pro
 /**
  * Runs survive a Redis restart only if Redis persists them. Says why not, or undefined when AOF is on (or when
  * CONFIG is disabled, as managed Redis services do: then nobody can tell from here, and saying so is the answer).
+ * On a Cluster every master is asked: the one holding rollcall's slot is whichever it is today.
  */
-export async function persistenceProblem(redis: Redis): Promise<string | undefined> {
-  let reply: unknown;
-  try {
-    reply = await redis.call('CONFIG', 'GET', 'appendonly');
-  } catch (error) {
-    return `could not read Redis persistence settings (CONFIG GET appendonly: ${(error as Error).message}); make sure appendonly is on, or runs in flight are lost when Redis restarts`;
+export async function persistenceProblem(redis: RedisClient): Promise<string | undefined> {
+  // A Cluster client knows its masters once it has read the slot map: the first command waits for that.
+  if ('nodes' in redis) await redis.ping().catch(() => {});
+  const nodes = 'nodes' in redis ? redis.nodes('master') : [redis];
+  const off: string[] = [];
+  for (const node of nodes) {
+    let reply: unknown;
+    try {
+      reply = await node.call('CONFIG', 'GET', 'appendonly');
+    } catch (error) {
+      return `could not read Redis persistence settings (CONFIG GET appendonly: ${(error as Error).message}); make sure appendonly is on, or runs in flight are lost when Redis restarts`;
+    }
+    const value = Array.isArray(reply) ? String(reply[1] ?? '') : '';
+    if (value !== 'yes') off.push(`${node.options.host}:${node.options.port}`);
   }
-  const value = Array.isArray(reply) ? String(reply[1] ?? '') : '';
-  return value === 'yes' ? undefined : 'Redis does not persist (appendonly is off): runs in flight are lost if Redis restarts. Set `appendonly yes` (docker-compose.yml and the chart do)';
+  if (!off.length) return undefined;
+  const where = 'nodes' in redis ? ` on ${off.join(', ')}` : '';
+  return `Redis does not persist (appendonly is off${where}): runs in flight are lost if Redis restarts. Set \`appendonly yes\` (docker-compose.yml and the chart do)`;
 }
 
 /**
@@ -113,10 +176,12 @@ export async function persistenceProblem(redis: Redis): Promise<string | undefin
  * Resolves to the failure's message, or undefined when Redis answered.
  */
 export async function probeRedis(url: string, timeoutMs = 3000): Promise<string | undefined> {
-  const redis = new (ioredis().Redis)({ ...redisTarget(url), lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
-  // The socket error (ECONNREFUSED ...) says more than connect()'s "Connection is closed".
+  const redis = connect(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+  // The socket error (ECONNREFUSED ...) says more than connect()'s "Connection is closed". A Cluster client
+  // hides its nodes' socket errors, and its own connect() failure ("None of startup nodes is available") says most.
   let cause: string | undefined;
-  redis.on('error', (err: Error) => (cause ??= err.message));
+  if (!('nodes' in redis)) redis.on('error', (err: Error) => (cause ??= err.message));
+  else redis.on('error', () => {});
   try {
     await redis.connect();
     await redis.ping();
@@ -143,7 +208,7 @@ export function bullPrefix(prefix: string): string {
   return prefix.replace(/:+$/, '');
 }
 
-export async function closeRedis(redis: Redis): Promise<void> {
+export async function closeRedis(redis: RedisClient): Promise<void> {
   try {
     await redis.quit();
   } catch {

@@ -1,12 +1,11 @@
 import { setMaxListeners } from 'node:events';
 import { DelayedError, type Job, type Queue, type Worker } from 'bullmq';
 import { closest } from 'fastest-levenshtein';
-import type { Redis } from 'ioredis';
 import type { RunbookServices as Services } from './services.js';
 import type { MessageRef } from '../core/notifier.js';
 import { createStepQueue, createStepWorker, DEFAULT_TIMING, type StepJobData, type WorkerTiming } from '../jobs/queues.js';
 import { InstanceRateLimiter, type RateLimit } from '../jobs/rate-limit.js';
-import { closeRedis, createRedis } from '../jobs/redis.js';
+import { assertPrefixFits, closeRedis, createRedis, type RedisClient } from '../jobs/redis.js';
 import { findRunbookAction } from './actions/index.js';
 import type { ActionPreview, RunTarget, StepOutcome } from './actions/types.js';
 import { AuditLog, type AuditEvent } from '../audit/audit-log.js';
@@ -119,13 +118,13 @@ class Engine implements RunService {
   queue!: Queue<StepJobData>;
   worker?: Worker<StepJobData>;
   private readonly timing: WorkerTiming;
-  private readonly extraConnections: Redis[] = [];
+  private readonly extraConnections: RedisClient[] = [];
   private stopping = false;
 
   constructor(
     private readonly services: Services,
     private readonly opts: EngineOptions,
-    readonly redis: Redis,
+    readonly redis: RedisClient,
     private readonly book: Map<string, Runbook>,
   ) {
     this.store = new RunStore(redis, opts.prefix);
@@ -695,6 +694,7 @@ export interface EngineHandle {
 
 /** CONTRACTS H: the run service (every role) and the step worker (roles all/worker). */
 export async function startEngine(services: Services, opts: EngineOptions): Promise<EngineHandle> {
+  assertPrefixFits(opts.redisUrl, opts.prefix);
   const book = opts.runbooks ?? loadDefaultRunbooks(services);
   const redis = createRedis(opts.redisUrl);
   const engine = new Engine(services, opts, redis, book);

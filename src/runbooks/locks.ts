@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../jobs/redis.js';
 import { keyBase } from '../jobs/redis.js';
 import type { RunTarget } from './actions/types.js';
 import { RollcallError } from '../core/errors.js';
@@ -54,7 +54,7 @@ export class LockConflictError extends RollcallError {
 export class AppLocks {
   private readonly base: string;
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     prefix: string,
   ) {
     this.base = keyBase(prefix);

@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../jobs/redis.js';
 import type { ArgoApi } from '../argocd/api.js';
 import type { Application, ApplicationSet, SyncPolicyAutomated } from '../argocd/types.js';
 import type { FleetApp, FleetAppSet, FleetView } from '../fleet/model.js';
@@ -382,7 +382,7 @@ export interface PauseRecord {
 /** Paused targets in Redis, one hash field per target: `/argo paused` and resume read them. */
 export class PauseStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {}
 

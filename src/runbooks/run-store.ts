@@ -1,5 +1,5 @@
 import { randomBytes, randomInt } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../jobs/redis.js';
 import type { ReplyBlock } from '../core/reply.js';
 import type { MessageRef } from '../core/notifier.js';
 import { keyBase } from '../jobs/redis.js';
@@ -114,6 +114,9 @@ local function leaseOk(key, token, level)
 end
 `;
 
+/** Redis's TIME; KEYS[1] only routes it to the master holding rollcall's keys. */
+const NOW = `local t = redis.call('TIME') return {t[1], t[2]}`;
+
 /**
  * Writes `ARGV[2]` only when the stored version equals ARGV[1] and the lease (KEYS[2]) is ARGV[3]
  * at level ARGV[4] (empty = no fence); ARGV[5] sets the lease: a token, '!revoke' or empty.
@@ -201,7 +204,7 @@ export function newRunId(): string {
 export class RunStore {
   private readonly base: string;
   constructor(
-    readonly redis: Redis,
+    readonly redis: RedisClient,
     prefix: string,
   ) {
     this.base = keyBase(prefix);
@@ -308,9 +311,12 @@ export class RunStore {
     if ((await this.leaseOf(id)) !== token) throw new LeaseLostError(id);
   }
 
-  /** Redis's clock in ms, the one checkpoint `at` times use. */
+  /**
+   * Redis's clock in ms, the one checkpoint `at` times use: read by a script on the run index's key, so that on a
+   * Cluster it is the clock of the master holding the runs (a bare TIME goes to any node, whose clock may differ).
+   */
   async now(): Promise<number> {
-    const [s, us] = await this.redis.time();
+    const [s, us] = (await this.redis.eval(NOW, 1, this.indexKey())) as [number, number];
     return Number(s) * 1000 + Math.floor(Number(us) / 1000);
   }
 

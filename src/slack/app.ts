@@ -4,7 +4,7 @@ import { App, HTTPReceiver, SocketModeReceiver } from '@slack/bolt';
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { Services } from '../commands/registry.js';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../jobs/redis.js';
 import { closeRedis, createRedis } from '../jobs/redis.js';
 import { createLogger } from '../log.js';
 import { countRateLimits, createSlackWebClient, webClientOptions } from './client.js';
@@ -54,7 +54,7 @@ export async function startSlack(
   const log = boltLogger(logger);
   const clientOptions = webClientOptions(slack, logger);
 
-  let seenRequests: Redis | undefined;
+  let seenRequests: RedisClient | undefined;
   let receiver: HTTPReceiver | undefined;
   let socketReceiver: SocketModeReceiver | undefined;
   if (slack.mode === 'http') {

@@ -2,7 +2,7 @@ import { secondsSince, slackAckDuration } from '../metrics.js';
 import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { HTTPModuleFunctions, type HTTPReceiver } from '@slack/bolt';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../jobs/redis.js';
 import type { Logger } from 'pino';
 import { keyBase } from '../jobs/redis.js';
 
@@ -21,7 +21,7 @@ const REDIS_TIMEOUT_MS = 1000;
 export interface RequestGuardOptions {
   signingSecret: string;
   /** Shared by every bot process, so a request seen by one is a replay for all. */
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   logger: Logger;
   /** The endpoints Bolt serves (POST); other paths pass straight through. @defaultValue ['/slack/events'] */

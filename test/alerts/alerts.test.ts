@@ -1,5 +1,5 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../src/jobs/redis.js';
 import { AlertManager, type AlertOutput, type IncidentSink } from '../../src/alerts/manager.js';
 import type { AlertRecord } from '../../src/alerts/lifecycle.js';
 import { evaluateAlertRules } from '../../src/alerts/rules.js';
@@ -109,7 +109,7 @@ describe('alert rules group one problem into one alert', () => {
 });
 
 describe('alert lifecycle on real Redis', () => {
-  const connections: Redis[] = [];
+  const connections: RedisClient[] = [];
   const prefixes: string[] = [];
   let clock = T0;
 
@@ -316,7 +316,7 @@ describe('alert lifecycle on real Redis', () => {
 
 describe('rules whose start Argo CD does not record, and facts from Redis', () => {
   const prefixes: string[] = [];
-  const connections: Redis[] = [];
+  const connections: RedisClient[] = [];
   afterAll(async () => {
     for (const r of connections) await closeRedis(r);
     for (const p of prefixes) await cleanPrefix(REDIS_URL, p);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../src/jobs/redis.js';
 import { AlertManager, type AlertOutput } from '../../src/alerts/manager.js';
 import { AlertStore } from '../../src/alerts/store.js';
 import { alertReply, alertWorseReply } from '../../src/commands/alerts.js';
@@ -18,7 +18,7 @@ const NOW = new Date('2026-12-02T18:00:00Z');
 
 describe('alert buttons through Bolt (HTTP, fake Slack Web API)', () => {
   let h: Harness;
-  let redis: Redis;
+  let redis: RedisClient;
   let manager: AlertManager;
   let store: AlertStore;
   let engine: Awaited<ReturnType<typeof startEngine>> | undefined;

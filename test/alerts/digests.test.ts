@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../src/jobs/redis.js';
 import { buildDigest } from '../../src/alerts/digest.js';
 import { digestReply } from '../../src/commands/digest.js';
 import { renderText } from '../../src/views/text.js';
@@ -118,7 +118,7 @@ describe('config check for alerts and digests', () => {
 });
 
 describe('digest schedules on real Redis', () => {
-  const connections: Redis[] = [];
+  const connections: RedisClient[] = [];
   const prefixes: string[] = [];
   const started: DigestSchedules[] = [];
   afterAll(async () => {

@@ -100,7 +100,7 @@ describe('health endpoints', () => {
 });
 
 describe('Redis URLs', () => {
-  it('reads redis://, rediss:// and redis+sentinel:// URLs, and refuses what it cannot connect to with a clear message', () => {
+  it('reads redis://, rediss://, redis+sentinel:// and redis+cluster:// URLs, and refuses what it cannot connect to with a clear message', () => {
     expect(redisTarget('redis://:s3cret@redis.example:6380/2')).toEqual({ host: 'redis.example', port: 6380, password: 's3cret', db: 2 });
     expect(redisTarget('rediss://default:pw@cache.example')).toMatchObject({ host: 'cache.example', port: 6379, username: 'default', tls: {} });
     expect(redisTarget('redis+sentinel://:pw@s1:26379,s2/mymaster/1')).toEqual({
@@ -113,7 +113,17 @@ describe('Redis URLs', () => {
       db: 1,
     });
     expect(() => redisTarget('redis+sentinel://s1:26379')).toThrow(/needs the master name/);
-    expect(() => redisTarget('redis+cluster://n1:6379,n2:6379')).toThrow(/Cluster .* is not supported yet/);
+    expect(redisTarget('redis+cluster://u:pw@n1:7000,n2')).toEqual({
+      clusterNodes: [
+        { host: 'n1', port: 7000 },
+        { host: 'n2', port: 6379 },
+      ],
+      username: 'u',
+      password: 'pw',
+    });
+    expect(redisTarget('rediss+cluster://n1:6379')).toMatchObject({ clusterNodes: [{ host: 'n1', port: 6379 }], tls: {} });
+    expect(() => redisTarget('redis+cluster://n1:6379/2')).toThrow(/Redis Cluster has no databases to pick: drop "\/2"/);
+    expect(() => redisTarget('redis://n1:6379,n2:6379')).toThrow(/redis\+cluster:\/\/\.\.\. for Redis Cluster/);
     expect(() => redisTarget('http://:hunter2@x')).toThrow(/scheme "http:"/);
     expect(() => redisTarget('nonsense')).toThrow(/is not a Redis URL/);
   });

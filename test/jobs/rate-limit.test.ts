@@ -1,11 +1,10 @@
-import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InstanceRateLimiter } from '../../src/jobs/rate-limit.js';
-import { createRedis, closeRedis } from '../../src/jobs/redis.js';
+import { createRedis, closeRedis, type RedisClient } from '../../src/jobs/redis.js';
 import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
 
 const prefix = testPrefix();
-const connections: Redis[] = [];
+const connections: RedisClient[] = [];
 afterAll(async () => {
   for (const c of connections) await closeRedis(c);
   await cleanPrefix(process.env.REDIS_URL!, prefix);

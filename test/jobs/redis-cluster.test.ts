@@ -1,0 +1,235 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AlertRecord } from '../../src/alerts/lifecycle.js';
+import { AlertStore } from '../../src/alerts/store.js';
+import { dispatch } from '../../src/commands/index.js';
+import '../../src/commands/runbooks.js';
+import type { CommandContext, Services } from '../../src/commands/registry.js';
+import { parseConfig } from '../../src/config/load.js';
+import { freePort } from '../../src/dev/redis-server.js';
+import { StaticFleet } from '../../src/fleet/model.js';
+import { ChangeLog } from '../../src/incidents/change-log.js';
+import { ChangeRecorder } from '../../src/incidents/recorder.js';
+import { IncidentService } from '../../src/incidents/service.js';
+import { IncidentStore } from '../../src/incidents/store.js';
+import { closeRedis, configuredRedisUrl, createRedis, createRedisPinger, keyBase, persistenceProblem, probeRedis, scanKeys, type RedisClient } from '../../src/jobs/redis.js';
+import { QUEUES } from '../../src/jobs/queues.js';
+import { startSchedules } from '../../src/jobs/schedules.js';
+import { startEngine, type EngineHandle } from '../../src/runbooks/engine.js';
+import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/runbooks/loader.js';
+import type { SimServer } from '../../src/sim/server.js';
+import { simOperations, startTestSim } from '../support/sim.js';
+import { redisClusterUnsupported, startPrivateRedisCluster, type PrivateRedisCluster } from '../support/redis-cluster.js';
+import { makeApp, testConfig } from '../runbooks/fake-argo.js';
+import { FAST, RecordingNotifier } from '../runbooks/harness.js';
+import { servicesForSim } from '../runbooks/sim-support.js';
+
+const root = path.resolve(import.meta.dirname, '../..');
+const bin = path.join(root, 'bin/rollcall.js');
+const run = promisify(execFile);
+
+const unsupported = await redisClusterUnsupported();
+if (unsupported) console.warn(`[tests] Redis Cluster tests skipped: ${unsupported}`);
+
+// Checked before anything connects: no Cluster needs to run for these.
+describe('Redis Cluster configuration', () => {
+  const clusterUrl = 'redis+cluster://127.0.0.1:7000,127.0.0.1:7001';
+  const cleanup: (() => Promise<unknown>)[] = [];
+  afterAll(async () => {
+    for (const c of cleanup.reverse()) await c().catch(() => {});
+  });
+
+  it('config check and start refuse a prefix without a hash tag on a Cluster, saying why and the fix; other Redis take any prefix', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-cluster-config-'));
+    cleanup.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const config = (url: string, p: string) => `instances:\n  - name: prod\n    url: https://argocd.example\n    token: t\nredis:\n  url: ${url}\n  prefix: "${p}"\n`;
+    const untagged = path.join(dir, 'untagged.yaml');
+    writeFileSync(untagged, config(clusterUrl, 'rollcall'));
+    const refused: { code?: number; stderr: string } = await run(process.execPath, [bin, 'config', 'check', '--config', untagged]).catch((e: { code: number; stderr: string }) => e);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('redis.prefix: redis.prefix "rollcall" has no hash tag, and Redis Cluster needs one');
+    expect(refused.stderr).toContain('prefix: "{rollcall}"');
+    expect(refused.stderr).toMatch(/\(line 7\)/);
+
+    // `{}` is no hash tag (Redis hashes the whole key then), nor is an unclosed brace.
+    expect(() => parseConfig(config(clusterUrl, 'rollcall{}'))).toThrow(/has no hash tag/);
+    expect(() => parseConfig(config(clusterUrl, '{rollcall'))).toThrow(/has no hash tag/);
+    expect(parseConfig(config(clusterUrl, 'team-a:{rollcall}')).redis.prefix).toBe('team-a:{rollcall}');
+    expect(parseConfig(config('redis://127.0.0.1:6379', 'rollcall')).redis.prefix).toBe('rollcall');
+    expect(parseConfig(config('redis+sentinel://127.0.0.1:26379/mymaster', 'rollcall')).redis.prefix).toBe('rollcall');
+
+    // REDIS_URL is read after the file was checked: the same rule applies to it, and to the engine itself.
+    const fileConfig = parseConfig(config('redis://127.0.0.1:6379', 'rollcall'));
+    expect(() => configuredRedisUrl(fileConfig, { REDIS_URL: clusterUrl })).toThrow(/no hash tag/);
+    expect(configuredRedisUrl(fileConfig, {})).toBe('redis://127.0.0.1:6379');
+    const sim = await startTestSim({ scenario: 'seed-outage', manual: false, speed: 50 });
+    cleanup.push(() => sim.stop());
+    const { services, fleet } = await servicesForSim(sim);
+    cleanup.push(() => fleet.stop());
+    await expect(startEngine(services, { role: 'all', redisUrl: clusterUrl, prefix: 'rollcall', ...FAST })).rejects.toThrow(/prefix: "\{rollcall\}"/);
+
+    const ok = path.join(dir, 'tagged.yaml');
+    writeFileSync(ok, config(clusterUrl, '{rollcall}'));
+    const accepted = await run(process.execPath, [bin, 'config', 'check', '--config', ok]);
+    expect(accepted.stdout).toContain('prefix={rollcall}');
+  }, 30_000);
+
+});
+
+describe.skipIf(!!unsupported)('rollcall on a Redis Cluster (a private 3-master cluster of real redis-servers)', () => {
+  let cluster: PrivateRedisCluster;
+  let redis: RedisClient;
+  const prefix = `{rollcall-cluster-${Math.random().toString(36).slice(2, 8)}}`;
+  const cleanup: (() => Promise<unknown>)[] = [];
+
+  beforeAll(async () => {
+    cluster = await startPrivateRedisCluster();
+    redis = createRedis(cluster.url);
+  }, 30_000);
+
+  afterAll(async () => {
+    for (const c of cleanup.reverse()) await c().catch(() => {});
+    if (redis) await closeRedis(redis);
+    await cluster?.stop();
+  });
+
+  it('runs a bulk-sync exactly once end to end through the queue and a worker, with its audit trail read back', async () => {
+    const sim: SimServer = await startTestSim({ scenario: 'seed-outage', manual: false, speed: 50 });
+    cleanup.push(() => sim.stop());
+    const notifier = new RecordingNotifier();
+    const { services, fleet } = await servicesForSim(sim, { notifier });
+    cleanup.push(() => fleet.stop());
+    const engine: EngineHandle = await startEngine(services, { role: 'all', redisUrl: cluster.url, prefix, runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR), ...FAST });
+    cleanup.push(() => engine.stop());
+    services.runs = engine.runs;
+    services.audit = engine.runs.audit;
+    const ctx: CommandContext = { services, user: 'U_OP', surface: 'terminal', channel: 'terminal', assumeYes: true };
+
+    expect(await engine.runs.workersOnline()).toBe(1);
+    const reply = await dispatch('sync auth-config-* prune=true', ctx);
+    expect(reply.ok, JSON.stringify(reply.error)).toBe(true);
+    const runId = (reply.data as { runId: string }).runId;
+    const end = await engine.runs.waitForEnd(runId, 20_000);
+    expect(end.status, end.error).toBe('succeeded');
+
+    const posts = (await simOperations(sim)).filter((o) => o.method === 'POST' && /\/sync$/.test(o.path));
+    const apps = posts.map((p) => p.app).sort();
+    expect(apps).toHaveLength(12);
+    expect(new Set(apps).size).toBe(12);
+    expect(apps.every((a) => a!.startsWith('auth-config-'))).toBe(true);
+
+    // Read back through a second, independent Cluster connection.
+    const { AuditLog } = await import('../../src/audit/audit-log.js');
+    const audit = await new AuditLog(redis, prefix).read({ runId, order: 'oldest' });
+    const kinds = audit.map((e) => e.kind);
+    expect(kinds[0]).toBe('run.start');
+    expect(kinds).toContain('run.confirm');
+    expect(kinds.filter((k) => k === 'argocd.sync')).toHaveLength(12);
+    expect(audit.find((e) => e.kind === 'run.end')).toMatchObject({ runId, result: 'succeeded' });
+    // The locks on the 12 apps were taken together (one script over 12 keys) and given back together.
+    const locks: string[] = [];
+    for await (const batch of scanKeys(redis, `${keyBase(prefix)}lock:*`)) locks.push(...batch);
+    expect(locks).toEqual([]);
+  }, 30_000);
+
+  it('writes and reads alerts (compare-and-set script, transactions) and incidents (hashes, streams, scripts)', async () => {
+    const alerts = new AlertStore(redis, prefix);
+    const at = new Date().toISOString();
+    const record = {
+      id: 'al-c1',
+      key: 'stuck-step/prod/auth',
+      rule: 'stuck-step',
+      severity: 'warning',
+      instance: 'prod',
+      apps: ['auth-config-prod-us-east-1'],
+      summary: 'auth stuck',
+      details: [],
+      state: 'firing',
+      firstSeenAt: at,
+      firedAt: at,
+      updatedAt: at,
+      flaps: 0,
+      version: 1,
+      rendered: 0,
+      notifiedApps: 1,
+    } as unknown as AlertRecord;
+    expect(await alerts.mutate(record.key, () => record)).toMatchObject({ id: 'al-c1', state: 'firing' });
+    expect((await alerts.change('al-c1', { kind: 'ack', by: 'U_OP' })).ackedBy).toBe('U_OP');
+    await alerts.archive({ ...record, id: 'al-c0', state: 'resolved', resolvedAt: at });
+    expect((await alerts.all()).map((a) => a.id).sort()).toEqual(['al-c0', 'al-c1']);
+    await alerts.removeArchived('al-c0');
+    expect((await alerts.all()).map((a) => a.id)).toEqual(['al-c1']);
+    expect((await new AlertStore(createRedisForCleanup(), prefix).get(record.key))!.ackedBy).toBe('U_OP');
+
+    const sim = await startTestSim({ scenario: 'seed-outage', manual: false, speed: 50 });
+    cleanup.push(() => sim.stop());
+    const { services, fleet } = await servicesForSim(sim);
+    cleanup.push(() => fleet.stop());
+    services.changes = new ChangeLog(redis, prefix);
+    services.incidents = new IncidentService(new IncidentStore(redis, prefix), services.changes, fleet);
+    // What a worker's recorder backfills from Argo CD: a pipeline of record-once scripts (claim key + stream).
+    const recorder = new ChangeRecorder(fleet, services.changes);
+    await recorder.start();
+    await recorder.stop();
+    const ctx: CommandContext = { services, user: 'U_OP', surface: 'terminal', channel: 'terminal' };
+    const changes = await dispatch('changes since=1d', ctx);
+    expect(changes.ok, JSON.stringify(changes.error)).toBe(true);
+    expect(JSON.stringify(changes.data)).toContain('auth-service');
+    const declared = await dispatch('declare auth-service crash-looping sev=1 scope=auth-service-*', ctx);
+    expect(declared.ok, JSON.stringify(declared.error)).toBe(true);
+    const id = declared.data.id as string;
+    expect((await dispatch('incident note looking at auth-config', ctx)).ok).toBe(true);
+    expect((await dispatch('incident sev 2', ctx)).data.incident).toMatchObject({ id, severity: 2 });
+    const store = new IncidentStore(createRedisForCleanup(), prefix);
+    expect(await store.get(id)).toMatchObject({ id, title: 'auth-service crash-looping', severity: 2, state: expect.any(String) });
+    expect((await store.entries(id)).some((e) => JSON.stringify(e).includes('looking at auth-config'))).toBe(true);
+    expect((await store.open()).map((i) => i.id)).toEqual([id]);
+  }, 30_000);
+
+  it('ticks config schedules through a BullMQ job scheduler and removes them', async () => {
+    const notifier = new RecordingNotifier();
+    const fleet = StaticFleet.fromObjects([{ name: 'argo-test', applications: [makeApp('web-prod', 'prod', { sync: 'Synced' })] }]);
+    const services: Services = { config: testConfig(), fleet, argocd: new Map(), notifier };
+    const schedules = await startSchedules({ services, redisUrl: cluster.url, prefix });
+    cleanup.push(() => schedules.stop());
+    await schedules.upsertSchedules([{ id: 'fleet-status', cron: '* * * * * *', tz: 'UTC', command: 'status', channel: 'C_OPS' }]);
+    expect((await schedules.list()).map((s) => s.id)).toEqual(['fleet-status']);
+    await expect.poll(() => notifier.posts.length, { timeout: 8000 }).toBeGreaterThanOrEqual(2);
+    expect(notifier.posts.every((p) => p.target.channel === 'C_OPS' && p.reply.ok && p.reply.command === 'status')).toBe(true);
+    await schedules.upsertSchedules([]);
+    expect(await schedules.list()).toEqual([]);
+  }, 20_000);
+
+  function createRedisForCleanup(): RedisClient {
+    const c = createRedis(cluster.url);
+    cleanup.push(() => closeRedis(c));
+    return c;
+  }
+
+  it('keeps every key it wrote under the prefix, all in the one slot of its hash tag; health checks ask every master', async () => {
+    const keys: string[] = [];
+    for await (const batch of scanKeys(redis, '*')) keys.push(...batch);
+    // The cluster is private to this file: whatever is in it, rollcall (or BullMQ for it) wrote.
+    expect(keys.length).toBeGreaterThan(10);
+    expect(keys.filter((k) => !k.startsWith(prefix))).toEqual([]);
+    const masters = (redis as import('ioredis').Cluster).nodes('master');
+    expect(masters).toHaveLength(3);
+    const slots = new Set(await Promise.all(keys.map(async (k) => Number(await masters[0].call('CLUSTER', 'KEYSLOT', k)))));
+    expect(slots.size).toBe(1);
+    expect(keys.some((k) => k.startsWith(`${prefix}:${QUEUES.steps}:`))).toBe(true);
+    expect(keys.some((k) => k.startsWith(`${prefix}:${QUEUES.schedules}:`))).toBe(true);
+    expect(keys).toContain(`${prefix}:audit`);
+
+    expect(await persistenceProblem(redis)).toMatch(/appendonly is off on 127\.0\.0\.1:\d+, 127\.0\.0\.1:\d+, 127\.0\.0\.1:\d+/);
+    const pinger = createRedisPinger(cluster.url);
+    cleanup.push(() => pinger.close());
+    await expect.poll(() => pinger.check(), { timeout: 5000 }).toBeUndefined();
+    // `ask`'s quick probe: answers on the Cluster, and says why not when no seed node answers.
+    expect(await probeRedis(cluster.url)).toBeUndefined();
+    expect(await probeRedis(`redis+cluster://127.0.0.1:${await freePort()}`, 1000)).toMatch(/ECONNREFUSED|startup nodes/);
+  }, 20_000);
+});

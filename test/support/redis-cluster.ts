@@ -1,0 +1,85 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { findBinary, freePort, pingRedis } from '../../src/dev/redis-server.js';
+
+const run = promisify(execFile);
+
+export interface PrivateRedisCluster {
+  /** `redis+cluster://` naming two of the masters: the client finds the third from the slot map. */
+  url: string;
+  ports: number[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Why a private Redis Cluster cannot be started here, or undefined when it can: `redis-server` and `redis-cli`
+ * exist and the server accepts `--cluster-enabled` (a build without cluster support exits at once).
+ */
+export async function redisClusterUnsupported(): Promise<string | undefined> {
+  const server = findBinary('redis-server');
+  const cli = findBinary('redis-cli');
+  if (!server || !cli) return `no ${server ? 'redis-cli' : 'redis-server'} binary on PATH`;
+  const { stdout } = await run(server, ['--version']);
+  const major = Number(/v=(\d+)\./.exec(stdout)?.[1] ?? 0);
+  if (major < 5) return `redis-server ${stdout.trim()} predates \`redis-cli --cluster create\` (Redis 5)`;
+  return undefined;
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what} within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A private Redis Cluster of three masters (no replicas) on free ports in a temp dir; `stop` removes it all. */
+export async function startPrivateRedisCluster(masters = 3): Promise<PrivateRedisCluster> {
+  const server = findBinary('redis-server')!;
+  const cli = findBinary('redis-cli')!;
+  const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-redis-cluster-'));
+  const children: ChildProcess[] = [];
+  const ports: number[] = [];
+  const stop = async () => {
+    await Promise.all(
+      children.map(async (child) => {
+        if (child.exitCode !== null) return;
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
+        if (child.exitCode === null) child.kill('SIGKILL');
+      }),
+    );
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    for (let i = 0; i < masters; i++) {
+      const port = await freePort();
+      ports.push(port);
+      const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--daemonize', 'no'];
+      args.push('--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '2000');
+      const child = spawn(server, args, { stdio: 'ignore' });
+      children.push(child);
+    }
+    for (const [i, port] of ports.entries()) {
+      await waitFor(`redis-server (cluster node) did not answer on port ${port}`, async () => {
+        if (children[i].exitCode !== null) throw new Error(`redis-server exited with code ${children[i].exitCode} (cluster node on port ${port})`);
+        return pingRedis('127.0.0.1', port, 200);
+      }, 10_000);
+    }
+    await run(cli, ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 20_000 });
+    for (const port of ports) {
+      await waitFor(`cluster_state:ok not reached on port ${port}`, async () => {
+        const { stdout } = await run(cli, ['-p', String(port), 'cluster', 'info']);
+        return /cluster_state:ok/.test(stdout);
+      }, 15_000);
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { url: `redis+cluster://127.0.0.1:${ports[0]},127.0.0.1:${ports[1]}`, ports, stop };
+}
