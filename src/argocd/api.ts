@@ -29,6 +29,13 @@ export interface AppRef {
   project?: string;
 }
 
+export interface RollbackOptions {
+  /** The status.history entry to go back to. */
+  id: number;
+  prune?: boolean;
+  dryRun?: boolean;
+}
+
 export interface WatchHandle {
   /** Stops the stream; no reconnect afterwards. */
   close(): void;
@@ -66,6 +73,12 @@ export interface ArgoApi {
   resourceEvents(ref: AppRef, resource?: { uid: string; name: string; namespace?: string }): Promise<KubeEventList>;
   sync(request: ApplicationSyncRequest): Promise<Application>;
   terminateOperation(ref: AppRef): Promise<void>;
+  /**
+   * POST .../rollback (ApplicationRollbackRequest): Argo CD writes a sync operation to the revision and
+   * source of history entry `id`. It refuses while auto-sync is on, for an id not in status.history,
+   * and while another operation runs. The request has no `infos`: the operation names only the token's user.
+   */
+  rollback(ref: AppRef, opts: RollbackOptions): Promise<Application>;
   patchApplication(ref: AppRef, patch: unknown, patchType: 'merge' | 'json'): Promise<Application>;
   listApplicationSets(query?: { selector?: string; projects?: string[]; appsetNamespace?: string }): Promise<ApplicationSetList>;
   getApplicationSet(name: string, appsetNamespace?: string): Promise<ApplicationSet>;

@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import axios, { AxiosError, type AxiosInstance, type AxiosRequestConfig } from 'axios';
 import type { Logger } from 'pino';
 import type { RollcallConfig, InstanceConfig } from '../config/schema.js';
-import type { AppRef, ArgoApi, ListApplicationsQuery, WatchHandle, WatchOptions } from './api.js';
+import type { AppRef, ArgoApi, ListApplicationsQuery, RollbackOptions, WatchHandle, WatchOptions } from './api.js';
 import { errorFromResponse, errorFromTransport, isArgoError, type CallContext } from './errors.js';
 import { DEFAULT_RETRY, parseRetryAfter, retryDelay, sleep, type RetryPolicy } from './retry.js';
 import type {
@@ -157,6 +157,19 @@ export class ArgoClient implements ArgoApi {
       if (isArgoError(error, 'no_operation') && error.maybeApplied) return;
       throw error;
     }
+  }
+
+  /**
+   * A rollback is a sync in disguise (Argo CD's Rollback writes a sync operation), so it is retried
+   * like one: never after it may have arrived. RBAC: `sync` in v3.5 (v3.6 adds an opt-in `rollback`).
+   */
+  rollback(ref: AppRef, opts: RollbackOptions): Promise<Application> {
+    const body = { name: ref.name, id: opts.id, prune: opts.prune, dryRun: opts.dryRun, appNamespace: ref.appNamespace, project: ref.project };
+    return this.call<Application>(
+      { method: 'POST', url: `${appPath(ref.name)}/rollback`, data: dropUndefined(body) },
+      { resource: 'applications', action: 'sync', app: ref.name, project: ref.project },
+      'sync',
+    );
   }
 
   patchApplication(ref: AppRef, patch: unknown, patchType: 'merge' | 'json'): Promise<Application> {

@@ -19,6 +19,8 @@ export type ArgoErrorCode =
   | 'operation_in_progress'
   /** InvalidArgument "No operation is in progress" from terminating an operation: nothing is running. */
   | 'no_operation'
+  /** FailedPrecondition "rollback cannot be initiated when auto-sync is enabled". */
+  | 'auto_sync_enabled'
   /** A watch resumed from a resourceVersion the server no longer has (HTTP 410): relist. */
   | 'expired';
 
@@ -96,6 +98,7 @@ export interface CallContext {
 const IN_PROGRESS = /another operation is already in progress/i;
 const NO_OPERATION = /no operation is in progress/i;
 const SYNC_WINDOW = /blocked by sync window/i;
+const AUTO_SYNC_ON = /rollback cannot be initiated when auto-sync is enabled/i;
 
 function describeTarget(ctx: CallContext): string {
   if (ctx.app) return `app ${ctx.app} on instance ${ctx.instance}`;
@@ -157,6 +160,13 @@ export function errorFromResponse(ctx: CallContext, status: number, body: unknow
         `started that operation: check the app before syncing again.`
       : `Another operation is already in progress on ${describeTarget(ctx)}: wait for it to finish, or terminate it, then retry.`;
     return new ArgoError(message, { ...base, kind: 'operation_in_progress' });
+  }
+  if (argoMessage && AUTO_SYNC_ON.test(argoMessage)) {
+    // Auto-sync would put git's revision straight back, so Argo CD refuses; rollcall's pause turns it off reversibly.
+    return new ArgoError(
+      `Argo CD refused to roll back ${describeTarget(ctx)}: "${argoMessage}". Turn auto-sync off first (\`pause ${ctx.app ?? 'APP'}\` does, and \`resume\` restores it), then roll back.`,
+      { ...base, kind: 'auto_sync_enabled' },
+    );
   }
   if (argoMessage && NO_OPERATION.test(argoMessage)) {
     return new ArgoError(`No operation is running on ${describeTarget(ctx)}: there is nothing to terminate.`, { ...base, kind: 'no_operation' });

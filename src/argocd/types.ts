@@ -101,6 +101,9 @@ export interface SyncOperation {
   syncStrategy?: SyncStrategy;
   resources?: SyncResourceRef[];
   syncOptions?: string[];
+  /** Set by a rollback: the source of the history entry synced to, instead of the app's own. */
+  source?: ApplicationSource;
+  sources?: ApplicationSource[];
   [extra: string]: unknown;
 }
 

@@ -15,8 +15,10 @@ export type AuditKind =
   | 'step.start'
   | 'step.end'
   | 'argocd.sync'
-  /** Any other Argo CD change (patch, appset upsert, terminate). */
+  /** Any other Argo CD change (patch, appset upsert, terminate, rollback). */
   | 'argocd.mutation'
+  /** An app refresh (normal or hard) asked of Argo CD: no change to the app, load on the repo-server. */
+  | 'argocd.refresh'
   /** A Kubernetes API change (sealed-secrets keys, controller restart). */
   | 'kube.mutation'
   /** Someone acknowledged or snoozed an alert. */

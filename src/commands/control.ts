@@ -15,7 +15,7 @@ import { errorReply, type Reply, type ReplyItem } from '../core/reply.js';
 const SELECTION_OPTIONS: readonly string[] = SELECTOR_OPTIONS.filter((k) => k !== 'instance');
 
 /** Starts a runbook exactly as `/argo run <runbook> key=value ...` would, answering as `command`. */
-async function viaRunCommand(runbook: string, params: Record<string, string>, cmd: ParsedCommand, ctx: CommandContext, command: string): Promise<Reply> {
+export async function viaRunCommand(runbook: string, params: Record<string, string>, cmd: ParsedCommand, ctx: CommandContext, command: string): Promise<Reply> {
   const reply = await runRunbookCommand.run({ command: 'run', positional: [runbook], options: params, flags: cmd.flags, raw: cmd.raw }, ctx);
   reply.command = command;
   return reply;

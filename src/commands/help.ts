@@ -18,7 +18,18 @@ export function commandNames(): string[] {
 }
 
 // What people type from the argocd CLI and kubectl, and the rollcall command that answers it.
-const FAMILIAR_VERBS: Record<string, string> = { get: 'app', describe: 'app', list: 'status', ls: 'status', why: 'diagnose' };
+const FAMILIAR_VERBS: Record<string, string> = {
+  get: 'app',
+  describe: 'app',
+  list: 'status',
+  ls: 'status',
+  why: 'diagnose',
+  terminate: 'terminate-op',
+  'terminate-operation': 'terminate-op',
+  'hard-refresh': 'refresh',
+  revert: 'rollback',
+  undo: 'rollback',
+};
 
 /**
  * Commands to suggest for a mistyped or unknown one: matched against names and aliases, offered by

@@ -20,6 +20,9 @@ import { digestCommand } from './digest.js';
 import { helpCommand } from './help.js';
 import { declareCommand, incidentCommand, incidentNoteMessageAction, incidentsCommand } from './incident.js';
 import { planCommand } from './plan.js';
+import { refreshCommand } from './refresh.js';
+import { rollbackCommand } from './rollback.js';
+import { terminateOpCommand } from './terminate-op.js';
 import { rolloutCommand } from './rollout.js';
 import { auditCommand, runRunbookCommand, runConfirmAction, runFormAction, runsCommand, runVerbActions, syncCommand } from './runbooks.js';
 import { statusCommand } from './status.js';
@@ -41,6 +44,9 @@ export const COMMANDS: readonly CommandSpec[] = [
   pausedCommand,
   runRunbookCommand,
   syncCommand,
+  refreshCommand,
+  rollbackCommand,
+  terminateOpCommand,
   runsCommand,
   auditCommand,
   alertsCommand,

@@ -3,9 +3,10 @@ import type { RunService } from '../runbooks/engine.js';
 import { findRunbookAction } from '../runbooks/actions/index.js';
 import { paramReference, substitute } from '../runbooks/loader.js';
 import { ParamError, describeParams, parseParams, type ParamValue } from '../runbooks/params.js';
-import { auditReply, previewReply, progressReply, runListReply } from '../runbooks/replies.js';
+import { auditReply, pausable, previewReply, progressReply, runListReply } from '../runbooks/replies.js';
 import type { Run } from '../runbooks/run-store.js';
 import { selectApps } from '../fleet/select.js';
+import type { FleetApp } from '../fleet/model.js';
 import { CommandError, SELECTOR_OPTIONS, selectorFromCommand } from './parse.js';
 import { type CommandContext, type ParsedCommand, type CommandSpec, type ActionSpec } from './registry.js';
 import { unknownTarget } from './suggest.js';
@@ -144,23 +145,30 @@ export const syncCommand: CommandSpec = {
     });
     if (!selector) return errorReply('sync', 'usage', 'Which apps? e.g. `sync auth-config-* prune=true` or `sync -l team=auth cluster=prod-eu1`.');
     // A typo'd name or glob is answered like `status` answers it, with the closest names, before any run exists.
-    const sel = selectorFromCommand(cmd);
-    if (!selectApps(ctx.services.fleet, sel).length) {
-      const word = [...(sel.patterns ?? []), sel.cluster, sel.appSet].find((w): w is string => !!w);
-      const message = `No application matches ${[...(sel.patterns ?? []).map((p) => `\`${p}\``), ...(sel.labels ? [`-l \`${sel.labels}\``] : []), ...(sel.cluster ? [`cluster=${sel.cluster}`] : []), ...(sel.appSet ? [`appset=${sel.appSet}`] : [])].join(' ')}: nothing to sync.`;
-      if (word) {
-        // Suggestions a sync can take as they are: an appset becomes appset=NAME.
-        const near = unknownTarget(ctx.services.fleet, word.replace(/[*?[\]{}]/g, ''), 'app', message);
-        const suggestions = near.suggestions?.map((s) => s.replace(/^(\S+) \(appset\)$/, 'appset=$1').replace(/^(\S+) \(cluster\)$/, 'cluster=$1'));
-        throw new CommandError(near.code, near.message, suggestions);
-      }
-      return errorReply('sync', 'unknown_target', message);
-    }
+    assertSelects(cmd, ctx, 'sync');
     const params: Record<string, string> = { selector };
     for (const [k, v] of Object.entries(cmd.options)) if (!(SELECTOR_OPTIONS as readonly string[]).includes(k)) params[k] = v;
     return startAndReply(runs, ctx, 'bulk-sync', params, 'sync');
   },
 };
+
+/**
+ * Throws when the command's selection matches no app: with the closest names (in a form the command
+ * takes as it is: an appset becomes appset=NAME), before any run exists.
+ */
+export function assertSelects(cmd: ParsedCommand, ctx: CommandContext, verb: string): FleetApp[] {
+  const sel = selectorFromCommand(cmd);
+  const apps = selectApps(ctx.services.fleet, sel);
+  if (apps.length) return apps;
+  const word = [...(sel.patterns ?? []), sel.cluster, sel.appSet].find((w): w is string => !!w);
+  const message = `No application matches ${[...(sel.patterns ?? []).map((p) => `\`${p}\``), ...(sel.labels ? [`-l \`${sel.labels}\``] : []), ...(sel.cluster ? [`cluster=${sel.cluster}`] : []), ...(sel.appSet ? [`appset=${sel.appSet}`] : [])].join(' ')}: nothing to ${verb}.`;
+  if (word) {
+    const near = unknownTarget(ctx.services.fleet, word.replace(/[*?[\]{}]/g, ''), 'app', message);
+    const suggestions = near.suggestions?.map((s) => s.replace(/^(\S+) \(appset\)$/, 'appset=$1').replace(/^(\S+) \(cluster\)$/, 'cluster=$1'));
+    throw new CommandError(near.code, near.message, suggestions);
+  }
+  throw new CommandError('unknown_target', message);
+}
 
 /** The verbs of `runs` that act on a run, as the buttons of its message do (run.confirm, run.abort ...). */
 const RUN_VERBS: Record<string, (runs: RunService, id: string, ctx: CommandContext) => Promise<Reply>> = {
@@ -258,7 +266,7 @@ export const runConfirmAction: ActionSpec = {
       // In Slack the run now has its one live message in the channel; the (ephemeral) preview says so
       // instead of becoming a second, frozen copy with buttons that go stale.
       if (ctx.surface === 'slack' && (run.status === 'running' || run.status === 'awaiting-approval')) {
-        const where = run.status === 'running' ? 'Its progress, with Pause and Abort, is in the channel message.' : 'It waits for approval in the channel message, where an approver presses Approve.';
+        const where = run.status === 'running' ? `Its progress, with ${pausable(run) ? 'Pause and Abort' : 'Abort'}, is in the channel message.` : 'It waits for approval in the channel message, where an approver presses Approve.';
         return {
           ok: true,
           command: 'runs',

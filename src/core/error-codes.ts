@@ -47,6 +47,9 @@ export const ERROR_CODES = {
   nothing_to_pause: { exit: 'failed', meaning: 'the ApplicationSet has nothing a pause would stop' },
   already_paused: { exit: 'failed', meaning: 'the ApplicationSet is already paused' },
   not_paused: { exit: 'failed', meaning: 'the ApplicationSet is not paused by rollcall' },
+  auto_sync_enabled: { exit: 'failed', meaning: 'a rollback of an app whose auto-sync is on: Argo CD refuses it, turn auto-sync off first' },
+  unknown_history_id: { exit: 'failed', meaning: 'no deployment with that id in the app\'s history (status.history)' },
+  nothing_to_terminate: { exit: 'failed', meaning: 'no selected app has an operation in progress' },
   // Incidents.
   incident_not_found: { exit: 'failed', meaning: 'no incident with that id' },
   incident_ambiguous: { exit: 'failed', meaning: 'several incidents are open: name one (the error lists them)' },
@@ -73,6 +76,7 @@ export const ERROR_CODES = {
   argocd_network: { exit: 'failed', meaning: 'Argo CD is unreachable (network, TLS)' },
   argocd_operation_in_progress: { exit: 'failed', meaning: 'another operation is running on the app' },
   argocd_no_operation: { exit: 'failed', meaning: 'no operation is running on the app: nothing to terminate' },
+  argocd_auto_sync_enabled: { exit: 'failed', meaning: 'Argo CD does not roll back an app while its auto-sync is on: turn it off first' },
   argocd_expired: { exit: 'failed', meaning: 'a watch resumed from a resourceVersion Argo CD no longer has' },
   // Slack.
   slack_auth_failed: { exit: 'failed', meaning: 'Slack rejected the bot token' },

@@ -155,6 +155,7 @@ const AUDIT_VERB: Record<string, string> = {
   'step.end': 'step ended',
   'argocd.sync': 'synced',
   'argocd.mutation': 'changed',
+  'argocd.refresh': 'refreshed',
   'kube.mutation': 'changed',
 };
 
@@ -165,9 +166,9 @@ export function auditChange(e: AuditEntry): ChangeRecord {
   const step = e.kind.startsWith('step.');
   const who = e.who && e.who !== 'rollcall' ? e.who : undefined;
   const params = e.params && typeof e.params === 'object' ? (e.params as Record<string, unknown>) : {};
-  const detail = e.kind === 'argocd.sync' && params.prune ? ' (prune)' : '';
+  const detail = e.kind === 'argocd.sync' && params.prune ? ' (prune)' : e.kind === 'argocd.refresh' && params.refresh === 'hard' ? ' (hard)' : '';
   let text: string;
-  if (e.kind === 'argocd.sync' || e.kind.endsWith('.mutation')) text = `rollcall ${verb} ${app ?? e.target ?? ''}${detail}${e.runId ? ` (run ${e.runId}${who ? `, requested by ${who}` : ''})` : ''}`;
+  if (e.kind.startsWith('argocd.') || e.kind.endsWith('.mutation')) text = `rollcall ${verb} ${app ?? e.target ?? ''}${detail}${e.runId ? ` (run ${e.runId}${who ? `, requested by ${who}` : ''})` : ''}`;
   else if (step) text = `run ${e.runId ?? ''} ${verb}${e.target ? `: ${e.target}` : ''}${e.result ? ` (${e.result})` : ''}`;
   else text = `run ${e.runId ?? ''}${e.kind === 'run.start' && e.target ? ` (${e.target})` : ''} ${verb}${who ? ` by ${who}` : ''}${e.result && e.kind === 'run.end' ? `: ${e.result}` : ''}${e.message && e.kind !== 'run.end' ? ` — ${e.message}` : ''}`;
   return {

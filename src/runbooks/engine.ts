@@ -14,7 +14,7 @@ import { loadRunbooks, SHIPPED_RUNBOOKS_DIR, substitute } from './loader.js';
 import { AppLocks, LockConflictError } from './locks.js';
 import { formatParam, parseParams } from './params.js';
 import { assertMayApprove, assertMayOperate, assertMayRun } from './permissions.js';
-import { progressLine, progressReply } from './replies.js';
+import { pausable, progressLine, progressReply } from './replies.js';
 import { runEvent, stepOutcomeTransition, type RunEvent } from './run-machine.js';
 import { isTerminal, LeaseLostError, previewExpired, PREVIEW_TTL_MS, RunStore, type Run, type RunProgress } from './run-store.js';
 import type { Runbook } from './schema.js';
@@ -396,6 +396,7 @@ class Engine implements RunService {
     const run = await this.store.require(runId);
     assertMayOperate(user, run, this.book.get(run.runbook), this.services.config, 'pause');
     if (run.status !== 'running') throw new RunStateError(`run ${run.id} is ${run.status}; only a running run can be paused`);
+    if (!pausable(run)) throw new RunStateError(`run ${run.id} (${run.runbook}) cannot be paused: its step is one request Argo CD carries out on its own; abort stops rollcall following it`);
     // Revoking the lease in the same write: from this moment no call of the running attempt goes out.
     const next = await this.store.update(runId, (r) => this.transit(r, { type: 'pause', by: user, reason: 'paused by a user' }), { lease: 'revoke' });
     await this.record({ kind: 'run.pause', who: user, runId });

@@ -2,6 +2,7 @@ import { formatDuration, mention, when } from '../core/format.js';
 import { withUserText, type Reply, type ReplyBlock, type ReplyButton, type Tone } from '../core/reply.js';
 import type { AuditEntry } from '../audit/audit-log.js';
 import { isTerminal, previewExpired, type Run, type RunStatus } from './run-store.js';
+import { findRunbookAction } from './actions/index.js';
 
 const STATUS_TONE: Record<RunStatus, Tone> = {
   previewing: 'progress',
@@ -44,6 +45,11 @@ function button(label: string, action: string, run: Run, style?: ReplyButton['st
   return { label, action, value: run.id, ...(style ? { style } : {}) };
 }
 
+/** Whether the run's steps can be paused: a rollback or a terminate is one call Argo CD then carries out alone. */
+export function pausable(run: Run): boolean {
+  return run.steps.every((s) => findRunbookAction(s.action)?.pausable !== false);
+}
+
 /** Buttons that fit the run's state: Confirm/Cancel, Approve/Cancel, Pause/Abort, Resume/Abort. */
 export function runButtons(run: Run): ReplyButton[] {
   switch (run.status) {
@@ -52,7 +58,7 @@ export function runButtons(run: Run): ReplyButton[] {
     case 'awaiting-approval':
       return [button('Approve', 'run.approve', run, 'primary'), button('Cancel', 'run.cancel', run)];
     case 'running':
-      return [button('Pause', 'run.pause', run), button('Abort', 'run.abort', run, 'danger')];
+      return pausable(run) ? [button('Pause', 'run.pause', run), button('Abort', 'run.abort', run, 'danger')] : [button('Abort', 'run.abort', run, 'danger')];
     case 'paused':
       return [button('Resume', 'run.resume', run, 'primary'), button('Abort', 'run.abort', run, 'danger')];
     default:

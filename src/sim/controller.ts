@@ -265,6 +265,36 @@ export class SimController {
     return this.writeOperation(store, app, operation);
   }
 
+  /**
+   * POST /api/v1/applications/{name}/rollback after auth, as Argo CD's Rollback does it: refused while
+   * auto-sync is on, for an id not in status.history, and while an operation is pending; otherwise a
+   * sync operation to that entry's revision and source (with the app's syncOptions and an apply
+   * strategy), initiated by the token's user, with the last operationState cleared (SetAppOperation).
+   */
+  requestRollback(instance: string, appName: string, request: { id: number; prune?: boolean; dryRun?: boolean }, user: string): Application {
+    const store = this.requireInstance(instance);
+    const app = this.requireApp(store, appName);
+    if (app.metadata.deletionTimestamp) throw new SimError('failed_precondition', 'application is deleting');
+    if (automatedEnabled(app.spec.syncPolicy?.automated))
+      throw new SimError('failed_precondition', 'rollback cannot be initiated when auto-sync is enabled');
+    const entry = app.status?.history?.find((h) => h.id === request.id);
+    if (!entry) throw new SimError('invalid_argument', `application ${qualifiedName(app)} does not have deployment with id ${request.id}`);
+    if (!entry.source && !entry.sources?.length)
+      throw new SimError('failed_precondition', 'cannot rollback to revision deployed with Argo CD v0.11 or lower. sync to revision instead.');
+    if (app.operation) throw new SimError('failed_precondition', 'another operation is already in progress');
+    const sync: SyncOperation = {
+      ...(entry.revisions?.length ? { revisions: [...entry.revisions] } : { revision: entry.revision }),
+      ...(request.dryRun ? { dryRun: true } : {}),
+      ...(request.prune ? { prune: true } : {}),
+      ...(app.spec.syncPolicy?.syncOptions?.length ? { syncOptions: [...app.spec.syncPolicy.syncOptions] } : {}),
+      syncStrategy: { apply: {} },
+      ...(entry.sources?.length ? { sources: structuredClone(entry.sources) } : { source: structuredClone(entry.source) }),
+    };
+    const cleared = structuredClone(app);
+    if (cleared.status) delete cleared.status.operationState;
+    return this.writeOperation(store, cleared, { sync, initiatedBy: { username: user } });
+  }
+
   /** DELETE /api/v1/applications/{name}/operation: phase Terminating now, Failed "Operation terminated" on the next pass. */
   requestTerminate(instance: string, appName: string): void {
     const store = this.requireInstance(instance);
@@ -612,12 +642,14 @@ export class SimController {
     // Argo CD records history only for a full, real sync (controller/sync.go: !DryRun && no Resources).
     const recordHistory = !sync.dryRun && !sync.resources?.length;
     const history = (status.history ??= []);
+    // The source synced: a rollback's is the history entry's, not the app's current one.
+    const syncedSource = sync.sources?.length ? { sources: structuredClone(sync.sources) } : sync.source ? { source: structuredClone(sync.source) } : sourceFields(app);
     if (recordHistory) history.push({
       id: history.length ? history[history.length - 1].id + 1 : 0,
       ...(app.spec.sources?.length ? { revisions: sync.revisions ?? targetRevisions(app) } : { revision: deployed }),
       deployedAt: rfc3339(now),
       deployStartedAt: op.startedAt,
-      ...sourceFields(app),
+      ...syncedSource,
       initiatedBy: structuredClone(op.operation.initiatedBy ?? {}),
     });
     const cap = app.spec.revisionHistoryLimit ?? 10;
@@ -1162,4 +1194,10 @@ function syncStrategyOf(strategy: unknown): NonNullable<Operation['sync']>['sync
     }
   }
   return out as NonNullable<Operation['sync']>['syncStrategy'];
+}
+
+/** Argo CD's Application.QualifiedName: the bare name in the control-plane namespace, `ns/name` elsewhere. */
+function qualifiedName(app: Application): string {
+  const ns = app.metadata.namespace;
+  return !ns || ns === 'argocd' ? app.metadata.name : `${ns}/${app.metadata.name}`;
 }

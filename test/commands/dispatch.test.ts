@@ -201,4 +201,14 @@ describe('suggestions', () => {
     expect(typo.error?.suggestions).toContain('status');
     for (const s of [...(typo.error?.suggestions ?? []), ...((await ask('dia')).error?.suggestions ?? [])]) expect(['st', 'diag', 'why', 'ro', 'h', '?']).not.toContain(s);
   });
+
+  it("maps the argocd CLI's operation verbs to rollback, terminate-op and refresh, which help explains", async () => {
+    expect((await ask('terminate checkout-prod-eu')).error?.suggestions).toEqual(['terminate-op']);
+    expect((await ask('hard-refresh checkout-prod-eu')).error?.suggestions).toEqual(['refresh']);
+    expect((await ask('revert checkout-prod-eu 41')).error?.suggestions).toEqual(['rollback']);
+    expect((await ask('rolback checkout-prod-eu')).error?.suggestions).toContain('rollback');
+    const help = await ask('help rollback');
+    expect(help.data).toMatchObject({ command: 'rollback', readOnly: false, usage: expect.stringContaining('rollback APP [ID]') });
+    expect(String(help.data.help)).toContain('auto-sync');
+  });
 });

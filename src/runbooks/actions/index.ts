@@ -4,6 +4,8 @@ import { backupSealedSecretsKeysAction } from './backup-sealed-secrets-keys.js';
 import { pauseRolloutAction } from './pause-rollout.js';
 import { restoreSealedSecretsKeysAction } from './restore-sealed-secrets-keys.js';
 import { resumeRolloutAction } from './resume-rollout.js';
+import { rollbackAction } from './rollback.js';
+import { terminateOpAction } from './terminate-op.js';
 import type { RunbookAction } from './types.js';
 
 export type { RunbookAction, ActionContext, ActionPreview, StepOutcome, Checkpoint, RunTarget, PreviewContext } from './types.js';
@@ -27,3 +29,5 @@ registerRunbookAction(pauseRolloutAction);
 registerRunbookAction(resumeRolloutAction);
 registerRunbookAction(backupSealedSecretsKeysAction);
 registerRunbookAction(restoreSealedSecretsKeysAction);
+registerRunbookAction(rollbackAction);
+registerRunbookAction(terminateOpAction);

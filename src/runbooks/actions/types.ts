@@ -74,6 +74,11 @@ export interface RunbookAction {
   name: string;
   description: string;
   destructive: boolean;
+  /**
+   * false when pausing the step means nothing: it makes one call per target that Argo CD then carries
+   * out on its own (a rollback, a terminate), so a run of it offers Abort but no Pause. @defaultValue true
+   */
+  pausable?: boolean;
   /** Validates the step's `with` after params are substituted. */
   input: z.ZodType<Record<string, unknown>>;
   defaultTimeoutMs?: number;

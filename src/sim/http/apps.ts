@@ -8,7 +8,7 @@ import { appNotFound, GrpcCode, permissionDenied, SimApiError, toApiError } from
 import { appJsonFull, appJsonList } from './json.js';
 import { jsonPatch, mergePatch, type JsonPatchOp } from './patch.js';
 import { allowed, enforce } from './rbac.js';
-import { checkGoShape, SYNC_REQUEST_SHAPE } from './shapes.js';
+import { checkGoShape, ROLLBACK_REQUEST_SHAPE, SYNC_REQUEST_SHAPE } from './shapes.js';
 import { automatedEnabled } from '../../fleet/rollingsync.js';
 
 const DEFAULT_NS = 'argocd';
@@ -171,6 +171,29 @@ export function syncApplication(req: ApiRequest): RouteResult {
     } finally {
       req.core.events?.noteSyncRequest(req.store.name, app, undefined);
     }
+    status(200);
+    return { raw: appJsonFull(req.store.apps.get(req.store.apps.refOf(app)) ?? updated) };
+  } catch (error) {
+    const mapped = toApiError(error);
+    status(mapped?.httpStatus ?? 500);
+    throw mapped ?? error;
+  }
+}
+
+/**
+ * POST /api/v1/applications/{name}/rollback (server/application/application.go Rollback): needs `sync`
+ * on the app; the controller checks auto-sync, the history id and a pending operation, in that order.
+ */
+export function rollbackApplication(req: ApiRequest): RouteResult {
+  const name = req.params.name;
+  const body = parseJsonBody(req, 'application.ApplicationRollbackRequest');
+  const status = (code: number) => recordOperation(req, name, body, code);
+  try {
+    checkGoShape(body, ROLLBACK_REQUEST_SHAPE, 'ApplicationRollbackRequest');
+    const request = body as { id?: number; prune?: boolean; dryRun?: boolean; project?: string; appNamespace?: string };
+    const app = findApp(req, name, request.project || undefined, request.appNamespace || undefined);
+    enforce(req.account, 'applications', 'sync', rbacName(app));
+    const updated = req.core.controller.requestRollback(req.store.name, req.store.apps.refOf(app), { id: request.id ?? 0, prune: request.prune, dryRun: request.dryRun }, req.user);
     status(200);
     return { raw: appJsonFull(req.store.apps.get(req.store.apps.refOf(app)) ?? updated) };
   } catch (error) {

@@ -48,6 +48,15 @@ export const SYNC_REQUEST_SHAPE: Record<string, GoShape> = {
   manifests: { array: 'string' },
 };
 
+export const ROLLBACK_REQUEST_SHAPE: Record<string, GoShape> = {
+  name: 'string',
+  id: 'int64',
+  dryRun: 'bool',
+  prune: 'bool',
+  appNamespace: 'string',
+  project: 'string',
+};
+
 function jsonKind(value: unknown): string {
   if (Array.isArray(value)) return 'array';
   if (typeof value === 'boolean') return 'bool';

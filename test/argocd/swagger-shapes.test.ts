@@ -1,0 +1,145 @@
+/**
+ * The client's mutating requests (and the refresh Get), checked against Argo CD v3.5.1's own REST schema:
+ * test/fixtures/argocd-swagger-subset.json is the part of assets/swagger.json these calls use. Every
+ * path, query parameter and body field the client sends must be one the schema declares, with its type;
+ * the only departures are the ones Argo CD's JSON decoding makes (argocd-facts B4/B7), listed below.
+ */
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ArgoClient } from '../../src/argocd/client.js';
+import { instanceSchema } from '../../src/config/schema.js';
+import { startRecordingServer, type RecordedRequest, type RecordingServer } from '../support/recording-server.js';
+
+interface Schema {
+  type?: string;
+  format?: string;
+  $ref?: string;
+  items?: Schema;
+  properties?: Record<string, Schema>;
+}
+interface Parameter {
+  name: string;
+  in: 'path' | 'query' | 'body';
+  type?: string;
+  schema?: Schema;
+}
+const SWAGGER = JSON.parse(readFileSync(new URL('../fixtures/argocd-swagger-subset.json', import.meta.url), 'utf8')) as {
+  paths: Record<string, Record<string, { operationId: string; parameters: Parameter[] }>>;
+  definitions: Record<string, Schema>;
+};
+
+/**
+ * Where the real JSON differs from swagger on purpose (B7): the hook strategy's `force` sits directly
+ * under `hook` (Go embeds SyncStrategyApply), and int64 lists are JSON numbers (encoding/json decodes them).
+ */
+const KNOWN_DEPARTURES = new Set(['strategy.hook.force']);
+
+const ROOT = '/argocd';
+let server: RecordingServer;
+
+function client() {
+  return new ArgoClient(instanceSchema.parse({ name: 'eu', url: `${server.url}${ROOT}/`, token: 't', timeout: 2000 }), { retry: { retries: 0, baseMs: 5, maxMs: 5 } });
+}
+
+function operationFor(req: RecordedRequest): { operationId: string; parameters: Parameter[] } {
+  const path = req.path.slice(ROOT.length);
+  for (const [template, methods] of Object.entries(SWAGGER.paths)) {
+    const pattern = new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}$`);
+    const op = methods[req.method.toLowerCase()];
+    if (pattern.test(path) && op) return op;
+  }
+  throw new Error(`${req.method} ${path} is not an operation of the schema`);
+}
+
+const resolve = (s: Schema): Schema => (s.$ref ? resolve(SWAGGER.definitions[s.$ref.split('/').pop()!]) : s);
+
+/** Paths in `value` the schema does not declare or types differently. */
+function problems(value: unknown, schema: Schema, at: string): string[] {
+  if (KNOWN_DEPARTURES.has(at)) return [];
+  const s = resolve(schema);
+  const type = s.type ?? (s.properties ? 'object' : undefined);
+  if (type === 'object') {
+    if (!value || typeof value !== 'object' || Array.isArray(value)) return [`${at}: expected an object`];
+    return Object.entries(value).flatMap(([k, v]) => {
+      const path = at ? `${at}.${k}` : k;
+      if (KNOWN_DEPARTURES.has(path)) return [];
+      const prop = s.properties?.[k];
+      return prop ? problems(v, prop, path) : [`${path}: not in the schema`];
+    });
+  }
+  if (type === 'array') return Array.isArray(value) ? value.flatMap((v, i) => problems(v, s.items ?? {}, `${at}[${i}]`)) : [`${at}: expected an array`];
+  if (type === 'boolean') return typeof value === 'boolean' ? [] : [`${at}: expected a boolean`];
+  if (type === 'integer' || s.format === 'int64') return Number.isInteger(value) ? [] : [`${at}: expected an integer (a JSON number)`];
+  if (type === 'string') return typeof value === 'string' ? [] : [`${at}: expected a string`];
+  return [];
+}
+
+function checkRequest(req: RecordedRequest, operationId: string): string[] {
+  const op = operationFor(req);
+  expect(op.operationId).toBe(operationId);
+  const declared = new Set(op.parameters.filter((p) => p.in === 'query').map((p) => p.name));
+  const out = [...req.query.keys()].filter((k) => !declared.has(k)).map((k) => `query ${k}: not a parameter of ${operationId}`);
+  const body = op.parameters.find((p) => p.in === 'body');
+  if (body?.schema) out.push(...problems(req.json, body.schema, ''));
+  else if (req.body) out.push(`${operationId} takes no body`);
+  return out;
+}
+
+beforeAll(async () => {
+  server = await startRecordingServer();
+  server.on('POST', /\/sync$/, { body: { metadata: { name: 'a' }, spec: {} } });
+  server.on('POST', /\/rollback$/, { body: { metadata: { name: 'a' }, spec: {} } });
+  server.on('DELETE', /\/operation$/, { body: {} });
+  server.on('GET', /\/applications\/[^/]+$/, { body: { metadata: { name: 'a' }, spec: {} } });
+});
+afterAll(async () => {
+  await server.stop();
+});
+beforeEach(() => {
+  server.requests.length = 0;
+});
+
+describe("the client's requests against Argo CD's swagger (v3.5.1)", () => {
+  it('sync: every body field is ApplicationSyncRequest\'s, with its type', async () => {
+    await client().sync({
+      name: 'auth-config',
+      project: 'payments',
+      appNamespace: 'argocd',
+      revision: 'v2',
+      revisions: ['a', 'b'],
+      sourcePositions: [1, 2],
+      prune: true,
+      dryRun: false,
+      strategy: { hook: { force: true } },
+      resources: [{ group: 'apps', kind: 'Deployment', name: 'auth', namespace: 'auth' }],
+      syncOptions: { items: ['Prune=false'] },
+      retryStrategy: { limit: 3, backoff: { duration: '5s', factor: 2, maxDuration: '3m' } },
+      infos: [{ name: 'rollcall-run', value: 'r-abcde' }],
+    });
+    expect(checkRequest(server.requests[0], 'ApplicationService_Sync')).toEqual([]);
+  });
+
+  it('rollback: {name, id, prune, dryRun, appNamespace, project}, the id a JSON number', async () => {
+    await client().rollback({ name: 'checkout-prod-eu', project: 'shop', appNamespace: 'argocd' }, { id: 41, prune: true, dryRun: false });
+    const [req] = server.requests;
+    expect(req.json).toEqual({ name: 'checkout-prod-eu', id: 41, prune: true, dryRun: false, appNamespace: 'argocd', project: 'shop' });
+    expect(checkRequest(req, 'ApplicationService_Rollback')).toEqual([]);
+  });
+
+  it('terminate-op: DELETE .../operation with only declared query parameters', async () => {
+    await client().terminateOperation({ name: 'checkout-prod-eu', project: 'shop', appNamespace: 'argocd' });
+    expect(checkRequest(server.requests[0], 'ApplicationService_TerminateOperation')).toEqual([]);
+  });
+
+  it('refresh: Get with refresh=normal|hard', async () => {
+    await client().getApplication({ name: 'checkout-prod-eu', project: 'shop' }, { refresh: 'hard' });
+    await client().getApplication({ name: 'checkout-prod-eu' }, { refresh: 'normal' });
+    expect(server.requests.map((r) => r.query.get('refresh'))).toEqual(['hard', 'normal']);
+    for (const req of server.requests) expect(checkRequest(req, 'ApplicationService_Get')).toEqual([]);
+  });
+
+  it('the checker itself catches a field the schema lacks and a number sent as a string', () => {
+    const schema = { $ref: '#/definitions/applicationApplicationRollbackRequest' };
+    expect(problems({ name: 'a', id: '41', revision: 'x' }, schema, '')).toEqual(['id: expected an integer (a JSON number)', 'revision: not in the schema']);
+  });
+});
