@@ -9,7 +9,9 @@ import type {
   ApplicationWatchEvent,
   ClusterList,
   KubeEventList,
+  LogEntry,
   ManagedResourcesResponse,
+  RevisionMetadata,
 } from './types.js';
 
 /** Query of GET /api/v1/applications (and the stream). `fields` is the projection (B2). */
@@ -21,6 +23,26 @@ export interface ListApplicationsQuery {
   name?: string;
   resourceVersion?: string;
   fields?: string[];
+}
+
+/**
+ * Query of GET /api/v1/applications/{name}/logs (ApplicationPodLogsQuery). Pods are picked from the
+ * app's resource tree: `podName`, or every pod that is (or descends from) the resource matching
+ * `kind`/`group`/`resourceName`/`namespace` (an empty field matches anything). `tailLines` applies
+ * per pod, as kubectl's --tail does.
+ */
+export interface PodLogsQuery {
+  podName?: string;
+  container?: string;
+  namespace?: string;
+  kind?: string;
+  group?: string;
+  resourceName?: string;
+  tailLines?: number;
+  sinceSeconds?: number;
+  previous?: boolean;
+  /** Never true here: a chat answer reads what is there and returns. */
+  follow?: false;
 }
 
 export interface AppRef {
@@ -71,6 +93,15 @@ export interface ArgoApi {
    * (uid, name and namespace must all match a tree node, as ListResourceEvents checks).
    */
   resourceEvents(ref: AppRef, resource?: { uid: string; name: string; namespace?: string }): Promise<KubeEventList>;
+  // Read verbs of the argocd CLI (`app history`, `app logs`).
+  /**
+   * Commit metadata of a revision of the app's source, from the repo server (RevisionMetadata).
+   * `versionId` (a history id) reads the source as it was in that deployment; `sourceIndex` picks one
+   * of a multi-source app's sources (0-based; the first by default).
+   */
+  revisionMetadata(ref: AppRef, revision: string, opts?: { versionId?: number; sourceIndex?: number }): Promise<RevisionMetadata>;
+  /** Container logs of the app's pods, read to the end (no follow); the closing `last` entry is dropped. */
+  podLogs(ref: AppRef, query: PodLogsQuery): Promise<LogEntry[]>;
   sync(request: ApplicationSyncRequest): Promise<Application>;
   terminateOperation(ref: AppRef): Promise<void>;
   /**

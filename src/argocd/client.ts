@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import axios, { AxiosError, type AxiosInstance, type AxiosRequestConfig } from 'axios';
 import type { Logger } from 'pino';
 import type { RollcallConfig, InstanceConfig } from '../config/schema.js';
-import type { AppRef, ArgoApi, ListApplicationsQuery, RollbackOptions, WatchHandle, WatchOptions } from './api.js';
+import type { AppRef, ArgoApi, ListApplicationsQuery, PodLogsQuery, RollbackOptions, WatchHandle, WatchOptions } from './api.js';
 import { errorFromResponse, errorFromTransport, isArgoError, type CallContext } from './errors.js';
 import { DEFAULT_RETRY, parseRetryAfter, retryDelay, sleep, type RetryPolicy } from './retry.js';
 import type {
@@ -20,7 +20,9 @@ import type {
   Cluster,
   ClusterList,
   KubeEventList,
+  LogEntry,
   ManagedResourcesResponse,
+  RevisionMetadata,
 } from './types.js';
 import { openSseWatch } from './watch.js';
 import { argocdRequestDuration, argocdRequestsTotal, statusLabel } from '../metrics.js';
@@ -134,6 +136,58 @@ export class ArgoClient implements ArgoApi {
       { resource: 'applications', action: 'get', app: ref.name, project: ref.project },
       'idempotent',
     ).then((list) => ({ ...list, items: list.items ?? [] }));
+  }
+
+  // ---------- read verbs: revision metadata, pod logs ----------
+
+  revisionMetadata(ref: AppRef, revision: string, opts: { versionId?: number; sourceIndex?: number } = {}): Promise<RevisionMetadata> {
+    const params: Query = { ...refQuery(ref), versionId: opts.versionId?.toString(), sourceIndex: opts.sourceIndex?.toString() };
+    return this.call<RevisionMetadata>(
+      { method: 'GET', url: `${appPath(ref.name)}/revisions/${encodeURIComponent(revision)}/metadata`, params },
+      { resource: 'applications', action: 'get', app: ref.name, project: ref.project },
+      'idempotent',
+    );
+  }
+
+  /**
+   * PodLogs answers with grpc-gateway's stream shape even when it does not follow: one JSON object per
+   * line, `{"result": LogEntry}`, or `{"error": {...}}` when the stream fails midway. An app without
+   * matching pods gets an empty body (the server returns before sending anything). Needs `logs, get`
+   * on top of `applications, get`.
+   */
+  async podLogs(ref: AppRef, query: PodLogsQuery): Promise<LogEntry[]> {
+    const params: Query = {
+      ...refQuery(ref),
+      podName: query.podName,
+      container: query.container,
+      namespace: query.namespace,
+      kind: query.kind,
+      group: query.group,
+      resourceName: query.resourceName,
+      tailLines: query.tailLines === undefined ? undefined : String(query.tailLines),
+      sinceSeconds: query.sinceSeconds === undefined ? undefined : String(query.sinceSeconds),
+      previous: query.previous,
+      follow: false,
+    };
+    const url = `${appPath(ref.name)}/logs`;
+    const rbac = { resource: 'logs', action: 'get', app: ref.name, project: ref.project } as const;
+    const body = await this.call<string>({ method: 'GET', url, params, responseType: 'text', transformResponse: (d: unknown) => d }, rbac, 'idempotent');
+    const entries: LogEntry[] = [];
+    for (const line of String(body ?? '').split('\n')) {
+      if (!line.trim()) continue;
+      let message: { result?: LogEntry; error?: { grpc_code?: number; http_code?: number; message?: string } };
+      try {
+        message = JSON.parse(line) as typeof message;
+      } catch {
+        continue;
+      }
+      if (message.error) {
+        const e = message.error;
+        throw errorFromResponse(this.context('GET', url, rbac), e.http_code ?? 500, { error: e.message, code: e.grpc_code, message: e.message });
+      }
+      if (message.result && !message.result.last) entries.push(message.result);
+    }
+    return entries;
   }
 
   sync(request: ApplicationSyncRequest): Promise<Application> {

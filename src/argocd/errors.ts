@@ -85,7 +85,7 @@ export interface CallContext {
   /** Path below /api/v1, e.g. `/applications/foo/sync`. */
   path: string;
   /** The RBAC resource (argocd-rbac-cm) the call needs. */
-  resource: 'applications' | 'applicationsets' | 'clusters';
+  resource: 'applications' | 'applicationsets' | 'clusters' | 'logs';
   /** The RBAC action (B1): get for reads, sync for sync/terminate, update for patch and upsert. */
   action: 'get' | 'sync' | 'update' | 'create';
   app?: string;

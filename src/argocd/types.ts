@@ -439,6 +439,18 @@ export interface RevisionMetadata {
   signatureInfo?: string;
 }
 
+/**
+ * One line of `GET /api/v1/applications/{name}/logs` (application.LogEntry). The stream ends with an
+ * entry whose `last` is true and whose content and podName are empty.
+ */
+export interface LogEntry {
+  content?: string;
+  timeStamp?: string;
+  timeStampStr?: string;
+  podName?: string;
+  last?: boolean;
+}
+
 /** One Kubernetes Event as `GET /api/v1/applications/{name}/events` returns it (server/events). */
 export interface KubeEvent {
   metadata: ObjectMeta;

@@ -1,3 +1,5 @@
+import type { ArgoApi } from '../argocd/api.js';
+import { ArgoError } from '../argocd/errors.js';
 import type { Application, ApplicationSource } from '../argocd/types.js';
 import { rolloutEntry } from '../fleet/groups.js';
 import type { FleetApp, FleetView } from '../fleet/model.js';
@@ -21,7 +23,7 @@ import { unknownTarget } from './suggest.js';
 
 const USAGE = 'app NAME [instance=X]';
 /** A live Get must not hold an answer up: after this the mirror's copy is shown. */
-const LIVE_LOOKUP_MS = 4000;
+export const LIVE_LOOKUP_MS = 4000;
 const HISTORY_SHOWN = 5;
 
 export interface AppSourceInfo {
@@ -74,7 +76,7 @@ function sourceInfo(s: ApplicationSource): AppSourceInfo {
   return { repoURL: s.repoURL, path: s.path ?? null, chart: s.chart ?? null, targetRevision: s.targetRevision || 'HEAD' };
 }
 
-function initiator(by: { username?: string; automated?: boolean } | undefined): string {
+export function initiator(by: { username?: string; automated?: boolean } | undefined): string {
   if (by?.username) return by.username;
   return by?.automated ? 'automated' : 'unknown';
 }
@@ -144,7 +146,7 @@ export function appDetail(fleet: FleetView, fa: FleetApp): AppDetail {
  * mirror), while Get fills it in (argocd-facts B6): the unhealthy resource's message ("back-off
  * restarting failed container") is what on-call needs. Falls back to the mirror's copy, saying why.
  */
-async function liveApp(ctx: CommandContext, fa: FleetApp): Promise<{ app: Application; live: boolean; note?: string }> {
+export async function liveApp(ctx: CommandContext, fa: FleetApp): Promise<{ app: Application; live: boolean; note?: string }> {
   const api = ctx.services.argocd?.get(fa.instance);
   if (!api) return { app: fa.app, live: false };
   let timer: NodeJS.Timeout | undefined;
@@ -157,6 +159,37 @@ async function liveApp(ctx: CommandContext, fa: FleetApp): Promise<{ app: Applic
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     return { app: fa.app, live: false, note: `Live lookup on ${fa.instance} failed (${message}); showing rollcall's last copy, without resource health.` };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** How Argo CD's API names the app (project too, so a missing app is a 404 rather than a 403). */
+export function appRef(fa: FleetApp): { name: string; appNamespace?: string; project?: string } {
+  return { name: fa.app.metadata.name, appNamespace: fa.app.metadata.namespace, project: fa.app.spec?.project };
+}
+
+/**
+ * The Argo CD API of the app's instance, for commands that only a live call can answer (history
+ * metadata, diff, logs): rollcall's mirror holds no manifests or logs.
+ */
+export function argoApiFor(ctx: CommandContext, fa: FleetApp, command: string): ArgoApi {
+  const api = ctx.services.argocd?.get(fa.instance);
+  if (!api) throw new CommandError('not_configured', `\`${command}\` reads Argo CD instance ${fa.instance} live, and this process has no client for it: check instances[] in rollcall.yaml.`);
+  return api;
+}
+
+/** A live call that must not hold an answer up: it fails as an Argo CD timeout after LIVE_LOOKUP_MS. */
+export async function withinLiveBudget<T>(instance: string, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new ArgoError(`Argo CD instance ${instance} gave no answer within ${LIVE_LOOKUP_MS / 1000}s; try again, or check its health.`, { kind: 'timeout', instance })),
+      LIVE_LOOKUP_MS,
+    );
+  });
+  try {
+    return await Promise.race([work, deadline]);
   } finally {
     clearTimeout(timer);
   }
@@ -221,7 +254,7 @@ async function warningEvents(ctx: CommandContext, fa: FleetApp): Promise<{ event
   }
 }
 
-const shortRev = (r: string) => (/^[0-9a-f]{40}$/.test(r) ? r.slice(0, 7) : r);
+export const shortRev = (r: string) => (/^[0-9a-f]{40}$/.test(r) ? r.slice(0, 7) : r);
 
 function sourceText(s: AppSourceInfo): string {
   const what = s.chart ? `chart ${code(s.chart)}` : s.path ? `path ${code(s.path)}` : 'repo root';
@@ -358,6 +391,10 @@ export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<R
   if (d.url) buttons.push({ label: 'Open in Argo CD', url: d.url });
   const instanceSuffix = fleet.appsNamed(d.name).length > 1 ? ` instance=${d.instance}` : '';
   buttons.push({ label: 'Refresh', command: `app ${d.name}${instanceSuffix}` });
+  // The argocd CLI's next questions about one app: what changed, what differs, what it logs.
+  buttons.push({ label: 'History', command: `history ${d.name}${instanceSuffix}` });
+  if (d.sync === 'OutOfSync') buttons.push({ label: 'Diff', command: `diff ${d.name}${instanceSuffix}` });
+  if (d.health === 'Degraded' || d.health === 'Progressing') buttons.push({ label: 'Logs', command: `logs ${d.name}${instanceSuffix}` });
   if (d.appSet) {
     const set = fleet.appSetsNamed(d.appSet);
     buttons.push({ label: `Show rollout ${d.appSet}`, command: `rollout ${d.appSet}${set.length > 1 ? ` instance=${d.instance}` : ''}` });

@@ -6,7 +6,7 @@ import { suggest } from './suggest.js';
 
 const USAGE = 'help [COMMAND]';
 // The questions of an incident's first minutes come first; the rest (runbooks...) alphabetically.
-const ORDER = ['status', 'app', 'rollout', 'plan', 'diagnose', 'clusters'];
+const ORDER = ['status', 'app', 'rollout', 'plan', 'diagnose', 'clusters', 'history', 'diff', 'logs'];
 
 function rank(spec: CommandSpec): number {
   const i = ORDER.indexOf(spec.name);

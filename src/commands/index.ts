@@ -16,9 +16,12 @@ import { changesCommand } from './changes.js';
 import { clustersCommand } from './clusters.js';
 import { pauseCommand, pausedCommand, resumeCommand } from './control.js';
 import { diagnoseCommand } from './diagnose.js';
+import { diffCommand } from './diff.js';
 import { digestCommand } from './digest.js';
 import { helpCommand } from './help.js';
+import { historyCommand } from './history.js';
 import { declareCommand, incidentCommand, incidentNoteMessageAction, incidentsCommand } from './incident.js';
+import { logsCommand } from './logs.js';
 import { planCommand } from './plan.js';
 import { refreshCommand } from './refresh.js';
 import { rollbackCommand } from './rollback.js';
@@ -34,6 +37,9 @@ import { statusCommand } from './status.js';
 export const COMMANDS: readonly CommandSpec[] = [
   statusCommand,
   appCommand,
+  historyCommand,
+  diffCommand,
+  logsCommand,
   rolloutCommand,
   planCommand,
   diagnoseCommand,

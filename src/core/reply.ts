@@ -40,6 +40,11 @@ export type ReplyBlock =
       total?: number;
     }
   | { kind: 'context'; text: string }
+  /**
+   * Verbatim text (log lines, a diff): no markup is read in it. Slack shows it in a code block cut to
+   * fit one message, keeping the `keep` end (default `head`; logs keep their newest lines, `tail`).
+   */
+  | { kind: 'code'; text: string; keep?: 'head' | 'tail' }
   | { kind: 'actions'; buttons: ReplyButton[] }
   | { kind: 'divider' };
 

@@ -168,11 +168,57 @@ function renderBlock(block: Exclude<ReplyBlock, { kind: 'list' }>): KnownBlock[]
       return renderFields(block.fields);
     case 'context':
       return block.text.trim() ? [context(block.text)] : [];
+    case 'code':
+      return codeSections(block.text, block.keep ?? 'head');
     case 'actions':
       return renderActions(block.buttons);
     case 'divider':
       return [{ type: 'divider' }];
   }
+}
+
+/** Sections one code block may take: a long log must leave room in the message for the rest of the answer. */
+const CODE_SECTIONS = 4;
+
+/**
+ * Verbatim text as fenced code sections, whole lines only, from the kept end until CODE_SECTIONS are
+ * full; a context line says how many lines were left out. Everything in it is escaped: a log line's
+ * `<!channel>` or `<https://…|…>` is text here.
+ */
+function codeSections(text: string, keep: 'head' | 'tail'): KnownBlock[] {
+  if (!text.trim()) return [];
+  // The fences take 8 characters of the section.
+  const room = SLACK_LIMITS.sectionText - 8;
+  // A line with its own ``` would close the fence early.
+  const lines = text.split('\n').map((l) => truncate(entities(l.replace(/```/g, '` ` `')), room));
+  const ordered = keep === 'tail' ? [...lines].reverse() : lines;
+  const chunks: string[][] = [];
+  let chunk: string[] = [];
+  let size = 0;
+  for (const line of ordered) {
+    if (chunk.length && size + 1 + line.length > room) {
+      chunks.push(chunk);
+      chunk = [];
+      size = 0;
+      if (chunks.length === CODE_SECTIONS) break;
+    }
+    chunk.push(line);
+    size += (chunk.length > 1 ? 1 : 0) + line.length;
+  }
+  if (chunk.length && chunks.length < CODE_SECTIONS) chunks.push(chunk);
+  const shown = chunks.reduce((n, c) => n + c.length, 0);
+  if (keep === 'tail') {
+    chunks.reverse();
+    for (const c of chunks) c.reverse();
+  }
+  const out: KnownBlock[] = chunks.map((c) => ({ type: 'section', text: { type: 'mrkdwn', text: '```\n' + c.join('\n') + '\n```' } }));
+  const cut = lines.length - shown;
+  if (cut > 0) {
+    const note = context(`…${cut} ${keep === 'tail' ? 'earlier' : 'more'} line${cut === 1 ? '' : 's'} not shown: too long for one Slack message. \`rollcall ask\` in a terminal shows them all.`);
+    if (keep === 'tail') out.unshift(note);
+    else out.push(note);
+  }
+  return out;
 }
 
 function renderList(block: Extract<ReplyBlock, { kind: 'list' }>, from: number, to: number): KnownBlock[] {

@@ -204,6 +204,8 @@ function renderBlock(block: ReplyBlock, opts: TextOptions, self?: string): strin
     }
     case 'context':
       return ansi(color, '2', mrkdwnToText(block.text, opts));
+    case 'code':
+      return block.text;
     case 'actions':
       return block.buttons
         .map((b) => renderButton(b, color, opts.actions ?? 'hint', self))

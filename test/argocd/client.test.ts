@@ -318,3 +318,24 @@ describe('error mapping', () => {
     expect(error.message).toContain('Cannot reach Argo CD instance gone at http://127.0.0.1:1/argocd: ECONNREFUSED');
   });
 });
+
+describe('podLogs', () => {
+  it('reads the newline-delimited {result} stream, drops the closing entry, and turns an {error} line into an Argo CD error', async () => {
+    server.on('GET', `${API}/applications/web/logs`, { body: '{"result":{"content":"a","podName":"web-1","last":false}}\n\n{"result":{"content":"","podName":"","last":true}}\n' });
+    expect(await client().podLogs({ name: 'web' }, { tailLines: 5 })).toEqual([{ content: 'a', podName: 'web-1', last: false }]);
+    server.on('GET', `${API}/applications/busy/logs`, {
+      body: '{"error":{"grpc_code":3,"http_code":400,"message":"max pods to view logs are reached. Please provide more granular query","http_status":"Bad Request"}}\n',
+    });
+    const e = await failure(client().podLogs({ name: 'busy' }, {}));
+    expect(e).toMatchObject({ kind: 'invalid', argoMessage: expect.stringContaining('max pods to view logs') });
+    // An app without matching pods answers an empty body.
+    server.on('GET', `${API}/applications/idle/logs`, { body: '' });
+    expect(await client().podLogs({ name: 'idle' }, {})).toEqual([]);
+  });
+
+  it('needs `logs, get`: a 403 names that permission', async () => {
+    server.on('GET', `${API}/applications/web/logs`, { status: 403, body: { error: 'permission denied', code: 7, message: 'permission denied' } });
+    const e = await failure(client().podLogs({ name: 'web', project: 'shop' }, {}));
+    expect(e.message).toContain('p, role:rollcall, logs, get, shop/*, allow');
+  });
+});

@@ -1,5 +1,5 @@
 /**
- * The client's mutating requests (and the refresh Get), checked against Argo CD v3.5.1's own REST schema:
+ * The client's requests (reads, mutations, refresh), checked against Argo CD v3.5.1's own REST schema:
  * test/fixtures/argocd-swagger-subset.json is the part of assets/swagger.json these calls use. Every
  * path, query parameter and body field the client sends must be one the schema declares, with its type;
  * the only departures are the ones Argo CD's JSON decoding makes (argocd-facts B4/B7), listed below.
@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ArgoClient } from '../../src/argocd/client.js';
 import { instanceSchema } from '../../src/config/schema.js';
-import { startRecordingServer, type RecordedRequest, type RecordingServer } from '../support/recording-server.js';
+import { sseOpen, startRecordingServer, type RecordedRequest, type RecordingServer } from '../support/recording-server.js';
 
 interface Schema {
   type?: string;
@@ -91,6 +91,9 @@ beforeAll(async () => {
   server.on('POST', /\/rollback$/, { body: { metadata: { name: 'a' }, spec: {} } });
   server.on('DELETE', /\/operation$/, { body: {} });
   server.on('GET', /\/applications\/[^/]+$/, { body: { metadata: { name: 'a' }, spec: {} } });
+  server.on('GET', /\/(applications|applicationsets|clusters)$|\/(resource-tree|managed-resources|events|metadata)$|\/applicationsets\/[^/]+$/, { body: { metadata: {}, items: [] } });
+  server.on('GET', /\/logs$/, { body: '{"result":{"content":"ready","podName":"web-1","last":false}}\n{"result":{"content":"","podName":"","last":true}}\n' });
+  server.on('GET', /\/stream\//, { stream: (res) => sseOpen(res) });
 });
 afterAll(async () => {
   await server.stop();
@@ -136,6 +139,68 @@ describe("the client's requests against Argo CD's swagger (v3.5.1)", () => {
     await client().getApplication({ name: 'checkout-prod-eu' }, { refresh: 'normal' });
     expect(server.requests.map((r) => r.query.get('refresh'))).toEqual(['hard', 'normal']);
     for (const req of server.requests) expect(checkRequest(req, 'ApplicationService_Get')).toEqual([]);
+  });
+
+  it('pod logs: every PodLogsQuery field the client sends is a query parameter of PodLogs', async () => {
+    const ref = { name: 'web', appNamespace: 'argocd', project: 'shop' };
+    const entries = await client().podLogs(ref, { podName: 'web-1', container: 'web', namespace: 'shop', kind: 'Deployment', group: 'apps', resourceName: 'web', tailLines: 50, sinceSeconds: 60, previous: true, follow: false });
+    expect(entries).toEqual([{ content: 'ready', podName: 'web-1', last: false }]);
+    const [req] = server.requests;
+    expect(Object.fromEntries(req.query)).toEqual({
+      appNamespace: 'argocd',
+      project: 'shop',
+      podName: 'web-1',
+      container: 'web',
+      namespace: 'shop',
+      kind: 'Deployment',
+      group: 'apps',
+      resourceName: 'web',
+      tailLines: '50',
+      sinceSeconds: '60',
+      previous: 'true',
+      follow: 'false',
+    });
+    expect(checkRequest(req, 'ApplicationService_PodLogs2')).toEqual([]);
+  });
+
+  it('revision metadata: versionId and sourceIndex as declared', async () => {
+    await client().revisionMetadata({ name: 'web', project: 'shop' }, 'abc123', { versionId: 3, sourceIndex: 1 });
+    expect(server.requests[0].path).toBe(`${ROOT}/api/v1/applications/web/revisions/abc123/metadata`);
+    expect(checkRequest(server.requests[0], 'ApplicationService_RevisionMetadata')).toEqual([]);
+  });
+
+  it('every other read sends only declared query parameters (List\'s `fields` is read but not in swagger, B7)', async () => {
+    const c = client();
+    const ref = { name: 'web', appNamespace: 'argocd', project: 'shop' };
+    await c.listApplications({ selector: 'a=b', projects: ['p', 'q'], appNamespace: 'argocd', repo: 'r', name: 'web', resourceVersion: '1' });
+    await c.resourceTree(ref);
+    await c.managedResources(ref);
+    await c.resourceEvents(ref, { uid: 'u', name: 'web-1', namespace: 'shop' });
+    await c.listApplicationSets({ selector: 'a=b', projects: ['p'], appsetNamespace: 'argocd' });
+    await c.getApplicationSet('set', 'argocd');
+    await c.listClusters();
+    for (const watch of [
+      c.watchApplications({ selector: 'a=b', projects: ['p'], name: 'web', appNamespace: 'argocd', resourceVersion: '5' }, { onEvent: () => {} }),
+      c.watchApplicationSets({ selector: 'a=b', projects: ['p'], resourceVersion: '5' }, { onEvent: () => {} }),
+    ]) {
+      await watch.ready;
+      watch.close();
+    }
+    const ids = [
+      'ApplicationService_List',
+      'ApplicationService_ResourceTree',
+      'ApplicationService_ManagedResources',
+      'ApplicationService_ListResourceEvents',
+      'ApplicationSetService_List',
+      'ApplicationSetService_Get',
+      'ClusterService_List',
+      'ApplicationService_Watch',
+      'ApplicationSetService_Watch',
+    ];
+    expect(server.requests).toHaveLength(ids.length);
+    server.requests.forEach((req, i) => expect(checkRequest(req, ids[i])).toEqual([]));
+    const projected = await c.listApplications({ fields: ['items.metadata.name'] }).then(() => server.requests.at(-1)!);
+    expect(checkRequest(projected, 'ApplicationService_List')).toEqual(['query fields: not a parameter of ApplicationService_List']);
   });
 
   it('the checker itself catches a field the schema lacks and a number sent as a string', () => {

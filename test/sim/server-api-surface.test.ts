@@ -118,4 +118,69 @@ describe('revision metadata and pod logs', () => {
     expect(lines.at(-1).result.last).toBe(true);
     expect(lines.slice(0, -1).every((l) => l.result.last === false && l.result.podName)).toBe(true);
   });
+
+  const logLines = async (path: string) =>
+    (await (await call(path)).text())
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l).result);
+  const withPods = () => [...sim.state.instance('prod')!.apps.values()].find((a) => a.status?.resources?.some((r) => r.kind === 'Deployment' && r.health?.status !== 'Missing'))!;
+
+  // getSelectedPods: every non-empty field must match the pod or one of its ancestors; an empty one matches anything.
+  it('picks pods by resource name alone, by kind/name, and by pod name; tailLines applies per pod', async () => {
+    const app = withPods();
+    const deploy = app.status!.resources!.find((r) => r.kind === 'Deployment')!;
+    const byName = await logLines(`/api/v1/applications/${app.metadata.name}/logs?resourceName=${deploy.name}&tailLines=5`);
+    const pods = new Set(byName.filter((e) => !e.last).map((e) => e.podName));
+    expect(pods.size).toBe(1);
+    expect(byName.filter((e) => !e.last)).toHaveLength(5);
+    const pod = [...pods][0];
+    const byKind = await logLines(`/api/v1/applications/${app.metadata.name}/logs?kind=Deployment&group=apps&resourceName=${deploy.name}&tailLines=3`);
+    expect(byKind.filter((e) => !e.last).map((e) => e.podName)).toEqual([pod, pod, pod]);
+    const recent = await logLines(`/api/v1/applications/${app.metadata.name}/logs?resourceName=${deploy.name}&sinceSeconds=7&tailLines=100`);
+    expect(recent.filter((e) => !e.last)).toHaveLength(7);
+    const byPod = await logLines(`/api/v1/applications/${app.metadata.name}/pods/${pod}/logs?tailLines=1`);
+    expect(byPod.map((e) => [e.podName, e.last])).toEqual([[pod, false], ['', true]]);
+  });
+
+  it('answers an empty body when no pod matches, as PodLogs returns before streaming', async () => {
+    const app = withPods();
+    const res = await call(`/api/v1/applications/${app.metadata.name}/logs?podName=no-such-pod`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('');
+  });
+
+  it("passes on Kubernetes' refusal of a container the pod does not run as an entry's content", async () => {
+    const app = withPods();
+    const entries = await logLines(`/api/v1/applications/${app.metadata.name}/logs?container=sidecar`);
+    const refusal = entries.find((e) => !e.last)!;
+    expect(refusal.content).toMatch(/^container sidecar is not valid for pod \S+$/);
+    expect(refusal.podName).toBe('');
+    expect(entries.at(-1).last).toBe(true);
+  });
+
+  it('treats a missing app like Argo CD: 403 without project, 404 with it', async () => {
+    expect((await call('/api/v1/applications/no-such-app/logs')).status).toBe(403);
+    expect((await call('/api/v1/applications/no-such-app/logs?project=default')).status).toBe(404);
+    expect((await call('/api/v1/applications/no-such-app/revisions/abc/metadata')).status).toBe(403);
+  });
 });
+
+describe('managed resources (the diff view)', () => {
+  it('masks Secret values like HideSecretData, and predicts the live object with server-set metadata kept', async () => {
+    const apps = [...sim.state.instance('prod')!.apps.values()];
+    for (const app of apps) {
+      const { items } = await json(call(`/api/v1/applications/${app.metadata.name}/managed-resources`));
+      for (const item of items) {
+        if (item.kind === 'Secret') for (const state of [item.liveState, item.targetState]) if (state !== 'null') for (const v of Object.values(JSON.parse(state).data ?? {})) expect(v).toMatch(/^\+{8,}$/);
+        if (item.targetState === 'null') {
+          expect(item.predictedLiveState).toBe('null');
+          expect(item.modified).toBe(false);
+        } else if (item.normalizedLiveState !== 'null') {
+          expect(JSON.parse(item.predictedLiveState).metadata.uid).toBe(JSON.parse(item.normalizedLiveState).metadata.uid);
+        }
+      }
+    }
+  });
+});
+

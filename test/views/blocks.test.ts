@@ -329,3 +329,23 @@ describe('renderFormModal', () => {
     expect(inputs[3].element.initial_value).toBe('10m');
   });
 });
+
+describe('code blocks', () => {
+  it('fences verbatim text and escapes everything in it: a log line cannot ping, link or close the fence', () => {
+    const out = renderBlocks(reply([{ kind: 'code', text: 'a <!channel> b\nsee <https://evil.example|Argo CD> & ``` done' }]));
+    expect(out.blocks).toEqual([{ type: 'section', text: { type: 'mrkdwn', text: '```\na &lt;!channel&gt; b\nsee &lt;https://evil.example|Argo CD&gt; &amp; ` ` ` done\n```' } }]);
+    expectWithinSlackLimits(out);
+  });
+
+  it('keeps the head or the tail that fits one message, saying how many lines were left out', () => {
+    const text = Array.from({ length: 2000 }, (_, i) => `line ${i + 1} ${'x'.repeat(60)}`).join('\n');
+    for (const keep of ['head', 'tail'] as const) {
+      const out = renderBlocks(reply([{ kind: 'header', text: 'Logs' }, { kind: 'code', text, keep }]));
+      expectWithinSlackLimits(out);
+      const all = allText(out.blocks as any[]);
+      expect(all).toContain(keep === 'tail' ? 'line 2000 ' : 'line 1 ');
+      expect(all).not.toContain(keep === 'tail' ? 'line 1 ' : 'line 2000 ');
+      expect(all).toMatch(keep === 'tail' ? /…\d+ earlier lines not shown/ : /…\d+ more lines not shown/);
+    }
+  });
+});

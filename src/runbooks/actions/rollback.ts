@@ -86,7 +86,7 @@ export function rollbackEntry(app: Application, id: number | undefined): Revisio
     return history[history.length - 2];
   }
   const entry = history.find((h) => h.id === id);
-  if (!entry) throw new RollcallError('unknown_history_id', `application '${name}' does not have deployment id '${id}' in history${listed ? ` (its history, newest first: ${listed}; \`app ${name}\` shows it)` : ' (its history is empty)'}.`);
+  if (!entry) throw new RollcallError('unknown_history_id', `application '${name}' does not have deployment id '${id}' in history${listed ? ` (its history, newest first: ${listed}; \`history ${name}\` shows it)` : ' (its history is empty)'}.`);
   return entry;
 }
 

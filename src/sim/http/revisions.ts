@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import type { Application, RevisionMetadata } from '../../argocd/types.js';
+import type { Application, ResourceNode, RevisionMetadata } from '../../argocd/types.js';
+import { commitMessage } from '../scenarios/builders.js';
 import { findApp } from './apps.js';
 import type { ApiRequest, RouteResult } from './context.js';
-import { SimApiError } from './errors.js';
+import { SimApiError, invalidArgument } from './errors.js';
 import { buildTree } from './tree.js';
 
 const AUTHORS = ['Dana Reyes <dana@example.com>', 'Sam Okafor <sam@example.com>', 'Lee Park <lee@example.com>'];
@@ -33,54 +34,100 @@ export function revisionMetadata(req: ApiRequest): RouteResult {
   const metadata: RevisionMetadata = {
     author: AUTHORS[(h[1] ?? 0) % AUTHORS.length],
     date: new Date(Date.parse(at) - 120_000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
-    message: `${app.metadata.name}: roll out ${revision.slice(0, 7)}`,
+    message: commitMessage(revision) ?? `${app.metadata.name}: roll out ${revision.slice(0, 7)}`,
   };
   return { json: metadata };
 }
 
+/** Argo CD's default `server.maxPodLogsToRender` (argocd-cm). */
+const MAX_POD_LOGS_TO_RENDER = 10;
+/** How many lines a healthy simulated container has written since it started. */
+const HEALTHY_LOG_LINES = 200;
+
+/** The container a simulated Pod runs: the one of its Deployment, named like it (as buildTree's images are). */
+function containerOf(pod: ResourceNode, byKey: Map<string, ResourceNode>): string {
+  let node: ResourceNode | undefined = pod;
+  for (let hops = 0; node && hops < 5; hops++) {
+    if (node.kind === 'Deployment') return node.name;
+    const parent: { group?: string; kind: string; namespace?: string; name: string } | undefined = node.parentRefs?.[0];
+    node = parent ? byKey.get(`${parent.group ?? ''}/${parent.kind}/${parent.namespace ?? ''}/${parent.name}`) : undefined;
+  }
+  return pod.name;
+}
+
+function containerLines(crashing: boolean, previous: boolean): string[] {
+  if (crashing) return ['starting server', 'loading configuration from /etc/config', 'fatal: required config key "auth.issuer" is missing', 'exit status 1'];
+  const lines = ['starting server', 'listening on :8080', 'ready'];
+  // Structured access logs, as most services write them: long lines, which is what a chat answer must fit.
+  for (let i = 0; lines.length < HEALTHY_LOG_LINES; i++) {
+    lines.push(JSON.stringify({ level: 'info', msg: 'request served', method: 'GET', path: i % 5 ? '/api/v1/orders' : '/healthz', status: 200, duration_ms: 1 + (i % 7), request_id: (i * 7919).toString(16).padStart(8, '0') }));
+  }
+  return previous ? [] : lines;
+}
+
 /**
- * GET /api/v1/applications/{name}/logs and /pods/{podName}/logs (PodLogs): the app's pods from its
- * tree, narrowed by podName or by the resource (kind, group, resourceName, namespace) they belong
- * to, streamed as Argo CD's grpc-gateway does: one `{"result": LogEntry}` JSON object per line,
- * ending with an entry whose `last` is true. Pods with a crash loop log their crash.
+ * GET /api/v1/applications/{name}/logs and /pods/{podName}/logs (server/application/application.go
+ * PodLogs). Pods come from the app's tree as getSelectedPods picks them: a Pod (core group, with a
+ * uid) that matches, or descends from a node that matches, every non-empty one of resourceName,
+ * kind, group and namespace; podName means kind=Pod, resourceName=podName. No pod: an empty body,
+ * the server returns before streaming. More than maxPodLogsToRender pods: InvalidArgument. Each
+ * pod's lines are kubelet's (sinceSeconds, then tailLines, per pod); a container the pod does not run is Kubernetes'
+ * BadRequest, passed on as the content of an entry without pod name. The stream ends with a `last`
+ * entry; every message is one `{"result": LogEntry}` line, as grpc-gateway streams.
  */
 export function podLogs(req: ApiRequest): RouteResult {
   const app = findApp(req, req.params.name, req.query.get('project') || undefined, req.query.get('appNamespace') || undefined);
   const q = req.query;
   const podName = req.params.podName ?? q.get('podName') ?? '';
-  const tree = buildTree(req.store.name, app);
-  const byUid = new Map(tree.nodes.map((n) => [n.uid, n]));
-  const kind = q.get('kind') ?? '';
-  const resourceName = q.get('resourceName') ?? '';
+  const kind = podName ? 'Pod' : (q.get('kind') ?? '');
+  const resourceName = podName || (q.get('resourceName') ?? '');
   const group = q.get('group') ?? '';
   const namespace = q.get('namespace') ?? '';
-  const selects = (uid: string | undefined): boolean => {
-    const n = uid ? byUid.get(uid) : undefined;
-    if (!n) return false;
-    if (n.kind === kind && n.name === resourceName && (n.group ?? '') === group && (!namespace || n.namespace === namespace)) return true;
-    return (n.parentRefs ?? []).some((p) => selects(p.uid));
+  const container = q.get('container') ?? '';
+  const previous = q.get('previous') === 'true';
+  const tree = buildTree(req.store.name, app);
+  const byKey = new Map(tree.nodes.map((n) => [`${n.group ?? ''}/${n.kind}/${n.namespace ?? ''}/${n.name}`, n]));
+  const matches = (n: ResourceNode, depth = 0): boolean => {
+    if (
+      (!resourceName || n.name === resourceName) &&
+      (!kind || n.kind === kind) &&
+      (!group || (n.group ?? '') === group) &&
+      (!namespace || (n.namespace ?? '') === namespace)
+    )
+      return true;
+    return depth < 10 && (n.parentRefs ?? []).some((p) => {
+      const parent = byKey.get(`${p.group ?? ''}/${p.kind}/${p.namespace ?? ''}/${p.name}`);
+      return parent !== undefined && matches(parent, depth + 1);
+    });
   };
-  const pods = tree.nodes.filter((n) => {
-    if (n.kind !== 'Pod') return false;
-    if (podName) return n.name === podName;
-    if (resourceName) return selects(n.uid);
-    return true;
-  });
-  const tail = Number(q.get('tailLines') ?? '') || undefined;
+  const pods = tree.nodes.filter((n) => n.kind === 'Pod' && !n.group && n.uid && matches(n));
+  if (!pods.length) return { raw: '' };
+  if (pods.length > MAX_POD_LOGS_TO_RENDER) throw invalidArgument('max pods to view logs are reached. Please provide more granular query');
+  const tailRaw = Number(q.get('tailLines') ?? '');
+  const tail = Number.isInteger(tailRaw) && tailRaw > 0 ? tailRaw : undefined;
+  const sinceRaw = Number(q.get('sinceSeconds') ?? '');
+  const since = Number.isInteger(sinceRaw) && sinceRaw > 0 ? sinceRaw : undefined;
   const now = req.core.now();
+  const stamp = (d: Date) => ({ timeStamp: d.toISOString().replace(/\.\d{3}Z$/, 'Z'), timeStampStr: d.toISOString() });
   const lines: string[] = [];
   for (const pod of pods) {
+    const runs = containerOf(pod, byKey);
     const crashing = pod.health?.status === 'Degraded';
-    const content = crashing
-      ? ['starting server', 'loading configuration from /etc/config', 'fatal: required config key "auth.issuer" is missing', 'exit status 1']
-      : ['starting server', 'listening on :8080', 'ready'];
-    const picked = tail ? content.slice(-tail) : content;
+    let failure: string | undefined;
+    if (container && container !== runs) failure = `container ${container} is not valid for pod ${pod.name}`;
+    else if (previous && !crashing) failure = `previous terminated container "${runs}" in pod "${pod.name}" not found`;
+    if (failure) {
+      lines.push(JSON.stringify({ result: { content: failure, ...stamp(new Date(-62135596800000)), podName: '', last: false } }));
+      continue;
+    }
+    // One line a second up to now; kubelet applies sinceSeconds, then tailLines.
+    const content = containerLines(crashing, previous);
+    const recent = since ? content.slice(-since) : content;
+    const picked = tail ? recent.slice(-tail) : recent;
     picked.forEach((line, i) => {
-      const at = new Date(now.getTime() - (picked.length - i) * 1000).toISOString();
-      lines.push(JSON.stringify({ result: { content: line, timeStamp: at.replace(/\.\d{3}Z$/, 'Z'), timeStampStr: at, podName: pod.name, last: false } }));
+      lines.push(JSON.stringify({ result: { content: line, ...stamp(new Date(now.getTime() - (picked.length - i) * 1000)), podName: pod.name, last: false } }));
     });
   }
-  const end = now.toISOString();
-  lines.push(JSON.stringify({ result: { content: '', timeStamp: end.replace(/\.\d{3}Z$/, 'Z'), timeStampStr: end, podName: '', last: true } }));
+  lines.push(JSON.stringify({ result: { content: '', ...stamp(now), podName: '', last: true } }));
   return { raw: lines.join('\n') + '\n' };
 }

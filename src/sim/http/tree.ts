@@ -114,6 +114,9 @@ export function resourceTree(req: ApiRequest): RouteResult {
   return { json: tree };
 }
 
+/** What Argo CD shows instead of a Secret value (gitops-engine diff.HideSecretData): a longer run of `+` per distinct value. */
+export const SECRET_MASK = '++++++++';
+
 function manifest(app: Application, r: ResourceStatus, live: boolean): Record<string, unknown> {
   const obj: Record<string, unknown> = {
     apiVersion: r.group ? `${r.group}/${r.version}` : r.version,
@@ -125,12 +128,16 @@ function manifest(app: Application, r: ResourceStatus, live: boolean): Record<st
       ...(live ? { resourceVersion: app.metadata.resourceVersion, uid: uid(app.metadata.name, r.kind, r.name) } : {}),
     },
   };
+  // A drifted live object differs from git the way on-call usually finds it: an edited image, a hand-tuned setting.
+  const drifted = live && r.status === 'OutOfSync';
   const image = app.status?.summary?.images?.[0];
   if (r.kind === 'Deployment' && image) {
-    // An OutOfSync Deployment differs from git in its image: the drift on-call usually chases.
-    const liveImage = live && r.status === 'OutOfSync' ? `${image.split(':')[0]}:live` : image;
+    const liveImage = drifted ? `${image.split(':')[0]}:live` : image;
     obj.spec = { template: { spec: { containers: [{ name: r.name, image: liveImage }] } } };
   }
+  if (r.kind === 'ConfigMap') obj.data = drifted ? { LOG_LEVEL: 'debug', LOG_FORMAT: 'json', DEBUG_ENDPOINTS: 'true' } : { LOG_LEVEL: 'info', LOG_FORMAT: 'json' };
+  // Secret values never leave the API server: a changed value shows only as a longer mask.
+  if (r.kind === 'Secret') obj.data = { 'tls.key': drifted ? `${SECRET_MASK}++++` : SECRET_MASK, 'tls.crt': SECRET_MASK };
   return obj;
 }
 
@@ -143,8 +150,16 @@ export function managedResources(req: ApiRequest): RouteResult {
     req.query.get('appNamespace') || undefined,
   );
   const items: ResourceDiff[] = (app.status?.resources ?? []).map((r) => {
-    const target = r.requiresPruning ? 'null' : JSON.stringify(manifest(app, r, false));
-    const live = r.health?.status === 'Missing' ? 'null' : JSON.stringify(manifest(app, r, true));
+    const targetObj = r.requiresPruning ? undefined : manifest(app, r, false);
+    const liveObj = r.health?.status === 'Missing' ? undefined : manifest(app, r, true);
+    const target = targetObj ? JSON.stringify(targetObj) : 'null';
+    const live = liveObj ? JSON.stringify(liveObj) : 'null';
+    // gitops-engine's diff: the live object with git's fields applied (server-set metadata stays), or git's
+    // object to create, or "null" for one to prune, which then does not count as modified.
+    const predicted =
+      targetObj && liveObj
+        ? JSON.stringify({ ...targetObj, metadata: { ...(targetObj.metadata as object), ...pick(liveObj.metadata as Record<string, unknown>, ['resourceVersion', 'uid']) } })
+        : target;
     return {
       ...(r.group ? { group: r.group } : {}),
       kind: r.kind,
@@ -153,11 +168,15 @@ export function managedResources(req: ApiRequest): RouteResult {
       targetState: target,
       liveState: live,
       normalizedLiveState: live,
-      predictedLiveState: target,
+      predictedLiveState: predicted,
       ...(r.hook ? { hook: true } : {}),
-      modified: r.status === 'OutOfSync',
+      modified: Boolean(targetObj) && r.status === 'OutOfSync',
       ...(live !== 'null' ? { resourceVersion: app.metadata.resourceVersion } : {}),
     };
   });
   return { json: { items } };
+}
+
+function pick(o: Record<string, unknown>, keys: string[]): Record<string, unknown> {
+  return Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
 }

@@ -31,8 +31,17 @@ export function hex(seed: string, length = 40): string {
   return out.slice(0, length);
 }
 
-/** A stable fake git commit for a seed. */
-export const commit = (seed: string) => hex(`commit:${seed}`);
+const commitMessages = new Map<string, string>();
+
+/** A stable fake git commit for a seed; the seed is its commit message, which revision metadata reports. */
+export function commit(seed: string): string {
+  const sha = hex(`commit:${seed}`);
+  commitMessages.set(sha, seed);
+  return sha;
+}
+
+/** The message of a commit made with commit(), if any. */
+export const commitMessage = (sha: string): string | undefined => commitMessages.get(sha);
 
 export function uid(seed: string): string {
   const h = hex(`uid:${seed}`, 32);
