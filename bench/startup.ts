@@ -32,6 +32,24 @@ function configYaml(instances: { name: string; url: string; token: string }[], e
   return `${lines.join('\n')}\nredis:\n  url: ${process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'}\n  prefix: rollcall-bench-${process.pid}\n${extra}`;
 }
 
+/** What `start --role bot` cannot run without: Slack, the run queue and its Redis client, config, Argo CD client, logs, metrics. */
+const BOT_DEPENDENCIES = ['@slack/bolt', 'bullmq', 'ioredis', 'zod', 'yaml', 'axios', 'pino', 'prom-client', 'commander'];
+
+/** RSS of a node process 1 s after its module script `code` ran (the process is then kept alive idle). */
+async function idleRss(code: string, env: NodeJS.ProcessEnv): Promise<number> {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', `${code}; process.stdout.write('ready\\n'); setInterval(() => {}, 1000);`], { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] });
+  try {
+    await new Promise((resolve, reject) => {
+      child.stdout.once('data', resolve);
+      child.once('exit', (code) => reject(new Error(`floor process exited with ${code}`)));
+    });
+    await new Promise((r) => setTimeout(r, 1000));
+    return rssOf(child.pid!);
+  } finally {
+    child.kill('SIGTERM');
+  }
+}
+
 function rssOf(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024;
@@ -101,9 +119,14 @@ export async function runStartupBench(): Promise<void> {
       }
       await new Promise((r) => setTimeout(r, 1000));
       const rss = rssOf(bot.pid!);
+      // The floor the target stands on: node idle, and node holding only the libraries a bot process needs.
+      const bare = await idleRss('', env);
+      const deps = await idleRss(`for (const m of ${JSON.stringify(BOT_DEPENDENCIES)}) await import(m)`, env);
       table([
         ['bot (--role bot, Slack HTTP, dist/)', 'RSS MB', 'target'],
         ['ready, no apps loaded', rss.toFixed(0), rss < 80 ? 'met (< 80 MB)' : 'NOT met (< 80 MB)'],
+        ['floor: node alone, idle', bare.toFixed(0), ''],
+        ['floor: node + the bot\'s libraries imported', deps.toFixed(0), BOT_DEPENDENCIES.join(' ')],
       ]);
     } finally {
       bot.kill('SIGTERM');

@@ -2,7 +2,6 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import type { RollcallConfig } from '../config/schema.js';
-import { dispatch, parseCommand } from '../commands/index.js';
 import { findCommand, type CommandContext } from '../commands/registry.js';
 import type { RunService } from '../runbooks/engine.js';
 import { isTerminal, type RunStatus } from '../runbooks/run-store.js';
@@ -117,7 +116,8 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
   }
   // In --json mode stdout carries exactly one JSON object; progress goes to stderr.
   const notifier = new TerminalNotifier(opts.json ? (s) => process.stderr.write(`${s}\n`) : out);
-  const runtime = await startRuntime(config, { logger, notifier });
+  // The fleet's list requests go out first; the command modules load while Argo CD answers them.
+  const [runtime, { dispatch, parseCommand }] = await Promise.all([startRuntime(config, { logger, notifier }), import('../commands/index.js')]);
   try {
     let needs: boolean | 'optional' = false;
     let recordsChanges = false;

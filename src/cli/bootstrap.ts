@@ -11,10 +11,9 @@ import type { Schedules } from '../jobs/schedules.js';
 import type { ChangeRecorder } from '../incidents/recorder.js';
 import { incidentSink } from './incident-sink.js';
 import type { Logger } from '../log.js';
-import { AlertManager, type AlertOutput, type IncidentSink } from '../alerts/manager.js';
-import { FleetRecords } from '../alerts/records.js';
-import { AlertStore } from '../alerts/store.js';
-import { alertReply, alertWorseReply } from '../commands/alerts.js';
+import type { AlertManager, AlertOutput, IncidentSink } from '../alerts/manager.js';
+import type { Reply } from '../core/reply.js';
+import type { AlertRecord } from '../alerts/lifecycle.js';
 import type { DigestSchedules } from '../jobs/digests.js';
 
 export interface Runtime {
@@ -50,7 +49,10 @@ export interface Runtime {
  * workers all go through these same objects.
  */
 /** Alert messages through whichever notifier the process has (Slack's is attached after the runtime starts). */
-function alertOutput(find: () => Notifier | undefined): AlertOutput {
+function alertOutput(
+  find: () => Notifier | undefined,
+  { alertReply, alertWorseReply }: { alertReply: (a: AlertRecord) => Reply; alertWorseReply: (a: AlertRecord) => Reply },
+): AlertOutput {
   const notifier = () => {
     const found = find();
     if (!found) throw new Error('no Slack notifier in this process: alerts cannot be posted (is the `slack` section configured?)');
@@ -90,7 +92,7 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
     },
     async enableRuns({ role, redisUrl, schedules: withSchedules = role !== 'bot', recorder: withRecorder = role !== 'bot', exclusive }) {
       if (engine) return;
-      const [{ startEngine }, { createRedis }, { PauseStore }, { ChangeLog }, { ChangeRecorder }, { IncidentService }, { IncidentStore }] = await Promise.all([
+      const [{ startEngine }, { createRedis }, { PauseStore }, { ChangeLog }, { ChangeRecorder }, { IncidentService }, { IncidentStore }, { AlertStore }, { FleetRecords }] = await Promise.all([
         import('../runbooks/engine.js'),
         import('../jobs/redis.js'),
         import('../runbooks/rollout-pause.js'),
@@ -98,6 +100,8 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
         import('../incidents/recorder.js'),
         import('../incidents/service.js'),
         import('../incidents/store.js'),
+        import('../alerts/store.js'),
+        import('../alerts/records.js'),
       ]);
       engine = await startEngine(services, { role, redisUrl, prefix: config.redis.prefix, logger: opts.logger, exclusive });
       services.runs = engine.runs;
@@ -127,11 +131,12 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
       // Alert rules and digests run where steps run; every such process may, and each alert and tick posts once.
       if (withSchedules) {
         const records = services.records;
+        const [{ AlertManager }, replies] = await Promise.all([import('../alerts/manager.js'), import('../commands/alerts.js')]);
         runtime.alerts = new AlertManager({
           fleet: mirror,
           config,
           store: services.alerts,
-          output: alertOutput(() => services.notifier ?? runtime.outputNotifier),
+          output: alertOutput(() => services.notifier ?? runtime.outputNotifier, replies),
           incidents: opts.incidents ?? incidentSink(services.incidents),
           keyBackups: () => records.keyBackups(),
           logger: opts.logger.child({ component: 'alerts' }),

@@ -1,9 +1,10 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { RollcallError } from '../core/errors.js';
+import { packageFile } from '../core/package-files.js';
 
 /** The commented example shipped at the package root (beside src/ and dist/ alike). */
-export const EXAMPLE_CONFIG = new URL('../../rollcall.example.yaml', import.meta.url);
+export const EXAMPLE_CONFIG = packageFile('rollcall.example.yaml');
 
 
 /**

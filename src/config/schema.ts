@@ -1,5 +1,6 @@
-import { CronExpressionParser } from 'cron-parser';
+import { createRequire } from 'node:module';
 import { z } from 'zod';
+import { isTimeZone } from '../core/format.js';
 
 /** Durations as written by people: `90s`, `15m`, `1h30m`, `2d`, or a number of milliseconds. */
 export const durationSchema = z.union([z.number().int().nonnegative(), z.string()]).transform((value, ctx) => {
@@ -12,17 +13,23 @@ export const durationSchema = z.union([z.number().int().nonnegative(), z.string(
   return ms;
 });
 
+/**
+ * cron-parser (and the date library under it), loaded when a config has a schedule to check: every
+ * process reads the config, few have schedules, and a one-shot `rollcall ask` should not pay for loading it.
+ */
+function cronParser(): typeof import('cron-parser') {
+  return createRequire(import.meta.url)('cron-parser') as typeof import('cron-parser');
+}
+
 /** A cron pattern (5 fields, or 6 with seconds) in an IANA time zone, checked when the config loads. */
 function checkCron(schedule: { cron: string; tz: string }, ctx: z.RefinementCtx): void {
-  try {
-    // Intl knows the IANA zones; asking it first keeps the answer off cron-parser's message text.
-    new Intl.DateTimeFormat('en-US', { timeZone: schedule.tz });
-  } catch {
+  // Intl knows the IANA zones; asking it first keeps the answer off cron-parser's message text.
+  if (!isTimeZone(schedule.tz)) {
     ctx.addIssue({ code: 'custom', path: ['tz'], message: `expected a cron pattern such as "0 3 * * *" (unknown time zone "${schedule.tz}")` });
     return;
   }
   try {
-    CronExpressionParser.parse(schedule.cron, { tz: schedule.tz }).next();
+    cronParser().CronExpressionParser.parse(schedule.cron, { tz: schedule.tz }).next();
   } catch (error) {
     ctx.addIssue({ code: 'custom', path: ['cron'], message: `expected a cron pattern such as "0 3 * * *" (${(error as Error).message})` });
   }
@@ -284,14 +291,7 @@ export const configSchema = z
         timeZone: z
           .string()
           .default('UTC')
-          .refine((tz) => {
-            try {
-              new Intl.DateTimeFormat('en-GB', { timeZone: tz });
-              return true;
-            } catch {
-              return false;
-            }
-          }, 'expected an IANA time zone such as UTC or Europe/Berlin'),
+          .refine(isTimeZone, 'expected an IANA time zone such as UTC or Europe/Berlin'),
       })
       .prefault({}),
     diagnose: z.object({ stuckAfter: durationSchema.default(15 * 60_000) }).prefault({}),

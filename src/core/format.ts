@@ -42,8 +42,22 @@ let displayTimeZone = 'UTC';
  * rendering, set once when the process reads its config: replies are built far from any config.
  */
 export function setDisplayTimeZone(timeZone: string): void {
-  new Intl.DateTimeFormat('en-GB', { timeZone }); // throws RangeError on an unknown zone
+  if (!isTimeZone(timeZone)) throw new RangeError(`Invalid time zone specified: ${timeZone}`);
   displayTimeZone = timeZone;
+}
+
+/**
+ * Whether Intl knows this IANA zone. UTC is answered without asking: the first Intl call loads ICU's
+ * zone data, which a one-shot `rollcall ask` that shows no absolute time would pay for nothing.
+ */
+export function isTimeZone(timeZone: string): boolean {
+  if (timeZone === 'UTC') return true;
+  try {
+    new Intl.DateTimeFormat('en-GB', { timeZone });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** "14:05:09" (or "14:05"): the time of day in the display time zone, for lines read beside others of the same day. */
@@ -90,8 +104,9 @@ export function since(iso: string | null | undefined, now: Date): string | undef
   return ms === undefined ? undefined : formatDuration(ms);
 }
 
+/** 12,345: whole numbers grouped by hand, as toLocaleString('en-US') would (whose first call loads ICU). */
 export function formatCount(n: number): string {
-  return n.toLocaleString('en-US');
+  return Number.isSafeInteger(n) ? String(n).replace(/\B(?=(\d{3})+$)/g, ',') : n.toLocaleString('en-US');
 }
 
 export function plural(n: number, one: string, many = `${one}s`): string {

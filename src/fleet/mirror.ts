@@ -225,8 +225,10 @@ export class FleetMirror extends FleetIndex {
       this.log?.info({ instance: s.name, apps: apps.items?.length ?? 0, appSets: appSets.items?.length ?? 0 }, 'instance loaded');
       this.openAppsWatch(s, apps.metadata?.resourceVersion);
       this.openAppSetsWatch(s, appSets.metadata?.resourceVersion);
-      await this.waitForStreams(s);
+      // Fetched while the streams connect: each fetched app is checked against the newest copy, so an event
+      // that arrives first still wins.
       s.enriching = this.enrichUnhealthy(s);
+      await this.waitForStreams(s);
     } catch (error) {
       s.error = (error as Error).message;
       this.log?.warn({ instance: s.name, err: s.error }, 'instance load failed; retrying');

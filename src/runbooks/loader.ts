@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { coerceParam, type ParamValue } from './params.js';
 import { runbookFileSchema, type Runbook } from './schema.js';
 import { RollcallError } from '../core/errors.js';
+import { packageFile } from '../core/package-files.js';
 
 export interface RunbookProblem {
   file: string;
@@ -209,4 +210,4 @@ export function loadRunbooks(dir: string): Map<string, Runbook> {
 }
 
 /** The runbooks shipped with rollcall (./runbooks next to package.json). */
-export const SHIPPED_RUNBOOKS_DIR = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../runbooks');
+export const SHIPPED_RUNBOOKS_DIR = packageFile('runbooks');

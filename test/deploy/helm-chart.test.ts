@@ -238,6 +238,6 @@ describe('Dockerfile', () => {
     const ignore = read('.dockerignore').split('\n');
     expect(ignore[ignore.findIndex((l) => !l.startsWith('#') && l.trim())]).toBe('*');
     const copied = [...dockerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((m) => m[1].split(/\s+/));
-    for (const file of copied) expect(ignore, file).toContain(`!${file.replace(/\/$/, '')}${['src', 'bin', 'runbooks'].includes(file) ? '/' : ''}`);
+    for (const file of copied) expect(ignore, file).toContain(`!${file.replace(/\/$/, '')}${['scripts', 'src', 'bin', 'runbooks'].includes(file) ? '/' : ''}`);
   });
 });

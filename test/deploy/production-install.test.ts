@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -71,6 +71,19 @@ describe('the production install: compiled JavaScript, production dependencies o
     expect(check.stdout).toMatch(/rollcall\.example\.yaml: ok/);
     const { stdout } = await run(['ask', 'status', '--json', '--config', 'rollcall.yaml']);
     expect(JSON.parse(stdout)).toMatchObject({ ok: true, command: 'status' });
+  });
+
+  it('finds the files shipped beside dist/ from the bundled chunks: init copies the example config', async () => {
+    const out = mkdtempSync(path.join(tmpdir(), 'rollcall-init-'));
+    chmodSync(out, 0o777);
+    try {
+      await run(['init', path.join(out, 'rollcall.yaml')]);
+      expect(readFileSync(path.join(out, 'rollcall.yaml'), 'utf8')).toBe(readFileSync(path.join(app, 'rollcall.example.yaml'), 'utf8'));
+      const { stdout } = await run(['runbooks', 'validate', 'runbooks']);
+      expect(stdout).toMatch(/\d+ runbooks OK in runbooks: .*bulk-sync/);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
   });
 
   it('starts as `rollcall start`, turns ready, serves metrics and stops cleanly on SIGTERM', async () => {
