@@ -140,17 +140,19 @@ export async function runCli(argv: string[]): Promise<void> {
     .action(async (file: string) => {
       const { initConfig } = await import('./init.js');
       const written = initConfig(file);
-      process.stdout.write(`wrote ${written}: set ARGOCD_TOKEN (and the Slack tokens once you add a slack section), then \`rollcall config check --config ${file}\`\n`);
+      process.stdout.write(`wrote ${written}: set ARGOCD_TOKEN (and the Slack tokens once you add a slack section), then \`rollcall config check ${file}\`\n`);
     });
 
   const configCmd = program.command('config').description('configuration');
   configCmd
     .command('check')
     .description('validate the config file and print a summary (secrets masked)')
+    .argument('[file]', 'config file (the same as --config)')
     .option('--config <file>', 'config file')
-    .action((opts) => {
+    .action((positional: string | undefined, opts: { config?: string }) => {
+      if (positional && opts.config && positional !== opts.config) fail(`config check got two files, ${positional} and --config ${opts.config}: give one.`, EXIT_USAGE);
       try {
-        const { config, file } = loadConfig(opts.config);
+        const { config, file } = loadConfig(positional ?? opts.config);
         const summary = redactConfig(config) as typeof config;
         process.stdout.write(`${file}: ok\n`);
         for (const i of summary.instances) process.stdout.write(`  argocd ${i.name} ${i.url} token=${i.token}\n`);

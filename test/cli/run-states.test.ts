@@ -104,6 +104,8 @@ describe('run states in the terminal (rollcall ask against a running simulator)'
       { name: 'sim with a missing fixture', args: (d) => ['sim', '--fixture', path.join(d, 'missing.json')], exit: 2, says: /invalid simulator fixture[\s\S]*cannot read/ },
       { name: 'sim with a bad port', args: () => ['sim', '--port', 'abc'], exit: 2, says: /^rollcall: --port must be 0\.\.65535 \(got "abc"\)/ },
       { name: 'config check of a bad file', args: (d) => ['config', 'check', '--config', path.join(d, 'bad.yaml')], exit: 2, says: /bad\.yaml: 1 problem\(s\)/ },
+      { name: 'config check of a bad file given as an argument', args: (d) => ['config', 'check', path.join(d, 'bad.yaml')], exit: 2, says: /bad\.yaml: 1 problem\(s\)/ },
+      { name: 'config check given two different files', args: (d) => ['config', 'check', path.join(d, 'bad.yaml'), '--config', path.join(d, 'no-redis.yaml')], exit: 2, says: /^rollcall: config check got two files/ },
       { name: 'init over an existing file', args: (d) => ['init', path.join(d, 'bad.yaml')], exit: 2, says: /already exists: not overwriting it/ },
       { name: 'init into a missing directory', args: (d) => ['init', path.join(d, 'no-such-dir', 'rollcall.yaml')], exit: 1, says: /^rollcall: ENOENT: no such file or directory, open '.*no-such-dir/ },
     ];
