@@ -262,6 +262,13 @@ function sourceText(s: AppSourceInfo): string {
 }
 
 /** The apps named so, optionally on one instance; unknown and ambiguous names become CommandErrors. */
+/** The one app a verb such as `app X`, `history X` or `diff X` names: a usage error without one, `findApp`'s answers for the rest. */
+export function namedApp(cmd: ParsedCommand, ctx: CommandContext, verb: string, usage: string, example: string): FleetApp {
+  const name = cmd.positional[0];
+  if (!name) throw new CommandError('usage', `Which app? Usage: ${usage}, e.g. ${example}.`);
+  return findApp(ctx.services.fleet, name, cmd.options.instance, (i) => `${verb} ${name} instance=${i}`);
+}
+
 export function findApp(fleet: FleetView, name: string, instance: string | undefined, retry: (instance: string) => string): FleetApp {
   if (instance && !fleet.instances().includes(instance)) throw unknownTarget(fleet, instance, 'instance');
   const all = fleet.appsNamed(name);
@@ -297,11 +304,9 @@ export function findApp(fleet: FleetView, name: string, instance: string | undef
 export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
   checkOptions(cmd, ['instance'], USAGE);
   checkPositional(cmd, 1, USAGE);
-  const name = cmd.positional[0];
-  if (!name) throw new CommandError('usage', `Which app? Usage: ${USAGE}, e.g. \`app payments-prod-us1\`.`);
   const fleet = ctx.services.fleet;
   const now = ctx.services.now?.() ?? new Date();
-  const found = findApp(fleet, name, cmd.options.instance, (i) => `app ${name} instance=${i}`);
+  const found = namedApp(cmd, ctx, 'app', USAGE, '`app payments-prod-us1`');
   const fresh = await liveApp(ctx, found);
   const fa: FleetApp = { ...found, app: fresh.app };
   // Only a live app has resource health to go by; a healthy one has no failing resources to ask about.

@@ -3,7 +3,7 @@ import { formatSelectorParam } from '../runbooks/actions/bulk-sync.js';
 import type { PauseRecord } from '../runbooks/rollout-pause.js';
 // `pause` and `resume` are shortcuts for the pause-rollout / resume-rollout runbooks and go through the
 // `run` command itself (preview, confirm, approvals, live progress).
-import { SELECTOR_OPTIONS } from './parse.js';
+import { SELECTOR_OPTIONS, selectorFromCommand } from './parse.js';
 import type { CommandContext, ParsedCommand, CommandSpec } from './registry.js';
 import { runRunbookCommand } from './runbooks.js';
 import { errorReply, type Reply, type ReplyItem } from '../core/reply.js';
@@ -25,13 +25,7 @@ export async function viaRunCommand(runbook: string, params: Record<string, stri
 function pauseTarget(cmd: ParsedCommand): string {
   const narrowed = SELECTION_OPTIONS.some((k) => cmd.options[k] !== undefined);
   if (cmd.positional.length === 1 && !narrowed) return cmd.positional[0];
-  return formatSelectorParam({
-    patterns: cmd.positional,
-    labels: cmd.options.selector,
-    cluster: cmd.options.cluster,
-    project: cmd.options.project,
-    appSet: cmd.options.appset,
-  });
+  return formatSelectorParam({ ...selectorFromCommand(cmd), instance: undefined });
 }
 
 export const pauseCommand: CommandSpec = {

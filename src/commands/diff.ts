@@ -2,8 +2,8 @@ import { code, plural } from '../core/format.js';
 import type { Reply, ReplyBlock, ReplyButton, ReplyItem } from '../core/reply.js';
 import { manifestDiff, resourceKey, type FieldChange, type ResourceChange } from '../fleet/manifest-diff.js';
 import { syncOf } from '../fleet/status.js';
-import { appRef, argoApiFor, findApp, liveApp, shortRev, withinLiveBudget } from './app.js';
-import { CommandError, checkOptions, checkPositional } from './parse.js';
+import { appRef, argoApiFor, namedApp, liveApp, shortRev, withinLiveBudget } from './app.js';
+import { checkOptions, checkPositional } from './parse.js';
 import type { CommandContext, CommandSpec, ParsedCommand } from './registry.js';
 
 const USAGE = 'diff APP [instance=X]';
@@ -28,10 +28,8 @@ function resourceTitle(r: ResourceChange): string {
 export async function runDiff(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
   checkOptions(cmd, ['instance'], USAGE);
   checkPositional(cmd, 1, USAGE);
-  const name = cmd.positional[0];
-  if (!name) throw new CommandError('usage', `Which app? Usage: ${USAGE}, e.g. \`diff checkout-prod-eu\`.`);
   const fleet = ctx.services.fleet;
-  const found = findApp(fleet, name, cmd.options.instance, (i) => `diff ${name} instance=${i}`);
+  const found = namedApp(cmd, ctx, 'diff', USAGE, '`diff checkout-prod-eu`');
   const api = argoApiFor(ctx, found, 'diff');
   const [managed, fresh] = await Promise.all([withinLiveBudget(found.instance, api.managedResources(appRef(found))), liveApp(ctx, found)]);
   const app = fresh.app;

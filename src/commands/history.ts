@@ -3,8 +3,8 @@ import { code, formatDuration, oneLine, plural, truncate, when } from '../core/f
 import type { Reply, ReplyBlock, ReplyButton, ReplyItem } from '../core/reply.js';
 import type { ArgoApi } from '../argocd/api.js';
 import type { FleetApp } from '../fleet/model.js';
-import { appRef, findApp, initiator, liveApp, shortRev, withinLiveBudget } from './app.js';
-import { CommandError, checkOptions, checkPositional } from './parse.js';
+import { appRef, namedApp, initiator, liveApp, shortRev, withinLiveBudget } from './app.js';
+import { checkOptions, checkPositional } from './parse.js';
 import { findCommand, type CommandContext, type CommandSpec, type ParsedCommand } from './registry.js';
 
 const USAGE = 'history APP [instance=X]';
@@ -88,11 +88,9 @@ async function metadataOf(api: ArgoApi, fa: FleetApp, entries: { id: number; rev
 export async function runHistory(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
   checkOptions(cmd, ['instance'], USAGE);
   checkPositional(cmd, 1, USAGE);
-  const name = cmd.positional[0];
-  if (!name) throw new CommandError('usage', `Which app? Usage: ${USAGE}, e.g. \`history checkout-prod-eu\`.`);
-  const fleet = ctx.services.fleet;
   const now = ctx.services.now?.() ?? new Date();
-  const found = findApp(fleet, name, cmd.options.instance, (i) => `history ${name} instance=${i}`);
+  const fleet = ctx.services.fleet;
+  const found = namedApp(cmd, ctx, 'history', USAGE, '`history checkout-prod-eu`');
   // The mirror's copy may be a List projection without status.history: read the app itself.
   const fresh = await liveApp(ctx, found);
   const fa = { ...found, app: fresh.app };

@@ -136,14 +136,7 @@ export const syncCommand: CommandSpec = {
   async run(cmd, ctx) {
     const runs = runsOf(ctx);
     if (!runs) return noEngine('sync');
-    const selector = formatSelectorParam({
-      patterns: cmd.positional,
-      labels: cmd.options.selector,
-      cluster: cmd.options.cluster,
-      project: cmd.options.project,
-      appSet: cmd.options.appset,
-      instance: cmd.options.instance,
-    });
+    const selector = formatSelectorParam(selectorFromCommand(cmd));
     if (!selector) return errorReply('sync', 'usage', 'Which apps? e.g. `sync auth-config-* prune=true` or `sync -l team=auth cluster=prod-eu1`.');
     // A typo'd name or glob is answered like `status` answers it, with the closest names, before any run exists.
     assertSelects(cmd, ctx, 'sync');

@@ -1,6 +1,6 @@
 import { formatSelectorParam } from '../runbooks/actions/bulk-sync.js';
 import { viaRunCommand } from './control.js';
-import { CommandError, SELECTOR_OPTIONS, checkOptions } from './parse.js';
+import { CommandError, SELECTOR_OPTIONS, checkOptions, selectorFromCommand } from './parse.js';
 import type { CommandSpec } from './registry.js';
 import { assertSelects } from './runbooks.js';
 
@@ -21,14 +21,7 @@ export const terminateOpCommand: CommandSpec = {
   readOnly: false,
   async run(cmd, ctx) {
     checkOptions(cmd, SELECTOR_OPTIONS, USAGE);
-    const selector = formatSelectorParam({
-      patterns: cmd.positional,
-      labels: cmd.options.selector,
-      cluster: cmd.options.cluster,
-      project: cmd.options.project,
-      appSet: cmd.options.appset,
-      instance: cmd.options.instance,
-    });
+    const selector = formatSelectorParam(selectorFromCommand(cmd));
     if (!selector) throw new CommandError('usage', `Terminate the operation of which apps? Usage: ${USAGE}, e.g. \`terminate-op checkout-prod-eu\`.`);
     assertSelects(cmd, ctx, 'terminate');
     return viaRunCommand('terminate-op', { selector }, cmd, ctx, 'terminate-op');
