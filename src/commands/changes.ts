@@ -8,10 +8,10 @@ import { CommandError, checkOptions, selectorFromCommand, SELECTOR_OPTIONS } fro
 import type { CommandContext, CommandSpec, ParsedCommand } from './registry.js';
 import type { Reply, ReplyBlock, ReplyItem, Tone } from '../core/reply.js';
 
-const USAGE = 'changes [since=1h] [kind=deploy|sync|operation|rollout|run] [APP|GLOB ...] [-l selector] [cluster=X] [appset=X] [instance=X]';
-const KINDS: ListedChangeKind[] = ['deploy', 'sync', 'operation', 'rollout', 'run'];
+const USAGE = 'changes [since=1h] [kind=deploy|sync|operation|rollout|created|deleted|run] [APP|GLOB ...] [-l selector] [cluster=X] [appset=X] [instance=X]';
+const KINDS: ListedChangeKind[] = ['deploy', 'sync', 'operation', 'rollout', 'created', 'deleted', 'run'];
 
-const TONE: Record<ListedChangeKind, Tone> = { deploy: 'info', sync: 'ok', operation: 'progress', rollout: 'progress', run: 'warn' };
+const TONE: Record<ListedChangeKind, Tone> = { deploy: 'info', sync: 'ok', operation: 'progress', rollout: 'progress', created: 'info', deleted: 'warn', run: 'warn' };
 
 /** The change log of this process, or an answer saying why there is none. */
 export function requireChangeLog(ctx: CommandContext, command: string): ChangeLog {
@@ -69,7 +69,7 @@ export async function runChanges(cmd: ParsedCommand, ctx: CommandContext): Promi
 export const changesCommand: CommandSpec = {
   name: 'changes',
   aliases: ['changed', 'what-changed'],
-  summary: 'What changed across the fleet: deploys, syncs, operations, rollouts and rollcall runs, grouped',
+  summary: 'What changed across the fleet: deploys, syncs, operations, rollouts, apps created or deleted, and rollcall runs, grouped',
   usage: USAGE,
   help: ['Examples:', '`changes`', '`changes since=3h auth-*`', '`changes since=30m kind=deploy cluster=prod-eu-west-1`'].join('\n'),
   readOnly: true,

@@ -9,8 +9,11 @@ import type { FleetApp, FleetAppSet, FleetView } from '../fleet/model.js';
  * status change): two processes that see the same change, or a process that backfills what
  * another recorded live, derive the same id, and the log keeps the first.
  */
-/** `alert`: an alert rollcall raised (recorded through the incident service, for detection times). */
-export type ChangeKind = 'deploy' | 'health' | 'sync' | 'operation' | 'rollout' | 'instance' | 'run' | 'step' | 'alert';
+/**
+ * `alert`: an alert rollcall raised (recorded through the incident service, for detection times).
+ * `created` / `deleted`: an Application appeared in or left the fleet after the mirror first loaded it.
+ */
+export type ChangeKind = 'deploy' | 'health' | 'sync' | 'operation' | 'rollout' | 'instance' | 'run' | 'step' | 'alert' | 'created' | 'deleted';
 
 export interface ChangeRecord {
   id: string;
@@ -208,11 +211,60 @@ export function backfillChanges(a: FleetApp, sinceMs: number): ChangeRecord[] {
   return out;
 }
 
+/** What the app last deployed, as people name it: its newest history entry, else what it is synced to. */
+function lastRevision(a: FleetApp): { revision?: string; commit?: string } {
+  const history = a.app.status?.history ?? [];
+  const h = history[history.length - 1];
+  const commit = h ? (h.revision ?? h.revisions?.join(',')) : a.app.status?.sync?.revision;
+  const revision = revisionLabel(h ? (h.source ?? h.sources?.[0]) : a.app.spec?.source, commit);
+  return { ...(revision ? { revision } : {}), ...(commit ? { commit } : {}) };
+}
+
+/**
+ * Each incarnation of an app has its own uid: an ApplicationSet that deletes and recreates `web`
+ * leaves "web deleted" and "web created" as two changes, never one record claimed twice.
+ */
+function incarnation(a: FleetApp, fallback: string): string {
+  return a.app.metadata.uid ?? a.app.metadata.creationTimestamp ?? fallback;
+}
+
+function createdRecord(a: FleetApp, seenAt: string): ChangeRecord {
+  const at = a.app.metadata.creationTimestamp ?? seenAt;
+  return {
+    id: `${appKey(a)}/created/${incarnation(a, at)}`,
+    at,
+    kind: 'created',
+    ...where(a),
+    to: 'created',
+    ...(a.appSet ? { by: `ApplicationSet ${a.appSet}` } : {}),
+    text: `${a.app.metadata.name} created${a.appSet ? ` by ApplicationSet ${a.appSet}` : ''}`,
+  };
+}
+
+/** The app as last seen: where it ran and what it had deployed, since the Application itself is gone. */
+function deletedRecord(a: FleetApp, seenAt: string): ChangeRecord {
+  const at = a.app.metadata.deletionTimestamp ?? seenAt;
+  const last = lastRevision(a);
+  return {
+    // Every watcher sees the same object go: its uid (else its last resourceVersion) is what they share.
+    id: `${appKey(a)}/deleted/${a.app.metadata.uid ?? `rv${a.app.metadata.resourceVersion ?? seenAt.slice(0, 16)}`}`,
+    at,
+    kind: 'deleted',
+    ...where(a),
+    ...(a.app.status?.health?.status ? { from: a.app.status.health.status } : {}),
+    to: 'deleted',
+    ...last,
+    text: `${a.app.metadata.name} deleted${last.revision ? ` at ${last.revision}` : ''}${a.appSet ? ` (ApplicationSet ${a.appSet})` : ''}`,
+  };
+}
+
 /** The records one fleet event stands for (none for most: an unchanged status, a resync). */
 export function changesOf(event: FleetEvent): ChangeRecord[] {
   switch (event.kind) {
     case 'app-added':
-      return backfillChanges(event.app, Date.parse(event.at) - 3_600_000);
+      return [createdRecord(event.app, event.at), ...backfillChanges(event.app, Date.parse(event.at) - 3_600_000)];
+    case 'app-removed':
+      return [deletedRecord(event.app, event.at)];
     case 'app-changed':
       return appChanges(event.app, event.previous, event.at);
     case 'appset-changed':

@@ -2,7 +2,7 @@ import type { FleetView } from '../fleet/model.js';
 import { placeOf, type ChangeRecord } from './changes.js';
 
 /** The kinds `changes` lists: what was done to the fleet. Health follows from them and shows in timelines. */
-export type ListedChangeKind = 'deploy' | 'sync' | 'operation' | 'rollout' | 'run';
+export type ListedChangeKind = 'deploy' | 'sync' | 'operation' | 'rollout' | 'run' | 'created' | 'deleted';
 
 /** The JSON of one change in `changes` and in the report. */
 export interface ChangeJson {
@@ -25,6 +25,8 @@ export function listedKind(r: ChangeRecord): ListedChangeKind | undefined {
     case 'operation':
     case 'rollout':
     case 'run':
+    case 'created':
+    case 'deleted':
       return r.kind;
     case 'step':
       return 'run';

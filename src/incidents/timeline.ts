@@ -3,8 +3,8 @@ import { selectApps } from '../fleet/select.js';
 import { placeOf, type ChangeRecord } from './changes.js';
 import type { Incident, IncidentEntry } from './store.js';
 
-export type TimelineKind = 'deploy' | 'health' | 'sync' | 'operation' | 'rollout' | 'run' | 'step' | 'note' | 'status' | 'alert' | 'declared' | 'closed';
-export const TIMELINE_KINDS: readonly TimelineKind[] = ['deploy', 'health', 'sync', 'operation', 'rollout', 'run', 'step', 'note', 'status', 'alert', 'declared', 'closed'];
+export type TimelineKind = 'deploy' | 'health' | 'sync' | 'operation' | 'rollout' | 'created' | 'deleted' | 'run' | 'step' | 'note' | 'status' | 'alert' | 'declared' | 'closed';
+export const TIMELINE_KINDS: readonly TimelineKind[] = ['deploy', 'health', 'sync', 'operation', 'rollout', 'created', 'deleted', 'run', 'step', 'note', 'status', 'alert', 'declared', 'closed'];
 
 export interface TimelineEntry {
   id: string;

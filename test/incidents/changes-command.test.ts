@@ -4,7 +4,8 @@ import type { CommandContext, Services } from '../../src/commands/registry.js';
 import { configSchema } from '../../src/config/schema.js';
 import { setDisplayTimeZone } from '../../src/core/format.js';
 import { PAGE_SIZE } from '../../src/core/reply.js';
-import { StaticFleet } from '../../src/fleet/model.js';
+import type { FleetEvent } from '../../src/fleet/events.js';
+import { FleetIndex, StaticFleet, type FleetApp } from '../../src/fleet/model.js';
 import { ChangeLog } from '../../src/incidents/change-log.js';
 import { ChangeRecorder } from '../../src/incidents/recorder.js';
 import { closeRedis, createRedis } from '../../src/jobs/redis.js';
@@ -56,5 +57,63 @@ describe('changes', () => {
     const kolkata = new Intl.DateTimeFormat('en-GB', { timeZone: 'Asia/Kolkata', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(newest);
     expect(kolkata).not.toBe(groups[0].to.slice(11, 16)); // UTC+5:30 never shows the UTC minute
     expect(first).toContain(kolkata);
+  });
+});
+
+/** A fixture fleet whose feed the test drives, as the live mirror's watch events (or a relist) would. */
+class FeedFleet extends FleetIndex {
+  static of(source: StaticFleet): FeedFleet {
+    const f = new FeedFleet(source.instances());
+    f.load([...source.apps()], [...source.appSets()], [...source.clusters()]);
+    return f;
+  }
+
+  publish(event: FleetEvent): void {
+    this.feed.publish(event);
+  }
+}
+
+describe('deleted apps', () => {
+  it('are recorded with where they ran and what they had deployed, and a recreated app reads as deleted then created', async () => {
+    const live = FeedFleet.of(StaticFleet.fromFixture(seedOutageFixture(new Date())));
+    const log = new ChangeLog(redis, `${prefix}-deleted`);
+    const recorder = new ChangeRecorder(live, log, { flushMs: 5 });
+    await recorder.start();
+    await recorder.backfilled;
+    const name = 'auth-service-prod-eu-west-1';
+    const gone = live.removeApp('prod', name, 'argocd')!;
+    gone.app.metadata.uid = 'uid-old';
+    const deletedAt = new Date(Date.now() - 120_000).toISOString();
+    live.publish({ kind: 'app-removed', instance: 'prod', at: deletedAt, app: gone });
+    // A second watcher (another worker) sees the same DELETED event: still one record.
+    live.publish({ kind: 'app-removed', instance: 'prod', at: new Date().toISOString(), app: gone });
+    const again = structuredClone(gone) as FleetApp;
+    again.app.metadata.uid = 'uid-new';
+    again.app.metadata.creationTimestamp = new Date(Date.now() - 60_000).toISOString().replace(/\.\d+Z$/, 'Z');
+    again.app.status!.history = [];
+    live.upsertApp(again);
+    live.publish({ kind: 'app-added', instance: 'prod', at: new Date().toISOString(), app: again });
+    await recorder.stop();
+
+    const read = (await log.read(Date.now() - 600_000)).filter((r) => r.app === name && (r.kind === 'deleted' || r.kind === 'created'));
+    expect(read.map((r) => r.kind)).toEqual(['deleted', 'created']);
+    expect(read[0]).toMatchObject({ at: deletedAt, cluster: 'prod-eu-west-1', appSet: 'auth-service', revision: 'v2.15.0', text: `${name} deleted at v2.15.0 (ApplicationSet auth-service)` });
+    expect(read[1]).toMatchObject({ by: 'ApplicationSet auth-service', text: `${name} created by ApplicationSet auth-service` });
+
+    // The same app deleted again later is a second deletion, not the first one claimed twice.
+    const log2 = new ChangeRecorder(live, log, { flushMs: 5 });
+    await log2.start();
+    live.removeApp('prod', name, 'argocd');
+    live.publish({ kind: 'app-removed', instance: 'prod', at: new Date().toISOString(), app: again });
+    await log2.stop();
+    expect((await log.read(Date.now() - 600_000)).filter((r) => r.app === name && r.kind === 'deleted')).toHaveLength(2);
+
+    const reply = await dispatch('changes since=1h kind=deleted,created', { ...ctx, services: { ...services, fleet: live, changes: log } });
+    expect(reply.ok, JSON.stringify(reply.error)).toBe(true);
+    const groups = reply.data.groups as { kind: string; text: string }[];
+    // Both deletions of the same app at the same revision within minutes are one line.
+    expect(groups.map((g) => g.kind)).toEqual(['deleted', 'created']);
+    expect(groups[0].text).toContain('auth-service: deleted at v2.15.0 (ApplicationSet auth-service) ×2 on prod-eu-west-1');
+    expect(groups[1].text).toContain('auth-service: created by ApplicationSet auth-service on prod-eu-west-1');
   });
 });
