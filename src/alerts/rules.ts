@@ -254,6 +254,16 @@ function stuckSteps(fleet: FleetView, now: Date, settings: RuleSettings, out: Ru
   return stuckApps;
 }
 
+/**
+ * When the problem an alert reports began to hurt, where that is not when the rule noticed it: a
+ * stuck step from the moment its apps stopped progressing (the rollout transition to Pending or
+ * Progressing that never advanced), not stuckAfter later. Other rules report the bad transition
+ * itself, which the change log already marks.
+ */
+export function alertImpactSince(alert: Pick<AlertCondition, 'rule' | 'since'>): string | undefined {
+  return alert.rule === 'stuck-step' ? alert.since : undefined;
+}
+
 function appProblem(app: Application): string {
   const op = app.status?.operationState;
   if (op && (op.phase === 'Failed' || op.phase === 'Error')) return `sync ${op.phase}: ${oneLine(op.message ?? '')}`;

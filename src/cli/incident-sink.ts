@@ -1,5 +1,6 @@
 import type { AlertRecord } from '../alerts/lifecycle.js';
 import type { CoveringIncident, IncidentSink } from '../alerts/manager.js';
+import { alertImpactSince } from '../alerts/rules.js';
 import type { IncidentService } from '../incidents/service.js';
 
 /**
@@ -10,15 +11,18 @@ import type { IncidentService } from '../incidents/service.js';
  */
 export function incidentSink(incidents: IncidentService | undefined): IncidentSink | undefined {
   if (!incidents) return undefined;
-  const record = (incidentId: string, alert: AlertRecord, event: 'fired' | 'worse' | 'resolved') =>
-    incidents.recordAlertOn(incidentId, {
+  const record = (incidentId: string, alert: AlertRecord, event: 'fired' | 'worse' | 'resolved') => {
+    const impactSince = event === 'resolved' ? undefined : alertImpactSince(alert);
+    return incidents.recordAlertOn(incidentId, {
       id: `${alert.id}/${event}${event === 'worse' ? `/${alert.updatedAt}` : ''}`,
       at: event === 'fired' ? (alert.firedAt ?? alert.since) : event === 'resolved' ? (alert.resolvedAt ?? alert.updatedAt) : alert.updatedAt,
       text: `alert ${event === 'fired' ? 'fired' : event === 'worse' ? 'got worse' : 'resolved'} (${alert.severity}): ${alert.summary}`,
       instance: alert.instance,
       ...(alert.appSet ? { appSet: alert.appSet } : {}),
       ...(alert.app ? { app: alert.app } : {}),
+      ...(impactSince ? { impactSince } : {}),
     });
+  };
   return {
     async openCovering(alert: AlertRecord): Promise<CoveringIncident | null> {
       const apps = alert.apps.length ? alert.apps : alert.app ? [alert.app] : [];

@@ -1,3 +1,4 @@
+import { alertImpactSince } from '../alerts/rules.js';
 import { buildReport, incidentJson, keyTimeline } from '../incidents/report.js';
 import { isIncidentId, type IncidentAnalysis, type IncidentService } from '../incidents/service.js';
 import { INCIDENT_STATES, type Incident, type IncidentStatus } from '../incidents/store.js';
@@ -173,7 +174,10 @@ async function runStart(cmd: ParsedCommand, ctx: CommandContext, skip: number): 
   if (cmd.options.alert && !alert) throw new CommandError('alert_not_found', `No alert ${cmd.options.alert}: \`alerts\` lists the active and recently resolved ones.`);
   const incident = await svc.declare({ title, severity, ...(scope ? { scope } : {}), by: ctx.user });
   // Declared from an alert: the alert is when the incident was detected.
-  if (alert) await svc.recordAlertOn(incident.id, { id: `${alert.id}/fired`, at: alert.firedAt ?? alert.since, text: `alert fired (${alert.severity}): ${alert.summary}` });
+  if (alert) {
+    const impactSince = alertImpactSince(alert);
+    await svc.recordAlertOn(incident.id, { id: `${alert.id}/fired`, at: alert.firedAt ?? alert.since, text: `alert fired (${alert.severity}): ${alert.summary}`, ...(impactSince ? { impactSince } : {}) });
+  }
   const analysis = await svc.analyse(incident);
   const reply = headerReply(analysis, undefined, Date.now());
   reply.command = 'incident start';

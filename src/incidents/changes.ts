@@ -45,6 +45,8 @@ export interface ChangeRecord {
   step?: string;
   /** A bad transition: health to Degraded/Missing, an operation Failed/Error, an instance lost. */
   bad?: boolean;
+  /** For an alert whose problem began before it fired (a stuck step): when the impact began. */
+  impactAt?: string;
   text: string;
 }
 

@@ -5,7 +5,8 @@ import type { TimelineEntry } from './timeline.js';
 /**
  * The incident's clock, by these definitions:
  * - impactStart: the earliest bad transition in scope within the timeline (health to Degraded or
- *   Missing, an operation Failed or Error, an instance lost), or the human override;
+ *   Missing, an operation Failed or Error, an instance lost, or a RollingSync step that stopped
+ *   progressing: the stuck-step alert says since when), or the human override;
  * - detected: the first rollcall alert for the scope if it came before the declaration, else the declaration;
  * - acknowledged: the first human action at or after detection (declaring, a note, a status,
  *   severity or lead change, a run started from Slack or the terminal);
@@ -34,9 +35,24 @@ function isBad(e: TimelineEntry): boolean {
   return !!e.change?.bad;
 }
 
+/** When an entry says impact began: a bad transition at its own time, a stuck step's alert at when the step stopped. */
+function impactAt(e: TimelineEntry): string | undefined {
+  if (isBad(e)) return e.at;
+  return e.impactAt ?? e.change?.impactAt;
+}
+
+function earliestImpact(timeline: TimelineEntry[]): string | null {
+  let best: string | null = null;
+  for (const e of timeline) {
+    const at = impactAt(e);
+    if (at && (!best || Date.parse(at) < Date.parse(best))) best = at;
+  }
+  return best;
+}
+
 export function computeMetrics(incident: Incident, timeline: TimelineEntry[]): IncidentMetrics {
   const first = (pred: (e: TimelineEntry) => boolean) => timeline.find(pred)?.at ?? null;
-  const impactStart = incident.impactOverride ?? first(isBad);
+  const impactStart = incident.impactOverride ?? earliestImpact(timeline);
   // An alert that fired after people had declared detected nothing: the declaration did.
   const alertAt = first((e) => e.kind === 'alert');
   const detected = alertAt && Date.parse(alertAt) < Date.parse(incident.declaredAt) ? alertAt : incident.declaredAt;

@@ -25,6 +25,8 @@ export interface IncidentAlert {
   app?: string;
   appSet?: string;
   cluster?: string;
+  /** When the alerted problem began to be impact, if before the alert (alertImpactSince). */
+  impactSince?: string;
 }
 
 export interface IncidentAnalysis {
@@ -264,13 +266,14 @@ export class IncidentService {
         ...(alert.app ? { app: alert.app } : {}),
         ...(alert.appSet ? { appSet: alert.appSet } : {}),
         ...(alert.cluster ? { cluster: alert.cluster } : {}),
+        ...(alert.impactSince ? { impactAt: alert.impactSince } : {}),
         text: alert.text,
       },
     ]);
     // An alert about no app in particular (an instance, the fleet) still belongs on the open incidents.
     if (!alert.app) {
       for (const incident of await this.store.open()) {
-        await this.store.append(incident.id, { at, kind: 'alert', source: 'alert', text: alert.text }, `alert/${alert.id}`);
+        await this.store.append(incident.id, { at, kind: 'alert', source: 'alert', text: alert.text, ...(alert.impactSince ? { impactAt: alert.impactSince } : {}) }, `alert/${alert.id}`);
       }
     }
   }
@@ -278,7 +281,7 @@ export class IncidentService {
   /** An alert's event on one incident's timeline (the alert rules found the incident covering it); once per id. */
   async recordAlertOn(incidentId: string, alert: IncidentAlert): Promise<boolean> {
     const at = alert.at ?? this.now().toISOString();
-    return this.store.append(incidentId, { at, kind: 'alert', source: 'alert', text: alert.text }, `alert/${alert.id}`);
+    return this.store.append(incidentId, { at, kind: 'alert', source: 'alert', text: alert.text, ...(alert.impactSince ? { impactAt: alert.impactSince } : {}) }, `alert/${alert.id}`);
   }
 
   async recent(count = 10): Promise<Incident[]> {

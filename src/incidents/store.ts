@@ -58,6 +58,8 @@ export interface IncidentEntry {
   state?: IncidentState;
   /** Slack permalink or message of a note taken from a message. */
   ref?: string;
+  /** For an alert whose problem began before it fired (a stuck step): when the impact began. */
+  impactAt?: string;
 }
 
 const RECORD_FIELDS = new Set(['scopeApps', 'scopeSelector', 'header', 'n', 'severity', 'lookbackMs']);

@@ -21,6 +21,8 @@ export interface TimelineEntry {
   /** Internal: the change behind it (health from/to, bad transitions, run id, surface). */
   change?: ChangeRecord;
   state?: string;
+  /** Internal: an alert's problem began here, before the alert (a stuck step's apps stopped progressing). */
+  impactAt?: string;
 }
 
 /** The JSON of a timeline entry (`--json`): exactly these fields. */
@@ -120,7 +122,16 @@ function changeEntry(r: ChangeRecord, fleet: FleetView): TimelineEntry {
 }
 
 function ownEntry(e: IncidentEntry): TimelineEntry {
-  return { id: e.id, at: e.at, kind: e.kind, source: e.source, text: e.text, ...(e.by ? { by: e.by } : {}), ...(e.state ? { state: e.state } : {}) };
+  return {
+    id: e.id,
+    at: e.at,
+    kind: e.kind,
+    source: e.source,
+    text: e.text,
+    ...(e.by ? { by: e.by } : {}),
+    ...(e.state ? { state: e.state } : {}),
+    ...(e.impactAt ? { impactAt: e.impactAt } : {}),
+  };
 }
 
 /** One timeline from the incident's own entries and the scoped changes, oldest first; each change once. */

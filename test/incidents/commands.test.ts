@@ -10,6 +10,9 @@ import { IncidentService } from '../../src/incidents/service.js';
 import { IncidentStore, type Incident } from '../../src/incidents/store.js';
 import { closeRedis, createRedis } from '../../src/jobs/redis.js';
 import { seedOutageFixture } from '../../src/sim/scenarios/seed-outage.js';
+import { progressiveInfraFixture } from '../../src/sim/scenarios/progressive-infra.js';
+import { evaluateAlertRules } from '../../src/alerts/rules.js';
+import type { AlertRecord } from '../../src/alerts/lifecycle.js';
 import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
 
 const redis = createRedis(process.env.REDIS_URL!);
@@ -149,5 +152,28 @@ describe('alerts on incidents', () => {
     const analysis = await incidents.analyse((await incidents.store.get(incident.id))!);
     expect(analysis.timeline.filter((e) => e.kind === 'alert').map((e) => e.text)).toEqual([expect.stringContaining('alert fired (critical)'), expect.stringContaining('alert resolved')]);
     expect(analysis.metrics.detected).toBe(firedAt);
+  });
+
+  it('counts a stuck RollingSync step as impact from when its apps stopped progressing, as the stuck-step rule dates it', async () => {
+    const { incidentSink } = await import('../../src/cli/incident-sink.js');
+    const p = `${prefix}-stuck`;
+    const now = new Date();
+    const infra = StaticFleet.fromFixture(progressiveInfraFixture(now));
+    const config = configSchema.parse({ instances: [{ name: 'infra', url: 'http://127.0.0.1:1', token: 't' }], redis: { prefix: p }, alerts: { channel: 'C', stuckAfter: '1m' } });
+    const stuck = evaluateAlertRules({ fleet: infra, now, config: config.alerts }).conditions.find((c) => c.rule === 'stuck-step')!;
+    const log = new ChangeLog(redis, p);
+    const recorder = new ChangeRecorder(infra, log);
+    await recorder.start();
+    await recorder.stop();
+    const incidents = new IncidentService(new IncidentStore(redis, p), log, infra, { lookbackMs: 6 * 3_600_000 });
+    const incident = await incidents.declare({ title: 'infra rollout stuck', severity: 2, scope: { text: 'appset=progressive-infra', selector: { appSet: 'progressive-infra' } }, by: 'U_OP' });
+    const before = await incidents.analyse(incident);
+    const firedAt = now.toISOString();
+    const alert = { ...stuck, id: 'al-stuck', state: 'firing', firstSeenAt: firedAt, firedAt, updatedAt: firedAt, flaps: 0 } as unknown as AlertRecord;
+    await incidentSink(incidents)!.recordAlert(incident.id, alert, 'fired');
+    const after = await incidents.analyse((await incidents.store.get(incident.id))!);
+    expect(Date.parse(stuck.since)).toBeLessThan(before.metrics.impactStart ? Date.parse(before.metrics.impactStart) : Infinity);
+    expect(after.metrics.impactStart).toBe(stuck.since);
+    expect(after.metrics.ttr).toBeNull();
   });
 });
