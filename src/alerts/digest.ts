@@ -43,6 +43,33 @@ export interface DigestActivity {
   runbookRuns: { total: number; byStatus: Record<string, number>; runs: DigestRun[] } | null;
 }
 
+/**
+ * An incident as a digest speaks of it. The wiring layer reads incidents and their metrics and hands
+ * them in as plain facts: alerts does not depend on the incident service.
+ */
+export interface DigestIncident {
+  id: string;
+  title: string;
+  severity: number;
+  /** investigating, identified, mitigated or closed. */
+  state: string;
+  declaredAt: string;
+  closedAt?: string;
+  /** Seconds from impact start to close (incident metrics); null when impact start is unknown. */
+  ttr?: number | null;
+  /** `instance/name` of the apps its scope matched; empty for an incident about the whole fleet. */
+  apps: string[];
+}
+
+export interface DigestIncidents {
+  /** Still open, oldest first, whenever they were declared. */
+  open: DigestIncident[];
+  /** Declared in the period (open or since closed). */
+  opened: DigestIncident[];
+  /** Closed in the period, most recent first. */
+  closed: DigestIncident[];
+}
+
 export const TOTAL_KEYS = ['instances', 'appSets', 'apps', 'synced', 'outOfSync', 'healthy', 'progressing', 'degraded', 'missing', 'suspended', 'unknown', 'activeAlerts'] as const;
 export type TotalKey = (typeof TOTAL_KEYS)[number];
 
@@ -60,6 +87,8 @@ export interface Digest {
   attention: AttentionItem[];
   activity: DigestActivity;
   totals: DigestTotals;
+  /** null when this process cannot read incidents (no Redis). */
+  incidents: DigestIncidents | null;
 }
 
 export interface DigestInputs {
@@ -75,6 +104,8 @@ export interface DigestInputs {
   runs?: DigestRun[];
   activeAlerts?: number;
   previous?: { at: string; totals: Record<string, number> };
+  /** Open and recent incidents; the digest picks those open or opened or closed in the period. */
+  incidents?: DigestIncident[];
 }
 
 /** Apps Degraded for less than this are still settling. */
@@ -243,14 +274,28 @@ export function buildDigest(inputs: DigestInputs): Digest {
   }
   attention.sort((a, b) => ATTENTION_KINDS.indexOf(a.kind) - ATTENTION_KINDS.indexOf(b.kind) || b.count - a.count || byName(a.title, b.title));
 
+  const incidents = inputs.incidents ? incidentsOf(inputs.incidents, scopedKeys, reqs.length > 0, from, now) : null;
   return {
     name: inputs.name ?? null,
     at: now.toISOString(),
     selector: inputs.selector ?? null,
-    allClear: attention.length === 0,
+    // An open incident is attention by itself, even when every app already looks fine.
+    allClear: attention.length === 0 && !incidents?.open.length,
     attention,
     activity: activity(fleet, scopedKeys, appSetInScope, from, now, inputs.runs),
     totals: totals(fleet, scoped, appSetInScope, inputs.activeAlerts ?? 0, inputs.previous),
+    incidents,
+  };
+}
+
+/** A digest with a selector speaks of the incidents touching its apps, and of those about the whole fleet. */
+function incidentsOf(list: DigestIncident[], scoped: Set<string>, selective: boolean, from: Date, now: Date): DigestIncidents {
+  const inPeriod = (t: string | undefined) => !!t && Date.parse(t) >= from.getTime() && Date.parse(t) <= now.getTime();
+  const relevant = [...new Map(list.map((i) => [i.id, i])).values()].filter((i) => !selective || !i.apps.length || i.apps.some((k) => scoped.has(k)));
+  return {
+    open: relevant.filter((i) => i.state !== 'closed').sort((a, b) => Date.parse(a.declaredAt) - Date.parse(b.declaredAt)),
+    opened: relevant.filter((i) => inPeriod(i.declaredAt)).sort((a, b) => Date.parse(a.declaredAt) - Date.parse(b.declaredAt)),
+    closed: relevant.filter((i) => i.state === 'closed' && inPeriod(i.closedAt)).sort((a, b) => Date.parse(b.closedAt!) - Date.parse(a.closedAt!)),
   };
 }
 

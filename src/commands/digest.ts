@@ -1,7 +1,7 @@
-import { buildDigest, TOTAL_KEYS, type AttentionItem, type Digest, type TotalKey } from '../alerts/digest.js';
+import { buildDigest, TOTAL_KEYS, type AttentionItem, type Digest, type DigestIncident, type TotalKey } from '../alerts/digest.js';
 import { isActive } from '../alerts/lifecycle.js';
 import type { DigestConfig } from '../config/schema.js';
-import { absoluteTime, formatCount, TONE_EMOJI, when } from '../core/format.js';
+import { absoluteTime, formatCount, formatDuration, TONE_EMOJI, when } from '../core/format.js';
 import { CommandError, checkOptions, checkPositional } from './parse.js';
 import { type Services, type CommandSpec } from './registry.js';
 import type { Reply, ReplyBlock, ReplyItem } from '../core/reply.js';
@@ -41,6 +41,7 @@ export async function composeDigest(services: Services, digest: Pick<DigestConfi
     records?.previousDigest(historyName).catch(() => undefined),
     services.alerts?.all().catch(() => undefined),
   ]);
+  const incidents = await digestIncidents(services, previous ? new Date(previous.at) : new Date(now.getTime() - 86_400_000)).catch(() => undefined);
   return buildDigest({
     fleet: services.fleet,
     now,
@@ -52,7 +53,47 @@ export async function composeDigest(services: Services, digest: Pick<DigestConfi
     runs,
     activeAlerts: stored?.filter(isActive).length ?? 0,
     previous,
+    incidents,
   });
+}
+
+/** How many recent incidents a digest looks through for those closed in its period. */
+const INCIDENTS_READ = 100;
+
+/** Open incidents, and recent ones closed since `from` with their TTR from the incident metrics. */
+async function digestIncidents(services: Services, from: Date): Promise<DigestIncident[] | undefined> {
+  const svc = services.incidents;
+  if (!svc) return undefined;
+  const [open, recent] = await Promise.all([svc.open(), svc.recent(INCIDENTS_READ)]);
+  const closed = recent.filter((i) => i.state === 'closed' && i.closedAt && Date.parse(i.closedAt) >= from.getTime());
+  const ttr = new Map(await Promise.all(closed.map(async (i) => [i.id, (await svc.analyse(i)).metrics.ttr] as const)));
+  return [...open, ...recent.filter((i) => i.state !== 'closed' || ttr.has(i.id))].map((i) => ({
+    id: i.id,
+    title: i.title,
+    severity: i.severity,
+    state: i.state,
+    declaredAt: i.declaredAt,
+    ...(i.closedAt ? { closedAt: i.closedAt } : {}),
+    ...(ttr.has(i.id) ? { ttr: ttr.get(i.id) } : {}),
+    apps: i.scopeApps,
+  }));
+}
+
+function incidentItems(d: Digest): ReplyItem[] {
+  const inc = d.incidents;
+  if (!inc) return [];
+  const now = new Date(d.at);
+  const open = inc.open.map((i) => ({
+    text: `*${i.id}* sev ${i.severity}, ${i.state}: ${i.title}`,
+    tone: 'error' as const,
+    detail: `open for ${formatDuration(now.getTime() - Date.parse(i.declaredAt))} · declared ${when(i.declaredAt, now)}`,
+  }));
+  const closed = inc.closed.map((i) => ({
+    text: `*${i.id}* sev ${i.severity}, closed: ${i.title}`,
+    tone: 'ok' as const,
+    detail: `TTR ${typeof i.ttr === 'number' ? formatDuration(i.ttr * 1000) : 'unknown (no impact start)'} · closed ${when(i.closedAt!, now)}`,
+  }));
+  return [...open, ...closed];
 }
 
 function delta(n: number | undefined): string {
@@ -75,6 +116,11 @@ export function digestReply(d: Digest, commandText: string): Reply {
   const title = `Digest${d.name ? ` ${d.name}` : ''} — ${d.at.slice(0, 16).replace('T', ' ')} UTC`;
   const blocks: ReplyBlock[] = [{ kind: 'header', text: title }];
   if (d.selector) blocks.push({ kind: 'context', text: `Apps matching \`${d.selector}\`` });
+  const incidents = incidentItems(d);
+  if (d.incidents && (incidents.length || d.incidents.opened.length)) {
+    const opened = d.incidents.opened.length;
+    blocks.push({ kind: 'list', title: `Incidents (${d.incidents.open.length} open; ${opened} opened, ${d.incidents.closed.length} closed in the period)`, items: incidents });
+  }
   if (d.allClear) {
     blocks.push({ kind: 'text', text: `${TONE_EMOJI.ok} *All clear*: nothing needs attention.`, tone: 'ok' });
   } else {
@@ -99,7 +145,7 @@ export function digestReply(d: Digest, commandText: string): Reply {
     ok: true,
     command: 'digest',
     title,
-    data: { name: d.name, at: d.at, selector: d.selector, allClear: d.allClear, attention: d.attention, activity: d.activity, totals: d.totals },
+    data: { name: d.name, at: d.at, selector: d.selector, allClear: d.allClear, attention: d.attention, activity: d.activity, totals: d.totals, incidents: d.incidents },
     blocks,
     pageCommand: commandText,
   };
@@ -124,6 +170,7 @@ export const digestCommand: CommandSpec = {
     '`digest` — the whole fleet; `digest NAME` — a digest from the config, with its selector.',
     'Needs attention: apps Degraded > 10 min, OutOfSync (> 1 h when auto-synced), stuck and paused rollouts, failed syncs in the period,',
     'stale key backups, unreachable instances. The period runs from the previous digest of that name (else 24 h).',
+    'Incidents: the open ones first, then those closed in the period with their TTR.',
   ].join('\n'),
   readOnly: true,
   usesRuns: 'optional',

@@ -3,6 +3,7 @@ import type { RedisClient } from '../../src/jobs/redis.js';
 import { buildDigest } from '../../src/alerts/digest.js';
 import { digestReply } from '../../src/commands/digest.js';
 import { renderText } from '../../src/views/text.js';
+import { formatDuration } from '../../src/core/format.js';
 import { FleetRecords } from '../../src/alerts/records.js';
 import type { Services } from '../../src/commands/registry.js';
 import type { MessageRef, Notifier } from '../../src/core/notifier.js';
@@ -175,4 +176,71 @@ describe('digest schedules on real Redis', () => {
     expect(later.previousAt).not.toBeNull();
     expect(later.change).toMatchObject({ apps: 0, degraded: 0 });
   }, 30_000);
+});
+
+describe('incidents in the digest', () => {
+  const prefix = testPrefix();
+  const redis = createRedis(REDIS_URL);
+  afterAll(async () => {
+    await cleanPrefix(REDIS_URL, prefix);
+    await closeRedis(redis);
+  });
+
+  it('lists the open incidents first, then those closed in the period with severity and TTR from the incident metrics', async () => {
+    const { ChangeLog } = await import('../../src/incidents/change-log.js');
+    const { ChangeRecorder } = await import('../../src/incidents/recorder.js');
+    const { IncidentService } = await import('../../src/incidents/service.js');
+    const { IncidentStore } = await import('../../src/incidents/store.js');
+    // The change log reads by when a record was seen: the incidents happen after the backfill, and the digest later still.
+    const start = Date.now();
+    const fleet = StaticFleet.fromFixture(seedOutageFixture(new Date(start)));
+    const changes = new ChangeLog(redis, prefix);
+    const recorder = new ChangeRecorder(fleet, changes);
+    await recorder.start();
+    await recorder.stop();
+    let clock = new Date(start);
+    const incidents = new IncidentService(new IncidentStore(redis, prefix), changes, fleet, { now: () => clock });
+    const auth = await incidents.declare({ title: 'auth-service crash loop', severity: 2, scope: { text: 'auth-service-*', selector: { patterns: ['auth-service-*'] } }, by: 'U_OP' });
+    clock = new Date(start + 20 * 60_000);
+    await incidents.close(auth, 'U_OP', 'rolled back');
+    const closed = await incidents.analyse((await incidents.store.get(auth.id))!);
+    expect(closed.metrics.ttr).toBeGreaterThan(20 * 60);
+    // Declared three days ago and closed then: not this digest's news.
+    clock = new Date(start - 3 * 86_400_000);
+    const old = await incidents.declare({ title: 'old one', severity: 3, by: 'U_OP' });
+    await incidents.close(old, 'U_OP');
+    clock = new Date(start + 25 * 60_000);
+    const payments = await incidents.declare({ title: 'payments errors', severity: 1, scope: { text: 'payments-*', selector: { patterns: ['payments-*'] } }, by: 'U_OP' });
+    const now = new Date(start + 30 * 60_000);
+
+    const services = { config: config(prefix), fleet, argocd: new Map(), changes, incidents, now: () => now } as Services;
+    const reply = await dispatch('digest', { services, user: 'U1', surface: 'terminal', channel: 'terminal' });
+    expect(reply.ok, JSON.stringify(reply.error)).toBe(true);
+    const data = reply.data.incidents as { open: { id: string }[]; opened: { id: string }[]; closed: { id: string; severity: number; ttr: number }[] };
+    expect(data.open.map((i) => i.id)).toEqual([payments.id]);
+    expect(data.opened.map((i) => i.id)).toEqual([auth.id, payments.id]);
+    expect(data.closed).toEqual([expect.objectContaining({ id: auth.id, severity: 2, ttr: closed.metrics.ttr })]);
+    const text = renderText(reply, { color: false });
+    expect(text).toContain('Incidents (1 open; 2 opened, 1 closed in the period)');
+    expect(text.indexOf(payments.id)).toBeLessThan(text.indexOf(auth.id));
+    expect(text.indexOf(payments.id)).toBeLessThan(text.indexOf('Needs attention'));
+    expect(text).toContain(`TTR ${formatDuration(closed.metrics.ttr! * 1000)}`);
+    expect(text).not.toContain(old.id);
+
+    // A team digest speaks only of incidents touching its apps (and of those about the whole fleet).
+    const declaredAt = now.toISOString();
+    const team = buildDigest({
+      fleet,
+      now,
+      alerts: services.config.alerts,
+      selector: 'app=payments',
+      incidents: [
+        { id: 'INC-A', title: 'auth', severity: 1, state: 'investigating', declaredAt, apps: ['prod/auth-service-prod-us-east-1'] },
+        { id: 'INC-F', title: 'fleet-wide', severity: 1, state: 'investigating', declaredAt, apps: [] },
+      ],
+    });
+    expect(team.totals.apps).toBeGreaterThan(0);
+    expect(team.incidents?.open.map((i) => i.id)).toEqual(['INC-F']);
+    expect(team.allClear).toBe(false);
+  });
 });
