@@ -98,8 +98,23 @@ export function buildReport(analysis: IncidentAnalysis, fleet: FleetView): Incid
   lines.push('');
   lines.push('## Contributing factors', '', '_To be written by the responders._', '');
   lines.push('## Follow-ups', '', '_To be written by the responders._', '');
-  lines.push('## Appendix: full timeline', '', '| time (UTC) | kind | source | what |', '|---|---|---|---|');
-  for (const e of timeline) lines.push(`| ${e.at.replace('T', ' ').replace(/\.\d+Z$|Z$/, '')} | ${e.kind} | ${e.source} | ${md(e.text)} |`);
+  const stamp = (iso: string) => iso.replace('T', ' ').replace(/\.\d+Z$|Z$/, '');
+  if (incident.scopeSelector) {
+    lines.push('## Appendix: full timeline', '', '| time (UTC) | kind | source | what |', '|---|---|---|---|');
+    for (const e of timeline) lines.push(`| ${stamp(e.at)} | ${e.kind} | ${e.source} | ${md(e.text)} |`);
+  } else {
+    // Without a scope the timeline is the whole fleet's: one row per app would bury the story.
+    const rows = condenseTimeline(timeline);
+    lines.push(
+      '## Appendix: timeline, grouped',
+      '',
+      `_The incident has no scope, so this is the whole fleet: ${timeline.length} entries in ${rows.length} rows, the same change of one ApplicationSet grouped. \`incident timeline ${incident.id} --json\` has every entry._`,
+      '',
+      '| time (UTC) | kind | source | what |',
+      '|---|---|---|---|',
+    );
+    for (const r of rows) lines.push(`| ${r.from === r.to ? stamp(r.from) : `${stamp(r.from)} – ${stamp(r.to).slice(11)}`} | ${r.kind} | ${r.source} | ${md(r.text)} |`);
+  }
   lines.push('');
 
   const png = renderIncidentChart({ title: `${incident.id} ${incident.title}`, start: window.start, end: window.end, tracks: analysis.tracks, metrics });
@@ -133,6 +148,68 @@ export function incidentJson(incident: IncidentAnalysis['incident']): Record<str
     summary: incident.summary ?? null,
     channel: incident.channel ?? null,
   };
+}
+
+/** Fleet changes of one kind, owner and outcome this close together are one row of a condensed timeline. */
+const CONDENSE_GAP_MS = 15 * 60_000;
+
+export interface CondensedRow {
+  from: string;
+  to: string;
+  kind: TimelineEntry['kind'];
+  source: TimelineEntry['source'];
+  text: string;
+  count: number;
+}
+
+/**
+ * The timeline with each fleet change grouped by kind, ApplicationSet (else app) and what happened
+ * ("Healthy → Degraded"), within 15 minutes of the previous one: "auth-service: Healthy → Degraded
+ * ×12 on 12 clusters". People, alerts and rollcall's runs stay one row each. Oldest first.
+ */
+export function condenseTimeline(timeline: TimelineEntry[]): CondensedRow[] {
+  interface Building extends CondensedRow {
+    lastMs: number;
+    subject: string;
+    what: string;
+    /** The first change's message (a health row keeps one example). */
+    message?: string;
+    clusters: Set<string>;
+  }
+  const rows: Building[] = [];
+  const open = new Map<string, Building>();
+  for (const e of timeline) {
+    const at = Date.parse(e.at);
+    const fleetChange = !!e.change && e.source === 'argocd' && !!e.app;
+    const subject = e.appSet ?? e.app ?? '';
+    // A health change names its pod in the message: the transition is what the apps share. Other
+    // changes lead with the app's own name; what follows it is what happened.
+    const c = e.change;
+    const what =
+      fleetChange && e.kind === 'health' && c?.to
+        ? `${c.from ? `${c.from} → ` : 'is '}${c.to}`
+        : fleetChange && e.app && e.text.startsWith(e.app)
+          ? e.text.slice(e.app.length).trim()
+          : e.text;
+    const key = `${e.kind}|${subject}|${what}`;
+    const existing = fleetChange ? open.get(key) : undefined;
+    if (existing && at - existing.lastMs <= CONDENSE_GAP_MS) {
+      existing.count++;
+      existing.to = e.at;
+      existing.lastMs = at;
+      if (e.cluster) existing.clusters.add(e.cluster);
+      continue;
+    }
+    const row: Building = { from: e.at, to: e.at, kind: e.kind, source: e.source, text: e.text, count: 1, lastMs: at, subject, what, message: c?.message, clusters: new Set(e.cluster ? [e.cluster] : []) };
+    if (fleetChange) open.set(key, row);
+    rows.push(row);
+  }
+  return rows.map(({ from, to, kind, source, text, count, subject, what, message, clusters }) => {
+    if (count === 1) return { from, to, kind, source, text, count };
+    const where = clusters.size > 1 ? ` on ${clusters.size} clusters` : clusters.size === 1 ? ` on ${[...clusters][0]}` : '';
+    const example = kind === 'health' && message ? ` (first: ${message})` : '';
+    return { from, to, kind, source, text: `${subject}: ${what} ×${count}${where}${example}`, count };
+  });
 }
 
 /** The story without the noise: people, alerts, runs, and the first and last health change per group of apps. */

@@ -6,6 +6,7 @@ import { StaticFleet } from '../../src/fleet/model.js';
 import { ChangeLog } from '../../src/incidents/change-log.js';
 import { ChangeRecorder } from '../../src/incidents/recorder.js';
 import { computeMetrics } from '../../src/incidents/metrics.js';
+import { buildReport, condenseTimeline } from '../../src/incidents/report.js';
 import { IncidentService } from '../../src/incidents/service.js';
 import { IncidentStore, type Incident } from '../../src/incidents/store.js';
 import { closeRedis, createRedis } from '../../src/jobs/redis.js';
@@ -175,5 +176,32 @@ describe('alerts on incidents', () => {
     expect(Date.parse(stuck.since)).toBeLessThan(before.metrics.impactStart ? Date.parse(before.metrics.impactStart) : Infinity);
     expect(after.metrics.impactStart).toBe(stuck.since);
     expect(after.metrics.ttr).toBeNull();
+  });
+});
+
+describe('the report of an incident without a scope', () => {
+  it('groups the whole fleet in its appendix, every entry counted once, while a scoped incident keeps every row', async () => {
+    const p = `${prefix}-report`;
+    const log = new ChangeLog(redis, p);
+    const recorder = new ChangeRecorder(fleet, log);
+    await recorder.start();
+    await recorder.stop();
+    const incidents = new IncidentService(new IncidentStore(redis, p), log, fleet);
+    const wide = await incidents.analyse(await incidents.declare({ title: 'everything is slow', severity: 2, by: 'U_OP' }));
+    const rows = condenseTimeline(wide.timeline);
+    expect(rows.reduce((n, r) => n + r.count, 0)).toBe(wide.timeline.length);
+    expect(wide.timeline.length).toBeGreaterThan(100);
+    expect(rows.length).toBeLessThan(wide.timeline.length / 4);
+    const markdown = buildReport(wide, fleet).markdown;
+    const appendix = markdown.slice(markdown.indexOf('## Appendix'));
+    expect(appendix).toContain(`${wide.timeline.length} entries in ${rows.length} rows`);
+    expect(appendix).toContain("auth-service: is Degraded ×12 on 12 clusters (first: back-off");
+    expect(appendix.split('\n').filter((l) => l.startsWith('| 20'))).toHaveLength(rows.length);
+    // The declaration is still its own row.
+    expect(appendix).toContain('| declared | human |');
+
+    const scoped = await incidents.analyse(await incidents.declare({ title: 'auth down', severity: 1, scope: { text: 'auth-service-*', selector: { patterns: ['auth-service-*'] } }, by: 'U_OP' }));
+    const scopedAppendix = buildReport(scoped, fleet).markdown.split('## Appendix')[1];
+    expect(scopedAppendix.split('\n').filter((l) => l.startsWith('| 20'))).toHaveLength(scoped.timeline.length);
   });
 });
