@@ -37,6 +37,9 @@ function fixture(): Fixture {
     copy.metadata.uid = `uid-auth-config-${cluster}`;
     apps.push(copy);
   }
+  // A sync of this one runs for ten simulated minutes: long enough to be terminated.
+  const slow = apps.find((a) => a.metadata.name === 'web-prod-us1')!;
+  slow.metadata.annotations = { ...slow.metadata.annotations, 'sim.rollcall.io/sync-duration': '10m' };
   return f;
 }
 
@@ -110,11 +113,10 @@ describe('/argo rollback in Slack', () => {
     // Not an operator: refused, nothing runs, the refusal is in the audit log.
     const refused = await press(confirm, 'U0MALLORY');
     expect(refused.replace_original).toBe(false);
-    expect(allText(refused.blocks)).toMatch(/not allowed|may not|permission|operator/i);
+    expect(allText(refused.blocks)).toContain(`<@U0MALLORY> may not confirm run ${run.id}`);
     expect((await runs().get(run.id))!.status).toBe('awaiting-confirmation');
     const refusals = (await runs().audit.read({ runId: run.id })).filter((e) => e.who === 'U0MALLORY');
-    expect(refusals.length).toBeGreaterThanOrEqual(1);
-    expect(refusals[0].result).toMatch(/refused|denied|forbidden/);
+    expect(refusals).toEqual([expect.objectContaining({ kind: 'run.refused', target: 'run.confirm', result: 'forbidden', surface: 'slack' })]);
 
     const confirmed = await press(confirm, 'U0ALICE');
     expect(allText(confirmed.blocks)).toContain(`Confirmed \`${run.id}\``);
@@ -132,6 +134,8 @@ describe('/argo rollback in Slack', () => {
     for (const c of [...posts, ...updates]) expectWithinSlackLimits(c.args);
     const last = allText(updates.at(-1)!.args.blocks);
     expect(last).toMatch(/succeeded/i);
+    expect(last).toContain(`Roll back an app ${run.id}: succeeded`);
+    expect(last).toContain(`${APP} rolled back to history #6 (${REV.r6.slice(0, 7)})`);
     expect(last).not.toMatch(/Abort/);
 
     // The sim app ends on #6's revision, in a new history entry.
@@ -143,6 +147,28 @@ describe('/argo rollback in Slack', () => {
     const audit = await runs().audit.read({ runId: run.id });
     expect(audit.find((e) => e.kind === 'argocd.mutation')).toMatchObject({ who: 'U0ALICE', target: `${INSTANCE}/${APP}`, result: 'accepted', params: { id: 6 } });
   }, 40_000);
+});
+
+describe('refusals', () => {
+  it('refuses /argo rollback from a user who is not an operator: no run, the refusal audited', async () => {
+    const before = (await runs().list(50)).length;
+    const body = await slash(`rollback ${APP} 5`, 'U0MALLORY');
+    expect(buttonsOf(body)).toEqual([]);
+    expect(allText(body.blocks)).toContain('U0MALLORY');
+    expect((await runs().list(50)).length).toBe(before);
+    const audit = (await runs().audit.latest(20)).filter((e) => e.who === 'U0MALLORY' && e.kind === 'run.refused');
+    expect(audit.length).toBeGreaterThanOrEqual(1);
+  });
+
+  it('refuses a refresh button pressed by a user who is not an operator: nothing refreshed, the refusal audited', async () => {
+    const before = simApp('auth-config-prod-eu1').status?.reconciledAt;
+    const body = await press({ action_id: 'cmd', value: 'refresh auth-config-* hard confirm=2' }, 'U0MALLORY');
+    expect(allText(body.blocks)).toContain('U0MALLORY');
+    expect(simApp('auth-config-prod-eu1').status?.reconciledAt).toBe(before);
+    const audit = (await runs().audit.latest(20)).filter((e) => e.who === 'U0MALLORY');
+    expect(audit.map((e) => e.kind)).not.toContain('argocd.refresh');
+    expect(audit.length).toBeGreaterThanOrEqual(1);
+  });
 });
 
 describe('read-only verbs render within Slack limits', () => {
@@ -173,7 +199,11 @@ describe('/argo refresh in Slack', () => {
     const before = Object.fromEntries(names.map((n) => [n, simApp(n).status?.reconciledAt]));
     const preview = await slash('refresh auth-config-* hard');
     expectWithinSlackLimits(preview);
-    expect(allText(preview.blocks)).toContain('Hard-refresh 2 app(s)');
+    const previewText = allText(preview.blocks);
+    expect(previewText).toContain('Hard-refresh 2 app(s)');
+    // Slack's list rendering counts the items itself: the title says it once.
+    expect(previewText).toContain('*Apps* (2)');
+    expect(previewText).not.toMatch(/\(\d+\)\* \(\d+\)/);
     const go = buttonsOf(preview).find((b: any) => b.text.text === 'Refresh 2 apps');
     expect(go).toBeDefined();
     expect((await simOperations(sim)).filter((o) => /refresh/.test(JSON.stringify(o)))).toEqual([]);
@@ -186,5 +216,25 @@ describe('/argo refresh in Slack', () => {
     const audit = (await runs().audit.latest(50)).filter((e) => e.kind === 'argocd.refresh');
     expect(audit.map((e) => e.target).sort()).toEqual(names.map((n) => `${INSTANCE}/${n}`));
     for (const e of audit) expect(e).toMatchObject({ who: 'U0ALICE', params: { refresh: 'hard' }, result: 'ok' });
+  }, 30_000);
+});
+
+describe('/argo terminate-op in Slack', () => {
+  it('previews the running operation once-counted, and on Confirm terminates it: Failed "Operation terminated", audited', async () => {
+    await h.services.argocd.get(INSTANCE)!.sync({ name: 'web-prod-us1' });
+    await expect.poll(() => simApp('web-prod-us1').status?.operationState?.phase).toBe('Running');
+    await expect.poll(() => h.services.fleet.appsNamed('web-prod-us1')[0]?.app.status?.operationState?.phase).toBe('Running');
+    const preview = await slash('terminate-op web-prod-us1');
+    expectWithinSlackLimits(preview);
+    const text = allText(preview.blocks);
+    expect(text).toContain('*Operations to terminate* (1)');
+    expect(text).toContain('*web-prod-us1* (prod-us1): Running');
+    const confirm = buttonsOf(preview).find((b: any) => b.text.text === 'Confirm');
+    await press(confirm, 'U0ALICE');
+    const end = await runs().waitForEnd(confirm.value, 20_000);
+    expect(end.status, end.error).toBe('succeeded');
+    expect(simApp('web-prod-us1').status!.operationState).toMatchObject({ phase: 'Failed', message: 'Operation terminated' });
+    const audit = await runs().audit.read({ runId: end.id });
+    expect(audit.find((e) => e.kind === 'argocd.mutation')).toMatchObject({ who: 'U0ALICE', target: `${INSTANCE}/web-prod-us1` });
   }, 30_000);
 });
