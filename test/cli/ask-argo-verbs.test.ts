@@ -71,7 +71,7 @@ describe('rollcall ask with history, logs and rollback (processes, against rollc
     await cleanPrefix(process.env.REDIS_URL!, prefix);
   });
 
-  it('history --json: the deployments, newest first, with id, revision, when and source', async () => {
+  it('history --json: the deployments, newest first, in the data shape the command documents', async () => {
     const ran = await rollcall(['ask', `history ${APP}`, '--json']);
     expect(ran.code, ran.stderr).toBe(0);
     const reply = JSON.parse(ran.stdout);
@@ -96,25 +96,30 @@ describe('rollcall ask with history, logs and rollback (processes, against rollc
   it('rollback --yes without a worker exits 1, queued, no worker; --json says ok:false, code no_worker', async () => {
     const text = await rollcall(['ask', `rollback ${QUEUED[0]}`, '--yes']);
     expect(text.code).toBe(1);
-    expect(`${text.stdout}${text.stderr}`).toContain('is queued, no worker');
+    expect(text.stderr).toMatch(/^r-[a-z0-9]+ is queued, no worker/m);
 
     const json = await rollcall(['ask', `rollback ${QUEUED[1]}`, '--yes', '--json']);
     expect(json.code).toBe(1);
     const reply = JSON.parse(json.stdout);
     expect(reply.ok).toBe(false);
-    expect(reply.error).toMatchObject({ code: 'no_worker' });
+    expect(reply.error).toMatchObject({ code: 'no_worker', message: expect.stringContaining(`${reply.data.runId} is queued, no worker`) });
+    expect(reply.data.run).toMatchObject({ runbook: 'rollback', status: 'running', params: { app: QUEUED[1] } });
   }, 60_000);
 
   it('rollback --yes --wait runs it to the end here, exits 0 and prints the summary once; history then shows the new entry', async () => {
-    const ran = await rollcall(['ask', `rollback ${APP} 6`, '--yes', '--wait']);
+    // No id: the previous deployment, #6.
+    const ran = await rollcall(['ask', `rollback ${APP}`, '--yes', '--wait']);
     expect(ran.code, `${ran.stdout}${ran.stderr}`).toBe(0);
     const summary = ran.stdout.match(/Roll back an app r-[a-z0-9]+: succeeded/g);
     expect(summary, ran.stdout).toHaveLength(1);
+    expect(ran.stdout.match(/Steps:/g)).toHaveLength(1);
+    expect(ran.stdout).toContain(`${APP} rolled back to history #6 (${REV.r6.slice(0, 7)})`);
+    expect(ran.stderr).not.toMatch(/queued/);
     expect(ran.stdout).not.toMatch(/\*[^*\s][^*]*\*|<[^>]+\|[^>]+>/);
 
     const history = JSON.parse((await rollcall(['ask', `history ${APP}`, '--json'])).stdout);
     const list = history.data.history as Record<string, unknown>[];
-    expect(list[0]).toMatchObject({ revision: REV.r6 });
+    expect(list[0]).toMatchObject({ id: 8, revision: REV.r6, initiatedBy: 'admin' });
     expect(list).toHaveLength(4);
   }, 60_000);
 });

@@ -183,13 +183,25 @@ describe('read-only verbs render within Slack limits', () => {
   it('/argo diff APP', async () => {
     const body = await slash(`diff ${APP}`);
     expectWithinSlackLimits(body);
-    expect(allText(body.blocks)).toContain(APP);
+    expect(allText(body.blocks)).toContain(`Diff of ${APP}`);
+    const diffs = { 'payments-prod-us1': '*2 resources* differ from git', 'ingress-prod-us1': '*1 resource* differs from git', 'web-prod-us1': '*2 resources* differ from git' };
+    for (const [other, says] of Object.entries(diffs)) {
+      const diff = await slash(`diff ${other}`);
+      expectWithinSlackLimits(diff);
+      expect(allText(diff.blocks)).toContain(says);
+    }
   });
 
   it('/argo logs APP tail=20', async () => {
     const body = await slash(`logs ${APP} tail=20`);
     expectWithinSlackLimits(body);
-    expect(body.blocks.length).toBeGreaterThan(0);
+    const text = allText(body.blocks);
+    expect(text).toContain('20 lines from 1 pod');
+    expect(text.match(/request served/g)).toHaveLength(20);
+    // More than one message holds: the newest lines, and a note of how many earlier ones were left out.
+    const long = await slash(`logs ${APP} tail=500`);
+    expectWithinSlackLimits(long);
+    expect(allText(long.blocks)).toMatch(/earlier lines? not shown: too long for one Slack message/);
   });
 });
 
