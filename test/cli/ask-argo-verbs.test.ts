@@ -93,6 +93,14 @@ describe('rollcall ask with history, logs and rollback (processes, against rollc
     expect(ran.stdout).not.toMatch(/:[a-z_]+:/);
   }, 30_000);
 
+  it('history and diff print plain text too', async () => {
+    for (const text of [`history ${APP}`, 'diff payments-prod-us1']) {
+      const ran = await rollcall(['ask', text]);
+      expect(ran.code, ran.stderr).toBe(0);
+      expect(ran.stdout).not.toMatch(/\*[^*\s][^*]*\*|<[^>]+\|[^>]+>|:[a-z_]+:/);
+    }
+  }, 30_000);
+
   it('rollback --yes without a worker exits 1, queued, no worker; --json says ok:false, code no_worker', async () => {
     const text = await rollcall(['ask', `rollback ${QUEUED[0]}`, '--yes']);
     expect(text.code).toBe(1);

@@ -37,6 +37,9 @@ function fixture(): Fixture {
     copy.metadata.uid = `uid-auth-config-${cluster}`;
     apps.push(copy);
   }
+  // A long history: more deployments than one Slack message lists.
+  const long = apps.find((a) => a.metadata.name === 'ingress-prod-us1')!;
+  long.status!.history = Array.from({ length: 60 }, (_, i) => entry(i + 1, String(i).padStart(40, 'a'), 60 - i));
   // A sync of this one runs for ten simulated minutes: long enough to be terminated.
   const slow = apps.find((a) => a.metadata.name === 'web-prod-us1')!;
   slow.metadata.annotations = { ...slow.metadata.annotations, 'sim.rollcall.io/sync-duration': '10m' };
@@ -84,7 +87,6 @@ async function slash(text: string, user = 'U0ALICE') {
   const res = await postSlashCommand(h.url, SECRET, { text, user_id: user, response_url: h.fake.responseUrl(id) });
   expect(res.status).toBe(200);
   await expect.poll(() => h.fake.responsesTo(id).length, { timeout: 10_000 }).toBe(1);
-  if (process.env.DUMP) console.log(text, JSON.stringify(h.fake.responsesTo(id)[0].body, null, 1));
   return h.fake.responsesTo(id)[0].body;
 }
 
@@ -178,6 +180,23 @@ describe('read-only verbs render within Slack limits', () => {
     const text = allText(body.blocks);
     for (const r of [REV.r5, REV.r6, REV.r7]) expect(text).toContain(r.slice(0, 7));
     expect(text).toContain('#6');
+  });
+
+  it('/argo history of an app with 60 deployments', async () => {
+    const body = await slash('history ingress-prod-us1');
+    expectWithinSlackLimits(body);
+    const text = allText(body.blocks);
+    expect(text).toContain('*Deployments* (1–25 of 50)');
+    expect(text).toContain('Page 1 of 2 · items 1–25 of 50');
+    expect(text).toContain('The newest 50 are listed; the 10 older ones are in `argocd app history ingress-prod-us1`.');
+    expect(text).not.toContain('narrow the selector');
+    const more = buttonsOf(body).find((b: any) => b.action_id === 'page');
+    const page2 = await press(more, 'U0ALICE');
+    expectWithinSlackLimits(page2);
+    const text2 = allText(page2.blocks);
+    expect(text2).toContain('*#11*');
+    expect(text2).not.toContain('*#10*');
+    expect(text2).not.toContain('narrow the selector');
   });
 
   it('/argo diff APP', async () => {
