@@ -290,9 +290,7 @@ export class SimController {
       syncStrategy: { apply: {} },
       ...(entry.sources?.length ? { sources: structuredClone(entry.sources) } : { source: structuredClone(entry.source) }),
     };
-    const cleared = structuredClone(app);
-    if (cleared.status) delete cleared.status.operationState;
-    return this.writeOperation(store, cleared, { sync, initiatedBy: { username: user } });
+    return this.writeOperation(store, app, { sync, initiatedBy: { username: user } });
   }
 
   /** DELETE /api/v1/applications/{name}/operation: phase Terminating now, Failed "Operation terminated" on the next pass. */
@@ -822,9 +820,15 @@ export class SimController {
 
   // ---------- Plumbing ----------
 
+  /**
+   * Argo CD's SetAppOperation, behind sync, rollback and auto-sync alike: the operation is written and the
+   * last operationState cleared in one update, so until the controller starts it the app shows a requested
+   * operation and no state at all.
+   */
   private writeOperation(store: InstanceStore, app: Application, operation: Operation): Application {
     const next = structuredClone(app);
     next.operation = operation;
+    if (next.status) delete next.status.operationState;
     const w = this.workFor(store.name, store.apps.refOf(app));
     w.requestedAt = this.clock.now().getTime();
     w.terminating = false;
