@@ -51,6 +51,7 @@ const buttonsOf = (body: any) => (body.blocks ?? []).flatMap((b: any) => b.eleme
 let sim: SimServer;
 let h: Harness;
 let engine: EngineHandle;
+let worker: EngineHandle;
 let mirror: FleetMirror;
 const runs = () => engine.runs as RunService;
 const simApp = (name: string): Application => sim.state.instance(INSTANCE)!.apps.get(name)!;
@@ -68,13 +69,17 @@ beforeAll(async () => {
       services.fleet = mirror;
       services.argocd = clients;
       delete services.now;
-      engine = await startEngine(services, { role: 'all', redisUrl: process.env.REDIS_URL!, prefix: services.config.redis.prefix, runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR), ...FAST });
+      // The bot only queues; a worker on the same Redis runs the steps and keeps the run's message.
+      const engineOpts = { redisUrl: process.env.REDIS_URL!, prefix: services.config.redis.prefix, runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR), ...FAST };
+      engine = await startEngine(services, { role: 'bot', ...engineOpts });
+      worker = await startEngine(services, { role: 'worker', ...engineOpts });
       services.runs = engine.runs;
       services.audit = engine.runs.audit;
     },
   });
 }, 30_000);
 afterAll(async () => {
+  await worker?.stop();
   await engine?.stop();
   await h?.stop();
   mirror?.stop();
