@@ -47,7 +47,7 @@ export async function runDiff(cmd: ParsedCommand, ctx: CommandContext): Promise<
   } else {
     const count = (c: ResourceChange['change']) => changes.filter((r) => r.change === c).length;
     const parts = [count('modified') && `${count('modified')} modified`, count('create') && `${count('create')} to create`, count('prune') && `${count('prune')} to prune`, count('extraneous') && `${count('extraneous')} not in git`].filter(Boolean);
-    blocks.push({ kind: 'text', text: `:warning: *${plural(changes.length, 'resource')}* differ from git${against}: ${parts.join(', ')}.`, tone: 'warn' });
+    blocks.push({ kind: 'text', text: `:warning: *${plural(changes.length, 'resource')}* ${changes.length === 1 ? 'differs' : 'differ'} from git${against}: ${parts.join(', ')}.`, tone: 'warn' });
     const items: ReplyItem[] = changes.map((r) => {
       const lines = r.fields.map(fieldLine);
       if (r.fieldsTotal > r.fields.length) lines.push(`… and ${r.fieldsTotal - r.fields.length} more fields`);

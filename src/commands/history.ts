@@ -128,7 +128,9 @@ export async function runHistory(cmd: ParsedCommand, ctx: CommandContext): Promi
         ...(detail.length ? { detail: detail.join('\n') } : {}),
       };
     });
-    blocks.push({ kind: 'list', title: 'Deployments', items, ...(all.length > history.length ? { total: all.length } : {}) });
+    blocks.push({ kind: 'list', title: 'Deployments', items });
+    // No selector narrows a history: the list's own "narrow the selector" note would mislead, so the cut is said here.
+    if (all.length > history.length) blocks.push({ kind: 'context', text: `The newest ${history.length} are listed; the ${plural(all.length - history.length, 'older one')} ${all.length - history.length === 1 ? 'is' : 'are'} in \`argocd app history ${fa.app.metadata.name}\`.` });
     if (history.length > 1 && findCommand('rollback')) blocks.push({ kind: 'context', text: `\`rollback ${fa.app.metadata.name} ID\` goes back to one of them, previewed and confirmed.` });
     if (meta.failed) blocks.push({ kind: 'context', text: `:warning: Commit details of ${plural(meta.failed, 'revision')} could not be read from the repo server.` });
   }

@@ -104,9 +104,9 @@ function resultReply(results: Refreshed[], type: RefreshType, target: string): R
   } else {
     blocks.push({ kind: 'text', text: `${formatCount(results.length - failed.length)} of ${formatCount(results.length)} app(s) compared again${type === 'hard' ? ' with manifests rendered afresh (no repo-server cache)' : ''}.`, tone: failed.length ? 'warn' : 'ok' });
     const outOfSync = results.filter((r) => r.ok && r.sync !== 'Synced');
-    if (outOfSync.length) blocks.push({ kind: 'list', title: `Not Synced after the refresh (${outOfSync.length})`, items: outOfSync.slice(0, 20).map((r) => ({ text: `${r.app} (${r.cluster})`, detail: `${r.sync}/${r.health}`, tone: 'warn' as const })), total: outOfSync.length });
+    if (outOfSync.length) blocks.push({ kind: 'list', title: 'Not Synced after the refresh', items: outOfSync.slice(0, 20).map((r) => ({ text: `${r.app} (${r.cluster})`, detail: `${r.sync}/${r.health}`, tone: 'warn' as const })), total: outOfSync.length });
   }
-  if (failed.length) blocks.push({ kind: 'list', title: `Refresh failed (${failed.length})`, items: failed.slice(0, 20).map((r) => ({ text: `${r.app} (${r.cluster})`, detail: r.error, tone: 'error' as const })), total: failed.length });
+  if (failed.length) blocks.push({ kind: 'list', title: 'Refresh failed', items: failed.slice(0, 20).map((r) => ({ text: `${r.app} (${r.cluster})`, detail: r.error, tone: 'error' as const })), total: failed.length });
   const unrecorded = results.find((r) => r.unrecorded)?.unrecorded;
   blocks.push({ kind: 'context', text: unrecorded ? `:warning: The audit log could not record ${results.filter((r) => r.unrecorded).length} of these refreshes: ${unrecorded}.` : 'Recorded in the audit log.' });
   return {
@@ -130,7 +130,7 @@ function previewReply(cmd: ParsedCommand, apps: FleetApp[], type: RefreshType, m
       text: `${mismatch ? `${mismatch} ` : ''}${type === 'hard' ? 'Hard-refresh' : 'Refresh'} ${formatCount(apps.length)} app(s) on ${clusters.size} cluster(s): Argo CD compares each with git again${type === 'hard' ? ', rendering its manifests without the repo-server cache (load on the repo-server)' : ''}. Nothing is synced.`,
       tone: 'info',
     },
-    { kind: 'list', title: `Apps (${apps.length})`, items: apps.slice(0, 20).map((a) => ({ text: a.app.metadata.name, detail: `${a.cluster} · ${a.instance}` })), total: apps.length },
+    { kind: 'list', title: 'Apps', items: apps.slice(0, 20).map((a) => ({ text: a.app.metadata.name, detail: `${a.cluster} · ${a.instance}` })), total: apps.length },
     { kind: 'context', text: `To go ahead: ${code(confirmText)} (the count confirms what you saw).` },
     { kind: 'actions', buttons: [{ label: `Refresh ${apps.length} app${apps.length === 1 ? '' : 's'}`, command: confirmText, style: 'primary' }] },
   ];

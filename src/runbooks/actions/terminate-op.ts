@@ -66,7 +66,7 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
   const blocks: ReplyBlock[] = [
     {
       kind: 'list',
-      title: `Operations to terminate (${running.length})`,
+      title: 'Operations to terminate',
       items: running.slice(0, 30).map((r) => ({
         text: `*${r.app}* (${r.cluster}): ${r.phase}${r.startedAt ? `, started ${when(r.startedAt)}` : ''} by ${r.by}`,
         detail: r.message ? truncate(oneLine(r.message), 200) : undefined,
