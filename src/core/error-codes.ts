@@ -83,6 +83,7 @@ export const ERROR_CODES = {
   slack_auth_failed: { exit: 'failed', meaning: 'Slack rejected the bot token' },
   slack_listen_failed: { exit: 'failed', meaning: 'the Slack receiver could not start' },
   // rollcall itself.
+  stored_record_invalid: { exit: 'failed', meaning: 'a record rollcall stored in Redis does not decode (another version wrote it, or a hand edit)' },
   internal: { exit: 'failed', meaning: 'rollcall failed outside any command (a bug)' },
   internal_error: { exit: 'failed', meaning: 'a command failed unexpectedly (a bug)' },
 } as const satisfies Record<string, ErrorCodeSpec>;
