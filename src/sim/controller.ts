@@ -186,8 +186,8 @@ export class SimController {
   /** POST /api/v1/applications/{name}/rollback after auth (rollbackOperation says what Argo CD refuses). */
   requestRollback(instance: string, appName: string, request: RollbackRequest, user: string): Application {
     const store = this.requireInstance(instance);
-    const rollback = rollbackOperation(this.requireApp(store, appName), request, user);
-    return this.work.writeOperation(store, rollback.app, rollback.operation);
+    const app = this.requireApp(store, appName);
+    return this.work.writeOperation(store, app, rollbackOperation(app, request, user));
   }
 
   /** DELETE /api/v1/applications/{name}/operation: phase Terminating now, Failed "Operation terminated" on the next pass. */

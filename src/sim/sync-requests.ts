@@ -50,10 +50,9 @@ export function syncRequestOperation(app: Application, request: ApplicationSyncR
 /**
  * The operation Argo CD's Rollback writes: refused while auto-sync is on, for an id not in
  * status.history, and while an operation is pending; otherwise a sync to that entry's revision and
- * source (with the app's syncOptions and an apply strategy), initiated by the token's user, on the
- * app with its last operationState cleared (SetAppOperation).
+ * source (with the app's syncOptions and an apply strategy), initiated by the token's user.
  */
-export function rollbackOperation(app: Application, request: RollbackRequest, user: string): { app: Application; operation: Operation } {
+export function rollbackOperation(app: Application, request: RollbackRequest, user: string): Operation {
   if (app.metadata.deletionTimestamp) throw new SimError('failed_precondition', 'application is deleting');
   if (automatedEnabled(app.spec.syncPolicy?.automated))
     throw new SimError('failed_precondition', 'rollback cannot be initiated when auto-sync is enabled');
@@ -70,9 +69,7 @@ export function rollbackOperation(app: Application, request: RollbackRequest, us
     syncStrategy: { apply: {} },
     ...(entry.sources?.length ? { sources: structuredClone(entry.sources) } : { source: structuredClone(entry.source) }),
   };
-  const cleared = structuredClone(app);
-  if (cleared.status) delete cleared.status.operationState;
-  return { app: cleared, operation: { sync, initiatedBy: { username: user } } };
+  return { sync, initiatedBy: { username: user } };
 }
 
 /** The sync strategy as Argo CD's JSON decoding keeps it: `{apply: {force}}` or `{hook: {force}}`, unknown fields dropped (B4, B7). */

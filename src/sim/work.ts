@@ -51,10 +51,15 @@ export class WorkQueue {
     return [...this.work.values()];
   }
 
-  /** Writes the top-level `operation` as Argo CD's API server does; a later pass starts it. */
+  /**
+   * Argo CD's SetAppOperation, behind sync, rollback and auto-sync alike: the operation is written and the
+   * last operationState cleared in one update, so until the controller starts it (on a later pass) the app
+   * shows a requested operation and no state at all.
+   */
   writeOperation(store: InstanceStore, app: Application, operation: Operation): Application {
     const next = structuredClone(app);
     next.operation = operation;
+    if (next.status) delete next.status.operationState;
     const w = this.for(store.name, store.apps.refOf(app));
     w.requestedAt = this.clock.now().getTime();
     w.terminating = false;

@@ -61,6 +61,21 @@ function setup(opts: { apps?: Application[]; frozen?: boolean } = {}) {
 }
 
 describe('SimController sync lifecycle', () => {
+  it('clears the last operation state when a new operation is requested, as SetAppOperation does', () => {
+    const { controller, app } = setup();
+    controller.requestSync('test', 'web-c1', { name: 'web-c1' }, 'alice');
+    controller.advance(7000);
+    expect(app().status?.operationState?.phase).toBe('Succeeded');
+    expect(app().operation).toBeUndefined();
+
+    controller.requestSync('test', 'web-c1', { name: 'web-c1' }, 'bob');
+    // Requested, not started: a reader sees the operation and no state (not the previous one's Succeeded).
+    expect(app().operation?.initiatedBy).toEqual({ username: 'bob' });
+    expect(app().status?.operationState).toBeUndefined();
+    controller.advance(1000);
+    expect(app().status?.operationState).toMatchObject({ phase: 'Running', operation: { initiatedBy: { username: 'bob' } } });
+  });
+
   it('runs a sync operation → Running → Succeeded, appends history, then settles health Progressing → Healthy', () => {
     const { controller, store, app } = setup();
     const events: string[] = [];

@@ -214,7 +214,9 @@ export function terminateOperation(req: ApiRequest): RouteResult {
       req.query.get('appNamespace') || undefined,
       'sync',
     );
-    if (!app.operation && app.status?.operationState?.phase !== 'Running') {
+    // Argo CD's own test: a requested operation the controller has not started yet (no operationState),
+    // or a finished one (operation cleared), is not "in progress".
+    if (!app.operation || !app.status?.operationState) {
       throw new SimApiError(GrpcCode.InvalidArgument, 'Unable to terminate operation. No operation is in progress');
     }
     req.core.controller.requestTerminate(req.store.name, req.store.apps.refOf(app));
