@@ -173,6 +173,13 @@ describe('SlackNotifier failures carry stable codes', () => {
     expect(error.data).toEqual({ method: 'chat.postMessage', channel: 'C0GONE', slackError });
   });
 
+  it('names the scope Slack says is missing (missing_scope with needed/provided) in slack_missing_scope', async () => {
+    fake.failWith('chat.postMessage', 'missing_scope', { needed: 'chat:write.public', provided: 'chat:write,commands' });
+    const error = await failedPost(new SlackNotifier(client()));
+    expect(error.code).toBe('slack_missing_scope');
+    expect(error.message).toContain('lacks the chat:write.public scope for chat.postMessage');
+  });
+
   it('gives up on a 429 after maxRateLimitRetries with slack_rate_limited and the Retry-After it saw', async () => {
     fake.rateLimit('chat.postMessage', 3, 1);
     const started = Date.now();
