@@ -380,8 +380,6 @@ export class SimController {
     });
   }
 
-  // ---------- ApplicationSets ----------
-
   // ---------- Plumbing ----------
 
   private attachAll(): void {
