@@ -1,4 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { z } from 'zod';
+import { isRollcallError } from '../core/errors.js';
+import { decodeStored, jsonField, storedTime } from '../core/stored-record.js';
 import type { RedisClient } from '../jobs/redis.js';
 import { keyBase } from '../jobs/redis.js';
 
@@ -24,6 +27,26 @@ export type AuditKind =
   /** Someone acknowledged or snoozed an alert. */
   | 'alert.ack'
   | 'alert.snooze';
+
+const AUDIT_KINDS = {
+  'run.start': true,
+  'run.confirm': true,
+  'run.cancel': true,
+  'run.approve': true,
+  'run.refused': true,
+  'run.pause': true,
+  'run.resume': true,
+  'run.abort': true,
+  'run.end': true,
+  'step.start': true,
+  'step.end': true,
+  'argocd.sync': true,
+  'argocd.mutation': true,
+  'argocd.refresh': true,
+  'kube.mutation': true,
+  'alert.ack': true,
+  'alert.snooze': true,
+} as const satisfies Record<AuditKind, true>;
 
 /**
  * Where an action came from: `slack` and `terminal` are people; `schedule` is a cron in rollcall.yaml;
@@ -94,12 +117,18 @@ export interface AuditStream {
   latest(n?: number): Promise<AuditEntry[]>;
 }
 
+/** Where a reader reports the stored entries it skipped. */
+export interface MalformedEntryLogger {
+  warn(o: unknown, m?: string): void;
+}
+
 export class AuditLog implements AuditStream {
   readonly key: string;
   constructor(
     private readonly redis: RedisClient,
     prefix: string,
     private readonly maxLen = 100_000,
+    private readonly logger?: MalformedEntryLogger,
   ) {
     this.key = `${keyBase(prefix)}audit`;
   }
@@ -145,9 +174,9 @@ export class AuditLog implements AuditStream {
       const page = oldestFirst
         ? await this.redis.xrange(this.key, cursor, to, 'COUNT', PAGE)
         : await this.redis.xrevrange(this.key, cursor, from, 'COUNT', PAGE);
-      for (const row of page) {
-        const entry = entryOf(row);
-        if (matches(entry)) found.push(entry);
+      for (const [id, fields] of page) {
+        const entry = readAuditEntry(id, fields, this.logger);
+        if (entry && matches(entry)) found.push(entry);
         if (found.length === limit) break;
       }
       if (page.length < PAGE) break;
@@ -181,12 +210,42 @@ function timeOf(at: string | Date | number): number {
   return Math.max(0, Math.floor(ms));
 }
 
-function entryOf([id, fields]: [string, string[]]): AuditEntry {
-  const obj: Record<string, unknown> = { id };
-  for (let i = 0; i < fields.length; i += 2) {
-    const k = fields[i];
-    const v = fields[i + 1];
-    obj[k] = k === 'params' ? JSON.parse(v) : k === 'actAs' ? v === 'true' : v;
+/** An entry as AuditLog.record writes it: strings, `params` as JSON, `actAs` as `true`/`false`. */
+const STORED_ENTRY = z.object({
+  id: z.string(),
+  kind: z.string().refine((k): k is AuditKind => Object.hasOwn(AUDIT_KINDS, k), 'not an audit kind'),
+  who: z.string(),
+  surface: z.enum(['slack', 'terminal', 'schedule', 'engine']).optional(),
+  osUser: z.string().optional(),
+  actAs: z
+    .enum(['true', 'false'])
+    .transform((v) => v === 'true')
+    .optional(),
+  runId: z.string().optional(),
+  target: z.string().optional(),
+  params: jsonField(z.record(z.string(), z.unknown())).optional(),
+  result: z.string().optional(),
+  message: z.string().optional(),
+  at: storedTime,
+});
+
+/** One audit stream entry decoded; a malformed one is a stored_record_invalid error naming its id and fields. */
+export function decodeAuditEntry(id: string, fields: string[]): AuditEntry {
+  const raw: Record<string, string> = { id };
+  for (let i = 0; i < fields.length; i += 2) raw[fields[i]] = fields[i + 1];
+  return decodeStored(STORED_ENTRY, raw, `audit entry ${id}`);
+}
+
+/**
+ * The entry, or undefined for a malformed one, which is logged and skipped: one bad entry must not
+ * hide the rest of the stream from `history` or an incident timeline.
+ */
+export function readAuditEntry(id: string, fields: string[], logger?: MalformedEntryLogger): AuditEntry | undefined {
+  try {
+    return decodeAuditEntry(id, fields);
+  } catch (error) {
+    if (!isRollcallError(error, 'stored_record_invalid')) throw error;
+    logger?.warn({ entry: id, err: error.message }, 'skipped a malformed audit entry');
+    return undefined;
   }
-  return obj as unknown as AuditEntry;
 }

@@ -108,7 +108,7 @@ export async function startRuntime(config: RollcallConfig, opts: { logger: Logge
       services.audit = engine.runs.audit;
       pausesRedis = createRedis(redisUrl);
       services.pauses = new PauseStore(pausesRedis, config.redis.prefix);
-      services.changes = new ChangeLog(pausesRedis, config.redis.prefix, config.changes.retention);
+      services.changes = new ChangeLog(pausesRedis, config.redis.prefix, config.changes.retention, opts.logger);
       services.incidents = new IncidentService(new IncidentStore(pausesRedis, config.redis.prefix), services.changes, mirror, {
         lookbackMs: config.incidents.lookback,
         mitigatedAfterMs: config.incidents.mitigatedAfter,

@@ -82,7 +82,14 @@ export const ERROR_CODES = {
   // Slack.
   slack_auth_failed: { exit: 'failed', meaning: 'Slack rejected the bot token' },
   slack_listen_failed: { exit: 'failed', meaning: 'the Slack receiver could not start' },
+  slack_rate_limited: { exit: 'failed', meaning: 'Slack kept answering 429 after every retry rollcall allows' },
+  slack_channel_not_found: { exit: 'failed', meaning: 'no Slack channel with that id, or a private one the bot was not invited to' },
+  slack_not_in_channel: { exit: 'failed', meaning: 'the bot is not a member of the Slack channel' },
+  slack_missing_scope: { exit: 'failed', meaning: 'the Slack app lacks an OAuth scope the call needs' },
+  slack_api_error: { exit: 'failed', meaning: 'Slack refused a Web API call for another reason (its error is in the message)' },
+  slack_unreachable: { exit: 'failed', meaning: 'the Slack Web API could not be reached or answered with an HTTP error' },
   // rollcall itself.
+  stored_record_invalid: { exit: 'failed', meaning: 'a record rollcall stored in Redis does not decode (another version wrote it, or a hand edit)' },
   internal: { exit: 'failed', meaning: 'rollcall failed outside any command (a bug)' },
   internal_error: { exit: 'failed', meaning: 'a command failed unexpectedly (a bug)' },
 } as const satisfies Record<string, ErrorCodeSpec>;

@@ -7,7 +7,11 @@ export interface MessageRef {
   threadTs?: string;
 }
 
-/** Posts and updates replies on a surface. Implemented by Slack and the terminal. */
+/**
+ * Posts and updates replies on a surface. Implemented by Slack and the terminal. A call that fails on
+ * the surface rejects with a RollcallError whose code says why (slack_channel_not_found,
+ * slack_not_in_channel, slack_rate_limited, slack_auth_failed ...), so callers branch on the code.
+ */
 export interface Notifier {
   /** Posts a new message (in a thread when threadTs is given). */
   post(target: { channel: string; threadTs?: string }, reply: Reply): Promise<MessageRef>;

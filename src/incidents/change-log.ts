@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { RedisClient } from '../jobs/redis.js';
 import { keyBase } from '../jobs/redis.js';
-import type { AuditEntry } from '../audit/audit-log.js';
+import { readAuditEntry, type AuditEntry, type MalformedEntryLogger } from '../audit/audit-log.js';
 import type { ChangeRecord } from './changes.js';
 
 /** @defaultValue 7 days */
@@ -37,6 +37,7 @@ export class ChangeLog {
     private readonly redis: RedisClient,
     prefix: string,
     readonly retentionMs: number = DEFAULT_RETENTION_MS,
+    private readonly logger?: MalformedEntryLogger,
   ) {
     const base = keyBase(prefix);
     this.key = `${base}changes`;
@@ -88,7 +89,9 @@ export class ChangeLog {
     }
     for await (const [id, fields] of this.scan(this.auditKey, start)) {
       if (streamMs(id) > untilMs) break;
-      const record = auditChange(parseAuditFields(id, fields));
+      const entry = readAuditEntry(id, fields, this.logger);
+      if (!entry) continue;
+      const record = auditChange(entry);
       const t = Date.parse(record.at);
       if (t >= sinceMs && t <= untilMs) out.push(record);
     }
@@ -121,24 +124,6 @@ export function byTime(a: { at: string }, b: { at: string }): number {
 function fieldOf(fields: string[], name: string): string | undefined {
   for (let i = 0; i < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
   return undefined;
-}
-
-function parseAuditFields(id: string, fields: string[]): AuditEntry {
-  const obj: Record<string, unknown> = { id };
-  for (let i = 0; i < fields.length; i += 2) {
-    const k = fields[i];
-    const v = fields[i + 1];
-    obj[k] = k === 'params' ? safeJson(v) : k === 'actAs' ? v === 'true' : v;
-  }
-  return obj as unknown as AuditEntry;
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
 }
 
 const AUDIT_VERB: Record<string, string> = {

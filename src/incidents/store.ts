@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { decodeStored, jsonField, storedTime } from '../core/stored-record.js';
 import type { RedisClient } from '../jobs/redis.js';
 import type { AppSelector } from '../fleet/select.js';
 import { keyBase } from '../jobs/redis.js';
@@ -199,8 +201,28 @@ function serialize(incident: Incident): Record<string, string> {
   return out;
 }
 
+/** An incident hash as serialize writes it: RECORD_FIELDS as JSON, the rest as plain strings. */
+const STORED_INCIDENT = z.object({
+  id: z.string(),
+  n: jsonField(z.number().int().positive()),
+  title: z.string(),
+  severity: jsonField(z.number()),
+  state: z.enum([...INCIDENT_STATES, 'closed']),
+  scope: z.string().optional(),
+  scopeSelector: jsonField(z.custom<AppSelector>((v) => !!v && typeof v === 'object' && !Array.isArray(v), 'not a selector')).optional(),
+  scopeApps: jsonField(z.array(z.string())),
+  lead: z.string().optional(),
+  declaredBy: z.string(),
+  declaredAt: storedTime,
+  lookbackMs: jsonField(z.number().nonnegative()),
+  closedAt: storedTime.optional(),
+  summary: z.string().optional(),
+  impactOverride: z.string().optional(),
+  header: jsonField(z.object({ channel: z.string(), ts: z.string(), threadTs: z.string().optional() })).optional(),
+  channel: z.string().optional(),
+  mitigationSuggestedAt: z.string().optional(),
+}) satisfies z.ZodType<Incident, Record<string, string>>;
+
 function deserialize(hash: Record<string, string>): Incident {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(hash)) out[k] = RECORD_FIELDS.has(k) ? JSON.parse(v) : v;
-  return out as unknown as Incident;
+  return decodeStored(STORED_INCIDENT, hash, `incident ${hash.id ?? '(no id)'}`);
 }

@@ -148,7 +148,7 @@ class Engine implements RunService {
   ) {
     this.store = new RunStore(redis, opts.prefix);
     this.locks = new AppLocks(redis, opts.prefix);
-    this.audit = new AuditLog(redis, opts.prefix);
+    this.audit = new AuditLog(redis, opts.prefix, undefined, opts.logger);
     const limits = new Map<string, RateLimit>();
     for (const i of services.config.instances) limits.set(i.name, { max: i.rateLimit.max, perMs: i.rateLimit.per });
     this.limiter = new InstanceRateLimiter(redis, opts.prefix, limits);

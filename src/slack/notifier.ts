@@ -1,8 +1,10 @@
 import { ErrorCode, WebClientEvent, type WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
+import { RollcallError } from '../core/errors.js';
 import type { MessageRef, Notifier } from '../core/notifier.js';
 import type { Reply, ReplyFile } from '../core/reply.js';
 import { renderBlocks } from '../views/blocks.js';
+import { slackCallError, type SlackCall } from './web-api-errors.js';
 
 export interface SlackNotifierOptions {
   /**
@@ -75,7 +77,7 @@ export class SlackNotifier implements Notifier {
 
   async post(target: { channel: string; threadTs?: string }, reply: Reply): Promise<MessageRef> {
     const { text, blocks } = renderBlocks(reply);
-    const res = await this.withRateLimit(() =>
+    const res = await this.withRateLimit({ method: 'chat.postMessage', channel: target.channel }, () =>
       this.client.chat.postMessage({ channel: target.channel, text, blocks, ...(target.threadTs ? { thread_ts: target.threadTs } : {}) }),
     );
     this.counters.posts += 1;
@@ -97,17 +99,17 @@ export class SlackNotifier implements Notifier {
 
   /** A public channel for an incident, with the declarer invited; resolves to its id. */
   async createChannel(name: string, invite: string[]): Promise<string> {
-    const created = await this.withRateLimit(() => this.client.conversations.create({ name, is_private: false }));
+    const created = await this.withRateLimit({ method: 'conversations.create' }, () => this.client.conversations.create({ name, is_private: false }));
     const id = created.channel?.id;
-    if (!id) throw new Error(`conversations.create returned no channel id for #${name}`);
+    if (!id) throw new RollcallError('slack_api_error', `Slack's conversations.create returned no channel id for #${name}.`, { data: { method: 'conversations.create' } });
     const users = invite.filter((u) => /^[UW][A-Z0-9]+$/.test(u));
-    if (users.length) await this.withRateLimit(() => this.client.conversations.invite({ channel: id, users: users.join(',') }));
+    if (users.length) await this.withRateLimit({ method: 'conversations.invite', channel: id }, () => this.client.conversations.invite({ channel: id, users: users.join(',') }));
     return id;
   }
 
   /** Files into a channel or thread with files.uploadV2 (getUploadURLExternal, the upload, completeUploadExternal). */
   async upload(target: { channel: string; threadTs?: string }, files: ReplyFile[], comment?: string): Promise<void> {
-    await this.withRateLimit(() =>
+    await this.withRateLimit({ method: 'files.uploadV2', channel: target.channel }, () =>
       this.client.filesUploadV2({
         channel_id: target.channel,
         ...(target.threadTs ? { thread_ts: target.threadTs } : {}),
@@ -183,7 +185,8 @@ export class SlackNotifier implements Notifier {
         }
       } catch (err) {
         this.counters.errors += 1;
-        this.opts.logger?.warn({ err: errSummary(err), channel: state.ref.channel, ts: state.ref.ts }, 'slack message update failed');
+        const error = slackCallError({ method: 'chat.update', channel: state.ref.channel }, err);
+        this.opts.logger?.warn({ err: errSummary(error), channel: state.ref.channel, ts: state.ref.ts }, 'slack message update failed');
       } finally {
         state.lastSentAt = Date.now();
         state.inflight = undefined;
@@ -193,14 +196,17 @@ export class SlackNotifier implements Notifier {
     return state.inflight;
   }
 
-  /** Runs a call, waiting out 429s (Retry-After) up to maxRateLimitRetries times. */
-  private async withRateLimit<T>(call: () => Promise<T>): Promise<T> {
+  /**
+   * Runs a call, waiting out 429s (Retry-After) up to maxRateLimitRetries times. What still fails is
+   * a RollcallError with a slack_* code (slackCallError).
+   */
+  private async withRateLimit<T>(what: SlackCall, call: () => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
         return await call();
       } catch (err) {
         const wait = retryAfterMs(err);
-        if (wait === undefined || attempt >= this.maxRetries) throw err;
+        if (wait === undefined || attempt >= this.maxRetries) throw slackCallError(what, err);
         this.pausedUntil = Math.max(this.pausedUntil, Date.now() + wait);
         await sleep(wait);
       }
@@ -213,6 +219,6 @@ function key(ref: { channel: string; ts: string }): string {
 }
 
 function errSummary(err: unknown): { code?: string; message: string; error?: string } {
-  const e = err as { code?: string; message?: string; data?: { error?: string } };
-  return { code: e?.code, message: e?.message ?? String(err), error: e?.data?.error };
+  if (err instanceof RollcallError) return { code: err.code, message: err.message, error: err.data?.slackError as string | undefined };
+  return { message: err instanceof Error ? err.message : String(err) };
 }

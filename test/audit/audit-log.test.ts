@@ -55,3 +55,34 @@ describe('audit stream', () => {
     await cleanPrefix(process.env.REDIS_URL!, `${prefix}-read`);
   });
 });
+
+describe('audit entries read back from Redis', () => {
+  it('skips a malformed stored entry with a warning naming it and the field, and still returns the rest', async () => {
+    const p = `${prefix}-malformed`;
+    const warnings: { o: unknown; m?: string }[] = [];
+    const audit = new AuditLog(redis, p, 100, { warn: (o, m) => warnings.push({ o, m }) });
+    await audit.record({ kind: 'run.start', who: 'U1', runId: 'r-good1' });
+    const badParams = (await redis.xadd(audit.key, '*', 'kind', 'argocd.sync', 'who', 'U2', 'params', '{not json', 'at', new Date().toISOString())) as string;
+    const badKind = (await redis.xadd(audit.key, '*', 'kind', 'run.explode', 'who', 'U3', 'at', new Date().toISOString())) as string;
+    await audit.record({ kind: 'run.end', who: 'U1', runId: 'r-good1', result: 'ok' });
+
+    const entries = await audit.read({ order: 'oldest' });
+    expect(entries.map((e) => e.kind)).toEqual(['run.start', 'run.end']);
+    expect(warnings).toHaveLength(2);
+    expect(warnings[0]).toMatchObject({ o: { entry: badParams }, m: 'skipped a malformed audit entry' });
+    expect((warnings[0].o as { err: string }).err).toMatch(new RegExp(`audit entry ${badParams} in Redis is malformed \\(params: not JSON`));
+    expect(warnings[1]).toMatchObject({ o: { entry: badKind } });
+    expect((warnings[1].o as { err: string }).err).toContain('kind: not an audit kind');
+    await cleanPrefix(process.env.REDIS_URL!, p);
+  });
+
+  it('decodes actAs and params to their types, not strings', async () => {
+    const p = `${prefix}-types`;
+    const audit = new AuditLog(redis, p);
+    await audit.record({ kind: 'run.refused', who: 'U1', actAs: true, params: { as: 'U9' } });
+    const [entry] = await audit.latest(1);
+    expect(entry.actAs).toBe(true);
+    expect(entry.params).toEqual({ as: 'U9' });
+    await cleanPrefix(process.env.REDIS_URL!, p);
+  });
+});

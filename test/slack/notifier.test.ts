@@ -1,5 +1,7 @@
 import { WebClient } from '@slack/web-api';
+import type { Logger } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { RollcallError, isRollcallError } from '../../src/core/errors.js';
 import type { Reply } from '../../src/core/reply.js';
 import { SlackNotifier } from '../../src/slack/notifier.js';
 import { startFakeSlack, type FakeSlack } from '../support/fake-slack.js';
@@ -144,5 +146,69 @@ describe('SlackNotifier', () => {
     await notifier.update(ref, progress(2));
     await notifier.flush();
     expect(notifier.counters.updates).toBe(1);
+  });
+});
+
+describe('SlackNotifier failures carry stable codes', () => {
+  const failedPost = async (notifier: SlackNotifier, channel = 'C0GONE'): Promise<RollcallError> => {
+    const error: unknown = await notifier.post({ channel }, progress(0)).then(
+      () => expect.fail('post should have failed'),
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(RollcallError);
+    return error as RollcallError;
+  };
+
+  it.each([
+    ['channel_not_found', 'slack_channel_not_found', /no channel C0GONE the bot can see .*invite the bot if the channel is private/],
+    ['not_in_channel', 'slack_not_in_channel', /not a member of channel C0GONE .*\/invite the bot/],
+    ['token_revoked', 'slack_auth_failed', /token_revoked.*update slack.botToken/],
+    ['is_archived', 'slack_api_error', /Slack refused chat.postMessage in channel C0GONE: is_archived/],
+  ])('maps Slack {ok:false, error:"%s"} on chat.postMessage to %s', async (slackError, code, message) => {
+    fake.failWith('chat.postMessage', slackError);
+    const error = await failedPost(new SlackNotifier(client()));
+    expect(isRollcallError(error)).toBe(true);
+    expect(error.code).toBe(code);
+    expect(error.message).toMatch(message);
+    expect(error.data).toEqual({ method: 'chat.postMessage', channel: 'C0GONE', slackError });
+  });
+
+  it('names the scope Slack says is missing (missing_scope with needed/provided) in slack_missing_scope', async () => {
+    fake.failWith('chat.postMessage', 'missing_scope', { needed: 'chat:write.public', provided: 'chat:write,commands' });
+    const error = await failedPost(new SlackNotifier(client()));
+    expect(error.code).toBe('slack_missing_scope');
+    expect(error.message).toContain('lacks the chat:write.public scope for chat.postMessage');
+  });
+
+  it('gives up on a 429 after maxRateLimitRetries with slack_rate_limited and the Retry-After it saw', async () => {
+    fake.rateLimit('chat.postMessage', 3, 1);
+    const started = Date.now();
+    const error = await failedPost(new SlackNotifier(client(), { maxRateLimitRetries: 1 }), 'C0OPS');
+    expect(error.code).toBe('slack_rate_limited');
+    expect(error.message).toContain('last Retry-After 1s');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+    expect(fake.calls.filter((c) => c.method === 'chat.postMessage').map((c) => c.rateLimited)).toEqual([true, true]);
+  });
+
+  it('maps a failed conversations.create to a RollcallError, not the Web API error', async () => {
+    const error: unknown = await new SlackNotifier(client()).createChannel('Not A Valid Name', []).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RollcallError);
+    if (!(error instanceof RollcallError)) return;
+    expect(error.code).toBe('slack_api_error');
+    expect(error.message).toContain('invalid_name_specials');
+  });
+
+  it('logs a failed live update with its stable code and Slack error', async () => {
+    const warnings: { o: { err: { code?: string; error?: string } }; m?: string }[] = [];
+    const logger = { warn: (o: never, m?: string) => warnings.push({ o, m }) } as unknown as Logger;
+    const notifier = new SlackNotifier(client(), { minIntervalMs: 30, logger });
+    const ref = await notifier.post({ channel: 'C0OPS' }, progress(0));
+    fake.failWith('chat.update', 'not_in_channel');
+    await notifier.update(ref, progress(1));
+    await notifier.flush();
+    expect(notifier.counters.errors).toBe(1);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0].m).toBe('slack message update failed');
+    expect(warnings[0].o.err).toMatchObject({ code: 'slack_not_in_channel', error: 'not_in_channel' });
   });
 });

@@ -47,8 +47,11 @@ export interface FakeSlack {
   rateLimit(method: string, times: number, retryAfterSeconds: number): void;
   /** What apps.connections.open answers (Socket Mode): the WebSocket URL of a test server. */
   socketUrl?: string;
-  /** Answer calls to `method` with `{ok:false, error}` until cleared (error undefined). */
-  failWith(method: string, error: string | undefined): void;
+  /**
+   * Answer calls to `method` with HTTP 200 `{ok:false, error, ...extra}` until cleared (error undefined), as
+   * Slack does: `extra` carries what Slack adds to some errors (`needed`/`provided` on missing_scope).
+   */
+  failWith(method: string, error: string | undefined, extra?: Record<string, unknown>): void;
   reset(): void;
   stop(): Promise<void>;
 }
@@ -65,7 +68,7 @@ export async function startFakeSlack(opts: { botUserId?: string; teamId?: string
   let fileCounter = 0;
   let channelCounter = 0;
   const limits = new Map<string, { times: number; retryAfter: number }>();
-  const failures = new Map<string, string>();
+  const failures = new Map<string, { error: string; extra?: Record<string, unknown> }>();
   let tsCounter = 0;
   let viewCounter = 0;
   let responseCounter = 0;
@@ -76,7 +79,7 @@ export async function startFakeSlack(opts: { botUserId?: string; teamId?: string
 
   const answer = (method: string, args: Record<string, any>): Record<string, unknown> => {
     const failure = failures.get(method);
-    if (failure) return { ok: false, error: failure };
+    if (failure) return { ok: false, error: failure.error, ...failure.extra };
     switch (method) {
       case 'auth.test':
         return { ok: true, url: 'https://fake.slack.com/', team: 'fake', user: 'rollcall', team_id: teamId, user_id: botUserId, bot_id: 'B0BOT' };
@@ -167,7 +170,7 @@ export async function startFakeSlack(opts: { botUserId?: string; teamId?: string
     responsesTo: (id) => responses.filter((r) => r.id === id),
     responseUrl: (id) => `${url}/response/${encodeURIComponent(id ?? `r${++responseCounter}`)}`,
     rateLimit: (method, times, retryAfter) => limits.set(method, { times, retryAfter }),
-    failWith: (method, error) => (error === undefined ? failures.delete(method) : failures.set(method, error)),
+    failWith: (method, error, extra) => (error === undefined ? failures.delete(method) : failures.set(method, { error, extra })),
     reset: () => {
       calls.length = 0;
       responses.length = 0;
