@@ -33,7 +33,7 @@ function configYaml(instances: { name: string; url: string; token: string }[], e
 }
 
 /** What `start --role bot` cannot run without: Slack, the run queue and its Redis client, config, Argo CD client, logs, metrics. */
-const BOT_DEPENDENCIES = ['@slack/bolt', 'bullmq', 'ioredis', 'zod', 'yaml', 'axios', 'pino', 'prom-client', 'commander'];
+const BOT_DEPENDENCIES = ['@slack/bolt', 'bullmq', 'ioredis', 'zod', 'yaml', 'pino', 'prom-client', 'commander'];
 
 /** RSS of a node process 1 s after its module script `code` ran (the process is then kept alive idle). */
 async function idleRss(code: string, env: NodeJS.ProcessEnv): Promise<number> {

@@ -79,7 +79,7 @@ export interface WatchOptions<E> {
 }
 
 /**
- * One Argo CD instance. Implemented in client.ts over axios; every call has a timeout and
+ * One Argo CD instance. Implemented in client.ts over node:http(s) (http.ts); every call has a timeout and
  * retries (network errors, 502/503/504, 429 with Retry-After), never other 4xx.
  */
 export interface ArgoApi {

@@ -1,8 +1,4 @@
-import { readFileSync } from 'node:fs';
-import http from 'node:http';
-import https from 'node:https';
 import type { Readable } from 'node:stream';
-import axios, { AxiosError, type AxiosInstance, type AxiosRequestConfig } from 'axios';
 import type { Logger } from 'pino';
 import type { RollcallConfig, InstanceConfig } from '../config/schema.js';
 import type { AppRef, ArgoApi, ListApplicationsQuery, PodLogsQuery, RollbackOptions, WatchHandle, WatchOptions } from './api.js';
@@ -24,6 +20,7 @@ import type {
   ManagedResourcesResponse,
   RevisionMetadata,
 } from './types.js';
+import { HttpError, HttpTransport, type HttpRequest } from './http.js';
 import { openSseWatch } from './watch.js';
 import { argocdRequestDuration, argocdRequestsTotal, statusLabel } from '../metrics.js';
 
@@ -59,7 +56,7 @@ const IN_TRANSIT = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED', 
  */
 export class ArgoClient implements ArgoApi {
   readonly instance: string;
-  private readonly http: AxiosInstance;
+  private readonly http: HttpTransport;
   private readonly baseUrl: string;
   private readonly timeoutMs: number;
   private readonly retry: RetryPolicy;
@@ -73,22 +70,11 @@ export class ArgoClient implements ArgoApi {
     this.retry = { ...DEFAULT_RETRY, ...opts.retry };
     this.logger = opts.logger?.child({ instance: cfg.name });
     this.watchOptions = { keepAliveMs: opts.watch?.keepAliveMs ?? 15_000, backoff: opts.watch?.backoff ?? { baseMs: 500, maxMs: 30_000 } };
-    const tls = cfg.tls ?? { insecureSkipVerify: false };
-    this.http = axios.create({
-      baseURL: `${this.baseUrl}/api/v1`,
-      timeout: cfg.timeout,
+    this.http = new HttpTransport({
+      baseUrl: `${this.baseUrl}/api/v1`,
+      timeoutMs: cfg.timeout,
       headers: { Authorization: `Bearer ${cfg.token}`, Accept: 'application/json' },
-      httpAgent: new http.Agent({ keepAlive: true }),
-      httpsAgent: new https.Agent({
-        keepAlive: true,
-        rejectUnauthorized: !tls.insecureSkipVerify,
-        ca: tls.caFile ? readFileSync(tls.caFile) : undefined,
-      }),
-      paramsSerializer: { serialize: serializeQuery },
-      // ETIMEDOUT instead of ECONNABORTED for timeouts, so they are told apart from aborts.
-      transitional: { clarifyTimeoutError: true },
-      maxRedirects: 0,
-      validateStatus: (status) => status >= 200 && status < 300,
+      tls: cfg.tls,
     });
   }
 
@@ -96,7 +82,7 @@ export class ArgoClient implements ArgoApi {
 
   listApplications(query: ListApplicationsQuery = {}): Promise<ApplicationList> {
     return this.call<ApplicationList>(
-      { method: 'GET', url: '/applications', params: applicationQuery(query) },
+      { method: 'GET', path: '/applications', query: applicationQuery(query) },
       { resource: 'applications', action: 'get', project: query.projects?.length === 1 ? query.projects[0] : undefined },
       'idempotent',
     ).then((list) => ({ metadata: list.metadata ?? {}, items: list.items ?? [] }));
@@ -104,7 +90,7 @@ export class ArgoClient implements ArgoApi {
 
   getApplication(ref: AppRef, opts: { refresh?: 'normal' | 'hard' } = {}): Promise<Application> {
     return this.call<Application>(
-      { method: 'GET', url: appPath(ref.name), params: { ...refQuery(ref), refresh: opts.refresh } },
+      { method: 'GET', path: appPath(ref.name), query: { ...refQuery(ref), refresh: opts.refresh } },
       { resource: 'applications', action: 'get', app: ref.name, project: ref.project },
       'idempotent',
     );
@@ -112,7 +98,7 @@ export class ArgoClient implements ArgoApi {
 
   resourceTree(ref: AppRef): Promise<ApplicationTree> {
     return this.call<ApplicationTree>(
-      { method: 'GET', url: `${appPath(ref.name)}/resource-tree`, params: refQuery(ref) },
+      { method: 'GET', path: `${appPath(ref.name)}/resource-tree`, query: refQuery(ref) },
       { resource: 'applications', action: 'get', app: ref.name, project: ref.project },
       'idempotent',
     );
@@ -120,7 +106,7 @@ export class ArgoClient implements ArgoApi {
 
   managedResources(ref: AppRef): Promise<ManagedResourcesResponse> {
     return this.call<ManagedResourcesResponse>(
-      { method: 'GET', url: `${appPath(ref.name)}/managed-resources`, params: refQuery(ref) },
+      { method: 'GET', path: `${appPath(ref.name)}/managed-resources`, query: refQuery(ref) },
       { resource: 'applications', action: 'get', app: ref.name, project: ref.project },
       'idempotent',
     ).then((r) => ({ ...r, items: r.items ?? [] }));
@@ -132,7 +118,7 @@ export class ArgoClient implements ArgoApi {
       ...(resource ? { resourceUID: resource.uid, resourceName: resource.name, resourceNamespace: resource.namespace ?? '' } : {}),
     };
     return this.call<KubeEventList>(
-      { method: 'GET', url: `${appPath(ref.name)}/events`, params },
+      { method: 'GET', path: `${appPath(ref.name)}/events`, query: params },
       { resource: 'applications', action: 'get', app: ref.name, project: ref.project },
       'idempotent',
     ).then((list) => ({ ...list, items: list.items ?? [] }));
@@ -143,7 +129,7 @@ export class ArgoClient implements ArgoApi {
   revisionMetadata(ref: AppRef, revision: string, opts: { versionId?: number; sourceIndex?: number } = {}): Promise<RevisionMetadata> {
     const params: Query = { ...refQuery(ref), versionId: opts.versionId?.toString(), sourceIndex: opts.sourceIndex?.toString() };
     return this.call<RevisionMetadata>(
-      { method: 'GET', url: `${appPath(ref.name)}/revisions/${encodeURIComponent(revision)}/metadata`, params },
+      { method: 'GET', path: `${appPath(ref.name)}/revisions/${encodeURIComponent(revision)}/metadata`, query: params },
       { resource: 'applications', action: 'get', app: ref.name, project: ref.project },
       'idempotent',
     );
@@ -171,7 +157,7 @@ export class ArgoClient implements ArgoApi {
     };
     const url = `${appPath(ref.name)}/logs`;
     const rbac = { resource: 'logs', action: 'get', app: ref.name, project: ref.project } as const;
-    const body = await this.call<string>({ method: 'GET', url, params, responseType: 'text', transformResponse: (d: unknown) => d }, rbac, 'idempotent');
+    const body = await this.call<string>({ method: 'GET', path: url, query: params, responseType: 'text' }, rbac, 'idempotent');
     const entries: LogEntry[] = [];
     for (const line of String(body ?? '').split('\n')) {
       if (!line.trim()) continue;
@@ -192,7 +178,7 @@ export class ArgoClient implements ArgoApi {
 
   sync(request: ApplicationSyncRequest): Promise<Application> {
     return this.call<Application>(
-      { method: 'POST', url: `${appPath(request.name)}/sync`, data: syncBody(request) },
+      { method: 'POST', path: `${appPath(request.name)}/sync`, body: syncBody(request) },
       { resource: 'applications', action: 'sync', app: request.name, project: request.project },
       'sync',
     );
@@ -201,7 +187,7 @@ export class ArgoClient implements ArgoApi {
   async terminateOperation(ref: AppRef): Promise<void> {
     try {
       await this.call<unknown>(
-        { method: 'DELETE', url: `${appPath(ref.name)}/operation`, params: refQuery(ref) },
+        { method: 'DELETE', path: `${appPath(ref.name)}/operation`, query: refQuery(ref) },
         { resource: 'applications', action: 'sync', app: ref.name, project: ref.project },
         'idempotent',
       );
@@ -220,7 +206,7 @@ export class ArgoClient implements ArgoApi {
   rollback(ref: AppRef, opts: RollbackOptions): Promise<Application> {
     const body = { name: ref.name, id: opts.id, prune: opts.prune, dryRun: opts.dryRun, appNamespace: ref.appNamespace, project: ref.project };
     return this.call<Application>(
-      { method: 'POST', url: `${appPath(ref.name)}/rollback`, data: dropUndefined(body) },
+      { method: 'POST', path: `${appPath(ref.name)}/rollback`, body: dropUndefined(body) },
       { resource: 'applications', action: 'sync', app: ref.name, project: ref.project },
       'sync',
     );
@@ -229,7 +215,7 @@ export class ArgoClient implements ArgoApi {
   patchApplication(ref: AppRef, patch: unknown, patchType: 'merge' | 'json'): Promise<Application> {
     const body = { name: ref.name, patch: JSON.stringify(patch), patchType, appNamespace: ref.appNamespace, project: ref.project };
     return this.call<Application>(
-      { method: 'PATCH', url: appPath(ref.name), data: dropUndefined(body) },
+      { method: 'PATCH', path: appPath(ref.name), body: dropUndefined(body) },
       { resource: 'applications', action: 'update', app: ref.name, project: ref.project },
       patchType === 'merge' ? 'idempotent' : 'unsafe',
     );
@@ -239,7 +225,7 @@ export class ArgoClient implements ArgoApi {
 
   listApplicationSets(query: { selector?: string; projects?: string[]; appsetNamespace?: string } = {}): Promise<ApplicationSetList> {
     return this.call<ApplicationSetList>(
-      { method: 'GET', url: '/applicationsets', params: { selector: query.selector, projects: query.projects, appsetNamespace: query.appsetNamespace } },
+      { method: 'GET', path: '/applicationsets', query: { selector: query.selector, projects: query.projects, appsetNamespace: query.appsetNamespace } },
       { resource: 'applicationsets', action: 'get' },
       'idempotent',
     ).then((list) => ({ metadata: list.metadata ?? {}, items: list.items ?? [] }));
@@ -247,7 +233,7 @@ export class ArgoClient implements ArgoApi {
 
   getApplicationSet(name: string, appsetNamespace?: string): Promise<ApplicationSet> {
     return this.call<ApplicationSet>(
-      { method: 'GET', url: `/applicationsets/${encodeURIComponent(name)}`, params: { appsetNamespace } },
+      { method: 'GET', path: `/applicationsets/${encodeURIComponent(name)}`, query: { appsetNamespace } },
       { resource: 'applicationsets', action: 'get', appSet: name, project: undefined },
       'idempotent',
     );
@@ -256,7 +242,7 @@ export class ArgoClient implements ArgoApi {
   /** There is no PATCH for ApplicationSets (A8/B3): POST the full object with upsert=true. */
   upsertApplicationSet(appSet: ApplicationSet, opts: { dryRun?: boolean } = {}): Promise<ApplicationSet> {
     return this.call<ApplicationSet>(
-      { method: 'POST', url: '/applicationsets', params: { upsert: 'true', dryRun: opts.dryRun ? 'true' : undefined }, data: appSet },
+      { method: 'POST', path: '/applicationsets', query: { upsert: 'true', dryRun: opts.dryRun ? 'true' : undefined }, body: appSet },
       { resource: 'applicationsets', action: 'update', appSet: appSet.metadata.name, project: appSet.spec?.template?.spec?.project },
       'idempotent',
     );
@@ -266,7 +252,7 @@ export class ArgoClient implements ArgoApi {
 
   /** Cluster `config` holds credentials: it is dropped here so it never reaches the mirror, logs or replies. */
   async listClusters(): Promise<ClusterList> {
-    const list = await this.call<ClusterList>({ method: 'GET', url: '/clusters' }, { resource: 'clusters', action: 'get' }, 'idempotent');
+    const list = await this.call<ClusterList>({ method: 'GET', path: '/clusters' }, { resource: 'clusters', action: 'get' }, 'idempotent');
     const items = (list.items ?? []).map((c: Cluster) => {
       const { config: _config, ...rest } = c;
       return rest;
@@ -334,22 +320,22 @@ export class ArgoClient implements ArgoApi {
         connect: async (rv, signal) => {
           const res = await this.http.request<Readable>({
             method: 'GET',
-            url: path,
-            params: { ...params, resourceVersion: rv },
+            path,
+            query: { ...params, resourceVersion: rv },
             // identity: a gzip-compressing proxy would otherwise buffer the stream (and we do not inflate it).
             headers: { Accept: 'text/event-stream', 'Accept-Encoding': 'identity' },
             responseType: 'stream',
             // The stream lives for hours: liveness is the keep-alive check, not a request timeout.
-            timeout: 0,
+            timeoutMs: 0,
             signal,
-            validateStatus: () => true,
+            anyStatus: true,
             decompress: false,
           });
           return { status: res.status, stream: res.data };
         },
         errorFor: (status, body) => errorFromResponse(ctx, status, body),
         transportError: (error) => {
-          const e = error as AxiosError;
+          const e = error as HttpError;
           return errorFromTransport(ctx, e?.code, e?.message ?? String(error));
         },
       },
@@ -364,11 +350,11 @@ export class ArgoClient implements ArgoApi {
   }
 
   private async call<T>(
-    request: AxiosRequestConfig & { method: string; url: string; params?: Query },
+    request: HttpRequest,
     rbac: Omit<CallContext, 'instance' | 'url' | 'method' | 'path' | 'timeoutMs'>,
     mode: RetryMode,
   ): Promise<T> {
-    const ctx = this.context(request.method, request.url, rbac);
+    const ctx = this.context(request.method, request.path, rbac);
     let inTransitFailure = false;
     for (let attempt = 0; ; attempt++) {
       const started = Date.now();
@@ -415,7 +401,7 @@ interface Failure {
 }
 
 function classify(error: unknown): Failure {
-  if (!(error instanceof AxiosError)) return { kind: 'final', detail: String(error), unknown: error };
+  if (!(error instanceof HttpError)) return { kind: 'final', detail: String(error), unknown: error };
   const res = error.response;
   if (res) {
     const status = res.status;
@@ -451,16 +437,6 @@ function applicationQuery(q: ListApplicationsQuery): Query {
     resourceVersion: q.resourceVersion,
     fields: q.fields?.length ? q.fields.join(',') : undefined,
   };
-}
-
-export function serializeQuery(params: Query): string {
-  const parts: string[] = [];
-  for (const [key, value] of Object.entries(params ?? {})) {
-    if (value === undefined || value === '') continue;
-    const values = Array.isArray(value) ? value : [String(value)];
-    for (const v of values) parts.push(`${encodeURIComponent(key)}=${encodeURIComponent(v)}`);
-  }
-  return parts.join('&');
 }
 
 /**

@@ -116,8 +116,12 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
   }
   // In --json mode stdout carries exactly one JSON object; progress goes to stderr.
   const notifier = new TerminalNotifier(opts.json ? (s) => process.stderr.write(`${s}\n`) : out);
-  // The fleet's list requests go out first; the command modules load while Argo CD answers them.
-  const [runtime, { dispatch, parseCommand }] = await Promise.all([startRuntime(config, { logger, notifier }), import('../commands/index.js')]);
+  // The fleet's list requests go out first; the command modules load while Argo CD answers them. One answer
+  // needs the lists only; a run followed here with --wait needs the fleet kept current while it runs.
+  const [runtime, { dispatch, parseCommand }] = await Promise.all([
+    startRuntime(config, { logger, notifier, follow: opts.wait }),
+    import('../commands/index.js'),
+  ]);
   try {
     let needs: boolean | 'optional' = false;
     let recordsChanges = false;

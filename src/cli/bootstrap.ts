@@ -67,13 +67,16 @@ function alertOutput(
   };
 }
 
-export async function startRuntime(config: RollcallConfig, opts: { logger: Logger; notifier?: Notifier; incidents?: IncidentSink }): Promise<Runtime> {
+export async function startRuntime(
+  config: RollcallConfig,
+  opts: { logger: Logger; notifier?: Notifier; incidents?: IncidentSink; /** FleetMirrorOptions.follow */ follow?: boolean },
+): Promise<Runtime> {
   setDisplayTimeZone(config.display.timeZone);
   const clients = createClients(config) as Map<string, ArgoApi>;
   const mirror = new FleetMirror(
     clients,
     config.instances.map((i) => ({ name: i.name, uiUrl: i.uiUrl ?? i.url })),
-    { logger: opts.logger },
+    { logger: opts.logger, follow: opts.follow },
   );
   await mirror.start();
   const services: Services = { config, fleet: mirror, argocd: clients, notifier: opts.notifier, now: () => new Date() };

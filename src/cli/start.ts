@@ -1,5 +1,6 @@
 import type { RollcallConfig } from '../config/schema.js';
 import { startHttpServer } from '../http/server.js';
+import { metricsRegistry } from '../metrics.js';
 import { RollcallError } from '../core/errors.js';
 import { closeRedis, configuredRedisUrl, createRedis, createRedisPinger, persistenceProblem, probeRedis, redisUnreachableMessage } from '../jobs/redis.js';
 import { createLogger } from '../log.js';
@@ -9,6 +10,8 @@ import { startRuntime } from './bootstrap.js';
 /** `rollcall start`: one process with every role, or a bot / worker for scaling out on one Redis. */
 export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worker'): Promise<void> {
   const logger = createLogger();
+  // Recording starts now, so /metrics counts the first lists and Redis errors too.
+  metricsRegistry();
   const redisUrl = configuredRedisUrl(config);
   // Once running, rollcall rides out a Redis outage; starting without one would only look healthy.
   const down = await probeRedis(redisUrl);

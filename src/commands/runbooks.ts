@@ -1,9 +1,9 @@
 import { formatSelectorParam } from '../runbooks/actions/bulk-sync.js';
-import { NothingToDo, type RunService } from '../runbooks/engine.js';
+import type { RunService } from '../runbooks/engine.js';
 import { findRunbookAction, runPausable } from '../runbooks/actions/index.js';
 import { paramReference, substitute } from '../runbooks/loader.js';
 import { ParamError, describeParams, parseParams, type ParamValue } from '../runbooks/params.js';
-import { auditReply, nothingToDoReply, previewReply, progressReply, runListReply } from '../runbooks/replies.js';
+import { auditReply, NothingToDo, nothingToDoReply, previewReply, progressReply, runListReply } from '../runbooks/replies.js';
 import type { Run } from '../runbooks/run-store.js';
 import { selectApps } from '../fleet/select.js';
 import type { FleetApp } from '../fleet/model.js';

@@ -2,6 +2,11 @@ import { createRequire } from 'node:module';
 import { z } from 'zod';
 import { isTimeZone } from '../core/format.js';
 
+// zod compiles a fast parser per object schema on its first parse. rollcall parses each schema a handful of
+// times per process (config once, a stored record per read), so compiling costs more than it saves, most of
+// all in a one-shot `ask`. Set here, where every process's first parse is.
+z.config({ jitless: true });
+
 /** Durations as written by people: `90s`, `15m`, `1h30m`, `2d`, or a number of milliseconds. */
 export const durationSchema = z.union([z.number().int().nonnegative(), z.string()]).transform((value, ctx) => {
   if (typeof value === 'number') return value;

@@ -38,12 +38,20 @@ export interface FleetMirrorOptions {
    * @defaultValue 5000
    */
   lostAfterMs?: number;
+  /**
+   * Follow changes after the lists with watch streams. false: one list per instance and nothing after it,
+   * for a process that answers once and exits (a one-shot `ask`); such an instance is in sync once listed.
+   * @defaultValue true
+   */
+  follow?: boolean;
   now?: () => Date;
 }
 
 interface InstanceState {
   name: string;
   api: ArgoApi;
+  /** Whether streams keep this instance current (FleetMirrorOptions.follow). */
+  follows: boolean;
   clustersByServer: Map<string, string>;
   loaded: boolean;
   appsConnected: boolean;
@@ -100,12 +108,14 @@ export class FleetMirror extends FleetIndex {
       clusterRefreshMs: opts.clusterRefreshMs ?? 300_000,
       enrichLimit: opts.enrichLimit ?? 500,
       lostAfterMs: opts.lostAfterMs ?? 5000,
+      follow: opts.follow ?? true,
       now: opts.now ?? (() => new Date()),
     };
     for (const [name, api] of clients) {
       this.states.set(name, {
         name,
         api,
+        follows: this.opts.follow,
         clustersByServer: new Map(),
         loaded: false,
         appsConnected: false,
@@ -129,7 +139,7 @@ export class FleetMirror extends FleetIndex {
     // The first answer must be as complete as later ones: a "Degraded" without the crash-loop message
     // that a fetch a moment later fills in is a different, worse answer (a one-shot `ask` has no later).
     await this.settle(Promise.all([...this.states.values()].map((s) => s.enriching)), this.opts.readyTimeoutMs);
-    if (this.opts.clusterRefreshMs > 0) {
+    if (this.opts.follow && this.opts.clusterRefreshMs > 0) {
       this.clusterTimer = setInterval(() => void this.refreshClusters().catch(() => undefined), this.opts.clusterRefreshMs);
       this.clusterTimer.unref();
     }
@@ -223,6 +233,11 @@ export class FleetMirror extends FleetIndex {
       s.error = undefined;
       s.retryDelay = this.opts.retryMs;
       this.log?.info({ instance: s.name, apps: apps.items?.length ?? 0, appSets: appSets.items?.length ?? 0 }, 'instance loaded');
+      if (!s.follows) {
+        s.enriching = this.enrichUnhealthy(s);
+        this.announce(s);
+        return;
+      }
       this.openAppsWatch(s, apps.metadata?.resourceVersion);
       this.openAppSetsWatch(s, appSets.metadata?.resourceVersion);
       // Fetched while the streams connect: each fetched app is checked against the newest copy, so an event
@@ -508,7 +523,7 @@ export class FleetMirror extends FleetIndex {
 }
 
 function isSynced(s: InstanceState): boolean {
-  return s.loaded && s.appsConnected && s.appSetsConnected;
+  return s.loaded && (!s.follows || (s.appsConnected && s.appSetsConnected));
 }
 
 const HEALTHY = new Set(['Healthy', 'Suspended']);

@@ -34,7 +34,7 @@ let defaultMetricsCollected = false;
  */
 export async function startHttpServer(opts: { port: number; fleet: FleetView; health: HealthSource; now?: () => number; recorder?: RecorderStatsSource }): Promise<HttpServer> {
   const now = opts.now ?? Date.now;
-  const registry = metricsRegistry;
+  const registry = metricsRegistry();
   if (!defaultMetricsCollected) collectDefaultMetrics({ register: registry });
   defaultMetricsCollected = true;
   for (const name of ['rollcall_fleet_apps', 'rollcall_argocd_instance_up', 'rollcall_mirror_lag_seconds', 'rollcall_runs', ...RECORDER_METRICS]) registry.removeSingleMetric(name);

@@ -15,7 +15,7 @@ import { loadRunbooks, SHIPPED_RUNBOOKS_DIR, substitute } from './loader.js';
 import { AppLocks, LockConflictError } from './locks.js';
 import { formatParam, parseParams } from './params.js';
 import { assertMayApprove, assertMayOperate, assertMayRun } from './permissions.js';
-import { progressLine, progressReply } from './replies.js';
+import { NothingToDo, progressLine, progressReply } from './replies.js';
 import { runEvent, stepOutcomeTransition, type RunEvent } from './run-machine.js';
 import { isTerminal, LeaseLostError, previewExpired, PREVIEW_TTL_MS, RunStore, type Run, type RunProgress } from './run-store.js';
 import type { Runbook } from './schema.js';
@@ -44,24 +44,6 @@ export class RunbookNotFoundError extends RollcallError {
 export class PreviewError extends RollcallError {
   constructor(message: string, code: ErrorCode = 'preview_failed') {
     super(code, message);
-  }
-}
-
-/**
- * A preview that found nothing to do: every target is already where the run would put it. There is no
- * run to confirm, so none is kept; the answer is what the preview found. Not a failure (nothing is wrong),
- * so not a RollcallError: `ask --yes` on it exits 0.
- */
-export class NothingToDo extends Error {
-  constructor(
-    readonly runbook: string,
-    readonly title: string,
-    /** The previews' own words, e.g. "Nothing to sync: all 12 matching apps are already Synced and Healthy ...". */
-    readonly summary: string,
-    readonly preview: Pick<ActionPreview, 'data' | 'blocks'>,
-  ) {
-    super(summary);
-    this.name = 'NothingToDo';
   }
 }
 

@@ -3,6 +3,7 @@ import { withUserText, type Reply, type ReplyBlock, type ReplyButton, type Tone 
 import type { AuditEntry } from '../audit/audit-log.js';
 import { runPausable } from './actions/index.js';
 import { isTerminal, previewExpired, type Run, type RunStatus } from './run-store.js';
+import type { ActionPreview } from './actions/types.js';
 
 const STATUS_TONE: Record<RunStatus, Tone> = {
   previewing: 'progress',
@@ -15,6 +16,24 @@ const STATUS_TONE: Record<RunStatus, Tone> = {
   aborted: 'error',
   cancelled: 'unknown',
 };
+
+/**
+ * A preview that found nothing to do: every target is already where the run would put it. There is no
+ * run to confirm, so none is kept; the answer is what the preview found. Not a failure (nothing is wrong),
+ * so not a RollcallError: `ask --yes` on it exits 0.
+ */
+export class NothingToDo extends Error {
+  constructor(
+    readonly runbook: string,
+    readonly title: string,
+    /** The previews' own words, e.g. "Nothing to sync: all 12 matching apps are already Synced and Healthy ...". */
+    readonly summary: string,
+    readonly preview: Pick<ActionPreview, 'data' | 'blocks'>,
+  ) {
+    super(summary);
+    this.name = 'NothingToDo';
+  }
+}
 
 /** The data every run reply carries for `ask --json` and tests. */
 export function runData(run: Run): Record<string, unknown> {

@@ -73,6 +73,33 @@ describe('FleetMirror over the simulator (2 instances)', () => {
     ]);
   });
 
+  it('as a snapshot (follow: false) lists every instance once, opens no stream, and is in sync', async () => {
+    sim = await startTestSim({ fixture: 'sim-multi-instance.json', keepAliveMs: 50 });
+    const clients = clientsFor(sim);
+    const watches: string[] = [];
+    for (const [name, client] of clients) {
+      const apps = client.watchApplications.bind(client);
+      const appSets = client.watchApplicationSets.bind(client);
+      client.watchApplications = (q, o) => (watches.push(`${name} apps`), apps(q, o));
+      client.watchApplicationSets = (q, o) => (watches.push(`${name} appsets`), appSets(q, o));
+    }
+    mirror = new FleetMirror(clients, sim.instances.map((i) => ({ name: i.name, uiUrl: i.url })), { follow: false });
+    const events: FleetEvent[] = [];
+    mirror.subscribe((e) => events.push(e));
+    await mirror.start();
+    expect(watches).toEqual([]);
+    expect(mirror.apps()).toHaveLength(8);
+    expect(mirror.health().map((h) => [h.instance, h.synced])).toEqual([
+      ['prod', true],
+      ['staging', true],
+    ]);
+    expect(events.filter((e) => e.kind === 'instance-connected').map((e) => e.instance).sort()).toEqual(['prod', 'staging']);
+    // What changes afterwards is not followed: a snapshot answers from the lists it took.
+    await clients.get('prod')!.sync({ name: 'payments-prod-us1', prune: true });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(events.some((e) => isAppEvent(e))).toBe(false);
+  });
+
   it('reflects a sync done through the client, with the previous state on each event', async () => {
     sim = await startTestSim({ fixture: 'sim-multi-instance.json', keepAliveMs: 50 });
     const { mirror, clients } = await startMirror(sim);

@@ -1,0 +1,202 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import net, { type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ArgoClient } from '../../src/argocd/client.js';
+import { HttpError, HttpTransport } from '../../src/argocd/http.js';
+import { instanceSchema } from '../../src/config/schema.js';
+
+const PROXY_VARIABLES = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'ALL_PROXY', 'all_proxy', 'NO_PROXY', 'no_proxy'];
+const savedEnv = Object.fromEntries(PROXY_VARIABLES.map((v) => [v, process.env[v]]));
+afterEach(() => {
+  for (const [k, v] of Object.entries(savedEnv)) {
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  }
+});
+
+async function listen(server: net.Server): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+async function close(server: http.Server | net.Server): Promise<void> {
+  if ('closeAllConnections' in server) server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+}
+
+describe('HttpTransport', () => {
+  const requests: { url?: string; headers: http.IncomingHttpHeaders; body: string }[] = [];
+  let argo: http.Server;
+  let argoUrl: string;
+
+  beforeAll(async () => {
+    argo = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        requests.push({ url: req.url, headers: req.headers, body });
+        if (req.url?.startsWith('/api/v1/gzip')) {
+          res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+          res.end(zlib.gzipSync(JSON.stringify({ items: [{ name: 'guestbook' }] })));
+        } else if (req.url?.startsWith('/api/v1/silent')) {
+          // Never answers: the request's idle timeout is what ends it.
+        } else if (req.url?.startsWith('/api/v1/denied')) {
+          res.writeHead(403, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ error: 'permission denied', code: 7, message: 'permission denied' }));
+        } else if (req.url?.startsWith('/api/v1/html')) {
+          res.writeHead(502, { 'content-type': 'text/html' });
+          res.end('<html>Bad Gateway</html>');
+        } else {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ method: req.method, url: req.url, body: body ? JSON.parse(body) : null }));
+        }
+      });
+    });
+    argoUrl = `http://127.0.0.1:${await listen(argo)}`;
+  });
+  afterAll(() => close(argo));
+
+  const transport = (timeoutMs = 2000) => new HttpTransport({ baseUrl: `${argoUrl}/api/v1/`, headers: { Authorization: 'Bearer tok' }, timeoutMs });
+
+  it('sends the query as grpc-gateway reads it and the body as JSON, and parses the answer', async () => {
+    const answer = await transport().request<{ method: string; url: string; body: unknown }>({
+      method: 'POST',
+      path: '/applications/guestbook/sync',
+      query: { projects: ['a', 'b'], empty: '', missing: undefined, dryRun: true },
+      body: { prune: true },
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.data).toEqual({ method: 'POST', url: '/api/v1/applications/guestbook/sync?projects=a&projects=b&dryRun=true', body: { prune: true } });
+    const sent = requests.at(-1)!;
+    expect(sent.headers.authorization).toBe('Bearer tok');
+    expect(sent.headers['content-type']).toBe('application/json');
+  });
+
+  it('inflates a gzip answer', async () => {
+    const answer = await transport().request<{ items: { name: string }[] }>({ method: 'GET', path: '/gzip' });
+    expect(requests.at(-1)!.headers['accept-encoding']).toContain('gzip');
+    expect(answer.data.items[0].name).toBe('guestbook');
+  });
+
+  it('fails a non-2xx answer with its status and parsed body, and keeps a non-JSON body as text', async () => {
+    const denied = await transport().request({ method: 'GET', path: '/denied' }).catch((e: unknown) => e);
+    expect(denied).toBeInstanceOf(HttpError);
+    expect((denied as HttpError).response).toMatchObject({ status: 403, data: { code: 7, message: 'permission denied' } });
+    const html = (await transport().request({ method: 'GET', path: '/html' }).catch((e: unknown) => e)) as HttpError;
+    expect(html.response).toMatchObject({ status: 502, data: '<html>Bad Gateway</html>' });
+  });
+
+  it('fails with ETIMEDOUT when no answer byte comes within the timeout', async () => {
+    const started = Date.now();
+    const error = (await transport(300).request({ method: 'GET', path: '/silent' }).catch((e: unknown) => e)) as HttpError;
+    expect(error).toBeInstanceOf(HttpError);
+    expect(error.code).toBe('ETIMEDOUT');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+  });
+
+  it('names the connection failure: ECONNREFUSED for a port nobody listens on', async () => {
+    const closed = net.createServer();
+    const port = await listen(closed);
+    await close(closed);
+    const t = new HttpTransport({ baseUrl: `http://127.0.0.1:${port}/api/v1`, headers: {}, timeoutMs: 2000 });
+    const error = (await t.request({ method: 'GET', path: '/applications' }).catch((e: unknown) => e)) as HttpError;
+    expect(error.code).toBe('ECONNREFUSED');
+  });
+
+  describe('proxies from the environment', () => {
+    let proxy: http.Server;
+    let proxyPort: number;
+    const proxied: { method?: string; url?: string; auth?: string }[] = [];
+    // Tunnelled sockets are no longer the server's to close.
+    const tunnels: net.Socket[] = [];
+
+    beforeAll(async () => {
+      // A forward proxy as squid is one: absolute-URI requests for http, CONNECT tunnels for https.
+      proxy = http.createServer((req, res) => {
+        proxied.push({ method: req.method, url: req.url, auth: req.headers['proxy-authorization'] });
+        const target = new URL(req.url!);
+        const upstream = http.request({ hostname: target.hostname, port: target.port, path: `${target.pathname}${target.search}`, method: req.method, headers: req.headers }, (up) => {
+          res.writeHead(up.statusCode!, up.headers);
+          up.pipe(res);
+        });
+        req.pipe(upstream);
+      });
+      proxy.on('connect', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
+        proxied.push({ method: req.method, url: req.url, auth: req.headers['proxy-authorization'] });
+        tunnels.push(socket);
+        const [host, port] = req.url!.split(':');
+        const upstream = net.connect(Number(port), host, () => {
+          socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+          upstream.write(head);
+          tunnels.push(upstream);
+          upstream.pipe(socket);
+          socket.pipe(upstream);
+        });
+        upstream.on('error', () => socket.destroy());
+        socket.on('error', () => upstream.destroy());
+      });
+      proxyPort = await listen(proxy);
+    });
+    afterAll(async () => {
+      for (const s of tunnels) s.destroy();
+      await close(proxy);
+    });
+
+    it('sends an http request through HTTP_PROXY with its credentials, and not when NO_PROXY names the host', async () => {
+      process.env.HTTP_PROXY = `http://ops:s%3Acret@127.0.0.1:${proxyPort}`;
+      proxied.length = 0;
+      const answer = await transport().request<{ url: string }>({ method: 'GET', path: '/applications' });
+      expect(answer.data.url).toBe('/api/v1/applications');
+      expect(proxied).toEqual([{ method: 'GET', url: `${argoUrl}/api/v1/applications`, auth: `Basic ${Buffer.from('ops:s:cret').toString('base64')}` }]);
+
+      process.env.NO_PROXY = '127.0.0.1';
+      proxied.length = 0;
+      await transport().request({ method: 'GET', path: '/applications' });
+      expect(proxied).toEqual([]);
+    });
+
+    const hasOpenssl = (() => {
+      try {
+        execFileSync('openssl', ['version'], { stdio: 'ignore' });
+        return true;
+      } catch {
+        return false;
+      }
+    })();
+
+    it.skipIf(!hasOpenssl)('tunnels https through HTTPS_PROXY and still verifies the instance against its caFile', async () => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-proxy-tls-'));
+      execFileSync(
+        'openssl',
+        ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=argocd.test', '-addext', 'subjectAltName=IP:127.0.0.1',
+          '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem')],
+        { stdio: 'ignore' },
+      );
+      const secure = https.createServer({ key: readFileSync(path.join(dir, 'key.pem')), cert: readFileSync(path.join(dir, 'cert.pem')) }, (req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ items: [], metadata: { seen: req.url } }));
+      });
+      const port = await listen(secure);
+      try {
+        process.env.HTTPS_PROXY = `http://127.0.0.1:${proxyPort}`;
+        proxied.length = 0;
+        const cfg = (tls: Record<string, unknown>) => instanceSchema.parse({ name: 'secure', url: `https://127.0.0.1:${port}`, token: 'tok', tls, timeout: 2000 });
+        const list = await new ArgoClient(cfg({ caFile: path.join(dir, 'cert.pem') }), { retry: { retries: 0, baseMs: 1, maxMs: 1 } }).listApplications();
+        expect(list.metadata).toEqual({ seen: '/api/v1/applications' });
+        expect(proxied).toEqual([{ method: 'CONNECT', url: `127.0.0.1:${port}`, auth: undefined }]);
+        // Through the tunnel, an unknown CA is still refused.
+        const refused = await new ArgoClient(cfg({}), { retry: { retries: 0, baseMs: 1, maxMs: 1 } }).listApplications().catch((e: Error) => e);
+        expect(String(refused)).toMatch(/TLS verification of Argo CD instance secure/);
+      } finally {
+        await close(secure);
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+});
