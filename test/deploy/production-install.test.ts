@@ -73,6 +73,44 @@ describe('the production install: compiled JavaScript, production dependencies o
     expect(JSON.parse(stdout)).toMatchObject({ ok: true, command: 'status' });
   });
 
+  it('answers a one-shot `ask status` without loading the queue, Redis, metrics or Kubernetes libraries', async () => {
+    // Every module the process resolves, ES or CommonJS, written to a log: what a one-shot answer pays for at start.
+    const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-loads-'));
+    chmodSync(dir, 0o777);
+    const log = path.join(dir, 'loaded.log');
+    const resolveHook = `import { appendFileSync } from 'node:fs'; export async function resolve(s, c, next) { const r = await next(s, c); appendFileSync(${JSON.stringify(log)}, r.url + '\\n'); return r; }`;
+    const preload = [
+      "import Module, { register } from 'node:module';",
+      "import { appendFileSync } from 'node:fs';",
+      'const load = Module._load;',
+      `Module._load = function (request, ...rest) { appendFileSync(${JSON.stringify(log)}, request + '\\n'); return load.call(this, request, ...rest); };`,
+      `register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(resolveHook)}));`,
+    ].join('\n');
+    const loaded = async (command: string) => {
+      writeFileSync(log, '');
+      chmodSync(log, 0o666);
+      const { stdout } = await exec(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(preload)}`, 'dist/main.js', 'ask', command, '--json', '--config', 'rollcall.yaml'], {
+        cwd: app,
+        env: containerEnv(),
+        ...asImageUser,
+        timeout: 60_000,
+      });
+      return { reply: JSON.parse(stdout) as { ok: boolean }, modules: readFileSync(log, 'utf8') };
+    };
+    try {
+      const status = await loaded('status');
+      expect(status.reply.ok).toBe(true);
+      expect(status.modules).toMatch(/dist\/main\.js/);
+      for (const heavy of ['bullmq', 'ioredis', 'prom-client', '@kubernetes/client-node', 'axios']) expect(status.modules, heavy).not.toContain(heavy);
+      // The log does see them where a command needs them: `runs` reads the run store in Redis through BullMQ's client.
+      const runs = await loaded('runs');
+      expect(runs.reply.ok).toBe(true);
+      expect(runs.modules).toContain('ioredis');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('finds the files shipped beside dist/ from the bundled chunks: init copies the example config', async () => {
     const out = mkdtempSync(path.join(tmpdir(), 'rollcall-init-'));
     chmodSync(out, 0o777);
