@@ -1,4 +1,7 @@
 import { execFile } from 'node:child_process';
+import { createHmac } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -23,6 +26,9 @@ import { startEngine, type EngineHandle } from '../../src/runbooks/engine.js';
 import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/runbooks/loader.js';
 import type { SimServer } from '../../src/sim/server.js';
 import { simOperations, startTestSim } from '../support/sim.js';
+import { simConfigYaml } from '../../src/sim/cli.js';
+import { checkRequest, type GuardVerdict } from '../../src/slack/request-guard.js';
+import { pino } from 'pino';
 import { redisClusterUnsupported, startPrivateRedisCluster, type PrivateRedisCluster } from '../support/redis-cluster.js';
 import { makeApp, testConfig } from '../runbooks/fake-argo.js';
 import { FAST, RecordingNotifier } from '../runbooks/harness.js';
@@ -203,6 +209,68 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster (a private 3-master 
     await schedules.upsertSchedules([]);
     expect(await schedules.list()).toEqual([]);
   }, 20_000);
+
+  it('refuses a replayed Slack request and a redelivered event: the guard\'s keys share the prefix\'s slot', async () => {
+    const secret = 'cluster-signing-secret';
+    const verdicts: GuardVerdict[] = [];
+    const guard = http.createServer((req, res) => {
+      void checkRequest(req, { signingSecret: secret, redis, prefix, logger: pino({ level: 'silent' }) }).then((v) => {
+        verdicts.push(v);
+        res.end();
+      });
+    });
+    await new Promise<void>((resolve) => guard.listen(0, '127.0.0.1', resolve));
+    cleanup.push(() => new Promise((r) => guard.close(r)));
+    const url = `http://127.0.0.1:${(guard.address() as AddressInfo).port}/slack/events`;
+    const send = (body: string, type: string, ts: number, headers: Record<string, string> = {}) =>
+      fetch(url, {
+        method: 'POST',
+        body,
+        headers: {
+          'content-type': type,
+          'x-slack-request-timestamp': String(ts),
+          'x-slack-signature': `v0=${createHmac('sha256', secret).update(`v0:${ts}:${body}`).digest('hex')}`,
+          ...headers,
+        },
+      });
+    const now = Math.floor(Date.now() / 1000);
+    const command = 'command=%2Fargo&text=status&user_id=U1';
+    await send(command, 'application/x-www-form-urlencoded', now);
+    await send(command, 'application/x-www-form-urlencoded', now);
+    // Slack's retry of an event is signed anew; the event_id tells it apart.
+    const event = JSON.stringify({ type: 'event_callback', event_id: 'Ev0CLUSTER1', event: { type: 'app_mention' } });
+    await send(event, 'application/json', now);
+    await send(event, 'application/json', now + 1, { 'x-slack-retry-num': '1' });
+    expect(verdicts).toEqual([
+      { pass: true },
+      { pass: false, status: 401, reason: 'replay' },
+      { pass: true },
+      { pass: false, status: 200, reason: 'duplicate_delivery' },
+    ]);
+  }, 20_000);
+
+  it('`rollcall ask "sync ..." --yes --wait` runs a sync to the end from the terminal on the Cluster', async () => {
+    const sim: SimServer = await startTestSim({ scenario: 'seed-outage', manual: false, speed: 50 });
+    cleanup.push(() => sim.stop());
+    const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-cluster-ask-'));
+    cleanup.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const config = path.join(dir, 'rollcall.yaml');
+    writeFileSync(config, simConfigYaml(sim, { redisUrl: cluster.url, redisPrefix: prefix, access: true }));
+    const { stdout } = await run(process.execPath, [bin, 'ask', 'sync auth-config-*-eu-* prune=true', '--yes', '--wait', '--json', '--config', config], {
+      // The simulator's config makes ROLLCALL_USER an operator; REDIS_URL (which wins over the file) names the Cluster.
+      env: { ...process.env, LOG_LEVEL: 'error', ROLLCALL_USER: 'terminal', REDIS_URL: cluster.url },
+      timeout: 60_000,
+    });
+    const reply = JSON.parse(stdout) as { ok: boolean; data: { status: string; runId: string } };
+    expect(reply).toMatchObject({ ok: true, data: { status: 'succeeded' } });
+    const synced = (await simOperations(sim)).filter((o) => o.method === 'POST' && /\/sync$/.test(o.path)).map((o) => o.app);
+    expect(synced.length).toBeGreaterThan(0);
+    expect(synced.every((a) => /^auth-config-.*-eu-/.test(a!))).toBe(true);
+    expect(new Set(synced).size).toBe(synced.length);
+    // The run as the Cluster holds it, read by another client.
+    const { RunStore } = await import('../../src/runbooks/run-store.js');
+    expect((await new RunStore(redis, prefix).get(reply.data.runId))?.status).toBe('succeeded');
+  }, 90_000);
 
   function createRedisForCleanup(): RedisClient {
     const c = createRedis(cluster.url);
