@@ -33,6 +33,10 @@ describe('runbook engine with bulk-sync', () => {
     expect(data.preview.skipped).toEqual([expect.objectContaining({ app: 'auth-config-prod-ap1', reason: 'already Synced and Healthy' })]);
     expect(data.preview.prune).toMatchObject({ resources: 3, apps: 3 });
     expect(data.preview.clusters).toEqual(clusters);
+    // The params line says what this run will do: what was typed and the defaults in effect, not a refused word.
+    const paramsLine = preview.blocks.find((b) => b.kind === 'context' && b.text.includes('params:'));
+    expect(paramsLine && 'text' in paramsLine ? paramsLine.text : '').toContain('selector=auth-config-* prune=true dryRun=false includeSynced=false concurrency=10');
+    expect(paramsLine && 'text' in paramsLine ? paramsLine.text : '').not.toContain('force');
     const buttons = preview.blocks.flatMap((b) => (b.kind === 'actions' ? b.buttons : []));
     expect(buttons.map((b) => [b.action, b.value])).toEqual([
       ['run.confirm', data.runId],
