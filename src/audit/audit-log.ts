@@ -11,6 +11,8 @@ export type AuditKind =
   | 'run.cancel'
   | 'run.approve'
   | 'run.refused'
+  /** A run asked for whose preview found nothing to do: no run was kept. */
+  | 'run.noop'
   | 'run.pause'
   | 'run.resume'
   | 'run.abort'
@@ -34,6 +36,7 @@ const AUDIT_KINDS = {
   'run.cancel': true,
   'run.approve': true,
   'run.refused': true,
+  'run.noop': true,
   'run.pause': true,
   'run.resume': true,
   'run.abort': true,

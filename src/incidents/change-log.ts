@@ -132,6 +132,7 @@ const AUDIT_VERB: Record<string, string> = {
   'run.cancel': 'cancelled',
   'run.approve': 'approved',
   'run.refused': 'refused',
+  'run.noop': 'found nothing to do',
   'run.pause': 'paused',
   'run.resume': 'resumed',
   'run.abort': 'aborted',

@@ -316,8 +316,15 @@ class Engine implements RunService {
       // Bad input (a selector matching nothing, a lock held elsewhere) or nothing to do: there never was a run to list.
       // The attempt stays in the audit log, once.
       await this.store.discard(run.id, runbook.steps.map((s) => s.id));
-      const result = err instanceof NothingToDo ? 'nothing to do' : 'preview failed';
-      await this.record({ kind: 'run.refused', who: req.user, target: runbook.name, params, result, message: (err as Error).message });
+      const nothing = err instanceof NothingToDo;
+      await this.record({
+        kind: nothing ? 'run.noop' : 'run.refused',
+        who: req.user,
+        target: runbook.name,
+        params,
+        result: nothing ? 'nothing to do' : 'preview failed',
+        message: (err as Error).message,
+      });
       throw err;
     }
   }

@@ -50,6 +50,9 @@ describe('runbook previews in Slack', () => {
     expect(allText(body.blocks)).toContain('Nothing to sync: web-prod-us1, the one matching app, is already Synced and Healthy. To sync it anyway, add includeSynced=true.');
     expect(buttonsOf(body)).toEqual([]);
     expect(await runs().list(5)).toEqual([]);
+    // Audited as what it was: a request that found nothing to do, not a refusal.
+    const audited = (await runs().audit.latest(10)).filter((e) => e.target === 'bulk-sync');
+    expect(audited.map((e) => [e.kind, e.result])).toEqual([['run.noop', 'nothing to do']]);
   });
 
   it('pages a sync preview with More without running the sync again: one run, the stored preview', async () => {
