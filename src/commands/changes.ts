@@ -1,5 +1,7 @@
 import { parseDuration } from '../config/schema.js';
-import { selectApps } from '../fleet/select.js';
+import type { FleetView } from '../fleet/model.js';
+import { isGlob, nameMatcher, selectApps, type AppSelector } from '../fleet/select.js';
+import type { ChangeRecord } from '../incidents/changes.js';
 import type { ChangeLog } from '../incidents/change-log.js';
 import { changeJson, groupChanges, listedKind, withoutDeployOperations, type ChangeJson, type ListedChangeKind } from '../incidents/groups.js';
 import { appKey, changesOfApps } from '../incidents/timeline.js';
@@ -30,6 +32,27 @@ export function parseSince(text: string | undefined, fallbackMs: number, retenti
   return ms;
 }
 
+/**
+ * The apps a scoped `changes` is about: those the selector picks in the fleet, and those that were deleted
+ * in the window and whose names it names. "What happened to X?" is asked of apps that are gone, too.
+ */
+function scopeKeys(fleet: FleetView, selector: AppSelector, records: ChangeRecord[]): Set<string> {
+  const patterns = selector.patterns ?? [];
+  const byLabelsOrProject = !!selector.labels?.trim() || !!selector.project;
+  const gone = byLabelsOrProject || !patterns.length ? [] : records.filter((r) => r.kind === 'deleted' && r.app);
+  const names = patterns.map(nameMatcher);
+  const goneMatches = gone.filter(
+    (r) => names.some((m) => m(r.app!)) && (!selector.instance || r.instance === selector.instance) && (!selector.cluster || r.cluster === selector.cluster) && (!selector.appSet || r.appSet === selector.appSet),
+  );
+  // A name only a deleted app had is not a typo: the fleet is asked about the other patterns only.
+  const goneOnly = new Set(patterns.filter((p) => !isGlob(p) && !fleet.appsNamed(p).length && goneMatches.some((r) => r.app === p)));
+  const livePatterns = patterns.filter((p) => !goneOnly.has(p));
+  const live = patterns.length && !livePatterns.length ? [] : selectApps(fleet, { ...selector, ...(patterns.length ? { patterns: livePatterns } : {}) });
+  const keys = new Set(live.map((a) => appKey(a.instance, a.app.metadata.name)));
+  for (const r of goneMatches) keys.add(appKey(r.instance, r.app!));
+  return keys;
+}
+
 export async function runChanges(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
   checkOptions(cmd, ['since', 'kind', ...SELECTOR_OPTIONS], USAGE);
   const log = requireChangeLog(ctx, 'changes');
@@ -43,10 +66,7 @@ export async function runChanges(cmd: ParsedCommand, ctx: CommandContext): Promi
   let records = (await log.read(now.getTime() - sinceMs, now.getTime())).filter((r) => listedKind(r));
   const selector = selectorFromCommand(cmd);
   const scoped = Object.keys(selector).length > 0;
-  if (scoped) {
-    const keys = new Set(selectApps(fleet, selector).map((a) => appKey(a.instance, a.app.metadata.name)));
-    records = changesOfApps(records, keys);
-  }
+  if (scoped) records = changesOfApps(records, scopeKeys(fleet, selector, records));
   const unique = new Map(records.map((r) => [r.id, r]));
   const newestFirst = withoutDeployOperations([...unique.values()]).sort((a, b) => Date.parse(b.at) - Date.parse(a.at));
   const pairs = newestFirst.map((r) => ({ json: changeJson(r, fleet), runId: r.runId })).filter((p): p is { json: ChangeJson; runId: string | undefined } => !!p.json && (!kinds || kinds.includes(p.json.kind)));

@@ -221,8 +221,15 @@ export function closest(word: string, candidates: Iterable<string>, max = 3): st
   return scored.slice(0, max).map((s) => s.name);
 }
 
-function isGlob(pattern: string): boolean {
+export function isGlob(pattern: string): boolean {
   return picomatch.scan(pattern).isGlob;
+}
+
+/** Whether an app name matches a pattern as a selector reads it: a glob, else the exact name. */
+export function nameMatcher(pattern: string): (name: string) => boolean {
+  if (!isGlob(pattern)) return (name) => name === pattern;
+  const glob = picomatch(pattern, { dot: true });
+  return (name) => glob(name);
 }
 
 function unknown(kind: string, value: string, candidates: Iterable<string>): SelectorError {

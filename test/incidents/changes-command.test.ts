@@ -115,5 +115,25 @@ describe('deleted apps', () => {
     expect(groups.map((g) => g.kind)).toEqual(['deleted', 'created']);
     expect(groups[0].text).toContain('auth-service: deleted at v2.15.0 (ApplicationSet auth-service) ×2 on prod-eu-west-1');
     expect(groups[1].text).toContain('auth-service: created by ApplicationSet auth-service on prod-eu-west-1');
+
+    // The app is gone now; asked about by name, its changes are still there, and a typo is still a typo.
+    const deletedCtx = { ...ctx, services: { ...services, fleet: live, changes: log } };
+    expect(live.appsNamed(name)).toEqual([]);
+    const byName = await dispatch(`changes since=1h kind=deleted,created ${name}`, deletedCtx);
+    expect(byName.ok, JSON.stringify(byName.error)).toBe(true);
+    // Newest first: deleted again, recreated, first deleted.
+    expect((byName.data.changes as { app: string; kind: string }[]).map((c) => [c.app, c.kind])).toEqual([
+      [name, 'deleted'],
+      [name, 'created'],
+      [name, 'deleted'],
+    ]);
+    const byGlob = await dispatch('changes since=1h kind=deleted auth-service-prod-eu-*', deletedCtx);
+    expect((byGlob.data.changes as { app: string }[]).map((c) => c.app)).toEqual([name, name]);
+    // Scoped to a cluster it never ran on, the name matches nothing there, live or gone.
+    const elsewhere = await dispatch(`changes since=1h kind=deleted ${name} cluster=prod-us-east-1`, deletedCtx);
+    expect(elsewhere.ok).toBe(false);
+    const typo = await dispatch('changes since=1h auth-servise-prod-eu-west-1', deletedCtx);
+    expect(typo.ok).toBe(false);
+    expect(typo.error?.message).toMatch(/auth-servise-prod-eu-west-1/);
   });
 });
