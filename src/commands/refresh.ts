@@ -14,7 +14,7 @@ const USAGE = 'refresh <app|glob ...> [hard] [-l selector] [cluster=X] [project=
 /**
  * Refreshes at once against one Argo CD instance's repo-server and controller: a hard refresh makes the
  * repo-server render every app's manifests again without its cache, so a selection is worked through a
- * few at a time.
+ * few at a time, each one also taking its turn under the instance's rateLimit.
  */
 const CONCURRENCY = 4;
 
@@ -50,6 +50,8 @@ async function refreshOne(ctx: CommandContext, fa: FleetApp, type: RefreshType):
   if (!api) result = { ...base, ok: false, reconciledAt: null, sync: syncOf(fa.app), health: healthOf(fa.app), error: `no Argo CD client for instance ${fa.instance}` };
   else {
     try {
+      // Paced like syncs: a selection of hard refreshes is repo-server load on one instance.
+      await ctx.services.runs?.limiter.acquire(fa.instance);
       const app: Application = await api.getApplication({ name, appNamespace: fa.app.metadata.namespace, project: fa.app.spec.project }, { refresh: type });
       result = { ...base, ok: true, reconciledAt: app.status?.reconciledAt ?? null, sync: syncOf(app), health: healthOf(app) };
     } catch (error) {

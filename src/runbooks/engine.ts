@@ -78,6 +78,8 @@ export interface RunService {
   /** How many step workers (any process) are connected to this Redis right now. */
   workersOnline(): Promise<number>;
   audit: AuditLog;
+  /** instances[].rateLimit, shared by every process on this Redis: what loads an Argo CD instance waits its turn here. */
+  limiter: Pick<InstanceRateLimiter, 'acquire'>;
 }
 
 export interface EngineOptions {

@@ -43,11 +43,12 @@ function fixture(): Fixture {
   return f;
 }
 
-async function setup() {
+async function setup(opts: { rateLimit?: { max: number; per: number } } = {}) {
   const sim: SimServer = await startTestSim({ fixture: fixture(), manual: false, speed: 20 });
   cleanup.push(() => sim.stop());
   const { services, fleet, clients } = await servicesForSim(sim);
   cleanup.push(() => fleet.stop());
+  if (opts.rateLimit) for (const i of services.config.instances) i.rateLimit = opts.rateLimit;
   const prefix = testPrefix();
   const redisUrl = process.env.REDIS_URL!;
   cleanup.push(() => cleanPrefix(redisUrl, prefix));
@@ -245,6 +246,22 @@ describe('refresh on the simulator', () => {
     expect(done.ok, JSON.stringify(done.error)).toBe(true);
     expect(Date.parse(simApp('payments-prod-us1').status!.reconciledAt!)).toBeGreaterThan(Date.parse(before));
     expect((await services.audit!.latest(5)).filter((e) => e.kind === 'argocd.refresh')).toHaveLength(2);
+  });
+
+  it('paces a selection under the instance\'s rateLimit, shared with syncs', async () => {
+    const { ctx, services } = await setup({ rateLimit: { max: 1, per: 700 } });
+    const api = services.argocd.get(INSTANCE)!;
+    const get = api.getApplication.bind(api);
+    const refreshedAt: number[] = [];
+    api.getApplication = (ref, o) => {
+      if (o?.refresh) refreshedAt.push(Date.now());
+      return get(ref, o);
+    };
+    const done = await dispatch('refresh payments-prod-* confirm=2', ctx('U_OP', false));
+    expect(done.ok, JSON.stringify(done.error)).toBe(true);
+    expect(refreshedAt).toHaveLength(2);
+    // One call per 700 ms on this instance: the second refresh waited for its turn although 4 may run at once.
+    expect(refreshedAt[1] - refreshedAt[0]).toBeGreaterThanOrEqual(600);
   });
 
   it('refuses a user who is not an operator and audits the refusal', async () => {
