@@ -90,7 +90,7 @@ export const pausedCommand: CommandSpec = {
       command: 'paused',
       title: `${records.length} paused`,
       data,
-      blocks: [{ kind: 'list', title: `Paused by rollcall (${records.length}), oldest first`, items: records.map(pausedItem), total: records.length }],
+      blocks: [{ kind: 'list', title: 'Paused by rollcall, oldest first', items: records.map(pausedItem), total: records.length }],
     };
   },
 };

@@ -119,12 +119,12 @@ export function digestReply(d: Digest, commandText: string): Reply {
   const incidents = incidentItems(d);
   if (d.incidents && (incidents.length || d.incidents.opened.length)) {
     const opened = d.incidents.opened.length;
-    blocks.push({ kind: 'list', title: `Incidents (${d.incidents.open.length} open; ${opened} opened, ${d.incidents.closed.length} closed in the period)`, items: incidents });
+    blocks.push({ kind: 'list', title: `Incidents: ${d.incidents.open.length} open; ${opened} opened, ${d.incidents.closed.length} closed in the period`, items: incidents });
   }
   if (d.allClear) {
     blocks.push({ kind: 'text', text: `${TONE_EMOJI.ok} *All clear*: nothing needs attention.`, tone: 'ok' });
   } else {
-    blocks.push({ kind: 'list', title: `Needs attention (${d.attention.length})`, items: d.attention.map((item) => attentionItem(item, new Date(d.at))) });
+    blocks.push({ kind: 'list', title: 'Needs attention', items: d.attention.map((item) => attentionItem(item, new Date(d.at))) });
     const a = d.activity;
     const rollouts = a.rolloutsCompleted.length ? a.rolloutsCompleted.map((r) => r.appSet).join(', ') : 'none';
     blocks.push({

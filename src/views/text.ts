@@ -197,7 +197,9 @@ function renderBlock(block: ReplyBlock, opts: TextOptions, self?: string): strin
     }
     case 'list': {
       const lines: string[] = [];
-      if (block.title) lines.push(color ? ansi(true, '1', mrkdwnToText(block.title, opts)) : `${mrkdwnToText(block.title, opts)}:`);
+      // As in Slack, a list's title carries its count.
+      const title = block.title && `${mrkdwnToText(block.title, opts)} (${(block.total ?? block.items.length).toLocaleString('en-US')})`;
+      if (title) lines.push(color ? ansi(true, '1', title) : `${title}:`);
       for (const item of block.items) lines.push(renderItem(item, opts));
       if (block.total !== undefined && block.total > block.items.length) lines.push(`  … and ${(block.total - block.items.length).toLocaleString('en-US')} more`);
       return lines.join('\n');

@@ -37,7 +37,7 @@ describe('renderText', () => {
         '',
         '✖ 10 apps need attention',
         '',
-        'Problems, oldest first:',
+        'Problems, oldest first (10):',
         '  ✖ auth-prod-us1 (https://cd.example.com/applications/argocd/auth-prod-us1) · prod-us1',
         '      Deployment/auth Degraded: CrashLoopBackOff',
         '  ⚠ web-prod-us2 · prod-us2',

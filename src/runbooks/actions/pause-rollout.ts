@@ -38,7 +38,7 @@ async function pausePreview(ctx: PreviewContext): Promise<ActionPreview> {
     plan = planPause(ctx.services.fleet, { apps, label: input.target });
   }
   const blocks: ReplyBlock[] = [
-    { kind: 'list', title: `Changes (${plan.changes.length}), each recorded for resume`, items: plan.changes.slice(0, 30).map((c) => ({ text: changeLine(c), detail: c.reason })), total: plan.changes.length },
+    { kind: 'list', title: 'Changes, each recorded for resume', items: plan.changes.slice(0, 30).map((c) => ({ text: changeLine(c), detail: c.reason })), total: plan.changes.length },
   ];
   if (plan.warnings.length) blocks.push({ kind: 'list', title: 'Heads-up', items: plan.warnings.map((w) => ({ text: w, tone: 'warn' as const })) });
   if (plan.runningOperations.length) {
