@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { z } from 'zod';
 import { isRollcallError } from '../core/errors.js';
-import { decodeStored, jsonField, storedTime } from '../core/stored-record.js';
+import { decodeStored, jsonField, storedTime, type MalformedEntryLogger } from '../core/stored-record.js';
 import type { RedisClient } from '../jobs/redis.js';
 import { keyBase } from '../jobs/redis.js';
 
@@ -118,11 +118,6 @@ export interface AuditStream {
   record(event: Omit<AuditEvent, 'at'> & { at?: string }): Promise<string>;
   read(query?: AuditQuery): Promise<AuditEntry[]>;
   latest(n?: number): Promise<AuditEntry[]>;
-}
-
-/** Where a reader reports the stored entries it skipped. */
-export interface MalformedEntryLogger {
-  warn(o: unknown, m?: string): void;
 }
 
 export class AuditLog implements AuditStream {

@@ -112,7 +112,7 @@ export async function startRuntime(
       pausesRedis = createRedis(redisUrl);
       services.pauses = new PauseStore(pausesRedis, config.redis.prefix);
       services.changes = new ChangeLog(pausesRedis, config.redis.prefix, config.changes.retention, opts.logger);
-      services.incidents = new IncidentService(new IncidentStore(pausesRedis, config.redis.prefix), services.changes, mirror, {
+      services.incidents = new IncidentService(new IncidentStore(pausesRedis, config.redis.prefix, opts.logger), services.changes, mirror, {
         lookbackMs: config.incidents.lookback,
         mitigatedAfterMs: config.incidents.mitigatedAfter,
       });

@@ -57,17 +57,19 @@ export async function composeDigest(services: Services, digest: Pick<DigestConfi
   });
 }
 
-/** How many recent incidents a digest looks through for those closed in its period. */
+/** How many recent incidents a digest also looks through for those closed in its period. */
 const INCIDENTS_READ = 100;
 
 /** Open incidents, and recent ones closed since `from` with their TTR from the incident metrics. */
 async function digestIncidents(services: Services, from: Date): Promise<DigestIncident[] | undefined> {
   const svc = services.incidents;
   if (!svc) return undefined;
-  const [open, recent] = await Promise.all([svc.open(), svc.recent(INCIDENTS_READ)]);
-  const closed = recent.filter((i) => i.state === 'closed' && i.closedAt && Date.parse(i.closedAt) >= from.getTime());
+  const [open, recent, closedIndexed] = await Promise.all([svc.open(), svc.recent(INCIDENTS_READ), svc.closedSince(from.getTime())]);
+  // Those closed in the period by the closing index, and among recent ones (closed before the index was kept).
+  const closedById = new Map([...closedIndexed, ...recent.filter((i) => i.state === 'closed' && i.closedAt && Date.parse(i.closedAt) >= from.getTime())].map((i) => [i.id, i]));
+  const closed = [...closedById.values()].sort((a, b) => b.n - a.n);
   const ttr = new Map(await Promise.all(closed.map(async (i) => [i.id, (await svc.analyse(i)).metrics.ttr] as const)));
-  return [...open, ...recent.filter((i) => i.state !== 'closed' || ttr.has(i.id))].map((i) => ({
+  return [...open, ...closed].map((i) => ({
     id: i.id,
     title: i.title,
     severity: i.severity,

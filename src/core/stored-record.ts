@@ -33,3 +33,8 @@ export function decodeStored<T extends z.ZodType>(schema: T, raw: unknown, what:
   const problems = parsed.error.issues.map((i) => `${i.path.join('.') || 'record'}: ${i.message}`).join('; ');
   throw new RollcallError('stored_record_invalid', `${what} in Redis is malformed (${problems}); it was written by another rollcall version or edited by hand`);
 }
+
+/** Where a reader reports the stored records it skipped as malformed. */
+export interface MalformedEntryLogger {
+  warn(o: unknown, m?: string): void;
+}

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { RedisClient } from '../jobs/redis.js';
 import { keyBase } from '../jobs/redis.js';
-import { readAuditEntry, type AuditEntry, type MalformedEntryLogger } from '../audit/audit-log.js';
+import { readAuditEntry, type AuditEntry } from '../audit/audit-log.js';
+import type { MalformedEntryLogger } from '../core/stored-record.js';
 import type { ChangeRecord } from './changes.js';
 
 /** @defaultValue 7 days */

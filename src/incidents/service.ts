@@ -284,6 +284,11 @@ export class IncidentService {
     return this.store.append(incidentId, { at, kind: 'alert', source: 'alert', text: alert.text, ...(alert.impactSince ? { impactAt: alert.impactSince } : {}) }, `alert/${alert.id}`);
   }
 
+  /** Closed at or after `fromMs`, in the order they closed. */
+  closedSince(fromMs: number): Promise<Incident[]> {
+    return this.store.closedSince(fromMs);
+  }
+
   async recent(count = 10): Promise<Incident[]> {
     return this.store.recent(count);
   }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { decodeStored, jsonField, storedTime } from '../core/stored-record.js';
+import { isRollcallError } from '../core/errors.js';
+import { decodeStored, jsonField, storedTime, type MalformedEntryLogger } from '../core/stored-record.js';
 import type { RedisClient } from '../jobs/redis.js';
 import type { AppSelector } from '../fleet/select.js';
 import { keyBase } from '../jobs/redis.js';
@@ -77,6 +78,8 @@ export class IncidentStore {
   constructor(
     private readonly redis: RedisClient,
     prefix: string,
+    /** Where lists report an incident they skipped because its stored record is malformed. */
+    private readonly logger?: MalformedEntryLogger,
   ) {
     this.base = `${keyBase(prefix)}incident`;
   }
@@ -95,6 +98,11 @@ export class IncidentStore {
 
   private get allKey(): string {
     return `${this.base}s:all`;
+  }
+
+  /** Closed incidents by when they closed (a digest asks which closed in its period). */
+  private get closedKey(): string {
+    return `${this.base}s:closed`;
   }
 
   async create(fields: Omit<Incident, 'id' | 'n' | 'state'>): Promise<Incident> {
@@ -125,8 +133,8 @@ export class IncidentStore {
     const tx = this.redis.multi();
     if (Object.keys(set).length) tx.hset(this.key(id), set);
     if (del.length) tx.hdel(this.key(id), ...del);
-    if (fields.state === 'closed') tx.srem(this.openKey, id);
-    else if (fields.state) tx.sadd(this.openKey, id);
+    if (fields.state === 'closed') tx.srem(this.openKey, id).zadd(this.closedKey, Date.parse(fields.closedAt ?? new Date().toISOString()), id);
+    else if (fields.state) tx.sadd(this.openKey, id).zrem(this.closedKey, id);
     await tx.exec();
     const incident = await this.get(id);
     if (!incident) throw new Error(`incident ${id} vanished from Redis`);
@@ -144,15 +152,30 @@ export class IncidentStore {
   }
 
   async open(): Promise<Incident[]> {
-    const ids = await this.redis.smembers(this.openKey);
-    const all = await Promise.all(ids.map((id) => this.get(id)));
-    return all.filter((i): i is Incident => !!i).sort((a, b) => a.n - b.n);
+    return (await this.readable(await this.redis.smembers(this.openKey))).sort((a, b) => a.n - b.n);
   }
 
   /** The latest `count` incidents, newest first. */
   async recent(count = 10): Promise<Incident[]> {
-    const ids = await this.redis.zrevrange(this.allKey, 0, count - 1);
-    const all = await Promise.all(ids.map((id) => this.get(id)));
+    return this.readable(await this.redis.zrevrange(this.allKey, 0, count - 1));
+  }
+
+  /** Incidents closed at or after `fromMs`, in the order they closed. */
+  async closedSince(fromMs: number): Promise<Incident[]> {
+    return this.readable(await this.redis.zrangebyscore(this.closedKey, fromMs, '+inf'));
+  }
+
+  /** The incidents of `ids` that exist; a malformed one is logged and left out, so one bad record does not hide the rest. */
+  private async readable(ids: string[]): Promise<Incident[]> {
+    const all = await Promise.all(
+      ids.map((id) =>
+        this.get(id).catch((error: unknown) => {
+          if (!isRollcallError(error, 'stored_record_invalid')) throw error;
+          this.logger?.warn({ incident: id, err: error.message }, 'skipped a malformed incident record');
+          return undefined;
+        }),
+      ),
+    );
     return all.filter((i): i is Incident => !!i);
   }
 

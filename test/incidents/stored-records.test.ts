@@ -45,6 +45,34 @@ describe('incidents read back from Redis', () => {
   });
 });
 
+describe('incident lists', () => {
+  it('leave a malformed incident out of open() and recent() and log it, keeping the good ones', async () => {
+    const p = `${prefix}-lists`;
+    const warnings: unknown[] = [];
+    const store = new IncidentStore(redis, p, { warn: (o) => warnings.push(o) });
+    const good = await store.create(declared);
+    const bad = await store.create({ ...declared, title: 'db down' });
+    await redis.hset(`${p}:incident:${bad.id}`, 'severity', 'sev-one');
+    expect((await store.open()).map((i) => i.id)).toEqual([good.id]);
+    expect((await store.recent()).map((i) => i.id)).toEqual([good.id]);
+    expect(warnings).toEqual([expect.objectContaining({ incident: bad.id }), expect.objectContaining({ incident: bad.id })]);
+  });
+
+  it('find those closed since a time by when they closed, however long ago they were declared; a reopened one leaves that list', async () => {
+    const store = new IncidentStore(redis, `${prefix}-closed`);
+    const old = await store.create({ ...declared, declaredAt: new Date(Date.now() - 30 * 86_400_000).toISOString() });
+    const recent = await store.create(declared);
+    const earlier = await store.create(declared);
+    await store.update(earlier.id, { state: 'closed', closedAt: new Date(Date.now() - 2 * 86_400_000).toISOString() });
+    const from = Date.now() - 86_400_000;
+    await store.update(old.id, { state: 'closed', closedAt: new Date(Date.now() - 3_600_000).toISOString() });
+    await store.update(recent.id, { state: 'closed', closedAt: new Date().toISOString() });
+    expect((await store.closedSince(from)).map((i) => i.id)).toEqual([old.id, recent.id]);
+    await store.update(old.id, { state: 'investigating', closedAt: undefined });
+    expect((await store.closedSince(from)).map((i) => i.id)).toEqual([recent.id]);
+  });
+});
+
 describe('the change log reading the audit stream', () => {
   it('leaves a malformed audit entry out of the changes and logs it, keeping the good ones', async () => {
     const p = `${prefix}-changes`;
