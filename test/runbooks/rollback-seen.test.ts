@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Application } from '../../src/argocd/types.js';
-import { rollbackSeen } from '../../src/runbooks/actions/rollback.js';
+import { acceptedRollbackEnd, rollbackSeen } from '../../src/runbooks/actions/rollback.js';
 
 const R6 = '2222222222222222222222222222222222222222';
 const plan = { revision: R6 };
@@ -26,5 +26,19 @@ describe('rollbackSeen: did the rollback whose answer was lost reach Argo CD?', 
     expect(rollbackSeen(app({ operationState: { operation: { sync: { revision: 'HEAD' } }, phase: 'Failed', startedAt: '2026-12-01T10:05:00Z' } }), plan, mark)).toBe('other');
     expect(rollbackSeen(app({ operationState: lastOp }, { sync: { revision: R6 }, initiatedBy: { automated: true } }), plan, mark)).toBe('other');
     expect(rollbackSeen(app({ operationState: lastOp, history: [{ id: 8, revision: 'HEAD', deployedAt: 'x' }] }), plan, mark)).toBe('other');
+  });
+});
+
+describe('acceptedRollbackEnd: has the rollback Argo CD accepted ended?', () => {
+  it('ends with the phase and message of its own operation, even one that started within the same second as the last', () => {
+    const failedSameSecond = { operation: { sync: { revision: R6 } }, phase: 'Failed' as const, message: 'one or more objects failed to apply', startedAt: mark.opBefore };
+    expect(acceptedRollbackEnd(app({ operationState: failedSameSecond }), plan, mark.opBefore)).toEqual({ phase: 'Failed', message: 'one or more objects failed to apply' });
+    expect(acceptedRollbackEnd(app({ operationState: { operation: { sync: { revision: R6 } }, phase: 'Succeeded', startedAt: '2026-12-01T10:05:00Z' } }), plan, mark.opBefore)).toEqual({ phase: 'Succeeded' });
+  });
+
+  it('is not over while the operation is requested or running, nor on the last operation read back from before', () => {
+    expect(acceptedRollbackEnd(app({ operationState: lastOp }, { sync: { revision: R6 } }), plan, mark.opBefore)).toBeUndefined();
+    expect(acceptedRollbackEnd(app({ operationState: { operation: { sync: { revision: R6 } }, phase: 'Running', startedAt: '2026-12-01T10:05:00Z' } }), plan, mark.opBefore)).toBeUndefined();
+    expect(acceptedRollbackEnd(app({ operationState: lastOp }), plan, mark.opBefore)).toBeUndefined();
   });
 });

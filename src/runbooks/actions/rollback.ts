@@ -176,10 +176,28 @@ type Seen = 'ours' | 'other' | 'none';
  * (requested, running, done, or recorded in history) is the rollback; any other new operation means
  * the app cannot tell whether ours took; nothing new means it did not (yet).
  */
+type OperationLike = { sync?: { revision?: string; revisions?: string[] }; initiatedBy?: { automated?: boolean } } | undefined;
+
+/** A sync to the plan's revisions that no automation started: what a rollback's operation looks like. */
+function isRollbackTo(op: OperationLike, plan: Pick<RollbackPlan, 'revision' | 'revisions'>): boolean {
+  return !!op?.sync && !op.initiatedBy?.automated && sameRevs(revsOf(op.sync), revsOf(plan));
+}
+
+/**
+ * After Argo CD accepted the rollback: its operation's end, or undefined while it is requested or running.
+ * The last operation before ours is told apart by its startedAt, and, when both started within the same
+ * second (startedAt has seconds only), by being a sync to the rollback's revisions.
+ */
+export function acceptedRollbackEnd(app: Application, plan: Pick<RollbackPlan, 'revision' | 'revisions'>, opBefore: string | null | undefined): { phase: string; message?: string } | undefined {
+  const st = app.status?.operationState;
+  if (app.operation || !st) return undefined;
+  const ours = st.startedAt !== (opBefore ?? undefined) || isRollbackTo(st.operation, plan);
+  return ours && COMPLETED_PHASES.includes(st.phase) ? { phase: st.phase, ...(st.message ? { message: st.message } : {}) } : undefined;
+}
+
 export function rollbackSeen(app: Application, plan: Pick<RollbackPlan, 'revision' | 'revisions'>, mark: { opBefore?: string | null; historyBefore?: number }): Seen {
   const want = revsOf(plan);
-  const isOurs = (op: { sync?: { revision?: string; revisions?: string[] }; initiatedBy?: { automated?: boolean } } | undefined) =>
-    !!op?.sync && !op.initiatedBy?.automated && sameRevs(revsOf(op.sync), want);
+  const isOurs = (op: OperationLike) => isRollbackTo(op, plan);
   if (app.operation) return isOurs(app.operation) ? 'ours' : 'other';
   const st = app.status?.operationState;
   const newOp = st && st.startedAt !== (mark.opBefore ?? undefined);
@@ -326,9 +344,10 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
       if (s.state === 'accepted') {
         const st = app.status?.operationState;
         const newOp = !app.operation && st && st.startedAt !== (s.opBefore ?? undefined);
-        if (newOp && COMPLETED_PHASES.includes(st.phase)) {
-          if (st.phase === 'Succeeded') await apply({ type: 'finished', succeeded: true });
-          else await apply({ type: 'finished', succeeded: false, reason: `the rollback's sync ended ${st.phase}${st.message ? `: ${st.message}` : ''}` });
+        const end = acceptedRollbackEnd(app, plan, s.opBefore);
+        if (end) {
+          if (end.phase === 'Succeeded') await apply({ type: 'finished', succeeded: true });
+          else await apply({ type: 'finished', succeeded: false, reason: `the rollback's sync ended ${end.phase}${end.message ? `: ${end.message}` : ''}` });
           continue;
         }
         progress(`${plan.app}: rolling back to ${target}${st && newOp ? ` · ${st.phase}${st.message ? `: ${st.message}` : ''}` : ' · requested'}`);
