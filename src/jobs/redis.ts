@@ -78,6 +78,13 @@ function connect(url: string, opts: Partial<RedisOptions>): RedisClient {
   const { enableOfflineQueue, lazyConnect, enableReadyCheck, retryStrategy, ...perNode } = { ...target, ...opts };
   return new (ioredis().Cluster)(clusterNodes, {
     redisOptions: perNode,
+    // A master that dies is replaced by its replica after cluster-node-timeout (15 s by default) and an
+    // election. ioredis retries a command through that only maxRedirections times, retryDelay* apart
+    // (1.6 s by default), then fails it; as with a restarting Redis, commands wait it out instead (about a minute).
+    maxRedirections: 200,
+    retryDelayOnFailover: 300,
+    retryDelayOnClusterDown: 300,
+    retryDelayOnTryAgain: 300,
     ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
     ...(lazyConnect === undefined ? {} : { lazyConnect }),
     ...(enableReadyCheck === undefined ? {} : { enableReadyCheck }),

@@ -301,3 +301,36 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster (a private 3-master 
     expect(await probeRedis(`redis+cluster://127.0.0.1:${await freePort()}`, 1000)).toMatch(/ECONNREFUSED|startup nodes/);
   }, 20_000);
 });
+
+describe.skipIf(!!unsupported)('rollcall on a Redis Cluster whose master fails over (3 masters, 1 replica each)', () => {
+  let cluster: PrivateRedisCluster;
+  const cleanup: (() => Promise<unknown>)[] = [];
+  afterAll(async () => {
+    for (const c of cleanup.reverse()) await c().catch(() => {});
+    await cluster?.stop();
+  });
+
+  it('waits through the failover: what is written while the master is down lands on its replica once promoted', async () => {
+    cluster = await startPrivateRedisCluster(3, 1);
+    const prefix = '{rollcall-failover}';
+    const redis = createRedis(cluster.url);
+    cleanup.push(() => closeRedis(redis));
+    const { AuditLog } = await import('../../src/audit/audit-log.js');
+    const audit = new AuditLog(redis, prefix);
+    await audit.record({ kind: 'run.start', who: 'U1', target: 'bulk-sync', result: 'before' });
+    // The master holding the prefix's slot, as the cluster says.
+    const first = (redis as import('ioredis').Cluster).nodes('master')[0];
+    const slot = Number(await first.call('CLUSTER', 'KEYSLOT', prefix));
+    const slots = (await first.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
+    const owner = slots.find(([from, to]) => slot >= from && slot <= to)![2][1];
+    cluster.kill(owner);
+    const started = Date.now();
+    // ioredis's defaults give up after 16 redirections 100 ms apart, long before a replica takes over.
+    await audit.record({ kind: 'run.end', who: 'U1', target: 'bulk-sync', result: 'during' });
+    const waited = Date.now() - started;
+    const entries = await audit.latest(5);
+    expect(entries.map((e) => e.result)).toEqual(['during', 'before']);
+    expect((redis as import('ioredis').Cluster).nodes('master').map((n) => n.options.port)).not.toContain(owner);
+    expect(waited).toBeGreaterThan(500);
+  }, 60_000);
+});

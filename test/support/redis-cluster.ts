@@ -8,9 +8,11 @@ import { findBinary, freePort, pingRedis } from '../../src/dev/redis-server.js';
 const run = promisify(execFile);
 
 export interface PrivateRedisCluster {
-  /** `redis+cluster://` naming two of the masters: the client finds the third from the slot map. */
+  /** `redis+cluster://` naming two of the nodes: the client finds the others from the slot map. */
   url: string;
   ports: number[];
+  /** SIGKILLs the node on `port` (a crash: no shutdown, no handover). */
+  kill(port: number): void;
   stop(): Promise<void>;
 }
 
@@ -36,8 +38,11 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: n
   }
 }
 
-/** A private Redis Cluster of three masters (no replicas) on free ports in a temp dir; `stop` removes it all. */
-export async function startPrivateRedisCluster(masters = 3): Promise<PrivateRedisCluster> {
+/**
+ * A private Redis Cluster of `masters` masters, each with `replicas` replicas, on free ports in a temp dir;
+ * `stop` removes it all. With replicas, a killed master's replica takes over after the node timeout (1 s).
+ */
+export async function startPrivateRedisCluster(masters = 3, replicas = 0): Promise<PrivateRedisCluster> {
   const server = findBinary('redis-server')!;
   const cli = findBinary('redis-cli')!;
   const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-redis-cluster-'));
@@ -56,11 +61,13 @@ export async function startPrivateRedisCluster(masters = 3): Promise<PrivateRedi
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    for (let i = 0; i < masters; i++) {
+    for (let i = 0; i < masters * (1 + replicas); i++) {
       const port = await freePort();
       ports.push(port);
       const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--daemonize', 'no'];
-      args.push('--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '2000');
+      args.push('--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', replicas ? '1000' : '2000');
+      // A replica must have synced before it may replace its master; the default waits 5 s before the first sync.
+      args.push('--repl-diskless-sync-delay', '0');
       const child = spawn(server, args, { stdio: 'ignore' });
       children.push(child);
     }
@@ -70,16 +77,24 @@ export async function startPrivateRedisCluster(masters = 3): Promise<PrivateRedi
         return pingRedis('127.0.0.1', port, 200);
       }, 10_000);
     }
-    await run(cli, ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 20_000 });
+    await run(cli, ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(replicas), '--cluster-yes'], { timeout: 20_000 });
     for (const port of ports) {
       await waitFor(`cluster_state:ok not reached on port ${port}`, async () => {
         const { stdout } = await run(cli, ['-p', String(port), 'cluster', 'info']);
         return /cluster_state:ok/.test(stdout);
       }, 15_000);
     }
+    for (const port of ports) {
+      await waitFor(`replica on port ${port} did not sync with its master`, async () => {
+        const { stdout } = await run(cli, ['-p', String(port), 'info', 'replication']);
+        return !/role:slave/.test(stdout) || /master_link_status:up/.test(stdout);
+      }, 15_000);
+    }
   } catch (error) {
     await stop();
     throw error;
   }
-  return { url: `redis+cluster://127.0.0.1:${ports[0]},127.0.0.1:${ports[1]}`, ports, stop };
+  const kill = (port: number) => children[ports.indexOf(port)]?.kill('SIGKILL');
+  // Two seeds: the client learns the other nodes from the slot map.
+  return { url: `redis+cluster://127.0.0.1:${ports[0]},127.0.0.1:${ports[1]}`, ports, kill, stop };
 }
