@@ -157,8 +157,9 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
   if (groups.length) {
     blocks.push({
       kind: 'list',
-      title: `Problems by ${groups.some((g) => g.by === 'appset') ? 'ApplicationSet' : 'service'} and reason (${plural(groups.length, 'group')}), worst first`,
+      title: `Problems by ${groups.some((g) => g.by === 'appset') ? 'ApplicationSet' : 'service'} and reason, worst first`,
       items: groups.map((g) => groupItem(g, now, multiInstance)),
+      total: groups.length,
     });
     const example = groups[0].apps[0].app;
     blocks.push({ kind: 'context', text: `Details of one app: ${code(`app ${example}`)} · the apps of a group: ${code(`status ${groupSelector(groups[0])}`)}` });

@@ -197,8 +197,9 @@ function renderBlock(block: ReplyBlock, opts: TextOptions, self?: string): strin
     }
     case 'list': {
       const lines: string[] = [];
-      // As in Slack, a list's title carries its count.
-      const title = block.title && `${mrkdwnToText(block.title, opts)} (${(block.total ?? block.items.length).toLocaleString('en-US')})`;
+      // A list that states its full count carries it in the title, as in Slack. Without one, the items here may be
+      // a page of the list (the page footer gives the range), so no count is shown.
+      const title = block.title && `${mrkdwnToText(block.title, opts)}${block.total !== undefined ? ` (${block.total.toLocaleString('en-US')})` : ''}`;
       if (title) lines.push(color ? ansi(true, '1', title) : `${title}:`);
       for (const item of block.items) lines.push(renderItem(item, opts));
       if (block.total !== undefined && block.total > block.items.length) lines.push(`  … and ${(block.total - block.items.length).toLocaleString('en-US')} more`);

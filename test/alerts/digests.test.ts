@@ -221,7 +221,7 @@ describe('incidents in the digest', () => {
     expect(data.opened.map((i) => i.id)).toEqual([auth.id, payments.id]);
     expect(data.closed).toEqual([expect.objectContaining({ id: auth.id, severity: 2, ttr: closed.metrics.ttr })]);
     const text = renderText(reply, { color: false });
-    expect(text).toContain('Incidents: 1 open; 2 opened, 1 closed in the period (2)');
+    expect(text).toContain('Incidents: 1 open; 2 opened, 1 closed in the period');
     expect(text.indexOf(payments.id)).toBeLessThan(text.indexOf(auth.id));
     expect(text.indexOf(payments.id)).toBeLessThan(text.indexOf('Needs attention'));
     expect(text).toContain(`TTR ${formatDuration(closed.metrics.ttr! * 1000)}`);

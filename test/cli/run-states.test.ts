@@ -87,7 +87,7 @@ describe('run states in the terminal (rollcall ask against a running simulator)'
     const waited = await rollcall(['ask', `runs wait ${id}`, '--wait', '--config', config], env);
     expect(waited.code).toBe(0);
     expect(waited.stdout.split(`Bulk sync ${id}: succeeded`)).toHaveLength(2);
-    expect(waited.stdout.match(/Steps \(\d+\):/g)).toHaveLength(1);
+    expect(waited.stdout.match(/Steps:/g)).toHaveLength(1);
   }, 120_000);
 
   describe('user errors end in one clear line, never a stack', () => {

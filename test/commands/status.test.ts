@@ -74,7 +74,8 @@ describe('status', () => {
     const reply = await status('status --public');
     const lists = reply.blocks.filter((b): b is Extract<ReplyBlock, { kind: 'list' }> => b.kind === 'list' && b.title !== 'Clusters');
     expect(lists).toHaveLength(1);
-    expect(lists[0].title).toBe('Problems by ApplicationSet and reason (4 groups), worst first');
+    expect(lists[0].title).toBe('Problems by ApplicationSet and reason, worst first');
+    expect(lists[0].total).toBe(4);
     expect(lists[0].items.map((i) => [i.text, i.tone])).toEqual([
       ['*auth* · sync failed on east/prod-us2 · one or more objects failed to apply, reason: admission webhook denied · for 1h', 'error'],
       ['*auth* · Degraded on east/prod-us1 · Deployment "auth" exceeded its progress deadline (Deployment/auth) · for 30m', 'error'],
