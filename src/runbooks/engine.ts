@@ -178,23 +178,46 @@ class Engine implements RunService {
     this.queue = createStepQueue(queueConnection, this.opts.prefix);
     this.queue.on('error', (err) => this.queueError('runbook queue error', err));
     if (this.opts.role !== 'bot') {
-      const workerConnection = createRedis(this.opts.redisUrl);
-      this.extraConnections.push(workerConnection);
-      this.worker = createStepWorker(workerConnection, this.opts.prefix, (job, token, signal) => this.process(job, token, signal), this.timing, {
-        concurrency: this.opts.concurrency ?? 20,
-      });
-      this.worker.on('error', (err) => this.queueError('runbook worker error', err));
-      // BullMQ keeps running a processor whose lock it could not renew and hands the job to another
-      // worker: stop ours before its next call (the lease shuts it out of Redis writes anyway).
-      this.worker.on('lockRenewalFailed', (jobIds: string[]) => {
-        for (const id of jobIds) {
-          this.worker?.cancelJob(id, LOCK_LOST);
-          this.opts.logger?.warn({ jobId: id }, 'lost the lock of a runbook step (Redis unreachable or this worker stalled): stopping it before its next call; another worker continues it');
-        }
-      });
-      await this.worker.waitUntilReady();
+      await this.startWorker();
       await this.recover();
     }
+  }
+
+  /**
+   * The step worker, on a connection of its own. On a Redis Cluster, BullMQ's blocking fetch stays on a master
+   * that died: after a failover the worker never takes a job again. A worker started afresh does, so the worker
+   * is replaced when the Cluster drops a node (its steps were stopped already, when their locks could not be renewed).
+   */
+  private async startWorker(): Promise<void> {
+    const workerConnection = createRedis(this.opts.redisUrl);
+    this.extraConnections.push(workerConnection);
+    const worker = createStepWorker(workerConnection, this.opts.prefix, (job, token, signal) => this.process(job, token, signal), this.timing, {
+      concurrency: this.opts.concurrency ?? 20,
+    });
+    this.worker = worker;
+    worker.on('error', (err) => this.queueError('runbook worker error', err));
+    // BullMQ keeps running a processor whose lock it could not renew and hands the job to another
+    // worker: stop ours before its next call (the lease shuts it out of Redis writes anyway).
+    worker.on('lockRenewalFailed', (jobIds: string[]) => {
+      for (const id of jobIds) {
+        worker.cancelJob(id, LOCK_LOST);
+        this.opts.logger?.warn({ jobId: id }, 'lost the lock of a runbook step (Redis unreachable or this worker stalled): stopping it before its next call; another worker continues it');
+      }
+    });
+    if (workerConnection.isCluster) {
+      workerConnection.once('-node', () => {
+        if (this.stopping || this.worker !== worker) return;
+        this.opts.logger?.warn({}, 'a Redis Cluster node left: starting the step worker afresh');
+        void (async () => {
+          await worker.close(true).catch(() => undefined);
+          const at = this.extraConnections.indexOf(workerConnection);
+          if (at >= 0) this.extraConnections.splice(at, 1);
+          workerConnection.disconnect();
+          if (!this.stopping) await this.startWorker();
+        })().catch((err: Error) => this.opts.logger?.error({ err: err.message }, 'could not start the step worker afresh'));
+      });
+    }
+    await worker.waitUntilReady();
   }
 
   async workersOnline(): Promise<number> {

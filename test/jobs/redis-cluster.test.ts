@@ -310,6 +310,42 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster whose master fails o
     await cluster?.stop();
   });
 
+  /** The master holding `prefix`'s slot, as the cluster says. */
+  async function ownerOf(redis: RedisClient, prefix: string): Promise<number> {
+    const first = (redis as import('ioredis').Cluster).nodes('master')[0];
+    const slot = Number(await first.call('CLUSTER', 'KEYSLOT', prefix));
+    const slots = (await first.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
+    return slots.find(([from, to]) => slot >= from && slot <= to)![2][1];
+  }
+
+  it('finishes a bulk sync whose master is killed mid-run: the worker starts afresh, no app is synced twice', async () => {
+    const own = await startPrivateRedisCluster(3, 1);
+    cleanup.push(() => own.stop());
+    const prefix = '{rollcall-failover-run}';
+    const probe = createRedis(own.url);
+    cleanup.push(() => closeRedis(probe));
+    const sim: SimServer = await startTestSim({ scenario: 'seed-outage', manual: false, speed: 15 });
+    cleanup.push(() => sim.stop());
+    const { services, fleet } = await servicesForSim(sim, { notifier: new RecordingNotifier() });
+    cleanup.push(() => fleet.stop());
+    const engine: EngineHandle = await startEngine(services, { role: 'all', redisUrl: own.url, prefix, runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR), ...FAST });
+    cleanup.push(() => engine.stop());
+    services.runs = engine.runs;
+    services.audit = engine.runs.audit;
+    const ctx: CommandContext = { services, user: 'U_OP', surface: 'terminal', channel: 'terminal', assumeYes: true };
+    const reply = await dispatch('sync * concurrency=20 includeSynced=true confirm=540 gate=none', ctx);
+    expect(reply.ok, JSON.stringify(reply.error)).toBe(true);
+    const runId = (reply.data as { runId: string }).runId;
+    const syncs = async () => (await simOperations(sim)).filter((o) => o.method === 'POST' && /\/sync$/.test(o.path)).map((o) => `${o.instance}/${o.app}`);
+    await expect.poll(async () => (await syncs()).length, { timeout: 20_000, interval: 50 }).toBeGreaterThan(60);
+    own.kill(await ownerOf(probe, prefix));
+    const end = await engine.runs.waitForEnd(runId, 60_000);
+    expect(end.status, end.error).toBe('succeeded');
+    const sent = await syncs();
+    expect(sent).toHaveLength(540);
+    expect(new Set(sent).size).toBe(540);
+  }, 120_000);
+
   it('waits through the failover: what is written while the master is down lands on its replica once promoted', async () => {
     cluster = await startPrivateRedisCluster(3, 1);
     const prefix = '{rollcall-failover}';
@@ -318,11 +354,7 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster whose master fails o
     const { AuditLog } = await import('../../src/audit/audit-log.js');
     const audit = new AuditLog(redis, prefix);
     await audit.record({ kind: 'run.start', who: 'U1', target: 'bulk-sync', result: 'before' });
-    // The master holding the prefix's slot, as the cluster says.
-    const first = (redis as import('ioredis').Cluster).nodes('master')[0];
-    const slot = Number(await first.call('CLUSTER', 'KEYSLOT', prefix));
-    const slots = (await first.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
-    const owner = slots.find(([from, to]) => slot >= from && slot <= to)![2][1];
+    const owner = await ownerOf(redis, prefix);
     cluster.kill(owner);
     const started = Date.now();
     // ioredis's defaults give up after 16 redirections 100 ms apart, long before a replica takes over.
