@@ -1,9 +1,10 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimProcess } from '../support/sim-process.js';
 import { closeRedis, createRedis } from '../../src/jobs/redis.js';
 import { AuditLog } from '../../src/audit/audit-log.js';
 import { cleanPrefix } from '../runbooks/fake-argo.js';
@@ -51,14 +52,7 @@ describe('rollcall ask: identity, --as and --json answers (processes)', () => {
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'rollcall-ask-id-'));
     sandbox = path.join(dir, 'sandbox.yaml');
-    let out = '';
-    sim = spawn(process.execPath, [bin, 'sim', '--fixture', fixtureFile, '--port', '0', '--frozen', '--write-config', sandbox], { stdio: ['ignore', 'pipe', 'inherit'] });
-    sim.stdout!.on('data', (chunk) => (out += chunk));
-    const deadline = Date.now() + 30_000;
-    while (!out.includes('argocd staging')) {
-      if (Date.now() > deadline || sim.exitCode !== null) throw new Error(`rollcall sim did not start: ${out}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    sim = (await startSimProcess(['--fixture', fixtureFile, '--port', '0', '--frozen', '--write-config', sandbox], (out) => out.includes('argocd staging'))).child;
     const written = readFileSync(sandbox, 'utf8');
     // The simulator's config is a sandbox: it lets --as pick anyone.
     expect(written).toContain('terminal: { allowActAs: true }');

@@ -1,10 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimProcess } from '../support/sim-process.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const bin = path.join(root, 'bin/rollcall.js');
@@ -17,14 +18,7 @@ describe('rollcall ask "status" on seed-outage (processes)', () => {
 
   beforeAll(async () => {
     config = path.join(mkdtempSync(path.join(tmpdir(), 'rollcall-ask-status-')), 'rollcall.yaml');
-    sim = spawn(process.execPath, [bin, 'sim', '--scenario', 'seed-outage', '--port', '0', '--frozen', '--write-config', config], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    sim.stdout!.on('data', (chunk) => (out += chunk));
-    const deadline = Date.now() + 30_000;
-    while (!out.split('\n').some((l) => l.startsWith('argocd '))) {
-      if (Date.now() > deadline || sim.exitCode !== null) throw new Error(`rollcall sim did not start: ${out}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    sim = (await startSimProcess(['--scenario', 'seed-outage', '--port', '0', '--frozen', '--write-config', config])).child;
   }, 40_000);
 
   afterAll(() => {

@@ -1,10 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { execFile } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { simInstances, startSimProcess } from '../support/sim-process.js';
 import type { Fixture } from '../../src/sim/fixture-types.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
@@ -45,13 +46,9 @@ describe('rollcall sim + rollcall ask (processes, as a user runs them)', () => {
 
   beforeAll(async () => {
     config = path.join(mkdtempSync(path.join(tmpdir(), 'rollcall-ask-')), 'rollcall.yaml');
-    sim = spawn(process.execPath, [bin, 'sim', '--fixture', fixtureFile, '--port', '0', '--frozen', '--write-config', config], { stdio: ['ignore', 'pipe', 'inherit'] });
-    sim.stdout!.on('data', (chunk) => (simOut += chunk));
-    const deadline = Date.now() + 30_000;
-    while (simOut.split('\n').filter((l) => l.startsWith('argocd ')).length < 2) {
-      if (Date.now() > deadline || sim.exitCode !== null) throw new Error(`rollcall sim did not start: ${simOut}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const started = await startSimProcess(['--fixture', fixtureFile, '--port', '0', '--frozen', '--write-config', config], 2);
+    sim = started.child;
+    simOut = started.output();
   }, 40_000);
 
   afterAll(() => {
@@ -59,7 +56,7 @@ describe('rollcall sim + rollcall ask (processes, as a user runs them)', () => {
   });
 
   it('prints one line per served instance with its url and token', () => {
-    const lines = simOut.split('\n').filter((l) => l.startsWith('argocd '));
+    const lines = simInstances(simOut);
     expect(lines[0]).toMatch(/^argocd prod http:\/\/127\.0\.0\.1:\d+\/i\/prod token=\S+$/);
     expect(lines[1]).toMatch(/^argocd staging http:\/\/127\.0\.0\.1:\d+\/i\/staging token=\S+$/);
   });

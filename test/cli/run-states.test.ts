@@ -1,9 +1,10 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimProcess } from '../support/sim-process.js';
 import { cleanPrefix } from '../runbooks/fake-argo.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
@@ -41,14 +42,7 @@ describe('run states in the terminal (rollcall ask against a running simulator)'
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'rollcall-runstates-'));
     const written = path.join(dir, 'sim.yaml');
-    let out = '';
-    sim = spawn(process.execPath, [bin, 'sim', '--fixture', fixtureFile, '--port', '0', '--speed', '50', '--write-config', written], { stdio: ['ignore', 'pipe', 'inherit'] });
-    sim.stdout!.on('data', (chunk) => (out += chunk));
-    const deadline = Date.now() + 30_000;
-    while (out.split('\n').filter((l) => l.startsWith('argocd ')).length < 2) {
-      if (Date.now() > deadline || sim.exitCode !== null) throw new Error(`rollcall sim did not start: ${out}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    sim = (await startSimProcess(['--fixture', fixtureFile, '--port', '0', '--speed', '50', '--write-config', written], 2)).child;
     config = path.join(dir, 'rollcall.yaml');
     writeFileSync(config, readFileSync(written, 'utf8').replace('prefix: rollcall', `prefix: ${prefix}`));
   }, 40_000);

@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimProcess } from '../support/sim-process.js';
 import { startPrivateRedis, type PrivateRedis } from '../../src/dev/redis-server.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
@@ -56,14 +57,7 @@ describe('rollcall start on SIGTERM (real processes, a private redis-server)', (
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'rollcall-shutdown-'));
     simConfig = path.join(dir, 'sim.yaml');
-    let out = '';
-    sim = spawn(process.execPath, [bin, 'sim', '--fixture', fixtureFile, '--port', '0', '--write-config', simConfig], { stdio: ['ignore', 'pipe', 'inherit'] });
-    sim.stdout!.on('data', (chunk) => (out += chunk));
-    const deadline = Date.now() + 30_000;
-    while (!out.includes('argocd staging')) {
-      if (Date.now() > deadline || sim.exitCode !== null) throw new Error(`rollcall sim did not start: ${out}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    sim = (await startSimProcess(['--fixture', fixtureFile, '--port', '0', '--write-config', simConfig], (out) => out.includes('argocd staging'))).child;
   }, 40_000);
 
   afterAll(() => {
@@ -124,15 +118,9 @@ describe('rollcall start on SIGTERM mid-run (real processes, seed-outage simulat
   beforeAll(async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-shutdown-run-'));
     simConfig = path.join(dir, 'sim.yaml');
-    let out = '';
-    sim = spawn(process.execPath, [bin, 'sim', '--scenario', 'seed-outage', '--port', '0', '--speed', '5', '--write-config', simConfig], { stdio: ['ignore', 'pipe', 'inherit'] });
-    sim.stdout!.on('data', (chunk) => (out += chunk));
-    const deadline = Date.now() + 30_000;
-    while (!/^argocd prod (\S+)/m.test(out)) {
-      if (Date.now() > deadline || sim.exitCode !== null) throw new Error(`rollcall sim did not start: ${out}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    simUrl = new URL(/^argocd prod (\S+)/m.exec(out)![1]).origin;
+    const started = await startSimProcess(['--scenario', 'seed-outage', '--port', '0', '--speed', '5', '--write-config', simConfig], (out) => /^argocd prod (\S+)/m.test(out));
+    sim = started.child;
+    simUrl = new URL(/^argocd prod (\S+)/m.exec(started.output())![1]).origin;
   }, 40_000);
 
   afterAll(() => {

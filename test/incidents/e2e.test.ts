@@ -5,6 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { inflateSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimProcess } from '../support/sim-process.js';
 import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
@@ -64,14 +65,7 @@ describe('an incident against the seed-outage simulator, two rollcall start proc
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'rollcall-incident-'));
     const simConfig = path.join(dir, 'sim.yaml');
-    let out = '';
-    sim = spawn(process.execPath, [bin, 'sim', '--scenario', 'seed-outage', '--port', '0', '--speed', '2', '--write-config', simConfig], { stdio: ['ignore', 'pipe', 'inherit'] });
-    sim.stdout!.on('data', (chunk) => (out += chunk));
-    const deadline = Date.now() + 30_000;
-    while (!/^argocd prod /m.test(out)) {
-      if (Date.now() > deadline || sim.exitCode !== null) throw new Error(`rollcall sim did not start: ${out}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    sim = (await startSimProcess(['--scenario', 'seed-outage', '--port', '0', '--speed', '2', '--write-config', simConfig], (out) => /^argocd prod /m.test(out))).child;
     config = path.join(dir, 'rollcall.yaml');
     writeFileSync(config, `${readFileSync(simConfig, 'utf8').replace(/prefix: \S+/, `prefix: ${prefix}`)}\nhttp: { port: 0 }\n`);
     workers.push(await startRollcall(config), await startRollcall(config));
