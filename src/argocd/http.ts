@@ -200,7 +200,8 @@ function proxyFor(target: URL): ProxyRoute | undefined {
   }
   const via = new URL(proxy);
   const credentials = via.username ? `${decodeURIComponent(via.username)}:${decodeURIComponent(via.password)}` : undefined;
+  const { path: _path, ...proxyAddress } = urlParts(via);
   return {
-    plainHttp: { protocol: via.protocol, hostname: via.hostname.replace(/^\[|\]$/g, ''), port: via.port || undefined, ...(credentials ? { headers: { 'Proxy-Authorization': `Basic ${Buffer.from(credentials).toString('base64')}` } } : {}) },
+    plainHttp: { ...proxyAddress, ...(credentials ? { headers: { 'Proxy-Authorization': `Basic ${Buffer.from(credentials).toString('base64')}` } } : {}) },
   };
 }

@@ -197,11 +197,10 @@ export function acceptedRollbackEnd(app: Application, plan: Pick<RollbackPlan, '
 
 export function rollbackSeen(app: Application, plan: Pick<RollbackPlan, 'revision' | 'revisions'>, mark: { opBefore?: string | null; historyBefore?: number }): Seen {
   const want = revsOf(plan);
-  const isOurs = (op: OperationLike) => isRollbackTo(op, plan);
-  if (app.operation) return isOurs(app.operation) ? 'ours' : 'other';
+  if (app.operation) return isRollbackTo(app.operation, plan) ? 'ours' : 'other';
   const st = app.status?.operationState;
   const newOp = st && st.startedAt !== (mark.opBefore ?? undefined);
-  if (newOp && isOurs(st.operation)) return 'ours';
+  if (newOp && isRollbackTo(st.operation, plan)) return 'ours';
   const newHistory = (app.status?.history ?? []).filter((h) => h.id > (mark.historyBefore ?? -1));
   if (newHistory.some((h) => sameRevs(revsOf(h), want))) return 'ours';
   return newOp || newHistory.length ? 'other' : 'none';
