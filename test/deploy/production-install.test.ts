@@ -1,13 +1,16 @@
 import { execFile, spawn } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocketServer } from 'ws';
 import { freePort } from '../../src/dev/redis-server.js';
 import { simConfigYaml } from '../../src/sim/cli.js';
 import type { SimServer } from '../../src/sim/server.js';
 import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
+import { startFakeSlack } from '../support/fake-slack.js';
 import { startTestSim } from '../support/sim.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
@@ -69,15 +72,28 @@ describe('the production install: compiled JavaScript, production dependencies o
   it('accepts the example config and answers a one-shot ask from the simulator', async () => {
     const check = await run(['config', 'check', '--config', 'rollcall.example.yaml'], { ARGOCD_TOKEN: 'token' });
     expect(check.stdout).toMatch(/rollcall\.example\.yaml: ok/);
+    // A bad one is refused in zod's English, the one locale the build keeps (see the source maps below).
+    writeFileSync(path.join(app, 'bad.yaml'), 'instances:\n  - name: prod\n    url: 12\n    token: t\n', { mode: 0o644 });
+    const bad = await run(['config', 'check', '--config', 'bad.yaml']).then(
+      () => undefined,
+      (err: { code: number; stdout: string; stderr: string }) => err,
+    );
+    expect(bad?.code).toBe(2);
+    expect(`${bad?.stdout}${bad?.stderr}`).toMatch(/instances\[0\]\.url: expected string, received number \(line 3\)/);
     const { stdout } = await run(['ask', 'status', '--json', '--config', 'rollcall.yaml']);
     expect(JSON.parse(stdout)).toMatchObject({ ok: true, command: 'status' });
   });
 
-  it('answers a one-shot `ask status` without loading the queue, Redis, metrics or Kubernetes libraries', async () => {
-    // Every module the process resolves, ES or CommonJS, written to a log: what a one-shot answer pays for at start.
+  /**
+   * Every module a process of the install resolves, ES or CommonJS, appended to a log: what it pays for at start.
+   * Returns node's arguments that install the hooks, and a reader of the log.
+   */
+  function moduleLog(): { nodeArgs: string[]; read: () => string; remove: () => void } {
     const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-loads-'));
     chmodSync(dir, 0o777);
     const log = path.join(dir, 'loaded.log');
+    writeFileSync(log, '');
+    chmodSync(log, 0o666);
     const resolveHook = `import { appendFileSync } from 'node:fs'; export async function resolve(s, c, next) { const r = await next(s, c); appendFileSync(${JSON.stringify(log)}, r.url + '\\n'); return r; }`;
     const preload = [
       "import Module, { register } from 'node:module';",
@@ -86,28 +102,112 @@ describe('the production install: compiled JavaScript, production dependencies o
       `Module._load = function (request, ...rest) { appendFileSync(${JSON.stringify(log)}, request + '\\n'); return load.call(this, request, ...rest); };`,
       `register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(resolveHook)}));`,
     ].join('\n');
+    return {
+      nodeArgs: ['--import', `data:text/javascript,${encodeURIComponent(preload)}`],
+      read: () => readFileSync(log, 'utf8'),
+      remove: () => rmSync(dir, { recursive: true, force: true }),
+    };
+  }
+
+  it('answers a one-shot `ask status` without loading the queue, Redis, metrics or Kubernetes libraries', async () => {
     const loaded = async (command: string) => {
-      writeFileSync(log, '');
-      chmodSync(log, 0o666);
-      const { stdout } = await exec(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(preload)}`, 'dist/main.js', 'ask', command, '--json', '--config', 'rollcall.yaml'], {
-        cwd: app,
-        env: containerEnv(),
-        ...asImageUser,
-        timeout: 60_000,
-      });
-      return { reply: JSON.parse(stdout) as { ok: boolean }, modules: readFileSync(log, 'utf8') };
+      const log = moduleLog();
+      try {
+        const { stdout } = await exec(process.execPath, [...log.nodeArgs, 'dist/main.js', 'ask', command, '--json', '--config', 'rollcall.yaml'], {
+          cwd: app,
+          env: containerEnv(),
+          ...asImageUser,
+          timeout: 60_000,
+        });
+        return { reply: JSON.parse(stdout) as { ok: boolean }, modules: log.read() };
+      } finally {
+        log.remove();
+      }
+    };
+    const status = await loaded('status');
+    expect(status.reply.ok).toBe(true);
+    expect(status.modules).toMatch(/dist\/main\.js/);
+    for (const heavy of ['bullmq', 'ioredis', 'prom-client', '@kubernetes/client-node', 'axios']) expect(status.modules, heavy).not.toContain(heavy);
+    // The log does see them where a command needs them: `runs` reads the run store in Redis through BullMQ's client.
+    const runs = await loaded('runs');
+    expect(runs.reply.ok).toBe(true);
+    expect(runs.modules).toContain('ioredis');
+  });
+
+  /** `start --role bot` from the install with `slack` settings; resolves once /readyz answers 200. */
+  async function startBot(slackYaml: string, nodeArgs: string[]) {
+    const port = await freePort();
+    const file = `bot-${port}.yaml`;
+    writeFileSync(path.join(app, file), `${simConfigYaml(sim, { redisUrl: process.env.REDIS_URL, redisPrefix: prefix, access: true })}http:\n  port: ${port}\n${slackYaml}`, { mode: 0o644 });
+    let log = '';
+    const child = spawn(process.execPath, [...nodeArgs, 'dist/main.js', 'start', '--role', 'bot', '--config', file], { cwd: app, env: containerEnv(), ...asImageUser });
+    child.stderr.on('data', (c) => (log += c));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const stop = async () => {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      return exited;
     };
     try {
-      const status = await loaded('status');
-      expect(status.reply.ok).toBe(true);
-      expect(status.modules).toMatch(/dist\/main\.js/);
-      for (const heavy of ['bullmq', 'ioredis', 'prom-client', '@kubernetes/client-node', 'axios']) expect(status.modules, heavy).not.toContain(heavy);
-      // The log does see them where a command needs them: `runs` reads the run store in Redis through BullMQ's client.
-      const runs = await loaded('runs');
-      expect(runs.reply.ok).toBe(true);
-      expect(runs.modules).toContain('ioredis');
+      await expect.poll(async () => (child.exitCode === null ? (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status : `exited: ${log}`), { timeout: 30_000, interval: 200 }).toBe(200);
+    } catch (err) {
+      await stop();
+      throw err;
+    }
+    return { stop, log: () => log };
+  }
+
+  it('serves Slack over HTTP without loading Bolt’s Socket Mode, OAuth or express parts, which Socket Mode then loads', async () => {
+    const fake = await startFakeSlack();
+    const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+    const received: { envelope_id?: string }[] = [];
+    wss.on('connection', (ws) => {
+      ws.on('message', (data) => received.push(JSON.parse(String(data))));
+      ws.send(JSON.stringify({ type: 'hello', num_connections: 1, debug_info: { host: 'fake' }, connection_info: { app_id: 'A0ROLLCALL' } }));
+      ws.send(
+        JSON.stringify({
+          envelope_id: 'env-prod-1',
+          type: 'slash_commands',
+          accepts_response_payload: true,
+          payload: { command: '/argo', text: 'status', user_id: 'U0ALICE', channel_id: 'C0OPS', team_id: 'T0TEAM', response_url: fake.responseUrl('sock'), trigger_id: 't1' },
+        }),
+      );
+    });
+    await new Promise<void>((resolve) => wss.once('listening', () => resolve()));
+    fake.socketUrl = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/link`;
+    const lazy = ['@slack/socket-mode', '@slack/oauth', 'express', 'raw-body', 'undici', 'jsonwebtoken'];
+    // None of them is in the bundle (where its text would be held in memory even unused): each source map says so.
+    const chunks = path.join(app, 'dist/chunks');
+    for (const map of readdirSync(chunks).filter((f) => f.endsWith('.js.map'))) {
+      const { sources } = JSON.parse(readFileSync(path.join(chunks, map), 'utf8')) as { sources: string[] };
+      for (const part of lazy) expect(sources.filter((s) => s.includes(`node_modules/${part}/`)), `${part} in ${map}`).toEqual([]);
+      // The build's own stand-in for zod's index of locales (namespace zod-english-only) re-exports en.js alone.
+      const locales = sources.filter((s) => s.includes('node_modules/zod/v4/locales/') && !s.startsWith('zod-english-only:'));
+      expect(locales.filter((s) => !s.endsWith('/en.js')), `zod locales in ${map}`).toEqual([]);
+    }
+    const httpLog = moduleLog();
+    const socketLog = moduleLog();
+    try {
+      const http = await startBot(`slack:\n  mode: http\n  botToken: xoxb-prod\n  signingSecret: prod-secret\n  port: 0\n  apiUrl: ${fake.apiUrl}\n`, httpLog.nodeArgs);
+      expect(await http.stop()).toBe(0);
+      const httpModules = httpLog.read();
+      expect(httpModules).toMatch(/dist\/main\.js/);
+      for (const part of lazy) expect(httpModules, part).not.toContain(part);
+
+      // The same build in Socket Mode: the stand-in loads the real client from node_modules, and a command is acked.
+      const socket = await startBot(`slack:\n  mode: socket\n  botToken: xoxb-prod\n  appToken: xapp-prod\n  apiUrl: ${fake.apiUrl}\n`, socketLog.nodeArgs);
+      try {
+        await expect.poll(() => received.some((m) => m.envelope_id === 'env-prod-1'), { timeout: 15_000 }).toBe(true);
+        expect(fake.callsTo('apps.connections.open')[0].headers.authorization).toBe('Bearer xapp-prod');
+      } finally {
+        expect(await socket.stop(), socket.log()).toBe(0);
+      }
+      expect(socketLog.read()).toContain('@slack/socket-mode');
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      httpLog.remove();
+      socketLog.remove();
+      for (const c of wss.clients) c.terminate();
+      await new Promise((r) => wss.close(r));
+      await fake.stop();
     }
   });
 
