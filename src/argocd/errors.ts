@@ -122,6 +122,14 @@ export function errorFromResponse(ctx: CallContext, status: number, body: unknow
       { ...base, kind: 'unauthenticated' },
     );
   }
+  if (status === 407) {
+    // The answer is the proxy's, not Argo CD's: HTTPS_PROXY / HTTP_PROXY name one that wants credentials.
+    return new ArgoError(
+      `The proxy on the way to Argo CD instance ${ctx.instance} asks for credentials (HTTP 407 Proxy Authentication Required): ` +
+        'put them in the proxy URL, `HTTPS_PROXY=https://user:password@proxy:port` (percent-encode special characters).',
+      { ...base, kind: 'network' },
+    );
+  }
   if (status === 403 || grpcCode === GrpcCode.PermissionDenied) {
     if (argoMessage && SYNC_WINDOW.test(argoMessage)) {
       return new ArgoError(

@@ -72,7 +72,14 @@ export class HttpTransport {
     const secure = this.base.protocol === 'https:';
     this.tls = { rejectUnauthorized: !opts.tls?.insecureSkipVerify, ca: opts.tls?.caFile ? readFileSync(opts.tls.caFile) : undefined };
     this.proxy = proxyFor(this.base);
-    this.agent = this.proxy?.agent ?? (secure ? new https.Agent({ keepAlive: true, ...this.tls }) : new http.Agent({ keepAlive: true }));
+    this.agent =
+      this.proxy?.agent ??
+      (secure
+        ? new https.Agent({ keepAlive: true, ...this.tls })
+        : // An http instance behind an https:// proxy: TLS to the proxy, verified against the system's CAs.
+          this.proxy?.plainHttp?.protocol === 'https:'
+          ? new https.Agent({ keepAlive: true })
+          : new http.Agent({ keepAlive: true }));
   }
 
   request<T>(req: HttpRequest): Promise<HttpAnswer<T>> {
@@ -193,14 +200,16 @@ function proxyFor(target: URL): ProxyRoute | undefined {
   const { getProxyForUrl } = require('proxy-from-env') as { getProxyForUrl: (url: string) => string };
   const proxy = getProxyForUrl(target.href);
   if (!proxy) return undefined;
-  // The target's TLS settings travel with each request (the tunnel agent hands them to its TLS connect).
-  if (target.protocol === 'https:') {
-    const { HttpsProxyAgent } = require('https-proxy-agent') as { HttpsProxyAgent: new (proxy: string) => http.Agent };
-    return { agent: new HttpsProxyAgent(proxy) };
-  }
   const via = new URL(proxy);
   const credentials = via.username ? `${decodeURIComponent(via.username)}:${decodeURIComponent(via.password)}` : undefined;
   const { path: _path, ...proxyAddress } = urlParts(via);
+  // The target's TLS settings travel with each request (the tunnel agent hands them to its TLS connect).
+  if (target.protocol === 'https:') {
+    const { HttpsProxyAgent } = require('https-proxy-agent') as { HttpsProxyAgent: new (proxy: Record<string, unknown>) => http.Agent };
+    // Left to itself, this agent offers an https:// proxy the ALPN protocol "http 1.1", which a server that speaks
+    // ALPN (node's own, Envoy) refuses with "no application protocol"; "http/1.1" is the registered name.
+    return { agent: new HttpsProxyAgent({ ...proxyAddress, host: proxyAddress.hostname, auth: credentials, ALPNProtocols: ['http/1.1'] }) };
+  }
   return {
     plainHttp: { ...proxyAddress, ...(credentials ? { headers: { 'Proxy-Authorization': `Basic ${Buffer.from(credentials).toString('base64')}` } } : {}) },
   };

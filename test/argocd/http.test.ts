@@ -1,16 +1,19 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ArgoClient } from '../../src/argocd/client.js';
 import { HttpError, HttpTransport } from '../../src/argocd/http.js';
 import { instanceSchema } from '../../src/config/schema.js';
 
+const exec = promisify(execFile);
 const PROXY_VARIABLES = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'ALL_PROXY', 'all_proxy', 'NO_PROXY', 'no_proxy'];
 const savedEnv = Object.fromEntries(PROXY_VARIABLES.map((v) => [v, process.env[v]]));
 afterEach(() => {
@@ -116,10 +119,14 @@ describe('HttpTransport', () => {
     // Tunnelled sockets are no longer the server's to close.
     const tunnels: net.Socket[] = [];
 
-    beforeAll(async () => {
-      // A forward proxy as squid is one: absolute-URI requests for http, CONNECT tunnels for https.
-      proxy = http.createServer((req, res) => {
+    /** A forward proxy as squid is one: absolute-URI requests for http, CONNECT tunnels for https. */
+    function actAsProxy(server: http.Server, requireAuth?: string): void {
+      server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
         proxied.push({ method: req.method, url: req.url, auth: req.headers['proxy-authorization'] });
+        if (requireAuth && req.headers['proxy-authorization'] !== requireAuth) {
+          res.writeHead(407, { 'proxy-authenticate': 'Basic realm="proxy"' }).end();
+          return;
+        }
         const target = new URL(req.url!);
         const upstream = http.request({ hostname: target.hostname, port: target.port, path: `${target.pathname}${target.search}`, method: req.method, headers: req.headers }, (up) => {
           res.writeHead(up.statusCode!, up.headers);
@@ -127,9 +134,13 @@ describe('HttpTransport', () => {
         });
         req.pipe(upstream);
       });
-      proxy.on('connect', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
+      server.on('connect', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
         proxied.push({ method: req.method, url: req.url, auth: req.headers['proxy-authorization'] });
         tunnels.push(socket);
+        if (requireAuth && req.headers['proxy-authorization'] !== requireAuth) {
+          socket.end('HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="proxy"\r\nContent-Length: 0\r\n\r\n');
+          return;
+        }
         const [host, port] = req.url!.split(':');
         const upstream = net.connect(Number(port), host, () => {
           socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
@@ -141,6 +152,11 @@ describe('HttpTransport', () => {
         upstream.on('error', () => socket.destroy());
         socket.on('error', () => upstream.destroy());
       });
+    }
+
+    beforeAll(async () => {
+      proxy = http.createServer();
+      actAsProxy(proxy);
       proxyPort = await listen(proxy);
     });
     afterAll(async () => {
@@ -161,6 +177,18 @@ describe('HttpTransport', () => {
       expect(proxied).toEqual([]);
     });
 
+    /** A key and a self-signed certificate for 127.0.0.1, written to DIR/NAME-{key,cert}.pem. */
+    function selfSigned(dir: string, name: string): { key: Buffer; cert: Buffer } {
+      const key = path.join(dir, `${name}-key.pem`);
+      const cert = path.join(dir, `${name}-cert.pem`);
+      execFileSync(
+        'openssl',
+        ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', `/CN=${name}.test`, '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert],
+        { stdio: 'ignore' },
+      );
+      return { key: readFileSync(key), cert: readFileSync(cert) };
+    }
+
     const hasOpenssl = (() => {
       try {
         execFileSync('openssl', ['version'], { stdio: 'ignore' });
@@ -172,13 +200,7 @@ describe('HttpTransport', () => {
 
     it.skipIf(!hasOpenssl)('tunnels https through HTTPS_PROXY and still verifies the instance against its caFile', async () => {
       const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-proxy-tls-'));
-      execFileSync(
-        'openssl',
-        ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=argocd.test', '-addext', 'subjectAltName=IP:127.0.0.1',
-          '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem')],
-        { stdio: 'ignore' },
-      );
-      const secure = https.createServer({ key: readFileSync(path.join(dir, 'key.pem')), cert: readFileSync(path.join(dir, 'cert.pem')) }, (req, res) => {
+      const secure = https.createServer(selfSigned(dir, 'argocd'), (req, res) => {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ items: [], metadata: { seen: req.url } }));
       });
@@ -187,13 +209,62 @@ describe('HttpTransport', () => {
         process.env.HTTPS_PROXY = `http://127.0.0.1:${proxyPort}`;
         proxied.length = 0;
         const cfg = (tls: Record<string, unknown>) => instanceSchema.parse({ name: 'secure', url: `https://127.0.0.1:${port}`, token: 'tok', tls, timeout: 2000 });
-        const list = await new ArgoClient(cfg({ caFile: path.join(dir, 'cert.pem') }), { retry: { retries: 0, baseMs: 1, maxMs: 1 } }).listApplications();
+        const list = await new ArgoClient(cfg({ caFile: path.join(dir, 'argocd-cert.pem') }), { retry: { retries: 0, baseMs: 1, maxMs: 1 } }).listApplications();
         expect(list.metadata).toEqual({ seen: '/api/v1/applications' });
         expect(proxied).toEqual([{ method: 'CONNECT', url: `127.0.0.1:${port}`, auth: undefined }]);
         // Through the tunnel, an unknown CA is still refused.
         const refused = await new ArgoClient(cfg({}), { retry: { retries: 0, baseMs: 1, maxMs: 1 } }).listApplications().catch((e: Error) => e);
         expect(String(refused)).toMatch(/TLS verification of Argo CD instance secure/);
       } finally {
+        await close(secure);
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    // NODE_EXTRA_CA_CERTS is read when node starts, as a user trusting a company proxy sets it: a process of its own.
+    it.skipIf(!hasOpenssl)('goes through an https:// proxy that asks for credentials, for http and https instances alike', async () => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-proxy-tls-'));
+      const auth = `Basic ${Buffer.from('ops:s:cret').toString('base64')}`;
+      const tlsProxy = https.createServer(selfSigned(dir, 'proxy'));
+      actAsProxy(tlsProxy, auth);
+      const secure = https.createServer(selfSigned(dir, 'argocd'), (req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ items: [], metadata: { seen: req.url } }));
+      });
+      const [tlsProxyPort, securePort] = [await listen(tlsProxy), await listen(secure)];
+      const src = (file: string) => JSON.stringify(pathToFileURL(path.resolve(import.meta.dirname, '../../src', file)).href);
+      const script = `
+        import { HttpTransport } from ${src('argocd/http.ts')};
+        import { ArgoClient } from ${src('argocd/client.ts')};
+        import { instanceSchema } from ${src('config/schema.ts')};
+        const out = {};
+        const settle = (p) => p.then((v) => v, (e) => ({ error: String(e) }));
+        out.plain = await settle(new HttpTransport({ baseUrl: ${JSON.stringify(`${argoUrl}/api/v1`)}, headers: {}, timeoutMs: 5000 }).request({ method: 'GET', path: '/applications' }).then((a) => a.data));
+        const cfg = instanceSchema.parse({ name: 'secure', url: 'https://127.0.0.1:${securePort}', token: 'tok', tls: { caFile: ${JSON.stringify(path.join(dir, 'argocd-cert.pem'))} }, timeout: 5000 });
+        out.secure = await settle(new ArgoClient(cfg, { retry: { retries: 0, baseMs: 1, maxMs: 1 } }).listApplications().then((l) => l.metadata));
+        process.stdout.write(JSON.stringify(out));`;
+      const through = async (proxyUrl: string) => {
+        const env: NodeJS.ProcessEnv = { ...process.env, HTTPS_PROXY: proxyUrl, HTTP_PROXY: proxyUrl, NODE_EXTRA_CA_CERTS: path.join(dir, 'proxy-cert.pem') };
+        for (const v of ['NO_PROXY', 'no_proxy', 'https_proxy', 'http_proxy', 'ALL_PROXY', 'all_proxy']) delete env[v];
+        // Not execFileSync: the proxy and the instances answer from this process's event loop.
+        const { stdout } = await exec(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env, encoding: 'utf8', timeout: 30_000 });
+        return JSON.parse(stdout) as Record<string, unknown>;
+      };
+      try {
+        proxied.length = 0;
+        expect(await through(`https://ops:s%3Acret@127.0.0.1:${tlsProxyPort}`)).toEqual({ plain: { method: 'GET', url: '/api/v1/applications', body: null }, secure: { seen: '/api/v1/applications' } });
+        expect(proxied).toEqual([
+          { method: 'GET', url: `${argoUrl}/api/v1/applications`, auth },
+          { method: 'CONNECT', url: `127.0.0.1:${securePort}`, auth },
+        ]);
+
+        // Without credentials the proxy's 407 is what the user reads, for either kind of instance.
+        const refused = await through(`https://127.0.0.1:${tlsProxyPort}`);
+        expect(refused.plain).toEqual({ error: expect.stringMatching(/407/) });
+        expect(refused.secure).toEqual({ error: expect.stringMatching(/proxy on the way to Argo CD instance secure asks for credentials \(HTTP 407/) });
+      } finally {
+        for (const t of tunnels) t.destroy();
+        await close(tlsProxy);
         await close(secure);
         rmSync(dir, { recursive: true, force: true });
       }
