@@ -186,7 +186,7 @@ class Engine implements RunService {
   /**
    * The step worker, on a connection of its own. On a Redis Cluster, BullMQ's blocking fetch stays on a master
    * that died: after a failover the worker never takes a job again. A worker started afresh does, so the worker
-   * is replaced when the Cluster drops a node (its steps were stopped already, when their locks could not be renewed).
+   * is replaced when the Cluster drops a master (its steps were stopped already, when their locks could not be renewed).
    */
   private async startWorker(): Promise<void> {
     const workerConnection = createRedis(this.opts.redisUrl);
@@ -205,9 +205,15 @@ class Engine implements RunService {
       }
     });
     if (workerConnection.isCluster) {
-      workerConnection.once('-node', () => {
+      // Only a master leaving strands the blocking fetch; a replica leaving (BullMQ reads from masters) changes nothing.
+      const nodeLeft = (node: { options: { readOnly?: boolean; port?: number } }) => {
+        if (node.options.readOnly) {
+          this.opts.logger?.info({ port: node.options.port }, 'a Redis Cluster replica left: the step worker carries on');
+          return;
+        }
+        workerConnection.off('-node', nodeLeft);
         if (this.stopping || this.worker !== worker) return;
-        this.opts.logger?.warn({}, 'a Redis Cluster node left: starting the step worker afresh');
+        this.opts.logger?.warn({ port: node.options.port }, 'a Redis Cluster master left: starting the step worker afresh');
         void (async () => {
           await worker.close(true).catch(() => undefined);
           const at = this.extraConnections.indexOf(workerConnection);
@@ -215,7 +221,8 @@ class Engine implements RunService {
           workerConnection.disconnect();
           if (!this.stopping) await this.startWorker();
         })().catch((err: Error) => this.opts.logger?.error({ err: err.message }, 'could not start the step worker afresh'));
-      });
+      };
+      workerConnection.on('-node', nodeLeft);
     }
     await worker.waitUntilReady();
   }

@@ -346,6 +346,40 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster whose master fails o
     expect(new Set(sent).size).toBe(540);
   }, 120_000);
 
+  it('carries on through a replica that dies mid-run: the step worker is not started afresh, no app is synced twice', async () => {
+    const own = await startPrivateRedisCluster(3, 1);
+    cleanup.push(() => own.stop());
+    const prefix = '{rollcall-replica-loss}';
+    const probe = createRedis(own.url);
+    cleanup.push(() => closeRedis(probe));
+    const sim: SimServer = await startTestSim({ scenario: 'seed-outage', manual: false, speed: 15 });
+    cleanup.push(() => sim.stop());
+    const { services, fleet } = await servicesForSim(sim, { notifier: new RecordingNotifier() });
+    cleanup.push(() => fleet.stop());
+    const said: string[] = [];
+    const logger = { info: (_: unknown, m?: string) => said.push(`info ${m}`), warn: (_: unknown, m?: string) => said.push(`warn ${m}`), error: (_: unknown, m?: string) => said.push(`error ${m}`) };
+    const engine: EngineHandle = await startEngine(services, { role: 'all', redisUrl: own.url, prefix, runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR), logger, ...FAST });
+    cleanup.push(() => engine.stop());
+    services.runs = engine.runs;
+    services.audit = engine.runs.audit;
+    const ctx: CommandContext = { services, user: 'U_OP', surface: 'terminal', channel: 'terminal', assumeYes: true };
+    const reply = await dispatch('sync * concurrency=20 includeSynced=true confirm=540 gate=none', ctx);
+    expect(reply.ok, JSON.stringify(reply.error)).toBe(true);
+    const runId = (reply.data as { runId: string }).runId;
+    const syncs = async () => (await simOperations(sim)).filter((o) => o.method === 'POST' && /\/sync$/.test(o.path)).map((o) => `${o.instance}/${o.app}`);
+    await expect.poll(async () => (await syncs()).length, { timeout: 20_000, interval: 50 }).toBeGreaterThan(60);
+    const slots = (await (probe as import('ioredis').Cluster).nodes('master')[0].call('CLUSTER', 'SLOTS')) as [number, number, [string, number], [string, number]][];
+    const owner = await ownerOf(probe, prefix);
+    own.kill(slots.find(([, , master]) => master[1] === owner)![3][1]);
+    const end = await engine.runs.waitForEnd(runId, 60_000);
+    expect(end.status, end.error).toBe('succeeded');
+    // The worker kept its fetch on the master: no lock was lost and no worker was started afresh.
+    expect(said.filter((m) => /master left|lost the lock/.test(m))).toEqual([]);
+    const sent = await syncs();
+    expect(sent).toHaveLength(540);
+    expect(new Set(sent).size).toBe(540);
+  }, 120_000);
+
   it('waits through the failover: what is written while the master is down lands on its replica once promoted', async () => {
     cluster = await startPrivateRedisCluster(3, 1);
     const prefix = '{rollcall-failover}';
