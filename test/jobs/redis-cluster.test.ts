@@ -310,46 +310,25 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster whose master fails o
     await cluster?.stop();
   });
 
-  /** The master holding `prefix`'s slot, as the cluster says. */
+  /** The master holding `prefix`'s slot, and its replica, as the cluster says. */
   async function ownerOf(redis: RedisClient, prefix: string): Promise<number> {
+    return (await shardOf(redis, prefix)).master;
+  }
+  async function shardOf(redis: RedisClient, prefix: string): Promise<{ master: number; replica?: number }> {
     const first = (redis as import('ioredis').Cluster).nodes('master')[0];
     const slot = Number(await first.call('CLUSTER', 'KEYSLOT', prefix));
-    const slots = (await first.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
-    return slots.find(([from, to]) => slot >= from && slot <= to)![2][1];
+    const slots = (await first.call('CLUSTER', 'SLOTS')) as [number, number, [string, number], [string, number]?][];
+    const [, , master, replica] = slots.find(([from, to]) => slot >= from && slot <= to)!;
+    return { master: master[1], replica: replica?.[1] };
   }
 
-  it('finishes a bulk sync whose master is killed mid-run: the worker starts afresh, no app is synced twice', async () => {
+  /**
+   * A 540-app bulk sync on a private 3-master, 1-replica Cluster, with the engine's log kept; `midRun` runs once
+   * the first 60 syncs are out. Resolves with the run's end, every sync the simulator received, and the log.
+   */
+  async function bulkSyncThrough(prefix: string, midRun: (cluster: PrivateRedisCluster, probe: RedisClient) => Promise<void>) {
     const own = await startPrivateRedisCluster(3, 1);
     cleanup.push(() => own.stop());
-    const prefix = '{rollcall-failover-run}';
-    const probe = createRedis(own.url);
-    cleanup.push(() => closeRedis(probe));
-    const sim: SimServer = await startTestSim({ scenario: 'seed-outage', manual: false, speed: 15 });
-    cleanup.push(() => sim.stop());
-    const { services, fleet } = await servicesForSim(sim, { notifier: new RecordingNotifier() });
-    cleanup.push(() => fleet.stop());
-    const engine: EngineHandle = await startEngine(services, { role: 'all', redisUrl: own.url, prefix, runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR), ...FAST });
-    cleanup.push(() => engine.stop());
-    services.runs = engine.runs;
-    services.audit = engine.runs.audit;
-    const ctx: CommandContext = { services, user: 'U_OP', surface: 'terminal', channel: 'terminal', assumeYes: true };
-    const reply = await dispatch('sync * concurrency=20 includeSynced=true confirm=540 gate=none', ctx);
-    expect(reply.ok, JSON.stringify(reply.error)).toBe(true);
-    const runId = (reply.data as { runId: string }).runId;
-    const syncs = async () => (await simOperations(sim)).filter((o) => o.method === 'POST' && /\/sync$/.test(o.path)).map((o) => `${o.instance}/${o.app}`);
-    await expect.poll(async () => (await syncs()).length, { timeout: 20_000, interval: 50 }).toBeGreaterThan(60);
-    own.kill(await ownerOf(probe, prefix));
-    const end = await engine.runs.waitForEnd(runId, 60_000);
-    expect(end.status, end.error).toBe('succeeded');
-    const sent = await syncs();
-    expect(sent).toHaveLength(540);
-    expect(new Set(sent).size).toBe(540);
-  }, 120_000);
-
-  it('carries on through a replica that dies mid-run: the step worker is not started afresh, no app is synced twice', async () => {
-    const own = await startPrivateRedisCluster(3, 1);
-    cleanup.push(() => own.stop());
-    const prefix = '{rollcall-replica-loss}';
     const probe = createRedis(own.url);
     cleanup.push(() => closeRedis(probe));
     const sim: SimServer = await startTestSim({ scenario: 'seed-outage', manual: false, speed: 15 });
@@ -368,16 +347,28 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster whose master fails o
     const runId = (reply.data as { runId: string }).runId;
     const syncs = async () => (await simOperations(sim)).filter((o) => o.method === 'POST' && /\/sync$/.test(o.path)).map((o) => `${o.instance}/${o.app}`);
     await expect.poll(async () => (await syncs()).length, { timeout: 20_000, interval: 50 }).toBeGreaterThan(60);
-    const slots = (await (probe as import('ioredis').Cluster).nodes('master')[0].call('CLUSTER', 'SLOTS')) as [number, number, [string, number], [string, number]][];
-    const owner = await ownerOf(probe, prefix);
-    own.kill(slots.find(([, , master]) => master[1] === owner)![3][1]);
+    await midRun(own, probe);
     const end = await engine.runs.waitForEnd(runId, 60_000);
+    return { end, sent: await syncs(), said };
+  }
+
+  it('finishes a bulk sync whose master is killed mid-run: the worker starts afresh, no app is synced twice', async () => {
+    const prefix = '{rollcall-failover-run}';
+    const { end, sent, said } = await bulkSyncThrough(prefix, async (cluster, probe) => cluster.kill(await ownerOf(probe, prefix)));
     expect(end.status, end.error).toBe('succeeded');
-    // The worker kept its fetch on the master: no lock was lost and no worker was started afresh.
-    expect(said.filter((m) => /master left|lost the lock/.test(m))).toEqual([]);
-    const sent = await syncs();
     expect(sent).toHaveLength(540);
     expect(new Set(sent).size).toBe(540);
+    expect(said).toContain('warn a Redis Cluster master left: starting the step worker afresh');
+  }, 120_000);
+
+  it('carries on through a replica that dies mid-run: the step worker is not started afresh, no app is synced twice', async () => {
+    const prefix = '{rollcall-replica-loss}';
+    const { end, sent, said } = await bulkSyncThrough(prefix, async (cluster, probe) => cluster.kill((await shardOf(probe, prefix)).replica!));
+    expect(end.status, end.error).toBe('succeeded');
+    expect(sent).toHaveLength(540);
+    expect(new Set(sent).size).toBe(540);
+    // The worker kept its fetch on the master: no lock was lost and no worker was started afresh.
+    expect(said.filter((m) => /master left|lost the lock/.test(m))).toEqual([]);
   }, 120_000);
 
   it('waits through the failover: what is written while the master is down lands on its replica once promoted', async () => {
