@@ -9,11 +9,18 @@ import { clockTime, displayZone, formatDuration, plural } from '../core/format.j
 import { CommandError, checkOptions, selectorFromCommand, SELECTOR_OPTIONS } from './parse.js';
 import type { CommandContext, CommandSpec, ParsedCommand } from './registry.js';
 import type { Reply, ReplyBlock, ReplyItem, Tone } from '../core/reply.js';
+import { STATUS_TONE } from '../runbooks/replies.js';
+import type { RunStatus } from '../runbooks/run-store.js';
 
 const USAGE = 'changes [since=1h] [kind=deploy|sync|operation|rollout|created|deleted|run] [APP|GLOB ...] [-l selector] [cluster=X] [appset=X] [instance=X]';
 const KINDS: ListedChangeKind[] = ['deploy', 'sync', 'operation', 'rollout', 'created', 'deleted', 'run'];
 
-const TONE: Record<ListedChangeKind, Tone> = { deploy: 'info', sync: 'ok', operation: 'progress', rollout: 'progress', created: 'info', deleted: 'warn', run: 'warn' };
+const TONE: Record<ListedChangeKind, Tone> = { deploy: 'info', sync: 'ok', operation: 'progress', rollout: 'progress', created: 'info', deleted: 'warn', run: 'progress' };
+
+/** A run's line says how it ended, as its run does; one still going is in progress. */
+function runTone(outcome: string | undefined): Tone {
+  return outcome && Object.hasOwn(STATUS_TONE, outcome) ? STATUS_TONE[outcome as RunStatus] : TONE.run;
+}
 
 /** The change log of this process, or an answer saying why there is none. */
 export function requireChangeLog(ctx: CommandContext, command: string): ChangeLog {
@@ -79,7 +86,7 @@ export async function runChanges(cmd: ParsedCommand, ctx: CommandContext): Promi
   if (!groups.length) {
     blocks.push({ kind: 'text', text: `No ${kinds ? kinds.join('/') + ' ' : ''}change${scoped ? ' to the selected apps' : ' in the fleet'} in the last ${window}.`, tone: 'ok' });
   } else {
-    const items: ReplyItem[] = groups.map((g) => ({ text: `\`${clockTime(new Date(g.to), { seconds: false })}\` ${g.text}`, tone: TONE[g.kind] }));
+    const items: ReplyItem[] = groups.map((g) => ({ text: `\`${clockTime(new Date(g.to), { seconds: false })}\` ${g.text}`, tone: g.kind === 'run' ? runTone(g.outcome) : TONE[g.kind] }));
     blocks.push({ kind: 'list', items });
     blocks.push({ kind: 'context', text: `${plural(changes.length, 'change')} in ${plural(groups.length, 'group')}, newest first. Times ${displayZone()}. Health changes are in incident timelines.` });
   }

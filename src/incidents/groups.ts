@@ -76,6 +76,10 @@ export interface ChangeGroup {
   previousRevision?: string;
   by?: string;
   runId?: string;
+  /** A run's: the runbook it ran, how it ended (absent while it runs), and the apps it synced. */
+  runbook?: string;
+  outcome?: string;
+  synced?: number;
 }
 
 /** Changes of one kind and subject this close together are one story ("on 12 clusters, 14:02–14:03"). */
@@ -94,7 +98,8 @@ export function groupChanges(changes: ChangeJson[], runIds: Map<ChangeJson, stri
     const runId = runIds.get(c);
     const subject = c.kind === 'run' && runId ? `run ${runId}` : (c.appSet ?? c.app ?? 'rollcall');
     const detail = c.kind === 'deploy' ? `${c.previousRevision ?? ''}>${c.revision ?? ''}` : c.kind === 'run' ? '' : `${c.text.replace(/^\S+\s/, '').replace(/\(run [^)]*\)/, '')}`;
-    const key = `${c.kind}|${subject}|${detail}|${c.by ?? ''}`;
+    // A run is one story whoever each entry names: its steps and its end are rollcall's, its request a person's.
+    const key = c.kind === 'run' ? `run|${subject}` : `${c.kind}|${subject}|${detail}|${c.by ?? ''}`;
     const t = Date.parse(c.at);
     const existing = open.get(key);
     if (existing && existing.lastMs - t <= GROUP_GAP_MS) {
@@ -103,6 +108,7 @@ export function groupChanges(changes: ChangeJson[], runIds: Map<ChangeJson, stri
       existing.lastMs = t;
       if (c.cluster && !existing.clusters.includes(c.cluster)) existing.clusters.push(c.cluster);
       if (c.app && !existing.apps.includes(c.app)) existing.apps.push(c.app);
+      if (c.kind === 'run') readRunEntry(existing, c);
       continue;
     }
     const group: Building = {
@@ -122,10 +128,27 @@ export function groupChanges(changes: ChangeJson[], runIds: Map<ChangeJson, stri
       ...(runId ? { runId } : {}),
       sample: c.text,
     };
+    if (c.kind === 'run') readRunEntry(group, c);
     open.set(key, group);
     groups.push(group);
   }
-  return groups.map(({ key: _key, lastMs: _last, sample, ...g }) => ({ ...g, text: groupText(g, sample) }));
+  return groups.map(({ key: _key, lastMs: _last, sample, syncedApps, syncedClusters, ...g }) => {
+    const group = { ...g, ...(syncedApps ? { synced: syncedApps.size } : {}) };
+    return { ...group, text: groupText(group, sample, [...(syncedClusters ?? [])]) };
+  });
+}
+
+/** What a run's entry adds to its group, read from the audit entry's text (see auditChange). Newest first. */
+function readRunEntry(group: Building, c: ChangeJson): void {
+  group.by ??= c.by;
+  const requested = /^run \S+ \(([^)]+)\) requested/.exec(c.text);
+  if (requested) group.runbook ??= requested[1];
+  const ended = /^run \S+ ended(?: by \S+)?: (\w+)/.exec(c.text);
+  if (ended) group.outcome ??= ended[1];
+  if (c.app && /^rollcall synced /.test(c.text)) {
+    (group.syncedApps ??= new Set()).add(`${c.instance}/${c.app}`);
+    if (c.cluster) (group.syncedClusters ??= new Set()).add(c.cluster);
+  }
 }
 
 interface Building extends ChangeGroup {
@@ -133,17 +156,25 @@ interface Building extends ChangeGroup {
   lastMs: number;
   /** The first change's text, for kinds whose line repeats it. */
   sample: string;
+  syncedApps?: Set<string>;
+  syncedClusters?: Set<string>;
 }
 
-function groupText(g: Omit<ChangeGroup, 'text'>, sample: string): string {
+function groupText(g: Omit<ChangeGroup, 'text'>, sample: string, syncedClusters: string[]): string {
   const when = hhmm(g.from) === hhmm(g.to) ? hhmm(g.from) : `${hhmm(g.from)}–${hhmm(g.to)}`;
-  const where = g.clusters.length > 1 ? ` on ${g.clusters.length} clusters` : g.clusters.length === 1 ? ` on ${g.clusters[0]}` : '';
+  const on = (clusters: string[]) => (clusters.length > 1 ? ` on ${clusters.length} clusters` : clusters.length === 1 ? ` on ${clusters[0]}` : '');
+  const where = on(g.clusters);
   const by = g.by ? `, by ${g.by}` : '';
   switch (g.kind) {
     case 'deploy':
       return `${g.subject}: ${g.previousRevision && g.previousRevision !== g.revision ? `${g.previousRevision} → ` : ''}${g.revision ?? 'new revision'}${where}, ${when}${by}`;
-    case 'run':
-      return `${g.subject}: ${g.count} ${g.count === 1 ? 'entry' : 'entries'}${g.apps.length ? ` touching ${g.apps.length} app${g.apps.length === 1 ? '' : 's'}` : ''}, ${when}${by}`;
+    case 'run': {
+      const did = [
+        g.outcome ?? '',
+        g.synced ? `synced ${g.synced} app${g.synced === 1 ? '' : 's'}${on(syncedClusters)}` : g.apps.length ? `touched ${g.apps.length} app${g.apps.length === 1 ? '' : 's'}${where}` : '',
+      ].filter(Boolean);
+      return `${g.subject}${g.runbook ? ` (${g.runbook})` : ''}: ${did.length ? did.join(', ') : `${g.count} ${g.count === 1 ? 'entry' : 'entries'}`}, ${when}${by}`;
+    }
     default: {
       const what = sample.replace(/^\S+\s/, '').replace(/\s*\(run [^)]*\)/, '');
       return `${g.subject}: ${what}${g.count > 1 ? ` ×${g.count}` : ''}${where}, ${when}`;

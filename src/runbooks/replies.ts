@@ -5,7 +5,7 @@ import { runPausable } from './actions/index.js';
 import { isTerminal, previewExpired, type Run, type RunStatus } from './run-store.js';
 import type { ActionPreview } from './actions/types.js';
 
-const STATUS_TONE: Record<RunStatus, Tone> = {
+export const STATUS_TONE: Record<RunStatus, Tone> = {
   previewing: 'progress',
   'awaiting-confirmation': 'info',
   'awaiting-approval': 'info',
