@@ -33,6 +33,13 @@ describe('runbook engine with bulk-sync', () => {
     expect(data.preview.skipped).toEqual([expect.objectContaining({ app: 'auth-config-prod-ap1', reason: 'already Synced and Healthy' })]);
     expect(data.preview.prune).toMatchObject({ resources: 3, apps: 3 });
     expect(data.preview.clusters).toEqual(clusters);
+    // What prune deletes is said on the first page, whatever the length of the waves: in the facts, then listed first.
+    const facts = preview.blocks.find((b) => b.kind === 'fields');
+    expect(facts && 'fields' in facts ? facts.fields : []).toContainEqual({ label: 'Prune deletes', value: '3 resources in 3 apps' });
+    const lists = preview.blocks.flatMap((b) => (b.kind === 'list' ? [b.title ?? ''] : []));
+    expect(lists[0]).toMatch(/^Prune would delete 3 resource\(s\) in 3 app\(s\)/);
+    expect(lists.slice(1).every((t) => t.startsWith('Wave '))).toBe(true);
+    expect(renderText(preview, { itemsPerPage: 2 })).toMatch(/Prune deletes:\s+3 resources in 3 apps[\s\S]*Prune would delete[\s\S]*old-prod-eu1[\s\S]*Page 1 of/);
     // The params line says what this run will do: what was typed and the defaults in effect, not a refused word.
     const paramsLine = preview.blocks.find((b) => b.kind === 'context' && b.text.includes('params:'));
     expect(paramsLine && 'text' in paramsLine ? paramsLine.text : '').toContain('selector=auth-config-* prune=true dryRun=false includeSynced=false concurrency=10');

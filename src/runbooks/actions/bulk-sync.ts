@@ -4,7 +4,7 @@ import { ArgoError } from '../../argocd/errors.js';
 import type { Application, ApplicationSyncRequest, Operation } from '../../argocd/types.js';
 import { attributionInfos } from '../../argocd/client.js';
 import { RollcallError } from '../../core/errors.js';
-import { literal, typedDuration } from '../../core/format.js';
+import { literal, plural, typedDuration } from '../../core/format.js';
 import type { ReplyBlock, ReplyItem } from '../../core/reply.js';
 import type { FleetApp } from '../../fleet/model.js';
 import { selectApps, type AppSelector } from '../../fleet/select.js';
@@ -272,6 +272,14 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
         { label: 'Clusters', value: `${clusters.length}${clusters.length <= 6 ? ` (${clusters.join(', ')})` : ''}` },
         { label: 'Skipped', value: `${skipped.length}${skipped.length ? ' already Synced+Healthy (includeSynced=true to include)' : ''}` },
         { label: 'Waves', value: waves.map((w) => `${literal(w.name)}: ${w.apps.length}`).join(' → ') || 'none' },
+        ...(plan.prune
+          ? [
+              {
+                label: input.dryRun ? 'Prune would delete' : 'Prune deletes',
+                value: `${plan.prune.resources ? `${plural(plan.prune.resources, 'resource')} in ${plural(plan.prune.apps, 'app')}` : 'nothing'}${plan.prune.sampled ? ` (in the ${plan.prune.sampled.checked} of ${plan.prune.sampled.of} apps checked)` : ''}`,
+              },
+            ]
+          : []),
       ],
     },
     { kind: 'context', text: optionsText(input) },
@@ -279,6 +287,16 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
   const warnings = waveWarnings(toSync.map(planned), input.waves, input.canary);
   plan.warnings = warnings;
   if (warnings.length) blocks.push({ kind: 'list', title: 'Check before confirming', items: warnings.map((text) => ({ text, tone: 'warn' as const })) });
+  // What prune deletes comes before the waves: on a long preview the waves fill the first page, and whoever
+  // confirms from that page must have seen it.
+  if (plan.prune?.items.length) {
+    blocks.push({
+      kind: 'list',
+      title: `Prune would delete ${plan.prune.resources} resource(s) in ${plan.prune.apps} app(s)${plan.prune.sampled ? ` (checked ${plan.prune.sampled.checked} of ${plan.prune.sampled.of} apps without a resource list)` : ''}`,
+      items: plan.prune.items.slice(0, 15).map((i) => ({ text: `${i.app} (${i.cluster})`, detail: i.resources.slice(0, 5).join(', ') + (i.resources.length > 5 ? ` and ${i.resources.length - 5} more` : ''), tone: 'warn' })),
+      total: plan.prune.items.length,
+    });
+  }
   waves.forEach((w, i) =>
     blocks.push({
       kind: 'list',
@@ -287,16 +305,8 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
       total: w.apps.length,
     }),
   );
-  if (plan.prune) {
-    blocks.push({
-      kind: 'list',
-      title: `Prune would delete ${plan.prune.resources} resource(s) in ${plan.prune.apps} app(s)${plan.prune.sampled ? ` (checked ${plan.prune.sampled.checked} of ${plan.prune.sampled.of} apps without a resource list)` : ''}`,
-      items: plan.prune.items.slice(0, 15).map((i) => ({ text: `${i.app} (${i.cluster})`, detail: i.resources.slice(0, 5).join(', ') + (i.resources.length > 5 ? ` and ${i.resources.length - 5} more` : ''), tone: 'warn' })),
-      total: plan.prune.items.length,
-    });
-  }
   const summary = toSync.length
-    ? `Sync ${toSync.length} app${toSync.length === 1 ? '' : 's'} on ${clusters.length} cluster${clusters.length === 1 ? '' : 's'}${input.prune ? ' with prune' : ''}${input.dryRun ? ' (dry run)' : ''} in ${waves.length} wave${waves.length === 1 ? '' : 's'}${skipped.length ? `; ${skipped.length} already Synced+Healthy, skipped` : ''}.`
+    ? `Sync ${toSync.length} app${toSync.length === 1 ? '' : 's'} on ${clusters.length} cluster${clusters.length === 1 ? '' : 's'}${input.prune ? ' with prune' : ''}${input.dryRun ? ' (dry run)' : ''} in ${waves.length} wave${waves.length === 1 ? '' : 's'}${skipped.length ? `; ${skipped.length} already Synced+Healthy, skipped` : ''}${plan.prune?.resources ? `. Prune ${input.dryRun ? 'would delete' : 'deletes'} ${plural(plan.prune.resources, 'resource')}` : ''}.`
     : `Nothing to sync: ${selected.length === 1 ? `${selected[0].app.metadata.name}, the one matching app, is` : `all ${selected.length} matching apps are`} already Synced and Healthy${input.revision ? ` at revision ${literal(input.revision)}` : ''}. To sync ${selected.length === 1 ? 'it' : 'them'} anyway, add includeSynced=true.`;
   return {
     targets: toSync.map((f) => ({ instance: f.instance, app: f.app.metadata.name, cluster: f.cluster })),
