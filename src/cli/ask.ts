@@ -27,11 +27,10 @@ export interface AskOptions {
 
 const FILE_KINDS: Record<string, string> = { '.md': 'markdown', '.png': 'png' };
 
-/** Writes a reply's files under `dir` and says where in `data.files`; without --out, says how to get them. */
-function writeFiles(reply: Reply, dir: string | undefined, say: (line: string) => void): void {
+/** Writes a reply's files under `dir` and says where in `data.files` (without --out, the reply says how to get them). */
+function writeFiles(reply: Reply, dir: string | undefined): void {
   if (!dir) {
     reply.data.files = null;
-    say(`${reply.files!.map((f) => f.name).join(' and ')} not written: add --out DIR to write ${reply.files!.length === 1 ? 'it' : 'them'}.`);
     return;
   }
   mkdirSync(dir, { recursive: true });
@@ -184,7 +183,7 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
       // The answer to `ask "sync ..." --wait` is the sync's final state: it keeps the command asked.
       reply.command = command;
     }
-    if (reply.files?.length) writeFiles(reply, opts.out, (s) => process.stderr.write(`${s}\n`));
+    if (reply.files?.length) writeFiles(reply, opts.out);
     const answer = usesRuns && !opts.wait ? await sayWhoRunsIt(reply, runtime.services.runs, (s) => process.stderr.write(`${s}\n`)) : reply;
     // The text shows the run as it is (queued); the no-worker line on stderr says why that is not success.
     out(opts.json ? JSON.stringify(replyJson(answer)) : renderText(reply, { color: process.stdout.isTTY }));
