@@ -9,7 +9,7 @@ import { AlertStore } from '../src/alerts/store.js';
 import { composeDigest, digestReply } from '../src/commands/digest.js';
 import { closeRedis, createRedis } from '../src/jobs/redis.js';
 import { renderBlocks } from '../src/views/blocks.js';
-import { buildMirror, header, isMain, loadLine, machineLine, ms, simConfig, startSimChild, stats, table, type BotFleet } from './lib.js';
+import { buildMirror, cleanPrefix, header, isMain, loadLine, machineLine, ms, simConfig, startSimChild, stats, table, type BotFleet } from './lib.js';
 
 const RUNS = 50;
 const WARMUP = 5;
@@ -55,8 +55,7 @@ export async function runAlertsBench(shared?: BotFleet): Promise<void> {
     console.log(`  (${loadLine()})`);
     if (!shared) await bot.mirror.stop();
   } finally {
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length) await redis.del(...keys);
+    await cleanPrefix(redis, prefix);
     await closeRedis(redis);
     await sim?.stop();
   }

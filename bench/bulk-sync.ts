@@ -14,7 +14,7 @@ import type { Services } from '../src/commands/registry.js';
 import { SlackNotifier } from '../src/slack/notifier.js';
 import type { SimOperation } from '../src/sim/store.js';
 import { startFakeSlack } from '../test/support/fake-slack.js';
-import { buildMirror, header, isMain, loadLine, machineLine, ms, simConfig, startSimChild, stats, table } from './lib.js';
+import { buildMirror, cleanPrefix, header, isMain, loadLine, machineLine, ms, simConfig, startSimChild, stats, table } from './lib.js';
 
 export interface BulkSyncOptions {
   concurrency: number;
@@ -201,17 +201,6 @@ function print(r: BulkSyncResult, end: Run): void {
   console.log(`  (${loadLine()})`);
 }
 
-async function cleanPrefix(url: string, prefix: string): Promise<void> {
-  const { Redis } = await import('ioredis');
-  const redis = new Redis(url);
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await redis.del(...keys);
-  } while (cursor !== '0');
-  await redis.quit();
-}
 
 if (isMain(import.meta.url)) {
   runBulkSyncBench()

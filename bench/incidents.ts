@@ -13,21 +13,13 @@ import { IncidentService } from '../src/incidents/service.js';
 import { IncidentStore } from '../src/incidents/store.js';
 import { closeRedis, createRedis } from '../src/jobs/redis.js';
 import type { SimChildChange } from './sim-child.js';
-import { buildMirror, header, isMain, loadLine, machineLine, ms, rssMb, simConfig, startSimChild, stats, table } from './lib.js';
+import { buildMirror, cleanPrefix, header, isMain, loadLine, machineLine, ms, rssMb, simConfig, startSimChild, stats, table } from './lib.js';
 
 const APPS = 10_000;
 const CHANGING = 1_000;
 const ROUNDS = 4;
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
-async function cleanPrefix(redis: ReturnType<typeof createRedis>, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 5000);
-    cursor = next;
-    if (keys.length) await redis.del(...keys);
-  } while (cursor !== '0');
-}
 
 /** Heap in use after a full GC when node runs with --expose-gc (npm run bench does not; RSS is shown either way). */
 function heapAfterGcMb(): string {

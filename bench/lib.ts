@@ -7,6 +7,7 @@ import { createClients, type ArgoClient } from '../src/argocd/client.js';
 import { parseConfig } from '../src/config/load.js';
 import type { RollcallConfig } from '../src/config/schema.js';
 import { FleetMirror } from '../src/fleet/mirror.js';
+import { closeRedis, createRedis, type RedisClient } from '../src/jobs/redis.js';
 import type { SimChildRequest, SimChildReady } from './sim-child.js';
 
 export const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
@@ -169,4 +170,19 @@ export async function buildMirror(config: RollcallConfig, mirrorOpts: Constructo
 
 export function isMain(metaUrl: string): boolean {
   return !!process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(metaUrl);
+}
+
+/** Deletes every key under `prefix` (SCAN, not KEYS: the machine's Redis is shared). Closes nothing it did not open. */
+export async function cleanPrefix(redis: RedisClient | string, prefix: string): Promise<void> {
+  const client = typeof redis === 'string' ? createRedis(redis) : redis;
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await (client as import('ioredis').Redis).scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 5000);
+      cursor = next;
+      if (keys.length) await client.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    if (typeof redis === 'string') await closeRedis(client);
+  }
 }

@@ -14,12 +14,15 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../src/dev/redis-server.js';
 import { startFakeSlack } from '../test/support/fake-slack.js';
-import { BENCH_DIR, header, isMain, loadLine, machineLine, ms, startSimChild, stats, table } from './lib.js';
+import { BENCH_DIR, cleanPrefix, header, isMain, loadLine, machineLine, ms, startSimChild, stats, table } from './lib.js';
 
 const exec = promisify(execFile);
 const ROOT = path.resolve(BENCH_DIR, '..');
 const MAIN = path.join(ROOT, 'dist/main.js');
 const RUNS = 7;
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** The bots' keys, removed at the end. */
+const PREFIX = `rollcall-bench-${process.pid}`;
 
 async function timed(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
   const t0 = performance.now();
@@ -30,7 +33,7 @@ async function timed(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
 function configYaml(instances: { name: string; url: string; token: string }[], extra = ''): string {
   const lines = ['instances:'];
   for (const i of instances) lines.push(`  - name: ${i.name}`, `    url: ${i.url}`, `    token: "${i.token}"`, '    timeout: 60s');
-  return `${lines.join('\n')}\nredis:\n  url: ${process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'}\n  prefix: rollcall-bench-${process.pid}\n${extra}`;
+  return `${lines.join('\n')}\nredis:\n  url: ${REDIS_URL}\n  prefix: ${PREFIX}\n${extra}`;
 }
 
 /** What `start --role bot` cannot run without: Slack, the run queue and its Redis client, config, Argo CD client, logs, metrics. */
@@ -189,6 +192,7 @@ export async function runStartupBench(): Promise<void> {
   } finally {
     await empty.stop();
     await slack.stop();
+    await cleanPrefix(REDIS_URL, PREFIX);
     rmSync(dir, { recursive: true, force: true });
   }
   console.log(`  ${loadLine()}`);
