@@ -4,6 +4,7 @@ import https from 'node:https';
 import { createRequire } from 'node:module';
 import type { Readable } from 'node:stream';
 import zlib from 'node:zlib';
+import { proxyConfigured } from '../core/proxy-env.js';
 
 /**
  * Argo CD's REST API over node's own http/https: one request, its status, headers and body.
@@ -188,14 +189,12 @@ interface ProxyRoute {
   plainHttp?: { protocol: string; hostname: string; port?: string; headers?: Record<string, string> };
 }
 
-const PROXY_VARIABLES = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'ALL_PROXY', 'all_proxy'];
-
 /**
  * HTTPS_PROXY / HTTP_PROXY / ALL_PROXY and NO_PROXY, as curl and the Argo CD CLI read them. The proxy
  * libraries load only when one of these is set, so a process that talks to Argo CD directly never pays for them.
  */
 function proxyFor(target: URL): ProxyRoute | undefined {
-  if (!PROXY_VARIABLES.some((v) => process.env[v])) return undefined;
+  if (!proxyConfigured()) return undefined;
   const require = createRequire(import.meta.url);
   const { getProxyForUrl } = require('proxy-from-env') as { getProxyForUrl: (url: string) => string };
   const proxy = getProxyForUrl(target.href);

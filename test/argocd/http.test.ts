@@ -8,20 +8,14 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ArgoClient } from '../../src/argocd/client.js';
 import { HttpError, HttpTransport } from '../../src/argocd/http.js';
 import { instanceSchema } from '../../src/config/schema.js';
+import { actAsForwardProxy, restoreProxyEnvAfterEach, type ForwardProxy } from '../support/forward-proxy.js';
 
 const exec = promisify(execFile);
-const PROXY_VARIABLES = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'ALL_PROXY', 'all_proxy', 'NO_PROXY', 'no_proxy'];
-const savedEnv = Object.fromEntries(PROXY_VARIABLES.map((v) => [v, process.env[v]]));
-afterEach(() => {
-  for (const [k, v] of Object.entries(savedEnv)) {
-    if (v === undefined) delete process.env[k];
-    else process.env[k] = v;
-  }
-});
+restoreProxyEnvAfterEach();
 
 async function listen(server: net.Server): Promise<number> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -115,52 +109,17 @@ describe('HttpTransport', () => {
   describe('proxies from the environment', () => {
     let proxy: http.Server;
     let proxyPort: number;
-    const proxied: { method?: string; url?: string; auth?: string }[] = [];
-    // Tunnelled sockets are no longer the server's to close.
-    const tunnels: net.Socket[] = [];
-
-    /** A forward proxy as squid is one: absolute-URI requests for http, CONNECT tunnels for https. */
-    function actAsProxy(server: http.Server, requireAuth?: string): void {
-      server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-        proxied.push({ method: req.method, url: req.url, auth: req.headers['proxy-authorization'] });
-        if (requireAuth && req.headers['proxy-authorization'] !== requireAuth) {
-          res.writeHead(407, { 'proxy-authenticate': 'Basic realm="proxy"' }).end();
-          return;
-        }
-        const target = new URL(req.url!);
-        const upstream = http.request({ hostname: target.hostname, port: target.port, path: `${target.pathname}${target.search}`, method: req.method, headers: req.headers }, (up) => {
-          res.writeHead(up.statusCode!, up.headers);
-          up.pipe(res);
-        });
-        req.pipe(upstream);
-      });
-      server.on('connect', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
-        proxied.push({ method: req.method, url: req.url, auth: req.headers['proxy-authorization'] });
-        tunnels.push(socket);
-        if (requireAuth && req.headers['proxy-authorization'] !== requireAuth) {
-          socket.end('HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="proxy"\r\nContent-Length: 0\r\n\r\n');
-          return;
-        }
-        const [host, port] = req.url!.split(':');
-        const upstream = net.connect(Number(port), host, () => {
-          socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-          upstream.write(head);
-          tunnels.push(upstream);
-          upstream.pipe(socket);
-          socket.pipe(upstream);
-        });
-        upstream.on('error', () => socket.destroy());
-        socket.on('error', () => upstream.destroy());
-      });
-    }
+    let proxied: ForwardProxy['proxied'];
+    let forward: ForwardProxy;
 
     beforeAll(async () => {
       proxy = http.createServer();
-      actAsProxy(proxy);
+      forward = actAsForwardProxy(proxy);
+      proxied = forward.proxied;
       proxyPort = await listen(proxy);
     });
     afterAll(async () => {
-      for (const s of tunnels) s.destroy();
+      forward.destroyTunnels();
       await close(proxy);
     });
 
@@ -226,7 +185,7 @@ describe('HttpTransport', () => {
       const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-proxy-tls-'));
       const auth = `Basic ${Buffer.from('ops:s:cret').toString('base64')}`;
       const tlsProxy = https.createServer(selfSigned(dir, 'proxy'));
-      actAsProxy(tlsProxy, auth);
+      const forward = actAsForwardProxy(tlsProxy, auth);
       const secure = https.createServer(selfSigned(dir, 'argocd'), (req, res) => {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ items: [], metadata: { seen: req.url } }));
@@ -251,9 +210,9 @@ describe('HttpTransport', () => {
         return JSON.parse(stdout) as Record<string, unknown>;
       };
       try {
-        proxied.length = 0;
+        forward.proxied.length = 0;
         expect(await through(`https://ops:s%3Acret@127.0.0.1:${tlsProxyPort}`)).toEqual({ plain: { method: 'GET', url: '/api/v1/applications', body: null }, secure: { seen: '/api/v1/applications' } });
-        expect(proxied).toEqual([
+        expect(forward.proxied).toEqual([
           { method: 'GET', url: `${argoUrl}/api/v1/applications`, auth },
           { method: 'CONNECT', url: `127.0.0.1:${securePort}`, auth },
         ]);
@@ -263,7 +222,7 @@ describe('HttpTransport', () => {
         expect(refused.plain).toEqual({ error: expect.stringMatching(/407/) });
         expect(refused.secure).toEqual({ error: expect.stringMatching(/proxy on the way to Argo CD instance secure asks for credentials \(HTTP 407/) });
       } finally {
-        for (const t of tunnels) t.destroy();
+        forward.destroyTunnels();
         await close(tlsProxy);
         await close(secure);
         rmSync(dir, { recursive: true, force: true });
