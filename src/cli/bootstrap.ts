@@ -122,11 +122,13 @@ export async function startRuntime(
         await runtime.recorder.start();
       }
       // Schedules tick where steps run; BullMQ makes one job of each tick however many workers there are.
-      const { configuredSchedules, startSchedules } = await import('../jobs/schedules.js');
-      const wanted = configuredSchedules(config);
-      if (withSchedules && wanted.length) {
-        schedules = await startSchedules({ services, redisUrl, prefix: config.redis.prefix, logger: opts.logger });
-        await schedules.upsertSchedules(wanted);
+      if (withSchedules) {
+        const { configuredSchedules, startSchedules } = await import('../jobs/schedules.js');
+        const wanted = configuredSchedules(config);
+        if (wanted.length) {
+          schedules = await startSchedules({ services, redisUrl, prefix: config.redis.prefix, logger: opts.logger });
+          await schedules.upsertSchedules(wanted);
+        }
       }
       alertsRedis = createRedis(redisUrl);
       services.alerts = new AlertStore(alertsRedis, config.redis.prefix);

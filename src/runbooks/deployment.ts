@@ -1,4 +1,5 @@
-import { DelayedError, type Job } from 'bullmq';
+import type { Job } from 'bullmq';
+import { handBack } from '../jobs/queues.js';
 import type { RollcallConfig } from '../config/schema.js';
 import { runsRefusedTotal } from '../metrics.js';
 import type { AuditEvent } from '../audit/audit-log.js';
@@ -35,7 +36,8 @@ const reported = new Set<string>();
 /**
  * Where a worker picks up a step: a run of another deployment is refused, audited and logged (once per
  * run), and put back for the workers it belongs to. Nothing of it is executed here. Returns false for a
- * run this worker may execute; otherwise throws BullMQ's DelayedError after moving the job back.
+ * run this worker may execute; otherwise hands the job back to the queue (handBack) and throws BullMQ's error
+ * for a job its processor moved.
  */
 export async function refuseForeignRun(
   job: Job,
@@ -51,6 +53,5 @@ export async function refuseForeignRun(
     deps.logger?.warn({ runId: run.id, runbook: run.runbook, reason }, 'refusing a run of another deployment; leaving it for its own workers');
     await deps.audit({ kind: 'run.refused', who: 'rollcall', surface: 'engine', runId: run.id, result: 'other_deployment', message: reason });
   }
-  await job.moveToDelayed(Date.now() + (deps.retryMs ?? 2000), token);
-  throw new DelayedError();
+  return handBack(job, token, deps.retryMs ?? 500);
 }

@@ -1,10 +1,10 @@
 import { formatDuration, typedDuration } from '../core/format.js';
 import { setMaxListeners } from 'node:events';
-import { DelayedError, type Job, type Queue, type Worker } from 'bullmq';
+import type { Job, Queue, Worker } from 'bullmq';
 import { closest } from 'fastest-levenshtein';
 import type { RunbookServices as Services } from './services.js';
 import type { MessageRef } from '../core/notifier.js';
-import { createStepQueue, createStepWorker, DEFAULT_TIMING, type StepJobData, type WorkerTiming } from '../jobs/queues.js';
+import { createStepQueue, createStepWorker, DEFAULT_TIMING, delayedError, handBack, type StepJobData, type WorkerTiming } from '../jobs/queues.js';
 import { InstanceRateLimiter, type RateLimit } from '../jobs/rate-limit.js';
 import { assertPrefixFits, closeRedis, createRedis, type RedisClient } from '../jobs/redis.js';
 import { findRunbookAction, runPausable } from './actions/index.js';
@@ -118,7 +118,7 @@ class Engine implements RunService {
   readonly locks: AppLocks;
   readonly audit: AuditLog;
   readonly limiter: InstanceRateLimiter;
-  queue!: Queue<StepJobData>;
+  private queue?: Promise<Queue<StepJobData>>;
   worker?: Worker<StepJobData>;
   private readonly timing: WorkerTiming;
   private readonly extraConnections: RedisClient[] = [];
@@ -173,14 +173,24 @@ class Engine implements RunService {
 
   async open(): Promise<void> {
     this.watchRedis();
-    const queueConnection = createRedis(this.opts.redisUrl);
-    this.extraConnections.push(queueConnection);
-    this.queue = createStepQueue(queueConnection, this.opts.prefix);
-    this.queue.on('error', (err) => this.queueError('runbook queue error', err));
     if (this.opts.role !== 'bot') {
+      await this.stepQueue();
       await this.startWorker();
       await this.recover();
     }
+  }
+
+  /** The step queue, on a connection of its own; a bot opens it when it first queues or inspects a step. */
+  private stepQueue(): Promise<Queue<StepJobData>> {
+    if (this.stopping && !this.queue) return Promise.reject(new RunStateError('the run engine is stopping: no step can be queued'));
+    this.queue ??= (async () => {
+      const connection = createRedis(this.opts.redisUrl);
+      this.extraConnections.push(connection);
+      const queue = await createStepQueue(connection, this.opts.prefix);
+      queue.on('error', (err) => this.queueError('runbook queue error', err));
+      return queue;
+    })();
+    return this.queue;
   }
 
   /**
@@ -191,7 +201,7 @@ class Engine implements RunService {
   private async startWorker(): Promise<void> {
     const workerConnection = createRedis(this.opts.redisUrl);
     this.extraConnections.push(workerConnection);
-    const worker = createStepWorker(workerConnection, this.opts.prefix, (job, token, signal) => this.process(job, token, signal), this.timing, {
+    const worker = await createStepWorker(workerConnection, this.opts.prefix, (job, token, signal) => this.process(job, token, signal), this.timing, {
       concurrency: this.opts.concurrency ?? 20,
     });
     this.worker = worker;
@@ -229,7 +239,7 @@ class Engine implements RunService {
 
   async workersOnline(): Promise<number> {
     // BullMQ names its worker connections; CLIENT LIST finds them across processes.
-    return (await this.queue.getWorkers()).length;
+    return (await (await this.stepQueue()).getWorkers()).length;
   }
 
   async close(): Promise<void> {
@@ -239,7 +249,7 @@ class Engine implements RunService {
       this.worker.cancelAllJobs('shutdown');
       await this.worker.close();
     }
-    await this.queue.close();
+    await (await this.queue)?.close();
     for (const c of this.extraConnections) await closeRedis(c);
   }
 
@@ -247,7 +257,7 @@ class Engine implements RunService {
   async crash(): Promise<void> {
     this.stopping = true;
     await this.worker?.close(true);
-    await this.queue.close();
+    await (await this.queue)?.close();
     for (const c of this.extraConnections) c.disconnect();
   }
 
@@ -416,7 +426,7 @@ class Engine implements RunService {
   private async enqueue(run: Run) {
     const runbook = this.runbook(run.runbook);
     const step = runbook.steps.find((s) => s.id === run.currentStep)!;
-    await this.queue.add(
+    await (await this.stepQueue()).add(
       step.action,
       { runId: run.id, stepId: step.id, generation: run.generation },
       {
@@ -518,7 +528,7 @@ class Engine implements RunService {
   private async recover() {
     for (const run of await this.store.list(200)) {
       if (run.status !== 'running' || !run.currentStep) continue;
-      const job = await this.queue.getJob(jobId(run.id, run.currentStep, run.generation));
+      const job = await (await this.stepQueue()).getJob(jobId(run.id, run.currentStep, run.generation));
       const state = job ? await job.getState() : 'missing';
       if (state === 'missing' || state === 'completed' || state === 'failed' || state === 'unknown') {
         const again = await this.store.update(run.id, (r) => (r.status === 'running' && r.generation === run.generation ? { ...r, generation: r.generation + 1 } : undefined));
@@ -533,8 +543,7 @@ class Engine implements RunService {
   private async process(job: Job<StepJobData>, token: string | undefined, bullSignal?: AbortSignal): Promise<string> {
     const { runId, stepId, generation } = job.data;
     if (this.opts.exclusive && !this.adopted.has(runId)) {
-      await job.moveToDelayed(Date.now() + 250, token);
-      throw new DelayedError();
+      return handBack(job, token, 250);
     }
     const current = await this.store.get(runId);
     if (!current || current.status !== 'running' || current.currentStep !== stepId || current.generation !== generation) return 'stale';
@@ -638,7 +647,7 @@ class Engine implements RunService {
     if (reason === 'shutdown') {
       // Put the step back for any worker; its checkpoint lets the next one continue.
       await job.moveToDelayed(Date.now() + 100, token);
-      throw new DelayedError();
+      throw await delayedError();
     }
     if (outcome.status === 'interrupted' || reason === 'lease-lost') {
       const now = await this.store.get(runId);
@@ -654,7 +663,7 @@ class Engine implements RunService {
         } catch {
           return 'stale'; // the job went to another worker, which holds the lease
         }
-        throw new DelayedError();
+        throw await delayedError();
       }
     }
     if (reason === 'timeout' && outcome.status !== 'failed') {
