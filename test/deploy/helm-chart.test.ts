@@ -39,7 +39,7 @@ const FULL_VALUES = {
 const VARIANTS: [string, object][] = [
   ['default values', {}],
   ['every option on', FULL_VALUES],
-  ['socket mode, one replica each, no PDB', { bot: { replicas: 1, pdb: { enabled: false } }, worker: { replicas: 1 }, config: { slack: { mode: 'socket', appToken: '${SLACK_APP_TOKEN}', signingSecret: null } } }],
+  ['socket mode, one replica each, no PDB, node defaults', { bot: { replicas: 1, pdb: { enabled: false }, nodeFlags: [] }, worker: { replicas: 1 }, config: { slack: { mode: 'socket', appToken: '${SLACK_APP_TOKEN}', signingSecret: null } } }],
 ];
 
 type Obj = RenderedObject & { spec?: any };
@@ -137,6 +137,21 @@ describe.each(VARIANTS)('helm chart rendered with %s', (_name, values) => {
       // Liveness waits out a slow start instead of restarting it.
       expect(container.startupProbe.periodSeconds * container.startupProbe.failureThreshold).toBeGreaterThanOrEqual(60);
     }
+  });
+
+  it("runs the image's entry point, for the bot with node's flags from values in front", () => {
+    const entrypoint = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(read('Dockerfile'))![1]) as string[];
+    const chartValues = parse(read('deploy/helm/rollcall/values.yaml'));
+    for (const d of deployments) {
+      const role = d.metadata.labels!['app.kubernetes.io/component'] as 'bot' | 'worker';
+      const flags: string[] = (values as Record<string, { nodeFlags?: string[] }>)[role]?.nodeFlags ?? chartValues[role].nodeFlags;
+      const [container] = d.spec.template.spec.containers;
+      // No flags: the image's ENTRYPOINT as built. Flags: the same program and script, with the flags between.
+      expect(container.command ?? entrypoint).toEqual([entrypoint[0], ...flags, ...entrypoint.slice(1)]);
+      if (!flags.length) expect(container.command).toBeUndefined();
+    }
+    expect(chartValues.bot.nodeFlags).toEqual(['--max-semi-space-size=1', '--single-threaded']);
+    expect(chartValues.worker.nodeFlags).toEqual([]);
   });
 
   it('gives the kubelet time to let rollcall finish its in-flight steps', () => {

@@ -80,6 +80,15 @@ spec:
         - name: rollcall
           image: {{ include "rollcall.image" $root }}
           imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+          {{- with $spec.nodeFlags }}
+          # The image's entry point with node's flags for this role in front (values: <role>.nodeFlags).
+          command:
+            - node
+            {{- range . }}
+            - {{ . | quote }}
+            {{- end }}
+            - dist/main.js
+          {{- end }}
           args: ["start", "--role", {{ $role | quote }}, "--config", "/etc/rollcall/rollcall.yaml"]
           env:
             - name: REDIS_URL
