@@ -18,13 +18,15 @@ const DRAIN_DELAY_S = 1;
 
 /**
  * Gives a job this worker must not execute back to the queue for another worker, and throws the error that
- * tells BullMQ its processor moved the job. The job becomes due again after `delayMs`, which must be shorter
- * than DRAIN_DELAY_S: the one worker Redis woke for it learns the due time and takes it then. This worker
- * learns the due time only if it asks for a job before then, and then, whenever two workers wake at the same
- * moment, Redis serves the older connection first, every time, which could starve the worker the job is meant
- * for. So the processor returns only once the job is due (its fetch loop is waiting out DRAIN_DELAY_S, and
- * BullMQ asks for this worker's next job the moment the processor returns). With no other worker the job comes
- * back here about once every DRAIN_DELAY_S.
+ * tells BullMQ its processor moved the job.
+ *
+ * Why not simply delay it: every worker that knows when a delayed job falls due wakes at that moment, and Redis
+ * then serves the older connection first, every time. The refusing worker always knows (BullMQ asks for its next
+ * job the moment the processor returns, and the answer names the next due time), so it could win every round.
+ * Here the job falls due after `delayMs`, shorter than DRAIN_DELAY_S, and the processor returns only after that:
+ * in between, only the worker that Redis woke for the job knows the due time. With no other worker the job comes
+ * back about once a second. Keep `delayMs` well under lockDuration / 4, or BullMQ tries to renew the lock of a job
+ * this processor no longer holds.
  */
 export async function handBack(job: Job, token: string | undefined, delayMs: number): Promise<never> {
   await job.moveToDelayed(Date.now() + delayMs, token);

@@ -43,7 +43,7 @@ export async function refuseForeignRun(
   job: Job,
   token: string | undefined,
   run: { id: string; runbook: string; instanceUrls?: Record<string, string> },
-  deps: { config: Pick<RollcallConfig, 'instances'>; audit(event: Omit<AuditEvent, 'at'>): Promise<void>; logger?: { warn(o: unknown, m?: string): void }; retryMs?: number },
+  deps: { config: Pick<RollcallConfig, 'instances'>; audit(event: Omit<AuditEvent, 'at'>): Promise<void>; logger?: { warn(o: unknown, m?: string): void } },
 ): Promise<false> {
   const reason = foreignRunReason(run, deps.config);
   if (!reason) return false;
@@ -53,5 +53,5 @@ export async function refuseForeignRun(
     deps.logger?.warn({ runId: run.id, runbook: run.runbook, reason }, 'refusing a run of another deployment; leaving it for its own workers');
     await deps.audit({ kind: 'run.refused', who: 'rollcall', surface: 'engine', runId: run.id, result: 'other_deployment', message: reason });
   }
-  return handBack(job, token, deps.retryMs ?? 500);
+  return handBack(job, token, 500);
 }
