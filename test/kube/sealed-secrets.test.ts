@@ -18,7 +18,7 @@ import {
 import { parseConfig } from '../../src/config/load.js';
 import { SimKube } from '../../src/sim/kube/index.js';
 import { kubeconfigYaml } from '../../src/sim/kube/kubeconfig.js';
-import { sealedSecretsMigration } from '../../src/sim/kube/scenario.js';
+import { KEY_AGES_MS, sealedSecretsMigration } from '../../src/sim/kube/scenario.js';
 import { SIM_KEYS } from '../../src/sim/kube/keys.js';
 
 const settings = { namespace: 'kube-system', name: 'sealed-secrets-controller', podSelector: 'name=sealed-secrets-controller' };
@@ -29,8 +29,12 @@ describe('sealed-secrets keys against the simulated Kubernetes API', () => {
   let clients: Map<string, KubeClients>;
   const operations: { cluster: string; method: string; path: string; body: unknown }[] = [];
 
+  // The scenario's present: its keys are dated relative to it, and the simulated cluster's clock starts there.
+  const scenarioNow = new Date();
+  const ago = (ms: number) => new Date(scenarioNow.getTime() - ms).toISOString().slice(0, 10);
+
   beforeAll(async () => {
-    const fixture = sealedSecretsMigration();
+    const fixture = sealedSecretsMigration(scenarioNow);
     for (const k of fixture.kube!) if (k.sealedSecretsController) k.sealedSecretsController.startupMs = 50;
     kube = new SimKube(fixture.kube);
     server = http.createServer(async (req, res) => {
@@ -60,9 +64,9 @@ describe('sealed-secrets keys against the simulated Kubernetes API', () => {
   it('lists keys with fingerprints and NotBefore dates, oldest first', async () => {
     const keys = await listKeys(kubeFor(clients, 'prod-old'), settings);
     expect(keys.map((k) => [k.name, k.notBefore.slice(0, 10), k.state])).toEqual([
-      ['sealed-secrets-keyq8x2m', '2026-09-05', 'active'],
-      ['sealed-secrets-keyz4k7p', '2026-10-05', 'active'],
-      ['sealed-secrets-keyb9w3d', '2026-11-05', 'active'],
+      ['sealed-secrets-keyq8x2m', ago(KEY_AGES_MS.old1), 'active'],
+      ['sealed-secrets-keyz4k7p', ago(KEY_AGES_MS.old2), 'active'],
+      ['sealed-secrets-keyb9w3d', ago(KEY_AGES_MS.old3), 'active'],
     ]);
     expect(keys[0].fingerprint).toMatch(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);
   });

@@ -2,8 +2,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { dispatch } from '../../src/commands/index.js';
 import { kubeFor } from '../../src/kube/clients.js';
 import { keyBackupStatus, listKeys, sealedSecretStatus } from '../../src/kube/sealed-secrets.js';
-import { sealedSecretsMigration } from '../../src/sim/kube/scenario.js';
+import { KEY_AGES_MS, sealedSecretsMigration } from '../../src/sim/kube/scenario.js';
 import { SIM_KEYS } from '../../src/sim/kube/keys.js';
+import { keyCertificate } from '../../src/sim/kube/tls.js';
 import type { SimOperation } from '../../src/sim/store.js';
 import { simOperations } from '../support/sim.js';
 import { eventually, startControlSim, type ControlSim } from './control-sim.js';
@@ -17,9 +18,14 @@ afterEach(async () => {
 const settings = { namespace: 'kube-system', name: 'sealed-secrets-controller', podSelector: 'name=sealed-secrets-controller' };
 const OLD_KEYS = ['sealed-secrets-keyq8x2m', 'sealed-secrets-keyz4k7p', 'sealed-secrets-keyb9w3d'];
 
+/** The scenario's present: its keys are dated relative to it, as the simulator's clock, which starts now. */
+let scenarioNow = new Date();
+const ago = (ms: number) => new Date(scenarioNow.getTime() - ms).toISOString();
+
 /** The scenario with a quick controller start, so a restart takes 100 ms of real time. */
 function migration() {
-  const fixture = sealedSecretsMigration();
+  scenarioNow = new Date();
+  const fixture = sealedSecretsMigration(scenarioNow);
   for (const k of fixture.kube!) if (k.sealedSecretsController) k.sealedSecretsController.startupMs = 100;
   return fixture;
 }
@@ -49,9 +55,9 @@ describe('sealed-secrets key runbooks through the engine (sealed-secrets-migrati
     const output = end.steps[0].output as any;
     expect(output.copied.map((k: any) => Object.keys(k).sort())).toEqual(OLD_KEYS.map(() => ['fingerprint', 'name', 'notBefore']));
     expect(output.copied.map((k: any) => [k.name, k.notBefore.slice(0, 10)])).toEqual([
-      ['prod-old-sealed-secrets-keyq8x2m', '2026-09-05'],
-      ['prod-old-sealed-secrets-keyz4k7p', '2026-10-05'],
-      ['prod-old-sealed-secrets-keyb9w3d', '2026-11-05'],
+      ['prod-old-sealed-secrets-keyq8x2m', ago(KEY_AGES_MS.old1).slice(0, 10)],
+      ['prod-old-sealed-secrets-keyz4k7p', ago(KEY_AGES_MS.old2).slice(0, 10)],
+      ['prod-old-sealed-secrets-keyb9w3d', ago(KEY_AGES_MS.old3).slice(0, 10)],
     ]);
     expect(output.location).toBe('ops/sealed-secrets-backup');
     const creates = (await kubeMutations(e)).filter((o) => o.method === 'POST' && o.cluster === 'ops');
@@ -59,7 +65,7 @@ describe('sealed-secrets key runbooks through the engine (sealed-secrets-migrati
     expect(JSON.stringify(end)).not.toMatch(/BEGIN (CERTIFICATE|PRIVATE KEY)|tls\.key"\s*:/);
 
     const after = await status();
-    expect(after[0]).toMatchObject({ cluster: 'prod-old', upToDate: true, newestBackup: { name: 'prod-old-sealed-secrets-keyb9w3d', notBefore: '2026-11-05T09:00:00.000Z' } });
+    expect(after[0]).toMatchObject({ cluster: 'prod-old', upToDate: true, newestBackup: { name: 'prod-old-sealed-secrets-keyb9w3d', notBefore: ago(KEY_AGES_MS.old3).replace(/\.\d{3}Z$/, '.000Z') } });
     expect(after[0].newestBackup!.fingerprint).toBe(after[0].newestKey!.fingerprint);
 
     const writes = (await kubeMutations(e)).length;
@@ -163,7 +169,7 @@ describe('sealed-secrets key runbooks through the engine (sealed-secrets-migrati
       body: {
         metadata: { name: 'prod-old-sealed-secrets-keyq8x2m-b', labels: { 'rollcall.io/sealed-secrets-backup': 'true', 'rollcall.io/source-cluster': 'prod-x' }, annotations: { 'rollcall.io/source-name': 'sealed-secrets-keyq8x2m' } },
         type: 'kubernetes.io/tls',
-        data: { 'tls.crt': b64(SIM_KEYS.spare3.cert), 'tls.key': b64(SIM_KEYS.spare3.key) },
+        data: { 'tls.crt': b64(keyCertificate(SIM_KEYS.spare3.key, scenarioNow)), 'tls.key': b64(SIM_KEYS.spare3.key) },
       },
     });
     const refused = await dispatch('run restore-sealed-secrets-keys to=prod-new backup=prod-old-sealed-secrets-keyq8x2m-b from=prod-x', e.ctx('U_OP'));

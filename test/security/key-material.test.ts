@@ -14,26 +14,31 @@ import { startFakeSlack, type FakeSlack } from '../support/fake-slack.js';
 /**
  * DESIGN.md: secrets and key material never enter Redis, Slack or logs. This runs the backup and the
  * restore of sealed-secrets-migration end to end (engine, Slack notifier, real Redis, simulator) and
- * then looks for every private key and certificate of src/sim/kube/keys.ts — as PEM lines and as the
+ * then looks for every private key of src/sim/kube/keys.ts and every certificate the scenario issued — as PEM lines and as the
  * base64 of the PEM that Secret data holds — in the captured logs, every Redis key of the run's
  * prefix, every Slack Web API call, the audit stream and the rendered replies.
  */
 
+/** Every key's certificate, as the scenario issued it (dated by its clock): read from the fixture's Secrets. */
+let fixtureCerts = new Map<string, string>();
+
 /** Fragments that any copy of the material would contain. */
 function needles(): { what: string; text: string }[] {
   const out: { what: string; text: string }[] = [];
-  for (const pair of Object.values(SIM_KEYS)) {
-    for (const [part, pem] of [['cert', pair.cert], ['key', pair.key]] as const) {
-      const body = pem.split('\n').filter((l) => l && !l.startsWith('-----'));
-      // PEM lines as they are (what a logged or pasted PEM would show).
-      body.filter((l) => l.length >= 40).forEach((line, i) => out.push({ what: `${pair.name} ${part} PEM line ${i + 1}`, text: line }));
-      // The same DER base64 without line breaks (JSON-escaped PEMs keep the lines, re-encoders drop them).
-      const joined = body.join('');
-      out.push({ what: `${pair.name} ${part} base64 body`, text: joined.slice(100, 160) });
-      // base64 of the whole PEM: what Secret `data` holds and what a dumped Secret would leak.
-      const b64 = Buffer.from(pem).toString('base64');
-      for (const at of [120, b64.length >> 1, b64.length - 120]) out.push({ what: `${pair.name} ${part} Secret data @${at}`, text: b64.slice(at, at + 48) });
-    }
+  const material = [
+    ...Object.values(SIM_KEYS).map((pair) => ({ name: pair.name, part: 'key', pem: pair.key })),
+    ...[...fixtureCerts].map(([name, pem]) => ({ name, part: 'cert', pem })),
+  ];
+  for (const { name, part, pem } of material) {
+    const body = pem.split('\n').filter((l) => l && !l.startsWith('-----'));
+    // PEM lines as they are (what a logged or pasted PEM would show).
+    body.filter((l) => l.length >= 40).forEach((line, i) => out.push({ what: `${name} ${part} PEM line ${i + 1}`, text: line }));
+    // The same DER base64 without line breaks (JSON-escaped PEMs keep the lines, re-encoders drop them).
+    const joined = body.join('');
+    out.push({ what: `${name} ${part} base64 body`, text: joined.slice(100, 160) });
+    // base64 of the whole PEM: what Secret `data` holds and what a dumped Secret would leak.
+    const b64 = Buffer.from(pem).toString('base64');
+    for (const at of [120, b64.length >> 1, b64.length - 120]) out.push({ what: `${name} ${part} Secret data @${at}`, text: b64.slice(at, at + 48) });
   }
   return out;
 }
@@ -77,6 +82,12 @@ describe('no sealed-secrets key material leaves the cluster', () => {
     const logger = pino({ level: 'trace' }, { write: (line: string) => void logs.push(line) });
     const fixture = sealedSecretsMigration();
     for (const k of fixture.kube!) if (k.sealedSecretsController) k.sealedSecretsController.startupMs = 100;
+    fixtureCerts = new Map(
+      fixture.kube!.flatMap((k) =>
+        k.objects.filter((o: any) => o.type === 'kubernetes.io/tls').map((o: any) => [o.metadata.name, Buffer.from(o.data['tls.crt'], 'base64').toString()] as [string, string]),
+      ),
+    );
+    expect(fixtureCerts.size).toBe(4);
     env = await startControlSim({ fixture, logger, notifier });
     const say = async (text: string, user: string) => {
       const reply = await dispatch(text, { ...env.ctx(user), surface: 'slack', channel: 'C_ONCALL' });

@@ -1,6 +1,7 @@
 import { X509Certificate, createHash, randomBytes } from 'node:crypto';
 import { parseSimSelector, simLabelsMatch, SimSelectorError } from '../labels.js';
 import { SIM_KEYS } from './keys.js';
+import { keyCertificate } from './tls.js';
 import { asTable, discovery, wantsTable } from './discovery.js';
 
 /**
@@ -208,7 +209,8 @@ export class SimKubeCluster {
       kind: 'Secret',
       type: 'kubernetes.io/tls',
       metadata: { name: `sealed-secrets-key${randomBytes(4).toString('hex').slice(0, 5)}`, namespace: this.controller!.namespace, labels: { [KEY_LABEL]: 'active' } },
-      data: { 'tls.crt': b64(pair.cert), 'tls.key': b64(pair.key) },
+      // The real controller dates its new certificate now; renewal is judged by that date.
+      data: { 'tls.crt': b64(keyCertificate(pair.key, this.now())), 'tls.key': b64(pair.key) },
     });
   }
 

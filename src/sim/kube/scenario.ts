@@ -1,17 +1,35 @@
 import type { Application, Cluster } from '../../argocd/types.js';
 import type { Fixture } from '../fixture-types.js';
+import { rfc3339 } from '../clock.js';
 import { certFingerprint, KEY_LABEL, SEALED_WITH_ANNOTATION } from './cluster.js';
 import { SIM_KEYS } from './keys.js';
+import { keyCertificate } from './tls.js';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
+const MINUTE = 60_000;
+const DAY = 86_400_000;
 
-function keySecret(name: string, pair: keyof typeof SIM_KEYS, createdAt: string) {
+/**
+ * How long before the scenario's present each key was made. The controller renews a key older than
+ * 30 days at start, so the newest of prod-old's monthly keys is 27 days old: the scenario starts with
+ * three keys there, and a fourth appears only if the simulated clock runs three more days.
+ */
+export const KEY_AGES_MS = { old1: 87 * DAY, old2: 57 * DAY, old3: 27 * DAY, new1: 30 * MINUTE } as const;
+
+type ScenarioKey = keyof typeof KEY_AGES_MS;
+
+/** The certificate a scenario key carries, dated by its age before `now`. */
+export function scenarioKeyCert(pair: ScenarioKey, now: Date): string {
+  return keyCertificate(SIM_KEYS[pair].key, new Date(now.getTime() - KEY_AGES_MS[pair]));
+}
+
+function keySecret(name: string, pair: ScenarioKey, now: Date) {
   return {
     apiVersion: 'v1',
     kind: 'Secret',
     type: 'kubernetes.io/tls',
-    metadata: { name, namespace: 'kube-system', labels: { [KEY_LABEL]: 'active' }, creationTimestamp: createdAt },
-    data: { 'tls.crt': b64(SIM_KEYS[pair].cert), 'tls.key': b64(SIM_KEYS[pair].key) },
+    metadata: { name, namespace: 'kube-system', labels: { [KEY_LABEL]: 'active' }, creationTimestamp: rfc3339(now.getTime() - KEY_AGES_MS[pair]) },
+    data: { 'tls.crt': b64(scenarioKeyCert(pair, now)), 'tls.key': b64(SIM_KEYS[pair].key) },
   };
 }
 
@@ -39,7 +57,8 @@ const SEALED = [
   { namespace: 'orders', name: 'orders-kafka', items: ['sasl-password'], key: 'old2' },
 ] as const;
 
-function sealedSecrets(synced: boolean) {
+function sealedSecrets(synced: boolean, now: Date) {
+  const ago = (ms: number) => rfc3339(now.getTime() - ms);
   return SEALED.map((s) => ({
     apiVersion: 'bitnami.com/v1alpha1',
     kind: 'SealedSecret',
@@ -47,7 +66,7 @@ function sealedSecrets(synced: boolean) {
       name: s.name,
       namespace: s.namespace,
       generation: 1,
-      annotations: { [SEALED_WITH_ANNOTATION]: certFingerprint(SIM_KEYS[s.key].cert) },
+      annotations: { [SEALED_WITH_ANNOTATION]: certFingerprint(scenarioKeyCert(s.key, now)) },
       labels: { 'app.kubernetes.io/instance': `${s.namespace}-secrets` },
     },
     spec: { encryptedData: Object.fromEntries(s.items.map((i) => [i, `AgB${b64(`${s.name}/${i}`).slice(0, 40)}...`])), template: { metadata: { name: s.name, namespace: s.namespace } } },
@@ -55,20 +74,22 @@ function sealedSecrets(synced: boolean) {
       observedGeneration: 1,
       conditions: [
         synced
-          ? { type: 'Synced', status: 'True', lastUpdateTime: '2026-11-30T10:00:00Z', lastTransitionTime: '2026-07-01T09:05:00Z' }
+          ? { type: 'Synced', status: 'True', lastUpdateTime: ago(2 * DAY), lastTransitionTime: ago(154 * DAY) }
           : {
               type: 'Synced',
               status: 'False',
               message: `no key could decrypt secret (${s.items.join(', ')})`,
-              lastUpdateTime: '2026-12-02T07:55:00Z',
-              lastTransitionTime: '2026-12-02T07:40:00Z',
+              lastUpdateTime: ago(5 * MINUTE),
+              lastTransitionTime: ago(20 * MINUTE),
             },
       ],
     },
   }));
 }
 
-function secretsApp(namespace: string, cluster: string, healthy: boolean): Application {
+function secretsApp(namespace: string, cluster: string, healthy: boolean, now: Date): Application {
+  // prod-old has been healthy for months; prod-new failed this morning, 20 minutes ago.
+  const changed = now.getTime() - (healthy ? 154 * DAY : 20 * MINUTE);
   return {
     metadata: { name: `${namespace}-secrets-${cluster}`, namespace: 'argocd', labels: { team: namespace, cluster } },
     spec: {
@@ -79,7 +100,7 @@ function secretsApp(namespace: string, cluster: string, healthy: boolean): Appli
     },
     status: {
       sync: { status: 'Synced', revision: '5f2c1a9d0e4b7c3a8f6d2e1b0a9c8d7e6f5a4b3c' },
-      health: { status: healthy ? 'Healthy' : 'Degraded', lastTransitionTime: healthy ? '2026-07-01T09:05:00Z' : '2026-12-02T07:40:00Z' },
+      health: { status: healthy ? 'Healthy' : 'Degraded', lastTransitionTime: rfc3339(changed) },
       resources: SEALED.filter((s) => s.namespace === namespace).map((s) => ({
         group: 'bitnami.com',
         version: 'v1alpha1',
@@ -93,8 +114,8 @@ function secretsApp(namespace: string, cluster: string, healthy: boolean): Appli
         operation: { sync: { revision: '5f2c1a9d0e4b7c3a8f6d2e1b0a9c8d7e6f5a4b3c' }, initiatedBy: { automated: true } },
         phase: 'Succeeded',
         message: 'successfully synced (all tasks run)',
-        startedAt: healthy ? '2026-07-01T09:04:30Z' : '2026-12-02T07:39:30Z',
-        finishedAt: healthy ? '2026-07-01T09:05:00Z' : '2026-12-02T07:40:00Z',
+        startedAt: rfc3339(changed - 30_000),
+        finishedAt: rfc3339(changed),
       },
     },
   };
@@ -110,15 +131,16 @@ const clusters: Cluster[] = [
  * `sealed-secrets-migration`: prod-old has run sealed-secrets for months (three monthly keys, never
  * backed up); prod-new was built this morning, its controller generated its own key, and every
  * SealedSecret copied there from git fails with "no key could decrypt". `ops` holds backups.
+ * Every date is relative to `now`, the simulator's clock at start.
  */
-export function sealedSecretsMigration(): Fixture {
+export function sealedSecretsMigration(now: Date = new Date()): Fixture {
   const namespaces = [...new Set(SEALED.map((s) => s.namespace))];
   return {
     instances: [
       {
         name: 'platform',
         clusters,
-        applications: [...namespaces.map((ns) => secretsApp(ns, 'prod-old', true)), ...namespaces.map((ns) => secretsApp(ns, 'prod-new', false))],
+        applications: [...namespaces.map((ns) => secretsApp(ns, 'prod-old', true, now)), ...namespaces.map((ns) => secretsApp(ns, 'prod-new', false, now))],
         applicationSets: [],
       },
     ],
@@ -127,17 +149,17 @@ export function sealedSecretsMigration(): Fixture {
         cluster: 'prod-old',
         sealedSecretsController: {},
         objects: [
-          keySecret('sealed-secrets-keyq8x2m', 'old1', '2026-09-05T09:00:00Z'),
-          keySecret('sealed-secrets-keyz4k7p', 'old2', '2026-10-05T09:00:00Z'),
-          keySecret('sealed-secrets-keyb9w3d', 'old3', '2026-11-05T09:00:00Z'),
+          keySecret('sealed-secrets-keyq8x2m', 'old1', now),
+          keySecret('sealed-secrets-keyz4k7p', 'old2', now),
+          keySecret('sealed-secrets-keyb9w3d', 'old3', now),
           ...controllerObjects(),
-          ...sealedSecrets(true),
+          ...sealedSecrets(true, now),
         ],
       },
       {
         cluster: 'prod-new',
         sealedSecretsController: {},
-        objects: [keySecret('sealed-secrets-keyn5t6v', 'new1', '2026-12-02T07:30:00Z'), ...controllerObjects(), ...sealedSecrets(false)],
+        objects: [keySecret('sealed-secrets-keyn5t6v', 'new1', now), ...controllerObjects(), ...sealedSecrets(false, now)],
       },
       { cluster: 'ops', objects: [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'sealed-secrets-backup' } }] },
     ],

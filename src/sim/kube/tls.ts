@@ -1,4 +1,4 @@
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import forge from 'node-forge';
 
 export interface SimTls {
@@ -83,4 +83,33 @@ function makeTls(hosts: string[]): SimTls {
     hosts,
   });
   return { caPem: forge.pki.certificateToPem(caCert), certPem: forge.pki.certificateToPem(serverCert), keyPem: server.pem };
+}
+
+/** The sealed-secrets controller signs its key's certificate itself, valid for ten years (its `--key-ttl` default). */
+const KEY_CERT_VALIDITY_MS = 10 * 365 * 86_400_000;
+const issued = new Map<string, string>();
+
+/**
+ * The self-signed certificate a sealed-secrets controller makes for its key pair, valid from `notBefore`.
+ * The same pair and date give the same PEM (serial and signature are deterministic), so a fixture built
+ * twice at one instant is the same fixture, and the fingerprints SealedSecrets carry stay stable.
+ */
+export function keyCertificate(keyPem: string, notBefore: Date): string {
+  const id = `${createHash('sha256').update(keyPem).digest('hex')}@${notBefore.getTime()}`;
+  const known = issued.get(id);
+  if (known) return known;
+  const key = forge.pki.privateKeyFromPem(keyPem) as forge.pki.rsa.PrivateKey;
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = forge.pki.setRsaPublicKey(key.n, key.e);
+  // A positive serial: the first byte's high bit clear.
+  cert.serialNumber = `01${createHash('sha256').update(id).digest('hex').slice(0, 30)}`;
+  cert.validity.notBefore = new Date(Math.floor(notBefore.getTime() / 1000) * 1000);
+  cert.validity.notAfter = new Date(cert.validity.notBefore.getTime() + KEY_CERT_VALIDITY_MS);
+  const subject = [{ name: 'organizationName', value: 'sealed-secret' }];
+  cert.setSubject(subject);
+  cert.setIssuer(subject);
+  cert.sign(key, forge.md.sha256.create());
+  const pem = forge.pki.certificateToPem(cert);
+  issued.set(id, pem);
+  return pem;
 }

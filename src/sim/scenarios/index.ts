@@ -28,7 +28,7 @@ export const SCENARIOS: Record<string, { description: string; build(now: Date): 
   'sealed-secrets-migration': {
     description:
       'prod-old has three sealed-secrets keys never backed up; prod-new generated its own and every SealedSecret there fails with "no key could decrypt"; ops holds backups',
-    build: () => ({ fixture: sealedSecretsMigration() }),
+    build: (now) => ({ fixture: sealedSecretsMigration(now) }),
   },
   'fleet-10k': {
     description: '10,000 apps on 200 clusters (benchmark)',
