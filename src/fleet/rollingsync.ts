@@ -379,55 +379,10 @@ export function advanceRollout(appSet: ApplicationSet, apps: RolloutAppState[], 
     for (const step of matched) stepLists[step - 1].push(app.name);
     if (matched.length > 0 && !stepIndex.has(app.name)) stepIndex.set(app.name, matched[0] - 1);
   }
-  const stepNumber = (name: string) => (stepIndex.has(name) ? stepIndex.get(name)! + 1 : NO_STEP);
-
-  // UpdateApplicationSetApplicationStatus
   // migrateStatus (applicationset_controller.go) runs first on every reconcile: an entry without
   // targetRevisions gets [] and that is saved, so it then compares as an empty list.
   const priorEntries = (appSet.status?.applicationStatus ?? []).map((e) => (e.targetRevisions == null ? { ...e, targetRevisions: [] } : e));
-  const previous = new Map(priorEntries.map((e) => [e.application, e]));
-  const entries: ApplicationSetApplicationStatus[] = [];
-  for (const app of sorted) {
-    const found = previous.get(app.name);
-    const current: ApplicationSetApplicationStatus = found
-      ? { ...found }
-      : { application: app.name, status: 'Waiting', message: ROLLOUT_MESSAGES.newEntry, step: String(stepNumber(app.name)), targetRevisions: [...app.revisions], lastTransitionTime: stamp };
-    const next: ApplicationSetApplicationStatus = { ...current, step: String(stepNumber(app.name)) };
-    // reflect.DeepEqual(entry.TargetRevisions, app.Status.GetRevisions()); both are non-nil here.
-    const revisionsChanged = !sameList(current.targetRevisions, app.revisions);
-    const specChanged = app.specChanged === true;
-    if (revisionsChanged || specChanged) {
-      next.targetRevisions = [...app.revisions];
-      next.message = revisionsChanged && specChanged ? ROLLOUT_MESSAGES.revisionAndSpecChanged : revisionsChanged ? ROLLOUT_MESSAGES.revisionChanged : ROLLOUT_MESSAGES.specChanged;
-      next.status = 'Waiting';
-      next.lastTransitionTime = stamp;
-    }
-    if (next.status === 'Waiting') {
-      // Already in sync (nothing to roll out): no sync is started for it.
-      if (app.sync === 'Synced') transition(next, app.health === 'Healthy' ? 'Healthy' : 'Progressing', app.health === 'Healthy' ? ROLLOUT_MESSAGES.syncedHealthy : ROLLOUT_MESSAGES.syncedNotHealthy, stamp);
-    } else {
-      if (current.status === 'Pending') {
-        // `ReconciledAt == nil || (LastTransitionTime != nil && ReconciledAt.After(LastTransitionTime))`:
-        // a reconciled app whose entry has no lastTransitionTime never moves on.
-        const reconciledSince =
-          app.reconciledAt === undefined || (next.lastTransitionTime != null && time(app.reconciledAt) > time(next.lastTransitionTime));
-        if (reconciledSince) {
-          // A sync that started after the Pending transition, whatever its result (a failed sync also
-          // counts: retrying is the app's job, not the appset's).
-          if (app.operationStartedAt !== undefined && time(app.operationStartedAt) > time(current.lastTransitionTime)) {
-            const message =
-              app.operationPhase === 'Succeeded' ? ROLLOUT_MESSAGES.syncSucceeded : app.operationPhase === 'Failed' || app.operationPhase === 'Error' ? ROLLOUT_MESSAGES.syncCompleted : ROLLOUT_MESSAGES.syncRunning;
-            transition(next, 'Progressing', message, stamp);
-          } else if (app.errorCondition) {
-            transition(next, 'Progressing', ROLLOUT_MESSAGES.appError, stamp);
-          }
-        }
-      }
-      // Healthy alone is not enough; and there is no timeout: a failed app stays Progressing forever.
-      if (current.status === 'Progressing' && app.health === 'Healthy' && app.sync === 'Synced') transition(next, 'Healthy', ROLLOUT_MESSAGES.becameHealthy, stamp);
-    }
-    entries.push(next);
-  }
+  const entries = evaluateApplicationStatus(priorEntries, sorted, stepIndex, now);
 
   // setAppSetApplicationStatus saves the list only when an entry's status, step or message changed (or
   // the count did): a change of targetRevisions or lastTransitionTime alone is not written, and the
@@ -443,15 +398,7 @@ export function advanceRollout(appSet: ApplicationSet, apps: RolloutAppState[], 
   if (!saved(entries, priorEntries)) entries.splice(0, entries.length, ...priorEntries.map((e) => ({ ...e })));
   const beforeProgress = entries.map((e) => ({ ...e }));
 
-  // getAppsToSync: release steps in order while every app of each earlier step exists and is Healthy.
-  // A generated app that does not exist holds every later step. Empty steps do not hold anything up.
-  const byName = new Map(entries.map((e) => [e.application, e]));
-  const existing = new Set(sorted.map((a) => a.name));
-  const released = new Set<string>();
-  for (const list of stepLists) {
-    for (const name of list) released.add(name);
-    if (!list.every((name) => existing.has(name) && byName.get(name)?.status === 'Healthy')) break;
-  }
+  const released = appsToSync(entries, stepLists, new Set(sorted.map((a) => a.name)));
 
   // UpdateApplicationSetApplicationStatusProgress. Quirk (inferred from code): an app in no step has no
   // entry in the step map, so Go's zero value puts it at index 0 — it counts toward step 1's total (for
@@ -478,6 +425,88 @@ export function advanceRollout(appSet: ApplicationSet, apps: RolloutAppState[], 
   const written = saved(entries, beforeProgress) ? entries.sort((a, b) => (a.application < b.application ? -1 : a.application > b.application ? 1 : 0)) : beforeProgress;
 
   return { applicationStatus: written, conditions: upsertCondition(conditions, progressingConditionFor(steps.length, written), now), toSync, pendingSync, stepsByApp };
+}
+
+/**
+ * UpdateApplicationSetApplicationStatus: every existing app's entry after one look at the app, as Argo CD
+ * computes it in memory (the function's return value), in the order of `apps`. `stepIndex` is
+ * buildAppDependencyList's appStepMap (0-based; an app in none gets step -1). What of it is saved is
+ * setAppSetApplicationStatus's call (advanceRollout): a new targetRevisions alone, with status, step and
+ * message unchanged, is not.
+ */
+export function evaluateApplicationStatus(
+  priorEntries: readonly ApplicationSetApplicationStatus[],
+  apps: readonly RolloutAppState[],
+  stepIndex: ReadonlyMap<string, number>,
+  now: Date,
+): ApplicationSetApplicationStatus[] {
+  const stamp = k8sTime(now);
+  const previous = new Map(priorEntries.map((e) => [e.application, e]));
+  return apps.map((app) => {
+    const index = stepIndex.get(app.name);
+    return evaluateEntry(previous.get(app.name), app, index === undefined ? NO_STEP : index + 1, stamp);
+  });
+}
+
+/** One app's entry: a revision or spec change sends it back to Waiting, then the state machine moves it on. */
+function evaluateEntry(found: ApplicationSetApplicationStatus | undefined, app: RolloutAppState, step: number, stamp: string): ApplicationSetApplicationStatus {
+  const current: ApplicationSetApplicationStatus = found
+    ? { ...found }
+    : { application: app.name, status: 'Waiting', message: ROLLOUT_MESSAGES.newEntry, step: String(step), targetRevisions: [...app.revisions], lastTransitionTime: stamp };
+  const next: ApplicationSetApplicationStatus = { ...current, step: String(step) };
+  // reflect.DeepEqual(entry.TargetRevisions, app.Status.GetRevisions()); both are non-nil here.
+  const revisionsChanged = !sameList(current.targetRevisions, app.revisions);
+  const specChanged = app.specChanged === true;
+  if (revisionsChanged || specChanged) {
+    next.targetRevisions = [...app.revisions];
+    next.message = revisionsChanged && specChanged ? ROLLOUT_MESSAGES.revisionAndSpecChanged : revisionsChanged ? ROLLOUT_MESSAGES.revisionChanged : ROLLOUT_MESSAGES.specChanged;
+    next.status = 'Waiting';
+    next.lastTransitionTime = stamp;
+  }
+  if (next.status === 'Waiting') {
+    // Already in sync (nothing to roll out): no sync is started for it.
+    if (app.sync === 'Synced') transition(next, app.health === 'Healthy' ? 'Healthy' : 'Progressing', app.health === 'Healthy' ? ROLLOUT_MESSAGES.syncedHealthy : ROLLOUT_MESSAGES.syncedNotHealthy, stamp);
+  } else {
+    if (current.status === 'Pending') {
+      // `ReconciledAt == nil || (LastTransitionTime != nil && ReconciledAt.After(LastTransitionTime))`:
+      // a reconciled app whose entry has no lastTransitionTime never moves on.
+      const reconciledSince =
+        app.reconciledAt === undefined || (next.lastTransitionTime != null && time(app.reconciledAt) > time(next.lastTransitionTime));
+      if (reconciledSince) {
+        // A sync that started after the Pending transition, whatever its result (a failed sync also
+        // counts: retrying is the app's job, not the appset's).
+        if (app.operationStartedAt !== undefined && time(app.operationStartedAt) > time(current.lastTransitionTime)) {
+          const message =
+            app.operationPhase === 'Succeeded' ? ROLLOUT_MESSAGES.syncSucceeded : app.operationPhase === 'Failed' || app.operationPhase === 'Error' ? ROLLOUT_MESSAGES.syncCompleted : ROLLOUT_MESSAGES.syncRunning;
+          transition(next, 'Progressing', message, stamp);
+        } else if (app.errorCondition) {
+          transition(next, 'Progressing', ROLLOUT_MESSAGES.appError, stamp);
+        }
+      }
+    }
+    // Healthy alone is not enough; and there is no timeout: a failed app stays Progressing forever.
+    if (current.status === 'Progressing' && app.health === 'Healthy' && app.sync === 'Synced') transition(next, 'Healthy', ROLLOUT_MESSAGES.becameHealthy, stamp);
+  }
+  return next;
+}
+
+/**
+ * getAppsToSync: the apps whose step is released. Steps are released in order while every app listed in
+ * each earlier step exists and has a Healthy entry; a generated app that does not exist holds every later
+ * step, whatever its (stale) entry says. Empty steps hold nothing up.
+ */
+export function appsToSync(
+  entries: readonly ApplicationSetApplicationStatus[],
+  stepLists: readonly (readonly string[])[],
+  existing: ReadonlySet<string>,
+): Set<string> {
+  const byName = new Map(entries.map((e) => [e.application, e]));
+  const released = new Set<string>();
+  for (const list of stepLists) {
+    for (const name of list) released.add(name);
+    if (!list.every((name) => existing.has(name) && byName.get(name)?.status === 'Healthy')) break;
+  }
+  return released;
 }
 
 function transition(entry: ApplicationSetApplicationStatus, status: ProgressiveSyncStatus, message: string, stamp: string): void {

@@ -3,6 +3,8 @@ import type { Application, ApplicationSet, ApplicationSetRolloutStep } from '../
 import {
   ROLLOUT_MESSAGES,
   advanceRollout,
+  appsToSync,
+  evaluateApplicationStatus,
   k8sTime,
   rollingSyncOperation,
   rolloutAppState,
@@ -582,5 +584,43 @@ describe('generated apps that do not exist', () => {
     // Once the app exists, step 2 is released.
     const fixed = advanceRollout(set, [...existing, app('s2-invalid', 'stage', { sync: 'Synced' })], at(120), generated);
     expect(fixed.toSync).toEqual(['p1']);
+  });
+});
+
+// Cases of Argo CD v3.5.1's own unit tests, in rollcall's terms: the test name is Argo CD's test and case.
+describe('Argo CD v3.5.1 progressive-sync unit cases', () => {
+  // progressive_sync_dependencies_test.go checks what UpdateApplicationSetApplicationStatus returns.
+  // PerformProgressiveSyncs discards that and goes on with what setAppSetApplicationStatus saved, which
+  // here is nothing: status, step and message are what they were.
+  it('TestUpdateApplicationSetApplicationStatus: moves an application with new revision to Healthy when it is not OutOfSync', () => {
+    const prior = [{ application: 'app1', message: ROLLOUT_MESSAGES.syncedHealthy, status: 'Healthy' as const, step: '1', targetRevisions: ['previous'], lastTransitionTime: k8sTime(at(-300)) }];
+    const app1 = app('app1', undefined, { sync: 'Synced', health: 'Healthy', revisions: ['next'], operationPhase: 'Succeeded', operationStartedAt: k8sTime(at(-60)), reconciledAt: k8sTime(T0) });
+    expect(evaluateApplicationStatus(prior, [app1], new Map([['app1', 0]]), T0)).toEqual([
+      { application: 'app1', message: ROLLOUT_MESSAGES.syncedHealthy, status: 'Healthy', step: '1', targetRevisions: ['next'], lastTransitionTime: k8sTime(T0) },
+    ]);
+    const set = rollingAppSet([{ matchExpressions: [] }, { matchExpressions: [] }]);
+    set.status = { ...set.status, applicationStatus: prior };
+    expect(advanceRollout(set, [app1], T0).applicationStatus).toEqual(prior);
+  });
+
+  // progressive_sync_test.go calls syncApplication(app, prune=true) on an app whose syncPolicy has retry
+  // and syncOptions; here that app is the one the template generates, and prune is its automated.prune.
+  it('TestSyncApplication: Retry and SyncOptions from SyncPolicy are applied', () => {
+    const set = rollingAppSet([envStep('stage')]);
+    set.spec.template.spec.syncPolicy = { automated: { prune: true }, retry: { limit: 10 }, syncOptions: ['CreateNamespace=true'] };
+    expect(rollingSyncOperation(set)).toEqual({
+      initiatedBy: { username: 'applicationset-controller', automated: true },
+      info: [{ name: 'Reason', value: 'ApplicationSet RollingSync triggered a sync of this Application resource' }],
+      sync: { syncOptions: ['CreateNamespace=true'], prune: true },
+      retry: { limit: 10 },
+    });
+  });
+
+  it('TestGetAppsToSync: handles missing applications with statuses', () => {
+    const entries = [
+      { application: 'app1', status: 'Healthy' as const, message: '', step: '1' },
+      { application: 'app2', status: 'Healthy' as const, message: '', step: '2' },
+    ];
+    expect(appsToSync(entries, [['app1'], ['app2']], new Set(['app2']))).toEqual(new Set(['app1']));
   });
 });

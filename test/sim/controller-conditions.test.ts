@@ -5,7 +5,7 @@
  * pkg/apis/application/v1alpha1/applicationset_types.go (SetConditions, CalculateHealth) at v3.5.1.
  */
 import { describe, expect, it } from 'vitest';
-import type { Application, ApplicationSet } from '../../src/argocd/types.js';
+import type { Application, ApplicationSet, ApplicationSetCondition } from '../../src/argocd/types.js';
 import { SIM_ANNOTATIONS, SimController, appSetHealth } from '../../src/sim/controller.js';
 import { seedState } from '../../src/sim/fixture.js';
 import { application, applicationSet, appSetUid, clusterGeneratorSpec, commit, serviceResources, upToDateConditions } from '../../src/sim/scenarios/builders.js';
@@ -183,5 +183,40 @@ describe('the sync RollingSync writes in the simulator', () => {
     expect(op.initiatedBy).toEqual({ username: 'applicationset-controller', automated: true });
     expect(op.sync).toEqual({ prune: true, syncOptions: ['ServerSideApply=true'] });
     expect(op.retry).toEqual({ limit: 2 });
+  });
+});
+
+// Cases of Argo CD v3.5.1's own unit tests, in the simulator's terms: the test name is Argo CD's test and case.
+describe('Argo CD v3.5.1 appset condition and health unit cases', () => {
+  // applicationset_controller_test.go: an appset with no strategy and a RolloutProgressing condition left
+  // over; setApplicationSetStatusCondition evaluates that type for an appset that is not RollingSync and,
+  // with no condition of it to set, drops it. The others stay as they were.
+  it('TestSetApplicationSetStatusCondition: progressing conditions is removed when AppSet is not configured', () => {
+    const { controller, set, edit } = setup([['stage-a', 'stage']]);
+    const before = '2026-03-01T09:55:00Z';
+    const kept = [
+      { type: 'ErrorOccurred', message: 'existing', lastTransitionTime: before },
+      { type: 'ParametersGenerated', status: 'True', reason: 'ParametersGenerated', message: 'Successfully generated parameters for all Applications', lastTransitionTime: before },
+      { type: 'ResourcesUpToDate', status: 'False', message: 'existing', lastTransitionTime: before },
+    ] as ApplicationSetCondition[];
+    edit((s) => {
+      delete s.spec.strategy;
+      s.status = { conditions: [...kept, { type: 'RolloutProgressing', message: 'existing', lastTransitionTime: before } as ApplicationSetCondition] };
+    });
+    controller.advance(1000);
+    expect(set().status?.conditions).toEqual(kept);
+  });
+
+  // applicationset_types_test.go, CalculateHealth on these conditions alone.
+  it('TestApplicationSetCalculateHealth: rollout progressing returns progressing', () => {
+    expect(appSetHealth({ conditions: [{ type: 'RolloutProgressing', status: 'True', reason: '', message: 'rolling out 2/5' }] })).toEqual({ status: 'Progressing', message: 'rolling out 2/5' });
+  });
+
+  it('TestApplicationSetCalculateHealth: progressing takes priority over resources up to date', () => {
+    const conditions: ApplicationSetCondition[] = [
+      { type: 'ResourcesUpToDate', status: 'True', reason: '', message: 'synced' },
+      { type: 'RolloutProgressing', status: 'True', reason: '', message: 'rolling out' },
+    ];
+    expect(appSetHealth({ conditions })).toEqual({ status: 'Progressing', message: 'rolling out' });
   });
 });
