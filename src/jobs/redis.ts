@@ -183,7 +183,7 @@ function failFastWhileAnswering(redis: RedisClient, address: string, lastError: 
   (redis as { sendCommand: (command: Command, ...rest: unknown[]) => unknown }).sendCommand = (command, ...rest) => {
     if (!answering.getStore()?.open || redis.status === 'end') return send(command, ...rest);
     const sendTimed = () => {
-      const timer = setTimeout(() => command.reject(unavailable(`no reply within ${typedDuration(ANSWER_REDIS_TIMEOUT_MS)}; a command already sent may still be applied`)), ANSWER_REDIS_TIMEOUT_MS);
+      const timer = setTimeout(() => command.reject(unavailable(`no reply within ${ANSWER_REDIS_TIMEOUT_MS / 1000}s; a command already sent may still be applied`)), ANSWER_REDIS_TIMEOUT_MS);
       const stop = () => clearTimeout(timer);
       command.promise.then(stop, stop);
       return send(command, ...rest);
@@ -203,7 +203,7 @@ function failFastWhileAnswering(redis: RedisClient, address: string, lastError: 
     };
     const timer = setTimeout(() => {
       waiting.delete(go);
-      command.reject(unavailable(`not connected within ${typedDuration(ANSWER_REDIS_TIMEOUT_MS)}: ${redis.status}${lastError() ? `: ${lastError()}` : ''}`));
+      command.reject(unavailable(`not connected within ${ANSWER_REDIS_TIMEOUT_MS / 1000}s: ${redis.status}${lastError() ? `: ${lastError()}` : ''}`));
     }, ANSWER_REDIS_TIMEOUT_MS);
     waiting.add(go);
     return command.promise;
