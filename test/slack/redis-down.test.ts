@@ -57,27 +57,31 @@ async function slash(text: string): Promise<{ body: any; ms: number }> {
 }
 
 describe('/argo with Redis down', () => {
-  it('answers `runs` with redis_unavailable within 2 s, `status` as ever, and `runs` again once Redis is back', { timeout: 60_000 }, async () => {
-    const up = await slash('runs');
-    expect(allText(up.body.blocks)).not.toMatch(/redis_unavailable|Cannot reach Redis/);
+  it(
+    'answers `runs` with redis_unavailable within 2 s, `status` as ever, and `runs` again once Redis is back',
+    { timeout: 60_000 },
+    async () => {
+      const up = await slash('runs');
+      expect(allText(up.body.blocks)).not.toMatch(/redis_unavailable|Cannot reach Redis/);
 
-    await redis.stop();
-    const refusedBefore = await answered('redis_unavailable');
-    const down = await slash('runs');
-    const text = allText(down.body.blocks);
-    expect(await answered('redis_unavailable')).toBe(refusedBefore + 1);
-    expect(text).toContain(`Cannot reach Redis at 127.0.0.1:${redis.port}`);
-    expect(text).toContain('Read-only fleet questions (status, app, clusters');
-    expect(down.ms).toBeLessThan(2500);
+      await redis.stop();
+      const refusedBefore = await answered('redis_unavailable');
+      const down = await slash('runs');
+      const text = allText(down.body.blocks);
+      expect(await answered('redis_unavailable')).toBe(refusedBefore + 1);
+      expect(text).toContain(`Cannot reach Redis at 127.0.0.1:${redis.port}`);
+      expect(text).toContain('Read-only fleet questions (status, app, clusters');
+      expect(down.ms).toBeLessThan(2500);
 
-    const status = await slash('status');
-    expect(allText(status.body.blocks)).not.toMatch(/redis_unavailable|Cannot reach Redis/);
-    expect(allText(status.body.blocks)).toMatch(/payments-prod-eu1|apps?/);
-    expect(status.ms).toBeLessThan(2500);
+      const status = await slash('status');
+      expect(allText(status.body.blocks)).not.toMatch(/redis_unavailable|Cannot reach Redis/);
+      expect(allText(status.body.blocks)).toMatch(/payments-prod-eu1|apps?/);
+      expect(status.ms).toBeLessThan(2500);
 
-    redis = await startPrivateRedis({ port: redis.port });
-    await expect
-      .poll(async () => allText((await slash('runs')).body.blocks), { timeout: 15_000, interval: 500 })
-      .not.toMatch(/redis_unavailable|Cannot reach Redis/);
-  });
+      redis = await startPrivateRedis({ port: redis.port });
+      await expect
+        .poll(async () => allText((await slash('runs')).body.blocks), { timeout: 15_000, interval: 500 })
+        .not.toMatch(/redis_unavailable|Cannot reach Redis/);
+    },
+  );
 });
