@@ -115,6 +115,11 @@ export class AlertManager {
       });
   }
 
+  /** Resolves once no sweep is running: the one in progress, and any asked for meanwhile, are done. */
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     this.unsubscribe?.();

@@ -8,7 +8,7 @@ import { isTerminal, type RunStatus } from '../runbooks/run-store.js';
 import { errorReply, replyJson, type Reply } from '../core/reply.js';
 import { redactUrlPassword } from '../config/load.js';
 import { EXIT_OK, exitCodeFor } from '../core/error-codes.js';
-import { closeRedis, configuredRedisUrl, createRedis, probeRedis, redisUnreachableMessage } from '../jobs/redis.js';
+import { closeRedis, configuredRedisUrl, createRedis, probeRedis, READ_ONLY_WITHOUT_REDIS, redisUnreachableMessage } from '../jobs/redis.js';
 import { AuditLog, withAuditOrigin } from '../audit/audit-log.js';
 import { createLogger } from '../log.js';
 import { renderText } from '../views/text.js';
@@ -137,7 +137,7 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
         const reply = errorReply(
           parseCommand(text).command,
           'redis_unavailable',
-          redisUnreachableMessage(redisUrl, down),
+          `${redisUnreachableMessage(redisUrl, down)} ${READ_ONLY_WITHOUT_REDIS}`,
         );
         out(opts.json ? JSON.stringify(replyJson(reply)) : renderText(reply, { color: process.stdout.isTTY }));
         return exitCodeOf(reply);

@@ -25,10 +25,11 @@ export interface Runtime {
   /**
    * Starts the runbook engine, the change log and incidents (Redis) on demand; read-only use never
    * needs Redis. `schedules` and `recorder` (default: any role but bot) run the schedules of
-   * rollcall.yaml and the change recorder here; a one-shot `ask` runs neither. `exclusive`: this
-   * process executes only the runs given to `adoptRun` (ask --wait).
+   * rollcall.yaml and the change recorder here; a one-shot `ask` runs neither. `alerts` (default: as
+   * `schedules`) evaluates the alert rules here. `exclusive`: this process executes only the runs given to
+   * `adoptRun` (ask --wait).
    */
-  enableRuns(opts: { role: 'all' | 'bot' | 'worker'; redisUrl: string; schedules?: boolean; recorder?: boolean; exclusive?: boolean }): Promise<void>;
+  enableRuns(opts: { role: 'all' | 'bot' | 'worker'; redisUrl: string; schedules?: boolean; recorder?: boolean; alerts?: boolean; exclusive?: boolean }): Promise<void>;
   /** Lets an exclusive engine execute this run's steps. */
   adoptRun(runId: string): void;
   /** The alert rules' evaluator of this process (workers), once runs are enabled. */
@@ -93,7 +94,7 @@ export async function startRuntime(
     adoptRun(runId) {
       engine?.adopt(runId);
     },
-    async enableRuns({ role, redisUrl, schedules: withSchedules = role !== 'bot', recorder: withRecorder = role !== 'bot', exclusive }) {
+    async enableRuns({ role, redisUrl, schedules: withSchedules = role !== 'bot', recorder: withRecorder = role !== 'bot', alerts: withAlerts = withSchedules, exclusive }) {
       if (engine) return;
       const [{ startEngine }, { createRedis }, { PauseStore }, { ChangeLog }, { ChangeRecorder }, { IncidentService }, { IncidentStore }, { AlertStore }, { FleetRecords }] = await Promise.all([
         import('../runbooks/engine.js'),
@@ -134,7 +135,7 @@ export async function startRuntime(
       services.alerts = new AlertStore(alertsRedis, config.redis.prefix);
       services.records = new FleetRecords(alertsRedis, config);
       // Alert rules and digests run where steps run; every such process may, and each alert and tick posts once.
-      if (withSchedules) {
+      if (withAlerts) {
         const records = services.records;
         const [{ AlertManager }, replies] = await Promise.all([import('../alerts/manager.js'), import('../commands/alerts.js')]);
         runtime.alerts = new AlertManager({
@@ -147,6 +148,8 @@ export async function startRuntime(
           logger: opts.logger.child({ component: 'alerts' }),
         });
         runtime.alerts.start();
+      }
+      if (withSchedules) {
         const { startDigestSchedules } = await import('../jobs/digests.js');
         runtime.digests = await startDigestSchedules({ services, notifier: () => services.notifier ?? runtime.outputNotifier, redisUrl, prefix: config.redis.prefix, logger: opts.logger.child({ component: 'digests' }) });
       }

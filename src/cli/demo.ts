@@ -21,6 +21,8 @@ import { startRuntime } from './bootstrap.js';
 import { TerminalNotifier } from './terminal-notifier.js';
 
 const DEMO_USER = 'U0DEMO';
+/** The demo's one conversation: commands are typed in it, and runs and alerts print to it. */
+const DEMO_CHANNEL = 'demo';
 /** The second person of the demo: approves what U0DEMO requested (`as oncall-2 runs approve ID`). */
 const SECOND_USER = 'oncall-2';
 
@@ -137,11 +139,16 @@ export async function demo(opts: {
     }
     const yaml =
       simConfigYaml(sim, { redisUrl: redis.url, redisPrefix: prefix, kubeconfig }) +
-      `\naccess:\n  groups: { oncall: ['${DEMO_USER}', '${SECOND_USER}'] }\n  operators: ['group:oncall']\n  admins: ['${DEMO_USER}']\n`;
+      `\naccess:\n  groups: { oncall: ['${DEMO_USER}', '${SECOND_USER}'] }\n  operators: ['group:oncall']\n  admins: ['${DEMO_USER}']\n` +
+      // Alerts print here as they fire. The scenario's problems are there before the demo starts: no hold-down,
+      // so the first evaluation (before the prompt) fires them instead of leaving them pending for 30 s.
+      `alerts:\n  channel: ${DEMO_CHANNEL}\n  holdDown: 0s\n`;
     const config = parseConfig(yaml, 'demo');
     const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
     runtime = await startRuntime(config, { logger, notifier: new TerminalNotifier(sayAsync, true) });
-    await runtime.enableRuns({ role: 'all', redisUrl: redis.url, schedules: false });
+    // As `rollcall start` does, without its config schedules and digests (the demo has none to tick).
+    await runtime.enableRuns({ role: 'all', redisUrl: redis.url, schedules: false, alerts: true });
+    await runtime.alerts?.idle();
   } catch (error) {
     await cleanup();
     throw error;
@@ -158,7 +165,7 @@ export async function demo(opts: {
   say(`Buttons show as [1] [2] ...: type the number to press one. "as USER <command>" acts as someone else. "exit" quits.\n`);
   opts.onReady?.({ prefix, redisUrl: redis.url, simUrl: sim.url });
 
-  const contextOf = (user: string): CommandContext => ({ services: runtime!.services, user, surface: 'terminal', channel: 'demo' });
+  const contextOf = (user: string): CommandContext => ({ services: runtime!.services, user, surface: 'terminal', channel: DEMO_CHANNEL });
   let buttons: ReplyButton[] = [];
   const show = (reply: Reply) => {
     say(renderText(reply, { color, actions: 'omit' }));

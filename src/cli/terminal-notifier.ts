@@ -23,7 +23,8 @@ export class TerminalNotifier implements Notifier {
 
   async post(target: { channel: string; threadTs?: string }, reply: Reply): Promise<MessageRef> {
     const ts = `${Date.now()}.${String(++this.seq).padStart(6, '0')}`;
-    const line = progressLine(reply);
+    // A new message says what it is about (an alert firing is nothing but its header); its updates follow it.
+    const line = progressLine(reply, { withHeader: true });
     this.last.set(ts, line);
     this.write(line);
     return { channel: target.channel, ts, threadTs: target.threadTs };
@@ -46,8 +47,10 @@ export class TerminalNotifier implements Notifier {
 
 const ENDED = ['succeeded', 'failed', 'aborted', 'cancelled', 'paused'];
 
-export function progressLine(reply: Reply): string {
+export function progressLine(reply: Reply, opts: { withHeader?: boolean } = {}): string {
   const firstText = reply.blocks.find((b) => b.kind === 'text');
-  const text = firstText && firstText.kind === 'text' ? firstText.text : reply.title;
+  const header = opts.withHeader ? reply.blocks.find((b) => b.kind === 'header') : undefined;
+  const body = firstText && firstText.kind === 'text' ? firstText.text : reply.title;
+  const text = header && header.kind === 'header' && header.text !== body ? `${header.text}: ${body}` : body;
   return `  ${clockTime(new Date())} ${renderText({ ...reply, blocks: [{ kind: 'text', text }] }).split('\n').join(' ')}`;
 }

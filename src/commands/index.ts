@@ -9,6 +9,7 @@ import { PAGE_SIZE, errorReply, replyPages, withUserText, type Reply } from '../
 import { auditRefusal } from './runbooks.js';
 import { withAuditOrigin, type AuditOrigin } from '../audit/audit-log.js';
 import { commandDuration, commandsTotal, secondsSince } from '../metrics.js';
+import { answerWithoutWaitingForRedis } from '../jobs/redis.js';
 
 import { alertCommand, alertsCommand } from './alerts.js';
 import { appCommand } from './app.js';
@@ -98,10 +99,13 @@ export function auditOriginOf(ctx: CommandContext): AuditOrigin {
   return { surface: ctx.surface, ...(ctx.osUser ? { osUser: ctx.osUser } : {}), ...(ctx.actAs ? { actAs: true } : {}) };
 }
 
-/** Runs one chat command: parse, find, check permission, run. Never throws: failures become error Replies. */
+/**
+ * Runs one chat command: parse, find, check permission, run. Never throws: failures become error Replies.
+ * Someone is waiting for the answer: a Redis that is down is said at once (`redis_unavailable`), not waited out.
+ */
 export async function dispatch(text: string, ctx: CommandContext): Promise<Reply> {
   const started = process.hrtime.bigint();
-  const reply = withUserText(await withAuditOrigin(auditOriginOf(ctx), () => dispatchCommand(text, ctx)), text);
+  const reply = withUserText(await answerWithoutWaitingForRedis(() => withAuditOrigin(auditOriginOf(ctx), () => dispatchCommand(text, ctx))), text);
   recordCommand(reply, started);
   return reply;
 }
@@ -115,7 +119,7 @@ function recordCommand(reply: Reply, started: bigint): void {
 
 /** Runs a registered action (a button, a form submission) for ctx's user, audited as coming from ctx's surface. */
 export async function runAction(spec: ActionSpec, value: string, ctx: CommandContext): Promise<Reply | undefined> {
-  const reply = await withAuditOrigin(auditOriginOf(ctx), () => spec.run(value, ctx));
+  const reply = await answerWithoutWaitingForRedis(() => withAuditOrigin(auditOriginOf(ctx), () => spec.run(value, ctx)));
   // A form's value holds what the user typed into its fields.
   return reply && withUserText(reply, value);
 }

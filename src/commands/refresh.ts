@@ -49,9 +49,10 @@ async function refreshOne(ctx: CommandContext, fa: FleetApp, type: RefreshType):
   let result: Refreshed;
   if (!api) result = { ...base, ok: false, reconciledAt: null, sync: syncOf(fa.app), health: healthOf(fa.app), error: `no Argo CD client for instance ${fa.instance}` };
   else {
+    // Paced like syncs: a selection of hard refreshes is repo-server load on one instance. The pace is kept in
+    // Redis: without it the refresh is not sent, and the answer says Redis is down (not that Argo CD failed).
+    await ctx.services.runs?.limiter.acquire(fa.instance);
     try {
-      // Paced like syncs: a selection of hard refreshes is repo-server load on one instance.
-      await ctx.services.runs?.limiter.acquire(fa.instance);
       const app: Application = await api.getApplication({ name, appNamespace: fa.app.metadata.namespace, project: fa.app.spec.project }, { refresh: type });
       result = { ...base, ok: true, reconciledAt: app.status?.reconciledAt ?? null, sync: syncOf(app), health: healthOf(app) };
     } catch (error) {

@@ -1,6 +1,7 @@
 import { typedDuration } from '../core/format.js';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire } from 'node:module';
-import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { Cluster, Command, Redis, RedisOptions } from 'ioredis';
 import { redactUrlPassword } from '../config/load.js';
 import { clusterPrefixProblem } from '../config/schema.js';
 import { RollcallError } from '../core/errors.js';
@@ -99,20 +100,114 @@ function connect(url: string, opts: Partial<RedisOptions>): RedisClient {
  * No ioredis `keyPrefix`: BullMQ refuses it, and every key we write carries the prefix itself.
  */
 export function createRedis(url: string, opts: Partial<RedisOptions> = {}, onError?: (err: Error) => void): RedisClient {
-  const redis = connect(url, {
-    maxRetriesPerRequest: null,
-    enableReadyCheck: true,
-    // Reconnect quickly after a restart: runs are waiting on it.
-    retryStrategy: (times) => Math.min(50 * times, 1000),
-    lazyConnect: false,
-    ...opts,
-  });
+  // Made outside any answer (see answerWithoutWaitingForRedis): ioredis' own reconnects and handshakes run in
+  // the context the connection was made in, and must never be failed fast.
+  const redis = answering.exit(() =>
+    connect(url, {
+      maxRetriesPerRequest: null,
+      enableReadyCheck: true,
+      // Reconnect quickly after a restart: runs are waiting on it.
+      retryStrategy: (times) => Math.min(50 * times, 1000),
+      lazyConnect: false,
+      ...opts,
+    }),
+  );
+  let lastError: string | undefined;
   // Without a listener ioredis prints every failed reconnect as an unhandled error; it keeps retrying either way.
   redis.on('error', (err: Error) => {
+    lastError = err.message;
     redisErrorsTotal.inc({ connection: opts.connectionName ?? 'rollcall' });
     onError?.(err);
   });
+  failFastWhileAnswering(redis, redisAddress(url), () => lastError);
   return redis;
+}
+
+/** Where `url` points, as host:port (the Sentinels, or a Cluster's seed nodes): no scheme, user or password. */
+export function redisAddress(url: string): string {
+  const target = redisTarget(url);
+  const hosts = (nodes: { host?: string; port?: number }[]) => nodes.map((n) => `${n.host}:${n.port}`).join(',');
+  if (target.clusterNodes) return hosts(target.clusterNodes);
+  if (target.sentinels) return `${target.name} (through Sentinel ${hosts(target.sentinels)})`;
+  return `${target.host}:${target.port}`;
+}
+
+/** What still answers while Redis is away: a command refused for want of Redis says so. */
+export const READ_ONLY_WITHOUT_REDIS = 'Read-only fleet questions (status, app, clusters, diagnose, rollout ...) still answer without it, from the mirror of Argo CD.';
+
+/**
+ * How long an answer waits on one Redis command: for a connection still making its first connection to be
+ * ready, or for a sent command's reply. A connection that was up and dropped does not wait at all: a Redis
+ * restart takes longer than anyone should look at a silent chat, and Slack's answer must come in seconds.
+ */
+export const ANSWER_REDIS_TIMEOUT_MS = 1500;
+
+/** Open while a command is being answered; closed when the answer is given (work it left running waits as usual). */
+const answering = new AsyncLocalStorage<{ open: boolean }>();
+
+/**
+ * Runs `fn`, the answer to someone's command, so that Redis cannot hold it. The long-lived connections wait
+ * through a Redis outage (maxRetriesPerRequest: null, the offline queue): right for a worker's step, which
+ * continues when Redis is back, and wrong for a person waiting on an answer. Within `fn`, a command on a
+ * connection that is not up fails at once with `redis_unavailable`, without ever being sent (nothing it would
+ * have written lands later), and one that gets no reply within ANSWER_REDIS_TIMEOUT_MS fails the same way.
+ */
+export async function answerWithoutWaitingForRedis<T>(fn: () => Promise<T>): Promise<T> {
+  const answer = { open: true };
+  try {
+    return await answering.run(answer, fn);
+  } finally {
+    answer.open = false;
+  }
+}
+
+/** Runs `fn` as work that waits through a Redis outage, even inside an answer (a wait for a run's end). */
+export function rideOutRedis<T>(fn: () => Promise<T>): Promise<T> {
+  return answering.run({ open: false }, fn);
+}
+
+/** Gives `redis` the answer-path behaviour of answerWithoutWaitingForRedis; other callers see it unchanged. */
+function failFastWhileAnswering(redis: RedisClient, address: string, lastError: () => string | undefined): void {
+  let everReady = redis.status === 'ready';
+  const waiting = new Set<() => void>();
+  redis.on('ready', () => {
+    everReady = true;
+    for (const go of [...waiting]) go();
+  });
+  const send = redis.sendCommand.bind(redis) as (command: Command, ...rest: unknown[]) => unknown;
+  const unavailable = (why: string) =>
+    new RollcallError(
+      'redis_unavailable',
+      `Cannot reach Redis at ${address} (${why}). Runs, runbooks, the audit log, incidents, alerts and the change log live there; rollcall reconnects by itself once it is back. ${READ_ONLY_WITHOUT_REDIS}`,
+    );
+  (redis as { sendCommand: (command: Command, ...rest: unknown[]) => unknown }).sendCommand = (command, ...rest) => {
+    if (!answering.getStore()?.open || redis.status === 'end') return send(command, ...rest);
+    const sendTimed = () => {
+      const timer = setTimeout(() => command.reject(unavailable(`no reply within ${ANSWER_REDIS_TIMEOUT_MS / 1000}s; a command already sent may still be applied`)), ANSWER_REDIS_TIMEOUT_MS);
+      const stop = () => clearTimeout(timer);
+      command.promise.then(stop, stop);
+      return send(command, ...rest);
+    };
+    if (redis.status === 'ready') return sendTimed();
+    const down = `${redis.status}${lastError() ? `: ${lastError()}` : ''}`;
+    if (everReady) {
+      command.reject(unavailable(down));
+      return command.promise;
+    }
+    // Still making its first connection (a process that just started): that may take a moment.
+    if (redis.status === 'wait') redis.connect().catch(() => undefined);
+    const go = () => {
+      clearTimeout(timer);
+      waiting.delete(go);
+      sendTimed();
+    };
+    const timer = setTimeout(() => {
+      waiting.delete(go);
+      command.reject(unavailable(`not connected within ${ANSWER_REDIS_TIMEOUT_MS / 1000}s: ${redis.status}${lastError() ? `: ${lastError()}` : ''}`));
+    }, ANSWER_REDIS_TIMEOUT_MS);
+    waiting.add(go);
+    return command.promise;
+  };
 }
 
 /**

@@ -6,7 +6,7 @@ import type { RunbookServices as Services } from './services.js';
 import type { MessageRef } from '../core/notifier.js';
 import { createStepQueue, createStepWorker, DEFAULT_TIMING, delayedError, handBack, type StepJobData, type WorkerTiming } from '../jobs/queues.js';
 import { InstanceRateLimiter, type RateLimit } from '../jobs/rate-limit.js';
-import { assertPrefixFits, closeRedis, createRedis, type RedisClient } from '../jobs/redis.js';
+import { assertPrefixFits, closeRedis, createRedis, rideOutRedis, type RedisClient } from '../jobs/redis.js';
 import { findRunbookAction, runPausable } from './actions/index.js';
 import type { ActionPreview, RunTarget, StepOutcome } from './actions/types.js';
 import { AuditLog, type AuditEvent } from '../audit/audit-log.js';
@@ -493,12 +493,16 @@ class Engine implements RunService {
 
   async waitForEnd(runId: string, timeoutMs: number): Promise<Run> {
     const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const run = await this.store.require(runId);
-      if (isTerminal(run.status) || run.status === 'paused') return run;
-      if (Date.now() > deadline) throw new RunStateError(`run ${runId} is still ${run.status} after ${typedDuration(timeoutMs)}; follow it with /argo runs show ${runId}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    let run = await this.store.require(runId);
+    // Waiting is what was asked for: a Redis restart meanwhile is waited out, as the run itself waits it out.
+    return rideOutRedis(async () => {
+      for (;;) {
+        if (isTerminal(run.status) || run.status === 'paused') return run;
+        if (Date.now() > deadline) throw new RunStateError(`run ${runId} is still ${run.status} after ${typedDuration(timeoutMs)}; follow it with /argo runs show ${runId}`);
+        await new Promise((r) => setTimeout(r, 200));
+        run = await this.store.require(runId);
+      }
+    });
   }
 
   /** Applies a lifecycle event, or leaves the run as it is when the event does not apply to its state now. */

@@ -127,6 +127,10 @@ describe('rollcall sim + rollcall ask (processes, as a user runs them)', () => {
     const result = await run(process.execPath, [bin, 'ask', 'runs', '--json', '--config', config], { env: { ...process.env, REDIS_URL: `redis://127.0.0.1:${port}` } }).catch((e) => e);
     expect(result.code).toBe(2);
     expect(JSON.parse(result.stdout).error).toMatchObject({ code: 'redis_unavailable', message: expect.stringContaining(`Cannot reach Redis at redis://127.0.0.1:${port} (connect ECONNREFUSED`) });
+    // It says what still answers, and that does.
+    expect(JSON.parse(result.stdout).error.message).toContain('Read-only fleet questions (status, app, clusters');
     expect(Date.now() - started).toBeLessThan(20_000);
+    const status = await run(process.execPath, [bin, 'ask', 'status', '--json', '--config', config], { env: { ...process.env, REDIS_URL: `redis://127.0.0.1:${port}` } });
+    expect(JSON.parse(status.stdout)).toMatchObject({ ok: true, command: 'status' });
   }, 30_000);
 });

@@ -50,6 +50,48 @@ describe('rollcall demo', () => {
     expect(await redis.keys(`${prefix}:*`)).toEqual([]);
   }, 90_000);
 
+  it('has evaluated the alert rules by its first prompt: `alerts` on seed-outage lists the Degraded auth-service', async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    let text = '';
+    output.on('data', (c) => (text += c));
+    const finished = demo({ scenario: 'seed-outage', speed: 50, input, output });
+    try {
+      await waitFor(() => text, /argo> /);
+      // It fired in the terminal, the demo's notifier, before the prompt.
+      expect(text.slice(0, text.indexOf('argo> '))).toMatch(/Degraded after sync: auth-service \(prod\): .*Firing since/);
+      const before = text.length;
+      input.write('alerts\n');
+      const answer = await waitFor(() => text.slice(before), /active alerts?[\s\S]*argo> /);
+      expect(answer[0]).not.toContain('Nothing is firing');
+      expect(answer[0]).toMatch(/a-[a-z0-9]+ Degraded after sync: auth-service \(prod\) — firing, 12 apps/);
+      expect(answer[0]).toContain('12 apps of appset auth-service Degraded after a successful sync');
+    } finally {
+      input.end('exit\n');
+      await finished;
+    }
+  }, 90_000);
+
+  it('`alerts` on progressive-infra lists the stuck RollingSync step at once', async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    let text = '';
+    output.on('data', (c) => (text += c));
+    const finished = demo({ scenario: 'progressive-infra', speed: 50, input, output });
+    try {
+      await waitFor(() => text, /argo> /);
+      const before = text.length;
+      input.write('alerts\n');
+      const answer = await waitFor(() => text.slice(before), /active alerts?[\s\S]*argo> /);
+      expect(answer[0]).not.toContain('Nothing is firing');
+      expect(answer[0]).toMatch(/a-[a-z0-9]+ Stuck rollout step: progressive-infra step 3 \(infra\) — firing, 3 apps/);
+      expect(answer[0]).toMatch(/Step 3 of progressive-infra is stuck: 3 apps Pending\/Progressing for 1h \d+m/);
+    } finally {
+      input.end('exit\n');
+      await finished;
+    }
+  }, 90_000);
+
   it('draws the prompt again after a run summary that arrives while it waits for input', async () => {
     const input = new PassThrough();
     const output = new PassThrough();
