@@ -1,5 +1,4 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { userInfo } from 'node:os';
 import path from 'node:path';
 import type { RollcallConfig } from '../config/schema.js';
 import { findCommand, type CommandContext } from '../commands/registry.js';
@@ -8,6 +7,7 @@ import { isTerminal, type RunStatus } from '../runbooks/run-store.js';
 import { errorReply, replyJson, type Reply } from '../core/reply.js';
 import { redactUrlPassword } from '../config/load.js';
 import { EXIT_OK, exitCodeFor } from '../core/error-codes.js';
+import { terminalIdentity } from '../core/identity.js';
 import { closeRedis, configuredRedisUrl, createRedis, probeRedis, READ_ONLY_WITHOUT_REDIS, redisUnreachableMessage } from '../jobs/redis.js';
 import { AuditLog, withAuditOrigin } from '../audit/audit-log.js';
 import { createLogger } from '../log.js';
@@ -41,17 +41,6 @@ function writeFiles(reply: Reply, dir: string | undefined): void {
     files[FILE_KINDS[path.extname(f.name)] ?? f.name] = file;
   }
   reply.data.files = files;
-}
-
-/** Who runs `ask`: $ROLLCALL_USER (e.g. your Slack id, to match access lists), else the OS account. */
-export function terminalIdentity(): { self: string; osUser: string } {
-  let osUser: string;
-  try {
-    osUser = userInfo().username;
-  } catch {
-    osUser = process.env.USER ?? 'unknown';
-  }
-  return { self: process.env.ROLLCALL_USER || process.env.USER || osUser || 'terminal', osUser };
 }
 
 /** `--as` someone other than yourself, refused by the config: audited (when Redis answers), then answered. */

@@ -3,6 +3,7 @@ import { ConfigError, formatProblem, loadConfig, redactConfig } from '../config/
 import { errorReply, replyJson } from '../core/reply.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, exitCodeFor, type ErrorCode } from '../core/error-codes.js';
 import { RollcallError } from '../core/errors.js';
+import { terminalIdentity } from '../core/identity.js';
 import { createLogger } from '../log.js';
 
 
@@ -67,7 +68,7 @@ export async function runCli(argv: string[]): Promise<void> {
     .argument('<command text>', 'e.g. "status", "rollout progressive-infra", "sync auth-config-* prune=true"')
     .option('--config <file>', 'config file (else $ROLLCALL_CONFIG, else ./rollcall.yaml)')
     .option('--json', 'print one JSON object {ok, command, title, data, error?}')
-    .option('--as <user>', 'act as this user (only where access.terminal.allowActAs is true); default $ROLLCALL_USER, else $USER')
+    .option('--as <user>', 'act as this user (only where access.terminal.allowActAs is true); default $ROLLCALL_USER, else $USER, else the OS account')
     .option('--yes', 'answer the confirmation of a runbook')
     .option('--wait', 'wait for a queued run to finish and print its final state')
     .option('--out <dir>', 'write the files an answer comes with (incident report: DIR/ID.md and DIR/ID.png)')
@@ -126,6 +127,8 @@ export async function runCli(argv: string[]): Promise<void> {
         speed,
         frozen: !!opts.frozen,
         writeConfig: opts.writeConfig,
+        // The written config's operator is whom `rollcall ask` will act as: the same rule, decided once.
+        operator: terminalIdentity().self,
       }).catch((error) => {
         // A bad fixture is a usage error: its message names every problem by path; a stack adds nothing.
         if (error instanceof FixtureError || error instanceof ScenarioError) fail(error.message);

@@ -1,6 +1,6 @@
 import { distance } from 'fastest-levenshtein';
 import type { FleetView } from '../fleet/model.js';
-import { MAX_NAME_LENGTH, MAX_SUGGESTION_DISTANCE } from '../fleet/select.js';
+import { MAX_NAME_LENGTH, MAX_SUGGESTION_DISTANCE } from '../core/closest.js';
 import { CommandError } from './parse.js';
 
 /**

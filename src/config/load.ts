@@ -2,7 +2,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseDocument, LineCounter, isMap, isSeq, isScalar, type Node } from 'yaml';
 import type { z } from 'zod';
-import { configSchema, type RollcallConfig } from './schema.js';
+import { configFileSchema, keysAt, type RollcallConfig } from './schema.js';
+import { closest } from '../core/closest.js';
 import { RollcallError } from '../core/errors.js';
 
 export interface ConfigProblem {
@@ -10,6 +11,8 @@ export interface ConfigProblem {
   path: string;
   message: string;
   line?: number;
+  /** What was probably meant: the known key closest to an unknown one. */
+  suggestion?: string;
 }
 
 export class ConfigError extends RollcallError {
@@ -18,7 +21,9 @@ export class ConfigError extends RollcallError {
     readonly file: string,
     readonly problems: ConfigProblem[],
   ) {
-    super('config_invalid', `${file}: invalid configuration\n` + problems.map((p) => `  ${formatProblem(p)}`).join('\n'));
+    super('config_invalid', `${file}: invalid configuration\n` + problems.map((p) => `  ${formatProblem(p)}`).join('\n'), {
+      suggestions: problems.flatMap((p) => (p.suggestion ? [p.suggestion] : [])),
+    });
   }
 }
 
@@ -61,16 +66,24 @@ function interpolate(value: unknown, at: PropertyKey[], env: NodeJS.ProcessEnv, 
   return value;
 }
 
-/** The line of the YAML node at a path (config and runbook errors name it). */
-export function lineOf(doc: ReturnType<typeof parseDocument>, counter: LineCounter, segments: readonly PropertyKey[]): number | undefined {
+/**
+ * The line of the YAML node at a path (config and runbook errors name it). `key`: the line of the last map key
+ * rather than of its value, which for a nested map is the line below (an unknown key's line is where the typo is).
+ */
+export function lineOf(
+  doc: ReturnType<typeof parseDocument>,
+  counter: LineCounter,
+  segments: readonly PropertyKey[],
+  at: 'value' | 'key' = 'value',
+): number | undefined {
   let node: Node | null | undefined = doc.contents as Node | null;
   let last: Node | null | undefined = node;
-  for (const segment of segments) {
+  for (const [i, segment] of segments.entries()) {
     if (isMap(node)) {
       const pair = node.items.find((p) => isScalar(p.key) && String(p.key.value) === String(segment));
       if (!pair) break;
       node = pair.value as Node | null;
-      last = (pair.value as Node | null) ?? (pair.key as Node);
+      last = at === 'key' && i === segments.length - 1 ? (pair.key as Node) : ((pair.value as Node | null) ?? (pair.key as Node));
     } else if (isSeq(node) && typeof segment === 'number') {
       node = node.items[segment] as Node | null;
       if (!node) break;
@@ -81,14 +94,31 @@ export function lineOf(doc: ReturnType<typeof parseDocument>, counter: LineCount
   return offset === undefined ? undefined : counter.linePos(offset).line;
 }
 
-export function zodProblems(error: z.ZodError, locate?: (p: readonly PropertyKey[]) => number | undefined): ConfigProblem[] {
-  return error.issues.map((issue) => {
-    // An unknown key is reported on its parent; its own line is where the typo is.
-    const at = issue.code === 'unrecognized_keys' && issue.keys.length ? [...issue.path, issue.keys[0]] : issue.path;
+/**
+ * One problem per zod issue, and per unknown key: its path names the key, its line is the key's, and with the
+ * schema at hand it says which known key is closest (`redis.prefx: unknown key "prefx" (did you mean prefix?)`).
+ */
+export function zodProblems(
+  error: z.ZodError,
+  locate?: (p: readonly PropertyKey[], at?: 'value' | 'key') => number | undefined,
+  schema?: z.ZodType,
+): ConfigProblem[] {
+  return error.issues.flatMap((issue): ConfigProblem[] => {
+    if (issue.code === 'unrecognized_keys') {
+      const known = schema ? keysAt(schema, issue.path) : [];
+      return issue.keys.map((key) => unknownKey([...issue.path, key], known, locate));
+    }
     // A bad record key says why in its own issue; "Invalid key in record" alone names no rule.
     const message = issue.code === 'invalid_key' && issue.issues[0]?.message ? issue.issues[0].message : issue.message;
-    return { path: formatPath(issue.path), message: message.replace(/^Invalid input: /, ''), line: locate?.(at) };
+    return [{ path: formatPath(issue.path), message: message.replace(/^Invalid input: /, ''), line: locate?.(issue.path) }];
   });
+}
+
+function unknownKey(at: PropertyKey[], known: string[], locate?: (p: readonly PropertyKey[], at?: 'value' | 'key') => number | undefined): ConfigProblem {
+  const key = String(at.at(-1));
+  const [suggestion] = closest(key, known, 1);
+  const hint = suggestion ? ` (did you mean ${suggestion}?)` : known.length ? ` (known keys here: ${known.join(', ')})` : '';
+  return { path: formatPath(at), message: `unknown key "${key}"${hint}`, line: locate?.(at, 'key'), ...(suggestion ? { suggestion } : {}) };
 }
 
 /** Parses and validates config text. Throws ConfigError naming each path and problem. */
@@ -105,12 +135,15 @@ export function parseConfig(text: string, file = 'rollcall.yaml', env: NodeJS.Pr
   const raw = interpolate(doc.toJS() ?? {}, [], env, problems);
   // "instances[0].token" -> ['instances', 0, 'token']: list indexes must be numbers for lineOf to step into a list.
   for (const p of problems) p.line = lineOf(doc, counter, p.path.split(/[.[\]]+/).filter(Boolean).map((s) => (/^\d+$/.test(s) ? Number(s) : s)));
-  const result = configSchema.safeParse(raw);
+  const schema = configFileSchema();
+  const result = schema.safeParse(raw);
   if (!result.success) {
     // A value left empty by an unset variable was reported as such already; its schema complaint only repeats it.
     const reported = new Set(problems.map((p) => p.path));
-    problems.push(...zodProblems(result.error, (p) => lineOf(doc, counter, p)).filter((p) => !reported.has(p.path)));
+    problems.push(...zodProblems(result.error, (p, at) => lineOf(doc, counter, p, at), schema).filter((p) => !reported.has(p.path)));
   }
+  // In file order, so a long list reads top to bottom (zod reports nested problems before their parents').
+  problems.sort((a, b) => (a.line ?? Infinity) - (b.line ?? Infinity));
   if (problems.length) throw new ConfigError(file, problems);
   return result.data!;
 }

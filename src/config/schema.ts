@@ -7,16 +7,26 @@ import { isTimeZone } from '../core/format.js';
 // all in a one-shot `ask`. Set here, where every process's first parse is.
 z.config({ jitless: true });
 
-/** Durations as written by people: `90s`, `15m`, `1h30m`, `2d`, or a number of milliseconds. */
-export const durationSchema = z.union([z.number().int().nonnegative(), z.string()]).transform((value, ctx) => {
-  if (typeof value === 'number') return value;
-  const ms = parseDuration(value);
-  if (ms === undefined) {
-    ctx.addIssue({ code: 'custom', message: `expected a duration such as 30s, 15m or 1h (got "${value}")${/^\d+$/.test(value.trim()) ? `: add a unit, e.g. ${value.trim()}m or ${value.trim()}s` : ''}` });
+/** A duration written without a unit: config files and commands refuse it alike, and say how to write it. */
+export function missingUnitMessage(number: string): string {
+  return `${number} needs a unit: ${number}s, ${number}m or ${number}h (a bare number is not a duration)`;
+}
+
+/**
+ * Durations as written by people: `90s`, `15m`, `1h30m`, `2d` (see parseDuration). A config file must say the
+ * unit; code that builds a config (and a parsed config read back) passes milliseconds, which `numbers: 'ms'` takes.
+ */
+function durationSchemaOf(numbers: 'ms' | 'refused') {
+  return z.union([z.number(), z.string()]).transform((value, ctx) => {
+    if (typeof value === 'number' && numbers === 'ms' && Number.isInteger(value) && value >= 0) return value;
+    const text = String(value).trim();
+    const ms = parseDuration(text);
+    if (ms !== undefined) return ms;
+    ctx.addIssue({ code: 'custom', message: /^\d+(\.\d+)?$/.test(text) ? missingUnitMessage(text) : `expected a duration such as 30s, 15m or 1h (got "${text}")` });
     return z.NEVER;
-  }
-  return ms;
-});
+  });
+}
+type DurationSchema = ReturnType<typeof durationSchemaOf>;
 
 /**
  * cron-parser (and the date library under it), loaded when a config has a schedule to check: every
@@ -41,14 +51,14 @@ function checkCron(schedule: { cron: string; tz: string }, ctx: z.RefinementCtx)
 }
 
 /** A sealed-secrets key backup of one cluster on a cron (it becomes one generic schedule). */
-export const scheduleSchema = z.object({ cluster: z.string().min(1), cron: z.string(), tz: z.string().default('UTC') }).superRefine(checkCron);
+export const scheduleSchema = z.strictObject({ cluster: z.string().min(1), cron: z.string(), tz: z.string().default('UTC') }).superRefine(checkCron);
 
 /**
  * A chat command run on a cron: each tick dispatches `command` on the `schedule` surface, as `as` (else the
  * scheduler itself, which the config trusts), and posts the answer to `channel`.
  */
 export const commandScheduleSchema = z
-  .object({
+  .strictObject({
     id: z.string().regex(/^[a-z0-9][a-z0-9:._-]*$/, 'expected an id of lowercase letters, digits and : . _ -'),
     cron: z.string(),
     tz: z.string().default('UTC'),
@@ -91,32 +101,34 @@ const urlSchema = z.string().refine(
   { message: 'expected a URL' },
 );
 
-export const instanceSchema = z.object({
-  name: nameSchema,
-  /** Base URL including Argo CD's --rootpath if any, e.g. https://cd.example.com/argocd */
-  url: urlSchema,
-  token: z.string().min(1, 'expected a token (use ${ENV_VAR} to read it from the environment)'),
-  /** Where links point; defaults to url. */
-  uiUrl: urlSchema.optional(),
-  tls: z
-    .object({
-      insecureSkipVerify: z.boolean().default(false),
-      caFile: z.string().optional(),
-    })
-    .prefault({}),
-  timeout: durationSchema.default(15_000),
-  /** Mutating calls per instance, shared by every worker (BullMQ limiter). */
-  rateLimit: z
-    .object({ max: z.number().int().positive().default(20), per: durationSchema.default(1000) })
-    .prefault({}),
-  /** Namespace of Application/ApplicationSet objects when changed through the Kubernetes API. */
-  namespace: z.string().default('argocd'),
-  /** Kubernetes cluster (from kube.clusters) that hosts this Argo CD, for appset changes via the Kubernetes API. */
-  kubeCluster: z.string().optional(),
-});
+function instanceSchemaWith(duration: DurationSchema) {
+  return z.strictObject({
+    name: nameSchema,
+    /** Base URL including Argo CD's --rootpath if any, e.g. https://cd.example.com/argocd */
+    url: urlSchema,
+    token: z.string().min(1, 'expected a token (use ${ENV_VAR} to read it from the environment)'),
+    /** Where links point; defaults to url. */
+    uiUrl: urlSchema.optional(),
+    tls: z
+      .strictObject({
+        insecureSkipVerify: z.boolean().default(false),
+        caFile: z.string().optional(),
+      })
+      .prefault({}),
+    timeout: duration.default(15_000),
+    /** Mutating calls per instance, shared by every worker (BullMQ limiter). */
+    rateLimit: z
+      .strictObject({ max: z.number().int().positive().default(20), per: duration.default(1000) })
+      .prefault({}),
+    /** Namespace of Application/ApplicationSet objects when changed through the Kubernetes API. */
+    namespace: z.string().default('argocd'),
+    /** Kubernetes cluster (from kube.clusters) that hosts this Argo CD, for appset changes via the Kubernetes API. */
+    kubeCluster: z.string().optional(),
+  });
+}
 
 export const kubeClusterSchema = z
-  .object({
+  .strictObject({
     name: nameSchema,
     kubeconfig: z.string().optional(),
     context: z.string().optional(),
@@ -125,7 +137,7 @@ export const kubeClusterSchema = z
   .refine((c) => c.inCluster || c.kubeconfig, { message: 'expected kubeconfig (with optional context) or inCluster: true' });
 
 export const slackSchema = z
-  .object({
+  .strictObject({
     mode: z.enum(['socket', 'http']).default('http'),
     botToken: z.string().min(1),
     appToken: z.string().optional(),
@@ -147,7 +159,7 @@ export const slackSchema = z
 const principalList = z.array(z.string()).default([]);
 
 export const accessSchema = z
-  .object({
+  .strictObject({
     /** Named groups of Slack user ids, referenced as `group:<name>`. */
     groups: z.record(z.string(), z.array(z.string())).default({}),
     /** Who may run mutating commands when a runbook says nothing: user ids, `group:x`, or `*`. */
@@ -157,7 +169,7 @@ export const accessSchema = z
     /** Who may use read-only commands; empty = everyone in allowed channels. */
     readers: principalList,
     terminal: z
-      .object({
+      .strictObject({
         /**
          * `rollcall ask --as USER` acts as someone else. Off by default: otherwise one person could request
          * a run as one user and approve it as another. The simulator's written config turns it on.
@@ -169,15 +181,15 @@ export const accessSchema = z
   .prefault({});
 
 export const sealedSecretsSchema = z
-  .object({
+  .strictObject({
     controller: z
-      .object({
+      .strictObject({
         namespace: z.string().default('kube-system'),
         name: z.string().default('sealed-secrets-controller'),
         podSelector: z.string().default('name=sealed-secrets-controller'),
       })
       .prefault({}),
-    backup: z.object({ cluster: z.string(), namespace: z.string().default('sealed-secrets-backup') }).optional(),
+    backup: z.strictObject({ cluster: z.string(), namespace: z.string().default('sealed-secrets-backup') }).optional(),
     /** Per-cluster backup schedules (cron). */
     schedules: z.array(scheduleSchema).default([]),
   })
@@ -188,7 +200,7 @@ export const sealedSecretsSchema = z
  * picks (all when absent).
  */
 export const digestSchema = z
-  .object({
+  .strictObject({
     name: nameSchema,
     channel: z.string().min(1, 'expected a Slack channel id such as C0123456789'),
     cron: z.string(),
@@ -201,54 +213,57 @@ export const digestSchema = z
 export const ALERT_RULES = ['stuck-step', 'sync-failed', 'degraded-after-sync', 'out-of-sync', 'instance-unreachable', 'key-backup-stale'] as const;
 export type AlertRuleName = (typeof ALERT_RULES)[number];
 
-/** Per rule: off switch, own channel, and the rule's threshold (`after`) or window where it has one. */
-const alertRuleSchema = z.strictObject({
-  enabled: z.boolean().default(true),
-  /** Where this rule's alerts go; defaults to alerts.channel. */
-  channel: z.string().optional(),
-  /**
-   * How long the condition must last before it is a problem: stuck-step (default alerts.stuckAfter),
-   * out-of-sync (1h), instance-unreachable (2m), key-backup-stale (no backup newer than this; 26h).
-   */
-  after: durationSchema.optional(),
-  /** degraded-after-sync: an app turning Degraded this long after a successful sync still counts. @defaultValue 30m */
-  window: durationSchema.optional(),
-});
-
-export const alertsSchema = z
-  .object({
-    /** Where alerts go when their rule names no channel. */
+/** The `alerts` section, durations read by `duration`. */
+function alertsSchemaWith(duration: DurationSchema) {
+  /** Per rule: off switch, own channel, and the rule's threshold (`after`) or window where it has one. */
+  const alertRuleSchema = z.strictObject({
+    enabled: z.boolean().default(true),
+    /** Where this rule's alerts go; defaults to alerts.channel. */
     channel: z.string().optional(),
-    /** An app Pending or Progressing in its RollingSync step longer than this is stuck. */
-    stuckAfter: durationSchema.default(15 * 60_000),
     /**
-     * A condition must hold this long before its alert fires (and a pending one that clears never posts).
-     * Rules with their own threshold (stuckAfter, `after`) count it on top. @defaultValue 30s
+     * How long the condition must last before it is a problem: stuck-step (default alerts.stuckAfter),
+     * out-of-sync (1h), instance-unreachable (2m), key-backup-stale (no backup newer than this; 26h).
      */
-    holdDown: durationSchema.default(30_000),
-    /** A firing alert resolves once its condition has been gone this long; back sooner, it is flapping. @defaultValue 1m */
-    resolveAfter: durationSchema.default(60_000),
-    /**
-     * How often workers evaluate every rule, besides on fleet events (a stuck step produces none). One
-     * sweep of the 10,000-app fleet costs tens of milliseconds (bench/alerts.ts). @defaultValue 15s
-     */
-    sweepEvery: durationSchema.default(15_000),
-    /** How long a resolved alert stays listed by `alerts`. @defaultValue 24h */
-    keepResolved: durationSchema.default(86_400_000),
-    rules: z
-      .record(
-        // Checked as a key, so a misspelt rule is reported even when other settings are wrong too.
-        z.string().refine((name) => (ALERT_RULES as readonly string[]).includes(name), {
-          error: (issue) => `unknown alert rule "${String(issue.input)}" (rules: ${ALERT_RULES.join(', ')})`,
-        }),
-        alertRuleSchema,
-      )
-      .default({}),
-  })
-  .superRefine((alerts, ctx) => {
-    if (alerts.sweepEvery < 1000) ctx.addIssue({ code: 'custom', path: ['sweepEvery'], message: 'expected at least 1s between sweeps' });
-  })
-  .prefault({});
+    after: duration.optional(),
+    /** degraded-after-sync: an app turning Degraded this long after a successful sync still counts. @defaultValue 30m */
+    window: duration.optional(),
+  });
+
+  return z
+    .strictObject({
+      /** Where alerts go when their rule names no channel. */
+      channel: z.string().optional(),
+      /** An app Pending or Progressing in its RollingSync step longer than this is stuck. */
+      stuckAfter: duration.default(15 * 60_000),
+      /**
+       * A condition must hold this long before its alert fires (and a pending one that clears never posts).
+       * Rules with their own threshold (stuckAfter, `after`) count it on top. @defaultValue 30s
+       */
+      holdDown: duration.default(30_000),
+      /** A firing alert resolves once its condition has been gone this long; back sooner, it is flapping. @defaultValue 1m */
+      resolveAfter: duration.default(60_000),
+      /**
+       * How often workers evaluate every rule, besides on fleet events (a stuck step produces none). One
+       * sweep of the 10,000-app fleet costs tens of milliseconds (bench/alerts.ts). @defaultValue 15s
+       */
+      sweepEvery: duration.default(15_000),
+      /** How long a resolved alert stays listed by `alerts`. @defaultValue 24h */
+      keepResolved: duration.default(86_400_000),
+      rules: z
+        .record(
+          // Checked as a key, so a misspelt rule is reported even when other settings are wrong too.
+          z.string().refine((name) => (ALERT_RULES as readonly string[]).includes(name), {
+            error: (issue) => `unknown alert rule "${String(issue.input)}" (rules: ${ALERT_RULES.join(', ')})`,
+          }),
+          alertRuleSchema,
+        )
+        .default({}),
+    })
+    .superRefine((alerts, ctx) => {
+      if (alerts.sweepEvery < 1000) ctx.addIssue({ code: 'custom', path: ['sweepEvery'], message: 'expected at least 1s between sweeps' });
+    })
+    .prefault({});
+}
 
 /** Redis Cluster's hash tag of a key: the text between its first `{` and the next `}`, when that is not empty. */
 export function hashTag(key: string): string | undefined {
@@ -277,81 +292,125 @@ export function clusterPrefixProblem(url: string, prefix: string): string | unde
   );
 }
 
-export const configSchema = z
-  .object({
-    instances: z.array(instanceSchema).min(1, 'expected at least one Argo CD instance'),
-    kube: z.object({ clusters: z.array(kubeClusterSchema).default([]) }).prefault({}),
-    slack: slackSchema.optional(),
-    redis: z
-      .object({ url: z.string().default('redis://127.0.0.1:6379'), prefix: z.string().default('rollcall') })
-      .superRefine((redis, ctx) => {
-        const problem = clusterPrefixProblem(redis.url, redis.prefix);
-        if (problem) ctx.addIssue({ code: 'custom', path: ['prefix'], message: problem });
-      })
-      .prefault({}),
-    access: accessSchema,
-    /** Absolute times ("3 Dec, 14:19 CET") are shown in this IANA time zone, after the relative age. */
-    display: z
-      .object({
-        timeZone: z
-          .string()
-          .default('UTC')
-          .refine(isTimeZone, 'expected an IANA time zone such as UTC or Europe/Berlin'),
-      })
-      .prefault({}),
-    diagnose: z.object({ stuckAfter: durationSchema.default(15 * 60_000) }).prefault({}),
-    /**
-     * Blast radius of one sync wave: more than `maxFleetShare` of the fleet, or more apps than the
-     * fleet's largest cluster holds, in one wave asks for waves, a canary or `confirm=<count>`.
-     * Syncs of `freeUpTo` apps or fewer are never held.
-     */
-    syncGuard: z
-      .object({ maxFleetShare: z.number().gt(0).max(1).default(0.25), freeUpTo: z.number().int().min(0).default(10) })
-      .prefault({}),
-    alerts: alertsSchema,
-    digests: z.array(digestSchema).default([]),
-    schedules: z.array(commandScheduleSchema).default([]),
-    /** The fleet change log: how long it keeps changes (Redis Streams, trimmed by time). */
-    changes: z.object({ retention: durationSchema.default(7 * 86_400_000) }).prefault({}),
-    incidents: z
-      .object({
-        /** How far before a declaration the timeline and impactStart reach. */
-        lookback: durationSchema.default(60 * 60_000),
-        /** Every scoped app Synced and Healthy this long: rollcall suggests `status mitigated`. */
-        mitigatedAfter: durationSchema.default(5 * 60_000),
-        /** Slack: `incident start` creates #<channelPrefix>-<n>-<slug> and invites the declarer. */
-        createChannel: z.boolean().default(false),
-        channelPrefix: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'expected lower-case letters, digits, "-" or "_"').default('inc'),
-      })
-      .prefault({}),
-    sealedSecrets: sealedSecretsSchema,
-    runbooksDir: z.string().default('runbooks'),
-    http: z.object({ port: z.number().int().min(0).max(65535).default(8080) }).prefault({}),
-    /**
-     * On SIGTERM `rollcall start` finishes what it can within `grace`, then exits whatever Redis or Argo CD
-     * do: a step it could not finish keeps its job, which another worker takes once the job's lock expires.
-     * Keep it below the pod's terminationGracePeriodSeconds.
-     */
-    shutdown: z.object({ grace: durationSchema.default(10_000) }).prefault({}),
-  })
-  .superRefine((c, ctx) => {
-    const seen = new Set<string>();
-    c.instances.forEach((instance, i) => {
-      if (seen.has(instance.name))
-        ctx.addIssue({ code: 'custom', path: ['instances', i, 'name'], message: `duplicate instance name "${instance.name}"` });
-      seen.add(instance.name);
-    });
-    const ids = new Set<string>();
-    c.schedules.forEach((s, i) => {
-      if (ids.has(s.id)) ctx.addIssue({ code: 'custom', path: ['schedules', i, 'id'], message: `duplicate schedule id "${s.id}"` });
-      ids.add(s.id);
-    });
-    const digests = new Set<string>();
-    c.digests.forEach((digest, i) => {
-      if (digests.has(digest.name)) ctx.addIssue({ code: 'custom', path: ['digests', i, 'name'], message: `duplicate digest name "${digest.name}"` });
-      digests.add(digest.name);
-    });
+/** The config, durations read by `duration`. */
+function configSchemaWith(duration: DurationSchema) {
+  return z
+    .strictObject({
+      instances: z.array(instanceSchemaWith(duration)).min(1, 'expected at least one Argo CD instance'),
+      kube: z.strictObject({ clusters: z.array(kubeClusterSchema).default([]) }).prefault({}),
+      slack: slackSchema.optional(),
+      redis: z
+        .strictObject({ url: z.string().default('redis://127.0.0.1:6379'), prefix: z.string().default('rollcall') })
+        .superRefine((redis, ctx) => {
+          const problem = clusterPrefixProblem(redis.url, redis.prefix);
+          if (problem) ctx.addIssue({ code: 'custom', path: ['prefix'], message: problem });
+        })
+        .prefault({}),
+      access: accessSchema,
+      /** Absolute times ("3 Dec, 14:19 CET") are shown in this IANA time zone, after the relative age. */
+      display: z
+        .strictObject({
+          timeZone: z
+            .string()
+            .default('UTC')
+            .refine(isTimeZone, 'expected an IANA time zone such as UTC or Europe/Berlin'),
+        })
+        .prefault({}),
+      diagnose: z.strictObject({ stuckAfter: duration.default(15 * 60_000) }).prefault({}),
+      /**
+       * Blast radius of one sync wave: more than `maxFleetShare` of the fleet, or more apps than the
+       * fleet's largest cluster holds, in one wave asks for waves, a canary or `confirm=<count>`.
+       * Syncs of `freeUpTo` apps or fewer are never held.
+       */
+      syncGuard: z
+        .strictObject({ maxFleetShare: z.number().gt(0).max(1).default(0.25), freeUpTo: z.number().int().min(0).default(10) })
+        .prefault({}),
+      alerts: alertsSchemaWith(duration),
+      digests: z.array(digestSchema).default([]),
+      schedules: z.array(commandScheduleSchema).default([]),
+      /** The fleet change log: how long it keeps changes (Redis Streams, trimmed by time). */
+      changes: z.strictObject({ retention: duration.default(7 * 86_400_000) }).prefault({}),
+      incidents: z
+        .strictObject({
+          /** How far before a declaration the timeline and impactStart reach. */
+          lookback: duration.default(60 * 60_000),
+          /** Every scoped app Synced and Healthy this long: rollcall suggests `status mitigated`. */
+          mitigatedAfter: duration.default(5 * 60_000),
+          /** Slack: `incident start` creates #<channelPrefix>-<n>-<slug> and invites the declarer. */
+          createChannel: z.boolean().default(false),
+          channelPrefix: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'expected lower-case letters, digits, "-" or "_"').default('inc'),
+        })
+        .prefault({}),
+      sealedSecrets: sealedSecretsSchema,
+      runbooksDir: z.string().default('runbooks'),
+      http: z.strictObject({ port: z.number().int().min(0).max(65535).default(8080) }).prefault({}),
+      /**
+       * On SIGTERM `rollcall start` finishes what it can within `grace`, then exits whatever Redis or Argo CD
+       * do: a step it could not finish keeps its job, which another worker takes once the job's lock expires.
+       * Keep it below the pod's terminationGracePeriodSeconds.
+       */
+      shutdown: z.strictObject({ grace: duration.default(10_000) }).prefault({}),
+    })
+    .superRefine(checkUniqueNames);
+}
+
+/** Names the config refers to things by are unique: instances, schedule ids, digests. */
+function checkUniqueNames(c: { instances: { name: string }[]; schedules: { id: string }[]; digests: { name: string }[] }, ctx: z.RefinementCtx): void {
+  const seen = new Set<string>();
+  c.instances.forEach((instance, i) => {
+    if (seen.has(instance.name))
+      ctx.addIssue({ code: 'custom', path: ['instances', i, 'name'], message: `duplicate instance name "${instance.name}"` });
+    seen.add(instance.name);
   });
+  const ids = new Set<string>();
+  c.schedules.forEach((s, i) => {
+    if (ids.has(s.id)) ctx.addIssue({ code: 'custom', path: ['schedules', i, 'id'], message: `duplicate schedule id "${s.id}"` });
+    ids.add(s.id);
+  });
+  const digests = new Set<string>();
+  c.digests.forEach((digest, i) => {
+    if (digests.has(digest.name)) ctx.addIssue({ code: 'custom', path: ['digests', i, 'name'], message: `duplicate digest name "${digest.name}"` });
+    digests.add(digest.name);
+  });
+}
+
+const MILLISECONDS = durationSchemaOf('ms');
+export const instanceSchema = instanceSchemaWith(MILLISECONDS);
+export const alertsSchema = alertsSchemaWith(MILLISECONDS);
+/** The config as code builds it (tests, a parsed config read back): durations may be milliseconds. */
+export const configSchema = configSchemaWith(MILLISECONDS);
+
+let fileSchema: typeof configSchema | undefined;
+/**
+ * The config as a file says it: every duration with its unit, as commands take them (`stuckAfter: 15` may mean
+ * seconds or minutes to its writer; read as milliseconds it is a 15 ms threshold). Built when first used.
+ */
+export function configFileSchema(): typeof configSchema {
+  return (fileSchema ??= configSchemaWith(durationSchemaOf('refused')));
+}
+
+/**
+ * The keys the object schema at `path` takes (through defaults, optionals, transforms, list items and record
+ * values), for "did you mean" on an unknown key; none where no object is.
+ */
+export function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
+  const unwrap = (node: unknown): unknown => {
+    for (;;) {
+      if (node instanceof z.ZodDefault || node instanceof z.ZodPrefault || node instanceof z.ZodOptional || node instanceof z.ZodNullable) node = node.unwrap();
+      else if (node instanceof z.ZodPipe) node = node.in;
+      else return node;
+    }
+  };
+  let node = unwrap(schema);
+  for (const segment of path) {
+    if (node instanceof z.ZodObject) node = (node.shape as Record<PropertyKey, unknown>)[segment];
+    else if (node instanceof z.ZodArray) node = node.element;
+    else if (node instanceof z.ZodRecord) node = node.valueType;
+    else return [];
+    node = unwrap(node);
+  }
+  return node instanceof z.ZodObject ? Object.keys(node.shape) : [];
+}
 
 export type RollcallConfig = z.output<typeof configSchema>;
 export type InstanceConfig = z.output<typeof instanceSchema>;

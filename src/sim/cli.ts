@@ -16,6 +16,8 @@ export interface RunSimOptions {
   speed?: number;
   frozen?: boolean;
   writeConfig?: string;
+  /** Whom the written config lets operate: the terminal identity of whoever runs `rollcall sim` (the CLI passes it). */
+  operator?: string;
   /** Where the endpoint lines go. @defaultValue process.stdout */
   out?: (line: string) => void;
   /** Serve until SIGINT/SIGTERM and then exit (the CLI). Tests pass false and call stop(). @defaultValue true */
@@ -31,28 +33,34 @@ export function endpointLines(server: SimServer): string[] {
 }
 
 /**
- * A complete rollcall.yaml pointing at the simulator. `access` is left out on purpose: its
- * defaults apply (read-only for everyone, mutations need operators/admins), and callers such as
+ * The access block of a written simulator config. The simulator is a sandbox, so whoever runs `rollcall ask`
+ * against it may operate: `operator` is that person as rollcall's terminal identity rule names them when the
+ * config is written (the CLI passes it), and $ROLLCALL_USER, the rule's first choice, still wins when the config
+ * is read, so a config written once serves whoever sets it. `oncall-2` is the second person for approvals.
+ */
+function simAccess(operator: string): string[] {
+  // Single-quoted YAML: a quote inside is written twice.
+  const self = `\${ROLLCALL_USER:-${operator}}`.replace(/'/g, "''");
+  return [
+    '# The simulator is a sandbox: you may run runbooks against it (`rollcall ask` acts as $ROLLCALL_USER,',
+    `# else $USER, else your OS account: ${operator} when this was written). \`--as someone-else\` shows a refusal;`,
+    '# `--as oncall-2` is a second person to approve runs that need one (`rollcall ask "runs approve ID" --as oncall-2`).',
+    '# A real config lists Slack user ids.',
+    'access:',
+    '  groups:',
+    `    oncall: ['${self}', oncall-2]`,
+    "  operators: ['group:oncall']",
+    '  # A sandbox: `--as` may pick any user here. A real config leaves this off (one person, one identity).',
+    '  terminal: { allowActAs: true }',
+  ];
+}
+
+/**
+ * A complete rollcall.yaml pointing at the simulator. With `operator`, a sandbox access block lets that person
+ * operate; without, `access` is left out: its defaults apply (read-only for everyone), and callers such as
  * `rollcall demo` append their own.
  */
-/**
- * The access block of a written simulator config. The simulator is a sandbox, so whoever runs
- * `rollcall ask` against it may operate: ask acts as $ROLLCALL_USER, else $USER, else "terminal",
- * and those are read when the config is loaded. `oncall-2` is the second person for approvals.
- */
-const SIM_ACCESS = [
-  '# The simulator is a sandbox: you may run runbooks against it (`rollcall ask` acts as $ROLLCALL_USER,',
-  '# else $USER). `--as someone-else` shows a refusal; `--as oncall-2` is a second person to approve runs',
-  '# that need one (`rollcall ask "runs approve ID" --as oncall-2`). A real config lists Slack user ids.',
-  'access:',
-  '  groups:',
-  "    oncall: ['${ROLLCALL_USER:-terminal}', '${USER:-terminal}', oncall-2]",
-  "  operators: ['group:oncall']",
-  '  # A sandbox: `--as` may pick any user here. A real config leaves this off (one person, one identity).',
-  '  terminal: { allowActAs: true }',
-];
-
-export function simConfigYaml(server: SimServer, extra: { redisUrl?: string; redisPrefix?: string; kubeconfig?: string; access?: boolean } = {}): string {
+export function simConfigYaml(server: SimServer, extra: { redisUrl?: string; redisPrefix?: string; kubeconfig?: string; operator?: string } = {}): string {
   const config: Record<string, unknown> = {
     instances: server.instances.map((i) => ({ name: i.name, url: i.url, token: i.token, uiUrl: i.url })),
     ...(extra.kubeconfig && server.kube.length
@@ -74,8 +82,8 @@ export function simConfigYaml(server: SimServer, extra: { redisUrl?: string; red
     `# rollcall.yaml for the fleet simulator at ${server.url} (written by \`rollcall sim --write-config\`).`,
     "# Tokens are the simulator's own; a real config reads them from the environment: token: ${ARGOCD_PROD_TOKEN}",
     stringify(config).trimEnd(),
-    ...(extra.access
-      ? SIM_ACCESS
+    ...(extra.operator
+      ? simAccess(extra.operator)
       : ['# access: defaults apply (read-only commands for everyone). To allow runbooks and syncs:', '# access:', "#   operators: ['U012ABCDEF']"]),
     '',
   ].join('\n');
@@ -108,7 +116,7 @@ export async function runSimCommand(opts: RunSimOptions): Promise<SimServer> {
           { mode: 0o600 },
         );
       }
-      writeFileSync(file, simConfigYaml(server, { kubeconfig, access: true }), { mode: 0o600 });
+      writeFileSync(file, simConfigYaml(server, { kubeconfig, operator: opts.operator }), { mode: 0o600 });
     }
   } catch (error) {
     await server.stop();

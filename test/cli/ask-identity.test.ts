@@ -8,6 +8,7 @@ import { startSimProcess } from '../support/sim-process.js';
 import { closeRedis, createRedis } from '../../src/jobs/redis.js';
 import { AuditLog } from '../../src/audit/audit-log.js';
 import { cleanPrefix } from '../runbooks/fake-argo.js';
+import { parseConfig } from '../../src/config/load.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const bin = path.join(root, 'bin/rollcall.js');
@@ -142,5 +143,39 @@ describe('rollcall ask: identity, --as and --json answers (processes)', () => {
     const tooLong = await ask([`sync ${'a'.repeat(5000)}`, '--json', '--config', sandbox], env);
     expect(tooLong.code).toBe(2);
     expect(onlyJson(tooLong.stdout).error.code).toBe('command_too_long');
+  }, 60_000);
+});
+
+describe('one identity rule for `rollcall sim --write-config` and `rollcall ask` (processes)', () => {
+  // Containers, cron and CI often run with no USER: both processes get an environment without it (nor ROLLCALL_USER).
+  const { USER: _user, ROLLCALL_USER: _rollcallUser, ...rest } = process.env;
+  const bare: NodeJS.ProcessEnv = { ...rest, LOG_LEVEL: 'error' };
+  const osUser = userInfo().username;
+  const prefix = `rollcall-ask-nouser-${process.pid}-${Date.now()}`;
+  const redis = createRedis(process.env.REDIS_URL!);
+  const audit = new AuditLog(redis, prefix);
+  let sim: ChildProcess | undefined;
+
+  afterAll(async () => {
+    sim?.kill('SIGTERM');
+    await cleanPrefix(process.env.REDIS_URL!, prefix);
+    await closeRedis(redis);
+  });
+
+  it('with USER unset, the written config names as operator the OS account ask acts as, so `sync --yes` is permitted', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-ask-nouser-'));
+    const file = path.join(dir, 'sandbox.yaml');
+    sim = (await startSimProcess(['--fixture', fixtureFile, '--port', '0', '--frozen', '--write-config', file], (out) => out.includes('argocd staging'), bare)).child;
+    writeFileSync(file, readFileSync(file, 'utf8').replace('prefix: rollcall', `prefix: ${prefix}`));
+    expect(parseConfig(readFileSync(file, 'utf8'), file, bare).access.groups.oncall).toEqual([osUser, 'oncall-2']);
+
+    const queued = await ask(['sync ingress-prod-us1', '--yes', '--json', '--config', file], bare);
+    const reply = onlyJson(queued.stdout);
+    // Queued with no worker connected (exit 1, no_worker), not refused: the requester is the OS account.
+    expect(reply.error?.code).not.toBe('forbidden');
+    expect(reply.data.run).toMatchObject({ status: 'running', requester: osUser });
+    const started = (await audit.latest(20)).find((e) => e.kind === 'run.start');
+    expect(started).toMatchObject({ who: osUser, surface: 'terminal', osUser });
+    expect((await audit.latest(20)).filter((e) => e.kind === 'run.refused')).toEqual([]);
   }, 60_000);
 });

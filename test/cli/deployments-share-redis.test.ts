@@ -64,7 +64,7 @@ describe('two demos and one rollcall start on one Redis (real processes)', () =>
     const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-share-'));
     cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
     const config = path.join(dir, 'rollcall.yaml');
-    writeFileSync(config, `${simConfigYaml(sim, { redisUrl, redisPrefix: prefix, access: true })}http:\n  port: 0\n`);
+    writeFileSync(config, `${simConfigYaml(sim, { redisUrl, redisPrefix: prefix, operator: 'terminal' })}http:\n  port: 0\n`);
     const start = launch(['start', '--config', config], { ...env, LOG_LEVEL: 'info' });
     procs.push(start);
     await waitFor(start, /rollcall started/);

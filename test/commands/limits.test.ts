@@ -3,7 +3,7 @@ import { dispatch } from '../../src/commands/index.js';
 import { suggest } from '../../src/commands/suggest.js';
 import type { CommandContext, Services } from '../../src/commands/registry.js';
 import { StaticFleet } from '../../src/fleet/model.js';
-import { closest } from '../../src/fleet/select.js';
+import { closest } from '../../src/core/closest.js';
 import { startEngine, type EngineHandle } from '../../src/runbooks/engine.js';
 import { loadScenario } from '../../src/sim/scenarios/index.js';
 import { cleanPrefix, testConfig, testPrefix } from '../runbooks/fake-argo.js';

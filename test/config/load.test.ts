@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig, redactConfig } from '../../src/config/load.js';
-import { parseDuration } from '../../src/config/schema.js';
+import { configSchema, parseDuration } from '../../src/config/schema.js';
 
 const valid = `
 instances:
@@ -100,5 +100,90 @@ describe('config', () => {
     expect(parseDuration('15')).toBeUndefined();
     expect(parseDuration('15 minutes')).toBeUndefined();
     expect(parseDuration('')).toBeUndefined();
+  });
+
+  describe('strict: a key rollcall does not know is an error, never ignored', () => {
+    const base = 'instances:\n  - name: prod\n    url: https://cd.example.com\n    token: t\n';
+
+    it('names a misspelt top-level section with its line and the section meant (diagnoze)', () => {
+      expect(problemsOf(base + 'diagnoze:\n  stuckAfter: 15m\n')).toEqual([
+        { path: 'diagnoze', message: 'unknown key "diagnoze" (did you mean diagnose?)', line: 5, suggestion: 'diagnose' },
+      ]);
+    });
+
+    it('refuses redis.prefx rather than sharing the default prefix, at the line of the typo', () => {
+      const problems = problemsOf(base + 'redis:\n  url: redis://127.0.0.1:6379\n  prefx: team-a\n');
+      expect(problems).toEqual([{ path: 'redis.prefx', message: 'unknown key "prefx" (did you mean prefix?)', line: 7, suggestion: 'prefix' }]);
+      const error = (() => {
+        try {
+          parseConfig(base + 'redis:\n  prefx: team-a\n', 'rollcall.yaml', {});
+        } catch (e) {
+          return e as ConfigError;
+        }
+      })();
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error!.suggestions).toEqual(['prefix']);
+      expect(error!.message).toContain('redis.prefx: unknown key "prefx" (did you mean prefix?) (line 6)');
+    });
+
+    it('refuses alerts.holdDwn, and lists the keys of a section when nothing is close', () => {
+      expect(problemsOf(base + 'alerts:\n  holdDwn: 30s\n  pager: yes\n')).toEqual([
+        { path: 'alerts.holdDwn', message: 'unknown key "holdDwn" (did you mean holdDown?)', line: 6, suggestion: 'holdDown' },
+        { path: 'alerts.pager', message: expect.stringMatching(/^unknown key "pager" \(known keys here: channel, stuckAfter, holdDown, .*rules\)$/), line: 7 },
+      ]);
+    });
+
+    it('keeps sections keyed by names the team chooses open, and strict inside each value', () => {
+      const text =
+        base +
+        '    tls: { insecureSkipVerfy: true }\n' +
+        'access:\n  groups: { sre-emea: [U1], night-shift: [U2] }\n' +
+        'alerts:\n  rules:\n    out-of-sync: { after: 1h, windw: 2m }\n' +
+        'kube:\n  clusters:\n    - { name: prod-1, inCluster: true, contxt: prod }\n';
+      expect(problemsOf(text)).toEqual([
+        expect.objectContaining({ path: 'instances[0].tls.insecureSkipVerfy', line: 5, suggestion: 'insecureSkipVerify' }),
+        expect.objectContaining({ path: 'alerts.rules.out-of-sync.windw', line: 10, suggestion: 'window' }),
+        expect.objectContaining({ path: 'kube.clusters[0].contxt', line: 13, suggestion: 'context' }),
+      ]);
+      const fixed = text.replace('insecureSkipVerfy', 'insecureSkipVerify').replace('windw: 2m', 'channel: C1').replace('contxt', 'context');
+      expect(parseConfig(fixed, 'rollcall.yaml', {}).access.groups).toEqual({ 'sre-emea': ['U1'], 'night-shift': ['U2'] });
+    });
+
+    it('lists every problem of a file in file order, not just the first', () => {
+      const text = base + '    timout: 15s\ndiagnoze: {}\nalerts:\n  stuckAfter: 15\n  holdDwn: 30s\nredis:\n  prefx: a\n';
+      expect(problemsOf(text).map((p) => [p.path, p.line])).toEqual([
+        ['instances[0].timout', 5],
+        ['diagnoze', 6],
+        ['alerts.stuckAfter', 8],
+        ['alerts.holdDwn', 9],
+        ['redis.prefx', 11],
+      ]);
+    });
+  });
+
+  describe('durations in a config file need a unit, as in commands', () => {
+    const base = 'instances:\n  - name: prod\n    url: https://cd.example.com\n    token: t\n';
+
+    it('refuses a bare number and shows how to write it, wherever a duration goes', () => {
+      const text = base + '    timeout: 15\n    rateLimit: { per: 1000 }\nalerts:\n  stuckAfter: 15\n  rules:\n    out-of-sync: { after: "90" }\nshutdown:\n  grace: 2.5\n';
+      expect(problemsOf(text)).toEqual([
+        { path: 'instances[0].timeout', message: '15 needs a unit: 15s, 15m or 15h (a bare number is not a duration)', line: 5 },
+        { path: 'instances[0].rateLimit.per', message: '1000 needs a unit: 1000s, 1000m or 1000h (a bare number is not a duration)', line: 6 },
+        { path: 'alerts.stuckAfter', message: '15 needs a unit: 15s, 15m or 15h (a bare number is not a duration)', line: 8 },
+        { path: 'alerts.rules.out-of-sync.after', message: '90 needs a unit: 90s, 90m or 90h (a bare number is not a duration)', line: 10 },
+        { path: 'shutdown.grace', message: '2.5 needs a unit: 2.5s, 2.5m or 2.5h (a bare number is not a duration)', line: 12 },
+      ]);
+    });
+
+    it('reads a duration with its unit, and 0 (which needs none)', () => {
+      const config = parseConfig(base + '    timeout: 15s\nalerts:\n  stuckAfter: 15m\n  holdDown: 0\nchanges:\n  retention: 1h30m\n', 'rollcall.yaml', {});
+      expect([config.instances[0].timeout, config.alerts.stuckAfter, config.alerts.holdDown, config.changes.retention]).toEqual([15_000, 900_000, 0, 5_400_000]);
+    });
+
+    it('takes milliseconds only from code: a parsed config read back is the same config', () => {
+      const config = parseConfig(base + 'alerts:\n  stuckAfter: 15m\n', 'rollcall.yaml', {});
+      expect(configSchema.parse(config)).toEqual(config);
+      expect(() => parseConfig(base + 'alerts:\n  stuckAfter: 900000\n', 'rollcall.yaml', {})).toThrow(/900000 needs a unit/);
+    });
   });
 });

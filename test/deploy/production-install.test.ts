@@ -48,7 +48,7 @@ describe('the production install: compiled JavaScript, production dependencies o
     // Readable by the image's user, writable by nobody but root: a read-only root filesystem, as far as it can tell.
     chmodSync(app, 0o755);
     sim = await startTestSim({ scenario: 'seed-outage', manual: false, speed: 10 });
-    writeFileSync(path.join(app, 'rollcall.yaml'), `${simConfigYaml(sim, { redisUrl: process.env.REDIS_URL, redisPrefix: prefix, access: true })}`, { mode: 0o644 });
+    writeFileSync(path.join(app, 'rollcall.yaml'), `${simConfigYaml(sim, { redisUrl: process.env.REDIS_URL, redisPrefix: prefix, operator: 'terminal' })}`, { mode: 0o644 });
   }, 600_000);
 
   afterAll(async () => {
@@ -140,7 +140,7 @@ describe('the production install: compiled JavaScript, production dependencies o
   async function startBot(slackYaml: string, nodeArgs: string[]) {
     const port = await freePort();
     const file = `bot-${port}.yaml`;
-    writeFileSync(path.join(app, file), `${simConfigYaml(sim, { redisUrl: process.env.REDIS_URL, redisPrefix: prefix, access: true })}http:\n  port: ${port}\n${slackYaml}`, { mode: 0o644 });
+    writeFileSync(path.join(app, file), `${simConfigYaml(sim, { redisUrl: process.env.REDIS_URL, redisPrefix: prefix, operator: 'terminal' })}http:\n  port: ${port}\n${slackYaml}`, { mode: 0o644 });
     let log = '';
     const child = spawn(process.execPath, [...nodeArgs, 'dist/main.js', 'start', '--role', 'bot', '--config', file], { cwd: app, env: containerEnv(), ...asImageUser });
     child.stderr.on('data', (c) => (log += c));
@@ -244,7 +244,7 @@ describe('the production install: compiled JavaScript, production dependencies o
 
   it('starts as `rollcall start`, turns ready, serves metrics and stops cleanly on SIGTERM', async () => {
     const port = await freePort();
-    writeFileSync(path.join(app, 'start.yaml'), `${simConfigYaml(sim, { redisUrl: process.env.REDIS_URL, redisPrefix: prefix, access: true })}http:\n  port: ${port}\n`, { mode: 0o644 });
+    writeFileSync(path.join(app, 'start.yaml'), `${simConfigYaml(sim, { redisUrl: process.env.REDIS_URL, redisPrefix: prefix, operator: 'terminal' })}http:\n  port: ${port}\n`, { mode: 0o644 });
     let log = '';
     const child = spawn(process.execPath, ['dist/main.js', 'start', '--config', 'start.yaml'], { cwd: app, env: containerEnv({ LOG_LEVEL: 'info' }), ...asImageUser });
     child.stderr.on('data', (c) => (log += c));

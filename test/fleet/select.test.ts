@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Application } from '../../src/argocd/types.js';
 import { StaticFleet } from '../../src/fleet/model.js';
-import { closest, matchesLabels, parseLabelSelector, selectApps, SelectorError } from '../../src/fleet/select.js';
+import { closest } from '../../src/core/closest.js';
+import { matchesLabels, parseLabelSelector, selectApps, SelectorError } from '../../src/fleet/select.js';
 
 function selectorError(fn: () => unknown): SelectorError {
   try {

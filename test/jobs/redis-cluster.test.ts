@@ -255,7 +255,7 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster (a private 3-master 
     const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-cluster-ask-'));
     cleanup.push(async () => rmSync(dir, { recursive: true, force: true }));
     const config = path.join(dir, 'rollcall.yaml');
-    writeFileSync(config, simConfigYaml(sim, { redisUrl: cluster.url, redisPrefix: prefix, access: true }));
+    writeFileSync(config, simConfigYaml(sim, { redisUrl: cluster.url, redisPrefix: prefix, operator: 'terminal' }));
     const { stdout } = await run(process.execPath, [bin, 'ask', 'sync auth-config-*-eu-* prune=true', '--yes', '--wait', '--json', '--config', config], {
       // The simulator's config makes ROLLCALL_USER an operator; REDIS_URL (which wins over the file) names the Cluster.
       env: { ...process.env, LOG_LEVEL: 'error', ROLLCALL_USER: 'terminal', REDIS_URL: cluster.url },

@@ -19,6 +19,7 @@ describe('runSimCommand', () => {
       port: 0,
       frozen: true,
       writeConfig: configFile,
+      operator: 'sim-writer',
       out: (l) => lines.push(l),
       untilKilled: false,
     });
@@ -34,10 +35,11 @@ describe('runSimCommand', () => {
       ]);
       expect(config.redis.url).toBe('redis://127.0.0.1:6399');
       expect(parseConfig(readFileSync(configFile, 'utf8'), configFile, {}).redis.url).toBe('redis://127.0.0.1:6379');
-      // The sandbox lets whoever runs `ask` here operate (read from the environment at load time), and no one else.
+      // The sandbox lets whoever runs `ask` here operate: the writer's identity, or $ROLLCALL_USER when the config is read.
       expect(config.access.operators).toEqual(['group:oncall']);
-      const asAlice = parseConfig(readFileSync(configFile, 'utf8'), configFile, { USER: 'alice' });
-      expect(asAlice.access.groups.oncall).toEqual(['terminal', 'alice', 'oncall-2']);
+      expect(config.access.groups.oncall).toEqual(['sim-writer', 'oncall-2']);
+      const asAlice = parseConfig(readFileSync(configFile, 'utf8'), configFile, { ROLLCALL_USER: 'alice', USER: 'bob' });
+      expect(asAlice.access.groups.oncall).toEqual(['alice', 'oncall-2']);
       const res = await fetch(`${config.instances[1].url}/api/v1/applications`, {
         headers: { authorization: `Bearer ${config.instances[1].token}` },
       });

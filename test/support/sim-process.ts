@@ -16,11 +16,12 @@ export function simInstances(out: string): string[] {
 
 /**
  * `rollcall sim ARGS` as its own process, as a user starts it; resolves once its stdout satisfies `ready`
- * (by default: `instances` instances announced), fails if it exits or is not ready within 30 s.
+ * (by default: `instances` instances announced), fails if it exits or is not ready within 30 s. `env` is the
+ * process's environment (by default this one's).
  */
-export async function startSimProcess(args: string[], ready: number | ((out: string) => boolean) = 1): Promise<SimProcess> {
+export async function startSimProcess(args: string[], ready: number | ((out: string) => boolean) = 1, env: NodeJS.ProcessEnv = process.env): Promise<SimProcess> {
   let out = '';
-  const child = spawn(process.execPath, [bin, 'sim', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [bin, 'sim', ...args], { stdio: ['ignore', 'pipe', 'inherit'], env });
   child.stdout!.on('data', (chunk) => (out += chunk));
   const isReady = typeof ready === 'number' ? (o: string) => simInstances(o).length >= ready : ready;
   const deadline = Date.now() + 30_000;
