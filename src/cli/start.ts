@@ -6,10 +6,12 @@ import { closeRedis, configuredRedisUrl, createRedis, createRedisPinger, persist
 import { createLogger } from '../log.js';
 import { RunStore } from '../runbooks/run-store.js';
 import { startRuntime } from './bootstrap.js';
+import { installProcessGuards } from './process-guards.js';
 
 /** `rollcall start`: one process with every role, or a bot / worker for scaling out on one Redis. */
 export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worker'): Promise<void> {
   const logger = createLogger();
+  installProcessGuards(logger);
   // Recording starts now, so /metrics counts the first lists and Redis errors too.
   metricsRegistry();
   const redisUrl = configuredRedisUrl(config);

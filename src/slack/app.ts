@@ -12,6 +12,7 @@ import { registerListeners } from './listeners/index.js';
 import { boltLogger } from './logger.js';
 import { SlackNotifier } from './notifier.js';
 import { guardReceiver } from './request-guard.js';
+import { auditEntryRefusal, refusalOf } from './authorize.js';
 import { startIncidentHeaders } from './incident-headers.js';
 import { RollcallError } from '../core/errors.js';
 
@@ -54,6 +55,7 @@ export async function startSlack(
   const log = boltLogger(logger);
   const clientOptions = webClientOptions(slack, logger);
 
+  const deps = { services, logger: logger.child({ component: 'slack' }) };
   let seenRequests: RedisClient | undefined;
   let receiver: HTTPReceiver | undefined;
   let socketReceiver: SocketModeReceiver | undefined;
@@ -61,7 +63,16 @@ export async function startSlack(
     receiver = new HTTPReceiver({ signingSecret: slack.signingSecret!, port: slack.port, endpoints: '/slack/events', logger: log });
     // Socket Mode needs none of this: its requests come over a WebSocket opened with the app token.
     seenRequests = createRedis(opts.redisUrl ?? services.config.redis.url, { maxRetriesPerRequest: 1 });
-    guardReceiver(receiver, { signingSecret: slack.signingSecret!, redis: seenRequests, prefix: services.config.redis.prefix, logger: logger.child({ component: 'slack' }) });
+    guardReceiver(receiver, {
+      signingSecret: slack.signingSecret!,
+      redis: seenRequests,
+      prefix: services.config.redis.prefix,
+      logger: deps.logger,
+      onNoUser: async (entry) => {
+        const refusal = refusalOf(services.config, entry);
+        if (refusal) await auditEntryRefusal(deps, entry, refusal);
+      },
+    });
   }
 
   const app =
@@ -102,7 +113,7 @@ export async function startSlack(
   }
 
   countRateLimits(app.client);
-  registerListeners(app, { services, logger: logger.child({ component: 'slack' }) });
+  registerListeners(app, deps);
   app.error(async (err) => {
     logger.error({ err: { message: err.message, code: (err as { code?: string }).code } }, 'unhandled error in a Slack listener');
   });

@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
-import { auditOriginOf, auditRefusal, dispatch } from '../commands/index.js';
-import { withAuditOrigin } from '../audit/audit-log.js';
+import { dispatch } from '../commands/index.js';
 import type { CommandContext, FormSpec, Services } from '../commands/registry.js';
 import { errorReply, type Reply } from '../core/reply.js';
 import type { SlackConfig } from '../config/schema.js';
@@ -38,16 +37,6 @@ export function channelAllowed(slack: SlackConfig | undefined, channel: { id?: s
 function channelMention(entry: string): string {
   const e = entry.replace(/^#/, '');
   return /^[CG][A-Z0-9]{6,}$/.test(e) ? `<#${e}>` : `#${e}`;
-}
-
-/** A command or button declined in a channel rollcall does not answer in: audited like any refusal. */
-export async function declineInChannel(services: Services, user: string, channel: string, text: string): Promise<Reply> {
-  const reply = declineReply(services.config.slack);
-  const ctx = slackContext(services, { user, channel });
-  await withAuditOrigin(auditOriginOf(ctx), () =>
-    auditRefusal(ctx, { target: text.trim().split(/\s+/)[0] || 'help', result: 'channel_not_allowed', message: reply.error!.message, params: { channel, command: text } }),
-  );
-  return reply;
 }
 
 export function declineReply(slack: SlackConfig | undefined): Reply {

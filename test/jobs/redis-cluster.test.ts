@@ -238,7 +238,7 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster (a private 3-master 
     await send(command, 'application/x-www-form-urlencoded', now);
     await send(command, 'application/x-www-form-urlencoded', now);
     // Slack's retry of an event is signed anew; the event_id tells it apart.
-    const event = JSON.stringify({ type: 'event_callback', event_id: 'Ev0CLUSTER1', event: { type: 'app_mention' } });
+    const event = JSON.stringify({ type: 'event_callback', event_id: 'Ev0CLUSTER1', event: { type: 'app_mention', user: 'U1' } });
     await send(event, 'application/json', now);
     await send(event, 'application/json', now + 1, { 'x-slack-retry-num': '1' });
     expect(verdicts).toEqual([

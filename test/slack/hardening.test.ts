@@ -128,13 +128,59 @@ describe('replay check without Redis', () => {
         expect(res.ms).toBeLessThan(2500);
       }
       await expect.poll(() => probeCalls.length).toBe(2);
-      expect(lines.filter((l) => l.msg.startsWith('slack replay check skipped: Redis is unreachable'))).toHaveLength(1);
+      expect(lines.filter((l) => l.msg.startsWith('slack replay check: Redis is unreachable'))).toHaveLength(1);
       // The signature and timestamp checks do not need Redis.
       const future = await postSlashCommand(down.url, SECRET, { text: 'hardening-probe', response_url: down.fake.responseUrl('down-3') }, { timestamp: nowS() + 3600 });
       expect(future.status).toBe(401);
     } finally {
       await down.stop();
     }
+  });
+});
+
+describe('replay check while Redis is down', () => {
+  it('refuses a replay of a request seen before Redis stopped, and serves a new one during the outage', async () => {
+    const { startPrivateRedis } = await import('../../src/dev/redis-server.js');
+    const redis = await startPrivateRedis();
+    const own = await startHarness({ fleet: smallFleetObjects(), redisUrl: redis.url });
+    try {
+      const ts = nowS();
+      const seen = { text: 'hardening-probe before', response_url: own.fake.responseUrl('before') };
+      expect((await postSlashCommand(own.url, SECRET, seen, { timestamp: ts })).status).toBe(200);
+      await expect.poll(() => probeCalls).toEqual(['U0ALICE hardening-probe before']);
+      await redis.stop();
+
+      // The same signed bytes while Redis cannot answer: this process saw them.
+      const replay = await postSlashCommand(own.url, SECRET, seen, { timestamp: ts });
+      expect(replay.status).toBe(401);
+      // A request never seen is served, once; its own replay during the outage is refused too.
+      const fresh = { text: 'hardening-probe during', response_url: own.fake.responseUrl('during') };
+      const first = await postSlashCommand(own.url, SECRET, fresh, { timestamp: ts + 1 });
+      expect(first.status).toBe(200);
+      expect(first.ms).toBeLessThan(2500);
+      await expect.poll(() => own.fake.responsesTo('during').length).toBe(1);
+      expect((await postSlashCommand(own.url, SECRET, fresh, { timestamp: ts + 1 })).status).toBe(401);
+      await settle();
+      expect(probeCalls).toEqual(['U0ALICE hardening-probe before', 'U0ALICE hardening-probe during']);
+      expect(own.fake.responsesTo('before')).toHaveLength(1);
+    } finally {
+      await own.stop();
+      await redis.stop();
+    }
+  });
+
+  it("bounds the process's own memory by count (oldest first) and by each key's TTL", async () => {
+    const { SeenMemory } = await import('../../src/slack/request-guard.js');
+    const memory = new SeenMemory(3);
+    const t0 = 1_000_000;
+    expect(['a', 'b', 'c', 'd'].map((k) => memory.remember(k, 60, t0))).toEqual([false, false, false, false]);
+    expect(memory.size).toBe(3);
+    // `a` was the oldest and went; `d` is remembered.
+    expect(memory.remember('d', 60, t0 + 1)).toBe(true);
+    expect(memory.remember('a', 60, t0 + 1)).toBe(false);
+    // Past its TTL a key is forgotten, and expired keys are dropped as new ones come.
+    expect(memory.remember('d', 60, t0 + 61_000)).toBe(false);
+    expect(memory.size).toBe(1);
   });
 });
 

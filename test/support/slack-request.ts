@@ -27,7 +27,8 @@ export function slackSignature(secret: string, timestamp: number, body: string):
   return 'v0=' + createHmac('sha256', secret).update(`v0:${timestamp}:${body}`).digest('hex');
 }
 
-async function signedPost(url: string, secret: string, body: string, contentType: string, opts: SignOptions = {}): Promise<SlackHttpResult> {
+/** POST any body, signed: for bodies Slack would never send. */
+export async function signedPost(url: string, secret: string, body: string, contentType: string, opts: SignOptions = {}): Promise<SlackHttpResult> {
   const ts = opts.timestamp ?? Math.floor(Date.now() / 1000);
   const started = performance.now();
   const res = await fetch(url, {

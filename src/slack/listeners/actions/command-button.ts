@@ -1,6 +1,5 @@
 import type { AllMiddlewareArgs, BlockAction, SlackActionMiddlewareArgs } from '@slack/bolt';
-import { renderBlocks } from '../../../views/blocks.js';
-import { channelAllowed, declineInChannel, runCommand, slackContext, type SlackDeps } from '../../context.js';
+import { runCommand, slackContext, type SlackDeps } from '../../context.js';
 import { deliverReply, originOf } from '../../deliver.js';
 
 /** A button that runs a chat command ("Show rollout", "Refresh") as the user who pressed it. */
@@ -10,11 +9,6 @@ export function commandButton({ services, logger }: SlackDeps) {
     const text = 'value' in action && typeof action.value === 'string' ? action.value : '';
     const channel = body.channel?.id;
     try {
-      if (channel && !channelAllowed(services.config.slack, { id: channel, name: body.channel?.name })) {
-        const { text: fallback, blocks } = renderBlocks(await declineInChannel(services, body.user.id, channel, text));
-        await respond({ response_type: 'ephemeral', replace_original: false, text: fallback, blocks });
-        return;
-      }
       const ctx = slackContext(services, { user: body.user.id, ...(channel ? { channel } : {}) });
       const reply = await runCommand(text, ctx, logger);
       await deliverReply({ reply, origin: originOf(body), respond, client, logger, replace: false });

@@ -2,7 +2,7 @@ import type { AllMiddlewareArgs, BlockAction, SlackActionMiddlewareArgs } from '
 import { parseCommand } from '../../../commands/index.js';
 import { findCommand } from '../../../commands/registry.js';
 import { decodePageValue } from '../../../views/blocks.js';
-import { channelAllowed, runCommand, slackContext, type SlackDeps } from '../../context.js';
+import { runCommand, slackContext, type SlackDeps } from '../../context.js';
 import { deliverReply, originOf } from '../../deliver.js';
 
 /** A page turn re-runs its command: only a read-only one may be (a sync's preview pages through `runs show ID`). */
@@ -25,7 +25,6 @@ export function pageButton({ services, logger }: SlackDeps) {
     }
     const channel = body.channel?.id;
     try {
-      if (channel && !channelAllowed(services.config.slack, { id: channel, name: body.channel?.name })) return;
       const ctx = slackContext(services, { user: body.user.id, ...(channel ? { channel } : {}) });
       const reply = await runCommand(request.command, ctx, logger);
       await deliverReply({ reply, origin: originOf(body), respond, client, logger, replace: true, page: request.page });

@@ -1,25 +1,20 @@
 import type { AllMiddlewareArgs, SlackCommandMiddlewareArgs } from '@slack/bolt';
 import { renderBlocks } from '../../../views/blocks.js';
-import { channelAllowed, declineInChannel, runCommand, slackContext, splitPublicFlag, type SlackDeps } from '../../context.js';
+import { runCommand, slackContext, splitPublicFlag, type SlackDeps } from '../../context.js';
 import { openFormModal } from '../../modals.js';
 
 /**
  * `/argo <command> ...`: ack at once (Slack wants it within 3 s), then answer through response_url:
- * ephemeral by default, in the channel with `--public`.
+ * ephemeral by default, in the channel with `--public`. Who may ask, and where, the authorization middleware
+ * decided before this runs.
  */
 export function argoCommand({ services, logger }: SlackDeps) {
   return async ({ command, ack, respond, client }: SlackCommandMiddlewareArgs & AllMiddlewareArgs): Promise<void> => {
     await ack();
     // Let the acks of other requests waiting on the event loop go out before this answer's work runs.
     await new Promise<void>((resolve) => setImmediate(resolve));
-    const slack = services.config.slack;
     const { text, isPublic } = splitPublicFlag(command.text ?? '');
     try {
-      if (!channelAllowed(slack, { id: command.channel_id, name: command.channel_name })) {
-        const { text: fallback, blocks } = renderBlocks(await declineInChannel(services, command.user_id, command.channel_id, text));
-        await respond({ response_type: 'ephemeral', text: fallback, blocks });
-        return;
-      }
       const ctx = slackContext(services, {
         user: command.user_id,
         channel: command.channel_id,

@@ -2,7 +2,7 @@ import type { AllMiddlewareArgs, MessageShortcut, SlackShortcutMiddlewareArgs } 
 import { runAction } from '../../../commands/index.js';
 import { findAction } from '../../../commands/registry.js';
 import { renderBlocks } from '../../../views/blocks.js';
-import { channelAllowed, slackContext, type SlackDeps } from '../../context.js';
+import { slackContext, type SlackDeps } from '../../context.js';
 
 export const ADD_TO_TIMELINE_CALLBACK = 'add_to_incident_timeline';
 
@@ -16,7 +16,6 @@ export function addToIncidentTimeline({ services, logger }: SlackDeps) {
     await new Promise<void>((resolve) => setImmediate(resolve));
     try {
       const channel = shortcut.channel.id;
-      if (!channelAllowed(services.config.slack, { id: channel, name: shortcut.channel.name })) return;
       const message = shortcut.message as { ts: string; thread_ts?: string; user?: string; bot_id?: string; text?: string };
       const ctx = slackContext(services, { user: shortcut.user.id, channel, ...(message.thread_ts ? { threadTs: message.thread_ts } : {}) });
       const value = JSON.stringify({ channel, ts: message.ts, threadTs: message.thread_ts, author: message.user ?? message.bot_id ?? shortcut.user.id, text: message.text ?? '' });
