@@ -17,6 +17,9 @@ const SUITES = [
   'test/kube/sealed-secrets.test.ts',
   'test/runbooks/sealed-secrets-sim.test.ts',
   'test/fleet/diagnose-sim.test.ts',
+  'test/kube/kubectl.test.ts',
+  'test/runbooks/sealed-secrets-cli.test.ts',
+  'test/jobs/schedules.test.ts',
 ];
 const AHEAD_DAYS = 400;
 const DAY = 86_400_000;
