@@ -60,7 +60,13 @@ export function aNamedObject<T>(what: string): AnswerReader<T> {
 
 export type ListItem = 'application' | 'ApplicationSet' | 'cluster' | 'event' | 'resource';
 
-const ITEM_ARTICLE: Record<ListItem, string> = { application: 'an', ApplicationSet: 'an', cluster: 'a', event: 'an', resource: 'a' };
+const ITEM_ARTICLE: Record<ListItem, string> = {
+  application: 'an',
+  ApplicationSet: 'an',
+  cluster: 'a',
+  event: 'an',
+  resource: 'a',
+};
 
 const ITEM_SHAPES: Record<ListItem, { schema: z.ZodType; what: string }> = {
   application: { schema: namedObject, what: 'an object with metadata.name' },
@@ -90,7 +96,8 @@ export function aList<T>(item: ListItem, opts: { itemsOmittedWhenEmpty?: boolean
     });
     const read: ReadList<T> = { metadata: list.metadata ?? {}, items };
     if (nulls) {
-      const listed = nulls === 1 ? `${ITEM_ARTICLE[item]} ${item} with no data (null)` : `${nulls} ${item}s with no data (null)`;
+      const listed =
+        nulls === 1 ? `${ITEM_ARTICLE[item]} ${item} with no data (null)` : `${nulls} ${item}s with no data (null)`;
       read.warnings = [`Argo CD instance ${instance} listed ${listed}; skipped ${nulls === 1 ? 'it' : 'them'}`];
     }
     return read;
