@@ -1,13 +1,12 @@
+import type { ReadList } from './answers.js';
 import type {
   Application,
-  ApplicationList,
   ApplicationSet,
-  ApplicationSetList,
   ApplicationSetWatchEvent,
   ApplicationSyncRequest,
   ApplicationTree,
   ApplicationWatchEvent,
-  ClusterList,
+  Cluster,
   KubeEventList,
   LogEntry,
   ManagedResourcesResponse,
@@ -80,11 +79,12 @@ export interface WatchOptions<E> {
 
 /**
  * One Argo CD instance. Implemented in client.ts over node:http(s) (http.ts); every call has a timeout and
- * retries (network errors, 502/503/504, 429 with Retry-After), never other 4xx.
+ * retries (network errors, 502/503/504, 429 with Retry-After), never other 4xx. A 2xx answer that is not
+ * the JSON the endpoint promises (answers.ts) fails with `argocd_bad_response`, never reads as empty.
  */
 export interface ArgoApi {
   readonly instance: string;
-  listApplications(query?: ListApplicationsQuery): Promise<ApplicationList>;
+  listApplications(query?: ListApplicationsQuery): Promise<ReadList<Application>>;
   getApplication(ref: AppRef, opts?: { refresh?: 'normal' | 'hard' }): Promise<Application>;
   resourceTree(ref: AppRef): Promise<ApplicationTree>;
   managedResources(ref: AppRef): Promise<ManagedResourcesResponse>;
@@ -111,10 +111,10 @@ export interface ArgoApi {
    */
   rollback(ref: AppRef, opts: RollbackOptions): Promise<Application>;
   patchApplication(ref: AppRef, patch: unknown, patchType: 'merge' | 'json'): Promise<Application>;
-  listApplicationSets(query?: { selector?: string; projects?: string[]; appsetNamespace?: string }): Promise<ApplicationSetList>;
+  listApplicationSets(query?: { selector?: string; projects?: string[]; appsetNamespace?: string }): Promise<ReadList<ApplicationSet>>;
   getApplicationSet(name: string, appsetNamespace?: string): Promise<ApplicationSet>;
   upsertApplicationSet(appSet: ApplicationSet, opts?: { dryRun?: boolean }): Promise<ApplicationSet>;
-  listClusters(): Promise<ClusterList>;
+  listClusters(): Promise<ReadList<Cluster>>;
   watchApplications(query: ListApplicationsQuery, options: WatchOptions<ApplicationWatchEvent>): WatchHandle;
   watchApplicationSets(
     query: { selector?: string; projects?: string[]; resourceVersion?: string },

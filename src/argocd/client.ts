@@ -2,25 +2,23 @@ import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { RollcallConfig, InstanceConfig } from '../config/schema.js';
 import type { AppRef, ArgoApi, ListApplicationsQuery, PodLogsQuery, RollbackOptions, WatchHandle, WatchOptions } from './api.js';
-import { errorFromResponse, errorFromTransport, isArgoError, type CallContext } from './errors.js';
+import { errorFromBadBody, errorFromResponse, errorFromTransport, isArgoError, type CallContext } from './errors.js';
+import { aList, aNamedObject, anObject, aWatchEvent, ShapeError, type AnswerReader, type ReadList } from './answers.js';
 import { DEFAULT_RETRY, parseRetryAfter, retryDelay, sleep, type RetryPolicy } from './retry.js';
 import type {
   Application,
-  ApplicationList,
   ApplicationSet,
-  ApplicationSetList,
   ApplicationSetWatchEvent,
   ApplicationSyncRequest,
   ApplicationTree,
   ApplicationWatchEvent,
   Cluster,
-  ClusterList,
   KubeEventList,
   LogEntry,
   ManagedResourcesResponse,
   RevisionMetadata,
 } from './types.js';
-import { HttpError, HttpTransport, type HttpRequest } from './http.js';
+import { BadBodyError, HttpError, HttpTransport, type HttpRequest } from './http.js';
 import { openSseWatch } from './watch.js';
 import { argocdRequestDuration, argocdRequestsTotal, statusLabel } from '../metrics.js';
 
@@ -80,36 +78,40 @@ export class ArgoClient implements ArgoApi {
 
   // ---------- applications ----------
 
-  listApplications(query: ListApplicationsQuery = {}): Promise<ApplicationList> {
-    return this.call<ApplicationList>(
+  listApplications(query: ListApplicationsQuery = {}): Promise<ReadList<Application>> {
+    return this.call(
       { method: 'GET', path: '/applications', query: applicationQuery(query) },
       { resource: 'applications', action: 'get', project: query.projects?.length === 1 ? query.projects[0] : undefined },
       'idempotent',
-    ).then((list) => ({ metadata: list.metadata ?? {}, items: list.items ?? [] }));
+      aList<Application>('application'),
+    );
   }
 
   getApplication(ref: AppRef, opts: { refresh?: 'normal' | 'hard' } = {}): Promise<Application> {
-    return this.call<Application>(
+    return this.call(
       { method: 'GET', path: appPath(ref.name), query: { ...refQuery(ref), refresh: opts.refresh } },
       { resource: 'applications', action: 'get', app: ref.name, project: ref.project },
       'idempotent',
+      APPLICATION,
     );
   }
 
   resourceTree(ref: AppRef): Promise<ApplicationTree> {
-    return this.call<ApplicationTree>(
+    return this.call(
       { method: 'GET', path: `${appPath(ref.name)}/resource-tree`, query: refQuery(ref) },
       { resource: 'applications', action: 'get', app: ref.name, project: ref.project },
       'idempotent',
+      anObject<ApplicationTree>('a resource tree object'),
     );
   }
 
   managedResources(ref: AppRef): Promise<ManagedResourcesResponse> {
-    return this.call<ManagedResourcesResponse>(
+    return this.call(
       { method: 'GET', path: `${appPath(ref.name)}/managed-resources`, query: refQuery(ref) },
       { resource: 'applications', action: 'get', app: ref.name, project: ref.project },
       'idempotent',
-    ).then((r) => ({ ...r, items: r.items ?? [] }));
+      aList<NonNullable<ManagedResourcesResponse['items']>[number]>('resource', { itemsOmittedWhenEmpty: true }),
+    );
   }
 
   resourceEvents(ref: AppRef, resource?: { uid: string; name: string; namespace?: string }): Promise<KubeEventList> {
@@ -117,21 +119,23 @@ export class ArgoClient implements ArgoApi {
       ...refQuery(ref),
       ...(resource ? { resourceUID: resource.uid, resourceName: resource.name, resourceNamespace: resource.namespace ?? '' } : {}),
     };
-    return this.call<KubeEventList>(
+    return this.call(
       { method: 'GET', path: `${appPath(ref.name)}/events`, query: params },
       { resource: 'applications', action: 'get', app: ref.name, project: ref.project },
       'idempotent',
-    ).then((list) => ({ ...list, items: list.items ?? [] }));
+      aList<NonNullable<KubeEventList['items']>[number]>('event'),
+    );
   }
 
   // ---------- read verbs: revision metadata, pod logs ----------
 
   revisionMetadata(ref: AppRef, revision: string, opts: { versionId?: number; sourceIndex?: number } = {}): Promise<RevisionMetadata> {
     const params: Query = { ...refQuery(ref), versionId: opts.versionId?.toString(), sourceIndex: opts.sourceIndex?.toString() };
-    return this.call<RevisionMetadata>(
+    return this.call(
       { method: 'GET', path: `${appPath(ref.name)}/revisions/${encodeURIComponent(revision)}/metadata`, query: params },
       { resource: 'applications', action: 'get', app: ref.name, project: ref.project },
       'idempotent',
+      anObject<RevisionMetadata>('a revision metadata object'),
     );
   }
 
@@ -165,7 +169,8 @@ export class ArgoClient implements ArgoApi {
       try {
         message = JSON.parse(line) as typeof message;
       } catch {
-        continue;
+        // A line that is not grpc-gateway's is a log cut short or a proxy's page: the lines shown would not be all there are.
+        throw errorFromBadBody(this.context('GET', url, rbac), line, 'a line of the log stream is not JSON');
       }
       if (message.error) {
         const e = message.error;
@@ -177,10 +182,11 @@ export class ArgoClient implements ArgoApi {
   }
 
   sync(request: ApplicationSyncRequest): Promise<Application> {
-    return this.call<Application>(
+    return this.call(
       { method: 'POST', path: `${appPath(request.name)}/sync`, body: syncBody(request) },
       { resource: 'applications', action: 'sync', app: request.name, project: request.project },
       'sync',
+      APPLICATION,
     );
   }
 
@@ -205,59 +211,64 @@ export class ArgoClient implements ArgoApi {
    */
   rollback(ref: AppRef, opts: RollbackOptions): Promise<Application> {
     const body = { name: ref.name, id: opts.id, prune: opts.prune, dryRun: opts.dryRun, appNamespace: ref.appNamespace, project: ref.project };
-    return this.call<Application>(
+    return this.call(
       { method: 'POST', path: `${appPath(ref.name)}/rollback`, body: dropUndefined(body) },
       { resource: 'applications', action: 'sync', app: ref.name, project: ref.project },
       'sync',
+      APPLICATION,
     );
   }
 
   patchApplication(ref: AppRef, patch: unknown, patchType: 'merge' | 'json'): Promise<Application> {
     const body = { name: ref.name, patch: JSON.stringify(patch), patchType, appNamespace: ref.appNamespace, project: ref.project };
-    return this.call<Application>(
+    return this.call(
       { method: 'PATCH', path: appPath(ref.name), body: dropUndefined(body) },
       { resource: 'applications', action: 'update', app: ref.name, project: ref.project },
       patchType === 'merge' ? 'idempotent' : 'unsafe',
+      APPLICATION,
     );
   }
 
   // ---------- applicationsets ----------
 
-  listApplicationSets(query: { selector?: string; projects?: string[]; appsetNamespace?: string } = {}): Promise<ApplicationSetList> {
-    return this.call<ApplicationSetList>(
+  listApplicationSets(query: { selector?: string; projects?: string[]; appsetNamespace?: string } = {}): Promise<ReadList<ApplicationSet>> {
+    return this.call(
       { method: 'GET', path: '/applicationsets', query: { selector: query.selector, projects: query.projects, appsetNamespace: query.appsetNamespace } },
       { resource: 'applicationsets', action: 'get' },
       'idempotent',
-    ).then((list) => ({ metadata: list.metadata ?? {}, items: list.items ?? [] }));
+      aList<ApplicationSet>('ApplicationSet'),
+    );
   }
 
   getApplicationSet(name: string, appsetNamespace?: string): Promise<ApplicationSet> {
-    return this.call<ApplicationSet>(
+    return this.call(
       { method: 'GET', path: `/applicationsets/${encodeURIComponent(name)}`, query: { appsetNamespace } },
       { resource: 'applicationsets', action: 'get', appSet: name, project: undefined },
       'idempotent',
+      APPLICATION_SET,
     );
   }
 
   /** There is no PATCH for ApplicationSets (A8/B3): POST the full object with upsert=true. */
   upsertApplicationSet(appSet: ApplicationSet, opts: { dryRun?: boolean } = {}): Promise<ApplicationSet> {
-    return this.call<ApplicationSet>(
+    return this.call(
       { method: 'POST', path: '/applicationsets', query: { upsert: 'true', dryRun: opts.dryRun ? 'true' : undefined }, body: appSet },
       { resource: 'applicationsets', action: 'update', appSet: appSet.metadata.name, project: appSet.spec?.template?.spec?.project },
       'idempotent',
+      APPLICATION_SET,
     );
   }
 
   // ---------- clusters ----------
 
   /** Cluster `config` holds credentials: it is dropped here so it never reaches the mirror, logs or replies. */
-  async listClusters(): Promise<ClusterList> {
-    const list = await this.call<ClusterList>({ method: 'GET', path: '/clusters' }, { resource: 'clusters', action: 'get' }, 'idempotent');
-    const items = (list.items ?? []).map((c: Cluster) => {
+  async listClusters(): Promise<ReadList<Cluster>> {
+    const list = await this.call({ method: 'GET', path: '/clusters' }, { resource: 'clusters', action: 'get' }, 'idempotent', aList<Cluster>('cluster'));
+    const items = list.items.map((c: Cluster) => {
       const { config: _config, ...rest } = c;
       return rest;
     });
-    return { metadata: list.metadata, items };
+    return { ...list, items };
   }
 
   // ---------- watch ----------
@@ -268,10 +279,7 @@ export class ArgoClient implements ArgoApi {
       '/stream/applications',
       applicationQuery(rest),
       resourceVersion,
-      (result) => {
-        const r = result as Partial<ApplicationWatchEvent> | undefined;
-        return r?.type && r.application ? { type: r.type, application: r.application } : undefined;
-      },
+      aWatchEvent<ApplicationWatchEvent>('application'),
       (e) => e.application.metadata.resourceVersion,
       { resource: 'applications', action: 'get' },
       options,
@@ -286,10 +294,7 @@ export class ArgoClient implements ArgoApi {
       '/stream/applicationsets',
       { selector: query.selector, projects: query.projects },
       query.resourceVersion,
-      (result) => {
-        const r = result as Partial<ApplicationSetWatchEvent> | undefined;
-        return r?.type && r.applicationSet ? { type: r.type, applicationSet: r.applicationSet } : undefined;
-      },
+      aWatchEvent<ApplicationSetWatchEvent>('applicationSet'),
       (e) => e.applicationSet.metadata.resourceVersion,
       { resource: 'applicationsets', action: 'get' },
       options,
@@ -300,7 +305,7 @@ export class ArgoClient implements ArgoApi {
     path: string,
     params: Query,
     resourceVersion: string | undefined,
-    toEvent: (result: unknown) => E | undefined,
+    toEvent: (result: unknown) => E,
     resourceVersionOf: (e: E) => string | undefined,
     rbac: Pick<CallContext, 'resource' | 'action'>,
     options: WatchOptions<E>,
@@ -334,6 +339,7 @@ export class ArgoClient implements ArgoApi {
           return { status: res.status, stream: res.data };
         },
         errorFor: (status, body) => errorFromResponse(ctx, status, body),
+        badMessage: (text, problem) => errorFromBadBody(ctx, text, problem),
         transportError: (error) => {
           const e = error as HttpError;
           return errorFromTransport(ctx, e?.code, e?.message ?? String(error));
@@ -353,17 +359,19 @@ export class ArgoClient implements ArgoApi {
     request: HttpRequest,
     rbac: Omit<CallContext, 'instance' | 'url' | 'method' | 'path' | 'timeoutMs'>,
     mode: RetryMode,
+    read?: AnswerReader<T>,
   ): Promise<T> {
     const ctx = this.context(request.method, request.path, rbac);
     let inTransitFailure = false;
     for (let attempt = 0; ; attempt++) {
       const started = Date.now();
+      let data: unknown;
       try {
-        const res = await this.http.request<T>(request);
+        const res = await this.http.request<unknown>(request);
         argocdRequestsTotal.inc({ instance: this.instance, method: ctx.method, code: statusLabel(res.status) });
         argocdRequestDuration.observe({ instance: this.instance }, (Date.now() - started) / 1000);
         this.logger?.debug({ method: ctx.method, path: ctx.path, status: res.status, ms: Date.now() - started, attempt }, 'argocd call');
-        return res.data;
+        data = res.data;
       } catch (error) {
         const failure = classify(error);
         argocdRequestsTotal.inc({ instance: this.instance, method: ctx.method, code: statusLabel(failure.status) });
@@ -378,15 +386,32 @@ export class ArgoClient implements ArgoApi {
         );
         if (final) {
           const extra = { maybeApplied };
+          if (failure.badBody !== undefined) throw errorFromBadBody(ctx, failure.badBody, 'not JSON', answered(ctx));
           if (failure.status !== undefined) throw errorFromResponse(ctx, failure.status, failure.body, extra);
           if (failure.unknown) throw failure.unknown;
           throw errorFromTransport(ctx, failure.transportCode, failure.detail, extra);
         }
         if (failure.kind === 'in-transit') inTransitFailure = true;
         await sleep(retryDelay(attempt, this.retry, failure.retryAfterMs));
+        continue;
+      }
+      if (!read) return data as T;
+      try {
+        return read(data, this.instance);
+      } catch (error) {
+        if (!(error instanceof ShapeError)) throw error;
+        throw errorFromBadBody(ctx, JSON.stringify(data) ?? '', error.message, answered(ctx));
       }
     }
   }
+}
+
+/**
+ * A 2xx answer, however garbled, means the server took the request: a mutating call was probably applied,
+ * and the caller checks before sending it again.
+ */
+function answered(ctx: CallContext): { maybeApplied: boolean } {
+  return { maybeApplied: ctx.method !== 'GET' };
 }
 
 interface Failure {
@@ -398,9 +423,13 @@ interface Failure {
   retryAfterMs?: number;
   /** Not an HTTP failure at all (a bug): rethrown as is. */
   unknown?: unknown;
+  /** A 2xx answer whose body is not JSON: its text. */
+  badBody?: string;
 }
 
 function classify(error: unknown): Failure {
+  // Retrying cannot make a server that answers garbage answer Argo CD's JSON; saying so at once can.
+  if (error instanceof BadBodyError) return { kind: 'final', status: error.status, badBody: error.body, detail: error.message };
   if (!(error instanceof HttpError)) return { kind: 'final', detail: String(error), unknown: error };
   const res = error.response;
   if (res) {
@@ -417,6 +446,9 @@ function classify(error: unknown): Failure {
   // TLS failures and anything unknown: retrying cannot help.
   return { kind: 'final', transportCode: code, detail: error.message };
 }
+
+const APPLICATION = aNamedObject<Application>('an Application');
+const APPLICATION_SET = aNamedObject<ApplicationSet>('an ApplicationSet');
 
 function appPath(name: string): string {
   return `/applications/${encodeURIComponent(name)}`;

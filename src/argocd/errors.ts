@@ -1,4 +1,4 @@
-import { typedDuration } from '../core/format.js';
+import { code, typedDuration } from '../core/format.js';
 import { RollcallError } from '../core/errors.js';
 import type { ArgoErrorBody } from './types.js';
 
@@ -23,7 +23,9 @@ export type ArgoErrorCode =
   /** FailedPrecondition "rollback cannot be initiated when auto-sync is enabled". */
   | 'auto_sync_enabled'
   /** A watch resumed from a resourceVersion the server no longer has (HTTP 410): relist. */
-  | 'expired';
+  | 'expired'
+  /** A 2xx answer whose body is not the JSON the endpoint promises (cut short, a proxy's page, the wrong shape). */
+  | 'bad_response';
 
 /** gRPC status codes Argo CD puts in `code` of its error body. */
 export const GrpcCode = {
@@ -238,6 +240,40 @@ export function errorFromTransport(ctx: CallContext, errorCode: string | undefin
     ...base,
     kind: 'network',
   });
+}
+
+/** How much of a bad body an error quotes: enough to recognise a proxy's page or a cut-off list. */
+const BODY_EXCERPT_CHARS = 100;
+
+/**
+ * A 2xx answer that is not what the endpoint promises. Reading it as the promised shape would turn a
+ * broken upstream into an empty fleet, so it is an error that quotes the body's first bytes.
+ */
+export function errorFromBadBody(ctx: CallContext, body: string, problem: string, extra?: { maybeApplied?: boolean }): ArgoError {
+  const start = bodyExcerpt(body);
+  return new ArgoError(
+    `Argo CD instance ${ctx.instance} answered ${ctx.method} ${ctx.path} with a body that is not what Argo CD sends (${problem}); ` +
+      `${start ? `it starts ${start}` : 'it is empty'}. A proxy in front of Argo CD may be cutting answers short or serving its own page: ` +
+      `check instances[].url and the proxy.`,
+    { instance: ctx.instance, kind: 'bad_response', maybeApplied: extra?.maybeApplied },
+  );
+}
+
+/**
+ * The first characters of a body, on one line and printable, in a code span. Credentials that an echoing
+ * proxy might send back (a Bearer token, a JWT) are blanked: this text goes to logs and Slack.
+ */
+export function bodyExcerpt(body: string): string {
+  const flat = body
+    .slice(0, 4 * BODY_EXCERPT_CHARS)
+    .replace(/(Bearer\s+)[^\s"',;]+/gi, '$1[redacted]')
+    // A JWT (and any cut-off piece of one) starts with the base64 of `{"`.
+    .replace(/eyJ[\w.-]*/g, '[redacted]')
+    .replace(/\s+/g, ' ')
+    .replace(/\p{C}/gu, '?')
+    .trim();
+  if (!flat) return '';
+  return code(flat.length > BODY_EXCERPT_CHARS ? `${flat.slice(0, BODY_EXCERPT_CHARS)}…` : flat);
 }
 
 export function parseErrorBody(body: unknown): ArgoErrorBody {

@@ -23,7 +23,10 @@ export interface HttpRequest {
   /** Sent as JSON. */
   body?: unknown;
   headers?: Record<string, string>;
-  /** `json` (default): parsed when it parses, the text otherwise. `stream`: the response as it arrives. */
+  /**
+   * `json` (default): a 2xx body must parse (else BadBodyError); an error answer's body is parsed when it
+   * parses and stays text otherwise. `stream`: the response as it arrives.
+   */
   responseType?: 'json' | 'text' | 'stream';
   /** Time without any answer bytes before the request fails with ETIMEDOUT; 0 = none. Default: the transport's. */
   timeoutMs?: number;
@@ -52,6 +55,20 @@ export class HttpError extends Error {
   ) {
     super(message);
     this.name = 'HttpError';
+  }
+}
+
+/**
+ * A 2xx answer whose body was to be JSON and is not (cut short, a proxy's page, empty). The request reached
+ * a server that said it succeeded, so it is no transport failure; `body` is the text as received.
+ */
+export class BadBodyError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: string,
+  ) {
+    super(`the answer (HTTP ${status}) is not JSON`);
+    this.name = 'BadBodyError';
   }
 }
 
@@ -102,7 +119,7 @@ export class HttpTransport {
       : { ...urlParts(url), ...(url.protocol === 'https:' ? this.tls : {}), headers };
     return new Promise((resolve, reject) => {
       let settled = false;
-      const fail = (error: HttpError) => {
+      const fail = (error: HttpError | BadBodyError) => {
         if (settled) return;
         settled = true;
         reject(error);
@@ -123,7 +140,13 @@ export class HttpTransport {
         stream.on('error', (e: NodeJS.ErrnoException) => fail(new HttpError(e.message, e.code ?? 'ECONNRESET')));
         stream.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          const data = req.responseType === 'text' ? text : parseJson(text);
+          const success = status >= 200 && status < 300;
+          let data: unknown = text;
+          if (req.responseType !== 'text') {
+            const parsed = parseJson(text);
+            if (success && !parsed.ok) return fail(new BadBodyError(status, text));
+            if (parsed.ok) data = parsed.value;
+          }
           const answer = { status, headers: res.headers, data };
           if (ok) {
             settled = true;
@@ -157,13 +180,12 @@ function urlParts(url: URL): { protocol: string; hostname: string; port?: string
   return { protocol: url.protocol, hostname: url.hostname.replace(/^\[|\]$/g, ''), port: url.port || undefined, path: `${url.pathname}${url.search}` };
 }
 
-/** An error answer may be a proxy's HTML page: the text then stays text. */
-function parseJson(text: string): unknown {
-  if (!text) return text;
+/** Parsed, or not JSON at all (an error answer may be a proxy's HTML page, which then stays text). */
+function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
   try {
-    return JSON.parse(text) as unknown;
+    return { ok: true, value: JSON.parse(text) as unknown };
   } catch {
-    return text;
+    return { ok: false };
   }
 }
 

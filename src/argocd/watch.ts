@@ -10,6 +10,11 @@ import { backoffDelay, type RetryPolicy } from './retry.js';
  * `:` keep-alive comments every 15 s, `{"error":{...}}` messages. Reconnects with jittered
  * backoff and resumes from the last seen metadata.resourceVersion.
  *
+ * A message that is not Argo CD's (not JSON, not an event, a line of a proxy's page) is an event the
+ * watch cannot read, so the changes it follows have a hole: it is reported as `bad_response` and the
+ * connection is dropped, and the reconnect (with its relist) closes the hole. Connections that keep
+ * ending that way back off as failed connects do, so a server that always sends garbage is not hammered.
+ *
  * Note: real Argo CD does not replay events on resume. With `resourceVersion` set it only
  * subscribes to new changes (server/application/application.go Watch), so anything that
  * changed while disconnected is lost; callers that keep a mirror must relist after
@@ -26,11 +31,13 @@ export interface SseWatchSpec<E> {
   describe: string;
   /** Opens the HTTP stream, resuming from `resourceVersion` when given. */
   connect(resourceVersion: string | undefined, signal: AbortSignal): Promise<StreamAnswer>;
-  /** `result` of one message -> event (undefined to skip). */
-  toEvent(result: unknown): E | undefined;
+  /** `result` of one message -> event; throws when it is not one. */
+  toEvent(result: unknown): E;
   resourceVersionOf(event: E): string | undefined;
   /** Maps a non-2xx answer or an `{"error":...}` message. */
   errorFor(status: number, body: unknown): ArgoError;
+  /** A message that is not Argo CD's: `text` as received, `problem` what is wrong with it. */
+  badMessage(text: string, problem: string): ArgoError;
   /** Maps a connect failure without an answer. */
   transportError(error: unknown): ArgoError;
   /** Interval of the server's keep-alive comments; silence for twice this means the stream is dead. */
@@ -47,6 +54,8 @@ export function openSseWatch<E>(spec: SseWatchSpec<E>, options: WatchOptions<E>)
   let resourceVersion = spec.initialResourceVersion || undefined;
   let connectedOnce = false;
   let failures = 0;
+  /** Connections in a row that ended on a message that is not Argo CD's. */
+  let badStreak = 0;
   let current: AbortController | undefined;
   let reconnectTimer: NodeJS.Timeout | undefined;
   let livenessTimer: NodeJS.Timeout | undefined;
@@ -74,7 +83,7 @@ export function openSseWatch<E>(spec: SseWatchSpec<E>, options: WatchOptions<E>)
 
   function scheduleReconnect(immediate = false) {
     if (closed || reconnectTimer) return;
-    const delay = immediate ? 0 : backoffDelay(Math.min(failures, 16), spec.backoff);
+    const delay = immediate ? 0 : backoffDelay(Math.min(Math.max(failures, badStreak), 16), spec.backoff);
     failures++;
     reconnectTimer = setTimeout(() => {
       reconnectTimer = undefined;
@@ -105,6 +114,7 @@ export function openSseWatch<E>(spec: SseWatchSpec<E>, options: WatchOptions<E>)
       clearLiveness();
       controller.abort();
       if (closed) return;
+      badStreak = why?.kind === 'bad_response' ? badStreak + 1 : 0;
       if (why) report(why);
       if (next === 'expired') expired();
       else if (next === 'reconnect') scheduleReconnect();
@@ -153,21 +163,26 @@ export function openSseWatch<E>(spec: SseWatchSpec<E>, options: WatchOptions<E>)
     let buffer = '';
     let data: string[] = [];
     const dispatch = (payload: string) => {
-      let message: { result?: unknown; error?: { http_code?: number; grpc_code?: number; message?: string } };
+      let message: { result?: unknown; error?: { http_code?: number; grpc_code?: number; message?: string } } | null;
       try {
         message = JSON.parse(payload);
       } catch {
-        log?.warn({ instance: spec.instance, bytes: payload.length }, 'watch: unparsable message skipped');
+        finish(spec.badMessage(payload, 'a message of the stream is not JSON'));
         return;
       }
-      if (message.error) {
+      if (message?.error) {
         const status = message.error.http_code ?? 500;
         const error = spec.errorFor(status, { code: message.error.grpc_code, message: message.error.message });
         finish(error, error.kind === 'expired' ? 'expired' : 'reconnect');
         return;
       }
-      const event = spec.toEvent(message.result);
-      if (event === undefined) return;
+      let event: E;
+      try {
+        event = spec.toEvent(message?.result);
+      } catch (e) {
+        finish(spec.badMessage(payload, (e as Error).message));
+        return;
+      }
       const rv = spec.resourceVersionOf(event);
       if (rv) resourceVersion = rv;
       try {
@@ -193,8 +208,10 @@ export function openSseWatch<E>(spec: SseWatchSpec<E>, options: WatchOptions<E>)
           // keep-alive comment: liveness only
         } else if (line.startsWith('data:')) {
           data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
-        } else if (line.startsWith('{')) {
-          // Newline-delimited JSON (what Argo CD sends without the SSE Accept header).
+        } else if (SSE_FIELD.test(line)) {
+          // event:, id:, retry: — valid SSE that Argo CD does not send; nothing to read in them.
+        } else {
+          // Newline-delimited JSON (what Argo CD sends without the SSE Accept header), or not Argo CD's at all.
           dispatch(line);
         }
       }
@@ -219,6 +236,8 @@ export function openSseWatch<E>(spec: SseWatchSpec<E>, options: WatchOptions<E>)
   void connect();
   return { close, ready };
 }
+
+const SSE_FIELD = /^(event|id|retry):/;
 
 async function readSmall(stream: Readable, limit = 64 * 1024): Promise<string> {
   let text = '';

@@ -1,5 +1,5 @@
 import type { ArgoApi } from '../argocd/api.js';
-import { ArgoError } from '../argocd/errors.js';
+import { ArgoError, isArgoError } from '../argocd/errors.js';
 import type { Application, ApplicationSource } from '../argocd/types.js';
 import { rolloutEntry } from '../fleet/groups.js';
 import type { FleetApp, FleetView } from '../fleet/model.js';
@@ -157,6 +157,8 @@ export async function liveApp(ctx: CommandContext, fa: FleetApp): Promise<{ app:
     const ref = { name: fa.app.metadata.name, appNamespace: fa.app.metadata.namespace, project: fa.app.spec?.project };
     return { app: await Promise.race([api.getApplication(ref), timeout]), live: true };
   } catch (error) {
+    // An instance that answers what is not Argo CD's is broken, not slow: the last copy would hide that.
+    if (isArgoError(error, 'bad_response')) throw error;
     const message = error instanceof Error ? error.message : String(error);
     return { app: fa.app, live: false, note: `Live lookup on ${fa.instance} failed (${message}); showing rollcall's last copy, without resource health.` };
   } finally {

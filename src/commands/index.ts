@@ -4,7 +4,7 @@ import { commandNames, helpReply, suggestCommands } from './help.js';
 import { CommandError, commandText, parseCommand } from './parse.js';
 import { replyFromError } from '../core/errors.js';
 import { findCommand, registerAction, registerCommand, type ActionSpec, type CommandContext, type CommandSpec, type ParsedCommand } from './registry.js';
-import { formatCount } from '../core/format.js';
+import { formatCount, since } from '../core/format.js';
 import { PAGE_SIZE, errorReply, replyPages, withUserText, type Reply } from '../core/reply.js';
 import { auditRefusal } from './runbooks.js';
 import { withAuditOrigin, type AuditOrigin } from '../audit/audit-log.js';
@@ -71,27 +71,37 @@ for (const spec of ACTIONS) registerAction(spec);
 export { parseCommand } from './parse.js';
 export { auditRefusal } from './runbooks.js';
 
-/** Instances the fleet view is not in sync with; a StaticFleet has none. */
-function unsyncedInstances(ctx: CommandContext): InstanceHealth[] {
-  return ctx.services.fleet.health().filter((h) => !h.synced);
-}
-
 /**
- * Every answer comes from the mirror: when an instance is unreachable, "no such app" or "0 problems"
- * would be a lie by omission, so the reply says which instances it is missing.
+ * Every answer comes from the mirror: when an instance is unreachable or answers what is not Argo CD's,
+ * "no such app" or "0 problems" would be a lie by omission, so the reply says which instances it is
+ * missing, and how old the data it holds of them is. Items Argo CD listed as null are said too.
  */
 function withMirrorWarning(reply: Reply, ctx: CommandContext): Reply {
   if (reply.command === 'help') return reply;
-  const missing = unsyncedInstances(ctx);
-  if (!missing.length) return reply;
-  const what = missing.map((h) => `${h.instance}${h.error ? ` (${h.error})` : ''}`).join('; ');
-  const text = `:warning: Not in sync with Argo CD instance${missing.length > 1 ? 's' : ''} ${what}: this answer may be incomplete or stale.`;
-  if (reply.error) reply.error.message += ` Note: ${text.replace(/^:warning: /, '')}`;
+  const health = ctx.services.fleet.health();
+  const missing = health.filter((h) => !h.synced);
+  const warnings = health.flatMap((h) => (h.warnings ?? []).map((w) => `${w}.`));
+  if (missing.length) {
+    const now = ctx.services.now?.() ?? new Date();
+    const what = missing.map((h) => `${h.instance}${unsyncedDetail(h, now)}`).join('; ');
+    warnings.unshift(`Not in sync with Argo CD instance${missing.length > 1 ? 's' : ''} ${what}: this answer may be incomplete or stale.`);
+  }
+  if (!warnings.length) return reply;
+  if (reply.error) reply.error.message += ` Note: ${warnings.join(' ')}`;
   // `ask --json` carries data, not blocks: say it there too, so a script cannot take a partial answer for a whole one.
-  reply.data = { ...reply.data, warnings: [text.replace(/^:warning: /, '')], unsyncedInstances: missing.map((h) => ({ instance: h.instance, error: h.error ?? null })) };
+  reply.data = { ...reply.data, warnings };
+  if (missing.length)
+    reply.data.unsyncedInstances = missing.map((h) => ({ instance: h.instance, error: h.error ?? null, code: h.errorCode, dataAsOf: h.dataAsOf }));
   const at = reply.blocks[0]?.kind === 'header' ? 1 : 0;
-  reply.blocks.splice(at, 0, { kind: 'context', text });
+  reply.blocks.splice(at, 0, ...warnings.map((w) => ({ kind: 'context' as const, text: `:warning: ${w}` })));
   return reply;
+}
+
+/** " (the error; showing its data from 6m ago)": why, and the age of what is shown instead. */
+function unsyncedDetail(h: InstanceHealth, now: Date): string {
+  const kept = h.dataAsOf ? `showing its data from ${since(h.dataAsOf, now)} ago` : undefined;
+  const parts = [h.error, kept].filter(Boolean);
+  return parts.length ? ` (${parts.join('; ')})` : '';
 }
 
 /** What the audit log records of where a request came from. */

@@ -79,6 +79,7 @@ export const ERROR_CODES = {
   argocd_no_operation: { exit: 'failed', meaning: 'no operation is running on the app: nothing to terminate' },
   argocd_auto_sync_enabled: { exit: 'failed', meaning: 'Argo CD does not roll back an app while its auto-sync is on: turn it off first' },
   argocd_expired: { exit: 'failed', meaning: 'a watch resumed from a resourceVersion Argo CD no longer has' },
+  argocd_bad_response: { exit: 'failed', meaning: 'Argo CD (or a proxy in front of it) answered 2xx with a body that is not the JSON the endpoint promises' },
   // Slack.
   slack_auth_failed: { exit: 'failed', meaning: 'Slack rejected the bot token' },
   slack_listen_failed: { exit: 'failed', meaning: 'the Slack receiver could not start' },

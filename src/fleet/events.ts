@@ -24,10 +24,16 @@ export type FleetListener = (event: FleetEvent) => void;
 /** How well the fleet view follows one Argo CD instance. */
 export interface InstanceHealth {
   instance: string;
-  /** Initial list loaded and both streams connected. */
+  /** Initial list loaded, the last list read and both streams connected. */
   synced: boolean;
   lastEventAt?: string;
   error?: string;
+  /** The error's code (`argocd_bad_response`, `argocd_network`, ...), when it has one. */
+  errorCode?: string;
+  /** Not in sync but holding data from before: when that data was last known current. */
+  dataAsOf?: string;
+  /** What the last lists skipped of Argo CD's answers, in plain words (a null item). */
+  warnings?: string[];
 }
 
 /**

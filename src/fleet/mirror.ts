@@ -14,6 +14,7 @@ import {
   type InstanceLinks,
 } from './model.js';
 import { normalizeServer } from '../argocd/objects.js';
+import { RollcallError } from '../core/errors.js';
 
 export interface FleetMirrorOptions {
   logger?: Logger;
@@ -59,7 +60,14 @@ interface InstanceState {
   appsWatch?: WatchHandle;
   appSetsWatch?: WatchHandle;
   lastEventAt?: string;
-  error?: string;
+  /** Why a stream or the first list failed. */
+  error?: RollcallFailure;
+  /** Why the last relist failed: until one succeeds, what is held may miss changes. */
+  listError?: RollcallFailure;
+  /** When the data held was last known current: a list, or the moment a stream of a synced instance failed. */
+  dataAsOf?: string;
+  /** What the last lists skipped (ReadList.warnings), by list. */
+  listWarnings: { apps: string[]; appSets: string[]; clusters: string[] };
   /** Bumped per stream change; a relist leaves alone what the stream touched after the relist began. */
   seq: number;
   touched: Map<string, number>;
@@ -120,6 +128,7 @@ export class FleetMirror extends FleetIndex {
         loaded: false,
         appsConnected: false,
         appSetsConnected: false,
+        listWarnings: { apps: [], appSets: [], clusters: [] },
         seq: 0,
         touched: new Map(),
         relistAgain: false,
@@ -162,12 +171,20 @@ export class FleetMirror extends FleetIndex {
   }
 
   override health(): InstanceHealth[] {
-    return [...this.states.values()].map((s) => ({
-      instance: s.name,
-      synced: isSynced(s),
-      lastEventAt: s.lastEventAt,
-      error: s.error,
-    }));
+    return [...this.states.values()].map((s) => {
+      const synced = isSynced(s);
+      const error = s.listError ?? s.error;
+      const warnings = [...s.listWarnings.clusters, ...s.listWarnings.appSets, ...s.listWarnings.apps];
+      return {
+        instance: s.name,
+        synced,
+        lastEventAt: s.lastEventAt,
+        error: error?.message,
+        ...(error?.code ? { errorCode: error.code } : {}),
+        ...(!synced && s.loaded && s.dataAsOf ? { dataAsOf: s.dataAsOf } : {}),
+        ...(warnings.length ? { warnings } : {}),
+      };
+    });
   }
 
   private emitApp(s: InstanceState, type: WatchEventType, app: FleetApp, previous: FleetApp | undefined) {
@@ -205,7 +222,7 @@ export class FleetMirror extends FleetIndex {
       s.lostTimer = undefined;
       if (this.stopped || isSynced(s) || s.announced === 'lost') return;
       s.announced = 'lost';
-      this.feed.publish({ kind: 'instance-lost', instance: s.name, at: this.opts.now().toISOString(), error: s.error });
+      this.feed.publish({ kind: 'instance-lost', instance: s.name, at: this.opts.now().toISOString(), error: (s.listError ?? s.error)?.message });
     }, wait);
     s.lostTimer.unref();
   }
@@ -220,8 +237,11 @@ export class FleetMirror extends FleetIndex {
   private async startInstance(s: InstanceState): Promise<void> {
     if (this.stopped) return;
     try {
+      const listedAt = this.opts.now().toISOString();
       const [clusters, appSets, apps] = await Promise.all([s.api.listClusters(), s.api.listApplicationSets(), s.api.listApplications()]);
       if (this.stopped) return;
+      s.listWarnings = { apps: apps.warnings ?? [], appSets: appSets.warnings ?? [], clusters: clusters.warnings ?? [] };
+      s.dataAsOf = listedAt;
       s.clustersByServer = clusterIndex(clusters.items ?? []);
       this.replaceInstance(
         s.name,
@@ -230,7 +250,7 @@ export class FleetMirror extends FleetIndex {
         (clusters.items ?? []).map((cluster) => ({ instance: s.name, cluster })),
       );
       s.loaded = true;
-      s.error = undefined;
+      s.error = s.listError = undefined;
       s.retryDelay = this.opts.retryMs;
       this.log?.info({ instance: s.name, apps: apps.items?.length ?? 0, appSets: appSets.items?.length ?? 0 }, 'instance loaded');
       if (!s.follows) {
@@ -245,8 +265,8 @@ export class FleetMirror extends FleetIndex {
       s.enriching = this.enrichUnhealthy(s);
       await this.waitForStreams(s);
     } catch (error) {
-      s.error = (error as Error).message;
-      this.log?.warn({ instance: s.name, err: s.error }, 'instance load failed; retrying');
+      s.error = failureOf(error);
+      this.log?.warn({ instance: s.name, err: s.error.message, code: s.error.code }, 'instance load failed; retrying');
       this.announce(s);
       const delay = s.retryDelay;
       s.retryDelay = Math.min(60_000, s.retryDelay * 2);
@@ -278,11 +298,7 @@ export class FleetMirror extends FleetIndex {
       { resourceVersion },
       {
         onEvent: (e) => this.applyAppEvent(s, e.type, e.application),
-        onError: (e) => {
-          s.appsConnected = false;
-          s.error = e.message;
-          this.announce(s);
-        },
+        onError: (e) => this.streamFailed(s, 'apps', e),
         onReconnect: () => {
           s.appsConnected = true;
           s.error = undefined;
@@ -290,7 +306,7 @@ export class FleetMirror extends FleetIndex {
           this.scheduleRelist(s);
         },
         onExpired: () => {
-          s.appsConnected = false;
+          this.streamFailed(s, 'apps');
           this.scheduleRelist(s, true);
         },
       },
@@ -309,11 +325,7 @@ export class FleetMirror extends FleetIndex {
       { resourceVersion },
       {
         onEvent: (e) => this.applyAppSetEvent(s, e.type, e.applicationSet),
-        onError: (e) => {
-          s.appSetsConnected = false;
-          s.error = e.message;
-          this.announce(s);
-        },
+        onError: (e) => this.streamFailed(s, 'appSets', e),
         onReconnect: () => {
           s.appSetsConnected = true;
           s.error = undefined;
@@ -321,7 +333,7 @@ export class FleetMirror extends FleetIndex {
           this.scheduleRelist(s);
         },
         onExpired: () => {
-          s.appSetsConnected = false;
+          this.streamFailed(s, 'appSets');
           this.scheduleRelist(s, true);
         },
       },
@@ -332,6 +344,15 @@ export class FleetMirror extends FleetIndex {
       s.appSetsConnected = true;
       this.announce(s);
     });
+  }
+
+  /** A stream stopped following: what is held was current until now (if it was current at all). */
+  private streamFailed(s: InstanceState, stream: 'apps' | 'appSets', error?: Error) {
+    if (isSynced(s)) s.dataAsOf = this.opts.now().toISOString();
+    if (stream === 'apps') s.appsConnected = false;
+    else s.appSetsConnected = false;
+    if (error) s.error = failureOf(error);
+    this.announce(s);
   }
 
   private touch(s: InstanceState, key: string) {
@@ -416,7 +437,8 @@ export class FleetMirror extends FleetIndex {
 
   private async refreshInstanceClusters(s: InstanceState): Promise<void> {
     const list = await s.api.listClusters();
-    const clusters: Cluster[] = list.items ?? [];
+    const clusters: Cluster[] = list.items;
+    s.listWarnings.clusters = list.warnings ?? [];
     s.clustersByServer = clusterIndex(clusters);
     this.replaceClusters(
       s.name,
@@ -458,8 +480,10 @@ export class FleetMirror extends FleetIndex {
     try {
       await run;
     } catch (error) {
-      s.error = (error as Error).message;
-      this.log?.warn({ instance: s.name, err: s.error }, 'relist failed; retrying');
+      // What is held stays (dropping it would turn a broken answer into an empty fleet), marked as not current.
+      s.listError = failureOf(error);
+      this.log?.warn({ instance: s.name, err: s.listError.message, code: s.listError.code }, 'relist failed; keeping the last listed state; retrying');
+      this.announce(s);
       if (!this.stopped) setTimeout(() => this.scheduleRelist(s, reopen), this.opts.retryMs).unref();
     } finally {
       s.relisting = undefined;
@@ -472,6 +496,7 @@ export class FleetMirror extends FleetIndex {
 
   private async doRelist(s: InstanceState, reopen: boolean): Promise<void> {
     const startedAt = s.seq;
+    const listedAt = this.opts.now().toISOString();
     const [apps, appSets] = await Promise.all([s.api.listApplications(), s.api.listApplicationSets()]);
     if (this.stopped) return;
     const touchedSince = (key: string) => (s.touched.get(key) ?? 0) > startedAt;
@@ -513,6 +538,10 @@ export class FleetMirror extends FleetIndex {
     }
 
     for (const [key, seq] of s.touched) if (seq <= startedAt) s.touched.delete(key);
+    s.listWarnings = { ...s.listWarnings, apps: apps.warnings ?? [], appSets: appSets.warnings ?? [] };
+    s.dataAsOf = listedAt;
+    s.listError = undefined;
+    this.announce(s);
     void this.enrichUnhealthy(s);
     this.log?.info({ instance: s.name, apps: apps.items?.length ?? 0 }, 'relisted after a stream gap');
     if (reopen) {
@@ -523,7 +552,17 @@ export class FleetMirror extends FleetIndex {
 }
 
 function isSynced(s: InstanceState): boolean {
-  return s.loaded && (!s.follows || (s.appsConnected && s.appSetsConnected));
+  return s.loaded && !s.listError && (!s.follows || (s.appsConnected && s.appSetsConnected));
+}
+
+/** A failure as health() reports it: the message, and the error code when it is a RollcallError (an ArgoError). */
+interface RollcallFailure {
+  message: string;
+  code?: string;
+}
+
+function failureOf(error: unknown): RollcallFailure {
+  return { message: (error as Error).message, ...(error instanceof RollcallError ? { code: error.code } : {}) };
 }
 
 const HEALTHY = new Set(['Healthy', 'Suspended']);

@@ -291,6 +291,12 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     const method = req.method ?? 'GET';
     const { delayMs, failure, loseAnswer } = faults.take(store.name, method, path);
     if (delayMs) await sleep(delayMs);
+    if (failure?.kind === 'badBody' && failure.truncateAt !== undefined) {
+      const cutAt = failure.truncateAt;
+      return serveApi(req, res, store, path, url, (status, body) =>
+        sendJson(res, status, (typeof body === 'string' ? body : JSON.stringify(body)).slice(0, cutAt)),
+      );
+    }
     if (failure) return writeHttpFailure(res, failure);
     if (!loseAnswer) return serveApi(req, res, store, path, url, (status, body) => sendJson(res, status, body));
     // Served in full (an operation started and recorded), then the connection is dropped before any answer byte.

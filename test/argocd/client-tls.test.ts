@@ -59,7 +59,7 @@ describe.skipIf(!hasOpenssl)('TLS options', () => {
   });
 
   it('trusts the CA from tls.caFile', async () => {
-    await expect(client({ caFile: path.join(dir, 'cert.pem') }).listClusters()).resolves.toEqual({ metadata: undefined, items: [] });
+    await expect(client({ caFile: path.join(dir, 'cert.pem') }).listClusters()).resolves.toEqual({ metadata: {}, items: [] });
     expect(seen.at(-1)).toBe('/argocd/api/v1/clusters Bearer tok');
   });
 

@@ -319,6 +319,74 @@ describe('error mapping', () => {
   });
 });
 
+describe('2xx answers that are not Argo CD\'s JSON', () => {
+  const LIST = `${API}/applications`;
+
+  it.each([
+    ['cut short', '{"items":[{"metadata":', 'not JSON', '`{"items":[{"metadata":`'],
+    ['a proxy\'s HTML page', '<html><body>Sign in</body></html>', 'not JSON', '`<html><body>Sign in</body></html>`'],
+    ['null', 'null', 'expected an object with an items list', '`null`'],
+    ['a JSON string', '"ok"', 'expected an object with an items list', '`"ok"`'],
+    ['an object without items', '{"metadata":{}}', 'items', '`{"metadata":{}}`'],
+    ['empty', '', 'not JSON', 'it is empty'],
+  ])('a list answered %s fails as bad_response naming the instance, GET /applications and the body\'s start', async (_what, body, problem, start) => {
+    server.on('GET', LIST, { body });
+    const error = await failure(client().listApplications());
+    expect(error.code).toBe('argocd_bad_response');
+    expect(error.kind).toBe('bad_response');
+    expect(error.message).toContain('Argo CD instance eu answered GET /applications with a body that is not what Argo CD sends');
+    expect(error.message).toContain(problem);
+    expect(error.message).toContain(start);
+    // Garbage is not retried: the same server would answer the same.
+    expect(server.requestsTo(LIST)).toHaveLength(1);
+  });
+
+  it('quotes at most about 100 printable characters of the body, and never a token it echoes', async () => {
+    const echoed = `<pre>\u0007Authorization: Bearer ${TOKEN} ${'x'.repeat(300)}</pre>`;
+    server.on('GET', LIST, { body: echoed });
+    const error = await failure(client().listApplications());
+    const quoted = /it starts `([^`]*)`/.exec(error.message)![1];
+    expect(quoted.length).toBeLessThanOrEqual(101);
+    expect(quoted).toMatch(/^<pre>\?Authorization: Bearer \[redacted\] x+…$/);
+    expect(error.message).not.toContain(TOKEN);
+  });
+
+  it('skips a null item with a warning in plain words, and reads the rest', async () => {
+    server.on('GET', LIST, { body: { metadata: { resourceVersion: '7' }, items: [null, app('a')] } });
+    const list = await client().listApplications();
+    expect(list.items.map((a) => a.metadata.name)).toEqual(['a']);
+    expect(list.warnings).toEqual(['Argo CD instance eu listed an application with no data (null); skipped it']);
+    server.on('GET', `${API}/clusters`, { body: { items: [null, null] } });
+    expect((await client().listClusters()).warnings).toEqual(['Argo CD instance eu listed 2 clusters with no data (null); skipped them']);
+  });
+
+  it('fails a list whose item is not an object with metadata.name', async () => {
+    server.on('GET', LIST, { body: { metadata: {}, items: [app('a'), 'b'] } });
+    const error = await failure(client().listApplications());
+    expect(error.code).toBe('argocd_bad_response');
+    expect(error.message).toContain('expected items.1 to be an object with metadata.name');
+  });
+
+  it('fails a get that answers a non-object, and a sync answered with garbage says it may have been applied', async () => {
+    server.on('GET', `${API}/applications/web`, { body: '"web"' });
+    const got = await failure(client().getApplication({ name: 'web' }));
+    expect(got).toMatchObject({ code: 'argocd_bad_response', maybeApplied: false });
+    expect(got.message).toContain('answered GET /applications/web');
+    server.on('POST', `${API}/applications/web/sync`, { body: '<html>OK</html>' });
+    const synced = await failure(client().sync({ name: 'web' }));
+    expect(synced).toMatchObject({ code: 'argocd_bad_response', maybeApplied: true });
+    expect(server.requestsTo(`${API}/applications/web/sync`)).toHaveLength(1);
+  });
+
+  it('fails pod logs with a line that is not JSON instead of showing the lines around it as all there is', async () => {
+    server.on('GET', `${API}/applications/web/logs`, { body: '{"result":{"content":"a","podName":"web-1","last":false}}\n<html>gateway' });
+    const error = await failure(client().podLogs({ name: 'web' }, {}));
+    expect(error.code).toBe('argocd_bad_response');
+    expect(error.message).toContain('GET /applications/web/logs');
+    expect(error.message).toContain('`<html>gateway`');
+  });
+});
+
 describe('podLogs', () => {
   it('reads the newline-delimited {result} stream, drops the closing entry, and turns an {error} line into an Argo CD error', async () => {
     server.on('GET', `${API}/applications/web/logs`, { body: '{"result":{"content":"a","podName":"web-1","last":false}}\n\n{"result":{"content":"","podName":"","last":true}}\n' });

@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ArgoClient } from '../../src/argocd/client.js';
-import { HttpError, HttpTransport } from '../../src/argocd/http.js';
+import { BadBodyError, HttpError, HttpTransport } from '../../src/argocd/http.js';
 import { instanceSchema } from '../../src/config/schema.js';
 import { actAsForwardProxy, restoreProxyEnvAfterEach, type ForwardProxy } from '../support/forward-proxy.js';
 
@@ -46,6 +46,10 @@ describe('HttpTransport', () => {
         } else if (req.url?.startsWith('/api/v1/denied')) {
           res.writeHead(403, { 'content-type': 'application/json' });
           res.end(JSON.stringify({ error: 'permission denied', code: 7, message: 'permission denied' }));
+        } else if (req.url?.startsWith('/api/v1/cut-short')) {
+          // A proxy that cut the list off but still said 200.
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end('{"items":[{"metadata":');
         } else if (req.url?.startsWith('/api/v1/html')) {
           res.writeHead(502, { 'content-type': 'text/html' });
           res.end('<html>Bad Gateway</html>');
@@ -87,6 +91,14 @@ describe('HttpTransport', () => {
     expect((denied as HttpError).response).toMatchObject({ status: 403, data: { code: 7, message: 'permission denied' } });
     const html = (await transport().request({ method: 'GET', path: '/html' }).catch((e: unknown) => e)) as HttpError;
     expect(html.response).toMatchObject({ status: 502, data: '<html>Bad Gateway</html>' });
+  });
+
+  it('fails a 2xx answer whose body is not JSON with BadBodyError carrying the text, instead of handing the text on as data', async () => {
+    const error = await transport().request({ method: 'GET', path: '/cut-short' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BadBodyError);
+    expect(error).toMatchObject({ status: 200, body: '{"items":[{"metadata":' });
+    // Asked for text, the same body is the answer.
+    await expect(transport().request({ method: 'GET', path: '/cut-short', responseType: 'text' })).resolves.toMatchObject({ data: '{"items":[{"metadata":' });
   });
 
   it('fails with ETIMEDOUT when no answer byte comes within the timeout', async () => {

@@ -91,7 +91,8 @@ beforeAll(async () => {
   server.on('POST', /\/rollback$/, { body: { metadata: { name: 'a' }, spec: {} } });
   server.on('DELETE', /\/operation$/, { body: {} });
   server.on('GET', /\/applications\/[^/]+$/, { body: { metadata: { name: 'a' }, spec: {} } });
-  server.on('GET', /\/(applications|applicationsets|clusters)$|\/(resource-tree|managed-resources|events|metadata)$|\/applicationsets\/[^/]+$/, { body: { metadata: {}, items: [] } });
+  server.on('GET', /\/(applications|applicationsets|clusters)$|\/(resource-tree|managed-resources|events|metadata)$/, { body: { metadata: {}, items: [] } });
+  server.on('GET', /\/applicationsets\/[^/]+$/, { body: { metadata: { name: 'set' }, spec: {} } });
   server.on('GET', /\/logs$/, { body: '{"result":{"content":"ready","podName":"web-1","last":false}}\n{"result":{"content":"","podName":"","last":true}}\n' });
   server.on('GET', /\/stream\//, { stream: (res) => sseOpen(res) });
 });

@@ -156,6 +156,63 @@ describe('application watch (SSE)', () => {
     expect(server.requestsTo(STREAM)).toHaveLength(3);
   });
 
+  it('reports a message that is not JSON as bad_response, drops the connection and resumes from the last event it read', async () => {
+    server.on(
+      'GET',
+      STREAM,
+      {
+        stream: (res) => {
+          sseOpen(res);
+          sseSend(res, { result: { type: 'MODIFIED', application: app('a', '17') } });
+          res.write('data: {"result":{"type":"MODIFIED","applic\n\n');
+          sseSend(res, { result: { type: 'MODIFIED', application: app('b', '19') } });
+        },
+      },
+      {
+        stream: (res) => {
+          sseOpen(res);
+          sseSend(res, { result: { type: 'MODIFIED', application: app('a', '20') } });
+        },
+      },
+    );
+    const w = watch(client(), { resourceVersion: '10' });
+    await expect.poll(() => w.events.map((e) => e.application.metadata.resourceVersion)).toEqual(['17', '20']);
+    expect(w.errors.map((e) => e.code)).toEqual(['argocd_bad_response']);
+    expect(w.errors[0].message).toContain('Argo CD instance eu answered GET /stream/applications with a body that is not what Argo CD sends');
+    expect(w.errors[0].message).toContain('`{"result":{"type":"MODIFIED","applic`');
+    // What followed the bad message on that connection was not taken as read; the caller relists on reconnect.
+    expect(server.requestsTo(STREAM)[1].query.get('resourceVersion')).toBe('17');
+    expect(w.reconnects).toEqual(['17']);
+  });
+
+  it('reports a line of a proxy\'s page and an event without an application, instead of skipping them', async () => {
+    server.on(
+      'GET',
+      STREAM,
+      { stream: (res) => (sseOpen(res), res.write('<html><body>502 Bad Gateway</body></html>\n')) },
+      { stream: (res) => (sseOpen(res), sseSend(res, { result: { type: 'ADDED', application: null } })) },
+      { stream: (res) => (sseOpen(res), sseSend(res, { result: { type: 'ADDED', application: app('a', '5') } })) },
+    );
+    const w = watch(client());
+    await expect.poll(() => w.events.length).toBe(1);
+    expect(w.errors.map((e) => e.kind)).toEqual(['bad_response', 'bad_response']);
+    expect(w.errors[0].message).toContain('`<html><body>502 Bad Gateway</body></html>`');
+    expect(w.errors[1].message).toContain('application to be an object with metadata.name');
+  });
+
+  it('backs off when every connection ends on garbage, instead of reconnecting at once each time', async () => {
+    server.on('GET', STREAM, { stream: (res) => (sseOpen(res), res.write('garbage\n')) });
+    const cfg = instanceSchema.parse({ name: 'eu', url: server.url, token: 'tok', timeout: 1000 });
+    const w = watch(new ArgoClient(cfg, { watch: { keepAliveMs: 200, backoff: { baseMs: 10, maxMs: 400 } } }));
+    await new Promise((r) => setTimeout(r, 400));
+    w.handle.close();
+    // Backoff from 10 ms, doubling per connection that ended on garbage: at most 7 connects in 400 ms (data arriving
+    // on each connection must not reset it to 10 ms, which would make it dozens).
+    expect(server.requestsTo(STREAM).length).toBeLessThanOrEqual(7);
+    expect(w.errors.length).toBeGreaterThan(2);
+    expect(w.errors.every((e) => e.kind === 'bad_response')).toBe(true);
+  });
+
   it('close() ends the stream and never reconnects', async () => {
     server.on('GET', STREAM, { stream: (res) => sseOpen(res) });
     const w = watch(client());

@@ -1,6 +1,7 @@
 import type { AppRef, ArgoApi } from '../../src/argocd/api.js';
 import { ArgoError } from '../../src/argocd/errors.js';
-import type { Application, ApplicationList, ApplicationSyncRequest, HealthStatusCode, ManagedResourcesResponse } from '../../src/argocd/types.js';
+import type { ReadList } from '../../src/argocd/answers.js';
+import type { Application, ApplicationSyncRequest, HealthStatusCode, ManagedResourcesResponse } from '../../src/argocd/types.js';
 import type { RollcallConfig } from '../../src/config/schema.js';
 import { configSchema } from '../../src/config/schema.js';
 import { FleetIndex, tagApp, type FleetApp } from '../../src/fleet/model.js';
@@ -131,7 +132,7 @@ export class FakeArgo implements Partial<ArgoApi> {
     return app;
   }
 
-  async listApplications(): Promise<ApplicationList> {
+  async listApplications(): Promise<ReadList<Application>> {
     this.calls.push({ method: 'list', app: '*' });
     return { metadata: {}, items: this.fleet.apps().filter((a) => a.instance === this.instance).map((a) => structuredClone(a.app)) };
   }

@@ -53,6 +53,26 @@ describe('HTTP faults', () => {
     expect((await call('prod', '/api/v1/applications')).status).toBe(200);
   });
 
+  it('badBody: answers 200 with the given body, or the real answer cut short, on the targeted path', async () => {
+    await simFault(sim, { instance: 'prod', kind: 'badBody', body: '<html>Sign in</html>', match: '/clusters', count: 1 });
+    const page = await call('prod', '/api/v1/clusters');
+    expect(page.status).toBe(200);
+    expect(await page.text()).toBe('<html>Sign in</html>');
+    // `path` is the whole path: unlike `match`, it leaves /api/v1/applicationsets alone.
+    await simFault(sim, { instance: 'prod', kind: 'badBody', truncateAt: 22, path: '/api/v1/applications', count: 1 });
+    expect((await call('prod', '/api/v1/applicationsets')).headers.get('content-length')).not.toBe('22');
+    const cut = await call('prod', '/api/v1/applications');
+    expect(cut.status).toBe(200);
+    const text = await cut.text();
+    expect(text).toHaveLength(22);
+    expect(text).toBe('{"metadata":{"resource');
+    // Counted: the next answers are whole again.
+    expect(((await (await call('prod', '/api/v1/applications')).json()) as { items: unknown[] }).items.length).toBeGreaterThan(0);
+    const refused = await simFault(sim, { kind: 'badBody', body: 'x', truncateAt: 3 });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: string }).error).toBe('"badBody" needs either "body" (a string) or "truncateAt" (>= 0)');
+  });
+
   it('answerLost: serves a sync in full (operation started, recorded as accepted) and destroys the connection instead of answering', async () => {
     await clearSimOperations(sim);
     const apps = (await (await call('prod', '/api/v1/applications')).json()) as { items: Application[] };

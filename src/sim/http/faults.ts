@@ -12,6 +12,8 @@ export type HttpFault =
       instance?: string;
       ms: number;
       match?: string;
+      /** The whole path below the instance (no query), where `match` would also hit longer ones. */
+      path?: string;
       method?: string;
       until?: number;
       remaining?: number;
@@ -21,6 +23,7 @@ export type HttpFault =
       instance?: string;
       status: 502 | 503 | 504;
       match?: string;
+      path?: string;
       method?: string;
       until?: number;
       remaining?: number;
@@ -30,6 +33,7 @@ export type HttpFault =
       instance?: string;
       retryAfterSeconds: number;
       match?: string;
+      path?: string;
       method?: string;
       until?: number;
       remaining?: number;
@@ -42,6 +46,22 @@ export type HttpFault =
       kind: 'answerLost';
       instance?: string;
       match?: string;
+      path?: string;
+      method?: string;
+      until?: number;
+      remaining?: number;
+    }
+  | {
+      /**
+       * A 200 whose body is not Argo CD's JSON, as a proxy that cuts answers short or serves its own page
+       * sends it: `body` verbatim, or the real answer (served in full first) cut after `truncateAt` characters.
+       */
+      kind: 'badBody';
+      body?: string;
+      truncateAt?: number;
+      instance?: string;
+      match?: string;
+      path?: string;
       method?: string;
       until?: number;
       remaining?: number;
@@ -54,6 +74,7 @@ export class FaultBook {
     if (f.instance && f.instance !== instance) return false;
     if (f.method && f.method.toUpperCase() !== method) return false;
     if (f.match && !path.includes(f.match)) return false;
+    if (f.path && f.path !== path) return false;
     if (f.until !== undefined && wallNow > f.until) return false;
     if (f.remaining !== undefined && f.remaining <= 0) return false;
     return true;
@@ -103,6 +124,11 @@ export function writeHttpFailure(res: ServerResponse, f: HttpFault): void {
     res.end('Too Many Requests\n');
     return;
   }
+  if (f.kind === 'badBody') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(f.body ?? '');
+    return;
+  }
   if (f.kind !== 'http5xx') return;
   if (f.status === 503) {
     const message =
@@ -134,7 +160,7 @@ export function applyFault(core: SimCore, faults: FaultBook, body: unknown): { a
     throw new FaultRequestError(
       `unknown instance "${instance}" (known: ${[...core.state.instances.keys()].join(', ')})`,
     );
-  const scope = { instance, match: str(b.match), method: str(b.method) };
+  const scope = { instance, match: str(b.match), path: str(b.path), method: str(b.method) };
   const limits = () => {
     const count = num(b.count);
     const forMs = num(b.forMs);
@@ -177,6 +203,19 @@ export function applyFault(core: SimCore, faults: FaultBook, body: unknown): { a
     case 'answerLost': {
       faults.http.push({ kind, ...scope, ...limits() });
       return { applied: 'answers lost after the request is served' };
+    }
+    case 'badBody': {
+      const body = typeof b.body === 'string' ? b.body : undefined;
+      const truncateAt = num(b.truncateAt);
+      if ((body === undefined) === (truncateAt === undefined) || (truncateAt !== undefined && truncateAt < 0))
+        throw new FaultRequestError('"badBody" needs either "body" (a string) or "truncateAt" (>= 0)');
+      faults.http.push({ kind, body, truncateAt, ...scope, ...limits() });
+      return {
+        applied:
+          body !== undefined
+            ? `200 with body ${JSON.stringify(body.slice(0, 40))}`
+            : `200 cut after ${truncateAt} characters`,
+      };
     }
     case 'fail': {
       const inst = needInstance();
@@ -234,7 +273,7 @@ export function applyFault(core: SimCore, faults: FaultBook, body: unknown): { a
     }
     default:
       throw new FaultRequestError(
-        `unknown fault kind "${String(b.kind)}": use fail, crashloop, clear, latency, http5xx, http429, answerLost, clusterDown, syncWindow or dropStreams`,
+        `unknown fault kind "${String(b.kind)}": use fail, crashloop, clear, latency, http5xx, http429, answerLost, badBody, clusterDown, syncWindow or dropStreams`,
       );
   }
 }

@@ -1,0 +1,119 @@
+import { z } from 'zod';
+
+/**
+ * What the client checks of a 2xx answer before anyone reads it: only what the code relies on not to
+ * misread it (a list's `items`, each item an object that names itself), never every field of an
+ * Application. A body that fails the check is not Argo CD's answer (a proxy's page, a cut-off list that
+ * still parses, a JSON string); read as the promised shape it would turn into an empty fleet.
+ */
+
+/** JSON that is not the shape the endpoint promises; the client makes it an `argocd_bad_response`. */
+export class ShapeError extends Error {
+  override readonly name = 'ShapeError';
+}
+
+/** Checks a parsed body and returns it typed; throws ShapeError. `instance` names the instance in warnings. */
+export type AnswerReader<T> = (body: unknown, instance: string) => T;
+
+/** A list as the client hands it on: items never null, and what it skipped of Argo CD's answer, in plain words. */
+export interface ReadList<T> {
+  metadata: { resourceVersion?: string };
+  items: T[];
+  /** Set when items were skipped (Argo CD listed a null). */
+  warnings?: string[];
+}
+
+const anyObject = z.record(z.string(), z.unknown());
+const namedObject = z.object({ metadata: z.object({ name: z.string().min(1) }) });
+const cluster = z.object({ server: z.string() });
+
+/**
+ * `items` must be there: Argo CD marshals its lists with encoding/json, so an empty one is `"items": null`
+ * (argocd-facts B7), never a missing key. Only managed-resources omits it when empty (`omitempty`).
+ */
+const listEnvelope = z.object({ metadata: anyObject.nullish(), items: z.array(z.unknown()).nullable() });
+const omittableListEnvelope = z.object({ metadata: anyObject.nullish(), items: z.array(z.unknown()).nullish() });
+
+function check(schema: z.ZodType, body: unknown, what: string): void {
+  const result = schema.safeParse(body);
+  if (result.success) return;
+  const issue = result.error.issues[0];
+  const where = issue.path.length ? `${issue.path.join('.')}: ` : '';
+  throw new ShapeError(`expected ${what}; ${where}${issue.message.replace(/^Invalid input: /, '')}`);
+}
+
+/** An object of any shape (a resource tree, commit metadata): what is inside is optional in Argo CD too. */
+export function anObject<T>(what: string): AnswerReader<T> {
+  return (body) => {
+    check(anyObject, body, what);
+    return body as T;
+  };
+}
+
+/** An Application or ApplicationSet: an object with `metadata.name`. */
+export function aNamedObject<T>(what: string): AnswerReader<T> {
+  return (body) => {
+    check(namedObject, body, what);
+    return body as T;
+  };
+}
+
+export type ListItem = 'application' | 'ApplicationSet' | 'cluster' | 'event' | 'resource';
+
+const ITEM_ARTICLE: Record<ListItem, string> = {
+  application: 'an',
+  ApplicationSet: 'an',
+  cluster: 'a',
+  event: 'an',
+  resource: 'a',
+};
+
+const ITEM_SHAPES: Record<ListItem, { schema: z.ZodType; what: string }> = {
+  application: { schema: namedObject, what: 'an object with metadata.name' },
+  ApplicationSet: { schema: namedObject, what: 'an object with metadata.name' },
+  cluster: { schema: cluster, what: 'an object with server' },
+  event: { schema: anyObject, what: 'an object' },
+  resource: { schema: anyObject, what: 'an object' },
+};
+
+/**
+ * A list (`{metadata, items}`). A null item is skipped with a warning: one app Argo CD could not
+ * serialize must not hide the other 539. Any other item that is not the shape fails the whole answer.
+ */
+export function aList<T>(item: ListItem, opts: { itemsOmittedWhenEmpty?: boolean } = {}): AnswerReader<ReadList<T>> {
+  const { schema, what } = ITEM_SHAPES[item];
+  return (body, instance) => {
+    check(opts.itemsOmittedWhenEmpty ? omittableListEnvelope : listEnvelope, body, 'an object with an items list');
+    const list = body as { metadata?: ReadList<T>['metadata'] | null; items?: unknown[] | null };
+    const items: T[] = [];
+    let nulls = 0;
+    (list.items ?? []).forEach((value, i) => {
+      if (value === null) nulls++;
+      else {
+        check(schema, value, `items.${i} to be ${what}`);
+        items.push(value as T);
+      }
+    });
+    const read: ReadList<T> = { metadata: list.metadata ?? {}, items };
+    if (nulls) {
+      const listed =
+        nulls === 1 ? `${ITEM_ARTICLE[item]} ${item} with no data (null)` : `${nulls} ${item}s with no data (null)`;
+      read.warnings = [`Argo CD instance ${instance} listed ${listed}; skipped ${nulls === 1 ? 'it' : 'them'}`];
+    }
+    return read;
+  };
+}
+
+const watchResult = z.object({ type: z.enum(['ADDED', 'MODIFIED', 'DELETED']) });
+
+/**
+ * `result` of one watch message (B5): `{type, <field>}` where the object names itself. Throws ShapeError:
+ * a message that is not an event is a change the stream lost, not one to skip.
+ */
+export function aWatchEvent<E>(field: 'application' | 'applicationSet'): (result: unknown) => E {
+  return (result) => {
+    check(watchResult, result, 'a watch event {type, ' + field + '}');
+    check(namedObject, (result as Record<string, unknown>)[field], `${field} to be an object with metadata.name`);
+    return result as E;
+  };
+}
