@@ -2,7 +2,8 @@ import type { InstanceHealth } from '../fleet/events.js';
 import { canOperate, canRead, isScheduler, operateDeniedMessage, readDeniedMessage } from '../core/access.js';
 import { commandNames, helpReply, suggestCommands } from './help.js';
 import { CommandError, commandText, parseCommand } from './parse.js';
-import { replyFromError } from '../core/errors.js';
+import { replyFromError, RollcallError } from '../core/errors.js';
+import { isErrorCode } from '../core/error-codes.js';
 import { findCommand, registerAction, registerCommand, type ActionSpec, type CommandContext, type CommandSpec, type ParsedCommand } from './registry.js';
 import { formatCount, since } from '../core/format.js';
 import { PAGE_SIZE, errorReply, replyPages, withUserText, type Reply } from '../core/reply.js';
@@ -80,6 +81,7 @@ function withMirrorWarning(reply: Reply, ctx: CommandContext): Reply {
   if (reply.command === 'help') return reply;
   const health = ctx.services.fleet.health();
   const missing = health.filter((h) => !h.synced);
+  if (reply.ok && FLEET_SUMMARIES.has(reply.command) && blind(health)) return blindReply(reply.command, missing);
   const warnings = health.flatMap((h) => (h.warnings ?? []).map((w) => `${w}.`));
   if (missing.length) {
     const now = ctx.services.now?.() ?? new Date();
@@ -95,6 +97,23 @@ function withMirrorWarning(reply: Reply, ctx: CommandContext): Reply {
   const at = reply.blocks[0]?.kind === 'header' ? 1 : 0;
   reply.blocks.splice(at, 0, ...warnings.map((w) => ({ kind: 'context' as const, text: `:warning: ${w}` })));
   return reply;
+}
+
+/** Answers that summarise the whole fleet: with no instance read, their empty answer would read as all clear. */
+const FLEET_SUMMARIES = new Set(['status', 'clusters', 'diagnose']);
+
+/** No instance has ever been listed: the mirror holds nothing it could answer from. */
+function blind(health: InstanceHealth[]): boolean {
+  return health.length > 0 && health.every((h) => !h.synced && !h.dataAsOf && h.error);
+}
+
+/** The fleet could not be read at all: a failure with the instances' own errors, never "0 apps, nothing wrong". */
+function blindReply(command: string, missing: InstanceHealth[]): Reply {
+  const codes = [...new Set(missing.map((h) => h.errorCode))];
+  const code = codes.length === 1 && codes[0] && isErrorCode(codes[0]) ? codes[0] : 'argocd_unavailable';
+  const what = missing.map((h) => `${h.instance}: ${h.error}`).join('; ');
+  const noun = missing.length > 1 ? `any of the ${missing.length} Argo CD instances` : `Argo CD instance ${missing[0].instance}`;
+  return replyFromError(command, new RollcallError(code, `Could not read ${noun}, so there is nothing to answer from (${what}).`));
 }
 
 /** " (the error; showing its data from 6m ago)": why, and the age of what is shown instead. */

@@ -76,26 +76,26 @@ describe('rollcall ask when Argo CD answers 200 with what is not its JSON (proce
     ],
     ['a JSON string', { body: '"ok"' }, 'expected an object with an items list', '`"ok"`'],
   ])(
-    'status --json with the app list answered %s: warns with argocd_bad_response naming the instance and path, never "no apps" alone',
+    'status --json with the app list answered %s: fails with argocd_bad_response naming the instance, the path and the first bytes, never "no apps"',
     async (_what, served, problem, start) => {
       await fault({ kind: 'badBody', path: '/api/v1/applications', method: 'GET', ...served });
       const ran = await rollcall(['status', '--json']);
+      expect(ran.code).toBe(1);
       const reply = JSON.parse(ran.stdout);
-      const [missing] = reply.data.unsyncedInstances;
-      expect(missing).toMatchObject({ instance: 'edge', code: 'argocd_bad_response' });
-      expect(missing.error).toContain(
+      expect(reply.ok).toBe(false);
+      expect(reply.error.code).toBe('argocd_bad_response');
+      expect(reply.error.message).toContain('Could not read Argo CD instance edge, so there is nothing to answer from');
+      expect(reply.error.message).toContain(
         'Argo CD instance edge answered GET /applications with a body that is not what Argo CD sends',
       );
-      expect(missing.error).toContain(problem);
-      expect(missing.error).toContain(start);
-      expect(reply.data.warnings[0]).toMatch(
-        /^Not in sync with Argo CD instance edge \(Argo CD instance edge answered GET \/applications/,
-      );
-      // The text a person reads says it above the (empty) answer.
-      const text = (await rollcall(['status'])).stdout;
-      expect(text).toContain(
-        'Not in sync with Argo CD instance edge (Argo CD instance edge answered GET /applications',
-      );
+      expect(reply.error.message).toContain(problem);
+      expect(reply.error.message).toContain(start);
+      expect(reply.data.total).toBeUndefined();
+      // The text a person reads says it, and no empty answer.
+      const text = await rollcall(['status']);
+      expect(text.code).toBe(1);
+      expect(text.stdout).toContain('Argo CD instance edge answered GET /applications');
+      expect(text.stdout).not.toMatch(/No applications match/);
     },
     60_000,
   );
