@@ -18,7 +18,8 @@ import type {
   ManagedResourcesResponse,
   RevisionMetadata,
 } from './types.js';
-import { BadBodyError, HttpError, HttpTransport, type HttpRequest } from './http.js';
+import { isAxiosError } from 'axios';
+import { BadBodyError, HttpTransport, type HttpRequest } from './http.js';
 import { openSseWatch } from './watch.js';
 import { argocdRequestDuration, argocdRequestsTotal, statusLabel } from '../metrics.js';
 
@@ -341,7 +342,7 @@ export class ArgoClient implements ArgoApi {
         errorFor: (status, body) => errorFromResponse(ctx, status, body),
         badMessage: (text, problem) => errorFromBadBody(ctx, text, problem),
         transportError: (error) => {
-          const e = error as HttpError;
+          const e = error as NodeJS.ErrnoException | undefined;
           return errorFromTransport(ctx, e?.code, e?.message ?? String(error));
         },
       },
@@ -430,7 +431,7 @@ interface Failure {
 function classify(error: unknown): Failure {
   // Retrying cannot make a server that answers garbage answer Argo CD's JSON; saying so at once can.
   if (error instanceof BadBodyError) return { kind: 'final', status: error.status, badBody: error.body, detail: error.message };
-  if (!(error instanceof HttpError)) return { kind: 'final', detail: String(error), unknown: error };
+  if (!isAxiosError(error)) return { kind: 'final', detail: String(error), unknown: error };
   const res = error.response;
   if (res) {
     const status = res.status;

@@ -1,16 +1,16 @@
 import { readFileSync } from 'node:fs';
-import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import http from 'node:http';
 import https from 'node:https';
 import { createRequire } from 'node:module';
-import type { Readable } from 'node:stream';
-import zlib from 'node:zlib';
-import { proxyConfigured } from '../core/proxy-env.js';
+import type { ConnectionOptions } from 'node:tls';
+import axios, { type AxiosInstance, type AxiosProxyConfig, type AxiosResponse } from 'axios';
+import createHttpsProxyAgent from 'https-proxy-agent';
 
 /**
- * Argo CD's REST API over node's own http/https: one request, its status, headers and body.
- * Every rollcall process talks to Argo CD first thing (a one-shot `ask` lists the fleet before it does
- * anything else), so the request goes out through modules node already holds instead of a client
- * library that has to be loaded first.
+ * Argo CD's REST API over axios: one request, its status, headers and body. axios does the wire (gzip, the
+ * timeout as ETIMEDOUT, forward proxying of http instances, its errors); what stays here is what Argo CD's
+ * answers need: grpc-gateway's query form, the body parsed by rollcall (a 2xx answer that is not JSON is an
+ * error, never text handed on as data), and the CONNECT tunnel of https instances.
  */
 
 type Query = Record<string, string | string[] | boolean | undefined>;
@@ -39,23 +39,8 @@ export interface HttpRequest {
 
 export interface HttpAnswer<T> {
   status: number;
-  headers: IncomingHttpHeaders;
+  headers: AxiosResponse['headers'];
   data: T;
-}
-
-/**
- * A request that failed: `response` when the server answered with a non-2xx status, otherwise `code`
- * says what happened to the connection (ECONNREFUSED, ECONNRESET, ETIMEDOUT, a TLS code, ...).
- */
-export class HttpError extends Error {
-  constructor(
-    message: string,
-    readonly code: string | undefined,
-    readonly response?: HttpAnswer<unknown>,
-  ) {
-    super(message);
-    this.name = 'HttpError';
-  }
 }
 
 /**
@@ -79,89 +64,70 @@ export interface HttpTransportOptions {
   tls?: { insecureSkipVerify?: boolean; caFile?: string };
 }
 
+/**
+ * Failures are axios' own `AxiosError`s: `response` (its body parsed as for `json`) when the server answered
+ * with a non-2xx status, otherwise `code` says what happened to the connection (ECONNREFUSED, ECONNRESET,
+ * ETIMEDOUT, ERR_CANCELED, a TLS code, ...).
+ */
 export class HttpTransport {
-  private readonly base: URL;
-  private readonly agent: http.Agent;
-  private readonly proxy: ProxyRoute | undefined;
-  private readonly tls: { rejectUnauthorized: boolean; ca?: Buffer };
+  private readonly axios: AxiosInstance;
 
-  constructor(private readonly opts: HttpTransportOptions) {
-    this.base = new URL(opts.baseUrl.replace(/\/+$/, ''));
-    const secure = this.base.protocol === 'https:';
-    this.tls = { rejectUnauthorized: !opts.tls?.insecureSkipVerify, ca: opts.tls?.caFile ? readFileSync(opts.tls.caFile) : undefined };
-    this.proxy = proxyFor(this.base);
-    this.agent =
-      this.proxy?.agent ??
-      (secure
-        ? new https.Agent({ keepAlive: true, ...this.tls })
-        : // An http instance behind an https:// proxy: TLS to the proxy, verified against the system's CAs.
-          this.proxy?.plainHttp?.protocol === 'https:'
-          ? new https.Agent({ keepAlive: true })
-          : new http.Agent({ keepAlive: true }));
+  constructor(opts: HttpTransportOptions) {
+    const base = new URL(opts.baseUrl);
+    const secure = base.protocol === 'https:';
+    const tls: ConnectionOptions = {
+      rejectUnauthorized: !opts.tls?.insecureSkipVerify,
+      ca: opts.tls?.caFile ? readFileSync(opts.tls.caFile) : undefined,
+    };
+    const route = proxyRoute(base, tls);
+    this.axios = axios.create({
+      baseURL: opts.baseUrl,
+      headers: opts.headers,
+      timeout: opts.timeoutMs,
+      httpAgent: new http.Agent({ keepAlive: true }),
+      // An http instance reaches an https:// proxy over TLS verified against the system's CAs: the instance's
+      // TLS settings are for the instance.
+      httpsAgent: route.tunnel ?? new https.Agent({ keepAlive: true, ...(secure ? tls : {}) }),
+      proxy: route.proxy ?? false,
+      paramsSerializer: { serialize: (params) => serializeQuery(params as Query) },
+      // The body stays text until parsed here: axios would hand a 2xx body that is not JSON on as a string.
+      transformResponse: [(data: unknown) => data],
+      // ETIMEDOUT instead of ECONNABORTED for timeouts, so they are told apart from aborts.
+      transitional: { clarifyTimeoutError: true },
+      maxRedirects: 0,
+    });
   }
 
-  request<T>(req: HttpRequest): Promise<HttpAnswer<T>> {
-    const url = new URL(`${this.base.pathname}${req.path}`, this.base);
-    const query = serializeQuery(req.query ?? {});
-    if (query) url.search = query;
-    const body = req.body === undefined ? undefined : Buffer.from(JSON.stringify(req.body));
-    const headers: Record<string, string> = {
-      ...this.opts.headers,
-      'Accept-Encoding': req.decompress === false ? 'identity' : 'gzip, deflate, br',
-      ...req.headers,
-      ...(body ? { 'Content-Type': 'application/json', 'Content-Length': String(body.length) } : {}),
-    };
-    const timeoutMs = req.timeoutMs ?? this.opts.timeoutMs;
-    const send = (this.proxy?.plainHttp?.protocol ?? url.protocol) === 'https:' ? https.request : http.request;
-    // A plain-http request through a proxy names the whole URL; CONNECT tunnels (https) go through the agent.
-    const target = this.proxy?.plainHttp
-      ? { ...this.proxy.plainHttp, path: url.href, headers: { ...headers, ...this.proxy.plainHttp.headers, Host: url.host } }
-      : { ...urlParts(url), ...(url.protocol === 'https:' ? this.tls : {}), headers };
-    return new Promise((resolve, reject) => {
-      let settled = false;
-      const fail = (error: HttpError | BadBodyError) => {
-        if (settled) return;
-        settled = true;
-        reject(error);
-      };
-      const r = send({ ...target, method: req.method, agent: this.agent, signal: req.signal }, (res) => {
-        const status = res.statusCode ?? 0;
-        const ok = req.anyStatus || (status >= 200 && status < 300);
-        const stream = req.decompress === false ? res : inflate(res);
-        if (req.responseType === 'stream' && ok) {
-          settled = true;
-          // The request's idle timeout covers the wait for the answer; the stream's liveness is the caller's.
-          r.setTimeout(0);
-          resolve({ status, headers: res.headers, data: stream as unknown as T });
-          return;
-        }
-        const chunks: Buffer[] = [];
-        stream.on('data', (c: Buffer) => chunks.push(c));
-        stream.on('error', (e: NodeJS.ErrnoException) => fail(new HttpError(e.message, e.code ?? 'ECONNRESET')));
-        stream.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          const success = status >= 200 && status < 300;
-          let data: unknown = text;
-          if (req.responseType !== 'text') {
-            const parsed = parseJson(text);
-            if (success && !parsed.ok) return fail(new BadBodyError(status, text));
-            if (parsed.ok) data = parsed.value;
-          }
-          const answer = { status, headers: res.headers, data };
-          if (ok) {
-            settled = true;
-            resolve(answer as HttpAnswer<T>);
-          } else fail(new HttpError(`Request failed with status code ${status}`, undefined, answer));
-        });
+  async request<T>(req: HttpRequest): Promise<HttpAnswer<T>> {
+    let res: AxiosResponse<unknown>;
+    try {
+      res = await this.axios.request<unknown>({
+        method: req.method,
+        url: req.path,
+        params: req.query,
+        data: req.body,
+        headers: req.headers,
+        responseType: req.responseType === 'stream' ? 'stream' : 'text',
+        ...(req.timeoutMs === undefined ? {} : { timeout: req.timeoutMs }),
+        signal: req.signal,
+        ...(req.anyStatus ? { validateStatus: () => true } : {}),
+        decompress: req.decompress ?? true,
       });
-      if (timeoutMs > 0)
-        r.setTimeout(timeoutMs, () => {
-          fail(new HttpError(`timeout of ${timeoutMs}ms exceeded`, 'ETIMEDOUT'));
-          r.destroy();
-        });
-      r.on('error', (e: NodeJS.ErrnoException) => fail(new HttpError(e.message, e.name === 'AbortError' ? 'ERR_CANCELED' : e.code)));
-      r.end(body);
-    });
+    } catch (error) {
+      if (axios.isAxiosError(error) && typeof error.response?.data === 'string') {
+        const parsed = parseJson(error.response.data);
+        if (parsed.ok) error.response.data = parsed.value;
+      }
+      throw error;
+    }
+    const answer = { status: res.status, headers: res.headers, data: res.data };
+    if (req.responseType === 'stream' || req.responseType === 'text') return answer as HttpAnswer<T>;
+    const text = String(res.data);
+    const parsed = parseJson(text);
+    if (parsed.ok) return { ...answer, data: parsed.value as T };
+    if (res.status >= 200 && res.status < 300) throw new BadBodyError(res.status, text);
+    // Only with anyStatus: an error answer that is not JSON (a proxy's page) stays text.
+    return answer as HttpAnswer<T>;
   }
 }
 
@@ -176,11 +142,7 @@ export function serializeQuery(params: Query): string {
   return parts.join('&');
 }
 
-function urlParts(url: URL): { protocol: string; hostname: string; port?: string; path: string } {
-  return { protocol: url.protocol, hostname: url.hostname.replace(/^\[|\]$/g, ''), port: url.port || undefined, path: `${url.pathname}${url.search}` };
-}
-
-/** Parsed, or not JSON at all (an error answer may be a proxy's HTML page, which then stays text). */
+/** Parsed, or not JSON at all: the caller decides what a body that is not JSON means. */
 function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
   try {
     return { ok: true, value: JSON.parse(text) as unknown };
@@ -189,49 +151,46 @@ function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
   }
 }
 
-function inflate(res: IncomingMessage): Readable {
-  const encoding = String(res.headers['content-encoding'] ?? '').toLowerCase();
-  const decoder =
-    encoding === 'gzip' || encoding === 'x-gzip'
-      ? zlib.createGunzip()
-      : encoding === 'deflate'
-        ? zlib.createInflate()
-        : encoding === 'br'
-          ? zlib.createBrotliDecompress()
-          : undefined;
-  if (!decoder) return res;
-  res.on('error', (e) => decoder.destroy(e));
-  return res.pipe(decoder);
-}
+/**
+ * The tunnel to an https instance: axios' own would build the CONNECT connection from the same TLS options as
+ * the instance's, so the instance's caFile would be asked to vouch for an https:// proxy (and insecureSkipVerify
+ * would stop checking the proxy). Here the proxy is verified against the system's CAs (NODE_EXTRA_CA_CERTS) and
+ * the instance's settings go to the TLS connection inside the tunnel.
+ */
+class TunnelAgent extends createHttpsProxyAgent.HttpsProxyAgent {
+  constructor(
+    proxy: createHttpsProxyAgent.HttpsProxyAgentOptions,
+    private readonly instanceTls: ConnectionOptions,
+  ) {
+    super(proxy);
+  }
 
-interface ProxyRoute {
-  /** https targets: an agent that opens a CONNECT tunnel through the proxy. */
-  agent?: http.Agent;
-  /** http targets: where to send the request (the proxy), with the full URL as its path. */
-  plainHttp?: { protocol: string; hostname: string; port?: string; headers?: Record<string, string> };
+  override callback(...[req, opts]: Parameters<createHttpsProxyAgent.HttpsProxyAgent['callback']>) {
+    return super.callback(req, { ...opts, ...this.instanceTls } as typeof opts);
+  }
 }
 
 /**
- * HTTPS_PROXY / HTTP_PROXY / ALL_PROXY and NO_PROXY, as curl and the Argo CD CLI read them. The proxy
- * libraries load only when one of these is set, so a process that talks to Argo CD directly never pays for them.
+ * HTTPS_PROXY / HTTP_PROXY / ALL_PROXY and NO_PROXY, as curl and the Argo CD CLI read them (credentials in the
+ * proxy URL are percent-decoded, as curl does): an https instance through a CONNECT tunnel, an http one
+ * forwarded by axios to the proxy.
  */
-function proxyFor(target: URL): ProxyRoute | undefined {
-  if (!proxyConfigured()) return undefined;
-  const require = createRequire(import.meta.url);
-  const { getProxyForUrl } = require('proxy-from-env') as { getProxyForUrl: (url: string) => string };
+function proxyRoute(target: URL, instanceTls: ConnectionOptions): { tunnel?: TunnelAgent; proxy?: AxiosProxyConfig } {
+  const { getProxyForUrl } = createRequire(import.meta.url)('proxy-from-env') as { getProxyForUrl: (url: string) => string };
   const proxy = getProxyForUrl(target.href);
-  if (!proxy) return undefined;
+  if (!proxy) return {};
   const via = new URL(proxy);
-  const credentials = via.username ? `${decodeURIComponent(via.username)}:${decodeURIComponent(via.password)}` : undefined;
-  const { path: _path, ...proxyAddress } = urlParts(via);
-  // The target's TLS settings travel with each request (the tunnel agent hands them to its TLS connect).
+  const auth = via.username ? { username: decodeURIComponent(via.username), password: decodeURIComponent(via.password) } : undefined;
+  const hostname = via.hostname.replace(/^\[|\]$/g, '');
+  const port = via.port ? Number(via.port) : via.protocol === 'https:' ? 443 : 80;
   if (target.protocol === 'https:') {
-    const { HttpsProxyAgent } = require('https-proxy-agent') as { HttpsProxyAgent: new (proxy: Record<string, unknown>) => http.Agent };
-    // Left to itself, this agent offers an https:// proxy the ALPN protocol "http 1.1", which a server that speaks
+    // Left to itself, the agent offers an https:// proxy the ALPN protocol "http 1.1", which a server that speaks
     // ALPN (node's own, Envoy) refuses with "no application protocol"; "http/1.1" is the registered name.
-    return { agent: new HttpsProxyAgent({ ...proxyAddress, host: proxyAddress.hostname, auth: credentials, ALPNProtocols: ['http/1.1'] }) };
+    const tunnel = new TunnelAgent(
+      { protocol: via.protocol, host: hostname, port, auth: auth ? `${auth.username}:${auth.password}` : undefined, ALPNProtocols: ['http/1.1'] },
+      instanceTls,
+    );
+    return { tunnel };
   }
-  return {
-    plainHttp: { ...proxyAddress, ...(credentials ? { headers: { 'Proxy-Authorization': `Basic ${Buffer.from(credentials).toString('base64')}` } } : {}) },
-  };
+  return { proxy: { protocol: via.protocol, host: hostname, port, auth } };
 }

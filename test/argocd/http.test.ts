@@ -10,7 +10,8 @@ import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ArgoClient } from '../../src/argocd/client.js';
-import { BadBodyError, HttpError, HttpTransport } from '../../src/argocd/http.js';
+import { AxiosError } from 'axios';
+import { BadBodyError, HttpTransport } from '../../src/argocd/http.js';
 import { instanceSchema } from '../../src/config/schema.js';
 import { actAsForwardProxy, restoreProxyEnvAfterEach, type ForwardProxy } from '../support/forward-proxy.js';
 
@@ -87,9 +88,9 @@ describe('HttpTransport', () => {
 
   it('fails a non-2xx answer with its status and parsed body, and keeps a non-JSON body as text', async () => {
     const denied = await transport().request({ method: 'GET', path: '/denied' }).catch((e: unknown) => e);
-    expect(denied).toBeInstanceOf(HttpError);
-    expect((denied as HttpError).response).toMatchObject({ status: 403, data: { code: 7, message: 'permission denied' } });
-    const html = (await transport().request({ method: 'GET', path: '/html' }).catch((e: unknown) => e)) as HttpError;
+    expect(denied).toBeInstanceOf(AxiosError);
+    expect((denied as AxiosError).response).toMatchObject({ status: 403, data: { code: 7, message: 'permission denied' } });
+    const html = (await transport().request({ method: 'GET', path: '/html' }).catch((e: unknown) => e)) as AxiosError;
     expect(html.response).toMatchObject({ status: 502, data: '<html>Bad Gateway</html>' });
   });
 
@@ -103,8 +104,8 @@ describe('HttpTransport', () => {
 
   it('fails with ETIMEDOUT when no answer byte comes within the timeout', async () => {
     const started = Date.now();
-    const error = (await transport(300).request({ method: 'GET', path: '/silent' }).catch((e: unknown) => e)) as HttpError;
-    expect(error).toBeInstanceOf(HttpError);
+    const error = (await transport(300).request({ method: 'GET', path: '/silent' }).catch((e: unknown) => e)) as AxiosError;
+    expect(error).toBeInstanceOf(AxiosError);
     expect(error.code).toBe('ETIMEDOUT');
     expect(Date.now() - started).toBeGreaterThanOrEqual(290);
   });
@@ -114,7 +115,7 @@ describe('HttpTransport', () => {
     const port = await listen(closed);
     await close(closed);
     const t = new HttpTransport({ baseUrl: `http://127.0.0.1:${port}/api/v1`, headers: {}, timeoutMs: 2000 });
-    const error = (await t.request({ method: 'GET', path: '/applications' }).catch((e: unknown) => e)) as HttpError;
+    const error = (await t.request({ method: 'GET', path: '/applications' }).catch((e: unknown) => e)) as AxiosError;
     expect(error.code).toBe('ECONNREFUSED');
   });
 
