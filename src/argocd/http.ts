@@ -176,18 +176,28 @@ class TunnelAgent extends createHttpsProxyAgent.HttpsProxyAgent {
  * forwarded by axios to the proxy.
  */
 function proxyRoute(target: URL, instanceTls: ConnectionOptions): { tunnel?: TunnelAgent; proxy?: AxiosProxyConfig } {
-  const { getProxyForUrl } = createRequire(import.meta.url)('proxy-from-env') as { getProxyForUrl: (url: string) => string };
+  const { getProxyForUrl } = createRequire(import.meta.url)('proxy-from-env') as {
+    getProxyForUrl: (url: string) => string;
+  };
   const proxy = getProxyForUrl(target.href);
   if (!proxy) return {};
   const via = new URL(proxy);
-  const auth = via.username ? { username: decodeURIComponent(via.username), password: decodeURIComponent(via.password) } : undefined;
+  const auth = via.username
+    ? { username: decodeURIComponent(via.username), password: decodeURIComponent(via.password) }
+    : undefined;
   const hostname = via.hostname.replace(/^\[|\]$/g, '');
   const port = via.port ? Number(via.port) : via.protocol === 'https:' ? 443 : 80;
   if (target.protocol === 'https:') {
     // Left to itself, the agent offers an https:// proxy the ALPN protocol "http 1.1", which a server that speaks
     // ALPN (node's own, Envoy) refuses with "no application protocol"; "http/1.1" is the registered name.
     const tunnel = new TunnelAgent(
-      { protocol: via.protocol, host: hostname, port, auth: auth ? `${auth.username}:${auth.password}` : undefined, ALPNProtocols: ['http/1.1'] },
+      {
+        protocol: via.protocol,
+        host: hostname,
+        port,
+        auth: auth ? `${auth.username}:${auth.password}` : undefined,
+        ALPNProtocols: ['http/1.1'],
+      },
       instanceTls,
     );
     return { tunnel };
