@@ -433,6 +433,9 @@ function classify(error: unknown): Failure {
   if (error instanceof BadBodyError) return { kind: 'final', status: error.status, badBody: error.body, detail: error.message };
   if (!isAxiosError(error)) return { kind: 'final', detail: String(error), unknown: error };
   const res = error.response;
+  // axios fails an answer whose connection dropped mid-body with the answer's 2xx status attached: the body
+  // was lost in transit, as when the connection drops before the status.
+  if (res && res.status >= 200 && res.status < 300) return { kind: 'in-transit', transportCode: 'ECONNRESET', detail: error.message };
   if (res) {
     const status = res.status;
     const retryAfterMs = parseRetryAfter(res.headers?.['retry-after'] as string | undefined);

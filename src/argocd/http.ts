@@ -5,6 +5,7 @@ import { createRequire } from 'node:module';
 import type { ConnectionOptions } from 'node:tls';
 import axios, { type AxiosInstance, type AxiosProxyConfig, type AxiosResponse } from 'axios';
 import createHttpsProxyAgent from 'https-proxy-agent';
+import { proxyConfigured } from '../core/proxy-env.js';
 
 /**
  * Argo CD's REST API over axios: one request, its status, headers and body. axios does the wire (gzip, the
@@ -176,6 +177,7 @@ class TunnelAgent extends createHttpsProxyAgent.HttpsProxyAgent {
  * forwarded by axios to the proxy.
  */
 function proxyRoute(target: URL, instanceTls: ConnectionOptions): { tunnel?: TunnelAgent; proxy?: AxiosProxyConfig } {
+  if (!proxyConfigured()) return {};
   const { getProxyForUrl } = createRequire(import.meta.url)('proxy-from-env') as {
     getProxyForUrl: (url: string) => string;
   };

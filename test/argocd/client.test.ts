@@ -216,6 +216,25 @@ describe('retries', () => {
     expect(server.requestsTo(`${API}/applications/web`)).toHaveLength(2);
   });
 
+  it('retries a read whose answer was cut off by a dropped connection after its 200, and says the connection dropped once retries run out', async () => {
+    const cutOff = {
+      stream: (res: import('node:http').ServerResponse) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"metadata":{"name":');
+        setTimeout(() => res.socket?.destroy(), 20);
+      },
+    };
+    server.on('GET', `${API}/applications/web`, cutOff, { body: app('web') });
+    await expect(client().getApplication({ name: 'web' })).resolves.toMatchObject({ metadata: { name: 'web' } });
+    expect(server.requestsTo(`${API}/applications/web`)).toHaveLength(2);
+
+    server.on('GET', `${API}/applications/cut`, cutOff);
+    const error = await failure(client({ retries: 1 }).getApplication({ name: 'cut' }));
+    expect(server.requestsTo(`${API}/applications/cut`)).toHaveLength(2);
+    expect(error.kind).toBe('network');
+    expect(error.message).toContain('ECONNRESET');
+  });
+
   it('times out with the configured value and says so', async () => {
     server.on('GET', `${API}/applications/slow`, { delayMs: 400, body: app('slow') });
     const error = await failure(client({ timeout: 100, retries: 1 }).getApplication({ name: 'slow' }));

@@ -129,7 +129,7 @@ describe('the production install: compiled JavaScript, production dependencies o
     const status = await loaded('status');
     expect(status.reply.ok).toBe(true);
     expect(status.modules).toMatch(/dist\/main\.js/);
-    for (const heavy of ['bullmq', 'ioredis', 'prom-client', '@kubernetes/client-node', 'axios']) expect(status.modules, heavy).not.toContain(heavy);
+    for (const heavy of ['bullmq', 'ioredis', 'prom-client', '@kubernetes/client-node']) expect(status.modules, heavy).not.toContain(heavy);
     // The log does see them where a command needs them: `runs` reads the run store in Redis through BullMQ's client.
     const runs = await loaded('runs');
     expect(runs.reply.ok).toBe(true);
