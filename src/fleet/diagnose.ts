@@ -15,6 +15,7 @@ import type { FleetApp, FleetAppSet, FleetView } from './model.js';
 import type { Finding, Severity } from './rules/finding.js';
 import { SYNC_WINDOW_BLOCKED_MESSAGE } from './rules/facts.js';
 import { PAUSED_BY } from './pause.js';
+import { RULE_IDS, type RuleId } from '../config/rule-catalog.js';
 import { normalizeServer } from '../argocd/objects.js';
 import {
   currentStepFromStatus,
@@ -43,29 +44,11 @@ export interface DiagnoseOptions {
 
 export const DEFAULT_STUCK_AFTER_MS = 15 * 60_000;
 
-/** Stable rule ids, in display order within a severity. */
-export const RULES = [
-  'progressive-syncs-disabled',
-  'step-held-by-missing-app',
-  'steps-without-rolling-sync-type',
-  'rolling-sync-without-steps',
-  'stuck-step',
-  'sync-window-blocking',
-  'degraded-after-healthy',
-  'label-on-cluster-not-app',
-  'unsupported-operator',
-  'label-only-on-live-app',
-  'step-matches-nothing',
-  'app-in-no-step',
-  'overlapping-steps',
-  'invalid-max-update',
-  'manual-gate',
-  'no-max-update',
-  'percent-counts-unmatched',
-  'autosync-ignored',
-] as const;
+/** Stable rule ids, in display order within a severity: the registry's (config/rule-catalog.ts). */
+export const RULES = RULE_IDS;
 
-export type RuleId = (typeof RULES)[number];
+export type { RuleId };
+
 
 /** Most severe first: the order findings are shown in. */
 export const SEVERITY_RANK: Record<Severity, number> = { critical: 0, warning: 1, info: 2 };

@@ -67,6 +67,16 @@ export function degradedAfterSyncAlerts(inputs: RuleInputs, settings: RuleSettin
   );
 }
 
+/**
+ * The kubelet's reason behind a pod message, where it has one. A container that keeps exiting waits in
+ * CrashLoopBackOff, whose message is "back-off <d> restarting failed container=..." (kubelet).
+ */
+function waitingReason(message: string): string | undefined {
+  if (/back-off \S+ restarting failed container/.test(message))
+    return 'CrashLoopBackOff (back-off restarting failed container)';
+  return /CrashLoopBackOff|ImagePullBackOff|ErrImagePull|OOMKilled|CreateContainerConfigError/.exec(message)?.[0];
+}
+
 /** The Degraded resources' own messages (what the pods say), most common first. */
 function degradedMessages(apps: FleetApp[]): string[] {
   const counts = new Map<string, number>();
@@ -74,9 +84,7 @@ function degradedMessages(apps: FleetApp[]): string[] {
     for (const r of a.app.status?.resources ?? []) {
       if (r.health?.status !== 'Degraded' || !r.health.message) continue;
       // Pod names differ per cluster; the resource and the reason are what repeats.
-      const reason = /CrashLoopBackOff|ImagePullBackOff|ErrImagePull|OOMKilled|CreateContainerConfigError/.exec(
-        r.health.message,
-      )?.[0];
+      const reason = waitingReason(r.health.message);
       const key = `${r.kind}/${r.name}: ${reason ?? truncate(oneLine(r.health.message), ALERT_QUOTE_MAX)}`;
       counts.set(key, (counts.get(key) ?? 0) + 1);
     }

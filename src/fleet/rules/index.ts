@@ -7,7 +7,8 @@
 import { RULE_CATALOG, ruleMeta, type AlertRuleName, type RuleId, type RuleMeta } from '../../config/rule-catalog.js';
 import type { FleetView } from '../model.js';
 import { degradedAfterSyncAlerts, diagnoseDegradedAfterSync } from './degraded-after-sync.js';
-import type { AlertCondition, RuleInputs, RuleResult, RuleSettings } from './facts.js';
+import type { AlertsConfig } from '../../config/schema.js';
+import { ruleSettings, type AlertCondition, type RuleInputs, type RuleResult, type RuleSettings } from './facts.js';
 import type { Finding } from './finding.js';
 import { instanceUnreachableAlerts } from './instance-unreachable.js';
 import { keyBackupStaleAlerts } from './key-backup-stale.js';
@@ -80,4 +81,15 @@ export function fleetRule(id: RuleId): FleetRule {
 /** The rules that alert, in the order `alerts` lists them. */
 export function alertingRules(): { id: AlertRuleName; rule: FleetRule }[] {
   return FLEET_RULES.filter((r) => r.alert).map((r) => ({ id: r.meta.id as AlertRuleName, rule: r }));
+}
+
+/** Findings of the rules that judge the whole fleet rather than one RollingSync appset, most severe first. */
+export function diagnoseFleetWide(fleet: FleetView, now: Date, alerts: AlertsConfig): Finding[] {
+  const out: Finding[] = [];
+  for (const rule of FLEET_RULES) {
+    if (!rule.diagnoseFleet) continue;
+    const settings = ruleSettings(alerts, rule.meta.id as AlertRuleName);
+    out.push(...rule.diagnoseFleet(fleet, now, settings));
+  }
+  return out;
 }
