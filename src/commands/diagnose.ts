@@ -1,4 +1,6 @@
-import { diagnoseAppSet, diagnoseFleet, type Finding } from '../fleet/diagnose.js';
+import { SEVERITY_RANK, diagnoseAppSet, diagnoseFleet, type Finding } from '../fleet/diagnose.js';
+import { alertsSchema } from '../config/schema.js';
+import { FLEET_RULES, diagnoseFleetWide } from '../fleet/rules/index.js';
 import { TONE_EMOJI, plural } from '../core/format.js';
 import { checkOptions, checkPositional } from './parse.js';
 import { type CommandContext, type ParsedCommand, type CommandSpec } from './registry.js';
@@ -45,13 +47,15 @@ export async function runDiagnose(cmd: ParsedCommand, ctx: CommandContext): Prom
   if (instance && !fleet.instances().includes(instance)) throw unknownTarget(fleet, instance, 'instance');
   // Same scope as diagnoseFleet: strategy type RollingSync, with or without steps.
   const rolling = fleet.appSets().filter((s) => s.appSet.spec?.strategy?.type === 'RollingSync' && (!instance || s.instance === instance));
-  const findings = diagnoseFleet(fleet, opts).filter((f) => !instance || f.instance === instance);
+  const findings = [...diagnoseFleet(fleet, opts), ...diagnoseFleetWide(fleet, opts.now, ctx.services.config?.alerts ?? alertsSchema.parse({}))]
+    .filter((f) => !instance || f.instance === instance)
+    .sort((a, b) => SEVERITY_RANK[a.severity] - SEVERITY_RANK[b.severity]);
   const title = `Diagnosis of ${plural(rolling.length, 'RollingSync appset')}${instance ? ` on ${instance}` : ''}`;
   const blocks: ReplyBlock[] = [{ kind: 'header', text: title }];
-  if (!rolling.length) {
+  if (!rolling.length && !findings.length) {
     blocks.push({ kind: 'text', text: `${TONE_EMOJI.info} No ApplicationSet uses RollingSync${instance ? ` on ${instance}` : ''}: there is no progressive sync to diagnose.`, tone: 'info' });
   } else {
-    blocks.push(summaryText(findings, plural(rolling.length, 'RollingSync appset')));
+    blocks.push(summaryText(findings, rolling.length ? plural(rolling.length, 'RollingSync appset') : 'the fleet'));
     const list = findingsBlock(findings, { withAppSet: true, max: 30 });
     if (list) blocks.push(list);
     const worst = new Map<string, string>();
@@ -68,14 +72,14 @@ export async function runDiagnose(cmd: ParsedCommand, ctx: CommandContext): Prom
 export const diagnoseCommand: CommandSpec = {
   name: 'diagnose',
   aliases: ['diag', 'why'],
-  summary: 'Findings on RollingSync appsets: a stable rule id, a severity, the Argo CD behaviour behind it and the fix',
+  summary: 'Findings on RollingSync appsets and apps Degraded after a sync: a stable rule id, a severity, the Argo CD behaviour behind it and the fix',
   usage: USAGE,
   help: [
     'Examples:',
     '`diagnose` — every appset with RollingSync',
     '`diagnose progressive-infra`',
-    'Rules include progressive-syncs-disabled, step-matches-nothing, label-on-cluster-not-app, app-in-no-step,',
-    'unsupported-operator, overlapping-steps, no-max-update, manual-gate, stuck-step, autosync-ignored, sync-window-blocking.',
+    'Rules (RollingSync appsets, and apps Degraded after their sync: the revision and the fix):',
+    ...FLEET_RULES.filter((r) => r.appSetCheck || r.diagnoseFleet).map((r) => `\`${r.meta.id}\` — ${r.meta.title}`),
   ].join('\n'),
   readOnly: true,
   run: runDiagnose,

@@ -1,6 +1,8 @@
 import { createRequire } from 'node:module';
 import { z } from 'zod';
+import { closest } from '../core/closest.js';
 import { isTimeZone } from '../core/format.js';
+import { ALERT_RULES, ruleMeta } from './rule-catalog.js';
 
 // zod compiles a fast parser per object schema on its first parse. rollcall parses each schema a handful of
 // times per process (config once, a stored record per read), so compiling costs more than it saves, most of
@@ -209,9 +211,15 @@ export const digestSchema = z
   })
   .superRefine(checkCron);
 
-/** The alert rules rollcall evaluates, in the order `alerts` lists them. */
-export const ALERT_RULES = ['stuck-step', 'sync-failed', 'degraded-after-sync', 'out-of-sync', 'instance-unreachable', 'key-backup-stale'] as const;
-export type AlertRuleName = (typeof ALERT_RULES)[number];
+export { ALERT_RULES, type AlertRuleName } from './rule-catalog.js';
+
+/** Why `name` is not a key of `alerts.rules`: the registry's alerting rules, and the one meant. */
+function unknownAlertRule(name: string): string {
+  const meta = ruleMeta(name);
+  if (meta) return `rule "${name}" raises no alerts (it is a diagnose finding); alert rules: ${ALERT_RULES.join(', ')}`;
+  const near = closest(name, ALERT_RULES, 1);
+  return `unknown alert rule "${name}"${near.length ? ` (did you mean "${near[0]}"?)` : ''} (rules: ${ALERT_RULES.join(', ')})`;
+}
 
 /** The `alerts` section, durations read by `duration`. */
 function alertsSchemaWith(duration: DurationSchema) {
@@ -253,7 +261,7 @@ function alertsSchemaWith(duration: DurationSchema) {
         .record(
           // Checked as a key, so a misspelt rule is reported even when other settings are wrong too.
           z.string().refine((name) => (ALERT_RULES as readonly string[]).includes(name), {
-            error: (issue) => `unknown alert rule "${String(issue.input)}" (rules: ${ALERT_RULES.join(', ')})`,
+            error: (issue) => unknownAlertRule(String(issue.input)),
           }),
           alertRuleSchema,
         )

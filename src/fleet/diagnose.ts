@@ -12,6 +12,10 @@ import type {
   Cluster,
 } from '../argocd/types.js';
 import type { FleetApp, FleetAppSet, FleetView } from './model.js';
+import type { Finding, Severity } from './rules/finding.js';
+import { SYNC_WINDOW_BLOCKED_MESSAGE } from './rules/facts.js';
+import { PAUSED_BY } from './pause.js';
+import { RULE_IDS, type RuleId } from '../config/rule-catalog.js';
 import { normalizeServer } from '../argocd/objects.js';
 import {
   currentStepFromStatus,
@@ -31,25 +35,7 @@ import {
 import { code, formatDuration, oneLine } from '../core/format.js';
 import { expressionText } from './rollingsync.js';
 
-export type Severity = 'critical' | 'warning' | 'info';
-
-export interface Finding {
-  /** Stable rule id (one of RULES). */
-  rule: string;
-  severity: Severity;
-  /** What is wrong here, in a sentence or two: names the step, the key, the apps. */
-  message: string;
-  /** One line per app the finding is about, saying what is wrong with that one (a stuck app's operation and health). */
-  details?: string[];
-  /** The Argo CD behaviour behind it. */
-  why: string;
-  /** What to do about it, concretely. */
-  fix: string;
-  step?: number;
-  apps?: string[];
-  appSet?: string;
-  instance?: string;
-}
+export type { Finding, Severity } from './rules/finding.js';
 
 export interface DiagnoseOptions {
   /** An app Pending/Progressing in its step for longer than this is stuck. @defaultValue 15 minutes */
@@ -58,35 +44,16 @@ export interface DiagnoseOptions {
 
 export const DEFAULT_STUCK_AFTER_MS = 15 * 60_000;
 
-/** Stable rule ids, in display order within a severity. */
-export const RULES = [
-  'progressive-syncs-disabled',
-  'step-held-by-missing-app',
-  'steps-without-rolling-sync-type',
-  'rolling-sync-without-steps',
-  'stuck-step',
-  'sync-window-blocking',
-  'degraded-after-healthy',
-  'label-on-cluster-not-app',
-  'unsupported-operator',
-  'label-only-on-live-app',
-  'step-matches-nothing',
-  'app-in-no-step',
-  'overlapping-steps',
-  'invalid-max-update',
-  'manual-gate',
-  'no-max-update',
-  'percent-counts-unmatched',
-  'autosync-ignored',
-] as const;
+/** Stable rule ids, in display order within a severity: the registry's (config/rule-catalog.ts). */
+export const RULES = RULE_IDS;
 
-export type RuleId = (typeof RULES)[number];
+export type { RuleId };
+
 
 /** Most severe first: the order findings are shown in. */
 export const SEVERITY_RANK: Record<Severity, number> = { critical: 0, warning: 1, info: 2 };
 
-/** The operation message the application controller writes while a sync window holds an operation (controller/sync.go). */
-export const SYNC_WINDOW_BLOCKED_MESSAGE = 'Sync operation blocked by sync window';
+export { SYNC_WINDOW_BLOCKED_MESSAGE };
 
 /** How many names a message lists before "+N more". */
 const NAMES_SHOWN = 3;
@@ -760,7 +727,7 @@ function ruleMaxUpdate(ctx: Context, add: Add) {
     const waitingHere = ctx.currentStep === n;
     const notHealthy = apps.filter((a) => ctx.entryByApp.get(a.name)?.status !== 'Healthy').map((a) => a.name);
     // rollcall's pause-rollout sets maxUpdate 0 and annotates the appset (rollcall.io/paused-by): a hold, not a gate.
-    const pausedBy = ctx.appSet.metadata.annotations?.['rollcall.io/paused-by'];
+    const pausedBy = ctx.appSet.metadata.annotations?.[PAUSED_BY];
     if (pausedBy) {
       add({
         rule: 'manual-gate',

@@ -8,6 +8,7 @@ import { isRollingSync } from '../fleet/rollingsync.js';
 import { RollcallError } from '../core/errors.js';
 import { isArgoError } from '../argocd/errors.js';
 import { automatedEnabled } from '../fleet/rollingsync.js';
+import { PAUSED_AT, PAUSED_BY } from '../fleet/pause.js';
 
 /**
  * Pausing a rollout, which Argo CD cannot do (argo-cd#17974; argocd-facts A5, A8):
@@ -22,8 +23,7 @@ import { automatedEnabled } from '../fleet/rollingsync.js';
  * Every change is recorded with the value it replaced, so resume restores exactly that.
  */
 
-export const PAUSED_BY = 'rollcall.io/paused-by';
-export const PAUSED_AT = 'rollcall.io/paused-at';
+export { PAUSED_AT, PAUSED_BY };
 export const PAUSE_RUN = 'rollcall.io/pause-run';
 const TRACKING_ID = 'argocd.argoproj.io/tracking-id';
 const INSTANCE_LABEL = 'app.kubernetes.io/instance';

@@ -1,0 +1,36 @@
+/**
+ * sync-failed: an app whose last operation ended Failed or Error. Argo CD keeps the operation's phase and
+ * message in status.operationState until the next operation; an automated sync retries only with a retry
+ * policy, so a failed sync otherwise stays failed. Apps in a stuck step are left to stuck-step: that is
+ * the problem on-call acts on, and its message names the failure.
+ */
+import { oneLine, truncate } from '../../core/format.js';
+import {
+  ALERT_QUOTE_MAX,
+  appConditions,
+  revisionOf,
+  type AlertCondition,
+  type AppHit,
+  type RuleInputs,
+} from './facts.js';
+
+export function syncFailedAlerts(inputs: RuleInputs, stuckApps: ReadonlySet<string>): AlertCondition[] {
+  const failed: AppHit[] = [];
+  for (const a of inputs.fleet.apps()) {
+    const op = a.app.status?.operationState;
+    if (!op || (op.phase !== 'Failed' && op.phase !== 'Error') || stuckApps.has(`${a.instance}/${a.app.metadata.name}`))
+      continue;
+    failed.push({
+      fleetApp: a,
+      since: op.finishedAt ?? op.startedAt,
+      revision: revisionOf(a.app),
+      detail: `sync ${op.phase}: ${truncate(oneLine(op.message ?? 'no message'), ALERT_QUOTE_MAX)}`,
+    });
+  }
+  return appConditions(
+    'sync-failed',
+    failed,
+    inputs.now,
+    (owner, n) => `Sync failed for ${n} app${n === 1 ? '' : 's'} of ${owner}.`,
+  );
+}
