@@ -64,6 +64,13 @@ module.exports = {
       to: { path: ['^node_modules/@slack/', '^@slack/', '^src/views/', '^src/slack/'] },
     },
     {
+      name: 'commands-see-runbooks-index',
+      comment: 'Commands reach the runbooks layer through src/runbooks/index.ts only: the engine and actions behind it may move.',
+      severity: 'error',
+      from: { path: '^src/commands/' },
+      to: { path: '^src/runbooks/', pathNot: '^src/runbooks/index\\.ts$' },
+    },
+    {
       name: 'only-cli-imports-sim',
       comment: 'The simulator is a tool: only the CLI (and tests) start it.',
       severity: 'error',

@@ -5,6 +5,7 @@ import { findCommand, type CommandContext } from '../commands/registry.js';
 import type { RunService } from '../runbooks/engine.js';
 import { isTerminal, type RunStatus } from '../runbooks/run-store.js';
 import { errorReply, replyJson, type Reply } from '../core/reply.js';
+import { runOf } from '../commands/replies.js';
 import { redactUrlPassword } from '../config/load.js';
 import { EXIT_OK, exitCodeFor } from '../core/error-codes.js';
 import { terminalIdentity } from '../core/identity.js';
@@ -74,7 +75,7 @@ function exitCodeOf(reply: Reply): number {
  * becomes a failure (`no_worker`) that the JSON and the exit code both say.
  */
 async function sayWhoRunsIt(reply: Reply, runs: RunService | undefined, say: (line: string) => void): Promise<Reply> {
-  const run = (reply.data as { run?: { id?: string; status?: string } }).run;
+  const run = runOf(reply);
   if (!runs || !run?.id || run.status !== 'running') return reply;
   const workers = await runs.workersOnline().catch(() => 0);
   if (workers) {
@@ -87,8 +88,8 @@ async function sayWhoRunsIt(reply: Reply, runs: RunService | undefined, say: (li
 }
 
 /** A run state `--wait` has nothing more to wait for: it ended, it is paused, or it waits for its requester's Confirm. */
-function nothingToWaitFor(status: unknown): boolean {
-  return typeof status === 'string' && (isTerminal(status as RunStatus) || status === 'paused' || status === 'awaiting-confirmation');
+function nothingToWaitFor(status: RunStatus): boolean {
+  return isTerminal(status) || status === 'paused' || status === 'awaiting-confirmation';
 }
 
 /** `rollcall ask`: one chat command through the same parser, permission checks and handlers as Slack. */
@@ -162,9 +163,9 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
       } catch {}
     }
     let reply = await dispatch(text, ctx);
-    const runId = typeof reply.data.runId === 'string' ? reply.data.runId : undefined;
+    const runId = runOf(reply)?.id;
     // `runs wait ID --wait` has waited already: its answer is the final state, printed once.
-    if (opts.wait && runId && reply.ok && !nothingToWaitFor(reply.data.status)) {
+    if (opts.wait && runId && reply.ok && !nothingToWaitFor(runOf(reply)!.status)) {
       runtime.adoptRun(runId);
       if (!opts.json) out(renderText(reply, { color: process.stdout.isTTY }));
       const command = reply.command;

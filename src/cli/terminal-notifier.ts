@@ -1,6 +1,7 @@
 import { clockTime } from '../core/format.js';
 import type { MessageRef, Notifier } from '../core/notifier.js';
 import type { Reply } from '../core/reply.js';
+import { runOf } from '../commands/replies.js';
 import { renderText } from '../views/text.js';
 
 /**
@@ -31,7 +32,7 @@ export class TerminalNotifier implements Notifier {
   }
 
   async update(ref: MessageRef, reply: Reply): Promise<void> {
-    const status = (reply.data as { run?: { status?: string } }).run?.status;
+    const status = runOf(reply)?.status;
     if (this.fullSummary && status && ENDED.includes(status)) {
       if (this.last.get(ref.ts) === status) return;
       this.last.set(ref.ts, status);

@@ -17,7 +17,8 @@ import {
 } from '../core/format.js';
 import { CommandError, checkOptions, checkPositional } from './parse.js';
 import { type CommandContext, type ParsedCommand, type CommandSpec } from './registry.js';
-import type { Reply, ReplyBlock, ReplyButton } from '../core/reply.js';
+import type { ReplyBlock, ReplyButton } from '../core/reply.js';
+import type { ReplyOf } from './replies.js';
 import { healthOf, syncOf } from '../fleet/status.js';
 import { unknownTarget } from './suggest.js';
 
@@ -303,7 +304,7 @@ export function findApp(fleet: FleetView, name: string, instance: string | undef
   return matches[0];
 }
 
-export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
+export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<'app'>> {
   checkOptions(cmd, ['instance'], USAGE);
   checkPositional(cmd, 1, USAGE);
   const fleet = ctx.services.fleet;

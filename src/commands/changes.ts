@@ -8,9 +8,9 @@ import { appKey, changesOfApps } from '../incidents/timeline.js';
 import { clockTime, displayZone, formatDuration, plural } from '../core/format.js';
 import { CommandError, checkOptions, selectorFromCommand, SELECTOR_OPTIONS } from './parse.js';
 import type { CommandContext, CommandSpec, ParsedCommand } from './registry.js';
-import type { Reply, ReplyBlock, ReplyItem, Tone } from '../core/reply.js';
-import { STATUS_TONE } from '../runbooks/replies.js';
-import type { RunStatus } from '../runbooks/run-store.js';
+import type { ReplyBlock, ReplyItem, Tone } from '../core/reply.js';
+import type { ReplyOf } from './replies.js';
+import { STATUS_TONE, type RunStatus } from '../runbooks/index.js';
 
 const USAGE = 'changes [since=1h] [kind=deploy|sync|operation|rollout|created|deleted|run] [APP|GLOB ...] [-l selector] [cluster=X] [appset=X] [instance=X]';
 const KINDS: ListedChangeKind[] = ['deploy', 'sync', 'operation', 'rollout', 'created', 'deleted', 'run'];
@@ -60,7 +60,7 @@ function scopeKeys(fleet: FleetView, selector: AppSelector, records: ChangeRecor
   return keys;
 }
 
-export async function runChanges(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
+export async function runChanges(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<'changes'>> {
   checkOptions(cmd, ['since', 'kind', ...SELECTOR_OPTIONS], USAGE);
   const log = requireChangeLog(ctx, 'changes');
   const sinceMs = parseSince(cmd.options.since, 3_600_000, log.retentionMs);

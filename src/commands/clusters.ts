@@ -3,7 +3,8 @@ import { normalizeServer } from '../argocd/objects.js';
 import { TONE_EMOJI, byText, formatCount, oneLine, plural, truncate } from '../core/format.js';
 import { checkOptions, checkPositional } from './parse.js';
 import { type CommandContext, type ParsedCommand, type CommandSpec } from './registry.js';
-import type { Reply, ReplyBlock, ReplyItem, Tone } from '../core/reply.js';
+import type { ReplyBlock, ReplyItem, Tone } from '../core/reply.js';
+import type { ReplyOf } from './replies.js';
 import { healthOf, isProblem, syncOf } from '../fleet/status.js';
 import { unknownTarget } from './suggest.js';
 
@@ -28,7 +29,7 @@ function connectionOf(c: Cluster): { status: string; message: string | null } {
   return { status: state?.status || 'Unknown', message: state?.message ? oneLine(state.message) : null };
 }
 
-export async function runClusters(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
+export async function runClusters(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<'clusters'>> {
   checkOptions(cmd, ['instance'], USAGE);
   checkPositional(cmd, 0, USAGE);
   const fleet = ctx.services.fleet;

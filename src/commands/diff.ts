@@ -1,5 +1,6 @@
 import { code, plural } from '../core/format.js';
-import type { Reply, ReplyBlock, ReplyButton, ReplyItem } from '../core/reply.js';
+import type { ReplyBlock, ReplyButton, ReplyItem } from '../core/reply.js';
+import type { ReplyOf } from './replies.js';
 import { manifestDiff, resourceKey, type FieldChange, type ResourceChange } from '../fleet/manifest-diff.js';
 import { syncOf } from '../fleet/status.js';
 import { appRef, argoApiFor, namedApp, liveApp, shortRev, withinLiveBudget } from './app.js';
@@ -25,7 +26,7 @@ function resourceTitle(r: ResourceChange): string {
   return `${r.group ? `${r.group}/` : ''}${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}`;
 }
 
-export async function runDiff(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
+export async function runDiff(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<'diff'>> {
   checkOptions(cmd, ['instance'], USAGE);
   checkPositional(cmd, 1, USAGE);
   const fleet = ctx.services.fleet;

@@ -1,7 +1,8 @@
 import { code } from '../core/format.js';
 import { CommandError } from './parse.js';
 import { allCommands, findCommand, type CommandSpec, type ParsedCommand } from './registry.js';
-import type { Reply, ReplyBlock } from '../core/reply.js';
+import type { ReplyBlock } from '../core/reply.js';
+import type { ReplyOf } from './replies.js';
 import { suggest } from './suggest.js';
 
 const USAGE = 'help [COMMAND]';
@@ -41,7 +42,7 @@ export function suggestCommands(word: string): string[] {
   return [...new Set(suggest(word, commandNames()).map((n) => findCommand(n)?.name ?? n))];
 }
 
-export function helpReply(topic?: string): Reply {
+export function helpReply(topic?: string): ReplyOf<'help'> {
   if (topic) {
     const spec = findCommand(topic.toLowerCase());
     if (!spec) {

@@ -1,6 +1,7 @@
 import type { ApplicationSource, RevisionHistory, RevisionMetadata } from '../argocd/types.js';
 import { code, formatDuration, oneLine, plural, truncate, when } from '../core/format.js';
-import type { Reply, ReplyBlock, ReplyButton, ReplyItem } from '../core/reply.js';
+import type { ReplyBlock, ReplyButton, ReplyItem } from '../core/reply.js';
+import type { ReplyOf } from './replies.js';
 import type { ArgoApi } from '../argocd/api.js';
 import type { FleetApp } from '../fleet/model.js';
 import { appRef, namedApp, initiator, liveApp, shortRev, withinLiveBudget } from './app.js';
@@ -85,7 +86,7 @@ async function metadataOf(api: ArgoApi, fa: FleetApp, entries: { id: number; rev
   return { byEntry, failed };
 }
 
-export async function runHistory(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
+export async function runHistory(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<'history'>> {
   checkOptions(cmd, ['instance'], USAGE);
   checkPositional(cmd, 1, USAGE);
   const now = ctx.services.now?.() ?? new Date();

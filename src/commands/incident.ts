@@ -309,7 +309,7 @@ async function runIncident(cmd: ParsedCommand, ctx: CommandContext): Promise<Rep
           'usage',
           `\`incident set ${incident.id} impact=TIME\` (an ISO time such as 2026-12-04T14:02:00Z, or HH:MM UTC today).`,
         );
-      const at = parseTime(impact, now);
+      const at = parseImpactTime(impact, now);
       const updated = await svc.setImpact(incident, at, ctx.user);
       await refreshHeader(ctx, svc, updated);
       return done(updated, 'incident set', `Impact on ${incident.id} started at ${at} (override).`);
@@ -356,7 +356,8 @@ async function runIncident(cmd: ParsedCommand, ctx: CommandContext): Promise<Rep
   }
 }
 
-function parseTime(text: string, nowMs: number): string {
+/** `impact=`: an ISO time or HH:MM in UTC (the last such time not after now), as an ISO time. */
+function parseImpactTime(text: string, nowMs: number): string {
   const hhmm = /^(\d{1,2}):(\d{2})$/.exec(text);
   if (hhmm) {
     const d = new Date(nowMs);

@@ -1,7 +1,8 @@
 import type { ArgoApi, AppRef, PodLogsQuery } from '../argocd/api.js';
 import type { ResourceNode } from '../argocd/types.js';
 import { code, formatCount, plural } from '../core/format.js';
-import type { Reply, ReplyBlock, ReplyButton } from '../core/reply.js';
+import type { ReplyBlock, ReplyButton } from '../core/reply.js';
+import type { ReplyOf } from './replies.js';
 import type { FleetApp } from '../fleet/model.js';
 import { appRef, argoApiFor, namedApp, withinLiveBudget } from './app.js';
 import { CommandError, checkOptions, checkPositional } from './parse.js';
@@ -97,7 +98,7 @@ interface PodSpec {
   initContainers?: { name?: string }[];
 }
 
-export async function runLogs(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
+export async function runLogs(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<'logs'>> {
   checkOptions(cmd, ['instance', 'tail', 'previous'], USAGE);
   checkPositional(cmd, 3, USAGE);
   const [name, resource, container] = cmd.positional;

@@ -3,7 +3,8 @@ import { buildRolloutPlan } from '../fleet/rollout.js';
 import { isRollingSync } from '../fleet/rollingsync.js';
 import { TONE_EMOJI, code, formatCount, plural } from '../core/format.js';
 import { type CommandContext, type ParsedCommand, type CommandSpec } from './registry.js';
-import type { Reply, ReplyBlock, ReplyItem } from '../core/reply.js';
+import type { ReplyBlock, ReplyItem } from '../core/reply.js';
+import type { ReplyOf } from './replies.js';
 import { concurrencyMeaning, diagnoseOptions, findAppSet, findingsBlock, foldFinding, heldByBlock, noRolloutReply, pausedBlock, targetName } from './rollout.js';
 
 const USAGE = 'plan APPSET [instance=X]';
@@ -18,7 +19,7 @@ function stepsPhrase(steps: number[]): string {
   return `in steps ${steps.join(', ')}, each step only after every app of the earlier steps is Healthy`;
 }
 
-export async function runPlan(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
+export async function runPlan(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<'plan'>> {
   const name = targetName(cmd, USAGE, 'plan progressive-infra');
   const fleet = ctx.services.fleet;
   const target = findAppSet(fleet, name, cmd.options.instance, 'plan');

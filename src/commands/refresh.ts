@@ -1,6 +1,7 @@
 import picomatch from 'picomatch';
 import type { Application } from '../argocd/types.js';
-import { errorReply, type Reply, type ReplyBlock } from '../core/reply.js';
+import { errorReply, type ReplyBlock } from '../core/reply.js';
+import type { ReplyOf } from './replies.js';
 import { code, formatCount, when } from '../core/format.js';
 import type { FleetApp } from '../fleet/model.js';
 import { healthOf, syncOf } from '../fleet/status.js';
@@ -18,9 +19,9 @@ const USAGE = 'refresh <app|glob ...> [hard] [-l selector] [cluster=X] [project=
  */
 const CONCURRENCY = 4;
 
-type RefreshType = 'normal' | 'hard';
+export type RefreshType = 'normal' | 'hard';
 
-interface Refreshed {
+export interface Refreshed {
   app: string;
   instance: string;
   cluster: string;
@@ -89,7 +90,7 @@ async function refreshAll(ctx: CommandContext, apps: FleetApp[], type: RefreshTy
   return out;
 }
 
-function resultReply(results: Refreshed[], type: RefreshType, target: string): Reply {
+function resultReply(results: Refreshed[], type: RefreshType, target: string): ReplyOf<'refresh'> {
   const failed = results.filter((r) => !r.ok);
   const label = type === 'hard' ? 'Hard refresh' : 'Refresh';
   const blocks: ReplyBlock[] = [{ kind: 'header', text: `${label}: ${target}` }];
@@ -123,7 +124,7 @@ function resultReply(results: Refreshed[], type: RefreshType, target: string): R
 }
 
 /** `refresh auth-*` without confirm=N: what would be refreshed, and the button that confirms the count. */
-function previewReply(cmd: ParsedCommand, apps: FleetApp[], type: RefreshType, mismatch?: string): Reply {
+function previewReply(cmd: ParsedCommand, apps: FleetApp[], type: RefreshType, mismatch?: string): ReplyOf<'refresh'> {
   const clusters = new Set(apps.map((a) => a.cluster));
   const confirmText = commandText({ ...cmd, options: { ...cmd.options, confirm: String(apps.length) } });
   const blocks: ReplyBlock[] = [

@@ -5,8 +5,7 @@ import type { FleetRecords } from '../alerts/records.js';
 import type { AuditStream } from '../audit/audit-log.js';
 import type { Surface } from '../core/access.js';
 import type { Reply } from '../core/reply.js';
-import type { RunService } from '../runbooks/engine.js';
-import type { RunbookServices } from '../runbooks/services.js';
+import type { RunService, RunbookServices } from '../runbooks/index.js';
 
 /** A parsed chat command: `/argo <command> [target] [key=value ...] [--flag]`. */
 export interface ParsedCommand {

@@ -22,9 +22,10 @@ import {
 import { CommandError, checkOptions, checkPositional } from './parse.js';
 import { type CommandContext, type ParsedCommand, type CommandSpec } from './registry.js';
 import type { Reply, ReplyBlock, ReplyButton, ReplyItem } from '../core/reply.js';
+import type { NoRolloutData, ReplyOf } from './replies.js';
 import { healthOf, isProblem, problemReason, syncOf } from '../fleet/status.js';
 import { unknownTarget } from './suggest.js';
-import { PAUSED_AT, PAUSED_BY, PAUSE_RUN } from '../runbooks/rollout-pause.js';
+import { PAUSED_AT, PAUSED_BY, PAUSE_RUN } from '../runbooks/index.js';
 import { expressionText } from '../fleet/rollingsync.js';
 import { SEVERITY_RANK } from '../fleet/diagnose.js';
 
@@ -65,7 +66,7 @@ export function strategyOf(target: FleetAppSet): string {
 }
 
 /** For an appset without an effective RollingSync: its strategy and why there is nothing to follow. */
-export function noRolloutReply(command: string, fleet: FleetView, target: FleetAppSet, title: string, findings: Finding[] = []): Reply {
+export function noRolloutReply<C extends 'rollout' | 'plan' | 'diagnose'>(command: C, fleet: FleetView, target: FleetAppSet, title: string, findings: Finding[] = []): Reply<C, NoRolloutData> {
   const name = target.appSet.metadata.name;
   const strategy = strategyOf(target);
   const apps = fleet.appsOf(target.instance, name).length;
@@ -277,7 +278,7 @@ export function targetName(cmd: ParsedCommand, usage: string, example: string): 
   return name;
 }
 
-export async function runRollout(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
+export async function runRollout(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<'rollout'>> {
   const name = targetName(cmd, USAGE, 'rollout progressive-infra');
   const fleet = ctx.services.fleet;
   const target = findAppSet(fleet, name, cmd.options.instance, 'rollout');

@@ -1,10 +1,4 @@
-import { formatSelectorParam } from '../runbooks/actions/bulk-sync.js';
-import type { RunService } from '../runbooks/engine.js';
-import { findRunbookAction, runPausable } from '../runbooks/actions/index.js';
-import { paramReference, substitute } from '../runbooks/loader.js';
-import { ParamError, describeParams, parseParams, type ParamValue } from '../runbooks/params.js';
-import { auditReply, NothingToDo, nothingToDoReply, previewReply, progressReply, runListReply } from '../runbooks/replies.js';
-import type { Run } from '../runbooks/run-store.js';
+import { formatSelectorParam, type RunService, findRunbookAction, runPausable, paramReference, substitute, ParamError, describeParams, parseParams, type ParamValue, auditReply, NothingToDo, nothingToDoReply, previewReply, progressReply, runListReply, type Run } from '../runbooks/index.js';
 import { selectApps } from '../fleet/select.js';
 import type { FleetApp } from '../fleet/model.js';
 import { CommandError, SELECTOR_OPTIONS, selectorFromCommand } from './parse.js';

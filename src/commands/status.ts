@@ -15,7 +15,8 @@ import {
 } from '../core/format.js';
 import { SELECTOR_OPTIONS, checkOptions, commandText, selectorFromCommand } from './parse.js';
 import type { CommandContext, CommandSpec, ParsedCommand } from './registry.js';
-import type { Reply, ReplyBlock, ReplyButton, ReplyItem, Tone } from '../core/reply.js';
+import type { ReplyBlock, ReplyButton, ReplyItem, Tone } from '../core/reply.js';
+import type { ReplyOf } from './replies.js';
 import { fleetNames, unknownTarget } from './suggest.js';
 
 const USAGE = 'status [NAME|GLOB|CLUSTER|APPSET ...] [-l selector] [cluster=X] [project=X] [appset=X] [instance=X]';
@@ -74,7 +75,7 @@ function clusterLine(c: ClusterStatus, problems: number, multiInstance: boolean)
   return { text: `*${name}* — ${plural(c.apps, 'app')}: ${counts}`, tone };
 }
 
-export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
+export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<'status'>> {
   checkOptions(cmd, SELECTOR_OPTIONS, USAGE);
   const fleet = ctx.services.fleet;
   const now = ctx.services.now?.() ?? new Date();

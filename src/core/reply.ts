@@ -62,11 +62,35 @@ export interface ReplyFile {
   content: Buffer;
 }
 
-export interface Reply {
+/** An Argo CD instance the mirror is not in sync with, as an answer's data says it. */
+export interface UnsyncedInstance {
+  instance: string;
+  error: string | null;
+  code?: string;
+  dataAsOf?: string;
+}
+
+/**
+ * What any answer's data may carry besides its command's own fields: the dispatcher's note that the
+ * mirror is incomplete (`ask --json` carries data, not blocks), and where `ask --out` wrote its files.
+ */
+export type ReplyNotes = {
+  warnings?: string[];
+  unsyncedInstances?: UnsyncedInstance[];
+  /** Written file paths by kind (`markdown`, `png`); null when the answer had files and no --out was given. */
+  files?: Record<string, string> | null;
+};
+
+/**
+ * An answer of `Command` whose data is `Data`. The default is any answer, seen from code that only
+ * renders or forwards it (views, notifiers); `commands/replies.ts` names every command's data, and
+ * `CommandReply` is the union a reader narrows on `command`.
+ */
+export interface Reply<Command extends string = string, Data extends object = Record<string, unknown>> {
   ok: boolean;
-  command: string;
+  command: Command;
   title: string;
-  data: Record<string, unknown>;
+  data: Data & ReplyNotes;
   error?: ReplyError;
   blocks: ReplyBlock[];
   /**
@@ -110,6 +134,6 @@ export function errorReply(command: string, code: ErrorCode, message: string, su
 }
 
 /** The JSON contract of `rollcall ask --json`. */
-export function replyJson(reply: Reply): { ok: boolean; command: string; title: string; data: Record<string, unknown>; error?: ReplyError } {
+export function replyJson(reply: Reply<string, object>): { ok: boolean; command: string; title: string; data: object; error?: ReplyError } {
   return { ok: reply.ok, command: reply.command, title: reply.title, data: reply.data, ...(reply.error ? { error: reply.error } : {}) };
 }

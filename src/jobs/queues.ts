@@ -40,7 +40,7 @@ export const QUEUES = { steps: 'runbook-steps', schedules: 'schedules' } as cons
 /**
  * Lock and stalled-check settings. They MUST be the same in every process: the stalled check
  * holds a Redis key for the checking worker's own stalledInterval, so one worker on the 30 s
- * default delays recovery for everyone (platform-facts §4). Worst-case recovery after a worker
+ * default delays recovery for everyone. Worst-case recovery after a worker
  * dies is about lockDuration + 2 × stalledInterval.
  */
 export interface WorkerTiming {

@@ -95,7 +95,7 @@ function connect(url: string, opts: Partial<RedisOptions>): RedisClient {
 
 /**
  * One ioredis connection. BullMQ Workers and QueueEvents issue blocking commands, so each needs
- * its own connection (platform-facts §4); `maxRetriesPerRequest: null` is required by BullMQ and
+ * its own connection (a blocking command holds it until it answers); `maxRetriesPerRequest: null` is required by BullMQ and
  * also makes our own commands wait through a Redis restart instead of failing mid-run.
  * No ioredis `keyPrefix`: BullMQ refuses it, and every key we write carries the prefix itself.
  */

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { CommandScheduleConfig, RollcallConfig } from '../config/schema.js';
 import { dispatch } from '../commands/index.js';
 import type { CommandContext, Services } from '../commands/registry.js';
+import { runOf } from '../commands/replies.js';
 import { SCHEDULER } from '../core/access.js';
 import { QUEUES } from './queues.js';
 import { bullPrefix, closeRedis, createRedis } from './redis.js';
@@ -68,7 +69,7 @@ export async function startSchedules(opts: { services: Services; redisUrl: strin
       const ctx: CommandContext = { services: opts.services, user: as ?? SCHEDULER, surface: 'schedule', channel, assumeYes: true };
       const reply = await dispatch(command, ctx);
       if (!reply.ok) opts.logger?.warn({ schedule: id, command, error: reply.error }, 'scheduled command failed');
-      const startedRun = typeof reply.data.runId === 'string' || typeof (reply.data.run as { id?: unknown } | undefined)?.id === 'string';
+      const startedRun = runOf(reply) !== undefined;
       if (channel && opts.services.notifier && !(startedRun && reply.ok)) await opts.services.notifier.post({ channel }, reply);
       return { ok: reply.ok, ...(reply.error ? { error: reply.error.code } : {}) };
     },

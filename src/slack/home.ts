@@ -33,7 +33,7 @@ function countsText(counts: Record<string, number>): string {
 }
 
 /**
- * The fleet summary for the Home tab, from the `status` reply's JSON contract (issue 3 §3): totals and the
+ * The fleet summary for the Home tab, from the `status` reply's data (its `--json` contract): totals and the
  * worst clusters. An error reply (e.g. a reader without access) is shown as it is.
  */
 export function fleetSummaryReply(status: Reply): Reply {

@@ -180,7 +180,7 @@ describe('buildRolloutReport', () => {
     }
   });
 
-  it('serializes to the issue 3 JSON contract', () => {
+  it('serializes to the JSON contract of `rollout --json`', () => {
     const fleet = midRollout();
     const json = JSON.parse(JSON.stringify(buildRolloutReport(fleet, target(fleet), OPTS)));
     expect(Object.keys(json)).toEqual(expect.arrayContaining(['appSet', 'instance', 'strategy', 'currentStep', 'complete', 'steps', 'unmatched', 'findings']));

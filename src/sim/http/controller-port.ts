@@ -2,7 +2,7 @@ import type { Application, ApplicationSyncRequest } from '../../argocd/types.js'
 import type { SimClock } from '../clock.js';
 
 /**
- * What the REST layer needs from the simulator's controller (CONTRACTS.md section I), implemented
+ * What the REST layer needs from the simulator's controller, implemented
  * by SimController in src/sim/controller.ts. Routes depend on this narrow port only.
  */
 export interface SimFaultsPort {

@@ -1,0 +1,212 @@
+/**
+ * The data of every command's answer, by command name: what `rollcall ask --json` prints under `data`
+ * and what surfaces read. `CommandReply` is the union a reader narrows on `command`.
+ */
+import type { ExpectedStall } from '../alerts/rules.js';
+import type { Digest } from '../alerts/digest.js';
+import type { AuditEntry } from '../audit/audit-log.js';
+import type { Reply } from '../core/reply.js';
+import type { Finding } from '../fleet/diagnose.js';
+import type { ClusterStatus, StatusProblem, StatusTotals } from '../fleet/status.js';
+import type { ProblemGroup } from '../fleet/groups.js';
+import type { ResourceChange } from '../fleet/manifest-diff.js';
+import type { RolloutPlan, RolloutReport } from '../fleet/rollout.js';
+import type { ChangeGroup, ChangeJson } from '../incidents/groups.js';
+import type { BlastRadius, IncidentMetrics } from '../incidents/metrics.js';
+import type { Run, RunStatus } from '../runbooks/index.js';
+import type { AlertJson } from './alerts.js';
+import type { AppDetail } from './app.js';
+import type { ClusterRow } from './clusters.js';
+import type { HistoryEntry } from './history.js';
+import type { Refreshed, RefreshType } from './refresh.js';
+
+/** An interface's fields as a plain object type, which JSON data (`Record<string, unknown>`) accepts. */
+type Fields<T> = { [K in keyof T]: T[K] };
+
+export type StatusData = {
+  total: StatusTotals;
+  clusters: ClusterStatus[];
+  problems: StatusProblem[];
+  groups: (Pick<ProblemGroup, 'name' | 'by' | 'instance' | 'kind' | 'reason' | 'clusters' | 'clustersOfGroup'> & {
+    apps: string[];
+  })[];
+};
+export type AppData = { app: AppDetail & { live: boolean; warningEvents: unknown[] } };
+export type HistoryData = { app: string; instance: string; live: boolean; history: HistoryEntry[] };
+export type DiffData = { app: string; instance: string; revision: string | null; resources: ResourceChange[] };
+export type LogsData = {
+  app: string;
+  instance: string;
+  tail: number;
+  previous: boolean;
+  pods: string[];
+  lines: { pod: string | undefined; at: string | null; content: string }[];
+};
+/** A rollout, or an ApplicationSet with no RollingSync to report (`rollingSync: false`, no steps). */
+export type RolloutData =
+  (Fields<RolloutReport> & { paused: { by: string; at: string | null; runId: string | null } | null }) | NoRolloutData;
+export type NoRolloutData = {
+  appSet: string;
+  instance: string;
+  strategy: string | null;
+  rollingSync: false;
+  currentStep: null;
+  complete: false;
+  steps: [];
+  unmatched: [];
+  waitingOn: null;
+  findings: Finding[];
+};
+export type PlanData =
+  | Fields<RolloutPlan>
+  | Pick<NoRolloutData, 'appSet' | 'instance' | 'strategy' | 'rollingSync' | 'steps' | 'unmatched' | 'findings'>;
+/** One ApplicationSet's findings, or the whole fleet's (src/commands/diagnose.ts). */
+export type DiagnoseData =
+  { appSet: string; instance: string; findings: Finding[] } | { appSets: number; findings: Finding[] };
+export type ClustersData = { clusters: ClusterRow[] };
+export type HelpData =
+  | { command: string; usage: string; summary: string; aliases: string[]; readOnly: boolean; help: string | null }
+  | { commands: { name: string; usage: string; summary: string; readOnly: boolean }[] };
+export type PausedData = {
+  paused: { target: string; instance: string; by: string; since: string; runId: string; changes: number }[];
+};
+export type RefreshData =
+  | { refresh: RefreshType; apps: Refreshed[] }
+  | { preview: true; refresh: RefreshType; count: number; apps: { app: string; instance: string; cluster: string }[] };
+
+/** A run as its replies carry it (`runbooks/replies.ts` runData): the id and status twice, for scripts. */
+export type RunData = {
+  runId: string;
+  status: RunStatus;
+  run: Pick<
+    Run,
+    | 'id'
+    | 'runbook'
+    | 'status'
+    | 'params'
+    | 'requester'
+    | 'approvals'
+    | 'approvalsRequired'
+    | 'steps'
+    | 'progress'
+    | 'pausedReason'
+    | 'error'
+    | 'createdAt'
+    | 'startedAt'
+    | 'endedAt'
+  >;
+  preview: Record<string, unknown> | undefined;
+};
+/** A runbook whose preview found nothing to do: no run was made. */
+export type NothingToDoData = { runbook: string; nothingToDo: true; summary: string; preview: Record<string, unknown> };
+/** Slack opened the runbook's parameter form instead of answering. */
+export type RunFormData = { form: string };
+/** What a command that starts a runbook answers: the run's preview (or its end, with `--wait`), or nothing to do. */
+export type RunbookData = RunData | NothingToDoData;
+export type RunListData = {
+  runs: {
+    id: string;
+    runbook: string;
+    status: RunStatus;
+    requester: string;
+    createdAt: string;
+    progress: string | undefined;
+  }[];
+};
+export type AuditData = { entries: AuditEntry[] };
+/** src/commands/alerts.ts: `alerts` lists, `alert` shows one. */
+export type AlertsData = { alerts: AlertJson[]; expected: ExpectedStall[] };
+export type AlertData = { alert: AlertJson };
+/** src/commands/digest.ts. */
+export type DigestData = Fields<
+  Pick<Digest, 'name' | 'at' | 'selector' | 'allClear' | 'attention' | 'activity' | 'totals' | 'incidents'>
+>;
+export type ChangesData = { since: string; changes: ChangeJson[]; groups: ChangeGroup[] };
+
+/** An incident as the incident commands answer it; `incident` with no verb adds the analysis. */
+export type IncidentData = {
+  id: string;
+  incident: Record<string, unknown>;
+  metrics?: IncidentMetrics;
+  blastRadius?: BlastRadius;
+  suggestion?: string | null;
+  timeline?: Record<string, unknown>[];
+  /** Where the incident's header message was posted. */
+  header?: { channel: string; ts: string };
+  [field: string]: unknown;
+};
+export type IncidentTimelineData = { id: string; timeline: Record<string, unknown>[] } | Record<string, never>;
+/** The report's JSON (`incidents/report.ts`); its files are written by `ask --out`. */
+export type IncidentReportData = Record<string, unknown>;
+export type IncidentsData = { open: Record<string, unknown>[]; recent: Record<string, unknown>[] };
+
+/** Every command's answer data, by the command name its reply carries. */
+export interface CommandData {
+  status: StatusData;
+  app: AppData;
+  history: HistoryData;
+  diff: DiffData;
+  logs: LogsData;
+  rollout: RolloutData;
+  plan: PlanData;
+  diagnose: DiagnoseData;
+  clusters: ClustersData;
+  help: HelpData;
+  pause: RunbookData;
+  resume: RunbookData;
+  paused: PausedData;
+  run: RunbookData | RunFormData;
+  sync: RunbookData;
+  refresh: RefreshData;
+  rollback: RunbookData;
+  'terminate-op': RunbookData;
+  /** `runs show|wait|confirm ...` answer one run; `runs` lists them. */
+  runs: RunData | RunListData;
+  audit: AuditData;
+  alerts: AlertsData;
+  alert: AlertData;
+  digest: DigestData;
+  changes: ChangesData;
+  incident: IncidentData;
+  'incident timeline': IncidentTimelineData;
+  'incident report': IncidentReportData;
+  declare: IncidentData;
+  incidents: IncidentsData;
+}
+
+export type CommandName = keyof CommandData;
+
+/**
+ * A command's answer. It may still carry an error with its data (a refresh where some apps failed, a run
+ * no worker picks up); an answer built by `errorReply` has the error's data instead, `{}` mostly.
+ */
+export type ReplyOf<C extends CommandName> = Reply<C, CommandData[C]>;
+
+/** Any command's answer: narrow it on `command`. */
+export type CommandReply = { [C in CommandName]: ReplyOf<C> }[CommandName];
+
+/**
+ * An answer `dispatch` gave, typed by its command. Every CommandSpec answers its own name with the
+ * data named here (the builders are typed with ReplyOf), or fails with an error reply: a reader of
+ * data checks `error`, or the field that tells its shapes apart, as `runOf` does.
+ */
+export function typedReply(reply: Reply): CommandReply {
+  return reply as CommandReply;
+}
+
+/** The run an answer carries: a runbook command's preview or end, or `runs show|wait ID`; none otherwise. */
+export function runOf(reply: Reply): RunData['run'] | undefined {
+  const answer = typedReply(reply);
+  switch (answer.command) {
+    case 'run':
+    case 'runs':
+    case 'sync':
+    case 'pause':
+    case 'resume':
+    case 'rollback':
+    case 'terminate-op':
+      return 'run' in answer.data ? answer.data.run : undefined;
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,23 @@
+/**
+ * What commands see of the runbooks layer: the run service and its runs, the selector parameter's
+ * text form, parameters and their references, run replies, and the marks a pause leaves on an
+ * ApplicationSet. Commands import this module only; the engine and actions behind it are free to move.
+ */
+export type { RunService } from './engine.js';
+export type { RunbookServices } from './services.js';
+export type { Run, RunStatus } from './run-store.js';
+export type { PauseRecord } from './rollout-pause.js';
+export { PAUSED_AT, PAUSED_BY, PAUSE_RUN } from './rollout-pause.js';
+export { formatSelectorParam } from './actions/bulk-sync.js';
+export { findRunbookAction, runPausable } from './actions/index.js';
+export { paramReference, substitute } from './loader.js';
+export { ParamError, describeParams, parseParams, type ParamValue } from './params.js';
+export {
+  STATUS_TONE,
+  auditReply,
+  NothingToDo,
+  nothingToDoReply,
+  previewReply,
+  progressReply,
+  runListReply,
+} from './replies.js';
