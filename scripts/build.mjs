@@ -58,6 +58,30 @@ const zodEnglishOnly = {
   },
 };
 
+/**
+ * axios' Node platform imports form-data (with mime-types and its 200 kB table) at load, to build multipart
+ * bodies; rollcall sends JSON only. Inside axios, form-data becomes a class that loads the real one the first
+ * time a multipart body is built, so a one-shot `ask` and a bot do not read and compile it at every start.
+ */
+const lazyFormData = {
+  name: 'lazy-form-data',
+  setup(b) {
+    b.onResolve({ filter: /^form-data$/ }, (args) =>
+      /[\\/]node_modules[\\/]axios[\\/]/.test(args.importer) ? { path: 'form-data', namespace: 'lazy-form-data' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'lazy-form-data' }, () => ({
+      loader: 'js',
+      contents: `let Real;
+export default class FormData {
+  constructor(...args) {
+    Real ??= require('form-data');
+    return new Real(...args);
+  }
+}`,
+    }));
+  },
+};
+
 const root = path.resolve(import.meta.dirname, '..');
 const at = process.argv.indexOf('--outDir');
 const outdir = at > 0 ? path.resolve(process.argv[at + 1]) : path.join(root, 'dist');
@@ -81,8 +105,8 @@ await build({
   // the runbooks that talk to clusters.
   // Bolt's lazily loaded parts (see lazyInBolt) are read from node_modules too: in the bundle their text would
   // be held in memory whether they ran or not.
-  external: ['bullmq', 'ioredis', '@kubernetes/client-node', ...LAZY_IN_BOLT],
-  plugins: [lazyInBolt, zodEnglishOnly],
+  external: ['bullmq', 'ioredis', '@kubernetes/client-node', 'form-data', ...LAZY_IN_BOLT],
+  plugins: [lazyInBolt, zodEnglishOnly, lazyFormData],
   // Bundled CommonJS packages call require() for node's built-ins; an ES module has none of its own.
   banner: {
     js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);",
