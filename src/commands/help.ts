@@ -2,7 +2,7 @@ import { code } from '../core/format.js';
 import { CommandError } from './parse.js';
 import { allCommands, findCommand, type CommandSpec, type ParsedCommand } from './registry.js';
 import type { Reply, ReplyBlock } from '../core/reply.js';
-import { suggest } from './suggest.js';
+import { suggest } from '../core/suggest.js';
 
 const USAGE = 'help [COMMAND]';
 // The questions of an incident's first minutes come first; the rest (runbooks...) alphabetically.

@@ -300,8 +300,13 @@ export const runFormAction: ActionSpec = {
       params = parseParams(runbook, form.params);
     } catch (error) {
       if (!(error instanceof ParamError)) return undefined;
-      // The message starts with the field's name; next to the field it only needs the problem.
-      return Object.fromEntries(error.problems.map((p) => [p.param, p.message.replace(new RegExp(`^${p.param}: `), '')]));
+      // The message starts with the field's name; next to the field it only needs the problem, and the close value (`gate=healthy`: healthy).
+      return Object.fromEntries(
+        error.problems.map((p) => {
+          const near = p.code === 'invalid_value' && p.suggestion ? `; did you mean ${p.suggestion.slice(p.param.length + 1)}?` : '';
+          return [p.param, `${p.message.replace(new RegExp(`^${p.param}: `), '')}${near}`];
+        }),
+      );
     }
     // Then what each step's action accepts (ranges, one of two fields): shown at the param that feeds it.
     const errors: Record<string, string> = {};

@@ -1,7 +1,7 @@
-import { distance } from 'fastest-levenshtein';
 import picomatch from 'picomatch';
 import type { FleetApp, FleetView } from './model.js';
 import { RollcallError } from '../core/errors.js';
+import { suggest } from '../core/suggest.js';
 
 /**
  * Selecting apps the way on-call types them: names or globs, a Kubernetes label selector
@@ -193,34 +193,6 @@ export interface AppSelector {
   instance?: string;
 }
 
-/**
- * Kubernetes names are at most 253 characters: a longer word is no misspelling of one, and comparing it
- * would cost length × length per candidate (a pasted megabyte once held the event loop for a minute).
- */
-export const MAX_NAME_LENGTH = 253;
-/** Edits beyond this make a suggestion a guess, not a correction; it also bounds the cost per candidate. */
-export const MAX_SUGGESTION_DISTANCE = 8;
-
-/** Up to `max` candidates closest to `word` (edit distance, or containing it), nearest first. */
-export function closest(word: string, candidates: Iterable<string>, max = 3): string[] {
-  if (word.length > MAX_NAME_LENGTH) return [];
-  const lower = word.toLowerCase();
-  const threshold = Math.min(MAX_SUGGESTION_DISTANCE, Math.max(1, Math.floor(word.length / 3)));
-  const scored: { name: string; score: number }[] = [];
-  const seen = new Set<string>();
-  for (const name of candidates) {
-    if (seen.has(name) || name === word) continue;
-    seen.add(name);
-    const candidate = name.toLowerCase();
-    // Names far longer or shorter cannot be within the threshold: skip the distance.
-    const d = Math.abs(candidate.length - lower.length) > threshold ? Infinity : distance(lower, candidate);
-    if (d <= threshold) scored.push({ name, score: d });
-    else if (lower.length >= 3 && candidate.includes(lower)) scored.push({ name, score: threshold + 1 + (candidate.length - lower.length) / 100 });
-  }
-  scored.sort((a, b) => a.score - b.score || a.name.localeCompare(b.name));
-  return scored.slice(0, max).map((s) => s.name);
-}
-
 export function isGlob(pattern: string): boolean {
   return picomatch.scan(pattern).isGlob;
 }
@@ -233,7 +205,7 @@ export function nameMatcher(pattern: string): (name: string) => boolean {
 }
 
 function unknown(kind: string, value: string, candidates: Iterable<string>): SelectorError {
-  const suggestions = closest(value, candidates);
+  const suggestions = suggest(value, candidates);
   const hint = suggestions.length ? ` Did you mean ${suggestions.join(', ')}?` : '';
   return new SelectorError(`No ${kind} named "${value}".${hint}`, 'unknown_target', { kind, value, suggestions });
 }

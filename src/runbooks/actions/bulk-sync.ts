@@ -6,6 +6,7 @@ import { attributionInfos } from '../../argocd/client.js';
 import { RollcallError } from '../../core/errors.js';
 import { literal, plural, typedDuration } from '../../core/format.js';
 import type { ReplyBlock, ReplyItem } from '../../core/reply.js';
+import { suggest } from '../../core/suggest.js';
 import type { FleetApp } from '../../fleet/model.js';
 import { selectApps, type AppSelector } from '../../fleet/select.js';
 import { LeaseLostError, type CheckpointEntry, type RunProgress } from '../run-store.js';
@@ -98,6 +99,37 @@ function wavePatterns(wave: string): string[] {
     .split(',')
     .map((p) => p.trim())
     .filter(Boolean);
+}
+
+/**
+ * What a mistyped wave pattern was probably meant to be: a name (`auth-config-prod-eu1`) is compared with
+ * the apps' names, a prefix glob (`auth-confg-*`) with their dash-separated prefixes; other globs get none.
+ */
+function waveSuggestions(pattern: string, apps: PlannedApp[]): string[] {
+  const prefix = pattern.endsWith('*') ? pattern.slice(0, -1) : undefined;
+  if (/[*?[\]{}!]/.test(prefix ?? pattern)) return [];
+  if (prefix === undefined) return suggest(pattern, apps.map((a) => a.app), 2);
+  const prefixes = new Set<string>();
+  for (const { app } of apps) for (let at = app.indexOf('-'); at > 0; at = app.indexOf('-', at + 1)) prefixes.add(app.slice(0, at + 1));
+  return suggest(prefix, prefixes, 2).map((p) => `${p}*`);
+}
+
+/**
+ * A wave pattern that matches none of the selected apps is a typo, not a plan: the apps it was meant for
+ * would go in "(the rest)", out of the order asked for. Refused before the preview, naming the pattern and what it was
+ * probably meant to be. (A pattern that matches only apps skipped as already Synced is a warning instead.)
+ */
+export function assertWavesMatch(selected: PlannedApp[], waves: string | undefined): void {
+  const patterns = [...new Set((waves ?? '').split(';').flatMap(wavePatterns))];
+  const unmatched = patterns.filter((p) => !selected.some((a) => picomatch(p)(a.app)));
+  if (!unmatched.length) return;
+  const suggestions = [...new Set(unmatched.flatMap((p) => waveSuggestions(p, selected)))];
+  const named = unmatched.map((p) => `\`${p}\``).join(', ');
+  throw new RollcallError(
+    'invalid_params',
+    `wave pattern${unmatched.length === 1 ? '' : 's'} ${named} match${unmatched.length === 1 ? 'es' : ''} none of the ${plural(selected.length, 'selected app')}: waves are app-name globs, in order (\`waves="auth-config-*;auth-service-*"\`). Nothing was started.`,
+    { suggestions },
+  );
 }
 
 /** Wave and canary settings that will not do what they say: said in the preview, before anyone confirms. */
@@ -251,6 +283,7 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
   }
   const selected = selectApps(ctx.services.fleet, parseSelectorParam(input.selector));
   if (!selected.length) throw new RollcallError('unknown_target', `no apps match "${input.selector}" (check /argo status ${input.selector.split(/\s+/)[0]})`);
+  assertWavesMatch(selected.map(planned), input.waves);
   const toSync: FleetApp[] = [];
   const skipped: BulkSyncPlan['skipped'] = [];
   for (const f of selected) {
