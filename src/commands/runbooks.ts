@@ -4,7 +4,7 @@ import { findRunbookAction, runPausable } from '../runbooks/actions/index.js';
 import { paramReference, substitute } from '../runbooks/loader.js';
 import { ParamError, describeParams, parseParams, type ParamValue } from '../runbooks/params.js';
 import { auditReply, NothingToDo, nothingToDoReply, previewReply, progressReply, runListReply } from '../runbooks/replies.js';
-import type { Run } from '../runbooks/run-store.js';
+import { RunNotFoundError, type Run } from '../runbooks/run-store.js';
 import { selectApps } from '../fleet/select.js';
 import type { FleetApp } from '../fleet/model.js';
 import { CommandError, SELECTOR_OPTIONS, selectorFromCommand } from './parse.js';
@@ -53,8 +53,16 @@ export async function auditRefusal(ctx: CommandContext, event: { target: string;
   }
 }
 
+/** An unknown run id, with the closest ids among the recent runs. */
+async function runNotFound(runs: RunService, runId: string): Promise<RunNotFoundError> {
+  const recent = await runs.list(50).catch(() => []);
+  return new RunNotFoundError(runId, recent.map((r) => r.id));
+}
+
 /** An action on a run (`runs confirm ID`, the Confirm button ...) that threw: refusals are audited, then answered. */
-async function refusedOrFailed(ctx: CommandContext, command: string, action: string, runId: string, error: unknown): Promise<Reply> {
+async function refusedOrFailed(ctx: CommandContext, command: string, action: string, runId: string, thrown: unknown): Promise<Reply> {
+  const runs = runsOf(ctx);
+  const error = thrown instanceof RunNotFoundError && runs ? await runNotFound(runs, runId) : thrown;
   const code = error instanceof RollcallError ? error.code : undefined;
   const reply = failure(command, error);
   // The engine audits a refused approval itself (it is where approvers are decided).
@@ -201,14 +209,14 @@ export const runsCommand: CommandSpec = {
       switch (verb) {
         case 'show': {
           const run = await runs.get(id);
-          if (!run) return errorReply('runs', 'run_not_found', `No run ${id}. \`runs\` lists recent runs.`);
+          if (!run) throw await runNotFound(runs, id);
           return run.status === 'awaiting-confirmation' ? previewReply(run) : progressReply(run);
         }
         case 'wait':
           return progressReply(await runs.waitForEnd(id, 6 * 3_600_000));
       }
     } catch (error) {
-      return failure('runs', error);
+      return failure('runs', error instanceof RunNotFoundError ? await runNotFound(runs, id) : error);
     }
     const act = Object.hasOwn(RUN_VERBS, verb) ? RUN_VERBS[verb] : undefined;
     if (!act) return errorReply('runs', 'usage', `Unknown \`runs ${verb}\`: use show, confirm, approve, cancel, pause, resume, abort or wait.`);

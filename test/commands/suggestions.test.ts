@@ -1,7 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { dispatch } from '../../src/commands/index.js';
 import type { CommandContext } from '../../src/commands/registry.js';
+import { findAction } from '../../src/commands/registry.js';
+import { renderBlocks } from '../../src/views/blocks.js';
 import { renderText } from '../../src/views/text.js';
+import { allText } from '../slack/limits.js';
 import { makeApp } from '../runbooks/fake-argo.js';
 import { harness, type Harness } from '../runbooks/harness.js';
 import { ctx, services, twoInstanceFleet } from './fixtures.js';
@@ -93,5 +96,28 @@ describe('a wave pattern that matches nothing', () => {
     // Nothing was created to confirm.
     expect(await h.engine.runs!.list(10)).toEqual([]);
     expect((await dispatch('sync auth-* waves=auth-config-*;auth-service-*', op())).ok).toBe(true);
+  });
+});
+
+describe('an unknown run id', () => {
+  it('reads the same in Slack and in the terminal, from `runs show`, `runs confirm` and the Confirm button, with the closest recent id', async () => {
+    h = await harness(fleet());
+    const preview = await dispatch('sync auth-config-*', op());
+    const runId = (preview.data as { runId: string }).runId;
+    const typo = `${runId.slice(0, -1)}${runId.endsWith('z') ? 'y' : 'z'}`;
+    const slack: CommandContext = { services: h.services, user: 'U_OP', surface: 'slack', channel: 'C_OPS' };
+    const answers = [
+      await dispatch(`runs show ${typo}`, op()),
+      await dispatch(`runs show ${typo}`, slack),
+      await dispatch(`runs confirm ${typo}`, op()),
+      (await findAction('run.confirm')!.run(typo, slack))!,
+      (await findAction('run.abort')!.run(typo, slack))!,
+    ];
+    const message = `No run ${typo}: \`runs\` lists recent runs.`;
+    for (const reply of answers) expect(reply.error).toEqual({ code: 'run_not_found', message, suggestions: [runId] });
+    // Slack renders the Reply as blocks, the terminal as text: the same words, each in its own markup.
+    expect(allText(renderBlocks(answers[3]).blocks)).toBe(`:x: ${message}\nDid you mean: \`${runId}\`?`);
+    expect(renderText(answers[0])).toBe(`✖ No run ${typo}: runs lists recent runs.\n\nDid you mean: ${runId}?\n`);
+    expect(renderText(answers[3])).toBe(renderText(answers[0]));
   });
 });
