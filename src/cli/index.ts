@@ -1,10 +1,17 @@
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { packageFile } from '../core/package-files.js';
 import { ConfigError, formatProblem, loadConfig, redactConfig } from '../config/load.js';
 import { errorReply, replyJson } from '../core/reply.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, exitCodeFor, type ErrorCode } from '../core/error-codes.js';
 import { RollcallError } from '../core/errors.js';
 import { createLogger } from '../log.js';
 
+
+/** The version in package.json, the one the installed package and the image carry. */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(packageFile('package.json'), 'utf8')) as { version: string }).version;
+}
 
 function fail(message: string, code = EXIT_USAGE): never {
   process.stderr.write(`rollcall: ${message}\n`);
@@ -58,6 +65,7 @@ export async function runCli(argv: string[]): Promise<void> {
   const askJson = askJsonOf(argv);
   const program = new Command('rollcall')
     .description('ChatOps for on-call engineers running Argo CD across many Kubernetes clusters')
+    .version(packageVersion(), '-V, --version', 'print the rollcall version')
     .showHelpAfterError()
     .exitOverride();
 
@@ -72,8 +80,10 @@ export async function runCli(argv: string[]): Promise<void> {
     .option('--wait', 'wait for a queued run to finish and print its final state')
     .option('--out <dir>', 'write the files an answer comes with (incident report: DIR/ID.md and DIR/ID.png)')
     .action(async (text: string, opts) => {
+      const { ask, askHelp } = await import('./ask.js');
+      const helped = await askHelp(text, { json: !!opts.json, as: opts.as });
+      if (helped !== undefined) return void (process.exitCode = helped);
       const { config } = loadOrExit(opts.config, askJson);
-      const { ask } = await import('./ask.js');
       process.exitCode = await ask(config, text, { json: !!opts.json, as: opts.as, yes: !!opts.yes, wait: !!opts.wait, out: opts.out });
     });
 
