@@ -282,7 +282,7 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
     );
   }
   const selected = selectApps(ctx.services.fleet, parseSelectorParam(input.selector));
-  if (!selected.length) throw new RollcallError('unknown_target', `no apps match "${input.selector}" (check /argo status ${input.selector.split(/\s+/)[0]})`);
+  if (!selected.length) throw new RollcallError('unknown_target', `no apps match "${input.selector}" (\`status ${input.selector.split(/\s+/)[0]}\` shows what there is)`);
   assertWavesMatch(selected.map(planned), input.waves);
   const toSync: FleetApp[] = [];
   const skipped: BulkSyncPlan['skipped'] = [];
