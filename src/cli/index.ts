@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { Command, CommanderError } from 'commander';
+import { Argument, Command, CommanderError } from 'commander';
 import { packageFile } from '../core/package-files.js';
+import { COMPLETION_SHELLS, type CompletionShell } from './completion.js';
 import { ConfigError, formatProblem, loadConfig, redactConfig } from '../config/load.js';
 import { errorReply, replyJson } from '../core/reply.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, exitCodeFor, type ErrorCode } from '../core/error-codes.js';
@@ -85,6 +86,18 @@ export async function runCli(argv: string[]): Promise<void> {
       if (helped !== undefined) return void (process.exitCode = helped);
       const { config } = loadOrExit(opts.config, askJson);
       process.exitCode = await ask(config, text, { json: !!opts.json, as: opts.as, yes: !!opts.yes, wait: !!opts.wait, out: opts.out });
+    });
+
+  program
+    .command('completion')
+    .description('print a shell completion script: commands, options and the chat verbs of `ask`')
+    .addArgument(new Argument('<shell>', 'the shell to complete in').choices(COMPLETION_SHELLS))
+    .action(async (shell: CompletionShell) => {
+      const { completionScript, completionWords } = await import('./completion.js');
+      // The chat commands register themselves when their modules load.
+      await import('../commands/index.js');
+      const { allCommands } = await import('../commands/registry.js');
+      process.stdout.write(completionScript(shell, completionWords(program, allCommands().map((c) => c.name))));
     });
 
   program

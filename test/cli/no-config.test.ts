@@ -12,7 +12,7 @@ const run = promisify(execFile);
 /** rollcall run where there is no rollcall.yaml and nothing points at one. */
 async function rollcall(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const cwd = mkdtempSync(path.join(tmpdir(), 'rollcall-noconfig-'));
-  const env = { ...process.env, LOG_LEVEL: 'error' };
+  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'error' };
   delete env.ROLLCALL_CONFIG;
   try {
     const { stdout, stderr } = await run(process.execPath, [bin, ...args], { cwd, env });
