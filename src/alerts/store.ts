@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { RedisClient } from '../jobs/redis.js';
 import { RollcallError } from '../core/errors.js';
+import { suggest } from '../core/suggest.js';
 import { keyBase } from '../jobs/redis.js';
 import { applyChange, type AlertChange, type AlertRecord } from './lifecycle.js';
 
@@ -22,9 +23,13 @@ end
 return 1
 `;
 
+/** The one wording of an unknown alert id; `known` ids give the suggestions. */
 export class AlertNotFoundError extends RollcallError {
-  constructor(readonly alertId: string) {
-    super('alert_not_found', `no alert ${alertId} (\`alerts\` lists the active and recently resolved ones)`);
+  constructor(
+    readonly alertId: string,
+    known: string[] = [],
+  ) {
+    super('alert_not_found', `No alert ${alertId}: \`alerts\` lists the active and recently resolved ones.`, { suggestions: suggest(alertId, known) });
   }
 }
 
@@ -65,6 +70,11 @@ export class AlertStore {
 
   async byId(id: string): Promise<AlertRecord | undefined> {
     return (await this.all()).find((a) => a.id === id);
+  }
+
+  /** The error for an id no stored alert has, with the closest ids there are. */
+  async notFound(id: string): Promise<AlertNotFoundError> {
+    return new AlertNotFoundError(id, (await this.all()).map((a) => a.id));
   }
 
   /**

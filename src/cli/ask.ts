@@ -92,6 +92,19 @@ function nothingToWaitFor(status: RunStatus): boolean {
   return isTerminal(status) || status === 'paused' || status === 'awaiting-confirmation';
 }
 
+/**
+ * `rollcall ask help [COMMAND]` needs no config: it is answered from the command list before any config,
+ * Argo CD or Redis is looked for. Undefined when the text asks for something else.
+ */
+export async function askHelp(text: string, opts: Pick<AskOptions, 'json' | 'as'>): Promise<number | undefined> {
+  const { answerHelp } = await import('../commands/index.js');
+  const reply = answerHelp(text, { user: opts.as ?? terminalIdentity().self, surface: 'terminal', channel: 'terminal' });
+  if (!reply) return undefined;
+  const shown = opts.json ? JSON.stringify(replyJson(reply)) : renderText(reply, { color: process.stdout.isTTY });
+  process.stdout.write(shown.endsWith('\n') ? shown : `${shown}\n`);
+  return exitCodeOf(reply);
+}
+
 /** `rollcall ask`: one chat command through the same parser, permission checks and handlers as Slack. */
 export async function ask(config: RollcallConfig, text: string, opts: AskOptions): Promise<number> {
   const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });

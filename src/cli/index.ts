@@ -1,4 +1,7 @@
-import { Command, CommanderError } from 'commander';
+import { readFileSync } from 'node:fs';
+import { Argument, Command, CommanderError } from 'commander';
+import { packageFile } from '../core/package-files.js';
+import { COMPLETION_SHELLS, type CompletionShell } from './completion.js';
 import { ConfigError, formatProblem, loadConfig, redactConfig } from '../config/load.js';
 import { errorReply, replyJson } from '../core/reply.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, exitCodeFor, type ErrorCode } from '../core/error-codes.js';
@@ -6,6 +9,11 @@ import { RollcallError } from '../core/errors.js';
 import { terminalIdentity } from '../core/identity.js';
 import { createLogger } from '../log.js';
 
+
+/** The version in package.json, the one the installed package and the image carry. */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(packageFile('package.json'), 'utf8')) as { version: string }).version;
+}
 
 function fail(message: string, code = EXIT_USAGE): never {
   process.stderr.write(`rollcall: ${message}\n`);
@@ -59,6 +67,7 @@ export async function runCli(argv: string[]): Promise<void> {
   const askJson = askJsonOf(argv);
   const program = new Command('rollcall')
     .description('ChatOps for on-call engineers running Argo CD across many Kubernetes clusters')
+    .version(packageVersion(), '-V, --version', 'print the rollcall version')
     .showHelpAfterError()
     .exitOverride();
 
@@ -73,9 +82,23 @@ export async function runCli(argv: string[]): Promise<void> {
     .option('--wait', 'wait for a queued run to finish and print its final state')
     .option('--out <dir>', 'write the files an answer comes with (incident report: DIR/ID.md and DIR/ID.png)')
     .action(async (text: string, opts) => {
+      const { ask, askHelp } = await import('./ask.js');
+      const helped = await askHelp(text, { json: !!opts.json, as: opts.as });
+      if (helped !== undefined) return void (process.exitCode = helped);
       const { config } = loadOrExit(opts.config, askJson);
-      const { ask } = await import('./ask.js');
       process.exitCode = await ask(config, text, { json: !!opts.json, as: opts.as, yes: !!opts.yes, wait: !!opts.wait, out: opts.out });
+    });
+
+  program
+    .command('completion')
+    .description('print a shell completion script: commands, options and the chat verbs of `ask`')
+    .addArgument(new Argument('<shell>', 'the shell to complete in').choices(COMPLETION_SHELLS))
+    .action(async (shell: CompletionShell) => {
+      const { completionScript, completionWords } = await import('./completion.js');
+      // The chat commands register themselves when their modules load.
+      await import('../commands/index.js');
+      const { allCommands } = await import('../commands/registry.js');
+      process.stdout.write(completionScript(shell, completionWords(program, allCommands().map((c) => c.name))));
     });
 
   program

@@ -1,6 +1,6 @@
 import { isActive, type AlertRecord } from '../alerts/lifecycle.js';
 import { evaluateAlertRules, shortRevision, type ExpectedStall } from '../alerts/rules.js';
-import { AlertNotFoundError, type AlertStore } from '../alerts/store.js';
+import type { AlertStore } from '../alerts/store.js';
 import { parseDuration } from '../config/schema.js';
 import { AuditLog } from '../audit/audit-log.js';
 import { formatDuration, mention, plural, since, TONE_EMOJI } from '../core/format.js';
@@ -191,12 +191,12 @@ export const alertCommand: CommandSpec = {
     if (!verb || !id || !['ack', 'snooze', 'show'].includes(verb)) throw new CommandError('usage', `Usage: ${ALERT_USAGE}.`);
     if (verb === 'show') {
       const found = await store.byId(id);
-      if (!found) throw new AlertNotFoundError(id);
+      if (!found) throw await store.notFound(id);
       return alertReply(found, now);
     }
     const audit = new AuditLog(store.redis, ctx.services.config.redis.prefix);
     const current = await store.byId(id);
-    if (!current) throw new AlertNotFoundError(id);
+    if (!current) throw await store.notFound(id);
     if (current.state === 'resolved' || current.state === 'pending') {
       throw new CommandError('alert_not_active', `Alert ${id} is ${current.state}: there is nothing to ${verb}.`);
     }

@@ -4,7 +4,9 @@ import { formatSelectorParam, type PauseRecord } from '../runbooks/index.js';
 // `run` command itself (preview, confirm, approvals, live progress).
 import { SELECTOR_OPTIONS, selectorFromCommand } from './parse.js';
 import type { CommandContext, ParsedCommand, CommandSpec } from './registry.js';
-import { runRunbookCommand } from './runbooks.js';
+import { assertSelects, runRunbookCommand } from './runbooks.js';
+import { unknownTarget } from './suggest.js';
+import { isGlob, selectApps } from '../fleet/select.js';
 import { errorReply, type Reply, type ReplyItem } from '../core/reply.js';
 
 /**
@@ -27,6 +29,24 @@ function pauseTarget(cmd: ParsedCommand): string {
   return formatSelectorParam({ ...selectorFromCommand(cmd), instance: undefined });
 }
 
+/**
+ * A pause target that names nothing is answered before any run exists, with the closest names, as
+ * `rollout` and `sync` answer a typo: a bare word is an ApplicationSet first, then apps.
+ */
+function assertPauseTarget(cmd: ParsedCommand, ctx: CommandContext, target: string): void {
+  if (target !== cmd.positional[0]) {
+    assertSelects(cmd, ctx, 'pause');
+    return;
+  }
+  const fleet = ctx.services.fleet;
+  const instance = cmd.options.instance;
+  const here = <T extends { instance: string }>(found: T[]) => found.filter((f) => !instance || f.instance === instance);
+  if (here(fleet.appSetsNamed(target)).length) return;
+  const apps = isGlob(target) ? selectApps(fleet, { patterns: [target], ...(instance ? { instance } : {}) }) : here(fleet.appsNamed(target));
+  if (apps.length) return;
+  throw unknownTarget(fleet, target.replace(/[*?[\]{}]/g, ''), 'appset', `No ApplicationSet or app named \`${target}\`${instance ? ` on ${instance}` : ''}: nothing to pause.`);
+}
+
 export const pauseCommand: CommandSpec = {
   name: 'pause',
   summary: 'Pause a rollout (RollingSync appset), an appset, or auto-sync on apps; resume restores exactly',
@@ -40,6 +60,7 @@ export const pauseCommand: CommandSpec = {
   async run(cmd, ctx) {
     const target = pauseTarget(cmd);
     if (!target) return errorReply('pause', 'usage', 'Pause what? e.g. `pause progressive-infra` (an ApplicationSet) or `pause auth-* cluster=prod-1` (apps).');
+    assertPauseTarget(cmd, ctx, target);
     const params: Record<string, string> = { target };
     for (const [k, v] of Object.entries(cmd.options)) if (!SELECTION_OPTIONS.includes(k)) params[k] = v;
     return viaRunCommand('pause-rollout', params, cmd, ctx, 'pause');

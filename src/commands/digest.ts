@@ -5,7 +5,7 @@ import { absoluteTime, formatCount, formatDuration, TONE_EMOJI, when } from '../
 import { CommandError, checkOptions, checkPositional } from './parse.js';
 import { type Services, type CommandSpec } from './registry.js';
 import type { Reply, ReplyBlock, ReplyItem } from '../core/reply.js';
-import { suggest } from './suggest.js';
+import { suggest } from '../core/suggest.js';
 
 /** Previous totals of a digest over the whole fleet, kept under this name whatever the digest is called. */
 export const FLEET_DIGEST = '(fleet)';

@@ -3,7 +3,7 @@ import { CommandError } from './parse.js';
 import { allCommands, findCommand, type CommandSpec, type ParsedCommand } from './registry.js';
 import type { ReplyBlock } from '../core/reply.js';
 import type { ReplyOf } from './replies.js';
-import { suggest } from './suggest.js';
+import { suggest } from '../core/suggest.js';
 
 const USAGE = 'help [COMMAND]';
 // The questions of an incident's first minutes come first; the rest (runbooks...) alphabetically.

@@ -1,4 +1,5 @@
-import type { ApplicationSource, RevisionHistory, RevisionMetadata } from '../argocd/types.js';
+import type { RevisionHistory, RevisionMetadata } from '../argocd/types.js';
+import { historyImages } from '../argocd/objects.js';
 import { code, formatDuration, oneLine, plural, truncate, when } from '../core/format.js';
 import type { ReplyBlock, ReplyButton, ReplyItem } from '../core/reply.js';
 import type { ReplyOf } from './replies.js';
@@ -34,15 +35,6 @@ export interface HistoryEntry {
   tags: string[];
 }
 
-function pinnedImages(s: ApplicationSource | undefined): string[] {
-  if (!s) return [];
-  // Typed loosely in ApplicationSource: kustomize.images is string[], helm.parameters is [{name, value}].
-  const kustomize = Array.isArray(s.kustomize?.images) ? (s.kustomize.images as unknown[]).filter((i): i is string => typeof i === 'string') : [];
-  const parameters = Array.isArray(s.helm?.parameters) ? (s.helm.parameters as { name?: unknown; value?: unknown }[]) : [];
-  const helm = parameters.filter((p) => typeof p.name === 'string' && /(^|\.)image(\.tag)?$/.test(p.name)).map((p) => `${String(p.name)}=${String(p.value)}`);
-  return [...kustomize, ...helm];
-}
-
 function entryOf(h: RevisionHistory): Omit<HistoryEntry, 'author' | 'message' | 'tags'> {
   const started = h.deployStartedAt ? Date.parse(h.deployStartedAt) : NaN;
   const deployed = Date.parse(h.deployedAt);
@@ -55,7 +47,7 @@ function entryOf(h: RevisionHistory): Omit<HistoryEntry, 'author' | 'message' | 
     durationMs: Number.isNaN(started) || Number.isNaN(deployed) ? null : Math.max(0, deployed - started),
     initiatedBy: h.initiatedBy ? initiator(h.initiatedBy) : null,
     automated: Boolean(h.initiatedBy?.automated),
-    images: [...(h.sources ?? (h.source ? [h.source] : [])).flatMap(pinnedImages)],
+    images: historyImages(h),
   };
 }
 

@@ -1,4 +1,5 @@
 import { alertImpactSince } from '../alerts/rules.js';
+import { AlertNotFoundError } from '../alerts/store.js';
 import { buildReport, incidentJson, keyTimeline } from '../incidents/report.js';
 import { isIncidentId, type IncidentAnalysis, type IncidentService } from '../incidents/service.js';
 import { INCIDENT_STATES, type Incident, type IncidentStatus } from '../incidents/store.js';
@@ -171,7 +172,7 @@ async function runStart(cmd: ParsedCommand, ctx: CommandContext, skip: number): 
     scope = { text, selector };
   }
   const alert = cmd.options.alert ? await ctx.services.alerts?.byId(cmd.options.alert) : undefined;
-  if (cmd.options.alert && !alert) throw new CommandError('alert_not_found', `No alert ${cmd.options.alert}: \`alerts\` lists the active and recently resolved ones.`);
+  if (cmd.options.alert && !alert) throw ctx.services.alerts ? await ctx.services.alerts.notFound(cmd.options.alert) : new AlertNotFoundError(cmd.options.alert);
   const incident = await svc.declare({ title, severity, ...(scope ? { scope } : {}), by: ctx.user });
   // Declared from an alert: the alert is when the incident was detected.
   if (alert) {

@@ -208,6 +208,29 @@ async function dispatchCommand(text: string, ctx: CommandContext): Promise<Reply
   }
 }
 
+/** Who asks for help: all a help answer needs of a CommandContext (it pages, and remembers the page for `more`). */
+type Asker = Pick<CommandContext, 'user' | 'surface' | 'channel' | 'threadTs'>;
+
+/**
+ * `help` and `help COMMAND` answered from the command list alone, without config, Argo CD or Redis, so help
+ * works before rollcall.yaml exists. Undefined when the text asks for something else.
+ */
+export function answerHelp(text: string, asker: Asker): Reply | undefined {
+  let cmd: ParsedCommand;
+  try {
+    cmd = parseCommand(text);
+  } catch {
+    return undefined;
+  }
+  if (cmd.command && findCommand(cmd.command)?.name !== 'help') return undefined;
+  try {
+    const page = takePage(cmd);
+    return paged(helpReply(cmd.positional[0]), { ...cmd, command: 'help' }, page, asker, true);
+  } catch (error) {
+    return replyFromError('help', error);
+  }
+}
+
 /** `--page N` / `page=N`: which window of a long answer to show. Every command takes it. */
 function takePage(cmd: ParsedCommand): number | undefined {
   const raw = cmd.options.page;
@@ -221,10 +244,10 @@ function takePage(cmd: ParsedCommand): number | undefined {
 // carries its page itself, so only a conversation with one process (the terminal, the demo) relies on it.
 const lastPaged = new Map<string, { command: string; page: number }>();
 const MAX_REMEMBERED = 1000;
-const conversationOf = (ctx: CommandContext) => [ctx.user, ctx.channel ?? '', ctx.threadTs ?? ''].join('\u0000');
+const conversationOf = (ctx: Asker) => [ctx.user, ctx.channel ?? '', ctx.threadTs ?? ''].join('\u0000');
 
 /** Stamps the page and the command on a reply, refuses a page past the end, and remembers it for `more`. */
-function paged(reply: Reply, cmd: ParsedCommand, page: number | undefined, ctx: CommandContext, readOnly: boolean): Reply {
+function paged(reply: Reply, cmd: ParsedCommand, page: number | undefined, ctx: Asker, readOnly: boolean): Reply {
   if (!reply.ok) return reply;
   const text = commandText(cmd);
   // Turning a page re-runs the command: only one that reads may be re-run that way, never a sync.

@@ -7,7 +7,7 @@ import type { FleetApp } from '../fleet/model.js';
 import { appRef, argoApiFor, namedApp, withinLiveBudget } from './app.js';
 import { CommandError, checkOptions, checkPositional } from './parse.js';
 import type { CommandContext, CommandSpec, ParsedCommand } from './registry.js';
-import { suggest } from './suggest.js';
+import { suggest } from '../core/suggest.js';
 
 const USAGE = 'logs APP [RESOURCE] [CONTAINER] [tail=N] [previous=true] [instance=X]';
 /** Lines per pod by default, as a first look (kubectl shows all; a chat answer cannot). */

@@ -1,4 +1,4 @@
-import { formatSelectorParam, type RunService, findRunbookAction, runPausable, paramReference, substitute, ParamError, describeParams, parseParams, type ParamValue, auditReply, NothingToDo, nothingToDoReply, previewReply, progressReply, runListReply, type Run } from '../runbooks/index.js';
+import { formatSelectorParam, type RunService, findRunbookAction, runPausable, paramReference, substitute, ParamError, describeParams, parseParams, type ParamValue, auditReply, NothingToDo, nothingToDoReply, previewReply, progressReply, runListReply, RunNotFoundError, type Run } from '../runbooks/index.js';
 import { selectApps } from '../fleet/select.js';
 import type { FleetApp } from '../fleet/model.js';
 import { CommandError, SELECTOR_OPTIONS, selectorFromCommand } from './parse.js';
@@ -47,8 +47,16 @@ export async function auditRefusal(ctx: CommandContext, event: { target: string;
   }
 }
 
+/** An unknown run id, with the closest ids among the recent runs. */
+async function runNotFound(runs: RunService, runId: string): Promise<RunNotFoundError> {
+  const recent = await runs.list(50).catch(() => []);
+  return new RunNotFoundError(runId, recent.map((r) => r.id));
+}
+
 /** An action on a run (`runs confirm ID`, the Confirm button ...) that threw: refusals are audited, then answered. */
-async function refusedOrFailed(ctx: CommandContext, command: string, action: string, runId: string, error: unknown): Promise<Reply> {
+async function refusedOrFailed(ctx: CommandContext, command: string, action: string, runId: string, thrown: unknown): Promise<Reply> {
+  const runs = runsOf(ctx);
+  const error = thrown instanceof RunNotFoundError && runs ? await runNotFound(runs, runId) : thrown;
   const code = error instanceof RollcallError ? error.code : undefined;
   const reply = failure(command, error);
   // The engine audits a refused approval itself (it is where approvers are decided).
@@ -195,14 +203,14 @@ export const runsCommand: CommandSpec = {
       switch (verb) {
         case 'show': {
           const run = await runs.get(id);
-          if (!run) return errorReply('runs', 'run_not_found', `No run ${id}. \`runs\` lists recent runs.`);
+          if (!run) throw await runNotFound(runs, id);
           return run.status === 'awaiting-confirmation' ? previewReply(run) : progressReply(run);
         }
         case 'wait':
           return progressReply(await runs.waitForEnd(id, 6 * 3_600_000));
       }
     } catch (error) {
-      return failure('runs', error);
+      return failure('runs', error instanceof RunNotFoundError ? await runNotFound(runs, id) : error);
     }
     const act = Object.hasOwn(RUN_VERBS, verb) ? RUN_VERBS[verb] : undefined;
     if (!act) return errorReply('runs', 'usage', `Unknown \`runs ${verb}\`: use show, confirm, approve, cancel, pause, resume, abort or wait.`);
@@ -294,8 +302,13 @@ export const runFormAction: ActionSpec = {
       params = parseParams(runbook, form.params);
     } catch (error) {
       if (!(error instanceof ParamError)) return undefined;
-      // The message starts with the field's name; next to the field it only needs the problem.
-      return Object.fromEntries(error.problems.map((p) => [p.param, p.message.replace(new RegExp(`^${p.param}: `), '')]));
+      // The message starts with the field's name; next to the field it only needs the problem, and the close value (`gate=healthy`: healthy).
+      return Object.fromEntries(
+        error.problems.map((p) => {
+          const near = p.code === 'invalid_value' && p.suggestion ? `; did you mean ${p.suggestion.slice(p.param.length + 1)}?` : '';
+          return [p.param, `${p.message.replace(new RegExp(`^${p.param}: `), '')}${near}`];
+        }),
+      );
     }
     // Then what each step's action accepts (ranges, one of two fields): shown at the param that feeds it.
     const errors: Record<string, string> = {};

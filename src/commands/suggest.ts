@@ -1,43 +1,6 @@
-import { distance } from 'fastest-levenshtein';
 import type { FleetView } from '../fleet/model.js';
-import { MAX_NAME_LENGTH, MAX_SUGGESTION_DISTANCE } from '../core/closest.js';
+import { suggest, suggestScored } from '../core/suggest.js';
 import { CommandError } from './parse.js';
-
-/**
- * The closest candidates to a mistyped word, best first. Prefix and substring matches rank ahead of
- * edit distance because on-call types the start of a name ("payments" for payments-prod-us1).
- */
-export function suggest(word: string, candidates: Iterable<string>, max = 3): string[] {
-  return suggestScored(word, candidates, max).map((s) => s.name);
-}
-
-/** suggest() with the scores (lower is closer), to merge suggestions of several kinds of names. */
-export function suggestScored(word: string, candidates: Iterable<string>, max = 3): { name: string; score: number }[] {
-  const needle = word.toLowerCase();
-  if (!needle || needle.length > MAX_NAME_LENGTH) return [];
-  const limit = Math.min(MAX_SUGGESTION_DISTANCE, Math.max(2, Math.floor(needle.length / 3)));
-  const scored: { name: string; score: number }[] = [];
-  const seen = new Set<string>();
-  for (const name of candidates) {
-    if (seen.has(name)) continue;
-    seen.add(name);
-    const lower = name.toLowerCase();
-    let score: number;
-    if (lower === needle) score = 0;
-    else if (lower.startsWith(needle)) score = 1 + (lower.length - needle.length) / 1000;
-    else if (needle.length >= 3 && lower.includes(needle)) score = 2 + (lower.length - needle.length) / 1000;
-    else {
-      // Cheap bound first: names far longer or shorter cannot be within the limit.
-      if (Math.abs(lower.length - needle.length) > limit) continue;
-      const d = distance(needle, lower);
-      if (d > limit) continue;
-      score = 3 + d;
-    }
-    scored.push({ name, score });
-  }
-  scored.sort((a, b) => a.score - b.score || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  return scored.slice(0, max);
-}
 
 /** Names of apps, appsets and clusters across the fleet, for "did you mean". */
 export function fleetNames(fleet: FleetView): { apps: Set<string>; appSets: Set<string>; clusters: Set<string> } {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { parseDocument, LineCounter, isMap, isSeq, isScalar, type Node } from 'yaml';
 import type { z } from 'zod';
 import { configFileSchema, keysAt, type RollcallConfig } from './schema.js';
-import { closest } from '../core/closest.js';
+import { suggest } from '../core/suggest.js';
 import { RollcallError } from '../core/errors.js';
 
 export interface ConfigProblem {
@@ -116,7 +116,7 @@ export function zodProblems(
 
 function unknownKey(at: PropertyKey[], known: string[], locate?: (p: readonly PropertyKey[], at?: 'value' | 'key') => number | undefined): ConfigProblem {
   const key = String(at.at(-1));
-  const [suggestion] = closest(key, known, 1);
+  const [suggestion] = suggest(key, known, 1);
   const hint = suggestion ? ` (did you mean ${suggestion}?)` : known.length ? ` (known keys here: ${known.join(', ')})` : '';
   return { path: formatPath(at), message: `unknown key "${key}"${hint}`, line: locate?.(at, 'key'), ...(suggestion ? { suggestion } : {}) };
 }

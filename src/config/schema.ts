@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { z } from 'zod';
-import { closest } from '../core/closest.js';
+import { suggest } from '../core/suggest.js';
 import { isTimeZone } from '../core/format.js';
 import { ALERT_RULES, ruleMeta } from './rule-catalog.js';
 
@@ -217,7 +217,7 @@ export { ALERT_RULES, type AlertRuleName } from './rule-catalog.js';
 function unknownAlertRule(name: string): string {
   const meta = ruleMeta(name);
   if (meta) return `rule "${name}" raises no alerts (it is a diagnose finding); alert rules: ${ALERT_RULES.join(', ')}`;
-  const near = closest(name, ALERT_RULES, 1);
+  const near = suggest(name, ALERT_RULES, 1);
   return `unknown alert rule "${name}"${near.length ? ` (did you mean "${near[0]}"?)` : ''} (rules: ${ALERT_RULES.join(', ')})`;
 }
 

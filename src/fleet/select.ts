@@ -1,6 +1,6 @@
 import picomatch from 'picomatch';
 import type { FleetApp, FleetView } from './model.js';
-import { closest } from '../core/closest.js';
+import { suggest } from '../core/suggest.js';
 import { RollcallError } from '../core/errors.js';
 
 /**
@@ -205,7 +205,7 @@ export function nameMatcher(pattern: string): (name: string) => boolean {
 }
 
 function unknown(kind: string, value: string, candidates: Iterable<string>): SelectorError {
-  const suggestions = closest(value, candidates);
+  const suggestions = suggest(value, candidates);
   const hint = suggestions.length ? ` Did you mean ${suggestions.join(', ')}?` : '';
   return new SelectorError(`No ${kind} named "${value}".${hint}`, 'unknown_target', { kind, value, suggestions });
 }

@@ -1,5 +1,6 @@
 import { absoluteTime, formatDuration } from '../core/format.js';
 import { RollcallError } from '../core/errors.js';
+import { suggest } from '../core/suggest.js';
 import type { FleetView } from '../fleet/model.js';
 import { selectApps, type AppSelector } from '../fleet/select.js';
 import type { ChangeLog } from './change-log.js';
@@ -46,8 +47,9 @@ export class IncidentError extends RollcallError {
     code: 'incident_not_found' | 'incident_ambiguous' | 'incident_none_open' | 'incident_closed' | 'incident_not_closed' | 'invalid_params',
     message: string,
     readonly open: Incident[] = [],
+    suggestions: string[] = open.map((i) => i.id),
   ) {
-    super(code, message, open.length ? { suggestions: open.map((i) => i.id), data: { open: open.map((i) => ({ id: i.id, title: i.title, state: i.state, severity: i.severity })) } } : {});
+    super(code, message, { suggestions, ...(open.length ? { data: { open: open.map((i) => ({ id: i.id, title: i.title, state: i.state, severity: i.severity })) } } : {}) });
   }
 }
 
@@ -112,7 +114,10 @@ export class IncidentService {
   async resolve(id: string | undefined, where: { channel?: string; threadTs?: string } = {}): Promise<Incident> {
     if (id) {
       const incident = await this.store.get(normalizeId(id));
-      if (!incident) throw new IncidentError('incident_not_found', `No incident ${normalizeId(id)}. \`incidents\` lists the open and recent ones.`);
+      if (!incident) {
+        const known = (await this.store.recent(50)).map((i) => i.id);
+        throw new IncidentError('incident_not_found', `No incident ${normalizeId(id)}: \`incidents\` lists the open and recent ones.`, [], suggest(normalizeId(id), known));
+      }
       return incident;
     }
     const open = await this.store.open();

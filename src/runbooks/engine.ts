@@ -1,7 +1,7 @@
 import { formatDuration, typedDuration } from '../core/format.js';
+import { suggest } from '../core/suggest.js';
 import { setMaxListeners } from 'node:events';
 import type { Job, Queue, Worker } from 'bullmq';
-import { closest } from 'fastest-levenshtein';
 import type { RunbookServices as Services } from './services.js';
 import type { MessageRef } from '../core/notifier.js';
 import { createStepQueue, createStepWorker, DEFAULT_TIMING, delayedError, handBack, type StepJobData, type WorkerTiming } from '../jobs/queues.js';
@@ -36,8 +36,8 @@ export class RunbookNotFoundError extends RollcallError {
     readonly runbook: string,
     readonly known: string[],
   ) {
-    const near = known.length ? closest(runbook, known) : undefined;
-    super('unknown_runbook', `no runbook "${runbook}"${near ? ` (did you mean ${near}?)` : ''}; runbooks: ${known.join(', ') || 'none loaded'}`);
+    // The suggestion goes with the error, not in its text: a reply prints it once, under the message.
+    super('unknown_runbook', `no runbook "${runbook}"; runbooks: ${known.join(', ') || 'none loaded'}`, { suggestions: suggest(runbook, known) });
   }
 }
 

@@ -6,6 +6,7 @@
 export type { RunService } from './engine.js';
 export type { RunbookServices } from './services.js';
 export type { Run, RunStatus } from './run-store.js';
+export { RunNotFoundError } from './run-store.js';
 export type { PauseRecord } from './rollout-pause.js';
 export { PAUSED_AT, PAUSED_BY, PAUSE_RUN } from './rollout-pause.js';
 export { formatSelectorParam } from './actions/bulk-sync.js';

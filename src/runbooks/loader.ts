@@ -1,6 +1,5 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { closest } from 'fastest-levenshtein';
 import { LineCounter, parseDocument } from 'yaml';
 import { parseDuration } from '../config/schema.js';
 import { formatPath, lineOf, zodProblems } from '../config/load.js';
@@ -10,6 +9,7 @@ import { coerceParam, type ParamValue } from './params.js';
 import { runbookFileSchema, type Runbook } from './schema.js';
 import { RollcallError } from '../core/errors.js';
 import { packageFile } from '../core/package-files.js';
+import { suggest } from '../core/suggest.js';
 
 export interface RunbookProblem {
   file: string;
@@ -99,7 +99,7 @@ export function parseRunbook(text: string, file: string): { runbook?: Runbook; p
     const action = findRunbookAction(step.action);
     if (!action) {
       const known = runbookActionNames();
-      problem(['steps', i, 'action'], `unknown action "${step.action}"${known.length ? ` (did you mean ${closest(step.action, known)}? actions: ${known.join(', ')})` : ''}`);
+      problem(['steps', i, 'action'], `unknown action "${step.action}"${known.length ? ` (${nearText(step.action, known)}actions: ${known.join(', ')})` : ''}`);
     } else {
       checkStepInput(action.name, action.input, step.with, (segments, message) => problem(['steps', i, 'with', ...segments], message));
     }
@@ -107,7 +107,7 @@ export function parseRunbook(text: string, file: string): { runbook?: Runbook; p
       const m = PARAM_EXPR.exec(expr);
       if (!m) problem(where, `only \${{ params.NAME }} can be used here (got "\${{${expr}}}")`);
       else if (!data.params[m[1]])
-        problem(where, `unknown param "${m[1]}"${paramNames.length ? ` (did you mean ${closest(m[1], paramNames)}?)` : ' (the runbook declares no params)'}`);
+        problem(where, `unknown param "${m[1]}"${paramNames.length ? ` (${nearText(m[1], paramNames)}params: ${paramNames.join(', ')})` : ' (the runbook declares no params)'}`);
     }
     let timeoutMs: number | undefined;
     if (step.timeout !== undefined) {
@@ -134,6 +134,12 @@ export function parseRunbook(text: string, file: string): { runbook?: Runbook; p
   return { runbook: { name: data.name, title: data.title, description: data.description, params: data.params, access: data.access, steps, file }, problems };
 }
 
+/** "did you mean X? " when a known name is close to the word, else nothing: the full list follows it. */
+function nearText(word: string, known: string[]): string {
+  const near = suggest(word, known, 1)[0];
+  return near ? `did you mean ${near}? ` : '';
+}
+
 /**
  * A step's `with` against its action's input schema, at load time rather than mid-run: unknown
  * keys (with the closest known one), required inputs left out, and literal values of the wrong
@@ -147,7 +153,7 @@ function checkStepInput(actionName: string, input: z.ZodType, given: Record<stri
   for (const [key, value] of Object.entries(values)) {
     const field = shape[key];
     if (!field) {
-      problem([key], `${actionName} has no input "${key}"${known.length ? ` (did you mean ${closest(key, known)}? inputs: ${known.join(', ')})` : ''}`);
+      problem([key], `${actionName} has no input "${key}"${known.length ? ` (${nearText(key, known)}inputs: ${known.join(', ')})` : ''}`);
       continue;
     }
     if (JSON.stringify(value ?? null).includes('${{')) continue;

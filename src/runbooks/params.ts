@@ -1,7 +1,7 @@
-import { closest } from 'fastest-levenshtein';
 import { parseDuration } from '../config/schema.js';
 import type { Runbook, RunbookParam } from './schema.js';
 import { RollcallError } from '../core/errors.js';
+import { suggest } from '../core/suggest.js';
 import { typedDuration } from '../core/format.js';
 
 export type ParamValue = string | number | boolean;
@@ -10,6 +10,7 @@ export interface ParamProblem {
   param: string;
   code: 'unknown_param' | 'missing_param' | 'invalid_value';
   message: string;
+  /** What was probably meant, as it would be typed (`prune=true`, `gate=healthy`); not repeated in `message`. */
   suggestion?: string;
 }
 
@@ -29,8 +30,8 @@ export class ParamError extends RollcallError {
 const TRUE = new Set(['true', 'yes', 'on', '1']);
 const FALSE = new Set(['false', 'no', 'off', '0']);
 
-/** Converts one typed value. Returns a message when the text does not fit the type. */
-export function coerceParam(name: string, spec: RunbookParam, raw: ParamValue): { value: ParamValue } | { error: string } {
+/** Converts one typed value. Returns a message (and a close enum value, if any) when the text does not fit the type. */
+export function coerceParam(name: string, spec: RunbookParam, raw: ParamValue): { value: ParamValue } | { error: string; suggestion?: string } {
   const text = String(raw).trim();
   switch (spec.type) {
     case 'string':
@@ -59,8 +60,8 @@ export function coerceParam(name: string, spec: RunbookParam, raw: ParamValue): 
     case 'enum': {
       const values = spec.values ?? [];
       if (values.includes(text)) return { value: text };
-      const near = values.length ? closest(text, values) : undefined;
-      return { error: `${name}: expected one of ${values.join(', ')} (got "${text}")${near ? `; did you mean ${near}?` : ''}` };
+      const near = suggest(text, values, 1)[0];
+      return { error: `${name}: expected one of ${values.join(', ')} (got "${text}")`, ...(near ? { suggestion: `${name}=${near}` } : {}) };
     }
   }
 }
@@ -76,17 +77,17 @@ export function parseParams(runbook: Runbook, raw: Record<string, string>): Reco
   for (const [name, text] of Object.entries(raw)) {
     const spec = runbook.params[name];
     if (!spec) {
-      const suggestion = known.length ? closest(name, known) : undefined;
+      const near = suggest(name, known, 1)[0];
       problems.push({
         param: name,
         code: 'unknown_param',
-        message: `unknown param "${name}" for ${runbook.name}${suggestion ? ` (did you mean ${suggestion}?)` : ''}; params: ${known.join(', ') || 'none'}`,
-        suggestion,
+        message: `unknown param "${name}" for ${runbook.name}; params: ${known.join(', ') || 'none'}`,
+        ...(near ? { suggestion: `${near}=${text}` } : {}),
       });
       continue;
     }
     const result = coerceParam(name, spec, text);
-    if ('error' in result) problems.push({ param: name, code: 'invalid_value', message: result.error });
+    if ('error' in result) problems.push({ param: name, code: 'invalid_value', message: result.error, ...(result.suggestion ? { suggestion: result.suggestion } : {}) });
     else values[name] = result.value;
   }
   for (const [name, spec] of Object.entries(runbook.params)) {

@@ -6,6 +6,7 @@ import { keyBase } from '../jobs/redis.js';
 import type { RunTarget } from './actions/types.js';
 import type { ParamValue } from './params.js';
 import { RollcallError } from '../core/errors.js';
+import { suggest } from '../core/suggest.js';
 import type { Surface } from '../core/access.js';
 
 export type RunStatus =
@@ -93,10 +94,14 @@ export interface Run {
   version: number;
 }
 
+/** The one wording of an unknown run id, whichever surface or path met it; `recent` ids give the suggestions. */
 export class RunNotFoundError extends RollcallError {
   declare readonly code: 'run_not_found';
-  constructor(readonly runId: string) {
-    super('run_not_found', `no run ${runId} (see /argo runs for recent runs)`);
+  constructor(
+    readonly runId: string,
+    recent: string[] = [],
+  ) {
+    super('run_not_found', `No run ${runId}: \`runs\` lists recent runs.`, { suggestions: suggest(runId, recent) });
   }
 }
 

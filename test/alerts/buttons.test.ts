@@ -9,7 +9,9 @@ import { AuditLog } from '../../src/audit/audit-log.js';
 import { startEngine } from '../../src/runbooks/engine.js';
 import { PauseStore } from '../../src/runbooks/rollout-pause.js';
 import { progressiveInfraFixture } from '../../src/sim/scenarios/progressive-infra.js';
-import { blockActionsPayload, postInteraction } from '../support/slack-request.js';
+import { blockActionsPayload, postInteraction, postSlashCommand } from '../support/slack-request.js';
+import { dispatch } from '../../src/commands/index.js';
+import { renderText } from '../../src/views/text.js';
 import { startHarness, SECRET, type Harness } from '../slack/harness.js';
 import { allText } from '../slack/limits.js';
 import { testPrefix } from '../runbooks/fake-argo.js';
@@ -103,6 +105,18 @@ describe('alert buttons through Bolt (HTTP, fake Slack Web API)', () => {
     expect(update.args.channel).toBe('C_ALERTS');
     expect(allText(update.args.blocks)).toContain('Acknowledged');
     expect(buttons(update.args.blocks).map((b) => b.text.text)).not.toContain('Ack');
+  });
+
+  it('an unknown alert id reads the same in Slack (a slash command through Bolt) and in the terminal, with the closest id', async () => {
+    const alert = (await store.all()).find((a) => a.rule === 'stuck-step')!;
+    const typo = `${alert.id}x`;
+    await postSlashCommand(h.url, SECRET, { text: `alert show ${typo}`, user_id: 'U_OP', response_url: h.fake.responseUrl('unknown-alert') });
+    await expect.poll(() => h.fake.responsesTo('unknown-alert').length).toBe(1);
+    const message = `No alert ${typo}: \`alerts\` lists the active and recently resolved ones.`;
+    expect(allText(h.fake.responsesTo('unknown-alert')[0].body.blocks)).toBe(`:x: ${message}\nDid you mean: \`${alert.id}\`?`);
+    const terminal = await dispatch(`alert show ${typo}`, { services: h.services, user: 'U_OP', surface: 'terminal' });
+    expect(terminal.error).toEqual({ code: 'alert_not_found', message, suggestions: [alert.id] });
+    expect(renderText(terminal)).toBe(`✖ ${message.replace(/`/g, '')}\n\nDid you mean: ${alert.id}?\n`);
   });
 
   it('Show rollout answers with the rollout of the stuck appset', async () => {

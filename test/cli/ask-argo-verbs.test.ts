@@ -115,7 +115,7 @@ describe('rollcall ask with history, logs and rollback (processes, against rollc
     const summary = ran.stdout.match(/Roll back an app r-[a-z0-9]+: succeeded/g);
     expect(summary, ran.stdout).toHaveLength(1);
     expect(ran.stdout.match(/Steps:/g)).toHaveLength(1);
-    expect(ran.stdout).toContain(`${APP} rolled back to history #6 (${REV.r6.slice(0, 7)})`);
+    expect(ran.stdout).toContain(`${APP} rolled back to #6 (revision ${REV.r6.slice(0, 7)})`);
     expect(ran.stderr).not.toMatch(/queued/);
     expect(ran.stdout).not.toMatch(/\*[^*\s][^*]*\*|<[^>]+\|[^>]+>/);
 

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dispatch } from '../../src/commands/index.js';
-import { suggest } from '../../src/commands/suggest.js';
+import { suggest } from '../../src/core/suggest.js';
 import type { CommandContext, Services } from '../../src/commands/registry.js';
 import { StaticFleet } from '../../src/fleet/model.js';
-import { closest } from '../../src/core/closest.js';
 import { startEngine, type EngineHandle } from '../../src/runbooks/engine.js';
 import { loadScenario } from '../../src/sim/scenarios/index.js';
 import { cleanPrefix, testConfig, testPrefix } from '../runbooks/fake-argo.js';
@@ -56,15 +55,12 @@ describe('bounded cost of what users type', () => {
   it('keeps suggestions O(small): a 10,000-character word against 5,400 names takes milliseconds', () => {
     const many = Array.from({ length: 10 }, (_, i) => names.map((n) => `${n}-${i}`)).flat();
     const word = 'auth-service-prod-eu1'.repeat(500);
-    for (const fn of [() => suggest(word, many), () => closest(word, many)]) {
-      const started = performance.now();
-      expect(fn()).toEqual([]);
-      expect(performance.now() - started).toBeLessThan(100);
-    }
+    const longStarted = performance.now();
+    expect(suggest(word, many)).toEqual([]);
+    expect(performance.now() - longStarted).toBeLessThan(100);
     // A word of 40 characters, within reach of every name by length, is still cheap.
     const started = performance.now();
     suggest('payments-service-prod-us1-canary-tier-xx', many);
-    closest('payments-service-prod-us1-canary-tier-xx', many);
     expect(performance.now() - started).toBeLessThan(300);
   });
 });

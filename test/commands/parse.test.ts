@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CommandSyntaxError, commandText, parseCommand, selectorFromCommand, tokenize } from '../../src/commands/parse.js';
-import { suggest } from '../../src/commands/suggest.js';
+import { suggest } from '../../src/core/suggest.js';
 
 describe('parseCommand', () => {
   it('splits command, targets, key=value options and --flags', () => {

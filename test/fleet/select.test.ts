@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Application } from '../../src/argocd/types.js';
 import { StaticFleet } from '../../src/fleet/model.js';
-import { closest } from '../../src/core/closest.js';
+import { suggest } from '../../src/core/suggest.js';
 import { matchesLabels, parseLabelSelector, selectApps, SelectorError } from '../../src/fleet/select.js';
 
 function selectorError(fn: () => unknown): SelectorError {
@@ -166,11 +166,11 @@ describe('selectApps', () => {
   });
 });
 
-describe('closest', () => {
-  it('ranks by edit distance, then by containing the word, and caps the count', () => {
-    expect(closest('prod-eu', ['prod-eu1', 'prod-eu2', 'staging-eu1', 'prod-us1'], 2)).toEqual(['prod-eu1', 'prod-eu2']);
-    expect(closest('auth', ['auth-service', 'auth-config', 'search'])).toEqual(['auth-config', 'auth-service']);
-    expect(closest('zzz', ['auth', 'search'])).toEqual([]);
+describe('suggest', () => {
+  it('ranks by prefix, containing the word, then edit distance, and caps the count', () => {
+    expect(suggest('prod-eu', ['prod-eu1', 'prod-eu2', 'staging-eu1', 'prod-us1'], 2)).toEqual(['prod-eu1', 'prod-eu2']);
+    expect(suggest('auth', ['auth-service', 'auth-config', 'search'])).toEqual(['auth-config', 'auth-service']);
+    expect(suggest('zzz', ['auth', 'search'])).toEqual([]);
   });
 });
 

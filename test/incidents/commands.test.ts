@@ -76,6 +76,15 @@ describe('incident commands', () => {
     const show = await dispatch('incident', ctx());
     expect(show.data.metrics).toMatchObject({ impactStart: expect.any(String), detected: expect.any(String), acknowledged: expect.any(String) });
     expect(Date.parse((show.data.metrics as { impactStart: string }).impactStart)).toBeLessThan(Date.now() - 30 * 60_000);
+
+    // A mistyped id gets the closest incident ids, as every other name does; an alert id too.
+    const typo = `${id}9`;
+    expect((await dispatch(`incident show ${typo}`, ctx())).error).toMatchObject({
+      code: 'incident_not_found',
+      message: `No incident ${typo}: \`incidents\` lists the open and recent ones.`,
+      suggestions: expect.arrayContaining([id]),
+    });
+    expect((await dispatch('incident show INC-999999', ctx())).error?.suggestions).toBeUndefined();
   });
 });
 

@@ -10,7 +10,9 @@ import { loadFixture } from '../../src/sim/fixture.js';
 import type { SimServer } from '../../src/sim/server.js';
 import { fixturePath, simFault, simOperations, startTestSim } from '../support/sim.js';
 import { cleanPrefix, testPrefix } from './fake-argo.js';
-import { FAST } from './harness.js';
+import { FAST, RecordingNotifier } from './harness.js';
+import type { Notifier } from '../../src/core/notifier.js';
+import { renderText } from '../../src/views/text.js';
 import { servicesForSim } from './sim-support.js';
 
 const INSTANCE = 'prod';
@@ -43,10 +45,10 @@ function fixture(): Fixture {
   return f;
 }
 
-async function setup(opts: { rateLimit?: { max: number; per: number } } = {}) {
-  const sim: SimServer = await startTestSim({ fixture: fixture(), manual: false, speed: 20 });
+async function setup(opts: { rateLimit?: { max: number; per: number }; notifier?: Notifier; fixture?: Fixture } = {}) {
+  const sim: SimServer = await startTestSim({ fixture: opts.fixture ?? fixture(), manual: false, speed: 20 });
   cleanup.push(() => sim.stop());
-  const { services, fleet, clients } = await servicesForSim(sim);
+  const { services, fleet, clients } = await servicesForSim(sim, { notifier: opts.notifier });
   cleanup.push(() => fleet.stop());
   if (opts.rateLimit) for (const i of services.config.instances) i.rateLimit = opts.rateLimit;
   const prefix = testPrefix();
@@ -93,6 +95,40 @@ describe('rollback on the simulator', () => {
     expect(mutation).toMatchObject({ who: 'U_OP', target: `${INSTANCE}/${APP}`, result: 'accepted', params: { id: 6, attribution: expect.stringContaining('no infos') } });
     // The run's message offers no Pause: the rollback is one request Argo CD carries out on its own.
     expect(runButtons({ ...end, status: 'running' }).map((b) => b.label)).toEqual(['Abort']);
+  });
+
+  it('a dry run says what it would do, everywhere: preview, live progress, summary and audit; the preview shows the images before and after', async () => {
+    const f = fixture();
+    const app = f.instances.find((i) => i.name === INSTANCE)!.applications.find((a) => a.metadata.name === APP)!;
+    app.status!.history![1].source = { ...app.status!.history![1].source!, kustomize: { images: ['ghcr.io/acme/payments:1.40.3'] } };
+    const notifier = new RecordingNotifier();
+    const { runs, ctx, simApp, services, sim } = await setup({ notifier, fixture: f });
+    const preview = await dispatch(`rollback ${APP} 6 dryRun=true`, ctx('U_OP', false));
+    expect(preview.ok, JSON.stringify(preview.error)).toBe(true);
+    const runId = (preview.data as { runId: string }).runId;
+    const shown = renderText(preview);
+    expect(shown).toContain(`Dry run: would roll back ${APP} on`);
+    expect(shown).toMatch(/Would roll back to:\s+2222222 \(history #6/);
+    expect(shown).toMatch(/Images \(now → #6\):\s+ghcr\.io\/acme\/payments:1\.42\.0 → ghcr\.io\/acme\/payments:1\.40\.3/);
+    expect(shown).not.toMatch(/will be OutOfSync|Rolls back to/);
+    expect((preview.data as { preview: { images: unknown } }).preview.images).toEqual({ now: ['ghcr.io/acme/payments:1.42.0'], then: ['ghcr.io/acme/payments:1.40.3'] });
+
+    await runs.confirm(runId, 'U_OP', { channel: 'C_OPS' });
+    const end = await runs.waitForEnd(runId, 20_000);
+    expect(end.status, end.error).toBe('succeeded');
+    const sent = await posts(sim, /\/rollback$/);
+    expect(sent.map((o) => o.body)).toEqual([expect.objectContaining({ id: 6, dryRun: true })]);
+    // Nothing was applied: the app still runs what it ran.
+    expect(simApp(APP).status!.history!.map((h) => h.id)).toEqual([5, 6, 7]);
+
+    const summary = JSON.stringify(end.steps.map((s) => s.output));
+    expect(summary).toContain(`would roll back ${APP} to #6 (revision 2222222); dry run: nothing applied`);
+    const everything = [summary, ...notifier.posts.map((p) => renderText(p.reply)), ...notifier.updates.map((u) => renderText(u.reply))].join('\n');
+    // The live message followed it in the same words.
+    expect(notifier.updates.map((u) => renderText(u.reply)).join('\n')).toContain(`dry run: would roll back ${APP} to #6 (revision 2222222)`);
+    expect(everything).not.toMatch(/rolled back|rolling back/i);
+    const mutation = (await services.audit!.read({ runId })).find((e) => e.kind === 'argocd.mutation');
+    expect(mutation).toMatchObject({ result: 'accepted', message: `dry run of a rollback of ${APP} to #6 (revision 2222222) (nothing applied)`, params: { dryRun: true } });
   });
 
   it('without an id previews the previous deployment (history[len-2]), as the argocd CLI picks it', async () => {
@@ -168,6 +204,26 @@ describe('rollback on the simulator', () => {
     expect(await posts(sim, /\/rollback$/)).toEqual([]);
     const refused = (await services.audit!.latest(5)).find((e) => e.kind === 'run.refused');
     expect(refused).toMatchObject({ who: 'U_INTRUDER', target: 'rollback', result: 'forbidden' });
+  });
+});
+
+describe('bulk-sync dry run on the simulator', () => {
+  it('a bulk-sync dry run says what would sync, in the preview, the live message and the summary, never that it synced', async () => {
+    const notifier = new RecordingNotifier();
+    const { runs, ctx, sim } = await setup({ notifier });
+    const preview = await dispatch(`sync ${APP} dryRun=true includeSynced=true`, ctx('U_OP', false));
+    expect(preview.ok, JSON.stringify(preview.error)).toBe(true);
+    expect(renderText(preview)).toContain('Dry run: would sync 1 app on 1 cluster in 1 wave; nothing is applied.');
+    const runId = (preview.data as { runId: string }).runId;
+    await runs.confirm(runId, 'U_OP', { channel: 'C_OPS' });
+    const end = await runs.waitForEnd(runId, 20_000);
+    expect(end.status, end.error).toBe('succeeded');
+    expect((await posts(sim, /\/sync$/)).map((o) => o.body)).toEqual([expect.objectContaining({ dryRun: true })]);
+    const summary = end.steps.flatMap((st) => (st.output?.summary as string[] | undefined) ?? []).join('\n');
+    expect(summary).toContain('1 app(s) would sync on 1 cluster(s) (dry run: nothing applied)');
+    const live = notifier.updates.map((u) => renderText(u.reply)).join('\n');
+    expect(live).toContain('1/1 would sync (dry run: nothing applied)');
+    expect(`${summary}\n${live}`).not.toMatch(/\bsynced\b(?! and Healthy)/);
   });
 });
 

@@ -50,7 +50,12 @@ describe('runbook loader', () => {
   it('rejects a reference to an undeclared param at its line', () => {
     const text = GOOD.replace('${{ params.prune }}', '${{ params.prnue }}');
     const { problems } = parseRunbook(text, 'r.yaml');
-    expect(problems).toEqual([expect.objectContaining({ line: 11, path: 'steps[0].with.prune', message: expect.stringContaining('unknown param "prnue" (did you mean prune?)') })]);
+    expect(problems).toEqual([expect.objectContaining({ line: 11, path: 'steps[0].with.prune', message: expect.stringContaining('unknown param "prnue" (did you mean prune? params:') })]);
+  });
+
+  it('names no action when none is close to the unknown one, only the list', () => {
+    const { problems } = parseRunbook(GOOD.replace('action: bulk-sync', 'action: explode'), 'r.yaml');
+    expect(problems[0].message).toMatch(/^unknown action "explode" \(actions: [a-z-]+(, [a-z-]+)*\)$/);
   });
 
   it('refuses expressions other than params references (nothing is evaluated)', () => {

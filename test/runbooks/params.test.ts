@@ -28,15 +28,26 @@ describe('runbook params', () => {
         'concurrency: expected a whole number (got "ten")',
         'waveTimeout: expected a duration such as 30s, 10m or 1h (got "soon")',
         'prune: expected true or false (got "maybe")',
-        'gate: expected one of healthy, synced, none (got "helthy"); did you mean healthy?',
+        'gate: expected one of healthy, synced, none (got "helthy")',
       ]),
     );
+    expect(found.find((p) => p.param === 'gate')).toMatchObject({ code: 'invalid_value', suggestion: 'gate=healthy' });
   });
 
-  it('suggests the closest param for an unknown one', () => {
+  it('suggests the closest param for an unknown one, as it would be typed, and only once (not in the message too)', () => {
     const [p] = problems({ selector: 'a-*', prnue: 'true' });
-    expect(p).toMatchObject({ code: 'unknown_param', param: 'prnue', suggestion: 'prune' });
-    expect(p.message).toContain('(did you mean prune?)');
+    expect(p).toMatchObject({ code: 'unknown_param', param: 'prnue', suggestion: 'prune=true' });
+    expect(p.message).toBe('unknown param "prnue" for bulk-sync; params: ' + Object.keys(bulk.params).join(', '));
+  });
+
+  it('offers an enum value or a param name only when it is close to what was typed', () => {
+    const found = problems({ selector: 'a-*', gate: 'green', onFailure: 'explode', zzzzzzzz: 'x' });
+    expect(found.map((p) => [p.param, p.suggestion])).toEqual([
+      ['gate', undefined],
+      ['onFailure', undefined],
+      ['zzzzzzzz', undefined],
+    ]);
+    expect(found.find((p) => p.param === 'gate')!.message).toBe('gate: expected one of healthy, synced, none (got "green")');
   });
 
   it('names a missing required param and how to give it', () => {

@@ -142,7 +142,7 @@ describe('/argo rollback in Slack', () => {
     const last = allText(updates.at(-1)!.args.blocks);
     expect(last).toMatch(/succeeded/i);
     expect(last).toContain(`Roll back an app ${run.id}: succeeded`);
-    expect(last).toContain(`${APP} rolled back to history #6 (${REV.r6.slice(0, 7)})`);
+    expect(last).toContain(`${APP} rolled back to #6 (revision ${REV.r6.slice(0, 7)})`);
     expect(last).not.toMatch(/Abort/);
 
     // The sim app ends on #6's revision, in a new history entry.

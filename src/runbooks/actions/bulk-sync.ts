@@ -6,6 +6,7 @@ import { attributionInfos } from '../../argocd/client.js';
 import { RollcallError } from '../../core/errors.js';
 import { literal, plural, typedDuration } from '../../core/format.js';
 import type { ReplyBlock, ReplyItem } from '../../core/reply.js';
+import { suggest } from '../../core/suggest.js';
 import type { FleetApp } from '../../fleet/model.js';
 import { selectApps, type AppSelector } from '../../fleet/select.js';
 import { LeaseLostError, type CheckpointEntry, type RunProgress } from '../run-store.js';
@@ -98,6 +99,37 @@ function wavePatterns(wave: string): string[] {
     .split(',')
     .map((p) => p.trim())
     .filter(Boolean);
+}
+
+/**
+ * What a mistyped wave pattern was probably meant to be: a name (`auth-config-prod-eu1`) is compared with
+ * the apps' names, a prefix glob (`auth-confg-*`) with their dash-separated prefixes; other globs get none.
+ */
+function waveSuggestions(pattern: string, apps: PlannedApp[]): string[] {
+  const prefix = pattern.endsWith('*') ? pattern.slice(0, -1) : undefined;
+  if (/[*?[\]{}!]/.test(prefix ?? pattern)) return [];
+  if (prefix === undefined) return suggest(pattern, apps.map((a) => a.app), 2);
+  const prefixes = new Set<string>();
+  for (const { app } of apps) for (let at = app.indexOf('-'); at > 0; at = app.indexOf('-', at + 1)) prefixes.add(app.slice(0, at + 1));
+  return suggest(prefix, prefixes, 2).map((p) => `${p}*`);
+}
+
+/**
+ * A wave pattern that matches none of the selected apps is a typo, not a plan: the apps it was meant for
+ * would go in "(the rest)", out of the order asked for. Refused before the preview, naming the pattern and what it was
+ * probably meant to be. (A pattern that matches only apps skipped as already Synced is a warning instead.)
+ */
+export function assertWavesMatch(selected: PlannedApp[], waves: string | undefined): void {
+  const patterns = [...new Set((waves ?? '').split(';').flatMap(wavePatterns))];
+  const unmatched = patterns.filter((p) => !selected.some((a) => picomatch(p)(a.app)));
+  if (!unmatched.length) return;
+  const suggestions = [...new Set(unmatched.flatMap((p) => waveSuggestions(p, selected)))];
+  const named = unmatched.map((p) => `\`${p}\``).join(', ');
+  throw new RollcallError(
+    'invalid_params',
+    `wave pattern${unmatched.length === 1 ? '' : 's'} ${named} match${unmatched.length === 1 ? 'es' : ''} none of the ${plural(selected.length, 'selected app')}: waves are app-name globs, in order (\`waves="auth-config-*;auth-service-*"\`). Nothing was started.`,
+    { suggestions },
+  );
 }
 
 /** Wave and canary settings that will not do what they say: said in the preview, before anyone confirms. */
@@ -250,7 +282,8 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
     );
   }
   const selected = selectApps(ctx.services.fleet, parseSelectorParam(input.selector));
-  if (!selected.length) throw new RollcallError('unknown_target', `no apps match "${input.selector}" (check /argo status ${input.selector.split(/\s+/)[0]})`);
+  if (!selected.length) throw new RollcallError('unknown_target', `no apps match "${input.selector}" (\`status ${input.selector.split(/\s+/)[0]}\` shows what there is)`);
+  assertWavesMatch(selected.map(planned), input.waves);
   const toSync: FleetApp[] = [];
   const skipped: BulkSyncPlan['skipped'] = [];
   for (const f of selected) {
@@ -306,7 +339,7 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
     }),
   );
   const summary = toSync.length
-    ? `Sync ${toSync.length} app${toSync.length === 1 ? '' : 's'} on ${clusters.length} cluster${clusters.length === 1 ? '' : 's'}${input.prune ? ' with prune' : ''}${input.dryRun ? ' (dry run)' : ''} in ${waves.length} wave${waves.length === 1 ? '' : 's'}${skipped.length ? `; ${skipped.length} already Synced+Healthy, skipped` : ''}${plan.prune?.resources ? `. Prune ${input.dryRun ? 'would delete' : 'deletes'} ${plural(plan.prune.resources, 'resource')}` : ''}.`
+    ? `${input.dryRun ? 'Dry run: would sync' : 'Sync'} ${toSync.length} app${toSync.length === 1 ? '' : 's'} on ${clusters.length} cluster${clusters.length === 1 ? '' : 's'}${input.prune ? ' with prune' : ''} in ${waves.length} wave${waves.length === 1 ? '' : 's'}${skipped.length ? `; ${skipped.length} already Synced+Healthy, skipped` : ''}${plan.prune?.resources ? `. Prune ${input.dryRun ? 'would delete' : 'deletes'} ${plural(plan.prune.resources, 'resource')}` : ''}${input.dryRun ? '; nothing is applied' : ''}.`
     : `Nothing to sync: ${selected.length === 1 ? `${selected[0].app.metadata.name}, the one matching app, is` : `all ${selected.length} matching apps are`} already Synced and Healthy${input.revision ? ` at revision ${literal(input.revision)}` : ''}. To sync ${selected.length === 1 ? 'it' : 'them'} anyway, add includeSynced=true.`;
   return {
     targets: toSync.map((f) => ({ instance: f.instance, app: f.app.metadata.name, cluster: f.cluster })),
@@ -526,7 +559,7 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
     }
     const total = plan.waves.reduce((n, w) => n + w.apps.length, 0);
     ctx.progress({
-      headline: `wave ${Math.min(waveIndex + 1, plan.waves.length)}/${plan.waves.length}${plan.waves[waveIndex] ? ` (${plan.waves[waveIndex].name})` : ''} · ${counts.done}/${total} synced${input.dryRun ? ' (dry run)' : ''}`,
+      headline: `wave ${Math.min(waveIndex + 1, plan.waves.length)}/${plan.waves.length}${plan.waves[waveIndex] ? ` (${plan.waves[waveIndex].name})` : ''} · ${counts.done}/${total} ${input.dryRun ? 'would sync (dry run: nothing applied)' : 'synced'}`,
       counts,
       failing,
       wave: { index: waveIndex + 1, total: plan.waves.length },
@@ -640,10 +673,10 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
     if (!ctx.signal.aborted) return undefined;
     report(wave);
     const reason = String(ctx.signal.reason);
-    if (reason === 'abort') return { status: 'aborted', output: summarize(states) };
-    if (reason === 'timeout') return { status: 'failed', error: 'bulk-sync step timed out', output: summarize(states) };
-    if (reason === 'lease-lost' || reason === 'stale') return { status: 'interrupted', output: summarize(states) };
-    return { status: 'paused', reason: reason === 'pause' ? 'paused by a user' : reason, output: summarize(states) };
+    if (reason === 'abort') return { status: 'aborted', output: summarize(states, input.dryRun) };
+    if (reason === 'timeout') return { status: 'failed', error: 'bulk-sync step timed out', output: summarize(states, input.dryRun) };
+    if (reason === 'lease-lost' || reason === 'stale') return { status: 'interrupted', output: summarize(states, input.dryRun) };
+    return { status: 'paused', reason: reason === 'pause' ? 'paused by a user' : reason, output: summarize(states, input.dryRun) };
   };
 
   let currentWave = 0;
@@ -746,8 +779,8 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
           if (input.onFailure !== 'continue') {
             report(wave);
             const text = `${fresh.length} app${fresh.length === 1 ? '' : 's'} failed in wave ${wave + 1}: ${names.slice(0, 5).join('; ')}${names.length > 5 ? ` and ${names.length - 5} more` : ''}`;
-            if (input.onFailure === 'abort') return { status: 'failed', error: text, output: summarize(states) };
-            return { status: 'paused', reason: `${text}`, output: summarize(states) };
+            if (input.onFailure === 'abort') return { status: 'failed', error: text, output: summarize(states, input.dryRun) };
+            return { status: 'paused', reason: `${text}`, output: summarize(states, input.dryRun) };
           }
         }
         if (!keys.some((k) => !TERMINAL.includes(states.get(k)!.state))) break;
@@ -761,7 +794,7 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
   } catch (err) {
     if (err instanceof LeaseLostError) {
       report(currentWave);
-      return { status: 'interrupted', output: summarize(states) };
+      return { status: 'interrupted', output: summarize(states, input.dryRun) };
     }
     throw err;
   } finally {
@@ -769,13 +802,14 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
     ctx.signal.removeEventListener('abort', abortWake);
   }
   report(plan.waves.length - 1);
-  const output = summarize(states);
+  const output = summarize(states, input.dryRun);
   const failed = [...states.values()].filter((s) => s.state === 'failed' || s.state === 'timeout');
   if (failed.length) return { status: 'failed', error: `${failed.length} app(s) did not sync: ${failed.slice(0, 5).map((s) => `${s.app} (${s.reason})`).join('; ')}`, output };
   return { status: 'succeeded', output };
 }
 
-function summarize(states: Map<string, AppCheckpoint>): Record<string, unknown> {
+/** What the run did, in words; a dry run's accepted syncs applied nothing, so they are what would sync. */
+function summarize(states: Map<string, AppCheckpoint>, dryRun: boolean): Record<string, unknown> {
   const by = (state: AppState) => [...states.values()].filter((s) => s.state === state);
   const failed = [...by('failed'), ...by('timeout')].map((s) => ({ app: s.app, instance: s.instance, cluster: s.cluster, reason: s.reason }));
   const synced = by('done').length;
@@ -783,7 +817,7 @@ function summarize(states: Map<string, AppCheckpoint>): Record<string, unknown> 
   const remaining = [...states.values()].filter((s) => !TERMINAL.includes(s.state)).length;
   const clusters = new Set(by('done').map((s) => s.cluster).filter(Boolean)).size;
   const summary = [
-    `${synced} app(s) synced${clusters ? ` on ${clusters} cluster(s)` : ''}${skipped ? `, ${skipped} skipped (already Synced and Healthy)` : ''}${failed.length ? `, ${failed.length} failed or timed out` : ''}${remaining ? `, ${remaining} not synced yet` : ''}`,
+    `${synced} app(s) ${dryRun ? 'would sync' : 'synced'}${clusters ? ` on ${clusters} cluster(s)` : ''}${dryRun ? ' (dry run: nothing applied)' : ''}${skipped ? `, ${skipped} skipped (already Synced and Healthy)` : ''}${failed.length ? `, ${failed.length} failed or timed out` : ''}${remaining ? `, ${remaining} not synced yet` : ''}`,
     ...failed.slice(0, 5).map((f) => `${f.app}${f.cluster ? ` (${f.cluster})` : ''}: ${f.reason}`),
     ...(failed.length > 5 ? [`and ${failed.length - 5} more failed`] : []),
   ];

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { isArgoError } from '../../argocd/errors.js';
 import type { Application, RevisionHistory } from '../../argocd/types.js';
 import { COMPLETED_PHASES } from '../../argocd/types.js';
+import { historyImages } from '../../argocd/objects.js';
 import { RollcallError } from '../../core/errors.js';
 import { code, when } from '../../core/format.js';
 import type { ReplyBlock } from '../../core/reply.js';
@@ -58,6 +59,19 @@ const revsOf = (h: { revision?: string; revisions?: string[] }) => (h.revisions?
 const revText = (h: { revision?: string; revisions?: string[] }) => revsOf(h).map((r) => code(shortRev(r))).join(', ') || '(no revision)';
 const byWhom = (h: RevisionHistory) => (h.initiatedBy?.username ? ` by ${h.initiatedBy.username}` : h.initiatedBy?.automated ? ' by auto-sync' : '');
 const sameRevs = (a: string[], b: string[]) => a.length === b.length && a.every((r, i) => r === b[i]);
+const imageList = (images: string[]) => (images.length ? `${images.slice(0, 5).map(code).join(', ')}${images.length > 5 ? ` and ${images.length - 5} more` : ''}` : undefined);
+
+/**
+ * Images before → after: what the app runs now (status.summary.images) and what the history entry pinned
+ * through its source, the only images Argo CD records per deployment.
+ */
+function imagesChange(app: Application, entry: RevisionHistory): { now: string[]; then: string[]; text: string } {
+  const now = app.status?.summary?.images ?? [];
+  const then = historyImages(entry);
+  const before = imageList(now) ?? 'none reported';
+  const after = imageList(then) ?? `none pinned in history #${entry.id} (the manifests at that revision name them)`;
+  return { now, then, text: `${before} → ${after}` };
+}
 
 function resolveApp(ctx: PreviewContext, name: string, instance?: string): FleetApp {
   const found = ctx.services.fleet.appsNamed(name).filter((a) => !instance || a.instance === instance);
@@ -135,29 +149,33 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
   const deployedNow = current ? `${revText(current)} (history #${current.id}, deployed ${when(current.deployedAt)}${byWhom(current)})` : 'nothing recorded in its history';
   const target = `${revText(entry)} (history #${entry.id}, deployed ${when(entry.deployedAt)}${byWhom(entry)})`;
   const src = entry.source ?? entry.sources?.[0];
+  const images = imagesChange(app, entry);
   const blocks: ReplyBlock[] = [
     {
       kind: 'fields',
       fields: [
         { label: 'Deployed now', value: deployedNow },
-        { label: 'Rolls back to', value: target },
+        { label: input.dryRun ? 'Would roll back to' : 'Rolls back to', value: target },
+        { label: `Images (now → #${entry.id})`, value: images.text },
         { label: 'Cluster', value: `${fa.cluster} · ${fa.instance}` },
         { label: 'Options', value: `prune=${input.prune} · dryRun=${input.dryRun}` },
         ...(src ? [{ label: 'Source of that deployment', value: `${src.repoURL}${src.path ? ` · path ${code(src.path)}` : src.chart ? ` · chart ${code(src.chart)}` : ''} @ ${code(src.targetRevision || 'HEAD')}` }] : []),
       ],
     },
   ];
-  const notes = [
-    `${plan.app} will be OutOfSync with git afterwards and stay at this revision until someone syncs it (auto-sync is off, as Argo CD requires).`,
-    'Argo CD records the operation as started by rollcall\'s own account: a rollback request has no infos to name who asked, so rollcall\'s audit log records that.',
-  ];
+  const notes = input.dryRun
+    ? [`dryRun=true: Argo CD runs the rollback's sync as a dry run. Nothing is applied: ${plan.app} stays at ${current ? revText(current) : 'what it runs now'}.`]
+    : [
+        `${plan.app} will be OutOfSync with git afterwards and stay at this revision until someone syncs it (auto-sync is off, as Argo CD requires).`,
+        'Argo CD records the operation as started by rollcall\'s own account: a rollback request has no infos to name who asked, so rollcall\'s audit log records that.',
+      ];
   if (current && current.id === entry.id) notes.unshift(`History #${entry.id} is what is deployed now: this re-syncs the same revision.`);
-  if (input.prune) notes.push('prune=true: resources that the old revision does not have are deleted.');
+  if (input.prune) notes.push(input.dryRun ? 'prune=true: resources that the old revision does not have would be deleted.' : 'prune=true: resources that the old revision does not have are deleted.');
   blocks.push({ kind: 'list', title: 'Before confirming', items: notes.map((text) => ({ text, tone: 'warn' as const })) });
   return {
     targets: [{ instance: fa.instance, app: plan.app, cluster: fa.cluster }],
-    summary: `Roll back ${plan.app} on ${fa.cluster} from ${current ? revText(current) : '(nothing recorded)'} to ${revText(entry)} (history #${entry.id}, deployed ${when(entry.deployedAt)})${input.dryRun ? ' as a dry run' : ''}${input.prune ? ' with prune' : ''}.`,
-    data: { plan, deployedNow: current ?? null, target: entry },
+    summary: `${input.dryRun ? 'Dry run: would roll back' : 'Roll back'} ${plan.app} on ${fa.cluster} from ${current ? revText(current) : '(nothing recorded)'} to ${revText(entry)} (history #${entry.id}, deployed ${when(entry.deployedAt)})${input.prune ? ' with prune' : ''}${input.dryRun ? '; nothing is applied' : ''}.`,
+    data: { plan, deployedNow: current ?? null, target: entry, images: { now: images.now, then: images.then } },
     blocks,
   };
 }
@@ -214,7 +232,10 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
   if (!api) return { status: 'failed', error: `no Argo CD client for instance ${plan.instance}` };
   const ref = { name: plan.app, appNamespace: plan.appNamespace, project: plan.project };
   const key = `${plan.instance}/${plan.app}`;
-  const target = `history #${plan.id} (${revsOf(plan).map(shortRev).join(', ')})`;
+  const target = `#${plan.id} (revision ${revsOf(plan).map(shortRev).join(', ')})`;
+  // A dry run changes nothing: every word of it says what it would do, never that it did.
+  const doing = input.dryRun ? `dry run: would roll back ${plan.app} to ${target}` : `rolling back ${plan.app} to ${target}`;
+  const auditMessage = input.dryRun ? `dry run of a rollback of ${plan.app} to ${target} (nothing applied)` : `rollback ${plan.app} to ${target}`;
   const windowMs = postingWindowMs(ctx.services.config.instances.find((i) => i.name === plan.instance)?.timeout ?? 30_000);
   const cp = ctx.checkpoint<RollbackCheckpoint>();
   const auditParams = { id: plan.id, revision: plan.revision ?? plan.revisions, prune: input.prune, dryRun: input.dryRun, attribution: 'ApplicationRollbackRequest has no infos: Argo CD names only rollcall\'s account as initiator' };
@@ -261,7 +282,7 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
         return { status: 'paused', reason: reason === 'pause' ? 'paused by a user' : reason };
       }
       if (s.state === 'done') {
-        const summary = [`${plan.app} rolled back to ${target}${input.dryRun ? ' (dry run: nothing applied)' : ''}; it is OutOfSync with git until the next sync`];
+        const summary = [input.dryRun ? `would roll back ${plan.app} to ${target}; dry run: nothing applied` : `${plan.app} rolled back to ${target}; it is OutOfSync with git until the next sync`];
         return { status: 'succeeded', output: { app: plan.app, instance: plan.instance, id: plan.id, summary } };
       }
       if (s.state === 'failed' || s.state === 'timeout') return { status: 'failed', error: `${plan.app}: ${s.reason ?? s.state}` };
@@ -302,11 +323,11 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
         // A process frozen since its mark must not send late: the window that proves "never took" has started.
         if (ctx.signal.aborted || performance.now() - before > windowMs / 2) continue;
         sent = true;
-        progress(`rolling back ${plan.app} to ${target}`);
+        progress(doing);
         try {
           await api.rollback(ref, { id: plan.id, prune: input.prune, dryRun: input.dryRun });
           await apply({ type: 'answered' });
-          await ctx.audit({ kind: 'argocd.mutation', who: ctx.run.requester, target: key, message: `rollback ${plan.app} to ${target}`, params: auditParams, result: 'accepted' });
+          await ctx.audit({ kind: 'argocd.mutation', who: ctx.run.requester, target: key, message: auditMessage, params: auditParams, result: 'accepted' });
         } catch (error) {
           const e = isArgoError(error) ? error : undefined;
           const message = e?.argoMessage ?? (error as Error).message;
@@ -316,7 +337,7 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
           } else {
             await apply({ type: 'refused', reason: e.message }, { reason: `rollback refused: ${e.message}` });
           }
-          await ctx.audit({ kind: 'argocd.mutation', who: ctx.run.requester, target: key, message: `rollback ${plan.app} to ${target}`, params: auditParams, result: `error: ${e?.kind ?? 'unknown'}` });
+          await ctx.audit({ kind: 'argocd.mutation', who: ctx.run.requester, target: key, message: auditMessage, params: auditParams, result: `error: ${e?.kind ?? 'unknown'}` });
         }
         continue;
       }
@@ -349,7 +370,7 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
           else await apply({ type: 'finished', succeeded: false, reason: `the rollback's sync ended ${end.phase}${end.message ? `: ${end.message}` : ''}` });
           continue;
         }
-        progress(`${plan.app}: rolling back to ${target}${st && newOp ? ` · ${st.phase}${st.message ? `: ${st.message}` : ''}` : ' · requested'}`);
+        progress(`${doing}${st && newOp ? ` · ${st.phase}${st.message ? `: ${st.message}` : ''}` : ' · requested'}`);
         await sleep(1000);
       }
     }
