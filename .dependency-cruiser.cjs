@@ -79,10 +79,10 @@ module.exports = {
     },
     {
       name: 'sim-shares-types-and-rollingsync',
-      comment: 'The simulator shares only Argo CD types and object facts and the pure RollingSync semantics.',
+      comment: 'The simulator shares only Argo CD types, object facts and label selectors, and the pure RollingSync semantics.',
       severity: 'error',
       from: { path: '^src/sim/' },
-      to: { path: '^src/', pathNot: ['^src/sim/', '^src/argocd/(types|objects)\\.ts$', '^src/fleet/rollingsync\\.ts$'] },
+      to: { path: '^src/', pathNot: ['^src/sim/', '^src/argocd/(types|objects|labels)\\.ts$', '^src/fleet/rollingsync\\.ts$'] },
     },
   ],
   options: {

@@ -191,12 +191,22 @@ export const SYNC_ORDER = ['Synced', 'OutOfSync', 'Unknown'] as const;
 export const HEALTH_ORDER = ['Healthy', 'Progressing', 'Suspended', 'Degraded', 'Missing', 'Unknown'] as const;
 export const PROGRESSIVE_ORDER = ['Healthy', 'Progressing', 'Pending', 'Waiting'] as const;
 
-/** Cuts text to max characters on a word boundary when it can, with an ellipsis. */
-export function truncate(text: string, max: number): string {
+/**
+ * Cuts text to max characters (UTF-16 units, as Slack and JS count them) with an ellipsis, at the last
+ * space when that keeps more than `minKept` of max, else mid-word. A short title can give up more
+ * (0.5) to avoid a cut word; longer text keeps 0.6.
+ */
+export function truncate(text: string, max: number, minKept = 0.6): string {
   if (text.length <= max) return text;
-  const cut = text.slice(0, max - 1);
+  const cut = text.slice(0, pairSafeEnd(text, max - 1));
   const space = cut.lastIndexOf(' ');
-  return `${space > max * 0.6 ? cut.slice(0, space) : cut}…`;
+  return `${space > max * minKept ? cut.slice(0, space) : cut}…`;
+}
+
+/** `end`, or one less when it would split an emoji's surrogate pair: half a pair renders as �. */
+export function pairSafeEnd(text: string, end: number): number {
+  const code = text.charCodeAt(end - 1);
+  return end > 0 && code >= 0xd800 && code <= 0xdbff ? end - 1 : end;
 }
 
 /** A mrkdwn link, or the label alone when there is no URL. `|` and `>` would end the label early; `<` would open markup. */

@@ -11,7 +11,7 @@ import type {
 } from '@slack/web-api';
 import type { FormField, FormSpec } from '../commands/registry.js';
 import { PAGE_SIZE, type Reply, type ReplyBlock, type ReplyButton, type ReplyItem, type Tone } from '../core/reply.js';
-import { link, TONE_EMOJI } from '../core/format.js';
+import { link, pairSafeEnd, TONE_EMOJI, truncate } from '../core/format.js';
 
 /**
  * Slack's Block Kit limits (docs.slack.dev/reference/block-kit, @slack/types 3.2.0). Slack rejects a whole
@@ -190,7 +190,7 @@ function codeSections(text: string, keep: 'head' | 'tail'): KnownBlock[] {
   // The fences take 8 characters of the section.
   const room = SLACK_LIMITS.sectionText - 8;
   // A line with its own ``` would close the fence early.
-  const lines = text.split('\n').map((l) => truncate(entities(l.replace(/```/g, '` ` `')), room));
+  const lines = text.split('\n').map((l) => cutToLimit(entities(l.replace(/```/g, '` ` `')), room));
   const ordered = keep === 'tail' ? [...lines].reverse() : lines;
   const chunks: string[][] = [];
   let chunk: string[] = [];
@@ -243,7 +243,7 @@ function itemLine(item: ReplyItem): string {
   const line = withTone(label, item.tone);
   const full = item.detail ? `${line}\n${item.detail.split(/\n+/).map((d) => `      ${d}`).join('\n')}` : line;
   // One item must never need more than one section on its own.
-  return truncate(full, SLACK_LIMITS.sectionText - 100);
+  return cutToLimit(full, SLACK_LIMITS.sectionText - 100);
 }
 
 function renderFields(fields: { label: string; value: string }[]): KnownBlock[] {
@@ -252,7 +252,7 @@ function renderFields(fields: { label: string; value: string }[]): KnownBlock[] 
     const chunk = fields.slice(i, i + SLACK_LIMITS.sectionFields);
     const block: SectionBlock = {
       type: 'section',
-      fields: chunk.map((f) => ({ type: 'mrkdwn', text: truncate(escapeMrkdwn(`*${f.label.trim() || '—'}*\n${f.value.trim() ? f.value : '—'}`), SLACK_LIMITS.fieldText) })),
+      fields: chunk.map((f) => ({ type: 'mrkdwn', text: cutToLimit(escapeMrkdwn(`*${f.label.trim() || '—'}*\n${f.value.trim() ? f.value : '—'}`), SLACK_LIMITS.fieldText) })),
     };
     out.push(block);
   }
@@ -295,7 +295,7 @@ function button(b: ReplyButton): (Button & { action_id: string }) | undefined {
   if (actionId.length > SLACK_LIMITS.id) return undefined;
   const el: Button & { action_id: string } = {
     type: 'button',
-    text: { type: 'plain_text', text: truncate(b.label.trim() || 'Open', SLACK_LIMITS.buttonText), emoji: true },
+    text: { type: 'plain_text', text: cutToLimit(b.label.trim() || 'Open', SLACK_LIMITS.buttonText), emoji: true },
     action_id: actionId,
   };
   if (value !== undefined) el.value = value;
@@ -305,11 +305,11 @@ function button(b: ReplyButton): (Button & { action_id: string }) | undefined {
 }
 
 function header(text: string): HeaderBlock {
-  return { type: 'header', text: { type: 'plain_text', text: truncate(text.trim() || 'rollcall', SLACK_LIMITS.headerText), emoji: true } };
+  return { type: 'header', text: { type: 'plain_text', text: cutToLimit(text.trim() || 'rollcall', SLACK_LIMITS.headerText), emoji: true } };
 }
 
 function context(text: string): ContextBlock {
-  return { type: 'context', elements: [{ type: 'mrkdwn', text: truncate(text.trim() ? escapeMrkdwn(text) : '—', SLACK_LIMITS.sectionText) }] };
+  return { type: 'context', elements: [{ type: 'mrkdwn', text: cutToLimit(text.trim() ? escapeMrkdwn(text) : '—', SLACK_LIMITS.sectionText) }] };
 }
 
 /** Section blocks for mrkdwn text, split on line boundaries so none exceeds 3000 characters. */
@@ -323,7 +323,7 @@ function itemSections(lines: string[]): SectionBlock[] {
   let chunk: string[] = [];
   let size = 0;
   // Escaping lengthens a line (&lt;): cut it to size afterwards.
-  for (const line of lines.map((l) => truncate(escapeMrkdwn(l), SLACK_LIMITS.sectionText - 100))) {
+  for (const line of lines.map((l) => cutToLimit(escapeMrkdwn(l), SLACK_LIMITS.sectionText - 100))) {
     if (chunk.length && size + 1 + line.length > SLACK_LIMITS.sectionText) {
       out.push({ type: 'section', text: { type: 'mrkdwn', text: chunk.join('\n') } });
       chunk = [];
@@ -409,16 +409,15 @@ export function splitText(text: string, max: number): string[] {
   return visible.length ? visible : ['_(empty)_'];
 }
 
-export function truncate(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
-}
+/** A modal title has 24 characters: it may give up half of them to end on a whole word. */
+const MODAL_TITLE_KEPT = 0.5;
 
-/** For short titles: cut at the last word that fits, never mid-word (unless one word is all there is). */
-export function truncateAtWord(text: string, max: number): string {
-  if (text.length <= max) return text;
-  const cut = text.slice(0, max - 1);
-  const space = cut.lastIndexOf(' ');
-  return `${space > max / 2 ? cut.slice(0, space) : cut}…`;
+/**
+ * Meets a Slack limit exactly: the first max - 1 characters and an ellipsis, wherever that falls (code,
+ * labels and guards on text the commands already shortened at a word).
+ */
+export function cutToLimit(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, pairSafeEnd(text, max - 1))}…`;
 }
 
 const LEADING_EMOJI = /^:[a-z0-9_+'-]+:/;
@@ -434,7 +433,7 @@ function fallbackText(reply: Reply, page: number, pages: number): string {
   else if (first) parts.push(first);
   if (pages > 1) parts.push(`(page ${page}/${pages})`);
   // The notification text is mrkdwn too: an echoed <!channel> here would ping the channel.
-  return truncate(escapeMrkdwn(parts.join(' — ').replace(/\s+/g, ' ').trim()) || 'rollcall', SLACK_LIMITS.fallbackText);
+  return cutToLimit(escapeMrkdwn(parts.join(' — ').replace(/\s+/g, ' ').trim()) || 'rollcall', SLACK_LIMITS.fallbackText);
 }
 
 /** The App Home tab: several replies stacked, within the 100-block limit of a view. */
@@ -455,7 +454,7 @@ export function renderReplyModal(reply: Reply, opts: { commandText?: string; pag
   const rendered = renderBlocks(reply, { ...opts, maxBlocks: SLACK_LIMITS.viewBlocks });
   return {
     type: 'modal',
-    title: { type: 'plain_text', text: truncateAtWord(reply.title || 'rollcall', SLACK_LIMITS.modalTitle) },
+    title: { type: 'plain_text', text: truncate(reply.title || 'rollcall', SLACK_LIMITS.modalTitle, MODAL_TITLE_KEPT) },
     close: { type: 'plain_text', text: 'Close' },
     blocks: rendered.blocks,
   };
@@ -474,8 +473,8 @@ export function renderFormModal(form: FormSpec, privateMetadata = ''): ModalView
   return {
     type: 'modal',
     callback_id: `${FORM_CALLBACK_PREFIX}${form.action}`.slice(0, SLACK_LIMITS.id),
-    title: { type: 'plain_text', text: truncateAtWord(form.title || 'rollcall', SLACK_LIMITS.modalTitle) },
-    submit: { type: 'plain_text', text: truncate(form.submitLabel ?? 'Preview', SLACK_LIMITS.modalTitle) },
+    title: { type: 'plain_text', text: truncate(form.title || 'rollcall', SLACK_LIMITS.modalTitle, MODAL_TITLE_KEPT) },
+    submit: { type: 'plain_text', text: cutToLimit(form.submitLabel ?? 'Preview', SLACK_LIMITS.modalTitle) },
     close: { type: 'plain_text', text: 'Cancel' },
     private_metadata: privateMetadata.slice(0, SLACK_LIMITS.privateMetadata),
     blocks,
@@ -483,12 +482,12 @@ export function renderFormModal(form: FormSpec, privateMetadata = ''): ModalView
 }
 
 function formInput(field: FormField): InputBlock {
-  const label = { type: 'plain_text' as const, text: truncate(field.label || field.name, 2000) };
+  const label = { type: 'plain_text' as const, text: cutToLimit(field.label || field.name, 2000) };
   const base = { type: 'input' as const, block_id: field.name.slice(0, SLACK_LIMITS.id), label, optional: !field.required };
-  const hint = field.hint ? { hint: { type: 'plain_text' as const, text: truncate(field.hint, 2000) } } : {};
+  const hint = field.hint ? { hint: { type: 'plain_text' as const, text: cutToLimit(field.hint, 2000) } } : {};
   if (field.type === 'enum' || field.type === 'bool') {
     const values = field.type === 'bool' ? ['true', 'false'] : (field.options ?? []).slice(0, 100);
-    const options = values.map((v) => ({ text: { type: 'plain_text' as const, text: truncate(v, 75) }, value: v.slice(0, 150) }));
+    const options = values.map((v) => ({ text: { type: 'plain_text' as const, text: cutToLimit(v, 75) }, value: v.slice(0, 150) }));
     const initial = options.find((o) => o.value === field.default);
     return { ...base, ...hint, element: { type: 'static_select', action_id: FORM_INPUT_ACTION, options, ...(initial ? { initial_option: initial } : {}) } };
   }
