@@ -202,14 +202,12 @@ function previewBlocks(input: BulkSyncInput, plan: BulkSyncPlan, toSync: number)
     blocks.push({
       kind: 'list',
       title: `Prune would delete ${plan.prune.resources} resource(s) in ${plan.prune.apps} app(s)${plan.prune.sampled ? ` (checked ${plan.prune.sampled.checked} of ${plan.prune.sampled.of} apps without a resource list)` : ''}`,
-      items: plan.prune.items
-        .slice(0, 15)
-        .map((i) => ({
-          text: `${i.app} (${i.cluster})`,
-          detail:
-            i.resources.slice(0, 5).join(', ') + (i.resources.length > 5 ? ` and ${i.resources.length - 5} more` : ''),
-          tone: 'warn',
-        })),
+      items: plan.prune.items.slice(0, 15).map((i) => ({
+        text: `${i.app} (${i.cluster})`,
+        detail:
+          i.resources.slice(0, 5).join(', ') + (i.resources.length > 5 ? ` and ${i.resources.length - 5} more` : ''),
+        tone: 'warn',
+      })),
       total: plan.prune.items.length,
     });
   }
