@@ -63,6 +63,51 @@ function loadOrExit(file?: string, askJson?: { command: string }) {
   }
 }
 
+/** `rollcall sim`: a bad fixture or scenario is a usage error. */
+async function serveSim(opts: { scenario?: string; fixture?: string; port: string; speed: string; frozen?: boolean; writeConfig?: string }): Promise<void> {
+  if (opts.scenario && opts.fixture) fail('use --scenario or --fixture, not both');
+  const port = Number(opts.port);
+  const speed = Number(opts.speed);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port must be 0..65535 (got "${opts.port}")`);
+  if (!(speed > 0)) fail(`--speed must be a positive number (got "${opts.speed}")`);
+  const { runSimCommand } = await import('../sim/cli.js');
+  const { FixtureError } = await import('../sim/fixture.js');
+  const { ScenarioError } = await import('../sim/scenarios/index.js');
+  await runSimCommand({
+    scenario: opts.scenario ?? (opts.fixture ? undefined : 'seed-outage'),
+    fixture: opts.fixture,
+    port,
+    speed,
+    frozen: !!opts.frozen,
+    writeConfig: opts.writeConfig,
+    // The written config's operator is whom `rollcall ask` will act as: the same rule, decided once.
+    operator: terminalIdentity().self,
+  }).catch((error) => {
+    // A bad fixture is a usage error: its message names every problem by path; a stack adds nothing.
+    if (error instanceof FixtureError || error instanceof ScenarioError) fail(error.message);
+    throw error;
+  });
+}
+
+/** `rollcall config check`: the config summarised with secrets masked, or every problem with its path. */
+function checkConfig(positional: string | undefined, opts: { config?: string }): void {
+  if (positional && opts.config && positional !== opts.config) fail(`config check got two files, ${positional} and --config ${opts.config}: give one.`, EXIT_USAGE);
+  try {
+    const { config, file } = loadConfig(positional ?? opts.config);
+    const summary = redactConfig(config) as typeof config;
+    process.stdout.write(`${file}: ok\n`);
+    for (const i of summary.instances) process.stdout.write(`  argocd ${i.name} ${i.url} token=${i.token}\n`);
+    for (const c of summary.kube.clusters) process.stdout.write(`  kube ${c.name} ${c.inCluster ? 'in-cluster' : `${c.kubeconfig}${c.context ? ` (${c.context})` : ''}`}\n`);
+    process.stdout.write(`  slack ${summary.slack ? `${summary.slack.mode} mode` : 'not configured (terminal only)'}\n`);
+    process.stdout.write(`  redis ${summary.redis.url} prefix=${summary.redis.prefix}\n`);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${error.file}: ${error.problems.length} problem(s)\n`);
+    for (const p of error.problems) process.stderr.write(`  ${formatProblem(p)}\n`);
+    process.exitCode = EXIT_USAGE;
+  }
+}
+
 export async function runCli(argv: string[]): Promise<void> {
   const askJson = askJsonOf(argv);
   const program = new Command('rollcall')
@@ -134,30 +179,7 @@ export async function runCli(argv: string[]): Promise<void> {
     .option('--speed <x>', 'simulated time speed', '1')
     .option('--frozen', 'serve the fixture as-is: no controller progress')
     .option('--write-config <file>', 'write a complete rollcall.yaml pointing at the simulator')
-    .action(async (opts) => {
-      if (opts.scenario && opts.fixture) fail('use --scenario or --fixture, not both');
-      const port = Number(opts.port);
-      const speed = Number(opts.speed);
-      if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port must be 0..65535 (got "${opts.port}")`);
-      if (!(speed > 0)) fail(`--speed must be a positive number (got "${opts.speed}")`);
-      const { runSimCommand } = await import('../sim/cli.js');
-      const { FixtureError } = await import('../sim/fixture.js');
-      const { ScenarioError } = await import('../sim/scenarios/index.js');
-      await runSimCommand({
-        scenario: opts.scenario ?? (opts.fixture ? undefined : 'seed-outage'),
-        fixture: opts.fixture,
-        port,
-        speed,
-        frozen: !!opts.frozen,
-        writeConfig: opts.writeConfig,
-        // The written config's operator is whom `rollcall ask` will act as: the same rule, decided once.
-        operator: terminalIdentity().self,
-      }).catch((error) => {
-        // A bad fixture is a usage error: its message names every problem by path; a stack adds nothing.
-        if (error instanceof FixtureError || error instanceof ScenarioError) fail(error.message);
-        throw error;
-      });
-    });
+    .action(serveSim);
 
   program
     .command('init')
@@ -175,23 +197,7 @@ export async function runCli(argv: string[]): Promise<void> {
     .description('validate the config file and print a summary (secrets masked)')
     .argument('[file]', 'config file (the same as --config)')
     .option('--config <file>', 'config file')
-    .action((positional: string | undefined, opts: { config?: string }) => {
-      if (positional && opts.config && positional !== opts.config) fail(`config check got two files, ${positional} and --config ${opts.config}: give one.`, EXIT_USAGE);
-      try {
-        const { config, file } = loadConfig(positional ?? opts.config);
-        const summary = redactConfig(config) as typeof config;
-        process.stdout.write(`${file}: ok\n`);
-        for (const i of summary.instances) process.stdout.write(`  argocd ${i.name} ${i.url} token=${i.token}\n`);
-        for (const c of summary.kube.clusters) process.stdout.write(`  kube ${c.name} ${c.inCluster ? 'in-cluster' : `${c.kubeconfig}${c.context ? ` (${c.context})` : ''}`}\n`);
-        process.stdout.write(`  slack ${summary.slack ? `${summary.slack.mode} mode` : 'not configured (terminal only)'}\n`);
-        process.stdout.write(`  redis ${summary.redis.url} prefix=${summary.redis.prefix}\n`);
-      } catch (error) {
-        if (!(error instanceof ConfigError)) throw error;
-        process.stderr.write(`${error.file}: ${error.problems.length} problem(s)\n`);
-        for (const p of error.problems) process.stderr.write(`  ${formatProblem(p)}\n`);
-        process.exitCode = EXIT_USAGE;
-      }
-    });
+    .action(checkConfig);
 
   const runbooksCmd = program.command('runbooks').description('runbook definitions');
   runbooksCmd

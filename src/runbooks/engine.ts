@@ -8,7 +8,7 @@ import { createStepQueue, createStepWorker, DEFAULT_TIMING, delayedError, handBa
 import { InstanceRateLimiter, type RateLimit } from '../jobs/rate-limit.js';
 import { assertPrefixFits, closeRedis, createRedis, rideOutRedis, type RedisClient } from '../jobs/redis.js';
 import { findRunbookAction, runPausable } from './actions/index.js';
-import type { ActionPreview, RunTarget, StepOutcome } from './actions/types.js';
+import type { ActionPreview, RunbookAction, RunTarget, StepOutcome } from './actions/types.js';
 import { AuditLog, type AuditEvent } from '../audit/audit-log.js';
 import { instanceUrls, refuseForeignRun } from './deployment.js';
 import { loadRunbooks, SHIPPED_RUNBOOKS_DIR, substitute } from './loader.js';
@@ -108,6 +108,34 @@ export interface EngineOptions {
 const ENGINE_USER = 'rollcall';
 /** The reason a step's BullMQ signal carries when the worker could not renew the job's lock. */
 const LOCK_LOST = 'lock-lost';
+
+/** One attempt of one step, as claimed: the run it read when it took the lease, and what the step says. */
+interface StepAttempt {
+  runId: string;
+  stepId: string;
+  generation: number;
+  run: Run;
+  runbook: Runbook;
+  action: RunbookAction;
+  onFailure: 'abort' | 'pause' | 'continue';
+  lease: string;
+  attempt: number;
+  timeoutMs?: number;
+  deadline?: number;
+}
+
+interface StepControl {
+  signal: AbortSignal;
+  /** Clears the deadline timer and the control poll. */
+  stop(): void;
+}
+
+interface ProgressSaver {
+  fence: { token: string; level: 'report' };
+  offer(p: RunProgress): void;
+  /** Saves the last progress offered; never throws. */
+  flush(): Promise<void>;
+}
 
 function jobId(runId: string, stepId: string, generation: number) {
   return `${runId}.${stepId}.${generation}`;
@@ -544,138 +572,191 @@ class Engine implements RunService {
   /** Runs this process may execute when `exclusive`. */
   readonly adopted = new Set<string>();
 
+  /**
+   * One attempt of one step: claim the run and its lease, run the action with its control signal and
+   * progress, then hand the job back (shutdown, a lost lease) or record the step's outcome.
+   */
   private async process(job: Job<StepJobData>, token: string | undefined, bullSignal?: AbortSignal): Promise<string> {
-    const { runId, stepId, generation } = job.data;
-    if (this.opts.exclusive && !this.adopted.has(runId)) {
-      return handBack(job, token, 250);
+    if (this.opts.exclusive && !this.adopted.has(job.data.runId)) return handBack(job, token, 250);
+    const attempt = await this.claim(job, token);
+    if (!attempt) return 'stale';
+    const control = this.stepControl(attempt, bullSignal);
+    const progress = this.progressSaver(attempt);
+    let outcome = await this.runStep(job, attempt, control, progress);
+    if (outcome === 'stale') return 'stale';
+    await progress.flush();
+    const settled = await this.settleInterrupted(job, token, attempt, control.signal, outcome);
+    if (settled === 'stale') return 'stale';
+    outcome = settled;
+    if (control.signal.aborted && String(control.signal.reason) === 'timeout' && outcome.status !== 'failed') {
+      outcome = { status: 'failed', error: `step ${attempt.stepId} timed out after ${typedDuration(attempt.timeoutMs ?? 0)}`, output: outcome.output };
     }
+    return this.finishStep(attempt, outcome);
+  }
+
+  /**
+   * The run still wants this step of this generation, and this attempt now holds its lease: from here
+   * on every write and call of the attempt is checked against it, and the previous holder (a stalled
+   * worker whose job BullMQ handed over) is shut out of its next one. Undefined: the job is stale.
+   */
+  private async claim(job: Job<StepJobData>, token: string | undefined): Promise<StepAttempt | undefined> {
+    const { runId, stepId, generation } = job.data;
     const current = await this.store.get(runId);
-    if (!current || current.status !== 'running' || current.currentStep !== stepId || current.generation !== generation) return 'stale';
+    if (!current || current.status !== 'running' || current.currentStep !== stepId || current.generation !== generation) return undefined;
     await refuseForeignRun(job, token, current, { config: this.services.config, audit: (e) => this.record(e), logger: this.opts.logger });
     const runbook = this.runbook(current.runbook);
     const stepDef = runbook.steps.find((s) => s.id === stepId)!;
     const action = findRunbookAction(stepDef.action)!;
-    // The lease: from here on every write and call of this attempt is checked against it, and the
-    // previous holder (a stalled worker whose job BullMQ handed over) is shut out of its next one.
     const leased = await this.store.acquireLease(runId, stepId, generation);
-    if (!leased) return 'stale';
+    if (!leased) return undefined;
     const { run, token: lease } = leased;
-    const startedAt = run.steps.find((s) => s.id === stepId)!.startedAt!;
-    const attempt = run.steps.find((s) => s.id === stepId)!.attempts;
-    this.opts.logger?.info({ runId, stepId, attempt }, 'step attempt started');
-    await this.record({ kind: 'step.start', who: ENGINE_USER, runId, target: stepId, result: `attempt ${attempt}` });
+    const step = run.steps.find((s) => s.id === stepId)!;
+    const timeoutMs = stepDef.timeoutMs ?? action.defaultTimeoutMs;
+    this.opts.logger?.info({ runId, stepId, attempt: step.attempts }, 'step attempt started');
+    await this.record({ kind: 'step.start', who: ENGINE_USER, runId, target: stepId, result: `attempt ${step.attempts}` });
+    return {
+      runId,
+      stepId,
+      generation,
+      run,
+      runbook,
+      action,
+      onFailure: stepDef.onFailure,
+      lease,
+      attempt: step.attempts,
+      timeoutMs,
+      deadline: timeoutMs ? Date.parse(step.startedAt!) + timeoutMs : undefined,
+    };
+  }
 
+  /** The attempt's abort signal: its deadline, a pause, an abort or a newer attempt seen in Redis, BullMQ losing the job or shutting down. */
+  private stepControl(a: StepAttempt, bullSignal?: AbortSignal): StepControl {
     const control = new AbortController();
     // Every app of the step waiting on the rate limiter listens to this signal (up to `concurrency` at
     // once, each removed when it goes): more than Node's default 10 is expected, not a leak.
     setMaxListeners(0, control.signal);
-    const timeoutMs = stepDef.timeoutMs ?? action.defaultTimeoutMs;
-    const deadline = timeoutMs ? Date.parse(startedAt) + timeoutMs : undefined;
     const timers: NodeJS.Timeout[] = [];
-    if (deadline) timers.push(setTimeout(() => control.abort('timeout'), Math.max(0, deadline - Date.now())));
+    if (a.deadline) timers.push(setTimeout(() => control.abort('timeout'), Math.max(0, a.deadline - Date.now())));
     // Pause and abort revoke the lease, so the next fenced write refuses at once; this poll only
     // wakes a step that is waiting on Argo CD rather than writing.
     const poll = setInterval(() => {
-      void Promise.all([this.store.get(runId), this.store.leaseOf(runId)]).then(([r, held]) => {
+      void Promise.all([this.store.get(a.runId), this.store.leaseOf(a.runId)]).then(([r, held]) => {
         if (!r || control.signal.aborted) return;
         if (r.status === 'paused') control.abort('pause');
         else if (isTerminal(r.status)) control.abort('abort');
-        else if (r.generation !== generation || r.currentStep !== stepId) control.abort('stale');
-        else if (held !== lease) control.abort('lease-lost');
+        else if (r.generation !== a.generation || r.currentStep !== a.stepId) control.abort('stale');
+        else if (held !== a.lease) control.abort('lease-lost');
       }, () => {});
     }, this.opts.controlPollMs ?? 500);
     timers.push(poll);
     bullSignal?.addEventListener('abort', () => control.abort(bullSignal.reason === LOCK_LOST ? 'lease-lost' : 'shutdown'));
+    return { signal: control.signal, stop: () => timers.forEach((t) => clearTimeout(t)) };
+  }
 
-    const fence = { token: lease, level: 'report' as const };
-    let outcome: StepOutcome;
+  /** Progress is saved at most every progressIntervalMs (and then offered to the notifier, which paces Slack itself). */
+  private progressSaver(a: StepAttempt): ProgressSaver {
+    const fence = { token: a.lease, level: 'report' as const };
     let lastProgress: RunProgress | undefined;
     let progressTimer: NodeJS.Timeout | undefined;
-    // Progress is saved at most every progressIntervalMs (and then offered to the notifier, which paces Slack itself).
     const flushProgress = async () => {
       clearTimeout(progressTimer);
       progressTimer = undefined;
       if (!lastProgress) return;
       const p = lastProgress;
       lastProgress = undefined;
-      const r = await this.store.update(runId, (x) => ({ ...x, progress: p }), { fence });
+      const r = await this.store.update(a.runId, (x) => ({ ...x, progress: p }), { fence });
       await this.notify(r);
     };
-    const flushQuietly = () =>
+    const flush = () =>
       flushProgress().catch((err: unknown) => {
-        if (!(err instanceof LeaseLostError)) this.opts.logger?.warn({ err: (err as Error).message, runId }, 'could not save run progress');
+        if (!(err instanceof LeaseLostError)) this.opts.logger?.warn({ err: (err as Error).message, runId: a.runId }, 'could not save run progress');
       });
+    return {
+      fence,
+      flush,
+      offer: (p) => {
+        lastProgress = p;
+        progressTimer ??= setTimeout(() => void flush(), Math.min(1000, this.opts.progressIntervalMs ?? 1000));
+      },
+    };
+  }
+
+  /**
+   * The action itself. An error with BullMQ attempts left (and no abort) is noted on the step and
+   * rethrown, so BullMQ retries the job and the step continues from its checkpoint.
+   */
+  private async runStep(job: Job<StepJobData>, a: StepAttempt, control: StepControl, progress: ProgressSaver): Promise<StepOutcome | 'stale'> {
+    const { runId, stepId, run, lease } = a;
     try {
-      outcome = await action.execute({
+      return await a.action.execute({
         run,
         stepId,
-        input: this.stepInput(run, runbook, stepId),
+        input: this.stepInput(run, a.runbook, stepId),
         services: this.services,
         checkpoint: (part) => this.store.checkpoint(runId, stepId, lease, part),
         assertLease: () => this.store.assertLease(runId, lease),
         redisNow: () => this.store.now(),
         signal: control.signal,
-        deadline,
+        deadline: a.deadline,
         limiter: this.limiter,
         now: () => Date.now(),
         audit: (e) => this.record({ ...e, runId }),
-        progress: (p) => {
-          lastProgress = p;
-          progressTimer ??= setTimeout(() => void flushQuietly(), Math.min(1000, this.opts.progressIntervalMs ?? 1000));
-        },
+        progress: progress.offer,
       });
     } catch (err) {
-      if (err instanceof LeaseLostError) outcome = { status: 'interrupted' };
-      else {
-        outcome = { status: 'failed', error: (err as Error).message };
-        const attemptsLeft = (job.opts.attempts ?? 1) - (job.attemptsMade + 1);
-        if (attemptsLeft > 0 && !control.signal.aborted) {
-          for (const t of timers) clearTimeout(t);
-          await flushQuietly();
-          try {
-            await this.store.update(runId, (r) => ({ ...r, steps: r.steps.map((s) => (s.id === stepId ? { ...s, error: `${(err as Error).message} (retrying)` } : s)) }), { fence });
-          } catch (e) {
-            if (e instanceof LeaseLostError) return 'stale';
-            throw e;
-          }
-          throw err;
+      if (err instanceof LeaseLostError) return { status: 'interrupted' };
+      const attemptsLeft = (job.opts.attempts ?? 1) - (job.attemptsMade + 1);
+      if (attemptsLeft > 0 && !control.signal.aborted) {
+        control.stop();
+        await progress.flush();
+        try {
+          await this.store.update(runId, (r) => ({ ...r, steps: r.steps.map((s) => (s.id === stepId ? { ...s, error: `${(err as Error).message} (retrying)` } : s)) }), { fence: progress.fence });
+        } catch (e) {
+          if (e instanceof LeaseLostError) return 'stale';
+          throw e;
         }
+        throw err;
       }
+      return { status: 'failed', error: (err as Error).message };
     } finally {
-      for (const t of timers) clearTimeout(t);
+      control.stop();
     }
-    await flushQuietly();
+  }
 
-    const reason = control.signal.aborted ? String(control.signal.reason) : undefined;
+  /**
+   * An attempt that stopped for shutdown or lost its lease: the pause or abort that revoked the lease
+   * becomes the outcome; otherwise the job goes back to the queue (throws BullMQ's DelayedError) so a
+   * fresh attempt takes a new lease and continues from the checkpoint.
+   */
+  private async settleInterrupted(job: Job<StepJobData>, token: string | undefined, a: StepAttempt, signal: AbortSignal, outcome: StepOutcome): Promise<StepOutcome | 'stale'> {
+    const reason = signal.aborted ? String(signal.reason) : undefined;
     if (reason === 'stale') return 'stale';
     if (reason === 'shutdown') {
       // Put the step back for any worker; its checkpoint lets the next one continue.
       await job.moveToDelayed(Date.now() + 100, token);
       throw await delayedError();
     }
-    if (outcome.status === 'interrupted' || reason === 'lease-lost') {
-      const now = await this.store.get(runId);
-      const held = await this.store.leaseOf(runId);
-      if (now?.status === 'paused' && held === `revoked:${lease}`) outcome = { status: 'paused', reason: now.pausedReason ?? 'paused', output: outcome.output };
-      else if (now && isTerminal(now.status) && held === `revoked:${lease}`) outcome = { status: 'aborted', output: outcome.output };
-      else {
-        this.opts.logger?.warn({ runId, stepId, attempt }, 'step attempt lost its lease; it stopped before its next call');
-        // Nobody else may hold it (Redis lost the write that gave it out): while BullMQ still lets this
-        // worker own the job, hand the job back so a fresh attempt takes a new lease.
-        try {
-          await job.moveToDelayed(Date.now() + 100, token);
-        } catch {
-          return 'stale'; // the job went to another worker, which holds the lease
-        }
-        throw await delayedError();
-      }
-    }
-    if (reason === 'timeout' && outcome.status !== 'failed') {
-      outcome = { status: 'failed', error: `step ${stepId} timed out after ${typedDuration(timeoutMs ?? 0)}`, output: outcome.output };
-    }
-    await this.record({ kind: 'step.end', who: ENGINE_USER, runId, target: stepId, result: outcome.status, message: 'error' in outcome ? outcome.error : undefined });
+    if (outcome.status !== 'interrupted' && reason !== 'lease-lost') return outcome;
+    const now = await this.store.get(a.runId);
+    const held = await this.store.leaseOf(a.runId);
+    if (now?.status === 'paused' && held === `revoked:${a.lease}`) return { status: 'paused', reason: now.pausedReason ?? 'paused', output: outcome.output };
+    if (now && isTerminal(now.status) && held === `revoked:${a.lease}`) return { status: 'aborted', output: outcome.output };
+    this.opts.logger?.warn({ runId: a.runId, stepId: a.stepId, attempt: a.attempt }, 'step attempt lost its lease; it stopped before its next call');
+    // Nobody else may hold it (Redis lost the write that gave it out): while BullMQ still lets this
+    // worker own the job, hand the job back so a fresh attempt takes a new lease.
     try {
-      await this.applyOutcome(runId, stepId, generation, outcome, stepDef.onFailure, lease);
+      await job.moveToDelayed(Date.now() + 100, token);
+    } catch {
+      return 'stale'; // the job went to another worker, which holds the lease
+    }
+    throw await delayedError();
+  }
+
+  /** Records the step's end and applies its outcome to the run (next step, pause, or the run's end). */
+  private async finishStep(a: StepAttempt, outcome: StepOutcome): Promise<string> {
+    await this.record({ kind: 'step.end', who: ENGINE_USER, runId: a.runId, target: a.stepId, result: outcome.status, message: 'error' in outcome ? outcome.error : undefined });
+    try {
+      await this.applyOutcome(a.runId, a.stepId, a.generation, outcome, a.onFailure, a.lease);
     } catch (err) {
       if (err instanceof LeaseLostError) return 'stale';
       throw err;

@@ -1,6 +1,7 @@
 import { RollcallError } from '../../core/errors.js';
 import { z } from 'zod';
 import type { ReplyBlock } from '../../core/reply.js';
+import type { KubeClients } from '../../kube/clients.js';
 import {
   backupKeys,
   deleteKeys,
@@ -9,6 +10,7 @@ import {
   sealedSecretStatus,
   waitControllerReady,
   writeRestoredKeys,
+  type ControllerSettings,
   type KeySource,
 } from '../../kube/sealed-secrets.js';
 import { controllerSettings, keyLine, kube } from './sealed-secrets-common.js';
@@ -90,108 +92,148 @@ async function restorePreview(ctx: PreviewContext): Promise<ActionPreview> {
   };
 }
 
-async function restoreExecute(ctx: ActionContext): Promise<StepOutcome> {
-  const input = restoreInput.parse(ctx.input);
-  const settings = controllerSettings(ctx);
-  const target = kube(ctx, input.to);
-  const source = keySource(ctx, input);
-  const phase = async (name: string, work: (interrupted: boolean) => Promise<Record<string, unknown>>, headline: (o: Record<string, unknown>) => string) => {
-    const saved = await ctx.checkpoint().get(name);
-    if (saved?.state === 'done') {
-      const { state: _state, at: _at, ...done } = saved;
-      return done;
-    }
-    // 'started' left by a worker that died mid-phase: the phase's writes may have happened.
-    // The write is fenced: an attempt that lost its lease stops here, before the phase's calls.
-    await ctx.checkpoint().set(name, { state: 'started' });
-    const output = await work(saved?.state === 'started');
-    await ctx.checkpoint().set(name, { state: 'done', ...output });
-    ctx.progress({ headline: `restore onto ${input.to}: ${headline(output)}`, counts: {}, failing: [], updatedAt: new Date(ctx.now()).toISOString() });
-    return output;
-  };
-  const before = await phase(
-    'preflight',
-    async () => {
+type RestoreInput = z.infer<typeof restoreInput>;
+type PhaseOutput = Record<string, unknown>;
+
+/** What every phase of one restore attempt works with. */
+interface RestoreRun {
+  ctx: ActionContext;
+  input: RestoreInput;
+  settings: ControllerSettings;
+  target: KubeClients;
+  source: KeySource;
+}
+
+export type RestorePhaseName = 'preflight' | 'backup-own-keys' | 'keys' | 'restart' | 'verify' | 'refresh' | 'backup';
+
+/** The phases of a restore, in order. `restart` runs only when the keys phase changed keys (needsRestart). */
+export function restorePhases(input: Pick<RestoreInput, 'removeGeneratedKeys'>): RestorePhaseName[] {
+  return ['preflight', ...(input.removeGeneratedKeys ? (['backup-own-keys'] as const) : []), 'keys', 'restart', 'verify', 'refresh', 'backup'];
+}
+
+/** Keys are read only at start: restart whenever this run changed them (or may have, before a crash). */
+export function needsRestart(keys: { created: string[]; removedGenerated: string[]; interrupted?: boolean }): boolean {
+  return !!keys.interrupted || keys.created.length + keys.removedGenerated.length > 0;
+}
+
+/** The verify phase's gate: every SealedSecret Synced passes; failing ones wait until the deadline, then fail. */
+export function verifyVerdict(failing: number, now: number, deadline: number): 'pass' | 'wait' | 'fail' {
+  if (!failing) return 'pass';
+  return now < deadline ? 'wait' : 'fail';
+}
+
+interface RestorePhase {
+  /** `interrupted`: a worker died mid-phase, so the phase's writes may have happened. */
+  work(r: RestoreRun, interrupted: boolean): Promise<PhaseOutput>;
+  headline(o: PhaseOutput, input: RestoreInput): string;
+}
+
+const PHASES: Record<RestorePhaseName, RestorePhase> = {
+  preflight: {
+    async work({ target }) {
       const s = await sealedSecretStatus(target);
       return { total: s.total, synced: s.synced, failing: s.failing.length };
     },
-    (o) => `${o.failing} of ${o.total} SealedSecret(s) failing before the restore`,
-  );
-  if (input.removeGeneratedKeys) {
-    await phase(
-      'backup-own-keys',
-      async () => {
-        const plan = await planRestore(source, target, settings);
-        const location = ctx.services.config.sealedSecrets.backup;
-        if (!plan.generated.length) return { copied: [] };
-        if (!location) throw new RollcallError('not_configured', `no sealedSecrets.backup to keep ${input.to}'s own keys in before deleting them: refusing`);
-        const r = await backupKeys({ source: target, sourceCluster: input.to, target: kube(ctx, location.cluster), backupNamespace: location.namespace, settings, now: new Date(ctx.now()) });
-        await ctx.audit({ kind: 'kube.mutation', who: ctx.run.requester, message: `back up ${input.to}'s own sealed-secrets keys before the restore`, params: { location: r.location, copied: r.created.map((k) => k.name) }, result: 'ok' });
-        return { location: r.location, copied: r.created.map((k) => k.name), alreadyBackedUp: r.alreadyBackedUp.map((k) => k.name) };
-      },
-      (o) => `${input.to}'s own keys backed up${o.location ? ` to ${o.location}` : ''} before anything is deleted`,
-    );
-  }
-  const written = await phase(
-    'keys',
-    async (interrupted) => {
+    headline: (o) => `${o.failing} of ${o.total} SealedSecret(s) failing before the restore`,
+  },
+  'backup-own-keys': {
+    async work({ ctx, input, settings, source, target }) {
+      const plan = await planRestore(source, target, settings);
+      const location = ctx.services.config.sealedSecrets.backup;
+      if (!plan.generated.length) return { copied: [] };
+      if (!location) throw new RollcallError('not_configured', `no sealedSecrets.backup to keep ${input.to}'s own keys in before deleting them: refusing`);
+      const r = await backupKeys({ source: target, sourceCluster: input.to, target: kube(ctx, location.cluster), backupNamespace: location.namespace, settings, now: new Date(ctx.now()) });
+      await ctx.audit({ kind: 'kube.mutation', who: ctx.run.requester, message: `back up ${input.to}'s own sealed-secrets keys before the restore`, params: { location: r.location, copied: r.created.map((k) => k.name) }, result: 'ok' });
+      return { location: r.location, copied: r.created.map((k) => k.name), alreadyBackedUp: r.alreadyBackedUp.map((k) => k.name) };
+    },
+    headline: (o, input) => `${input.to}'s own keys backed up${o.location ? ` to ${o.location}` : ''} before anything is deleted`,
+  },
+  keys: {
+    async work({ ctx, input, settings, source, target }, interrupted) {
       const plan = await planRestore(source, target, settings);
       const r = await writeRestoredKeys(source, target, settings);
       const removed = input.removeGeneratedKeys ? await deleteKeys(target, settings, plan.generated.map((k) => k.name)) : [];
       await ctx.audit({ kind: 'kube.mutation', who: ctx.run.requester, message: `restore sealed-secrets keys onto ${input.to}`, params: { created: r.created.map((k) => k.name), removed }, result: 'ok' });
       return { created: r.created.map((k) => k.name), removedGenerated: removed, interrupted };
     },
-    (o) => `${(o.created as string[]).length} key(s) created (${(o.created as string[]).join(', ') || 'none'}), ${(o.removedGenerated as string[]).length} generated key(s) removed`,
-  );
-  const { interrupted, ...keys } = written;
-  // Keys are read only at start: restart whenever this run changed them (or may have, before a crash).
-  const changed = !!interrupted || (keys.created as string[]).length + (keys.removedGenerated as string[]).length > 0;
-  if (changed) {
-    await phase(
-      'restart',
-      async () => {
-        const oldPods = await restartController(target, settings);
-        const ready = await waitControllerReady(target, settings, oldPods, input.readyTimeoutMs, input.pollMs);
-        await ctx.audit({ kind: 'kube.mutation', who: ctx.run.requester, message: `restart sealed-secrets controller on ${input.to}`, params: { deleted: oldPods }, result: `ready: ${ready}` });
-        return { deletedPods: oldPods, readyPod: ready };
-      },
-      (o) => `controller restarted (${o.readyPod} Ready)`,
-    );
-  }
-  const after = await phase(
-    'verify',
-    async () => {
+    headline: (o) => `${(o.created as string[]).length} key(s) created (${(o.created as string[]).join(', ') || 'none'}), ${(o.removedGenerated as string[]).length} generated key(s) removed`,
+  },
+  restart: {
+    async work({ ctx, input, settings, target }) {
+      const oldPods = await restartController(target, settings);
+      const ready = await waitControllerReady(target, settings, oldPods, input.readyTimeoutMs, input.pollMs);
+      await ctx.audit({ kind: 'kube.mutation', who: ctx.run.requester, message: `restart sealed-secrets controller on ${input.to}`, params: { deleted: oldPods }, result: `ready: ${ready}` });
+      return { deletedPods: oldPods, readyPod: ready };
+    },
+    headline: (o) => `controller restarted (${o.readyPod} Ready)`,
+  },
+  verify: {
+    async work({ input, target }) {
       const deadline = Date.now() + input.verifyTimeoutMs;
       let s = await sealedSecretStatus(target);
-      while (s.failing.length && Date.now() < deadline) {
+      while (verifyVerdict(s.failing.length, Date.now(), deadline) === 'wait') {
         await new Promise((r) => setTimeout(r, input.pollMs));
         s = await sealedSecretStatus(target);
       }
       return { total: s.total, synced: s.synced, failing: s.failing.map((f) => `${f.namespace}/${f.name}: ${f.message}`) };
     },
-    (o) => `${o.synced} of ${o.total} SealedSecret(s) Synced`,
-  );
-  const refreshed = await phase(
-    'refresh',
-    async () => {
+    headline: (o) => `${o.synced} of ${o.total} SealedSecret(s) Synced`,
+  },
+  refresh: {
+    async work({ ctx, input }) {
       const apps = ctx.services.fleet
         .apps()
         .filter((a) => a.cluster === input.to && (a.app.status?.resources ?? []).some((r) => r.kind === 'SealedSecret'));
       for (const a of apps) await ctx.services.argocd.get(a.instance)?.getApplication({ name: a.app.metadata.name }, { refresh: 'normal' });
       return { apps: apps.map((a) => a.app.metadata.name) };
     },
-    (o) => `${(o.apps as string[]).length} Argo CD app(s) refreshed`,
-  );
-  const backup = await phase(
-    'backup',
-    async () => {
+    headline: (o) => `${(o.apps as string[]).length} Argo CD app(s) refreshed`,
+  },
+  backup: {
+    async work({ ctx, input, settings, target }) {
       const location = ctx.services.config.sealedSecrets.backup;
       if (!location) return { skipped: 'no sealedSecrets.backup configured' };
       const r = await backupKeys({ source: target, sourceCluster: input.to, target: kube(ctx, location.cluster), backupNamespace: location.namespace, settings, now: new Date(ctx.now()) });
       return { location: r.location, copied: r.created.map((k) => k.name) };
     },
-    (o) => (o.skipped ? `fresh backup skipped: ${o.skipped}` : `fresh backup in ${o.location}: ${(o.copied as string[]).length} key(s) copied`),
-  );
+    headline: (o) => (o.skipped ? `fresh backup skipped: ${o.skipped}` : `fresh backup in ${o.location}: ${(o.copied as string[]).length} key(s) copied`),
+  },
+};
+
+/** One phase, once per run: a phase done in an earlier attempt gives back its stored output. */
+async function runPhase(r: RestoreRun, name: RestorePhaseName): Promise<PhaseOutput> {
+  const { ctx, input } = r;
+  const saved = await ctx.checkpoint().get(name);
+  if (saved?.state === 'done') {
+    const { state: _state, at: _at, ...done } = saved;
+    return done;
+  }
+  // 'started' left by a worker that died mid-phase: the phase's writes may have happened.
+  // The write is fenced: an attempt that lost its lease stops here, before the phase's calls.
+  await ctx.checkpoint().set(name, { state: 'started' });
+  const output = await PHASES[name].work(r, saved?.state === 'started');
+  await ctx.checkpoint().set(name, { state: 'done', ...output });
+  ctx.progress({ headline: `restore onto ${input.to}: ${PHASES[name].headline(output, input)}`, counts: {}, failing: [], updatedAt: new Date(ctx.now()).toISOString() });
+  return output;
+}
+
+async function restoreExecute(ctx: ActionContext): Promise<StepOutcome> {
+  const input = restoreInput.parse(ctx.input);
+  const run: RestoreRun = { ctx, input, settings: controllerSettings(ctx), target: kube(ctx, input.to), source: keySource(ctx, input) };
+  const done: Partial<Record<RestorePhaseName, PhaseOutput>> = {};
+  for (const name of restorePhases(input)) {
+    if (name === 'restart' && !needsRestart(done.keys as Parameters<typeof needsRestart>[0])) continue;
+    done[name] = await runPhase(run, name);
+  }
+  return restoreOutcome(input, done);
+}
+
+function restoreOutcome(input: RestoreInput, done: Partial<Record<RestorePhaseName, PhaseOutput>>): StepOutcome {
+  const before = done.preflight!;
+  const after = done.verify!;
+  const refreshed = done.refresh!;
+  const backup = done.backup!;
+  const { interrupted: _interrupted, ...keys } = done.keys!;
   const failing = after.failing as string[];
   const created = keys.created as string[];
   const removed = keys.removedGenerated as string[];

@@ -224,6 +224,81 @@ export function rollbackSeen(app: Application, plan: Pick<RollbackPlan, 'revisio
   return newOp || newHistory.length ? 'other' : 'none';
 }
 
+/** What one attempt's loop shares with the functions that send and follow the rollback. */
+interface RollbackStep {
+  ctx: ActionContext;
+  input: z.infer<typeof rollbackInput>;
+  plan: RollbackPlan;
+  api: NonNullable<ReturnType<ActionContext['services']['argocd']['get']>>;
+  ref: { name: string; appNamespace?: string; project?: string };
+  key: string;
+  target: string;
+  windowMs: number;
+  auditParams: Record<string, unknown>;
+  /** What the live message says while the request is sent, and what the audit records: a dry run says it would. */
+  doing: string;
+  auditMessage: string;
+  /** The checkpoint entry as this attempt last saw it. */
+  state(): RollbackCheckpoint;
+  apply(event: AppEvent, extra?: Partial<RollbackCheckpoint>): Promise<boolean>;
+  progress(headline: string): void;
+  sleep(ms: number): Promise<void>;
+}
+
+/**
+ * The POST, at most once: the rate limiter, the `posting` mark with what the app showed before it,
+ * a check that this process was not frozen since the mark, then the request. Whether it was sent.
+ */
+async function sendRollback(step: RollbackStep, app: Application): Promise<boolean> {
+  const { ctx, input, plan, api, ref, key, windowMs, auditParams, doing, auditMessage, apply, progress } = step;
+  await ctx.limiter.acquire(plan.instance, ctx.signal);
+  const before = performance.now();
+  const history = app.status?.history ?? [];
+  const claimed = await apply({ type: 'claim' }, { opBefore: app.status?.operationState?.startedAt ?? null, historyBefore: history.length ? Math.max(...history.map((h) => h.id)) : -1 });
+  if (!claimed) return false;
+  // A process frozen since its mark must not send late: the window that proves "never took" has started.
+  if (ctx.signal.aborted || performance.now() - before > windowMs / 2) return false;
+  progress(doing);
+  try {
+    await api.rollback(ref, { id: plan.id, prune: input.prune, dryRun: input.dryRun });
+    await apply({ type: 'answered' });
+    await ctx.audit({ kind: 'argocd.mutation', who: ctx.run.requester, target: key, message: auditMessage, params: auditParams, result: 'accepted' });
+  } catch (error) {
+    const e = isArgoError(error) ? error : undefined;
+    const message = e?.argoMessage ?? (error as Error).message;
+    if (!e || e.maybeApplied || ['unavailable', 'rate_limited', 'timeout', 'network'].includes(e.kind)) {
+      // It may have reached Argo CD: read back, never re-sent blindly.
+      await apply({ type: 'answerLost', note: message });
+    } else {
+      await apply({ type: 'refused', reason: e.message }, { reason: `rollback refused: ${e.message}` });
+    }
+    await ctx.audit({ kind: 'argocd.mutation', who: ctx.run.requester, target: key, message: auditMessage, params: auditParams, result: `error: ${e?.kind ?? 'unknown'}` });
+  }
+  return true;
+}
+
+/** A `posting` or `unknown` rollback: found, undecidable, or (after the posting window) never taken. */
+async function followUncertain(step: RollbackStep, app: Application): Promise<'notApplied' | undefined> {
+  const { ctx, plan, windowMs, apply, progress, sleep } = step;
+  const s = step.state();
+  const seen = rollbackSeen(app, plan, s);
+  if (seen === 'ours') await apply({ type: 'found' });
+  else if (seen === 'other') {
+    await apply(
+      s.state === 'posting' ? { type: 'refused', reason: 'unknown outcome' } : { type: 'timedOut', reason: 'unknown outcome' },
+      { reason: `could not tell whether the rollback reached Argo CD: another operation ran on ${plan.app} since it was sent. It was not sent again; check \`app ${plan.app}\` before rolling back again.` },
+    );
+  } else if ((await ctx.redisNow()) > (s.at ?? 0) + windowMs) {
+    // The window in which the POST could still land has passed and Argo CD shows nothing new: it never took.
+    await apply({ type: 'notApplied', windowPassed: true });
+    return 'notApplied';
+  } else {
+    progress(`waiting to see whether Argo CD took the rollback of ${plan.app} (its answer was lost)`);
+    await sleep(1000);
+  }
+  return undefined;
+}
+
 async function execute(ctx: ActionContext): Promise<StepOutcome> {
   const input = rollbackInput.parse(ctx.input);
   const plan = planOf(ctx);
@@ -271,6 +346,7 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
     });
   // This attempt sent the POST: it never sends it again, whatever the stored state says.
   let sent = false;
+  const step: RollbackStep = { ctx, input, plan, api, ref, key, target, windowMs, auditParams, doing, auditMessage, state: () => s!, apply, progress, sleep };
 
   try {
     for (;;) {
@@ -315,49 +391,12 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
           await apply({ type: 'gone', reason: `${refused.message} (changed since the preview)` });
           continue;
         }
-        await ctx.limiter.acquire(plan.instance, ctx.signal);
-        const before = performance.now();
-        const history = app.status?.history ?? [];
-        const claimed = await apply({ type: 'claim' }, { opBefore: app.status?.operationState?.startedAt ?? null, historyBefore: history.length ? Math.max(...history.map((h) => h.id)) : -1 });
-        if (!claimed) continue;
-        // A process frozen since its mark must not send late: the window that proves "never took" has started.
-        if (ctx.signal.aborted || performance.now() - before > windowMs / 2) continue;
-        sent = true;
-        progress(doing);
-        try {
-          await api.rollback(ref, { id: plan.id, prune: input.prune, dryRun: input.dryRun });
-          await apply({ type: 'answered' });
-          await ctx.audit({ kind: 'argocd.mutation', who: ctx.run.requester, target: key, message: auditMessage, params: auditParams, result: 'accepted' });
-        } catch (error) {
-          const e = isArgoError(error) ? error : undefined;
-          const message = e?.argoMessage ?? (error as Error).message;
-          if (!e || e.maybeApplied || ['unavailable', 'rate_limited', 'timeout', 'network'].includes(e.kind)) {
-            // It may have reached Argo CD: read back, never re-sent blindly.
-            await apply({ type: 'answerLost', note: message });
-          } else {
-            await apply({ type: 'refused', reason: e.message }, { reason: `rollback refused: ${e.message}` });
-          }
-          await ctx.audit({ kind: 'argocd.mutation', who: ctx.run.requester, target: key, message: auditMessage, params: auditParams, result: `error: ${e?.kind ?? 'unknown'}` });
-        }
+        if (await sendRollback(step, app)) sent = true;
         continue;
       }
 
       if (s.state === 'posting' || s.state === 'unknown') {
-        const seen = rollbackSeen(app, plan, s);
-        if (seen === 'ours') await apply({ type: 'found' });
-        else if (seen === 'other') {
-          await apply(
-            s.state === 'posting' ? { type: 'refused', reason: 'unknown outcome' } : { type: 'timedOut', reason: 'unknown outcome' },
-            { reason: `could not tell whether the rollback reached Argo CD: another operation ran on ${plan.app} since it was sent. It was not sent again; check \`app ${plan.app}\` before rolling back again.` },
-          );
-        } else if ((await ctx.redisNow()) > (s.at ?? 0) + windowMs) {
-          // The window in which the POST could still land has passed and Argo CD shows nothing new: it never took.
-          sent = false;
-          await apply({ type: 'notApplied', windowPassed: true });
-        } else {
-          progress(`waiting to see whether Argo CD took the rollback of ${plan.app} (its answer was lost)`);
-          await sleep(1000);
-        }
+        if ((await followUncertain(step, app)) === 'notApplied') sent = false;
         continue;
       }
 

@@ -1,0 +1,29 @@
+import { z } from 'zod';
+
+export const GATES = ['healthy', 'synced', 'none'] as const;
+export type Gate = (typeof GATES)[number];
+
+export const bulkSyncInput = z.object({
+  selector: z.string().min(1, 'expected a selector such as auth-config-*'),
+  prune: z.boolean().default(false),
+  dryRun: z.boolean().default(false),
+  revision: z.string().optional(),
+  /** Argo CD's force means delete and recreate; rollcall does not offer it and refuses the word (see preview). */
+  force: z.boolean().default(false),
+  /** Also sync apps already Synced and Healthy (what rollcall once called force). */
+  includeSynced: z.boolean().default(false),
+  /** The app count typed back to confirm a sync wider than the blast-radius guard allows in one wave. */
+  confirm: z.number().int().optional(),
+  concurrency: z
+    .number()
+    .int()
+    .min(1, 'concurrency must be at least 1 (how many apps sync at once)')
+    .max(500, 'concurrency is at most 500')
+    .default(10),
+  waves: z.string().optional(),
+  canary: z.number().int().min(0, 'canary is how many apps go first: 0 or more').default(0),
+  gate: z.enum(GATES).default('healthy'),
+  waveTimeout: z.number().int().positive('waveTimeout must be longer than 0, e.g. 10m').default(600_000),
+  onFailure: z.enum(['pause', 'abort', 'continue']).default('pause'),
+});
+export type BulkSyncInput = z.output<typeof bulkSyncInput>;
