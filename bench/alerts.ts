@@ -6,7 +6,8 @@
 import { AlertManager } from '../src/alerts/manager.js';
 import { evaluateAlertRules } from '../src/alerts/rules.js';
 import { AlertStore } from '../src/alerts/store.js';
-import { composeDigest, digestReply } from '../src/commands/digest.js';
+import { composeDigest } from '../src/alerts/digest.js';
+import { digestReply } from '../src/commands/digest.js';
 import { closeRedis, createRedis } from '../src/jobs/redis.js';
 import { renderBlocks } from '../src/views/blocks.js';
 import { buildMirror, cleanPrefix, header, isMain, loadLine, machineLine, ms, simConfig, startSimChild, stats, table, type BotFleet } from './lib.js';

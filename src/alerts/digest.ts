@@ -1,15 +1,21 @@
 /**
  * A status digest: what needs attention, what happened in the period, and the totals with their change
- * since the previous digest. Pure: built from the fleet view and facts read from Redis by the caller,
- * so the scheduled tick, `digest` in Slack and the terminal all say the same thing.
+ * since the previous digest. `composeDigest` is the one way to build one (the scheduled tick, `digest` in
+ * Slack and the terminal all call it, so they say the same thing): it reads what Redis remembers and hands
+ * it to `buildDigest`, which is pure. Needs attention is the registry's rules' judgement (fleet/rules/).
  */
 import type { Application } from '../argocd/types.js';
-import type { AlertsConfig } from '../config/schema.js';
+import type { AlertsConfig, DigestConfig } from '../config/schema.js';
+import type { IncidentService } from '../incidents/service.js';
 import { formatDuration } from '../core/format.js';
 import type { FleetApp, FleetView } from '../fleet/model.js';
 import { automatedEnabled, isRollingSync, rolloutComplete } from '../fleet/rollingsync.js';
+import { degradedAfterSync, outOfSyncOutsideRollout, syncFailed } from '../fleet/rules/index.js';
 import { matchesLabels, parseLabelSelector } from '../fleet/select.js';
-import { byName, evaluateAlertRules, groupBy, groupKey, heldBySyncWindow, oldest, ownerOf, pausedBy, revisionOf, rolloutMembers, ruleSettings } from './rules.js';
+import { isActive } from './lifecycle.js';
+import type { FleetRecords } from './records.js';
+import type { AlertStore } from './store.js';
+import { byName, evaluateAlertRules, groupBy, groupKey, oldest, ownerOf, pausedBy, revisionOf, rolloutMembers, ruleSettings, type AlertCondition } from './rules.js';
 
 export const ATTENTION_KINDS = ['degraded', 'out-of-sync', 'stuck-rollout', 'paused-rollout', 'sync-failed', 'key-backup-stale', 'instance-unreachable'] as const;
 export type AttentionKind = (typeof ATTENTION_KINDS)[number];
@@ -110,8 +116,6 @@ export interface DigestInputs {
 
 /** Apps Degraded for less than this are still settling. */
 export const DEGRADED_AFTER_MS = 10 * 60_000;
-/** Auto-synced apps OutOfSync for less than this are catching up on their own. */
-export const OUT_OF_SYNC_AFTER_MS = 3_600_000;
 
 const SEVERITY: Record<AttentionKind, AttentionItem['severity']> = {
   degraded: 'critical',
@@ -136,16 +140,6 @@ function lastInSync(app: Application): string | undefined {
   if (op?.phase === 'Succeeded' && op.finishedAt) return op.finishedAt;
   const history = app.status?.history ?? [];
   return history.length ? history[history.length - 1].deployedAt : undefined;
-}
-
-/**
- * OutOfSync worth attention: for an auto-synced app, longer than an hour (it catches up on its own
- * otherwise); without automated sync, at once, since nothing but a person will sync it.
- */
-function outOfSyncNeedsAttention(app: Application, now: Date): boolean {
-  if (!automatedEnabled(app.spec?.syncPolicy?.automated)) return true;
-  const since = lastInSync(app);
-  return !since || now.getTime() - Date.parse(since) > OUT_OF_SYNC_AFTER_MS;
 }
 
 function grouped(kind: AttentionKind, apps: { a: FleetApp; since?: string; revision?: string }[], now: Date, title: (owner: string, n: number, since: string) => string): AttentionItem[] {
@@ -174,6 +168,93 @@ function grouped(kind: AttentionKind, apps: { a: FleetApp; since?: string; revis
 
 const apps = (n: number) => `${n} app${n === 1 ? '' : 's'}`;
 
+/**
+ * Apps that need attention, judged by the registry's rules (the same tests as alerts and `diagnose`):
+ * Degraded right after a sync (degraded-after-sync) at once, any other Degraded app once it has had
+ * DEGRADED_AFTER_MS to settle; OutOfSync outside a rollout (out-of-sync), for an auto-synced app past the
+ * rule's threshold counted from its last sync (Argo CD records no time for the change; it catches up on
+ * its own before that), for any other app at once; failed syncs (sync-failed)
+ * that ended in the period. Apps of a stuck rollout are that rollout's item.
+ */
+function appAttention(inputs: DigestInputs, scoped: FleetApp[], inStuckRollout: Set<string>, from: Date): AttentionItem[] {
+  const { fleet, now } = inputs;
+  const age = (since: string) => formatDuration(now.getTime() - Date.parse(since));
+  const degradedWindow = ruleSettings(inputs.alerts, 'degraded-after-sync').windowMs;
+  const outOfSyncAfter = ruleSettings(inputs.alerts, 'out-of-sync').afterMs;
+  const degraded: { a: FleetApp; since?: string; revision?: string }[] = [];
+  const outOfSync: typeof degraded = [];
+  const failed: typeof degraded = [];
+  const inRollout = rolloutMembers(fleet);
+  for (const a of scoped) {
+    if (inStuckRollout.has(appKey(a))) continue;
+    const app = a.app;
+    const health = app.status?.health;
+    if (health?.status === 'Degraded') {
+      const since = health.lastTransitionTime;
+      const settled = !since || now.getTime() - Date.parse(since) > DEGRADED_AFTER_MS;
+      if (settled || degradedAfterSync(app, now, degradedWindow) !== undefined) degraded.push({ a, since, revision: revisionOf(app) });
+    }
+    if (outOfSyncOutsideRollout(a, inRollout)) {
+      const since = lastInSync(app);
+      // Without automated sync nothing but a person will sync it: it needs attention at once.
+      const due = !automatedEnabled(app.spec?.syncPolicy?.automated) || !since || now.getTime() - Date.parse(since) > outOfSyncAfter;
+      if (due) outOfSync.push({ a, since, revision: app.status?.sync?.revision });
+    }
+    const op = app.status?.operationState;
+    if (op && syncFailed(app) && Date.parse(op.finishedAt ?? op.startedAt) >= from.getTime()) {
+      failed.push({ a, since: op.finishedAt ?? op.startedAt, revision: revisionOf(app) });
+    }
+  }
+  return [
+    ...grouped('degraded', degraded, now, (owner, n, since) => `${owner}: ${apps(n)} Degraded for ${age(since)}`),
+    ...grouped('out-of-sync', outOfSync, now, (owner, n) => `${owner}: ${apps(n)} OutOfSync`),
+    ...grouped('sync-failed', failed, now, (owner, n) => `${owner}: sync failed on ${apps(n)}`),
+  ];
+}
+
+const ALWAYS_JUDGED = ['stuck-step', 'key-backup-stale', 'instance-unreachable'] as const;
+
+/** The alert settings with the rules a digest always reports switched on, their thresholds kept. */
+function digestRules(alerts: AlertsConfig): AlertsConfig {
+  const rules = { ...alerts.rules };
+  for (const id of ALWAYS_JUDGED) rules[id] = { ...rules[id], enabled: true };
+  return { ...alerts, rules };
+}
+
+/** Stale key backups and unreachable instances, from the conditions key-backup-stale and instance-unreachable found. */
+function sourceAttention(inputs: DigestInputs, conditions: AlertCondition[]): AttentionItem[] {
+  const { fleet, now } = inputs;
+  const age = (since: string) => formatDuration(now.getTime() - Date.parse(since));
+  const out: AttentionItem[] = [];
+  const backups = new Map((inputs.keyBackups ?? []).map((b) => [b.cluster, b]));
+  for (const c of conditions.filter((x) => x.rule === 'key-backup-stale')) {
+    const last = backups.get(c.instance)?.lastBackupAt;
+    out.push({
+      kind: 'key-backup-stale',
+      severity: 'warning',
+      title: last ? `Sealed-secrets keys of ${c.instance} last backed up ${age(last)} ago` : `No sealed-secrets key backup of ${c.instance} recorded`,
+      instance: c.instance,
+      apps: [],
+      count: 1,
+      since: c.since,
+    });
+  }
+  const errors = new Map(fleet.health().map((h) => [h.instance, h.error]));
+  for (const c of conditions.filter((x) => x.rule === 'instance-unreachable')) {
+    const error = errors.get(c.instance);
+    out.push({
+      kind: 'instance-unreachable',
+      severity: 'critical',
+      title: `Argo CD instance ${c.instance} unreachable${error ? `: ${error}` : ''}`,
+      instance: c.instance,
+      apps: [],
+      count: 1,
+      since: c.since,
+    });
+  }
+  return out;
+}
+
 /** The digest for the apps `selector` picks (all of them without one). */
 export function buildDigest(inputs: DigestInputs): Digest {
   const { fleet, now } = inputs;
@@ -187,8 +268,9 @@ export function buildDigest(inputs: DigestInputs): Digest {
   const appSetInScope = (instance: string, name: string) => !reqs.length || scopedAppSets.has(`${instance}/${name}`);
   const attention: AttentionItem[] = [];
 
-  // Stuck rollouts as the stuck-step rule sees them, whether or not the rule is switched on for alerts.
-  const rules = evaluateAlertRules({ fleet, now, config: { ...inputs.alerts, rules: { ...inputs.alerts.rules, 'stuck-step': { enabled: true } } } });
+  // Stuck rollouts, stale key backups and unreachable instances as their rules see them, whether or not
+  // the rules are switched on for alerts (a digest reports them either way).
+  const rules = evaluateAlertRules({ fleet, now, config: digestRules(inputs.alerts), keyBackups: inputs.keyBackups });
   const inStuckRollout = new Set<string>();
   for (const c of rules.conditions) {
     if (c.rule !== 'stuck-step' || !c.appSet || !appSetInScope(c.instance, c.appSet)) continue;
@@ -221,57 +303,8 @@ export function buildDigest(inputs: DigestInputs): Digest {
     });
   }
 
-  const degraded: { a: FleetApp; since?: string; revision?: string }[] = [];
-  const outOfSync: typeof degraded = [];
-  const failed: typeof degraded = [];
-  const inRollout = rolloutMembers(fleet);
-  for (const a of scoped) {
-    const key = appKey(a);
-    if (inStuckRollout.has(key)) continue;
-    const app = a.app;
-    const health = app.status?.health;
-    if (health?.status === 'Degraded') {
-      const since = health.lastTransitionTime;
-      if (!since || now.getTime() - Date.parse(since) > DEGRADED_AFTER_MS) degraded.push({ a, since, revision: revisionOf(app) });
-    }
-    if (app.status?.sync?.status === 'OutOfSync' && !inRollout.has(key) && !heldBySyncWindow(app) && outOfSyncNeedsAttention(app, now)) {
-      outOfSync.push({ a, since: lastInSync(app), revision: app.status.sync.revision });
-    }
-    const op = app.status?.operationState;
-    if (op && (op.phase === 'Failed' || op.phase === 'Error') && Date.parse(op.finishedAt ?? op.startedAt) >= from.getTime()) {
-      failed.push({ a, since: op.finishedAt ?? op.startedAt, revision: revisionOf(app) });
-    }
-  }
-  attention.push(...grouped('degraded', degraded, now, (owner, n, since) => `${owner}: ${apps(n)} Degraded for ${age(since)}`));
-  attention.push(...grouped('out-of-sync', outOfSync, now, (owner, n) => `${owner}: ${apps(n)} OutOfSync`));
-  attention.push(...grouped('sync-failed', failed, now, (owner, n) => `${owner}: sync failed on ${apps(n)}`));
-
-  const backupAfter = ruleSettings(inputs.alerts, 'key-backup-stale').afterMs;
-  for (const b of inputs.keyBackups ?? []) {
-    const ageMs = b.lastBackupAt ? now.getTime() - Date.parse(b.lastBackupAt) : Infinity;
-    if (ageMs <= backupAfter) continue;
-    attention.push({
-      kind: 'key-backup-stale',
-      severity: 'warning',
-      title: b.lastBackupAt ? `Sealed-secrets keys of ${b.cluster} last backed up ${age(b.lastBackupAt)} ago` : `No sealed-secrets key backup of ${b.cluster} recorded`,
-      instance: b.cluster,
-      apps: [],
-      count: 1,
-      since: b.lastBackupAt ?? now.toISOString(),
-    });
-  }
-  for (const h of fleet.health()) {
-    if (h.synced) continue;
-    attention.push({
-      kind: 'instance-unreachable',
-      severity: 'critical',
-      title: `Argo CD instance ${h.instance} unreachable${h.error ? `: ${h.error}` : ''}`,
-      instance: h.instance,
-      apps: [],
-      count: 1,
-      since: h.lastEventAt ?? now.toISOString(),
-    });
-  }
+  attention.push(...appAttention(inputs, scoped, inStuckRollout, from));
+  attention.push(...sourceAttention(inputs, rules.conditions));
   attention.sort((a, b) => ATTENTION_KINDS.indexOf(a.kind) - ATTENTION_KINDS.indexOf(b.kind) || b.count - a.count || byName(a.title, b.title));
 
   const incidents = inputs.incidents ? incidentsOf(inputs.incidents, scopedKeys, reqs.length > 0, from, now) : null;
@@ -371,4 +404,76 @@ function totals(fleet: FleetView, scoped: FleetApp[], appSetInScope: (i: string,
     for (const k of TOTAL_KEYS) if (typeof previous.totals[k] === 'number') change[k] = t[k] - previous.totals[k];
   }
   return { ...t, change, previousAt: previous?.at ?? null };
+}
+
+/** Previous totals of a digest over the whole fleet, kept under this name whatever the digest is called. */
+export const FLEET_DIGEST = '(fleet)';
+
+/** Where a digest's facts come from; each Redis-backed source is absent in a process without Redis. */
+export interface DigestSources {
+  fleet: FleetView;
+  config: { alerts: AlertsConfig };
+  records?: Pick<FleetRecords, 'keyBackups' | 'recentRuns' | 'previousDigest' | 'recordDigest'>;
+  alerts?: Pick<AlertStore, 'all'>;
+  incidents?: Pick<IncidentService, 'open' | 'recent' | 'closedSince' | 'analyse'>;
+}
+
+/**
+ * Builds a digest from the mirror plus what Redis remembers (when this process has it): key backups,
+ * runbook runs, active alerts and the previous digest's totals, whose time starts the period.
+ */
+export async function composeDigest(sources: DigestSources, digest: Pick<DigestConfig, 'name' | 'selector'> | undefined, now: Date): Promise<Digest> {
+  const records = sources.records;
+  const historyName = digest?.name ?? FLEET_DIGEST;
+  const [keyBackups, runs, previous, stored] = await Promise.all([
+    records?.keyBackups().catch(() => undefined),
+    records?.recentRuns().catch(() => undefined),
+    records?.previousDigest(historyName).catch(() => undefined),
+    sources.alerts?.all().catch(() => undefined),
+  ]);
+  const incidents = await digestIncidents(sources, previous ? new Date(previous.at) : new Date(now.getTime() - 86_400_000)).catch(() => undefined);
+  return buildDigest({
+    fleet: sources.fleet,
+    now,
+    alerts: sources.config.alerts,
+    name: digest?.name,
+    selector: digest?.selector,
+    from: previous ? new Date(previous.at) : undefined,
+    keyBackups,
+    runs,
+    activeAlerts: stored?.filter(isActive).length ?? 0,
+    previous,
+    incidents,
+  });
+}
+
+/** Keeps a posted digest's totals as the previous ones of its name, and of the whole fleet when it has no selector. */
+export async function recordPostedDigest(sources: DigestSources, digest: Pick<DigestConfig, 'name' | 'selector'>, d: Digest): Promise<void> {
+  const totals = Object.fromEntries(Object.entries(d.totals).filter(([, v]) => typeof v === 'number')) as Record<string, number>;
+  await sources.records?.recordDigest(digest.name, d.at, totals);
+  if (!digest.selector) await sources.records?.recordDigest(FLEET_DIGEST, d.at, totals);
+}
+
+/** How many recent incidents a digest also looks through for those closed in its period. */
+const INCIDENTS_READ = 100;
+
+/** Open incidents, and recent ones closed since `from` with their TTR from the incident metrics. */
+async function digestIncidents(sources: DigestSources, from: Date): Promise<DigestIncident[] | undefined> {
+  const svc = sources.incidents;
+  if (!svc) return undefined;
+  const [open, recent, closedIndexed] = await Promise.all([svc.open(), svc.recent(INCIDENTS_READ), svc.closedSince(from.getTime())]);
+  // Those closed in the period by the closing index, and among recent ones (closed before the index was kept).
+  const closedById = new Map([...closedIndexed, ...recent.filter((i) => i.state === 'closed' && i.closedAt && Date.parse(i.closedAt) >= from.getTime())].map((i) => [i.id, i]));
+  const closed = [...closedById.values()].sort((a, b) => b.n - a.n);
+  const ttr = new Map(await Promise.all(closed.map(async (i) => [i.id, (await svc.analyse(i)).metrics.ttr] as const)));
+  return [...open, ...closed].map((i) => ({
+    id: i.id,
+    title: i.title,
+    severity: i.severity,
+    state: i.state,
+    declaredAt: i.declaredAt,
+    ...(i.closedAt ? { closedAt: i.closedAt } : {}),
+    ...(ttr.has(i.id) ? { ttr: ttr.get(i.id) } : {}),
+    apps: i.scopeApps,
+  }));
 }

@@ -1,14 +1,10 @@
-import { buildDigest, TOTAL_KEYS, type AttentionItem, type Digest, type DigestIncident, type TotalKey } from '../alerts/digest.js';
-import { isActive } from '../alerts/lifecycle.js';
+import { composeDigest, TOTAL_KEYS, type AttentionItem, type Digest, type TotalKey } from '../alerts/digest.js';
 import type { DigestConfig } from '../config/schema.js';
 import { absoluteTime, formatCount, formatDuration, TONE_EMOJI, when } from '../core/format.js';
 import { CommandError, checkOptions, checkPositional } from './parse.js';
 import { type Services, type CommandSpec } from './registry.js';
 import type { Reply, ReplyBlock, ReplyItem } from '../core/reply.js';
 import { suggest } from '../core/suggest.js';
-
-/** Previous totals of a digest over the whole fleet, kept under this name whatever the digest is called. */
-export const FLEET_DIGEST = '(fleet)';
 
 const USAGE = 'digest [NAME]';
 const APPS_SHOWN = 8;
@@ -27,59 +23,6 @@ const TOTAL_LABELS: Record<TotalKey, string> = {
   unknown: 'Health unknown',
   activeAlerts: 'Active alerts',
 };
-
-/**
- * Builds a digest from the mirror plus what Redis remembers (when this process has it): key backups,
- * runbook runs, active alerts and the previous digest's totals, whose time starts the period.
- */
-export async function composeDigest(services: Services, digest: Pick<DigestConfig, 'name' | 'selector'> | undefined, now: Date): Promise<Digest> {
-  const records = services.records;
-  const historyName = digest?.name ?? FLEET_DIGEST;
-  const [keyBackups, runs, previous, stored] = await Promise.all([
-    records?.keyBackups().catch(() => undefined),
-    records?.recentRuns().catch(() => undefined),
-    records?.previousDigest(historyName).catch(() => undefined),
-    services.alerts?.all().catch(() => undefined),
-  ]);
-  const incidents = await digestIncidents(services, previous ? new Date(previous.at) : new Date(now.getTime() - 86_400_000)).catch(() => undefined);
-  return buildDigest({
-    fleet: services.fleet,
-    now,
-    alerts: services.config.alerts,
-    name: digest?.name,
-    selector: digest?.selector,
-    from: previous ? new Date(previous.at) : undefined,
-    keyBackups,
-    runs,
-    activeAlerts: stored?.filter(isActive).length ?? 0,
-    previous,
-    incidents,
-  });
-}
-
-/** How many recent incidents a digest also looks through for those closed in its period. */
-const INCIDENTS_READ = 100;
-
-/** Open incidents, and recent ones closed since `from` with their TTR from the incident metrics. */
-async function digestIncidents(services: Services, from: Date): Promise<DigestIncident[] | undefined> {
-  const svc = services.incidents;
-  if (!svc) return undefined;
-  const [open, recent, closedIndexed] = await Promise.all([svc.open(), svc.recent(INCIDENTS_READ), svc.closedSince(from.getTime())]);
-  // Those closed in the period by the closing index, and among recent ones (closed before the index was kept).
-  const closedById = new Map([...closedIndexed, ...recent.filter((i) => i.state === 'closed' && i.closedAt && Date.parse(i.closedAt) >= from.getTime())].map((i) => [i.id, i]));
-  const closed = [...closedById.values()].sort((a, b) => b.n - a.n);
-  const ttr = new Map(await Promise.all(closed.map(async (i) => [i.id, (await svc.analyse(i)).metrics.ttr] as const)));
-  return [...open, ...closed].map((i) => ({
-    id: i.id,
-    title: i.title,
-    severity: i.severity,
-    state: i.state,
-    declaredAt: i.declaredAt,
-    ...(i.closedAt ? { closedAt: i.closedAt } : {}),
-    ...(ttr.has(i.id) ? { ttr: ttr.get(i.id) } : {}),
-    apps: i.scopeApps,
-  }));
-}
 
 function incidentItems(d: Digest): ReplyItem[] {
   const inc = d.incidents;
@@ -170,7 +113,7 @@ export const digestCommand: CommandSpec = {
   usage: USAGE,
   help: [
     '`digest` — the whole fleet; `digest NAME` — a digest from the config, with its selector.',
-    'Needs attention: apps Degraded > 10 min, OutOfSync (> 1 h when auto-synced), stuck and paused rollouts, failed syncs in the period,',
+    'Needs attention: apps Degraded > 10 min (at once right after a sync), OutOfSync (> 1 h when auto-synced), stuck and paused rollouts, failed syncs in the period,',
     'stale key backups, unreachable instances. The period runs from the previous digest of that name (else 24 h).',
     'Incidents: the open ones first, then those closed in the period with their TTR.',
   ].join('\n'),

@@ -2,6 +2,7 @@ import type { ApplicationSet, ApplicationSetApplicationStatus } from '../argocd/
 import type { FleetApp } from './model.js';
 import type { StatusProblem } from './status.js';
 import { isRollingSync } from './rollingsync.js';
+import { syncFailed } from './rules/index.js';
 
 /**
  * Problems grouped the way on-call reads them: one line per ApplicationSet (or per service, for apps
@@ -77,12 +78,12 @@ export function rolloutEntry(appSet: ApplicationSet | undefined, app: string): A
 }
 
 /**
- * The kind of a problem app. A failed operation outranks the health it left behind; an OutOfSync,
- * otherwise healthy app whose RollingSync entry is Waiting or Pending is only waiting its turn.
+ * The kind of a problem app. A failed operation (the sync-failed rule's judgement) outranks the health it
+ * left behind; an OutOfSync, otherwise healthy app whose RollingSync entry is Waiting or Pending is only
+ * waiting its turn.
  */
 export function problemKind(fa: FleetApp, sync: string, health: string, entry?: ApplicationSetApplicationStatus): ProblemKind {
-  const phase = fa.app.status?.operationState?.phase;
-  if (phase === 'Failed' || phase === 'Error') return 'failed';
+  if (syncFailed(fa.app)) return 'failed';
   if (health === 'Degraded') return 'degraded';
   if (health === 'Missing') return 'missing';
   if (health === 'Unknown' || sync === 'Unknown') return 'unknown';

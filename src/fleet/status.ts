@@ -1,6 +1,7 @@
 import type { Application } from '../argocd/types.js';
 import { byText, oneLine, since, truncate } from '../core/format.js';
 import type { FleetApp } from './model.js';
+import { syncFailed } from './rules/index.js';
 
 /**
  * The state of the fleet as on-call reads it: counts by sync and health, per cluster, and the apps that
@@ -70,7 +71,7 @@ export function problemReason(app: Application, now: Date = new Date()): string 
   if (!status || (!status.sync && !status.health)) return 'Argo CD has not reported a status for this app yet (not reconciled).';
   const parts: string[] = [];
   const op = status.operationState;
-  if (op && (op.phase === 'Failed' || op.phase === 'Error') && op.message) parts.push(oneLine(op.message));
+  if (op?.message && syncFailed(app)) parts.push(oneLine(op.message));
   const failed = op?.syncResult?.resources?.filter((r) => r.status === 'SyncFailed') ?? [];
   for (const r of failed.slice(0, 3)) parts.push(`${r.kind}/${r.name}${r.message ? `: ${oneLine(r.message)}` : ' failed to sync'}`);
   if (failed.length > 3) parts.push(`${failed.length - 3} more resources failed to sync`);

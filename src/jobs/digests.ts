@@ -2,7 +2,8 @@ import { Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Services } from '../commands/registry.js';
 import type { Notifier } from '../core/notifier.js';
-import { composeDigest, digestReply, FLEET_DIGEST } from '../commands/digest.js';
+import { composeDigest, recordPostedDigest } from '../alerts/digest.js';
+import { digestReply } from '../commands/digest.js';
 import type { DigestConfig } from '../config/schema.js';
 import { bullPrefix, closeRedis, createRedis, keyBase } from './redis.js';
 
@@ -80,9 +81,7 @@ export async function startDigestSchedules(opts: { services: Services; notifier:
         await claims.del(`${base}digest:${digest.name}:tick:${job.id}`);
         throw error;
       }
-      const totals = Object.fromEntries(Object.entries(d.totals).filter(([, v]) => typeof v === 'number')) as Record<string, number>;
-      await services.records?.recordDigest(digest.name, d.at, totals);
-      if (!digest.selector) await services.records?.recordDigest(FLEET_DIGEST, d.at, totals);
+      await recordPostedDigest(services, digest, d);
       opts.logger?.info({ digest: digest.name, channel: digest.channel, attention: d.attention.length }, 'digest posted');
       return { channel: ref.channel, ts: ref.ts };
     },

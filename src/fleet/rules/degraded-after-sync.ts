@@ -30,8 +30,8 @@ import {
   type RuleSettings,
 } from './facts.js';
 
-/** An app Degraded within `windowMs` of its last successful sync, and how long after. */
-function degradedAfterSync(app: Application, now: Date, windowMs: number): number | undefined {
+/** The rule's judgement of one app: Degraded within `windowMs` of its last successful sync, and how long after. */
+export function degradedAfterSync(app: Application, now: Date, windowMs: number): number | undefined {
   const health = app.status?.health;
   const op = app.status?.operationState;
   if (health?.status !== 'Degraded' || op?.phase !== 'Succeeded' || !op.finishedAt) return undefined;

@@ -16,6 +16,14 @@ import { outOfSyncAlerts } from './out-of-sync.js';
 import { stuckStepAlerts } from './stuck-step.js';
 import { syncFailedAlerts } from './sync-failed.js';
 
+/**
+ * The rules' judgements of one app, for readers that classify apps rather than raise alerts (the digest's
+ * needs attention, `status`'s problem kinds): the same test each rule's alert and diagnosis apply.
+ */
+export { degradedAfterSync } from './degraded-after-sync.js';
+export { outOfSyncOutsideRollout } from './out-of-sync.js';
+export { syncFailed } from './sync-failed.js';
+
 /** What rules found before this one ran: apps in a stuck step are left to stuck-step. */
 export interface AlertContext {
   stuckApps: ReadonlySet<string>;

@@ -5,6 +5,7 @@
  * RollingSync rollout is OutOfSync by design (stuck-step covers it), and so is one a sync window holds.
  */
 import { formatDuration } from '../../core/format.js';
+import type { FleetApp } from '../model.js';
 import {
   appConditions,
   heldBySyncWindow,
@@ -15,22 +16,30 @@ import {
   type RuleSettings,
 } from './facts.js';
 
+/**
+ * The rule's judgement of one app, before its threshold: OutOfSync, neither waiting in a rollout
+ * (`inRollout`: `rolloutMembers` of the fleet) nor held by a sync window.
+ */
+export function outOfSyncOutsideRollout(a: FleetApp, inRollout: ReadonlySet<string>): boolean {
+  const app = a.app;
+  return (
+    app.status?.sync?.status === 'OutOfSync' &&
+    !inRollout.has(`${a.instance}/${app.metadata.name}`) &&
+    !heldBySyncWindow(app)
+  );
+}
+
 export function outOfSyncAlerts(inputs: RuleInputs, settings: RuleSettings): AlertCondition[] {
   const inRollout = rolloutMembers(inputs.fleet);
   const hits: AppHit[] = [];
   for (const a of inputs.fleet.apps()) {
     const app = a.app;
     const op = app.status?.operationState;
-    if (
-      app.status?.sync?.status !== 'OutOfSync' ||
-      inRollout.has(`${a.instance}/${app.metadata.name}`) ||
-      heldBySyncWindow(app)
-    )
-      continue;
+    if (!outOfSyncOutsideRollout(a, inRollout)) continue;
     hits.push({
       fleetApp: a,
       since: undefined,
-      revision: app.status.sync.revision,
+      revision: app.status?.sync?.revision,
       detail: `OutOfSync${op?.finishedAt ? `; last sync ${op.phase} at ${op.finishedAt}` : ''}`,
     });
   }

@@ -4,6 +4,7 @@
  * policy, so a failed sync otherwise stays failed. Apps in a stuck step are left to stuck-step: that is
  * the problem on-call acts on, and its message names the failure.
  */
+import type { Application } from '../../argocd/types.js';
 import { oneLine, truncate } from '../../core/format.js';
 import {
   ALERT_QUOTE_MAX,
@@ -14,12 +15,17 @@ import {
   type RuleInputs,
 } from './facts.js';
 
+/** The rule's judgement of one app: its last operation ended Failed or Error. */
+export function syncFailed(app: Application): boolean {
+  const phase = app.status?.operationState?.phase;
+  return phase === 'Failed' || phase === 'Error';
+}
+
 export function syncFailedAlerts(inputs: RuleInputs, stuckApps: ReadonlySet<string>): AlertCondition[] {
   const failed: AppHit[] = [];
   for (const a of inputs.fleet.apps()) {
     const op = a.app.status?.operationState;
-    if (!op || (op.phase !== 'Failed' && op.phase !== 'Error') || stuckApps.has(`${a.instance}/${a.app.metadata.name}`))
-      continue;
+    if (!op || !syncFailed(a.app) || stuckApps.has(`${a.instance}/${a.app.metadata.name}`)) continue;
     failed.push({
       fleetApp: a,
       since: op.finishedAt ?? op.startedAt,
