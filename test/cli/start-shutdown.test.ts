@@ -67,7 +67,7 @@ describe('rollcall start on SIGTERM (real processes, a private redis-server)', (
   function configFor(redis: PrivateRedis, graceMs: number): string {
     const file = path.join(dir, `start-${redis.port}.yaml`);
     const base = readFileSync(simConfig, 'utf8').replace(/url: \$\{REDIS_URL:-[^}]*\}/, `url: ${redis.url}`);
-    writeFileSync(file, `${base}\nhttp: { port: 0 }\nshutdown: { grace: ${graceMs} }\n`);
+    writeFileSync(file, `${base}\nhttp: { port: 0 }\nshutdown: { grace: ${graceMs}ms }\n`);
     expect(readFileSync(file, 'utf8')).toContain(redis.url);
     return file;
   }

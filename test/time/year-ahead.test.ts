@@ -17,10 +17,11 @@ const SUITES = [
   'test/kube/sealed-secrets.test.ts',
   'test/runbooks/sealed-secrets-sim.test.ts',
   'test/fleet/diagnose-sim.test.ts',
-  'test/kube/kubectl.test.ts',
   'test/runbooks/sealed-secrets-cli.test.ts',
   'test/jobs/schedules.test.ts',
 ];
+// Not test/kube/kubectl.test.ts: kubectl is a Go binary, which reads the clock past libfaketime, so it would
+// judge the simulator's certificate (issued by the shifted clock) not yet valid.
 const AHEAD_DAYS = 400;
 const DAY = 86_400_000;
 
