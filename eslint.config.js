@@ -20,7 +20,7 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     ignores: ['src/sim/**'],
     rules: {
-      'max-lines-per-function': ['warn', { max: 120, skipBlankLines: true, skipComments: true }],
+      'max-lines-per-function': ['error', { max: 120, skipBlankLines: true, skipComments: true }],
     },
   },
 );

@@ -50,191 +50,253 @@ export interface SseWatchSpec<E> {
 }
 
 export function openSseWatch<E>(spec: SseWatchSpec<E>, options: WatchOptions<E>): WatchHandle {
-  let closed = false;
-  let resourceVersion = spec.initialResourceVersion || undefined;
-  let connectedOnce = false;
-  let failures = 0;
+  const watch = new SseWatch(spec, options);
+  void watch.connect();
+  return { close: () => watch.close(), ready: watch.ready };
+}
+
+/** What follows the end of a connection attempt. */
+type AfterAttempt = 'reconnect' | 'expired' | 'none';
+
+/** One connection attempt; it ends once, whatever ended it (drop, silence, error message, close()). */
+interface Attempt {
+  controller: AbortController;
+  finished: boolean;
+  finish(why: ArgoError | undefined, next?: AfterAttempt): void;
+}
+
+class SseWatch<E> {
+  readonly ready: Promise<void>;
+  private resolveReady!: () => void;
+  private closed = false;
+  private resourceVersion: string | undefined;
+  private connectedOnce = false;
+  private failures = 0;
   /** Connections in a row that ended on a message that is not Argo CD's. */
-  let badStreak = 0;
-  let current: AbortController | undefined;
-  let reconnectTimer: NodeJS.Timeout | undefined;
-  let livenessTimer: NodeJS.Timeout | undefined;
-  let resolveReady!: () => void;
-  const ready = new Promise<void>((resolve) => (resolveReady = resolve));
-  const log = spec.logger;
+  private badStreak = 0;
+  private current: AbortController | undefined;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private livenessTimer: NodeJS.Timeout | undefined;
 
-  function clearLiveness() {
-    if (livenessTimer) clearTimeout(livenessTimer);
-    livenessTimer = undefined;
+  constructor(
+    private readonly spec: SseWatchSpec<E>,
+    private readonly options: WatchOptions<E>,
+  ) {
+    this.resourceVersion = spec.initialResourceVersion || undefined;
+    this.ready = new Promise<void>((resolve) => (this.resolveReady = resolve));
   }
 
-  function armLiveness(ms: number, onDead: () => void) {
-    clearLiveness();
-    livenessTimer = setTimeout(onDead, ms);
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.clearLiveness();
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = undefined;
+    this.current?.abort();
   }
 
-  function report(error: ArgoError) {
-    try {
-      options.onError?.(error);
-    } catch (e) {
-      log?.error({ err: e, instance: spec.instance }, 'watch onError handler threw');
-    }
-  }
-
-  function scheduleReconnect(immediate = false) {
-    if (closed || reconnectTimer) return;
-    const delay = immediate ? 0 : backoffDelay(Math.min(Math.max(failures, badStreak), 16), spec.backoff);
-    failures++;
-    reconnectTimer = setTimeout(() => {
-      reconnectTimer = undefined;
-      void connect();
-    }, delay);
-  }
-
-  function expired() {
-    if (options.onExpired) {
-      close();
-      options.onExpired();
-    } else {
-      // Without a caller that relists, start over: no resourceVersion means a full ADDED snapshot.
-      resourceVersion = undefined;
-      scheduleReconnect(true);
-    }
-  }
-
-  async function connect(): Promise<void> {
-    if (closed) return;
-    const controller = new AbortController();
-    current = controller;
-    let finished = false;
-    // One place ends a connection attempt, whatever ended it (drop, silence, error message, close()).
-    const finish = (why: ArgoError | undefined, next: 'reconnect' | 'expired' | 'none' = 'reconnect') => {
-      if (finished) return;
-      finished = true;
-      clearLiveness();
-      controller.abort();
-      if (closed) return;
-      badStreak = why?.kind === 'bad_response' ? badStreak + 1 : 0;
-      if (why) report(why);
-      if (next === 'expired') expired();
-      else if (next === 'reconnect') scheduleReconnect();
-    };
-
-    armLiveness(spec.connectTimeoutMs, () =>
-      finish(new ArgoError(`Watch ${spec.describe} on instance ${spec.instance}: no answer within ${typedDuration(spec.connectTimeoutMs)}`, { kind: 'timeout', instance: spec.instance })),
+  async connect(): Promise<void> {
+    if (this.closed) return;
+    const spec = this.spec;
+    const attempt = this.startAttempt();
+    this.armLiveness(spec.connectTimeoutMs, () =>
+      attempt.finish(new ArgoError(`Watch ${spec.describe} on instance ${spec.instance}: no answer within ${typedDuration(spec.connectTimeoutMs)}`, { kind: 'timeout', instance: spec.instance })),
     );
     let answer: StreamAnswer;
     try {
-      answer = await spec.connect(resourceVersion, controller.signal);
+      answer = await spec.connect(this.resourceVersion, attempt.controller.signal);
     } catch (error) {
-      if (!finished) finish(spec.transportError(error));
+      if (!attempt.finished) attempt.finish(spec.transportError(error));
       return;
     }
-    if (finished || closed) {
+    if (attempt.finished || this.closed) {
       answer.stream.destroy();
       return;
     }
     if (answer.status < 200 || answer.status >= 300) {
       const body = await readSmall(answer.stream);
       const error = spec.errorFor(answer.status, body);
-      finish(error, error.kind === 'expired' ? 'expired' : 'reconnect');
+      attempt.finish(error, error.kind === 'expired' ? 'expired' : 'reconnect');
       return;
     }
+    this.follow(answer.stream, attempt);
+  }
 
-    const resumedFrom = resourceVersion;
+  private startAttempt(): Attempt {
+    const attempt: Attempt = {
+      controller: new AbortController(),
+      finished: false,
+      finish: (why, next = 'reconnect') => {
+        if (attempt.finished) return;
+        attempt.finished = true;
+        this.clearLiveness();
+        attempt.controller.abort();
+        if (this.closed) return;
+        this.badStreak = why?.kind === 'bad_response' ? this.badStreak + 1 : 0;
+        if (why) this.report(why);
+        if (next === 'expired') this.expired();
+        else if (next === 'reconnect') this.scheduleReconnect();
+      },
+    };
+    this.current = attempt.controller;
+    return attempt;
+  }
+
+  /** Reads an accepted stream until it ends, is dropped or goes silent. */
+  private follow(stream: Readable, attempt: Attempt): void {
+    const spec = this.spec;
+    const resumedFrom = this.resourceVersion;
     const silence = spec.keepAliveMs * 2;
     const onSilence = () =>
-      finish(
+      attempt.finish(
         new ArgoError(`Watch ${spec.describe} on instance ${spec.instance} went silent for ${silence}ms (no event or keep-alive): reconnecting.`, {
           kind: 'timeout',
           instance: spec.instance,
         }),
       );
-    armLiveness(silence, onSilence);
-    if (!connectedOnce) {
-      connectedOnce = true;
-      resolveReady();
+    this.armLiveness(silence, onSilence);
+    if (!this.connectedOnce) {
+      this.connectedOnce = true;
+      this.resolveReady();
     } else {
-      options.onReconnect?.(resumedFrom);
+      this.options.onReconnect?.(resumedFrom);
     }
 
-    const stream = answer.stream;
     stream.setEncoding('utf8');
-    let buffer = '';
-    let data: string[] = [];
-    const dispatch = (payload: string) => {
-      let message: { result?: unknown; error?: { http_code?: number; grpc_code?: number; message?: string } } | null;
-      try {
-        message = JSON.parse(payload);
-      } catch {
-        finish(spec.badMessage(payload, 'a message of the stream is not JSON'));
-        return;
-      }
-      if (message?.error) {
-        const status = message.error.http_code ?? 500;
-        const error = spec.errorFor(status, { code: message.error.grpc_code, message: message.error.message });
-        finish(error, error.kind === 'expired' ? 'expired' : 'reconnect');
-        return;
-      }
-      let event: E;
-      try {
-        event = spec.toEvent(message?.result);
-      } catch (e) {
-        finish(spec.badMessage(payload, (e as Error).message));
-        return;
-      }
-      const rv = spec.resourceVersionOf(event);
-      if (rv) resourceVersion = rv;
-      try {
-        options.onEvent(event);
-      } catch (e) {
-        log?.error({ err: e, instance: spec.instance }, 'watch onEvent handler threw');
-      }
-    };
+    const reader = new SseMessageReader(
+      (payload) => this.dispatch(payload, attempt),
+      () => attempt.finished,
+    );
     stream.on('data', (chunk: string) => {
-      if (finished) return;
-      failures = 0;
-      armLiveness(silence, onSilence);
-      buffer += chunk;
-      let newline: number;
-      while (!finished && (newline = buffer.indexOf('\n')) >= 0) {
-        let line = buffer.slice(0, newline);
-        buffer = buffer.slice(newline + 1);
-        if (line.endsWith('\r')) line = line.slice(0, -1);
-        if (line === '') {
-          if (data.length) dispatch(data.join('\n'));
-          data = [];
-        } else if (line.startsWith(':')) {
-          // keep-alive comment: liveness only
-        } else if (line.startsWith('data:')) {
-          data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
-        } else if (SSE_FIELD.test(line)) {
-          // event:, id:, retry: — valid SSE that Argo CD does not send; nothing to read in them.
-        } else {
-          // Newline-delimited JSON (what Argo CD sends without the SSE Accept header), or not Argo CD's at all.
-          dispatch(line);
-        }
-      }
+      if (attempt.finished) return;
+      this.failures = 0;
+      this.armLiveness(silence, onSilence);
+      reader.push(chunk);
     });
-    stream.on('error', (e) => finish(spec.transportError(e)));
+    stream.on('error', (e) => attempt.finish(spec.transportError(e)));
     stream.on('end', () => {
-      if (data.length && !finished) dispatch(data.join('\n'));
-      finish(new ArgoError(`Watch ${spec.describe} on instance ${spec.instance} was closed by the server: reconnecting.`, { kind: 'network', instance: spec.instance }));
+      reader.end();
+      attempt.finish(new ArgoError(`Watch ${spec.describe} on instance ${spec.instance} was closed by the server: reconnecting.`, { kind: 'network', instance: spec.instance }));
     });
-    stream.on('close', () => finish(new ArgoError(`Watch ${spec.describe} on instance ${spec.instance} was dropped: reconnecting.`, { kind: 'network', instance: spec.instance })));
+    stream.on('close', () => attempt.finish(new ArgoError(`Watch ${spec.describe} on instance ${spec.instance} was dropped: reconnecting.`, { kind: 'network', instance: spec.instance })));
   }
 
-  function close() {
-    if (closed) return;
-    closed = true;
-    clearLiveness();
-    if (reconnectTimer) clearTimeout(reconnectTimer);
-    reconnectTimer = undefined;
-    current?.abort();
+  /** One message of the stream: an event, Argo CD's `{"error":...}`, or something that is not Argo CD's. */
+  private dispatch(payload: string, attempt: Attempt): void {
+    const spec = this.spec;
+    let message: { result?: unknown; error?: { http_code?: number; grpc_code?: number; message?: string } } | null;
+    try {
+      message = JSON.parse(payload);
+    } catch {
+      attempt.finish(spec.badMessage(payload, 'a message of the stream is not JSON'));
+      return;
+    }
+    if (message?.error) {
+      const status = message.error.http_code ?? 500;
+      const error = spec.errorFor(status, { code: message.error.grpc_code, message: message.error.message });
+      attempt.finish(error, error.kind === 'expired' ? 'expired' : 'reconnect');
+      return;
+    }
+    let event: E;
+    try {
+      event = spec.toEvent(message?.result);
+    } catch (e) {
+      attempt.finish(spec.badMessage(payload, (e as Error).message));
+      return;
+    }
+    const rv = spec.resourceVersionOf(event);
+    if (rv) this.resourceVersion = rv;
+    try {
+      this.options.onEvent(event);
+    } catch (e) {
+      this.spec.logger?.error({ err: e, instance: spec.instance }, 'watch onEvent handler threw');
+    }
   }
 
-  void connect();
-  return { close, ready };
+  private clearLiveness(): void {
+    if (this.livenessTimer) clearTimeout(this.livenessTimer);
+    this.livenessTimer = undefined;
+  }
+
+  private armLiveness(ms: number, onDead: () => void): void {
+    this.clearLiveness();
+    this.livenessTimer = setTimeout(onDead, ms);
+  }
+
+  private report(error: ArgoError): void {
+    try {
+      this.options.onError?.(error);
+    } catch (e) {
+      this.spec.logger?.error({ err: e, instance: this.spec.instance }, 'watch onError handler threw');
+    }
+  }
+
+  private scheduleReconnect(immediate = false): void {
+    if (this.closed || this.reconnectTimer) return;
+    const delay = immediate ? 0 : backoffDelay(Math.min(Math.max(this.failures, this.badStreak), 16), this.spec.backoff);
+    this.failures++;
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      void this.connect();
+    }, delay);
+  }
+
+  private expired(): void {
+    if (this.options.onExpired) {
+      this.close();
+      this.options.onExpired();
+    } else {
+      // Without a caller that relists, start over: no resourceVersion means a full ADDED snapshot.
+      this.resourceVersion = undefined;
+      this.scheduleReconnect(true);
+    }
+  }
+}
+
+/**
+ * Splits a stream's text into messages: SSE `data:` lines up to a blank line, or a bare line. Stops
+ * reading as soon as `stopped()` says the connection has ended (a message may end it).
+ */
+class SseMessageReader {
+  private buffer = '';
+  private data: string[] = [];
+
+  constructor(
+    private readonly onMessage: (payload: string) => void,
+    private readonly stopped: () => boolean,
+  ) {}
+
+  push(chunk: string): void {
+    this.buffer += chunk;
+    let newline: number;
+    while (!this.stopped() && (newline = this.buffer.indexOf('\n')) >= 0) {
+      let line = this.buffer.slice(0, newline);
+      this.buffer = this.buffer.slice(newline + 1);
+      if (line.endsWith('\r')) line = line.slice(0, -1);
+      this.readLine(line);
+    }
+  }
+
+  /** The stream ended: `data:` lines not yet closed by a blank line are still a message. */
+  end(): void {
+    if (this.data.length && !this.stopped()) this.onMessage(this.data.join('\n'));
+  }
+
+  private readLine(line: string): void {
+    if (line === '') {
+      if (this.data.length) this.onMessage(this.data.join('\n'));
+      this.data = [];
+    } else if (line.startsWith(':')) {
+      // keep-alive comment: liveness only
+    } else if (line.startsWith('data:')) {
+      this.data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
+    } else if (SSE_FIELD.test(line)) {
+      // event:, id:, retry: — valid SSE that Argo CD does not send; nothing to read in them.
+    } else {
+      // Newline-delimited JSON (what Argo CD sends without the SSE Accept header), or not Argo CD's at all.
+      this.onMessage(line);
+    }
+  }
 }
 
 const SSE_FIELD = /^(event|id|retry):/;

@@ -17,7 +17,7 @@ import { simConfigYaml, type SimServer } from '../sim/cli.js';
 import { kubeconfigYaml } from '../sim/kube/kubeconfig.js';
 import { startSimServer } from '../sim/server.js';
 import { renderText } from '../views/text.js';
-import { startRuntime } from './bootstrap.js';
+import { startRuntime, type Runtime } from './bootstrap.js';
 import { TerminalNotifier } from './terminal-notifier.js';
 
 const DEMO_USER = 'U0DEMO';
@@ -58,6 +58,22 @@ async function forgetPrefix(url: string, prefix: string): Promise<void> {
   }
 }
 
+type Say = (s: string) => void;
+
+/** What the demo started, as far as it got: stopped on exit or when starting fails. */
+interface DemoParts {
+  sim?: SimServer;
+  runtime?: Runtime;
+  /** Folder of the demo's kubeconfig. */
+  scratch?: string;
+}
+
+/** The prompt of the demo's terminal: `busy` while a typed command runs. */
+interface DemoPrompt {
+  rl?: readline.Interface;
+  busy: boolean;
+}
+
 /**
  * `rollcall demo`: the simulator, Redis (a private one when none is running) and the bot in one
  * terminal. You type what you would type after /argo in Slack.
@@ -76,14 +92,50 @@ export async function demo(opts: {
   const say = (s: string) => output.write(s.endsWith('\n') ? s : `${s}\n`);
   const color = output === process.stdout && process.stdout.isTTY;
 
-  let scenario: Scenario;
+  const scenario = loadDemoScenario(opts.scenario);
+  const { redis, prefix } = await startDemoRedis(say);
+  const prompt: DemoPrompt = { busy: true };
+  const parts: DemoParts = {};
+  const cleanup = async () => {
+    await parts.runtime?.stop().catch(() => {});
+    await parts.sim?.stop().catch(() => {});
+    if (!redis.owned && !opts.keepState) await forgetPrefix(redis.url, prefix).catch(() => {});
+    await redis.stop().catch(() => {});
+    if (parts.scratch) rmSync(parts.scratch, { recursive: true, force: true });
+  };
+  let sim: SimServer;
+  let runtime: Runtime;
   try {
-    scenario = loadScenario(opts.scenario);
+    ({ sim, runtime } = await startDemoStack(parts, {
+      scenario,
+      speed: opts.speed,
+      redisUrl: redis.url,
+      prefix,
+      sayAsync: printAbovePrompt(prompt, output, say, color),
+    }));
+  } catch (error) {
+    await cleanup();
+    throw error;
+  }
+
+  introduce(say, { scenario: opts.scenario, speed: opts.speed, sim, runtime });
+  opts.onReady?.({ prefix, redisUrl: redis.url, simUrl: sim.url });
+  await answerCommands(runtime, prompt, { input: opts.input ?? process.stdin, output, say, color });
+  await cleanup();
+  say('bye');
+}
+
+function loadDemoScenario(name: string): Scenario {
+  try {
+    return loadScenario(name);
   } catch (error) {
     if (error instanceof ScenarioError) throw new RollcallError('unknown_scenario', `${error.message.replace(/, or pass --fixture FILE$/, '')}`);
     throw error;
   }
+}
 
+/** A reachable Redis and the demo's own key prefix on it, said on the terminal. */
+async function startDemoRedis(say: Say): Promise<{ redis: RedisHandle; prefix: string }> {
   let redis: RedisHandle;
   try {
     redis = await ensureRedis();
@@ -103,11 +155,15 @@ export async function demo(opts: {
       ? `Redis: a private redis-server at ${redis.url}, stopped on exit`
       : `Redis: ${redactUrlPassword(redis.url)}, with this demo's own key prefix "${prefix}" (nothing else reads or runs it; removed on exit)`,
   );
+  return { redis, prefix };
+}
 
-  // A run's progress and summary arrive while the prompt waits for the next command: they print above
-  // it, and the prompt is drawn again (with what was typed so far) so the terminal still reads "argo> ".
-  const prompt: { rl?: readline.Interface; busy: boolean } = { busy: true };
-  const sayAsync = (s: string) => {
+/**
+ * A run's progress and summary arrive while the prompt waits for the next command: they print above
+ * it, and the prompt is drawn again (with what was typed so far) so the terminal still reads "argo> ".
+ */
+function printAbovePrompt(prompt: DemoPrompt, output: NodeJS.WritableStream, say: Say, color: boolean): Say {
+  return (s: string) => {
     const rl = prompt.rl;
     if (!rl || prompt.busy) return say(s);
     if (color) {
@@ -117,55 +173,60 @@ export async function demo(opts: {
     say(s);
     rl.prompt(true);
   };
+}
 
-  let sim: SimServer | undefined;
-  let runtime: Awaited<ReturnType<typeof startRuntime>> | undefined;
-  let scratch: string | undefined;
-  const cleanup = async () => {
-    await runtime?.stop().catch(() => {});
-    await sim?.stop().catch(() => {});
-    if (!redis.owned && !opts.keepState) await forgetPrefix(redis.url, prefix).catch(() => {});
-    await redis.stop().catch(() => {});
-    if (scratch) rmSync(scratch, { recursive: true, force: true });
-  };
-  try {
-    sim = await startSimServer({ fixture: scenario.fixture, port: 0, speed: opts.speed, scenarioBehaviour: scenario.behaviour });
-    let kubeconfig: string | undefined;
-    if (sim.kube.length) {
-      // The sealed-secrets runbooks reach the simulated clusters through a kubeconfig, as they would a real one.
-      scratch = mkdtempSync(path.join(tmpdir(), 'rollcall-demo-'));
-      kubeconfig = path.join(scratch, 'kubeconfig');
-      writeFileSync(kubeconfig, kubeconfigYaml(sim.kube.map((k) => ({ name: k.cluster, server: k.url, token: k.token })), sim.kubeCaPem), { mode: 0o600 });
-    }
-    const yaml =
-      simConfigYaml(sim, { redisUrl: redis.url, redisPrefix: prefix, kubeconfig }) +
-      `\naccess:\n  groups: { oncall: ['${DEMO_USER}', '${SECOND_USER}'] }\n  operators: ['group:oncall']\n  admins: ['${DEMO_USER}']\n` +
-      // Alerts print here as they fire. The scenario's problems are there before the demo starts: no hold-down,
-      // so the first evaluation (before the prompt) fires them instead of leaving them pending for 30 s.
-      `alerts:\n  channel: ${DEMO_CHANNEL}\n  holdDown: 0s\n`;
-    const config = parseConfig(yaml, 'demo');
-    const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
-    runtime = await startRuntime(config, { logger, notifier: new TerminalNotifier(sayAsync, true) });
-    // As `rollcall start` does, without its config schedules and digests (the demo has none to tick).
-    await runtime.enableRuns({ role: 'all', redisUrl: redis.url, schedules: false, alerts: true });
-    await runtime.alerts?.idle();
-  } catch (error) {
-    await cleanup();
-    throw error;
+/** The simulator of the scenario and the bot on it, with runs and alerts; recorded in `parts` as each starts. */
+async function startDemoStack(
+  parts: DemoParts,
+  opts: { scenario: Scenario; speed: number; redisUrl: string; prefix: string; sayAsync: Say },
+): Promise<{ sim: SimServer; runtime: Runtime }> {
+  const sim = await startSimServer({ fixture: opts.scenario.fixture, port: 0, speed: opts.speed, scenarioBehaviour: opts.scenario.behaviour });
+  parts.sim = sim;
+  let kubeconfig: string | undefined;
+  if (sim.kube.length) {
+    // The sealed-secrets runbooks reach the simulated clusters through a kubeconfig, as they would a real one.
+    parts.scratch = mkdtempSync(path.join(tmpdir(), 'rollcall-demo-'));
+    kubeconfig = path.join(parts.scratch, 'kubeconfig');
+    writeFileSync(kubeconfig, kubeconfigYaml(sim.kube.map((k) => ({ name: k.cluster, server: k.url, token: k.token })), sim.kubeCaPem), { mode: 0o600 });
   }
+  const yaml =
+    simConfigYaml(sim, { redisUrl: opts.redisUrl, redisPrefix: opts.prefix, kubeconfig }) +
+    `\naccess:\n  groups: { oncall: ['${DEMO_USER}', '${SECOND_USER}'] }\n  operators: ['group:oncall']\n  admins: ['${DEMO_USER}']\n` +
+    // Alerts print here as they fire. The scenario's problems are there before the demo starts: no hold-down,
+    // so the first evaluation (before the prompt) fires them instead of leaving them pending for 30 s.
+    `alerts:\n  channel: ${DEMO_CHANNEL}\n  holdDown: 0s\n`;
+  const config = parseConfig(yaml, 'demo');
+  const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
+  const runtime = await startRuntime(config, { logger, notifier: new TerminalNotifier(opts.sayAsync, true) });
+  parts.runtime = runtime;
+  // As `rollcall start` does, without its config schedules and digests (the demo has none to tick).
+  await runtime.enableRuns({ role: 'all', redisUrl: opts.redisUrl, schedules: false, alerts: true });
+  await runtime.alerts?.idle();
+  return { sim, runtime };
+}
 
+/** What the demo runs on, and what to type. */
+function introduce(say: Say, about: { scenario: string; speed: number; sim: SimServer; runtime: Runtime }): void {
+  const { sim, runtime } = about;
   const apps = runtime.services.fleet.apps().length;
-  say(`rollcall demo — simulator scenario "${opts.scenario}" at ${sim.url} (${apps} apps${sim.kube.length ? `, clusters ${sim.kube.map((k) => k.cluster).join(', ')}` : ''}, time x${opts.speed})`);
+  say(`rollcall demo — simulator scenario "${about.scenario}" at ${sim.url} (${apps} apps${sim.kube.length ? `, clusters ${sim.kube.map((k) => k.cluster).join(', ')}` : ''}, time x${about.speed})`);
   if (runtime.services.config.sealedSecrets.backup) {
     const b = runtime.services.config.sealedSecrets.backup;
     say(`Key backups go to namespace ${b.namespace} on cluster ${b.cluster}.`);
   }
   say(`Type what you would type after /argo in Slack. Try these:`);
-  for (const hint of DEMO_SCENARIOS[opts.scenario] ?? DEMO_SCENARIOS['seed-outage']) say(`  ${hint}`);
+  for (const hint of DEMO_SCENARIOS[about.scenario] ?? DEMO_SCENARIOS['seed-outage']) say(`  ${hint}`);
   say(`Buttons show as [1] [2] ...: type the number to press one. "as USER <command>" acts as someone else. "exit" quits.\n`);
-  opts.onReady?.({ prefix, redisUrl: redis.url, simUrl: sim.url });
+}
 
-  const contextOf = (user: string): CommandContext => ({ services: runtime!.services, user, surface: 'terminal', channel: DEMO_CHANNEL });
+/** The prompt: each line typed is a command (or a button's number), answered until "exit" or the input ends. */
+async function answerCommands(
+  runtime: Runtime,
+  prompt: DemoPrompt,
+  term: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream; say: Say; color: boolean },
+): Promise<void> {
+  const { say, color } = term;
+  const contextOf = (user: string): CommandContext => ({ services: runtime.services, user, surface: 'terminal', channel: DEMO_CHANNEL });
   let buttons: ReplyButton[] = [];
   const show = (reply: Reply) => {
     say(renderText(reply, { color, actions: 'omit' }));
@@ -173,7 +234,7 @@ export async function demo(opts: {
     if (buttons.length) say(buttons.map((b, i) => `[${i + 1}] ${b.label}`).join('  '));
   };
 
-  const rl = readline.createInterface({ input: opts.input ?? process.stdin, output, prompt: 'argo> ', terminal: color });
+  const rl = readline.createInterface({ input: term.input, output: term.output, prompt: 'argo> ', terminal: color });
   prompt.rl = rl;
   prompt.busy = false;
   rl.prompt();
@@ -200,6 +261,4 @@ export async function demo(opts: {
   }
   prompt.busy = true;
   rl.close();
-  await cleanup();
-  say('bye');
 }
