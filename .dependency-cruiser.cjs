@@ -9,28 +9,22 @@
  */
 const LAYERS = [
   // 0: the vocabulary every layer shares.
-  ['core', ['^src/core/', '^src/log\\.ts$']],
-  // 1: configuration and the clients of what rollcall talks to; Redis and BullMQ plumbing.
-  ['infra', ['^src/config/', '^src/argocd/', '^src/kube/', '^src/dev/', '^src/jobs/(redis|queues|rate-limit)\\.ts$']],
+  ['core', ['^src/core/']],
+  // 1: plumbing (logging, metrics, Redis, queues, rate limits), configuration, and the clients of Argo CD and Kubernetes.
+  ['infra', ['^src/infra/']],
   // 2: the mirror of the fleet and its rules.
   ['fleet', ['^src/fleet/']],
-  // 3: the audit stream, which every domain service below commands writes and reads.
-  ['audit', ['^src/audit/']],
-  // 4: domain services.
-  ['domain', ['^src/runbooks/', '^src/incidents/', '^src/alerts/']],
-  // 5: the chat grammar over them.
+  // 3: domain services: the audit stream first (the others write it), then runbooks, incidents and alerts.
+  ['domain', ['^src/domain/']],
+  // 4: the chat grammar over them.
   ['commands', ['^src/commands/']],
-  // 6: Reply -> Block Kit / text.
+  // 5: Reply -> Block Kit / text.
   ['views', ['^src/views/']],
-  // 7: surfaces and processes.
-  ['surfaces', ['^src/slack/', '^src/cli/', '^src/http/', '^src/jobs/', '^src/main\\.ts$']],
+  // 6: surfaces and processes.
+  ['surfaces', ['^src/surfaces/', '^src/main\\.ts$']],
 ];
 
 const anyOf = (patterns) => `(${patterns.join('|')})`;
-
-// jobs/redis.ts, queues.ts and rate-limit.ts are plumbing (rank 1) inside the top-rank jobs/ folder: the
-// infra rule checks what they import, and no rule counts them as a higher rank when imported.
-const JOBS_PLUMBING = '^src/jobs/(redis|queues|rate-limit)\\.ts$';
 
 const upward = LAYERS.slice(0, -1).map(([name, from], i) => ({
   name: `no-upward-from-${name}`,
@@ -41,7 +35,7 @@ const upward = LAYERS.slice(0, -1).map(([name, from], i) => ({
     .join(', ')}.`,
   severity: 'error',
   from: { path: anyOf(from) },
-  to: { path: anyOf(LAYERS.slice(i + 1).flatMap(([, paths]) => paths)), pathNot: JOBS_PLUMBING },
+  to: { path: anyOf(LAYERS.slice(i + 1).flatMap(([, paths]) => paths)) },
 }));
 
 module.exports = {
@@ -50,31 +44,38 @@ module.exports = {
     {
       name: 'no-circular',
       comment:
-        'A cycle makes two modules one; split the shared part out downwards. `import type` is erased when compiled, so a ' +
-        'cycle closed only by type imports is allowed (the layer rules above still apply to type imports).',
+        'A cycle makes two modules one; split the shared part out downwards. Type imports count: a cycle of types is ' +
+        'still two modules that cannot be read apart.',
       severity: 'error',
       from: { path: '^src/' },
-      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
+      to: { circular: true },
+    },
+    {
+      name: 'audit-below-the-domain',
+      comment: 'The audit stream is written by every domain service: it imports none of them.',
+      severity: 'error',
+      from: { path: '^src/domain/audit/' },
+      to: { path: '^src/domain/(runbooks|incidents|alerts)/' },
     },
     {
       name: 'domain-without-slack',
       comment: 'commands, fleet and the domain services are transport-neutral: no @slack/*, no Block Kit (views/ renders).',
       severity: 'error',
-      from: { path: '^src/(commands|fleet|audit|runbooks|incidents|alerts|core)/' },
-      to: { path: ['^node_modules/@slack/', '^@slack/', '^src/views/', '^src/slack/'] },
+      from: { path: '^src/(commands|fleet|domain|infra|core)/' },
+      to: { path: ['^node_modules/@slack/', '^@slack/', '^src/views/', '^src/surfaces/'] },
     },
     {
       name: 'commands-see-runbooks-index',
-      comment: 'Commands reach the runbooks layer through src/runbooks/index.ts only: the engine and actions behind it may move.',
+      comment: 'Commands reach the runbooks through src/domain/runbooks/index.ts only: the engine and actions behind it may move.',
       severity: 'error',
       from: { path: '^src/commands/' },
-      to: { path: '^src/runbooks/', pathNot: '^src/runbooks/index\\.ts$' },
+      to: { path: '^src/domain/runbooks/', pathNot: '^src/domain/runbooks/index\\.ts$' },
     },
     {
       name: 'only-cli-imports-sim',
       comment: 'The simulator is a tool: only the CLI (and tests) start it.',
       severity: 'error',
-      from: { path: '^src/', pathNot: '^src/(cli|sim)/' },
+      from: { path: '^src/', pathNot: '^src/(surfaces/cli|sim)/' },
       to: { path: '^src/sim/' },
     },
     {
@@ -82,7 +83,7 @@ module.exports = {
       comment: 'The simulator shares only Argo CD types, object facts and label selectors, and the pure RollingSync semantics.',
       severity: 'error',
       from: { path: '^src/sim/' },
-      to: { path: '^src/', pathNot: ['^src/sim/', '^src/argocd/(types|objects|labels)\\.ts$', '^src/fleet/rollingsync\\.ts$'] },
+      to: { path: '^src/', pathNot: ['^src/sim/', '^src/infra/argocd/(types|objects|labels)\\.ts$', '^src/fleet/rollingsync\\.ts$'] },
     },
   ],
   options: {

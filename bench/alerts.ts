@@ -3,12 +3,12 @@
  * evaluation, then the whole sweep with each group's compare-and-set in Redis), and how long a digest
  * takes to build and render as Block Kit.
  */
-import { AlertManager } from '../src/alerts/manager.js';
-import { evaluateAlertRules } from '../src/alerts/rules.js';
-import { AlertStore } from '../src/alerts/store.js';
-import { composeDigest } from '../src/alerts/digest.js';
+import { AlertManager } from '../src/domain/alerts/manager.js';
+import { evaluateAlertRules } from '../src/domain/alerts/rules.js';
+import { AlertStore } from '../src/domain/alerts/store.js';
+import { composeDigest } from '../src/domain/alerts/digest.js';
 import { digestReply } from '../src/commands/digest.js';
-import { closeRedis, createRedis } from '../src/jobs/redis.js';
+import { closeRedis, createRedis } from '../src/infra/redis.js';
 import { renderBlocks } from '../src/views/blocks.js';
 import { buildMirror, cleanPrefix, header, isMain, loadLine, machineLine, ms, simConfig, startSimChild, stats, table, type BotFleet } from './lib.js';
 

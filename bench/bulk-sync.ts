@@ -5,13 +5,13 @@
  * same simulated sync time and health settle, so the ideal wall time is known.
  */
 import { WebClient } from '@slack/web-api';
-import { ensureRedis } from '../src/dev/redis-server.js';
-import { RUN_INFO_NAME } from '../src/runbooks/actions/bulk-sync.js';
-import { startEngine } from '../src/runbooks/engine.js';
-import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../src/runbooks/loader.js';
-import type { Run } from '../src/runbooks/run-store.js';
+import { ensureRedis } from '../src/infra/redis-server.js';
+import { RUN_INFO_NAME } from '../src/domain/runbooks/actions/bulk-sync.js';
+import { startEngine } from '../src/domain/runbooks/engine.js';
+import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../src/domain/runbooks/loader.js';
+import type { Run } from '../src/domain/runbooks/run-store.js';
 import type { Services } from '../src/commands/registry.js';
-import { SlackNotifier } from '../src/slack/notifier.js';
+import { SlackNotifier } from '../src/surfaces/slack/notifier.js';
 import type { SimOperation } from '../src/sim/store.js';
 import { startFakeSlack } from '../test/support/fake-slack.js';
 import { buildMirror, cleanPrefix, header, isMain, loadLine, machineLine, ms, simConfig, startSimChild, stats, table } from './lib.js';

@@ -6,12 +6,12 @@
 import { dispatch } from '../src/commands/index.js';
 import type { CommandContext } from '../src/commands/registry.js';
 import type { FleetEvent } from '../src/fleet/events.js';
-import { ChangeLog } from '../src/incidents/change-log.js';
-import type { ChangeRecord } from '../src/incidents/changes.js';
-import { ChangeRecorder } from '../src/incidents/recorder.js';
-import { IncidentService } from '../src/incidents/service.js';
-import { IncidentStore } from '../src/incidents/store.js';
-import { closeRedis, createRedis } from '../src/jobs/redis.js';
+import { ChangeLog } from '../src/domain/incidents/change-log.js';
+import type { ChangeRecord } from '../src/domain/incidents/changes.js';
+import { ChangeRecorder } from '../src/domain/incidents/recorder.js';
+import { IncidentService } from '../src/domain/incidents/service.js';
+import { IncidentStore } from '../src/domain/incidents/store.js';
+import { closeRedis, createRedis } from '../src/infra/redis.js';
 import type { SimChildChange } from './sim-child.js';
 import { buildMirror, cleanPrefix, header, isMain, loadLine, machineLine, ms, rssMb, simConfig, startSimChild, stats, table } from './lib.js';
 

@@ -2,12 +2,12 @@ import { fork, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ArgoApi } from '../src/argocd/api.js';
-import { createClients, type ArgoClient } from '../src/argocd/client.js';
-import { parseConfig } from '../src/config/load.js';
-import type { RollcallConfig } from '../src/config/schema.js';
+import type { ArgoApi } from '../src/infra/argocd/api.js';
+import { createClients, type ArgoClient } from '../src/infra/argocd/client.js';
+import { parseConfig } from '../src/infra/config/load.js';
+import type { RollcallConfig } from '../src/infra/config/schema.js';
 import { FleetMirror } from '../src/fleet/mirror.js';
-import { closeRedis, createRedis, type RedisClient } from '../src/jobs/redis.js';
+import { closeRedis, createRedis, type RedisClient } from '../src/infra/redis.js';
 import type { SimChildRequest, SimChildReady } from './sim-child.js';
 
 export const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));

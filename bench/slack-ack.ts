@@ -1,6 +1,6 @@
 /**
  * Issue 3: 50 concurrent `/argo` slash commands through Bolt's real HTTP receiver (signed requests,
- * src/slack/app.ts startSlack) on the 10,000-app mirror. Measures the time to the HTTP 200 ack and the
+ * src/surfaces/slack/app.ts startSlack) on the 10,000-app mirror. Measures the time to the HTTP 200 ack and the
  * time until each answer arrives at its response_url. Slack's side (the 50 clients and the fake Web API)
  * runs in another process (bench/slack-client.ts), so only the bot's own work is on the bot's event loop.
  */
@@ -9,8 +9,8 @@ import type { Server } from 'node:http';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pino from 'pino';
-import { slackSchema, type RollcallConfig } from '../src/config/schema.js';
-import { startSlack } from '../src/slack/app.js';
+import { slackSchema, type RollcallConfig } from '../src/infra/config/schema.js';
+import { startSlack } from '../src/surfaces/slack/app.js';
 import { BENCH_DIR, buildMirror, header, isMain, loadLine, machineLine, ms, simConfig, startSimChild, stats, table, type BotFleet } from './lib.js';
 import type { BurstResult, SlackClientRequest } from './slack-client.js';
 

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
-import { freePort } from '../src/dev/redis-server.js';
+import { freePort } from '../src/infra/redis-server.js';
 import { startFakeSlack } from '../test/support/fake-slack.js';
 import { BENCH_DIR, cleanPrefix, header, isMain, loadLine, machineLine, ms, startSimChild, stats, table } from './lib.js';
 

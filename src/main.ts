@@ -1,4 +1,4 @@
-// CLI entry; subcommands are wired in src/cli/.
-import { runCli } from './cli/index.js';
+// CLI entry; subcommands are wired in src/surfaces/cli/.
+import { runCli } from './surfaces/cli/index.js';
 
 await runCli(process.argv);

@@ -1,26 +1,14 @@
-import { isActive, type AlertRecord } from '../alerts/lifecycle.js';
-import { evaluateAlertRules, shortRevision, type ExpectedStall } from '../alerts/rules.js';
-import type { AlertStore } from '../alerts/store.js';
-import { parseDuration } from '../config/schema.js';
-import { AuditLog } from '../audit/audit-log.js';
+import { isActive, type AlertRecord } from '../domain/alerts/lifecycle.js';
+import { evaluateAlertRules, shortRevision, type ExpectedStall } from '../domain/alerts/rules.js';
+import type { AlertStore } from '../domain/alerts/store.js';
+import { parseDuration } from '../infra/config/schema.js';
+import { AuditLog } from '../domain/audit/audit-log.js';
 import { formatDuration, mention, plural, since, TONE_EMOJI } from '../core/format.js';
 import { CommandError, checkOptions, checkPositional } from './parse.js';
 import { type CommandContext, type CommandSpec } from './registry.js';
 import type { Reply, ReplyBlock, ReplyButton } from '../core/reply.js';
-
-/** The JSON of one alert in `alerts --json`. */
-export interface AlertJson {
-  id: string;
-  rule: string;
-  state: 'firing' | 'acked' | 'snoozed' | 'resolved';
-  instance: string;
-  appSet?: string;
-  step?: number;
-  revision?: string;
-  apps: string[];
-  since: string;
-  updatedAt: string;
-}
+import type { AlertJson } from './reply-data.js';
+export type { AlertJson } from './reply-data.js';
 
 export function alertJson(a: AlertRecord): AlertJson {
   return {

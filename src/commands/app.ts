@@ -1,6 +1,6 @@
-import type { ArgoApi } from '../argocd/api.js';
-import { ArgoError, isArgoError } from '../argocd/errors.js';
-import type { Application, ApplicationSource } from '../argocd/types.js';
+import type { ArgoApi } from '../infra/argocd/api.js';
+import { ArgoError, isArgoError } from '../infra/argocd/errors.js';
+import type { Application, ApplicationSource } from '../infra/argocd/types.js';
 import { rolloutEntry } from '../fleet/groups.js';
 import type { FleetApp, FleetView } from '../fleet/model.js';
 import {
@@ -21,56 +21,13 @@ import type { ReplyBlock, ReplyButton } from '../core/reply.js';
 import type { ReplyOf } from './replies.js';
 import { healthOf, syncOf } from '../fleet/status.js';
 import { unknownTarget } from './suggest.js';
+import type { AppSourceInfo, AppDetail } from './reply-data.js';
+export type { AppSourceInfo, AppOperationInfo, AppDetail } from './reply-data.js';
 
 const USAGE = 'app NAME [instance=X]';
 /** A live Get must not hold an answer up: after this the mirror's copy is shown. */
 export const LIVE_LOOKUP_MS = 4000;
 const HISTORY_SHOWN = 5;
-
-export interface AppSourceInfo {
-  repoURL: string;
-  path: string | null;
-  chart: string | null;
-  targetRevision: string;
-}
-
-export interface AppOperationInfo {
-  phase: string;
-  /** The user who started it, or "automated" (auto-sync, RollingSync). */
-  initiatedBy: string;
-  automated: boolean;
-  startedAt: string | null;
-  finishedAt: string | null;
-  durationMs: number | null;
-  message: string | null;
-  retryCount: number;
-}
-
-export interface AppDetail {
-  name: string;
-  instance: string;
-  cluster: string;
-  namespace: string | null;
-  project: string;
-  appSet: string | null;
-  sync: string;
-  health: string;
-  revision: string | null;
-  revisions: string[];
-  source: AppSourceInfo | null;
-  sources: AppSourceInfo[];
-  /** A sync requested and not yet picked up by the controller (top-level `operation`). */
-  operationRequested: boolean;
-  operation: AppOperationInfo | null;
-  failedResources: { group: string; kind: string; namespace: string; name: string; message: string | null; syncPhase: string | null }[];
-  unhealthyResources: { group: string; kind: string; namespace: string; name: string; health: string; message: string | null }[];
-  history: { id: number; revision: string | null; revisions: string[]; deployedAt: string; deployStartedAt: string | null; initiatedBy: string | null }[];
-  conditions: { type: string; message: string; lastTransitionTime: string | null }[];
-  images: string[];
-  url: string | null;
-  /** true when read with a live Get (resource health included), false when from the mirror's list copy. */
-  live: boolean;
-}
 
 function sourceInfo(s: ApplicationSource): AppSourceInfo {
   // Argo CD treats an empty targetRevision as HEAD.

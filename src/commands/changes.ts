@@ -1,16 +1,16 @@
-import { parseDuration } from '../config/schema.js';
+import { parseDuration } from '../infra/config/schema.js';
 import type { FleetView } from '../fleet/model.js';
 import { isGlob, nameMatcher, selectApps, type AppSelector } from '../fleet/select.js';
-import type { ChangeRecord } from '../incidents/changes.js';
-import type { ChangeLog } from '../incidents/change-log.js';
-import { changeJson, groupChanges, listedKind, withoutDeployOperations, type ChangeJson, type ListedChangeKind } from '../incidents/groups.js';
-import { appKey, changesOfApps } from '../incidents/timeline.js';
+import type { ChangeRecord } from '../domain/incidents/changes.js';
+import type { ChangeLog } from '../domain/incidents/change-log.js';
+import { changeJson, groupChanges, listedKind, withoutDeployOperations, type ChangeJson, type ListedChangeKind } from '../domain/incidents/groups.js';
+import { appKey, changesOfApps } from '../domain/incidents/timeline.js';
 import { clockTime, displayZone, formatDuration, plural } from '../core/format.js';
 import { CommandError, checkOptions, selectorFromCommand, SELECTOR_OPTIONS } from './parse.js';
 import type { CommandContext, CommandSpec, ParsedCommand } from './registry.js';
 import type { ReplyBlock, ReplyItem, Tone } from '../core/reply.js';
 import type { ReplyOf } from './replies.js';
-import { STATUS_TONE, type RunStatus } from '../runbooks/index.js';
+import { STATUS_TONE, type RunStatus } from '../domain/runbooks/index.js';
 
 const USAGE = 'changes [since=1h] [kind=deploy|sync|operation|rollout|created|deleted|run] [APP|GLOB ...] [-l selector] [cluster=X] [appset=X] [instance=X]';
 const KINDS: ListedChangeKind[] = ['deploy', 'sync', 'operation', 'rollout', 'created', 'deleted', 'run'];

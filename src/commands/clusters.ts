@@ -1,5 +1,5 @@
-import type { Cluster } from '../argocd/types.js';
-import { normalizeServer } from '../argocd/objects.js';
+import type { Cluster } from '../infra/argocd/types.js';
+import { normalizeServer } from '../infra/argocd/objects.js';
 import { TONE_EMOJI, byText, formatCount, oneLine, plural, truncate } from '../core/format.js';
 import { checkOptions, checkPositional } from './parse.js';
 import { type CommandContext, type ParsedCommand, type CommandSpec } from './registry.js';
@@ -7,21 +7,11 @@ import type { ReplyBlock, ReplyItem, Tone } from '../core/reply.js';
 import type { ReplyOf } from './replies.js';
 import { healthOf, isProblem, syncOf } from '../fleet/status.js';
 import { unknownTarget } from './suggest.js';
+import type { ClusterRow } from './reply-data.js';
+export type { ClusterRow } from './reply-data.js';
 
 const USAGE = 'clusters [instance=X]';
 const MAX_SHOWN = 40;
-
-export interface ClusterRow {
-  instance: string;
-  name: string;
-  server: string | null;
-  /** Successful | Failed | Unknown as Argo CD reports it; "NotRegistered" for a destination Argo CD has no cluster for. */
-  connection: string;
-  message: string | null;
-  serverVersion: string | null;
-  apps: number;
-  problems: number;
-}
 
 function connectionOf(c: Cluster): { status: string; message: string | null } {
   // Argo CD moved connectionState under info; older servers (and some fixtures) keep it top-level.

@@ -1,5 +1,5 @@
 import { mention, when } from '../core/format.js';
-import { formatSelectorParam, type PauseRecord } from '../runbooks/index.js';
+import { formatSelectorParam, type PauseRecord } from '../domain/runbooks/index.js';
 // `pause` and `resume` are shortcuts for the pause-rollout / resume-rollout runbooks and go through the
 // `run` command itself (preview, confirm, approvals, live progress).
 import { SELECTOR_OPTIONS, selectorFromCommand } from './parse.js';

@@ -1,5 +1,5 @@
 import { SEVERITY_RANK, diagnoseAppSet, diagnoseFleet, type Finding } from '../fleet/diagnose.js';
-import { alertsSchema } from '../config/schema.js';
+import { alertsSchema } from '../infra/config/schema.js';
 import { FLEET_RULES, diagnoseFleetWide } from '../fleet/rules/index.js';
 import { TONE_EMOJI, plural } from '../core/format.js';
 import { checkOptions, checkPositional } from './parse.js';

@@ -1,5 +1,5 @@
-import { composeDigest, TOTAL_KEYS, type AttentionItem, type Digest, type TotalKey } from '../alerts/digest.js';
-import type { DigestConfig } from '../config/schema.js';
+import { composeDigest, TOTAL_KEYS, type AttentionItem, type Digest, type TotalKey } from '../domain/alerts/digest.js';
+import type { DigestConfig } from '../infra/config/schema.js';
 import { absoluteTime, formatCount, formatDuration, TONE_EMOJI, when } from '../core/format.js';
 import { CommandError, checkOptions, checkPositional } from './parse.js';
 import { type Services, type CommandSpec } from './registry.js';

@@ -1,13 +1,15 @@
-import type { RevisionHistory, RevisionMetadata } from '../argocd/types.js';
-import { historyImages } from '../argocd/objects.js';
+import type { RevisionHistory, RevisionMetadata } from '../infra/argocd/types.js';
+import { historyImages } from '../infra/argocd/objects.js';
 import { code, formatDuration, oneLine, plural, truncate, when } from '../core/format.js';
 import type { ReplyBlock, ReplyButton, ReplyItem } from '../core/reply.js';
 import type { ReplyOf } from './replies.js';
-import type { ArgoApi } from '../argocd/api.js';
+import type { ArgoApi } from '../infra/argocd/api.js';
 import type { FleetApp } from '../fleet/model.js';
 import { appRef, namedApp, initiator, liveApp, shortRev, withinLiveBudget } from './app.js';
 import { checkOptions, checkPositional } from './parse.js';
 import { findCommand, type CommandContext, type CommandSpec, type ParsedCommand } from './registry.js';
+import type { HistoryEntry } from './reply-data.js';
+export type { HistoryEntry } from './reply-data.js';
 
 const USAGE = 'history APP [instance=X]';
 /**
@@ -17,23 +19,6 @@ const USAGE = 'history APP [instance=X]';
 const HISTORY_MAX = 50;
 /** Revisions whose commit is looked up; older entries show the revision alone. */
 const METADATA_LOOKUPS = 10;
-
-export interface HistoryEntry {
-  id: number;
-  revision: string | null;
-  revisions: string[];
-  deployedAt: string;
-  deployStartedAt: string | null;
-  /** deployStartedAt -> deployedAt. */
-  durationMs: number | null;
-  initiatedBy: string | null;
-  automated: boolean;
-  /** Images pinned by the source then (kustomize images, helm image parameters): what changed when git did not. */
-  images: string[];
-  author: string | null;
-  message: string | null;
-  tags: string[];
-}
 
 function entryOf(h: RevisionHistory): Omit<HistoryEntry, 'author' | 'message' | 'tags'> {
   const started = h.deployStartedAt ? Date.parse(h.deployStartedAt) : NaN;

@@ -1,9 +1,9 @@
-import { alertImpactSince } from '../alerts/rules.js';
-import { AlertNotFoundError } from '../alerts/store.js';
-import { buildReport, incidentJson, keyTimeline } from '../incidents/report.js';
-import { isIncidentId, type IncidentAnalysis, type IncidentService } from '../incidents/service.js';
-import { INCIDENT_STATES, type Incident, type IncidentStatus } from '../incidents/store.js';
-import { TIMELINE_KINDS, timelineJson, type TimelineEntry, type TimelineKind } from '../incidents/timeline.js';
+import { alertImpactSince } from '../domain/alerts/rules.js';
+import { AlertNotFoundError } from '../domain/alerts/store.js';
+import { buildReport, incidentJson, keyTimeline } from '../domain/incidents/report.js';
+import { isIncidentId, type IncidentAnalysis, type IncidentService } from '../domain/incidents/service.js';
+import { INCIDENT_STATES, type Incident, type IncidentStatus } from '../domain/incidents/store.js';
+import { TIMELINE_KINDS, timelineJson, type TimelineEntry, type TimelineKind } from '../domain/incidents/timeline.js';
 import { formatDuration, mention, plural, truncate } from '../core/format.js';
 import { CommandError, parseCommand, selectorFromCommand } from './parse.js';
 import type { ActionSpec, CommandContext, CommandSpec, ParsedCommand } from './registry.js';

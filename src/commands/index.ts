@@ -8,9 +8,9 @@ import { findCommand, registerAction, registerCommand, type ActionSpec, type Com
 import { formatCount, since } from '../core/format.js';
 import { PAGE_SIZE, errorReply, replyPages, withUserText, type Reply } from '../core/reply.js';
 import { auditRefusal } from './runbooks.js';
-import { withAuditOrigin, type AuditOrigin } from '../audit/audit-log.js';
-import { commandDuration, commandsTotal, secondsSince } from '../metrics.js';
-import { answerWithoutWaitingForRedis } from '../jobs/redis.js';
+import { withAuditOrigin, type AuditOrigin } from '../domain/audit/audit-log.js';
+import { commandDuration, commandsTotal, secondsSince } from '../infra/metrics.js';
+import { answerWithoutWaitingForRedis } from '../infra/redis.js';
 
 import { alertCommand, alertsCommand } from './alerts.js';
 import { appCommand } from './app.js';

@@ -1,5 +1,5 @@
-import type { ArgoApi, AppRef, PodLogsQuery } from '../argocd/api.js';
-import type { ResourceNode } from '../argocd/types.js';
+import type { ArgoApi, AppRef, PodLogsQuery } from '../infra/argocd/api.js';
+import type { ResourceNode } from '../infra/argocd/types.js';
 import { code, formatCount, plural } from '../core/format.js';
 import type { ReplyBlock, ReplyButton } from '../core/reply.js';
 import type { ReplyOf } from './replies.js';

@@ -1,5 +1,5 @@
 import picomatch from 'picomatch';
-import type { Application } from '../argocd/types.js';
+import type { Application } from '../infra/argocd/types.js';
 import { errorReply, type ReplyBlock } from '../core/reply.js';
 import type { ReplyOf } from './replies.js';
 import { code, formatCount, when } from '../core/format.js';
@@ -9,6 +9,8 @@ import { findApp } from './app.js';
 import { CommandError, SELECTOR_OPTIONS, checkOptions, commandText } from './parse.js';
 import type { CommandContext, CommandSpec, ParsedCommand } from './registry.js';
 import { assertSelects } from './runbooks.js';
+import type { RefreshType, Refreshed } from './reply-data.js';
+export type { RefreshType, Refreshed } from './reply-data.js';
 
 const USAGE = 'refresh <app|glob ...> [hard] [-l selector] [cluster=X] [project=X] [appset=X] [instance=X]';
 
@@ -18,22 +20,6 @@ const USAGE = 'refresh <app|glob ...> [hard] [-l selector] [cluster=X] [project=
  * few at a time, each one also taking its turn under the instance's rateLimit.
  */
 const CONCURRENCY = 4;
-
-export type RefreshType = 'normal' | 'hard';
-
-export interface Refreshed {
-  app: string;
-  instance: string;
-  cluster: string;
-  ok: boolean;
-  reconciledBefore: string | null;
-  reconciledAt: string | null;
-  sync: string;
-  health: string;
-  error?: string;
-  /** Why the audit log could not record it. */
-  unrecorded?: string;
-}
 
 /**
  * `argocd app get --refresh | --hard-refresh`. In Argo CD a refresh is a Get with `refresh=normal|hard`

@@ -1,11 +1,11 @@
-import type { ChangeLog } from '../incidents/change-log.js';
-import type { IncidentService } from '../incidents/service.js';
-import type { AlertStore } from '../alerts/store.js';
-import type { FleetRecords } from '../alerts/records.js';
-import type { AuditStream } from '../audit/audit-log.js';
+import type { ChangeLog } from '../domain/incidents/change-log.js';
+import type { IncidentService } from '../domain/incidents/service.js';
+import type { AlertStore } from '../domain/alerts/store.js';
+import type { FleetRecords } from '../domain/alerts/records.js';
+import type { AuditStream } from '../domain/audit/audit-log.js';
 import type { Surface } from '../core/access.js';
 import type { Reply } from '../core/reply.js';
-import type { RunService, RunbookServices } from '../runbooks/index.js';
+import type { RunService, RunbookServices } from '../domain/runbooks/index.js';
 
 /** A parsed chat command: `/argo <command> [target] [key=value ...] [--flag]`. */
 export interface ParsedCommand {

@@ -2,23 +2,19 @@
  * The data of every command's answer, by command name: what `rollcall ask --json` prints under `data`
  * and what surfaces read. `CommandReply` is the union a reader narrows on `command`.
  */
-import type { ExpectedStall } from '../alerts/rules.js';
-import type { Digest } from '../alerts/digest.js';
-import type { AuditEntry } from '../audit/audit-log.js';
+import type { ExpectedStall } from '../domain/alerts/rules.js';
+import type { Digest } from '../domain/alerts/digest.js';
+import type { AuditEntry } from '../domain/audit/audit-log.js';
 import type { Reply } from '../core/reply.js';
 import type { Finding } from '../fleet/diagnose.js';
 import type { ClusterStatus, StatusProblem, StatusTotals } from '../fleet/status.js';
 import type { ProblemGroup } from '../fleet/groups.js';
 import type { ResourceChange } from '../fleet/manifest-diff.js';
 import type { RolloutPlan, RolloutReport } from '../fleet/rollout.js';
-import type { ChangeGroup, ChangeJson } from '../incidents/groups.js';
-import type { BlastRadius, IncidentMetrics } from '../incidents/metrics.js';
-import type { Run, RunStatus } from '../runbooks/index.js';
-import type { AlertJson } from './alerts.js';
-import type { AppDetail } from './app.js';
-import type { ClusterRow } from './clusters.js';
-import type { HistoryEntry } from './history.js';
-import type { Refreshed, RefreshType } from './refresh.js';
+import type { ChangeGroup, ChangeJson } from '../domain/incidents/groups.js';
+import type { BlastRadius, IncidentMetrics } from '../domain/incidents/metrics.js';
+import type { Run, RunStatus } from '../domain/runbooks/index.js';
+import type { AlertJson, AppDetail, ClusterRow, HistoryEntry, Refreshed, RefreshType } from './reply-data.js';
 
 /** An interface's fields as a plain object type, which JSON data (`Record<string, unknown>`) accepts. */
 type Fields<T> = { [K in keyof T]: T[K] };

@@ -1,4 +1,4 @@
-import type { ApplicationMatchExpression } from '../argocd/types.js';
+import type { ApplicationMatchExpression } from '../infra/argocd/types.js';
 import { diagnoseAppSet, type Finding } from '../fleet/diagnose.js';
 import type { FleetAppSet, FleetView } from '../fleet/model.js';
 import { buildRolloutReport, type MissingAppHold, type RolloutReport, type RolloutStep, type RolloutStepApp } from '../fleet/rollout.js';
@@ -25,7 +25,7 @@ import type { Reply, ReplyBlock, ReplyButton, ReplyItem } from '../core/reply.js
 import type { NoRolloutData, ReplyOf } from './replies.js';
 import { healthOf, isProblem, problemReason, syncOf } from '../fleet/status.js';
 import { unknownTarget } from './suggest.js';
-import { PAUSED_AT, PAUSED_BY, PAUSE_RUN } from '../runbooks/index.js';
+import { PAUSED_AT, PAUSED_BY, PAUSE_RUN } from '../domain/runbooks/index.js';
 import { expressionText } from '../fleet/rollingsync.js';
 import { SEVERITY_RANK } from '../fleet/diagnose.js';
 

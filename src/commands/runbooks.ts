@@ -1,4 +1,4 @@
-import { formatSelectorParam, type RunService, findRunbookAction, runPausable, paramReference, substitute, ParamError, describeParams, parseParams, type ParamValue, auditReply, NothingToDo, nothingToDoReply, previewReply, progressReply, runListReply, RunNotFoundError, type Run } from '../runbooks/index.js';
+import { formatSelectorParam, type RunService, findRunbookAction, runPausable, paramReference, substitute, ParamError, describeParams, parseParams, type ParamValue, auditReply, NothingToDo, nothingToDoReply, previewReply, progressReply, runListReply, RunNotFoundError, type Run } from '../domain/runbooks/index.js';
 import { selectApps } from '../fleet/select.js';
 import type { FleetApp } from '../fleet/model.js';
 import { CommandError, SELECTOR_OPTIONS, selectorFromCommand } from './parse.js';

@@ -1,4 +1,4 @@
-import { formatSelectorParam } from '../runbooks/index.js';
+import { formatSelectorParam } from '../domain/runbooks/index.js';
 import { viaRunCommand } from './control.js';
 import { CommandError, SELECTOR_OPTIONS, checkOptions, selectorFromCommand } from './parse.js';
 import type { CommandSpec } from './registry.js';

@@ -10,13 +10,13 @@ import type {
   ApplicationSetApplicationStatus,
   ApplicationSetRolloutStep,
   Cluster,
-} from '../argocd/types.js';
+} from '../infra/argocd/types.js';
 import type { FleetApp, FleetAppSet, FleetView } from './model.js';
 import type { Finding, Severity } from './rules/finding.js';
 import { SYNC_WINDOW_BLOCKED_MESSAGE } from './rules/facts.js';
 import { PAUSED_BY } from './pause.js';
-import { RULE_IDS, type RuleId } from '../config/rule-catalog.js';
-import { normalizeServer } from '../argocd/objects.js';
+import { RULE_IDS, type RuleId } from '../infra/config/rule-catalog.js';
+import { normalizeServer } from '../infra/argocd/objects.js';
 import {
   currentStepFromStatus,
   expressionMatches,

@@ -1,4 +1,4 @@
-import type { FleetApp, FleetAppSet } from './model.js';
+import type { FleetApp, FleetAppSet } from './app.js';
 
 /**
  * What the fleet mirror saw change, typed so that everything reacting to the fleet (bulk-sync's

@@ -1,4 +1,4 @@
-import type { ApplicationSet, ApplicationSetApplicationStatus } from '../argocd/types.js';
+import type { ApplicationSet, ApplicationSetApplicationStatus } from '../infra/argocd/types.js';
 import type { FleetApp } from './model.js';
 import type { StatusProblem } from './status.js';
 import { isRollingSync } from './rollingsync.js';

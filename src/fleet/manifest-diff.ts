@@ -1,4 +1,4 @@
-import type { ResourceDiff } from '../argocd/types.js';
+import type { ResourceDiff } from '../infra/argocd/types.js';
 
 /**
  * What `argocd app diff` shows, from the managed-resources answer, as field-level changes instead of a

@@ -1,7 +1,7 @@
-import { mirrorResyncsTotal } from '../metrics.js';
+import { mirrorResyncsTotal } from '../infra/metrics.js';
 import type { Logger } from 'pino';
-import type { ArgoApi, WatchHandle } from '../argocd/api.js';
-import type { Application, ApplicationSet, Cluster, WatchEventType } from '../argocd/types.js';
+import type { ArgoApi, WatchHandle } from '../infra/argocd/api.js';
+import type { Application, ApplicationSet, Cluster, WatchEventType } from '../infra/argocd/types.js';
 import type { InstanceHealth } from './events.js';
 import {
   clusterIndex,
@@ -13,7 +13,7 @@ import {
   type FleetCluster,
   type InstanceLinks,
 } from './model.js';
-import { normalizeServer } from '../argocd/objects.js';
+import { normalizeServer } from '../infra/argocd/objects.js';
 import { RollcallError } from '../core/errors.js';
 
 export interface FleetMirrorOptions {

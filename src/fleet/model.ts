@@ -1,26 +1,9 @@
-import type { Application, ApplicationSet, Cluster } from '../argocd/types.js';
+import type { Application, ApplicationSet, Cluster } from '../infra/argocd/types.js';
+import type { FleetApp, FleetAppSet, FleetCluster } from './app.js';
 import { FleetFeed, type FleetEvent, type FleetListener, type InstanceHealth } from './events.js';
-import { normalizeServer, ownerAppSet } from '../argocd/objects.js';
 
-/** An Application tagged with where it lives. */
-export interface FleetApp {
-  instance: string;
-  /** The Argo CD cluster name (destination.name, else resolved from the server URL, else the URL). */
-  cluster: string;
-  /** Owning ApplicationSet (ownerReferences), if generated. */
-  appSet?: string;
-  app: Application;
-}
-
-export interface FleetAppSet {
-  instance: string;
-  appSet: ApplicationSet;
-}
-
-export interface FleetCluster {
-  instance: string;
-  cluster: Cluster;
-}
+export type { FleetApp, FleetAppSet, FleetCluster } from './app.js';
+import { normalizeServer, ownerAppSet } from '../infra/argocd/objects.js';
 
 /**
  * A read-only view of the fleet, across every configured instance. The live mirror

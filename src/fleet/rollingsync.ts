@@ -19,7 +19,7 @@ import type {
   ProgressiveSyncStatus,
   SyncPolicyAutomated,
   SyncStatusCode,
-} from '../argocd/types.js';
+} from '../infra/argocd/types.js';
 
 export const SUPPORTED_OPERATORS = ['In', 'NotIn'] as const;
 

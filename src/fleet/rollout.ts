@@ -9,7 +9,7 @@ import type {
   HealthStatusCode,
   ProgressiveSyncStatus,
   SyncStatusCode,
-} from '../argocd/types.js';
+} from '../infra/argocd/types.js';
 import { diagnoseAppSet, type DiagnoseOptions, type Finding } from './diagnose.js';
 import type { FleetApp, FleetAppSet, FleetView } from './model.js';
 import { NO_STEP, currentStepFromStatus, reportedStep, generatedLabels, maxUpdateInfo, progressingStep, rolloutComplete, rolloutSteps, stepOfLabels } from './rollingsync.js';

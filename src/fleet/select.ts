@@ -2,7 +2,7 @@ import picomatch from 'picomatch';
 import type { FleetApp, FleetView } from './model.js';
 import { suggest } from '../core/suggest.js';
 import { RollcallError } from '../core/errors.js';
-import { LabelSelectorSyntaxError, matchesLabels, parseLabelSelector as parseSelector, type LabelRequirement } from '../argocd/labels.js';
+import { LabelSelectorSyntaxError, matchesLabels, parseLabelSelector as parseSelector, type LabelRequirement } from '../infra/argocd/labels.js';
 
 export { matchesLabels, type LabelRequirement };
 

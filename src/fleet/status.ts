@@ -1,4 +1,4 @@
-import type { Application } from '../argocd/types.js';
+import type { Application } from '../infra/argocd/types.js';
 import { byText, oneLine, since, truncate } from '../core/format.js';
 import type { FleetApp } from './model.js';
 import { syncFailed } from './rules/index.js';

@@ -1,4 +1,4 @@
-import type { Application } from '../argocd/types.js';
+import type { Application } from '../infra/argocd/types.js';
 import { parseGoDuration } from './clock.js';
 
 /** Annotations a fixture can set to tune one app or appset in the simulator. */

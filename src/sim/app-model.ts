@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { Application, Cluster, HealthStatusCode, ResourceResult, ResourceStatus, SyncOperation } from '../argocd/types.js';
-import { normalizeServer } from '../argocd/objects.js';
+import type { Application, Cluster, HealthStatusCode, ResourceResult, ResourceStatus, SyncOperation } from '../infra/argocd/types.js';
+import { normalizeServer } from '../infra/argocd/objects.js';
 import { automatedEnabled } from '../fleet/rollingsync.js';
 import { rfc3339 } from './clock.js';
 import { crashLoopMessage } from './faults.js';

@@ -1,4 +1,4 @@
-import type { Application, ApplicationSet, ApplicationSetStatus, HealthStatusCode, SyncStatusCode } from '../argocd/types.js';
+import type { Application, ApplicationSet, ApplicationSetStatus, HealthStatusCode, SyncStatusCode } from '../infra/argocd/types.js';
 import {
   advanceRollout,
   automatedEnabled,

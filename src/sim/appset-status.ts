@@ -1,4 +1,4 @@
-import type { ApplicationSet, ApplicationSetCondition, ApplicationSetStatus, HealthStatusCode } from '../argocd/types.js';
+import type { ApplicationSet, ApplicationSetCondition, ApplicationSetStatus, HealthStatusCode } from '../infra/argocd/types.js';
 import { SIM_ANNOTATIONS } from './annotations.js';
 import { rfc3339 } from './clock.js';
 

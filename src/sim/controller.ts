@@ -1,5 +1,5 @@
-import type { Application, ApplicationSet, ApplicationSyncRequest, Cluster, SyncOperation } from '../argocd/types.js';
-import { ownerAppSet } from '../argocd/objects.js';
+import type { Application, ApplicationSet, ApplicationSyncRequest, Cluster, SyncOperation } from '../infra/argocd/types.js';
+import { ownerAppSet } from '../infra/argocd/objects.js';
 import { SIM_ANNOTATIONS } from './annotations.js';
 import {
   WORKLOAD_KINDS,
@@ -444,7 +444,7 @@ export class SimController {
   }
 
   private context(store?: InstanceStore): ScenarioContext {
-    return { controller: this, faults: this.faults, store, now: this.clock.now() };
+    return { faults: this.faults, store, now: this.clock.now() };
   }
 
   private requireInstance(instance: string): InstanceStore {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Application } from '../argocd/types.js';
+import type { Application } from '../infra/argocd/types.js';
 import { ROLLING_SYNC_INITIATOR } from '../fleet/rollingsync.js';
 import { DEFAULT_APP_NAMESPACE, type InstanceStore, type SimState, type StoreChange } from './store.js';
 

@@ -1,5 +1,5 @@
-import type { Application, Cluster } from '../argocd/types.js';
-import { normalizeServer } from '../argocd/objects.js';
+import type { Application, Cluster } from '../infra/argocd/types.js';
+import { normalizeServer } from '../infra/argocd/objects.js';
 
 /**
  * Faults the simulator can inject into app behaviour (the HTTP-level ones, latency/5xx/429, live

@@ -1,4 +1,4 @@
-import type { Application } from '../argocd/types.js';
+import type { Application } from '../infra/argocd/types.js';
 
 /**
  * `fields=` projections as Argo CD applies them.

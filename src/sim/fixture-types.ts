@@ -1,4 +1,4 @@
-import type { AppProject, Application, ApplicationSet, Cluster } from '../argocd/types.js';
+import type { AppProject, Application, ApplicationSet, Cluster } from '../infra/argocd/types.js';
 
 /** DESIGN.md "Simulator": objects in the JSON shape the real APIs return. */
 export interface FixtureInstance {

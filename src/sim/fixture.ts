@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { Application, Cluster } from '../argocd/types.js';
+import type { Application, Cluster } from '../infra/argocd/types.js';
 import type { Fixture } from './fixture-types.js';
 import type { SimState } from './store.js';
 

@@ -3,7 +3,7 @@ import {
   matchesLabels,
   parseLabelSelector,
   type LabelRequirement,
-} from '../argocd/labels.js';
+} from '../infra/argocd/labels.js';
 
 /**
  * The simulator reads label selectors with the shared Kubernetes matcher (argocd/labels.ts), so a

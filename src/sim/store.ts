@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { AppProject, Application, ApplicationSet, Cluster, WatchEventType } from '../argocd/types.js';
+import type { AppProject, Application, ApplicationSet, Cluster, WatchEventType } from '../infra/argocd/types.js';
 
 /**
  * The simulator's in-memory state for one Argo CD instance. Every change bumps a

@@ -1,4 +1,4 @@
-import type { Application, ApplicationSyncRequest, Operation, SyncOperation } from '../argocd/types.js';
+import type { Application, ApplicationSyncRequest, Operation, SyncOperation } from '../infra/argocd/types.js';
 import { automatedEnabled } from '../fleet/rollingsync.js';
 import { isSameRef, operationInProgress, qualifiedName, resolveRevision, targetRevision, targetRevisions } from './app-model.js';
 import { SimError } from './sim-error.js';

@@ -1,4 +1,4 @@
-import type { Application, ResourceResult, SyncOperation } from '../argocd/types.js';
+import type { Application, ResourceResult, SyncOperation } from '../infra/argocd/types.js';
 import { ROLLING_SYNC_INITIATOR } from '../fleet/rollingsync.js';
 import { SIM_ANNOTATIONS, durationAnnotation } from './annotations.js';
 import {

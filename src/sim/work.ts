@@ -1,4 +1,4 @@
-import type { Application, Operation } from '../argocd/types.js';
+import type { Application, Operation } from '../infra/argocd/types.js';
 import type { SimClock } from './clock.js';
 import type { InstanceStore } from './store.js';
 

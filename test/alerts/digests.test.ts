@@ -1,18 +1,18 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import type { RedisClient } from '../../src/jobs/redis.js';
-import { buildDigest } from '../../src/alerts/digest.js';
+import type { RedisClient } from '../../src/infra/redis.js';
+import { buildDigest } from '../../src/domain/alerts/digest.js';
 import { digestReply } from '../../src/commands/digest.js';
 import { renderText } from '../../src/views/text.js';
 import { formatDuration } from '../../src/core/format.js';
-import { FleetRecords } from '../../src/alerts/records.js';
+import { FleetRecords } from '../../src/domain/alerts/records.js';
 import type { Services } from '../../src/commands/registry.js';
 import type { MessageRef, Notifier } from '../../src/core/notifier.js';
 import type { Reply } from '../../src/core/reply.js';
-import { ConfigError, parseConfig } from '../../src/config/load.js';
-import { configSchema, type RollcallConfig } from '../../src/config/schema.js';
+import { ConfigError, parseConfig } from '../../src/infra/config/load.js';
+import { configSchema, type RollcallConfig } from '../../src/infra/config/schema.js';
 import { StaticFleet } from '../../src/fleet/model.js';
-import { startDigestSchedules, type DigestSchedules } from '../../src/jobs/digests.js';
-import { closeRedis, createRedis } from '../../src/jobs/redis.js';
+import { startDigestSchedules, type DigestSchedules } from '../../src/surfaces/workers/digests.js';
+import { closeRedis, createRedis } from '../../src/infra/redis.js';
 import { progressiveInfraFixture, STUCK_APPS } from '../../src/sim/scenarios/progressive-infra.js';
 import { seedOutageFixture } from '../../src/sim/scenarios/seed-outage.js';
 import { renderBlocks } from '../../src/views/blocks.js';
@@ -187,10 +187,10 @@ describe('incidents in the digest', () => {
   });
 
   it('lists the open incidents first, then those closed in the period with severity and TTR from the incident metrics', async () => {
-    const { ChangeLog } = await import('../../src/incidents/change-log.js');
-    const { ChangeRecorder } = await import('../../src/incidents/recorder.js');
-    const { IncidentService } = await import('../../src/incidents/service.js');
-    const { IncidentStore } = await import('../../src/incidents/store.js');
+    const { ChangeLog } = await import('../../src/domain/incidents/change-log.js');
+    const { ChangeRecorder } = await import('../../src/domain/incidents/recorder.js');
+    const { IncidentService } = await import('../../src/domain/incidents/service.js');
+    const { IncidentStore } = await import('../../src/domain/incidents/store.js');
     // The change log reads by when a record was seen: the incidents happen after the backfill, and the digest later still.
     const start = Date.now();
     const fleet = StaticFleet.fromFixture(seedOutageFixture(new Date(start)));

@@ -59,8 +59,8 @@ describe('the import rule (npm run lint:deps)', () => {
 
   it('fails on a cycle between siblings, and on domain code importing Slack or the simulator', async () => {
     const result = await check({
-      'runbooks/a.ts': "import { b } from '../incidents/b.js';\nexport const a = () => b;\n",
-      'incidents/b.ts': "import { a } from '../runbooks/a.js';\nexport const b = () => a;\n",
+      'domain/runbooks/a.ts': "import { b } from '../incidents/b.js';\nexport const a = () => b;\n",
+      'domain/incidents/b.ts': "import { a } from '../runbooks/a.js';\nexport const b = () => a;\n",
       'commands/post.ts': "import '@slack/bolt';\nimport { fixture } from '../sim/fixture.js';\nexport const f = fixture;\n",
       'sim/fixture.ts': 'export const fixture = {};\n',
     });
@@ -68,5 +68,26 @@ describe('the import rule (npm run lint:deps)', () => {
     expect(result.output).toContain('no-circular');
     expect(result.output).toContain('domain-without-slack');
     expect(result.output).toContain('only-cli-imports-sim');
+  });
+
+  it('fails on a cycle closed only by type imports', async () => {
+    const result = await check({
+      'fleet/model.ts': "import type { FleetEvent } from './events.js';\nexport interface FleetApp { app: string; last?: FleetEvent }\n",
+      'fleet/events.ts': "import type { FleetApp } from './model.js';\nexport interface FleetEvent { app: FleetApp }\n",
+    });
+    expect(result.failed).toBe(true);
+    expect(result.output).toMatch(/no-circular: src\/fleet\/(model|events)\.ts/);
+  });
+
+  it('fails when the audit stream imports a domain service above it, or surfaces code leaks into the domain', async () => {
+    const result = await check({
+      'domain/runbooks/engine.ts': 'export const engine = 1;\n',
+      'domain/audit/audit-log.ts': "import { engine } from '../runbooks/engine.js';\nexport const a = engine;\n",
+      'surfaces/slack/app.ts': 'export const app = 1;\n',
+      'domain/alerts/post.ts': "import { app } from '../../surfaces/slack/app.js';\nexport const p = app;\n",
+    });
+    expect(result.failed).toBe(true);
+    expect(result.output).toContain('audit-below-the-domain');
+    expect(result.output).toContain('no-upward-from-domain');
   });
 });

@@ -5,9 +5,9 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ArgoClient } from '../../src/argocd/client.js';
-import { ArgoError } from '../../src/argocd/errors.js';
-import { instanceSchema } from '../../src/config/schema.js';
+import { ArgoClient } from '../../src/infra/argocd/client.js';
+import { ArgoError } from '../../src/infra/argocd/errors.js';
+import { instanceSchema } from '../../src/infra/config/schema.js';
 
 let hasOpenssl = true;
 try {

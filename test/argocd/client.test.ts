@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ArgoClient, createClients } from '../../src/argocd/client.js';
-import { ArgoError } from '../../src/argocd/errors.js';
-import { configSchema, instanceSchema } from '../../src/config/schema.js';
-import type { Application, ApplicationSet } from '../../src/argocd/types.js';
+import { ArgoClient, createClients } from '../../src/infra/argocd/client.js';
+import { ArgoError } from '../../src/infra/argocd/errors.js';
+import { configSchema, instanceSchema } from '../../src/infra/config/schema.js';
+import type { Application, ApplicationSet } from '../../src/infra/argocd/types.js';
 import { startRecordingServer, type RecordingServer } from '../support/recording-server.js';
 
 const ROOT = '/argocd';

@@ -9,10 +9,10 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ArgoClient } from '../../src/argocd/client.js';
+import { ArgoClient } from '../../src/infra/argocd/client.js';
 import { AxiosError } from 'axios';
-import { BadBodyError, HttpTransport } from '../../src/argocd/http.js';
-import { instanceSchema } from '../../src/config/schema.js';
+import { BadBodyError, HttpTransport } from '../../src/infra/argocd/http.js';
+import { instanceSchema } from '../../src/infra/config/schema.js';
 import { actAsForwardProxy, restoreProxyEnvAfterEach, type ForwardProxy } from '../support/forward-proxy.js';
 
 const exec = promisify(execFile);

@@ -1,6 +1,6 @@
 import { request } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Application, ApplicationList } from '../../src/argocd/types.js';
+import type { Application, ApplicationList } from '../../src/infra/argocd/types.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import { selectApps, SelectorError } from '../../src/fleet/select.js';
 import type { SimServer } from '../../src/sim/server.js';

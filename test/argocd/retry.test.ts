@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelay, parseRetryAfter, retryDelay } from '../../src/argocd/retry.js';
+import { backoffDelay, parseRetryAfter, retryDelay } from '../../src/infra/argocd/retry.js';
 
 describe('backoff', () => {
   const policy = { retries: 5, baseMs: 100, maxMs: 1000, retryAfterCapMs: 5000 };

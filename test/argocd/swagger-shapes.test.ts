@@ -6,8 +6,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ArgoClient } from '../../src/argocd/client.js';
-import { instanceSchema } from '../../src/config/schema.js';
+import { ArgoClient } from '../../src/infra/argocd/client.js';
+import { instanceSchema } from '../../src/infra/config/schema.js';
 import { sseOpen, startRecordingServer, type RecordedRequest, type RecordingServer } from '../support/recording-server.js';
 
 interface Schema {

@@ -1,10 +1,10 @@
 import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { WatchHandle } from '../../src/argocd/api.js';
-import { ArgoClient } from '../../src/argocd/client.js';
-import type { ArgoError } from '../../src/argocd/errors.js';
-import type { Application, ApplicationWatchEvent } from '../../src/argocd/types.js';
-import { instanceSchema } from '../../src/config/schema.js';
+import type { WatchHandle } from '../../src/infra/argocd/api.js';
+import { ArgoClient } from '../../src/infra/argocd/client.js';
+import type { ArgoError } from '../../src/infra/argocd/errors.js';
+import type { Application, ApplicationWatchEvent } from '../../src/infra/argocd/types.js';
+import { instanceSchema } from '../../src/infra/config/schema.js';
 import { sseOpen, sseSend, startRecordingServer, type RecordingServer } from '../support/recording-server.js';
 
 const STREAM = '/api/v1/stream/applications';

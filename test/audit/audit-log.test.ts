@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { AuditLog } from '../../src/audit/audit-log.js';
-import { createRedis, closeRedis } from '../../src/jobs/redis.js';
+import { AuditLog } from '../../src/domain/audit/audit-log.js';
+import { createRedis, closeRedis } from '../../src/infra/redis.js';
 import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
 
 const prefix = testPrefix();

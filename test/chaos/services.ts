@@ -1,6 +1,6 @@
-import { createClients } from '../../src/argocd/client.js';
+import { createClients } from '../../src/infra/argocd/client.js';
 import type { Services } from '../../src/commands/registry.js';
-import { configSchema } from '../../src/config/schema.js';
+import { configSchema } from '../../src/infra/config/schema.js';
 import { FleetMirror } from '../../src/fleet/mirror.js';
 
 /** A rollcall wired to the simulator as the chaos suite runs it: real clients, real mirror (list + watch). */

@@ -1,9 +1,9 @@
 // One rollcall worker process for the chaos suite. Env: SIM_INSTANCES (JSON), REDIS_URL, PREFIX,
 // LOCK_MS, STALLED_MS, ARGO_TIMEOUT_MS, RATE_MAX, RATE_PER_MS. Prints "ready" once its engine runs;
 // logs (info and up) go to stderr as JSON lines.
-import { createLogger } from '../../src/log.js';
-import { startEngine } from '../../src/runbooks/engine.js';
-import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/runbooks/loader.js';
+import { createLogger } from '../../src/infra/log.js';
+import { startEngine } from '../../src/domain/runbooks/engine.js';
+import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/domain/runbooks/loader.js';
 import { chaosServices } from './services.js';
 
 const instances = JSON.parse(process.env.SIM_INSTANCES!) as { name: string; url: string; token: string }[];

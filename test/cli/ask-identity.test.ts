@@ -5,10 +5,10 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimProcess } from '../support/sim-process.js';
-import { closeRedis, createRedis } from '../../src/jobs/redis.js';
-import { AuditLog } from '../../src/audit/audit-log.js';
+import { closeRedis, createRedis } from '../../src/infra/redis.js';
+import { AuditLog } from '../../src/domain/audit/audit-log.js';
 import { cleanPrefix } from '../runbooks/fake-argo.js';
-import { parseConfig } from '../../src/config/load.js';
+import { parseConfig } from '../../src/infra/config/load.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const bin = path.join(root, 'bin/rollcall.js');

@@ -121,7 +121,7 @@ describe('rollcall sim + rollcall ask (processes, as a user runs them)', () => {
   }, 60_000);
 
   it('says at once that Redis is unreachable for a command that needs it, instead of waiting forever', async () => {
-    const { freePort } = await import('../../src/dev/redis-server.js');
+    const { freePort } = await import('../../src/infra/redis-server.js');
     const port = await freePort();
     const started = Date.now();
     const result = await run(process.execPath, [bin, 'ask', 'runs', '--json', '--config', config], { env: { ...process.env, REDIS_URL: `redis://127.0.0.1:${port}` } }).catch((e) => e);

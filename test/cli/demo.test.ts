@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { demo } from '../../src/cli/demo.js';
+import { demo } from '../../src/surfaces/cli/demo.js';
 
 async function waitFor(out: () => string, pattern: RegExp, timeoutMs = 30_000): Promise<RegExpMatchArray> {
   const deadline = Date.now() + timeoutMs;

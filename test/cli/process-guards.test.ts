@@ -13,8 +13,8 @@ const exec = promisify(execFile);
  */
 async function runWithGuards(fault: string): Promise<{ code: number; stdout: string; log: string }> {
   const script = `
-    import { createLogger } from './src/log.ts';
-    import { installProcessGuards } from './src/cli/process-guards.ts';
+    import { createLogger } from './src/infra/log.ts';
+    import { installProcessGuards } from './src/surfaces/cli/process-guards.ts';
     installProcessGuards(createLogger({ level: 'info' }));
     ${fault}
     setTimeout(() => { process.stdout.write('serving'); process.exit(0); }, 300);

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimProcess } from '../support/sim-process.js';
-import { startPrivateRedis, type PrivateRedis } from '../../src/dev/redis-server.js';
+import { startPrivateRedis, type PrivateRedis } from '../../src/infra/redis-server.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const bin = path.join(root, 'bin/rollcall.js');

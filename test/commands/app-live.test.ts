@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClients } from '../../src/argocd/client.js';
+import { createClients } from '../../src/infra/argocd/client.js';
 import type { AppDetail } from '../../src/commands/app.js';
 import { dispatch } from '../../src/commands/index.js';
-import { configSchema } from '../../src/config/schema.js';
+import { configSchema } from '../../src/infra/config/schema.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import type { Fixture } from '../../src/sim/fixture-types.js';
 import type { SimServer } from '../../src/sim/server.js';

@@ -4,7 +4,7 @@ import { canOperate, canRead } from '../../src/core/access.js';
 import { registerCommand } from '../../src/commands/registry.js';
 import { renderText } from '../../src/views/text.js';
 import { ctx, services, twoInstanceFleet } from './fixtures.js';
-import { ArgoError } from '../../src/argocd/errors.js';
+import { ArgoError } from '../../src/infra/argocd/errors.js';
 
 let ran = 0;
 registerCommand({

@@ -1,6 +1,6 @@
-import type { Application, ApplicationSet, Cluster } from '../../src/argocd/types.js';
+import type { Application, ApplicationSet, Cluster } from '../../src/infra/argocd/types.js';
 import type { CommandContext, Services } from '../../src/commands/registry.js';
-import { configSchema } from '../../src/config/schema.js';
+import { configSchema } from '../../src/infra/config/schema.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 
 export const NOW = new Date('2026-12-02T12:00:00Z');

@@ -3,7 +3,7 @@ import { dispatch } from '../../src/commands/index.js';
 import { suggest } from '../../src/core/suggest.js';
 import type { CommandContext, Services } from '../../src/commands/registry.js';
 import { StaticFleet } from '../../src/fleet/model.js';
-import { startEngine, type EngineHandle } from '../../src/runbooks/engine.js';
+import { startEngine, type EngineHandle } from '../../src/domain/runbooks/engine.js';
 import { loadScenario } from '../../src/sim/scenarios/index.js';
 import { cleanPrefix, testConfig, testPrefix } from '../runbooks/fake-argo.js';
 

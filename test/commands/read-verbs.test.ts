@@ -4,11 +4,11 @@
  * ConfigMap to prune and a signing-keys Secret.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClients } from '../../src/argocd/client.js';
+import { createClients } from '../../src/infra/argocd/client.js';
 import type { HistoryEntry } from '../../src/commands/history.js';
 import { dispatch } from '../../src/commands/index.js';
 import type { CommandContext } from '../../src/commands/registry.js';
-import { configSchema } from '../../src/config/schema.js';
+import { configSchema } from '../../src/infra/config/schema.js';
 import type { ResourceChange } from '../../src/fleet/manifest-diff.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import { SEED_OUTAGE_INSTANCE } from '../../src/sim/scenarios/seed-outage.js';

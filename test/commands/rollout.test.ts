@@ -4,7 +4,7 @@ import { CommandError, parseCommand } from '../../src/commands/parse.js';
 import { runPlan } from '../../src/commands/plan.js';
 import type { ReplyBlock } from '../../src/core/reply.js';
 import { runRollout } from '../../src/commands/rollout.js';
-import type { Application, ApplicationSet, ApplicationSetApplicationStatus } from '../../src/argocd/types.js';
+import type { Application, ApplicationSet, ApplicationSetApplicationStatus } from '../../src/infra/argocd/types.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import { renderText } from '../../src/views/text.js';
 import { ago, app, authAppSet, ctx, eastApps, eastClusters, platformAppSet, services, westApps, westClusters } from './fixtures.js';

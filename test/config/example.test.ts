@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { EXAMPLE_CONFIG, initConfig } from '../../src/cli/init.js';
-import { parseConfig } from '../../src/config/load.js';
-import { configSchema } from '../../src/config/schema.js';
+import { EXAMPLE_CONFIG, initConfig } from '../../src/surfaces/cli/init.js';
+import { parseConfig } from '../../src/infra/config/load.js';
+import { configSchema } from '../../src/infra/config/schema.js';
 import { runSimCommand } from '../../src/sim/cli.js';
 import { SCENARIOS } from '../../src/sim/scenarios/index.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig, redactConfig } from '../../src/config/load.js';
-import { configSchema, parseDuration } from '../../src/config/schema.js';
+import { ConfigError, parseConfig, redactConfig } from '../../src/infra/config/load.js';
+import { configSchema, parseDuration } from '../../src/infra/config/schema.js';
 
 const valid = `
 instances:

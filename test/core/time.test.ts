@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { configSchema } from '../../src/config/schema.js';
+import { configSchema } from '../../src/infra/config/schema.js';
 import { absoluteTime, setDisplayTimeZone, typedDuration, when } from '../../src/core/format.js';
-import { auditReply, runListReply } from '../../src/runbooks/replies.js';
+import { auditReply, runListReply } from '../../src/domain/runbooks/replies.js';
 import { renderText } from '../../src/views/text.js';
 
 const now = new Date('2026-12-03T16:25:00Z');

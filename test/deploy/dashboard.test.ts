@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { StaticFleet } from '../../src/fleet/model.js';
-import { startHttpServer } from '../../src/http/server.js';
-import { metricsRegistry } from '../../src/metrics.js';
+import { startHttpServer } from '../../src/surfaces/http/server.js';
+import { metricsRegistry } from '../../src/infra/metrics.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 

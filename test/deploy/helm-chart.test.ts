@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
-import { parseConfig } from '../../src/config/load.js';
+import { parseConfig } from '../../src/infra/config/load.js';
 import { ChartRenderer, renderChart, type RenderedObject } from '../support/helm-template.js';
 
 const root = path.resolve(import.meta.dirname, '../..');

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
 import { parse } from 'yaml';
-import { freePort } from '../../src/dev/redis-server.js';
+import { freePort } from '../../src/infra/redis-server.js';
 import { simConfigYaml } from '../../src/sim/cli.js';
 import type { SimServer } from '../../src/sim/server.js';
 import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { pingRedis, RedisUnavailableError, startPrivateRedis } from '../../src/dev/redis-server.js';
+import { pingRedis, RedisUnavailableError, startPrivateRedis } from '../../src/infra/redis-server.js';
 
 describe('private redis-server', () => {
   it('starts on a free port, keeps data across a restart when persistent, and stops', async () => {

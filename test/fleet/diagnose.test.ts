@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Application } from '../../src/argocd/types.js';
+import type { Application } from '../../src/infra/argocd/types.js';
 import { DEFAULT_STUCK_AFTER_MS, RULES, diagnoseAppSet, diagnoseFleet, type Finding } from '../../src/fleet/diagnose.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import { NOW, baseline, cluster, entry, fleetOf, generatedApp, minutesAgo, rolloutCondition, rollingSyncAppSet } from '../fixtures/diagnose/build.js';

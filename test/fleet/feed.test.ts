@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ArgoClient } from '../../src/argocd/client.js';
-import type { Application } from '../../src/argocd/types.js';
-import { instanceSchema } from '../../src/config/schema.js';
+import { ArgoClient } from '../../src/infra/argocd/client.js';
+import type { Application } from '../../src/infra/argocd/types.js';
+import { instanceSchema } from '../../src/infra/config/schema.js';
 import { FleetFeed, type FleetEvent } from '../../src/fleet/events.js';
 import { FleetMirror } from '../../src/fleet/mirror.js';
 import { StaticFleet } from '../../src/fleet/model.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ResourceDiff } from '../../src/argocd/types.js';
+import type { ResourceDiff } from '../../src/infra/argocd/types.js';
 import { SECRET_MASK, manifestDiff } from '../../src/fleet/manifest-diff.js';
 
 const deployment = (image: string, extra: Record<string, unknown> = {}) => ({

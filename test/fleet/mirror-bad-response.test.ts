@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ArgoClient } from '../../src/argocd/client.js';
+import { ArgoClient } from '../../src/infra/argocd/client.js';
 import { dispatch } from '../../src/commands/index.js';
 import type { Services } from '../../src/commands/registry.js';
-import { configSchema, instanceSchema } from '../../src/config/schema.js';
+import { configSchema, instanceSchema } from '../../src/infra/config/schema.js';
 import { FleetMirror } from '../../src/fleet/mirror.js';
 import type { SimServer } from '../../src/sim/server.js';
 import { simFault, startTestSim } from '../support/sim.js';

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ArgoClient } from '../../src/argocd/client.js';
-import { instanceSchema } from '../../src/config/schema.js';
+import { ArgoClient } from '../../src/infra/argocd/client.js';
+import { instanceSchema } from '../../src/infra/config/schema.js';
 import { FleetMirror } from '../../src/fleet/mirror.js';
 import type { SimServer } from '../../src/sim/server.js';
 import { startTestSim } from '../support/sim.js';

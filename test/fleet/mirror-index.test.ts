@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Application } from '../../src/argocd/types.js';
+import type { Application } from '../../src/infra/argocd/types.js';
 import { FleetIndex, tagApp, type FleetApp } from '../../src/fleet/model.js';
 
 const clusters = new Map([['https://eu1.k8s', 'prod-eu1']]);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ApplicationSet, ApplicationSetRolloutStep } from '../../src/argocd/types.js';
+import type { ApplicationSet, ApplicationSetRolloutStep } from '../../src/infra/argocd/types.js';
 import {
   currentStepFromStatus,
   expressionMatches,

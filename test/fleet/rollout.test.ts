@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Application, ApplicationSet, ApplicationSetApplicationStatus, Cluster, HealthStatusCode, SyncStatusCode } from '../../src/argocd/types.js';
+import type { Application, ApplicationSet, ApplicationSetApplicationStatus, Cluster, HealthStatusCode, SyncStatusCode } from '../../src/infra/argocd/types.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import { buildRolloutPlan, buildRolloutReport, maxUpdateMeaning } from '../../src/fleet/rollout.js';
 import { ROLLOUT_MESSAGES } from '../../src/fleet/rollingsync.js';

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ArgoClient } from '../../src/argocd/client.js';
+import { ArgoClient } from '../../src/infra/argocd/client.js';
 import { dispatch } from '../../src/commands/index.js';
 import type { CommandContext } from '../../src/commands/registry.js';
-import { ConfigError, parseConfig } from '../../src/config/load.js';
-import { ALERT_RULES, RULE_CATALOG } from '../../src/config/rule-catalog.js';
-import { configSchema, instanceSchema } from '../../src/config/schema.js';
+import { ConfigError, parseConfig } from '../../src/infra/config/load.js';
+import { ALERT_RULES, RULE_CATALOG } from '../../src/infra/config/rule-catalog.js';
+import { configSchema, instanceSchema } from '../../src/infra/config/schema.js';
 import { RULES } from '../../src/fleet/diagnose.js';
 import { FleetMirror } from '../../src/fleet/mirror.js';
 import { FLEET_RULES } from '../../src/fleet/rules/index.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Application } from '../../src/argocd/types.js';
+import type { Application } from '../../src/infra/argocd/types.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import { suggest } from '../../src/core/suggest.js';
 import { matchesLabels, parseLabelSelector, selectApps, SelectorError } from '../../src/fleet/select.js';

@@ -1,13 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startHttpServer, type HealthSource } from '../../src/http/server.js';
+import { startHttpServer, type HealthSource } from '../../src/surfaces/http/server.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import type { InstanceHealth } from '../../src/fleet/events.js';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { findBinary, freePort, startPrivateRedis } from '../../src/dev/redis-server.js';
-import { createRedis, closeRedis, createRedisPinger, persistenceProblem, redisTarget } from '../../src/jobs/redis.js';
+import { findBinary, freePort, startPrivateRedis } from '../../src/infra/redis-server.js';
+import { createRedis, closeRedis, createRedisPinger, persistenceProblem, redisTarget } from '../../src/infra/redis.js';
 
 type FleetWithHealth = StaticFleet;
 

@@ -1,11 +1,11 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { FleetEvent } from '../../src/fleet/events.js';
 import { FleetIndex, StaticFleet, type FleetApp } from '../../src/fleet/model.js';
-import { ChangeLog } from '../../src/incidents/change-log.js';
-import { backfillChanges, changesOf, revisionLabel } from '../../src/incidents/changes.js';
-import { ChangeRecorder } from '../../src/incidents/recorder.js';
-import { closeRedis, createRedis } from '../../src/jobs/redis.js';
-import { AuditLog } from '../../src/audit/audit-log.js';
+import { ChangeLog } from '../../src/domain/incidents/change-log.js';
+import { backfillChanges, changesOf, revisionLabel } from '../../src/domain/incidents/changes.js';
+import { ChangeRecorder } from '../../src/domain/incidents/recorder.js';
+import { closeRedis, createRedis } from '../../src/infra/redis.js';
+import { AuditLog } from '../../src/domain/audit/audit-log.js';
 import { seedOutageFixture } from '../../src/sim/scenarios/seed-outage.js';
 import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
 

@@ -1,14 +1,14 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { dispatch } from '../../src/commands/index.js';
 import type { CommandContext, Services } from '../../src/commands/registry.js';
-import { configSchema } from '../../src/config/schema.js';
+import { configSchema } from '../../src/infra/config/schema.js';
 import { setDisplayTimeZone } from '../../src/core/format.js';
 import { PAGE_SIZE } from '../../src/core/reply.js';
 import type { FleetEvent } from '../../src/fleet/events.js';
 import { FleetIndex, StaticFleet, type FleetApp } from '../../src/fleet/model.js';
-import { ChangeLog } from '../../src/incidents/change-log.js';
-import { ChangeRecorder } from '../../src/incidents/recorder.js';
-import { closeRedis, createRedis } from '../../src/jobs/redis.js';
+import { ChangeLog } from '../../src/domain/incidents/change-log.js';
+import { ChangeRecorder } from '../../src/domain/incidents/recorder.js';
+import { closeRedis, createRedis } from '../../src/infra/redis.js';
 import { seedOutageFixture } from '../../src/sim/scenarios/seed-outage.js';
 import { renderText } from '../../src/views/text.js';
 import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';

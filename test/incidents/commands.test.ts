@@ -1,19 +1,19 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { dispatch } from '../../src/commands/index.js';
 import type { CommandContext, Services } from '../../src/commands/registry.js';
-import { configSchema } from '../../src/config/schema.js';
+import { configSchema } from '../../src/infra/config/schema.js';
 import { StaticFleet } from '../../src/fleet/model.js';
-import { ChangeLog } from '../../src/incidents/change-log.js';
-import { ChangeRecorder } from '../../src/incidents/recorder.js';
-import { computeMetrics } from '../../src/incidents/metrics.js';
-import { buildReport, condenseTimeline } from '../../src/incidents/report.js';
-import { IncidentService } from '../../src/incidents/service.js';
-import { IncidentStore, type Incident } from '../../src/incidents/store.js';
-import { closeRedis, createRedis } from '../../src/jobs/redis.js';
+import { ChangeLog } from '../../src/domain/incidents/change-log.js';
+import { ChangeRecorder } from '../../src/domain/incidents/recorder.js';
+import { computeMetrics } from '../../src/domain/incidents/metrics.js';
+import { buildReport, condenseTimeline } from '../../src/domain/incidents/report.js';
+import { IncidentService } from '../../src/domain/incidents/service.js';
+import { IncidentStore, type Incident } from '../../src/domain/incidents/store.js';
+import { closeRedis, createRedis } from '../../src/infra/redis.js';
 import { seedOutageFixture } from '../../src/sim/scenarios/seed-outage.js';
 import { progressiveInfraFixture } from '../../src/sim/scenarios/progressive-infra.js';
-import { evaluateAlertRules } from '../../src/alerts/rules.js';
-import type { AlertRecord } from '../../src/alerts/lifecycle.js';
+import { evaluateAlertRules } from '../../src/domain/alerts/rules.js';
+import type { AlertRecord } from '../../src/domain/alerts/lifecycle.js';
 import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
 
 const redis = createRedis(process.env.REDIS_URL!);
@@ -127,7 +127,7 @@ describe('open incident headers', () => {
     // user-profile has been Synced and Healthy for 43 minutes on every cluster.
     const incident = await local.incidents!.declare({ title: 'user-profile errors', severity: 3, scope: { text: 'user-profile-*', selector: { patterns: ['user-profile-*'] } }, by: 'U_OP' });
     await local.incidents!.store.update(incident.id, { header: { channel: 'C0INC', ts: '1.1' } });
-    const { startIncidentHeaders } = await import('../../src/slack/incident-headers.js');
+    const { startIncidentHeaders } = await import('../../src/surfaces/slack/incident-headers.js');
     const ticker = startIncidentHeaders(local, { intervalMs: 1100 });
     try {
       await expect.poll(() => updated.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
@@ -144,7 +144,7 @@ describe('open incident headers', () => {
 
 describe('alerts on incidents', () => {
   it('finds the open incident covering an alert, puts its events on the timeline once, and an earlier alert marks detected', async () => {
-    const { incidentSink } = await import('../../src/cli/incident-sink.js');
+    const { incidentSink } = await import('../../src/surfaces/cli/incident-sink.js');
     const p = `${prefix}-alerts`;
     const log = new ChangeLog(redis, p);
     const incidents = new IncidentService(new IncidentStore(redis, p), log, fleet);
@@ -165,7 +165,7 @@ describe('alerts on incidents', () => {
   });
 
   it('counts a stuck RollingSync step as impact from when its apps stopped progressing, as the stuck-step rule dates it', async () => {
-    const { incidentSink } = await import('../../src/cli/incident-sink.js');
+    const { incidentSink } = await import('../../src/surfaces/cli/incident-sink.js');
     const p = `${prefix}-stuck`;
     const now = new Date();
     const infra = StaticFleet.fromFixture(progressiveInfraFixture(now));

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { AuditEntry } from '../../src/audit/audit-log.js';
+import type { AuditEntry } from '../../src/domain/audit/audit-log.js';
 import { StaticFleet } from '../../src/fleet/model.js';
-import { auditChange } from '../../src/incidents/change-log.js';
-import { changeJson, groupChanges, type ChangeJson } from '../../src/incidents/groups.js';
+import { auditChange } from '../../src/domain/incidents/change-log.js';
+import { changeJson, groupChanges, type ChangeJson } from '../../src/domain/incidents/groups.js';
 import { seedOutageFixture } from '../../src/sim/scenarios/seed-outage.js';
 
 const now = new Date('2026-12-04T15:32:00Z');

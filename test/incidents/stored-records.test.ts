@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { AuditLog } from '../../src/audit/audit-log.js';
+import { AuditLog } from '../../src/domain/audit/audit-log.js';
 import { isRollcallError } from '../../src/core/errors.js';
-import { ChangeLog } from '../../src/incidents/change-log.js';
-import { IncidentStore } from '../../src/incidents/store.js';
-import { closeRedis, createRedis } from '../../src/jobs/redis.js';
+import { ChangeLog } from '../../src/domain/incidents/change-log.js';
+import { IncidentStore } from '../../src/domain/incidents/store.js';
+import { closeRedis, createRedis } from '../../src/infra/redis.js';
 import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
 
 const prefix = testPrefix();

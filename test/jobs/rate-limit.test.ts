@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { InstanceRateLimiter } from '../../src/jobs/rate-limit.js';
-import { createRedis, closeRedis, type RedisClient } from '../../src/jobs/redis.js';
+import { InstanceRateLimiter } from '../../src/infra/rate-limit.js';
+import { createRedis, closeRedis, type RedisClient } from '../../src/infra/redis.js';
 import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
 
 const prefix = testPrefix();

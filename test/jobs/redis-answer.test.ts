@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startPrivateRedis, type PrivateRedis } from '../../src/dev/redis-server.js';
+import { startPrivateRedis, type PrivateRedis } from '../../src/infra/redis-server.js';
 import {
   answerWithoutWaitingForRedis,
   closeRedis,
   createRedis,
   rideOutRedis,
   type RedisClient,
-} from '../../src/jobs/redis.js';
+} from '../../src/infra/redis.js';
 import { isRollcallError } from '../../src/core/errors.js';
 import { testPrefix } from '../runbooks/fake-argo.js';
 

@@ -7,27 +7,27 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AlertRecord } from '../../src/alerts/lifecycle.js';
-import { AlertStore } from '../../src/alerts/store.js';
+import type { AlertRecord } from '../../src/domain/alerts/lifecycle.js';
+import { AlertStore } from '../../src/domain/alerts/store.js';
 import { dispatch } from '../../src/commands/index.js';
 import '../../src/commands/runbooks.js';
 import type { CommandContext, Services } from '../../src/commands/registry.js';
-import { parseConfig } from '../../src/config/load.js';
-import { freePort } from '../../src/dev/redis-server.js';
+import { parseConfig } from '../../src/infra/config/load.js';
+import { freePort } from '../../src/infra/redis-server.js';
 import { StaticFleet } from '../../src/fleet/model.js';
-import { ChangeLog } from '../../src/incidents/change-log.js';
-import { ChangeRecorder } from '../../src/incidents/recorder.js';
-import { IncidentService } from '../../src/incidents/service.js';
-import { IncidentStore } from '../../src/incidents/store.js';
-import { closeRedis, configuredRedisUrl, createRedis, createRedisPinger, keyBase, persistenceProblem, probeRedis, scanKeys, type RedisClient } from '../../src/jobs/redis.js';
-import { QUEUES } from '../../src/jobs/queues.js';
-import { startSchedules } from '../../src/jobs/schedules.js';
-import { startEngine, type EngineHandle } from '../../src/runbooks/engine.js';
-import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/runbooks/loader.js';
+import { ChangeLog } from '../../src/domain/incidents/change-log.js';
+import { ChangeRecorder } from '../../src/domain/incidents/recorder.js';
+import { IncidentService } from '../../src/domain/incidents/service.js';
+import { IncidentStore } from '../../src/domain/incidents/store.js';
+import { closeRedis, configuredRedisUrl, createRedis, createRedisPinger, keyBase, persistenceProblem, probeRedis, scanKeys, type RedisClient } from '../../src/infra/redis.js';
+import { QUEUES } from '../../src/infra/queues.js';
+import { startSchedules } from '../../src/surfaces/workers/schedules.js';
+import { startEngine, type EngineHandle } from '../../src/domain/runbooks/engine.js';
+import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/domain/runbooks/loader.js';
 import type { SimServer } from '../../src/sim/server.js';
 import { simOperations, startTestSim } from '../support/sim.js';
 import { simConfigYaml } from '../../src/sim/cli.js';
-import { checkRequest, type GuardVerdict } from '../../src/slack/request-guard.js';
+import { checkRequest, type GuardVerdict } from '../../src/surfaces/slack/request-guard.js';
 import { pino } from 'pino';
 import { redisClusterUnsupported, startPrivateRedisCluster, type PrivateRedisCluster } from '../support/redis-cluster.js';
 import { makeApp, testConfig } from '../runbooks/fake-argo.js';
@@ -129,7 +129,7 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster (a private 3-master 
     expect(apps.every((a) => a!.startsWith('auth-config-'))).toBe(true);
 
     // Read back through a second, independent Cluster connection.
-    const { AuditLog } = await import('../../src/audit/audit-log.js');
+    const { AuditLog } = await import('../../src/domain/audit/audit-log.js');
     const audit = await new AuditLog(redis, prefix).read({ runId, order: 'oldest' });
     const kinds = audit.map((e) => e.kind);
     expect(kinds[0]).toBe('run.start');
@@ -268,7 +268,7 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster (a private 3-master 
     expect(synced.every((a) => /^auth-config-.*-eu-/.test(a!))).toBe(true);
     expect(new Set(synced).size).toBe(synced.length);
     // The run as the Cluster holds it, read by another client.
-    const { RunStore } = await import('../../src/runbooks/run-store.js');
+    const { RunStore } = await import('../../src/domain/runbooks/run-store.js');
     expect((await new RunStore(redis, prefix).get(reply.data.runId))?.status).toBe('succeeded');
   }, 90_000);
 
@@ -376,7 +376,7 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster whose master fails o
     const prefix = '{rollcall-failover}';
     const redis = createRedis(cluster.url);
     cleanup.push(() => closeRedis(redis));
-    const { AuditLog } = await import('../../src/audit/audit-log.js');
+    const { AuditLog } = await import('../../src/domain/audit/audit-log.js');
     const audit = new AuditLog(redis, prefix);
     await audit.record({ kind: 'run.start', who: 'U1', target: 'bulk-sync', result: 'before' });
     const owner = await ownerOf(redis, prefix);

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKubeClients, kubeFor, type KubeClients } from '../../src/kube/clients.js';
+import { createKubeClients, kubeFor, type KubeClients } from '../../src/infra/kube/clients.js';
 import {
   backupKeys,
   deleteKeys,
@@ -14,8 +14,8 @@ import {
   sealedSecretStatus,
   waitControllerReady,
   writeRestoredKeys,
-} from '../../src/kube/sealed-secrets.js';
-import { parseConfig } from '../../src/config/load.js';
+} from '../../src/infra/kube/sealed-secrets.js';
+import { parseConfig } from '../../src/infra/config/load.js';
 import { SimKube } from '../../src/sim/kube/index.js';
 import { kubeconfigYaml } from '../../src/sim/kube/kubeconfig.js';
 import { KEY_AGES_MS, sealedSecretsMigration } from '../../src/sim/kube/scenario.js';

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Application, RevisionHistory } from '../../src/argocd/types.js';
+import type { Application, RevisionHistory } from '../../src/infra/argocd/types.js';
 import { dispatch } from '../../src/commands/index.js';
 import type { CommandContext } from '../../src/commands/registry.js';
-import { startEngine, type RunService } from '../../src/runbooks/engine.js';
-import { runButtons } from '../../src/runbooks/replies.js';
-import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/runbooks/loader.js';
+import { startEngine, type RunService } from '../../src/domain/runbooks/engine.js';
+import { runButtons } from '../../src/domain/runbooks/replies.js';
+import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/domain/runbooks/loader.js';
 import type { Fixture } from '../../src/sim/fixture-types.js';
 import { loadFixture } from '../../src/sim/fixture.js';
 import type { SimServer } from '../../src/sim/server.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Application, OperationPhase } from '../../src/argocd/types.js';
+import type { Application, OperationPhase } from '../../src/infra/argocd/types.js';
 import {
   appVerdict,
   gatesFor,
@@ -7,9 +7,9 @@ import {
   waveVerdict,
   type AppGate,
   type GateVerdict,
-} from '../../src/runbooks/actions/bulk-sync/gates.js';
-import { RUN_INFO_NAME } from '../../src/runbooks/actions/bulk-sync/operations.js';
-import type { AppCheckpoint, AppState } from '../../src/runbooks/actions/sync-progress.js';
+} from '../../src/domain/runbooks/actions/bulk-sync/gates.js';
+import { RUN_INFO_NAME } from '../../src/domain/runbooks/actions/bulk-sync/operations.js';
+import type { AppCheckpoint, AppState } from '../../src/domain/runbooks/actions/sync-progress.js';
 
 const RUN = 'run-1';
 const ours = { info: [{ name: RUN_INFO_NAME, value: RUN }], initiatedBy: { username: 'alice' } };

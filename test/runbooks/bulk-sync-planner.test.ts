@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Application } from '../../src/argocd/types.js';
+import type { Application } from '../../src/infra/argocd/types.js';
 import type { FleetApp } from '../../src/fleet/model.js';
-import { planBulkSync } from '../../src/runbooks/actions/bulk-sync/planner.js';
+import { planBulkSync } from '../../src/domain/runbooks/actions/bulk-sync/planner.js';
 
 /** A fleet app: `state` is its sync and health, e.g. 'Synced/Healthy'; `revision` the one it last synced. */
 function fleetApp(name: string, cluster: string, state = 'OutOfSync/Healthy', revision = 'abc123'): FleetApp {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startEngine, type RunService } from '../../src/runbooks/engine.js';
-import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/runbooks/loader.js';
+import { startEngine, type RunService } from '../../src/domain/runbooks/engine.js';
+import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/domain/runbooks/loader.js';
 import { simOperations, startTestSim } from '../support/sim.js';
 import { cleanPrefix, testPrefix } from './fake-argo.js';
 import { FAST } from './harness.js';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RunService } from '../../src/runbooks/engine.js';
+import type { RunService } from '../../src/domain/runbooks/engine.js';
 import { makeApp } from './fake-argo.js';
 import { harness, type Harness } from './harness.js';
 

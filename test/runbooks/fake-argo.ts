@@ -1,9 +1,9 @@
-import type { AppRef, ArgoApi } from '../../src/argocd/api.js';
-import { ArgoError } from '../../src/argocd/errors.js';
-import type { ReadList } from '../../src/argocd/answers.js';
-import type { Application, ApplicationSyncRequest, HealthStatusCode, ManagedResourcesResponse } from '../../src/argocd/types.js';
-import type { RollcallConfig } from '../../src/config/schema.js';
-import { configSchema } from '../../src/config/schema.js';
+import type { AppRef, ArgoApi } from '../../src/infra/argocd/api.js';
+import { ArgoError } from '../../src/infra/argocd/errors.js';
+import type { ReadList } from '../../src/infra/argocd/answers.js';
+import type { Application, ApplicationSyncRequest, HealthStatusCode, ManagedResourcesResponse } from '../../src/infra/argocd/types.js';
+import type { RollcallConfig } from '../../src/infra/config/schema.js';
+import { configSchema } from '../../src/infra/config/schema.js';
 import { FleetIndex, tagApp, type FleetApp } from '../../src/fleet/model.js';
 
 /**

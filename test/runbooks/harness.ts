@@ -1,12 +1,12 @@
-import type { ArgoApi } from '../../src/argocd/api.js';
-import type { Application } from '../../src/argocd/types.js';
+import type { ArgoApi } from '../../src/infra/argocd/api.js';
+import type { Application } from '../../src/infra/argocd/types.js';
 import type { Services } from '../../src/commands/registry.js';
 import type { MessageRef, Notifier } from '../../src/core/notifier.js';
 import type { Reply } from '../../src/core/reply.js';
-import type { RollcallConfig } from '../../src/config/schema.js';
-import { startEngine, type EngineHandle, type EngineOptions } from '../../src/runbooks/engine.js';
-import { loadRunbooks, parseRunbook, SHIPPED_RUNBOOKS_DIR } from '../../src/runbooks/loader.js';
-import type { Runbook } from '../../src/runbooks/schema.js';
+import type { RollcallConfig } from '../../src/infra/config/schema.js';
+import { startEngine, type EngineHandle, type EngineOptions } from '../../src/domain/runbooks/engine.js';
+import { loadRunbooks, parseRunbook, SHIPPED_RUNBOOKS_DIR } from '../../src/domain/runbooks/loader.js';
+import type { Runbook } from '../../src/domain/runbooks/schema.js';
 import { cleanPrefix, FakeArgo, LiveFleet, testConfig, testPrefix } from './fake-argo.js';
 
 /** Records posts and updates like a Slack channel would show them. */

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadRunbooks, parseRunbook, RunbookLoadError, substitute, validateRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/runbooks/loader.js';
+import { loadRunbooks, parseRunbook, RunbookLoadError, substitute, validateRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/domain/runbooks/loader.js';
 
 const dirs: string[] = [];
 function dirWith(files: Record<string, string>): string {

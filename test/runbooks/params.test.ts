@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseRunbook, SHIPPED_RUNBOOKS_DIR, loadRunbooks } from '../../src/runbooks/loader.js';
-import { ParamError, parseParams } from '../../src/runbooks/params.js';
+import { parseRunbook, SHIPPED_RUNBOOKS_DIR, loadRunbooks } from '../../src/domain/runbooks/loader.js';
+import { ParamError, parseParams } from '../../src/domain/runbooks/params.js';
 
 const bulk = loadRunbooks(SHIPPED_RUNBOOKS_DIR).get('bulk-sync')!;
 
@@ -67,7 +67,7 @@ describe('runbook params', () => {
 
 describe('formatParam', () => {
   it('writes durations back the way people type them, everything else as is', async () => {
-    const { formatParam } = await import('../../src/runbooks/params.js');
+    const { formatParam } = await import('../../src/domain/runbooks/params.js');
     expect(formatParam({ type: 'duration', required: false, description: '' }, 600_000)).toBe('10m');
     expect(formatParam({ type: 'duration', required: false, description: '' }, 7_200_000)).toBe('2h');
     expect(formatParam({ type: 'duration', required: false, description: '' }, 90_000)).toBe('1m30s');

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Application, ApplicationSet } from '../../src/argocd/types.js';
+import type { Application, ApplicationSet } from '../../src/infra/argocd/types.js';
 import { renderText } from '../../src/views/text.js';
 import { dispatch } from '../../src/commands/index.js';
 import { rolloutComplete } from '../../src/fleet/rollingsync.js';
-import { PAUSE_RUN, PAUSED_AT, PAUSED_BY } from '../../src/runbooks/rollout-pause.js';
+import { PAUSE_RUN, PAUSED_AT, PAUSED_BY } from '../../src/domain/runbooks/rollout-pause.js';
 import { progressiveInfraFixture, STUCK_APPS } from '../../src/sim/scenarios/progressive-infra.js';
 import { simOperations } from '../support/sim.js';
 import { comparable, eventually, startControlSim, type ControlSim } from './control-sim.js';

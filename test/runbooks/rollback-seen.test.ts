@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Application } from '../../src/argocd/types.js';
-import { acceptedRollbackEnd, rollbackSeen } from '../../src/runbooks/actions/rollback.js';
+import type { Application } from '../../src/infra/argocd/types.js';
+import { acceptedRollbackEnd, rollbackSeen } from '../../src/domain/runbooks/actions/rollback.js';
 
 const R6 = '2222222222222222222222222222222222222222';
 const plan = { revision: R6 };

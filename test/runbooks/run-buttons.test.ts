@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { ReplyButton } from '../../src/core/reply.js';
-import { registerRunbookAction } from '../../src/runbooks/actions/index.js';
-import type { RunService } from '../../src/runbooks/engine.js';
-import { parseRunbook } from '../../src/runbooks/loader.js';
-import { previewReply, progressReply } from '../../src/runbooks/replies.js';
+import { registerRunbookAction } from '../../src/domain/runbooks/actions/index.js';
+import type { RunService } from '../../src/domain/runbooks/engine.js';
+import { parseRunbook } from '../../src/domain/runbooks/loader.js';
+import { previewReply, progressReply } from '../../src/domain/runbooks/replies.js';
 import { renderText } from '../../src/views/text.js';
 import { makeApp } from './fake-argo.js';
 import { harness, type Harness } from './harness.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { StepOutcome } from '../../src/runbooks/actions/types.js';
-import { RUN_TRANSITIONS, runEvent, stepOutcomeTransition, type RunEvent } from '../../src/runbooks/run-machine.js';
-import type { Run, RunStatus } from '../../src/runbooks/run-store.js';
+import type { StepOutcome } from '../../src/domain/runbooks/actions/types.js';
+import { RUN_TRANSITIONS, runEvent, stepOutcomeTransition, type RunEvent } from '../../src/domain/runbooks/run-machine.js';
+import type { Run, RunStatus } from '../../src/domain/runbooks/run-store.js';
 
 const AT = '2026-12-04T03:00:00.000Z';
 function run(status: RunStatus, extra: Partial<Run> = {}): Run {

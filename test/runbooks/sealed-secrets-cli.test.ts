@@ -2,9 +2,9 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/load.js';
-import { createKubeClients, kubeFor } from '../../src/kube/clients.js';
-import { listKeys, sealedSecretStatus } from '../../src/kube/sealed-secrets.js';
+import { loadConfig } from '../../src/infra/config/load.js';
+import { createKubeClients, kubeFor } from '../../src/infra/kube/clients.js';
+import { listKeys, sealedSecretStatus } from '../../src/infra/kube/sealed-secrets.js';
 import { runSimCommand, type SimServer } from '../../src/sim/cli.js';
 
 describe('rollcall sim --scenario sealed-secrets-migration --write-config', () => {

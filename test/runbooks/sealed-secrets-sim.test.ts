@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { dispatch } from '../../src/commands/index.js';
-import { kubeFor } from '../../src/kube/clients.js';
-import { keyBackupStatus, listKeys, sealedSecretStatus } from '../../src/kube/sealed-secrets.js';
+import { kubeFor } from '../../src/infra/kube/clients.js';
+import { keyBackupStatus, listKeys, sealedSecretStatus } from '../../src/infra/kube/sealed-secrets.js';
 import { KEY_AGES_MS, sealedSecretsMigration } from '../../src/sim/kube/scenario.js';
 import { SIM_KEYS } from '../../src/sim/kube/keys.js';
 import { keyCertificate } from '../../src/sim/kube/tls.js';

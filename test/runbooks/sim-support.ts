@@ -1,7 +1,7 @@
-import { createClients } from '../../src/argocd/client.js';
+import { createClients } from '../../src/infra/argocd/client.js';
 import type { Services } from '../../src/commands/registry.js';
 import type { Notifier } from '../../src/core/notifier.js';
-import { configSchema, type RollcallConfig } from '../../src/config/schema.js';
+import { configSchema, type RollcallConfig } from '../../src/infra/config/schema.js';
 import { FleetMirror } from '../../src/fleet/mirror.js';
 import type { SimServer } from '../../src/sim/server.js';
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { dispatch } from '../../src/commands/index.js';
-import type { RunService } from '../../src/runbooks/engine.js';
-import { configSchema } from '../../src/config/schema.js';
+import type { RunService } from '../../src/domain/runbooks/engine.js';
+import { configSchema } from '../../src/infra/config/schema.js';
 import { makeApp } from './fake-argo.js';
 import { harness, type Harness } from './harness.js';
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { configSchema } from '../../src/config/schema.js';
+import { configSchema } from '../../src/infra/config/schema.js';
 import { StaticFleet } from '../../src/fleet/model.js';
-import { bulkSyncAction, bulkSyncInput } from '../../src/runbooks/actions/bulk-sync.js';
-import { formatParam, parseParams } from '../../src/runbooks/params.js';
-import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/runbooks/loader.js';
+import { bulkSyncAction, bulkSyncInput } from '../../src/domain/runbooks/actions/bulk-sync.js';
+import { formatParam, parseParams } from '../../src/domain/runbooks/params.js';
+import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/domain/runbooks/loader.js';
 import { loadScenario } from '../../src/sim/scenarios/index.js';
 import { renderBlocks } from '../../src/views/blocks.js';
 import { renderText } from '../../src/views/text.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { APP_TRANSITIONS, nextAppState, type AppCheckpoint, type AppEvent, type AppState } from '../../src/runbooks/actions/sync-progress.js';
+import { APP_TRANSITIONS, nextAppState, type AppCheckpoint, type AppEvent, type AppState } from '../../src/domain/runbooks/actions/sync-progress.js';
 
 const app = (state: AppState, extra: Partial<AppCheckpoint> = {}): AppCheckpoint => ({ state, instance: 'argo', app: 'web', cluster: 'c1', wave: 0, ...extra });
 

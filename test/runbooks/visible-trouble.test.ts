@@ -2,11 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ArgoApi } from '../../src/argocd/api.js';
+import type { ArgoApi } from '../../src/infra/argocd/api.js';
 import type { Services } from '../../src/commands/registry.js';
-import { startPrivateRedis, type PrivateRedis } from '../../src/dev/redis-server.js';
-import { startEngine } from '../../src/runbooks/engine.js';
-import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/runbooks/loader.js';
+import { startPrivateRedis, type PrivateRedis } from '../../src/infra/redis-server.js';
+import { startEngine } from '../../src/domain/runbooks/engine.js';
+import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/domain/runbooks/loader.js';
 import { FakeArgo, LiveFleet, testConfig } from './fake-argo.js';
 import { FAST } from './harness.js';
 

@@ -1,6 +1,6 @@
 // A rollcall worker in its own process, for the SIGKILL test: env SIM_INSTANCES (JSON), REDIS_URL, PREFIX.
-import { startEngine } from '../../src/runbooks/engine.js';
-import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/runbooks/loader.js';
+import { startEngine } from '../../src/domain/runbooks/engine.js';
+import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/domain/runbooks/loader.js';
 import { FAST } from './harness.js';
 import { servicesForSim } from './sim-support.js';
 

@@ -5,7 +5,7 @@ import { dispatch } from '../../src/commands/index.js';
 import type { Reply } from '../../src/core/reply.js';
 import { sealedSecretsMigration } from '../../src/sim/kube/scenario.js';
 import { SIM_KEYS } from '../../src/sim/kube/keys.js';
-import { SlackNotifier } from '../../src/slack/notifier.js';
+import { SlackNotifier } from '../../src/surfaces/slack/notifier.js';
 import { renderBlocks } from '../../src/views/blocks.js';
 import { renderText } from '../../src/views/text.js';
 import { startControlSim, type ControlSim } from '../runbooks/control-sim.js';

@@ -5,7 +5,7 @@
  * pkg/apis/application/v1alpha1/applicationset_types.go (SetConditions, CalculateHealth) at v3.5.1.
  */
 import { describe, expect, it } from 'vitest';
-import type { Application, ApplicationSet, ApplicationSetCondition } from '../../src/argocd/types.js';
+import type { Application, ApplicationSet, ApplicationSetCondition } from '../../src/infra/argocd/types.js';
 import { SIM_ANNOTATIONS, SimController, appSetHealth } from '../../src/sim/controller.js';
 import { seedState } from '../../src/sim/fixture.js';
 import { application, applicationSet, appSetUid, clusterGeneratorSpec, commit, serviceResources, upToDateConditions } from '../../src/sim/scenarios/builders.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Application, ApplicationSet, ApplicationSetRolloutStep } from '../../src/argocd/types.js';
+import type { Application, ApplicationSet, ApplicationSetRolloutStep } from '../../src/infra/argocd/types.js';
 import { SimController } from '../../src/sim/controller.js';
 import { seedState } from '../../src/sim/fixture.js';
 import {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Application } from '../../src/argocd/types.js';
+import type { Application } from '../../src/infra/argocd/types.js';
 import { SimController, SimError } from '../../src/sim/controller.js';
 import { seedState } from '../../src/sim/fixture.js';
 import type { Fixture } from '../../src/sim/fixture-types.js';

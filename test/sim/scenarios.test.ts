@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Application } from '../../src/argocd/types.js';
-import { ownerAppSet } from '../../src/argocd/objects.js';
+import type { Application } from '../../src/infra/argocd/types.js';
+import { ownerAppSet } from '../../src/infra/argocd/objects.js';
 import { clusterIndex, clusterNameOf } from '../../src/fleet/model.js';
 import { SimController } from '../../src/sim/controller.js';
 import { seedState, validateFixture } from '../../src/sim/fixture.js';

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/load.js';
+import { parseConfig } from '../../src/infra/config/load.js';
 import { runSimCommand, simConfigYaml } from '../../src/sim/cli.js';
 import { fixturePath, startTestSim } from '../support/sim.js';
 
@@ -103,7 +103,7 @@ describe('fixture shapes the real API allows', () => {
       expect(other.operation).toBeUndefined();
       expect(other.status.operationState).toBeUndefined();
       const { FleetMirror } = await import('../../src/fleet/mirror.js');
-      const { createClients } = await import('../../src/argocd/client.js');
+      const { createClients } = await import('../../src/infra/argocd/client.js');
       const { summarizeApps } = await import('../../src/fleet/status.js');
       const config = parseConfig(simConfigYaml(server), 'sim.yaml', {});
       const mirror = new FleetMirror(createClients(config), [{ name: 'main' }]);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApplicationList } from '../../src/argocd/types.js';
+import type { ApplicationList } from '../../src/infra/argocd/types.js';
 import { generateFleet } from '../../src/sim/scenarios/index.js';
 import { appJsonSerializations } from '../../src/sim/http/json.js';
 import { startSimServer, type SimServer } from '../../src/sim/server.js';

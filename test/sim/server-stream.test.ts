@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Application } from '../../src/argocd/types.js';
+import type { Application } from '../../src/infra/argocd/types.js';
 import type { SimServer } from '../../src/sim/server.js';
 import { startTestSim } from '../support/sim.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Application, ApplicationList, ApplicationSet } from '../../src/argocd/types.js';
+import type { Application, ApplicationList, ApplicationSet } from '../../src/infra/argocd/types.js';
 import type { SimServer } from '../../src/sim/server.js';
 import { clearSimOperations, simOperations, startTestSim } from '../support/sim.js';
 

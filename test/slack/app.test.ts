@@ -2,11 +2,11 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Services } from '../../src/commands/registry.js';
-import { configSchema } from '../../src/config/schema.js';
+import { configSchema } from '../../src/infra/config/schema.js';
 import { StaticFleet } from '../../src/fleet/model.js';
-import { SlackStartError, startSlack } from '../../src/slack/app.js';
-import { boltLogger, redactTokens } from '../../src/slack/logger.js';
-import { SlackNotifier } from '../../src/slack/notifier.js';
+import { SlackStartError, startSlack } from '../../src/surfaces/slack/app.js';
+import { boltLogger, redactTokens } from '../../src/surfaces/slack/logger.js';
+import { SlackNotifier } from '../../src/surfaces/slack/notifier.js';
 import { startFakeSlack, type FakeSlack } from '../support/fake-slack.js';
 import { SECRET } from './harness.js';
 

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Application, RevisionHistory } from '../../src/argocd/types.js';
-import { createClients } from '../../src/argocd/client.js';
+import type { Application, RevisionHistory } from '../../src/infra/argocd/types.js';
+import { createClients } from '../../src/infra/argocd/client.js';
 import '../../src/commands/index.js';
 import { FleetMirror } from '../../src/fleet/mirror.js';
-import { startEngine, type EngineHandle, type RunService } from '../../src/runbooks/engine.js';
-import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/runbooks/loader.js';
+import { startEngine, type EngineHandle, type RunService } from '../../src/domain/runbooks/engine.js';
+import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/domain/runbooks/loader.js';
 import type { Fixture } from '../../src/sim/fixture-types.js';
 import { loadFixture } from '../../src/sim/fixture.js';
 import type { SimServer } from '../../src/sim/server.js';

@@ -1,9 +1,9 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import '../../src/commands/index.js';
-import type { AuditEntry } from '../../src/audit/audit-log.js';
-import { startEngine, type EngineHandle, type RunService } from '../../src/runbooks/engine.js';
-import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/runbooks/loader.js';
-import { UNKNOWN_SLACK_USER } from '../../src/slack/authorize.js';
+import type { AuditEntry } from '../../src/domain/audit/audit-log.js';
+import { startEngine, type EngineHandle, type RunService } from '../../src/domain/runbooks/engine.js';
+import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/domain/runbooks/loader.js';
+import { UNKNOWN_SLACK_USER } from '../../src/surfaces/slack/authorize.js';
 import { encodePageValue } from '../../src/views/blocks.js';
 import { APPROVAL_RUNBOOK } from '../runbooks/harness.js';
 import {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import '../../src/commands/index.js';
 import { registerAction, registerCommand, type CommandContext } from '../../src/commands/registry.js';
 import type { Reply } from '../../src/core/reply.js';
-import { encodeModalMetadata, registerModalHandler } from '../../src/slack/modals.js';
+import { encodeModalMetadata, registerModalHandler } from '../../src/surfaces/slack/modals.js';
 import { decodePageValue } from '../../src/views/blocks.js';
 import { blockActionsPayload, eventCallback, postEvent, postInteraction, postSlashCommand, slackSignature } from '../support/slack-request.js';
 import { smallFleetObjects } from './fixture.js';

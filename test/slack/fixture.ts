@@ -1,4 +1,4 @@
-import type { Application, ApplicationSet, Cluster } from '../../src/argocd/types.js';
+import type { Application, ApplicationSet, Cluster } from '../../src/infra/argocd/types.js';
 
 /** A small fleet in Argo CD's real shapes: 2 clusters, 5 apps (2 with problems), one RollingSync appset mid-rollout. */
 export function app(name: string, cluster: string, sync: string, health: string, extra: { appSet?: string; message?: string; labels?: Record<string, string> } = {}): Application {

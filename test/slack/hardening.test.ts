@@ -2,8 +2,8 @@ import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import '../../src/commands/index.js';
 import { registerCommand } from '../../src/commands/registry.js';
-import { startEngine, type EngineHandle, type RunService } from '../../src/runbooks/engine.js';
-import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/runbooks/loader.js';
+import { startEngine, type EngineHandle, type RunService } from '../../src/domain/runbooks/engine.js';
+import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/domain/runbooks/loader.js';
 import { APPROVAL_RUNBOOK } from '../runbooks/harness.js';
 import { blockActionsPayload, eventCallback, postEvent, postInteraction, postSlashCommand } from '../support/slack-request.js';
 import { smallFleetObjects } from './fixture.js';
@@ -100,7 +100,7 @@ describe('replays and retries', () => {
   });
 
   it('records what it has seen under the app prefix, with a TTL covering the 5-minute window both ways', async () => {
-    const { createRedis, closeRedis } = await import('../../src/jobs/redis.js');
+    const { createRedis, closeRedis } = await import('../../src/infra/redis.js');
     const redis = createRedis(process.env.REDIS_URL!);
     try {
       await postSlashCommand(h.url, SECRET, { text: 'hardening-probe ttl', response_url: h.fake.responseUrl('ttl') });
@@ -117,7 +117,7 @@ describe('replays and retries', () => {
 
 describe('replay check without Redis', () => {
   it('answers while Redis is unreachable (read-only questions must not stop with it), saying so once in the log', async () => {
-    const { freePort } = await import('../../src/dev/redis-server.js');
+    const { freePort } = await import('../../src/infra/redis-server.js');
     const lines: { level: number; msg: string }[] = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
     const down = await startHarness({ fleet: smallFleetObjects(), redisUrl: `redis://127.0.0.1:${await freePort()}`, logger });
@@ -140,7 +140,7 @@ describe('replay check without Redis', () => {
 
 describe('replay check while Redis is down', () => {
   it('refuses a replay of a request seen before Redis stopped, and serves a new one during the outage', async () => {
-    const { startPrivateRedis } = await import('../../src/dev/redis-server.js');
+    const { startPrivateRedis } = await import('../../src/infra/redis-server.js');
     const redis = await startPrivateRedis();
     const own = await startHarness({ fleet: smallFleetObjects(), redisUrl: redis.url });
     try {
@@ -170,7 +170,7 @@ describe('replay check while Redis is down', () => {
   });
 
   it("bounds the process's own memory by count (oldest first) and by each key's TTL", async () => {
-    const { SeenMemory } = await import('../../src/slack/request-guard.js');
+    const { SeenMemory } = await import('../../src/surfaces/slack/request-guard.js');
     const memory = new SeenMemory(3);
     const t0 = 1_000_000;
     expect(['a', 'b', 'c', 'd'].map((k) => memory.remember(k, 60, t0))).toEqual([false, false, false, false]);

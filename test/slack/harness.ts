@@ -1,8 +1,8 @@
 import pino from 'pino';
 import type { Services } from '../../src/commands/registry.js';
-import { configSchema } from '../../src/config/schema.js';
+import { configSchema } from '../../src/infra/config/schema.js';
 import { StaticFleet } from '../../src/fleet/model.js';
-import { startSlack, type SlackHandle } from '../../src/slack/app.js';
+import { startSlack, type SlackHandle } from '../../src/surfaces/slack/app.js';
 import { startFakeSlack, type FakeSlack } from '../support/fake-slack.js';
 import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
 

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import '../../src/commands/index.js';
-import { ChangeLog } from '../../src/incidents/change-log.js';
-import { IncidentService } from '../../src/incidents/service.js';
-import { IncidentStore } from '../../src/incidents/store.js';
-import { closeRedis, createRedis } from '../../src/jobs/redis.js';
+import { ChangeLog } from '../../src/domain/incidents/change-log.js';
+import { IncidentService } from '../../src/domain/incidents/service.js';
+import { IncidentStore } from '../../src/domain/incidents/store.js';
+import { closeRedis, createRedis } from '../../src/infra/redis.js';
 import { seedOutageFixture } from '../../src/sim/scenarios/seed-outage.js';
 import { postInteraction, postSlashCommand } from '../support/slack-request.js';
 import { testPrefix } from '../runbooks/fake-argo.js';

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { BOT_SCOPES, WEB_API_METHODS } from '../../src/slack/scopes.js';
+import { BOT_SCOPES, WEB_API_METHODS } from '../../src/surfaces/slack/scopes.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const manifest = parse(readFileSync(path.join(root, 'deploy/slack/manifest.yaml'), 'utf8'));

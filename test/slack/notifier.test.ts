@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RollcallError, isRollcallError } from '../../src/core/errors.js';
 import type { Reply } from '../../src/core/reply.js';
-import { SlackNotifier } from '../../src/slack/notifier.js';
+import { SlackNotifier } from '../../src/surfaces/slack/notifier.js';
 import { startFakeSlack, type FakeSlack } from '../support/fake-slack.js';
 import { allText, expectWithinSlackLimits } from './limits.js';
 

@@ -1,8 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configSchema } from '../../src/config/schema.js';
-import { createSlackWebClient } from '../../src/slack/client.js';
+import { configSchema } from '../../src/infra/config/schema.js';
+import { createSlackWebClient } from '../../src/surfaces/slack/client.js';
 import { startFakeSlack, type FakeSlack } from '../support/fake-slack.js';
 import { actAsForwardProxy, PROXY_VARIABLES, restoreProxyEnvAfterEach, type ForwardProxy } from '../support/forward-proxy.js';
 

@@ -1,8 +1,8 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRuntime, type Runtime } from '../../src/cli/bootstrap.js';
-import { startPrivateRedis, type PrivateRedis } from '../../src/dev/redis-server.js';
-import { metricsRegistry } from '../../src/metrics.js';
+import { startRuntime, type Runtime } from '../../src/surfaces/cli/bootstrap.js';
+import { startPrivateRedis, type PrivateRedis } from '../../src/infra/redis-server.js';
+import { metricsRegistry } from '../../src/infra/metrics.js';
 import type { SimServer } from '../../src/sim/server.js';
 import { postSlashCommand } from '../support/slack-request.js';
 import { startTestSim } from '../support/sim.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import '../../src/commands/index.js';
-import { startEngine, type EngineHandle, type RunService } from '../../src/runbooks/engine.js';
+import { startEngine, type EngineHandle, type RunService } from '../../src/domain/runbooks/engine.js';
 import { decodePageValue } from '../../src/views/blocks.js';
 import { blockActionsPayload, postInteraction, postSlashCommand } from '../support/slack-request.js';
 import { app, clusters } from './fixture.js';

@@ -1,4 +1,4 @@
-import { ensureRedis, type RedisHandle } from '../../src/dev/redis-server.js';
+import { ensureRedis, type RedisHandle } from '../../src/infra/redis-server.js';
 
 let handle: RedisHandle | undefined;
 

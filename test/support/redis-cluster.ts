@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { findBinary, freePort, pingRedis } from '../../src/dev/redis-server.js';
+import { findBinary, freePort, pingRedis } from '../../src/infra/redis-server.js';
 
 const run = promisify(execFile);
 

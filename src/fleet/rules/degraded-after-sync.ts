@@ -11,7 +11,7 @@
  * deletes such resources only with prune (Argo CD never prunes unless asked), so the fix is to sync those
  * apps with prune; without such apps it is to roll back the revision.
  */
-import type { Application, ResourceStatus } from '../../argocd/types.js';
+import type { Application, ResourceStatus } from '../../infra/argocd/types.js';
 import { code, formatDuration, oneLine, plural, truncate } from '../../core/format.js';
 import type { FleetApp, FleetView } from '../model.js';
 import type { Finding } from './finding.js';

@@ -2,9 +2,9 @@
  * Facts several rules (and the digest) read off Argo CD objects the same way, and the shape of what a rule
  * reports as an alert condition. Pure: nothing here calls Argo CD.
  */
-import type { Application, ApplicationSet } from '../../argocd/types.js';
-import type { AlertRuleName, AlertsConfig } from '../../config/schema.js';
-import { alertDefaults } from '../../config/rule-catalog.js';
+import type { Application, ApplicationSet } from '../../infra/argocd/types.js';
+import type { AlertRuleName, AlertsConfig } from '../../infra/config/schema.js';
+import { alertDefaults } from '../../infra/config/rule-catalog.js';
 import { byText, oneLine, truncate } from '../../core/format.js';
 import type { FleetApp, FleetView } from '../model.js';
 import { PAUSED_AT, PAUSED_BY } from '../pause.js';

@@ -5,7 +5,7 @@
  * purpose (rollcall's pause, a sync window's "Sync operation blocked by sync window", a maxUpdate 0 gate)
  * is said as an expected stall instead. The diagnosis of a stuck step is `ruleStuckStep` in ../diagnose.ts.
  */
-import type { ApplicationSet, ApplicationSetApplicationStatus } from '../../argocd/types.js';
+import type { ApplicationSet, ApplicationSetApplicationStatus } from '../../infra/argocd/types.js';
 import { formatDuration } from '../../core/format.js';
 import type { FleetApp, FleetAppSet } from '../model.js';
 import { isRollingSync, maxConcurrentFor, rolloutSteps } from '../rollingsync.js';

@@ -4,7 +4,7 @@
  * policy, so a failed sync otherwise stays failed. Apps in a stuck step are left to stuck-step: that is
  * the problem on-call acts on, and its message names the failure.
  */
-import type { Application } from '../../argocd/types.js';
+import type { Application } from '../../infra/argocd/types.js';
 import { oneLine, truncate } from '../../core/format.js';
 import {
   ALERT_QUOTE_MAX,

@@ -1,4 +1,4 @@
-import type { Application, ApplicationSpec, ApplicationSyncRequest } from '../../argocd/types.js';
+import type { Application, ApplicationSpec, ApplicationSyncRequest } from '../../infra/argocd/types.js';
 import { rfc3339 } from '../clock.js';
 import { parseFields, projectListItem } from '../fields.js';
 import { parseSimSelector, simLabelsMatch, SimSelectorError, type SimLabelRequirement } from '../labels.js';

@@ -1,4 +1,4 @@
-import type { ApplicationSet, Cluster } from '../../argocd/types.js';
+import type { ApplicationSet, Cluster } from '../../infra/argocd/types.js';
 import { rfc3339 } from '../clock.js';
 import { parseSimSelector, simLabelsMatch, SimSelectorError, type SimLabelRequirement } from '../labels.js';
 import type { InstanceStore } from '../store.js';

@@ -1,4 +1,4 @@
-import type { Application, ApplicationSyncRequest } from '../../argocd/types.js';
+import type { Application, ApplicationSyncRequest } from '../../infra/argocd/types.js';
 import type { SimClock } from '../clock.js';
 
 /**

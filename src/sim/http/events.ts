@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Application, ResourceNode } from '../../argocd/types.js';
+import type { Application, ResourceNode } from '../../infra/argocd/types.js';
 import type { SimEvent } from '../events.js';
 import { findApp } from './apps.js';
 import type { ApiRequest, RouteResult } from './context.js';

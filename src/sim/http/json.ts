@@ -1,4 +1,4 @@
-import type { Application, ResourceStatus } from '../../argocd/types.js';
+import type { Application, ResourceStatus } from '../../infra/argocd/types.js';
 import { withoutResourceHealth } from '../fields.js';
 
 /**

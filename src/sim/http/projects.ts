@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { AppProject } from '../../argocd/types.js';
+import type { AppProject } from '../../infra/argocd/types.js';
 import type { InstanceStore } from '../store.js';
 import type { ApiRequest, RouteResult } from './context.js';
 import { GrpcCode, SimApiError } from './errors.js';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Application, ResourceNode, RevisionMetadata } from '../../argocd/types.js';
+import type { Application, ResourceNode, RevisionMetadata } from '../../infra/argocd/types.js';
 import { commitMessage } from '../scenarios/builders.js';
 import { findApp } from './apps.js';
 import type { ApiRequest, RouteResult } from './context.js';

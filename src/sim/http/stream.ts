@@ -1,4 +1,4 @@
-import type { Application, ApplicationSet } from '../../argocd/types.js';
+import type { Application, ApplicationSet } from '../../infra/argocd/types.js';
 import { filterJsonPaths, parseFields } from '../fields.js';
 import type { StoreChange } from '../store.js';
 import { appMatches, parseAppQuery, rbacName, sortedApps } from './apps.js';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Application, ResourceDiff, ResourceNode, ResourceStatus } from '../../argocd/types.js';
+import type { Application, ResourceDiff, ResourceNode, ResourceStatus } from '../../infra/argocd/types.js';
 import { findApp } from './apps.js';
 import type { ApiRequest, RouteResult } from './context.js';
 

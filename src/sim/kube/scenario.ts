@@ -1,4 +1,4 @@
-import type { Application, Cluster } from '../../argocd/types.js';
+import type { Application, Cluster } from '../../infra/argocd/types.js';
 import type { Fixture } from '../fixture-types.js';
 import { rfc3339 } from '../clock.js';
 import { certFingerprint, KEY_LABEL, SEALED_WITH_ANNOTATION } from './cluster.js';

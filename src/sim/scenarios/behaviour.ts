@@ -1,10 +1,8 @@
-import type { Application } from '../../argocd/types.js';
-import type { SimController } from '../controller.js';
+import type { Application } from '../../infra/argocd/types.js';
 import type { SimFaults } from '../faults.js';
 import type { InstanceStore } from '../store.js';
 
 export interface ScenarioContext {
-  controller: SimController;
   faults: SimFaults;
   /** The instance the event happened on (for onStart: undefined). */
   store?: InstanceStore;

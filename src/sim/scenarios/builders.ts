@@ -15,7 +15,7 @@ import type {
   RevisionHistory,
   SyncPolicy,
   SyncStatusCode,
-} from '../../argocd/types.js';
+} from '../../infra/argocd/types.js';
 import { rfc3339 } from '../clock.js';
 
 /**

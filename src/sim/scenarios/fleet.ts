@@ -5,7 +5,7 @@ import type {
   Cluster,
   HealthStatusCode,
   SyncStatusCode,
-} from '../../argocd/types.js';
+} from '../../infra/argocd/types.js';
 import { ROLLOUT_MESSAGES } from '../../fleet/rollingsync.js';
 import type { Fixture, FixtureInstance } from '../fixture-types.js';
 import {

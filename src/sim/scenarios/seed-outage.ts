@@ -1,4 +1,4 @@
-import type { Application, ApplicationSet, Cluster, ResourceStatus } from '../../argocd/types.js';
+import type { Application, ApplicationSet, Cluster, ResourceStatus } from '../../infra/argocd/types.js';
 import { crashLoopMessage } from '../faults.js';
 import type { Fixture } from '../fixture-types.js';
 import type { ScenarioBehaviour } from './behaviour.js';

@@ -1,0 +1,534 @@
+/**
+ * Carries out a bulk-sync plan, wave by wave, over the per-app state machine in sync-progress.ts.
+ * Every app's progress is a checkpoint entry written as a compare-and-set under the attempt's lease,
+ * so a retried job continues where the last attempt stopped and no app is synced twice in a run.
+ */
+import { z } from 'zod';
+import { ArgoError } from '../../../../infra/argocd/errors.js';
+import type { Application, ApplicationSyncRequest } from '../../../../infra/argocd/types.js';
+import { attributionInfos } from '../../../../infra/argocd/client.js';
+import type { FleetApp } from '../../../../fleet/model.js';
+import { LeaseLostError, type Checkpoint, type CheckpointEntry, type RunProgress } from '../../run-store.js';
+import {
+  IN_FLIGHT_APP_STATES,
+  nextAppState,
+  TERMINAL_APP_STATES,
+  type AppCheckpoint,
+  type AppEvent,
+  type AppState,
+} from '../sync-progress.js';
+import type { ActionContext, StepOutcome } from '../types.js';
+import { appVerdict, gatesFor, timeoutReason, waveVerdict, type AppGate } from './gates.js';
+import { bulkSyncInput, type BulkSyncInput } from './input.js';
+import { foreignOperationRunning, ourOperation, postingWindowMs, RUN_INFO_NAME } from './operations.js';
+import { appKey, type PlannedApp } from './planner.js';
+
+const TERMINAL = TERMINAL_APP_STATES;
+const IN_FLIGHT = IN_FLIGHT_APP_STATES;
+
+interface WaveCheckpoint extends CheckpointEntry {
+  state: 'started';
+  startedAt: number;
+}
+
+const plannedAppSchema = z.object({ instance: z.string(), app: z.string(), cluster: z.string() });
+/** What execution reads back of the plan the preview stored (the rest is for people). */
+const storedPlanSchema = z.object({
+  // A plan stored before waves carried their own limit syncs `concurrency` apps at once, as every wave did then.
+  waves: z.array(
+    z.object({ name: z.string(), apps: z.array(plannedAppSchema), maxUpdate: z.number().int().positive().optional() }),
+  ),
+  skipped: z.array(plannedAppSchema.extend({ reason: z.string() })),
+});
+type StoredPlan = z.infer<typeof storedPlanSchema>;
+
+/** The plan the preview stored for this step, checked as it is read back from Redis. */
+function planOf(ctx: ActionContext): StoredPlan | undefined {
+  const parsed = storedPlanSchema.safeParse(ctx.run.preview?.byStep?.[ctx.stepId] ?? ctx.run.preview?.data);
+  return parsed.success ? parsed.data : undefined;
+}
+
+export async function executeBulkSync(ctx: ActionContext): Promise<StepOutcome> {
+  const input = bulkSyncInput.parse(ctx.input);
+  const plan = planOf(ctx);
+  if (!plan) return { status: 'failed', error: 'the run has no bulk-sync plan (preview missing)' };
+  return new BulkSyncExecution(ctx, input, plan).run();
+}
+
+class BulkSyncExecution {
+  private readonly runId: string;
+  private readonly checkpoint: Checkpoint<AppCheckpoint>;
+  private readonly waveCheckpoint: Checkpoint<WaveCheckpoint>;
+  private readonly gates: AppGate[];
+  private states = new Map<string, AppCheckpoint>();
+  // Apps this attempt sent a POST for: never sent again by it, whatever the stored state says
+  // (a Redis that lost its last second of writes can show one of them `pending` again).
+  private readonly sent = new Set<string>();
+  // Apps whose Argo CD state was read with a GET by this attempt, and when (ms, Redis time).
+  private readonly checked = new Map<string, number>();
+  // Argo CD's own list, read by a later attempt before it sends anything (see readInstances).
+  private readonly listed = new Map<string, Application>();
+  private unread = new Set<string>();
+  private wake: (() => void) | undefined;
+  // Set by an event that arrives while a tick is being processed, so the next sleep does not miss it.
+  private dirty = false;
+
+  constructor(
+    private readonly ctx: ActionContext,
+    private readonly input: BulkSyncInput,
+    private readonly plan: StoredPlan,
+  ) {
+    this.runId = ctx.run.id;
+    this.checkpoint = ctx.checkpoint<AppCheckpoint>();
+    this.waveCheckpoint = ctx.checkpoint<WaveCheckpoint>('waves');
+    this.gates = gatesFor(input);
+  }
+
+  async run(): Promise<StepOutcome> {
+    await this.loadStates();
+    // A later attempt (a worker died, stalled, or Redis restarted) reads Argo CD itself first: a sync
+    // the last attempt sent may be missing from the checkpoint, and the mirror may not show it yet.
+    const attempt = this.ctx.run.steps.find((s) => s.id === this.ctx.stepId)?.attempts ?? 1;
+    this.unread = new Set(attempt > 1 ? [...this.states.values()].map((s) => s.instance) : []);
+    await this.readInstances();
+    // Wake on every mirror event for one of our apps; otherwise re-read the (in-memory) mirror each tick.
+    const unsubscribe = this.ctx.services.fleet.subscribe((e) => 'app' in e && this.onApp(e));
+    const abortWake = () => this.wake?.();
+    this.ctx.signal.addEventListener('abort', abortWake);
+    let currentWave = 0;
+    try {
+      for (let wave = 0; wave < this.plan.waves.length; wave++) {
+        currentWave = wave;
+        const stop = await this.runWave(wave);
+        if (stop) return stop;
+      }
+    } catch (err) {
+      if (err instanceof LeaseLostError) {
+        this.report(currentWave);
+        return { status: 'interrupted', output: summarize(this.states, this.input.dryRun) };
+      }
+      throw err;
+    } finally {
+      unsubscribe();
+      this.ctx.signal.removeEventListener('abort', abortWake);
+    }
+    return this.finish();
+  }
+
+  /** First attempt writes every app as pending; later attempts find their states. */
+  private async loadStates() {
+    const read = async () => new Map([...(await this.checkpoint.all())].filter(([k]) => !k.startsWith('wave:')));
+    this.states = await read();
+    const missing: { key: string; expected: undefined; value: AppCheckpoint }[] = [];
+    this.plan.waves.forEach((w, wave) =>
+      w.apps.forEach((a) => {
+        if (!this.states.has(appKey(a)))
+          missing.push({ key: appKey(a), expected: undefined, value: { state: 'pending', ...a, wave } });
+      }),
+    );
+    for (const s of this.plan.skipped) {
+      if (!this.states.has(appKey(s)))
+        missing.push({
+          key: appKey(s),
+          expected: undefined,
+          value: { state: 'skipped', ...s, wave: -1, reason: s.reason },
+        });
+    }
+    if (missing.length) {
+      await this.checkpoint.transitionMany(missing);
+      this.states = await read();
+    }
+  }
+
+  /** Until its instance has been read, no app of it is sent (Argo CD unreachable: tried again each tick). */
+  private async readInstances() {
+    for (const instance of [...this.unread]) {
+      try {
+        const list = await this.ctx.services.argocd.get(instance)?.listApplications();
+        for (const app of list?.items ?? []) this.listed.set(`${instance}/${app.metadata.name}`, app);
+        this.unread.delete(instance);
+      } catch {
+        // next tick
+      }
+    }
+  }
+
+  private onApp(e: { app?: FleetApp }) {
+    if (e.app && this.states.has(appKey({ instance: e.app.instance, app: e.app.app.metadata.name }))) {
+      this.dirty = true;
+      this.wake?.();
+    }
+  }
+
+  private sleep(ms: number) {
+    return new Promise<void>((resolve) => {
+      if (this.dirty) return resolve();
+      const done = () => {
+        clearTimeout(t);
+        this.wake = undefined;
+        resolve();
+      };
+      const t = setTimeout(done, ms);
+      this.wake = done;
+    });
+  }
+
+  private live(a: PlannedApp): Application | undefined {
+    const key = appKey(a);
+    const fromMirror = () => this.ctx.services.fleet.appsNamed(a.app).find((f) => f.instance === a.instance)?.app;
+    if (!this.listed.has(key)) return fromMirror();
+    const mirrored = fromMirror();
+    // The list answers "was it sent?"; the mirror, once it shows our operation, is as good and newer.
+    return mirrored && ourOperation(mirrored, this.runId) ? mirrored : this.listed.get(key)!;
+  }
+
+  private windowFor(instance: string) {
+    return postingWindowMs(this.ctx.services.config.instances.find((i) => i.name === instance)?.timeout ?? 30_000);
+  }
+
+  /**
+   * One compare-and-set transition, from the state this attempt last saw. When another executor (or
+   * a Redis that lost writes) changed it meanwhile, nothing is written and the stored entry is taken.
+   * A lost lease throws LeaseLostError.
+   */
+  private async apply(key: string, event: AppEvent): Promise<boolean> {
+    const s = this.states.get(key)!;
+    const t = nextAppState(s, event);
+    if (!t.ok) return false;
+    if (await this.checkpoint.transition(key, s.state, t.next)) {
+      this.states.set(key, t.next);
+      return true;
+    }
+    const stored = await this.checkpoint.get(key);
+    if (stored) this.states.set(key, stored);
+    return false;
+  }
+
+  private async applyMany(changes: [string, AppEvent][]) {
+    const writes: { key: string; expected: AppState; value: AppCheckpoint }[] = [];
+    for (const [key, event] of changes) {
+      const s = this.states.get(key)!;
+      const t = nextAppState(s, event);
+      if (t.ok) writes.push({ key, expected: s.state, value: t.next });
+    }
+    const written = await this.checkpoint.transitionMany(writes);
+    for (const [i, w] of writes.entries()) {
+      if (written[i]) this.states.set(w.key, w.value);
+      else {
+        const stored = await this.checkpoint.get(w.key);
+        if (stored) this.states.set(w.key, stored);
+      }
+    }
+  }
+
+  private report(waveIndex: number) {
+    const counts: Record<string, number> = { pending: 0, syncing: 0, done: 0, failed: 0, 'timed out': 0, skipped: 0 };
+    const failing: RunProgress['failing'] = [];
+    for (const s of this.states.values()) {
+      if (s.state === 'pending') counts.pending++;
+      else if (IN_FLIGHT.includes(s.state)) counts.syncing++;
+      else if (s.state === 'done') counts.done++;
+      else if (s.state === 'failed') counts.failed++;
+      else if (s.state === 'timeout') counts['timed out']++;
+      else counts.skipped++;
+      if (s.state === 'failed' || s.state === 'timeout')
+        failing.push({ app: s.app, instance: s.instance, cluster: s.cluster, reason: s.reason ?? s.state });
+    }
+    const { waves } = this.plan;
+    const total = waves.reduce((n, w) => n + w.apps.length, 0);
+    this.ctx.progress({
+      headline: `wave ${Math.min(waveIndex + 1, waves.length)}/${waves.length}${waves[waveIndex] ? ` (${waves[waveIndex].name})` : ''} · ${counts.done}/${total} ${this.input.dryRun ? 'would sync (dry run: nothing applied)' : 'synced'}`,
+      counts,
+      failing,
+      wave: { index: waveIndex + 1, total: waves.length },
+      updatedAt: new Date(this.ctx.now()).toISOString(),
+    });
+  }
+
+  /** One wave, tick by tick, until every app of it has ended; an outcome when the step stops inside it. */
+  private async runWave(wave: number): Promise<StepOutcome | undefined> {
+    const { apps, maxUpdate = this.input.concurrency } = this.plan.waves[wave];
+    const keys = apps.map(appKey);
+    const started = await this.waveStart(wave);
+    const members = () => keys.map((k) => this.states.get(k)!);
+    for (;;) {
+      const stop = this.stopped(wave);
+      if (stop) return stop;
+      this.dirty = false;
+      if (this.unread.size) await this.readInstances();
+      const freed = await this.tick(keys, maxUpdate);
+      // A wave whose apps have all ended goes on to the next; its failures count in the step's result.
+      if (members().every((s) => TERMINAL.includes(s.state))) break;
+      if (this.ctx.now() - started > this.input.waveTimeout) await this.timeOut(keys);
+      const verdict = waveVerdict(members());
+      if (verdict.verdict === 'fail') {
+        await this.applyMany(verdict.failed.map((s) => [appKey(s), { type: 'acknowledge' }]));
+        if (this.input.onFailure !== 'continue') return this.failWave(wave, verdict.reasons);
+      }
+      if (members().every((s) => TERMINAL.includes(s.state))) break;
+      this.report(wave);
+      // Slots just freed and apps waiting: start them now rather than on the next event or tick.
+      if (freed && members().some((s) => s.state === 'pending')) continue;
+      await this.sleep(500);
+    }
+    this.report(wave);
+    return undefined;
+  }
+
+  /** When the wave started, kept in the checkpoint so a later attempt keeps its timeout. */
+  private async waveStart(wave: number): Promise<number> {
+    const waveKey = `wave:${wave}`;
+    const started = (await this.waveCheckpoint.get(waveKey))?.startedAt;
+    if (started !== undefined) return started;
+    const now = this.ctx.now();
+    await this.waveCheckpoint.set(waveKey, { state: 'started', startedAt: now });
+    return now;
+  }
+
+  /**
+   * One look at every app of the wave: uncertain POSTs verified, accepted syncs put to the gates,
+   * pending apps sent while fewer than `maxUpdate` are in flight. How many slots it freed.
+   */
+  private async tick(keys: string[], maxUpdate: number): Promise<number> {
+    let inFlight = keys.filter((k) => IN_FLIGHT.includes(this.states.get(k)!.state)).length;
+    // Transitions read off the mirror go in one round trip per tick; the ones around a POST are written one by one, before moving on.
+    const batch: [string, AppEvent][] = [];
+    let freed = 0;
+    const calls: Promise<void>[] = [];
+    const uncertain = keys.filter((k) => ['posting', 'unknown'].includes(this.states.get(k)!.state));
+    if (uncertain.length) {
+      const redisNow = await this.ctx.redisNow();
+      for (const key of uncertain) calls.push(this.verify(key, redisNow));
+    }
+    for (const key of keys) {
+      const s = this.states.get(key)!;
+      const app = this.live(s);
+      if (s.state === 'accepted') {
+        const v = appVerdict(app, this.runId, this.gates);
+        if (v.verdict === 'wait') continue;
+        batch.push([
+          key,
+          v.verdict === 'pass'
+            ? { type: 'finished', succeeded: true }
+            : { type: 'finished', succeeded: false, reason: v.reason },
+        ]);
+        freed++;
+      } else if (s.state === 'pending' && inFlight < maxUpdate) {
+        const next = this.dispatch(key, s, app);
+        if (next === 'post') calls.push(this.post(key));
+        else if (next) batch.push([key, next]);
+        if (next === 'post' || next?.type === 'found') inFlight++;
+      }
+    }
+    await Promise.all(calls);
+    if (batch.length) await this.applyMany(batch);
+    return freed;
+  }
+
+  /** What to do with a pending app that has a free slot: send it, record what the app shows, or leave it for now. */
+  private dispatch(key: string, s: AppCheckpoint, app: Application | undefined): AppEvent | 'post' | undefined {
+    if (this.unread.has(s.instance)) return undefined;
+    if (!app) return { type: 'gone', reason: 'app no longer exists' };
+    // Already ours (an earlier attempt got it through): never send twice.
+    if (ourOperation(app, this.runId)) return { type: 'found' };
+    if (this.sent.has(key)) return undefined; // sent by this attempt; its stored mark was lost: the mirror will show it
+    const busy = foreignOperationRunning(app, this.runId);
+    if (busy) return s.note !== `waiting: ${busy}` ? { type: 'waiting', note: `waiting: ${busy}` } : undefined;
+    return 'post';
+  }
+
+  private async timeOut(keys: string[]) {
+    const timeouts: [string, AppEvent][] = [];
+    for (const key of keys) {
+      const s = this.states.get(key)!;
+      if (TERMINAL.includes(s.state)) continue;
+      timeouts.push([key, { type: 'timedOut', reason: timeoutReason(s, this.live(s), this.runId, this.input.gate) }]);
+    }
+    await this.applyMany(timeouts);
+  }
+
+  private failWave(wave: number, names: string[]): StepOutcome {
+    this.report(wave);
+    const text = `${names.length} app${names.length === 1 ? '' : 's'} failed in wave ${wave + 1}: ${names.slice(0, 5).join('; ')}${names.length > 5 ? ` and ${names.length - 5} more` : ''}`;
+    if (this.input.onFailure === 'abort') return { status: 'failed', error: text, output: summarize(this.states, this.input.dryRun) };
+    return { status: 'paused', reason: `${text}`, output: summarize(this.states, this.input.dryRun) };
+  }
+
+  /**
+   * Sends one app's sync. Order matters: the rate limiter first (an abort or pause while waiting
+   * sends nothing), then the `posting` mark under the lease (refused once a pause, an abort or a
+   * newer attempt took the lease), then a monotonic-clock check that this process was not frozen
+   * past the posting window since the mark, then the POST.
+   */
+  private async post(key: string) {
+    const planned = this.states.get(key)!;
+    const api = this.ctx.services.argocd.get(planned.instance);
+    if (!api) {
+      await this.apply(key, { type: 'gone', reason: `no Argo CD client for instance ${planned.instance}` });
+      return;
+    }
+    try {
+      await this.ctx.limiter.acquire(planned.instance, this.ctx.signal);
+    } catch {
+      return; // aborted while waiting: nothing sent, nothing written
+    }
+    if (this.ctx.signal.aborted || this.states.get(key)!.state !== 'pending') return;
+    const app = this.live(planned);
+    if (!app) return;
+    if (ourOperation(app, this.runId)) {
+      await this.apply(key, { type: 'found' });
+      return;
+    }
+    const before = performance.now();
+    if (!(await this.apply(key, { type: 'claim' }))) return;
+    if (this.ctx.signal.aborted || performance.now() - before > this.windowFor(planned.instance) / 2) return;
+    const request: ApplicationSyncRequest = {
+      name: planned.app,
+      appNamespace: app.metadata.namespace,
+      project: app.spec.project,
+      prune: this.input.prune,
+      dryRun: this.input.dryRun,
+      ...(this.input.revision ? { revision: this.input.revision } : {}),
+      infos: attributionInfos({
+        runInfoName: RUN_INFO_NAME,
+        runId: this.runId,
+        user: this.ctx.run.requester,
+        surface: this.ctx.run.surface,
+      }),
+    };
+    this.sent.add(key);
+    try {
+      await api.sync(request);
+    } catch (err) {
+      await this.syncFailed(key, err);
+      return;
+    }
+    await this.apply(key, { type: 'answered' });
+    // Recorded without holding up the next POST; the engine's audit writer never throws.
+    void this.ctx.audit({
+      kind: 'argocd.sync',
+      who: this.ctx.run.requester,
+      target: key,
+      params: this.syncParams(),
+      result: 'accepted',
+    });
+  }
+
+  private syncParams() {
+    return { prune: this.input.prune, dryRun: this.input.dryRun, revision: this.input.revision };
+  }
+
+  /** A sync POST that failed: lost (verified later), refused while busy (tried again), or refused for good. */
+  private async syncFailed(key: string, failure: unknown) {
+    const e = failure instanceof ArgoError ? failure : undefined;
+    const message = e?.argoMessage ?? (failure as Error).message;
+    if (!e || e.maybeApplied || ['unavailable', 'rate_limited', 'timeout', 'network'].includes(e.kind)) {
+      // The POST may have reached Argo CD: verified with a GET (now, and after the posting window), never re-sent blindly.
+      await this.apply(key, { type: 'answerLost', note: message });
+    } else if (e.kind === 'operation_in_progress') {
+      // Refused on its only try: nothing was applied. Which operation runs is read off the app next tick.
+      this.sent.delete(key);
+      await this.apply(key, { type: 'busy', note: 'waiting: another operation is in progress' });
+    } else {
+      await this.apply(key, { type: 'refused', reason: message });
+    }
+    await this.ctx.audit({
+      kind: 'argocd.sync',
+      who: this.ctx.run.requester,
+      target: key,
+      params: this.syncParams(),
+      result: `error: ${e?.kind ?? 'unknown'}`,
+      message,
+    });
+  }
+
+  /**
+   * A `posting` or `unknown` app this attempt is not sending: did Argo CD take the sync? The mirror
+   * first, then a GET at once and one more after the posting window; only that last one may
+   * conclude the sync never took.
+   */
+  private async verify(key: string, redisNow: number) {
+    const s = this.states.get(key)!;
+    const app = this.live(s);
+    if (app && ourOperation(app, this.runId)) {
+      await this.apply(key, { type: 'found' });
+      return;
+    }
+    const window = this.windowFor(s.instance);
+    const windowPassed = redisNow > (s.at ?? 0) + window;
+    const last = this.checked.get(key);
+    // One GET as soon as the mark is seen, one after its window; none in between.
+    if (last !== undefined && last >= (s.at ?? 0) && (!windowPassed || last > (s.at ?? 0) + window)) return;
+    const api = this.ctx.services.argocd.get(s.instance);
+    try {
+      await this.ctx.assertLease();
+      const fresh = await api!.getApplication({
+        name: s.app,
+        appNamespace: app?.metadata.namespace,
+        project: app?.spec.project,
+      });
+      this.checked.set(key, redisNow);
+      if (ourOperation(fresh, this.runId)) await this.apply(key, { type: 'found' });
+      else if (windowPassed) {
+        // Whether or not this attempt sent it, the window has passed with no trace of it.
+        this.sent.delete(key);
+        await this.apply(key, { type: 'notApplied', windowPassed });
+      }
+    } catch (err) {
+      if (err instanceof LeaseLostError) throw err;
+      // Argo CD is still failing: try again next tick.
+    }
+  }
+
+  private stopped(wave: number): StepOutcome | undefined {
+    if (!this.ctx.signal.aborted) return undefined;
+    this.report(wave);
+    const output = summarize(this.states, this.input.dryRun);
+    const reason = String(this.ctx.signal.reason);
+    if (reason === 'abort') return { status: 'aborted', output };
+    if (reason === 'timeout') return { status: 'failed', error: 'bulk-sync step timed out', output };
+    if (reason === 'lease-lost' || reason === 'stale') return { status: 'interrupted', output };
+    return { status: 'paused', reason: reason === 'pause' ? 'paused by a user' : reason, output };
+  }
+
+  private finish(): StepOutcome {
+    this.report(this.plan.waves.length - 1);
+    const output = summarize(this.states, this.input.dryRun);
+    const failed = [...this.states.values()].filter((s) => s.state === 'failed' || s.state === 'timeout');
+    if (failed.length)
+      return {
+        status: 'failed',
+        error: `${failed.length} app(s) did not sync: ${failed
+          .slice(0, 5)
+          .map((s) => `${s.app} (${s.reason})`)
+          .join('; ')}`,
+        output,
+      };
+    return { status: 'succeeded', output };
+  }
+}
+
+/** What the run did, in words; a dry run's accepted syncs applied nothing, so they are what would sync. */
+function summarize(states: Map<string, AppCheckpoint>, dryRun: boolean): Record<string, unknown> {
+  const by = (state: AppState) => [...states.values()].filter((s) => s.state === state);
+  const failed = [...by('failed'), ...by('timeout')].map((s) => ({
+    app: s.app,
+    instance: s.instance,
+    cluster: s.cluster,
+    reason: s.reason,
+  }));
+  const synced = by('done').length;
+  const skipped = by('skipped').length;
+  const remaining = [...states.values()].filter((s) => !TERMINAL.includes(s.state)).length;
+  const clusters = new Set(
+    by('done')
+      .map((s) => s.cluster)
+      .filter(Boolean),
+  ).size;
+  const summary = [
+    `${synced} app(s) ${dryRun ? 'would sync' : 'synced'}${clusters ? ` on ${clusters} cluster(s)` : ''}${dryRun ? ' (dry run: nothing applied)' : ''}${skipped ? `, ${skipped} skipped (already Synced and Healthy)` : ''}${failed.length ? `, ${failed.length} failed or timed out` : ''}${remaining ? `, ${remaining} not synced yet` : ''}`,
+    ...failed.slice(0, 5).map((f) => `${f.app}${f.cluster ? ` (${f.cluster})` : ''}: ${f.reason}`),
+    ...(failed.length > 5 ? [`and ${failed.length - 5} more failed`] : []),
+  ];
+  return { synced, skipped, failed, remaining, summary };
+}

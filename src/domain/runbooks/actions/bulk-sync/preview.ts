@@ -1,0 +1,232 @@
+import { RollcallError } from '../../../../core/errors.js';
+import { literal, plural, typedDuration } from '../../../../core/format.js';
+import type { ReplyBlock, ReplyItem } from '../../../../core/reply.js';
+import type { FleetApp } from '../../../../fleet/model.js';
+import { selectApps } from '../../../../fleet/select.js';
+import type { ActionPreview, PreviewContext } from '../types.js';
+import type { BulkSyncInput } from './input.js';
+import { assertWavesMatch, planBulkSync, planned, type PlannedApp, type PlannedWave } from './planner.js';
+import { parseSelectorParam } from './selector.js';
+
+/** What the preview stores for the run: the plan the executor follows, and what people read before confirming. */
+export interface BulkSyncPlan {
+  waves: PlannedWave[];
+  skipped: (PlannedApp & { reason: string })[];
+  selected: number;
+  /** Settings that will not do what they say (a wave matching nothing, a canary as large as the run). */
+  warnings?: string[];
+  clusters: string[];
+  options: Omit<BulkSyncInput, 'selector'> & { selector: string };
+  prune?: {
+    resources: number;
+    apps: number;
+    sampled?: { checked: number; of: number };
+    items: { app: string; cluster: string; resources: string[] }[];
+  };
+}
+
+async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) await fn(items[next++]);
+    }),
+  );
+}
+
+/**
+ * What a prune would delete: resources the mirror marks `requiresPruning`. Apps whose status
+ * carries no resource list are checked through managed-resources (targetState null means Argo CD
+ * no longer wants it), for at most PRUNE_SAMPLE apps with bounded concurrency.
+ */
+const PRUNE_SAMPLE = 50;
+async function prunePreview(ctx: PreviewContext, apps: FleetApp[]): Promise<NonNullable<BulkSyncPlan['prune']>> {
+  const items: { app: string; cluster: string; resources: string[] }[] = [];
+  const unknown: FleetApp[] = [];
+  for (const f of apps) {
+    const resources = f.app.status?.resources;
+    if (!resources) {
+      unknown.push(f);
+      continue;
+    }
+    const doomed = resources
+      .filter((r) => r.requiresPruning)
+      .map((r) => `${r.kind}/${r.namespace ? `${r.namespace}/` : ''}${r.name}`);
+    if (doomed.length) items.push({ app: f.app.metadata.name, cluster: f.cluster, resources: doomed });
+  }
+  const sample = unknown.slice(0, PRUNE_SAMPLE);
+  await pool(sample, 8, async (f) => {
+    const api = ctx.services.argocd.get(f.instance);
+    if (!api) return;
+    try {
+      const managed = await api.managedResources({
+        name: f.app.metadata.name,
+        appNamespace: f.app.metadata.namespace,
+        project: f.app.spec.project,
+      });
+      const doomed = (managed.items ?? [])
+        .filter(
+          (r) =>
+            !r.hook &&
+            (r.targetState === undefined ||
+              r.targetState === null ||
+              r.targetState === '' ||
+              r.targetState === 'null') &&
+            r.liveState &&
+            r.liveState !== 'null',
+        )
+        .map((r) => `${r.kind}/${r.namespace ? `${r.namespace}/` : ''}${r.name}`);
+      if (doomed.length) items.push({ app: f.app.metadata.name, cluster: f.cluster, resources: doomed });
+    } catch {
+      // The preview stays useful without it; the prune list says it was sampled.
+    }
+  });
+  return {
+    resources: items.reduce((n, i) => n + i.resources.length, 0),
+    apps: items.length,
+    ...(unknown.length > sample.length ? { sampled: { checked: sample.length, of: unknown.length } } : {}),
+    items: items.sort((a, b) => a.app.localeCompare(b.app)),
+  };
+}
+
+function optionsText(o: BulkSyncInput): string {
+  const bits = [
+    `prune=${o.prune}`,
+    `dryRun=${o.dryRun}`,
+    `concurrency=${o.concurrency}`,
+    `gate=${o.gate}`,
+    `waveTimeout=${typedDuration(o.waveTimeout)}`,
+    `onFailure=${o.onFailure}`,
+  ];
+  if (o.revision) bits.push(`revision=${o.revision}`);
+  if (o.includeSynced) bits.push('includeSynced=true');
+  if (o.canary) bits.push(`canary=${o.canary}`);
+  return bits.join(' · ');
+}
+
+/**
+ * Holds a single wave wider than the guard allows (config syncGuard): the outage rollcall exists for
+ * was one change reaching 540 apps on 12 clusters at once. Waves, a canary or the typed count let it through.
+ */
+function blastRadius(
+  ctx: PreviewContext,
+  count: number,
+  clusterCount: number,
+  waves: { apps: PlannedApp[] }[],
+): string | undefined {
+  const input = ctx.input as BulkSyncInput;
+  const guard = ctx.services.config.syncGuard;
+  if (waves.length !== 1 || count <= guard.freeUpTo || input.confirm === count) return undefined;
+  const fleet = ctx.services.fleet.apps();
+  const perCluster = new Map<string, number>();
+  for (const f of fleet)
+    perCluster.set(`${f.instance}/${f.cluster}`, (perCluster.get(`${f.instance}/${f.cluster}`) ?? 0) + 1);
+  const clusterWorth = Math.max(0, ...perCluster.values());
+  const share = fleet.length ? count / fleet.length : 1;
+  const tooMany =
+    share > guard.maxFleetShare
+      ? `${Math.round(share * 100)}% of the fleet (more than ${Math.round(guard.maxFleetShare * 100)}%)`
+      : count > clusterWorth
+        ? `more apps than the largest cluster holds (${clusterWorth})`
+        : undefined;
+  if (!tooMany) return undefined;
+  const wrong =
+    input.confirm !== undefined ? ` confirm=${input.confirm} does not match: the sync is ${count} apps.` : '';
+  return `This sync reaches ${count} apps on ${clusterCount} cluster${clusterCount === 1 ? '' : 's'} in one wave: ${tooMany}.${wrong} Split it so a bad change stops early: waves in order (e.g. \`waves="*-eu-*;*-us-*"\`) or \`canary=N\` (N apps first, gated on health). To sync them all at once anyway, confirm the count: \`confirm=${count}\`.`;
+}
+
+export async function previewBulkSync(ctx: PreviewContext): Promise<ActionPreview> {
+  const input = ctx.input as BulkSyncInput;
+  if (input.force) {
+    throw new RollcallError(
+      'invalid_params',
+      'force=true is not offered: in Argo CD, force means delete and recreate resources that fail to apply, which bulk-sync does not do. To also sync apps already Synced and Healthy, use includeSynced=true.',
+    );
+  }
+  const selected = selectApps(ctx.services.fleet, parseSelectorParam(input.selector));
+  if (!selected.length)
+    throw new RollcallError(
+      'unknown_target',
+      `no apps match "${input.selector}" (\`status ${input.selector.split(/\s+/)[0]}\` shows what there is)`,
+    );
+  assertWavesMatch(selected.map(planned), input.waves);
+  const { toSync, waves, skipped, clusters, warnings } = planBulkSync(selected, input);
+  const held = blastRadius(ctx, toSync.length, clusters.length, waves);
+  if (held) throw new RollcallError('blast_radius', held);
+  const plan: BulkSyncPlan = { waves, skipped, selected: selected.length, clusters, options: { ...input } };
+  if (input.prune) plan.prune = await prunePreview(ctx, toSync);
+  plan.warnings = warnings;
+  return {
+    targets: toSync.map((f) => ({ instance: f.instance, app: f.app.metadata.name, cluster: f.cluster })),
+    summary: previewSummary(input, plan, selected, toSync.length),
+    data: { ...plan },
+    blocks: previewBlocks(input, plan, toSync.length),
+    empty: toSync.length === 0,
+  };
+}
+
+function previewBlocks(input: BulkSyncInput, plan: BulkSyncPlan, toSync: number): ReplyBlock[] {
+  const { waves, skipped, clusters } = plan;
+  const warnings = plan.warnings ?? [];
+  const blocks: ReplyBlock[] = [
+    {
+      kind: 'fields',
+      fields: [
+        { label: 'Apps to sync', value: String(toSync) },
+        { label: 'Clusters', value: `${clusters.length}${clusters.length <= 6 ? ` (${clusters.join(', ')})` : ''}` },
+        {
+          label: 'Skipped',
+          value: `${skipped.length}${skipped.length ? ' already Synced+Healthy (includeSynced=true to include)' : ''}`,
+        },
+        { label: 'Waves', value: waves.map((w) => `${literal(w.name)}: ${w.apps.length}`).join(' → ') || 'none' },
+        ...(plan.prune
+          ? [
+              {
+                label: input.dryRun ? 'Prune would delete' : 'Prune deletes',
+                value: `${plan.prune.resources ? `${plural(plan.prune.resources, 'resource')} in ${plural(plan.prune.apps, 'app')}` : 'nothing'}${plan.prune.sampled ? ` (in the ${plan.prune.sampled.checked} of ${plan.prune.sampled.of} apps checked)` : ''}`,
+              },
+            ]
+          : []),
+      ],
+    },
+    { kind: 'context', text: optionsText(input) },
+  ];
+  if (warnings.length)
+    blocks.push({
+      kind: 'list',
+      title: 'Check before confirming',
+      items: warnings.map((text) => ({ text, tone: 'warn' as const })),
+    });
+  // What prune deletes comes before the waves: on a long preview the waves fill the first page, and whoever
+  // confirms from that page must have seen it.
+  if (plan.prune?.items.length) {
+    blocks.push({
+      kind: 'list',
+      title: `Prune would delete ${plan.prune.resources} resource(s) in ${plan.prune.apps} app(s)${plan.prune.sampled ? ` (checked ${plan.prune.sampled.checked} of ${plan.prune.sampled.of} apps without a resource list)` : ''}`,
+      items: plan.prune.items.slice(0, 15).map((i) => ({
+        text: `${i.app} (${i.cluster})`,
+        detail:
+          i.resources.slice(0, 5).join(', ') + (i.resources.length > 5 ? ` and ${i.resources.length - 5} more` : ''),
+        tone: 'warn',
+      })),
+      total: plan.prune.items.length,
+    });
+  }
+  waves.forEach((w, i) =>
+    blocks.push({
+      kind: 'list',
+      title: `Wave ${i + 1}/${waves.length}: ${literal(w.name)}`,
+      items: w.apps.slice(0, 20).map((a): ReplyItem => ({ text: `${a.app}`, detail: `${a.cluster} · ${a.instance}` })),
+      total: w.apps.length,
+    }),
+  );
+  return blocks;
+}
+
+/** One line: what the run syncs, or why there is nothing to sync. */
+function previewSummary(input: BulkSyncInput, plan: BulkSyncPlan, selected: FleetApp[], toSync: number): string {
+  const { waves, skipped, clusters } = plan;
+  return toSync
+    ? `${input.dryRun ? 'Dry run: would sync' : 'Sync'} ${toSync} app${toSync === 1 ? '' : 's'} on ${clusters.length} cluster${clusters.length === 1 ? '' : 's'}${input.prune ? ' with prune' : ''} in ${waves.length} wave${waves.length === 1 ? '' : 's'}${skipped.length ? `; ${skipped.length} already Synced+Healthy, skipped` : ''}${plan.prune?.resources ? `. Prune ${input.dryRun ? 'would delete' : 'deletes'} ${plural(plan.prune.resources, 'resource')}` : ''}${input.dryRun ? '; nothing is applied' : ''}.`
+    : `Nothing to sync: ${selected.length === 1 ? `${selected[0].app.metadata.name}, the one matching app, is` : `all ${selected.length} matching apps are`} already Synced and Healthy${input.revision ? ` at revision ${literal(input.revision)}` : ''}. To sync ${selected.length === 1 ? 'it' : 'them'} anyway, add includeSynced=true.`;
+}

@@ -1,0 +1,292 @@
+import { code, typedDuration } from '../../core/format.js';
+import { RollcallError } from '../../core/errors.js';
+import type { ArgoErrorBody } from './types.js';
+
+/**
+ * What the Argo CD client made of a failure. The client and its callers branch on it (retry, verify,
+ * wait); users see it as the error code `argocd_<kind>`. The message already says what to do.
+ */
+export type ArgoErrorCode =
+  | 'forbidden'
+  | 'not_found'
+  | 'unauthenticated'
+  | 'conflict'
+  | 'invalid'
+  | 'unavailable'
+  | 'rate_limited'
+  | 'timeout'
+  | 'network'
+  /** FailedPrecondition "another operation is already in progress" (B4). */
+  | 'operation_in_progress'
+  /** InvalidArgument "No operation is in progress" from terminating an operation: nothing is running. */
+  | 'no_operation'
+  /** FailedPrecondition "rollback cannot be initiated when auto-sync is enabled". */
+  | 'auto_sync_enabled'
+  /** A watch resumed from a resourceVersion the server no longer has (HTTP 410): relist. */
+  | 'expired'
+  /** A 2xx answer whose body is not the JSON the endpoint promises (cut short, a proxy's page, the wrong shape). */
+  | 'bad_response';
+
+/** gRPC status codes Argo CD puts in `code` of its error body. */
+export const GrpcCode = {
+  Canceled: 1,
+  Unknown: 2,
+  InvalidArgument: 3,
+  DeadlineExceeded: 4,
+  NotFound: 5,
+  AlreadyExists: 6,
+  PermissionDenied: 7,
+  ResourceExhausted: 8,
+  FailedPrecondition: 9,
+  Aborted: 10,
+  Unavailable: 14,
+  Unauthenticated: 16,
+} as const;
+
+export interface ArgoErrorInit {
+  kind: ArgoErrorCode;
+  instance: string;
+  status?: number;
+  grpcCode?: number;
+  argoMessage?: string;
+  /** The request may have been applied by the server even though the call failed (e.g. a sync retried after a 502). */
+  maybeApplied?: boolean;
+  retryable?: boolean;
+}
+
+export class ArgoError extends RollcallError {
+  override readonly name = 'ArgoError';
+  declare readonly code: `argocd_${ArgoErrorCode}`;
+  readonly kind: ArgoErrorCode;
+  readonly instance: string;
+  readonly status?: number;
+  readonly grpcCode?: number;
+  /** Argo CD's own message, verbatim. */
+  readonly argoMessage?: string;
+  readonly maybeApplied: boolean;
+  constructor(message: string, init: ArgoErrorInit) {
+    super(`argocd_${init.kind}`, message, { userMessage: `Argo CD instance ${init.instance}: ${message}` });
+    this.kind = init.kind;
+    this.instance = init.instance;
+    this.status = init.status;
+    this.grpcCode = init.grpcCode;
+    this.argoMessage = init.argoMessage;
+    this.maybeApplied = init.maybeApplied ?? false;
+  }
+}
+
+export function isArgoError(error: unknown, kind?: ArgoErrorCode): error is ArgoError {
+  return error instanceof ArgoError && (kind === undefined || error.kind === kind);
+}
+
+/** What a call was doing, so an error can name the permission, the app and the project. */
+export interface CallContext {
+  instance: string;
+  /** Base URL of the instance, for network errors (never includes the token). */
+  url: string;
+  method: string;
+  /** Path below /api/v1, e.g. `/applications/foo/sync`. */
+  path: string;
+  /** The RBAC resource (argocd-rbac-cm) the call needs. */
+  resource: 'applications' | 'applicationsets' | 'clusters' | 'logs';
+  /** The RBAC action (B1): get for reads, sync for sync/terminate, update for patch and upsert. */
+  action: 'get' | 'sync' | 'update' | 'create';
+  app?: string;
+  appSet?: string;
+  project?: string;
+  timeoutMs: number;
+}
+
+// Argo CD says these only in its message text; they are read here, once, into a kind.
+const IN_PROGRESS = /another operation is already in progress/i;
+const NO_OPERATION = /no operation is in progress/i;
+const SYNC_WINDOW = /blocked by sync window/i;
+const AUTO_SYNC_ON = /rollback cannot be initiated when auto-sync is enabled/i;
+
+function describeTarget(ctx: CallContext): string {
+  if (ctx.app) return `app ${ctx.app} on instance ${ctx.instance}`;
+  if (ctx.appSet) return `ApplicationSet ${ctx.appSet} on instance ${ctx.instance}`;
+  return `instance ${ctx.instance}`;
+}
+
+/** Maps an HTTP error answer from Argo CD to an ArgoError whose message says what to do. */
+export function errorFromResponse(ctx: CallContext, status: number, body: unknown, extra?: { maybeApplied?: boolean }): ArgoError {
+  const parsed = parseErrorBody(body);
+  const argoMessage = parsed.message ?? parsed.error;
+  const grpcCode = parsed.code;
+  const base = { instance: ctx.instance, status, grpcCode, argoMessage, maybeApplied: extra?.maybeApplied };
+  const said = argoMessage ? ` Argo CD said: "${argoMessage}"` : '';
+
+  if (status === 401 || grpcCode === GrpcCode.Unauthenticated) {
+    return new ArgoError(
+      `Argo CD instance ${ctx.instance} rejected the token (HTTP ${status}): it is invalid or expired. ` +
+        'Mint a new one (`argocd account generate-token --account rollcall`) and update instances[].token in rollcall.yaml.',
+      { ...base, kind: 'unauthenticated' },
+    );
+  }
+  if (status === 407) {
+    // The answer is the proxy's, not Argo CD's: HTTPS_PROXY / HTTP_PROXY name one that wants credentials.
+    return new ArgoError(
+      `The proxy on the way to Argo CD instance ${ctx.instance} asks for credentials (HTTP 407 Proxy Authentication Required): ` +
+        'put them in the proxy URL, `HTTPS_PROXY=https://user:password@proxy:port` (percent-encode special characters).',
+      { ...base, kind: 'network' },
+    );
+  }
+  if (status === 403 || grpcCode === GrpcCode.PermissionDenied) {
+    if (argoMessage && SYNC_WINDOW.test(argoMessage)) {
+      return new ArgoError(
+        `Sync of ${describeTarget(ctx)} is blocked by a sync window.${said} Wait for the window to open, or change the AppProject's syncWindows.`,
+        { ...base, kind: 'forbidden' },
+      );
+    }
+    const project = ctx.project ?? (ctx.resource === 'clusters' ? '*' : '<project>');
+    const object = ctx.resource === 'clusters' ? '*' : `${project}/*`;
+    const scope = ctx.resource === 'clusters' ? 'clusters' : `${ctx.resource} in project ${project}`;
+    let message =
+      `Token lacks \`${ctx.action}\` on ${scope} (${describeTarget(ctx)}): ` +
+      `add \`p, role:rollcall, ${ctx.resource}, ${ctx.action}, ${object}, allow\` to argocd-rbac-cm.`;
+    // B1: without project=, Argo CD answers 403 both for a forbidden app and for a missing one.
+    if (ctx.app && !ctx.project) message += ` If app ${ctx.app} does not exist, Argo CD answers 403 too: check the name.`;
+    return new ArgoError(message, { ...base, kind: 'forbidden' });
+  }
+  if (status === 404 || grpcCode === GrpcCode.NotFound) {
+    let message: string;
+    if (ctx.app) message = `No such app ${ctx.app} on instance ${ctx.instance}${ctx.project ? ` (project ${ctx.project})` : ''}.`;
+    else if (ctx.appSet) message = `No such ApplicationSet ${ctx.appSet} on instance ${ctx.instance}.`;
+    else message = `Argo CD instance ${ctx.instance} has no ${ctx.method} ${ctx.path} (HTTP 404): check instances[].url and its root path.`;
+    return new ArgoError(message + said, { ...base, kind: 'not_found' });
+  }
+  if (status === 410) {
+    return new ArgoError(`Watch on instance ${ctx.instance} cannot resume: the resourceVersion is too old. Relisting.`, { ...base, kind: 'expired' });
+  }
+  if (status === 429 || grpcCode === GrpcCode.ResourceExhausted) {
+    return new ArgoError(`Argo CD instance ${ctx.instance} is rate limiting rollcall (HTTP ${status}). Try again in a minute.${said}`, {
+      ...base,
+      kind: 'rate_limited',
+    });
+  }
+  if (argoMessage && IN_PROGRESS.test(argoMessage)) {
+    const message = extra?.maybeApplied
+      ? `An operation is already running on ${describeTarget(ctx)}. An earlier attempt of this call failed in transit, so it probably ` +
+        `started that operation: check the app before syncing again.`
+      : `Another operation is already in progress on ${describeTarget(ctx)}: wait for it to finish, or terminate it, then retry.`;
+    return new ArgoError(message, { ...base, kind: 'operation_in_progress' });
+  }
+  if (argoMessage && AUTO_SYNC_ON.test(argoMessage)) {
+    // Auto-sync would put git's revision straight back, so Argo CD refuses; rollcall's pause turns it off reversibly.
+    return new ArgoError(
+      `Argo CD refused to roll back ${describeTarget(ctx)}: "${argoMessage}". Turn auto-sync off first (\`pause ${ctx.app ?? 'APP'}\` does, and \`resume\` restores it), then roll back.`,
+      { ...base, kind: 'auto_sync_enabled' },
+    );
+  }
+  if (argoMessage && NO_OPERATION.test(argoMessage)) {
+    return new ArgoError(`No operation is running on ${describeTarget(ctx)}: there is nothing to terminate.`, { ...base, kind: 'no_operation' });
+  }
+  if (status === 409 || grpcCode === GrpcCode.FailedPrecondition || grpcCode === GrpcCode.AlreadyExists || grpcCode === GrpcCode.Aborted) {
+    return new ArgoError(`Argo CD refused ${ctx.method} on ${describeTarget(ctx)}: ${argoMessage ?? `HTTP ${status}`}`, {
+      ...base,
+      kind: 'conflict',
+    });
+  }
+  if (status === 400 || status === 422 || grpcCode === GrpcCode.InvalidArgument) {
+    return new ArgoError(`Argo CD rejected the request for ${describeTarget(ctx)}: ${argoMessage ?? `HTTP ${status}`}`, {
+      ...base,
+      kind: 'invalid',
+    });
+  }
+  if (status === 504 || grpcCode === GrpcCode.DeadlineExceeded) {
+    return new ArgoError(`Argo CD instance ${ctx.instance} timed out upstream (HTTP ${status}) on ${ctx.method} ${ctx.path}. Try again shortly.${said}`, {
+      ...base,
+      kind: 'unavailable',
+    });
+  }
+  return new ArgoError(`Argo CD instance ${ctx.instance} failed ${ctx.method} ${ctx.path} (HTTP ${status}). Try again shortly.${said}`, {
+    ...base,
+    kind: 'unavailable',
+  });
+}
+
+const TLS_CODES = new Set([
+  'CERT_HAS_EXPIRED',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+export function isTlsErrorCode(code: string | undefined): boolean {
+  return code !== undefined && TLS_CODES.has(code);
+}
+
+/** Maps a failure without an HTTP answer (timeout, refused, reset, TLS). */
+export function errorFromTransport(ctx: CallContext, errorCode: string | undefined, detail: string, extra?: { maybeApplied?: boolean }): ArgoError {
+  const base = { instance: ctx.instance, maybeApplied: extra?.maybeApplied };
+  if (errorCode === 'ETIMEDOUT' || errorCode === 'ECONNABORTED') {
+    return new ArgoError(
+      `Argo CD instance ${ctx.instance} did not answer ${ctx.method} ${ctx.path} within ${typedDuration(ctx.timeoutMs)} ` +
+        `(instances[].timeout). Check that ${ctx.url} is up, or raise the timeout.`,
+      { ...base, kind: 'timeout' },
+    );
+  }
+  if (isTlsErrorCode(errorCode)) {
+    return new ArgoError(
+      `TLS verification of Argo CD instance ${ctx.instance} (${ctx.url}) failed: ${errorCode}. ` +
+        'Set instances[].tls.caFile to the CA that signed its certificate (or tls.insecureSkipVerify: true for a test instance).',
+      { ...base, kind: 'network' },
+    );
+  }
+  return new ArgoError(`Cannot reach Argo CD instance ${ctx.instance} at ${ctx.url}: ${errorCode ?? detail}. Check the URL and the network path.`, {
+    ...base,
+    kind: 'network',
+  });
+}
+
+/** How much of a bad body an error quotes: enough to recognise a proxy's page or a cut-off list. */
+const BODY_EXCERPT_CHARS = 100;
+
+/**
+ * A 2xx answer that is not what the endpoint promises. Reading it as the promised shape would turn a
+ * broken upstream into an empty fleet, so it is an error that quotes the body's first bytes.
+ */
+export function errorFromBadBody(ctx: CallContext, body: string, problem: string, extra?: { maybeApplied?: boolean }): ArgoError {
+  const start = bodyExcerpt(body);
+  return new ArgoError(
+    `Argo CD instance ${ctx.instance} answered ${ctx.method} ${ctx.path} with a body that is not what Argo CD sends (${problem}); ` +
+      `${start ? `it starts ${start}` : 'it is empty'}. A proxy in front of Argo CD may be cutting answers short or serving its own page: ` +
+      `check instances[].url and the proxy.`,
+    { instance: ctx.instance, kind: 'bad_response', maybeApplied: extra?.maybeApplied },
+  );
+}
+
+/**
+ * The first characters of a body, on one line and printable, in a code span. Credentials that an echoing
+ * proxy might send back (a Bearer token, a JWT) are blanked: this text goes to logs and Slack.
+ */
+export function bodyExcerpt(body: string): string {
+  const flat = body
+    .slice(0, 4 * BODY_EXCERPT_CHARS)
+    .replace(/(Bearer\s+)[^\s"',;]+/gi, '$1[redacted]')
+    // A JWT (and any cut-off piece of one) starts with the base64 of `{"`.
+    .replace(/eyJ[\w.-]*/g, '[redacted]')
+    .replace(/\s+/g, ' ')
+    .replace(/\p{C}/gu, '?')
+    .trim();
+  if (!flat) return '';
+  return code(flat.length > BODY_EXCERPT_CHARS ? `${flat.slice(0, BODY_EXCERPT_CHARS)}…` : flat);
+}
+
+export function parseErrorBody(body: unknown): ArgoErrorBody {
+  if (body && typeof body === 'object') return body as ArgoErrorBody;
+  if (typeof body === 'string' && body.trim()) {
+    try {
+      const parsed = JSON.parse(body) as unknown;
+      if (parsed && typeof parsed === 'object') return parsed as ArgoErrorBody;
+    } catch {
+      // A proxy's HTML or plain-text error page: keep its first line as the message.
+      return { message: body.trim().split('\n')[0].slice(0, 200) };
+    }
+  }
+  return {};
+}
+

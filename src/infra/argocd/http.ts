@@ -1,0 +1,208 @@
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import { createRequire } from 'node:module';
+import type { ConnectionOptions } from 'node:tls';
+import axios, { type AxiosInstance, type AxiosProxyConfig, type AxiosResponse } from 'axios';
+import createHttpsProxyAgent from 'https-proxy-agent';
+import { proxyConfigured } from '../../core/proxy-env.js';
+
+/**
+ * Argo CD's REST API over axios: one request, its status, headers and body. axios does the wire (gzip, the
+ * timeout as ETIMEDOUT, forward proxying of http instances, its errors); what stays here is what Argo CD's
+ * answers need: grpc-gateway's query form, the body parsed by rollcall (a 2xx answer that is not JSON is an
+ * error, never text handed on as data), and the CONNECT tunnel of https instances.
+ */
+
+type Query = Record<string, string | string[] | boolean | undefined>;
+
+export interface HttpRequest {
+  method: string;
+  /** Under the transport's base URL, e.g. `/applications/guestbook`. */
+  path: string;
+  query?: Query;
+  /** Sent as JSON. */
+  body?: unknown;
+  headers?: Record<string, string>;
+  /**
+   * `json` (default): a 2xx body must parse (else BadBodyError); an error answer's body is parsed when it
+   * parses and stays text otherwise. `stream`: the response as it arrives.
+   */
+  responseType?: 'json' | 'text' | 'stream';
+  /** Time without any answer bytes before the request fails with ETIMEDOUT; 0 = none. Default: the transport's. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /** Answer every status instead of failing on a non-2xx one. */
+  anyStatus?: boolean;
+  /** false: ask for the body as is (a stream must not be held back by a compressing proxy). */
+  decompress?: boolean;
+}
+
+export interface HttpAnswer<T> {
+  status: number;
+  headers: AxiosResponse['headers'];
+  data: T;
+}
+
+/**
+ * A 2xx answer whose body was to be JSON and is not (cut short, a proxy's page, empty). The request reached
+ * a server that said it succeeded, so it is no transport failure; `body` is the text as received.
+ */
+export class BadBodyError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: string,
+  ) {
+    super(`the answer (HTTP ${status}) is not JSON`);
+    this.name = 'BadBodyError';
+  }
+}
+
+export interface HttpTransportOptions {
+  baseUrl: string;
+  headers: Record<string, string>;
+  timeoutMs: number;
+  tls?: { insecureSkipVerify?: boolean; caFile?: string };
+}
+
+/**
+ * Failures are axios' own `AxiosError`s: `response` (its body parsed as for `json`) when the server answered
+ * with a non-2xx status, otherwise `code` says what happened to the connection (ECONNREFUSED, ECONNRESET,
+ * ETIMEDOUT, ERR_CANCELED, a TLS code, ...).
+ */
+export class HttpTransport {
+  private readonly axios: AxiosInstance;
+
+  constructor(opts: HttpTransportOptions) {
+    const base = new URL(opts.baseUrl);
+    const secure = base.protocol === 'https:';
+    const tls: ConnectionOptions = {
+      rejectUnauthorized: !opts.tls?.insecureSkipVerify,
+      ca: opts.tls?.caFile ? readFileSync(opts.tls.caFile) : undefined,
+    };
+    const route = proxyRoute(base, tls);
+    this.axios = axios.create({
+      baseURL: opts.baseUrl,
+      headers: opts.headers,
+      timeout: opts.timeoutMs,
+      httpAgent: new http.Agent({ keepAlive: true }),
+      // An http instance reaches an https:// proxy over TLS verified against the system's CAs: the instance's
+      // TLS settings are for the instance.
+      httpsAgent: route.tunnel ?? new https.Agent({ keepAlive: true, ...(secure ? tls : {}) }),
+      proxy: route.proxy ?? false,
+      paramsSerializer: { serialize: (params) => serializeQuery(params as Query) },
+      // The body stays text until parsed here: axios would hand a 2xx body that is not JSON on as a string.
+      transformResponse: [(data: unknown) => data],
+      // ETIMEDOUT instead of ECONNABORTED for timeouts, so they are told apart from aborts.
+      transitional: { clarifyTimeoutError: true },
+      maxRedirects: 0,
+    });
+  }
+
+  async request<T>(req: HttpRequest): Promise<HttpAnswer<T>> {
+    let res: AxiosResponse<unknown>;
+    try {
+      res = await this.axios.request<unknown>({
+        method: req.method,
+        url: req.path,
+        params: req.query,
+        data: req.body,
+        headers: req.headers,
+        responseType: req.responseType === 'stream' ? 'stream' : 'text',
+        ...(req.timeoutMs === undefined ? {} : { timeout: req.timeoutMs }),
+        signal: req.signal,
+        ...(req.anyStatus ? { validateStatus: () => true } : {}),
+        decompress: req.decompress ?? true,
+      });
+    } catch (error) {
+      if (axios.isAxiosError(error) && typeof error.response?.data === 'string') {
+        const parsed = parseJson(error.response.data);
+        if (parsed.ok) error.response.data = parsed.value;
+      }
+      throw error;
+    }
+    const answer = { status: res.status, headers: res.headers, data: res.data };
+    if (req.responseType === 'stream' || req.responseType === 'text') return answer as HttpAnswer<T>;
+    const text = String(res.data);
+    const parsed = parseJson(text);
+    if (parsed.ok) return { ...answer, data: parsed.value as T };
+    if (res.status >= 200 && res.status < 300) throw new BadBodyError(res.status, text);
+    // Only with anyStatus: an error answer that is not JSON (a proxy's page) stays text.
+    return answer as HttpAnswer<T>;
+  }
+}
+
+/** Query parameters as grpc-gateway reads them: a list repeats its key; empty values are left out. */
+export function serializeQuery(params: Query): string {
+  const parts: string[] = [];
+  for (const [key, value] of Object.entries(params ?? {})) {
+    if (value === undefined || value === '') continue;
+    const values = Array.isArray(value) ? value : [String(value)];
+    for (const v of values) parts.push(`${encodeURIComponent(key)}=${encodeURIComponent(v)}`);
+  }
+  return parts.join('&');
+}
+
+/** Parsed, or not JSON at all: the caller decides what a body that is not JSON means. */
+function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch {
+    return { ok: false };
+  }
+}
+
+/**
+ * The tunnel to an https instance: axios' own would build the CONNECT connection from the same TLS options as
+ * the instance's, so the instance's caFile would be asked to vouch for an https:// proxy (and insecureSkipVerify
+ * would stop checking the proxy). Here the proxy is verified against the system's CAs (NODE_EXTRA_CA_CERTS) and
+ * the instance's settings go to the TLS connection inside the tunnel.
+ */
+class TunnelAgent extends createHttpsProxyAgent.HttpsProxyAgent {
+  constructor(
+    proxy: createHttpsProxyAgent.HttpsProxyAgentOptions,
+    private readonly instanceTls: ConnectionOptions,
+  ) {
+    super(proxy);
+  }
+
+  override callback(...[req, opts]: Parameters<createHttpsProxyAgent.HttpsProxyAgent['callback']>) {
+    return super.callback(req, { ...opts, ...this.instanceTls } as typeof opts);
+  }
+}
+
+/**
+ * HTTPS_PROXY / HTTP_PROXY / ALL_PROXY and NO_PROXY, as curl and the Argo CD CLI read them (credentials in the
+ * proxy URL are percent-decoded, as curl does): an https instance through a CONNECT tunnel, an http one
+ * forwarded by axios to the proxy.
+ */
+function proxyRoute(target: URL, instanceTls: ConnectionOptions): { tunnel?: TunnelAgent; proxy?: AxiosProxyConfig } {
+  if (!proxyConfigured()) return {};
+  const { getProxyForUrl } = createRequire(import.meta.url)('proxy-from-env') as {
+    getProxyForUrl: (url: string) => string;
+  };
+  const proxy = getProxyForUrl(target.href);
+  if (!proxy) return {};
+  const via = new URL(proxy);
+  const auth = via.username
+    ? { username: decodeURIComponent(via.username), password: decodeURIComponent(via.password) }
+    : undefined;
+  const hostname = via.hostname.replace(/^\[|\]$/g, '');
+  const port = via.port ? Number(via.port) : via.protocol === 'https:' ? 443 : 80;
+  if (target.protocol === 'https:') {
+    // Left to itself, the agent offers an https:// proxy the ALPN protocol "http 1.1", which a server that speaks
+    // ALPN (node's own, Envoy) refuses with "no application protocol"; "http/1.1" is the registered name.
+    const tunnel = new TunnelAgent(
+      {
+        protocol: via.protocol,
+        host: hostname,
+        port,
+        auth: auth ? `${auth.username}:${auth.password}` : undefined,
+        ALPNProtocols: ['http/1.1'],
+      },
+      instanceTls,
+    );
+    return { tunnel };
+  }
+  return { proxy: { protocol: via.protocol, host: hostname, port, auth } };
+}

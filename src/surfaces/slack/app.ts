@@ -1,0 +1,154 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { App, HTTPReceiver, SocketModeReceiver } from '@slack/bolt';
+import type { WebClient } from '@slack/web-api';
+import type { Logger } from 'pino';
+import type { Services } from '../../commands/registry.js';
+import type { RedisClient } from '../../infra/redis.js';
+import { closeRedis, createRedis } from '../../infra/redis.js';
+import { createLogger } from '../../infra/log.js';
+import { countRateLimits, createSlackWebClient, webClientOptions } from './client.js';
+import { registerListeners } from './listeners/index.js';
+import { boltLogger } from './logger.js';
+import { SlackNotifier } from './notifier.js';
+import { guardReceiver } from './request-guard.js';
+import { auditEntryRefusal, refusalOf } from './authorize.js';
+import { startIncidentHeaders } from './incident-headers.js';
+import { RollcallError } from '../../core/errors.js';
+
+export class SlackStartError extends RollcallError {
+  declare readonly code: 'slack_not_configured' | 'slack_auth_failed' | 'slack_listen_failed';
+  constructor(code: SlackStartError['code'], message: string) {
+    super(code, message);
+    this.name = 'SlackStartError';
+  }
+}
+
+export interface SlackHandle {
+  stop(): Promise<void>;
+  /** HTTP mode: the bound port (config `slack.port: 0` picks a free one). */
+  port?: number;
+  app: App;
+  client: WebClient;
+  /** The notifier for live messages; also set as services.notifier when none was there. */
+  notifier: SlackNotifier;
+  /** Whether Slack can reach us now: the HTTP receiver listening, or the Socket Mode link open (readiness). */
+  connected(): boolean;
+}
+
+/**
+ * Wiring only: a Bolt app in HTTP mode (signed requests on POST /slack/events) or Socket Mode, from config,
+ * with the listeners of ./listeners. Checks the bot token with auth.test before serving.
+ */
+export async function startSlack(
+  services: Services,
+  opts: {
+    logger?: Logger;
+    notifierIntervalMs?: number;
+    /** Where HTTP mode remembers the requests it has seen (replays). @defaultValue config redis.url */
+    redisUrl?: string;
+  } = {},
+): Promise<SlackHandle> {
+  const slack = services.config.slack;
+  if (!slack) throw new SlackStartError('slack_not_configured', 'No `slack` section in the config: add mode, botToken and signingSecret (http) or appToken (socket).');
+  const logger = opts.logger ?? createLogger();
+  const log = boltLogger(logger);
+  const clientOptions = webClientOptions(slack, logger);
+
+  const deps = { services, logger: logger.child({ component: 'slack' }) };
+  let seenRequests: RedisClient | undefined;
+  let receiver: HTTPReceiver | undefined;
+  let socketReceiver: SocketModeReceiver | undefined;
+  if (slack.mode === 'http') {
+    receiver = new HTTPReceiver({ signingSecret: slack.signingSecret!, port: slack.port, endpoints: '/slack/events', logger: log });
+    // Socket Mode needs none of this: its requests come over a WebSocket opened with the app token.
+    seenRequests = createRedis(opts.redisUrl ?? services.config.redis.url, { maxRetriesPerRequest: 1 });
+    guardReceiver(receiver, {
+      signingSecret: slack.signingSecret!,
+      redis: seenRequests,
+      prefix: services.config.redis.prefix,
+      logger: deps.logger,
+      onNoUser: async (entry) => {
+        const refusal = refusalOf(services.config, entry);
+        if (refusal) await auditEntryRefusal(deps, entry, refusal);
+      },
+    });
+  }
+
+  const app =
+    receiver
+      ? new App({
+          token: slack.botToken,
+          receiver,
+          clientOptions,
+          logger: log,
+          deferInitialization: true,
+        })
+      : new App({
+          token: slack.botToken,
+          // Built here rather than by Bolt so its client's connection state can answer readiness.
+          receiver: (socketReceiver = new SocketModeReceiver({
+            appToken: slack.appToken!,
+            // The SocketModeClient's own WebClient (apps.connections.open) ignores clientOptions.
+            installerOptions: { clientOptions },
+            logger: log,
+          })),
+          clientOptions,
+          logger: log,
+          deferInitialization: true,
+        });
+  let socketConnected = false;
+  socketReceiver?.client.on('connected', () => (socketConnected = true));
+  socketReceiver?.client.on('disconnected', () => (socketConnected = false));
+
+  try {
+    await app.init();
+  } catch (err) {
+    if (seenRequests) await closeRedis(seenRequests);
+    const e = err as { data?: { error?: string }; message?: string };
+    throw new SlackStartError(
+      'slack_auth_failed',
+      `Slack rejected the bot token at auth.test (${e.data?.error ?? e.message}): check slack.botToken (xoxb-...) and that the app is installed in the workspace.`,
+    );
+  }
+
+  countRateLimits(app.client);
+  registerListeners(app, deps);
+  app.error(async (err) => {
+    logger.error({ err: { message: err.message, code: (err as { code?: string }).code } }, 'unhandled error in a Slack listener');
+  });
+
+  let port: number | undefined;
+  try {
+    const started = (await app.start()) as unknown;
+    if (slack.mode === 'http') port = ((started as Server).address() as AddressInfo).port;
+  } catch (err) {
+    if (seenRequests) await closeRedis(seenRequests);
+    throw new SlackStartError('slack_listen_failed', `Slack ${slack.mode} receiver failed to start: ${(err as Error).message}${slack.mode === 'http' ? ` (is port ${slack.port} free?)` : ''}`);
+  }
+
+  // Its own client: 429s come back to the notifier (rejectRateLimitedCalls) so it can coalesce while waiting,
+  // instead of the shared client queueing every call behind the limit.
+  const notifier = new SlackNotifier(createSlackWebClient(slack, logger, { rejectRateLimitedCalls: true }), {
+    logger,
+    ...(opts.notifierIntervalMs !== undefined ? { minIntervalMs: opts.notifierIntervalMs } : {}),
+  });
+  if (!services.notifier) services.notifier = notifier;
+  const headers = startIncidentHeaders(services, { logger });
+
+  let stopped = false;
+  return {
+    port,
+    app,
+    client: app.client,
+    notifier,
+    connected: () => !stopped && (slack.mode === 'http' || socketConnected),
+    async stop() {
+      headers.stop();
+      stopped = true;
+      await notifier.flush().catch(() => {});
+      await app.stop();
+      if (seenRequests) await closeRedis(seenRequests);
+    },
+  };
+}

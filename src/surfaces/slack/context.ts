@@ -1,0 +1,72 @@
+import type { Logger } from 'pino';
+import { dispatch } from '../../commands/index.js';
+import type { CommandContext, FormSpec, Services } from '../../commands/registry.js';
+import { errorReply, type Reply } from '../../core/reply.js';
+import type { SlackConfig } from '../../infra/config/schema.js';
+
+/** What every listener gets: the shared services and a logger. Listeners never talk to Argo CD themselves. */
+export interface SlackDeps {
+  services: Services;
+  logger: Logger;
+}
+
+export function slackContext(
+  services: Services,
+  who: { user: string; channel?: string; threadTs?: string; openForm?: (form: FormSpec) => Promise<boolean> },
+): CommandContext {
+  return {
+    services,
+    user: who.user,
+    surface: 'slack',
+    ...(who.channel ? { channel: who.channel } : {}),
+    ...(who.threadTs ? { threadTs: who.threadTs } : {}),
+    ...(who.openForm ? { openForm: who.openForm } : {}),
+  };
+}
+
+/** `slack.channels` holds channel ids (C0123...) or names (#ops, ops); empty means everywhere. */
+export function channelAllowed(slack: SlackConfig | undefined, channel: { id?: string; name?: string }): boolean {
+  const allowed = slack?.channels ?? [];
+  if (allowed.length === 0) return true;
+  return allowed.some((entry) => {
+    const e = entry.replace(/^#/, '');
+    return e === channel.id || (channel.name !== undefined && e.toLowerCase() === channel.name.toLowerCase());
+  });
+}
+
+function channelMention(entry: string): string {
+  const e = entry.replace(/^#/, '');
+  return /^[CG][A-Z0-9]{6,}$/.test(e) ? `<#${e}>` : `#${e}`;
+}
+
+export function declineReply(slack: SlackConfig | undefined): Reply {
+  const where = (slack?.channels ?? []).map(channelMention).join(', ');
+  const message = `I only answer in ${where}. Ask there, or ask an admin to add this channel to \`slack.channels\`.`;
+  return { ...errorReply('slack', 'channel_not_allowed', message), title: 'Not in this channel' };
+}
+
+/** `--public` is a Slack concern (who sees the answer); commands never see it. */
+export function splitPublicFlag(text: string): { text: string; isPublic: boolean } {
+  let isPublic = false;
+  const rest = text
+    .split(/\s+/)
+    .filter((word) => {
+      if (word === '--public') {
+        isPublic = true;
+        return false;
+      }
+      return word.length > 0;
+    })
+    .join(' ');
+  return { text: rest, isPublic };
+}
+
+/** dispatch() never throws by contract; this guard keeps a bug from becoming a silent Slack timeout. */
+export async function runCommand(text: string, ctx: CommandContext, logger: Logger): Promise<Reply> {
+  try {
+    return await dispatch(text, ctx);
+  } catch (err) {
+    logger.error({ err, command: text.split(' ')[0] }, 'command failed unexpectedly');
+    return errorReply(text.split(' ')[0] || 'help', 'internal', 'Something went wrong while answering. It was logged; try again, or run it with `rollcall ask`.');
+  }
+}

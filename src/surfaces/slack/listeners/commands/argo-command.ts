@@ -1,0 +1,39 @@
+import type { AllMiddlewareArgs, SlackCommandMiddlewareArgs } from '@slack/bolt';
+import { renderBlocks } from '../../../../views/blocks.js';
+import { runCommand, slackContext, splitPublicFlag, type SlackDeps } from '../../context.js';
+import { openFormModal } from '../../modals.js';
+
+/**
+ * `/argo <command> ...`: ack at once (Slack wants it within 3 s), then answer through response_url:
+ * ephemeral by default, in the channel with `--public`. Who may ask, and where, the authorization middleware
+ * decided before this runs.
+ */
+export function argoCommand({ services, logger }: SlackDeps) {
+  return async ({ command, ack, respond, client }: SlackCommandMiddlewareArgs & AllMiddlewareArgs): Promise<void> => {
+    await ack();
+    // Let the acks of other requests waiting on the event loop go out before this answer's work runs.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    const { text, isPublic } = splitPublicFlag(command.text ?? '');
+    try {
+      const ctx = slackContext(services, {
+        user: command.user_id,
+        channel: command.channel_id,
+        openForm: async (form) => {
+          try {
+            await openFormModal(client, command.trigger_id, form, { channel: command.channel_id, responseUrl: command.response_url });
+            return true;
+          } catch (err) {
+            logger.warn({ err, form: form.action }, 'could not open the form modal');
+            return false;
+          }
+        },
+      });
+      const reply = await runCommand(text, ctx, logger);
+      // The reply's own pageCommand is what "More" re-runs: a read-only command, never the typed text of a sync.
+      const { text: fallback, blocks } = renderBlocks(reply);
+      await respond({ response_type: isPublic ? 'in_channel' : 'ephemeral', text: fallback, blocks });
+    } catch (err) {
+      logger.error({ err, user: command.user_id, channel: command.channel_id }, 'slash command answer failed');
+    }
+  };
+}
