@@ -59,14 +59,16 @@ module.exports = {
     },
     {
       name: 'domain-without-slack',
-      comment: 'commands, fleet and the domain services are transport-neutral: no @slack/*, no Block Kit (views/ renders).',
+      comment:
+        'commands, fleet and the domain services are transport-neutral: no @slack/*, no Block Kit (views/ renders).',
       severity: 'error',
       from: { path: '^src/(commands|fleet|domain|infra|core)/' },
       to: { path: ['^node_modules/@slack/', '^@slack/', '^src/views/', '^src/surfaces/'] },
     },
     {
       name: 'commands-see-runbooks-index',
-      comment: 'Commands reach the runbooks through src/domain/runbooks/index.ts only: the engine and actions behind it may move.',
+      comment:
+        'Commands reach the runbooks through src/domain/runbooks/index.ts only: the engine and actions behind it may move.',
       severity: 'error',
       from: { path: '^src/commands/' },
       to: { path: '^src/domain/runbooks/', pathNot: '^src/domain/runbooks/index\\.ts$' },
@@ -80,10 +82,14 @@ module.exports = {
     },
     {
       name: 'sim-shares-types-and-rollingsync',
-      comment: 'The simulator shares only Argo CD types, object facts and label selectors, and the pure RollingSync semantics.',
+      comment:
+        'The simulator shares only Argo CD types, object facts and label selectors, and the pure RollingSync semantics.',
       severity: 'error',
       from: { path: '^src/sim/' },
-      to: { path: '^src/', pathNot: ['^src/sim/', '^src/infra/argocd/(types|objects|labels)\\.ts$', '^src/fleet/rollingsync\\.ts$'] },
+      to: {
+        path: '^src/',
+        pathNot: ['^src/sim/', '^src/infra/argocd/(types|objects|labels)\\.ts$', '^src/fleet/rollingsync\\.ts$'],
+      },
     },
   ],
   options: {

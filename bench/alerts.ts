@@ -10,7 +10,20 @@ import { composeDigest } from '../src/domain/alerts/digest.js';
 import { digestReply } from '../src/commands/digest.js';
 import { closeRedis, createRedis } from '../src/infra/redis.js';
 import { renderBlocks } from '../src/views/blocks.js';
-import { buildMirror, cleanPrefix, header, isMain, loadLine, machineLine, ms, simConfig, startSimChild, stats, table, type BotFleet } from './lib.js';
+import {
+  buildMirror,
+  cleanPrefix,
+  header,
+  isMain,
+  loadLine,
+  machineLine,
+  ms,
+  simConfig,
+  startSimChild,
+  stats,
+  table,
+  type BotFleet,
+} from './lib.js';
 
 const RUNS = 50;
 const WARMUP = 5;
@@ -45,11 +58,25 @@ export async function runAlertsBench(shared?: BotFleet): Promise<void> {
     const sweep = await time(() => manager.sweep());
     const digest = await composeDigest(services, undefined, now());
     const build = await time(() => composeDigest(services, undefined, now()));
-    const render = await time(async () => renderBlocks(digestReply(await composeDigest(services, undefined, now()), 'digest')));
+    const render = await time(async () =>
+      renderBlocks(digestReply(await composeDigest(services, undefined, now()), 'digest')),
+    );
     table([
       ['what', 'covers', 'p50 ms', 'p95 ms', 'max ms'],
-      ['rules: evaluate every rule (pure)', `${bot.mirror.apps().length} apps → ${evaluation.conditions.length} groups, ${apps} apps`, ms(rules.p50), ms(rules.p95), ms(rules.max)],
-      ['sweep: rules + lifecycle CAS in Redis', `${evaluation.conditions.length} groups`, ms(sweep.p50), ms(sweep.p95), ms(sweep.max)],
+      [
+        'rules: evaluate every rule (pure)',
+        `${bot.mirror.apps().length} apps → ${evaluation.conditions.length} groups, ${apps} apps`,
+        ms(rules.p50),
+        ms(rules.p95),
+        ms(rules.max),
+      ],
+      [
+        'sweep: rules + lifecycle CAS in Redis',
+        `${evaluation.conditions.length} groups`,
+        ms(sweep.p50),
+        ms(sweep.p95),
+        ms(sweep.max),
+      ],
       ['digest: build', `${digest.attention.length} attention items`, ms(build.p50), ms(build.p95), ms(build.max)],
       ['digest: build + Block Kit', '', ms(render.p50), ms(render.p95), ms(render.max)],
     ]);

@@ -14,7 +14,19 @@ import type { Services } from '../src/commands/registry.js';
 import { SlackNotifier } from '../src/surfaces/slack/notifier.js';
 import type { SimOperation } from '../src/sim/store.js';
 import { startFakeSlack } from '../test/support/fake-slack.js';
-import { buildMirror, cleanPrefix, header, isMain, loadLine, machineLine, ms, simConfig, startSimChild, stats, table } from './lib.js';
+import {
+  buildMirror,
+  cleanPrefix,
+  header,
+  isMain,
+  loadLine,
+  machineLine,
+  ms,
+  simConfig,
+  startSimChild,
+  stats,
+  table,
+} from './lib.js';
 
 export interface BulkSyncOptions {
   concurrency: number;
@@ -26,7 +38,13 @@ export interface BulkSyncOptions {
   speed: number;
 }
 
-export const DEFAULTS: BulkSyncOptions = { concurrency: 40, waves: 'auth-config-*;auth-service-*', syncDurationMs: 5000, healthSettleMs: 5000, speed: 5 };
+export const DEFAULTS: BulkSyncOptions = {
+  concurrency: 40,
+  waves: 'auth-config-*;auth-service-*',
+  syncDurationMs: 5000,
+  healthSettleMs: 5000,
+  speed: 5,
+};
 
 export interface BulkSyncResult {
   opts: BulkSyncOptions;
@@ -41,25 +59,44 @@ export interface BulkSyncResult {
   runCalls: Record<string, number>;
   syncPostsPerApp: { min: number; max: number; apps: number };
   /** POST /sync start → mirror sees Succeeded+Synced+Healthy; sync call answer time; last completion → next POST start. */
-  timeline: { appTime: ReturnType<typeof stats>; syncAnswer: ReturnType<typeof stats>; reaction: ReturnType<typeof stats> };
+  timeline: {
+    appTime: ReturnType<typeof stats>;
+    syncAnswer: ReturnType<typeof stats>;
+    reaction: ReturnType<typeof stats>;
+  };
   slack: { posts: number; updates: number; minGapMs: number; maxIn2s: number; rateLimited: number };
 }
 
 const CHANNEL = 'C0BENCH';
 
 export async function runBulkSyncBench(opts: BulkSyncOptions = DEFAULTS): Promise<BulkSyncResult> {
-  header(`bulk sync of the seed-outage fleet through the runbook engine (issue 4; targets: ≤ 1.15× ideal, ≤ 2 Argo CD calls per app, ≤ 1 Slack update per 2 s)`);
+  header(
+    `bulk sync of the seed-outage fleet through the runbook engine (issue 4; targets: ≤ 1.15× ideal, ≤ 2 Argo CD calls per app, ≤ 1 Slack update per 2 s)`,
+  );
   console.log(`  ${machineLine()}`);
   const redis = await ensureRedis();
-  const sim = await startSimChild({ kind: 'scenario', name: 'seed-outage', speed: opts.speed, syncDurationMs: opts.syncDurationMs, healthSettleMs: opts.healthSettleMs });
+  const sim = await startSimChild({
+    kind: 'scenario',
+    name: 'seed-outage',
+    speed: opts.speed,
+    syncDurationMs: opts.syncDurationMs,
+    healthSettleMs: opts.healthSettleMs,
+  });
   const fake = await startFakeSlack();
   const prefix = `rollcall-bench-${Math.random().toString(36).slice(2, 8)}`;
   const config = simConfig(sim, `redis:\n  url: ${redis.url}\n  prefix: ${prefix}\n`);
   const bot = await buildMirror(config);
   // As startSlack builds its notifier: a client that hands 429s back so updates coalesce while waiting.
-  const notifier = new SlackNotifier(new WebClient('xoxb-bench-token', { slackApiUrl: fake.apiUrl, rejectRateLimitedCalls: true }));
+  const notifier = new SlackNotifier(
+    new WebClient('xoxb-bench-token', { slackApiUrl: fake.apiUrl, rejectRateLimitedCalls: true }),
+  );
   const services: Services = { config, fleet: bot.mirror, argocd: bot.argocd, notifier, now: () => new Date() };
-  const engine = await startEngine(services, { role: 'all', redisUrl: redis.url, prefix, runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR) });
+  const engine = await startEngine(services, {
+    role: 'all',
+    redisUrl: redis.url,
+    prefix,
+    runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR),
+  });
   services.runs = engine.runs;
   try {
     const apps = bot.mirror.apps().length;
@@ -73,7 +110,8 @@ export async function runBulkSyncBench(opts: BulkSyncOptions = DEFAULTS): Promis
       surface: 'slack',
     });
     const previewMs = performance.now() - t;
-    if (run.status !== 'awaiting-confirmation') throw new Error(`bulk-sync preview ended ${run.status}: ${run.error ?? ''}`);
+    if (run.status !== 'awaiting-confirmation')
+      throw new Error(`bulk-sync preview ended ${run.status}: ${run.error ?? ''}`);
     const plan = run.preview?.data as { waves: { name: string; apps: unknown[] }[] } | undefined;
     const waveSizes = plan?.waves.map((w) => w.apps.length) ?? [];
     const previewCalls = bot.counter.byMethod();
@@ -95,7 +133,15 @@ export async function runBulkSyncBench(opts: BulkSyncOptions = DEFAULTS): Promis
       if (!('app' in e)) return;
       const key = `${e.app.instance}/${e.app.app.metadata.name}`;
       const st = e.app.app.status;
-      if (posted.has(key) && !healthyAt.has(key) && st?.operationState?.phase === 'Succeeded' && st.operationState.operation?.info?.some((i) => i.name === RUN_INFO_NAME) && st.sync?.status === 'Synced' && st.health?.status === 'Healthy') healthyAt.set(key, performance.now());
+      if (
+        posted.has(key) &&
+        !healthyAt.has(key) &&
+        st?.operationState?.phase === 'Succeeded' &&
+        st.operationState.operation?.info?.some((i) => i.name === RUN_INFO_NAME) &&
+        st.sync?.status === 'Synced' &&
+        st.health?.status === 'Healthy'
+      )
+        healthyAt.set(key, performance.now());
     });
     t = performance.now();
     await engine.runs.confirm(run.id, 'U_BENCH', { channel: CHANNEL });
@@ -109,13 +155,16 @@ export async function runBulkSyncBench(opts: BulkSyncOptions = DEFAULTS): Promis
 
     const ops = (await (await fetch(`${sim.url}/_sim/operations`)).json()) as SimOperation[];
     const perApp = new Map<string, number>();
-    for (const o of ops) if (o.method === 'POST' && o.path.endsWith('/sync')) perApp.set(`${o.instance}/${o.app}`, (perApp.get(`${o.instance}/${o.app}`) ?? 0) + 1);
+    for (const o of ops)
+      if (o.method === 'POST' && o.path.endsWith('/sync'))
+        perApp.set(`${o.instance}/${o.app}`, (perApp.get(`${o.instance}/${o.app}`) ?? 0) + 1);
     const counts = [...perApp.values()];
 
     const updates = fake.callsTo('chat.update').map((c) => c.at);
     const gaps = updates.slice(1).map((at, i) => at - updates[i]);
     let maxIn2s = 0;
-    for (let i = 0; i < updates.length; i++) maxIn2s = Math.max(maxIn2s, updates.filter((at) => at >= updates[i] && at < updates[i] + 2000).length);
+    for (let i = 0; i < updates.length; i++)
+      maxIn2s = Math.max(maxIn2s, updates.filter((at) => at >= updates[i] && at < updates[i] + 2000).length);
 
     const appTimes = [...posted].filter(([k]) => healthyAt.has(k)).map(([k, p]) => healthyAt.get(k)! - p.at);
     const answerTimes = [...posted.values()].filter((p) => p.answeredAt).map((p) => p.answeredAt! - p.at);
@@ -140,7 +189,11 @@ export async function runBulkSyncBench(opts: BulkSyncOptions = DEFAULTS): Promis
       timeline,
       previewCalls,
       runCalls,
-      syncPostsPerApp: { min: counts.length ? Math.min(...counts) : 0, max: counts.length ? Math.max(...counts) : 0, apps: perApp.size },
+      syncPostsPerApp: {
+        min: counts.length ? Math.min(...counts) : 0,
+        max: counts.length ? Math.max(...counts) : 0,
+        apps: perApp.size,
+      },
       slack: {
         posts: fake.callsTo('chat.postMessage').length,
         updates: updates.length,
@@ -186,21 +239,34 @@ function print(r: BulkSyncResult, end: Run): void {
     ['ideal ms (Σ waves ceil(apps/C) × per-app)', ms(r.idealMs), '', ''],
     ['wall ms (confirm → run ended)', ms(r.wallMs), '', ''],
     ['wall / ideal', ratio.toFixed(3), '≤ 1.15', ratio <= 1.15 ? 'yes' : 'NO'],
-    ['apps synced (sim operation log)', `${synced} (POST /sync per app min ${r.syncPostsPerApp.min} max ${r.syncPostsPerApp.max})`, `${r.waveSizes.reduce((a, b) => a + b, 0)}, each once`, synced === r.waveSizes.reduce((a, b) => a + b, 0) && r.syncPostsPerApp.max === 1 ? 'yes' : 'NO'],
-    ['Argo CD calls per app during the run (no watch)', (perAppCalls / Math.max(1, synced)).toFixed(2), '≤ 2', perAppCalls / Math.max(1, synced) <= 2 ? 'yes' : 'NO'],
+    [
+      'apps synced (sim operation log)',
+      `${synced} (POST /sync per app min ${r.syncPostsPerApp.min} max ${r.syncPostsPerApp.max})`,
+      `${r.waveSizes.reduce((a, b) => a + b, 0)}, each once`,
+      synced === r.waveSizes.reduce((a, b) => a + b, 0) && r.syncPostsPerApp.max === 1 ? 'yes' : 'NO',
+    ],
+    [
+      'Argo CD calls per app during the run (no watch)',
+      (perAppCalls / Math.max(1, synced)).toFixed(2),
+      '≤ 2',
+      perAppCalls / Math.max(1, synced) <= 2 ? 'yes' : 'NO',
+    ],
     ['Slack chat.postMessage / chat.update', `${r.slack.posts} / ${r.slack.updates}`, '', ''],
     ['Slack min gap between updates ms', ms(r.slack.minGapMs), '≥ 2000', !(r.slack.minGapMs < 2000) ? 'yes' : 'NO'],
     ['Slack max updates in any 2 s', r.slack.maxIn2s, '≤ 1', r.slack.maxIn2s <= 1 ? 'yes' : 'NO'],
   ]);
   const tl = (x: ReturnType<typeof stats>) => `p50 ${ms(x.p50)} p95 ${ms(x.p95)} max ${ms(x.max)} ms`;
-  console.log(`  per app, POST /sync → mirror sees it Healthy: ${tl(r.timeline.appTime)} (simulated ideal ${ms(r.perAppMs)})`);
-  console.log(`  sync call answered: ${tl(r.timeline.syncAnswer)} · completion → next POST (bot reaction): ${tl(r.timeline.reaction)}`);
+  console.log(
+    `  per app, POST /sync → mirror sees it Healthy: ${tl(r.timeline.appTime)} (simulated ideal ${ms(r.perAppMs)})`,
+  );
+  console.log(
+    `  sync call answered: ${tl(r.timeline.syncAnswer)} · completion → next POST (bot reaction): ${tl(r.timeline.reaction)}`,
+  );
   console.log(`  Argo CD calls, preview: ${fmtCalls(r.previewCalls)}`);
   console.log(`  Argo CD calls, run:     ${fmtCalls(r.runCalls)}`);
   if (end.status !== 'succeeded') console.log(`  run error: ${end.error ?? JSON.stringify(end.steps).slice(0, 400)}`);
   console.log(`  (${loadLine()})`);
 }
-
 
 if (isMain(import.meta.url)) {
   runBulkSyncBench()

@@ -7,7 +7,18 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { dispatch } from '../src/commands/index.js';
 import type { CommandContext } from '../src/commands/registry.js';
-import { buildMirror, header, isMain, loadLine, machineLine, ms, rssMb, simConfig, startSimChild, table } from './lib.js';
+import {
+  buildMirror,
+  header,
+  isMain,
+  loadLine,
+  machineLine,
+  ms,
+  rssMb,
+  simConfig,
+  startSimChild,
+  table,
+} from './lib.js';
 
 export interface FleetVariantResult {
   instances: number;
@@ -35,7 +46,11 @@ async function variant(instances: number): Promise<FleetVariantResult> {
     const bot = await buildMirror(config);
     const rssAfterMb = rssMb();
     const heapUsedAfterMb = process.memoryUsage().heapUsed / 2 ** 20;
-    const ctx: CommandContext = { services: { config, fleet: bot.mirror, argocd: bot.argocd, now: () => new Date() }, user: 'U_BENCH', surface: 'terminal' };
+    const ctx: CommandContext = {
+      services: { config, fleet: bot.mirror, argocd: bot.argocd, now: () => new Date() },
+      user: 'U_BENCH',
+      surface: 'terminal',
+    };
     let t = performance.now();
     const reply = await dispatch('status', ctx);
     const firstStatusMs = performance.now() - t;
@@ -43,10 +58,26 @@ async function variant(instances: number): Promise<FleetVariantResult> {
     await dispatch('status', ctx);
     const secondStatusMs = performance.now() - t;
     const data = reply.data as { total?: { apps?: number } } | undefined;
-    if (!reply.ok || data?.total?.apps !== APPS) throw new Error(`status over the mirror answered ${reply.ok ? `${data?.total?.apps} apps` : JSON.stringify(reply.error)}, expected ${APPS}`);
+    if (!reply.ok || data?.total?.apps !== APPS)
+      throw new Error(
+        `status over the mirror answered ${reply.ok ? `${data?.total?.apps} apps` : JSON.stringify(reply.error)}, expected ${APPS}`,
+      );
     const calls = bot.counter.byMethod();
     await bot.mirror.stop();
-    return { instances, apps: bot.mirror.apps().length, clusters: bot.mirror.clusters().length, simStartMs: sim.info.startMs, buildMs: bot.buildMs, firstStatusMs, secondStatusMs, statusTotal: data.total.apps, rssBeforeMb, rssAfterMb, heapUsedAfterMb, calls };
+    return {
+      instances,
+      apps: bot.mirror.apps().length,
+      clusters: bot.mirror.clusters().length,
+      simStartMs: sim.info.startMs,
+      buildMs: bot.buildMs,
+      firstStatusMs,
+      secondStatusMs,
+      statusTotal: data.total.apps,
+      rssBeforeMb,
+      rssAfterMb,
+      heapUsedAfterMb,
+      calls,
+    };
   } finally {
     await sim.stop();
   }
@@ -55,11 +86,16 @@ async function variant(instances: number): Promise<FleetVariantResult> {
 /** Runs one variant in a fresh child process (clean RSS). */
 function variantInChild(instances: number): Promise<FleetVariantResult> {
   return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(import.meta.url), ['--variant', String(instances)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+    const child = fork(fileURLToPath(import.meta.url), ['--variant', String(instances)], {
+      execArgv: ['--import', 'tsx'],
+      stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+    });
     let result: FleetVariantResult | undefined;
     child.on('message', (m) => (result = m as FleetVariantResult));
     child.stdout!.on('data', (d: Buffer) => process.stdout.write(d));
-    child.on('exit', (code) => (result ? resolve(result) : reject(new Error(`fleet variant (${instances} instances) exited with ${code}`))));
+    child.on('exit', (code) =>
+      result ? resolve(result) : reject(new Error(`fleet variant (${instances} instances) exited with ${code}`)),
+    );
   });
 }
 
@@ -68,7 +104,18 @@ export async function runFleetBench(): Promise<FleetVariantResult[]> {
   console.log(`  ${machineLine()}`);
   const results = [await variantInChild(1), await variantInChild(2)];
   table([
-    ['instances', 'apps', 'clusters', 'mirror build ms', '1st status ms', '2nd status ms', 'RSS before MB', 'RSS after MB', 'heap used MB', 'Argo CD calls'],
+    [
+      'instances',
+      'apps',
+      'clusters',
+      'mirror build ms',
+      '1st status ms',
+      '2nd status ms',
+      'RSS before MB',
+      'RSS after MB',
+      'heap used MB',
+      'Argo CD calls',
+    ],
     ...results.map((r) => [
       r.instances,
       r.apps,
@@ -84,7 +131,9 @@ export async function runFleetBench(): Promise<FleetVariantResult[]> {
         .join(' '),
     ]),
   ]);
-  console.log(`  (simulator start in its own process: ${results.map((r) => `${(r.simStartMs / 1000).toFixed(1)} s`).join(', ')}; ${loadLine()})`);
+  console.log(
+    `  (simulator start in its own process: ${results.map((r) => `${(r.simStartMs / 1000).toFixed(1)} s`).join(', ')}; ${loadLine()})`,
+  );
   return results;
 }
 
@@ -107,4 +156,3 @@ if (isMain(import.meta.url)) {
     });
   }
 }
-

@@ -13,13 +13,25 @@ import { IncidentService } from '../src/domain/incidents/service.js';
 import { IncidentStore } from '../src/domain/incidents/store.js';
 import { closeRedis, createRedis } from '../src/infra/redis.js';
 import type { SimChildChange } from './sim-child.js';
-import { buildMirror, cleanPrefix, header, isMain, loadLine, machineLine, ms, rssMb, simConfig, startSimChild, stats, table } from './lib.js';
+import {
+  buildMirror,
+  cleanPrefix,
+  header,
+  isMain,
+  loadLine,
+  machineLine,
+  ms,
+  rssMb,
+  simConfig,
+  startSimChild,
+  stats,
+  table,
+} from './lib.js';
 
 const APPS = 10_000;
 const CHANGING = 1_000;
 const ROUNDS = 4;
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-
 
 /** Heap in use after a full GC when node runs with --expose-gc (npm run bench does not; RSS is shown either way). */
 function heapAfterGcMb(): string {
@@ -36,7 +48,9 @@ interface Burst {
 }
 
 export async function runIncidentsBench(): Promise<void> {
-  header(`change recorder on a ${APPS.toLocaleString('en-US')}-app mirror, ${CHANGING.toLocaleString('en-US')} apps changing at once; incident report over 2,000 timeline entries`);
+  header(
+    `change recorder on a ${APPS.toLocaleString('en-US')}-app mirror, ${CHANGING.toLocaleString('en-US')} apps changing at once; incident report over 2,000 timeline entries`,
+  );
   console.log(`  ${machineLine()}`);
   const prefix = `rollcall-bench-${Math.random().toString(36).slice(2, 8)}`;
   const redis = createRedis(REDIS_URL);
@@ -83,7 +97,9 @@ export async function runIncidentsBench(): Promise<void> {
       const before = recorder.stats();
       const result = await burst(() => recorder.flush());
       const after = recorder.stats();
-      writeTimes.push(((after.recorded + after.duplicates) - (before.recorded + before.duplicates)) / (result.wallMs / 1000));
+      writeTimes.push(
+        (after.recorded + after.duplicates - (before.recorded + before.duplicates)) / (result.wallMs / 1000),
+      );
       withRecorder.push(result);
     }
     const rssWith = rssMb();
@@ -96,15 +112,44 @@ export async function runIncidentsBench(): Promise<void> {
     const cpuW = stats(without.map((b) => b.cpuMs)).mean;
     const cpuR = stats(withRecorder.map((b) => b.cpuMs)).mean;
     table([
-      ['variant', 'burst wall ms p50', 'max', 'CPU ms / burst', 'fleet events/s', 'records/s written', 'RSS MB', 'heap after GC MB'],
-      ['mirror only', ms(w.p50), ms(w.max), ms(cpuW), (CHANGING / (w.p50 / 1000)).toFixed(0), '-', rssWithout.toFixed(0), heapWithout],
-      ['mirror + recorder', ms(r.p50), ms(r.max), ms(cpuR), (CHANGING / (r.p50 / 1000)).toFixed(0), stats(writeTimes).p50.toFixed(0), rssWith.toFixed(0), heapWith],
+      [
+        'variant',
+        'burst wall ms p50',
+        'max',
+        'CPU ms / burst',
+        'fleet events/s',
+        'records/s written',
+        'RSS MB',
+        'heap after GC MB',
+      ],
+      [
+        'mirror only',
+        ms(w.p50),
+        ms(w.max),
+        ms(cpuW),
+        (CHANGING / (w.p50 / 1000)).toFixed(0),
+        '-',
+        rssWithout.toFixed(0),
+        heapWithout,
+      ],
+      [
+        'mirror + recorder',
+        ms(r.p50),
+        ms(r.max),
+        ms(cpuR),
+        (CHANGING / (r.p50 / 1000)).toFixed(0),
+        stats(writeTimes).p50.toFixed(0),
+        rssWith.toFixed(0),
+        heapWith,
+      ],
     ]);
     console.log(
       `  recorder adds ${ms(cpuR - cpuW)} ms CPU per burst of ${CHANGING} changed apps (${((cpuR - cpuW) / CHANGING).toFixed(3)} ms per app event), ${(rssWith - rssWithout).toFixed(0)} MB RSS; ` +
         `${totals.recorded.toLocaleString('en-US')} records written in all, ${totals.failures} failures`,
     );
-    console.log(`  start-up backfill of ${APPS.toLocaleString('en-US')} apps: ${backfilled.toLocaleString('en-US')} records in ${ms(backfillMs)} ms (${ms((backfillCpu.user + backfillCpu.system) / 1000)} ms CPU)`);
+    console.log(
+      `  start-up backfill of ${APPS.toLocaleString('en-US')} apps: ${backfilled.toLocaleString('en-US')} records in ${ms(backfillMs)} ms (${ms((backfillCpu.user + backfillCpu.system) / 1000)} ms CPU)`,
+    );
 
     // ---- incident report over 2,000 timeline entries ----
     // Its own log: exactly these 2,000 changes in the window, on a fleet-wide incident over the 10,000 apps.
@@ -119,16 +164,68 @@ export async function runIncidentsBench(): Promise<void> {
       const base = { instance: a.instance, app: a.app.metadata.name, appSet: a.appSet, cluster: a.cluster };
       const at = (m: number) => new Date(t + m * 60_000 + i * 200).toISOString();
       records.push(
-        { id: `bench-deploy-${i}`, at: at(0), kind: 'deploy', ...base, revision: 'v2', previousRevision: 'v1', by: 'applicationset-controller', text: `${base.app} deployed v1 → v2` },
-        { id: `bench-bad-${i}`, at: at(3), kind: 'health', ...base, from: 'Healthy', to: 'Degraded', bad: true, text: `${base.app} Healthy → Degraded` },
-        { id: `bench-op-${i}`, at: at(40), kind: 'operation', ...base, to: 'Succeeded', text: `${base.app} sync Succeeded` },
-        { id: `bench-sync-${i}`, at: at(40), kind: 'sync', ...base, from: 'OutOfSync', to: 'Synced', text: `${base.app} OutOfSync → Synced` },
-        { id: `bench-good-${i}`, at: at(42), kind: 'health', ...base, from: 'Degraded', to: 'Healthy', text: `${base.app} Degraded → Healthy` },
+        {
+          id: `bench-deploy-${i}`,
+          at: at(0),
+          kind: 'deploy',
+          ...base,
+          revision: 'v2',
+          previousRevision: 'v1',
+          by: 'applicationset-controller',
+          text: `${base.app} deployed v1 → v2`,
+        },
+        {
+          id: `bench-bad-${i}`,
+          at: at(3),
+          kind: 'health',
+          ...base,
+          from: 'Healthy',
+          to: 'Degraded',
+          bad: true,
+          text: `${base.app} Healthy → Degraded`,
+        },
+        {
+          id: `bench-op-${i}`,
+          at: at(40),
+          kind: 'operation',
+          ...base,
+          to: 'Succeeded',
+          text: `${base.app} sync Succeeded`,
+        },
+        {
+          id: `bench-sync-${i}`,
+          at: at(40),
+          kind: 'sync',
+          ...base,
+          from: 'OutOfSync',
+          to: 'Synced',
+          text: `${base.app} OutOfSync → Synced`,
+        },
+        {
+          id: `bench-good-${i}`,
+          at: at(42),
+          kind: 'health',
+          ...base,
+          from: 'Degraded',
+          to: 'Healthy',
+          text: `${base.app} Degraded → Healthy`,
+        },
       );
     });
     await reportLog.record(records);
     const timeline = await service.timeline(incident);
-    const ctx: CommandContext = { services: { config: bot.config, fleet: bot.mirror, argocd: bot.argocd, incidents: service, changes: reportLog, now: () => new Date() }, user: 'U_BENCH', surface: 'terminal' };
+    const ctx: CommandContext = {
+      services: {
+        config: bot.config,
+        fleet: bot.mirror,
+        argocd: bot.argocd,
+        incidents: service,
+        changes: reportLog,
+        now: () => new Date(),
+      },
+      user: 'U_BENCH',
+      surface: 'terminal',
+    };
     const times: number[] = [];
     let pngBytes = 0;
     let mdBytes = 0;
@@ -144,7 +241,15 @@ export async function runIncidentsBench(): Promise<void> {
     const rep = stats(times);
     table([
       ['timeline entries', 'fleet apps', '1st report ms', 'p50 ms', 'max ms', 'Markdown KB', 'PNG KB'],
-      [timeline.length, APPS, ms(first), ms(rep.p50), ms(rep.max), (mdBytes / 1024).toFixed(0), (pngBytes / 1024).toFixed(0)],
+      [
+        timeline.length,
+        APPS,
+        ms(first),
+        ms(rep.p50),
+        ms(rep.max),
+        (mdBytes / 1024).toFixed(0),
+        (pngBytes / 1024).toFixed(0),
+      ],
     ]);
     console.log(`  (${loadLine()})`);
   } finally {

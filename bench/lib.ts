@@ -21,12 +21,18 @@ export function rssMb(): number {
 
 /** The machine is shared with other engineers' test runs: every bench prints the load it ran under. */
 export function machineLine(): string {
-  const load = os.loadavg().map((l) => l.toFixed(2)).join(' ');
+  const load = os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
   return `node ${process.version} · ${os.cpus().length} CPUs (${os.cpus()[0]?.model.trim() ?? '?'}) · load avg ${load} · ${(os.totalmem() / 2 ** 30).toFixed(0)} GB RAM`;
 }
 
 export function loadLine(): string {
-  return `load avg now ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`;
+  return `load avg now ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`;
 }
 
 export function header(title: string): void {
@@ -51,7 +57,13 @@ export function percentile(sorted: number[], p: number): number {
 
 export function stats(samples: number[]): { n: number; p50: number; p95: number; max: number; mean: number } {
   const s = [...samples].sort((a, b) => a - b);
-  return { n: s.length, p50: percentile(s, 50), p95: percentile(s, 95), max: s[s.length - 1], mean: s.reduce((a, b) => a + b, 0) / (s.length || 1) };
+  return {
+    n: s.length,
+    p50: percentile(s, 50),
+    p95: percentile(s, 95),
+    max: s[s.length - 1],
+    mean: s.reduce((a, b) => a + b, 0) / (s.length || 1),
+  };
 }
 
 // ---------- the simulator in its own process ----------
@@ -69,7 +81,10 @@ export interface SimChild {
  * own, and serializing 10,000 apps does not borrow the bot's event loop.
  */
 export async function startSimChild(req: SimChildRequest): Promise<SimChild> {
-  const child = fork(path.join(BENCH_DIR, 'sim-child.ts'), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(path.join(BENCH_DIR, 'sim-child.ts'), [], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const info = await new Promise<SimChildReady>((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`simulator child exited with ${code} before it was ready`)));
@@ -97,10 +112,19 @@ export async function startSimChild(req: SimChildRequest): Promise<SimChild> {
 }
 
 /** A rollcall.yaml for the simulator, parsed by the real config loader. */
-export function simConfig(sim: { instances: { name: string; url: string; token: string }[] }, extra = ''): RollcallConfig {
+export function simConfig(
+  sim: { instances: { name: string; url: string; token: string }[] },
+  extra = '',
+): RollcallConfig {
   const lines = ['instances:'];
   for (const i of sim.instances) {
-    lines.push(`  - name: ${i.name}`, `    url: ${i.url}`, `    token: "${i.token}"`, `    timeout: 60s`, `    rateLimit: { max: 100, per: 1s }`);
+    lines.push(
+      `  - name: ${i.name}`,
+      `    url: ${i.url}`,
+      `    token: "${i.token}"`,
+      `    timeout: 60s`,
+      `    rateLimit: { max: 100, per: 1s }`,
+    );
   }
   lines.push('access:', '  operators: [U_BENCH]', '  admins: [U_BENCH]');
   return parseConfig(lines.join('\n') + '\n' + extra, 'bench-rollcall.yaml', {});
@@ -155,11 +179,18 @@ export interface BotFleet {
 }
 
 /** createClients + FleetMirror.start(), exactly as `rollcall start` wires them; timed. */
-export async function buildMirror(config: RollcallConfig, mirrorOpts: ConstructorParameters<typeof FleetMirror>[2] = {}): Promise<BotFleet> {
+export async function buildMirror(
+  config: RollcallConfig,
+  mirrorOpts: ConstructorParameters<typeof FleetMirror>[2] = {},
+): Promise<BotFleet> {
   const clients = createClients(config);
   const counter = new CallCounter();
   const argocd = new Map<string, ArgoApi>([...clients].map(([name, c]) => [name, counter.wrap(name, c)]));
-  const mirror = new FleetMirror(argocd, config.instances.map((i) => ({ name: i.name, uiUrl: i.uiUrl ?? i.url })), mirrorOpts);
+  const mirror = new FleetMirror(
+    argocd,
+    config.instances.map((i) => ({ name: i.name, uiUrl: i.uiUrl ?? i.url })),
+    mirrorOpts,
+  );
   const t0 = performance.now();
   await mirror.start();
   const buildMs = performance.now() - t0;
@@ -178,7 +209,13 @@ export async function cleanPrefix(redis: RedisClient | string, prefix: string): 
   try {
     let cursor = '0';
     do {
-      const [next, keys] = await (client as import('ioredis').Redis).scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 5000);
+      const [next, keys] = await (client as import('ioredis').Redis).scan(
+        cursor,
+        'MATCH',
+        `${prefix}:*`,
+        'COUNT',
+        5000,
+      );
       cursor = next;
       if (keys.length) await client.del(...keys);
     } while (cursor !== '0');

@@ -7,7 +7,19 @@ import { dispatch } from '../src/commands/index.js';
 import type { CommandContext } from '../src/commands/registry.js';
 import { isRollingSync } from '../src/fleet/rollingsync.js';
 import { renderBlocks } from '../src/views/blocks.js';
-import { buildMirror, header, isMain, loadLine, machineLine, ms, simConfig, startSimChild, stats, table, type BotFleet } from './lib.js';
+import {
+  buildMirror,
+  header,
+  isMain,
+  loadLine,
+  machineLine,
+  ms,
+  simConfig,
+  startSimChild,
+  stats,
+  table,
+  type BotFleet,
+} from './lib.js';
 
 const RUNS = 200;
 const WARMUP = 10;
@@ -22,16 +34,26 @@ export interface QueryResult {
 }
 
 export function benchContext(bot: BotFleet): CommandContext {
-  return { services: { config: bot.config, fleet: bot.mirror, argocd: bot.argocd, now: () => new Date() }, user: 'U_BENCH', surface: 'slack' };
+  return {
+    services: { config: bot.config, fleet: bot.mirror, argocd: bot.argocd, now: () => new Date() },
+    user: 'U_BENCH',
+    surface: 'slack',
+  };
 }
 
 export function pickRollingSyncAppSet(bot: BotFleet): string {
-  const appSet = bot.mirror.appSets().find((s) => s.appSet.spec?.strategy?.type === 'RollingSync' && isRollingSync(s.appSet));
+  const appSet = bot.mirror
+    .appSets()
+    .find((s) => s.appSet.spec?.strategy?.type === 'RollingSync' && isRollingSync(s.appSet));
   if (!appSet) throw new Error('the generated fleet has no RollingSync ApplicationSet');
   return appSet.appSet.metadata.name;
 }
 
-async function measure(ctx: CommandContext, command: string, describe: (data: unknown) => string): Promise<QueryResult> {
+async function measure(
+  ctx: CommandContext,
+  command: string,
+  describe: (data: unknown) => string,
+): Promise<QueryResult> {
   let t = performance.now();
   const first = await dispatch(command, ctx);
   const coldMs = performance.now() - t;
@@ -69,8 +91,30 @@ export async function runQueriesBench(shared?: BotFleet): Promise<QueryResult[]>
       }),
     );
     table([
-      ['command', 'covers', 'cold ms', 'p50 ms', 'p95 ms', 'max ms', '+blocks p50', '+blocks p95', '+blocks max', `p95 < ${TARGET_MS}`],
-      ...results.map((r) => [r.command, r.size, ms(r.coldMs), ms(r.answer.p50), ms(r.answer.p95), ms(r.answer.max), ms(r.withBlocks.p50), ms(r.withBlocks.p95), ms(r.withBlocks.max), r.withBlocks.p95 < TARGET_MS ? 'yes' : 'NO']),
+      [
+        'command',
+        'covers',
+        'cold ms',
+        'p50 ms',
+        'p95 ms',
+        'max ms',
+        '+blocks p50',
+        '+blocks p95',
+        '+blocks max',
+        `p95 < ${TARGET_MS}`,
+      ],
+      ...results.map((r) => [
+        r.command,
+        r.size,
+        ms(r.coldMs),
+        ms(r.answer.p50),
+        ms(r.answer.p95),
+        ms(r.answer.max),
+        ms(r.withBlocks.p50),
+        ms(r.withBlocks.p95),
+        ms(r.withBlocks.max),
+        r.withBlocks.p95 < TARGET_MS ? 'yes' : 'NO',
+      ]),
     ]);
     console.log(`  (${loadLine()})`);
     if (!shared) await bot.mirror.stop();

@@ -21,7 +21,9 @@ try {
 
   const sim = await startSimChild({ kind: 'fleet', apps: 10_000, clusters: 200 });
   const bot = await buildMirror(simConfig(sim));
-  console.log(`\n(shared 10,000-app mirror for the next two: built in ${(bot.buildMs / 1000).toFixed(1)} s, RSS ${rssMb().toFixed(0)} MB)`);
+  console.log(
+    `\n(shared 10,000-app mirror for the next two: built in ${(bot.buildMs / 1000).toFixed(1)} s, RSS ${rssMb().toFixed(0)} MB)`,
+  );
   try {
     await runQueriesBench(bot);
     await runSlackAckBench(bot);

@@ -55,7 +55,13 @@ process.once('message', (raw: unknown) => {
             [SIM_ANNOTATIONS.syncDuration]: `${req.syncDurationMs}ms`,
             [SIM_ANNOTATIONS.healthSettle]: `${req.healthSettleMs}ms`,
           };
-      server = await startSimServer({ fixture, port: 0, speed: req.speed, scenarioBehaviour: behaviour, adoptFixture: true });
+      server = await startSimServer({
+        fixture,
+        port: 0,
+        speed: req.speed,
+        scenarioBehaviour: behaviour,
+        adoptFixture: true,
+      });
     }
     const apps = fixture.instances.reduce((n, i) => n + (i.applications?.length ?? 0), 0);
     const ready: SimChildReady = {
@@ -71,7 +77,7 @@ process.once('message', (raw: unknown) => {
       if (msg.kind === 'change') process.send!({ changed: changeApps(msg.count, msg.round) });
     });
   })().catch((error: unknown) => {
-    process.send!({ error: error instanceof Error ? error.stack ?? error.message : String(error) });
+    process.send!({ error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
     process.exit(1);
   });
 });
@@ -88,8 +94,21 @@ function changeApps(count: number, round: number): number {
     status.health = { status: bad ? 'Degraded' : 'Healthy', lastTransitionTime: at };
     const history = (status.history ??= []);
     const revision = `${round}`.padStart(40, '0');
-    history.push({ id: (history[history.length - 1]?.id ?? -1) + 1, revision, deployedAt: at, deployStartedAt: at, initiatedBy: { username: 'bench' } });
-    status.operationState = { operation: { sync: { revision }, initiatedBy: { username: 'bench' } }, phase: 'Succeeded', message: 'successfully synced', startedAt: at, finishedAt: at, syncResult: { revision } };
+    history.push({
+      id: (history[history.length - 1]?.id ?? -1) + 1,
+      revision,
+      deployedAt: at,
+      deployStartedAt: at,
+      initiatedBy: { username: 'bench' },
+    });
+    status.operationState = {
+      operation: { sync: { revision }, initiatedBy: { username: 'bench' } },
+      phase: 'Succeeded',
+      message: 'successfully synced',
+      startedAt: at,
+      finishedAt: at,
+      syncResult: { revision },
+    };
     store.putApp(next);
   }
   return Math.min(n, count);

@@ -11,7 +11,20 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pino from 'pino';
 import { slackSchema, type RollcallConfig } from '../src/infra/config/schema.js';
 import { startSlack } from '../src/surfaces/slack/app.js';
-import { BENCH_DIR, buildMirror, header, isMain, loadLine, machineLine, ms, simConfig, startSimChild, stats, table, type BotFleet } from './lib.js';
+import {
+  BENCH_DIR,
+  buildMirror,
+  header,
+  isMain,
+  loadLine,
+  machineLine,
+  ms,
+  simConfig,
+  startSimChild,
+  stats,
+  table,
+  type BotFleet,
+} from './lib.js';
 import type { BurstResult, SlackClientRequest } from './slack-client.js';
 
 const CONCURRENT = 50;
@@ -34,16 +47,23 @@ export interface SlackAckResult {
 
 function ask<T>(child: ChildProcess, req: SlackClientRequest): Promise<T> {
   return new Promise((resolve, reject) => {
-    child.once('message', (m: unknown) => ((m as { error?: string }).error ? reject(new Error((m as { error: string }).error)) : resolve(m as T)));
+    child.once('message', (m: unknown) =>
+      (m as { error?: string }).error ? reject(new Error((m as { error: string }).error)) : resolve(m as T),
+    );
     child.send(req);
   });
 }
 
 export async function runSlackAckBench(shared?: BotFleet): Promise<SlackAckResult[]> {
-  header(`${CONCURRENT} concurrent /argo slash commands through Bolt's HTTP receiver, 10,000-app mirror (issue 3; ack target well under ${ACK_TARGET_MS} ms)`);
+  header(
+    `${CONCURRENT} concurrent /argo slash commands through Bolt's HTTP receiver, 10,000-app mirror (issue 3; ack target well under ${ACK_TARGET_MS} ms)`,
+  );
   console.log(`  ${machineLine()}`);
   const sim = shared ? undefined : await startSimChild({ kind: 'fleet', apps: 10_000, clusters: 200 });
-  const client = fork(path.join(BENCH_DIR, 'slack-client.ts'), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const client = fork(path.join(BENCH_DIR, 'slack-client.ts'), [], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   try {
     const { apiUrl } = await ask<{ apiUrl: string }>(client, { kind: 'start' });
     const bot = shared ?? (await buildMirror(simConfig(sim!)));
@@ -72,7 +92,15 @@ export async function runSlackAckBench(shared?: BotFleet): Promise<SlackAckResul
         loop.enable();
         const cpu0 = process.cpuUsage();
         const t0 = performance.now();
-        const r = await ask<BurstResult>(client, { kind: 'burst', url, secret: SECRET, text, n, round, timeoutMs: 60_000 });
+        const r = await ask<BurstResult>(client, {
+          kind: 'burst',
+          url,
+          secret: SECRET,
+          text,
+          n,
+          round,
+          timeoutMs: 60_000,
+        });
         const wallMs = performance.now() - t0;
         const cpu = process.cpuUsage(cpu0);
         loop.disable();
@@ -93,9 +121,27 @@ export async function runSlackAckBench(shared?: BotFleet): Promise<SlackAckResul
       // Warm the receiver and the command path the way a running bot is warm.
       for (let i = 0; i < 3; i++) await burst('status', `warm${i}`, 1);
       // `help` touches no fleet data: its row is the cost of the HTTP, signature and Bolt path alone.
-      const results = [await burst('status', 'status'), await burst('status auth-*', 'glob'), await burst('help', 'help')];
+      const results = [
+        await burst('status', 'status'),
+        await burst('status auth-*', 'glob'),
+        await burst('help', 'help'),
+      ];
       table([
-        [`command ×${CONCURRENT} at once`, 'HTTP', 'ack p50 ms', 'ack p95 ms', 'ack max ms', 'answer p50 ms', 'answer p95 ms', 'answer max ms', 'fire→bot sees p50/max', 'bot-side ack p95/max', 'bot CPU / wall ms', 'loop stall max', `ack max < ${ACK_TARGET_MS}`],
+        [
+          `command ×${CONCURRENT} at once`,
+          'HTTP',
+          'ack p50 ms',
+          'ack p95 ms',
+          'ack max ms',
+          'answer p50 ms',
+          'answer p95 ms',
+          'answer max ms',
+          'fire→bot sees p50/max',
+          'bot-side ack p95/max',
+          'bot CPU / wall ms',
+          'loop stall max',
+          `ack max < ${ACK_TARGET_MS}`,
+        ],
         ...results.map((r) => [
           `/argo ${r.command}`,
           Object.entries(r.statuses)
@@ -114,7 +160,9 @@ export async function runSlackAckBench(shared?: BotFleet): Promise<SlackAckResul
           r.ack.max < ACK_TARGET_MS ? 'yes' : 'NO',
         ]),
       ]);
-      console.log(`  (ack = signed POST → HTTP 200; answer = fire → response_url POST received; bot-side ack = request seen by the bot's HTTP server → 200 written; ${loadLine()})`);
+      console.log(
+        `  (ack = signed POST → HTTP 200; answer = fire → response_url POST received; bot-side ack = request seen by the bot's HTTP server → 200 written; ${loadLine()})`,
+      );
       return results;
     } finally {
       await slack.stop();

@@ -39,14 +39,19 @@ process.on('message', (raw: unknown) => {
     const fired = Date.now();
     const results = await Promise.all(
       Array.from({ length: req.n }, (_, i) =>
-        postSlashCommand(req.url, req.secret, { text: req.text, user_id: `U${String(i).padStart(4, '0')}`, response_url: f.responseUrl(`${req.round}-${i}`) }),
+        postSlashCommand(req.url, req.secret, {
+          text: req.text,
+          user_id: `U${String(i).padStart(4, '0')}`,
+          response_url: f.responseUrl(`${req.round}-${i}`),
+        }),
       ),
     );
     const statuses: Record<number, number> = {};
     for (const r of results) statuses[r.status] = (statuses[r.status] ?? 0) + 1;
     const answerAt = (i: number) => f.responsesTo(`${req.round}-${i}`)[0]?.at;
     const deadline = Date.now() + req.timeoutMs;
-    while (Array.from({ length: req.n }, (_, i) => answerAt(i)).some((a) => a === undefined) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    while (Array.from({ length: req.n }, (_, i) => answerAt(i)).some((a) => a === undefined) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 5));
     const answers = Array.from({ length: req.n }, (_, i) => answerAt(i)).filter((a): a is number => a !== undefined);
     const first = f.responsesTo(`${req.round}-0`)[0]?.body as { text?: string; blocks?: unknown[] } | undefined;
     const out: BurstResult = {
@@ -59,7 +64,7 @@ process.on('message', (raw: unknown) => {
     };
     process.send!(out);
   })().catch((error: unknown) => {
-    process.send!({ error: error instanceof Error ? error.stack ?? error.message : String(error) });
+    process.send!({ error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
   });
 });
 

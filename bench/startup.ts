@@ -16,7 +16,18 @@ import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { freePort } from '../src/infra/redis-server.js';
 import { startFakeSlack } from '../test/support/fake-slack.js';
-import { BENCH_DIR, cleanPrefix, header, isMain, loadLine, machineLine, ms, startSimChild, stats, table } from './lib.js';
+import {
+  BENCH_DIR,
+  cleanPrefix,
+  header,
+  isMain,
+  loadLine,
+  machineLine,
+  ms,
+  startSimChild,
+  stats,
+  table,
+} from './lib.js';
 
 const exec = promisify(execFile);
 const ROOT = path.resolve(BENCH_DIR, '..');
@@ -34,7 +45,8 @@ async function timed(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
 
 function configYaml(instances: { name: string; url: string; token: string }[], extra = ''): string {
   const lines = ['instances:'];
-  for (const i of instances) lines.push(`  - name: ${i.name}`, `    url: ${i.url}`, `    token: "${i.token}"`, '    timeout: 60s');
+  for (const i of instances)
+    lines.push(`  - name: ${i.name}`, `    url: ${i.url}`, `    token: "${i.token}"`, '    timeout: 60s');
   return `${lines.join('\n')}\nredis:\n  url: ${REDIS_URL}\n  prefix: ${PREFIX}\n${extra}`;
 }
 
@@ -93,7 +105,16 @@ async function idleReadings(child: ChildProcess, ready: Promise<unknown>): Promi
 
 /** A node process that runs module script `code` and then idles. */
 async function idleRss(code: string, env: NodeJS.ProcessEnv): Promise<RssReading> {
-  const child = spawn(process.execPath, [...HEAP_PROBE, '--input-type=module', '-e', `${code}; process.stdout.write('ready\\n'); setInterval(() => {}, 1000);`], { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [
+      ...HEAP_PROBE,
+      '--input-type=module',
+      '-e',
+      `${code}; process.stdout.write('ready\\n'); setInterval(() => {}, 1000);`,
+    ],
+    { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const ready = new Promise((resolve, reject) => {
     child.stdout.once('data', resolve);
     child.once('exit', (code) => reject(new Error(`floor process exited with ${code}`)));
@@ -108,7 +129,8 @@ function rssOf(pid: number): { rss: number; hwm: number } {
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-const spread = (values: number[], digits = 0) => `${median(values).toFixed(digits)} (${Math.min(...values).toFixed(digits)}-${Math.max(...values).toFixed(digits)})`;
+const spread = (values: number[], digits = 0) =>
+  `${median(values).toFixed(digits)} (${Math.min(...values).toFixed(digits)}-${Math.max(...values).toFixed(digits)})`;
 
 export async function runStartupBench(): Promise<void> {
   if (!existsSync(MAIN)) throw new Error('dist/main.js is missing: run `npm run build` first (npm run bench does)');
@@ -126,8 +148,11 @@ export async function runStartupBench(): Promise<void> {
     const fetchScript = `const r = await fetch(${JSON.stringify(`${instance.url}/api/v1/applications`)}, { headers: { authorization: 'Bearer ${instance.token}' } }); const l = JSON.parse(await r.text()); if (l.items.length !== 1000) throw new Error('expected 1000 apps, got ' + l.items.length);`;
 
     const askStatus = ['dist/main.js', 'ask', 'status', '--json', '--config', config];
-    const check = JSON.parse((await exec(process.execPath, askStatus, { env, cwd: ROOT, maxBuffer: 64 * 1024 * 1024 })).stdout) as { data: { total?: { apps?: number } } };
-    if (check.data.total?.apps !== 1000) throw new Error(`ask status saw ${check.data.total?.apps} apps, expected 1000`);
+    const check = JSON.parse(
+      (await exec(process.execPath, askStatus, { env, cwd: ROOT, maxBuffer: 64 * 1024 * 1024 })).stdout,
+    ) as { data: { total?: { apps?: number } } };
+    if (check.data.total?.apps !== 1000)
+      throw new Error(`ask status saw ${check.data.total?.apps} apps, expected 1000`);
 
     const fetchMs: number[] = [];
     const askMs: number[] = [];
@@ -136,7 +161,13 @@ export async function runStartupBench(): Promise<void> {
     for (let i = 0; i < RUNS; i++) {
       fetchMs.push(await timed(['--input-type=module', '-e', fetchScript], env));
       askMs.push(await timed(askStatus, env));
-      if (i < 3) tsxMs.push(await timed(['bin/rollcall.js', 'ask', 'status', '--json', '--config', config], { ...env, NODE_ENV: 'development' }));
+      if (i < 3)
+        tsxMs.push(
+          await timed(['bin/rollcall.js', 'ask', 'status', '--json', '--config', config], {
+            ...env,
+            NODE_ENV: 'development',
+          }),
+        );
     }
     const f = stats(fetchMs.sort((a, b) => a - b));
     const a = stats(askMs.sort((a, b) => a - b));
@@ -145,7 +176,14 @@ export async function runStartupBench(): Promise<void> {
     table([
       ['1,000 apps, whole process', 'runs', 'p50 ms', 'max ms', 'vs node fetch+parse', 'target'],
       ['node: fetch + JSON.parse the list', f.n, ms(f.p50), ms(f.max), '1.00x', ''],
-      ['rollcall ask status (dist/)', a.n, ms(a.p50), ms(a.max), `${ratio.toFixed(2)}x`, ratio <= 1.5 ? 'met (<= 1.5x)' : 'NOT met (<= 1.5x)'],
+      [
+        'rollcall ask status (dist/)',
+        a.n,
+        ms(a.p50),
+        ms(a.max),
+        `${ratio.toFixed(2)}x`,
+        ratio <= 1.5 ? 'met (<= 1.5x)' : 'NOT met (<= 1.5x)',
+      ],
       ['rollcall ask status (tsx, dev)', t.n, ms(t.p50), ms(t.max), `${(t.p50 / f.p50).toFixed(2)}x`, 'for reference'],
     ]);
   } finally {
@@ -167,7 +205,11 @@ export async function runStartupBench(): Promise<void> {
     );
     /** `start --role bot` with node's flags `flags`, read as it idles once /readyz first answers 200. */
     const botRss = async (flags: string[]): Promise<RssReading> => {
-      const bot = spawn(process.execPath, [...HEAP_PROBE, ...flags, MAIN, 'start', '--role', 'bot', '--config', config], { env, cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+      const bot = spawn(
+        process.execPath,
+        [...HEAP_PROBE, ...flags, MAIN, 'start', '--role', 'bot', '--config', config],
+        { env, cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] },
+      );
       const ready = (async () => {
         const deadline = Date.now() + 60_000;
         while ((await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status !== 200) {
@@ -179,7 +221,11 @@ export async function runStartupBench(): Promise<void> {
     };
     // As the chart starts a bot pod (values.yaml bot.nodeFlags), and with node's defaults; interleaved, so a
     // change in machine load hits both alike.
-    const chartFlags = (parse(readFileSync(path.join(ROOT, 'deploy/helm/rollcall/values.yaml'), 'utf8')) as { bot: { nodeFlags: string[] } }).bot.nodeFlags;
+    const chartFlags = (
+      parse(readFileSync(path.join(ROOT, 'deploy/helm/rollcall/values.yaml'), 'utf8')) as {
+        bot: { nodeFlags: string[] };
+      }
+    ).bot.nodeFlags;
     const bots: RssReading[] = [];
     const plain: RssReading[] = [];
     for (let i = 0; i < BOT_RUNS; i++) {
@@ -193,11 +239,52 @@ export async function runStartupBench(): Promise<void> {
     const early = median(bots.map((b) => b.early));
     const met = (mb: number) => (mb < 80 ? 'met (< 80 MB)' : 'NOT met (< 80 MB)');
     table([
-      [`RSS MB, median (min-max) of ${BOT_RUNS}`, '1 s after ready', `idle ${SETTLED_S} s`, 'peak (VmHWM)', `V8 heap, idle`, 'target'],
-      [`bot as the chart starts it (node ${chartFlags.join(' ')})`, spread(bots.map((b) => b.early)), spread(bots.map((b) => b.settled)), spread(bots.map((b) => b.peak)), spread(bots.map((b) => b.heap), 1), `1 s: ${met(early)}; idle: ${met(settled)}`],
-      ["bot with node's defaults", spread(plain.map((b) => b.early)), spread(plain.map((b) => b.settled)), spread(plain.map((b) => b.peak)), spread(plain.map((b) => b.heap), 1), 'for reference'],
-      ['floor: node alone', bare.early.toFixed(0), bare.settled.toFixed(0), bare.peak.toFixed(0), bare.heap.toFixed(1), ''],
-      ["floor: node + the bot's libraries imported", deps.early.toFixed(0), deps.settled.toFixed(0), deps.peak.toFixed(0), deps.heap.toFixed(1), BOT_DEPENDENCIES.join(' ')],
+      [
+        `RSS MB, median (min-max) of ${BOT_RUNS}`,
+        '1 s after ready',
+        `idle ${SETTLED_S} s`,
+        'peak (VmHWM)',
+        `V8 heap, idle`,
+        'target',
+      ],
+      [
+        `bot as the chart starts it (node ${chartFlags.join(' ')})`,
+        spread(bots.map((b) => b.early)),
+        spread(bots.map((b) => b.settled)),
+        spread(bots.map((b) => b.peak)),
+        spread(
+          bots.map((b) => b.heap),
+          1,
+        ),
+        `1 s: ${met(early)}; idle: ${met(settled)}`,
+      ],
+      [
+        "bot with node's defaults",
+        spread(plain.map((b) => b.early)),
+        spread(plain.map((b) => b.settled)),
+        spread(plain.map((b) => b.peak)),
+        spread(
+          plain.map((b) => b.heap),
+          1,
+        ),
+        'for reference',
+      ],
+      [
+        'floor: node alone',
+        bare.early.toFixed(0),
+        bare.settled.toFixed(0),
+        bare.peak.toFixed(0),
+        bare.heap.toFixed(1),
+        '',
+      ],
+      [
+        "floor: node + the bot's libraries imported",
+        deps.early.toFixed(0),
+        deps.settled.toFixed(0),
+        deps.peak.toFixed(0),
+        deps.heap.toFixed(1),
+        BOT_DEPENDENCIES.join(' '),
+      ],
     ]);
   } finally {
     await empty.stop();

@@ -24,6 +24,8 @@ if (runner) {
 } else if (existsSync(compiled)) {
   await import(compiled.href);
 } else {
-  process.stderr.write('rollcall: dist/main.js is missing: run `npm run build` (or `npm ci` with dev dependencies to run the sources)\n');
+  process.stderr.write(
+    'rollcall: dist/main.js is missing: run `npm run build` (or `npm ci` with dev dependencies to run the sources)\n',
+  );
   process.exit(2);
 }

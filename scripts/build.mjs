@@ -67,7 +67,9 @@ const lazyFormData = {
   name: 'lazy-form-data',
   setup(b) {
     b.onResolve({ filter: /^form-data$/ }, (args) =>
-      /[\\/]node_modules[\\/]axios[\\/]/.test(args.importer) ? { path: 'form-data', namespace: 'lazy-form-data' } : undefined,
+      /[\\/]node_modules[\\/]axios[\\/]/.test(args.importer)
+        ? { path: 'form-data', namespace: 'lazy-form-data' }
+        : undefined,
     );
     b.onLoad({ filter: /.*/, namespace: 'lazy-form-data' }, () => ({
       loader: 'js',

@@ -46,7 +46,9 @@ function stateLine(a: AlertRecord, now: Date): string {
   switch (a.state) {
     case 'resolved':
       return `${TONE_EMOJI.ok} *Resolved*${a.resolvedAt ? ` at ${a.resolvedAt} (${since(a.resolvedAt, now)} ago)` : ''}: ${
-        a.superseded ? 'these apps recovered; other apps of the group now have the problem, in a new alert.' : 'the condition cleared.'
+        a.superseded
+          ? 'these apps recovered; other apps of the group now have the problem, in a new alert.'
+          : 'the condition cleared.'
       }`;
     case 'acked':
       return `:eyes: *Acknowledged* by ${mention(a.ackedBy ?? 'someone')}.`;
@@ -81,7 +83,12 @@ export function alertReply(a: AlertRecord, now: Date = new Date()): Reply {
     ...(a.apps.length ? [{ label: 'Apps', value: String(a.apps.length) }] : []),
   ];
   blocks.push({ kind: 'fields', fields });
-  if (a.details.length) blocks.push({ kind: 'list', items: a.details.slice(0, 20).map((d) => ({ text: d, tone: resolved ? 'ok' : 'error' })), total: a.details.length });
+  if (a.details.length)
+    blocks.push({
+      kind: 'list',
+      items: a.details.slice(0, 20).map((d) => ({ text: d, tone: resolved ? 'ok' : 'error' })),
+      total: a.details.length,
+    });
   const notes = [`Alert \`${a.id}\` · rule \`${a.rule}\``];
   if (a.flaps) notes.push(`flapping: cleared and came back ${plural(a.flaps, 'time')}; held until it stays clear`);
   if (a.incident) notes.push(`part of incident ${a.incident.id}`);
@@ -89,10 +96,16 @@ export function alertReply(a: AlertRecord, now: Date = new Date()): Reply {
   if (!resolved) {
     const buttons: ReplyButton[] = [];
     if (a.state !== 'acked') buttons.push({ label: 'Ack', command: `alert ack ${a.id}`, style: 'primary' });
-    buttons.push({ label: 'Snooze 1h', command: `alert snooze ${a.id} 1h` }, { label: 'Snooze 4h', command: `alert snooze ${a.id} 4h` });
+    buttons.push(
+      { label: 'Snooze 1h', command: `alert snooze ${a.id} 1h` },
+      { label: 'Snooze 4h', command: `alert snooze ${a.id} 4h` },
+    );
     if (!a.incident) buttons.push({ label: 'Declare incident', command: declareIncidentCommand(a), style: 'danger' });
     if (a.rule === 'stuck-step' && a.appSet) {
-      buttons.push({ label: 'Pause rollout', command: `pause ${a.appSet} instance=${a.instance}` }, { label: 'Show rollout', command: `rollout ${a.appSet} instance=${a.instance}` });
+      buttons.push(
+        { label: 'Pause rollout', command: `pause ${a.appSet} instance=${a.instance}` },
+        { label: 'Show rollout', command: `rollout ${a.appSet} instance=${a.instance}` },
+      );
     }
     blocks.push({ kind: 'actions', buttons });
   }
@@ -102,12 +115,22 @@ export function alertReply(a: AlertRecord, now: Date = new Date()): Reply {
 /** "worse" follow-up in the alert's thread: the one re-notification an alert makes. */
 export function alertWorseReply(a: AlertRecord): Reply {
   const text = `${TONE_EMOJI.error} Worse: ${a.summary} Now ${plural(a.apps.length, 'app')}${a.severity === 'critical' ? ', critical' : ''}.`;
-  return { ok: true, command: 'alert', title: alertTitle(a), data: { alert: alertJson(a) }, blocks: [{ kind: 'text', text, tone: 'error' }] };
+  return {
+    ok: true,
+    command: 'alert',
+    title: alertTitle(a),
+    data: { alert: alertJson(a) },
+    blocks: [{ kind: 'text', text, tone: 'error' }],
+  };
 }
 
 function requireStore(ctx: CommandContext, command: string): AlertStore {
   const store = ctx.services.alerts;
-  if (!store) throw new CommandError('redis_unavailable', `\`${command}\` reads alert state from Redis, which this process has no connection to.`);
+  if (!store)
+    throw new CommandError(
+      'redis_unavailable',
+      `\`${command}\` reads alert state from Redis, which this process has no connection to.`,
+    );
   return store;
 }
 
@@ -117,14 +140,18 @@ async function listAlerts(positional: string[], options: Record<string, string>,
   const store = requireStore(ctx, 'alerts');
   const now = ctx.services.now?.() ?? new Date();
   const all = positional[0] === 'all';
-  const stored = (await store.all()).filter((a) => a.state !== 'pending' && (!options.instance || a.instance === options.instance));
+  const stored = (await store.all()).filter(
+    (a) => a.state !== 'pending' && (!options.instance || a.instance === options.instance),
+  );
   const active = stored.filter(isActive);
   const resolved = stored.filter((a) => a.state === 'resolved');
   const shown = all ? stored : [...active, ...resolved.slice(0, 10)];
   // Expected stalls are said, not alerted: worked out from the mirror as the rules see it.
-  const expected: ExpectedStall[] = evaluateAlertRules({ fleet: ctx.services.fleet, now, config: ctx.services.config.alerts }).expected.filter(
-    (e) => !options.instance || e.instance === options.instance,
-  );
+  const expected: ExpectedStall[] = evaluateAlertRules({
+    fleet: ctx.services.fleet,
+    now,
+    config: ctx.services.config.alerts,
+  }).expected.filter((e) => !options.instance || e.instance === options.instance);
   const title = active.length ? `${plural(active.length, 'active alert')}` : 'No active alerts';
   const blocks: ReplyBlock[] = [{ kind: 'header', text: title }];
   if (!active.length) blocks.push({ kind: 'text', text: `${TONE_EMOJI.ok} Nothing is firing.`, tone: 'ok' });
@@ -135,9 +162,18 @@ async function listAlerts(positional: string[], options: Record<string, string>,
   });
   if (active.length) blocks.push({ kind: 'list', title: 'Active', items: active.map(item) });
   const recent = shown.filter((a) => a.state === 'resolved');
-  if (recent.length) blocks.push({ kind: 'list', title: 'Recently resolved', items: recent.map(item), total: resolved.length });
+  if (recent.length)
+    blocks.push({ kind: 'list', title: 'Recently resolved', items: recent.map(item), total: resolved.length });
   if (expected.length) {
-    blocks.push({ kind: 'list', title: 'Expected stalls (not alerted)', items: expected.map((e) => ({ text: e.message, tone: 'info' as const, detail: e.apps.length ? e.apps.join(', ') : undefined })) });
+    blocks.push({
+      kind: 'list',
+      title: 'Expected stalls (not alerted)',
+      items: expected.map((e) => ({
+        text: e.message,
+        tone: 'info' as const,
+        detail: e.apps.length ? e.apps.join(', ') : undefined,
+      })),
+    });
   }
   return {
     ok: true,
@@ -150,7 +186,8 @@ async function listAlerts(positional: string[], options: Record<string, string>,
 
 export const alertsCommand: CommandSpec = {
   name: 'alerts',
-  summary: 'Active and recently resolved alerts (stuck steps, failed syncs, Degraded after sync ...), and the stalls that are expected',
+  summary:
+    'Active and recently resolved alerts (stuck steps, failed syncs, Degraded after sync ...), and the stalls that are expected',
   usage: LIST_USAGE,
   help: 'One alert per problem: apps failing the same way in one ApplicationSet, step and revision are one alert. `alerts all` lists every resolved one kept.',
   readOnly: true,
@@ -158,7 +195,11 @@ export const alertsCommand: CommandSpec = {
   async run(cmd, ctx) {
     checkOptions(cmd, ['instance'], LIST_USAGE);
     checkPositional(cmd, 1, LIST_USAGE);
-    if (cmd.positional[0] && cmd.positional[0] !== 'all') throw new CommandError('usage', `Usage: ${LIST_USAGE}. To act on one alert: \`alert ack ID\`, \`alert snooze ID 1h\`.`);
+    if (cmd.positional[0] && cmd.positional[0] !== 'all')
+      throw new CommandError(
+        'usage',
+        `Usage: ${LIST_USAGE}. To act on one alert: \`alert ack ID\`, \`alert snooze ID 1h\`.`,
+      );
     return listAlerts(cmd.positional, cmd.options, ctx);
   },
 };
@@ -176,7 +217,8 @@ export const alertCommand: CommandSpec = {
     const [verb, id, duration] = cmd.positional;
     const store = requireStore(ctx, 'alert');
     const now = ctx.services.now?.() ?? new Date();
-    if (!verb || !id || !['ack', 'snooze', 'show'].includes(verb)) throw new CommandError('usage', `Usage: ${ALERT_USAGE}.`);
+    if (!verb || !id || !['ack', 'snooze', 'show'].includes(verb))
+      throw new CommandError('usage', `Usage: ${ALERT_USAGE}.`);
     if (verb === 'show') {
       const found = await store.byId(id);
       if (!found) throw await store.notFound(id);
@@ -190,20 +232,50 @@ export const alertCommand: CommandSpec = {
     }
     if (verb === 'ack') {
       const after = await store.change(id, { kind: 'ack', by: ctx.user }, now);
-      await audit.record({ kind: 'alert.ack', who: ctx.user, target: `alert/${id}`, params: { rule: after.rule, instance: after.instance, appSet: after.appSet }, result: 'ok' });
-      return { ok: true, command: 'alert', title: `Acknowledged ${id}`, data: { alert: alertJson(after) }, blocks: [{ kind: 'text', text: `:eyes: ${mention(ctx.user)} acknowledged ${alertTitle(after)}.`, tone: 'info' }] };
+      await audit.record({
+        kind: 'alert.ack',
+        who: ctx.user,
+        target: `alert/${id}`,
+        params: { rule: after.rule, instance: after.instance, appSet: after.appSet },
+        result: 'ok',
+      });
+      return {
+        ok: true,
+        command: 'alert',
+        title: `Acknowledged ${id}`,
+        data: { alert: alertJson(after) },
+        blocks: [
+          { kind: 'text', text: `:eyes: ${mention(ctx.user)} acknowledged ${alertTitle(after)}.`, tone: 'info' },
+        ],
+      };
     }
     if (!duration) throw new CommandError('usage', `Snooze for how long? e.g. \`alert snooze ${id} 1h\`.`);
     const ms = parseDuration(duration);
-    if (!ms || ms > 7 * 86_400_000) throw new CommandError('usage', `\`${duration}\` is not a snooze duration: give one such as 1h or 4h (at most 7d).`);
+    if (!ms || ms > 7 * 86_400_000)
+      throw new CommandError(
+        'usage',
+        `\`${duration}\` is not a snooze duration: give one such as 1h or 4h (at most 7d).`,
+      );
     const after = await store.change(id, { kind: 'snooze', by: ctx.user, untilMs: now.getTime() + ms }, now);
-    await audit.record({ kind: 'alert.snooze', who: ctx.user, target: `alert/${id}`, params: { for: duration, until: after.snoozedUntil, rule: after.rule }, result: 'ok' });
+    await audit.record({
+      kind: 'alert.snooze',
+      who: ctx.user,
+      target: `alert/${id}`,
+      params: { for: duration, until: after.snoozedUntil, rule: after.rule },
+      result: 'ok',
+    });
     return {
       ok: true,
       command: 'alert',
       title: `Snoozed ${id}`,
       data: { alert: alertJson(after) },
-      blocks: [{ kind: 'text', text: `:zzz: ${mention(ctx.user)} snoozed ${alertTitle(after)} for ${formatDuration(ms)} (until ${after.snoozedUntil}).`, tone: 'info' }],
+      blocks: [
+        {
+          kind: 'text',
+          text: `:zzz: ${mention(ctx.user)} snoozed ${alertTitle(after)} for ${formatDuration(ms)} (until ${after.snoozedUntil}).`,
+          tone: 'info',
+        },
+      ],
     };
   },
 };

@@ -31,7 +31,12 @@ const HISTORY_SHOWN = 5;
 
 function sourceInfo(s: ApplicationSource): AppSourceInfo {
   // Argo CD treats an empty targetRevision as HEAD.
-  return { repoURL: s.repoURL, path: s.path ?? null, chart: s.chart ?? null, targetRevision: s.targetRevision || 'HEAD' };
+  return {
+    repoURL: s.repoURL,
+    path: s.path ?? null,
+    chart: s.chart ?? null,
+    targetRevision: s.targetRevision || 'HEAD',
+  };
 }
 
 export function initiator(by: { username?: string; automated?: boolean } | undefined): string {
@@ -43,7 +48,11 @@ export function appDetail(fleet: FleetView, fa: FleetApp): AppDetail {
   const app: Application = fa.app;
   const st = app.status;
   const op = st?.operationState;
-  const sources = app.spec?.sources?.length ? app.spec.sources.map(sourceInfo) : app.spec?.source ? [sourceInfo(app.spec.source)] : [];
+  const sources = app.spec?.sources?.length
+    ? app.spec.sources.map(sourceInfo)
+    : app.spec?.source
+      ? [sourceInfo(app.spec.source)]
+      : [];
   const revision = st?.sync?.revision ?? null;
   const revisions = st?.sync?.revisions?.length ? st.sync.revisions : revision ? [revision] : [];
   const startedMs = op?.startedAt ? Date.parse(op.startedAt) : NaN;
@@ -76,10 +85,24 @@ export function appDetail(fleet: FleetView, fa: FleetApp): AppDetail {
       : null,
     failedResources: (op?.syncResult?.resources ?? [])
       .filter((r) => r.status === 'SyncFailed')
-      .map((r) => ({ group: r.group, kind: r.kind, namespace: r.namespace, name: r.name, message: r.message ?? null, syncPhase: r.syncPhase ?? null })),
+      .map((r) => ({
+        group: r.group,
+        kind: r.kind,
+        namespace: r.namespace,
+        name: r.name,
+        message: r.message ?? null,
+        syncPhase: r.syncPhase ?? null,
+      })),
     unhealthyResources: (st?.resources ?? [])
       .filter((r) => r.health && r.health.status !== 'Healthy')
-      .map((r) => ({ group: r.group ?? '', kind: r.kind, namespace: r.namespace ?? '', name: r.name, health: r.health!.status, message: r.health!.message ?? null })),
+      .map((r) => ({
+        group: r.group ?? '',
+        kind: r.kind,
+        namespace: r.namespace ?? '',
+        name: r.name,
+        health: r.health!.status,
+        message: r.health!.message ?? null,
+      })),
     // Argo CD keeps history oldest first.
     history: [...(st?.history ?? [])]
       .reverse()
@@ -92,7 +115,11 @@ export function appDetail(fleet: FleetView, fa: FleetApp): AppDetail {
         deployStartedAt: h.deployStartedAt ?? null,
         initiatedBy: h.initiatedBy ? initiator(h.initiatedBy) : null,
       })),
-    conditions: (st?.conditions ?? []).map((c) => ({ type: c.type, message: c.message, lastTransitionTime: c.lastTransitionTime ?? null })),
+    conditions: (st?.conditions ?? []).map((c) => ({
+      type: c.type,
+      message: c.message,
+      lastTransitionTime: c.lastTransitionTime ?? null,
+    })),
     images: st?.summary?.images ?? [],
     url: fleet.appUrl(fa.instance, app.metadata.name, app.metadata.namespace) ?? null,
     live: false,
@@ -104,7 +131,10 @@ export function appDetail(fleet: FleetView, fa: FleetApp): AppDetail {
  * mirror), while Get fills it in (argocd-facts B6): the unhealthy resource's message ("back-off
  * restarting failed container") is what on-call needs. Falls back to the mirror's copy, saying why.
  */
-export async function liveApp(ctx: CommandContext, fa: FleetApp): Promise<{ app: Application; live: boolean; note?: string }> {
+export async function liveApp(
+  ctx: CommandContext,
+  fa: FleetApp,
+): Promise<{ app: Application; live: boolean; note?: string }> {
   const api = ctx.services.argocd?.get(fa.instance);
   if (!api) return { app: fa.app, live: false };
   let timer: NodeJS.Timeout | undefined;
@@ -118,7 +148,11 @@ export async function liveApp(ctx: CommandContext, fa: FleetApp): Promise<{ app:
     // An instance that answers what is not Argo CD's is broken, not slow: the last copy would hide that.
     if (isArgoError(error, 'bad_response')) throw error;
     const message = error instanceof Error ? error.message : String(error);
-    return { app: fa.app, live: false, note: `Live lookup on ${fa.instance} failed (${message}); showing rollcall's last copy, without resource health.` };
+    return {
+      app: fa.app,
+      live: false,
+      note: `Live lookup on ${fa.instance} failed (${message}); showing rollcall's last copy, without resource health.`,
+    };
   } finally {
     clearTimeout(timer);
   }
@@ -135,7 +169,11 @@ export function appRef(fa: FleetApp): { name: string; appNamespace?: string; pro
  */
 export function argoApiFor(ctx: CommandContext, fa: FleetApp, command: string): ArgoApi {
   const api = ctx.services.argocd?.get(fa.instance);
-  if (!api) throw new CommandError('not_configured', `\`${command}\` reads Argo CD instance ${fa.instance} live, and this process has no client for it: check instances[] in rollcall.yaml.`);
+  if (!api)
+    throw new CommandError(
+      'not_configured',
+      `\`${command}\` reads Argo CD instance ${fa.instance} live, and this process has no client for it: check instances[] in rollcall.yaml.`,
+    );
   return api;
 }
 
@@ -144,7 +182,13 @@ export async function withinLiveBudget<T>(instance: string, work: Promise<T>): P
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new ArgoError(`Argo CD instance ${instance} gave no answer within ${LIVE_LOOKUP_MS / 1000}s; try again, or check its health.`, { kind: 'timeout', instance })),
+      () =>
+        reject(
+          new ArgoError(
+            `Argo CD instance ${instance} gave no answer within ${LIVE_LOOKUP_MS / 1000}s; try again, or check its health.`,
+            { kind: 'timeout', instance },
+          ),
+        ),
       LIVE_LOOKUP_MS,
     );
   });
@@ -177,7 +221,10 @@ const WARNING_EVENTS_SHOWN = 5;
  * with ListResourceEvents' resource query. Best effort within the live-lookup budget: a failure
  * leaves the reply without events and says so.
  */
-async function warningEvents(ctx: CommandContext, fa: FleetApp): Promise<{ events: ResourceWarningEvent[]; note?: string }> {
+async function warningEvents(
+  ctx: CommandContext,
+  fa: FleetApp,
+): Promise<{ events: ResourceWarningEvent[]; note?: string }> {
   const api = ctx.services.argocd?.get(fa.instance);
   if (!api) return { events: [] };
   const ref = { name: fa.app.metadata.name, appNamespace: fa.app.metadata.namespace, project: fa.app.spec?.project };
@@ -188,8 +235,12 @@ async function warningEvents(ctx: CommandContext, fa: FleetApp): Promise<{ event
   try {
     const lookup = async () => {
       const tree = await api.resourceTree(ref);
-      const failing = (tree.nodes ?? []).filter((n) => n.uid && (n.health?.status === 'Degraded' || n.health?.status === 'Missing')).slice(0, EVENT_RESOURCES_MAX);
-      const lists = await Promise.all(failing.map((n) => api.resourceEvents(ref, { uid: n.uid!, name: n.name, namespace: n.namespace })));
+      const failing = (tree.nodes ?? [])
+        .filter((n) => n.uid && (n.health?.status === 'Degraded' || n.health?.status === 'Missing'))
+        .slice(0, EVENT_RESOURCES_MAX);
+      const lists = await Promise.all(
+        failing.map((n) => api.resourceEvents(ref, { uid: n.uid!, name: n.name, namespace: n.namespace })),
+      );
       return lists.flatMap((l) => l.items);
     };
     const items = await Promise.race([lookup(), deadline]);
@@ -223,20 +274,41 @@ function sourceText(s: AppSourceInfo): string {
 
 /** The apps named so, optionally on one instance; unknown and ambiguous names become CommandErrors. */
 /** The one app a verb such as `app X`, `history X` or `diff X` names: a usage error without one, `findApp`'s answers for the rest. */
-export function namedApp(cmd: ParsedCommand, ctx: CommandContext, verb: string, usage: string, example: string): FleetApp {
+export function namedApp(
+  cmd: ParsedCommand,
+  ctx: CommandContext,
+  verb: string,
+  usage: string,
+  example: string,
+): FleetApp {
   const name = cmd.positional[0];
   if (!name) throw new CommandError('usage', `Which app? Usage: ${usage}, e.g. ${example}.`);
   return findApp(ctx.services.fleet, name, cmd.options.instance, (i) => `${verb} ${name} instance=${i}`);
 }
 
-export function findApp(fleet: FleetView, name: string, instance: string | undefined, retry: (instance: string) => string): FleetApp {
+export function findApp(
+  fleet: FleetView,
+  name: string,
+  instance: string | undefined,
+  retry: (instance: string) => string,
+): FleetApp {
   if (instance && !fleet.instances().includes(instance)) throw unknownTarget(fleet, instance, 'instance');
   const all = fleet.appsNamed(name);
   const matches = instance ? all.filter((a) => a.instance === instance) : all;
   if (!matches.length) {
-    if (all.length) throw new CommandError('unknown_target', `No application \`${name}\` on instance \`${instance}\`; it exists on ${all.map((a) => `\`${a.instance}\``).join(', ')}.`, all.map((a) => retry(a.instance)));
+    if (all.length)
+      throw new CommandError(
+        'unknown_target',
+        `No application \`${name}\` on instance \`${instance}\`; it exists on ${all.map((a) => `\`${a.instance}\``).join(', ')}.`,
+        all.map((a) => retry(a.instance)),
+      );
     const asAppSet = fleet.appSetsNamed(name);
-    if (asAppSet.length) throw new CommandError('unknown_target', `\`${name}\` is an ApplicationSet, not an application: try \`rollout ${name}\` or \`status appset=${name}\`.`, [`rollout ${name}`, `status appset=${name}`]);
+    if (asAppSet.length)
+      throw new CommandError(
+        'unknown_target',
+        `\`${name}\` is an ApplicationSet, not an application: try \`rollout ${name}\` or \`status appset=${name}\`.`,
+        [`rollout ${name}`, `status appset=${name}`],
+      );
     throw unknownTarget(fleet, name, 'app');
   }
   if (matches.length > 1) {
@@ -244,7 +316,16 @@ export function findApp(fleet: FleetView, name: string, instance: string | undef
       'ambiguous_target',
       `\`${name}\` exists on ${matches.length} instances: ${matches.map((a) => `\`${a.instance}\``).join(', ')}. Add instance=NAME to pick one.`,
       matches.map((a) => retry(a.instance)),
-      { matches: matches.map((a) => ({ name, instance: a.instance, cluster: a.cluster, sync: syncOf(a.app), health: healthOf(a.app), url: fleet.appUrl(a.instance, name, a.app.metadata.namespace) ?? null })) },
+      {
+        matches: matches.map((a) => ({
+          name,
+          instance: a.instance,
+          cluster: a.cluster,
+          sync: syncOf(a.app),
+          health: healthOf(a.app),
+          url: fleet.appUrl(a.instance, name, a.app.metadata.namespace) ?? null,
+        })),
+      },
       [
         {
           kind: 'list',
@@ -254,7 +335,10 @@ export function findApp(fleet: FleetView, name: string, instance: string | undef
             url: fleet.appUrl(a.instance, name, a.app.metadata.namespace),
           })),
         },
-        { kind: 'actions', buttons: matches.slice(0, 5).map((a) => ({ label: `${name} on ${a.instance}`, command: retry(a.instance) })) },
+        {
+          kind: 'actions',
+          buttons: matches.slice(0, 5).map((a) => ({ label: `${name} on ${a.instance}`, command: retry(a.instance) })),
+        },
       ],
     );
   }
@@ -270,36 +354,64 @@ export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<R
   const fresh = await liveApp(ctx, found);
   const fa: FleetApp = { ...found, app: fresh.app };
   // Only a live app has resource health to go by; a healthy one has no failing resources to ask about.
-  const warnings = fresh.live && healthOf(fa.app) !== 'Healthy' ? await warningEvents(ctx, fa) : { events: [] as ResourceWarningEvent[] };
+  const warnings =
+    fresh.live && healthOf(fa.app) !== 'Healthy'
+      ? await warningEvents(ctx, fa)
+      : { events: [] as ResourceWarningEvent[] };
   const d = { ...appDetail(fleet, fa), live: fresh.live, warningEvents: warnings.events };
   const multiInstance = fleet.instances().length > 1;
   const tone = appTone(d.sync, d.health);
 
   const blocks: ReplyBlock[] = [{ kind: 'header', text: `${d.name}${multiInstance ? ` (${d.instance})` : ''}` }];
   const fields = [
-    { label: 'Sync', value: `${TONE_EMOJI[syncTone(d.sync)]} ${d.sync}${d.revisions.length ? ` at ${d.revisions.map((r) => code(shortRev(r))).join(', ')}` : ''}` },
-    { label: 'Health', value: `${TONE_EMOJI[healthTone(d.health)]} ${d.health}${since(fa.app.status?.health?.lastTransitionTime, now) ? ` for ${since(fa.app.status?.health?.lastTransitionTime, now)}` : ''}` },
+    {
+      label: 'Sync',
+      value: `${TONE_EMOJI[syncTone(d.sync)]} ${d.sync}${d.revisions.length ? ` at ${d.revisions.map((r) => code(shortRev(r))).join(', ')}` : ''}`,
+    },
+    {
+      label: 'Health',
+      value: `${TONE_EMOJI[healthTone(d.health)]} ${d.health}${since(fa.app.status?.health?.lastTransitionTime, now) ? ` for ${since(fa.app.status?.health?.lastTransitionTime, now)}` : ''}`,
+    },
     { label: 'Cluster', value: `${d.cluster}${d.namespace ? ` · namespace ${code(d.namespace)}` : ''}` },
     { label: 'Project', value: d.project },
   ];
   if (d.appSet) fields.push({ label: 'ApplicationSet', value: d.appSet });
   // Where RollingSync has this app: the first question when it sits OutOfSync inside a progressive rollout.
-  const entry = d.appSet ? rolloutEntry(fleet.appSetsNamed(d.appSet).find((x) => x.instance === d.instance)?.appSet, d.name) : undefined;
+  const entry = d.appSet
+    ? rolloutEntry(fleet.appSetsNamed(d.appSet).find((x) => x.instance === d.instance)?.appSet, d.name)
+    : undefined;
   if (entry) {
     const age = since(entry.lastTransitionTime, now);
     const where = entry.step === '-1' ? 'in no step: RollingSync never syncs it' : `step ${entry.step}`;
-    fields.push({ label: 'RollingSync', value: `${where} · ${entry.status}${age ? ` for ${age}` : ''}${entry.message ? ` · ${truncate(oneLine(entry.message), 200)}` : ''}` });
+    fields.push({
+      label: 'RollingSync',
+      value: `${where} · ${entry.status}${age ? ` for ${age}` : ''}${entry.message ? ` · ${truncate(oneLine(entry.message), 200)}` : ''}`,
+    });
   }
-  for (const [i, s] of d.sources.entries()) fields.push({ label: d.sources.length > 1 ? `Source ${i + 1}` : 'Source', value: sourceText(s) });
+  for (const [i, s] of d.sources.entries())
+    fields.push({ label: d.sources.length > 1 ? `Source ${i + 1}` : 'Source', value: sourceText(s) });
   blocks.push({ kind: 'fields', fields });
 
-  if (d.operationRequested) blocks.push({ kind: 'text', text: `${TONE_EMOJI.progress} A sync was requested and the controller has not picked it up yet.`, tone: 'progress' });
+  if (d.operationRequested)
+    blocks.push({
+      kind: 'text',
+      text: `${TONE_EMOJI.progress} A sync was requested and the controller has not picked it up yet.`,
+      tone: 'progress',
+    });
   if (d.operation) {
     const o = d.operation;
-    const opTone = o.phase === 'Succeeded' ? 'ok' : o.phase === 'Running' || o.phase === 'Terminating' ? 'progress' : 'error';
-    const ran = o.durationMs !== null ? `took ${formatDuration(o.durationMs)}` : o.startedAt ? `running for ${formatDuration(elapsedMs(o.startedAt, now) ?? 0)}` : '';
+    const opTone =
+      o.phase === 'Succeeded' ? 'ok' : o.phase === 'Running' || o.phase === 'Terminating' ? 'progress' : 'error';
+    const ran =
+      o.durationMs !== null
+        ? `took ${formatDuration(o.durationMs)}`
+        : o.startedAt
+          ? `running for ${formatDuration(elapsedMs(o.startedAt, now) ?? 0)}`
+          : '';
     const started = o.startedAt ? `started ${since(o.startedAt, now)} ago` : '';
-    const lines = [`${TONE_EMOJI[opTone]} *Last operation:* ${o.phase} · by ${o.initiatedBy} · ${[started, ran].filter(Boolean).join(', ')}${o.retryCount ? ` · retried ${o.retryCount}×` : ''}`];
+    const lines = [
+      `${TONE_EMOJI[opTone]} *Last operation:* ${o.phase} · by ${o.initiatedBy} · ${[started, ran].filter(Boolean).join(', ')}${o.retryCount ? ` · retried ${o.retryCount}×` : ''}`,
+    ];
     if (o.message) lines.push(`> ${truncate(oneLine(o.message), 600)}`);
     blocks.push({ kind: 'text', text: lines.join('\n'), tone: opTone });
   } else {
@@ -309,7 +421,13 @@ export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<R
     blocks.push({
       kind: 'list',
       title: 'Failed resources in the last sync',
-      items: d.failedResources.slice(0, 10).map((r) => ({ text: `${r.kind}/${r.name}${r.namespace ? ` in ${r.namespace}` : ''}`, tone: 'error', detail: r.message ? truncate(oneLine(r.message), 300) : undefined })),
+      items: d.failedResources
+        .slice(0, 10)
+        .map((r) => ({
+          text: `${r.kind}/${r.name}${r.namespace ? ` in ${r.namespace}` : ''}`,
+          tone: 'error',
+          detail: r.message ? truncate(oneLine(r.message), 300) : undefined,
+        })),
       total: d.failedResources.length,
     });
   }
@@ -317,7 +435,13 @@ export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<R
     blocks.push({
       kind: 'list',
       title: 'Unhealthy resources',
-      items: d.unhealthyResources.slice(0, 10).map((r) => ({ text: `${r.kind}/${r.name} ${r.health}`, tone: healthTone(r.health), detail: r.message ? truncate(oneLine(r.message), 300) : undefined })),
+      items: d.unhealthyResources
+        .slice(0, 10)
+        .map((r) => ({
+          text: `${r.kind}/${r.name} ${r.health}`,
+          tone: healthTone(r.health),
+          detail: r.message ? truncate(oneLine(r.message), 300) : undefined,
+        })),
       total: d.unhealthyResources.length,
     });
   }
@@ -327,7 +451,11 @@ export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<R
       title: 'Recent warning events',
       items: d.warningEvents.slice(0, WARNING_EVENTS_SHOWN).map((e) => {
         const ago = since(e.at ?? undefined, now);
-        return { text: `${e.kind}/${e.name} · *${e.reason}*${e.count > 1 ? ` ×${e.count}` : ''}${ago ? ` · ${ago} ago` : ''}`, tone: 'warn' as const, detail: truncate(oneLine(e.message), 300) };
+        return {
+          text: `${e.kind}/${e.name} · *${e.reason}*${e.count > 1 ? ` ×${e.count}` : ''}${ago ? ` · ${ago} ago` : ''}`,
+          tone: 'warn' as const,
+          detail: truncate(oneLine(e.message), 300),
+        };
       }),
       total: d.warningEvents.length,
     });
@@ -337,7 +465,11 @@ export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<R
     blocks.push({
       kind: 'list',
       title: 'Conditions',
-      items: d.conditions.map((c) => ({ text: `*${c.type}*`, tone: /Warning$/.test(c.type) ? 'warn' : 'error', detail: truncate(oneLine(c.message), 300) })),
+      items: d.conditions.map((c) => ({
+        text: `*${c.type}*`,
+        tone: /Warning$/.test(c.type) ? 'warn' : 'error',
+        detail: truncate(oneLine(c.message), 300),
+      })),
     });
   }
   if (d.history.length) {
@@ -346,11 +478,24 @@ export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<R
       title: 'Recent deployments, newest first',
       items: d.history.map((h) => {
         const revs = h.revisions.length ? h.revisions : h.revision ? [h.revision] : [];
-        return { text: `#${h.id} ${revs.map((r) => code(shortRev(r))).join(', ') || '(no revision)'} · ${since(h.deployedAt, now) ?? '?'} ago${h.initiatedBy ? ` · by ${h.initiatedBy}` : ''}` };
+        return {
+          text: `#${h.id} ${revs.map((r) => code(shortRev(r))).join(', ') || '(no revision)'} · ${since(h.deployedAt, now) ?? '?'} ago${h.initiatedBy ? ` · by ${h.initiatedBy}` : ''}`,
+        };
       }),
     });
   }
-  if (d.images.length) blocks.push({ kind: 'fields', fields: [{ label: 'Images', value: d.images.slice(0, 10).map(code).join(', ') + (d.images.length > 10 ? ` and ${d.images.length - 10} more` : '') }] });
+  if (d.images.length)
+    blocks.push({
+      kind: 'fields',
+      fields: [
+        {
+          label: 'Images',
+          value:
+            d.images.slice(0, 10).map(code).join(', ') +
+            (d.images.length > 10 ? ` and ${d.images.length - 10} more` : ''),
+        },
+      ],
+    });
 
   const buttons: ReplyButton[] = [];
   if (d.url) buttons.push({ label: 'Open in Argo CD', url: d.url });
@@ -359,15 +504,25 @@ export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<R
   // The argocd CLI's next questions about one app: what changed, what differs, what it logs.
   buttons.push({ label: 'History', command: `history ${d.name}${instanceSuffix}` });
   if (d.sync === 'OutOfSync') buttons.push({ label: 'Diff', command: `diff ${d.name}${instanceSuffix}` });
-  if (d.health === 'Degraded' || d.health === 'Progressing') buttons.push({ label: 'Logs', command: `logs ${d.name}${instanceSuffix}` });
+  if (d.health === 'Degraded' || d.health === 'Progressing')
+    buttons.push({ label: 'Logs', command: `logs ${d.name}${instanceSuffix}` });
   if (d.appSet) {
     const set = fleet.appSetsNamed(d.appSet);
-    buttons.push({ label: `Show rollout ${d.appSet}`, command: `rollout ${d.appSet}${set.length > 1 ? ` instance=${d.instance}` : ''}` });
+    buttons.push({
+      label: `Show rollout ${d.appSet}`,
+      command: `rollout ${d.appSet}${set.length > 1 ? ` instance=${d.instance}` : ''}`,
+    });
   }
   if (fresh.note) blocks.push({ kind: 'context', text: `:warning: ${fresh.note}` });
   blocks.push({ kind: 'actions', buttons });
 
-  return { ok: true, command: 'app', title: `${tone === 'ok' ? '' : `${d.sync}/${d.health}: `}${d.name}`, data: { app: d }, blocks };
+  return {
+    ok: true,
+    command: 'app',
+    title: `${tone === 'ok' ? '' : `${d.sync}/${d.health}: `}${d.name}`,
+    data: { app: d },
+    blocks,
+  };
 }
 
 export const appCommand: CommandSpec = {
@@ -383,4 +538,3 @@ export const appCommand: CommandSpec = {
   readOnly: true,
   run: runApp,
 };
-

@@ -3,7 +3,14 @@ import type { FleetView } from '../fleet/model.js';
 import { isGlob, nameMatcher, selectApps, type AppSelector } from '../fleet/select.js';
 import type { ChangeRecord } from '../domain/incidents/changes.js';
 import type { ChangeLog } from '../domain/incidents/change-log.js';
-import { changeJson, groupChanges, listedKind, withoutDeployOperations, type ChangeJson, type ListedChangeKind } from '../domain/incidents/groups.js';
+import {
+  changeJson,
+  groupChanges,
+  listedKind,
+  withoutDeployOperations,
+  type ChangeJson,
+  type ListedChangeKind,
+} from '../domain/incidents/groups.js';
 import { appKey, changesOfApps } from '../domain/incidents/timeline.js';
 import { clockTime, displayZone, formatDuration, plural } from '../core/format.js';
 import { CommandError, checkOptions, selectorFromCommand, SELECTOR_OPTIONS } from './parse.js';
@@ -12,10 +19,19 @@ import type { ReplyBlock, ReplyItem, Tone } from '../core/reply.js';
 import type { ReplyOf } from './replies.js';
 import { STATUS_TONE, type RunStatus } from '../domain/runbooks/index.js';
 
-const USAGE = 'changes [since=1h] [kind=deploy|sync|operation|rollout|created|deleted|run] [APP|GLOB ...] [-l selector] [cluster=X] [appset=X] [instance=X]';
+const USAGE =
+  'changes [since=1h] [kind=deploy|sync|operation|rollout|created|deleted|run] [APP|GLOB ...] [-l selector] [cluster=X] [appset=X] [instance=X]';
 const KINDS: ListedChangeKind[] = ['deploy', 'sync', 'operation', 'rollout', 'created', 'deleted', 'run'];
 
-const TONE: Record<ListedChangeKind, Tone> = { deploy: 'info', sync: 'ok', operation: 'progress', rollout: 'progress', created: 'info', deleted: 'warn', run: 'progress' };
+const TONE: Record<ListedChangeKind, Tone> = {
+  deploy: 'info',
+  sync: 'ok',
+  operation: 'progress',
+  rollout: 'progress',
+  created: 'info',
+  deleted: 'warn',
+  run: 'progress',
+};
 
 /** A run's line says how it ended, as its run does; one still going is in progress. */
 function runTone(outcome: string | undefined): Tone {
@@ -25,7 +41,10 @@ function runTone(outcome: string | undefined): Tone {
 /** The change log of this process, or an answer saying why there is none. */
 export function requireChangeLog(ctx: CommandContext, command: string): ChangeLog {
   if (!ctx.services.changes) {
-    throw new CommandError('redis_unavailable', `\`${command}\` reads the change log in Redis, and this process has no Redis connection: set redis.url (or REDIS_URL) and run it through \`rollcall ask\` or \`rollcall start\`.`);
+    throw new CommandError(
+      'redis_unavailable',
+      `\`${command}\` reads the change log in Redis, and this process has no Redis connection: set redis.url (or REDIS_URL) and run it through \`rollcall ask\` or \`rollcall start\`.`,
+    );
   }
   return ctx.services.changes;
 }
@@ -34,8 +53,13 @@ export function requireChangeLog(ctx: CommandContext, command: string): ChangeLo
 export function parseSince(text: string | undefined, fallbackMs: number, retentionMs: number): number {
   if (text === undefined) return fallbackMs;
   const ms = parseDuration(text);
-  if (ms === undefined || ms <= 0) throw new CommandError('usage', `since= takes a duration such as 30m, 1h or 2d (got "${text}").`);
-  if (ms > retentionMs) throw new CommandError('usage', `since=${text} reaches past the change log's retention (${formatDuration(retentionMs)}): use at most since=${formatDuration(retentionMs).replace(/\s/g, '')}.`);
+  if (ms === undefined || ms <= 0)
+    throw new CommandError('usage', `since= takes a duration such as 30m, 1h or 2d (got "${text}").`);
+  if (ms > retentionMs)
+    throw new CommandError(
+      'usage',
+      `since=${text} reaches past the change log's retention (${formatDuration(retentionMs)}): use at most since=${formatDuration(retentionMs).replace(/\s/g, '')}.`,
+    );
   return ms;
 }
 
@@ -49,12 +73,21 @@ function scopeKeys(fleet: FleetView, selector: AppSelector, records: ChangeRecor
   const gone = byLabelsOrProject || !patterns.length ? [] : records.filter((r) => r.kind === 'deleted' && r.app);
   const names = patterns.map(nameMatcher);
   const goneMatches = gone.filter(
-    (r) => names.some((m) => m(r.app!)) && (!selector.instance || r.instance === selector.instance) && (!selector.cluster || r.cluster === selector.cluster) && (!selector.appSet || r.appSet === selector.appSet),
+    (r) =>
+      names.some((m) => m(r.app!)) &&
+      (!selector.instance || r.instance === selector.instance) &&
+      (!selector.cluster || r.cluster === selector.cluster) &&
+      (!selector.appSet || r.appSet === selector.appSet),
   );
   // A name only a deleted app had is not a typo: the fleet is asked about the other patterns only.
-  const goneOnly = new Set(patterns.filter((p) => !isGlob(p) && !fleet.appsNamed(p).length && goneMatches.some((r) => r.app === p)));
+  const goneOnly = new Set(
+    patterns.filter((p) => !isGlob(p) && !fleet.appsNamed(p).length && goneMatches.some((r) => r.app === p)),
+  );
   const livePatterns = patterns.filter((p) => !goneOnly.has(p));
-  const live = patterns.length && !livePatterns.length ? [] : selectApps(fleet, { ...selector, ...(patterns.length ? { patterns: livePatterns } : {}) });
+  const live =
+    patterns.length && !livePatterns.length
+      ? []
+      : selectApps(fleet, { ...selector, ...(patterns.length ? { patterns: livePatterns } : {}) });
   const keys = new Set(live.map((a) => appKey(a.instance, a.app.metadata.name)));
   for (const r of goneMatches) keys.add(appKey(r.instance, r.app!));
   return keys;
@@ -66,7 +99,8 @@ export async function runChanges(cmd: ParsedCommand, ctx: CommandContext): Promi
   const sinceMs = parseSince(cmd.options.since, 3_600_000, log.retentionMs);
   const kinds = cmd.options.kind?.split(',').map((k) => k.trim());
   const unknownKind = kinds?.find((k) => !KINDS.includes(k as ListedChangeKind));
-  if (unknownKind !== undefined) throw new CommandError('usage', `kind= is one of ${KINDS.join(', ')} (got "${unknownKind}").`);
+  if (unknownKind !== undefined)
+    throw new CommandError('usage', `kind= is one of ${KINDS.join(', ')} (got "${unknownKind}").`);
 
   const fleet = ctx.services.fleet;
   const now = (ctx.services.now ?? (() => new Date()))();
@@ -76,7 +110,11 @@ export async function runChanges(cmd: ParsedCommand, ctx: CommandContext): Promi
   if (scoped) records = changesOfApps(records, scopeKeys(fleet, selector, records));
   const unique = new Map(records.map((r) => [r.id, r]));
   const newestFirst = withoutDeployOperations([...unique.values()]).sort((a, b) => Date.parse(b.at) - Date.parse(a.at));
-  const pairs = newestFirst.map((r) => ({ json: changeJson(r, fleet), runId: r.runId })).filter((p): p is { json: ChangeJson; runId: string | undefined } => !!p.json && (!kinds || kinds.includes(p.json.kind)));
+  const pairs = newestFirst
+    .map((r) => ({ json: changeJson(r, fleet), runId: r.runId }))
+    .filter(
+      (p): p is { json: ChangeJson; runId: string | undefined } => !!p.json && (!kinds || kinds.includes(p.json.kind)),
+    );
   const changes = pairs.map((p) => p.json);
   const groups = groupChanges(changes, new Map(pairs.map((p) => [p.json, p.runId])));
 
@@ -84,21 +122,43 @@ export async function runChanges(cmd: ParsedCommand, ctx: CommandContext): Promi
   const title = `Changes in the last ${window}`;
   const blocks: ReplyBlock[] = [{ kind: 'header', text: title }];
   if (!groups.length) {
-    blocks.push({ kind: 'text', text: `No ${kinds ? kinds.join('/') + ' ' : ''}change${scoped ? ' to the selected apps' : ' in the fleet'} in the last ${window}.`, tone: 'ok' });
+    blocks.push({
+      kind: 'text',
+      text: `No ${kinds ? kinds.join('/') + ' ' : ''}change${scoped ? ' to the selected apps' : ' in the fleet'} in the last ${window}.`,
+      tone: 'ok',
+    });
   } else {
-    const items: ReplyItem[] = groups.map((g) => ({ text: `\`${clockTime(new Date(g.to), { seconds: false })}\` ${g.text}`, tone: g.kind === 'run' ? runTone(g.outcome) : TONE[g.kind] }));
+    const items: ReplyItem[] = groups.map((g) => ({
+      text: `\`${clockTime(new Date(g.to), { seconds: false })}\` ${g.text}`,
+      tone: g.kind === 'run' ? runTone(g.outcome) : TONE[g.kind],
+    }));
     blocks.push({ kind: 'list', items });
-    blocks.push({ kind: 'context', text: `${plural(changes.length, 'change')} in ${plural(groups.length, 'group')}, newest first. Times ${displayZone()}. Health changes are in incident timelines.` });
+    blocks.push({
+      kind: 'context',
+      text: `${plural(changes.length, 'change')} in ${plural(groups.length, 'group')}, newest first. Times ${displayZone()}. Health changes are in incident timelines.`,
+    });
   }
-  return { ok: true, command: 'changes', title, data: { since: new Date(now.getTime() - sinceMs).toISOString(), changes, groups }, blocks };
+  return {
+    ok: true,
+    command: 'changes',
+    title,
+    data: { since: new Date(now.getTime() - sinceMs).toISOString(), changes, groups },
+    blocks,
+  };
 }
 
 export const changesCommand: CommandSpec = {
   name: 'changes',
   aliases: ['changed', 'what-changed'],
-  summary: 'What changed across the fleet: deploys, syncs, operations, rollouts, apps created or deleted, and rollcall runs, grouped',
+  summary:
+    'What changed across the fleet: deploys, syncs, operations, rollouts, apps created or deleted, and rollcall runs, grouped',
   usage: USAGE,
-  help: ['Examples:', '`changes`', '`changes since=3h auth-*`', '`changes since=30m kind=deploy cluster=prod-eu-west-1`'].join('\n'),
+  help: [
+    'Examples:',
+    '`changes`',
+    '`changes since=3h auth-*`',
+    '`changes since=30m kind=deploy cluster=prod-eu-west-1`',
+  ].join('\n'),
   readOnly: true,
   usesRedis: true,
   run: runChanges,

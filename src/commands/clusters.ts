@@ -48,7 +48,16 @@ export async function runClusters(cmd: ParsedCommand, ctx: CommandContext): Prom
     let row = rows.get(key);
     if (!row) {
       // The app's destination is no cluster Argo CD knows: its sync would fail, so show it.
-      row = { instance: a.instance, name: a.cluster, server: a.app.spec?.destination?.server ?? null, connection: 'NotRegistered', message: 'no cluster with this name or server in Argo CD', serverVersion: null, apps: 0, problems: 0 };
+      row = {
+        instance: a.instance,
+        name: a.cluster,
+        server: a.app.spec?.destination?.server ?? null,
+        connection: 'NotRegistered',
+        message: 'no cluster with this name or server in Argo CD',
+        serverVersion: null,
+        apps: 0,
+        problems: 0,
+      };
       rows.set(key, row);
     }
     row.apps++;
@@ -70,20 +79,42 @@ export async function runClusters(cmd: ParsedCommand, ctx: CommandContext): Prom
   for (const i of instances) {
     const mine = clusters.filter((c) => c.instance === i);
     // Broken first, then the ones with problem apps: what on-call scans for.
-    const rank = (c: ClusterRow) => (c.connection === 'Failed' || c.connection === 'NotRegistered' ? 0 : c.problems ? 1 : c.connection === 'Successful' ? 3 : 2);
+    const rank = (c: ClusterRow) =>
+      c.connection === 'Failed' || c.connection === 'NotRegistered'
+        ? 0
+        : c.problems
+          ? 1
+          : c.connection === 'Successful'
+            ? 3
+            : 2;
     const ordered = [...mine].sort((a, b) => rank(a) - rank(b) || b.problems - a.problems || byText(a.name, b.name));
     const items: ReplyItem[] = ordered.slice(0, MAX_SHOWN).map((c) => {
-      const tone: Tone = rank(c) === 0 ? 'error' : c.problems ? 'warn' : c.connection === 'Successful' ? 'ok' : 'unknown';
+      const tone: Tone =
+        rank(c) === 0 ? 'error' : c.problems ? 'warn' : c.connection === 'Successful' ? 'ok' : 'unknown';
       const version = c.serverVersion ? ` · k8s ${c.serverVersion}` : '';
       return {
         text: `*${c.name}* · ${c.connection}${version} · ${plural(c.apps, 'app')}${c.problems ? `, ${formatCount(c.problems)} with problems` : ''}`,
         tone,
-        detail: [c.server && c.server !== c.name ? c.server : '', c.message && c.connection !== 'Successful' ? truncate(c.message, 200) : ''].filter(Boolean).join(' — ') || undefined,
+        detail:
+          [
+            c.server && c.server !== c.name ? c.server : '',
+            c.message && c.connection !== 'Successful' ? truncate(c.message, 200) : '',
+          ]
+            .filter(Boolean)
+            .join(' — ') || undefined,
       };
     });
-    blocks.push({ kind: 'list', title: instances.length > 1 || !instance ? `Instance ${i}` : undefined, items, total: mine.length });
+    blocks.push({
+      kind: 'list',
+      title: instances.length > 1 || !instance ? `Instance ${i}` : undefined,
+      items,
+      total: mine.length,
+    });
   }
-  blocks.push({ kind: 'actions', buttons: [{ label: 'Refresh', command: `clusters${instance ? ` instance=${instance}` : ''}` }] });
+  blocks.push({
+    kind: 'actions',
+    buttons: [{ label: 'Refresh', command: `clusters${instance ? ` instance=${instance}` : ''}` }],
+  });
   return { ok: true, command: 'clusters', title, data: { clusters }, blocks };
 }
 

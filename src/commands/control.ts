@@ -16,8 +16,17 @@ import { errorReply, type Reply, type ReplyItem } from '../core/reply.js';
 const SELECTION_OPTIONS: readonly string[] = SELECTOR_OPTIONS.filter((k) => k !== 'instance');
 
 /** Starts a runbook exactly as `/argo run <runbook> key=value ...` would, answering as `command`. */
-export async function viaRunCommand(runbook: string, params: Record<string, string>, cmd: ParsedCommand, ctx: CommandContext, command: string): Promise<Reply> {
-  const reply = await runRunbookCommand.run({ command: 'run', positional: [runbook], options: params, flags: cmd.flags, raw: cmd.raw }, ctx);
+export async function viaRunCommand(
+  runbook: string,
+  params: Record<string, string>,
+  cmd: ParsedCommand,
+  ctx: CommandContext,
+  command: string,
+): Promise<Reply> {
+  const reply = await runRunbookCommand.run(
+    { command: 'run', positional: [runbook], options: params, flags: cmd.flags, raw: cmd.raw },
+    ctx,
+  );
   reply.command = command;
   return reply;
 }
@@ -40,11 +49,19 @@ function assertPauseTarget(cmd: ParsedCommand, ctx: CommandContext, target: stri
   }
   const fleet = ctx.services.fleet;
   const instance = cmd.options.instance;
-  const here = <T extends { instance: string }>(found: T[]) => found.filter((f) => !instance || f.instance === instance);
+  const here = <T extends { instance: string }>(found: T[]) =>
+    found.filter((f) => !instance || f.instance === instance);
   if (here(fleet.appSetsNamed(target)).length) return;
-  const apps = isGlob(target) ? selectApps(fleet, { patterns: [target], ...(instance ? { instance } : {}) }) : here(fleet.appsNamed(target));
+  const apps = isGlob(target)
+    ? selectApps(fleet, { patterns: [target], ...(instance ? { instance } : {}) })
+    : here(fleet.appsNamed(target));
   if (apps.length) return;
-  throw unknownTarget(fleet, target.replace(/[*?[\]{}]/g, ''), 'appset', `No ApplicationSet or app named \`${target}\`${instance ? ` on ${instance}` : ''}: nothing to pause.`);
+  throw unknownTarget(
+    fleet,
+    target.replace(/[*?[\]{}]/g, ''),
+    'appset',
+    `No ApplicationSet or app named \`${target}\`${instance ? ` on ${instance}` : ''}: nothing to pause.`,
+  );
 }
 
 export const pauseCommand: CommandSpec = {
@@ -59,7 +76,12 @@ export const pauseCommand: CommandSpec = {
   readOnly: false,
   async run(cmd, ctx) {
     const target = pauseTarget(cmd);
-    if (!target) return errorReply('pause', 'usage', 'Pause what? e.g. `pause progressive-infra` (an ApplicationSet) or `pause auth-* cluster=prod-1` (apps).');
+    if (!target)
+      return errorReply(
+        'pause',
+        'usage',
+        'Pause what? e.g. `pause progressive-infra` (an ApplicationSet) or `pause auth-* cluster=prod-1` (apps).',
+      );
     assertPauseTarget(cmd, ctx, target);
     const params: Record<string, string> = { target };
     for (const [k, v] of Object.entries(cmd.options)) if (!SELECTION_OPTIONS.includes(k)) params[k] = v;
@@ -76,7 +98,8 @@ export const resumeCommand: CommandSpec = {
   readOnly: false,
   async run(cmd, ctx) {
     const target = cmd.positional.join(' ');
-    if (!target) return errorReply('resume', 'usage', 'Resume what? `paused` lists what rollcall paused; then `resume <target>`.');
+    if (!target)
+      return errorReply('resume', 'usage', 'Resume what? `paused` lists what rollcall paused; then `resume <target>`.');
     return viaRunCommand('resume-rollout', { target, ...cmd.options }, cmd, ctx, 'resume');
   },
 };
@@ -99,18 +122,44 @@ export const pausedCommand: CommandSpec = {
   readOnly: true,
   async run(_cmd, ctx) {
     const store = ctx.services.pauses;
-    if (!store) return errorReply('paused', 'runs_unavailable', 'Pauses are recorded in Redis, and this process has none (set redis.url in rollcall.yaml or REDIS_URL).');
+    if (!store)
+      return errorReply(
+        'paused',
+        'runs_unavailable',
+        'Pauses are recorded in Redis, and this process has none (set redis.url in rollcall.yaml or REDIS_URL).',
+      );
     const records = await store.list();
     const data = {
-      paused: records.map((r) => ({ target: r.target, instance: r.instance, by: r.by, since: r.at, runId: r.runId, changes: r.changes.length })),
+      paused: records.map((r) => ({
+        target: r.target,
+        instance: r.instance,
+        by: r.by,
+        since: r.at,
+        runId: r.runId,
+        changes: r.changes.length,
+      })),
     };
-    if (!records.length) return { ok: true, command: 'paused', title: 'Nothing is paused', data, blocks: [{ kind: 'text', text: 'Nothing is paused by rollcall.', tone: 'ok' }] };
+    if (!records.length)
+      return {
+        ok: true,
+        command: 'paused',
+        title: 'Nothing is paused',
+        data,
+        blocks: [{ kind: 'text', text: 'Nothing is paused by rollcall.', tone: 'ok' }],
+      };
     return {
       ok: true,
       command: 'paused',
       title: `${records.length} paused`,
       data,
-      blocks: [{ kind: 'list', title: 'Paused by rollcall, oldest first', items: records.map(pausedItem), total: records.length }],
+      blocks: [
+        {
+          kind: 'list',
+          title: 'Paused by rollcall, oldest first',
+          items: records.map(pausedItem),
+          total: records.length,
+        },
+      ],
     };
   },
 };

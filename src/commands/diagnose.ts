@@ -15,8 +15,18 @@ function summaryText(findings: Finding[], scope: string): ReplyBlock {
   const critical = findings.filter((f) => f.severity === 'critical').length;
   const warnings = findings.filter((f) => f.severity === 'warning').length;
   const tone = critical ? 'error' : warnings ? 'warn' : 'info';
-  const counts = [critical && `${critical} critical`, warnings && plural(warnings, 'warning'), findings.length - critical - warnings && `${findings.length - critical - warnings} info`].filter(Boolean).join(', ');
-  return { kind: 'text', text: `${TONE_EMOJI[tone]} *${plural(findings.length, 'finding')}* for ${scope}: ${counts}.`, tone };
+  const counts = [
+    critical && `${critical} critical`,
+    warnings && plural(warnings, 'warning'),
+    findings.length - critical - warnings && `${findings.length - critical - warnings} info`,
+  ]
+    .filter(Boolean)
+    .join(', ');
+  return {
+    kind: 'text',
+    text: `${TONE_EMOJI[tone]} *${plural(findings.length, 'finding')}* for ${scope}: ${counts}.`,
+    tone,
+  };
 }
 
 export async function runDiagnose(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
@@ -34,26 +44,51 @@ export async function runDiagnose(cmd: ParsedCommand, ctx: CommandContext): Prom
       const reply = noRolloutReply('diagnose', fleet, target, title);
       return { ...reply, data: { appSet: name, instance: target.instance, findings: [] } };
     }
-    const findings = diagnoseAppSet(fleet, target, opts).map((f) => ({ ...f, appSet: f.appSet ?? name, instance: f.instance ?? target.instance }));
+    const findings = diagnoseAppSet(fleet, target, opts).map((f) => ({
+      ...f,
+      appSet: f.appSet ?? name,
+      instance: f.instance ?? target.instance,
+    }));
     const blocks: ReplyBlock[] = [{ kind: 'header', text: title }, summaryText(findings, `\`${name}\``)];
     const list = findingsBlock(findings, { max: 30 });
     if (list) blocks.push(list);
     const suffix = fleet.appSetsNamed(name).length > 1 ? ` instance=${target.instance}` : '';
-    blocks.push({ kind: 'actions', buttons: [{ label: 'Show rollout', command: `rollout ${name}${suffix}` }, { label: 'Plan', command: `plan ${name}${suffix}` }] });
-    return { ok: true, command: 'diagnose', title, data: { appSet: name, instance: target.instance, findings }, blocks };
+    blocks.push({
+      kind: 'actions',
+      buttons: [
+        { label: 'Show rollout', command: `rollout ${name}${suffix}` },
+        { label: 'Plan', command: `plan ${name}${suffix}` },
+      ],
+    });
+    return {
+      ok: true,
+      command: 'diagnose',
+      title,
+      data: { appSet: name, instance: target.instance, findings },
+      blocks,
+    };
   }
 
   const instance = cmd.options.instance;
   if (instance && !fleet.instances().includes(instance)) throw unknownTarget(fleet, instance, 'instance');
   // Same scope as diagnoseFleet: strategy type RollingSync, with or without steps.
-  const rolling = fleet.appSets().filter((s) => s.appSet.spec?.strategy?.type === 'RollingSync' && (!instance || s.instance === instance));
-  const findings = [...diagnoseFleet(fleet, opts), ...diagnoseFleetWide(fleet, opts.now, ctx.services.config?.alerts ?? alertsSchema.parse({}))]
+  const rolling = fleet
+    .appSets()
+    .filter((s) => s.appSet.spec?.strategy?.type === 'RollingSync' && (!instance || s.instance === instance));
+  const findings = [
+    ...diagnoseFleet(fleet, opts),
+    ...diagnoseFleetWide(fleet, opts.now, ctx.services.config?.alerts ?? alertsSchema.parse({})),
+  ]
     .filter((f) => !instance || f.instance === instance)
     .sort((a, b) => SEVERITY_RANK[a.severity] - SEVERITY_RANK[b.severity]);
   const title = `Diagnosis of ${plural(rolling.length, 'RollingSync appset')}${instance ? ` on ${instance}` : ''}`;
   const blocks: ReplyBlock[] = [{ kind: 'header', text: title }];
   if (!rolling.length && !findings.length) {
-    blocks.push({ kind: 'text', text: `${TONE_EMOJI.info} No ApplicationSet uses RollingSync${instance ? ` on ${instance}` : ''}: there is no progressive sync to diagnose.`, tone: 'info' });
+    blocks.push({
+      kind: 'text',
+      text: `${TONE_EMOJI.info} No ApplicationSet uses RollingSync${instance ? ` on ${instance}` : ''}: there is no progressive sync to diagnose.`,
+      tone: 'info',
+    });
   } else {
     blocks.push(summaryText(findings, rolling.length ? plural(rolling.length, 'RollingSync appset') : 'the fleet'));
     const list = findingsBlock(findings, { withAppSet: true, max: 30 });
@@ -64,7 +99,11 @@ export async function runDiagnose(cmd: ParsedCommand, ctx: CommandContext): Prom
       const ambiguous = fleet.appSetsNamed(f.appSet).length > 1 && f.instance;
       worst.set(`${f.instance}/${f.appSet}`, `rollout ${f.appSet}${ambiguous ? ` instance=${f.instance}` : ''}`);
     }
-    if (worst.size) blocks.push({ kind: 'actions', buttons: [...worst.values()].map((command) => ({ label: `Show ${command}`, command })) });
+    if (worst.size)
+      blocks.push({
+        kind: 'actions',
+        buttons: [...worst.values()].map((command) => ({ label: `Show ${command}`, command })),
+      });
   }
   return { ok: true, command: 'diagnose', title, data: { appSets: rolling.length, findings }, blocks };
 }
@@ -72,7 +111,8 @@ export async function runDiagnose(cmd: ParsedCommand, ctx: CommandContext): Prom
 export const diagnoseCommand: CommandSpec = {
   name: 'diagnose',
   aliases: ['diag', 'why'],
-  summary: 'Findings on RollingSync appsets and apps Degraded after a sync: a stable rule id, a severity, the Argo CD behaviour behind it and the fix',
+  summary:
+    'Findings on RollingSync appsets and apps Degraded after a sync: a stable rule id, a severity, the Argo CD behaviour behind it and the fix',
   usage: USAGE,
   help: [
     'Examples:',

@@ -32,7 +32,10 @@ export async function runDiff(cmd: ParsedCommand, ctx: CommandContext): Promise<
   const fleet = ctx.services.fleet;
   const found = namedApp(cmd, ctx, 'diff', USAGE, '`diff checkout-prod-eu`');
   const api = argoApiFor(ctx, found, 'diff');
-  const [managed, fresh] = await Promise.all([withinLiveBudget(found.instance, api.managedResources(appRef(found))), liveApp(ctx, found)]);
+  const [managed, fresh] = await Promise.all([
+    withinLiveBudget(found.instance, api.managedResources(appRef(found))),
+    liveApp(ctx, found),
+  ]);
   const app = fresh.app;
   const pruning = new Map((app.status?.resources ?? []).map((r) => [resourceKey(r), Boolean(r.requiresPruning)]));
   const changes = manifestDiff(managed.items ?? [], { requiresPruning: (key) => pruning.get(key) ?? true });
@@ -43,16 +46,34 @@ export async function runDiff(cmd: ParsedCommand, ctx: CommandContext): Promise<
   const against = revision ? ` at ${code(shortRev(revision))}` : '';
   const blocks: ReplyBlock[] = [{ kind: 'header', text: title }];
   if (!changes.length) {
-    blocks.push({ kind: 'text', text: `:white_check_mark: No differences: the live state matches git${against}.`, tone: 'ok' });
-    if (syncOf(app) === 'OutOfSync') blocks.push({ kind: 'context', text: 'Argo CD still reports OutOfSync: its last comparison may be older than the resources it was made from; `app` shows when it last compared.' });
+    blocks.push({
+      kind: 'text',
+      text: `:white_check_mark: No differences: the live state matches git${against}.`,
+      tone: 'ok',
+    });
+    if (syncOf(app) === 'OutOfSync')
+      blocks.push({
+        kind: 'context',
+        text: 'Argo CD still reports OutOfSync: its last comparison may be older than the resources it was made from; `app` shows when it last compared.',
+      });
   } else {
     const count = (c: ResourceChange['change']) => changes.filter((r) => r.change === c).length;
-    const parts = [count('modified') && `${count('modified')} modified`, count('create') && `${count('create')} to create`, count('prune') && `${count('prune')} to prune`, count('extraneous') && `${count('extraneous')} not in git`].filter(Boolean);
-    blocks.push({ kind: 'text', text: `:warning: *${plural(changes.length, 'resource')}* ${changes.length === 1 ? 'differs' : 'differ'} from git${against}: ${parts.join(', ')}.`, tone: 'warn' });
+    const parts = [
+      count('modified') && `${count('modified')} modified`,
+      count('create') && `${count('create')} to create`,
+      count('prune') && `${count('prune')} to prune`,
+      count('extraneous') && `${count('extraneous')} not in git`,
+    ].filter(Boolean);
+    blocks.push({
+      kind: 'text',
+      text: `:warning: *${plural(changes.length, 'resource')}* ${changes.length === 1 ? 'differs' : 'differ'} from git${against}: ${parts.join(', ')}.`,
+      tone: 'warn',
+    });
     const items: ReplyItem[] = changes.map((r) => {
       const lines = r.fields.map(fieldLine);
       if (r.fieldsTotal > r.fields.length) lines.push(`… and ${r.fieldsTotal - r.fields.length} more fields`);
-      if (r.change === 'modified' && !r.fieldsTotal) lines.push('differs in a field Argo CD normalizes; `argocd app diff` shows the full manifests');
+      if (r.change === 'modified' && !r.fieldsTotal)
+        lines.push('differs in a field Argo CD normalizes; `argocd app diff` shows the full manifests');
       return {
         text: `*${resourceTitle(r)}* · ${CHANGE_TEXT[r.change]}`,
         tone: r.change === 'modified' ? 'warn' : r.change === 'extraneous' ? 'info' : 'error',
@@ -60,7 +81,8 @@ export async function runDiff(cmd: ParsedCommand, ctx: CommandContext): Promise<
       };
     });
     blocks.push({ kind: 'list', title: 'Resources', items });
-    if (changes.some((r) => r.kind === 'Secret' && !r.group)) blocks.push({ kind: 'context', text: 'Secret values are never shown: a changed value shows as a changed mask.' });
+    if (changes.some((r) => r.kind === 'Secret' && !r.group))
+      blocks.push({ kind: 'context', text: 'Secret values are never shown: a changed value shows as a changed mask.' });
   }
   if (fresh.note) blocks.push({ kind: 'context', text: `:warning: ${fresh.note}` });
   const suffix = fleet.appsNamed(app.metadata.name).length > 1 ? ` instance=${found.instance}` : '';
@@ -69,12 +91,19 @@ export async function runDiff(cmd: ParsedCommand, ctx: CommandContext): Promise<
     { label: 'History', command: `history ${app.metadata.name}${suffix}` },
   ];
   blocks.push({ kind: 'actions', buttons });
-  return { ok: true, command: 'diff', title, data: { app: app.metadata.name, instance: found.instance, revision: revision ?? null, resources: changes }, blocks };
+  return {
+    ok: true,
+    command: 'diff',
+    title,
+    data: { app: app.metadata.name, instance: found.instance, revision: revision ?? null, resources: changes },
+    blocks,
+  };
 }
 
 export const diffCommand: CommandSpec = {
   name: 'diff',
-  summary: "What a sync would change: each resource whose live state differs from git, field by field (argocd app diff); Secret values hidden",
+  summary:
+    'What a sync would change: each resource whose live state differs from git, field by field (argocd app diff); Secret values hidden',
   usage: USAGE,
   help: [
     'Examples:',

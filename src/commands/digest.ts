@@ -64,12 +64,20 @@ export function digestReply(d: Digest, commandText: string): Reply {
   const incidents = incidentItems(d);
   if (d.incidents && (incidents.length || d.incidents.opened.length)) {
     const opened = d.incidents.opened.length;
-    blocks.push({ kind: 'list', title: `Incidents: ${d.incidents.open.length} open; ${opened} opened, ${d.incidents.closed.length} closed in the period`, items: incidents });
+    blocks.push({
+      kind: 'list',
+      title: `Incidents: ${d.incidents.open.length} open; ${opened} opened, ${d.incidents.closed.length} closed in the period`,
+      items: incidents,
+    });
   }
   if (d.allClear) {
     blocks.push({ kind: 'text', text: `${TONE_EMOJI.ok} *All clear*: nothing needs attention.`, tone: 'ok' });
   } else {
-    blocks.push({ kind: 'list', title: 'Needs attention', items: d.attention.map((item) => attentionItem(item, new Date(d.at))) });
+    blocks.push({
+      kind: 'list',
+      title: 'Needs attention',
+      items: d.attention.map((item) => attentionItem(item, new Date(d.at))),
+    });
     const a = d.activity;
     const rollouts = a.rolloutsCompleted.length ? a.rolloutsCompleted.map((r) => r.appSet).join(', ') : 'none';
     blocks.push({
@@ -77,20 +85,50 @@ export function digestReply(d: Digest, commandText: string): Reply {
       fields: [
         { label: 'Syncs', value: `${formatCount(a.syncs.succeeded)} succeeded, ${formatCount(a.syncs.failed)} failed` },
         { label: 'Rollouts completed', value: rollouts },
-        { label: 'Runbook runs', value: a.runbookRuns ? `${formatCount(a.runbookRuns.total)}${a.runbookRuns.total ? ` (${Object.entries(a.runbookRuns.byStatus).map(([s, n]) => `${n} ${s}`).join(', ')})` : ''}` : 'unknown (no Redis)' },
+        {
+          label: 'Runbook runs',
+          value: a.runbookRuns
+            ? `${formatCount(a.runbookRuns.total)}${
+                a.runbookRuns.total
+                  ? ` (${Object.entries(a.runbookRuns.byStatus)
+                      .map(([s, n]) => `${n} ${s}`)
+                      .join(', ')})`
+                  : ''
+              }`
+            : 'unknown (no Redis)',
+        },
       ],
     });
     blocks.push({ kind: 'context', text: `Activity from ${absoluteTime(a.from)} to ${absoluteTime(a.to)}` });
   }
   const t = d.totals;
-  const keys: TotalKey[] = d.allClear ? ['apps', 'synced', 'healthy', 'activeAlerts'] : [...TOTAL_KEYS].filter((k) => k !== 'instances');
-  blocks.push({ kind: 'fields', fields: keys.map((k) => ({ label: TOTAL_LABELS[k], value: `${formatCount(t[k])}${delta(t.change?.[k])}` })) });
-  blocks.push({ kind: 'context', text: t.previousAt ? `Changes since the previous digest, ${when(t.previousAt, new Date(d.at))}.` : 'No previous digest to compare with.' });
+  const keys: TotalKey[] = d.allClear
+    ? ['apps', 'synced', 'healthy', 'activeAlerts']
+    : [...TOTAL_KEYS].filter((k) => k !== 'instances');
+  blocks.push({
+    kind: 'fields',
+    fields: keys.map((k) => ({ label: TOTAL_LABELS[k], value: `${formatCount(t[k])}${delta(t.change?.[k])}` })),
+  });
+  blocks.push({
+    kind: 'context',
+    text: t.previousAt
+      ? `Changes since the previous digest, ${when(t.previousAt, new Date(d.at))}.`
+      : 'No previous digest to compare with.',
+  });
   return {
     ok: true,
     command: 'digest',
     title,
-    data: { name: d.name, at: d.at, selector: d.selector, allClear: d.allClear, attention: d.attention, activity: d.activity, totals: d.totals, incidents: d.incidents },
+    data: {
+      name: d.name,
+      at: d.at,
+      selector: d.selector,
+      allClear: d.allClear,
+      attention: d.attention,
+      activity: d.activity,
+      totals: d.totals,
+      incidents: d.incidents,
+    },
     blocks,
     pageCommand: commandText,
   };
@@ -102,14 +140,17 @@ export function findDigest(services: Services, name: string): DigestConfig {
   const names = services.config.digests.map((d) => d.name);
   throw new CommandError(
     'unknown_target',
-    names.length ? `No digest named \`${name}\` in the config (digests: ${names.join(', ')}).` : `No digest named \`${name}\`: the config has no \`digests:\`. \`digest\` alone covers the whole fleet.`,
+    names.length
+      ? `No digest named \`${name}\` in the config (digests: ${names.join(', ')}).`
+      : `No digest named \`${name}\`: the config has no \`digests:\`. \`digest\` alone covers the whole fleet.`,
     suggest(name, names),
   );
 }
 
 export const digestCommand: CommandSpec = {
   name: 'digest',
-  summary: 'A status digest now: what needs attention (grouped by ApplicationSet), activity in the period, totals and their change',
+  summary:
+    'A status digest now: what needs attention (grouped by ApplicationSet), activity in the period, totals and their change',
   usage: USAGE,
   help: [
     '`digest` — the whole fleet; `digest NAME` — a digest from the config, with its selector.',
@@ -129,4 +170,3 @@ export const digestCommand: CommandSpec = {
     return digestReply(d, name ? `digest ${name}` : 'digest');
   },
 };
-

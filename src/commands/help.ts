@@ -52,17 +52,39 @@ export function helpReply(topic?: string): ReplyOf<'help'> {
     const blocks: ReplyBlock[] = [
       { kind: 'header', text: spec.name },
       { kind: 'text', text: spec.summary },
-      { kind: 'fields', fields: [{ label: 'Usage', value: code(spec.usage) }, ...(spec.aliases?.length ? [{ label: 'Aliases', value: spec.aliases.join(', ') }] : [])] },
+      {
+        kind: 'fields',
+        fields: [
+          { label: 'Usage', value: code(spec.usage) },
+          ...(spec.aliases?.length ? [{ label: 'Aliases', value: spec.aliases.join(', ') }] : []),
+        ],
+      },
     ];
     if (spec.help) blocks.push({ kind: 'text', text: spec.help });
     // Runbook commands register as readOnly and check access themselves, so only the flat case is stated.
     if (!spec.readOnly) blocks.push({ kind: 'context', text: 'Changes the fleet: operators and admins only.' });
-    return { ok: true, command: 'help', title: `help ${spec.name}`, data: { command: spec.name, usage: spec.usage, summary: spec.summary, aliases: spec.aliases ?? [], readOnly: spec.readOnly, help: spec.help ?? null }, blocks };
+    return {
+      ok: true,
+      command: 'help',
+      title: `help ${spec.name}`,
+      data: {
+        command: spec.name,
+        usage: spec.usage,
+        summary: spec.summary,
+        aliases: spec.aliases ?? [],
+        readOnly: spec.readOnly,
+        help: spec.help ?? null,
+      },
+      blocks,
+    };
   }
   const specs = [...allCommands()].sort((a, b) => rank(a) - rank(b) || (a.name < b.name ? -1 : 1));
   const blocks: ReplyBlock[] = [
     { kind: 'header', text: 'rollcall commands' },
-    { kind: 'list', items: specs.map((s) => ({ text: `${code(s.usage)}`, detail: s.summary, tone: s.readOnly ? undefined : 'warn' })) },
+    {
+      kind: 'list',
+      items: specs.map((s) => ({ text: `${code(s.usage)}`, detail: s.summary, tone: s.readOnly ? undefined : 'warn' })),
+    },
     {
       kind: 'context',
       text: 'Targets: app names or globs (`auth-*`), `-l env=prod,tier=canary` or `selector="env in (prod)"`, `cluster=`, `project=`, `appset=`, `instance=`. Quote values with spaces. `help COMMAND` shows examples.',

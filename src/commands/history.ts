@@ -42,16 +42,32 @@ function entryOf(h: RevisionHistory): Omit<HistoryEntry, 'author' | 'message' | 
  * effort: a revision the repo cannot resolve (a force-pushed branch, a Helm chart version) shows
  * without it. Keyed by `id/sourceIndex`.
  */
-async function metadataOf(api: ArgoApi, fa: FleetApp, entries: { id: number; revisions: string[] }[]): Promise<{ byEntry: Map<string, RevisionMetadata>; failed: number }> {
+async function metadataOf(
+  api: ArgoApi,
+  fa: FleetApp,
+  entries: { id: number; revisions: string[] }[],
+): Promise<{ byEntry: Map<string, RevisionMetadata>; failed: number }> {
   const byEntry = new Map<string, RevisionMetadata>();
-  const lookups = entries.flatMap((e) => e.revisions.map((revision, i) => ({ key: `${e.id}/${i}`, revision, versionId: e.id, sourceIndex: e.revisions.length > 1 ? i : undefined }))).slice(0, METADATA_LOOKUPS);
+  const lookups = entries
+    .flatMap((e) =>
+      e.revisions.map((revision, i) => ({
+        key: `${e.id}/${i}`,
+        revision,
+        versionId: e.id,
+        sourceIndex: e.revisions.length > 1 ? i : undefined,
+      })),
+    )
+    .slice(0, METADATA_LOOKUPS);
   let failed = 0;
   await withinLiveBudget(
     fa.instance,
     Promise.all(
       lookups.map(async (l) => {
         try {
-          byEntry.set(l.key, await api.revisionMetadata(appRef(fa), l.revision, { versionId: l.versionId, sourceIndex: l.sourceIndex }));
+          byEntry.set(
+            l.key,
+            await api.revisionMetadata(appRef(fa), l.revision, { versionId: l.versionId, sourceIndex: l.sourceIndex }),
+          );
         } catch {
           failed++;
         }
@@ -75,32 +91,65 @@ export async function runHistory(cmd: ParsedCommand, ctx: CommandContext): Promi
   // Argo CD keeps history oldest first; on-call reads it newest first.
   const all = [...(fa.app.status?.history ?? [])].reverse();
   const entries = all.slice(0, HISTORY_MAX).map(entryOf);
-  const revisionsOf = (e: { revision: string | null; revisions: string[] }) => (e.revisions.length ? e.revisions : e.revision ? [e.revision] : []);
+  const revisionsOf = (e: { revision: string | null; revisions: string[] }) =>
+    e.revisions.length ? e.revisions : e.revision ? [e.revision] : [];
   const api = ctx.services.argocd?.get(fa.instance);
-  const meta = entries.length && api ? await metadataOf(api, fa, entries.map((e) => ({ id: e.id, revisions: revisionsOf(e) }))) : { byEntry: new Map<string, RevisionMetadata>(), failed: 0 };
+  const meta =
+    entries.length && api
+      ? await metadataOf(
+          api,
+          fa,
+          entries.map((e) => ({ id: e.id, revisions: revisionsOf(e) })),
+        )
+      : { byEntry: new Map<string, RevisionMetadata>(), failed: 0 };
   const history: HistoryEntry[] = entries.map((e) => {
-    const m = revisionsOf(e).map((_, i) => meta.byEntry.get(`${e.id}/${i}`)).find(Boolean);
-    return { ...e, author: m?.author ?? null, message: m?.message ? oneLine(m.message.split('\n')[0]) : null, tags: m?.tags ?? [] };
+    const m = revisionsOf(e)
+      .map((_, i) => meta.byEntry.get(`${e.id}/${i}`))
+      .find(Boolean);
+    return {
+      ...e,
+      author: m?.author ?? null,
+      message: m?.message ? oneLine(m.message.split('\n')[0]) : null,
+      tags: m?.tags ?? [],
+    };
   });
 
   const multiInstance = fleet.instances().length > 1;
   const title = `History of ${fa.app.metadata.name}${multiInstance ? ` (${fa.instance})` : ''}`;
   const blocks: ReplyBlock[] = [{ kind: 'header', text: title }];
   if (!history.length) {
-    blocks.push({ kind: 'text', text: `No deployments recorded for \`${fa.app.metadata.name}\`: Argo CD records one per full sync, and this app has none (or \`revisionHistoryLimit\` is 0).`, tone: 'info' });
+    blocks.push({
+      kind: 'text',
+      text: `No deployments recorded for \`${fa.app.metadata.name}\`: Argo CD records one per full sync, and this app has none (or \`revisionHistoryLimit\` is 0).`,
+      tone: 'info',
+    });
   } else {
     const limit = fa.app.spec?.revisionHistoryLimit ?? 10;
-    blocks.push({ kind: 'context', text: `${plural(all.length, 'deployment')}, newest first. Argo CD keeps the last ${limit} (\`spec.revisionHistoryLimit\`).` });
+    blocks.push({
+      kind: 'context',
+      text: `${plural(all.length, 'deployment')}, newest first. Argo CD keeps the last ${limit} (\`spec.revisionHistoryLimit\`).`,
+    });
     const items: ReplyItem[] = history.map((h) => {
-      const revs = revisionsOf(h).map((r) => code(shortRev(r))).join(', ') || '(no revision)';
+      const revs =
+        revisionsOf(h)
+          .map((r) => code(shortRev(r)))
+          .join(', ') || '(no revision)';
       const took = h.durationMs === null ? '' : ` · took ${formatDuration(h.durationMs)}`;
-      const by = h.initiatedBy ? ` · by ${h.initiatedBy}${h.automated && h.initiatedBy !== 'automated' ? ' (automated)' : ''}` : '';
+      const by = h.initiatedBy
+        ? ` · by ${h.initiatedBy}${h.automated && h.initiatedBy !== 'automated' ? ' (automated)' : ''}`
+        : '';
       const detail: string[] = [];
       // "Name <email>": the name reads better in chat, and `<…>` is markup there.
       const author = h.author?.replace(/\s*<[^>]*>\s*$/, '') || h.author;
-      if (h.message || author) detail.push([h.message ? truncate(h.message, 200) : null, author ? `— ${author}` : null].filter(Boolean).join(' '));
+      if (h.message || author)
+        detail.push(
+          [h.message ? truncate(h.message, 200) : null, author ? `— ${author}` : null].filter(Boolean).join(' '),
+        );
       if (h.tags.length) detail.push(`tags: ${h.tags.map(code).join(', ')}`);
-      if (h.images.length) detail.push(`images: ${h.images.slice(0, 5).map(code).join(', ')}${h.images.length > 5 ? ` and ${h.images.length - 5} more` : ''}`);
+      if (h.images.length)
+        detail.push(
+          `images: ${h.images.slice(0, 5).map(code).join(', ')}${h.images.length > 5 ? ` and ${h.images.length - 5} more` : ''}`,
+        );
       return {
         text: `*#${h.id}* ${revs} · deployed ${when(h.deployedAt, now)}${took}${by}`,
         ...(detail.length ? { detail: detail.join('\n') } : {}),
@@ -108,9 +157,21 @@ export async function runHistory(cmd: ParsedCommand, ctx: CommandContext): Promi
     });
     blocks.push({ kind: 'list', title: 'Deployments', items });
     // No selector narrows a history: the list's own "narrow the selector" note would mislead, so the cut is said here.
-    if (all.length > history.length) blocks.push({ kind: 'context', text: `The newest ${history.length} are listed; the ${plural(all.length - history.length, 'older one')} ${all.length - history.length === 1 ? 'is' : 'are'} in \`argocd app history ${fa.app.metadata.name}\`.` });
-    if (history.length > 1 && findCommand('rollback')) blocks.push({ kind: 'context', text: `\`rollback ${fa.app.metadata.name} ID\` goes back to one of them, previewed and confirmed.` });
-    if (meta.failed) blocks.push({ kind: 'context', text: `:warning: Commit details of ${plural(meta.failed, 'revision')} could not be read from the repo server.` });
+    if (all.length > history.length)
+      blocks.push({
+        kind: 'context',
+        text: `The newest ${history.length} are listed; the ${plural(all.length - history.length, 'older one')} ${all.length - history.length === 1 ? 'is' : 'are'} in \`argocd app history ${fa.app.metadata.name}\`.`,
+      });
+    if (history.length > 1 && findCommand('rollback'))
+      blocks.push({
+        kind: 'context',
+        text: `\`rollback ${fa.app.metadata.name} ID\` goes back to one of them, previewed and confirmed.`,
+      });
+    if (meta.failed)
+      blocks.push({
+        kind: 'context',
+        text: `:warning: Commit details of ${plural(meta.failed, 'revision')} could not be read from the repo server.`,
+      });
   }
   if (fresh.note) blocks.push({ kind: 'context', text: `:warning: ${fresh.note}` });
   const suffix = fleet.appsNamed(fa.app.metadata.name).length > 1 ? ` instance=${fa.instance}` : '';
@@ -119,14 +180,24 @@ export async function runHistory(cmd: ParsedCommand, ctx: CommandContext): Promi
     { label: 'Diff', command: `diff ${fa.app.metadata.name}${suffix}` },
   ];
   blocks.push({ kind: 'actions', buttons });
-  return { ok: true, command: 'history', title, data: { app: fa.app.metadata.name, instance: fa.instance, live: fresh.live, history }, blocks };
+  return {
+    ok: true,
+    command: 'history',
+    title,
+    data: { app: fa.app.metadata.name, instance: fa.instance, live: fresh.live, history },
+    blocks,
+  };
 }
 
 export const historyCommand: CommandSpec = {
   name: 'history',
   summary: "An app's deployments, newest first: revision and commit, when, how long, by whom (argocd app history)",
   usage: USAGE,
-  help: ['Examples:', '`history checkout-prod-eu`', '`history auth-service-prod-us-east-1 instance=argocd-eu` — when the name exists on several instances'].join('\n'),
+  help: [
+    'Examples:',
+    '`history checkout-prod-eu`',
+    '`history auth-service-prod-us-east-1 instance=argocd-eu` — when the name exists on several instances',
+  ].join('\n'),
   readOnly: true,
   run: runHistory,
 };

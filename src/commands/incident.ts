@@ -172,12 +172,20 @@ async function runStart(cmd: ParsedCommand, ctx: CommandContext, skip: number): 
     scope = { text, selector };
   }
   const alert = cmd.options.alert ? await ctx.services.alerts?.byId(cmd.options.alert) : undefined;
-  if (cmd.options.alert && !alert) throw ctx.services.alerts ? await ctx.services.alerts.notFound(cmd.options.alert) : new AlertNotFoundError(cmd.options.alert);
+  if (cmd.options.alert && !alert)
+    throw ctx.services.alerts
+      ? await ctx.services.alerts.notFound(cmd.options.alert)
+      : new AlertNotFoundError(cmd.options.alert);
   const incident = await svc.declare({ title, severity, ...(scope ? { scope } : {}), by: ctx.user });
   // Declared from an alert: the alert is when the incident was detected.
   if (alert) {
     const impactSince = alertImpactSince(alert);
-    await svc.recordAlertOn(incident.id, { id: `${alert.id}/fired`, at: alert.firedAt ?? alert.since, text: `alert fired (${alert.severity}): ${alert.summary}`, ...(impactSince ? { impactSince } : {}) });
+    await svc.recordAlertOn(incident.id, {
+      id: `${alert.id}/fired`,
+      at: alert.firedAt ?? alert.since,
+      text: `alert fired (${alert.severity}): ${alert.summary}`,
+      ...(impactSince ? { impactSince } : {}),
+    });
   }
   const analysis = await svc.analyse(incident);
   const reply = headerReply(analysis, undefined, Date.now());

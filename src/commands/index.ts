@@ -4,7 +4,15 @@ import { commandNames, helpReply, suggestCommands } from './help.js';
 import { CommandError, commandText, parseCommand } from './parse.js';
 import { replyFromError, RollcallError } from '../core/errors.js';
 import { isErrorCode } from '../core/error-codes.js';
-import { findCommand, registerAction, registerCommand, type ActionSpec, type CommandContext, type CommandSpec, type ParsedCommand } from './registry.js';
+import {
+  findCommand,
+  registerAction,
+  registerCommand,
+  type ActionSpec,
+  type CommandContext,
+  type CommandSpec,
+  type ParsedCommand,
+} from './registry.js';
 import { formatCount, since } from '../core/format.js';
 import { PAGE_SIZE, errorReply, replyPages, withUserText, type Reply } from '../core/reply.js';
 import { auditRefusal } from './runbooks.js';
@@ -29,7 +37,15 @@ import { refreshCommand } from './refresh.js';
 import { rollbackCommand } from './rollback.js';
 import { terminateOpCommand } from './terminate-op.js';
 import { rolloutCommand } from './rollout.js';
-import { auditCommand, runRunbookCommand, runConfirmAction, runFormAction, runsCommand, runVerbActions, syncCommand } from './runbooks.js';
+import {
+  auditCommand,
+  runRunbookCommand,
+  runConfirmAction,
+  runFormAction,
+  runsCommand,
+  runVerbActions,
+  syncCommand,
+} from './runbooks.js';
 import { statusCommand } from './status.js';
 
 /**
@@ -65,7 +81,12 @@ export const COMMANDS: readonly CommandSpec[] = [
   declareCommand,
   incidentsCommand,
 ];
-export const ACTIONS: readonly ActionSpec[] = [runConfirmAction, runFormAction, ...runVerbActions, incidentNoteMessageAction];
+export const ACTIONS: readonly ActionSpec[] = [
+  runConfirmAction,
+  runFormAction,
+  ...runVerbActions,
+  incidentNoteMessageAction,
+];
 for (const spec of COMMANDS) registerCommand(spec);
 for (const spec of ACTIONS) registerAction(spec);
 
@@ -86,14 +107,21 @@ function withMirrorWarning(reply: Reply, ctx: CommandContext): Reply {
   if (missing.length) {
     const now = ctx.services.now?.() ?? new Date();
     const what = missing.map((h) => `${h.instance}${unsyncedDetail(h, now)}`).join('; ');
-    warnings.unshift(`Not in sync with Argo CD instance${missing.length > 1 ? 's' : ''} ${what}: this answer may be incomplete or stale.`);
+    warnings.unshift(
+      `Not in sync with Argo CD instance${missing.length > 1 ? 's' : ''} ${what}: this answer may be incomplete or stale.`,
+    );
   }
   if (!warnings.length) return reply;
   if (reply.error) reply.error.message += ` Note: ${warnings.join(' ')}`;
   // `ask --json` carries data, not blocks: say it there too, so a script cannot take a partial answer for a whole one.
   reply.data = { ...reply.data, warnings };
   if (missing.length)
-    reply.data.unsyncedInstances = missing.map((h) => ({ instance: h.instance, error: h.error ?? null, code: h.errorCode, dataAsOf: h.dataAsOf }));
+    reply.data.unsyncedInstances = missing.map((h) => ({
+      instance: h.instance,
+      error: h.error ?? null,
+      code: h.errorCode,
+      dataAsOf: h.dataAsOf,
+    }));
   const at = reply.blocks[0]?.kind === 'header' ? 1 : 0;
   reply.blocks.splice(at, 0, ...warnings.map((w) => ({ kind: 'context' as const, text: `:warning: ${w}` })));
   return reply;
@@ -112,8 +140,12 @@ function blindReply(command: string, missing: InstanceHealth[]): Reply {
   const codes = [...new Set(missing.map((h) => h.errorCode))];
   const code = codes.length === 1 && codes[0] && isErrorCode(codes[0]) ? codes[0] : 'argocd_unavailable';
   const what = missing.map((h) => `${h.instance}: ${h.error}`).join('; ');
-  const noun = missing.length > 1 ? `any of the ${missing.length} Argo CD instances` : `Argo CD instance ${missing[0].instance}`;
-  return replyFromError(command, new RollcallError(code, `Could not read ${noun}, so there is nothing to answer from (${what}).`));
+  const noun =
+    missing.length > 1 ? `any of the ${missing.length} Argo CD instances` : `Argo CD instance ${missing[0].instance}`;
+  return replyFromError(
+    command,
+    new RollcallError(code, `Could not read ${noun}, so there is nothing to answer from (${what}).`),
+  );
 }
 
 /** " (the error; showing its data from 6m ago)": why, and the age of what is shown instead. */
@@ -134,21 +166,29 @@ export function auditOriginOf(ctx: CommandContext): AuditOrigin {
  */
 export async function dispatch(text: string, ctx: CommandContext): Promise<Reply> {
   const started = process.hrtime.bigint();
-  const reply = withUserText(await answerWithoutWaitingForRedis(() => withAuditOrigin(auditOriginOf(ctx), () => dispatchCommand(text, ctx))), text);
+  const reply = withUserText(
+    await answerWithoutWaitingForRedis(() => withAuditOrigin(auditOriginOf(ctx), () => dispatchCommand(text, ctx))),
+    text,
+  );
   recordCommand(reply, started);
   return reply;
 }
 
 /** By the command the reply answers (not the raw text: a typo would make a new label) and its error code. */
 function recordCommand(reply: Reply, started: bigint): void {
-  const labels = { command: commandNames().includes(reply.command) ? reply.command : 'unknown', result: reply.ok ? 'ok' : (reply.error?.code ?? 'error') };
+  const labels = {
+    command: commandNames().includes(reply.command) ? reply.command : 'unknown',
+    result: reply.ok ? 'ok' : (reply.error?.code ?? 'error'),
+  };
   commandsTotal.inc(labels);
   commandDuration.observe(labels, secondsSince(started));
 }
 
 /** Runs a registered action (a button, a form submission) for ctx's user, audited as coming from ctx's surface. */
 export async function runAction(spec: ActionSpec, value: string, ctx: CommandContext): Promise<Reply | undefined> {
-  const reply = await answerWithoutWaitingForRedis(() => withAuditOrigin(auditOriginOf(ctx), () => spec.run(value, ctx)));
+  const reply = await answerWithoutWaitingForRedis(() =>
+    withAuditOrigin(auditOriginOf(ctx), () => spec.run(value, ctx)),
+  );
   // A form's value holds what the user typed into its fields.
   return reply && withUserText(reply, value);
 }
@@ -178,24 +218,43 @@ async function dispatchCommand(text: string, ctx: CommandContext): Promise<Reply
     if (!cmd.command) return helpReply();
     const spec = findCommand(cmd.command);
     if (!spec) {
-      return errorReply(cmd.command, 'unknown_command', `Unknown command \`${cmd.command}\`. \`help\` lists the commands.`, suggestCommands(cmd.command));
+      return errorReply(
+        cmd.command,
+        'unknown_command',
+        `Unknown command \`${cmd.command}\`. \`help\` lists the commands.`,
+        suggestCommands(cmd.command),
+      );
     }
     // No command takes --flags (--public is Slack's, stripped before here): a typo must not be ignored silently.
     const flags = [...cmd.flags].filter((f) => f !== 'public');
     if (flags.length) {
-      return errorReply(spec.name, 'usage', `\`${spec.name}\` does not take ${flags.map((f) => `--${f}`).join(', ')}. Usage: ${spec.usage}. Options are written key=value, e.g. \`prune=true\`.`);
+      return errorReply(
+        spec.name,
+        'usage',
+        `\`${spec.name}\` does not take ${flags.map((f) => `--${f}`).join(', ')}. Usage: ${spec.usage}. Options are written key=value, e.g. \`prune=true\`.`,
+      );
     }
     const config = ctx.services.config;
     if (isScheduler(ctx)) return withMirrorWarning(await spec.run(cmd, ctx), ctx);
     if (!canRead(ctx.user, config)) {
       const message = readDeniedMessage(ctx.user, config);
-      const unrecorded = await auditRefusal(ctx, { target: spec.name, message, result: 'forbidden', params: { command: cmd.raw } });
+      const unrecorded = await auditRefusal(ctx, {
+        target: spec.name,
+        message,
+        result: 'forbidden',
+        params: { command: cmd.raw },
+      });
       return errorReply(spec.name, 'forbidden', unrecorded ? `${message} ${unrecorded}` : message);
     }
     if (!spec.readOnly && !canOperate(ctx.user, config)) {
       const message = operateDeniedMessage(ctx.user, spec.name, config);
       // Someone tried to change the fleet and was stopped: that belongs in the audit log too.
-      const unrecorded = await auditRefusal(ctx, { target: spec.name, message, result: 'forbidden', params: { command: cmd.raw } });
+      const unrecorded = await auditRefusal(ctx, {
+        target: spec.name,
+        message,
+        result: 'forbidden',
+        params: { command: cmd.raw },
+      });
       return errorReply(spec.name, 'forbidden', unrecorded ? `${message} ${unrecorded}` : message);
     }
     const page = takePage(cmd);
@@ -236,7 +295,8 @@ function takePage(cmd: ParsedCommand): number | undefined {
   const raw = cmd.options.page;
   if (raw === undefined) return undefined;
   delete cmd.options.page;
-  if (!/^[1-9]\d{0,5}$/.test(raw)) throw new CommandError('usage', `--page needs a page number (1, 2, ...); got \`${raw}\`.`);
+  if (!/^[1-9]\d{0,5}$/.test(raw))
+    throw new CommandError('usage', `--page needs a page number (1, 2, ...); got \`${raw}\`.`);
   return Number(raw);
 }
 
@@ -254,7 +314,11 @@ function paged(reply: Reply, cmd: ParsedCommand, page: number | undefined, ctx: 
   if (readOnly) reply.pageCommand ??= text;
   const pages = replyPages(reply, PAGE_SIZE[ctx.surface]);
   if (page && page > pages) {
-    return errorReply(reply.command, 'usage', `\`${text}\` has ${pages === 1 ? 'one page' : `${pages} pages`} of ${PAGE_SIZE[ctx.surface]} items here; page ${page} is past the end.`);
+    return errorReply(
+      reply.command,
+      'usage',
+      `\`${text}\` has ${pages === 1 ? 'one page' : `${pages} pages`} of ${PAGE_SIZE[ctx.surface]} items here; page ${page} is past the end.`,
+    );
   }
   if (page) reply.page = page;
   const key = conversationOf(ctx);
@@ -275,9 +339,17 @@ registerCommand({
   help: 'Every list shows one page at a time (10 items in a terminal, 25 in Slack). `more` shows the next page of the last answer that had one; `COMMAND --page N` shows page N of any answer.',
   readOnly: true,
   async run(cmd, ctx) {
-    if (cmd.positional.length || Object.keys(cmd.options).length) throw new CommandError('usage', '`more` takes nothing: it continues the last long answer. For a given page: `COMMAND --page N`.');
+    if (cmd.positional.length || Object.keys(cmd.options).length)
+      throw new CommandError(
+        'usage',
+        '`more` takes nothing: it continues the last long answer. For a given page: `COMMAND --page N`.',
+      );
     const last = lastPaged.get(conversationOf(ctx));
-    if (!last) throw new CommandError('usage', 'Nothing to continue here: `more` shows the next page of the last answer that had more than one. For a given page: `COMMAND --page N`.');
+    if (!last)
+      throw new CommandError(
+        'usage',
+        'Nothing to continue here: `more` shows the next page of the last answer that had more than one. For a given page: `COMMAND --page N`.',
+      );
     return dispatchCommand(`${last.command} --page ${last.page + 1}`, ctx);
   },
 });

@@ -28,7 +28,10 @@ function parseTail(raw: string | undefined): number {
 function parsePrevious(raw: string | undefined): boolean {
   if (raw === undefined || raw === 'false') return false;
   if (raw === 'true') return true;
-  throw new CommandError('usage', `previous= takes true or false (true: the container's previous run, what crashed); got \`${raw}\`.`);
+  throw new CommandError(
+    'usage',
+    `previous= takes true or false (true: the container's previous run, what crashed); got \`${raw}\`.`,
+  );
 }
 
 const nodeName = (n: ResourceNode) => `${n.kind}/${n.name}`;
@@ -38,31 +41,45 @@ const nodeName = (n: ResourceNode) => `${n.kind}/${n.name}`;
  * resource (its pods, as PodLogs selects them), or a pod's name, or a resource's bare name when only
  * one resource has it. Anything else is an unknown_target with the closest names of the tree.
  */
-function resourceQuery(app: string, word: string, nodes: ResourceNode[]): Pick<PodLogsQuery, 'podName' | 'kind' | 'group' | 'resourceName' | 'namespace'> {
+function resourceQuery(
+  app: string,
+  word: string,
+  nodes: ResourceNode[],
+): Pick<PodLogsQuery, 'podName' | 'kind' | 'group' | 'resourceName' | 'namespace'> {
   const slash = word.indexOf('/');
   let matches: ResourceNode[];
   if (slash > 0) {
     const kind = word.slice(0, slash).toLowerCase();
     const name = word.slice(slash + 1);
-    matches = nodes.filter((n) => n.name === name && (n.kind.toLowerCase() === kind || `${n.kind}.${n.group ?? ''}`.toLowerCase() === kind));
+    matches = nodes.filter(
+      (n) => n.name === name && (n.kind.toLowerCase() === kind || `${n.kind}.${n.group ?? ''}`.toLowerCase() === kind),
+    );
   } else {
     const pod = nodes.find((n) => n.kind === 'Pod' && n.name === word);
     if (pod) return { podName: pod.name, namespace: pod.namespace };
     matches = nodes.filter((n) => n.name === word);
   }
   // A bare name often names a Deployment, its Service and its ConfigMap alike: only a workload has pods.
-  if (matches.length > 1 && matches.filter((n) => WORKLOAD_KINDS.has(n.kind)).length === 1) matches = matches.filter((n) => WORKLOAD_KINDS.has(n.kind));
+  if (matches.length > 1 && matches.filter((n) => WORKLOAD_KINDS.has(n.kind)).length === 1)
+    matches = matches.filter((n) => WORKLOAD_KINDS.has(n.kind));
   if (matches.length === 1) {
     const n = matches[0];
     return { kind: n.kind, group: n.group ?? '', resourceName: n.name, namespace: n.namespace };
   }
   if (matches.length > 1) {
-    throw new CommandError('ambiguous_target', `\`${word}\` names ${matches.length} resources of ${app}: ${matches.map((n) => code(nodeName(n))).join(', ')}. Name one as KIND/NAME.`, matches.map((n) => `logs ${app} ${nodeName(n)}`));
+    throw new CommandError(
+      'ambiguous_target',
+      `\`${word}\` names ${matches.length} resources of ${app}: ${matches.map((n) => code(nodeName(n))).join(', ')}. Name one as KIND/NAME.`,
+      matches.map((n) => `logs ${app} ${nodeName(n)}`),
+    );
   }
   const candidates = nodes.filter((n) => n.kind === 'Pod' || WORKLOAD_KINDS.has(n.kind));
   const names = [...candidates.map(nodeName), ...candidates.filter((n) => n.kind === 'Pod').map((n) => n.name)];
   const close = suggest(word, names, 3);
-  const listed = candidates.filter((n) => n.kind !== 'ReplicaSet').slice(0, 8).map((n) => code(nodeName(n)));
+  const listed = candidates
+    .filter((n) => n.kind !== 'ReplicaSet')
+    .slice(0, 8)
+    .map((n) => code(nodeName(n)));
   throw new CommandError(
     'unknown_target',
     `${app} has no pod or resource \`${word}\`.${listed.length ? ` Its workloads and pods: ${listed.join(', ')}${candidates.length > 8 ? ', …' : ''}.` : ' It has no pods.'}`,
@@ -82,7 +99,9 @@ async function declaredContainers(api: ArgoApi, ref: AppRef): Promise<string[]> 
     for (const state of [item.targetState, item.normalizedLiveState ?? item.liveState]) {
       if (!state || state === 'null') continue;
       try {
-        const obj = JSON.parse(state) as { spec?: { template?: { spec?: PodSpec }; jobTemplate?: { spec?: { template?: { spec?: PodSpec } } } } };
+        const obj = JSON.parse(state) as {
+          spec?: { template?: { spec?: PodSpec }; jobTemplate?: { spec?: { template?: { spec?: PodSpec } } } };
+        };
         const pod = obj.spec?.template?.spec ?? obj.spec?.jobTemplate?.spec?.template?.spec;
         for (const c of [...(pod?.containers ?? []), ...(pod?.initContainers ?? [])]) if (c.name) names.add(c.name);
       } catch {
@@ -103,7 +122,13 @@ export async function runLogs(cmd: ParsedCommand, ctx: CommandContext): Promise<
   checkPositional(cmd, 3, USAGE);
   const [name, resource, container] = cmd.positional;
   const fleet = ctx.services.fleet;
-  const found: FleetApp = namedApp(cmd, ctx, 'logs', USAGE, '`logs checkout-prod-eu` or `logs checkout-prod-eu deployment/checkout tail=100`');
+  const found: FleetApp = namedApp(
+    cmd,
+    ctx,
+    'logs',
+    USAGE,
+    '`logs checkout-prod-eu` or `logs checkout-prod-eu deployment/checkout tail=100`',
+  );
   const tail = parseTail(cmd.options.tail);
   const previous = parsePrevious(cmd.options.previous);
   const api = argoApiFor(ctx, found, 'logs');
@@ -113,23 +138,34 @@ export async function runLogs(cmd: ParsedCommand, ctx: CommandContext): Promise<
   const pods = nodes.filter((n) => n.kind === 'Pod' && !n.group);
   if (!pods.length) {
     const workloads = nodes.filter((n) => WORKLOAD_KINDS.has(n.kind)).map((n) => code(nodeName(n)));
-    throw new CommandError('unknown_target', `${name} has no pods in its live resource tree, so there are no logs to read.${workloads.length ? ` Its workloads: ${workloads.join(', ')}.` : ''} \`app ${name}\` shows its resources and health.`, [`app ${name}`]);
+    throw new CommandError(
+      'unknown_target',
+      `${name} has no pods in its live resource tree, so there are no logs to read.${workloads.length ? ` Its workloads: ${workloads.join(', ')}.` : ''} \`app ${name}\` shows its resources and health.`,
+      [`app ${name}`],
+    );
   }
   const selection = resource ? resourceQuery(name, resource, nodes) : {};
-  const entries = await withinLiveBudget(found.instance, api.podLogs(ref, { ...selection, container, tailLines: tail, previous, follow: false }));
+  const entries = await withinLiveBudget(
+    found.instance,
+    api.podLogs(ref, { ...selection, container, tailLines: tail, previous, follow: false }),
+  );
 
   // Kubernetes' refusals (a container the pod does not run, no previous run) arrive as entries without a pod.
   const refusals = [...new Set(entries.filter((e) => !e.podName).map((e) => e.content ?? ''))].filter(Boolean);
   const lines = entries.filter((e) => e.podName);
   if (!lines.length && refusals.length) {
-    const invalidContainer = container !== undefined && refusals.some((r) => r.startsWith(`container ${container} is not valid`));
+    const invalidContainer =
+      container !== undefined && refusals.some((r) => r.startsWith(`container ${container} is not valid`));
     if (invalidContainer) {
       const known = await withinLiveBudget(found.instance, declaredContainers(api, ref)).catch(() => [] as string[]);
       const where = resource ? `${name} ${resource}` : name;
       throw new CommandError(
         'unknown_target',
         `The pods of ${where} run no container \`${container}\`.${known.length ? ` Its containers: ${known.map(code).join(', ')}.` : ''}`,
-        (known.length ? suggest(container, known, 3).concat(known.length <= 3 ? known : []) : []).filter((c, i, all) => all.indexOf(c) === i).slice(0, 3).map((c) => `logs ${where} ${c}`),
+        (known.length ? suggest(container, known, 3).concat(known.length <= 3 ? known : []) : [])
+          .filter((c, i, all) => all.indexOf(c) === i)
+          .slice(0, 3)
+          .map((c) => `logs ${where} ${c}`),
       );
     }
     throw new CommandError('unknown_target', `Kubernetes refused the logs of ${name}: ${refusals.join('; ')}.`);
@@ -141,7 +177,11 @@ export async function runLogs(cmd: ParsedCommand, ctx: CommandContext): Promise<
   const title = `Logs of ${name}${what ? ` ${what}` : ''}${multiInstance ? ` (${found.instance})` : ''}`;
   const blocks: ReplyBlock[] = [{ kind: 'header', text: title }];
   if (!lines.length) {
-    blocks.push({ kind: 'text', text: `No log lines${previous ? ' from the previous run' : ''}: ${resource ? `the pods of \`${resource}\`` : 'the pods'} wrote nothing${previous ? '' : ' yet'}.`, tone: 'info' });
+    blocks.push({
+      kind: 'text',
+      text: `No log lines${previous ? ' from the previous run' : ''}: ${resource ? `the pods of \`${resource}\`` : 'the pods'} wrote nothing${previous ? '' : ' yet'}.`,
+      tone: 'info',
+    });
   } else {
     const prefix = podsShown.length > 1;
     const text = lines.map((e) => `${prefix ? `${e.podName} ` : ''}${e.content ?? ''}`).join('\n');
@@ -151,18 +191,39 @@ export async function runLogs(cmd: ParsedCommand, ctx: CommandContext): Promise<
     });
     blocks.push({ kind: 'code', text, keep: 'tail' });
   }
-  if (refusals.length) blocks.push({ kind: 'context', text: `:warning: Some pods could not be read: ${refusals.join('; ')}` });
+  if (refusals.length)
+    blocks.push({ kind: 'context', text: `:warning: Some pods could not be read: ${refusals.join('; ')}` });
   const suffix = fleet.appsNamed(name).length > 1 ? ` instance=${found.instance}` : '';
   const buttons: ReplyButton[] = [{ label: 'App', command: `app ${name}${suffix}` }];
   // Only a container that restarted has a previous run; Kubernetes refuses the others.
-  const restarted = pods.some((p) => podsShown.includes(p.name) && (p.health?.status === 'Degraded' || (p.info ?? []).some((i) => i.name === 'Restart Count' && Number(i.value) > 0)));
-  if (!previous && restarted) buttons.push({ label: 'Previous run', command: `logs ${name}${resource ? ` ${resource}` : ''}${container ? ` ${container}` : ''} tail=${tail} previous=true${suffix}` });
+  const restarted = pods.some(
+    (p) =>
+      podsShown.includes(p.name) &&
+      (p.health?.status === 'Degraded' ||
+        (p.info ?? []).some((i) => i.name === 'Restart Count' && Number(i.value) > 0)),
+  );
+  if (!previous && restarted)
+    buttons.push({
+      label: 'Previous run',
+      command: `logs ${name}${resource ? ` ${resource}` : ''}${container ? ` ${container}` : ''} tail=${tail} previous=true${suffix}`,
+    });
   blocks.push({ kind: 'actions', buttons });
   return {
     ok: true,
     command: 'logs',
     title,
-    data: { app: name, instance: found.instance, tail, previous, pods: podsShown, lines: lines.map((e) => ({ pod: e.podName, at: e.timeStampStr ?? e.timeStamp ?? null, content: e.content ?? '' })) },
+    data: {
+      app: name,
+      instance: found.instance,
+      tail,
+      previous,
+      pods: podsShown,
+      lines: lines.map((e) => ({
+        pod: e.podName,
+        at: e.timeStampStr ?? e.timeStamp ?? null,
+        content: e.content ?? '',
+      })),
+    },
     blocks,
   };
 }

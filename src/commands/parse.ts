@@ -71,7 +71,10 @@ export function tokenize(text: string): string[] {
       inToken = true;
     }
   }
-  if (quote) throw new CommandSyntaxError(`unterminated ${quote} quote at position ${quoteStart + 1}: close it, e.g. selector="env in (prod)"`);
+  if (quote)
+    throw new CommandSyntaxError(
+      `unterminated ${quote} quote at position ${quoteStart + 1}: close it, e.g. selector="env in (prod)"`,
+    );
   if (inToken) tokens.push(current);
   return tokens;
 }
@@ -93,7 +96,8 @@ export function parseCommand(text: string): ParsedCommand {
     const token = tokens[i];
     if (token === '-l' || token === '--selector') {
       const value = tokens[++i];
-      if (value === undefined || value === '') throw new CommandSyntaxError(`${token} needs a label selector, e.g. ${token} env=prod,tier=canary`);
+      if (value === undefined || value === '')
+        throw new CommandSyntaxError(`${token} needs a label selector, e.g. ${token} env=prod,tier=canary`);
       const [selector, next] = extendSelector(value, tokens, i);
       selectors.push(selector);
       i = next;
@@ -117,7 +121,9 @@ export function parseCommand(text: string): ParsedCommand {
         if (m[1] === 'selector' || m[1] === 'l') selectors.push(m[2]);
         else if (m[1] in options && options[m[1]] !== m[2]) {
           // `prune=true prune=false`: which one was meant? Guessing would act on the wrong one.
-          throw new CommandSyntaxError(`${m[1]}= is given twice (${m[1]}=${options[m[1]]} and ${m[1]}=${m[2]}): keep the one you mean`);
+          throw new CommandSyntaxError(
+            `${m[1]}= is given twice (${m[1]}=${options[m[1]]} and ${m[1]}=${m[2]}): keep the one you mean`,
+          );
         } else options[m[1]] = m[2];
       } else positional.push(token);
     }
@@ -188,7 +194,10 @@ export function checkOptions(cmd: ParsedCommand, allowed: readonly string[], usa
 /** At most `max` positional words. */
 export function checkPositional(cmd: ParsedCommand, max: number, usage: string): void {
   if (cmd.positional.length > max) {
-    throw new CommandError('usage', `\`${cmd.command}\` takes ${max === 0 ? 'no target' : `at most ${max} target`}; got ${cmd.positional.map((p) => `\`${p}\``).join(' ')}. Usage: ${usage}.`);
+    throw new CommandError(
+      'usage',
+      `\`${cmd.command}\` takes ${max === 0 ? 'no target' : `at most ${max} target`}; got ${cmd.positional.map((p) => `\`${p}\``).join(' ')}. Usage: ${usage}.`,
+    );
   }
 }
 
@@ -199,7 +208,8 @@ function quoteIfNeeded(value: string): string {
 /** The command as canonical text (what a "Refresh" button runs again). Drops --public: a refresh answers the clicker. */
 export function commandText(cmd: ParsedCommand): string {
   const parts = [cmd.command, ...cmd.positional.map(quoteIfNeeded)];
-  for (const [k, v] of Object.entries(cmd.options)) parts.push(k === 'selector' ? `-l ${quoteIfNeeded(v)}` : `${k}=${quoteIfNeeded(v)}`);
+  for (const [k, v] of Object.entries(cmd.options))
+    parts.push(k === 'selector' ? `-l ${quoteIfNeeded(v)}` : `${k}=${quoteIfNeeded(v)}`);
   for (const f of cmd.flags) if (f !== 'public') parts.push(`--${f}`);
   return parts.join(' ');
 }

@@ -5,13 +5,26 @@ import { TONE_EMOJI, code, formatCount, plural } from '../core/format.js';
 import { type CommandContext, type ParsedCommand, type CommandSpec } from './registry.js';
 import type { ReplyBlock, ReplyItem } from '../core/reply.js';
 import type { ReplyOf } from './replies.js';
-import { concurrencyMeaning, diagnoseOptions, findAppSet, findingsBlock, foldFinding, heldByBlock, noRolloutReply, pausedBlock, targetName } from './rollout.js';
+import {
+  concurrencyMeaning,
+  diagnoseOptions,
+  findAppSet,
+  findingsBlock,
+  foldFinding,
+  heldByBlock,
+  noRolloutReply,
+  pausedBlock,
+  targetName,
+} from './rollout.js';
 
 const USAGE = 'plan APPSET [instance=X]';
 const NAMES_SHOWN = 12;
 
 function names(list: string[]): string {
-  return list.slice(0, NAMES_SHOWN).map(code).join(', ') + (list.length > NAMES_SHOWN ? ` and ${formatCount(list.length - NAMES_SHOWN)} more` : '');
+  return (
+    list.slice(0, NAMES_SHOWN).map(code).join(', ') +
+    (list.length > NAMES_SHOWN ? ` and ${formatCount(list.length - NAMES_SHOWN)} more` : '')
+  );
 }
 
 function stepsPhrase(steps: number[]): string {
@@ -27,7 +40,18 @@ export async function runPlan(cmd: ParsedCommand, ctx: CommandContext): Promise<
   const opts = diagnoseOptions(ctx);
   if (!isRollingSync(target.appSet)) {
     const reply = noRolloutReply('plan', fleet, target, title, diagnoseAppSet(fleet, target, opts));
-    return { ...reply, data: { appSet: reply.data.appSet, instance: reply.data.instance, strategy: reply.data.strategy, rollingSync: false, steps: [], unmatched: [], findings: reply.data.findings } };
+    return {
+      ...reply,
+      data: {
+        appSet: reply.data.appSet,
+        instance: reply.data.instance,
+        strategy: reply.data.strategy,
+        rollingSync: false,
+        steps: [],
+        unmatched: [],
+        findings: reply.data.findings,
+      },
+    };
   }
   const plan = buildRolloutPlan(fleet, target, opts);
 
@@ -46,7 +70,12 @@ export async function runPlan(cmd: ParsedCommand, ctx: CommandContext): Promise<
     : '';
   // A step held by failing apps syncs nothing more until they are fixed: that leads, before what would follow.
   const stuck = plan.findings.find((f) => f.rule === 'stuck-step');
-  if (stuck) blocks.push({ kind: 'text', text: `${TONE_EMOJI.error} *Blocked:* ${foldFinding(stuck.message)[0].replace(/\.$/, '')}. Nothing below happens until ${stuck.step !== undefined ? `step ${stuck.step}'s` : 'its'} failing apps are fixed.`, tone: 'error' });
+  if (stuck)
+    blocks.push({
+      kind: 'text',
+      text: `${TONE_EMOJI.error} *Blocked:* ${foldFinding(stuck.message)[0].replace(/\.$/, '')}. Nothing below happens until ${stuck.step !== undefined ? `step ${stuck.step}'s` : 'its'} failing apps are fixed.`,
+      tone: 'error',
+    });
   blocks.push({
     kind: 'text',
     text: pending.length
@@ -56,12 +85,19 @@ export async function runPlan(cmd: ParsedCommand, ctx: CommandContext): Promise<
   });
   const items: ReplyItem[] = plan.steps.map((s) => {
     const meaning = s.meaning || concurrencyMeaning(s.maxConcurrent);
-    const gate = s.maxConcurrent === 0 && s.remaining.length ? ' — RollingSync syncs none of them; the rollout waits until someone syncs them by hand' : '';
+    const gate =
+      s.maxConcurrent === 0 && s.remaining.length
+        ? ' — RollingSync syncs none of them; the rollout waits until someone syncs them by hand'
+        : '';
     const head = `*Step ${s.step}* · ${meaning} · ${s.apps.length ? `${plural(s.apps.length, 'app')}, ${formatCount(s.remaining.length)} to sync` : 'matches no app'}${gate}`;
     return {
       text: head,
       tone: !s.apps.length ? 'warn' : s.remaining.length ? (s.maxConcurrent === 0 ? 'warn' : 'progress') : 'ok',
-      detail: s.remaining.length ? `to sync: ${names(s.remaining)}` : s.apps.length ? `all Healthy: ${names(s.apps)}` : undefined,
+      detail: s.remaining.length
+        ? `to sync: ${names(s.remaining)}`
+        : s.apps.length
+          ? `all Healthy: ${names(s.apps)}`
+          : undefined,
     };
   });
   if (plan.heldBy) blocks.push(heldByBlock(plan.heldBy));
@@ -76,7 +112,13 @@ export async function runPlan(cmd: ParsedCommand, ctx: CommandContext): Promise<
   const findings = findingsBlock(plan.findings);
   if (findings) blocks.push(findings);
   const suffix = fleet.appSetsNamed(name).length > 1 ? ` instance=${target.instance}` : '';
-  blocks.push({ kind: 'actions', buttons: [{ label: 'Show rollout', command: `rollout ${name}${suffix}` }, { label: 'Refresh', command: `plan ${name}${suffix}` }] });
+  blocks.push({
+    kind: 'actions',
+    buttons: [
+      { label: 'Show rollout', command: `rollout ${name}${suffix}` },
+      { label: 'Refresh', command: `plan ${name}${suffix}` },
+    ],
+  });
   return { ok: true, command: 'plan', title, data: { ...plan }, blocks };
 }
 

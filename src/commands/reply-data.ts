@@ -52,9 +52,30 @@ export interface AppDetail {
   /** A sync requested and not yet picked up by the controller (top-level `operation`). */
   operationRequested: boolean;
   operation: AppOperationInfo | null;
-  failedResources: { group: string; kind: string; namespace: string; name: string; message: string | null; syncPhase: string | null }[];
-  unhealthyResources: { group: string; kind: string; namespace: string; name: string; health: string; message: string | null }[];
-  history: { id: number; revision: string | null; revisions: string[]; deployedAt: string; deployStartedAt: string | null; initiatedBy: string | null }[];
+  failedResources: {
+    group: string;
+    kind: string;
+    namespace: string;
+    name: string;
+    message: string | null;
+    syncPhase: string | null;
+  }[];
+  unhealthyResources: {
+    group: string;
+    kind: string;
+    namespace: string;
+    name: string;
+    health: string;
+    message: string | null;
+  }[];
+  history: {
+    id: number;
+    revision: string | null;
+    revisions: string[];
+    deployedAt: string;
+    deployStartedAt: string | null;
+    initiatedBy: string | null;
+  }[];
   conditions: { type: string; message: string; lastTransitionTime: string | null }[];
   images: string[];
   url: string | null;

@@ -15,7 +15,9 @@ export function rolloutsInFlightReply(ctx: CommandContext): Reply {
   const inFlight = fleet
     .appSets()
     .filter(({ appSet }) => isRollingSync(appSet) && !rolloutComplete(appSet) && currentStepFromStatus(appSet) !== null)
-    .sort((a, b) => a.appSet.metadata.name.localeCompare(b.appSet.metadata.name) || a.instance.localeCompare(b.instance));
+    .sort(
+      (a, b) => a.appSet.metadata.name.localeCompare(b.appSet.metadata.name) || a.instance.localeCompare(b.instance),
+    );
   const multiInstance = fleet.instances().length > 1;
   const shown = inFlight.slice(0, MAX_ROLLOUTS);
   const items: ReplyItem[] = shown.map(({ instance, appSet }) => {
@@ -34,7 +36,13 @@ export function rolloutsInFlightReply(ctx: CommandContext): Reply {
     ok: true,
     command: 'rollout',
     title: 'Rollouts in flight',
-    data: { rollouts: inFlight.map(({ instance, appSet }) => ({ appSet: appSet.metadata.name, instance, currentStep: currentStepFromStatus(appSet) })) },
+    data: {
+      rollouts: inFlight.map(({ instance, appSet }) => ({
+        appSet: appSet.metadata.name,
+        instance,
+        currentStep: currentStepFromStatus(appSet),
+      })),
+    },
     blocks: [
       { kind: 'header', text: 'Rollouts in flight' },
       inFlight.length

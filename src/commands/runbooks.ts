@@ -1,4 +1,23 @@
-import { formatSelectorParam, type RunService, findRunbookAction, runPausable, paramReference, substitute, ParamError, describeParams, parseParams, type ParamValue, auditReply, NothingToDo, nothingToDoReply, previewReply, progressReply, runListReply, RunNotFoundError, type Run } from '../domain/runbooks/index.js';
+import {
+  formatSelectorParam,
+  type RunService,
+  findRunbookAction,
+  runPausable,
+  paramReference,
+  substitute,
+  ParamError,
+  describeParams,
+  parseParams,
+  type ParamValue,
+  auditReply,
+  NothingToDo,
+  nothingToDoReply,
+  previewReply,
+  progressReply,
+  runListReply,
+  RunNotFoundError,
+  type Run,
+} from '../domain/runbooks/index.js';
 import { selectApps } from '../fleet/select.js';
 import type { FleetApp } from '../fleet/model.js';
 import { CommandError, SELECTOR_OPTIONS, selectorFromCommand } from './parse.js';
@@ -21,7 +40,11 @@ function runsOf(ctx: CommandContext): RunService | undefined {
 }
 
 const noEngine = (command: string) =>
-  errorReply(command, 'runs_unavailable', 'The runbook engine is not running in this process (it needs Redis: set redis.url in rollcall.yaml or REDIS_URL).');
+  errorReply(
+    command,
+    'runs_unavailable',
+    'The runbook engine is not running in this process (it needs Redis: set redis.url in rollcall.yaml or REDIS_URL).',
+  );
 
 /** A RollcallError is answered here, under this command's name; anything else is a bug and goes to the dispatcher. */
 function failure(command: string, error: unknown): Reply {
@@ -36,7 +59,10 @@ const REFUSAL_CODES = new Set<ErrorCode>(['forbidden', 'invalid_state', 'run_not
  * Records a refused attempt in the audit log: who tried what on which run (the surface comes from the
  * request's audit origin). The refusal stands whether or not the write succeeds; a failed write is said.
  */
-export async function auditRefusal(ctx: CommandContext, event: { target: string; runId?: string; result: string; message: string; params?: Record<string, unknown> }): Promise<string | undefined> {
+export async function auditRefusal(
+  ctx: CommandContext,
+  event: { target: string; runId?: string; result: string; message: string; params?: Record<string, unknown> },
+): Promise<string | undefined> {
   const audit = ctx.services.audit;
   if (!audit) return undefined;
   try {
@@ -50,11 +76,20 @@ export async function auditRefusal(ctx: CommandContext, event: { target: string;
 /** An unknown run id, with the closest ids among the recent runs. */
 async function runNotFound(runs: RunService, runId: string): Promise<RunNotFoundError> {
   const recent = await runs.list(50).catch(() => []);
-  return new RunNotFoundError(runId, recent.map((r) => r.id));
+  return new RunNotFoundError(
+    runId,
+    recent.map((r) => r.id),
+  );
 }
 
 /** An action on a run (`runs confirm ID`, the Confirm button ...) that threw: refusals are audited, then answered. */
-async function refusedOrFailed(ctx: CommandContext, command: string, action: string, runId: string, thrown: unknown): Promise<Reply> {
+async function refusedOrFailed(
+  ctx: CommandContext,
+  command: string,
+  action: string,
+  runId: string,
+  thrown: unknown,
+): Promise<Reply> {
   const runs = runsOf(ctx);
   const error = thrown instanceof RunNotFoundError && runs ? await runNotFound(runs, runId) : thrown;
   const code = error instanceof RollcallError ? error.code : undefined;
@@ -62,7 +97,12 @@ async function refusedOrFailed(ctx: CommandContext, command: string, action: str
   // The engine audits a refused approval itself (it is where approvers are decided).
   const auditedByEngine = action === 'run.approve' && code === 'forbidden';
   if (code && REFUSAL_CODES.has(code) && !auditedByEngine) {
-    const unrecorded = await auditRefusal(ctx, { target: action, runId, result: code, message: (error as Error).message });
+    const unrecorded = await auditRefusal(ctx, {
+      target: action,
+      runId,
+      result: code,
+      message: (error as Error).message,
+    });
     if (unrecorded && reply.error) reply.error.message += ` ${unrecorded}`;
   }
   return reply;
@@ -73,9 +113,23 @@ function abortedReply(run: Run): Reply {
   return { ...progressReply(run), ok: true };
 }
 
-async function startAndReply(runs: RunService, ctx: CommandContext, runbook: string, params: Record<string, string>, command: string): Promise<Reply> {
+async function startAndReply(
+  runs: RunService,
+  ctx: CommandContext,
+  runbook: string,
+  params: Record<string, string>,
+  command: string,
+): Promise<Reply> {
   try {
-    let run: Run = await runs.start({ runbook, params, user: ctx.user, channel: ctx.channel, threadTs: ctx.threadTs, surface: ctx.surface, system: isScheduler(ctx) });
+    let run: Run = await runs.start({
+      runbook,
+      params,
+      user: ctx.user,
+      channel: ctx.channel,
+      threadTs: ctx.threadTs,
+      surface: ctx.surface,
+      system: isScheduler(ctx),
+    });
     if (!ctx.assumeYes) return { ...previewReply(run), command };
     run = await runs.confirm(run.id, ctx.user, { channel: ctx.channel, threadTs: ctx.threadTs });
     const reply = progressReply(run);
@@ -100,7 +154,11 @@ export const runRunbookCommand: CommandSpec = {
     const name = cmd.positional[0];
     const available = runs.runbooks();
     if (!name) {
-      return errorReply('run', 'usage', `Which runbook? \`run <runbook> key=value ...\`. Runbooks: ${available.map((r) => r.name).join(', ') || 'none loaded'}.`);
+      return errorReply(
+        'run',
+        'usage',
+        `Which runbook? \`run <runbook> key=value ...\`. Runbooks: ${available.map((r) => r.name).join(', ') || 'none loaded'}.`,
+      );
     }
     const runbook = available.find((r) => r.name === name);
     const params = { ...cmd.options };
@@ -121,29 +179,42 @@ export const runRunbookCommand: CommandSpec = {
           options: spec.values,
         })),
       });
-      if (opened) return { ok: true, command: 'run', title: `${runbook.title}: parameters`, data: { form: runbook.name }, blocks: [{ kind: 'context', text: `Fill in the ${runbook.name} form to see the preview.` }] };
+      if (opened)
+        return {
+          ok: true,
+          command: 'run',
+          title: `${runbook.title}: parameters`,
+          data: { form: runbook.name },
+          blocks: [{ kind: 'context', text: `Fill in the ${runbook.name} form to see the preview.` }],
+        };
     }
     return startAndReply(runs, ctx, name, params, 'run');
   },
 };
 
-
 export const syncCommand: CommandSpec = {
   name: 'sync',
   usesRuns: true,
   summary: 'Sync apps (the bulk-sync runbook): each once, in waves, with a health gate',
-  usage: 'sync <app|glob ...> [-l selector] [cluster=X] [prune=true] [dryRun=true] [revision=R] [includeSynced=true] [confirm=N] [concurrency=10] [waves="a-*;b-*"] [canary=1] [gate=healthy|synced|none] [waveTimeout=10m] [onFailure=pause|abort|continue]',
+  usage:
+    'sync <app|glob ...> [-l selector] [cluster=X] [prune=true] [dryRun=true] [revision=R] [includeSynced=true] [confirm=N] [concurrency=10] [waves="a-*;b-*"] [canary=1] [gate=healthy|synced|none] [waveTimeout=10m] [onFailure=pause|abort|continue]',
   help: 'Example: `sync auth-config-* prune=true`. Shows the exact apps first; nothing changes until you confirm.',
   readOnly: false,
   async run(cmd, ctx) {
     const runs = runsOf(ctx);
     if (!runs) return noEngine('sync');
     const selector = formatSelectorParam(selectorFromCommand(cmd));
-    if (!selector) return errorReply('sync', 'usage', 'Which apps? e.g. `sync auth-config-* prune=true` or `sync -l team=auth cluster=prod-eu1`.');
+    if (!selector)
+      return errorReply(
+        'sync',
+        'usage',
+        'Which apps? e.g. `sync auth-config-* prune=true` or `sync -l team=auth cluster=prod-eu1`.',
+      );
     // A typo'd name or glob is answered like `status` answers it, with the closest names, before any run exists.
     assertSelects(cmd, ctx, 'sync');
     const params: Record<string, string> = { selector };
-    for (const [k, v] of Object.entries(cmd.options)) if (!(SELECTOR_OPTIONS as readonly string[]).includes(k)) params[k] = v;
+    for (const [k, v] of Object.entries(cmd.options))
+      if (!(SELECTOR_OPTIONS as readonly string[]).includes(k)) params[k] = v;
     return startAndReply(runs, ctx, 'bulk-sync', params, 'sync');
   },
 };
@@ -160,7 +231,9 @@ export function assertSelects(cmd: ParsedCommand, ctx: CommandContext, verb: str
   const message = `No application matches ${[...(sel.patterns ?? []).map((p) => `\`${p}\``), ...(sel.labels ? [`-l \`${sel.labels}\``] : []), ...(sel.cluster ? [`cluster=${sel.cluster}`] : []), ...(sel.appSet ? [`appset=${sel.appSet}`] : [])].join(' ')}: nothing to ${verb}.`;
   if (word) {
     const near = unknownTarget(ctx.services.fleet, word.replace(/[*?[\]{}]/g, ''), 'app', message);
-    const suggestions = near.suggestions?.map((s) => s.replace(/^(\S+) \(appset\)$/, 'appset=$1').replace(/^(\S+) \(cluster\)$/, 'cluster=$1'));
+    const suggestions = near.suggestions?.map((s) =>
+      s.replace(/^(\S+) \(appset\)$/, 'appset=$1').replace(/^(\S+) \(cluster\)$/, 'cluster=$1'),
+    );
     throw new CommandError(near.code, near.message, suggestions);
   }
   throw new CommandError('unknown_target', message);
@@ -168,7 +241,8 @@ export function assertSelects(cmd: ParsedCommand, ctx: CommandContext, verb: str
 
 /** The verbs of `runs` that act on a run, as the buttons of its message do (run.confirm, run.abort ...). */
 const RUN_VERBS: Record<string, (runs: RunService, id: string, ctx: CommandContext) => Promise<Reply>> = {
-  confirm: async (runs, id, ctx) => progressReply(await runs.confirm(id, ctx.user, { channel: ctx.channel, threadTs: ctx.threadTs })),
+  confirm: async (runs, id, ctx) =>
+    progressReply(await runs.confirm(id, ctx.user, { channel: ctx.channel, threadTs: ctx.threadTs })),
   approve: async (runs, id, ctx) => progressReply(await runs.approve(id, ctx.user)),
   // Cancelling a run that already started aborts it: that is the cancel succeeding too.
   cancel: async (runs, id, ctx) => {
@@ -213,7 +287,12 @@ export const runsCommand: CommandSpec = {
       return failure('runs', error instanceof RunNotFoundError ? await runNotFound(runs, id) : error);
     }
     const act = Object.hasOwn(RUN_VERBS, verb) ? RUN_VERBS[verb] : undefined;
-    if (!act) return errorReply('runs', 'usage', `Unknown \`runs ${verb}\`: use show, confirm, approve, cancel, pause, resume, abort or wait.`);
+    if (!act)
+      return errorReply(
+        'runs',
+        'usage',
+        `Unknown \`runs ${verb}\`: use show, confirm, approve, cancel, pause, resume, abort or wait.`,
+      );
     try {
       return await act(runs, id, ctx);
     } catch (error) {
@@ -232,12 +311,16 @@ export const auditCommand: CommandSpec = {
     const audit = ctx.services.audit;
     if (!audit) return noEngine('audit');
     const n = cmd.positional[0] ? Number(cmd.positional[0]) : 20;
-    if (!Number.isInteger(n) || n < 1) return errorReply('audit', 'usage', '`audit [n]`: n is how many entries, e.g. `audit 50`.');
+    if (!Number.isInteger(n) || n < 1)
+      return errorReply('audit', 'usage', '`audit [n]`: n is how many entries, e.g. `audit 50`.');
     return auditReply(await audit.latest(Math.min(n, 500)));
   },
 };
 
-function runAction(name: string, act: (runs: RunService, id: string, ctx: CommandContext) => Promise<Reply>): ActionSpec {
+function runAction(
+  name: string,
+  act: (runs: RunService, id: string, ctx: CommandContext) => Promise<Reply>,
+): ActionSpec {
   return {
     name,
     async run(value, ctx) {
@@ -262,7 +345,10 @@ export const runConfirmAction: ActionSpec = {
       // In Slack the run now has its one live message in the channel; the (ephemeral) preview says so
       // instead of becoming a second, frozen copy with buttons that go stale.
       if (ctx.surface === 'slack' && (run.status === 'running' || run.status === 'awaiting-approval')) {
-        const where = run.status === 'running' ? `Its progress, with ${runPausable(run) ? 'Pause and Abort' : 'Abort'}, is in the channel message.` : 'It waits for approval in the channel message, where an approver presses Approve.';
+        const where =
+          run.status === 'running'
+            ? `Its progress, with ${runPausable(run) ? 'Pause and Abort' : 'Abort'}, is in the channel message.`
+            : 'It waits for approval in the channel message, where an approver presses Approve.';
         return {
           ok: true,
           command: 'runs',
@@ -278,12 +364,16 @@ export const runConfirmAction: ActionSpec = {
   },
 };
 /** The buttons on a run's message: approve, cancel, pause, resume, abort. */
-export const runVerbActions: ActionSpec[] = ['approve', 'cancel', 'pause', 'resume', 'abort'].map((verb) => runAction(`run.${verb}`, RUN_VERBS[verb]));
+export const runVerbActions: ActionSpec[] = ['approve', 'cancel', 'pause', 'resume', 'abort'].map((verb) =>
+  runAction(`run.${verb}`, RUN_VERBS[verb]),
+);
 
 function formParams(value: string): { runbook: string; params: Record<string, string> } | undefined {
   try {
     const parsed = JSON.parse(value) as { metadata?: string; values?: Record<string, string> };
-    const params = Object.fromEntries(Object.entries(parsed.values ?? {}).filter(([, v]) => v !== undefined && String(v).trim() !== ''));
+    const params = Object.fromEntries(
+      Object.entries(parsed.values ?? {}).filter(([, v]) => v !== undefined && String(v).trim() !== ''),
+    );
     return { runbook: parsed.metadata ?? '', params };
   } catch {
     return undefined;
@@ -295,7 +385,11 @@ export const runFormAction: ActionSpec = {
   name: 'run.form',
   validate(value, ctx) {
     const form = formParams(value);
-    const runbook = form && runsOf(ctx)?.runbooks().find((r) => r.name === form.runbook);
+    const runbook =
+      form &&
+      runsOf(ctx)
+        ?.runbooks()
+        .find((r) => r.name === form.runbook);
     if (!form || !runbook) return undefined;
     let params: Record<string, ParamValue>;
     try {
@@ -305,7 +399,10 @@ export const runFormAction: ActionSpec = {
       // The message starts with the field's name; next to the field it only needs the problem, and the close value (`gate=healthy`: healthy).
       return Object.fromEntries(
         error.problems.map((p) => {
-          const near = p.code === 'invalid_value' && p.suggestion ? `; did you mean ${p.suggestion.slice(p.param.length + 1)}?` : '';
+          const near =
+            p.code === 'invalid_value' && p.suggestion
+              ? `; did you mean ${p.suggestion.slice(p.param.length + 1)}?`
+              : '';
           return [p.param, `${p.message.replace(new RegExp(`^${p.param}: `), '')}${near}`];
         }),
       );
@@ -324,7 +421,10 @@ export const runFormAction: ActionSpec = {
       const paramOf = new Map(fed);
       for (const issue of parsed.error.issues) {
         const key = issue.path[0];
-        const param = (typeof key === 'string' && paramOf.get(key)) || fed.find(([, p]) => params[p] === undefined)?.[1] || fed[0]?.[1];
+        const param =
+          (typeof key === 'string' && paramOf.get(key)) ||
+          fed.find(([, p]) => params[p] === undefined)?.[1] ||
+          fed[0]?.[1];
         if (param && !errors[param]) errors[param] = issue.message.replace(/^Invalid input: /, '');
       }
     }
@@ -340,7 +440,9 @@ export const runFormAction: ActionSpec = {
       return errorReply('run', 'usage', 'The form submission could not be read; run the command again.');
     }
     const runbook = parsed.metadata ?? '';
-    const params = Object.fromEntries(Object.entries(parsed.values ?? {}).filter(([, v]) => v !== undefined && String(v).trim() !== ''));
+    const params = Object.fromEntries(
+      Object.entries(parsed.values ?? {}).filter(([, v]) => v !== undefined && String(v).trim() !== ''),
+    );
     return startAndReply(runs, ctx, runbook, params, 'run');
   },
 };

@@ -1,18 +1,17 @@
 import type { FleetApp, FleetAppSet, FleetView } from '../fleet/model.js';
 import { summarizeApps, type ClusterStatus, type FleetSummary, type ProblemDetail } from '../fleet/status.js';
-import { PROBLEM_KIND_LABEL, groupProblems, problemKind, rolloutEntry, type ProblemGroup, type ProblemKind, type ProblemRow } from '../fleet/groups.js';
+import {
+  PROBLEM_KIND_LABEL,
+  groupProblems,
+  problemKind,
+  rolloutEntry,
+  type ProblemGroup,
+  type ProblemKind,
+  type ProblemRow,
+} from '../fleet/groups.js';
 import { isRollingSync, rolloutComplete } from '../fleet/rollingsync.js';
 import { selectApps, type AppSelector } from '../fleet/select.js';
-import {
-  HEALTH_ORDER,
-  SYNC_ORDER,
-  TONE_EMOJI,
-  code,
-  countsLine,
-  formatCount,
-  plural,
-  since,
-} from '../core/format.js';
+import { HEALTH_ORDER, SYNC_ORDER, TONE_EMOJI, code, countsLine, formatCount, plural, since } from '../core/format.js';
 import { SELECTOR_OPTIONS, checkOptions, commandText, selectorFromCommand } from './parse.js';
 import type { CommandContext, CommandSpec, ParsedCommand } from './registry.js';
 import type { ReplyBlock, ReplyButton, ReplyItem, Tone } from '../core/reply.js';
@@ -33,11 +32,13 @@ function resolveSelection(fleet: FleetView, cmd: ParsedCommand): { sel: AppSelec
   const sel = selectorFromCommand(cmd);
   const scope: string[] = [];
   const plain = (s: string | undefined): s is string => !!s && !isGlob(s) && !s.includes(',');
-  if (plain(sel.instance) && !fleet.instances().includes(sel.instance)) throw unknownTarget(fleet, sel.instance, 'instance');
+  if (plain(sel.instance) && !fleet.instances().includes(sel.instance))
+    throw unknownTarget(fleet, sel.instance, 'instance');
   const needNames = plain(sel.cluster) || plain(sel.appSet) || sel.patterns?.some(plain);
   const names = needNames ? fleetNames(fleet) : undefined;
   if (plain(sel.cluster) && !names!.clusters.has(sel.cluster)) throw unknownTarget(fleet, sel.cluster, 'cluster');
-  if (plain(sel.appSet) && !names!.appSets.has(sel.appSet) && !fleet.apps().some((a) => a.appSet === sel.appSet)) throw unknownTarget(fleet, sel.appSet, 'appset');
+  if (plain(sel.appSet) && !names!.appSets.has(sel.appSet) && !fleet.apps().some((a) => a.appSet === sel.appSet))
+    throw unknownTarget(fleet, sel.appSet, 'appset');
   // `status prod-us1` or `status payments`: a bare cluster or appset name is what on-call means.
   if (sel.patterns?.length === 1 && plain(sel.patterns[0]) && !names!.apps.has(sel.patterns[0])) {
     const word = sel.patterns[0];
@@ -50,7 +51,8 @@ function resolveSelection(fleet: FleetView, cmd: ParsedCommand): { sel: AppSelec
     }
   }
   for (const p of sel.patterns ?? []) {
-    if (plain(p) && !names!.apps.has(p)) throw unknownTarget(fleet, p, 'app', `No app, ApplicationSet or cluster named \`${p}\`.`);
+    if (plain(p) && !names!.apps.has(p))
+      throw unknownTarget(fleet, p, 'app', `No app, ApplicationSet or cluster named \`${p}\`.`);
   }
   if (sel.patterns?.length) scope.push(sel.patterns.map(code).join(' '));
   if (sel.labels) scope.push(`-l ${code(sel.labels)}`);
@@ -69,7 +71,8 @@ function clusterLine(c: ClusterStatus, problems: number, multiInstance: boolean)
       .join(', ');
   const health = notFine(c.health, 'Healthy');
   const sync = notFine(c.sync, 'Synced');
-  const counts = [health && `health ${health}`, sync && `sync ${sync}`].filter(Boolean).join(' · ') || 'all Synced and Healthy';
+  const counts =
+    [health && `health ${health}`, sync && `sync ${sync}`].filter(Boolean).join(' · ') || 'all Synced and Healthy';
   const name = multiInstance ? `${c.instance}/${c.cluster}` : c.cluster;
   const tone = problems ? (c.health.Degraded || c.health.Missing ? 'error' : 'warn') : 'ok';
   return { text: `*${name}* — ${plural(c.apps, 'app')}: ${counts}`, tone };
@@ -82,7 +85,12 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
   const { sel, scope } = resolveSelection(fleet, cmd);
   const selected = scope.length ? selectApps(fleet, sel) : fleet.apps();
   if (scope.length && !selected.length && sel.patterns?.some(isGlob) && !sel.labels) {
-    throw unknownTarget(fleet, sel.patterns.find(isGlob)!.replace(/[*?[\]{}]/g, ''), 'app', `No application matches ${sel.patterns.map(code).join(' ')}.`);
+    throw unknownTarget(
+      fleet,
+      sel.patterns.find(isGlob)!.replace(/[*?[\]{}]/g, ''),
+      'app',
+      `No application matches ${sel.patterns.map(code).join(' ')}.`,
+    );
   }
   const summary = summarizeApps(selected);
   const { total, clusters, problems } = summary;
@@ -98,15 +106,26 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
   blocks.push({
     kind: 'fields',
     fields: [
-      { label: 'Apps', value: `${formatCount(total.apps)} on ${plural(clusters.length, 'cluster')}${multiInstance ? `, ${plural(instancesWithApps, 'instance')}` : ''}` },
+      {
+        label: 'Apps',
+        value: `${formatCount(total.apps)} on ${plural(clusters.length, 'cluster')}${multiInstance ? `, ${plural(instancesWithApps, 'instance')}` : ''}`,
+      },
       { label: 'Sync', value: countsLine(total.sync, SYNC_ORDER) },
       { label: 'Health', value: countsLine(total.health, HEALTH_ORDER) },
     ],
   });
   if (!total.apps) {
-    blocks.push({ kind: 'text', text: `${TONE_EMOJI.info} No applications match ${scope.join(', ') || 'in the fleet'}.`, tone: 'info' });
+    blocks.push({
+      kind: 'text',
+      text: `${TONE_EMOJI.info} No applications match ${scope.join(', ') || 'in the fleet'}.`,
+      tone: 'info',
+    });
   } else if (!problems.length) {
-    blocks.push({ kind: 'text', text: `${TONE_EMOJI.ok} All ${plural(total.apps, 'app')} Synced and Healthy (or Progressing/Suspended).`, tone: 'ok' });
+    blocks.push({
+      kind: 'text',
+      text: `${TONE_EMOJI.ok} All ${plural(total.apps, 'app')} Synced and Healthy (or Progressing/Suspended).`,
+      tone: 'ok',
+    });
   } else {
     const degraded = problems.filter((p) => p.health === 'Degraded' || p.health === 'Missing').length;
     const waiting = groups.filter((g) => g.kind === 'waiting').reduce((n, g) => n + g.apps.length, 0);
@@ -126,24 +145,37 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
 
   if (clusters.length > 1) {
     const problemsByCluster = new Map<string, number>();
-    for (const p of problems) problemsByCluster.set(`${p.instance}/${p.cluster}`, (problemsByCluster.get(`${p.instance}/${p.cluster}`) ?? 0) + 1);
+    for (const p of problems)
+      problemsByCluster.set(
+        `${p.instance}/${p.cluster}`,
+        (problemsByCluster.get(`${p.instance}/${p.cluster}`) ?? 0) + 1,
+      );
     const count = (c: ClusterStatus) => problemsByCluster.get(`${c.instance}/${c.cluster}`) ?? 0;
     const withProblems = clusters.filter((c) => count(c) > 0);
     if (withProblems.length > MAX_CLUSTER_LINES) {
       // Problems spread over many clusters are told by the groups below; one line says how far they reach.
       const most = Math.max(...withProblems.map(count));
-      const worst = withProblems.filter((c) => count(c) === most).map((c) => (multiInstance ? `${c.instance}/${c.cluster}` : c.cluster));
+      const worst = withProblems
+        .filter((c) => count(c) === most)
+        .map((c) => (multiInstance ? `${c.instance}/${c.cluster}` : c.cluster));
       blocks.push({
         kind: 'context',
         text: `Problems on ${formatCount(withProblems.length)} of ${plural(clusters.length, 'cluster')}; most on ${worst.slice(0, 3).join(', ')}${worst.length > 3 ? ` and ${formatCount(worst.length - 3)} more` : ''} (${plural(most, 'app')} each). Narrow with cluster=X.`,
       });
     } else {
-      const ranked = clusters.length > MAX_CLUSTERS_SHOWN ? [...clusters].sort((a, b) => count(b) - count(a)) : clusters;
+      const ranked =
+        clusters.length > MAX_CLUSTERS_SHOWN ? [...clusters].sort((a, b) => count(b) - count(a)) : clusters;
       // With many clusters only the worst are worth a line; the healthy rest is a count.
-      const shown = clusters.length > MAX_CLUSTERS_SHOWN ? ranked.filter((c) => count(c) > 0).slice(0, MAX_CLUSTERS_SHOWN) : ranked;
+      const shown =
+        clusters.length > MAX_CLUSTERS_SHOWN ? ranked.filter((c) => count(c) > 0).slice(0, MAX_CLUSTERS_SHOWN) : ranked;
       const rest = ranked.filter((c) => !shown.includes(c));
       const restWithProblems = rest.filter((c) => count(c) > 0).length;
-      if (shown.length) blocks.push({ kind: 'list', title: 'Clusters', items: shown.map((c) => clusterLine(c, count(c), multiInstance)) });
+      if (shown.length)
+        blocks.push({
+          kind: 'list',
+          title: 'Clusters',
+          items: shown.map((c) => clusterLine(c, count(c), multiInstance)),
+        });
       if (rest.length) {
         blocks.push({
           kind: 'context',
@@ -163,11 +195,15 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
       total: groups.length,
     });
     const example = groups[0].apps[0].app;
-    blocks.push({ kind: 'context', text: `Details of one app: ${code(`app ${example}`)} · the apps of a group: ${code(`status ${groupSelector(groups[0])}`)}` });
+    blocks.push({
+      kind: 'context',
+      text: `Details of one app: ${code(`app ${example}`)} · the apps of a group: ${code(`status ${groupSelector(groups[0])}`)}`,
+    });
   }
 
   const buttons: ReplyButton[] = [{ label: 'Refresh', command: commandText(cmd) }];
-  for (const name of rolloutsInFlight(fleet, summary)) buttons.push({ label: `Show rollout ${name.label}`, command: name.command });
+  for (const name of rolloutsInFlight(fleet, summary))
+    buttons.push({ label: `Show rollout ${name.label}`, command: name.command });
   blocks.push({ kind: 'actions', buttons: buttons.slice(0, 5) });
 
   return {
@@ -177,22 +213,46 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
     data: {
       total,
       clusters,
-      problems: problems.map(({ app, instance, cluster, sync, health, reason }: ProblemDetail) => ({ app, instance, cluster, sync, health, reason })),
-      groups: groups.map((g) => ({ name: g.name, by: g.by, instance: g.instance, kind: g.kind, reason: g.reason, apps: g.apps.map((a) => a.app), clusters: g.clusters, clustersOfGroup: g.clustersOfGroup })),
+      problems: problems.map(({ app, instance, cluster, sync, health, reason }: ProblemDetail) => ({
+        app,
+        instance,
+        cluster,
+        sync,
+        health,
+        reason,
+      })),
+      groups: groups.map((g) => ({
+        name: g.name,
+        by: g.by,
+        instance: g.instance,
+        kind: g.kind,
+        reason: g.reason,
+        apps: g.apps.map((a) => a.app),
+        clusters: g.clusters,
+        clustersOfGroup: g.clustersOfGroup,
+      })),
     },
     blocks,
   };
 }
 
 /** The problems of the selection grouped by ApplicationSet (or service) and shared reason; see fleet/groups.ts. */
-export function problemGroups(fleet: FleetView, selected: readonly FleetApp[], problems: readonly ProblemDetail[]): ProblemGroup[] {
+export function problemGroups(
+  fleet: FleetView,
+  selected: readonly FleetApp[],
+  problems: readonly ProblemDetail[],
+): ProblemGroup[] {
   const byKey = new Map<string, FleetApp>();
   for (const fa of selected) byKey.set(`${fa.instance}\u0000${fa.app.metadata.name}`, fa);
   const appSets = new Map<string, FleetAppSet | undefined>();
   const appSetOf = (instance: string, name: string | undefined) => {
     if (!name) return undefined;
     const key = `${instance}\u0000${name}`;
-    if (!appSets.has(key)) appSets.set(key, fleet.appSetsNamed(name).find((s) => s.instance === instance));
+    if (!appSets.has(key))
+      appSets.set(
+        key,
+        fleet.appSetsNamed(name).find((s) => s.instance === instance),
+      );
     return appSets.get(key)?.appSet;
   };
   const entryOf = (p: ProblemRow) => rolloutEntry(appSetOf(p.instance, p.appSet), p.app);
@@ -206,7 +266,12 @@ export function problemGroups(fleet: FleetView, selected: readonly FleetApp[], p
   });
   return groupProblems(
     rows,
-    selected.map((fa) => ({ app: fa.app.metadata.name, instance: fa.instance, cluster: fa.cluster, appSet: fa.appSet })),
+    selected.map((fa) => ({
+      app: fa.app.metadata.name,
+      instance: fa.instance,
+      cluster: fa.cluster,
+      appSet: fa.appSet,
+    })),
     (row) => {
       const fa = byKey.get(`${row.instance}\u0000${row.app}`);
       return fa ? problemKind(fa, row.sync, row.health, entryOf(row)) : 'outofsync';
@@ -215,12 +280,20 @@ export function problemGroups(fleet: FleetView, selected: readonly FleetApp[], p
   );
 }
 
-const KIND_TONE: Record<ProblemKind, Tone> = { failed: 'error', degraded: 'error', missing: 'error', unknown: 'unknown', outofsync: 'warn', waiting: 'info' };
+const KIND_TONE: Record<ProblemKind, Tone> = {
+  failed: 'error',
+  degraded: 'error',
+  missing: 'error',
+  unknown: 'unknown',
+  outofsync: 'warn',
+  waiting: 'info',
+};
 
 /** "auth-service · Degraded on 12/12 clusters · CrashLoopBackOff: back-off restarting failed container · for 41m" */
 function groupItem(g: ProblemGroup, now: Date, multiInstance: boolean): ReplyItem {
   const where = (c: string) => (multiInstance ? `${g.instance}/${c}` : c);
-  const on = g.clusters === 1 ? where(g.apps[0].cluster) : `${formatCount(g.clusters)}/${plural(g.clustersOfGroup, 'cluster')}`;
+  const on =
+    g.clusters === 1 ? where(g.apps[0].cluster) : `${formatCount(g.clusters)}/${plural(g.clustersOfGroup, 'cluster')}`;
   const age = since(g.since, now);
   const n = g.apps.length;
   let text: string;
@@ -239,7 +312,13 @@ function groupItem(g: ProblemGroup, now: Date, multiInstance: boolean): ReplyIte
           : n <= 3
             ? `${plural(n, 'app')} (${g.apps.map((a) => a.app).join(', ')}) `
             : `${plural(n, 'app')} `;
-    const when = !age ? '' : g.kind === 'outofsync' ? ` · last sync ${age} ago` : g.kind === 'unknown' ? '' : ` · for ${age}`;
+    const when = !age
+      ? ''
+      : g.kind === 'outofsync'
+        ? ` · last sync ${age} ago`
+        : g.kind === 'unknown'
+          ? ''
+          : ` · for ${age}`;
     text = `*${g.name}* · ${who}${label} on ${on} · ${g.reason}${when}`;
   }
   return { text, tone: KIND_TONE[g.kind] };

@@ -27,7 +27,8 @@ export function unknownTarget(fleet: FleetView, word: string, prefer: TargetKind
     const known = fleet.instances();
     return new CommandError(
       'unknown_target',
-      message ?? `No Argo CD instance named \`${word}\`. Configured instances: ${known.map((i) => `\`${i}\``).join(', ') || 'none'}.`,
+      message ??
+        `No Argo CD instance named \`${word}\`. Configured instances: ${known.map((i) => `\`${i}\``).join(', ') || 'none'}.`,
       suggest(word, known, 3),
     );
   }
@@ -37,7 +38,8 @@ export function unknownTarget(fleet: FleetView, word: string, prefer: TargetKind
     { kind: 'appset', names: names.appSets },
     { kind: 'cluster', names: names.clusters },
   ];
-  if (prefer === 'project') groups.unshift({ kind: 'project', names: new Set(fleet.apps().map((a) => a.app.spec?.project ?? '')) });
+  if (prefer === 'project')
+    groups.unshift({ kind: 'project', names: new Set(fleet.apps().map((a) => a.app.spec?.project ?? '')) });
   groups.sort((a, b) => Number(b.kind === prefer) - Number(a.kind === prefer));
   // One ranking across kinds: `auth-servic` is closest to the appset auth-service, not to its apps.
   const ranked: { label: string; score: number; preferred: boolean }[] = [];
@@ -48,11 +50,16 @@ export function unknownTarget(fleet: FleetView, word: string, prefer: TargetKind
   }
   ranked.sort((a, b) => a.score - b.score || Number(b.preferred) - Number(a.preferred));
   const suggestions = ranked.map((r) => r.label);
-  let text = message ?? `No ${KIND_LABEL[prefer]} named \`${word}\` on ${fleet.instances().length > 1 ? 'any instance' : 'this Argo CD'}.`;
+  let text =
+    message ??
+    `No ${KIND_LABEL[prefer]} named \`${word}\` on ${fleet.instances().length > 1 ? 'any instance' : 'this Argo CD'}.`;
   // Nothing of the expected kind is close: name what exists, when that is a short list (appsets usually are).
   if (!ranked.some((r) => r.preferred) && prefer === 'appset' && names.appSets.size > 0) {
     const all = [...names.appSets].sort();
-    text += ` ApplicationSets: ${all.slice(0, 10).map((n) => `\`${n}\``).join(', ')}${all.length > 10 ? ` and ${all.length - 10} more` : ''}.`;
+    text += ` ApplicationSets: ${all
+      .slice(0, 10)
+      .map((n) => `\`${n}\``)
+      .join(', ')}${all.length > 10 ? ` and ${all.length - 10} more` : ''}.`;
   }
   return new CommandError('unknown_target', text, suggestions.slice(0, 6));
 }

@@ -22,7 +22,11 @@ export const terminateOpCommand: CommandSpec = {
   async run(cmd, ctx) {
     checkOptions(cmd, SELECTOR_OPTIONS, USAGE);
     const selector = formatSelectorParam(selectorFromCommand(cmd));
-    if (!selector) throw new CommandError('usage', `Terminate the operation of which apps? Usage: ${USAGE}, e.g. \`terminate-op checkout-prod-eu\`.`);
+    if (!selector)
+      throw new CommandError(
+        'usage',
+        `Terminate the operation of which apps? Usage: ${USAGE}, e.g. \`terminate-op checkout-prod-eu\`.`,
+      );
     assertSelects(cmd, ctx, 'terminate');
     return viaRunCommand('terminate-op', { selector }, cmd, ctx, 'terminate-op');
   },

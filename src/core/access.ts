@@ -66,7 +66,9 @@ export function describePrincipals(principals: readonly string[], groups: Access
       if (p === '*') return 'everyone';
       if (p.startsWith('group:')) {
         const members = [...new Set(groups[p.slice(6)] ?? [])].filter((m) => m !== except);
-        return members.length ? `${p} (${members.slice(0, 5).map(mention).join(', ')}${members.length > 5 ? ', …' : ''})` : `${p} (no members)`;
+        return members.length
+          ? `${p} (${members.slice(0, 5).map(mention).join(', ')}${members.length > 5 ? ', …' : ''})`
+          : `${p} (no members)`;
       }
       return mention(p);
     })

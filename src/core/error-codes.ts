@@ -38,18 +38,33 @@ export const ERROR_CODES = {
   channel_not_allowed: { exit: 'failed', meaning: 'rollcall does not answer in this channel' },
   run_not_found: { exit: 'failed', meaning: 'no run with that id' },
   runs_unavailable: { exit: 'failed', meaning: 'this process has no runbook engine (it needs Redis)' },
-  no_worker: { exit: 'failed', meaning: 'the run is confirmed and queued, but no rollcall worker is connected to this Redis to run it' },
+  no_worker: {
+    exit: 'failed',
+    meaning: 'the run is confirmed and queued, but no rollcall worker is connected to this Redis to run it',
+  },
   invalid_state: { exit: 'failed', meaning: 'the run is not in a state that allows this' },
-  lease_lost: { exit: 'failed', meaning: 'a step attempt lost its lease (a newer attempt, a pause or an abort took it) and stopped' },
+  lease_lost: {
+    exit: 'failed',
+    meaning: 'a step attempt lost its lease (a newer attempt, a pause or an abort took it) and stopped',
+  },
   preview_failed: { exit: 'failed', meaning: 'the runbook could not be previewed' },
-  blast_radius: { exit: 'failed', meaning: 'a sync too wide for one wave: split it into waves, add a canary, or confirm the app count' },
+  blast_radius: {
+    exit: 'failed',
+    meaning: 'a sync too wide for one wave: split it into waves, add a canary, or confirm the app count',
+  },
   locked: { exit: 'failed', meaning: 'another run holds locks on some of the target apps' },
-  not_configured: { exit: 'failed', meaning: 'the action needs configuration that is missing (kube clusters, pause store)' },
+  not_configured: {
+    exit: 'failed',
+    meaning: 'the action needs configuration that is missing (kube clusters, pause store)',
+  },
   nothing_to_pause: { exit: 'failed', meaning: 'the ApplicationSet has nothing a pause would stop' },
   already_paused: { exit: 'failed', meaning: 'the ApplicationSet is already paused' },
   not_paused: { exit: 'failed', meaning: 'the ApplicationSet is not paused by rollcall' },
-  auto_sync_enabled: { exit: 'failed', meaning: 'a rollback of an app whose auto-sync is on: Argo CD refuses it, turn auto-sync off first' },
-  unknown_history_id: { exit: 'failed', meaning: 'no deployment with that id in the app\'s history (status.history)' },
+  auto_sync_enabled: {
+    exit: 'failed',
+    meaning: 'a rollback of an app whose auto-sync is on: Argo CD refuses it, turn auto-sync off first',
+  },
+  unknown_history_id: { exit: 'failed', meaning: "no deployment with that id in the app's history (status.history)" },
   nothing_to_terminate: { exit: 'failed', meaning: 'no selected app has an operation in progress' },
   // Incidents.
   incident_not_found: { exit: 'failed', meaning: 'no incident with that id' },
@@ -77,20 +92,38 @@ export const ERROR_CODES = {
   argocd_network: { exit: 'failed', meaning: 'Argo CD is unreachable (network, TLS)' },
   argocd_operation_in_progress: { exit: 'failed', meaning: 'another operation is running on the app' },
   argocd_no_operation: { exit: 'failed', meaning: 'no operation is running on the app: nothing to terminate' },
-  argocd_auto_sync_enabled: { exit: 'failed', meaning: 'Argo CD does not roll back an app while its auto-sync is on: turn it off first' },
+  argocd_auto_sync_enabled: {
+    exit: 'failed',
+    meaning: 'Argo CD does not roll back an app while its auto-sync is on: turn it off first',
+  },
   argocd_expired: { exit: 'failed', meaning: 'a watch resumed from a resourceVersion Argo CD no longer has' },
-  argocd_bad_response: { exit: 'failed', meaning: 'Argo CD (or a proxy in front of it) answered 2xx with a body that is not the JSON the endpoint promises' },
+  argocd_bad_response: {
+    exit: 'failed',
+    meaning: 'Argo CD (or a proxy in front of it) answered 2xx with a body that is not the JSON the endpoint promises',
+  },
   // Slack.
   slack_auth_failed: { exit: 'failed', meaning: 'Slack rejected the bot token' },
   slack_listen_failed: { exit: 'failed', meaning: 'the Slack receiver could not start' },
   slack_rate_limited: { exit: 'failed', meaning: 'Slack kept answering 429 after every retry rollcall allows' },
-  slack_channel_not_found: { exit: 'failed', meaning: 'no Slack channel with that id, or a private one the bot was not invited to' },
+  slack_channel_not_found: {
+    exit: 'failed',
+    meaning: 'no Slack channel with that id, or a private one the bot was not invited to',
+  },
   slack_not_in_channel: { exit: 'failed', meaning: 'the bot is not a member of the Slack channel' },
   slack_missing_scope: { exit: 'failed', meaning: 'the Slack app lacks an OAuth scope the call needs' },
-  slack_api_error: { exit: 'failed', meaning: 'Slack refused a Web API call for another reason (its error is in the message)' },
-  slack_unreachable: { exit: 'failed', meaning: 'the Slack Web API could not be reached or answered with an HTTP error' },
+  slack_api_error: {
+    exit: 'failed',
+    meaning: 'Slack refused a Web API call for another reason (its error is in the message)',
+  },
+  slack_unreachable: {
+    exit: 'failed',
+    meaning: 'the Slack Web API could not be reached or answered with an HTTP error',
+  },
   // rollcall itself.
-  stored_record_invalid: { exit: 'failed', meaning: 'a record rollcall stored in Redis does not decode (another version wrote it, or a hand edit)' },
+  stored_record_invalid: {
+    exit: 'failed',
+    meaning: 'a record rollcall stored in Redis does not decode (another version wrote it, or a hand edit)',
+  },
   internal: { exit: 'failed', meaning: 'rollcall failed outside any command (a bug)' },
   internal_error: { exit: 'failed', meaning: 'a command failed unexpectedly (a bug)' },
 } as const satisfies Record<string, ErrorCodeSpec>;

@@ -37,7 +37,10 @@ export class RollcallError extends Error {
   }
 }
 
-export function isRollcallError<C extends ErrorCode>(error: unknown, ...codes: C[]): error is RollcallError & { code: C } {
+export function isRollcallError<C extends ErrorCode>(
+  error: unknown,
+  ...codes: C[]
+): error is RollcallError & { code: C } {
   return error instanceof RollcallError && (!codes.length || (codes as ErrorCode[]).includes(error.code));
 }
 
@@ -53,5 +56,9 @@ export function replyFromError(command: string, error: unknown): Reply {
     return reply;
   }
   const message = error instanceof Error ? error.message : String(error);
-  return errorReply(command, 'internal_error', `\`${command}\` failed unexpectedly: ${message}. This is a rollcall bug; the logs have the details.`);
+  return errorReply(
+    command,
+    'internal_error',
+    `\`${command}\` failed unexpectedly: ${message}. This is a rollcall bug; the logs have the details.`,
+  );
 }

@@ -18,7 +18,6 @@ export function formatDuration(ms: number): string {
   return h % 24 ? `${d}d ${h % 24}h` : `${d}d`;
 }
 
-
 /**
  * A duration the way people type it, exact and in one canonical spelling: `10m`, `1h30m`, `1m30s`, `2d`,
  * `250ms`. `600s` and `10m` both show as `10m`; parseDuration reads every output back to the same value,
@@ -28,7 +27,13 @@ export function typedDuration(ms: number): string {
   if (!Number.isFinite(ms) || ms <= 0) return '0s';
   let rest = Math.round(ms);
   let text = '';
-  for (const [unit, size] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000], ['ms', 1]] as const) {
+  for (const [unit, size] of [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1000],
+    ['ms', 1],
+  ] as const) {
     if (rest >= size) text += `${Math.floor(rest / size)}${unit}`;
     rest %= size;
   }
@@ -63,7 +68,13 @@ export function isTimeZone(timeZone: string): boolean {
 /** "14:05:09" (or "14:05"): the time of day in the display time zone, for lines read beside others of the same day. */
 export function clockTime(at: Date, opts: { seconds?: boolean } = {}): string {
   const seconds = opts.seconds ?? true;
-  return new Intl.DateTimeFormat('en-GB', { timeZone: displayTimeZone, hour: '2-digit', minute: '2-digit', ...(seconds ? { second: '2-digit' } : {}), hourCycle: 'h23' }).format(at);
+  return new Intl.DateTimeFormat('en-GB', {
+    timeZone: displayTimeZone,
+    hour: '2-digit',
+    minute: '2-digit',
+    ...(seconds ? { second: '2-digit' } : {}),
+    hourCycle: 'h23',
+  }).format(at);
 }
 
 /** The display time zone's name, for a list that shows times of day only. */
@@ -75,7 +86,15 @@ export function displayZone(): string {
 export function absoluteTime(iso: string, timeZone = displayTimeZone): string {
   const t = Date.parse(iso);
   if (Number.isNaN(t)) return iso;
-  return new Intl.DateTimeFormat('en-GB', { timeZone, day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit', hourCycle: 'h23', timeZoneName: 'short' }).format(t);
+  return new Intl.DateTimeFormat('en-GB', {
+    timeZone,
+    day: 'numeric',
+    month: 'short',
+    hour: '2-digit',
+    minute: '2-digit',
+    hourCycle: 'h23',
+    timeZoneName: 'short',
+  }).format(t);
 }
 
 /**
@@ -183,7 +202,12 @@ export const SEVERITY_TONE: Record<string, Tone> = { critical: 'error', warning:
 
 /** "Synced 9,800 · OutOfSync 12" in a fixed, meaningful order; statuses with 0 are left out. */
 export function countsLine(counts: Record<string, number>, order: readonly string[]): string {
-  const keys = [...order.filter((k) => counts[k]), ...Object.keys(counts).filter((k) => !order.includes(k) && counts[k]).sort()];
+  const keys = [
+    ...order.filter((k) => counts[k]),
+    ...Object.keys(counts)
+      .filter((k) => !order.includes(k) && counts[k])
+      .sort(),
+  ];
   return keys.length ? keys.map((k) => `${k} ${formatCount(counts[k])}`).join(' · ') : 'none';
 }
 
@@ -244,5 +268,7 @@ export function byText(a: string, b: string): number {
  */
 export function mention(user: string): string {
   // A terminal user is whatever --as said: as text, never as markup.
-  return /^[UW][A-Z0-9]{6,}$/.test(user) ? `<@${user}>` : user.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  return /^[UW][A-Z0-9]{6,}$/.test(user)
+    ? `<@${user}>`
+    : user.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }

@@ -122,18 +122,40 @@ export function replyPages(reply: Reply, perPage: number): number {
 /** Marks text as typed by a user (see Reply.userText). */
 export function withUserText(reply: Reply, ...typed: string[]): Reply {
   // Slack sends command text with <, > and & as entities; the parser decodes them, so the reply echoes them decoded.
-  const text = typed.map((t) => t.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')).filter((t) => t.includes('<'));
+  const text = typed
+    .map((t) => t.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&'))
+    .filter((t) => t.includes('<'));
   if (text.length) reply.userText = [...(reply.userText ?? []), ...text];
   return reply;
 }
 
 export function errorReply(command: string, code: ErrorCode, message: string, suggestions?: string[]): Reply {
   const blocks: ReplyBlock[] = [{ kind: 'text', text: `:x: ${message}`, tone: 'error' }];
-  if (suggestions?.length) blocks.push({ kind: 'context', text: `Did you mean: ${suggestions.map((s) => `\`${s}\``).join(', ')}?` });
-  return { ok: false, command, title: 'Error', data: {}, error: { code, message, ...(suggestions?.length ? { suggestions } : {}) }, blocks };
+  if (suggestions?.length)
+    blocks.push({ kind: 'context', text: `Did you mean: ${suggestions.map((s) => `\`${s}\``).join(', ')}?` });
+  return {
+    ok: false,
+    command,
+    title: 'Error',
+    data: {},
+    error: { code, message, ...(suggestions?.length ? { suggestions } : {}) },
+    blocks,
+  };
 }
 
 /** The JSON contract of `rollcall ask --json`. */
-export function replyJson(reply: Reply<string, object>): { ok: boolean; command: string; title: string; data: object; error?: ReplyError } {
-  return { ok: reply.ok, command: reply.command, title: reply.title, data: reply.data, ...(reply.error ? { error: reply.error } : {}) };
+export function replyJson(reply: Reply<string, object>): {
+  ok: boolean;
+  command: string;
+  title: string;
+  data: object;
+  error?: ReplyError;
+} {
+  return {
+    ok: reply.ok,
+    command: reply.command,
+    title: reply.title,
+    data: reply.data,
+    ...(reply.error ? { error: reply.error } : {}),
+  };
 }

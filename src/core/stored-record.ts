@@ -31,7 +31,10 @@ export function decodeStored<T extends z.ZodType>(schema: T, raw: unknown, what:
   const parsed = schema.safeParse(raw);
   if (parsed.success) return parsed.data;
   const problems = parsed.error.issues.map((i) => `${i.path.join('.') || 'record'}: ${i.message}`).join('; ');
-  throw new RollcallError('stored_record_invalid', `${what} in Redis is malformed (${problems}); it was written by another rollcall version or edited by hand`);
+  throw new RollcallError(
+    'stored_record_invalid',
+    `${what} in Redis is malformed (${problems}); it was written by another rollcall version or edited by hand`,
+  );
 }
 
 /** Where a reader reports the stored records it skipped as malformed. */

@@ -49,7 +49,6 @@ export const RULES = RULE_IDS;
 
 export type { RuleId };
 
-
 /** Most severe first: the order findings are shown in. */
 export const SEVERITY_RANK: Record<Severity, number> = { critical: 0, warning: 1, info: 2 };
 
@@ -71,13 +70,18 @@ export function diagnoseFleet(fleet: FleetView, opts: DiagnoseOptions & { now: D
 }
 
 /** Findings for one ApplicationSet, sorted by severity then step. Empty for an appset not using RollingSync. */
-export function diagnoseAppSet(fleet: FleetView, target: FleetAppSet, opts: DiagnoseOptions & { now: Date }): Finding[] {
+export function diagnoseAppSet(
+  fleet: FleetView,
+  target: FleetAppSet,
+  opts: DiagnoseOptions & { now: Date },
+): Finding[] {
   const appSet = target.appSet;
   if (stepsWithoutType(appSet)) return [stepsWithoutTypeFinding(target)];
   if (appSet.spec?.strategy?.type !== 'RollingSync') return [];
   const ctx = buildContext(fleet, target, opts);
   const out: Finding[] = [];
-  const add = (f: Omit<Finding, 'appSet' | 'instance'>) => out.push({ ...f, appSet: ctx.name, instance: target.instance });
+  const add = (f: Omit<Finding, 'appSet' | 'instance'>) =>
+    out.push({ ...f, appSet: ctx.name, instance: target.instance });
 
   if (!isRollingSync(appSet)) {
     ruleNoSteps(ctx, add);
@@ -139,7 +143,10 @@ type Add = (f: Omit<Finding, 'appSet' | 'instance'>) => void;
 function buildContext(fleet: FleetView, target: FleetAppSet, opts: DiagnoseOptions & { now: Date }): Context {
   const appSet = target.appSet;
   const steps = isRollingSync(appSet) ? rolloutSteps(appSet) : [];
-  const clusters = fleet.clusters().filter((c) => c.instance === target.instance).map((c) => c.cluster);
+  const clusters = fleet
+    .clusters()
+    .filter((c) => c.instance === target.instance)
+    .map((c) => c.cluster);
   const clusterByName = new Map<string, Cluster>();
   for (const c of clusters) {
     if (c.server) clusterByName.set(normalizeServer(c.server), c);
@@ -283,7 +290,8 @@ function clusterParam(cluster: Cluster): (path: string) => string | undefined {
     if (path === 'nameNormalized') return cluster.name?.toLowerCase().replace(/[^a-z0-9.-]/g, '-');
     if (path === 'server') return cluster.server;
     if (path.startsWith('metadata.labels.')) return cluster.labels?.[path.slice('metadata.labels.'.length)];
-    if (path.startsWith('metadata.annotations.')) return cluster.annotations?.[path.slice('metadata.annotations.'.length)];
+    if (path.startsWith('metadata.annotations.'))
+      return cluster.annotations?.[path.slice('metadata.annotations.'.length)];
     return undefined;
   };
 }
@@ -292,13 +300,24 @@ function clusterParam(cluster: Cluster): (path: string) => string | undefined {
 function elementParam(element: Record<string, unknown>): (path: string) => string | undefined {
   return (path) => {
     let value: unknown = element;
-    for (const part of path.split('.')) value = value && typeof value === 'object' ? (value as Record<string, unknown>)[part] : undefined;
-    return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? String(value) : undefined;
+    for (const part of path.split('.'))
+      value = value && typeof value === 'object' ? (value as Record<string, unknown>)[part] : undefined;
+    return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
+      ? String(value)
+      : undefined;
   };
 }
 
 /** Whether a cluster generator's selector picks the cluster (matchLabels AND matchExpressions). */
-function clusterSelected(selector: { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] } | undefined, labels: Record<string, string>): boolean {
+function clusterSelected(
+  selector:
+    | {
+        matchLabels?: Record<string, string>;
+        matchExpressions?: { key: string; operator: string; values?: string[] }[];
+      }
+    | undefined,
+  labels: Record<string, string>,
+): boolean {
   for (const [k, v] of Object.entries(selector?.matchLabels ?? {})) if (labels[k] !== v) return false;
   for (const e of selector?.matchExpressions ?? []) {
     const has = Object.prototype.hasOwnProperty.call(labels, e.key);
@@ -322,9 +341,14 @@ function missingGenerated(ctx: Context): { name: string; steps: number[] }[] | u
   if (generators.length !== 1 || typeof nameTemplate !== 'string') return undefined;
   const generator = generators[0] as { clusters?: { selector?: ClusterSelector }; list?: { elements?: unknown[] } };
   let params: ((path: string) => string | undefined)[];
-  if (generator.clusters) params = ctx.clusters.filter((c) => clusterSelected(generator.clusters!.selector, c.labels ?? {})).map(clusterParam);
+  if (generator.clusters)
+    params = ctx.clusters
+      .filter((c) => clusterSelected(generator.clusters!.selector, c.labels ?? {}))
+      .map(clusterParam);
   else if (Array.isArray(generator.list?.elements))
-    params = generator.list.elements.filter((e): e is Record<string, unknown> => !!e && typeof e === 'object').map(elementParam);
+    params = generator.list.elements
+      .filter((e): e is Record<string, unknown> => !!e && typeof e === 'object')
+      .map(elementParam);
   else return undefined;
   const out: { name: string; steps: number[] }[] = [];
   for (const param of params) {
@@ -359,7 +383,9 @@ function ruleStepHeldByMissingApp(ctx: Context, add: Add) {
   const where = missing.length
     ? `${count(missing.length, 'Application')} the ApplicationSet generates for ${joinAnd(unique(missing.map((m) => `step ${m.steps[0]}`)))} ${missing.length === 1 ? 'does' : 'do'} not exist: ${nameList(names)}`
     : `an Application the ApplicationSet generates for an earlier step does not exist (every existing app of steps 1–${step - 1} is Healthy)`;
-  const reason = error?.message ? ` Argo CD says why (${error.reason ?? 'ErrorOccurred'}): ${quote(error.message)}.` : '';
+  const reason = error?.message
+    ? ` Argo CD says why (${error.reason ?? 'ErrorOccurred'}): ${quote(error.message)}.`
+    : '';
   add({
     rule: 'step-held-by-missing-app',
     severity: 'critical',
@@ -369,7 +395,9 @@ function ruleStepHeldByMissingApp(ctx: Context, add: Add) {
       'An app that fails validation (bad destination, unknown project, duplicate name) is never created, so it holds every later step forever; ' +
       'Argo CD keeps no applicationStatus entry for it, and RolloutProgressing names the next step as if it were running.',
     fix:
-      (error?.message ? 'Fix what the ErrorOccurred condition names (e.g. register the destination cluster or create the project) ' : 'Find the app in the argocd-applicationset-controller log ("validation error found during application validation") and fix it ') +
+      (error?.message
+        ? 'Fix what the ErrorOccurred condition names (e.g. register the destination cluster or create the project) '
+        : 'Find the app in the argocd-applicationset-controller log ("validation error found during application validation") and fix it ') +
       `so the ApplicationSet can create ${names.length ? names[0] : 'it'}; or change the generator or the steps so no step expects an app that cannot exist.`,
     step,
     apps: names.length ? names : waiting.map((a) => a.name),
@@ -425,7 +453,9 @@ function ruleStuckStep(ctx: Context, add: Add) {
   const byStep = new Map<number, { entry: ApplicationSetApplicationStatus; sinceMs: number }[]>();
   for (const entry of ctx.statusEntries) {
     if (entry.status !== 'Pending' && entry.status !== 'Progressing') continue;
-    const since = parseTime(entry.lastTransitionTime) ?? parseTime(appNamed(ctx, entry.application)?.status?.operationState?.startedAt);
+    const since =
+      parseTime(entry.lastTransitionTime) ??
+      parseTime(appNamed(ctx, entry.application)?.status?.operationState?.startedAt);
     if (since === undefined) continue;
     const sinceMs = ctx.now.getTime() - since;
     if (sinceMs <= ctx.stuckAfterMs) continue;
@@ -439,7 +469,12 @@ function ruleStuckStep(ctx: Context, add: Add) {
     const names = stuck.map((s) => s.entry.application);
     // Each app's operation and health messages (webhook errors run to hundreds of characters) get a line of
     // their own: one sentence holding them all is unreadable at 3 a.m.
-    const details = stuck.slice(0, NAMES_SHOWN).map((s) => `${s.entry.application} ${s.entry.status} for ${formatDuration(s.sinceMs)}: ${appProblem(appNamed(ctx, s.entry.application))}`);
+    const details = stuck
+      .slice(0, NAMES_SHOWN)
+      .map(
+        (s) =>
+          `${s.entry.application} ${s.entry.status} for ${formatDuration(s.sinceMs)}: ${appProblem(appNamed(ctx, s.entry.application))}`,
+      );
     if (stuck.length > NAMES_SHOWN) details.push(`+${stuck.length - NAMES_SHOWN} more`);
     const blocked = blockedBehind(ctx, step);
     add({
@@ -512,7 +547,9 @@ function ruleDegradedAfterHealthy(ctx: Context, add: Add) {
   sick.sort((a, b) => a.step - b.step || byName(a.name, b.name));
   const first = sick[0];
   const moving = ctx.currentStep !== null && ctx.currentStep > first.step;
-  const details = sick.slice(0, NAMES_SHOWN).map((s) => `${s.name} (step ${s.step}) ${s.health}: ${appProblem(appNamed(ctx, s.name))}`);
+  const details = sick
+    .slice(0, NAMES_SHOWN)
+    .map((s) => `${s.name} (step ${s.step}) ${s.health}: ${appProblem(appNamed(ctx, s.name))}`);
   add({
     rule: 'degraded-after-healthy',
     severity: moving ? 'critical' : 'warning',
@@ -523,8 +560,7 @@ function ruleDegradedAfterHealthy(ctx: Context, add: Add) {
     why:
       'Once an applicationStatus entry is Healthy it stays Healthy until the next revision or spec change: RollingSync does not watch health after a step completes, ' +
       'so an earlier-step app (a canary) that degrades later does not halt the rollout.',
-    fix:
-      `Hold the rollout before more apps get the change: \`/argo pause ${ctx.name}\`. Then fix or roll back ${first.name} (\`/argo app ${first.name}\` shows its operation and resources) and resume.`,
+    fix: `Hold the rollout before more apps get the change: \`/argo pause ${ctx.name}\`. Then fix or roll back ${first.name} (\`/argo app ${first.name}\` shows its operation and resources) and resume.`,
     step: first.step,
     apps: sick.map((s) => s.name),
   });
@@ -541,7 +577,9 @@ function ruleLabelOnClusterNotApp(ctx: Context, add: Add) {
       // The template already renders the key (perhaps from the cluster's labels): the fix this rule asks for is in place.
       if (templateSetsLabel(ctx.appSet, expr.key)) continue;
       // Apps that lack the key while their destination cluster carries it: the step author meant the cluster label.
-      const affected = ctx.apps.filter((a) => !(expr.key in a.labels) && a.cluster?.labels !== undefined && expr.key in a.cluster.labels);
+      const affected = ctx.apps.filter(
+        (a) => !(expr.key in a.labels) && a.cluster?.labels !== undefined && expr.key in a.cluster.labels,
+      );
       if (affected.length === 0) continue;
       const clusterNames = unique(affected.map((a) => a.cluster!.name || a.cluster!.server));
       const clusterValues = unique(affected.map((a) => a.cluster!.labels![expr.key]));
@@ -609,7 +647,9 @@ function ruleUnsupportedOperator(ctx: Context, add: Add) {
         severity: 'critical',
         message:
           `Step ${i + 1} uses operator "${expr.operator}" on \`${expr.key}\`: Argo CD only understands In and NotIn, so this expression never selects an app that has \`${expr.key}\`` +
-          (withoutKey > 0 ? ` (the ${count(withoutKey, 'app')} without the label pass it, because Argo CD skips the check for a missing key)` : '') +
+          (withoutKey > 0
+            ? ` (the ${count(withoutKey, 'app')} without the label pass it, because Argo CD skips the check for a missing key)`
+            : '') +
           `; step ${i + 1} now holds ${count(held, 'app')}.`,
         why:
           'The RollingSync matcher knows only the operators In and NotIn, case-sensitive. For any other operator (Exists, DoesNotExist, Gt, ...) ' +
@@ -627,12 +667,15 @@ function ruleStepMatchesNothing(ctx: Context, add: Add) {
   if (ctx.apps.length === 0) return;
   ctx.steps.forEach((step, i) => {
     if (ctx.stepApps[i].length > 0) return;
-    const reasons = (step.matchExpressions ?? []).map((expr) => expressionReason(ctx, expr)).filter((r): r is string => r !== undefined);
+    const reasons = (step.matchExpressions ?? [])
+      .map((expr) => expressionReason(ctx, expr))
+      .filter((r): r is string => r !== undefined);
     add({
       rule: 'step-matches-nothing',
       severity: 'warning',
       message:
-        `Step ${i + 1} (${stepText(step)}) selects none of the ${count(ctx.apps.length, 'generated app')}` + (reasons.length ? `: ${reasons.join('; ')}.` : '.'),
+        `Step ${i + 1} (${stepText(step)}) selects none of the ${count(ctx.apps.length, 'generated app')}` +
+        (reasons.length ? `: ${reasons.join('; ')}.` : '.'),
       why:
         'Steps match the labels of the generated Applications. A step with no apps counts as complete, so the rollout moves straight past it ' +
         'and the apps it was meant to hold are rolled out by another step, or by none.',
@@ -648,13 +691,17 @@ function ruleAppInNoStep(ctx: Context, add: Add) {
   for (const e of ctx.statusEntries) if (e.step === '-1' && e.status !== 'Healthy') names.add(e.application);
   if (names.size === 0) return;
   const list = [...names].sort();
-  const outOfSync = ctx.apps.filter((a) => names.has(a.name) && a.fleetApp.app.status?.sync?.status === 'OutOfSync').map((a) => a.name);
+  const outOfSync = ctx.apps
+    .filter((a) => names.has(a.name) && a.fleetApp.app.status?.sync?.status === 'OutOfSync')
+    .map((a) => a.name);
   add({
     rule: 'app-in-no-step',
     severity: 'warning',
     message:
       `${count(list.length, 'app')} ${list.length === 1 ? 'is' : 'are'} matched by no step: ${nameList(list)}. RollingSync never syncs ${list.length === 1 ? 'it' : 'them'}` +
-      (outOfSync.length ? `; ${outOfSyncPhrase(outOfSync.length, list.length)} OutOfSync now and wait${outOfSync.length === 1 ? 's' : ''} for a hand sync.` : '.'),
+      (outOfSync.length
+        ? `; ${outOfSyncPhrase(outOfSync.length, list.length)} OutOfSync now and wait${outOfSync.length === 1 ? 's' : ''} for a hand sync.`
+        : '.'),
     why:
       'An app that no step selects gets step "-1" in status.applicationStatus and stays Waiting: RollingSync never starts a sync for it, ' +
       'and it never blocks a step either. It changes only when someone syncs it by hand.',
@@ -683,7 +730,7 @@ function ruleOverlappingSteps(ctx: Context, add: Add) {
         `${apps.length === 1 ? 'It rolls' : 'They roll'} out in step ${steps[0]} but ${apps.length === 1 ? 'is' : 'are'} also counted in step ${joinAnd(later.map(String))}'s list.`,
       why:
         'When several steps select an app, the ApplicationSet controller logs a warning and assigns the app to the first matching step: ' +
-        'that is its step number, the step whose maxUpdate counts it, and the step that syncs it. The app still appears in the later steps\' dependency lists, ' +
+        "that is its step number, the step whose maxUpdate counts it, and the step that syncs it. The app still appears in the later steps' dependency lists, " +
         'so the spec says one thing and the rollout does another, and a label change silently moves the app between steps.',
       fix: `Make the steps mutually exclusive, e.g. add to step ${later[0]} a NotIn expression for the values step ${steps[0]} selects, so each app is selected by exactly one step.`,
       step: steps[0],
@@ -745,7 +792,9 @@ function ruleMaxUpdate(ctx: Context, add: Add) {
       severity: waitingHere ? 'warning' : 'info',
       message:
         `Step ${n} is a manual gate (maxUpdate: ${JSON.stringify(maxUpdate)}): RollingSync never syncs its ${count(apps.length, 'app')} by itself.` +
-        (waitingHere ? ` The rollout is waiting here now on ${count(notHealthy.length, 'app')} not yet Healthy: ${nameList(notHealthy)}.` : ''),
+        (waitingHere
+          ? ` The rollout is waiting here now on ${count(notHealthy.length, 'app')} not yet Healthy: ${nameList(notHealthy)}.`
+          : ''),
       why:
         'With maxUpdate 0 or "0%" no app of the step is ever moved to Pending, so none is synced automatically. ' +
         'The rollout continues only when each app of the step has been synced by hand and is Synced and Healthy; later steps wait until then.',
@@ -864,7 +913,8 @@ function expressionReason(ctx: Context, expr: ApplicationMatchExpression): strin
   if (expr.operator === 'NotIn') return `every app has ${expr.key} in [${(expr.values ?? []).join(', ')}]`;
   if (values.length === 0) {
     const onClusters = ctx.apps.some((a) => a.cluster?.labels !== undefined && expr.key in a.cluster.labels);
-    if (templateSetsLabel(ctx.appSet, expr.key)) return `the template renders \`${expr.key}\`, but no generated app carries it yet (not regenerated since the template changed?)`;
+    if (templateSetsLabel(ctx.appSet, expr.key))
+      return `the template renders \`${expr.key}\`, but no generated app carries it yet (not regenerated since the template changed?)`;
     return `no generated app has a \`${expr.key}\` label${onClusters ? ' (their clusters do: see label-on-cluster-not-app)' : ''}`;
   }
   return `no app has ${expr.key} in [${(expr.values ?? []).join(', ')}]; the apps carry ${expr.key}=${values.slice(0, 6).join(', ')}${values.length > 6 ? ', ...' : ''}`;
@@ -897,7 +947,9 @@ function templateLabelFor(appSet: ApplicationSet, key: string): string {
 
 function labelHint(apps: GeneratedApp[]): string {
   const pairs = unique(apps.flatMap((a) => Object.entries(a.labels).map(([k, v]) => `${k}=${v}`)));
-  return pairs.length ? ` (their labels: ${pairs.slice(0, 5).join(', ')}${pairs.length > 5 ? ', ...' : ''})` : ' (they carry no labels)';
+  return pairs.length
+    ? ` (their labels: ${pairs.slice(0, 5).join(', ')}${pairs.length > 5 ? ', ...' : ''})`
+    : ' (they carry no labels)';
 }
 
 function outOfSyncPhrase(outOfSync: number, total: number): string {

@@ -17,7 +17,14 @@ import { syncFailed } from './rules/index.js';
  */
 export type ProblemKind = 'failed' | 'degraded' | 'missing' | 'unknown' | 'outofsync' | 'waiting';
 
-export const PROBLEM_KIND_ORDER: readonly ProblemKind[] = ['failed', 'degraded', 'missing', 'unknown', 'outofsync', 'waiting'];
+export const PROBLEM_KIND_ORDER: readonly ProblemKind[] = [
+  'failed',
+  'degraded',
+  'missing',
+  'unknown',
+  'outofsync',
+  'waiting',
+];
 
 /** How a kind reads after the group name: "Degraded on 12/12 clusters". */
 export const PROBLEM_KIND_LABEL: Record<ProblemKind, string> = {
@@ -64,15 +71,22 @@ export interface ProblemGroup {
 }
 
 /** The group an app belongs to: its ApplicationSet, else the service of a `<service>-<cluster>` name, else itself. */
-export function groupOf(app: { app: string; cluster: string; appSet?: string }): { name: string; by: ProblemGroup['by'] } {
+export function groupOf(app: { app: string; cluster: string; appSet?: string }): {
+  name: string;
+  by: ProblemGroup['by'];
+} {
   if (app.appSet) return { name: app.appSet, by: 'appset' };
   const suffix = `-${app.cluster}`;
-  if (app.app.length > suffix.length && app.app.endsWith(suffix)) return { name: app.app.slice(0, -suffix.length), by: 'service' };
+  if (app.app.length > suffix.length && app.app.endsWith(suffix))
+    return { name: app.app.slice(0, -suffix.length), by: 'service' };
   return { name: app.app, by: 'app' };
 }
 
 /** The app's entry in its RollingSync ApplicationSet's status, if any. */
-export function rolloutEntry(appSet: ApplicationSet | undefined, app: string): ApplicationSetApplicationStatus | undefined {
+export function rolloutEntry(
+  appSet: ApplicationSet | undefined,
+  app: string,
+): ApplicationSetApplicationStatus | undefined {
   if (!appSet || !isRollingSync(appSet)) return undefined;
   return appSet.status?.applicationStatus?.find((e) => e.application === app);
 }
@@ -82,7 +96,12 @@ export function rolloutEntry(appSet: ApplicationSet | undefined, app: string): A
  * left behind; an OutOfSync, otherwise healthy app whose RollingSync entry is Waiting or Pending is only
  * waiting its turn.
  */
-export function problemKind(fa: FleetApp, sync: string, health: string, entry?: ApplicationSetApplicationStatus): ProblemKind {
+export function problemKind(
+  fa: FleetApp,
+  sync: string,
+  health: string,
+  entry?: ApplicationSetApplicationStatus,
+): ProblemKind {
   if (syncFailed(fa.app)) return 'failed';
   if (health === 'Degraded') return 'degraded';
   if (health === 'Missing') return 'missing';
@@ -111,7 +130,10 @@ export function shortReason(reason: string, max = 110): string {
   first = first.replace(QUOTED_URL, '').replace(UID, '').replace(POD_HASH, '$1');
   const resource = RESOURCE_PREFIX.exec(first);
   if (resource) first = `${resource[2]} (${resource[1]})`;
-  first = first.replace(/\s+/g, ' ').replace(/\s+([:,)])/g, '$1').trim();
+  first = first
+    .replace(/\s+/g, ' ')
+    .replace(/\s+([:,)])/g, '$1')
+    .trim();
   if (first.length > max) {
     const cut = first.slice(0, max - 1);
     const space = cut.lastIndexOf(' ');
@@ -146,7 +168,12 @@ export function groupProblems(
     const kind = kindOf(row);
     const step = kind === 'waiting' ? stepOf(row) : undefined;
     // Waiting apps share their reason by construction: the step they wait for.
-    const reason = kind === 'waiting' ? (step ? `step ${step} has not reached them yet` : 'their step has not started yet') : shortReason(row.reason);
+    const reason =
+      kind === 'waiting'
+        ? step
+          ? `step ${step} has not reached them yet`
+          : 'their step has not started yet'
+        : shortReason(row.reason);
     const key = [row.instance, name, kind, reason].join('\u0000');
     let g = groups.get(key);
     if (!g) {
@@ -165,13 +192,20 @@ export function groupProblems(
       };
       groups.set(key, g);
     }
-    g.apps.push({ app: row.app, instance: row.instance, cluster: row.cluster, ...(row.since ? { since: row.since } : {}) });
+    g.apps.push({
+      app: row.app,
+      instance: row.instance,
+      cluster: row.cluster,
+      ...(row.since ? { since: row.since } : {}),
+    });
     g.clusterSet.add(row.cluster);
     if (row.since && (!g.since || Date.parse(row.since) < Date.parse(g.since))) g.since = row.since;
   }
   const out: ProblemGroup[] = [];
   for (const { clusterSet, ...g } of groups.values()) {
-    g.apps.sort((a, b) => (a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : a.app < b.app ? -1 : a.app > b.app ? 1 : 0));
+    g.apps.sort((a, b) =>
+      a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : a.app < b.app ? -1 : a.app > b.app ? 1 : 0,
+    );
     out.push({ ...g, clusters: clusterSet.size, clustersOfGroup: Math.max(g.clustersOfGroup, clusterSet.size) });
   }
   const time = (g: ProblemGroup) => (g.since ? Date.parse(g.since) : Number.POSITIVE_INFINITY);

@@ -37,7 +37,15 @@ const VALUE_MAX = 80;
 const FIELDS_MAX = 20;
 
 /** Fields the API server sets: never a difference worth showing, and absent from git's side when the server sent no prediction. */
-const SERVER_SET = new Set(['metadata.resourceVersion', 'metadata.uid', 'metadata.creationTimestamp', 'metadata.generation', 'metadata.managedFields', 'metadata.selfLink', 'status']);
+const SERVER_SET = new Set([
+  'metadata.resourceVersion',
+  'metadata.uid',
+  'metadata.creationTimestamp',
+  'metadata.generation',
+  'metadata.managedFields',
+  'metadata.selfLink',
+  'status',
+]);
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
@@ -52,7 +60,8 @@ function parseState(state: string | undefined): Record<string, Json> | undefined
   }
 }
 
-const isObject = (v: Json | undefined): v is { [k: string]: Json } => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isObject = (v: Json | undefined): v is { [k: string]: Json } =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function segment(key: string): string {
   return /^[A-Za-z_$][\w$-]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
@@ -80,7 +89,8 @@ function walk(path: string, from: Json | undefined, to: Json | undefined, out: F
   if (from === undefined) return void out.push({ path, op: 'added', to: compact(to) });
   if (to === undefined) return void out.push({ path, op: 'removed', from: compact(from) });
   if (isObject(from) && isObject(to)) {
-    for (const k of [...new Set([...Object.keys(from), ...Object.keys(to)])].sort()) walk(`${path}${segment(k)}`, from[k], to[k], out);
+    for (const k of [...new Set([...Object.keys(from), ...Object.keys(to)])].sort())
+      walk(`${path}${segment(k)}`, from[k], to[k], out);
     return;
   }
   if (Array.isArray(from) && Array.isArray(to)) {
@@ -93,7 +103,8 @@ function walk(path: string, from: Json | undefined, to: Json | undefined, out: F
     }
     return;
   }
-  if (JSON.stringify(from) !== JSON.stringify(to)) out.push({ path, op: 'changed', from: compact(from), to: compact(to) });
+  if (JSON.stringify(from) !== JSON.stringify(to))
+    out.push({ path, op: 'changed', from: compact(from), to: compact(to) });
 }
 
 /**
@@ -108,21 +119,35 @@ function maskSecret(obj: Record<string, Json> | undefined): Record<string, Json>
     if (isObject(data)) for (const k of Object.keys(data)) data[k] = SECRET_MASK;
   }
   const meta = copy.metadata;
-  if (isObject(meta) && isObject(meta.annotations) && LAST_APPLIED in meta.annotations) meta.annotations[LAST_APPLIED] = SECRET_MASK;
+  if (isObject(meta) && isObject(meta.annotations) && LAST_APPLIED in meta.annotations)
+    meta.annotations[LAST_APPLIED] = SECRET_MASK;
   return copy;
 }
 
-function secretFieldChanges(path: string, live: Record<string, Json>, predicted: Record<string, Json>, rawLive: Json | undefined, rawPredicted: Json | undefined): FieldChange[] {
+function secretFieldChanges(
+  path: string,
+  live: Record<string, Json>,
+  predicted: Record<string, Json>,
+  rawLive: Json | undefined,
+  rawPredicted: Json | undefined,
+): FieldChange[] {
   const out: FieldChange[] = [];
   walk(path, live[path.slice(1)], predicted[path.slice(1)], out);
   // Masked values compare equal; the server's masks differ in length when the values do.
   const a = isObject(rawLive) ? rawLive : {};
   const b = isObject(rawPredicted) ? rawPredicted : {};
-  for (const k of Object.keys(a)) if (k in b && a[k] !== b[k]) out.push({ path: `${path}${segment(k)}`, op: 'changed', from: SECRET_MASK, to: SECRET_MASK });
+  for (const k of Object.keys(a))
+    if (k in b && a[k] !== b[k])
+      out.push({ path: `${path}${segment(k)}`, op: 'changed', from: SECRET_MASK, to: SECRET_MASK });
   return out;
 }
 
-function fieldChanges(kind: string, group: string, live: Record<string, Json>, predicted: Record<string, Json>): FieldChange[] {
+function fieldChanges(
+  kind: string,
+  group: string,
+  live: Record<string, Json>,
+  predicted: Record<string, Json>,
+): FieldChange[] {
   if (kind !== 'Secret' || group) {
     const out: FieldChange[] = [];
     walk('', live, predicted, out);
@@ -132,7 +157,8 @@ function fieldChanges(kind: string, group: string, live: Record<string, Json>, p
   const maskedPredicted = maskSecret(predicted)!;
   const out: FieldChange[] = [];
   for (const k of [...new Set([...Object.keys(maskedLive), ...Object.keys(maskedPredicted)])].sort()) {
-    if (k === 'data' || k === 'stringData') out.push(...secretFieldChanges(`.${k}`, maskedLive, maskedPredicted, live[k], predicted[k]));
+    if (k === 'data' || k === 'stringData')
+      out.push(...secretFieldChanges(`.${k}`, maskedLive, maskedPredicted, live[k], predicted[k]));
     else walk(segment(k), maskedLive[k], maskedPredicted[k], out);
   }
   return out.map((c) => ({ ...c, path: c.path.replace(/^\./, '') }));
@@ -143,7 +169,8 @@ export interface DiffOptions {
   requiresPruning?: (key: string) => boolean;
 }
 
-export const resourceKey = (r: { group?: string; kind: string; namespace?: string; name: string }) => `${r.group ?? ''}/${r.kind}/${r.namespace ?? ''}/${r.name}`;
+export const resourceKey = (r: { group?: string; kind: string; namespace?: string; name: string }) =>
+  `${r.group ?? ''}/${r.kind}/${r.namespace ?? ''}/${r.name}`;
 
 /** The resources whose live state differs from git, sorted by group/kind/namespace/name as the CLI prints them. */
 export function manifestDiff(items: readonly ResourceDiff[], opts: DiffOptions = {}): ResourceChange[] {
@@ -160,7 +187,12 @@ export function manifestDiff(items: readonly ResourceDiff[], opts: DiffOptions =
       continue;
     }
     if (!target) {
-      out.push({ ...base, change: opts.requiresPruning?.(resourceKey(base)) === false ? 'extraneous' : 'prune', fields: [], fieldsTotal: 0 });
+      out.push({
+        ...base,
+        change: opts.requiresPruning?.(resourceKey(base)) === false ? 'extraneous' : 'prune',
+        fields: [],
+        fieldsTotal: 0,
+      });
       continue;
     }
     if (!item.modified) continue;

@@ -106,7 +106,10 @@ export class FleetMirror extends FleetIndex {
   constructor(clients: ReadonlyMap<string, ArgoApi>, links: InstanceLinks[], opts: FleetMirrorOptions = {}) {
     const log = opts.logger?.child({ component: 'fleet-mirror' });
     super([...clients.keys()], links, (error, event) =>
-      log?.error({ err: (error as Error).message, event: event.kind, instance: event.instance }, 'a fleet event listener failed'),
+      log?.error(
+        { err: (error as Error).message, event: event.kind, instance: event.instance },
+        'a fleet event listener failed',
+      ),
     );
     this.log = log;
     this.opts = {
@@ -149,7 +152,10 @@ export class FleetMirror extends FleetIndex {
     // that a fetch a moment later fills in is a different, worse answer (a one-shot `ask` has no later).
     await this.settle(Promise.all([...this.states.values()].map((s) => s.enriching)), this.opts.readyTimeoutMs);
     if (this.opts.follow && this.opts.clusterRefreshMs > 0) {
-      this.clusterTimer = setInterval(() => void this.refreshClusters().catch(() => undefined), this.opts.clusterRefreshMs);
+      this.clusterTimer = setInterval(
+        () => void this.refreshClusters().catch(() => undefined),
+        this.opts.clusterRefreshMs,
+      );
       this.clusterTimer.unref();
     }
   }
@@ -196,7 +202,8 @@ export class FleetMirror extends FleetIndex {
 
   private emitAppSet(s: InstanceState, type: WatchEventType, appSet: FleetAppSet, previous: FleetAppSet | undefined) {
     const at = this.opts.now().toISOString();
-    if (type === 'DELETED') this.feed.publish({ kind: 'appset-removed', instance: s.name, at, appSet: previous ?? appSet });
+    if (type === 'DELETED')
+      this.feed.publish({ kind: 'appset-removed', instance: s.name, at, appSet: previous ?? appSet });
     else if (previous) this.feed.publish({ kind: 'appset-changed', instance: s.name, at, appSet, previous });
     else this.feed.publish({ kind: 'appset-added', instance: s.name, at, appSet });
   }
@@ -222,7 +229,12 @@ export class FleetMirror extends FleetIndex {
       s.lostTimer = undefined;
       if (this.stopped || isSynced(s) || s.announced === 'lost') return;
       s.announced = 'lost';
-      this.feed.publish({ kind: 'instance-lost', instance: s.name, at: this.opts.now().toISOString(), error: (s.listError ?? s.error)?.message });
+      this.feed.publish({
+        kind: 'instance-lost',
+        instance: s.name,
+        at: this.opts.now().toISOString(),
+        error: (s.listError ?? s.error)?.message,
+      });
     }, wait);
     s.lostTimer.unref();
   }
@@ -238,9 +250,17 @@ export class FleetMirror extends FleetIndex {
     if (this.stopped) return;
     try {
       const listedAt = this.opts.now().toISOString();
-      const [clusters, appSets, apps] = await Promise.all([s.api.listClusters(), s.api.listApplicationSets(), s.api.listApplications()]);
+      const [clusters, appSets, apps] = await Promise.all([
+        s.api.listClusters(),
+        s.api.listApplicationSets(),
+        s.api.listApplications(),
+      ]);
       if (this.stopped) return;
-      s.listWarnings = { apps: apps.warnings ?? [], appSets: appSets.warnings ?? [], clusters: clusters.warnings ?? [] };
+      s.listWarnings = {
+        apps: apps.warnings ?? [],
+        appSets: appSets.warnings ?? [],
+        clusters: clusters.warnings ?? [],
+      };
       s.dataAsOf = listedAt;
       s.clustersByServer = clusterIndex(clusters.items ?? []);
       this.replaceInstance(
@@ -252,7 +272,10 @@ export class FleetMirror extends FleetIndex {
       s.loaded = true;
       s.error = s.listError = undefined;
       s.retryDelay = this.opts.retryMs;
-      this.log?.info({ instance: s.name, apps: apps.items?.length ?? 0, appSets: appSets.items?.length ?? 0 }, 'instance loaded');
+      this.log?.info(
+        { instance: s.name, apps: apps.items?.length ?? 0, appSets: appSets.items?.length ?? 0 },
+        'instance loaded',
+      );
       if (!s.follows) {
         s.enriching = this.enrichUnhealthy(s);
         this.announce(s);
@@ -278,15 +301,21 @@ export class FleetMirror extends FleetIndex {
   /** Waits for work to finish, at most ms; says so in the log when it did not. */
   private async settle(work: Promise<unknown>, ms: number): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
-    const done = await Promise.race([work.then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)))]);
+    const done = await Promise.race([
+      work.then(() => true),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms))),
+    ]);
     clearTimeout(timer);
-    if (!done) this.log?.warn({ waitedMs: ms }, 'resource health of unhealthy apps not all fetched yet; serving what is known');
+    if (!done)
+      this.log?.warn({ waitedMs: ms }, 'resource health of unhealthy apps not all fetched yet; serving what is known');
   }
 
   private async waitForStreams(s: InstanceState): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const ready = Promise.all([s.appsWatch?.ready, s.appSetsWatch?.ready]).then(() => true);
-    const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), this.opts.readyTimeoutMs)));
+    const timeout = new Promise<boolean>(
+      (resolve) => (timer = setTimeout(() => resolve(false), this.opts.readyTimeoutMs)),
+    );
     const ok = await Promise.race([ready, timeout]);
     clearTimeout(timer);
     if (!ok) this.log?.warn({ instance: s.name }, 'streams not connected yet; serving the listed state');
@@ -371,7 +400,12 @@ export class FleetMirror extends FleetIndex {
     }
     const current = this.findApp(s.name, name, namespace);
     // A resumed stream or a snapshot can repeat what we already hold.
-    if (current && app.metadata.resourceVersion && current.app.metadata.resourceVersion === app.metadata.resourceVersion) return;
+    if (
+      current &&
+      app.metadata.resourceVersion &&
+      current.app.metadata.resourceVersion === app.metadata.resourceVersion
+    )
+      return;
     const tagged = this.tag(s, app);
     const previous = this.upsertApp(tagged);
     this.emitApp(s, previous ? 'MODIFIED' : 'ADDED', tagged, previous);
@@ -386,9 +420,17 @@ export class FleetMirror extends FleetIndex {
       return;
     }
     const current = this.appSets().find(
-      (x) => x.instance === s.name && x.appSet.metadata.name === name && (x.appSet.metadata.namespace ?? '') === (namespace ?? ''),
+      (x) =>
+        x.instance === s.name &&
+        x.appSet.metadata.name === name &&
+        (x.appSet.metadata.namespace ?? '') === (namespace ?? ''),
     );
-    if (current && appSet.metadata.resourceVersion && current.appSet.metadata.resourceVersion === appSet.metadata.resourceVersion) return;
+    if (
+      current &&
+      appSet.metadata.resourceVersion &&
+      current.appSet.metadata.resourceVersion === appSet.metadata.resourceVersion
+    )
+      return;
     const fleetAppSet = { instance: s.name, appSet };
     const previous = this.upsertAppSet(fleetAppSet);
     this.emitAppSet(s, previous ? 'MODIFIED' : 'ADDED', fleetAppSet, previous);
@@ -405,15 +447,26 @@ export class FleetMirror extends FleetIndex {
       while (next < wanted.length && !this.stopped) {
         const listed = wanted[next++].app;
         try {
-          const full = await s.api.getApplication({ name: listed.metadata.name, appNamespace: listed.metadata.namespace, project: listed.spec?.project });
+          const full = await s.api.getApplication({
+            name: listed.metadata.name,
+            appNamespace: listed.metadata.namespace,
+            project: listed.spec?.project,
+          });
           const current = this.findApp(s.name, listed.metadata.name, listed.metadata.namespace);
           // Only fill in what the List left out; a newer watch event wins.
-          if (current && current.app.metadata.resourceVersion === full.metadata.resourceVersion && lacksResourceHealth(current.app)) {
+          if (
+            current &&
+            current.app.metadata.resourceVersion === full.metadata.resourceVersion &&
+            lacksResourceHealth(current.app)
+          ) {
             // Not an event: Argo CD's state did not change, our copy of it became complete.
             this.upsertApp(this.tag(s, full));
           }
         } catch (error) {
-          this.log?.debug({ instance: s.name, app: listed.metadata.name, err: (error as Error).message }, 'could not fetch resource health');
+          this.log?.debug(
+            { instance: s.name, app: listed.metadata.name, err: (error as Error).message },
+            'could not fetch resource health',
+          );
         }
       }
     };
@@ -424,7 +477,8 @@ export class FleetMirror extends FleetIndex {
     const tagged = tagApp(s.name, app, s.clustersByServer);
     const server = app.spec?.destination?.server;
     // An unknown destination server usually means a cluster added since the last cluster list.
-    if (!app.spec?.destination?.name && server && !s.clustersByServer.has(normalizeServer(server))) this.lookupClustersSoon(s);
+    if (!app.spec?.destination?.name && server && !s.clustersByServer.has(normalizeServer(server)))
+      this.lookupClustersSoon(s);
     return tagged;
   }
 
@@ -482,7 +536,10 @@ export class FleetMirror extends FleetIndex {
     } catch (error) {
       // What is held stays (dropping it would turn a broken answer into an empty fleet), marked as not current.
       s.listError = failureOf(error);
-      this.log?.warn({ instance: s.name, err: s.listError.message, code: s.listError.code }, 'relist failed; keeping the last listed state; retrying');
+      this.log?.warn(
+        { instance: s.name, err: s.listError.message, code: s.listError.code },
+        'relist failed; keeping the last listed state; retrying',
+      );
       this.announce(s);
       if (!this.stopped) setTimeout(() => this.scheduleRelist(s, reopen), this.opts.retryMs).unref();
     } finally {
@@ -507,7 +564,12 @@ export class FleetMirror extends FleetIndex {
       listed.add(key);
       if (touchedSince('app' + key)) continue;
       const current = this.findApp(s.name, app.metadata.name, app.metadata.namespace);
-      if (current && current.app.metadata.resourceVersion === app.metadata.resourceVersion && app.metadata.resourceVersion) continue;
+      if (
+        current &&
+        current.app.metadata.resourceVersion === app.metadata.resourceVersion &&
+        app.metadata.resourceVersion
+      )
+        continue;
       const tagged = this.tag(s, app);
       const previous = this.upsertApp(tagged);
       this.emitApp(s, previous ? 'MODIFIED' : 'ADDED', tagged, previous);
@@ -525,8 +587,15 @@ export class FleetMirror extends FleetIndex {
       listedSets.add(key);
       if (touchedSince(key)) continue;
       const fleetAppSet = { instance: s.name, appSet };
-      const current = this.appSets().find((x) => x.instance === s.name && x.appSet.metadata.name === appSet.metadata.name);
-      if (current && appSet.metadata.resourceVersion && current.appSet.metadata.resourceVersion === appSet.metadata.resourceVersion) continue;
+      const current = this.appSets().find(
+        (x) => x.instance === s.name && x.appSet.metadata.name === appSet.metadata.name,
+      );
+      if (
+        current &&
+        appSet.metadata.resourceVersion &&
+        current.appSet.metadata.resourceVersion === appSet.metadata.resourceVersion
+      )
+        continue;
       const previous = this.upsertAppSet(fleetAppSet);
       this.emitAppSet(s, previous ? 'MODIFIED' : 'ADDED', fleetAppSet, previous);
     }

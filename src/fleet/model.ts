@@ -39,7 +39,9 @@ export function clusterNameOf(app: Application, clusterNameByServer: ReadonlyMap
   if (dest.server) {
     const server = normalizeServer(dest.server);
     // Argo CD always knows its own cluster as in-cluster, whether or not the cluster list shows it.
-    return clusterNameByServer.get(server) ?? (server === 'https://kubernetes.default.svc' ? 'in-cluster' : dest.server);
+    return (
+      clusterNameByServer.get(server) ?? (server === 'https://kubernetes.default.svc' ? 'in-cluster' : dest.server)
+    );
   }
   return 'unknown';
 }
@@ -75,7 +77,11 @@ export class FleetIndex implements FleetView {
   private positions: Map<string, number> | undefined;
   protected readonly feed: FleetFeed;
 
-  constructor(private readonly instanceNames: string[], links: InstanceLinks[] = [], onListenerError?: (error: unknown, event: FleetEvent) => void) {
+  constructor(
+    private readonly instanceNames: string[],
+    links: InstanceLinks[] = [],
+    onListenerError?: (error: unknown, event: FleetEvent) => void,
+  ) {
     for (const l of links) this.links.set(l.name, l.uiUrl?.replace(/\/+$/, ''));
     this.feed = new FleetFeed(onListenerError);
   }
@@ -108,7 +114,9 @@ export class FleetIndex implements FleetView {
   private positionMap(): Map<string, number> {
     if (!this.positions) {
       this.positions = new Map();
-      this.appsList.forEach((a, i) => this.positions!.set(fleetAppKey(a.instance, a.app.metadata.name, a.app.metadata.namespace), i));
+      this.appsList.forEach((a, i) =>
+        this.positions!.set(fleetAppKey(a.instance, a.app.metadata.name, a.app.metadata.namespace), i),
+      );
     }
     return this.positions;
   }
@@ -167,7 +175,10 @@ export class FleetIndex implements FleetView {
 
   removeAppSet(instance: string, name: string, namespace?: string): FleetAppSet | undefined {
     const previous = this.appSetsList.find(
-      (s) => s.instance === instance && s.appSet.metadata.name === name && (s.appSet.metadata.namespace ?? '') === (namespace ?? ''),
+      (s) =>
+        s.instance === instance &&
+        s.appSet.metadata.name === name &&
+        (s.appSet.metadata.namespace ?? '') === (namespace ?? ''),
     );
     if (previous) this.appSetsList = this.appSetsList.filter((s) => s !== previous);
     return previous;
@@ -199,14 +210,18 @@ export class FleetIndex implements FleetView {
     const owned = this.byOwner.get(`${instance}/${appSet}`) ?? [];
     // An Application created by hand, adopted, or served without ownerReferences still belongs to the
     // appset when the appset's own status lists it: that is the controller's view of its children.
-    const status = this.appSetsList.find((s) => s.instance === instance && s.appSet.metadata.name === appSet)?.appSet.status;
+    const status = this.appSetsList.find((s) => s.instance === instance && s.appSet.metadata.name === appSet)?.appSet
+      .status;
     if (!status?.resources?.length && !status?.applicationStatus?.length) return owned;
     const ownedNames = new Set(owned.map((a) => a.app.metadata.name));
     const extra: FleetApp[] = [];
     const adopt = (name: string, namespace?: string) => {
       if (ownedNames.has(name)) return;
       const found = (this.byName.get(name) ?? []).find(
-        (a) => a.instance === instance && (!a.appSet || a.appSet === appSet) && (!namespace || !a.app.metadata.namespace || a.app.metadata.namespace === namespace),
+        (a) =>
+          a.instance === instance &&
+          (!a.appSet || a.appSet === appSet) &&
+          (!namespace || !a.app.metadata.namespace || a.app.metadata.namespace === namespace),
       );
       if (!found) return;
       ownedNames.add(name);
@@ -263,7 +278,13 @@ function push<K, V>(map: Map<K, V[]>, key: K, value: V) {
 /** A fleet built from fixture objects: for tests and `--frozen` style use. */
 export class StaticFleet extends FleetIndex {
   static fromObjects(
-    instances: { name: string; uiUrl?: string; applications: Application[]; applicationSets?: ApplicationSet[]; clusters?: Cluster[] }[],
+    instances: {
+      name: string;
+      uiUrl?: string;
+      applications: Application[];
+      applicationSets?: ApplicationSet[];
+      clusters?: Cluster[];
+    }[],
   ): StaticFleet {
     const fleet = new StaticFleet(
       instances.map((i) => i.name),

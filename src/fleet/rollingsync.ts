@@ -58,7 +58,10 @@ export function isSupportedOperator(operator: string): boolean {
  *   unsupported operator such as `Exists` on a missing key is skipped rather than rejected, which makes
  *   `Exists` behave inverted and `DoesNotExist` behave correctly by accident.
  */
-export function expressionMatches(labels: Record<string, string> | undefined, expr: ApplicationMatchExpression): boolean {
+export function expressionMatches(
+  labels: Record<string, string> | undefined,
+  expr: ApplicationMatchExpression,
+): boolean {
   if (!labels || !Object.prototype.hasOwnProperty.call(labels, expr.key)) return expr.operator !== 'In';
   const value = labels[expr.key];
   if (!isSupportedOperator(expr.operator)) return false;
@@ -72,7 +75,10 @@ export function stepMatches(labels: Record<string, string> | undefined, step: Ap
 }
 
 /** Every step that selects these labels, 1-based. More than one means overlapping steps. */
-export function matchingSteps(labels: Record<string, string> | undefined, steps: ApplicationSetRolloutStep[]): number[] {
+export function matchingSteps(
+  labels: Record<string, string> | undefined,
+  steps: ApplicationSetRolloutStep[],
+): number[] {
   const matched: number[] = [];
   steps.forEach((step, i) => {
     if (stepMatches(labels, step)) matched.push(i + 1);
@@ -172,7 +178,8 @@ const TEMPLATED = /\{\{/;
  * `{{metadata.labels.env}}`, `{{.metadata.labels.env}}`, `{{index .metadata.labels "env"}}`: a template
  * value that is exactly one label of the generator's cluster. Returns that label's key.
  */
-const CLUSTER_LABEL_PARAM = /^\{\{-?\s*(?:index\s+\.metadata\.labels\s+"([^"]+)"|\.?metadata\.labels\.([A-Za-z0-9_./-]+))\s*-?\}\}$/;
+const CLUSTER_LABEL_PARAM =
+  /^\{\{-?\s*(?:index\s+\.metadata\.labels\s+"([^"]+)"|\.?metadata\.labels\.([A-Za-z0-9_./-]+))\s*-?\}\}$/;
 
 /**
  * The step an applicationStatus entry reports (`"2"` → 2, `"-1"` → -1), when it is one the spec still
@@ -221,16 +228,21 @@ export function generatedLabels(
   }
   if (uncertain) {
     const preserved = new Set(preservedLabelKeys(appSet));
-    for (const [key, value] of Object.entries(live)) if (!(key in out) && !preserved.has(key) && !(key in template)) out[key] = value;
+    for (const [key, value] of Object.entries(live))
+      if (!(key in out) && !preserved.has(key) && !(key in template)) out[key] = value;
   }
   return out;
 }
 
 /** Labels on the live app that RollingSync does not see (hand-added or preserved), with their values. */
-export function ignoredLiveLabels(appSet: ApplicationSet, app: { metadata: { labels?: Record<string, string> } }): Record<string, string> {
+export function ignoredLiveLabels(
+  appSet: ApplicationSet,
+  app: { metadata: { labels?: Record<string, string> } },
+): Record<string, string> {
   const generated = generatedLabels(appSet, app);
   const ignored: Record<string, string> = {};
-  for (const [key, value] of Object.entries(app.metadata.labels ?? {})) if (generated[key] !== value) ignored[key] = value;
+  for (const [key, value] of Object.entries(app.metadata.labels ?? {}))
+    if (generated[key] !== value) ignored[key] = value;
   return ignored;
 }
 
@@ -316,7 +328,11 @@ function revisionsOf(app: Application): string[] {
 }
 
 /** Build the state-machine input for a live app. `specChanged` comes from whoever can render the template. */
-export function rolloutAppState(appSet: ApplicationSet, app: Application, opts: { specChanged?: boolean } = {}): RolloutAppState {
+export function rolloutAppState(
+  appSet: ApplicationSet,
+  app: Application,
+  opts: { specChanged?: boolean } = {},
+): RolloutAppState {
   const phase = app.status?.operationState?.phase;
   return {
     name: app.metadata.name,
@@ -327,7 +343,9 @@ export function rolloutAppState(appSet: ApplicationSet, app: Application, opts: 
     operationStartedAt: app.status?.operationState?.startedAt,
     operationPhase: phase,
     operationRunning: app.operation != null || phase === 'Running' || phase === 'Terminating',
-    errorCondition: (app.status?.conditions ?? []).some((c) => c.type === 'InvalidSpecError' || c.type === 'UnknownError'),
+    errorCondition: (app.status?.conditions ?? []).some(
+      (c) => c.type === 'InvalidSpecError' || c.type === 'UnknownError',
+    ),
     specChanged: opts.specChanged,
     reconciledAt: app.status?.reconciledAt,
   };
@@ -354,7 +372,12 @@ function sameList(a: readonly string[] | undefined, b: readonly string[]): boole
  * controller would write, and which apps it would sync. `generated` lists every app the ApplicationSet
  * generates (default: the existing ones); entries are kept only for existing apps, as Argo CD keeps them.
  */
-export function advanceRollout(appSet: ApplicationSet, apps: RolloutAppState[], now: Date, generated?: GeneratedApp[]): RolloutAdvance {
+export function advanceRollout(
+  appSet: ApplicationSet,
+  apps: RolloutAppState[],
+  now: Date,
+  generated?: GeneratedApp[],
+): RolloutAdvance {
   const conditions = [...(appSet.status?.conditions ?? [])];
   const stepsByApp: Record<string, number[]> = {};
   if (!isRollingSync(appSet)) {
@@ -381,7 +404,9 @@ export function advanceRollout(appSet: ApplicationSet, apps: RolloutAppState[], 
   }
   // migrateStatus (applicationset_controller.go) runs first on every reconcile: an entry without
   // targetRevisions gets [] and that is saved, so it then compares as an empty list.
-  const priorEntries = (appSet.status?.applicationStatus ?? []).map((e) => (e.targetRevisions == null ? { ...e, targetRevisions: [] } : e));
+  const priorEntries = (appSet.status?.applicationStatus ?? []).map((e) =>
+    e.targetRevisions == null ? { ...e, targetRevisions: [] } : e,
+  );
   const entries = evaluateApplicationStatus(priorEntries, sorted, stepIndex, now);
 
   // setAppSetApplicationStatus saves the list only when an entry's status, step or message changed (or
@@ -421,10 +446,20 @@ export function advanceRollout(appSet: ApplicationSet, apps: RolloutAppState[], 
       toSync.push(entry.application);
     }
   }
-  const pendingSync = entries.filter((e) => e.status === 'Pending' && released.has(e.application)).map((e) => e.application);
-  const written = saved(entries, beforeProgress) ? entries.sort((a, b) => (a.application < b.application ? -1 : a.application > b.application ? 1 : 0)) : beforeProgress;
+  const pendingSync = entries
+    .filter((e) => e.status === 'Pending' && released.has(e.application))
+    .map((e) => e.application);
+  const written = saved(entries, beforeProgress)
+    ? entries.sort((a, b) => (a.application < b.application ? -1 : a.application > b.application ? 1 : 0))
+    : beforeProgress;
 
-  return { applicationStatus: written, conditions: upsertCondition(conditions, progressingConditionFor(steps.length, written), now), toSync, pendingSync, stepsByApp };
+  return {
+    applicationStatus: written,
+    conditions: upsertCondition(conditions, progressingConditionFor(steps.length, written), now),
+    toSync,
+    pendingSync,
+    stepsByApp,
+  };
 }
 
 /**
@@ -449,35 +484,63 @@ export function evaluateApplicationStatus(
 }
 
 /** One app's entry: a revision or spec change sends it back to Waiting, then the state machine moves it on. */
-function evaluateEntry(found: ApplicationSetApplicationStatus | undefined, app: RolloutAppState, step: number, stamp: string): ApplicationSetApplicationStatus {
+function evaluateEntry(
+  found: ApplicationSetApplicationStatus | undefined,
+  app: RolloutAppState,
+  step: number,
+  stamp: string,
+): ApplicationSetApplicationStatus {
   const current: ApplicationSetApplicationStatus = found
     ? { ...found }
-    : { application: app.name, status: 'Waiting', message: ROLLOUT_MESSAGES.newEntry, step: String(step), targetRevisions: [...app.revisions], lastTransitionTime: stamp };
+    : {
+        application: app.name,
+        status: 'Waiting',
+        message: ROLLOUT_MESSAGES.newEntry,
+        step: String(step),
+        targetRevisions: [...app.revisions],
+        lastTransitionTime: stamp,
+      };
   const next: ApplicationSetApplicationStatus = { ...current, step: String(step) };
   // reflect.DeepEqual(entry.TargetRevisions, app.Status.GetRevisions()); both are non-nil here.
   const revisionsChanged = !sameList(current.targetRevisions, app.revisions);
   const specChanged = app.specChanged === true;
   if (revisionsChanged || specChanged) {
     next.targetRevisions = [...app.revisions];
-    next.message = revisionsChanged && specChanged ? ROLLOUT_MESSAGES.revisionAndSpecChanged : revisionsChanged ? ROLLOUT_MESSAGES.revisionChanged : ROLLOUT_MESSAGES.specChanged;
+    next.message =
+      revisionsChanged && specChanged
+        ? ROLLOUT_MESSAGES.revisionAndSpecChanged
+        : revisionsChanged
+          ? ROLLOUT_MESSAGES.revisionChanged
+          : ROLLOUT_MESSAGES.specChanged;
     next.status = 'Waiting';
     next.lastTransitionTime = stamp;
   }
   if (next.status === 'Waiting') {
     // Already in sync (nothing to roll out): no sync is started for it.
-    if (app.sync === 'Synced') transition(next, app.health === 'Healthy' ? 'Healthy' : 'Progressing', app.health === 'Healthy' ? ROLLOUT_MESSAGES.syncedHealthy : ROLLOUT_MESSAGES.syncedNotHealthy, stamp);
+    if (app.sync === 'Synced')
+      transition(
+        next,
+        app.health === 'Healthy' ? 'Healthy' : 'Progressing',
+        app.health === 'Healthy' ? ROLLOUT_MESSAGES.syncedHealthy : ROLLOUT_MESSAGES.syncedNotHealthy,
+        stamp,
+      );
   } else {
     if (current.status === 'Pending') {
       // `ReconciledAt == nil || (LastTransitionTime != nil && ReconciledAt.After(LastTransitionTime))`:
       // a reconciled app whose entry has no lastTransitionTime never moves on.
       const reconciledSince =
-        app.reconciledAt === undefined || (next.lastTransitionTime != null && time(app.reconciledAt) > time(next.lastTransitionTime));
+        app.reconciledAt === undefined ||
+        (next.lastTransitionTime != null && time(app.reconciledAt) > time(next.lastTransitionTime));
       if (reconciledSince) {
         // A sync that started after the Pending transition, whatever its result (a failed sync also
         // counts: retrying is the app's job, not the appset's).
         if (app.operationStartedAt !== undefined && time(app.operationStartedAt) > time(current.lastTransitionTime)) {
           const message =
-            app.operationPhase === 'Succeeded' ? ROLLOUT_MESSAGES.syncSucceeded : app.operationPhase === 'Failed' || app.operationPhase === 'Error' ? ROLLOUT_MESSAGES.syncCompleted : ROLLOUT_MESSAGES.syncRunning;
+            app.operationPhase === 'Succeeded'
+              ? ROLLOUT_MESSAGES.syncSucceeded
+              : app.operationPhase === 'Failed' || app.operationPhase === 'Error'
+                ? ROLLOUT_MESSAGES.syncCompleted
+                : ROLLOUT_MESSAGES.syncRunning;
           transition(next, 'Progressing', message, stamp);
         } else if (app.errorCondition) {
           transition(next, 'Progressing', ROLLOUT_MESSAGES.appError, stamp);
@@ -485,7 +548,8 @@ function evaluateEntry(found: ApplicationSetApplicationStatus | undefined, app: 
       }
     }
     // Healthy alone is not enough; and there is no timeout: a failed app stays Progressing forever.
-    if (current.status === 'Progressing' && app.health === 'Healthy' && app.sync === 'Synced') transition(next, 'Healthy', ROLLOUT_MESSAGES.becameHealthy, stamp);
+    if (current.status === 'Progressing' && app.health === 'Healthy' && app.sync === 'Synced')
+      transition(next, 'Healthy', ROLLOUT_MESSAGES.becameHealthy, stamp);
   }
   return next;
 }
@@ -509,7 +573,12 @@ export function appsToSync(
   return released;
 }
 
-function transition(entry: ApplicationSetApplicationStatus, status: ProgressiveSyncStatus, message: string, stamp: string): void {
+function transition(
+  entry: ApplicationSetApplicationStatus,
+  status: ProgressiveSyncStatus,
+  message: string,
+  stamp: string,
+): void {
   entry.status = status;
   entry.message = message;
   entry.lastTransitionTime = stamp;
@@ -527,21 +596,41 @@ export function progressingStep(stepCount: number, entries: readonly Application
 }
 
 function completeCondition(): ApplicationSetCondition {
-  return { type: ROLLOUT_PROGRESSING, status: 'False', reason: REASON_ROLLOUT_COMPLETE, message: ROLLOUT_COMPLETE_MESSAGE };
+  return {
+    type: ROLLOUT_PROGRESSING,
+    status: 'False',
+    reason: REASON_ROLLOUT_COMPLETE,
+    message: ROLLOUT_COMPLETE_MESSAGE,
+  };
 }
 
-function progressingConditionFor(stepCount: number, entries: readonly ApplicationSetApplicationStatus[]): ApplicationSetCondition {
+function progressingConditionFor(
+  stepCount: number,
+  entries: readonly ApplicationSetApplicationStatus[],
+): ApplicationSetCondition {
   const step = progressingStep(stepCount, entries);
-  return step === null ? completeCondition() : { type: ROLLOUT_PROGRESSING, status: 'True', reason: REASON_MODIFIED, message: rolloutOfStepMessage(step) };
+  return step === null
+    ? completeCondition()
+    : { type: ROLLOUT_PROGRESSING, status: 'True', reason: REASON_MODIFIED, message: rolloutOfStepMessage(step) };
 }
 
 /** Replace the condition of the same type in place, keeping its lastTransitionTime when nothing changed. */
-export function upsertCondition(conditions: readonly ApplicationSetCondition[], condition: ApplicationSetCondition, now: Date): ApplicationSetCondition[] {
+export function upsertCondition(
+  conditions: readonly ApplicationSetCondition[],
+  condition: ApplicationSetCondition,
+  now: Date,
+): ApplicationSetCondition[] {
   const out = [...conditions];
   const index = out.findIndex((c) => c.type === condition.type);
   const existing = index === -1 ? undefined : out[index];
-  const unchanged = existing && existing.status === condition.status && existing.reason === condition.reason && existing.message === condition.message;
-  const next = unchanged ? existing : { ...condition, lastTransitionTime: condition.lastTransitionTime ?? k8sTime(now) };
+  const unchanged =
+    existing &&
+    existing.status === condition.status &&
+    existing.reason === condition.reason &&
+    existing.message === condition.message;
+  const next = unchanged
+    ? existing
+    : { ...condition, lastTransitionTime: condition.lastTransitionTime ?? k8sTime(now) };
   if (index === -1) out.push(next);
   else out[index] = next;
   return out;

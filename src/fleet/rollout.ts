@@ -12,7 +12,17 @@ import type {
 } from '../infra/argocd/types.js';
 import { diagnoseAppSet, type DiagnoseOptions, type Finding } from './diagnose.js';
 import type { FleetApp, FleetAppSet, FleetView } from './model.js';
-import { NO_STEP, currentStepFromStatus, reportedStep, generatedLabels, maxUpdateInfo, progressingStep, rolloutComplete, rolloutSteps, stepOfLabels } from './rollingsync.js';
+import {
+  NO_STEP,
+  currentStepFromStatus,
+  reportedStep,
+  generatedLabels,
+  maxUpdateInfo,
+  progressingStep,
+  rolloutComplete,
+  rolloutSteps,
+  stepOfLabels,
+} from './rollingsync.js';
 
 export interface RolloutStepApp {
   name: string;
@@ -109,15 +119,25 @@ interface Placed {
 
 const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
-function placeApps(fleet: FleetView, target: FleetAppSet): { placed: Placed[]; stale: StaleEntry[]; stepCount: number } {
+function placeApps(
+  fleet: FleetView,
+  target: FleetAppSet,
+): { placed: Placed[]; stale: StaleEntry[]; stepCount: number } {
   const appSet = target.appSet;
   const steps = rolloutSteps(appSet);
   const entries = appSet.status?.applicationStatus ?? [];
   const entryByApp = new Map(entries.map((e) => [e.application, e]));
-  const live = new Map<string, FleetApp>(fleet.appsOf(target.instance, appSet.metadata.name).map((a) => [a.app.metadata.name, a]));
+  const live = new Map<string, FleetApp>(
+    fleet.appsOf(target.instance, appSet.metadata.name).map((a) => [a.app.metadata.name, a]),
+  );
   const names = new Set<string>([...live.keys(), ...entryByApp.keys()]);
   // Cluster labels by Argo CD cluster name: a cluster generator renders the template from them.
-  const clusterLabels = new Map(fleet.clusters().filter((c) => c.instance === target.instance).map((c) => [c.cluster.name || c.cluster.server, c.cluster.labels ?? {}]));
+  const clusterLabels = new Map(
+    fleet
+      .clusters()
+      .filter((c) => c.instance === target.instance)
+      .map((c) => [c.cluster.name || c.cluster.server, c.cluster.labels ?? {}]),
+  );
   const placed: Placed[] = [];
   const stale: StaleEntry[] = [];
   for (const name of names) {
@@ -126,10 +146,19 @@ function placeApps(fleet: FleetView, target: FleetAppSet): { placed: Placed[]; s
     // Argo CD rebuilds its step lists from the Applications it generates, so an entry whose app is
     // gone counts for nothing. (With no live app at all we cannot tell stale from unseen: keep them.)
     if (!fleetApp && entry && live.size > 0) {
-      stale.push({ name, step: entry.step ?? null, status: entry.status ?? null, since: entry.lastTransitionTime ?? null });
+      stale.push({
+        name,
+        step: entry.step ?? null,
+        status: entry.status ?? null,
+        since: entry.lastTransitionTime ?? null,
+      });
       continue;
     }
-    const step = reportedStep(entry, steps.length) ?? (fleetApp ? stepOfLabels(generatedLabels(appSet, fleetApp.app, clusterLabels.get(fleetApp.cluster)), steps) : NO_STEP);
+    const step =
+      reportedStep(entry, steps.length) ??
+      (fleetApp
+        ? stepOfLabels(generatedLabels(appSet, fleetApp.app, clusterLabels.get(fleetApp.cluster)), steps)
+        : NO_STEP);
     placed.push({
       step,
       app: {
@@ -142,7 +171,10 @@ function placeApps(fleet: FleetView, target: FleetAppSet): { placed: Placed[]; s
         health: fleetApp?.app.status?.health?.status ?? null,
         // An entry whose Application the mirror does not have: deleted since, or not created yet. Say so
         // instead of showing Argo CD's last message for an app that is not there.
-        message: !fleetApp && entry ? `no Application ${name} on ${target.instance} (stale entry: deleted, or not created yet); Argo CD's last message: ${entry.message ?? 'none'}` : (entry?.message ?? null),
+        message:
+          !fleetApp && entry
+            ? `no Application ${name} on ${target.instance} (stale entry: deleted, or not created yet); Argo CD's last message: ${entry.message ?? 'none'}`
+            : (entry?.message ?? null),
         instance: target.instance,
       },
     });
@@ -167,7 +199,9 @@ function buildSteps(target: FleetAppSet, placed: Placed[]): { steps: RolloutStep
   const specSteps = rolloutSteps(target.appSet);
   // Argo CD sizes a percent against the step's status entries, and apps in no step land at index 0
   // (Go's zero value), so they count toward step 1 (inferred from code, argocd-facts A4).
-  const totals = specSteps.map((_, i) => placed.filter((p) => p.step === i + 1 || (i === 0 && p.step === NO_STEP)).length);
+  const totals = specSteps.map(
+    (_, i) => placed.filter((p) => p.step === i + 1 || (i === 0 && p.step === NO_STEP)).length,
+  );
   const steps = specSteps.map((spec, i): RolloutStep => {
     const maxUpdate = spec.maxUpdate ?? null;
     return {
@@ -217,8 +251,16 @@ export function buildRolloutReport(fleet: FleetView, target: FleetAppSet, opts: 
     const notHealthy = current.apps.filter((a) => a.status !== 'Healthy');
     // The wait began when both the step was released (the last app of the earlier steps turned Healthy)
     // and its apps entered their state; entries go Waiting at the revision change, long before their step's turn.
-    const released = newest(steps.filter((s) => s.step < current.step).flatMap((s) => s.apps.filter((a) => a.status === 'Healthy').map((a) => a.since)));
-    waitingOn = { step: current.step, apps: notHealthy.map((a) => a.name), since: newest([oldest(notHealthy.map((a) => a.since)), released]) };
+    const released = newest(
+      steps
+        .filter((s) => s.step < current.step)
+        .flatMap((s) => s.apps.filter((a) => a.status === 'Healthy').map((a) => a.since)),
+    );
+    waitingOn = {
+      step: current.step,
+      apps: notHealthy.map((a) => a.name),
+      since: newest([oldest(notHealthy.map((a) => a.since)), released]),
+    };
   }
   const findings = diagnoseAppSet(fleet, target, opts);
   return {
@@ -241,7 +283,11 @@ function missingAppHold(target: FleetAppSet, findings: Finding[], steps: Rollout
   if (!finding || finding.step === undefined) return null;
   const waiting = new Set(steps.find((s) => s.step === finding.step)?.apps.map((a) => a.name) ?? []);
   const error = target.appSet.status?.conditions?.find((c) => c.type === 'ErrorOccurred' && c.status === 'True');
-  return { step: finding.step, missing: (finding.apps ?? []).filter((a) => !waiting.has(a)), reason: error?.message ?? null };
+  return {
+    step: finding.step,
+    missing: (finding.apps ?? []).filter((a) => !waiting.has(a)),
+    reason: error?.message ?? null,
+  };
 }
 
 /**

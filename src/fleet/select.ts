@@ -2,7 +2,12 @@ import picomatch from 'picomatch';
 import type { FleetApp, FleetView } from './model.js';
 import { suggest } from '../core/suggest.js';
 import { RollcallError } from '../core/errors.js';
-import { LabelSelectorSyntaxError, matchesLabels, parseLabelSelector as parseSelector, type LabelRequirement } from '../infra/argocd/labels.js';
+import {
+  LabelSelectorSyntaxError,
+  matchesLabels,
+  parseLabelSelector as parseSelector,
+  type LabelRequirement,
+} from '../infra/argocd/labels.js';
 
 export { matchesLabels, type LabelRequirement };
 
@@ -18,7 +23,13 @@ export class SelectorError extends RollcallError {
   constructor(
     message: string,
     code: SelectorErrorCode = 'invalid_selector',
-    readonly details: { position?: number; selector?: string; kind?: string; value?: string; suggestions?: string[] } = {},
+    readonly details: {
+      position?: number;
+      selector?: string;
+      kind?: string;
+      value?: string;
+      suggestions?: string[];
+    } = {},
   ) {
     super(code, message, {
       suggestions: details.suggestions,
@@ -71,13 +82,20 @@ function unknown(kind: string, value: string, candidates: Iterable<string>): Sel
 }
 
 /** A name/glob/list filter; exact names must exist among the candidates. */
-function filterFor(kind: string, spec: string | undefined, candidates: () => Set<string>): ((value: string | undefined) => boolean) | undefined {
+function filterFor(
+  kind: string,
+  spec: string | undefined,
+  candidates: () => Set<string>,
+): ((value: string | undefined) => boolean) | undefined {
   if (spec === undefined) return undefined;
   const parts = spec
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-  if (!parts.length) throw new SelectorError(`${kind}= needs a value (a name, a glob or a comma-separated list)`, 'invalid_selector', { kind });
+  if (!parts.length)
+    throw new SelectorError(`${kind}= needs a value (a name, a glob or a comma-separated list)`, 'invalid_selector', {
+      kind,
+    });
   const exact = new Set<string>();
   const globs: ((s: string) => boolean)[] = [];
   for (const part of parts) {
@@ -98,7 +116,11 @@ export function selectApps(fleet: FleetView, sel: AppSelector): FleetApp[] {
     let cache: Set<string> | undefined;
     return () => (cache ??= new Set([...build()].filter((s): s is string => !!s)));
   };
-  const byInstance = filterFor('instance', sel.instance, lazy(() => fleet.instances()));
+  const byInstance = filterFor(
+    'instance',
+    sel.instance,
+    lazy(() => fleet.instances()),
+  );
   const byCluster = filterFor(
     'cluster',
     sel.cluster,
@@ -128,7 +150,13 @@ export function selectApps(fleet: FleetView, sel: AppSelector): FleetApp[] {
   const patterns = (sel.patterns ?? []).map((p) => p.trim()).filter(Boolean);
   if (patterns.length) {
     const exact = patterns.filter((p) => !isGlob(p));
-    for (const name of exact) if (!fleet.appsNamed(name).length) throw unknown('app', name, apps.map((a) => a.app.metadata.name));
+    for (const name of exact)
+      if (!fleet.appsNamed(name).length)
+        throw unknown(
+          'app',
+          name,
+          apps.map((a) => a.app.metadata.name),
+        );
     const globs = patterns.filter(isGlob).map((p) => picomatch(p, { dot: true }));
     if (!globs.length) {
       // Names only: read the name index instead of scanning the fleet.

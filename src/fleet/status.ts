@@ -57,7 +57,9 @@ export function healthOf(app: Application): string {
 
 /** OutOfSync/Unknown sync or Degraded/Missing/Unknown health. Progressing and Suspended are not problems. */
 export function isProblem(sync: string, health: string): boolean {
-  return sync === 'OutOfSync' || sync === 'Unknown' || health === 'Degraded' || health === 'Missing' || health === 'Unknown';
+  return (
+    sync === 'OutOfSync' || sync === 'Unknown' || health === 'Degraded' || health === 'Missing' || health === 'Unknown'
+  );
 }
 
 const MAX_REASON = 500;
@@ -68,12 +70,14 @@ const MAX_REASON = 500;
  */
 export function problemReason(app: Application, now: Date = new Date()): string {
   const status = app.status;
-  if (!status || (!status.sync && !status.health)) return 'Argo CD has not reported a status for this app yet (not reconciled).';
+  if (!status || (!status.sync && !status.health))
+    return 'Argo CD has not reported a status for this app yet (not reconciled).';
   const parts: string[] = [];
   const op = status.operationState;
   if (op?.message && syncFailed(app)) parts.push(oneLine(op.message));
   const failed = op?.syncResult?.resources?.filter((r) => r.status === 'SyncFailed') ?? [];
-  for (const r of failed.slice(0, 3)) parts.push(`${r.kind}/${r.name}${r.message ? `: ${oneLine(r.message)}` : ' failed to sync'}`);
+  for (const r of failed.slice(0, 3))
+    parts.push(`${r.kind}/${r.name}${r.message ? `: ${oneLine(r.message)}` : ' failed to sync'}`);
   if (failed.length > 3) parts.push(`${failed.length - 3} more resources failed to sync`);
   let unhealthy = 0;
   for (const r of status.resources ?? []) {
@@ -82,17 +86,26 @@ export function problemReason(app: Application, now: Date = new Date()): string 
     if (unhealthy++ < 3) parts.push(`${r.kind}/${r.name} ${h.status}: ${oneLine(h.message)}`);
   }
   if (unhealthy > 3) parts.push(`${unhealthy - 3} more unhealthy resources`);
-  const conditions = [...(status.conditions ?? [])].sort((a, b) => Number(/Warning$/.test(a.type)) - Number(/Warning$/.test(b.type)));
+  const conditions = [...(status.conditions ?? [])].sort(
+    (a, b) => Number(/Warning$/.test(a.type)) - Number(/Warning$/.test(b.type)),
+  );
   for (const c of conditions.slice(0, 3)) parts.push(`${c.type}: ${oneLine(c.message)}`);
   if (!parts.length) {
     const sync = syncOf(app);
     const health = healthOf(app);
     // A sync window holds an operation Running with its own message; say so rather than "running".
-    if (op?.phase === 'Running') parts.push(`sync running${op.startedAt ? ` for ${since(op.startedAt, now)}` : ''}${op.message ? `: ${oneLine(op.message)}` : ''}`);
-    else if (sync === 'OutOfSync' && health === 'Healthy') parts.push('live state differs from the target revision; not synced yet');
+    if (op?.phase === 'Running')
+      parts.push(
+        `sync running${op.startedAt ? ` for ${since(op.startedAt, now)}` : ''}${op.message ? `: ${oneLine(op.message)}` : ''}`,
+      );
+    else if (sync === 'OutOfSync' && health === 'Healthy')
+      parts.push('live state differs from the target revision; not synced yet');
     else if (health === 'Missing') parts.push('its resources do not exist in the cluster (never synced, or deleted)');
     // Argo CD 3.x leaves resource health out of List responses (B6); a Get has it.
-    else if (health === 'Degraded') parts.push(`Degraded with no message in the app list; \`app ${app.metadata.name}\` shows the unhealthy resources`);
+    else if (health === 'Degraded')
+      parts.push(
+        `Degraded with no message in the app list; \`app ${app.metadata.name}\` shows the unhealthy resources`,
+      );
     else parts.push(`sync ${sync}, health ${health}`);
   }
   return truncate(parts.join('; '), MAX_REASON);
@@ -125,7 +138,8 @@ export function summarizeApps(apps: Iterable<FleetApp>): FleetSummary {
     let clusters = byCluster.get(fa.instance);
     if (!clusters) byCluster.set(fa.instance, (clusters = new Map()));
     let c = clusters.get(fa.cluster);
-    if (!c) clusters.set(fa.cluster, (c = { instance: fa.instance, cluster: fa.cluster, apps: 0, sync: {}, health: {} }));
+    if (!c)
+      clusters.set(fa.cluster, (c = { instance: fa.instance, cluster: fa.cluster, apps: 0, sync: {}, health: {} }));
     c.apps++;
     c.sync[sync] = (c.sync[sync] ?? 0) + 1;
     c.health[health] = (c.health[health] ?? 0) + 1;

@@ -66,7 +66,10 @@ export async function createStepQueue(connection: RedisClient, prefix: string): 
   return new Queue<StepJobData>(QUEUES.steps, {
     connection,
     prefix: bullPrefix(prefix),
-    defaultJobOptions: { removeOnComplete: { count: 1000, age: 7 * 86_400 }, removeOnFail: { count: 1000, age: 7 * 86_400 } },
+    defaultJobOptions: {
+      removeOnComplete: { count: 1000, age: 7 * 86_400 },
+      removeOnFail: { count: 1000, age: 7 * 86_400 },
+    },
   });
 }
 

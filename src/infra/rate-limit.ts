@@ -43,7 +43,9 @@ export class InstanceRateLimiter {
     if (!limit) return;
     for (;;) {
       signal?.throwIfAborted();
-      const wait = Number(await this.redis.eval(TAKE, 1, `${keyBase(this.prefix)}ratelimit:${instance}`, limit.max, limit.perMs));
+      const wait = Number(
+        await this.redis.eval(TAKE, 1, `${keyBase(this.prefix)}ratelimit:${instance}`, limit.max, limit.perMs),
+      );
       if (wait <= 0) return;
       await new Promise<void>((resolve) => {
         const t = setTimeout(done, Math.min(wait, 1000));

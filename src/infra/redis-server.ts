@@ -59,7 +59,9 @@ export function freePort(): Promise<number> {
 }
 
 export function findBinary(name: string, searchPath?: string[]): string | undefined {
-  const dirs = searchPath ?? (process.env.PATH ?? '').split(path.delimiter).concat(['/usr/sbin', '/usr/local/bin', '/opt/homebrew/bin']);
+  const dirs =
+    searchPath ??
+    (process.env.PATH ?? '').split(path.delimiter).concat(['/usr/sbin', '/usr/local/bin', '/opt/homebrew/bin']);
   for (const dir of dirs) {
     const candidate = path.join(dir, name);
     try {

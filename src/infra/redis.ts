@@ -30,28 +30,50 @@ export type RedisTarget = RedisOptions & { clusterNodes?: { host: string; port: 
  */
 export function redisTarget(url: string): RedisTarget {
   const parsed = /^([a-z+]+):\/\/(?:([^:@/]*)(?::([^@/]*))?@)?([^/?#]+)(?:\/([^?#]*))?$/i.exec(url);
-  if (!parsed) throw new RollcallError('config_invalid', `redis.url "${redactUrlPassword(url)}" is not a Redis URL (redis://host:6379, rediss://..., redis+sentinel://host:26379/mymaster, redis+cluster://host1:6379,host2:6379)`);
+  if (!parsed)
+    throw new RollcallError(
+      'config_invalid',
+      `redis.url "${redactUrlPassword(url)}" is not a Redis URL (redis://host:6379, rediss://..., redis+sentinel://host:26379/mymaster, redis+cluster://host1:6379,host2:6379)`,
+    );
   const [, scheme, user, password, hosts, path = ''] = parsed;
-  const auth = { ...(user ? { username: decodeURIComponent(user) } : {}), ...(password ? { password: decodeURIComponent(password) } : {}) };
+  const auth = {
+    ...(user ? { username: decodeURIComponent(user) } : {}),
+    ...(password ? { password: decodeURIComponent(password) } : {}),
+  };
   const nodes = hosts.split(',').map((h) => {
     const [host, port] = h.split(':');
     return { host, port: Number(port || (scheme === 'redis+sentinel' ? 26379 : 6379)) };
   });
   if (scheme === 'redis' || scheme === 'rediss') {
-    if (nodes.length > 1) throw new RollcallError('config_invalid', `redis.url names ${nodes.length} servers: use redis+sentinel://... for Sentinel, redis+cluster://... for Redis Cluster`);
+    if (nodes.length > 1)
+      throw new RollcallError(
+        'config_invalid',
+        `redis.url names ${nodes.length} servers: use redis+sentinel://... for Sentinel, redis+cluster://... for Redis Cluster`,
+      );
     const db = path ? Number(path) : 0;
     return { ...nodes[0], ...auth, db, ...(scheme === 'rediss' ? { tls: {} } : {}) };
   }
   if (scheme === 'redis+sentinel') {
     const [name, db] = path.split('/');
-    if (!name) throw new RollcallError('config_invalid', 'redis+sentinel:// needs the master name as its path: redis+sentinel://host:26379/mymaster');
+    if (!name)
+      throw new RollcallError(
+        'config_invalid',
+        'redis+sentinel:// needs the master name as its path: redis+sentinel://host:26379/mymaster',
+      );
     return { sentinels: nodes, name, ...auth, db: db ? Number(db) : 0 };
   }
   if (scheme === 'redis+cluster' || scheme === 'rediss+cluster') {
-    if (path) throw new RollcallError('config_invalid', `redis.url "${redactUrlPassword(url)}" has a path, and Redis Cluster has no databases to pick: drop "/${path}"`);
+    if (path)
+      throw new RollcallError(
+        'config_invalid',
+        `redis.url "${redactUrlPassword(url)}" has a path, and Redis Cluster has no databases to pick: drop "/${path}"`,
+      );
     return { clusterNodes: nodes, ...auth, ...(scheme === 'rediss+cluster' ? { tls: {} } : {}) };
   }
-  throw new RollcallError('config_invalid', `redis.url scheme "${scheme}:" is not one of redis:, rediss:, redis+sentinel:, redis+cluster:, rediss+cluster:`);
+  throw new RollcallError(
+    'config_invalid',
+    `redis.url scheme "${scheme}:" is not one of redis:, rediss:, redis+sentinel:, redis+cluster:, rediss+cluster:`,
+  );
 }
 
 /** Refuses a key prefix the Redis at `url` cannot hold (an untagged prefix on a Cluster), with why and the fix. */
@@ -64,7 +86,10 @@ export function assertPrefixFits(url: string, prefix: string): void {
  * The Redis rollcall uses: REDIS_URL, else `redis.url`. REDIS_URL is read after the config file was checked, so
  * the prefix is checked against it here.
  */
-export function configuredRedisUrl(config: { redis: { url: string; prefix: string } }, env: NodeJS.ProcessEnv = process.env): string {
+export function configuredRedisUrl(
+  config: { redis: { url: string; prefix: string } },
+  env: NodeJS.ProcessEnv = process.env,
+): string {
   const url = env.REDIS_URL ?? config.redis.url;
   assertPrefixFits(url, config.redis.prefix);
   return url;
@@ -99,7 +124,11 @@ function connect(url: string, opts: Partial<RedisOptions>): RedisClient {
  * also makes our own commands wait through a Redis restart instead of failing mid-run.
  * No ioredis `keyPrefix`: BullMQ refuses it, and every key we write carries the prefix itself.
  */
-export function createRedis(url: string, opts: Partial<RedisOptions> = {}, onError?: (err: Error) => void): RedisClient {
+export function createRedis(
+  url: string,
+  opts: Partial<RedisOptions> = {},
+  onError?: (err: Error) => void,
+): RedisClient {
   // Made outside any answer (see answerWithoutWaitingForRedis): ioredis' own reconnects and handshakes run in
   // the context the connection was made in, and must never be failed fast.
   const redis = answering.exit(() =>
@@ -133,7 +162,8 @@ export function redisAddress(url: string): string {
 }
 
 /** What still answers while Redis is away: a command refused for want of Redis says so. */
-export const READ_ONLY_WITHOUT_REDIS = 'Read-only fleet questions (status, app, clusters, diagnose, rollout ...) still answer without it, from the mirror of Argo CD.';
+export const READ_ONLY_WITHOUT_REDIS =
+  'Read-only fleet questions (status, app, clusters, diagnose, rollout ...) still answer without it, from the mirror of Argo CD.';
 
 /**
  * How long an answer waits on one Redis command: for a connection still making its first connection to be
@@ -183,7 +213,15 @@ function failFastWhileAnswering(redis: RedisClient, address: string, lastError: 
   (redis as { sendCommand: (command: Command, ...rest: unknown[]) => unknown }).sendCommand = (command, ...rest) => {
     if (!answering.getStore()?.open || redis.status === 'end') return send(command, ...rest);
     const sendTimed = () => {
-      const timer = setTimeout(() => command.reject(unavailable(`no reply within ${ANSWER_REDIS_TIMEOUT_MS / 1000}s; a command already sent may still be applied`)), ANSWER_REDIS_TIMEOUT_MS);
+      const timer = setTimeout(
+        () =>
+          command.reject(
+            unavailable(
+              `no reply within ${ANSWER_REDIS_TIMEOUT_MS / 1000}s; a command already sent may still be applied`,
+            ),
+          ),
+        ANSWER_REDIS_TIMEOUT_MS,
+      );
       const stop = () => clearTimeout(timer);
       command.promise.then(stop, stop);
       return send(command, ...rest);
@@ -203,7 +241,11 @@ function failFastWhileAnswering(redis: RedisClient, address: string, lastError: 
     };
     const timer = setTimeout(() => {
       waiting.delete(go);
-      command.reject(unavailable(`not connected within ${ANSWER_REDIS_TIMEOUT_MS / 1000}s: ${redis.status}${lastError() ? `: ${lastError()}` : ''}`));
+      command.reject(
+        unavailable(
+          `not connected within ${ANSWER_REDIS_TIMEOUT_MS / 1000}s: ${redis.status}${lastError() ? `: ${lastError()}` : ''}`,
+        ),
+      );
     }, ANSWER_REDIS_TIMEOUT_MS);
     waiting.add(go);
     return command.promise;
@@ -217,7 +259,8 @@ function failFastWhileAnswering(redis: RedisClient, address: string, lastError: 
 export async function* scanKeys(redis: RedisClient, match: string): AsyncGenerator<string[]> {
   const nodes = 'nodes' in redis ? redis.nodes('master') : [redis];
   for (const node of nodes) {
-    for await (const keys of node.scanStream({ match, count: 500 }) as AsyncIterable<string[]>) if (keys.length) yield keys;
+    for await (const keys of node.scanStream({ match, count: 500 }) as AsyncIterable<string[]>)
+      if (keys.length) yield keys;
   }
 }
 
@@ -225,16 +268,26 @@ export async function* scanKeys(redis: RedisClient, match: string): AsyncGenerat
  * Readiness: a connection that fails fast instead of queueing, so a PING says within a second whether Redis
  * answers now. Resolves to why not, or undefined.
  */
-export function createRedisPinger(url: string, timeoutMs = 1000): { check(): Promise<string | undefined>; close(): Promise<void> } {
+export function createRedisPinger(
+  url: string,
+  timeoutMs = 1000,
+): { check(): Promise<string | undefined>; close(): Promise<void> } {
   let lastError: string | undefined;
-  const redis = createRedis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, connectionName: 'readiness' }, (err) => (lastError = err.message));
+  const redis = createRedis(
+    url,
+    { enableOfflineQueue: false, maxRetriesPerRequest: 0, connectionName: 'readiness' },
+    (err) => (lastError = err.message),
+  );
   return {
     async check() {
       let timer: NodeJS.Timeout | undefined;
       try {
         await Promise.race([
           redis.ping(),
-          new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${typedDuration(timeoutMs)}`)), timeoutMs))),
+          new Promise(
+            (_, reject) =>
+              (timer = setTimeout(() => reject(new Error(`no answer within ${typedDuration(timeoutMs)}`)), timeoutMs)),
+          ),
         ]);
         return undefined;
       } catch (error) {
@@ -279,7 +332,13 @@ export async function persistenceProblem(redis: RedisClient): Promise<string | u
  * Resolves to the failure's message, or undefined when Redis answered.
  */
 export async function probeRedis(url: string, timeoutMs = 3000): Promise<string | undefined> {
-  const redis = connect(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+  const redis = connect(url, {
+    lazyConnect: true,
+    connectTimeout: timeoutMs,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    retryStrategy: () => null,
+  });
   // The socket error (ECONNREFUSED ...) says more than connect()'s "Connection is closed". A Cluster client
   // hides its nodes' socket errors, and its own connect() failure ("None of startup nodes is available") says most.
   let cause: string | undefined;

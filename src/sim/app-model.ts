@@ -1,5 +1,12 @@
 import { createHash } from 'node:crypto';
-import type { Application, Cluster, HealthStatusCode, ResourceResult, ResourceStatus, SyncOperation } from '../infra/argocd/types.js';
+import type {
+  Application,
+  Cluster,
+  HealthStatusCode,
+  ResourceResult,
+  ResourceStatus,
+  SyncOperation,
+} from '../infra/argocd/types.js';
 import { normalizeServer } from '../infra/argocd/objects.js';
 import { automatedEnabled } from '../fleet/rollingsync.js';
 import { rfc3339 } from './clock.js';

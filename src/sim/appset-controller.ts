@@ -1,4 +1,10 @@
-import type { Application, ApplicationSet, ApplicationSetStatus, HealthStatusCode, SyncStatusCode } from '../infra/argocd/types.js';
+import type {
+  Application,
+  ApplicationSet,
+  ApplicationSetStatus,
+  HealthStatusCode,
+  SyncStatusCode,
+} from '../infra/argocd/types.js';
 import {
   advanceRollout,
   automatedEnabled,
@@ -77,8 +83,16 @@ export class AppSetController {
       const states = apps.map((a) => rolloutAppState(appSet, store.apps.get(a.metadata.name) ?? a));
       // The step lists come from every generated app, including those that failed validation and so
       // were never created: they hold later steps (getAppsToSync).
-      const generated = [...states.map((a) => ({ name: a.name, labels: a.labels })), ...invalid.map((i) => ({ name: i.name, labels: i.labels ?? {} }))];
-      const advance = advanceRollout({ ...appSet, status: { ...appSet.status, conditions: status.conditions } }, states, now, generated);
+      const generated = [
+        ...states.map((a) => ({ name: a.name, labels: a.labels })),
+        ...invalid.map((i) => ({ name: i.name, labels: i.labels ?? {} })),
+      ];
+      const advance = advanceRollout(
+        { ...appSet, status: { ...appSet.status, conditions: status.conditions } },
+        states,
+        now,
+        generated,
+      );
       status.applicationStatus = advance.applicationStatus;
       status.conditions = advance.conditions;
       // Argo CD re-asserts the operation on every Pending app of a released step until it starts.
@@ -165,5 +179,4 @@ export class AppSetController {
       store.putApp(next);
     }
   }
-
 }

@@ -1,4 +1,9 @@
-import type { ApplicationSet, ApplicationSetCondition, ApplicationSetStatus, HealthStatusCode } from '../infra/argocd/types.js';
+import type {
+  ApplicationSet,
+  ApplicationSetCondition,
+  ApplicationSetStatus,
+  HealthStatusCode,
+} from '../infra/argocd/types.js';
 import { SIM_ANNOTATIONS } from './annotations.js';
 import { rfc3339 } from './clock.js';
 
@@ -52,7 +57,11 @@ const UP_TO_DATE_MESSAGE = 'All applications have been generated successfully';
  * ErrorOccurred=False (setApplicationSetStatusCondition's dependent condition). Untouched otherwise, so
  * a fixture's conditions are served as captured.
  */
-export function validationConditions(conditions: ApplicationSetCondition[], invalid: InvalidGeneratedApp[], now: Date): ApplicationSetCondition[] {
+export function validationConditions(
+  conditions: ApplicationSetCondition[],
+  invalid: InvalidGeneratedApp[],
+  now: Date,
+): ApplicationSetCondition[] {
   const stamp = rfc3339(now);
   const set = (list: ApplicationSetCondition[], c: ApplicationSetCondition) => {
     const i = list.findIndex((x) => x.type === c.type);
@@ -67,10 +76,27 @@ export function validationConditions(conditions: ApplicationSetCondition[], inva
     const message = invalid.length > 1 ? `${last} (and ${invalid.length - 1} more)` : last;
     out = set(out, { type: 'ErrorOccurred', status: 'True', reason: 'ApplicationValidationError', message });
     out = set(out, { type: 'ResourcesUpToDate', status: 'False', reason: 'ErrorOccurred', message });
-    out = set(out, { type: 'ParametersGenerated', status: 'True', reason: 'ParametersGenerated', message: 'Successfully generated parameters for all Applications' });
-  } else if (out.some((c) => c.type === 'ErrorOccurred' && c.status === 'True' && c.reason === 'ApplicationValidationError')) {
-    out = set(out, { type: 'ResourcesUpToDate', status: 'True', reason: 'ApplicationSetUpToDate', message: UP_TO_DATE_MESSAGE });
-    out = set(out, { type: 'ErrorOccurred', status: 'False', reason: 'ApplicationSetUpToDate', message: UP_TO_DATE_MESSAGE });
+    out = set(out, {
+      type: 'ParametersGenerated',
+      status: 'True',
+      reason: 'ParametersGenerated',
+      message: 'Successfully generated parameters for all Applications',
+    });
+  } else if (
+    out.some((c) => c.type === 'ErrorOccurred' && c.status === 'True' && c.reason === 'ApplicationValidationError')
+  ) {
+    out = set(out, {
+      type: 'ResourcesUpToDate',
+      status: 'True',
+      reason: 'ApplicationSetUpToDate',
+      message: UP_TO_DATE_MESSAGE,
+    });
+    out = set(out, {
+      type: 'ErrorOccurred',
+      status: 'False',
+      reason: 'ApplicationSetUpToDate',
+      message: UP_TO_DATE_MESSAGE,
+    });
   }
   return out;
 }

@@ -60,7 +60,10 @@ function simAccess(operator: string): string[] {
  * operate; without, `access` is left out: its defaults apply (read-only for everyone), and callers such as
  * `rollcall demo` append their own.
  */
-export function simConfigYaml(server: SimServer, extra: { redisUrl?: string; redisPrefix?: string; kubeconfig?: string; operator?: string } = {}): string {
+export function simConfigYaml(
+  server: SimServer,
+  extra: { redisUrl?: string; redisPrefix?: string; kubeconfig?: string; operator?: string } = {},
+): string {
   const config: Record<string, unknown> = {
     instances: server.instances.map((i) => ({ name: i.name, url: i.url, token: i.token, uiUrl: i.url })),
     ...(extra.kubeconfig && server.kube.length
@@ -84,7 +87,11 @@ export function simConfigYaml(server: SimServer, extra: { redisUrl?: string; red
     stringify(config).trimEnd(),
     ...(extra.operator
       ? simAccess(extra.operator)
-      : ['# access: defaults apply (read-only commands for everyone). To allow runbooks and syncs:', '# access:', "#   operators: ['U012ABCDEF']"]),
+      : [
+          '# access: defaults apply (read-only commands for everyone). To allow runbooks and syncs:',
+          '# access:',
+          "#   operators: ['U012ABCDEF']",
+        ]),
     '',
   ].join('\n');
 }
@@ -112,7 +119,10 @@ export async function runSimCommand(opts: RunSimOptions): Promise<SimServer> {
         kubeconfig = `${file.replace(/\.ya?ml$/, '')}.kubeconfig`;
         writeFileSync(
           kubeconfig,
-          kubeconfigYaml(server.kube.map((k) => ({ name: k.cluster, server: k.url, token: k.token })), server.kubeCaPem),
+          kubeconfigYaml(
+            server.kube.map((k) => ({ name: k.cluster, server: k.url, token: k.token })),
+            server.kubeCaPem,
+          ),
           { mode: 0o600 },
         );
       }

@@ -1,4 +1,10 @@
-import type { Application, ApplicationSet, ApplicationSyncRequest, Cluster, SyncOperation } from '../infra/argocd/types.js';
+import type {
+  Application,
+  ApplicationSet,
+  ApplicationSyncRequest,
+  Cluster,
+  SyncOperation,
+} from '../infra/argocd/types.js';
 import { ownerAppSet } from '../infra/argocd/objects.js';
 import { SIM_ANNOTATIONS } from './annotations.js';
 import {

@@ -6,7 +6,15 @@ import { DEFAULT_APP_NAMESPACE, type InstanceStore, type SimState, type StoreCha
 /** A Kubernetes core/v1 Event as Argo CD's events API returns it (server/events K8sEventListToAPIEventList). */
 export interface SimEvent {
   metadata: { name: string; namespace: string; uid: string; resourceVersion: string; creationTimestamp: string };
-  involvedObject: { kind: string; namespace?: string; name: string; uid?: string; apiVersion: string; resourceVersion?: string; fieldPath?: string };
+  involvedObject: {
+    kind: string;
+    namespace?: string;
+    name: string;
+    uid?: string;
+    apiVersion: string;
+    resourceVersion?: string;
+    fieldPath?: string;
+  };
   reason: string;
   message: string;
   source: { component: string; host?: string };
@@ -113,9 +121,23 @@ export class SimEventLog {
         this.add(store, app, 'Normal', 'OperationStarted', `Initiated automated sync to '${revision}'`, CONTROLLER);
     }
     if (before.sync !== after.sync && after.sync)
-      this.add(store, app, 'Normal', 'ResourceUpdated', `Updated sync status: ${before.sync ?? ''} -> ${after.sync}`, CONTROLLER);
+      this.add(
+        store,
+        app,
+        'Normal',
+        'ResourceUpdated',
+        `Updated sync status: ${before.sync ?? ''} -> ${after.sync}`,
+        CONTROLLER,
+      );
     if (before.health !== after.health && after.health)
-      this.add(store, app, 'Normal', 'ResourceUpdated', `Updated health status: ${before.health ?? ''} -> ${after.health}`, CONTROLLER);
+      this.add(
+        store,
+        app,
+        'Normal',
+        'ResourceUpdated',
+        `Updated health status: ${before.health ?? ''} -> ${after.health}`,
+        CONTROLLER,
+      );
     if (before.phase !== after.phase && after.phase && COMPLETED.has(after.phase)) {
       const state = app.status!.operationState!;
       const words = [state.operation?.sync?.resources?.length ? 'Partial sync operation' : 'Sync operation'];
@@ -126,7 +148,14 @@ export class SimEventLog {
     }
   }
 
-  private add(store: InstanceStore, app: Application, type: SimEvent['type'], reason: string, message: string, component: string): void {
+  private add(
+    store: InstanceStore,
+    app: Application,
+    type: SimEvent['type'],
+    reason: string,
+    message: string,
+    component: string,
+  ): void {
     const at = this.now();
     const stamp = at.toISOString().replace(/\.\d{3}Z$/, 'Z');
     const namespace = app.metadata.namespace ?? DEFAULT_APP_NAMESPACE;

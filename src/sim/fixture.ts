@@ -138,9 +138,20 @@ export const IN_CLUSTER_SERVER = 'https://kubernetes.default.svc';
  * deploys there but lists no such cluster gets it, as the real API would serve it.
  */
 function localCluster(clusters: Cluster[], apps: Application[]): Cluster | undefined {
-  if (clusters.some((c) => c.server.replace(/\/+$/, '') === IN_CLUSTER_SERVER || c.name === 'in-cluster')) return undefined;
-  const used = apps.some((a) => a.spec?.destination?.server?.replace(/\/+$/, '') === IN_CLUSTER_SERVER || a.spec?.destination?.name === 'in-cluster');
+  if (clusters.some((c) => c.server.replace(/\/+$/, '') === IN_CLUSTER_SERVER || c.name === 'in-cluster'))
+    return undefined;
+  const used = apps.some(
+    (a) =>
+      a.spec?.destination?.server?.replace(/\/+$/, '') === IN_CLUSTER_SERVER ||
+      a.spec?.destination?.name === 'in-cluster',
+  );
   if (!used) return undefined;
   const connectionState = { status: 'Successful', message: '', attemptedAt: new Date().toISOString() };
-  return { server: IN_CLUSTER_SERVER, name: 'in-cluster', config: { tlsClientConfig: { insecure: false } }, connectionState, info: { connectionState, serverVersion: '1.31', cacheInfo: {}, applicationsCount: 0 } } as Cluster;
+  return {
+    server: IN_CLUSTER_SERVER,
+    name: 'in-cluster',
+    config: { tlsClientConfig: { insecure: false } },
+    connectionState,
+    info: { connectionState, serverVersion: '1.31', cacheInfo: {}, applicationsCount: 0 },
+  } as Cluster;
 }

@@ -215,7 +215,9 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
   const events = new SimEventLog(state, () => controller.clock.now());
   const rootName = opts.rootInstance ?? opts.fixture.instances[0]?.name;
   if (rootName !== undefined && !state.instance(rootName))
-    throw new Error(`rootInstance "${rootName}" is not an instance of this fixture (${[...state.instances.keys()].join(', ')})`);
+    throw new Error(
+      `rootInstance "${rootName}" is not an instance of this fixture (${[...state.instances.keys()].join(', ')})`,
+    );
   const core: SimCore = {
     state,
     controller,
@@ -228,8 +230,7 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     events,
     sealedSecretHealth(cluster, namespace, name) {
       const ss = kube.clusters.get(cluster)?.get('SealedSecret', namespace, name) as
-        | { status?: { conditions?: { type: string; status: string; message?: string }[] } }
-        | undefined;
+        { status?: { conditions?: { type: string; status: string; message?: string }[] } } | undefined;
       if (!ss) return undefined;
       const synced = ss.status?.conditions?.find((c) => c.type === 'Synced');
       if (!synced) return { status: 'Progressing' };
@@ -319,8 +320,7 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     const token = bearer(req);
     if (!token) return fail(new SimApiError(GrpcCode.Unauthenticated, 'no session information'));
     const account = token === store.token ? admin : accounts.get(store.name)?.get(token);
-    if (!account)
-      return fail(new SimApiError(GrpcCode.Unauthenticated, 'invalid session: token signature is invalid'));
+    if (!account) return fail(new SimApiError(GrpcCode.Unauthenticated, 'invalid session: token signature is invalid'));
 
     if (!path.startsWith('/api/v1/')) return fail(new SimApiError(GrpcCode.NotFound, 'Not Found'));
     let segments: string[];
@@ -416,7 +416,16 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
         .then((handled) => {
           if (handled) return;
           res.writeHead(404, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404, message: `simulated clusters are served under /k/<cluster> (${[...kube.clusters.keys()].join(', ')})` }));
+          res.end(
+            JSON.stringify({
+              kind: 'Status',
+              apiVersion: 'v1',
+              status: 'Failure',
+              reason: 'NotFound',
+              code: 404,
+              message: `simulated clusters are served under /k/<cluster> (${[...kube.clusters.keys()].join(', ')})`,
+            }),
+          );
         })
         .catch(() => res.destroy());
     });

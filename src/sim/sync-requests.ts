@@ -1,6 +1,13 @@
 import type { Application, ApplicationSyncRequest, Operation, SyncOperation } from '../infra/argocd/types.js';
 import { automatedEnabled } from '../fleet/rollingsync.js';
-import { isSameRef, operationInProgress, qualifiedName, resolveRevision, targetRevision, targetRevisions } from './app-model.js';
+import {
+  isSameRef,
+  operationInProgress,
+  qualifiedName,
+  resolveRevision,
+  targetRevision,
+  targetRevisions,
+} from './app-model.js';
 import { SimError } from './sim-error.js';
 
 /** What POST /api/v1/applications/{name}/rollback carries besides the app. */
@@ -57,9 +64,16 @@ export function rollbackOperation(app: Application, request: RollbackRequest, us
   if (automatedEnabled(app.spec.syncPolicy?.automated))
     throw new SimError('failed_precondition', 'rollback cannot be initiated when auto-sync is enabled');
   const entry = app.status?.history?.find((h) => h.id === request.id);
-  if (!entry) throw new SimError('invalid_argument', `application ${qualifiedName(app)} does not have deployment with id ${request.id}`);
+  if (!entry)
+    throw new SimError(
+      'invalid_argument',
+      `application ${qualifiedName(app)} does not have deployment with id ${request.id}`,
+    );
   if (!entry.source && !entry.sources?.length)
-    throw new SimError('failed_precondition', 'cannot rollback to revision deployed with Argo CD v0.11 or lower. sync to revision instead.');
+    throw new SimError(
+      'failed_precondition',
+      'cannot rollback to revision deployed with Argo CD v0.11 or lower. sync to revision instead.',
+    );
   if (app.operation) throw new SimError('failed_precondition', 'another operation is already in progress');
   const sync: SyncOperation = {
     ...(entry.revisions?.length ? { revisions: [...entry.revisions] } : { revision: entry.revision }),
@@ -67,7 +81,9 @@ export function rollbackOperation(app: Application, request: RollbackRequest, us
     ...(request.prune ? { prune: true } : {}),
     ...(app.spec.syncPolicy?.syncOptions?.length ? { syncOptions: [...app.spec.syncPolicy.syncOptions] } : {}),
     syncStrategy: { apply: {} },
-    ...(entry.sources?.length ? { sources: structuredClone(entry.sources) } : { source: structuredClone(entry.source) }),
+    ...(entry.sources?.length
+      ? { sources: structuredClone(entry.sources) }
+      : { source: structuredClone(entry.source) }),
   };
   return { sync, initiatedBy: { username: user } };
 }

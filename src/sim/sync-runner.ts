@@ -234,15 +234,20 @@ export class SyncRunner {
     const recordHistory = !sync.dryRun && !sync.resources?.length;
     const history = (status.history ??= []);
     // The source synced: a rollback's is the history entry's, not the app's current one.
-    const syncedSource = sync.sources?.length ? { sources: structuredClone(sync.sources) } : sync.source ? { source: structuredClone(sync.source) } : sourceFields(app);
-    if (recordHistory) history.push({
-      id: history.length ? history[history.length - 1].id + 1 : 0,
-      ...(app.spec.sources?.length ? { revisions: sync.revisions ?? targetRevisions(app) } : { revision: deployed }),
-      deployedAt: rfc3339(now),
-      deployStartedAt: op.startedAt,
-      ...syncedSource,
-      initiatedBy: structuredClone(op.operation.initiatedBy ?? {}),
-    });
+    const syncedSource = sync.sources?.length
+      ? { sources: structuredClone(sync.sources) }
+      : sync.source
+        ? { source: structuredClone(sync.source) }
+        : sourceFields(app);
+    if (recordHistory)
+      history.push({
+        id: history.length ? history[history.length - 1].id + 1 : 0,
+        ...(app.spec.sources?.length ? { revisions: sync.revisions ?? targetRevisions(app) } : { revision: deployed }),
+        deployedAt: rfc3339(now),
+        deployStartedAt: op.startedAt,
+        ...syncedSource,
+        initiatedBy: structuredClone(op.operation.initiatedBy ?? {}),
+      });
     const cap = app.spec.revisionHistoryLimit ?? 10;
     if (history.length > cap) history.splice(0, history.length - cap);
     status.reconciledAt = rfc3339(now);

@@ -134,12 +134,26 @@ export function renderBlocks(typedReply: Reply, opts: RenderOptions = {}): Rende
     const last = Math.min(windowEnd, totalItems);
     footer.push(context(`Page ${page} of ${pages} · items ${windowStart + 1}–${last} of ${totalItems}`));
     const nav: ReplyButton[] = [];
-    if (page > 1) nav.push({ label: `Back (page ${page - 1}/${pages})`, action: ACTION_IDS.page, value: encodePageValue({ command: commandText!, page: page - 1 }) });
+    if (page > 1)
+      nav.push({
+        label: `Back (page ${page - 1}/${pages})`,
+        action: ACTION_IDS.page,
+        value: encodePageValue({ command: commandText!, page: page - 1 }),
+      });
     if (page < pages)
-      nav.push({ label: `More (page ${page + 1}/${pages})`, action: ACTION_IDS.page, value: encodePageValue({ command: commandText!, page: page + 1 }), style: 'primary' });
+      nav.push({
+        label: `More (page ${page + 1}/${pages})`,
+        action: ACTION_IDS.page,
+        value: encodePageValue({ command: commandText!, page: page + 1 }),
+        style: 'primary',
+      });
     footer.push(...renderActions(nav));
   } else if (hiddenItems > 0) {
-    footer.push(context(`…and ${hiddenItems} more not shown. Narrow the selector, or run it in a terminal with \`rollcall ask\` for the full list.`));
+    footer.push(
+      context(
+        `…and ${hiddenItems} more not shown. Narrow the selector, or run it in a terminal with \`rollcall ask\` for the full list.`,
+      ),
+    );
   }
 
   const blocks = fitBlocks(body, footer, maxBlocks);
@@ -155,7 +169,11 @@ function fitBlocks(body: KnownBlock[], footer: KnownBlock[], maxBlocks: number):
   if (body.length + footer.length <= maxBlocks) return [...body, ...footer];
   const room = Math.max(0, maxBlocks - footer.length - 1);
   const cut = body.length - room;
-  return [...body.slice(0, room), context(`…${cut} more blocks not shown: the answer is too long for one Slack message. Narrow the selector.`), ...footer];
+  return [
+    ...body.slice(0, room),
+    context(`…${cut} more blocks not shown: the answer is too long for one Slack message. Narrow the selector.`),
+    ...footer,
+  ];
 }
 
 function renderBlock(block: Exclude<ReplyBlock, { kind: 'list' }>): KnownBlock[] {
@@ -211,10 +229,15 @@ function codeSections(text: string, keep: 'head' | 'tail'): KnownBlock[] {
     chunks.reverse();
     for (const c of chunks) c.reverse();
   }
-  const out: KnownBlock[] = chunks.map((c) => ({ type: 'section', text: { type: 'mrkdwn', text: '```\n' + c.join('\n') + '\n```' } }));
+  const out: KnownBlock[] = chunks.map((c) => ({
+    type: 'section',
+    text: { type: 'mrkdwn', text: '```\n' + c.join('\n') + '\n```' },
+  }));
   const cut = lines.length - shown;
   if (cut > 0) {
-    const note = context(`…${cut} ${keep === 'tail' ? 'earlier' : 'more'} line${cut === 1 ? '' : 's'} not shown: too long for one Slack message. \`rollcall ask\` in a terminal shows them all.`);
+    const note = context(
+      `…${cut} ${keep === 'tail' ? 'earlier' : 'more'} line${cut === 1 ? '' : 's'} not shown: too long for one Slack message. \`rollcall ask\` in a terminal shows them all.`,
+    );
     if (keep === 'tail') out.unshift(note);
     else out.push(note);
   }
@@ -241,7 +264,12 @@ function itemLine(item: ReplyItem): string {
   // Commands may already link the name inside the text; a link inside a link label breaks mrkdwn.
   const label = item.url && !/<[a-z]+:\/\/[^>]*>/i.test(item.text) ? link(item.text, item.url) : item.text;
   const line = withTone(label, item.tone);
-  const full = item.detail ? `${line}\n${item.detail.split(/\n+/).map((d) => `      ${d}`).join('\n')}` : line;
+  const full = item.detail
+    ? `${line}\n${item.detail
+        .split(/\n+/)
+        .map((d) => `      ${d}`)
+        .join('\n')}`
+    : line;
   // One item must never need more than one section on its own.
   return cutToLimit(full, SLACK_LIMITS.sectionText - 100);
 }
@@ -252,7 +280,13 @@ function renderFields(fields: { label: string; value: string }[]): KnownBlock[] 
     const chunk = fields.slice(i, i + SLACK_LIMITS.sectionFields);
     const block: SectionBlock = {
       type: 'section',
-      fields: chunk.map((f) => ({ type: 'mrkdwn', text: cutToLimit(escapeMrkdwn(`*${f.label.trim() || '—'}*\n${f.value.trim() ? f.value : '—'}`), SLACK_LIMITS.fieldText) })),
+      fields: chunk.map((f) => ({
+        type: 'mrkdwn',
+        text: cutToLimit(
+          escapeMrkdwn(`*${f.label.trim() || '—'}*\n${f.value.trim() ? f.value : '—'}`),
+          SLACK_LIMITS.fieldText,
+        ),
+      })),
     };
     out.push(block);
   }
@@ -260,7 +294,9 @@ function renderFields(fields: { label: string; value: string }[]): KnownBlock[] 
 }
 
 function renderActions(buttons: ReplyButton[]): KnownBlock[] {
-  const elements = buttons.map(button).filter((b): b is Omit<Button, 'action_id'> & { action_id: string } => b !== undefined);
+  const elements = buttons
+    .map(button)
+    .filter((b): b is Omit<Button, 'action_id'> & { action_id: string } => b !== undefined);
   const out: KnownBlock[] = [];
   for (let i = 0; i < elements.length; i += SLACK_LIMITS.actionsElements) {
     const chunk = elements.slice(i, i + SLACK_LIMITS.actionsElements);
@@ -305,16 +341,25 @@ function button(b: ReplyButton): (Button & { action_id: string }) | undefined {
 }
 
 function header(text: string): HeaderBlock {
-  return { type: 'header', text: { type: 'plain_text', text: cutToLimit(text.trim() || 'rollcall', SLACK_LIMITS.headerText), emoji: true } };
+  return {
+    type: 'header',
+    text: { type: 'plain_text', text: cutToLimit(text.trim() || 'rollcall', SLACK_LIMITS.headerText), emoji: true },
+  };
 }
 
 function context(text: string): ContextBlock {
-  return { type: 'context', elements: [{ type: 'mrkdwn', text: cutToLimit(text.trim() ? escapeMrkdwn(text) : '—', SLACK_LIMITS.sectionText) }] };
+  return {
+    type: 'context',
+    elements: [{ type: 'mrkdwn', text: cutToLimit(text.trim() ? escapeMrkdwn(text) : '—', SLACK_LIMITS.sectionText) }],
+  };
 }
 
 /** Section blocks for mrkdwn text, split on line boundaries so none exceeds 3000 characters. */
 function sections(text: string): SectionBlock[] {
-  return splitText(escapeMrkdwn(text), SLACK_LIMITS.sectionText).map((chunk) => ({ type: 'section', text: { type: 'mrkdwn', text: chunk } }));
+  return splitText(escapeMrkdwn(text), SLACK_LIMITS.sectionText).map((chunk) => ({
+    type: 'section',
+    text: { type: 'mrkdwn', text: chunk },
+  }));
 }
 
 /** Sections of whole list items: an item and its detail lines always stay in one section. */
@@ -339,7 +384,8 @@ function itemSections(lines: string[]): SectionBlock[] {
 // Our own markup, kept as is: links <https://…|label>, user <@U…> and channel <#C…|name> mentions,
 // and entities already escaped. Anything else with & < > is text (Argo CD's "<nil>", a user's
 // "<!channel>") and must be escaped, or Slack reads it as markup.
-const OWN_MARKUP = /<(?:(?:https?|mailto):[^<>\s|]+(?:\|[^<>]*)?|@[UWB][A-Z0-9]+|#C[A-Z0-9]+(?:\|[^<>]*)?)>|&(?:amp|lt|gt);/g;
+const OWN_MARKUP =
+  /<(?:(?:https?|mailto):[^<>\s|]+(?:\|[^<>]*)?|@[UWB][A-Z0-9]+|#C[A-Z0-9]+(?:\|[^<>]*)?)>|&(?:amp|lt|gt);/g;
 
 const entities = (markup: string) => markup.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
@@ -352,7 +398,9 @@ export function withTypedMarkupAsText(reply: Reply): Reply {
   const typed = (reply.userText ?? []).join('\n').toLowerCase();
   if (!typed.includes('<')) return reply;
   const fix = (text: string) =>
-    text.replace(OWN_MARKUP, (m) => (m.startsWith('&') || !typed.includes(m.split(/[|>]/)[0].toLowerCase()) ? m : entities(m)));
+    text.replace(OWN_MARKUP, (m) =>
+      m.startsWith('&') || !typed.includes(m.split(/[|>]/)[0].toLowerCase()) ? m : entities(m),
+    );
   const blocks = reply.blocks.map((b): ReplyBlock => {
     switch (b.kind) {
       case 'text':
@@ -361,17 +409,30 @@ export function withTypedMarkupAsText(reply: Reply): Reply {
       case 'fields':
         return { ...b, fields: b.fields.map((f) => ({ label: fix(f.label), value: fix(f.value) })) };
       case 'list':
-        return { ...b, ...(b.title ? { title: fix(b.title) } : {}), items: b.items.map((i) => ({ ...i, text: fix(i.text), ...(i.detail ? { detail: fix(i.detail) } : {}) })) };
+        return {
+          ...b,
+          ...(b.title ? { title: fix(b.title) } : {}),
+          items: b.items.map((i) => ({ ...i, text: fix(i.text), ...(i.detail ? { detail: fix(i.detail) } : {}) })),
+        };
       default:
         return b;
     }
   });
-  return { ...reply, title: fix(reply.title), blocks, ...(reply.error ? { error: { ...reply.error, message: fix(reply.error.message) } } : {}) };
+  return {
+    ...reply,
+    title: fix(reply.title),
+    blocks,
+    ...(reply.error ? { error: { ...reply.error, message: fix(reply.error.message) } } : {}),
+  };
 }
 
 /** Escapes &, < and > for Slack mrkdwn, leaving our own links and mentions, and a leading `>` quote, intact. */
 export function escapeMrkdwn(text: string): string {
-  const escape = (part: string) => part.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/(?<!^|\n)>/g, '&gt;');
+  const escape = (part: string) =>
+    part
+      .replace(/&/g, '&amp;')
+      .replace(/</g, '&lt;')
+      .replace(/(?<!^|\n)>/g, '&gt;');
   let out = '';
   let last = 0;
   for (const m of text.matchAll(OWN_MARKUP)) {
@@ -433,7 +494,10 @@ function fallbackText(reply: Reply, page: number, pages: number): string {
   else if (first) parts.push(first);
   if (pages > 1) parts.push(`(page ${page}/${pages})`);
   // The notification text is mrkdwn too: an echoed <!channel> here would ping the channel.
-  return cutToLimit(escapeMrkdwn(parts.join(' — ').replace(/\s+/g, ' ').trim()) || 'rollcall', SLACK_LIMITS.fallbackText);
+  return cutToLimit(
+    escapeMrkdwn(parts.join(' — ').replace(/\s+/g, ' ').trim()) || 'rollcall',
+    SLACK_LIMITS.fallbackText,
+  );
 }
 
 /** The App Home tab: several replies stacked, within the 100-block limit of a view. */
@@ -444,7 +508,12 @@ export function renderHomeView(replies: Reply[], opts: { commandTexts?: (string 
     const remaining = budget - blocks.length - (i < replies.length - 1 ? 1 : 0);
     if (remaining < 3) return;
     if (blocks.length) blocks.push({ type: 'divider' });
-    blocks.push(...renderBlocks(reply, { maxBlocks: Math.min(remaining, SLACK_LIMITS.messageBlocks), commandText: opts.commandTexts?.[i] }).blocks);
+    blocks.push(
+      ...renderBlocks(reply, {
+        maxBlocks: Math.min(remaining, SLACK_LIMITS.messageBlocks),
+        commandText: opts.commandTexts?.[i],
+      }).blocks,
+    );
   });
   return { type: 'home', blocks: blocks.slice(0, budget) };
 }
@@ -483,15 +552,39 @@ export function renderFormModal(form: FormSpec, privateMetadata = ''): ModalView
 
 function formInput(field: FormField): InputBlock {
   const label = { type: 'plain_text' as const, text: cutToLimit(field.label || field.name, 2000) };
-  const base = { type: 'input' as const, block_id: field.name.slice(0, SLACK_LIMITS.id), label, optional: !field.required };
+  const base = {
+    type: 'input' as const,
+    block_id: field.name.slice(0, SLACK_LIMITS.id),
+    label,
+    optional: !field.required,
+  };
   const hint = field.hint ? { hint: { type: 'plain_text' as const, text: cutToLimit(field.hint, 2000) } } : {};
   if (field.type === 'enum' || field.type === 'bool') {
     const values = field.type === 'bool' ? ['true', 'false'] : (field.options ?? []).slice(0, 100);
-    const options = values.map((v) => ({ text: { type: 'plain_text' as const, text: cutToLimit(v, 75) }, value: v.slice(0, 150) }));
+    const options = values.map((v) => ({
+      text: { type: 'plain_text' as const, text: cutToLimit(v, 75) },
+      value: v.slice(0, 150),
+    }));
     const initial = options.find((o) => o.value === field.default);
-    return { ...base, ...hint, element: { type: 'static_select', action_id: FORM_INPUT_ACTION, options, ...(initial ? { initial_option: initial } : {}) } };
+    return {
+      ...base,
+      ...hint,
+      element: {
+        type: 'static_select',
+        action_id: FORM_INPUT_ACTION,
+        options,
+        ...(initial ? { initial_option: initial } : {}),
+      },
+    };
   }
-  const placeholder = field.type === 'duration' ? 'e.g. 10m' : field.type === 'selector' ? 'e.g. auth-config-* or env=prod' : field.type === 'int' ? 'a number' : undefined;
+  const placeholder =
+    field.type === 'duration'
+      ? 'e.g. 10m'
+      : field.type === 'selector'
+        ? 'e.g. auth-config-* or env=prod'
+        : field.type === 'int'
+          ? 'a number'
+          : undefined;
   return {
     ...base,
     ...hint,

@@ -1,4 +1,12 @@
-import { PAGE_SIZE, replyPages, type Reply, type ReplyBlock, type ReplyButton, type ReplyItem, type Tone } from '../core/reply.js';
+import {
+  PAGE_SIZE,
+  replyPages,
+  type Reply,
+  type ReplyBlock,
+  type ReplyButton,
+  type ReplyItem,
+  type Tone,
+} from '../core/reply.js';
 
 /**
  * Reply -> terminal text: the same answer Slack shows, for `rollcall ask` and `rollcall demo`.
@@ -32,7 +40,14 @@ const TONE_SYMBOL: Record<Tone, string> = {
   info: 'ℹ',
 };
 
-const TONE_COLOR: Record<Tone, string> = { ok: '32', error: '31', warn: '33', progress: '36', unknown: '90', info: '34' };
+const TONE_COLOR: Record<Tone, string> = {
+  ok: '32',
+  error: '31',
+  warn: '33',
+  progress: '36',
+  unknown: '90',
+  info: '34',
+};
 
 // The Slack emoji names our replies use, as terminal symbols; unknown names print as written.
 const EMOJI: Record<string, string> = {
@@ -97,8 +112,14 @@ export function mrkdwnToText(text: string, opts: TextOptions = {}): string {
     return links === 'label' ? shown : `${shown} (${target})`;
   });
   out = out.replace(/:([a-z0-9_+-]+):/g, (m, name: string) => EMOJI[name] ?? m);
-  out = out.replace(/(^|[\s(>])\*(\S(?:[^*\n]*?\S)?)\*(?=$|[\s).,:;!?])/gm, (_m, pre: string, inner: string) => pre + (color ? ansi(true, '1', inner) : inner));
-  out = out.replace(/(^|[\s(])_(\S(?:[^_\n]*?\S)?)_(?=$|[\s).,:;!?])/gm, (_m, pre: string, inner: string) => pre + (color ? ansi(true, '3', inner) : inner));
+  out = out.replace(
+    /(^|[\s(>])\*(\S(?:[^*\n]*?\S)?)\*(?=$|[\s).,:;!?])/gm,
+    (_m, pre: string, inner: string) => pre + (color ? ansi(true, '1', inner) : inner),
+  );
+  out = out.replace(
+    /(^|[\s(])_(\S(?:[^_\n]*?\S)?)_(?=$|[\s).,:;!?])/gm,
+    (_m, pre: string, inner: string) => pre + (color ? ansi(true, '3', inner) : inner),
+  );
   out = out.replace(/^> ?/gm, '│ ');
   // A command in a code span is typed without Slack's slash command in a terminal; the span itself is
   // Slack markup, shown as a colour or not at all.
@@ -153,7 +174,8 @@ function renderItem(item: ReplyItem, opts: TextOptions): string {
   const lines = [head];
   if (item.detail) lines.push(wrap(mrkdwnToText(item.detail, opts), opts.width ?? 0, '      '));
   // The URL is already in the text when the text links it.
-  if (item.url && !item.text.includes(item.url) && (opts.links ?? 'inline') === 'inline') lines.push(`      ${ansi(color, '4', item.url)}`);
+  if (item.url && !item.text.includes(item.url) && (opts.links ?? 'inline') === 'inline')
+    lines.push(`      ${ansi(color, '4', item.url)}`);
   return lines.join('\n');
 }
 
@@ -163,7 +185,12 @@ function terminalEquivalent(b: ReplyButton): string | undefined {
   return verb && b.value ? `runs ${verb} ${b.value}` : undefined;
 }
 
-function renderButton(b: ReplyButton, color: boolean, actions: 'hint' | 'omit', self: string | undefined): string | undefined {
+function renderButton(
+  b: ReplyButton,
+  color: boolean,
+  actions: 'hint' | 'omit',
+  self: string | undefined,
+): string | undefined {
   // "Refresh" is a button in Slack; in a terminal, suggesting the command just run is noise.
   if (b.command && b.command === self) return undefined;
   if (b.command) return `→ try: ${ansi(color, '36', b.command)}`;
@@ -190,7 +217,9 @@ function renderBlock(block: ReplyBlock, opts: TextOptions, self?: string): strin
       return block.fields
         .map((f) => {
           const label = `${f.label}:`.padEnd(width + 3);
-          const value = mrkdwnToText(f.value, opts).split('\n').join(`\n${' '.repeat(width + 3)}`);
+          const value = mrkdwnToText(f.value, opts)
+            .split('\n')
+            .join(`\n${' '.repeat(width + 3)}`);
           return `${color ? ansi(true, '1', label) : label}${value}`;
         })
         .join('\n');
@@ -199,10 +228,13 @@ function renderBlock(block: ReplyBlock, opts: TextOptions, self?: string): strin
       const lines: string[] = [];
       // A list that states its full count carries it in the title, as in Slack. Without one, the items here may be
       // a page of the list (the page footer gives the range), so no count is shown.
-      const title = block.title && `${mrkdwnToText(block.title, opts)}${block.total !== undefined ? ` (${block.total.toLocaleString('en-US')})` : ''}`;
+      const title =
+        block.title &&
+        `${mrkdwnToText(block.title, opts)}${block.total !== undefined ? ` (${block.total.toLocaleString('en-US')})` : ''}`;
       if (title) lines.push(color ? ansi(true, '1', title) : `${title}:`);
       for (const item of block.items) lines.push(renderItem(item, opts));
-      if (block.total !== undefined && block.total > block.items.length) lines.push(`  … and ${(block.total - block.items.length).toLocaleString('en-US')} more`);
+      if (block.total !== undefined && block.total > block.items.length)
+        lines.push(`  … and ${(block.total - block.items.length).toLocaleString('en-US')} more`);
       return lines.join('\n');
     }
     case 'context':
@@ -222,7 +254,10 @@ function renderBlock(block: ReplyBlock, opts: TextOptions, self?: string): strin
 /** The whole reply as terminal text, blocks separated by blank lines; list items page like in Slack. */
 export function renderText(reply: Reply, opts: TextOptions = {}): string {
   // Without a command to re-run for the next page (a runbook preview), the whole answer is the only page.
-  const perPage = reply.pageCommand === undefined && opts.itemsPerPage === undefined ? Number.POSITIVE_INFINITY : Math.max(1, opts.itemsPerPage ?? PAGE_SIZE.terminal);
+  const perPage =
+    reply.pageCommand === undefined && opts.itemsPerPage === undefined
+      ? Number.POSITIVE_INFINITY
+      : Math.max(1, opts.itemsPerPage ?? PAGE_SIZE.terminal);
   const pages = replyPages(reply, perPage);
   const page = Math.min(Math.max(1, Math.floor(opts.page ?? reply.page ?? 1)), pages);
   const windowStart = page === 1 ? 0 : (page - 1) * perPage;
@@ -237,18 +272,34 @@ export function renderText(reply: Reply, opts: TextOptions = {}): string {
       // "… and N more" counts what the command itself left out of the list: said once, under its last item.
       const reachesEnd = windowEnd >= offset;
       const cut = (block.total ?? block.items.length) - block.items.length;
-      if (items.length || (page === 1 && !block.items.length)) blocks.push({ ...block, items, total: reachesEnd && cut > 0 ? items.length + cut : undefined });
+      if (items.length || (page === 1 && !block.items.length))
+        blocks.push({ ...block, items, total: reachesEnd && cut > 0 ? items.length + cut : undefined });
     } else if (page === 1 || block.kind === 'header') blocks.push(block);
   }
   const self = reply.pageCommand;
-  const parts = blocks.map((b) => renderBlock(b, opts, self)).filter((p, i, all) => p !== '' || (i > 0 && all[i - 1] !== ''));
+  const parts = blocks
+    .map((b) => renderBlock(b, opts, self))
+    .filter((p, i, all) => p !== '' || (i > 0 && all[i - 1] !== ''));
   if (pages > 1) {
-    const next = page < pages && self ? ` · next: ${ansi(opts.color ?? false, '36', `${self} --page ${page + 1}`)} (or more)` : '';
-    parts.push(ansi(opts.color ?? false, '2', `Page ${page} of ${pages} · items ${windowStart + 1}–${Math.min(windowEnd, offset)} of ${offset}${next}`));
+    const next =
+      page < pages && self ? ` · next: ${ansi(opts.color ?? false, '36', `${self} --page ${page + 1}`)} (or more)` : '';
+    parts.push(
+      ansi(
+        opts.color ?? false,
+        '2',
+        `Page ${page} of ${pages} · items ${windowStart + 1}–${Math.min(windowEnd, offset)} of ${offset}${next}`,
+      ),
+    );
   }
   if (!reply.blocks.length) {
-    if (reply.error) parts.push(`${toneSymbol('error', opts.color ?? false)} ${mrkdwnToText(reply.error.message, opts)}`);
+    if (reply.error)
+      parts.push(`${toneSymbol('error', opts.color ?? false)} ${mrkdwnToText(reply.error.message, opts)}`);
     else parts.push(reply.title);
   }
-  return parts.join('\n\n').replace(/\n{3,}/g, '\n\n').trimEnd() + '\n';
+  return (
+    parts
+      .join('\n\n')
+      .replace(/\n{3,}/g, '\n\n')
+      .trimEnd() + '\n'
+  );
 }

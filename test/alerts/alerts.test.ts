@@ -84,18 +84,37 @@ describe('alert rules group one problem into one alert', () => {
     const now = new Date();
     const fixture = progressiveInfraFixture(now);
     const set = fixture.instances[0].applicationSets!.find((s) => s.metadata.name === 'progressive-infra')!;
-    set.metadata.annotations = { ...set.metadata.annotations, 'rollcall.io/paused-by': 'U_OP', 'rollcall.io/paused-at': now.toISOString() };
-    const { conditions, expected } = evaluateAlertRules({ fleet: StaticFleet.fromFixture(fixture), now, config: configWith('x').alerts });
+    set.metadata.annotations = {
+      ...set.metadata.annotations,
+      'rollcall.io/paused-by': 'U_OP',
+      'rollcall.io/paused-at': now.toISOString(),
+    };
+    const { conditions, expected } = evaluateAlertRules({
+      fleet: StaticFleet.fromFixture(fixture),
+      now,
+      config: configWith('x').alerts,
+    });
     expect(conditions.filter((c) => c.rule === 'stuck-step')).toEqual([]);
-    expect(expected).toContainEqual(expect.objectContaining({ reason: 'paused', appSet: 'progressive-infra', apps: STUCK }));
+    expect(expected).toContainEqual(
+      expect.objectContaining({ reason: 'paused', appSet: 'progressive-infra', apps: STUCK }),
+    );
   });
 
   it('does not alert on a sync held by a deny window: the app is an expected stall', () => {
     const now = new Date();
     const fixture = progressiveInfraFixture(now);
     const app = fixture.instances[0].applications.find((a) => a.metadata.name === STUCK[0])!;
-    app.status!.operationState = { ...app.status!.operationState!, phase: 'Running', message: 'Sync operation blocked by sync window', finishedAt: undefined };
-    const { conditions, expected } = evaluateAlertRules({ fleet: StaticFleet.fromFixture(fixture), now, config: configWith('x').alerts });
+    app.status!.operationState = {
+      ...app.status!.operationState!,
+      phase: 'Running',
+      message: 'Sync operation blocked by sync window',
+      finishedAt: undefined,
+    };
+    const { conditions, expected } = evaluateAlertRules({
+      fleet: StaticFleet.fromFixture(fixture),
+      now,
+      config: configWith('x').alerts,
+    });
     expect(conditions.find((c) => c.rule === 'stuck-step')!.apps).toEqual(STUCK.slice(1));
     expect(expected).toContainEqual(expect.objectContaining({ reason: 'sync-window', apps: [STUCK[0]] }));
   });
@@ -103,7 +122,11 @@ describe('alert rules group one problem into one alert', () => {
   it('leaves a rule switched off silent', () => {
     const now = new Date();
     const fleet = StaticFleet.fromFixture(progressiveInfraFixture(now));
-    const { conditions } = evaluateAlertRules({ fleet, now, config: configWith('x', { rules: { 'stuck-step': { enabled: false } } }).alerts });
+    const { conditions } = evaluateAlertRules({
+      fleet,
+      now,
+      config: configWith('x', { rules: { 'stuck-step': { enabled: false } } }).alerts,
+    });
     expect(conditions.filter((c) => c.rule === 'stuck-step')).toEqual([]);
   });
 });
@@ -116,14 +139,24 @@ describe('alert lifecycle on real Redis', () => {
   function setup(alerts: Record<string, unknown> = {}, workers = 1, incidents?: IncidentSink) {
     const prefix = testPrefix();
     prefixes.push(prefix);
-    const config = configWith(prefix, { rules: { 'sync-failed': { enabled: false }, 'out-of-sync': { enabled: false } }, ...alerts });
+    const config = configWith(prefix, {
+      rules: { 'sync-failed': { enabled: false }, 'out-of-sync': { enabled: false } },
+      ...alerts,
+    });
     // Stuck for about two hours at T0, as the scenario says.
     const fleet = StaticFleet.fromFixture(progressiveInfraFixture(T0));
     const output = new RecordingOutput();
     const managers = Array.from({ length: workers }, () => {
       const redis = createRedis(REDIS_URL);
       connections.push(redis);
-      return new AlertManager({ fleet, config, store: new AlertStore(redis, prefix), output, incidents, now: () => clock });
+      return new AlertManager({
+        fleet,
+        config,
+        store: new AlertStore(redis, prefix),
+        output,
+        incidents,
+        now: () => clock,
+      });
     });
     const store = new AlertStore(connections[connections.length - 1], prefix);
     const stuckAlert = async () => (await store.all()).find((a) => a.rule === 'stuck-step');
@@ -149,7 +182,10 @@ describe('alert lifecycle on real Redis', () => {
     await manager.sweep();
     await manager.sweep();
     expect(output.posts).toHaveLength(1);
-    expect(output.posts[0]).toMatchObject({ channel: 'C_ALERTS', alert: { rule: 'stuck-step', state: 'firing', apps: STUCK } });
+    expect(output.posts[0]).toMatchObject({
+      channel: 'C_ALERTS',
+      alert: { rule: 'stuck-step', state: 'firing', apps: STUCK },
+    });
     expect((await stuckAlert())!.message).toEqual({ channel: 'C_ALERTS', ts: '1.1' });
   });
 
@@ -217,7 +253,11 @@ describe('alert lifecycle on real Redis', () => {
   it('resolves an alert whose apps all recovered when other apps of its step stall next, and starts a new one', async () => {
     const { manager, fleet, output, store } = setup({ holdDown: '30s' });
     const target = fleet.appSets().find((s) => s.appSet.metadata.name === 'progressive-infra')!;
-    const next = target.appSet.status!.applicationStatus!.filter((e) => e.step === '3' && e.status === 'Waiting').slice(0, 2).map((e) => e.application).sort();
+    const next = target.appSet
+      .status!.applicationStatus!.filter((e) => e.step === '3' && e.status === 'Waiting')
+      .slice(0, 2)
+      .map((e) => e.application)
+      .sort();
     await manager.sweep();
     clock = new Date(T0.getTime() + 31_000);
     await manager.sweep();
@@ -235,8 +275,13 @@ describe('alert lifecycle on real Redis', () => {
     }
     expect(output.posts).toHaveLength(2);
     expect(output.posts[1].alert).toMatchObject({ state: 'firing', apps: next });
-    const listed = (await store.all()).filter((a) => a.rule === 'stuck-step').map((a) => [a.id === first ? 'first' : 'second', a.state]);
-    expect(listed.sort()).toEqual([['first', 'resolved'], ['second', 'firing']]);
+    const listed = (await store.all())
+      .filter((a) => a.rule === 'stuck-step')
+      .map((a) => [a.id === first ? 'first' : 'second', a.state]);
+    expect(listed.sort()).toEqual([
+      ['first', 'resolved'],
+      ['second', 'firing'],
+    ]);
   });
 
   it('re-notifies only when it gets worse', async () => {
@@ -330,7 +375,13 @@ describe('rules whose start Argo CD does not record, and facts from Redis', () =
     const config = configWith(prefix, { holdDown: 0, rules: { 'out-of-sync': { after: '10m' } } });
     let now = T0;
     const output = new RecordingOutput();
-    const manager = new AlertManager({ fleet: StaticFleet.fromFixture(seedOutageFixture(T0)), config, store: new AlertStore(redis, prefix), output, now: () => now });
+    const manager = new AlertManager({
+      fleet: StaticFleet.fromFixture(seedOutageFixture(T0)),
+      config,
+      store: new AlertStore(redis, prefix),
+      output,
+      now: () => now,
+    });
     await manager.sweep();
     expect(output.posts.filter((p) => p.alert.rule === 'out-of-sync')).toHaveLength(0);
     now = new Date(T0.getTime() + 11 * 60_000);
@@ -350,7 +401,9 @@ describe('rules whose start Argo CD does not record, and facts from Redis', () =
     const fleet = new LostFleet(['infra']);
     fleet.load([], [], []);
     const { conditions } = evaluateAlertRules({ fleet, now: T0, config: configWith('x').alerts });
-    expect(conditions).toEqual([expect.objectContaining({ rule: 'instance-unreachable', instance: 'infra', holdForMs: 120_000, apps: [] })]);
+    expect(conditions).toEqual([
+      expect.objectContaining({ rule: 'instance-unreachable', instance: 'infra', holdForMs: 120_000, apps: [] }),
+    ]);
   });
 
   it('key-backup-stale: a cluster with a backup schedule and no backup newer than `after`, read from the run records', async () => {
@@ -361,7 +414,13 @@ describe('rules whose start Argo CD does not record, and facts from Redis', () =
     const config = configSchema.parse({
       instances: [{ name: 'infra', url: 'http://127.0.0.1:1', token: 't' }],
       redis: { url: REDIS_URL, prefix },
-      sealedSecrets: { schedules: [{ cluster: 'prod-1', cron: '0 3 * * *' }, { cluster: 'prod-2', cron: '0 3 * * *' }, { cluster: 'prod-3', cron: '0 3 * * *' }] },
+      sealedSecrets: {
+        schedules: [
+          { cluster: 'prod-1', cron: '0 3 * * *' },
+          { cluster: 'prod-2', cron: '0 3 * * *' },
+          { cluster: 'prod-3', cron: '0 3 * * *' },
+        ],
+      },
       alerts: { rules: { 'key-backup-stale': { after: '26h' } } },
     });
     const runs = new RunStore(redis, prefix);
@@ -389,7 +448,15 @@ describe('rules whose start Argo CD does not record, and facts from Redis', () =
       { cluster: 'prod-2', lastBackupAt: expect.any(String) },
       { cluster: 'prod-3', lastBackupAt: undefined },
     ]);
-    const { conditions } = evaluateAlertRules({ fleet: StaticFleet.fromObjects([{ name: 'infra', applications: [] }]), now: T0, config: config.alerts, keyBackups });
-    expect(conditions.filter((c) => c.rule === 'key-backup-stale').map((c) => c.instance)).toEqual(['prod-2', 'prod-3']);
+    const { conditions } = evaluateAlertRules({
+      fleet: StaticFleet.fromObjects([{ name: 'infra', applications: [] }]),
+      now: T0,
+      config: config.alerts,
+      keyBackups,
+    });
+    expect(conditions.filter((c) => c.rule === 'key-backup-stale').map((c) => c.instance)).toEqual([
+      'prod-2',
+      'prod-3',
+    ]);
   });
 });

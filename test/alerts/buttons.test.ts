@@ -46,7 +46,8 @@ describe('alert buttons through Bolt (HTTP, fake Slack Web API)', () => {
     const output: AlertOutput = {
       post: (target, alert) => notifier.post(target, alertReply(alert, NOW)),
       update: (message, alert) => notifier.update(message, alertReply(alert, NOW)),
-      followUp: async (message, alert) => void (await notifier.post({ channel: message.channel, threadTs: message.ts }, alertWorseReply(alert))),
+      followUp: async (message, alert) =>
+        void (await notifier.post({ channel: message.channel, threadTs: message.ts }, alertWorseReply(alert))),
     };
     manager = new AlertManager({ fleet: h.services.fleet, config: h.services.config, store, output, now: () => NOW });
     await manager.sweep();
@@ -60,11 +61,26 @@ describe('alert buttons through Bolt (HTTP, fake Slack Web API)', () => {
   });
 
   const alertPost = () => h.fake.callsTo('chat.postMessage').find((c) => c.args.channel === 'C_ALERTS')!;
-  const buttons = (blocks: any[]) => blocks.flatMap((b) => (b.type === 'actions' ? b.elements : [])) as { action_id: string; value: string; text: { text: string } }[];
+  const buttons = (blocks: any[]) =>
+    blocks.flatMap((b) => (b.type === 'actions' ? b.elements : [])) as {
+      action_id: string;
+      value: string;
+      text: { text: string };
+    }[];
   const press = async (label: string, user: string, id: string) => {
     const button = buttons(alertPost().args.blocks).find((b) => b.text.text === label)!;
     expect(button, label).toBeDefined();
-    await postInteraction(h.url, SECRET, blockActionsPayload({ actionId: button.action_id, value: button.value, user, channel: 'C_ALERTS', responseUrl: h.fake.responseUrl(id) }));
+    await postInteraction(
+      h.url,
+      SECRET,
+      blockActionsPayload({
+        actionId: button.action_id,
+        value: button.value,
+        user,
+        channel: 'C_ALERTS',
+        responseUrl: h.fake.responseUrl(id),
+      }),
+    );
     await expect.poll(() => h.fake.responsesTo(id).length).toBe(1);
     return h.fake.responsesTo(id)[0].body;
   };
@@ -76,7 +92,12 @@ describe('alert buttons through Bolt (HTTP, fake Slack Web API)', () => {
       ['Ack', `alert ack ${alertId}`],
       ['Snooze 1h', `alert snooze ${alertId} 1h`],
       ['Snooze 4h', `alert snooze ${alertId} 4h`],
-      ['Declare incident', expect.stringMatching(new RegExp(`^incident start .*appset=progressive-infra instance=infra alert=${alertId}$`))],
+      [
+        'Declare incident',
+        expect.stringMatching(
+          new RegExp(`^incident start .*appset=progressive-infra instance=infra alert=${alertId}$`),
+        ),
+      ],
       ['Pause rollout', 'pause progressive-infra instance=infra'],
       ['Show rollout', 'rollout progressive-infra instance=infra'],
     ]);
@@ -98,7 +119,11 @@ describe('alert buttons through Bolt (HTTP, fake Slack Web API)', () => {
     const alert = (await store.all()).find((a) => a.rule === 'stuck-step')!;
     expect(alert).toMatchObject({ state: 'acked', ackedBy: 'U_OP' });
     const audit = await new AuditLog(redis, prefix).latest(10);
-    expect(audit.find((e) => e.kind === 'alert.ack')).toMatchObject({ who: 'U_OP', surface: 'slack', target: `alert/${alert.id}` });
+    expect(audit.find((e) => e.kind === 'alert.ack')).toMatchObject({
+      who: 'U_OP',
+      surface: 'slack',
+      target: `alert/${alert.id}`,
+    });
     await manager.sweep();
     await h.slack.notifier.flush();
     const update = h.fake.callsTo('chat.update').at(-1)!;
@@ -110,10 +135,16 @@ describe('alert buttons through Bolt (HTTP, fake Slack Web API)', () => {
   it('an unknown alert id reads the same in Slack (a slash command through Bolt) and in the terminal, with the closest id', async () => {
     const alert = (await store.all()).find((a) => a.rule === 'stuck-step')!;
     const typo = `${alert.id}x`;
-    await postSlashCommand(h.url, SECRET, { text: `alert show ${typo}`, user_id: 'U_OP', response_url: h.fake.responseUrl('unknown-alert') });
+    await postSlashCommand(h.url, SECRET, {
+      text: `alert show ${typo}`,
+      user_id: 'U_OP',
+      response_url: h.fake.responseUrl('unknown-alert'),
+    });
     await expect.poll(() => h.fake.responsesTo('unknown-alert').length).toBe(1);
     const message = `No alert ${typo}: \`alerts\` lists the active and recently resolved ones.`;
-    expect(allText(h.fake.responsesTo('unknown-alert')[0].body.blocks)).toBe(`:x: ${message}\nDid you mean: \`${alert.id}\`?`);
+    expect(allText(h.fake.responsesTo('unknown-alert')[0].body.blocks)).toBe(
+      `:x: ${message}\nDid you mean: \`${alert.id}\`?`,
+    );
     const terminal = await dispatch(`alert show ${typo}`, { services: h.services, user: 'U_OP', surface: 'terminal' });
     expect(terminal.error).toEqual({ code: 'alert_not_found', message, suggestions: [alert.id] });
     expect(renderText(terminal)).toBe(`✖ ${message.replace(/`/g, '')}\n\nDid you mean: ${alert.id}?\n`);
@@ -150,9 +181,31 @@ describe('Pause rollout on a stuck-step alert', () => {
       },
     });
     try {
-      const alert = alertReply((await new AlertManager({ fleet: h.services.fleet, config: h.services.config, store: h.services.alerts!, now: () => NOW }).sweep()).find((a) => a.rule === 'stuck-step')!, NOW);
-      const pause = alert.blocks.flatMap((b) => (b.kind === 'actions' ? b.buttons : [])).find((b) => b.label === 'Pause rollout')!;
-      await postInteraction(h.url, SECRET, blockActionsPayload({ actionId: 'cmd', value: pause.command!, user: 'U_OP', channel: 'C_ALERTS', responseUrl: h.fake.responseUrl('pause') }));
+      const alert = alertReply(
+        (
+          await new AlertManager({
+            fleet: h.services.fleet,
+            config: h.services.config,
+            store: h.services.alerts!,
+            now: () => NOW,
+          }).sweep()
+        ).find((a) => a.rule === 'stuck-step')!,
+        NOW,
+      );
+      const pause = alert.blocks
+        .flatMap((b) => (b.kind === 'actions' ? b.buttons : []))
+        .find((b) => b.label === 'Pause rollout')!;
+      await postInteraction(
+        h.url,
+        SECRET,
+        blockActionsPayload({
+          actionId: 'cmd',
+          value: pause.command!,
+          user: 'U_OP',
+          channel: 'C_ALERTS',
+          responseUrl: h.fake.responseUrl('pause'),
+        }),
+      );
       await expect.poll(() => h.fake.responsesTo('pause').length, { timeout: 10_000 }).toBe(1);
       const text = allText(h.fake.responsesTo('pause')[0].body.blocks);
       expect(text).toContain('progressive-infra');

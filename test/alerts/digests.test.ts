@@ -23,7 +23,11 @@ import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
 const REDIS_URL = process.env.REDIS_URL!;
 
 function config(prefix: string, extra: Record<string, unknown> = {}): RollcallConfig {
-  return configSchema.parse({ instances: [{ name: 'prod', url: 'http://127.0.0.1:1', token: 't' }], redis: { url: REDIS_URL, prefix }, ...extra });
+  return configSchema.parse({
+    instances: [{ name: 'prod', url: 'http://127.0.0.1:1', token: 't' }],
+    redis: { url: REDIS_URL, prefix },
+    ...extra,
+  });
 }
 
 class RecordingNotifier implements Notifier {
@@ -40,14 +44,25 @@ describe('digest contents', () => {
     const now = new Date();
     const d = buildDigest({ fleet: StaticFleet.fromFixture(seedOutageFixture(now)), now, alerts: config('x').alerts });
     const degraded = d.attention.filter((a) => a.kind === 'degraded');
-    expect(degraded).toEqual([expect.objectContaining({ kind: 'degraded', severity: 'critical', instance: 'prod', appSet: 'auth-service', count: 12 })]);
+    expect(degraded).toEqual([
+      expect.objectContaining({
+        kind: 'degraded',
+        severity: 'critical',
+        instance: 'prod',
+        appSet: 'auth-service',
+        count: 12,
+      }),
+    ]);
     expect(degraded[0].apps).toHaveLength(12);
     const authConfig = d.attention.filter((a) => a.kind === 'out-of-sync' && a.appSet === 'auth-config');
     expect(authConfig).toHaveLength(1);
     expect(authConfig[0]).toMatchObject({ count: 12, apps: expect.arrayContaining(['auth-config-prod-eu-west-1']) });
     // Needs attention comes in the order: Degraded first, then OutOfSync.
     expect(d.attention[0].kind).toBe('degraded');
-    for (const item of d.attention) expect(Object.keys(item).sort()).toEqual(expect.arrayContaining(['kind', 'severity', 'title', 'instance', 'apps', 'count', 'since']));
+    for (const item of d.attention)
+      expect(Object.keys(item).sort()).toEqual(
+        expect.arrayContaining(['kind', 'severity', 'title', 'instance', 'apps', 'count', 'since']),
+      );
     expect(d.totals).toMatchObject({ apps: 540, degraded: 12, change: null });
   });
 
@@ -61,18 +76,38 @@ describe('digest contents', () => {
 
   it('progressive-infra: the stuck rollout with its three apps is one item, and its apps are not listed again', () => {
     const now = new Date();
-    const d = buildDigest({ fleet: StaticFleet.fromFixture(progressiveInfraFixture(now)), now, alerts: config('x').alerts });
+    const d = buildDigest({
+      fleet: StaticFleet.fromFixture(progressiveInfraFixture(now)),
+      now,
+      alerts: config('x').alerts,
+    });
     const stuck = d.attention.filter((a) => a.kind === 'stuck-rollout');
-    expect(stuck).toEqual([expect.objectContaining({ appSet: 'progressive-infra', count: 3, apps: Object.keys(STUCK_APPS).sort() })]);
-    expect(d.attention.filter((a) => a.kind !== 'stuck-rollout').flatMap((a) => a.apps)).not.toContain(Object.keys(STUCK_APPS)[0]);
+    expect(stuck).toEqual([
+      expect.objectContaining({ appSet: 'progressive-infra', count: 3, apps: Object.keys(STUCK_APPS).sort() }),
+    ]);
+    expect(d.attention.filter((a) => a.kind !== 'stuck-rollout').flatMap((a) => a.apps)).not.toContain(
+      Object.keys(STUCK_APPS)[0],
+    );
   });
 
   it('all clear is one line plus totals, with the change since the previous digest', () => {
     const now = new Date();
     const fixture = progressiveInfraFixture(now);
-    const healthy = fixture.instances[0].applications.filter((a) => a.status?.sync?.status === 'Synced' && a.status.health?.status === 'Healthy' && !a.status.operationState?.phase?.match(/Failed|Error/));
-    const fleet = StaticFleet.fromObjects([{ name: 'infra', applications: healthy, applicationSets: [], clusters: fixture.instances[0].clusters }]);
-    const d = buildDigest({ fleet, now, alerts: config('x').alerts, previous: { at: '2026-12-01T00:00:00Z', totals: { apps: healthy.length + 2, healthy: healthy.length } } });
+    const healthy = fixture.instances[0].applications.filter(
+      (a) =>
+        a.status?.sync?.status === 'Synced' &&
+        a.status.health?.status === 'Healthy' &&
+        !a.status.operationState?.phase?.match(/Failed|Error/),
+    );
+    const fleet = StaticFleet.fromObjects([
+      { name: 'infra', applications: healthy, applicationSets: [], clusters: fixture.instances[0].clusters },
+    ]);
+    const d = buildDigest({
+      fleet,
+      now,
+      alerts: config('x').alerts,
+      previous: { at: '2026-12-01T00:00:00Z', totals: { apps: healthy.length + 2, healthy: healthy.length } },
+    });
     expect(d.allClear).toBe(true);
     expect(d.totals.change).toMatchObject({ apps: -2, healthy: 0 });
   });
@@ -85,7 +120,12 @@ describe('digest contents', () => {
       a.metadata.ownerReferences = [];
       a.status!.health = { status: 'Degraded', lastTransitionTime: new Date(now.getTime() - 3_600_000).toISOString() };
     }
-    const services = { config: config('x'), fleet: StaticFleet.fromFixture(fixture), argocd: new Map(), now: () => now } as Services;
+    const services = {
+      config: config('x'),
+      fleet: StaticFleet.fromFixture(fixture),
+      argocd: new Map(),
+      now: () => now,
+    } as Services;
     const reply = await dispatch('digest', { services, user: 'U1', surface: 'slack' });
     expect((reply.data.attention as unknown[]).length).toBeGreaterThan(500);
     const { blocks } = renderBlocks(reply);
@@ -110,11 +150,26 @@ describe('config check for alerts and digests', () => {
     }
     expect(error).toBeInstanceOf(ConfigError);
     const byPath = Object.fromEntries(error!.problems.map((p) => [p.path, p]));
-    expect(byPath['alerts.stuckAfter']).toMatchObject({ line: 6, message: expect.stringContaining('expected a duration') });
-    expect(byPath['alerts.rules.stuck-stepp']).toMatchObject({ line: 9, message: expect.stringContaining('unknown alert rule "stuck-stepp"') });
-    expect(byPath['alerts.rules.out-of-sync.after']).toMatchObject({ line: 11, message: expect.stringContaining('expected a duration') });
-    expect(byPath['digests[0].cron']).toMatchObject({ line: 15, message: expect.stringContaining('expected a cron pattern') });
-    expect(byPath['digests[1].tz']).toMatchObject({ line: 19, message: expect.stringContaining('unknown time zone "Mars/Olympus"') });
+    expect(byPath['alerts.stuckAfter']).toMatchObject({
+      line: 6,
+      message: expect.stringContaining('expected a duration'),
+    });
+    expect(byPath['alerts.rules.stuck-stepp']).toMatchObject({
+      line: 9,
+      message: expect.stringContaining('unknown alert rule "stuck-stepp"'),
+    });
+    expect(byPath['alerts.rules.out-of-sync.after']).toMatchObject({
+      line: 11,
+      message: expect.stringContaining('expected a duration'),
+    });
+    expect(byPath['digests[0].cron']).toMatchObject({
+      line: 15,
+      message: expect.stringContaining('expected a cron pattern'),
+    });
+    expect(byPath['digests[1].tz']).toMatchObject({
+      line: 19,
+      message: expect.stringContaining('unknown time zone "Mars/Olympus"'),
+    });
   });
 });
 
@@ -132,7 +187,12 @@ describe('digest schedules on real Redis', () => {
     const redis = createRedis(REDIS_URL);
     connections.push(redis);
     const c = config(prefix, { digests });
-    return { config: c, fleet: StaticFleet.fromFixture(seedOutageFixture(new Date())), argocd: new Map(), records: new FleetRecords(redis, c) };
+    return {
+      config: c,
+      fleet: StaticFleet.fromFixture(seedOutageFixture(new Date())),
+      argocd: new Map(),
+      records: new FleetRecords(redis, c),
+    };
   }
 
   it('adds, changes and removes job schedulers as the config changes', async () => {
@@ -152,7 +212,12 @@ describe('digest schedules on real Redis', () => {
       ['digest:evening', '0 18 * * *', 'UTC'],
       ['digest:morning', '0 8 * * 1-5', 'Europe/Berlin'],
     ]);
-    await one.sync(configSchema.parse({ instances: [{ name: 'p', url: 'http://x', token: 't' }], digests: [{ name: 'morning', channel: 'C1', cron: '30 7 * * *', tz: 'UTC' }] }).digests);
+    await one.sync(
+      configSchema.parse({
+        instances: [{ name: 'p', url: 'http://x', token: 't' }],
+        digests: [{ name: 'morning', channel: 'C1', cron: '30 7 * * *', tz: 'UTC' }],
+      }).digests,
+    );
     expect((await one.list()).map((s) => [s.id, s.pattern, s.tz])).toEqual([['digest:morning', '30 7 * * *', 'UTC']]);
     await one.sync([]);
     expect(await one.list()).toEqual([]);
@@ -164,7 +229,14 @@ describe('digest schedules on real Redis', () => {
     const notifier = new RecordingNotifier();
     const digests = [{ name: 'every-second', channel: 'C_DIGEST', cron: '* * * * * *' }];
     for (let i = 0; i < 2; i++) {
-      started.push(await startDigestSchedules({ services: services(prefix, digests), notifier: () => notifier, redisUrl: REDIS_URL, prefix }));
+      started.push(
+        await startDigestSchedules({
+          services: services(prefix, digests),
+          notifier: () => notifier,
+          redisUrl: REDIS_URL,
+          prefix,
+        }),
+      );
     }
     await expect.poll(() => notifier.posts.length, { timeout: 15_000 }).toBeGreaterThanOrEqual(3);
     for (const s of started.splice(-2)) await s.sync([]);
@@ -172,7 +244,10 @@ describe('digest schedules on real Redis', () => {
     // One post per tick: no second falls twice.
     expect(new Set(seconds).size).toBe(seconds.length);
     expect(notifier.posts.every((p) => p.channel === 'C_DIGEST')).toBe(true);
-    const later = notifier.posts.at(-1)!.reply.data.totals as { change: Record<string, number> | null; previousAt: string | null };
+    const later = notifier.posts.at(-1)!.reply.data.totals as {
+      change: Record<string, number> | null;
+      previousAt: string | null;
+    };
     expect(later.previousAt).not.toBeNull();
     expect(later.change).toMatchObject({ apps: 0, degraded: 0 });
   }, 30_000);
@@ -200,7 +275,12 @@ describe('incidents in the digest', () => {
     await recorder.stop();
     let clock = new Date(start);
     const incidents = new IncidentService(new IncidentStore(redis, prefix), changes, fleet, { now: () => clock });
-    const auth = await incidents.declare({ title: 'auth-service crash loop', severity: 2, scope: { text: 'auth-service-*', selector: { patterns: ['auth-service-*'] } }, by: 'U_OP' });
+    const auth = await incidents.declare({
+      title: 'auth-service crash loop',
+      severity: 2,
+      scope: { text: 'auth-service-*', selector: { patterns: ['auth-service-*'] } },
+      by: 'U_OP',
+    });
     clock = new Date(start + 20 * 60_000);
     await incidents.close(auth, 'U_OP', 'rolled back');
     const closed = await incidents.analyse((await incidents.store.get(auth.id))!);
@@ -210,13 +290,29 @@ describe('incidents in the digest', () => {
     const old = await incidents.declare({ title: 'old one', severity: 3, by: 'U_OP' });
     await incidents.close(old, 'U_OP');
     clock = new Date(start + 25 * 60_000);
-    const payments = await incidents.declare({ title: 'payments errors', severity: 1, scope: { text: 'payments-*', selector: { patterns: ['payments-*'] } }, by: 'U_OP' });
+    const payments = await incidents.declare({
+      title: 'payments errors',
+      severity: 1,
+      scope: { text: 'payments-*', selector: { patterns: ['payments-*'] } },
+      by: 'U_OP',
+    });
     const now = new Date(start + 30 * 60_000);
 
-    const services = { config: config(prefix), fleet, argocd: new Map(), changes, incidents, now: () => now } as Services;
+    const services = {
+      config: config(prefix),
+      fleet,
+      argocd: new Map(),
+      changes,
+      incidents,
+      now: () => now,
+    } as Services;
     const reply = await dispatch('digest', { services, user: 'U1', surface: 'terminal', channel: 'terminal' });
     expect(reply.ok, JSON.stringify(reply.error)).toBe(true);
-    const data = reply.data.incidents as { open: { id: string }[]; opened: { id: string }[]; closed: { id: string; severity: number; ttr: number }[] };
+    const data = reply.data.incidents as {
+      open: { id: string }[];
+      opened: { id: string }[];
+      closed: { id: string; severity: number; ttr: number }[];
+    };
     expect(data.open.map((i) => i.id)).toEqual([payments.id]);
     expect(data.opened.map((i) => i.id)).toEqual([auth.id, payments.id]);
     expect(data.closed).toEqual([expect.objectContaining({ id: auth.id, severity: 2, ttr: closed.metrics.ttr })]);
@@ -235,7 +331,14 @@ describe('incidents in the digest', () => {
       alerts: services.config.alerts,
       selector: 'app=payments',
       incidents: [
-        { id: 'INC-A', title: 'auth', severity: 1, state: 'investigating', declaredAt, apps: ['prod/auth-service-prod-us-east-1'] },
+        {
+          id: 'INC-A',
+          title: 'auth',
+          severity: 1,
+          state: 'investigating',
+          declaredAt,
+          apps: ['prod/auth-service-prod-us-east-1'],
+        },
         { id: 'INC-F', title: 'fleet-wide', severity: 1, state: 'investigating', declaredAt, apps: [] },
       ],
     });

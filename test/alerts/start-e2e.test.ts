@@ -24,7 +24,10 @@ interface Started {
 
 async function startRollcall(config: string): Promise<Started> {
   let log = '';
-  const child = spawn(process.execPath, [bin, 'start', '--config', config], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
+  const child = spawn(process.execPath, [bin, 'start', '--config', config], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, LOG_LEVEL: 'info' },
+  });
   child.stderr!.on('data', (chunk) => (log += chunk));
   const deadline = Date.now() + 40_000;
   while (!log.includes('rollcall started')) {
@@ -38,7 +41,9 @@ async function startRollcall(config: string): Promise<Started> {
 }
 
 async function askJson(config: string, text: string): Promise<{ ok: boolean; data: Record<string, any> }> {
-  const { stdout } = await exec(process.execPath, [bin, 'ask', text, '--json', '--config', config], { env: { ...process.env, LOG_LEVEL: 'warn' } });
+  const { stdout } = await exec(process.execPath, [bin, 'ask', text, '--json', '--config', config], {
+    env: { ...process.env, LOG_LEVEL: 'warn' },
+  });
   return JSON.parse(stdout);
 }
 
@@ -59,7 +64,13 @@ describe('alerts with two `rollcall start` processes on one Redis (progressive-i
       stringify({
         instances: sim.instances.map((i) => ({ name: i.name, url: i.url, token: i.token })),
         redis: { url: REDIS_URL, prefix },
-        slack: { mode: 'http', botToken: 'xoxb-test', signingSecret: 'secret-0123456789', port: 0, apiUrl: fake.apiUrl },
+        slack: {
+          mode: 'http',
+          botToken: 'xoxb-test',
+          signingSecret: 'secret-0123456789',
+          port: 0,
+          apiUrl: fake.apiUrl,
+        },
         http: { port: 0 },
         // Short enough for a test; the rules and lifecycle are those of production.
         alerts: { channel: 'C_ALERTS', stuckAfter: '1m', holdDown: '2s', resolveAfter: '3s', sweepEvery: '1s' },
@@ -70,13 +81,18 @@ describe('alerts with two `rollcall start` processes on one Redis (progressive-i
 
   afterAll(async () => {
     for (const w of workers) w.child.kill('SIGTERM');
-    await Promise.all(workers.map((w) => new Promise((r) => (w.child.exitCode !== null ? r(null) : w.child.once('exit', r)))));
+    await Promise.all(
+      workers.map((w) => new Promise((r) => (w.child.exitCode !== null ? r(null) : w.child.once('exit', r)))),
+    );
     await sim?.stop();
     await fake?.stop();
     await cleanPrefix(REDIS_URL, prefix);
   });
 
-  const stuckPosts = () => fake.callsTo('chat.postMessage').filter((c) => c.args.channel === 'C_ALERTS' && String(c.args.text).includes('Stuck rollout step'));
+  const stuckPosts = () =>
+    fake
+      .callsTo('chat.postMessage')
+      .filter((c) => c.args.channel === 'C_ALERTS' && String(c.args.text).includes('Stuck rollout step'));
 
   it('fires one stuck-step alert listing the three apps, posts it once, and edits the same message to resolved once they are synced by hand', async () => {
     let alerts: any[] = [];
@@ -89,8 +105,17 @@ describe('alerts with two `rollcall start` processes on one Redis (progressive-i
         { timeout: 45_000, interval: 1000 },
       )
       .toEqual(['firing']);
-    expect(alerts[0]).toMatchObject({ rule: 'stuck-step', state: 'firing', instance: 'infra', appSet: 'progressive-infra', step: 3, apps: STUCK });
-    expect(Object.keys(alerts[0]).sort()).toEqual(['apps', 'appSet', 'id', 'instance', 'revision', 'rule', 'since', 'state', 'step', 'updatedAt'].sort());
+    expect(alerts[0]).toMatchObject({
+      rule: 'stuck-step',
+      state: 'firing',
+      instance: 'infra',
+      appSet: 'progressive-infra',
+      step: 3,
+      apps: STUCK,
+    });
+    expect(Object.keys(alerts[0]).sort()).toEqual(
+      ['apps', 'appSet', 'id', 'instance', 'revision', 'rule', 'since', 'state', 'step', 'updatedAt'].sort(),
+    );
     await expect.poll(() => stuckPosts().length, { timeout: 15_000 }).toBe(1);
 
     // Both workers keep sweeping: still one post.
@@ -106,7 +131,13 @@ describe('alerts with two `rollcall start` processes on one Redis (progressive-i
     expect(healthy).toBe(true);
 
     await expect
-      .poll(async () => (await askJson(config, 'alerts')).data.alerts.filter((a: any) => a.rule === 'stuck-step').map((a: any) => `${a.id}:${a.state}`), { timeout: 45_000, interval: 1000 })
+      .poll(
+        async () =>
+          (await askJson(config, 'alerts')).data.alerts
+            .filter((a: any) => a.rule === 'stuck-step')
+            .map((a: any) => `${a.id}:${a.state}`),
+        { timeout: 45_000, interval: 1000 },
+      )
       .toEqual([`${alerts[0].id}:resolved`]);
     const updates = fake.callsTo('chat.update').filter((c) => c.args.channel === 'C_ALERTS');
     expect(updates.length).toBeGreaterThan(0);

@@ -19,7 +19,13 @@ afterAll(() => {
 async function check(files: Record<string, string>): Promise<{ failed: boolean; output: string }> {
   const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-layers-'));
   trees.push(dir);
-  writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true }, include: ['src'] }));
+  writeFileSync(
+    path.join(dir, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true },
+      include: ['src'],
+    }),
+  );
   for (const [file, text] of Object.entries(files)) {
     mkdirSync(path.dirname(path.join(dir, 'src', file)), { recursive: true });
     writeFileSync(path.join(dir, 'src', file), text);
@@ -61,7 +67,8 @@ describe('the import rule (npm run lint:deps)', () => {
     const result = await check({
       'domain/runbooks/a.ts': "import { b } from '../incidents/b.js';\nexport const a = () => b;\n",
       'domain/incidents/b.ts': "import { a } from '../runbooks/a.js';\nexport const b = () => a;\n",
-      'commands/post.ts': "import '@slack/bolt';\nimport { fixture } from '../sim/fixture.js';\nexport const f = fixture;\n",
+      'commands/post.ts':
+        "import '@slack/bolt';\nimport { fixture } from '../sim/fixture.js';\nexport const f = fixture;\n",
       'sim/fixture.ts': 'export const fixture = {};\n',
     });
     expect(result.failed).toBe(true);
@@ -72,7 +79,8 @@ describe('the import rule (npm run lint:deps)', () => {
 
   it('fails on a cycle closed only by type imports', async () => {
     const result = await check({
-      'fleet/model.ts': "import type { FleetEvent } from './events.js';\nexport interface FleetApp { app: string; last?: FleetEvent }\n",
+      'fleet/model.ts':
+        "import type { FleetEvent } from './events.js';\nexport interface FleetApp { app: string; last?: FleetEvent }\n",
       'fleet/events.ts': "import type { FleetApp } from './model.js';\nexport interface FleetEvent { app: FleetApp }\n",
     });
     expect(result.failed).toBe(true);

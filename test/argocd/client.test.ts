@@ -12,11 +12,21 @@ const TOKEN = 'tok-abc.def';
 let server: RecordingServer;
 
 function client(opts: { timeout?: number; retries?: number; retryAfterCapMs?: number } = {}) {
-  const cfg = instanceSchema.parse({ name: 'eu', url: `${server.url}${ROOT}/`, token: TOKEN, timeout: opts.timeout ?? 2000 });
-  return new ArgoClient(cfg, { retry: { retries: opts.retries ?? 3, baseMs: 5, maxMs: 20, retryAfterCapMs: opts.retryAfterCapMs ?? 1500 } });
+  const cfg = instanceSchema.parse({
+    name: 'eu',
+    url: `${server.url}${ROOT}/`,
+    token: TOKEN,
+    timeout: opts.timeout ?? 2000,
+  });
+  return new ArgoClient(cfg, {
+    retry: { retries: opts.retries ?? 3, baseMs: 5, maxMs: 20, retryAfterCapMs: opts.retryAfterCapMs ?? 1500 },
+  });
 }
 
-const app = (name: string): Application => ({ metadata: { name, namespace: 'argocd' }, spec: { project: 'payments', destination: { name: 'prod-eu1' } } });
+const app = (name: string): Application => ({
+  metadata: { name, namespace: 'argocd' },
+  spec: { project: 'payments', destination: { name: 'prod-eu1' } },
+});
 
 async function failure(p: Promise<unknown>): Promise<ArgoError> {
   try {
@@ -40,7 +50,9 @@ beforeEach(() => {
 
 describe('request shapes', () => {
   it('lists applications under the root path with the Bearer token, repeated projects and comma-joined fields', async () => {
-    server.on('GET', `${API}/applications`, { body: { metadata: { resourceVersion: '42' }, items: [app('a'), app('b')] } });
+    server.on('GET', `${API}/applications`, {
+      body: { metadata: { resourceVersion: '42' }, items: [app('a'), app('b')] },
+    });
     const list = await client().listApplications({
       selector: 'team=payments,tier!=db',
       projects: ['payments', 'platform'],
@@ -65,13 +77,18 @@ describe('request shapes', () => {
 
   it('gets an app with refresh, project and appNamespace, and escapes the name', async () => {
     server.on('GET', `${API}/applications/pay%20ments`, { body: app('pay ments') });
-    await client().getApplication({ name: 'pay ments', project: 'payments', appNamespace: 'team-a' }, { refresh: 'hard' });
+    await client().getApplication(
+      { name: 'pay ments', project: 'payments', appNamespace: 'team-a' },
+      { refresh: 'hard' },
+    );
     const [req] = server.requestsTo(`${API}/applications/pay%20ments`);
     expect(Object.fromEntries(req.query)).toEqual({ project: 'payments', appNamespace: 'team-a', refresh: 'hard' });
   });
 
   it('reads the resource tree and managed resources', async () => {
-    server.on('GET', `${API}/applications/web/resource-tree`, { body: { nodes: [{ version: 'v1', kind: 'Pod', name: 'web-1' }] } });
+    server.on('GET', `${API}/applications/web/resource-tree`, {
+      body: { nodes: [{ version: 'v1', kind: 'Pod', name: 'web-1' }] },
+    });
     server.on('GET', `${API}/applications/web/managed-resources`, { body: { items: null } });
     const c = client();
     expect((await c.resourceTree({ name: 'web' })).nodes[0].name).toBe('web-1');
@@ -128,7 +145,11 @@ describe('request shapes', () => {
   it('upserts an ApplicationSet with the full object via POST ?upsert=true&dryRun=true', async () => {
     const appSet: ApplicationSet = {
       metadata: { name: 'payments', namespace: 'argocd' },
-      spec: { generators: [], template: { metadata: {}, spec: { project: 'payments', destination: {} } }, strategy: { type: 'RollingSync' } },
+      spec: {
+        generators: [],
+        template: { metadata: {}, spec: { project: 'payments', destination: {} } },
+        strategy: { type: 'RollingSync' },
+      },
     };
     server.on('POST', `${API}/applicationsets`, { body: appSet });
     server.on('GET', `${API}/applicationsets`, { body: { metadata: {}, items: [appSet] } });
@@ -140,7 +161,10 @@ describe('request shapes', () => {
     const [post] = server.requestsTo(`${API}/applicationsets`, 'POST');
     expect(Object.fromEntries(post.query)).toEqual({ upsert: 'true', dryRun: 'true' });
     expect(post.json).toEqual(appSet);
-    expect(Object.fromEntries(server.requestsTo(`${API}/applicationsets`, 'GET')[0].query)).toEqual({ projects: 'payments', selector: 'tier=web' });
+    expect(Object.fromEntries(server.requestsTo(`${API}/applicationsets`, 'GET')[0].query)).toEqual({
+      projects: 'payments',
+      selector: 'tier=web',
+    });
     expect(server.requestsTo(`${API}/applicationsets/payments`)[0].query.get('appsetNamespace')).toBe('argocd');
   });
 
@@ -175,7 +199,12 @@ describe('retries', () => {
   });
 
   it('honours Retry-After seconds on 429', async () => {
-    server.on('GET', `${API}/clusters`, { status: 429, headers: { 'retry-after': '1' }, body: {} }, { body: { items: [] } });
+    server.on(
+      'GET',
+      `${API}/clusters`,
+      { status: 429, headers: { 'retry-after': '1' }, body: {} },
+      { body: { items: [] } },
+    );
     const started = Date.now();
     await client().listClusters();
     const times = server.requestsTo(`${API}/clusters`);
@@ -184,7 +213,12 @@ describe('retries', () => {
   });
 
   it('caps a huge Retry-After at retryAfterCapMs', async () => {
-    server.on('GET', `${API}/clusters`, { status: 503, headers: { 'retry-after': '3600' }, body: {} }, { body: { items: [] } });
+    server.on(
+      'GET',
+      `${API}/clusters`,
+      { status: 503, headers: { 'retry-after': '3600' }, body: {} },
+      { body: { items: [] } },
+    );
     const started = Date.now();
     await client({ retryAfterCapMs: 200 }).listClusters();
     const elapsed = Date.now() - started;
@@ -193,7 +227,10 @@ describe('retries', () => {
   });
 
   it('does not retry a 403 and names the permission, project and app', async () => {
-    server.on('POST', `${API}/applications/web/sync`, { status: 403, body: { error: 'permission denied', code: 7, message: 'permission denied' } });
+    server.on('POST', `${API}/applications/web/sync`, {
+      status: 403,
+      body: { error: 'permission denied', code: 7, message: 'permission denied' },
+    });
     const error = await failure(client().sync({ name: 'web', project: 'shop' }));
     expect(server.requestsTo(`${API}/applications/web/sync`)).toHaveLength(1);
     expect(error.kind).toBe('forbidden');
@@ -258,7 +295,11 @@ describe('retries', () => {
   it('reports a first-try "another operation" as operation_in_progress, not applied', async () => {
     server.on('POST', `${API}/applications/web/sync`, {
       status: 400,
-      body: { error: 'another operation is already in progress', code: 9, message: 'another operation is already in progress' },
+      body: {
+        error: 'another operation is already in progress',
+        code: 9,
+        message: 'another operation is already in progress',
+      },
     });
     const error = await failure(client().sync({ name: 'web' }));
     expect(error.kind).toBe('operation_in_progress');
@@ -268,7 +309,9 @@ describe('retries', () => {
 
   it('does not retry a JSON patch that may have been applied (502)', async () => {
     server.on('PATCH', `${API}/applications/web`, { status: 502, body: '' }, { body: app('web') });
-    const error = await failure(client().patchApplication({ name: 'web' }, [{ op: 'add', path: '/metadata/labels/x', value: 'y' }], 'json'));
+    const error = await failure(
+      client().patchApplication({ name: 'web' }, [{ op: 'add', path: '/metadata/labels/x', value: 'y' }], 'json'),
+    );
     expect(server.requestsTo(`${API}/applications/web`, 'PATCH')).toHaveLength(1);
     expect(error.maybeApplied).toBe(true);
   });
@@ -286,7 +329,10 @@ describe('retries', () => {
 
 describe('error mapping', () => {
   it('401: says the token is invalid or expired and how to mint one', async () => {
-    server.on('GET', `${API}/applications`, { status: 401, body: { code: 16, message: 'invalid session: token is expired' } });
+    server.on('GET', `${API}/applications`, {
+      status: 401,
+      body: { code: 16, message: 'invalid session: token is expired' },
+    });
     const error = await failure(client().listApplications());
     expect(error.kind).toBe('unauthenticated');
     expect(error.message).toContain('instance eu rejected the token');
@@ -308,7 +354,10 @@ describe('error mapping', () => {
   });
 
   it('403 from a sync window passes Argo CD’s reason through', async () => {
-    server.on('POST', `${API}/applications/web/sync`, { status: 403, body: { code: 7, message: 'cannot sync: blocked by sync window' } });
+    server.on('POST', `${API}/applications/web/sync`, {
+      status: 403,
+      body: { code: 7, message: 'cannot sync: blocked by sync window' },
+    });
     const error = await failure(client().sync({ name: 'web' }));
     expect(error.kind).toBe('forbidden');
     expect(error.message).toContain('blocked by a sync window');
@@ -316,14 +365,20 @@ describe('error mapping', () => {
   });
 
   it('404: no such app on instance', async () => {
-    server.on('GET', `${API}/applications/nope`, { status: 404, body: { code: 5, message: 'applications.argoproj.io "nope" not found' } });
+    server.on('GET', `${API}/applications/nope`, {
+      status: 404,
+      body: { code: 5, message: 'applications.argoproj.io "nope" not found' },
+    });
     const error = await failure(client().getApplication({ name: 'nope', project: 'shop' }));
     expect(error.kind).toBe('not_found');
     expect(error.message).toMatch(/^No such app nope on instance eu \(project shop\)\./);
   });
 
   it('400 FailedPrecondition passes the message through as conflict', async () => {
-    server.on('POST', `${API}/applications/web/sync`, { status: 400, body: { code: 9, message: 'application is deleting' } });
+    server.on('POST', `${API}/applications/web/sync`, {
+      status: 400,
+      body: { code: 9, message: 'application is deleting' },
+    });
     const error = await failure(client().sync({ name: 'web' }));
     expect(error.kind).toBe('conflict');
     expect(error.message).toContain('application is deleting');
@@ -338,27 +393,32 @@ describe('error mapping', () => {
   });
 });
 
-describe('2xx answers that are not Argo CD\'s JSON', () => {
+describe("2xx answers that are not Argo CD's JSON", () => {
   const LIST = `${API}/applications`;
 
   it.each([
     ['cut short', '{"items":[{"metadata":', 'not JSON', '`{"items":[{"metadata":`'],
-    ['a proxy\'s HTML page', '<html><body>Sign in</body></html>', 'not JSON', '`<html><body>Sign in</body></html>`'],
+    ["a proxy's HTML page", '<html><body>Sign in</body></html>', 'not JSON', '`<html><body>Sign in</body></html>`'],
     ['null', 'null', 'expected an object with an items list', '`null`'],
     ['a JSON string', '"ok"', 'expected an object with an items list', '`"ok"`'],
     ['an object without items', '{"metadata":{}}', 'items', '`{"metadata":{}}`'],
     ['empty', '', 'not JSON', 'it is empty'],
-  ])('a list answered %s fails as bad_response naming the instance, GET /applications and the body\'s start', async (_what, body, problem, start) => {
-    server.on('GET', LIST, { body });
-    const error = await failure(client().listApplications());
-    expect(error.code).toBe('argocd_bad_response');
-    expect(error.kind).toBe('bad_response');
-    expect(error.message).toContain('Argo CD instance eu answered GET /applications with a body that is not what Argo CD sends');
-    expect(error.message).toContain(problem);
-    expect(error.message).toContain(start);
-    // Garbage is not retried: the same server would answer the same.
-    expect(server.requestsTo(LIST)).toHaveLength(1);
-  });
+  ])(
+    "a list answered %s fails as bad_response naming the instance, GET /applications and the body's start",
+    async (_what, body, problem, start) => {
+      server.on('GET', LIST, { body });
+      const error = await failure(client().listApplications());
+      expect(error.code).toBe('argocd_bad_response');
+      expect(error.kind).toBe('bad_response');
+      expect(error.message).toContain(
+        'Argo CD instance eu answered GET /applications with a body that is not what Argo CD sends',
+      );
+      expect(error.message).toContain(problem);
+      expect(error.message).toContain(start);
+      // Garbage is not retried: the same server would answer the same.
+      expect(server.requestsTo(LIST)).toHaveLength(1);
+    },
+  );
 
   it('quotes at most about 100 printable characters of the body, and never a token it echoes', async () => {
     const echoed = `<pre>\u0007Authorization: Bearer ${TOKEN} ${'x'.repeat(300)}</pre>`;
@@ -376,7 +436,9 @@ describe('2xx answers that are not Argo CD\'s JSON', () => {
     expect(list.items.map((a) => a.metadata.name)).toEqual(['a']);
     expect(list.warnings).toEqual(['Argo CD instance eu listed an application with no data (null); skipped it']);
     server.on('GET', `${API}/clusters`, { body: { items: [null, null] } });
-    expect((await client().listClusters()).warnings).toEqual(['Argo CD instance eu listed 2 clusters with no data (null); skipped them']);
+    expect((await client().listClusters()).warnings).toEqual([
+      'Argo CD instance eu listed 2 clusters with no data (null); skipped them',
+    ]);
   });
 
   it('fails a list whose item is not an object with metadata.name', async () => {
@@ -398,7 +460,9 @@ describe('2xx answers that are not Argo CD\'s JSON', () => {
   });
 
   it('fails pod logs with a line that is not JSON instead of showing the lines around it as all there is', async () => {
-    server.on('GET', `${API}/applications/web/logs`, { body: '{"result":{"content":"a","podName":"web-1","last":false}}\n<html>gateway' });
+    server.on('GET', `${API}/applications/web/logs`, {
+      body: '{"result":{"content":"a","podName":"web-1","last":false}}\n<html>gateway',
+    });
     const error = await failure(client().podLogs({ name: 'web' }, {}));
     expect(error.code).toBe('argocd_bad_response');
     expect(error.message).toContain('GET /applications/web/logs');
@@ -408,8 +472,12 @@ describe('2xx answers that are not Argo CD\'s JSON', () => {
 
 describe('podLogs', () => {
   it('reads the newline-delimited {result} stream, drops the closing entry, and turns an {error} line into an Argo CD error', async () => {
-    server.on('GET', `${API}/applications/web/logs`, { body: '{"result":{"content":"a","podName":"web-1","last":false}}\n\n{"result":{"content":"","podName":"","last":true}}\n' });
-    expect(await client().podLogs({ name: 'web' }, { tailLines: 5 })).toEqual([{ content: 'a', podName: 'web-1', last: false }]);
+    server.on('GET', `${API}/applications/web/logs`, {
+      body: '{"result":{"content":"a","podName":"web-1","last":false}}\n\n{"result":{"content":"","podName":"","last":true}}\n',
+    });
+    expect(await client().podLogs({ name: 'web' }, { tailLines: 5 })).toEqual([
+      { content: 'a', podName: 'web-1', last: false },
+    ]);
     server.on('GET', `${API}/applications/busy/logs`, {
       body: '{"error":{"grpc_code":3,"http_code":400,"message":"max pods to view logs are reached. Please provide more granular query","http_status":"Bad Request"}}\n',
     });
@@ -421,7 +489,10 @@ describe('podLogs', () => {
   });
 
   it('needs `logs, get`: a 403 names that permission', async () => {
-    server.on('GET', `${API}/applications/web/logs`, { status: 403, body: { error: 'permission denied', code: 7, message: 'permission denied' } });
+    server.on('GET', `${API}/applications/web/logs`, {
+      status: 403,
+      body: { error: 'permission denied', code: 7, message: 'permission denied' },
+    });
     const e = await failure(client().podLogs({ name: 'web', project: 'shop' }, {}));
     expect(e.message).toContain('p, role:rollcall, logs, get, shop/*, allow');
   });

@@ -64,7 +64,8 @@ describe('HttpTransport', () => {
   });
   afterAll(() => close(argo));
 
-  const transport = (timeoutMs = 2000) => new HttpTransport({ baseUrl: `${argoUrl}/api/v1/`, headers: { Authorization: 'Bearer tok' }, timeoutMs });
+  const transport = (timeoutMs = 2000) =>
+    new HttpTransport({ baseUrl: `${argoUrl}/api/v1/`, headers: { Authorization: 'Bearer tok' }, timeoutMs });
 
   it('sends the query as grpc-gateway reads it and the body as JSON, and parses the answer', async () => {
     const answer = await transport().request<{ method: string; url: string; body: unknown }>({
@@ -74,7 +75,11 @@ describe('HttpTransport', () => {
       body: { prune: true },
     });
     expect(answer.status).toBe(200);
-    expect(answer.data).toEqual({ method: 'POST', url: '/api/v1/applications/guestbook/sync?projects=a&projects=b&dryRun=true', body: { prune: true } });
+    expect(answer.data).toEqual({
+      method: 'POST',
+      url: '/api/v1/applications/guestbook/sync?projects=a&projects=b&dryRun=true',
+      body: { prune: true },
+    });
     const sent = requests.at(-1)!;
     expect(sent.headers.authorization).toBe('Bearer tok');
     expect(sent.headers['content-type']).toBe('application/json');
@@ -87,24 +92,37 @@ describe('HttpTransport', () => {
   });
 
   it('fails a non-2xx answer with its status and parsed body, and keeps a non-JSON body as text', async () => {
-    const denied = await transport().request({ method: 'GET', path: '/denied' }).catch((e: unknown) => e);
+    const denied = await transport()
+      .request({ method: 'GET', path: '/denied' })
+      .catch((e: unknown) => e);
     expect(denied).toBeInstanceOf(AxiosError);
-    expect((denied as AxiosError).response).toMatchObject({ status: 403, data: { code: 7, message: 'permission denied' } });
-    const html = (await transport().request({ method: 'GET', path: '/html' }).catch((e: unknown) => e)) as AxiosError;
+    expect((denied as AxiosError).response).toMatchObject({
+      status: 403,
+      data: { code: 7, message: 'permission denied' },
+    });
+    const html = (await transport()
+      .request({ method: 'GET', path: '/html' })
+      .catch((e: unknown) => e)) as AxiosError;
     expect(html.response).toMatchObject({ status: 502, data: '<html>Bad Gateway</html>' });
   });
 
   it('fails a 2xx answer whose body is not JSON with BadBodyError carrying the text, instead of handing the text on as data', async () => {
-    const error = await transport().request({ method: 'GET', path: '/cut-short' }).catch((e: unknown) => e);
+    const error = await transport()
+      .request({ method: 'GET', path: '/cut-short' })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(BadBodyError);
     expect(error).toMatchObject({ status: 200, body: '{"items":[{"metadata":' });
     // Asked for text, the same body is the answer.
-    await expect(transport().request({ method: 'GET', path: '/cut-short', responseType: 'text' })).resolves.toMatchObject({ data: '{"items":[{"metadata":' });
+    await expect(
+      transport().request({ method: 'GET', path: '/cut-short', responseType: 'text' }),
+    ).resolves.toMatchObject({ data: '{"items":[{"metadata":' });
   });
 
   it('fails with ETIMEDOUT when no answer byte comes within the timeout', async () => {
     const started = Date.now();
-    const error = (await transport(300).request({ method: 'GET', path: '/silent' }).catch((e: unknown) => e)) as AxiosError;
+    const error = (await transport(300)
+      .request({ method: 'GET', path: '/silent' })
+      .catch((e: unknown) => e)) as AxiosError;
     expect(error).toBeInstanceOf(AxiosError);
     expect(error.code).toBe('ETIMEDOUT');
     expect(Date.now() - started).toBeGreaterThanOrEqual(290);
@@ -141,7 +159,13 @@ describe('HttpTransport', () => {
       proxied.length = 0;
       const answer = await transport().request<{ url: string }>({ method: 'GET', path: '/applications' });
       expect(answer.data.url).toBe('/api/v1/applications');
-      expect(proxied).toEqual([{ method: 'GET', url: `${argoUrl}/api/v1/applications`, auth: `Basic ${Buffer.from('ops:s:cret').toString('base64')}` }]);
+      expect(proxied).toEqual([
+        {
+          method: 'GET',
+          url: `${argoUrl}/api/v1/applications`,
+          auth: `Basic ${Buffer.from('ops:s:cret').toString('base64')}`,
+        },
+      ]);
 
       process.env.NO_PROXY = '127.0.0.1';
       proxied.length = 0;
@@ -155,7 +179,25 @@ describe('HttpTransport', () => {
       const cert = path.join(dir, `${name}-cert.pem`);
       execFileSync(
         'openssl',
-        ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', `/CN=${name}.test`, '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert],
+        [
+          'req',
+          '-x509',
+          '-newkey',
+          'ec',
+          '-pkeyopt',
+          'ec_paramgen_curve:prime256v1',
+          '-nodes',
+          '-days',
+          '1',
+          '-subj',
+          `/CN=${name}.test`,
+          '-addext',
+          'subjectAltName=IP:127.0.0.1',
+          '-keyout',
+          key,
+          '-out',
+          cert,
+        ],
         { stdio: 'ignore' },
       );
       return { key: readFileSync(key), cert: readFileSync(cert) };
@@ -170,42 +212,59 @@ describe('HttpTransport', () => {
       }
     })();
 
-    it.skipIf(!hasOpenssl)('tunnels https through HTTPS_PROXY and still verifies the instance against its caFile', async () => {
-      const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-proxy-tls-'));
-      const secure = https.createServer(selfSigned(dir, 'argocd'), (req, res) => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ items: [], metadata: { seen: req.url } }));
-      });
-      const port = await listen(secure);
-      try {
-        process.env.HTTPS_PROXY = `http://127.0.0.1:${proxyPort}`;
-        proxied.length = 0;
-        const cfg = (tls: Record<string, unknown>) => instanceSchema.parse({ name: 'secure', url: `https://127.0.0.1:${port}`, token: 'tok', tls, timeout: 2000 });
-        const list = await new ArgoClient(cfg({ caFile: path.join(dir, 'argocd-cert.pem') }), { retry: { retries: 0, baseMs: 1, maxMs: 1 } }).listApplications();
-        expect(list.metadata).toEqual({ seen: '/api/v1/applications' });
-        expect(proxied).toEqual([{ method: 'CONNECT', url: `127.0.0.1:${port}`, auth: undefined }]);
-        // Through the tunnel, an unknown CA is still refused.
-        const refused = await new ArgoClient(cfg({}), { retry: { retries: 0, baseMs: 1, maxMs: 1 } }).listApplications().catch((e: Error) => e);
-        expect(String(refused)).toMatch(/TLS verification of Argo CD instance secure/);
-      } finally {
-        await close(secure);
-        rmSync(dir, { recursive: true, force: true });
-      }
-    });
+    it.skipIf(!hasOpenssl)(
+      'tunnels https through HTTPS_PROXY and still verifies the instance against its caFile',
+      async () => {
+        const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-proxy-tls-'));
+        const secure = https.createServer(selfSigned(dir, 'argocd'), (req, res) => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ items: [], metadata: { seen: req.url } }));
+        });
+        const port = await listen(secure);
+        try {
+          process.env.HTTPS_PROXY = `http://127.0.0.1:${proxyPort}`;
+          proxied.length = 0;
+          const cfg = (tls: Record<string, unknown>) =>
+            instanceSchema.parse({
+              name: 'secure',
+              url: `https://127.0.0.1:${port}`,
+              token: 'tok',
+              tls,
+              timeout: 2000,
+            });
+          const list = await new ArgoClient(cfg({ caFile: path.join(dir, 'argocd-cert.pem') }), {
+            retry: { retries: 0, baseMs: 1, maxMs: 1 },
+          }).listApplications();
+          expect(list.metadata).toEqual({ seen: '/api/v1/applications' });
+          expect(proxied).toEqual([{ method: 'CONNECT', url: `127.0.0.1:${port}`, auth: undefined }]);
+          // Through the tunnel, an unknown CA is still refused.
+          const refused = await new ArgoClient(cfg({}), { retry: { retries: 0, baseMs: 1, maxMs: 1 } })
+            .listApplications()
+            .catch((e: Error) => e);
+          expect(String(refused)).toMatch(/TLS verification of Argo CD instance secure/);
+        } finally {
+          await close(secure);
+          rmSync(dir, { recursive: true, force: true });
+        }
+      },
+    );
 
     // NODE_EXTRA_CA_CERTS is read when node starts, as a user trusting a company proxy sets it: a process of its own.
-    it.skipIf(!hasOpenssl)('goes through an https:// proxy that asks for credentials, for http and https instances alike', async () => {
-      const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-proxy-tls-'));
-      const auth = `Basic ${Buffer.from('ops:s:cret').toString('base64')}`;
-      const tlsProxy = https.createServer(selfSigned(dir, 'proxy'));
-      const forward = actAsForwardProxy(tlsProxy, auth);
-      const secure = https.createServer(selfSigned(dir, 'argocd'), (req, res) => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ items: [], metadata: { seen: req.url } }));
-      });
-      const [tlsProxyPort, securePort] = [await listen(tlsProxy), await listen(secure)];
-      const src = (file: string) => JSON.stringify(pathToFileURL(path.resolve(import.meta.dirname, '../../src', file)).href);
-      const script = `
+    it.skipIf(!hasOpenssl)(
+      'goes through an https:// proxy that asks for credentials, for http and https instances alike',
+      async () => {
+        const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-proxy-tls-'));
+        const auth = `Basic ${Buffer.from('ops:s:cret').toString('base64')}`;
+        const tlsProxy = https.createServer(selfSigned(dir, 'proxy'));
+        const forward = actAsForwardProxy(tlsProxy, auth);
+        const secure = https.createServer(selfSigned(dir, 'argocd'), (req, res) => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ items: [], metadata: { seen: req.url } }));
+        });
+        const [tlsProxyPort, securePort] = [await listen(tlsProxy), await listen(secure)];
+        const src = (file: string) =>
+          JSON.stringify(pathToFileURL(path.resolve(import.meta.dirname, '../../src', file)).href);
+        const script = `
         import { HttpTransport } from ${src('argocd/http.ts')};
         import { ArgoClient } from ${src('argocd/client.ts')};
         import { instanceSchema } from ${src('config/schema.ts')};
@@ -215,31 +274,47 @@ describe('HttpTransport', () => {
         const cfg = instanceSchema.parse({ name: 'secure', url: 'https://127.0.0.1:${securePort}', token: 'tok', tls: { caFile: ${JSON.stringify(path.join(dir, 'argocd-cert.pem'))} }, timeout: 5000 });
         out.secure = await settle(new ArgoClient(cfg, { retry: { retries: 0, baseMs: 1, maxMs: 1 } }).listApplications().then((l) => l.metadata));
         process.stdout.write(JSON.stringify(out));`;
-      const through = async (proxyUrl: string) => {
-        const env: NodeJS.ProcessEnv = { ...process.env, HTTPS_PROXY: proxyUrl, HTTP_PROXY: proxyUrl, NODE_EXTRA_CA_CERTS: path.join(dir, 'proxy-cert.pem') };
-        for (const v of ['NO_PROXY', 'no_proxy', 'https_proxy', 'http_proxy', 'ALL_PROXY', 'all_proxy']) delete env[v];
-        // Not execFileSync: the proxy and the instances answer from this process's event loop.
-        const { stdout } = await exec(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env, encoding: 'utf8', timeout: 30_000 });
-        return JSON.parse(stdout) as Record<string, unknown>;
-      };
-      try {
-        forward.proxied.length = 0;
-        expect(await through(`https://ops:s%3Acret@127.0.0.1:${tlsProxyPort}`)).toEqual({ plain: { method: 'GET', url: '/api/v1/applications', body: null }, secure: { seen: '/api/v1/applications' } });
-        expect(forward.proxied).toEqual([
-          { method: 'GET', url: `${argoUrl}/api/v1/applications`, auth },
-          { method: 'CONNECT', url: `127.0.0.1:${securePort}`, auth },
-        ]);
+        const through = async (proxyUrl: string) => {
+          const env: NodeJS.ProcessEnv = {
+            ...process.env,
+            HTTPS_PROXY: proxyUrl,
+            HTTP_PROXY: proxyUrl,
+            NODE_EXTRA_CA_CERTS: path.join(dir, 'proxy-cert.pem'),
+          };
+          for (const v of ['NO_PROXY', 'no_proxy', 'https_proxy', 'http_proxy', 'ALL_PROXY', 'all_proxy'])
+            delete env[v];
+          // Not execFileSync: the proxy and the instances answer from this process's event loop.
+          const { stdout } = await exec(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+            env,
+            encoding: 'utf8',
+            timeout: 30_000,
+          });
+          return JSON.parse(stdout) as Record<string, unknown>;
+        };
+        try {
+          forward.proxied.length = 0;
+          expect(await through(`https://ops:s%3Acret@127.0.0.1:${tlsProxyPort}`)).toEqual({
+            plain: { method: 'GET', url: '/api/v1/applications', body: null },
+            secure: { seen: '/api/v1/applications' },
+          });
+          expect(forward.proxied).toEqual([
+            { method: 'GET', url: `${argoUrl}/api/v1/applications`, auth },
+            { method: 'CONNECT', url: `127.0.0.1:${securePort}`, auth },
+          ]);
 
-        // Without credentials the proxy's 407 is what the user reads, for either kind of instance.
-        const refused = await through(`https://127.0.0.1:${tlsProxyPort}`);
-        expect(refused.plain).toEqual({ error: expect.stringMatching(/407/) });
-        expect(refused.secure).toEqual({ error: expect.stringMatching(/proxy on the way to Argo CD instance secure asks for credentials \(HTTP 407/) });
-      } finally {
-        forward.destroyTunnels();
-        await close(tlsProxy);
-        await close(secure);
-        rmSync(dir, { recursive: true, force: true });
-      }
-    });
+          // Without credentials the proxy's 407 is what the user reads, for either kind of instance.
+          const refused = await through(`https://127.0.0.1:${tlsProxyPort}`);
+          expect(refused.plain).toEqual({ error: expect.stringMatching(/407/) });
+          expect(refused.secure).toEqual({
+            error: expect.stringMatching(/proxy on the way to Argo CD instance secure asks for credentials \(HTTP 407/),
+          });
+        } finally {
+          forward.destroyTunnels();
+          await close(tlsProxy);
+          await close(secure);
+          rmSync(dir, { recursive: true, force: true });
+        }
+      },
+    );
   });
 });

@@ -8,7 +8,12 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ArgoClient } from '../../src/infra/argocd/client.js';
 import { instanceSchema } from '../../src/infra/config/schema.js';
-import { sseOpen, startRecordingServer, type RecordedRequest, type RecordingServer } from '../support/recording-server.js';
+import {
+  sseOpen,
+  startRecordingServer,
+  type RecordedRequest,
+  type RecordingServer,
+} from '../support/recording-server.js';
 
 interface Schema {
   type?: string;
@@ -23,7 +28,9 @@ interface Parameter {
   type?: string;
   schema?: Schema;
 }
-const SWAGGER = JSON.parse(readFileSync(new URL('../fixtures/argocd-swagger-subset.json', import.meta.url), 'utf8')) as {
+const SWAGGER = JSON.parse(
+  readFileSync(new URL('../fixtures/argocd-swagger-subset.json', import.meta.url), 'utf8'),
+) as {
   paths: Record<string, Record<string, { operationId: string; parameters: Parameter[] }>>;
   definitions: Record<string, Schema>;
 };
@@ -38,7 +45,9 @@ const ROOT = '/argocd';
 let server: RecordingServer;
 
 function client() {
-  return new ArgoClient(instanceSchema.parse({ name: 'eu', url: `${server.url}${ROOT}/`, token: 't', timeout: 2000 }), { retry: { retries: 0, baseMs: 5, maxMs: 5 } });
+  return new ArgoClient(instanceSchema.parse({ name: 'eu', url: `${server.url}${ROOT}/`, token: 't', timeout: 2000 }), {
+    retry: { retries: 0, baseMs: 5, maxMs: 5 },
+  });
 }
 
 function operationFor(req: RecordedRequest): { operationId: string; parameters: Parameter[] } {
@@ -67,9 +76,13 @@ function problems(value: unknown, schema: Schema, at: string): string[] {
       return prop ? problems(v, prop, path) : [`${path}: not in the schema`];
     });
   }
-  if (type === 'array') return Array.isArray(value) ? value.flatMap((v, i) => problems(v, s.items ?? {}, `${at}[${i}]`)) : [`${at}: expected an array`];
+  if (type === 'array')
+    return Array.isArray(value)
+      ? value.flatMap((v, i) => problems(v, s.items ?? {}, `${at}[${i}]`))
+      : [`${at}: expected an array`];
   if (type === 'boolean') return typeof value === 'boolean' ? [] : [`${at}: expected a boolean`];
-  if (type === 'integer' || s.format === 'int64') return Number.isInteger(value) ? [] : [`${at}: expected an integer (a JSON number)`];
+  if (type === 'integer' || s.format === 'int64')
+    return Number.isInteger(value) ? [] : [`${at}: expected an integer (a JSON number)`];
   if (type === 'string') return typeof value === 'string' ? [] : [`${at}: expected a string`];
   return [];
 }
@@ -78,7 +91,9 @@ function checkRequest(req: RecordedRequest, operationId: string): string[] {
   const op = operationFor(req);
   expect(op.operationId).toBe(operationId);
   const declared = new Set(op.parameters.filter((p) => p.in === 'query').map((p) => p.name));
-  const out = [...req.query.keys()].filter((k) => !declared.has(k)).map((k) => `query ${k}: not a parameter of ${operationId}`);
+  const out = [...req.query.keys()]
+    .filter((k) => !declared.has(k))
+    .map((k) => `query ${k}: not a parameter of ${operationId}`);
   const body = op.parameters.find((p) => p.in === 'body');
   if (body?.schema) out.push(...problems(req.json, body.schema, ''));
   else if (req.body) out.push(`${operationId} takes no body`);
@@ -91,9 +106,13 @@ beforeAll(async () => {
   server.on('POST', /\/rollback$/, { body: { metadata: { name: 'a' }, spec: {} } });
   server.on('DELETE', /\/operation$/, { body: {} });
   server.on('GET', /\/applications\/[^/]+$/, { body: { metadata: { name: 'a' }, spec: {} } });
-  server.on('GET', /\/(applications|applicationsets|clusters)$|\/(resource-tree|managed-resources|events|metadata)$/, { body: { metadata: {}, items: [] } });
+  server.on('GET', /\/(applications|applicationsets|clusters)$|\/(resource-tree|managed-resources|events|metadata)$/, {
+    body: { metadata: {}, items: [] },
+  });
   server.on('GET', /\/applicationsets\/[^/]+$/, { body: { metadata: { name: 'set' }, spec: {} } });
-  server.on('GET', /\/logs$/, { body: '{"result":{"content":"ready","podName":"web-1","last":false}}\n{"result":{"content":"","podName":"","last":true}}\n' });
+  server.on('GET', /\/logs$/, {
+    body: '{"result":{"content":"ready","podName":"web-1","last":false}}\n{"result":{"content":"","podName":"","last":true}}\n',
+  });
   server.on('GET', /\/stream\//, { stream: (res) => sseOpen(res) });
 });
 afterAll(async () => {
@@ -104,7 +123,7 @@ beforeEach(() => {
 });
 
 describe("the client's requests against Argo CD's swagger (v3.5.1)", () => {
-  it('sync: every body field is ApplicationSyncRequest\'s, with its type', async () => {
+  it("sync: every body field is ApplicationSyncRequest's, with its type", async () => {
     await client().sync({
       name: 'auth-config',
       project: 'payments',
@@ -124,9 +143,19 @@ describe("the client's requests against Argo CD's swagger (v3.5.1)", () => {
   });
 
   it('rollback: {name, id, prune, dryRun, appNamespace, project}, the id a JSON number', async () => {
-    await client().rollback({ name: 'checkout-prod-eu', project: 'shop', appNamespace: 'argocd' }, { id: 41, prune: true, dryRun: false });
+    await client().rollback(
+      { name: 'checkout-prod-eu', project: 'shop', appNamespace: 'argocd' },
+      { id: 41, prune: true, dryRun: false },
+    );
     const [req] = server.requests;
-    expect(req.json).toEqual({ name: 'checkout-prod-eu', id: 41, prune: true, dryRun: false, appNamespace: 'argocd', project: 'shop' });
+    expect(req.json).toEqual({
+      name: 'checkout-prod-eu',
+      id: 41,
+      prune: true,
+      dryRun: false,
+      appNamespace: 'argocd',
+      project: 'shop',
+    });
     expect(checkRequest(req, 'ApplicationService_Rollback')).toEqual([]);
   });
 
@@ -144,7 +173,18 @@ describe("the client's requests against Argo CD's swagger (v3.5.1)", () => {
 
   it('pod logs: every PodLogsQuery field the client sends is a query parameter of PodLogs', async () => {
     const ref = { name: 'web', appNamespace: 'argocd', project: 'shop' };
-    const entries = await client().podLogs(ref, { podName: 'web-1', container: 'web', namespace: 'shop', kind: 'Deployment', group: 'apps', resourceName: 'web', tailLines: 50, sinceSeconds: 60, previous: true, follow: false });
+    const entries = await client().podLogs(ref, {
+      podName: 'web-1',
+      container: 'web',
+      namespace: 'shop',
+      kind: 'Deployment',
+      group: 'apps',
+      resourceName: 'web',
+      tailLines: 50,
+      sinceSeconds: 60,
+      previous: true,
+      follow: false,
+    });
     expect(entries).toEqual([{ content: 'ready', podName: 'web-1', last: false }]);
     const [req] = server.requests;
     expect(Object.fromEntries(req.query)).toEqual({
@@ -170,10 +210,17 @@ describe("the client's requests against Argo CD's swagger (v3.5.1)", () => {
     expect(checkRequest(server.requests[0], 'ApplicationService_RevisionMetadata')).toEqual([]);
   });
 
-  it('every other read sends only declared query parameters (List\'s `fields` is read but not in swagger, B7)', async () => {
+  it("every other read sends only declared query parameters (List's `fields` is read but not in swagger, B7)", async () => {
     const c = client();
     const ref = { name: 'web', appNamespace: 'argocd', project: 'shop' };
-    await c.listApplications({ selector: 'a=b', projects: ['p', 'q'], appNamespace: 'argocd', repo: 'r', name: 'web', resourceVersion: '1' });
+    await c.listApplications({
+      selector: 'a=b',
+      projects: ['p', 'q'],
+      appNamespace: 'argocd',
+      repo: 'r',
+      name: 'web',
+      resourceVersion: '1',
+    });
     await c.resourceTree(ref);
     await c.managedResources(ref);
     await c.resourceEvents(ref, { uid: 'u', name: 'web-1', namespace: 'shop' });
@@ -181,7 +228,10 @@ describe("the client's requests against Argo CD's swagger (v3.5.1)", () => {
     await c.getApplicationSet('set', 'argocd');
     await c.listClusters();
     for (const watch of [
-      c.watchApplications({ selector: 'a=b', projects: ['p'], name: 'web', appNamespace: 'argocd', resourceVersion: '5' }, { onEvent: () => {} }),
+      c.watchApplications(
+        { selector: 'a=b', projects: ['p'], name: 'web', appNamespace: 'argocd', resourceVersion: '5' },
+        { onEvent: () => {} },
+      ),
       c.watchApplicationSets({ selector: 'a=b', projects: ['p'], resourceVersion: '5' }, { onEvent: () => {} }),
     ]) {
       await watch.ready;
@@ -201,11 +251,16 @@ describe("the client's requests against Argo CD's swagger (v3.5.1)", () => {
     expect(server.requests).toHaveLength(ids.length);
     server.requests.forEach((req, i) => expect(checkRequest(req, ids[i])).toEqual([]));
     const projected = await c.listApplications({ fields: ['items.metadata.name'] }).then(() => server.requests.at(-1)!);
-    expect(checkRequest(projected, 'ApplicationService_List')).toEqual(['query fields: not a parameter of ApplicationService_List']);
+    expect(checkRequest(projected, 'ApplicationService_List')).toEqual([
+      'query fields: not a parameter of ApplicationService_List',
+    ]);
   });
 
   it('the checker itself catches a field the schema lacks and a number sent as a string', () => {
     const schema = { $ref: '#/definitions/applicationApplicationRollbackRequest' };
-    expect(problems({ name: 'a', id: '41', revision: 'x' }, schema, '')).toEqual(['id: expected an integer (a JSON number)', 'revision: not in the schema']);
+    expect(problems({ name: 'a', id: '41', revision: 'x' }, schema, '')).toEqual([
+      'id: expected an integer (a JSON number)',
+      'revision: not in the schema',
+    ]);
   });
 });

@@ -21,7 +21,11 @@ function client(keepAliveMs = 200) {
   return new ArgoClient(cfg, { watch: { keepAliveMs, backoff: { baseMs: 10, maxMs: 40 } } });
 }
 
-function watch(c: ArgoClient, query: { resourceVersion?: string; selector?: string } = {}, extra: { expired?: boolean } = {}) {
+function watch(
+  c: ArgoClient,
+  query: { resourceVersion?: string; selector?: string } = {},
+  extra: { expired?: boolean } = {},
+) {
   const events: ApplicationWatchEvent[] = [];
   const errors: ArgoError[] = [];
   const reconnects: (string | undefined)[] = [];
@@ -123,7 +127,9 @@ describe('application watch (SSE)', () => {
     server.on('GET', STREAM, {
       stream: (res) => {
         sseOpen(res);
-        sseSend(res, { error: { grpc_code: 11, http_code: 410, message: 'too old resource version', http_status: 'Gone' } });
+        sseSend(res, {
+          error: { grpc_code: 11, http_code: 410, message: 'too old resource version', http_status: 'Gone' },
+        });
       },
     });
     const w = watch(client(), { resourceVersion: '3' }, { expired: true });
@@ -133,12 +139,17 @@ describe('application watch (SSE)', () => {
   });
 
   it('without an onExpired handler restarts from a fresh snapshot (no resourceVersion)', async () => {
-    server.on('GET', STREAM, { status: 410, body: { code: 11, message: 'too old resource version' } }, {
-      stream: (res) => {
-        sseOpen(res);
-        sseSend(res, { result: { type: 'ADDED', application: app('a', '40') } });
+    server.on(
+      'GET',
+      STREAM,
+      { status: 410, body: { code: 11, message: 'too old resource version' } },
+      {
+        stream: (res) => {
+          sseOpen(res);
+          sseSend(res, { result: { type: 'ADDED', application: app('a', '40') } });
+        },
       },
-    });
+    );
     const w = watch(client(), { resourceVersion: '3' });
     await expect.poll(() => w.events.length).toBe(1);
     const [first, second] = server.requestsTo(STREAM);
@@ -147,9 +158,15 @@ describe('application watch (SSE)', () => {
   });
 
   it('reports a rejected token and keeps retrying with backoff', async () => {
-    server.on('GET', STREAM, { status: 401, body: { code: 16, message: 'token is expired' } }, { status: 401, body: {} }, {
-      stream: (res) => sseOpen(res),
-    });
+    server.on(
+      'GET',
+      STREAM,
+      { status: 401, body: { code: 16, message: 'token is expired' } },
+      { status: 401, body: {} },
+      {
+        stream: (res) => sseOpen(res),
+      },
+    );
     const w = watch(client());
     await w.handle.ready;
     expect(w.errors.map((e) => e.kind)).toEqual(['unauthenticated', 'unauthenticated']);
@@ -178,14 +195,16 @@ describe('application watch (SSE)', () => {
     const w = watch(client(), { resourceVersion: '10' });
     await expect.poll(() => w.events.map((e) => e.application.metadata.resourceVersion)).toEqual(['17', '20']);
     expect(w.errors.map((e) => e.code)).toEqual(['argocd_bad_response']);
-    expect(w.errors[0].message).toContain('Argo CD instance eu answered GET /stream/applications with a body that is not what Argo CD sends');
+    expect(w.errors[0].message).toContain(
+      'Argo CD instance eu answered GET /stream/applications with a body that is not what Argo CD sends',
+    );
     expect(w.errors[0].message).toContain('`{"result":{"type":"MODIFIED","applic`');
     // What followed the bad message on that connection was not taken as read; the caller relists on reconnect.
     expect(server.requestsTo(STREAM)[1].query.get('resourceVersion')).toBe('17');
     expect(w.reconnects).toEqual(['17']);
   });
 
-  it('reports a line of a proxy\'s page and an event without an application, instead of skipping them', async () => {
+  it("reports a line of a proxy's page and an event without an application, instead of skipping them", async () => {
     server.on(
       'GET',
       STREAM,

@@ -3,7 +3,12 @@ import { CASES, CHAOS_DEFAULTS, runCase } from './lib.js';
 
 // The fast cases of `npm run chaos`, with real faults: locks of 2 s really expire under a SIGSTOP, and
 // Redis really goes down. Each must sync every app exactly once and report the run as the log shows it.
-const FAST_CASES = ['SIGSTOP beyond the lock, then SIGCONT', 'Redis shut down 8 s and restarted (AOF)', 'Redis SIGKILL (AOF everysec) and restarted', 'sync applied, answer lost (40 syncs)'];
+const FAST_CASES = [
+  'SIGSTOP beyond the lock, then SIGCONT',
+  'Redis shut down 8 s and restarted (AOF)',
+  'Redis SIGKILL (AOF everysec) and restarted',
+  'sync applied, answer lost (40 syncs)',
+];
 
 describe('chaos: a 540-app bulk sync under faults, judged by the simulator operation log', () => {
   for (const name of FAST_CASES) {

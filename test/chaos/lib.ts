@@ -98,11 +98,19 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 function acceptedSyncs(ops: Awaited<ReturnType<typeof simOperations>>): Map<string, number> {
   const counts = new Map<string, number>();
-  for (const o of ops) if (o.method === 'POST' && /\/sync$/.test(o.path) && (!o.status || o.status < 300)) counts.set(o.app!, (counts.get(o.app!) ?? 0) + 1);
+  for (const o of ops)
+    if (o.method === 'POST' && /\/sync$/.test(o.path) && (!o.status || o.status < 300))
+      counts.set(o.app!, (counts.get(o.app!) ?? 0) + 1);
   return counts;
 }
 
-async function spawnWorker(sim: SimServer, redisUrl: string, prefix: string, opts: ChaosOptions, all: Worker[]): Promise<Worker> {
+async function spawnWorker(
+  sim: SimServer,
+  redisUrl: string,
+  prefix: string,
+  opts: ChaosOptions,
+  all: Worker[],
+): Promise<Worker> {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(here, 'worker.ts')], {
     env: {
       ...process.env,
@@ -188,7 +196,9 @@ export async function runCase(c: ChaosCase, opts: ChaosOptions = CHAOS_DEFAULTS)
       user: 'U_OP',
       surface: 'terminal',
     });
-    const planned = (started.preview!.data as { waves: { apps: { app: string }[] }[] }).waves.flatMap((w) => w.apps.map((a) => a.app));
+    const planned = (started.preview!.data as { waves: { apps: { app: string }[] }[] }).waves.flatMap((w) =>
+      w.apps.map((a) => a.app),
+    );
     const t0 = Date.now();
     await runs.confirm(started.id, 'U_OP');
 
@@ -270,7 +280,9 @@ export async function runCase(c: ChaosCase, opts: ChaosOptions = CHAOS_DEFAULTS)
     const runSynced = output.synced ?? 0;
     const runFailed = output.failed?.length ?? 0;
     const logSynced = planned.filter((a) => counts.has(a)).length;
-    const truthful = runSynced + runFailed === logSynced && (end.status === 'succeeded') === (lost === 0 && duplicates === 0 && runFailed === 0);
+    const truthful =
+      runSynced + runFailed === logSynced &&
+      (end.status === 'succeeded') === (lost === 0 && duplicates === 0 && runFailed === 0);
     const redisLogs = workers.flatMap((w) => w.logs.filter((l) => /^Redis (unreachable|reachable again)/.test(l.msg)));
     const lockLogs = workers.flatMap((w) => w.logs.filter((l) => /lost the lock|lost its lease/.test(l.msg)));
     const detail = [
@@ -431,6 +443,10 @@ export function formatTable(rows: ChaosRow[]): string {
     r.detail,
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]))
+      .join('  ')
+      .trimEnd();
   return [line(head), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n');
 }

@@ -7,7 +7,12 @@ import { parseArgs } from 'node:util';
 import { CASES, CHAOS_DEFAULTS, formatTable, runCase, type ChaosRow } from './lib.js';
 
 const { values } = parseArgs({
-  options: { only: { type: 'string' }, selector: { type: 'string' }, speed: { type: 'string' }, concurrency: { type: 'string' } },
+  options: {
+    only: { type: 'string' },
+    selector: { type: 'string' },
+    speed: { type: 'string' },
+    concurrency: { type: 'string' },
+  },
 });
 const opts = {
   ...CHAOS_DEFAULTS,
@@ -16,8 +21,14 @@ const opts = {
   ...(values.concurrency ? { concurrency: Number(values.concurrency) } : {}),
 };
 const cases = CASES.filter((c) => !values.only || c.name.includes(values.only));
-const load = () => os.loadavg().map((n) => n.toFixed(2)).join(' ');
-console.log(`== chaos: bulk sync of ${opts.scenario} (selector ${opts.selector}), concurrency ${opts.concurrency}, sim speed ${opts.speed}, lock ${opts.lockMs} ms, stalled check ${opts.stalledMs} ms, Argo CD timeout ${opts.argoTimeoutMs} ms`);
+const load = () =>
+  os
+    .loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' ');
+console.log(
+  `== chaos: bulk sync of ${opts.scenario} (selector ${opts.selector}), concurrency ${opts.concurrency}, sim speed ${opts.speed}, lock ${opts.lockMs} ms, stalled check ${opts.stalledMs} ms, Argo CD timeout ${opts.argoTimeoutMs} ms`,
+);
 console.log(`   node ${process.version} · ${os.cpus().length} CPUs · load avg ${load()}`);
 const rows: ChaosRow[] = [];
 for (const c of cases) {
@@ -25,7 +36,16 @@ for (const c of cases) {
   try {
     rows.push(await runCase(c, opts));
   } catch (err) {
-    rows.push({ name: c.name, apps: 0, duplicates: -1, lost: -1, status: `harness error: ${(err as Error).message}`, truthful: false, wallMs: 0, detail: '' });
+    rows.push({
+      name: c.name,
+      apps: 0,
+      duplicates: -1,
+      lost: -1,
+      status: `harness error: ${(err as Error).message}`,
+      truthful: false,
+      wallMs: 0,
+      detail: '',
+    });
   }
 }
 console.log(formatTable(rows));

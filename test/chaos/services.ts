@@ -12,7 +12,11 @@ export async function chaosServices(instances: { name: string; url: string; toke
     access: { operators: ['U_OP'], admins: ['U_ADMIN'] },
   });
   const clients = createClients(config, { retry: { retries: 4, baseMs: 100, maxMs: 1000, retryAfterCapMs: 2000 } });
-  const fleet = new FleetMirror(clients, config.instances.map((i) => ({ name: i.name })), { relistDelayMs: 100, retryMs: 300 });
+  const fleet = new FleetMirror(
+    clients,
+    config.instances.map((i) => ({ name: i.name })),
+    { relistDelayMs: 100, retryMs: 300 },
+  );
   await fleet.start();
   const services: Services = { config, fleet, argocd: clients };
   return { config, fleet, services, clients };

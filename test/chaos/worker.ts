@@ -14,7 +14,11 @@ const engine = await startEngine(services, {
   redisUrl: process.env.REDIS_URL!,
   prefix: process.env.PREFIX!,
   runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR),
-  timing: { lockDurationMs: Number(process.env.LOCK_MS), stalledIntervalMs: Number(process.env.STALLED_MS), maxStalledCount: 1000 },
+  timing: {
+    lockDurationMs: Number(process.env.LOCK_MS),
+    stalledIntervalMs: Number(process.env.STALLED_MS),
+    maxStalledCount: 1000,
+  },
   controlPollMs: 200,
   retryBackoffMs: 200,
   concurrency: 5,

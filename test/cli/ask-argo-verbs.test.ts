@@ -15,7 +15,11 @@ const exec = promisify(execFile);
 const APP = 'payments-prod-eu1';
 // Apps whose rollback is only queued (no worker): each holds its app's lock until a worker runs it.
 const QUEUED = ['payments-prod-us1', 'ingress-prod-us1'];
-const REV = { r5: '1111111111111111111111111111111111111111', r6: '2222222222222222222222222222222222222222', r7: '4b825dc642cb6eb9a060e54bf8d69288fbee4904' };
+const REV = {
+  r5: '1111111111111111111111111111111111111111',
+  r6: '2222222222222222222222222222222222222222',
+  r7: '4b825dc642cb6eb9a060e54bf8d69288fbee4904',
+};
 
 interface Ran {
   code: number;
@@ -25,7 +29,14 @@ interface Ran {
 
 function entry(id: number, revision: string, daysAgo: number) {
   const at = new Date(Date.now() - daysAgo * 86_400_000).toISOString().replace(/\.\d+Z$/, 'Z');
-  return { id, revision, deployedAt: at, deployStartedAt: at, source: { repoURL: 'https://github.com/acme/deploy.git', path: 'apps/payments', targetRevision: 'main' }, initiatedBy: { username: 'alice' } };
+  return {
+    id,
+    revision,
+    deployedAt: at,
+    deployStartedAt: at,
+    source: { repoURL: 'https://github.com/acme/deploy.git', path: 'apps/payments', targetRevision: 'main' },
+    initiatedBy: { username: 'alice' },
+  };
 }
 
 describe('rollcall ask with history, logs and rollback (processes, against rollcall sim)', () => {
@@ -37,7 +48,10 @@ describe('rollcall ask with history, logs and rollback (processes, against rollc
 
   async function rollcall(args: string[]): Promise<Ran> {
     try {
-      const { stdout, stderr } = await exec(process.execPath, [bin, ...args, '--config', config], { env: { ...process.env, LOG_LEVEL: 'error', ...env }, timeout: 30_000 });
+      const { stdout, stderr } = await exec(process.execPath, [bin, ...args, '--config', config], {
+        env: { ...process.env, LOG_LEVEL: 'error', ...env },
+        timeout: 30_000,
+      });
       return { code: 0, stdout, stderr };
     } catch (error) {
       const e = error as { code: number; stdout: string; stderr: string };
@@ -48,14 +62,24 @@ describe('rollcall ask with history, logs and rollback (processes, against rollc
   beforeAll(async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-askverbs-'));
     // Three deployments in the app's history: a rollback without an id goes to #6, the previous one.
-    const fixture = JSON.parse(readFileSync(path.join(root, 'test/fixtures/sim-multi-instance.json'), 'utf8')) as Fixture;
+    const fixture = JSON.parse(
+      readFileSync(path.join(root, 'test/fixtures/sim-multi-instance.json'), 'utf8'),
+    ) as Fixture;
     const app = fixture.instances.find((i) => i.name === 'prod')!.applications.find((a) => a.metadata.name === APP)!;
     app.status!.history = [entry(5, REV.r5, 9), entry(6, REV.r6, 5), entry(7, REV.r7, 2)];
-    for (const name of QUEUED) fixture.instances.find((i) => i.name === 'prod')!.applications.find((a) => a.metadata.name === name)!.status!.history = [entry(1, REV.r5, 3), entry(2, REV.r6, 1)];
+    for (const name of QUEUED)
+      fixture.instances
+        .find((i) => i.name === 'prod')!
+        .applications.find((a) => a.metadata.name === name)!.status!.history = [
+        entry(1, REV.r5, 3),
+        entry(2, REV.r6, 1),
+      ];
     const fixtureFile = path.join(dir, 'fixture.json');
     writeFileSync(fixtureFile, JSON.stringify(fixture));
     const written = path.join(dir, 'sim.yaml');
-    sim = (await startSimProcess(['--fixture', fixtureFile, '--port', '0', '--speed', '50', '--write-config', written], 2)).child;
+    sim = (
+      await startSimProcess(['--fixture', fixtureFile, '--port', '0', '--speed', '50', '--write-config', written], 2)
+    ).child;
     config = path.join(dir, 'rollcall.yaml');
     writeFileSync(config, readFileSync(written, 'utf8').replace('prefix: rollcall', `prefix: ${prefix}`));
   }, 40_000);
@@ -73,8 +97,27 @@ describe('rollcall ask with history, logs and rollback (processes, against rollc
     expect(reply.data).toMatchObject({ app: APP, instance: 'prod' });
     const list = reply.data.history as Record<string, unknown>[];
     expect(list.map((e) => e.id)).toEqual([7, 6, 5]);
-    expect(Object.keys(list[1]).sort()).toEqual(['author', 'automated', 'deployStartedAt', 'deployedAt', 'durationMs', 'id', 'images', 'initiatedBy', 'message', 'revision', 'revisions', 'tags']);
-    expect(list[1]).toMatchObject({ id: 6, revision: REV.r6, initiatedBy: 'alice', automated: false, deployedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
+    expect(Object.keys(list[1]).sort()).toEqual([
+      'author',
+      'automated',
+      'deployStartedAt',
+      'deployedAt',
+      'durationMs',
+      'id',
+      'images',
+      'initiatedBy',
+      'message',
+      'revision',
+      'revisions',
+      'tags',
+    ]);
+    expect(list[1]).toMatchObject({
+      id: 6,
+      revision: REV.r6,
+      initiatedBy: 'alice',
+      automated: false,
+      deployedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
   }, 30_000);
 
   it('logs prints plain text: no Slack markup', async () => {
@@ -104,7 +147,10 @@ describe('rollcall ask with history, logs and rollback (processes, against rollc
     expect(json.code).toBe(1);
     const reply = JSON.parse(json.stdout);
     expect(reply.ok).toBe(false);
-    expect(reply.error).toMatchObject({ code: 'no_worker', message: expect.stringContaining(`${reply.data.runId} is queued, no worker`) });
+    expect(reply.error).toMatchObject({
+      code: 'no_worker',
+      message: expect.stringContaining(`${reply.data.runId} is queued, no worker`),
+    });
     expect(reply.data.run).toMatchObject({ runbook: 'rollback', status: 'running', params: { app: QUEUED[1] } });
   }, 60_000);
 

@@ -53,7 +53,11 @@ describe('rollcall ask: identity, --as and --json answers (processes)', () => {
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'rollcall-ask-id-'));
     sandbox = path.join(dir, 'sandbox.yaml');
-    sim = (await startSimProcess(['--fixture', fixtureFile, '--port', '0', '--frozen', '--write-config', sandbox], (out) => out.includes('argocd staging'))).child;
+    sim = (
+      await startSimProcess(['--fixture', fixtureFile, '--port', '0', '--frozen', '--write-config', sandbox], (out) =>
+        out.includes('argocd staging'),
+      )
+    ).child;
     const written = readFileSync(sandbox, 'utf8');
     // The simulator's config is a sandbox: it lets --as pick anyone.
     expect(written).toContain('terminal: { allowActAs: true }');
@@ -71,22 +75,38 @@ describe('rollcall ask: identity, --as and --json answers (processes)', () => {
   });
 
   it('refuses --as someone else unless access.terminal.allowActAs, so one person cannot request and approve alone; the refusal is audited', async () => {
-    const request = await ask(['sync ingress-prod-us1', '--yes', '--json', '--as', 'oncall-2', '--config', strict], env);
+    const request = await ask(
+      ['sync ingress-prod-us1', '--yes', '--json', '--as', 'oncall-2', '--config', strict],
+      env,
+    );
     expect(request.code).toBe(1);
-    expect(onlyJson(request.stdout).error).toMatchObject({ code: 'forbidden', message: expect.stringContaining('access.terminal.allowActAs: true') });
+    expect(onlyJson(request.stdout).error).toMatchObject({
+      code: 'forbidden',
+      message: expect.stringContaining('access.terminal.allowActAs: true'),
+    });
     const approve = await ask(['runs approve r-00000', '--json', '--as', 'oncall-2', '--config', strict], env);
     expect(approve.code).toBe(1);
     expect(onlyJson(approve.stdout).error.code).toBe('forbidden');
 
     const refusals = (await audit.latest(20)).filter((e) => e.kind === 'run.refused' && e.target === 'act-as');
     expect(refusals).toHaveLength(2);
-    for (const e of refusals) expect(e).toMatchObject({ who: 'ask-tester', surface: 'terminal', osUser, result: 'forbidden', params: { as: 'oncall-2' } });
+    for (const e of refusals)
+      expect(e).toMatchObject({
+        who: 'ask-tester',
+        surface: 'terminal',
+        osUser,
+        result: 'forbidden',
+        params: { as: 'oncall-2' },
+      });
     expect(refusals.map((e) => e.params!.command).sort()).toEqual(['runs approve r-00000', 'sync ingress-prod-us1']);
     expect((await audit.latest(20)).filter((e) => e.kind === 'run.start')).toEqual([]);
 
     // As yourself (--as yourself too) it goes on as usual.
     const self = await ask(['sync ingress-prod-us1', '--json', '--as', 'ask-tester', '--config', strict], env);
-    expect(onlyJson(self.stdout)).toMatchObject({ ok: true, data: { run: { status: 'awaiting-confirmation', requester: 'ask-tester' } } });
+    expect(onlyJson(self.stdout)).toMatchObject({
+      ok: true,
+      data: { run: { status: 'awaiting-confirmation', requester: 'ask-tester' } },
+    });
     const started = (await audit.latest(20)).find((e) => e.kind === 'run.start');
     expect(started).toMatchObject({ who: 'ask-tester', surface: 'terminal', osUser });
     expect(started!.actAs).toBeUndefined();
@@ -102,7 +122,14 @@ describe('rollcall ask: identity, --as and --json answers (processes)', () => {
     const abort = await ask([`runs cancel ${reply.data.runId}`, '--json', '--as', 'mallory', '--config', sandbox], env);
     expect(onlyJson(abort.stdout).error.code).toBe('forbidden');
     const refused = (await audit.latest(50)).find((e) => e.kind === 'run.refused' && e.runId === reply.data.runId);
-    expect(refused).toMatchObject({ who: 'mallory', target: 'run.cancel', surface: 'terminal', osUser, actAs: true, result: 'forbidden' });
+    expect(refused).toMatchObject({
+      who: 'mallory',
+      target: 'run.cancel',
+      surface: 'terminal',
+      osUser,
+      actAs: true,
+      result: 'forbidden',
+    });
   }, 60_000);
 
   it('answers a successful `runs abort` with ok:true and exit 0', async () => {
@@ -121,12 +148,21 @@ describe('rollcall ask: identity, --as and --json answers (processes)', () => {
   it('prints exactly one JSON object on stdout for every --json failure: a bad option, a missing argument, a bad config', async () => {
     const dashed = await ask(['-x foo', '--json', '--config', sandbox], env);
     expect(dashed.code).toBe(2);
-    expect(onlyJson(dashed.stdout)).toEqual({ ok: false, command: 'ask', title: 'Error', data: {}, error: { code: 'usage', message: expect.stringContaining("unknown option '-x foo'") } });
+    expect(onlyJson(dashed.stdout)).toEqual({
+      ok: false,
+      command: 'ask',
+      title: 'Error',
+      data: {},
+      error: { code: 'usage', message: expect.stringContaining("unknown option '-x foo'") },
+    });
     expect(onlyJson(dashed.stdout).error.message).toContain('rollcall ask --json -- "-x ...');
 
     const missing = await ask(['--json'], env);
     expect(missing.code).toBe(2);
-    expect(onlyJson(missing.stdout)).toMatchObject({ ok: false, error: { code: 'usage', message: expect.stringContaining('missing required argument') } });
+    expect(onlyJson(missing.stdout)).toMatchObject({
+      ok: false,
+      error: { code: 'usage', message: expect.stringContaining('missing required argument') },
+    });
 
     const bad = path.join(dir, 'bad.yaml');
     writeFileSync(bad, 'instances:\n  - name: prod\n    url: not-a-url\n    token: t\n');
@@ -165,7 +201,13 @@ describe('one identity rule for `rollcall sim --write-config` and `rollcall ask`
   it('with USER unset, the written config names as operator the OS account ask acts as, so `sync --yes` is permitted', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-ask-nouser-'));
     const file = path.join(dir, 'sandbox.yaml');
-    sim = (await startSimProcess(['--fixture', fixtureFile, '--port', '0', '--frozen', '--write-config', file], (out) => out.includes('argocd staging'), bare)).child;
+    sim = (
+      await startSimProcess(
+        ['--fixture', fixtureFile, '--port', '0', '--frozen', '--write-config', file],
+        (out) => out.includes('argocd staging'),
+        bare,
+      )
+    ).child;
     writeFileSync(file, readFileSync(file, 'utf8').replace('prefix: rollcall', `prefix: ${prefix}`));
     expect(parseConfig(readFileSync(file, 'utf8'), file, bare).access.groups.oncall).toEqual([osUser, 'oncall-2']);
 

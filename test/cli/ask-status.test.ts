@@ -18,7 +18,8 @@ describe('rollcall ask "status" on seed-outage (processes)', () => {
 
   beforeAll(async () => {
     config = path.join(mkdtempSync(path.join(tmpdir(), 'rollcall-ask-status-')), 'rollcall.yaml');
-    sim = (await startSimProcess(['--scenario', 'seed-outage', '--port', '0', '--frozen', '--write-config', config])).child;
+    sim = (await startSimProcess(['--scenario', 'seed-outage', '--port', '0', '--frozen', '--write-config', config]))
+      .child;
   }, 40_000);
 
   afterAll(() => {
@@ -26,8 +27,12 @@ describe('rollcall ask "status" on seed-outage (processes)', () => {
   });
 
   it('gives the crash-loop reason the long-running bot gives, on one screen', async () => {
-    const { stdout } = await run(process.execPath, [bin, 'ask', 'status', '--config', config], { env: { ...process.env, LOG_LEVEL: 'error' } });
-    expect(stdout).toContain('auth-service · Degraded on 12/12 clusters · CrashLoopBackOff: back-off restarting failed container');
+    const { stdout } = await run(process.execPath, [bin, 'ask', 'status', '--config', config], {
+      env: { ...process.env, LOG_LEVEL: 'error' },
+    });
+    expect(stdout).toContain(
+      'auth-service · Degraded on 12/12 clusters · CrashLoopBackOff: back-off restarting failed container',
+    );
     expect(stdout).not.toMatch(/no message/);
     expect(stdout.trimEnd().split('\n').length).toBeLessThanOrEqual(25);
   }, 60_000);

@@ -16,7 +16,10 @@ const run = promisify(execFile);
 /** What `status` must report, counted straight from the fixture (independently of the bot's code). */
 function expectedStatus(fixture: Fixture) {
   const total = { apps: 0, sync: {} as Record<string, number>, health: {} as Record<string, number> };
-  const clusters = new Map<string, { instance: string; cluster: string; apps: number; sync: Record<string, number>; health: Record<string, number> }>();
+  const clusters = new Map<
+    string,
+    { instance: string; cluster: string; apps: number; sync: Record<string, number>; health: Record<string, number> }
+  >();
   const bump = (m: Record<string, number>, k: string) => (m[k] = (m[k] ?? 0) + 1);
   for (const instance of fixture.instances) {
     const byServer = new Map((instance.clusters ?? []).map((c) => [c.server.replace(/\/+$/, ''), c.name]));
@@ -46,7 +49,10 @@ describe('rollcall sim + rollcall ask (processes, as a user runs them)', () => {
 
   beforeAll(async () => {
     config = path.join(mkdtempSync(path.join(tmpdir(), 'rollcall-ask-')), 'rollcall.yaml');
-    const started = await startSimProcess(['--fixture', fixtureFile, '--port', '0', '--frozen', '--write-config', config], 2);
+    const started = await startSimProcess(
+      ['--fixture', fixtureFile, '--port', '0', '--frozen', '--write-config', config],
+      2,
+    );
     sim = started.child;
     simOut = started.output();
   }, 40_000);
@@ -62,18 +68,24 @@ describe('rollcall sim + rollcall ask (processes, as a user runs them)', () => {
   });
 
   it('reports status totals and per-cluster counts exactly as the fixture has them, across instances', async () => {
-    const { stdout } = await run(process.execPath, [bin, 'ask', 'status', '--config', config, '--json'], { env: { ...process.env, LOG_LEVEL: 'error' } });
+    const { stdout } = await run(process.execPath, [bin, 'ask', 'status', '--config', config, '--json'], {
+      env: { ...process.env, LOG_LEVEL: 'error' },
+    });
     const reply = JSON.parse(stdout);
     const expected = expectedStatus(JSON.parse(readFileSync(fixtureFile, 'utf8')));
     expect(reply).toMatchObject({ ok: true, command: 'status' });
     expect(reply.data.total).toEqual(expected.total);
-    const byKey = (rows: { instance: string; cluster: string }[]) => [...rows].sort((a, b) => `${a.instance}/${a.cluster}`.localeCompare(`${b.instance}/${b.cluster}`));
+    const byKey = (rows: { instance: string; cluster: string }[]) =>
+      [...rows].sort((a, b) => `${a.instance}/${a.cluster}`.localeCompare(`${b.instance}/${b.cluster}`));
     expect(byKey(reply.data.clusters)).toEqual(byKey(expected.clusters));
-    for (const p of reply.data.problems) expect(Object.keys(p).sort()).toEqual(['app', 'cluster', 'health', 'instance', 'reason', 'sync']);
+    for (const p of reply.data.problems)
+      expect(Object.keys(p).sort()).toEqual(['app', 'cluster', 'health', 'instance', 'reason', 'sync']);
   }, 60_000);
 
   it('exits 1 with a suggestion for a typo, and 2 for an unknown command', async () => {
-    const typo = await run(process.execPath, [bin, 'ask', 'app payments-prod-eu', '--config', config, '--json']).catch((e) => e);
+    const typo = await run(process.execPath, [bin, 'ask', 'app payments-prod-eu', '--config', config, '--json']).catch(
+      (e) => e,
+    );
     expect(typo.code).toBe(1);
     const reply = JSON.parse(typo.stdout);
     expect(reply.ok).toBe(false);
@@ -101,19 +113,35 @@ describe('rollcall sim + rollcall ask (processes, as a user runs them)', () => {
     writeFileSync(own, readFileSync(config, 'utf8').replace('prefix: rollcall', `prefix: ${prefix}`));
     const env = { ...process.env, ROLLCALL_USER: 'ask-tester' };
     try {
-      const refused = await run(process.execPath, [bin, 'ask', 'sync ingress-prod-us1', '--yes', '--json', '--as', 'mallory', '--config', own], { env }).catch((e) => e);
+      const refused = await run(
+        process.execPath,
+        [bin, 'ask', 'sync ingress-prod-us1', '--yes', '--json', '--as', 'mallory', '--config', own],
+        { env },
+      ).catch((e) => e);
       expect(refused.code).toBe(1);
-      expect(JSON.parse(refused.stdout).error).toMatchObject({ code: 'forbidden', message: expect.stringContaining('mallory') });
+      expect(JSON.parse(refused.stdout).error).toMatchObject({
+        code: 'forbidden',
+        message: expect.stringContaining('mallory'),
+      });
       const started = Date.now();
-      const queued = await run(process.execPath, [bin, 'ask', 'sync ingress-prod-us1', '--yes', '--json', '--config', own], { env }).catch((e) => e);
+      const queued = await run(
+        process.execPath,
+        [bin, 'ask', 'sync ingress-prod-us1', '--yes', '--json', '--config', own],
+        { env },
+      ).catch((e) => e);
       expect(JSON.parse(queued.stdout).data.run).toMatchObject({ status: 'running', requester: 'ask-tester' });
       expect(queued.stderr).toMatch(/is queued, no worker: no rollcall worker is connected to this Redis/);
       // Nothing will run it: not a success.
       expect(queued.code).toBe(1);
       expect(Date.now() - started).toBeLessThan(20_000);
       // pause reaches the runbook engine from the terminal (its preview answers, not "no engine here").
-      const pause = await run(process.execPath, [bin, 'ask', 'pause payments-prod-eu1', '--json', '--config', own], { env }).catch((e) => e);
-      expect(JSON.parse(pause.stdout).error).toMatchObject({ code: 'nothing_to_pause', message: 'auto-sync is already off on payments-prod-eu1: nothing to pause' });
+      const pause = await run(process.execPath, [bin, 'ask', 'pause payments-prod-eu1', '--json', '--config', own], {
+        env,
+      }).catch((e) => e);
+      expect(JSON.parse(pause.stdout).error).toMatchObject({
+        code: 'nothing_to_pause',
+        message: 'auto-sync is already off on payments-prod-eu1: nothing to pause',
+      });
     } finally {
       const { cleanPrefix } = await import('../runbooks/fake-argo.js');
       await cleanPrefix(process.env.REDIS_URL!, prefix);
@@ -124,13 +152,20 @@ describe('rollcall sim + rollcall ask (processes, as a user runs them)', () => {
     const { freePort } = await import('../../src/infra/redis-server.js');
     const port = await freePort();
     const started = Date.now();
-    const result = await run(process.execPath, [bin, 'ask', 'runs', '--json', '--config', config], { env: { ...process.env, REDIS_URL: `redis://127.0.0.1:${port}` } }).catch((e) => e);
+    const result = await run(process.execPath, [bin, 'ask', 'runs', '--json', '--config', config], {
+      env: { ...process.env, REDIS_URL: `redis://127.0.0.1:${port}` },
+    }).catch((e) => e);
     expect(result.code).toBe(2);
-    expect(JSON.parse(result.stdout).error).toMatchObject({ code: 'redis_unavailable', message: expect.stringContaining(`Cannot reach Redis at redis://127.0.0.1:${port} (connect ECONNREFUSED`) });
+    expect(JSON.parse(result.stdout).error).toMatchObject({
+      code: 'redis_unavailable',
+      message: expect.stringContaining(`Cannot reach Redis at redis://127.0.0.1:${port} (connect ECONNREFUSED`),
+    });
     // It says what still answers, and that does.
     expect(JSON.parse(result.stdout).error.message).toContain('Read-only fleet questions (status, app, clusters');
     expect(Date.now() - started).toBeLessThan(20_000);
-    const status = await run(process.execPath, [bin, 'ask', 'status', '--json', '--config', config], { env: { ...process.env, REDIS_URL: `redis://127.0.0.1:${port}` } });
+    const status = await run(process.execPath, [bin, 'ask', 'status', '--json', '--config', config], {
+      env: { ...process.env, REDIS_URL: `redis://127.0.0.1:${port}` },
+    });
     expect(JSON.parse(status.stdout)).toMatchObject({ ok: true, command: 'status' });
   }, 30_000);
 });

@@ -23,7 +23,13 @@ describe('rollcall demo', () => {
     let text = '';
     output.on('data', (c) => (text += c));
     let prefix = '';
-    const finished = demo({ scenario: 'sealed-secrets-migration', speed: 50, input, output, onReady: (info) => (prefix = info.prefix) });
+    const finished = demo({
+      scenario: 'sealed-secrets-migration',
+      speed: 50,
+      input,
+      output,
+      onReady: (info) => (prefix = info.prefix),
+    });
     await waitFor(() => text, /argo> /);
     expect(text).toMatch(/own key prefix "rollcall-demo-/);
     expect(text).toContain('Key backups go to namespace sealed-secrets-backup on cluster ops.');
@@ -36,7 +42,10 @@ describe('rollcall demo', () => {
     // The requester may not approve their own restore; the second person may.
     const before = text.length;
     input.write(`runs approve ${runId}\n`);
-    await waitFor(() => text.slice(before), /may not approve it: restore-sealed-secrets-keys needs approval from someone else/);
+    await waitFor(
+      () => text.slice(before),
+      /may not approve it: restore-sealed-secrets-keys needs approval from someone else/,
+    );
     input.write(`as oncall-2 runs approve ${runId}\n`);
     await waitFor(() => text, new RegExp(`Restore sealed-secrets keys ${runId}: succeeded`));
     expect(text).toMatch(/SealedSecrets on prod-new: 0 of 5 Synced before, 5 of 5 after/);
@@ -59,7 +68,9 @@ describe('rollcall demo', () => {
     try {
       await waitFor(() => text, /argo> /);
       // It fired in the terminal, the demo's notifier, before the prompt.
-      expect(text.slice(0, text.indexOf('argo> '))).toMatch(/Degraded after sync: auth-service \(prod\): .*Firing since/);
+      expect(text.slice(0, text.indexOf('argo> '))).toMatch(
+        /Degraded after sync: auth-service \(prod\): .*Firing since/,
+      );
       const before = text.length;
       input.write('alerts\n');
       const answer = await waitFor(() => text.slice(before), /active alerts?[\s\S]*argo> /);

@@ -20,7 +20,10 @@ interface Proc {
 
 function launch(args: string[], env: NodeJS.ProcessEnv): Proc {
   let out = '';
-  const child = spawn(process.execPath, [bin, ...args], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, [bin, ...args], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
   child.stdout!.on('data', (c) => (out += c));
   child.stderr!.on('data', (c) => (out += c));
   return { child, out: () => out };
@@ -38,10 +41,17 @@ async function waitFor(p: Proc, pattern: RegExp, timeoutMs = 60_000): Promise<Re
 
 const syncPosts = async (simUrl: string) => {
   const res = await fetch(`${simUrl}/_sim/operations`);
-  const ops = (await res.json()) as { method: string; path: string; app?: string; body: { infos?: { name: string; value: string }[] } }[];
+  const ops = (await res.json()) as {
+    method: string;
+    path: string;
+    app?: string;
+    body: { infos?: { name: string; value: string }[] };
+  }[];
   return ops.filter((o) => o.method === 'POST' && /\/sync$/.test(o.path));
 };
-const runIdsOf = (posts: Awaited<ReturnType<typeof syncPosts>>) => [...new Set(posts.map((p) => p.body.infos?.find((i) => i.name === 'rollcall-run')?.value))];
+const runIdsOf = (posts: Awaited<ReturnType<typeof syncPosts>>) => [
+  ...new Set(posts.map((p) => p.body.infos?.find((i) => i.name === 'rollcall-run')?.value)),
+];
 
 describe('two demos and one rollcall start on one Redis (real processes)', () => {
   const procs: Proc[] = [];
@@ -64,7 +74,10 @@ describe('two demos and one rollcall start on one Redis (real processes)', () =>
     const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-share-'));
     cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
     const config = path.join(dir, 'rollcall.yaml');
-    writeFileSync(config, `${simConfigYaml(sim, { redisUrl, redisPrefix: prefix, operator: 'terminal' })}http:\n  port: 0\n`);
+    writeFileSync(
+      config,
+      `${simConfigYaml(sim, { redisUrl, redisPrefix: prefix, operator: 'terminal' })}http:\n  port: 0\n`,
+    );
     const start = launch(['start', '--config', config], { ...env, LOG_LEVEL: 'info' });
     procs.push(start);
     await waitFor(start, /rollcall started/);
@@ -88,9 +101,13 @@ describe('two demos and one rollcall start on one Redis (real processes)', () =>
       demoRuns.push((await waitFor(d, /preview \((r-[a-z0-9]+)\)/))[1]);
       d.child.stdin!.write('1\n');
     }
-    const asked = await exec(process.execPath, [bin, 'ask', 'sync auth-config-* prune=true', '--yes', '--json', '--config', config], {
-      env: { ...process.env, ...env, ROLLCALL_USER: 'terminal' },
-    });
+    const asked = await exec(
+      process.execPath,
+      [bin, 'ask', 'sync auth-config-* prune=true', '--yes', '--json', '--config', config],
+      {
+        env: { ...process.env, ...env, ROLLCALL_USER: 'terminal' },
+      },
+    );
     const startRun = String((JSON.parse(asked.stdout) as { data: { runId: string } }).data.runId);
 
     // Each simulator saw its 12 auth-config apps synced once, by its own deployment's run and nobody else's.

@@ -23,7 +23,10 @@ async function startRollcall(config: string): Promise<Started> {
   let log = '';
   // The config names the private Redis; REDIS_URL (the tests' shared one) would win over it.
   const { REDIS_URL: _shared, ...env } = process.env;
-  const child = spawn(process.execPath, [bin, 'start', '--config', config], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...env, LOG_LEVEL: 'info' } });
+  const child = spawn(process.execPath, [bin, 'start', '--config', config], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...env, LOG_LEVEL: 'info' },
+  });
   child.stderr!.on('data', (chunk) => (log += chunk));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const deadline = Date.now() + 30_000;
@@ -57,7 +60,11 @@ describe('rollcall start on SIGTERM (real processes, a private redis-server)', (
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'rollcall-shutdown-'));
     simConfig = path.join(dir, 'sim.yaml');
-    sim = (await startSimProcess(['--fixture', fixtureFile, '--port', '0', '--write-config', simConfig], (out) => out.includes('argocd staging'))).child;
+    sim = (
+      await startSimProcess(['--fixture', fixtureFile, '--port', '0', '--write-config', simConfig], (out) =>
+        out.includes('argocd staging'),
+      )
+    ).child;
   }, 40_000);
 
   afterAll(() => {
@@ -118,7 +125,10 @@ describe('rollcall start on SIGTERM mid-run (real processes, seed-outage simulat
   beforeAll(async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-shutdown-run-'));
     simConfig = path.join(dir, 'sim.yaml');
-    const started = await startSimProcess(['--scenario', 'seed-outage', '--port', '0', '--speed', '5', '--write-config', simConfig], (out) => /^argocd prod (\S+)/m.test(out));
+    const started = await startSimProcess(
+      ['--scenario', 'seed-outage', '--port', '0', '--speed', '5', '--write-config', simConfig],
+      (out) => /^argocd prod (\S+)/m.test(out),
+    );
     sim = started.child;
     simUrl = new URL(/^argocd prod (\S+)/m.exec(started.output())![1]).origin;
   }, 40_000);
@@ -132,15 +142,24 @@ describe('rollcall start on SIGTERM mid-run (real processes, seed-outage simulat
     const workers: Started[] = [];
     try {
       const config = path.join(path.dirname(simConfig), 'start.yaml');
-      writeFileSync(config, `${readFileSync(simConfig, 'utf8').replace(/url: \$\{REDIS_URL:-[^}]*\}/, `url: ${redis.url}`)}\nhttp: { port: 0 }\nshutdown: { grace: 8s }\n`);
+      writeFileSync(
+        config,
+        `${readFileSync(simConfig, 'utf8').replace(/url: \$\{REDIS_URL:-[^}]*\}/, `url: ${redis.url}`)}\nhttp: { port: 0 }\nshutdown: { grace: 8s }\n`,
+      );
       workers.push(await startRollcall(config));
       const { REDIS_URL: _shared, ...env } = process.env;
       const ask = async (text: string, ...flags: string[]) => {
-        const { stdout } = await exec(process.execPath, [bin, 'ask', text, ...flags, '--json', '--config', config], { env: { ...env, ROLLCALL_USER: 'shutdown-tester', LOG_LEVEL: 'error' } }).catch((e) => e);
+        const { stdout } = await exec(process.execPath, [bin, 'ask', text, ...flags, '--json', '--config', config], {
+          env: { ...env, ROLLCALL_USER: 'shutdown-tester', LOG_LEVEL: 'error' },
+        }).catch((e) => e);
         return JSON.parse(stdout);
       };
       const syncs = async () => {
-        const ops = (await (await fetch(`${simUrl}/_sim/operations`)).json()) as { method: string; path: string; app?: string }[];
+        const ops = (await (await fetch(`${simUrl}/_sim/operations`)).json()) as {
+          method: string;
+          path: string;
+          app?: string;
+        }[];
         return ops.filter((o) => o.method === 'POST' && o.path.endsWith('/sync')).map((o) => o.app!);
       };
       const queued = await ask('sync auth-config-* prune=true concurrency=2 gate=synced', '--yes');
@@ -150,7 +169,9 @@ describe('rollcall start on SIGTERM mid-run (real processes, seed-outage simulat
       // seed-outage: auth-config on each of its 12 clusters.
       const apps = 12;
       // Stop the worker while the step is half done.
-      await expect.poll(async () => (await syncs()).length, { timeout: 20_000, interval: 100 }).toBeGreaterThanOrEqual(2);
+      await expect
+        .poll(async () => (await syncs()).length, { timeout: 20_000, interval: 100 })
+        .toBeGreaterThanOrEqual(2);
       const { ms, code } = await terminate(workers[0], 15_000);
       expect(ms, workers[0].log()).toBeDefined();
       expect(ms!).toBeLessThan(9000);
@@ -159,7 +180,9 @@ describe('rollcall start on SIGTERM mid-run (real processes, seed-outage simulat
       expect(before.length).toBeLessThan(apps);
 
       workers.push(await startRollcall(config));
-      await expect.poll(async () => (await ask(`runs show ${runId}`)).data.status, { timeout: 45_000, interval: 500 }).toBe('succeeded');
+      await expect
+        .poll(async () => (await ask(`runs show ${runId}`)).data.status, { timeout: 45_000, interval: 500 })
+        .toBe('succeeded');
       const after = await syncs();
       expect(after.length).toBe(apps);
       expect(new Set(after).size).toBe(apps);

@@ -14,7 +14,9 @@ import { NOW, eastApps, eastClusters } from './fixtures.js';
 // with a Get from the (simulated) Argo CD to show the unhealthy resource's message.
 describe('app against the simulator', () => {
   let sim: SimServer;
-  const fixture: Fixture = { instances: [{ name: 'east', applications: structuredClone(eastApps), clusters: eastClusters }] };
+  const fixture: Fixture = {
+    instances: [{ name: 'east', applications: structuredClone(eastApps), clusters: eastClusters }],
+  };
 
   beforeAll(async () => {
     sim = await startTestSim({ fixture, frozen: true });
@@ -25,14 +27,21 @@ describe('app against the simulator', () => {
 
   function services(mirrorCopy: boolean, url?: string) {
     const instance = sim.instances.find((i) => i.name === 'east')!;
-    const config = configSchema.parse({ instances: [{ name: 'east', url: url ?? instance.url, token: instance.token, timeout: 2000 }] });
+    const config = configSchema.parse({
+      instances: [{ name: 'east', url: url ?? instance.url, token: instance.token, timeout: 2000 }],
+    });
     // What the mirror would hold: the List shape, without resource health.
     const apps = structuredClone(eastApps).map((a) => {
       if (mirrorCopy && a.status?.resources) for (const r of a.status.resources) delete r.health;
       return a;
     });
     const fleet = StaticFleet.fromObjects([{ name: 'east', applications: apps, clusters: eastClusters }]);
-    return { config, fleet, argocd: createClients(config, { retry: { retries: 0, baseMs: 10, maxMs: 10 } }), now: () => NOW };
+    return {
+      config,
+      fleet,
+      argocd: createClients(config, { retry: { retries: 0, baseMs: 10, maxMs: 10 } }),
+      now: () => NOW,
+    };
   }
 
   it('shows resource health from a live Get that the mirror copy lacks', async () => {
@@ -40,15 +49,31 @@ describe('app against the simulator', () => {
     expect(reply.ok).toBe(true);
     const d = reply.data.app as AppDetail;
     expect(d.live).toBe(true);
-    expect(d.unhealthyResources).toEqual([expect.objectContaining({ kind: 'Deployment', name: 'auth', health: 'Degraded', message: 'Deployment "auth" exceeded its progress deadline' })]);
+    expect(d.unhealthyResources).toEqual([
+      expect.objectContaining({
+        kind: 'Deployment',
+        name: 'auth',
+        health: 'Degraded',
+        message: 'Deployment "auth" exceeded its progress deadline',
+      }),
+    ]);
   });
 
   // ListResourceEvents (server/application/application.go) with resourceUID/resourceName/resourceNamespace
   // of a tree node: the crash loop's BackOff is recorded on the Pod, under the Degraded Deployment.
   it('shows the recent warning events of the failing resources, read per tree node from the events API', async () => {
     const reply = await dispatch('app auth-prod-us1', { services: services(true), user: 'U1', surface: 'terminal' });
-    const d = reply.data.app as AppDetail & { warningEvents: { kind: string; reason: string; count: number; message: string }[] };
-    expect(d.warningEvents).toEqual([expect.objectContaining({ kind: 'Pod', reason: 'BackOff', count: 31, message: expect.stringMatching(/^Back-off restarting failed container auth in pod auth-/) })]);
+    const d = reply.data.app as AppDetail & {
+      warningEvents: { kind: string; reason: string; count: number; message: string }[];
+    };
+    expect(d.warningEvents).toEqual([
+      expect.objectContaining({
+        kind: 'Pod',
+        reason: 'BackOff',
+        count: 31,
+        message: expect.stringMatching(/^Back-off restarting failed container auth in pod auth-/),
+      }),
+    ]);
     const text = renderText(reply);
     expect(text).toContain('Recent warning events');
     expect(text).toMatch(/Pod\/auth-\S+ · BackOff ×31/);
@@ -58,15 +83,25 @@ describe('app against the simulator', () => {
 
   it('asks for no events for a healthy app', async () => {
     const healthy = eastApps.find((a) => a.status?.health?.status === 'Healthy')!;
-    const reply = await dispatch(`app ${healthy.metadata.name}`, { services: services(true), user: 'U1', surface: 'terminal' });
+    const reply = await dispatch(`app ${healthy.metadata.name}`, {
+      services: services(true),
+      user: 'U1',
+      surface: 'terminal',
+    });
     expect((reply.data.app as unknown as { warningEvents: unknown[] }).warningEvents).toEqual([]);
     expect(renderText(reply)).not.toContain('Recent warning events');
   });
 
   it("falls back to the mirror's copy when Argo CD does not answer, and says so", async () => {
-    const reply = await dispatch('app auth-prod-us1', { services: services(true, 'http://127.0.0.1:9/i/east'), user: 'U1', surface: 'terminal' });
+    const reply = await dispatch('app auth-prod-us1', {
+      services: services(true, 'http://127.0.0.1:9/i/east'),
+      user: 'U1',
+      surface: 'terminal',
+    });
     expect(reply.ok).toBe(true);
     expect((reply.data.app as AppDetail).live).toBe(false);
-    expect(renderText(reply)).toMatch(/⚠ Live lookup on east failed \(.+\); showing rollcall's last copy, without resource health\./);
+    expect(renderText(reply)).toMatch(
+      /⚠ Live lookup on east failed \(.+\); showing rollcall's last copy, without resource health\./,
+    );
   });
 });

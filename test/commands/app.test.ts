@@ -30,7 +30,12 @@ describe('app', () => {
       health: 'Healthy',
       revision: 'c'.repeat(40),
       revisions: ['c'.repeat(40)],
-      source: { repoURL: 'https://git.example.com/platform.git', path: 'apps/auth-prod-us2', chart: null, targetRevision: 'main' },
+      source: {
+        repoURL: 'https://git.example.com/platform.git',
+        path: 'apps/auth-prod-us2',
+        chart: null,
+        targetRevision: 'main',
+      },
       url: 'https://cd-east.example.com/applications/argocd/auth-prod-us2',
     });
     expect(d.operation).toEqual({
@@ -44,7 +49,14 @@ describe('app', () => {
       retryCount: 0,
     });
     expect(d.failedResources).toEqual([
-      { group: '', kind: 'ConfigMap', namespace: 'auth', name: 'auth-config', message: 'admission webhook "validate.example.com" denied the request', syncPhase: 'Sync' },
+      {
+        group: '',
+        kind: 'ConfigMap',
+        namespace: 'auth',
+        name: 'auth-config',
+        message: 'admission webhook "validate.example.com" denied the request',
+        syncPhase: 'Sync',
+      },
     ]);
     expect(d.conditions.map((c) => c.type)).toEqual(['OrphanedResourceWarning', 'SyncError']);
     const text = JSON.stringify(reply.blocks);
@@ -59,7 +71,16 @@ describe('app', () => {
     expect(d.history[1].initiatedBy).toBe('automated');
     expect(d.images).toEqual(['registry.example.com/auth-service:v2.15.0']);
     expect(d.operation?.initiatedBy).toBe('applicationset-controller');
-    expect(d.unhealthyResources).toEqual([{ group: 'apps', kind: 'Deployment', namespace: '', name: 'auth', health: 'Degraded', message: 'Deployment "auth" exceeded its progress deadline' }]);
+    expect(d.unhealthyResources).toEqual([
+      {
+        group: 'apps',
+        kind: 'Deployment',
+        namespace: '',
+        name: 'auth',
+        health: 'Degraded',
+        message: 'Deployment "auth" exceeded its progress deadline',
+      },
+    ]);
   });
 
   it('says when a name exists on several instances and lists them', async () => {
@@ -68,14 +89,36 @@ describe('app', () => {
     expect(error.message).toMatch(/exists on 2 instances: `east`, `west`. Add instance=NAME/);
     expect(error.suggestions).toEqual(['app auth-prod-us1 instance=east', 'app auth-prod-us1 instance=west']);
     expect(error.data?.matches).toEqual([
-      { name: 'auth-prod-us1', instance: 'east', cluster: 'prod-us1', sync: 'Synced', health: 'Degraded', url: 'https://cd-east.example.com/applications/argocd/auth-prod-us1' },
-      { name: 'auth-prod-us1', instance: 'west', cluster: 'prod-eu1', sync: 'Synced', health: 'Progressing', url: 'https://cd-west.example.com/applications/argocd/auth-prod-us1' },
+      {
+        name: 'auth-prod-us1',
+        instance: 'east',
+        cluster: 'prod-us1',
+        sync: 'Synced',
+        health: 'Degraded',
+        url: 'https://cd-east.example.com/applications/argocd/auth-prod-us1',
+      },
+      {
+        name: 'auth-prod-us1',
+        instance: 'west',
+        cluster: 'prod-eu1',
+        sync: 'Synced',
+        health: 'Progressing',
+        url: 'https://cd-west.example.com/applications/argocd/auth-prod-us1',
+      },
     ]);
   });
 
   it('reports an app with no status without inventing one', async () => {
     const d = (await run('app new-app')).data.app as AppDetail;
-    expect(d).toMatchObject({ sync: 'Unknown', health: 'Unknown', revision: null, revisions: [], operation: null, history: [], images: [] });
+    expect(d).toMatchObject({
+      sync: 'Unknown',
+      health: 'Unknown',
+      revision: null,
+      revisions: [],
+      operation: null,
+      history: [],
+      images: [],
+    });
   });
 
   it('suggests close names for an unknown app, and points an appset name at rollout', async () => {

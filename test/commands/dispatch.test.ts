@@ -42,7 +42,11 @@ describe('dispatch', () => {
 
   it('answers an unknown command with the closest commands', async () => {
     const reply = await dispatch('statsu prod', ctx(services(twoInstanceFleet())));
-    expect(reply).toMatchObject({ ok: false, command: 'statsu', error: { code: 'unknown_command', suggestions: ['status'] } });
+    expect(reply).toMatchObject({
+      ok: false,
+      command: 'statsu',
+      error: { code: 'unknown_command', suggestions: ['status'] },
+    });
     expect(renderText(reply)).toContain('Did you mean: status?');
   });
 
@@ -79,18 +83,30 @@ describe('dispatch', () => {
 
   it('refuses an unknown --flag rather than ignoring it, and lets --public through', async () => {
     const reply = await dispatch('status --prune', ctx(services(twoInstanceFleet())));
-    expect(reply.error).toMatchObject({ code: 'usage', message: expect.stringContaining('`status` does not take --prune') });
+    expect(reply.error).toMatchObject({
+      code: 'usage',
+      message: expect.stringContaining('`status` does not take --prune'),
+    });
     expect((await dispatch('status --public', ctx(services(twoInstanceFleet())))).ok).toBe(true);
   });
 
   it('refuses a mutating command to non-operators, naming who may run it', async () => {
     ran = 0;
     const recorded: Record<string, unknown>[] = [];
-    const withAudit = { ...services(twoInstanceFleet(), access), audit: { record: async (e: Record<string, unknown>) => String(recorded.push(e)), read: async () => [], latest: async () => [] } };
+    const withAudit = {
+      ...services(twoInstanceFleet(), access),
+      audit: {
+        record: async (e: Record<string, unknown>) => String(recorded.push(e)),
+        read: async () => [],
+        latest: async () => [],
+      },
+    };
     const reply = await dispatch('test-mutate', ctx(withAudit, 'U_EVE'));
     expect(reply.error?.code).toBe('forbidden');
     // The refused attempt is audited.
-    expect(recorded).toEqual([expect.objectContaining({ kind: 'run.refused', who: 'U_EVE', target: 'test-mutate', result: 'forbidden' })]);
+    expect(recorded).toEqual([
+      expect.objectContaining({ kind: 'run.refused', who: 'U_EVE', target: 'test-mutate', result: 'forbidden' }),
+    ]);
     expect(reply.error?.message).toMatch(/group:oncall \(U_ALICE, U_BOB\), U_ADMIN/);
     expect(ran).toBe(0);
     expect((await dispatch('test-mutate', ctx(services(twoInstanceFleet(), access), 'U_BOB'))).ok).toBe(true);
@@ -106,7 +122,9 @@ describe('dispatch', () => {
 
   it('limits read-only commands to access.readers when configured (operators included)', async () => {
     const restricted = { ...access, readers: ['U_READER'] };
-    expect((await dispatch('status', ctx(services(twoInstanceFleet(), restricted), 'U_EVE'))).error?.code).toBe('forbidden');
+    expect((await dispatch('status', ctx(services(twoInstanceFleet(), restricted), 'U_EVE'))).error?.code).toBe(
+      'forbidden',
+    );
     expect((await dispatch('status', ctx(services(twoInstanceFleet(), restricted), 'U_READER'))).ok).toBe(true);
     expect((await dispatch('status', ctx(services(twoInstanceFleet(), restricted), 'U_ALICE'))).ok).toBe(true);
   });
@@ -131,11 +149,17 @@ describe('dispatch', () => {
       usage: 'test-argo',
       readOnly: true,
       run: async () => {
-        throw new ArgoError('Argo CD is unreachable at https://east.example (ECONNREFUSED); check the URL and the network', { kind: 'network', instance: 'east' });
+        throw new ArgoError(
+          'Argo CD is unreachable at https://east.example (ECONNREFUSED); check the URL and the network',
+          { kind: 'network', instance: 'east' },
+        );
       },
     });
     const reply = await dispatch('test-argo', ctx(services(twoInstanceFleet())));
-    expect(reply.error).toMatchObject({ code: 'argocd_network', message: expect.stringContaining('Argo CD instance east: Argo CD is unreachable') });
+    expect(reply.error).toMatchObject({
+      code: 'argocd_network',
+      message: expect.stringContaining('Argo CD instance east: Argo CD is unreachable'),
+    });
   });
 });
 
@@ -181,25 +205,36 @@ describe('mirror health', () => {
     });
     const ok = await dispatch('status', ctx(services(fleet)));
     expect(ok.ok).toBe(true);
-    expect(ok.blocks[1]).toEqual({ kind: 'context', text: ':warning: Not in sync with Argo CD instance west (Cannot reach Argo CD instance west: ECONNREFUSED): this answer may be incomplete or stale.' });
+    expect(ok.blocks[1]).toEqual({
+      kind: 'context',
+      text: ':warning: Not in sync with Argo CD instance west (Cannot reach Argo CD instance west: ECONNREFUSED): this answer may be incomplete or stale.',
+    });
     // The JSON of `ask --json` says it too: data only, no blocks.
-    expect(ok.data.unsyncedInstances).toEqual([{ instance: 'west', error: 'Cannot reach Argo CD instance west: ECONNREFUSED' }]);
+    expect(ok.data.unsyncedInstances).toEqual([
+      { instance: 'west', error: 'Cannot reach Argo CD instance west: ECONNREFUSED' },
+    ]);
     expect(ok.data.warnings).toEqual([expect.stringContaining('Not in sync with Argo CD instance west')]);
     const missing = await dispatch('rollout platfrm', ctx(services(fleet)));
     expect(missing.error?.code).toBe('unknown_target');
     expect(missing.error?.message).toMatch(/Note: Not in sync with Argo CD instance west/);
-    expect((await dispatch('help', ctx(services(fleet)))).blocks.some((b) => b.kind === 'context' && b.text.includes('Not in sync'))).toBe(false);
+    expect(
+      (await dispatch('help', ctx(services(fleet)))).blocks.some(
+        (b) => b.kind === 'context' && b.text.includes('Not in sync'),
+      ),
+    ).toBe(false);
   });
 });
 
 describe('suggestions', () => {
-  const ask = (text: string) => dispatch(text, { services: services(twoInstanceFleet()), user: 'U1', surface: 'terminal' });
+  const ask = (text: string) =>
+    dispatch(text, { services: services(twoInstanceFleet()), user: 'U1', surface: 'terminal' });
   it('offers canonical command names, never an alias, and maps argocd verbs to the command that answers them', async () => {
     expect((await ask('get auth-prod-us1')).error?.suggestions).toEqual(['app']);
     expect((await ask('list')).error?.suggestions).toEqual(['status']);
     const typo = await ask('stat');
     expect(typo.error?.suggestions).toContain('status');
-    for (const s of [...(typo.error?.suggestions ?? []), ...((await ask('dia')).error?.suggestions ?? [])]) expect(['st', 'diag', 'why', 'ro', 'h', '?']).not.toContain(s);
+    for (const s of [...(typo.error?.suggestions ?? []), ...((await ask('dia')).error?.suggestions ?? [])])
+      expect(['st', 'diag', 'why', 'ro', 'h', '?']).not.toContain(s);
   });
 
   it("maps the argocd CLI's operation verbs to rollback, terminate-op and refresh, which help explains", async () => {
@@ -208,7 +243,11 @@ describe('suggestions', () => {
     expect((await ask('revert checkout-prod-eu 41')).error?.suggestions).toEqual(['rollback']);
     expect((await ask('rolback checkout-prod-eu')).error?.suggestions).toContain('rollback');
     const help = await ask('help rollback');
-    expect(help.data).toMatchObject({ command: 'rollback', readOnly: false, usage: expect.stringContaining('rollback APP [ID]') });
+    expect(help.data).toMatchObject({
+      command: 'rollback',
+      readOnly: false,
+      usage: expect.stringContaining('rollback APP [ID]'),
+    });
     expect(String(help.data.help)).toContain('auto-sync');
   });
 });

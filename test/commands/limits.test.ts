@@ -17,7 +17,14 @@ let ctx: CommandContext;
 const prefix = testPrefix();
 
 beforeAll(async () => {
-  const services: Services = { config: testConfig({ operators: ['U_OP'] }, fixture.instances.map((i) => i.name)), fleet, argocd: new Map() };
+  const services: Services = {
+    config: testConfig(
+      { operators: ['U_OP'] },
+      fixture.instances.map((i) => i.name),
+    ),
+    fleet,
+    argocd: new Map(),
+  };
   engine = await startEngine(services, { role: 'bot', redisUrl: process.env.REDIS_URL!, prefix });
   services.runs = engine.runs;
   services.audit = engine.runs.audit;
@@ -38,7 +45,10 @@ describe('bounded cost of what users type', () => {
   it('answers a 4 MB `sync` argument at once with command_too_long, on a 540-app fleet', async () => {
     expect(names.length).toBe(540);
     const { value: reply, ms } = await timed(() => dispatch(`sync ${'a'.repeat(4 * 1024 * 1024)}`, ctx));
-    expect(reply.error).toMatchObject({ code: 'command_too_long', message: expect.stringContaining('rollcall reads at most 4,000') });
+    expect(reply.error).toMatchObject({
+      code: 'command_too_long',
+      message: expect.stringContaining('rollcall reads at most 4,000'),
+    });
     expect(reply.command).toBe('sync');
     expect(ms).toBeLessThan(1000);
   });

@@ -9,8 +9,12 @@ describe('people in messages', () => {
     expect(mention('W0ENTERPRISE1')).toBe('<@W0ENTERPRISE1>');
     expect(mention('terminal')).toBe('terminal');
     expect(mention('rollcall-scheduler')).toBe('rollcall-scheduler');
-    expect(describePrincipals(['U0ADMIN01', 'group:sre', '*'], { sre: ['U0BOB0001', 'oncall-2'] })).toBe('<@U0ADMIN01>, group:sre (<@U0BOB0001>, oncall-2), everyone');
-    const refusal = operateDeniedMessage('U0CAROL01', 'sync', { access: { groups: {}, operators: ['U0ALICE01'], admins: [], readers: [] } as never });
+    expect(describePrincipals(['U0ADMIN01', 'group:sre', '*'], { sre: ['U0BOB0001', 'oncall-2'] })).toBe(
+      '<@U0ADMIN01>, group:sre (<@U0BOB0001>, oncall-2), everyone',
+    );
+    const refusal = operateDeniedMessage('U0CAROL01', 'sync', {
+      access: { groups: {}, operators: ['U0ALICE01'], admins: [], readers: [] } as never,
+    });
     expect(refusal).toContain('<@U0CAROL01> is not an operator. Allowed: <@U0ALICE01>.');
     // The terminal shows them as @id.
     expect(mrkdwnToText(refusal)).toContain('@U0CAROL01 is not an operator');

@@ -17,14 +17,28 @@ const fleet = StaticFleet.fromObjects([
         status: {
           sync: { status: 'Synced' },
           health: { status: 'Degraded', lastTransitionTime: ago(100 - i) },
-          resources: [{ group: 'apps', version: 'v1', kind: 'Deployment', name: `svc${i}`, status: 'Synced', health: { status: 'Degraded', message: `reason number ${i}` } }],
+          resources: [
+            {
+              group: 'apps',
+              version: 'v1',
+              kind: 'Deployment',
+              name: `svc${i}`,
+              status: 'Synced',
+              health: { status: 'Degraded', message: `reason number ${i}` },
+            },
+          ],
         },
       }),
     ),
   },
 ]);
 
-const terminal = (channel: string): CommandContext => ({ services: services(fleet), user: 'U1', surface: 'terminal', channel });
+const terminal = (channel: string): CommandContext => ({
+  services: services(fleet),
+  user: 'U1',
+  surface: 'terminal',
+  channel,
+});
 const groupLines = (text: string) => text.split('\n').filter((l) => /^\s+✖ svc/.test(l));
 
 describe('every list pages, in the terminal and in Slack', () => {
@@ -44,17 +58,31 @@ describe('every list pages, in the terminal and in Slack', () => {
     expect(page3).toContain('Page 3 of 3');
     expect(page3).not.toContain('next:');
     const nothing = await dispatch('more', ctx);
-    expect(nothing).toMatchObject({ ok: false, error: { code: 'usage', message: expect.stringMatching(/Nothing to continue/) } });
+    expect(nothing).toMatchObject({
+      ok: false,
+      error: { code: 'usage', message: expect.stringMatching(/Nothing to continue/) },
+    });
     expect(renderText(await dispatch('status page=3', ctx))).toContain('Page 3 of 3');
   });
 
   it('refuses a page past the end and a page that is not a number', async () => {
-    expect(await dispatch('status --page 9', terminal('p3'))).toMatchObject({ ok: false, error: { code: 'usage', message: expect.stringMatching(/3 pages of 10 items here; page 9 is past the end/) } });
-    expect(await dispatch('status page=two', terminal('p3'))).toMatchObject({ ok: false, error: { code: 'usage', message: expect.stringMatching(/--page needs a page number/) } });
+    expect(await dispatch('status --page 9', terminal('p3'))).toMatchObject({
+      ok: false,
+      error: { code: 'usage', message: expect.stringMatching(/3 pages of 10 items here; page 9 is past the end/) },
+    });
+    expect(await dispatch('status page=two', terminal('p3'))).toMatchObject({
+      ok: false,
+      error: { code: 'usage', message: expect.stringMatching(/--page needs a page number/) },
+    });
   });
 
   it('pages in Slack from the typed page, with More and Back buttons that re-run the command', async () => {
-    const reply = await dispatch('status --page 2', { services: services(fleet), user: 'U1', surface: 'slack', channel: 'C1' });
+    const reply = await dispatch('status --page 2', {
+      services: services(fleet),
+      user: 'U1',
+      surface: 'slack',
+      channel: 'C1',
+    });
     // Slack pages hold 25 items: 23 groups fit one page, so page 2 does not exist there.
     expect(reply).toMatchObject({ ok: false, error: { code: 'usage' } });
     const first = await dispatch('status', { services: services(fleet), user: 'U1', surface: 'slack', channel: 'C1' });

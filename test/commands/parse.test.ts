@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { CommandSyntaxError, commandText, parseCommand, selectorFromCommand, tokenize } from '../../src/commands/parse.js';
+import {
+  CommandSyntaxError,
+  commandText,
+  parseCommand,
+  selectorFromCommand,
+  tokenize,
+} from '../../src/commands/parse.js';
 import { suggest } from '../../src/core/suggest.js';
 
 describe('parseCommand', () => {
@@ -19,12 +25,23 @@ describe('parseCommand', () => {
   });
 
   it('takes an unquoted set-based selector whole, as people type it in Slack', () => {
-    expect(parseCommand('status -l env in (prod, staging) auth-*')).toMatchObject({ positional: ['auth-*'], options: { selector: 'env in (prod, staging)' } });
-    expect(parseCommand('sync -l env=prod,tier in (canary) prune=true')).toMatchObject({ positional: [], options: { selector: 'env=prod,tier in (canary)', prune: 'true' } });
-    expect(parseCommand('status -l env notin (dev) cluster=a')).toMatchObject({ options: { selector: 'env notin (dev)', cluster: 'a' } });
+    expect(parseCommand('status -l env in (prod, staging) auth-*')).toMatchObject({
+      positional: ['auth-*'],
+      options: { selector: 'env in (prod, staging)' },
+    });
+    expect(parseCommand('sync -l env=prod,tier in (canary) prune=true')).toMatchObject({
+      positional: [],
+      options: { selector: 'env=prod,tier in (canary)', prune: 'true' },
+    });
+    expect(parseCommand('status -l env notin (dev) cluster=a')).toMatchObject({
+      options: { selector: 'env notin (dev)', cluster: 'a' },
+    });
     // An unfinished selector still ends at the last word: the selector parser then says what is missing.
     expect(parseCommand('status -l env in (prod').options.selector).toBe('env in (prod');
-    expect(parseCommand('status -l env=prod auth-*')).toMatchObject({ positional: ['auth-*'], options: { selector: 'env=prod' } });
+    expect(parseCommand('status -l env=prod auth-*')).toMatchObject({
+      positional: ['auth-*'],
+      options: { selector: 'env=prod' },
+    });
   });
 
   it('keeps quoted values with spaces together, also inside a word', () => {
@@ -67,7 +84,14 @@ describe('parseCommand', () => {
 
   it('builds the app selector from targets and options', () => {
     const sel = selectorFromCommand(parseCommand('status auth-* -l env=prod cluster=c1 project=p appset=s instance=i'));
-    expect(sel).toEqual({ patterns: ['auth-*'], labels: 'env=prod', cluster: 'c1', project: 'p', appSet: 's', instance: 'i' });
+    expect(sel).toEqual({
+      patterns: ['auth-*'],
+      labels: 'env=prod',
+      cluster: 'c1',
+      project: 'p',
+      appSet: 's',
+      instance: 'i',
+    });
     expect(selectorFromCommand(parseCommand('status'))).toEqual({});
   });
 
@@ -101,7 +125,9 @@ describe('suggest', () => {
 
 describe('repeated options', () => {
   it('refuses the same option with two values, and accepts it repeated with the same value', () => {
-    expect(() => parseCommand('sync auth-* prune=true prune=false')).toThrow('prune= is given twice (prune=true and prune=false): keep the one you mean');
+    expect(() => parseCommand('sync auth-* prune=true prune=false')).toThrow(
+      'prune= is given twice (prune=true and prune=false): keep the one you mean',
+    );
     expect(parseCommand('sync auth-* prune=true prune=true').options.prune).toBe('true');
   });
 });

@@ -26,13 +26,24 @@ let ctx: (surface?: 'terminal' | 'slack') => CommandContext;
 beforeAll(async () => {
   sim = await startTestSim({ scenario: 'seed-outage', frozen: true });
   const instance = sim.instances.find((i) => i.name === SEED_OUTAGE_INSTANCE)!;
-  const config = configSchema.parse({ instances: [{ name: instance.name, url: instance.url, token: instance.token, timeout: 3000 }] });
+  const config = configSchema.parse({
+    instances: [{ name: instance.name, url: instance.url, token: instance.token, timeout: 3000 }],
+  });
   const store = sim.state.instance(SEED_OUTAGE_INSTANCE)!;
   const fleet = StaticFleet.fromObjects([
-    { name: instance.name, applications: structuredClone([...store.apps.values()]), applicationSets: [...store.appSets.values()], clusters: [...store.clusters.values()] },
+    {
+      name: instance.name,
+      applications: structuredClone([...store.apps.values()]),
+      applicationSets: [...store.appSets.values()],
+      clusters: [...store.clusters.values()],
+    },
   ]);
   const argocd = createClients(config, { retry: { retries: 0, baseMs: 10, maxMs: 10 } });
-  ctx = (surface = 'terminal') => ({ services: { config, fleet, argocd, now: () => sim.controller.clock.now() }, user: 'U_ONCALL', surface });
+  ctx = (surface = 'terminal') => ({
+    services: { config, fleet, argocd, now: () => sim.controller.clock.now() },
+    user: 'U_ONCALL',
+    surface,
+  });
 }, 60_000);
 afterAll(async () => {
   await sim?.stop();
@@ -52,9 +63,15 @@ describe('history APP', () => {
       images: ['registry.example.com/identity/auth-service:v2.15.0'],
       author: expect.stringContaining('@'),
     });
-    expect(history[1]).toMatchObject({ message: 'deployments: weekly dependency bumps', initiatedBy: 'ci-deployer', images: ['registry.example.com/identity/auth-service:v2.14.3'] });
+    expect(history[1]).toMatchObject({
+      message: 'deployments: weekly dependency bumps',
+      initiatedBy: 'ci-deployer',
+      images: ['registry.example.com/identity/auth-service:v2.14.3'],
+    });
     const text = renderText(reply);
-    expect(text).toMatch(/#1 [0-9a-f]{7} · deployed 44m ago \(.+\) · took 25s · by applicationset-controller \(automated\)/);
+    expect(text).toMatch(
+      /#1 [0-9a-f]{7} · deployed 44m ago \(.+\) · took 25s · by applicationset-controller \(automated\)/,
+    );
     expect(text.indexOf('#1 ')).toBeLessThan(text.indexOf('#0 '));
     expect(text).toContain(`rollback ${AUTH} ID goes back to one of them`);
     // Terminal text carries no Slack markup.
@@ -154,12 +171,18 @@ describe('logs APP [resource] [container] [tail=N]', () => {
     const texts = blocks.map((b) => JSON.stringify(b));
     const cut = texts.find((t) => t.includes('earlier lines not shown'));
     expect(cut).toBeDefined();
-    const shown = blocks.filter((b) => b.type === 'section' && (b as { text: { text: string } }).text.text.startsWith('```'));
+    const shown = blocks.filter(
+      (b) => b.type === 'section' && (b as { text: { text: string } }).text.text.startsWith('```'),
+    );
     expect(shown).toHaveLength(4);
     const last = (reply.data.lines as { content: string }[]).at(-1)!.content;
     expect((shown.at(-1) as { text: { text: string } }).text.text.endsWith(`${last}\n\`\`\``)).toBe(true);
     // The terminal gets every line.
-    expect(renderText(reply).split('\n').filter((l) => l.includes('"msg":"request served"')).length).toBe(197);
+    expect(
+      renderText(reply)
+        .split('\n')
+        .filter((l) => l.includes('"msg":"request served"')).length,
+    ).toBe(197);
   });
 
   it('defaults to 50 lines and refuses a tail beyond 500', async () => {
@@ -197,7 +220,9 @@ describe('access', () => {
     for (const verb of [`history ${AUTH}`, `diff ${CONFIG}`, `logs ${AUTH}`]) {
       const refused = await dispatch(verb, { ...base, services: { ...base.services, config }, user: 'U_EVE' });
       expect(refused.error?.code).toBe('forbidden');
-      expect((await dispatch(verb, { ...base, services: { ...base.services, config }, user: 'U_READER' })).ok).toBe(true);
+      expect((await dispatch(verb, { ...base, services: { ...base.services, config }, user: 'U_READER' })).ok).toBe(
+        true,
+      );
     }
   });
 });

@@ -7,9 +7,26 @@ import { runRollout } from '../../src/commands/rollout.js';
 import type { Application, ApplicationSet, ApplicationSetApplicationStatus } from '../../src/infra/argocd/types.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import { renderText } from '../../src/views/text.js';
-import { ago, app, authAppSet, ctx, eastApps, eastClusters, platformAppSet, services, westApps, westClusters } from './fixtures.js';
+import {
+  ago,
+  app,
+  authAppSet,
+  ctx,
+  eastApps,
+  eastClusters,
+  platformAppSet,
+  services,
+  westApps,
+  westClusters,
+} from './fixtures.js';
 
-const entry = (application: string, status: ApplicationSetApplicationStatus['status'], step: string, minutes: number, message = 'Application resource is already Healthy, updating status from Waiting to Healthy'): ApplicationSetApplicationStatus => ({
+const entry = (
+  application: string,
+  status: ApplicationSetApplicationStatus['status'],
+  step: string,
+  minutes: number,
+  message = 'Application resource is already Healthy, updating status from Waiting to Healthy',
+): ApplicationSetApplicationStatus => ({
   application,
   status,
   step,
@@ -22,7 +39,10 @@ const infra: ApplicationSet = {
   metadata: { name: 'progressive-infra', namespace: 'argocd' },
   spec: {
     generators: [],
-    template: { metadata: { name: 'infra-{{name}}', labels: { env: '{{metadata.labels.env}}' } }, spec: { project: 'infra', destination: {} } },
+    template: {
+      metadata: { name: 'infra-{{name}}', labels: { env: '{{metadata.labels.env}}' } },
+      spec: { project: 'infra', destination: {} },
+    },
     strategy: {
       type: 'RollingSync',
       rollingSync: {
@@ -35,10 +55,23 @@ const infra: ApplicationSet = {
     },
   },
   status: {
-    conditions: [{ type: 'RolloutProgressing', status: 'True', reason: 'ApplicationSetModified', message: 'ApplicationSet is performing rollout of step 2' }],
+    conditions: [
+      {
+        type: 'RolloutProgressing',
+        status: 'True',
+        reason: 'ApplicationSetModified',
+        message: 'ApplicationSet is performing rollout of step 2',
+      },
+    ],
     applicationStatus: [
       entry('infra-canary-1', 'Healthy', '2', 50),
-      entry('infra-canary-2', 'Progressing', '2', 42, 'Application resource completed a sync successfully, updating status from Pending to Progressing'),
+      entry(
+        'infra-canary-2',
+        'Progressing',
+        '2',
+        42,
+        'Application resource completed a sync successfully, updating status from Pending to Progressing',
+      ),
       entry('infra-dev', 'Waiting', '-1', 90, 'No Application status found, defaulting status to Waiting'),
       entry('infra-prod-1', 'Waiting', '3', 90, 'Application has pending changes, setting status to Waiting'),
       entry('infra-prod-2', 'Waiting', '3', 90, 'Application has pending changes, setting status to Waiting'),
@@ -47,8 +80,22 @@ const infra: ApplicationSet = {
   },
 };
 
-const infraApp = (name: string, env: string, health: Application['status'] = { sync: { status: 'Synced', revision: 'd'.repeat(40) }, health: { status: 'Healthy' } }) =>
-  app({ name, clusterName: `${env}-1`, appSet: 'progressive-infra', labels: { env }, project: 'infra', status: health });
+const infraApp = (
+  name: string,
+  env: string,
+  health: Application['status'] = {
+    sync: { status: 'Synced', revision: 'd'.repeat(40) },
+    health: { status: 'Healthy' },
+  },
+) =>
+  app({
+    name,
+    clusterName: `${env}-1`,
+    appSet: 'progressive-infra',
+    labels: { env },
+    project: 'infra',
+    status: health,
+  });
 
 const infraApps: Application[] = [
   infraApp('infra-stage', 'stage'),
@@ -56,17 +103,44 @@ const infraApps: Application[] = [
   infraApp('infra-canary-2', 'canary', {
     sync: { status: 'Synced', revision: 'd'.repeat(40) },
     health: { status: 'Degraded', lastTransitionTime: ago(41) },
-    operationState: { operation: { sync: {}, initiatedBy: { username: 'applicationset-controller', automated: true } }, phase: 'Failed', message: 'one or more synchronization tasks completed unsuccessfully', startedAt: ago(42), finishedAt: ago(41) },
+    operationState: {
+      operation: { sync: {}, initiatedBy: { username: 'applicationset-controller', automated: true } },
+      phase: 'Failed',
+      message: 'one or more synchronization tasks completed unsuccessfully',
+      startedAt: ago(42),
+      finishedAt: ago(41),
+    },
   }),
-  infraApp('infra-prod-1', 'prod', { sync: { status: 'OutOfSync', revision: 'e'.repeat(40) }, health: { status: 'Healthy' } }),
-  infraApp('infra-prod-2', 'prod', { sync: { status: 'OutOfSync', revision: 'e'.repeat(40) }, health: { status: 'Healthy' } }),
-  infraApp('infra-dev', 'dev', { sync: { status: 'OutOfSync', revision: 'e'.repeat(40) }, health: { status: 'Healthy' } }),
+  infraApp('infra-prod-1', 'prod', {
+    sync: { status: 'OutOfSync', revision: 'e'.repeat(40) },
+    health: { status: 'Healthy' },
+  }),
+  infraApp('infra-prod-2', 'prod', {
+    sync: { status: 'OutOfSync', revision: 'e'.repeat(40) },
+    health: { status: 'Healthy' },
+  }),
+  infraApp('infra-dev', 'dev', {
+    sync: { status: 'OutOfSync', revision: 'e'.repeat(40) },
+    health: { status: 'Healthy' },
+  }),
 ];
 
 function fleet() {
   return StaticFleet.fromObjects([
-    { name: 'east', uiUrl: 'https://cd-east.example.com', applications: [...eastApps, ...infraApps], applicationSets: [authAppSet, infra], clusters: eastClusters },
-    { name: 'west', uiUrl: 'https://cd-west.example.com', applications: westApps, applicationSets: [platformAppSet], clusters: westClusters },
+    {
+      name: 'east',
+      uiUrl: 'https://cd-east.example.com',
+      applications: [...eastApps, ...infraApps],
+      applicationSets: [authAppSet, infra],
+      clusters: eastClusters,
+    },
+    {
+      name: 'west',
+      uiUrl: 'https://cd-west.example.com',
+      applications: westApps,
+      applicationSets: [platformAppSet],
+      clusters: westClusters,
+    },
   ]);
 }
 
@@ -77,7 +151,13 @@ describe('rollout', () => {
     const reply = await runRollout(parseCommand('rollout progressive-infra'), c());
     expect(reply.ok).toBe(true);
     const d = reply.data as Record<string, any>;
-    expect(d).toMatchObject({ appSet: 'progressive-infra', instance: 'east', strategy: 'RollingSync', currentStep: 2, complete: false });
+    expect(d).toMatchObject({
+      appSet: 'progressive-infra',
+      instance: 'east',
+      strategy: 'RollingSync',
+      currentStep: 2,
+      complete: false,
+    });
     expect(d.steps.map((s: any) => [s.step, s.maxUpdate, s.maxConcurrent, s.apps.map((a: any) => a.name)])).toEqual([
       [1, null, null, ['infra-stage']],
       [2, 1, 1, ['infra-canary-1', 'infra-canary-2']],
@@ -96,16 +176,21 @@ describe('rollout', () => {
     const rules = d.findings.map((f: any) => f.rule);
     expect(rules).toContain('app-in-no-step');
     expect(rules).toContain('stuck-step');
-    for (const f of d.findings) expect(Object.keys(f)).toEqual(expect.arrayContaining(['rule', 'severity', 'message', 'why', 'fix']));
+    for (const f of d.findings)
+      expect(Object.keys(f)).toEqual(expect.arrayContaining(['rule', 'severity', 'message', 'why', 'fix']));
   });
 
   it('shows each step with its expressions and meaning, what it waits on and since when', async () => {
     const reply = await runRollout(parseCommand('rollout progressive-infra'), c());
     const text = renderText(reply, { links: 'label' });
     expect(text).toContain('Waiting on step 2 since 42m: 1 in flight (infra-canary-2)');
-    expect(text).toMatch(/▶ Step 2 \(current\) · env In \[canary\] · 1 at a time \(maxUpdate 1\)\n2 apps: Healthy 1 · Progressing 1/);
+    expect(text).toMatch(
+      /▶ Step 2 \(current\) · env In \[canary\] · 1 at a time \(maxUpdate 1\)\n2 apps: Healthy 1 · Progressing 1/,
+    );
     expect(text).toMatch(/Step 3 · env In \[prod\] · 50% → 1 at a time \(maxUpdate 50%\)/);
-    expect(text).toMatch(/✖ infra-canary-2 · canary-1 · Progressing · Synced\/Degraded · for 42m\n {6}.*Pending to Progressing\n {6}last sync Failed: one or more synchronization tasks completed unsuccessfully/);
+    expect(text).toMatch(
+      /✖ infra-canary-2 · canary-1 · Progressing · Synced\/Degraded · for 42m\n {6}.*Pending to Progressing\n {6}last sync Failed: one or more synchronization tasks completed unsuccessfully/,
+    );
     expect(text).toContain('In no step: RollingSync never syncs these (1)');
     expect(text).toMatch(/‼ stuck-step|⚠ stuck-step/);
     expect(text).toContain('→ try: plan progressive-infra');
@@ -119,15 +204,29 @@ describe('rollout', () => {
   it('says an AllAtOnce appset has no rollout to follow', async () => {
     const reply = await runRollout(parseCommand('rollout platform'), c());
     expect(reply.ok).toBe(true);
-    expect(reply.data).toMatchObject({ appSet: 'platform', instance: 'west', strategy: 'AllAtOnce', currentStep: null, steps: [], unmatched: [], findings: [] });
+    expect(reply.data).toMatchObject({
+      appSet: 'platform',
+      instance: 'west',
+      strategy: 'AllAtOnce',
+      currentStep: null,
+      steps: [],
+      unmatched: [],
+      findings: [],
+    });
     expect(renderText(reply)).toContain('platform has no rollout to follow: its strategy is AllAtOnce (the default)');
   });
 
   it('suggests appsets for an unknown name and points an app name at its appset', async () => {
     const unknown = await runRollout(parseCommand('rollout progresive-infra'), c()).catch((e: CommandError) => e);
-    expect(unknown).toMatchObject({ code: 'unknown_target', suggestions: expect.arrayContaining(['progressive-infra']) });
+    expect(unknown).toMatchObject({
+      code: 'unknown_target',
+      suggestions: expect.arrayContaining(['progressive-infra']),
+    });
     const appName = await runRollout(parseCommand('rollout infra-dev'), c()).catch((e: CommandError) => e);
-    expect(appName).toMatchObject({ code: 'unknown_target', message: expect.stringContaining('generated by ApplicationSet `progressive-infra`') });
+    expect(appName).toMatchObject({
+      code: 'unknown_target',
+      message: expect.stringContaining('generated by ApplicationSet `progressive-infra`'),
+    });
   });
 });
 
@@ -135,15 +234,24 @@ describe('plan', () => {
   it('lists steps in order with how many at a time, the apps and what remains, and apps never synced', async () => {
     const reply = await runPlan(parseCommand('plan progressive-infra'), c());
     const d = reply.data as Record<string, any>;
-    expect(d.steps.map((s: any) => ({ step: s.step, maxConcurrent: s.maxConcurrent, apps: s.apps, remaining: s.remaining }))).toEqual([
+    expect(
+      d.steps.map((s: any) => ({ step: s.step, maxConcurrent: s.maxConcurrent, apps: s.apps, remaining: s.remaining })),
+    ).toEqual([
       { step: 1, maxConcurrent: null, apps: ['infra-stage'], remaining: [] },
       { step: 2, maxConcurrent: 1, apps: ['infra-canary-1', 'infra-canary-2'], remaining: ['infra-canary-2'] },
-      { step: 3, maxConcurrent: 1, apps: ['infra-prod-1', 'infra-prod-2'], remaining: ['infra-prod-1', 'infra-prod-2'] },
+      {
+        step: 3,
+        maxConcurrent: 1,
+        apps: ['infra-prod-1', 'infra-prod-2'],
+        remaining: ['infra-prod-1', 'infra-prod-2'],
+      },
     ]);
     expect(d.unmatched).toEqual(['infra-dev']);
     expect(d.findings.length).toBeGreaterThan(0);
     const text = renderText(reply);
-    expect(text).toContain('RollingSync will sync 3 apps in steps 2, 3, each step only after every app of the earlier steps is Healthy.');
+    expect(text).toContain(
+      'RollingSync will sync 3 apps in steps 2, 3, each step only after every app of the earlier steps is Healthy.',
+    );
     expect(text).toContain('Step 1 · all at once · 1 app, 0 to sync');
     expect(text).toContain('Never synced by RollingSync (in no step, 1): infra-dev');
   });
@@ -156,7 +264,9 @@ describe('plan', () => {
     const reply = await runPlan(parseCommand('plan progressive-infra'), ctx(services(f)));
     const text = renderText(reply);
     expect(text).toContain('RollingSync will sync 1 app in step 2.');
-    expect(text).toContain('Step 3 is a manual gate: 2 apps wait for a hand sync, and no later step starts until they are Healthy.');
+    expect(text).toContain(
+      'Step 3 is a manual gate: 2 apps wait for a hand sync, and no later step starts until they are Healthy.',
+    );
   });
 });
 
@@ -175,7 +285,9 @@ describe('diagnose', () => {
   it('for one appset returns its findings, the same as the rollout shows', async () => {
     const one = await runDiagnose(parseCommand('diagnose progressive-infra'), c());
     const rollout = await runRollout(parseCommand('rollout progressive-infra'), c());
-    expect((one.data.findings as { rule: string }[]).map((f) => f.rule)).toEqual((rollout.data.findings as { rule: string }[]).map((f) => f.rule));
+    expect((one.data.findings as { rule: string }[]).map((f) => f.rule)).toEqual(
+      (rollout.data.findings as { rule: string }[]).map((f) => f.rule),
+    );
     expect(one.data).toMatchObject({ appSet: 'progressive-infra', instance: 'east' });
   });
 

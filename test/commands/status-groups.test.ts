@@ -17,15 +17,30 @@ interface Scenario {
 
 async function open(scenario: string): Promise<Scenario> {
   const sim = await startTestSim({ scenario });
-  const clients = new Map(sim.instances.map((i) => [i.name, new ArgoClient(instanceSchema.parse({ name: i.name, url: i.url, token: i.token }))]));
-  const mirror = new FleetMirror(clients, sim.instances.map((i) => ({ name: i.name, uiUrl: i.url })));
+  const clients = new Map(
+    sim.instances.map((i) => [
+      i.name,
+      new ArgoClient(instanceSchema.parse({ name: i.name, url: i.url, token: i.token })),
+    ]),
+  );
+  const mirror = new FleetMirror(
+    clients,
+    sim.instances.map((i) => ({ name: i.name, uiUrl: i.url })),
+  );
   await mirror.start();
-  const config = configSchema.parse({ instances: sim.instances.map((i) => ({ name: i.name, url: i.url, token: i.token })) });
+  const config = configSchema.parse({
+    instances: sim.instances.map((i) => ({ name: i.name, url: i.url, token: i.token })),
+  });
   const now = sim.controller.clock.now();
   return {
     sim,
     mirror,
-    ctx: (surface = 'terminal') => ({ services: { config, fleet: mirror, argocd: clients, now: () => now }, user: 'U1', surface, channel: `C-${scenario}` }),
+    ctx: (surface = 'terminal') => ({
+      services: { config, fleet: mirror, argocd: clients, now: () => now },
+      user: 'U1',
+      surface,
+      channel: `C-${scenario}`,
+    }),
   };
 }
 
@@ -48,7 +63,9 @@ describe('status on seed-outage (540 apps, 12 clusters)', () => {
     const text = renderText(reply);
     const lines = text.trimEnd().split('\n');
     expect(lines.length).toBeLessThanOrEqual(25);
-    expect(text).toContain('auth-service · Degraded on 12/12 clusters · CrashLoopBackOff: back-off restarting failed container');
+    expect(text).toContain(
+      'auth-service · Degraded on 12/12 clusters · CrashLoopBackOff: back-off restarting failed container',
+    );
     expect(text).toContain('auth-config · OutOfSync on 12/12 clusters · live state differs from the target revision');
     const groups = reply.data.groups as { name: string; apps: string[]; reason: string }[];
     for (const g of groups) {
@@ -56,7 +73,9 @@ describe('status on seed-outage (540 apps, 12 clusters)', () => {
       expect(line, `a line for ${g.name}: ${g.reason}`).toBeDefined();
     }
     // Every problem app is in exactly one group.
-    expect(groups.flatMap((g) => g.apps).sort()).toEqual((reply.data.problems as { app: string }[]).map((p) => p.app).sort());
+    expect(groups.flatMap((g) => g.apps).sort()).toEqual(
+      (reply.data.problems as { app: string }[]).map((p) => p.app).sort(),
+    );
     // No pod hashes, UIDs or URLs in the summary, and no suggestion of the command just run.
     expect(text).not.toMatch(/https?:\/\//);
     expect(text).not.toMatch(/[0-9a-f]{10}-[a-z0-9]{5}|[0-9a-f]{8}-[0-9a-f]{4}-/);
@@ -70,8 +89,10 @@ describe('status on seed-outage (540 apps, 12 clusters)', () => {
     const out = renderBlocks(reply, { commandText: 'status' });
     expect(out.pages).toBe(1);
     expect(out.blocks.length).toBeLessThanOrEqual(SLACK_LIMITS.messageBlocks);
-    for (const b of out.blocks) if (b.type === 'section' && b.text) expect(b.text.text.length).toBeLessThanOrEqual(SLACK_LIMITS.sectionText);
-    for (const g of reply.data.groups as { name: string; reason: string }[]) expect(blockText(out.blocks)).toContain(`*${g.name}*`);
+    for (const b of out.blocks)
+      if (b.type === 'section' && b.text) expect(b.text.text.length).toBeLessThanOrEqual(SLACK_LIMITS.sectionText);
+    for (const g of reply.data.groups as { name: string; reason: string }[])
+      expect(blockText(out.blocks)).toContain(`*${g.name}*`);
     expect(blockText(out.blocks)).toContain('Degraded on 12/12 clusters');
   });
 });
@@ -91,7 +112,10 @@ describe('status on progressive-infra', () => {
     expect(groups[0]).toMatchObject({ name: 'progressive-infra', kind: 'failed' });
     expect([...groups[0].apps].sort()).toEqual(['cert-manager-prod-2', 'external-dns-prod-3', 'ingress-nginx-prod-1']);
     // An app matched by no step is never synced by RollingSync: a problem, not a wait.
-    expect(groups.find((g) => g.name === 'platform-addons')).toMatchObject({ kind: 'outofsync', reason: 'matched by no RollingSync step: Argo CD never syncs it' });
+    expect(groups.find((g) => g.name === 'platform-addons')).toMatchObject({
+      kind: 'outofsync',
+      reason: 'matched by no RollingSync step: Argo CD never syncs it',
+    });
     const waiting = groups.find((g) => g.kind === 'waiting');
     expect(waiting).toMatchObject({ name: 'progressive-infra' });
     expect(waiting!.apps).toHaveLength(9);
@@ -99,7 +123,9 @@ describe('status on progressive-infra', () => {
     const text = renderText(reply);
     expect(text).toMatch(/progressive-infra · 9 apps wait for RollingSync step 3 on 4\/6 clusters · not failing/);
     expect(text).toMatch(/5 apps need attention in 2 groups .*; 9 more apps only wait for a RollingSync step/);
-    expect(text).toContain('progressive-infra · 3 apps (ingress-nginx-prod-1, cert-manager-prod-2, external-dns-prod-3) sync failed on 3/6 clusters · one or more objects failed to apply');
+    expect(text).toContain(
+      'progressive-infra · 3 apps (ingress-nginx-prod-1, cert-manager-prod-2, external-dns-prod-3) sync failed on 3/6 clusters · one or more objects failed to apply',
+    );
   });
 });
 
@@ -113,19 +139,27 @@ describe('plan and rollout on progressive-infra', () => {
   it('plan leads with the blocked step, not with what it would sync', async () => {
     const text = renderText(await dispatch('plan progressive-infra', s.ctx()));
     const lines = text.split('\n').filter((l) => l.trim());
-    expect(lines[2]).toBe("✖ Blocked: Step 3 is stuck: 3 apps Pending/Progressing longer than 15m (cert-manager-prod-2, external-dns-prod-3, ingress-nginx-prod-1). Nothing below happens until step 3's failing apps are fixed.");
+    expect(lines[2]).toBe(
+      "✖ Blocked: Step 3 is stuck: 3 apps Pending/Progressing longer than 15m (cert-manager-prod-2, external-dns-prod-3, ingress-nginx-prod-1). Nothing below happens until step 3's failing apps are fixed.",
+    );
     expect(text).toContain('Once unblocked, RollingSync will sync');
   });
 
   it('shows the stuck-step finding as a short line, its per-app details folded below', async () => {
     const reply = await dispatch('rollout progressive-infra', s.ctx());
-    const findings = reply.blocks.find((b) => b.kind === 'list' && b.title === 'Findings') as { items: { text: string; detail?: string }[] };
+    const findings = reply.blocks.find((b) => b.kind === 'list' && b.title === 'Findings') as {
+      items: { text: string; detail?: string }[];
+    };
     const stuck = findings.items.find((i) => i.text.includes('stuck-step'))!;
     expect(stuck.text.length).toBeLessThan(200);
     expect(stuck.detail).toMatch(/^cert-manager-prod-2 Progressing for/);
     // One line per stuck app, none of them a wall of text, and Argo CD's quoted names never inside double quotes.
     const perApp = stuck.detail!.split('\n').filter((l) => / Progressing for /.test(l));
-    expect(perApp.map((l) => l.split(' ')[0])).toEqual(['cert-manager-prod-2', 'external-dns-prod-3', 'ingress-nginx-prod-1']);
+    expect(perApp.map((l) => l.split(' ')[0])).toEqual([
+      'cert-manager-prod-2',
+      'external-dns-prod-3',
+      'ingress-nginx-prod-1',
+    ]);
     for (const line of stuck.detail!.split('\n')) expect(line.length).toBeLessThan(400);
     expect(stuck.detail).not.toMatch(/"[^"`]*"[^"`]*"[^"`]*"/);
     expect(renderText(reply)).not.toMatch(/"Internal error occurred: failed calling webhook "/);
@@ -140,7 +174,16 @@ describe('terminal answers on progressive-infra', () => {
   afterAll(() => close(s));
 
   it('never suggest the command just run, and print no Slack markup (backticks, /argo)', async () => {
-    for (const command of ['status', 'status progressive-infra', 'rollout progressive-infra', 'plan progressive-infra', 'diagnose', 'diagnose progressive-infra', 'app cert-manager-prod-2', 'clusters']) {
+    for (const command of [
+      'status',
+      'status progressive-infra',
+      'rollout progressive-infra',
+      'plan progressive-infra',
+      'diagnose',
+      'diagnose progressive-infra',
+      'app cert-manager-prod-2',
+      'clusters',
+    ]) {
       const text = renderText(await dispatch(command, s.ctx()));
       const tries = [...text.matchAll(/^→ try: (.+)$/gm)].map((m) => m[1].trim());
       expect(tries, command).not.toContain(command);

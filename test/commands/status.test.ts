@@ -20,16 +20,35 @@ describe('status', () => {
     });
     expect(reply.data.clusters).toEqual([
       // An unresolvable destination server stays the URL; a trailing slash still resolves to prod-us1.
-      { instance: 'east', cluster: 'https://unknown.example:6443', apps: 1, sync: { Synced: 1 }, health: { Missing: 1 } },
+      {
+        instance: 'east',
+        cluster: 'https://unknown.example:6443',
+        apps: 1,
+        sync: { Synced: 1 },
+        health: { Missing: 1 },
+      },
       { instance: 'east', cluster: 'prod-us1', apps: 2, sync: { Synced: 2 }, health: { Healthy: 1, Degraded: 1 } },
-      { instance: 'east', cluster: 'prod-us2', apps: 2, sync: { OutOfSync: 1, Unknown: 1 }, health: { Healthy: 1, Unknown: 1 } },
+      {
+        instance: 'east',
+        cluster: 'prod-us2',
+        apps: 2,
+        sync: { OutOfSync: 1, Unknown: 1 },
+        health: { Healthy: 1, Unknown: 1 },
+      },
       { instance: 'west', cluster: 'prod-eu1', apps: 2, sync: { Synced: 2 }, health: { Healthy: 1, Progressing: 1 } },
     ]);
   });
 
   it('lists OutOfSync/Degraded/Missing/Unknown apps oldest problem first, with reasons', async () => {
     const reply = await status('status');
-    const problems = reply.data.problems as { app: string; instance: string; cluster: string; sync: string; health: string; reason: string }[];
+    const problems = reply.data.problems as {
+      app: string;
+      instance: string;
+      cluster: string;
+      sync: string;
+      health: string;
+      reason: string;
+    }[];
     expect(problems.map((p) => p.app)).toEqual(['auth-prod-us2', 'auth-prod-us1', 'orphan-app', 'new-app']);
     expect(Object.keys(problems[0]).sort()).toEqual(['app', 'cluster', 'health', 'instance', 'reason', 'sync']);
     expect(problems[0]).toMatchObject({ instance: 'east', cluster: 'prod-us2', sync: 'OutOfSync', health: 'Healthy' });
@@ -38,7 +57,11 @@ describe('status', () => {
       'one or more objects failed to apply, reason: admission webhook denied; ConfigMap/auth-config: admission webhook "validate.example.com" denied the request; SyncError: Failed sync attempt to cccc: one or more objects failed to apply; OrphanedResourceWarning: Application has 1 orphaned resources',
     );
     expect(problems[1].reason).toBe('Deployment/auth Degraded: Deployment "auth" exceeded its progress deadline');
-    expect(problems[3]).toMatchObject({ sync: 'Unknown', health: 'Unknown', reason: expect.stringMatching(/not reported a status/) });
+    expect(problems[3]).toMatchObject({
+      sync: 'Unknown',
+      health: 'Unknown',
+      reason: expect.stringMatching(/not reported a status/),
+    });
     // Progressing (west auth-prod-us1) is not a problem.
     expect(problems.some((p) => p.instance === 'west')).toBe(false);
   });
@@ -47,7 +70,15 @@ describe('status', () => {
     expect(((await status('status auth-*')).data.total as { apps: number }).apps).toBe(3);
     expect(((await status('status -l env=prod')).data.total as { apps: number }).apps).toBe(2);
     const byCluster = await status('status prod-us2');
-    expect(byCluster.data.clusters).toEqual([{ instance: 'east', cluster: 'prod-us2', apps: 2, sync: { OutOfSync: 1, Unknown: 1 }, health: { Healthy: 1, Unknown: 1 } }]);
+    expect(byCluster.data.clusters).toEqual([
+      {
+        instance: 'east',
+        cluster: 'prod-us2',
+        apps: 2,
+        sync: { OutOfSync: 1, Unknown: 1 },
+        health: { Healthy: 1, Unknown: 1 },
+      },
+    ]);
     expect(byCluster.title).toBe('Status of cluster prod-us2');
     const west = await status('status instance=west');
     expect(west.data.total).toEqual({ apps: 2, sync: { Synced: 2 }, health: { Healthy: 1, Progressing: 1 } });
@@ -60,32 +91,65 @@ describe('status', () => {
   });
 
   it('throws unknown_target with app, appset and cluster suggestions for a mistyped name', async () => {
-    await expect(status('status auth-prod-us3')).rejects.toMatchObject({ code: 'unknown_target', suggestions: expect.arrayContaining(['auth-prod-us1', 'auth-prod-us2']) });
-    await expect(status('status cluster=prod-us3')).rejects.toMatchObject({ code: 'unknown_target', suggestions: expect.arrayContaining(['prod-us1']) });
-    await expect(status('status instance=eats')).rejects.toMatchObject({ code: 'unknown_target', suggestions: ['east'] });
+    await expect(status('status auth-prod-us3')).rejects.toMatchObject({
+      code: 'unknown_target',
+      suggestions: expect.arrayContaining(['auth-prod-us1', 'auth-prod-us2']),
+    });
+    await expect(status('status cluster=prod-us3')).rejects.toMatchObject({
+      code: 'unknown_target',
+      suggestions: expect.arrayContaining(['prod-us1']),
+    });
+    await expect(status('status instance=eats')).rejects.toMatchObject({
+      code: 'unknown_target',
+      suggestions: ['east'],
+    });
     await expect(status('status nomatch-*')).rejects.toMatchObject({ code: 'unknown_target' });
   });
 
   it('rejects an option it does not know', async () => {
-    await expect(status('status env=prod')).rejects.toMatchObject({ code: 'usage', message: expect.stringMatching(/-l env=prod/) });
+    await expect(status('status env=prod')).rejects.toMatchObject({
+      code: 'usage',
+      message: expect.stringMatching(/-l env=prod/),
+    });
   });
 
   it('groups problems by ApplicationSet and reason, a failed sync first, with buttons to refresh and to follow the rollout in flight', async () => {
     const reply = await status('status --public');
-    const lists = reply.blocks.filter((b): b is Extract<ReplyBlock, { kind: 'list' }> => b.kind === 'list' && b.title !== 'Clusters');
+    const lists = reply.blocks.filter(
+      (b): b is Extract<ReplyBlock, { kind: 'list' }> => b.kind === 'list' && b.title !== 'Clusters',
+    );
     expect(lists).toHaveLength(1);
     expect(lists[0].title).toBe('Problems by ApplicationSet and reason, worst first');
     expect(lists[0].total).toBe(4);
     expect(lists[0].items.map((i) => [i.text, i.tone])).toEqual([
-      ['*auth* · sync failed on east/prod-us2 · one or more objects failed to apply, reason: admission webhook denied · for 1h', 'error'],
-      ['*auth* · Degraded on east/prod-us1 · Deployment "auth" exceeded its progress deadline (Deployment/auth) · for 30m', 'error'],
-      ['*orphan-app* · Missing on east/https://unknown.example:6443 · its resources do not exist in the cluster (never synced, or deleted) · for 10m', 'error'],
-      ['*new-app* · Unknown on east/prod-us2 · Argo CD has not reported a status for this app yet (not reconciled).', 'unknown'],
+      [
+        '*auth* · sync failed on east/prod-us2 · one or more objects failed to apply, reason: admission webhook denied · for 1h',
+        'error',
+      ],
+      [
+        '*auth* · Degraded on east/prod-us1 · Deployment "auth" exceeded its progress deadline (Deployment/auth) · for 30m',
+        'error',
+      ],
+      [
+        '*orphan-app* · Missing on east/https://unknown.example:6443 · its resources do not exist in the cluster (never synced, or deleted) · for 10m',
+        'error',
+      ],
+      [
+        '*new-app* · Unknown on east/prod-us2 · Argo CD has not reported a status for this app yet (not reconciled).',
+        'unknown',
+      ],
     ]);
     // Summary lines carry no URLs: the app is one `app X` away.
     for (const item of lists[0].items) expect(item.text).not.toMatch(/https?:\/\/(?!unknown\.example)/);
     expect(reply.data.groups).toEqual([
-      expect.objectContaining({ name: 'auth', by: 'appset', kind: 'failed', apps: ['auth-prod-us2'], clusters: 1, clustersOfGroup: 2 }),
+      expect.objectContaining({
+        name: 'auth',
+        by: 'appset',
+        kind: 'failed',
+        apps: ['auth-prod-us2'],
+        clusters: 1,
+        clustersOfGroup: 2,
+      }),
       expect.objectContaining({ name: 'auth', by: 'appset', kind: 'degraded', apps: ['auth-prod-us1'] }),
       expect.objectContaining({ name: 'orphan-app', by: 'app', kind: 'missing' }),
       expect.objectContaining({ name: 'new-app', by: 'app', kind: 'unknown' }),
@@ -107,11 +171,17 @@ describe('status', () => {
       app({
         name: `svc-c${i}`,
         clusterName: `c${String(i).padStart(3, '0')}`,
-        status: { sync: { status: 'Synced' }, health: { status: i < 3 ? 'Degraded' : 'Healthy', lastTransitionTime: '2026-12-02T11:00:00Z' } },
+        status: {
+          sync: { status: 'Synced' },
+          health: { status: i < 3 ? 'Degraded' : 'Healthy', lastTransitionTime: '2026-12-02T11:00:00Z' },
+        },
       }),
     );
     const reply = await status('status', StaticFleet.fromObjects([{ name: 'main', applications: apps }]));
-    const clusters = reply.blocks.find((b) => b.kind === 'list' && b.title === 'Clusters') as Extract<ReplyBlock, { kind: 'list' }>;
+    const clusters = reply.blocks.find((b) => b.kind === 'list' && b.title === 'Clusters') as Extract<
+      ReplyBlock,
+      { kind: 'list' }
+    >;
     expect(clusters.items.map((i) => i.text.split(' ')[0])).toEqual(['*c000*', '*c001*', '*c002*']);
     expect(reply.blocks).toContainEqual({ kind: 'context', text: 'and 197 more healthy clusters' });
     expect((reply.data.clusters as unknown[]).length).toBe(200);

@@ -48,30 +48,50 @@ describe('configs rollcall writes and ships, under the strict schema', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-init-'));
     try {
       const file = initConfig(path.join(dir, 'rollcall.yaml'));
-      expect(parseConfig(readFileSync(file, 'utf8'), file, { ARGOCD_TOKEN: 'token' }).alerts.stuckAfter).toBe(15 * 60_000);
+      expect(parseConfig(readFileSync(file, 'utf8'), file, { ARGOCD_TOKEN: 'token' }).alerts.stuckAfter).toBe(
+        15 * 60_000,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });
 
-  it.each(Object.keys(SCENARIOS))('rollcall sim --scenario %s --write-config writes one that is accepted as it is', async (scenario) => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-sim-config-'));
-    const file = path.join(dir, 'sim.yaml');
-    const server = await runSimCommand({ scenario, port: 0, frozen: true, writeConfig: file, operator: 'U0WRITER', out: () => {}, untilKilled: false });
-    try {
-      const config = parseConfig(readFileSync(file, 'utf8'), file, {});
-      expect(config.instances.length).toBeGreaterThan(0);
-      expect(config.access.groups.oncall).toEqual(['U0WRITER', 'oncall-2']);
-      expect(config.kube.clusters.length).toBe(server.kube.length);
-    } finally {
-      await server.stop();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+  it.each(Object.keys(SCENARIOS))(
+    'rollcall sim --scenario %s --write-config writes one that is accepted as it is',
+    async (scenario) => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-sim-config-'));
+      const file = path.join(dir, 'sim.yaml');
+      const server = await runSimCommand({
+        scenario,
+        port: 0,
+        frozen: true,
+        writeConfig: file,
+        operator: 'U0WRITER',
+        out: () => {},
+        untilKilled: false,
+      });
+      try {
+        const config = parseConfig(readFileSync(file, 'utf8'), file, {});
+        expect(config.instances.length).toBeGreaterThan(0);
+        expect(config.access.groups.oncall).toEqual(['U0WRITER', 'oncall-2']);
+        expect(config.kube.clusters.length).toBe(server.kube.length);
+      } finally {
+        await server.stop();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 
   it("the Helm chart's config values are accepted as the chart renders them into rollcall.yaml", () => {
-    const values = parse(readFileSync(path.resolve(import.meta.dirname, '../../deploy/helm/rollcall/values.yaml'), 'utf8'));
-    const env = { ARGOCD_TOKEN: 't', SLACK_BOT_TOKEN: 'xoxb', SLACK_SIGNING_SECRET: 's', REDIS_URL: 'redis://redis:6379' };
+    const values = parse(
+      readFileSync(path.resolve(import.meta.dirname, '../../deploy/helm/rollcall/values.yaml'), 'utf8'),
+    );
+    const env = {
+      ARGOCD_TOKEN: 't',
+      SLACK_BOT_TOKEN: 'xoxb',
+      SLACK_SIGNING_SECRET: 's',
+      REDIS_URL: 'redis://redis:6379',
+    };
     expect(parseConfig(stringify(values.config), 'values.yaml', env).shutdown.grace).toBe(20_000);
   });
 });

@@ -42,14 +42,19 @@ describe('config', () => {
   });
 
   it('names the path and the problem of an invalid URL', () => {
-    const problems = problemsOf(valid.replace('http://127.0.0.1:8080', 'not a url'), { ARGOCD_TOKEN: 'a', SLACK_BOT_TOKEN: 'b' });
+    const problems = problemsOf(valid.replace('http://127.0.0.1:8080', 'not a url'), {
+      ARGOCD_TOKEN: 'a',
+      SLACK_BOT_TOKEN: 'b',
+    });
     expect(problems).toEqual([{ path: 'instances[1].url', message: 'expected a URL', line: 7 }]);
   });
 
   it('reports an unset environment variable at the field that uses it', () => {
     const problems = problemsOf(valid, { SLACK_BOT_TOKEN: 'b' });
     // Once, at the line of the token inside the list (not at the top of the list), with no "empty token" echo.
-    expect(problems).toEqual([{ path: 'instances[0].token', message: 'environment variable ARGOCD_TOKEN is not set', line: 5 }]);
+    expect(problems).toEqual([
+      { path: 'instances[0].token', message: 'environment variable ARGOCD_TOKEN is not set', line: 5 },
+    ]);
   });
 
   it('requires an app token in socket mode and a signing secret in http mode', () => {
@@ -61,8 +66,13 @@ describe('config', () => {
 
   it('rejects duplicate instance names and an empty instance list', () => {
     const dup = problemsOf(valid.replace('name: staging', 'name: prod'), { ARGOCD_TOKEN: 'a', SLACK_BOT_TOKEN: 'b' });
-    expect(dup).toEqual([expect.objectContaining({ path: 'instances[1].name', message: 'duplicate instance name "prod"' })]);
-    expect(problemsOf('instances: []')[0]).toMatchObject({ path: 'instances', message: 'expected at least one Argo CD instance' });
+    expect(dup).toEqual([
+      expect.objectContaining({ path: 'instances[1].name', message: 'duplicate instance name "prod"' }),
+    ]);
+    expect(problemsOf('instances: []')[0]).toMatchObject({
+      path: 'instances',
+      message: 'expected at least one Argo CD instance',
+    });
   });
 
   it('reports YAML syntax errors with their line', () => {
@@ -86,8 +96,12 @@ describe('config', () => {
   });
 
   it('masks a password inside a URL when printed', () => {
-    const text = valid.replace('https://cd.example.com/argocd', 'https://bot:pw-123@cd.example.com/argocd') + 'redis:\n  url: redis://default:hunter2@redis.internal:6379\n';
-    const printed = JSON.stringify(redactConfig(parseConfig(text, 'rollcall.yaml', { ARGOCD_TOKEN: 'a', SLACK_BOT_TOKEN: 'b' })));
+    const text =
+      valid.replace('https://cd.example.com/argocd', 'https://bot:pw-123@cd.example.com/argocd') +
+      'redis:\n  url: redis://default:hunter2@redis.internal:6379\n';
+    const printed = JSON.stringify(
+      redactConfig(parseConfig(text, 'rollcall.yaml', { ARGOCD_TOKEN: 'a', SLACK_BOT_TOKEN: 'b' })),
+    );
     expect(printed).not.toContain('hunter2');
     expect(printed).not.toContain('pw-123');
     expect(printed).toContain('redis://default:***@redis.internal:6379');
@@ -107,13 +121,20 @@ describe('config', () => {
 
     it('names a misspelt top-level section with its line and the section meant (diagnoze)', () => {
       expect(problemsOf(base + 'diagnoze:\n  stuckAfter: 15m\n')).toEqual([
-        { path: 'diagnoze', message: 'unknown key "diagnoze" (did you mean diagnose?)', line: 5, suggestion: 'diagnose' },
+        {
+          path: 'diagnoze',
+          message: 'unknown key "diagnoze" (did you mean diagnose?)',
+          line: 5,
+          suggestion: 'diagnose',
+        },
       ]);
     });
 
     it('refuses redis.prefx rather than sharing the default prefix, at the line of the typo', () => {
       const problems = problemsOf(base + 'redis:\n  url: redis://127.0.0.1:6379\n  prefx: team-a\n');
-      expect(problems).toEqual([{ path: 'redis.prefx', message: 'unknown key "prefx" (did you mean prefix?)', line: 7, suggestion: 'prefix' }]);
+      expect(problems).toEqual([
+        { path: 'redis.prefx', message: 'unknown key "prefx" (did you mean prefix?)', line: 7, suggestion: 'prefix' },
+      ]);
       const error = (() => {
         try {
           parseConfig(base + 'redis:\n  prefx: team-a\n', 'rollcall.yaml', {});
@@ -128,8 +149,19 @@ describe('config', () => {
 
     it('refuses alerts.holdDwn, and lists the keys of a section when nothing is close', () => {
       expect(problemsOf(base + 'alerts:\n  holdDwn: 30s\n  pager: yes\n')).toEqual([
-        { path: 'alerts.holdDwn', message: 'unknown key "holdDwn" (did you mean holdDown?)', line: 6, suggestion: 'holdDown' },
-        { path: 'alerts.pager', message: expect.stringMatching(/^unknown key "pager" \(known keys here: channel, stuckAfter, holdDown, .*rules\)$/), line: 7 },
+        {
+          path: 'alerts.holdDwn',
+          message: 'unknown key "holdDwn" (did you mean holdDown?)',
+          line: 6,
+          suggestion: 'holdDown',
+        },
+        {
+          path: 'alerts.pager',
+          message: expect.stringMatching(
+            /^unknown key "pager" \(known keys here: channel, stuckAfter, holdDown, .*rules\)$/,
+          ),
+          line: 7,
+        },
       ]);
     });
 
@@ -141,16 +173,27 @@ describe('config', () => {
         'alerts:\n  rules:\n    out-of-sync: { after: 1h, windw: 2m }\n' +
         'kube:\n  clusters:\n    - { name: prod-1, inCluster: true, contxt: prod }\n';
       expect(problemsOf(text)).toEqual([
-        expect.objectContaining({ path: 'instances[0].tls.insecureSkipVerfy', line: 5, suggestion: 'insecureSkipVerify' }),
+        expect.objectContaining({
+          path: 'instances[0].tls.insecureSkipVerfy',
+          line: 5,
+          suggestion: 'insecureSkipVerify',
+        }),
         expect.objectContaining({ path: 'alerts.rules.out-of-sync.windw', line: 10, suggestion: 'window' }),
         expect.objectContaining({ path: 'kube.clusters[0].contxt', line: 13, suggestion: 'context' }),
       ]);
-      const fixed = text.replace('insecureSkipVerfy', 'insecureSkipVerify').replace('windw: 2m', 'channel: C1').replace('contxt', 'context');
-      expect(parseConfig(fixed, 'rollcall.yaml', {}).access.groups).toEqual({ 'sre-emea': ['U1'], 'night-shift': ['U2'] });
+      const fixed = text
+        .replace('insecureSkipVerfy', 'insecureSkipVerify')
+        .replace('windw: 2m', 'channel: C1')
+        .replace('contxt', 'context');
+      expect(parseConfig(fixed, 'rollcall.yaml', {}).access.groups).toEqual({
+        'sre-emea': ['U1'],
+        'night-shift': ['U2'],
+      });
     });
 
     it('lists every problem of a file in file order, not just the first', () => {
-      const text = base + '    timout: 15s\ndiagnoze: {}\nalerts:\n  stuckAfter: 15\n  holdDwn: 30s\nredis:\n  prefx: a\n';
+      const text =
+        base + '    timout: 15s\ndiagnoze: {}\nalerts:\n  stuckAfter: 15\n  holdDwn: 30s\nredis:\n  prefx: a\n';
       expect(problemsOf(text).map((p) => [p.path, p.line])).toEqual([
         ['instances[0].timout', 5],
         ['diagnoze', 6],
@@ -165,25 +208,58 @@ describe('config', () => {
     const base = 'instances:\n  - name: prod\n    url: https://cd.example.com\n    token: t\n';
 
     it('refuses a bare number and shows how to write it, wherever a duration goes', () => {
-      const text = base + '    timeout: 15\n    rateLimit: { per: 1000 }\nalerts:\n  stuckAfter: 15\n  rules:\n    out-of-sync: { after: "90" }\nshutdown:\n  grace: 2.5\n';
+      const text =
+        base +
+        '    timeout: 15\n    rateLimit: { per: 1000 }\nalerts:\n  stuckAfter: 15\n  rules:\n    out-of-sync: { after: "90" }\nshutdown:\n  grace: 2.5\n';
       expect(problemsOf(text)).toEqual([
-        { path: 'instances[0].timeout', message: '15 needs a unit: 15s, 15m or 15h (a bare number is not a duration)', line: 5 },
-        { path: 'instances[0].rateLimit.per', message: '1000 needs a unit: 1000s, 1000m or 1000h (a bare number is not a duration)', line: 6 },
-        { path: 'alerts.stuckAfter', message: '15 needs a unit: 15s, 15m or 15h (a bare number is not a duration)', line: 8 },
-        { path: 'alerts.rules.out-of-sync.after', message: '90 needs a unit: 90s, 90m or 90h (a bare number is not a duration)', line: 10 },
-        { path: 'shutdown.grace', message: '2.5 needs a unit: 2.5s, 2.5m or 2.5h (a bare number is not a duration)', line: 12 },
+        {
+          path: 'instances[0].timeout',
+          message: '15 needs a unit: 15s, 15m or 15h (a bare number is not a duration)',
+          line: 5,
+        },
+        {
+          path: 'instances[0].rateLimit.per',
+          message: '1000 needs a unit: 1000s, 1000m or 1000h (a bare number is not a duration)',
+          line: 6,
+        },
+        {
+          path: 'alerts.stuckAfter',
+          message: '15 needs a unit: 15s, 15m or 15h (a bare number is not a duration)',
+          line: 8,
+        },
+        {
+          path: 'alerts.rules.out-of-sync.after',
+          message: '90 needs a unit: 90s, 90m or 90h (a bare number is not a duration)',
+          line: 10,
+        },
+        {
+          path: 'shutdown.grace',
+          message: '2.5 needs a unit: 2.5s, 2.5m or 2.5h (a bare number is not a duration)',
+          line: 12,
+        },
       ]);
     });
 
     it('reads a duration with its unit, and 0 (which needs none)', () => {
-      const config = parseConfig(base + '    timeout: 15s\nalerts:\n  stuckAfter: 15m\n  holdDown: 0\nchanges:\n  retention: 1h30m\n', 'rollcall.yaml', {});
-      expect([config.instances[0].timeout, config.alerts.stuckAfter, config.alerts.holdDown, config.changes.retention]).toEqual([15_000, 900_000, 0, 5_400_000]);
+      const config = parseConfig(
+        base + '    timeout: 15s\nalerts:\n  stuckAfter: 15m\n  holdDown: 0\nchanges:\n  retention: 1h30m\n',
+        'rollcall.yaml',
+        {},
+      );
+      expect([
+        config.instances[0].timeout,
+        config.alerts.stuckAfter,
+        config.alerts.holdDown,
+        config.changes.retention,
+      ]).toEqual([15_000, 900_000, 0, 5_400_000]);
     });
 
     it('takes milliseconds only from code: a parsed config read back is the same config', () => {
       const config = parseConfig(base + 'alerts:\n  stuckAfter: 15m\n', 'rollcall.yaml', {});
       expect(configSchema.parse(config)).toEqual(config);
-      expect(() => parseConfig(base + 'alerts:\n  stuckAfter: 900000\n', 'rollcall.yaml', {})).toThrow(/900000 needs a unit/);
+      expect(() => parseConfig(base + 'alerts:\n  stuckAfter: 900000\n', 'rollcall.yaml', {})).toThrow(
+        /900000 needs a unit/,
+      );
     });
   });
 });

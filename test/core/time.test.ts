@@ -17,12 +17,28 @@ describe('one way to show time', () => {
   });
 
   it('refuses an unknown time zone in the config', () => {
-    expect(() => configSchema.parse({ instances: [{ name: 'a', url: 'http://a', token: 't' }], display: { timeZone: 'Mars/Olympus' } })).toThrow(/IANA time zone/);
+    expect(() =>
+      configSchema.parse({
+        instances: [{ name: 'a', url: 'http://a', token: 't' }],
+        display: { timeZone: 'Mars/Olympus' },
+      }),
+    ).toThrow(/IANA time zone/);
   });
 
   it('prints no raw ISO timestamps in runs and the audit log', () => {
     const at = new Date(Date.now() - 3 * 60_000).toISOString();
-    const runs = renderText(runListReply([{ id: 'r-1', runbook: 'bulk-sync', status: 'succeeded', requester: 'alice', createdAt: at, params: {} } as never]));
+    const runs = renderText(
+      runListReply([
+        {
+          id: 'r-1',
+          runbook: 'bulk-sync',
+          status: 'succeeded',
+          requester: 'alice',
+          createdAt: at,
+          params: {},
+        } as never,
+      ]),
+    );
     const audit = renderText(auditReply([{ at, who: 'alice', kind: 'run.start', runId: 'r-1' } as never]));
     for (const text of [runs, audit]) {
       expect(text).not.toMatch(/\d{4}-\d\d-\d\dT\d\d:\d\d/);
@@ -31,6 +47,13 @@ describe('one way to show time', () => {
   });
 
   it('writes durations exactly, in one canonical spelling from the largest unit down', () => {
-    expect([600_000, 90_000, 5_400_000, 250, 86_400_000, 93_784_005].map(typedDuration)).toEqual(['10m', '1m30s', '1h30m', '250ms', '1d', '1d2h3m4s5ms']);
+    expect([600_000, 90_000, 5_400_000, 250, 86_400_000, 93_784_005].map(typedDuration)).toEqual([
+      '10m',
+      '1m30s',
+      '1h30m',
+      '250ms',
+      '1d',
+      '1d2h3m4s5ms',
+    ]);
   });
 });

@@ -10,11 +10,28 @@ const root = path.resolve(import.meta.dirname, '../..');
 describe('deploy/grafana/rollcall-dashboard.json', () => {
   it('queries exactly the metrics rollcall exports, and graphs every one of them', async () => {
     // The gauges over the fleet exist once the HTTP server serves /metrics.
-    const server = await startHttpServer({ port: 0, fleet: StaticFleet.fromObjects([]), health: { redis: async () => undefined } });
+    const server = await startHttpServer({
+      port: 0,
+      fleet: StaticFleet.fromObjects([]),
+      health: { redis: async () => undefined },
+    });
     await server.close();
-    const exported = new Set(metricsRegistry().getMetricsAsArray().map((m) => (m as unknown as { name: string }).name).filter((n) => n.startsWith('rollcall_')));
-    const dashboard = JSON.parse(readFileSync(path.join(root, 'deploy/grafana/rollcall-dashboard.json'), 'utf8')) as { panels: { title: string; targets: { expr: string }[] }[] };
-    const queried = new Set(dashboard.panels.flatMap((p) => p.targets.flatMap((t) => [...t.expr.matchAll(/\brollcall_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|count|sum)$/, '')))));
+    const exported = new Set(
+      metricsRegistry()
+        .getMetricsAsArray()
+        .map((m) => (m as unknown as { name: string }).name)
+        .filter((n) => n.startsWith('rollcall_')),
+    );
+    const dashboard = JSON.parse(readFileSync(path.join(root, 'deploy/grafana/rollcall-dashboard.json'), 'utf8')) as {
+      panels: { title: string; targets: { expr: string }[] }[];
+    };
+    const queried = new Set(
+      dashboard.panels.flatMap((p) =>
+        p.targets.flatMap((t) =>
+          [...t.expr.matchAll(/\brollcall_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|count|sum)$/, '')),
+        ),
+      ),
+    );
     for (const name of queried) expect(exported, `dashboard queries ${name}`).toContain(name);
     for (const name of exported) expect(queried, `no panel graphs ${name}`).toContain(name);
     expect(exported).toEqual(

@@ -25,4 +25,3 @@ describe('docker-compose.yml', () => {
     expect(compose.services.redis.healthcheck.test).toContain('ping');
   });
 });
-

@@ -32,20 +32,37 @@ const FULL_VALUES = {
         { name: 'prod-us-east-1', kubeconfig: '/var/run/rollcall/kube/prod-us-east-1/kubeconfig' },
       ],
     },
-    sealedSecrets: { backup: { cluster: 'ops', namespace: 'sealed-secrets-backup' }, schedules: [{ cluster: 'prod-eu-west-1', cron: '0 3 * * *' }] },
+    sealedSecrets: {
+      backup: { cluster: 'ops', namespace: 'sealed-secrets-backup' },
+      schedules: [{ cluster: 'prod-eu-west-1', cron: '0 3 * * *' }],
+    },
   },
 };
 
 const VARIANTS: [string, object][] = [
   ['default values', {}],
   ['every option on', FULL_VALUES],
-  ['socket mode, one replica each, no PDB, node defaults', { bot: { replicas: 1, pdb: { enabled: false }, nodeFlags: [] }, worker: { replicas: 1 }, config: { slack: { mode: 'socket', appToken: '${SLACK_APP_TOKEN}', signingSecret: null } } }],
+  [
+    'socket mode, one replica each, no PDB, node defaults',
+    {
+      bot: { replicas: 1, pdb: { enabled: false }, nodeFlags: [] },
+      worker: { replicas: 1 },
+      config: { slack: { mode: 'socket', appToken: '${SLACK_APP_TOKEN}', signingSecret: null } },
+    },
+  ],
 ];
 
 type Obj = RenderedObject & { spec?: any };
 const ofKind = (objs: Obj[], kind: string) => objs.filter((o) => o.kind === kind);
-const matches = (selector: Record<string, string>, labels: Record<string, string> = {}) => Object.entries(selector).every(([k, v]) => labels[k] === v);
-const secretEnv = { ARGOCD_TOKEN: 't', SLACK_BOT_TOKEN: 'xoxb-1', SLACK_SIGNING_SECRET: 's', SLACK_APP_TOKEN: 'xapp-1', REDIS_URL: 'redis://redis:6379' };
+const matches = (selector: Record<string, string>, labels: Record<string, string> = {}) =>
+  Object.entries(selector).every(([k, v]) => labels[k] === v);
+const secretEnv = {
+  ARGOCD_TOKEN: 't',
+  SLACK_BOT_TOKEN: 'xoxb-1',
+  SLACK_SIGNING_SECRET: 's',
+  SLACK_APP_TOKEN: 'xapp-1',
+  REDIS_URL: 'redis://redis:6379',
+};
 
 describe.each(VARIANTS)('helm chart rendered with %s', (_name, values) => {
   const objects = renderChart(chartDir, { release: 'oncall', namespace: 'rollcall', values }) as Obj[];
@@ -70,7 +87,11 @@ describe.each(VARIANTS)('helm chart rendered with %s', (_name, values) => {
       expect(Number.isInteger(sc.runAsGroup) && Number.isInteger(sc.fsGroup)).toBe(true);
       expect([String(sc.runAsUser), String(sc.runAsGroup)]).toEqual([dockerUser![1], dockerUser![2]]);
       const [container] = pod.spec.containers;
-      expect(container.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+      expect(container.securityContext).toMatchObject({
+        readOnlyRootFilesystem: true,
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ['ALL'] },
+      });
       const tmp = container.volumeMounts.find((m: any) => m.mountPath === '/tmp');
       expect(pod.spec.volumes.find((v: any) => v.name === tmp.name)).toHaveProperty('emptyDir');
       expect(tmp.readOnly).not.toBe(true);
@@ -79,7 +100,9 @@ describe.each(VARIANTS)('helm chart rendered with %s', (_name, values) => {
 
   it('mounts only volumes the pod declares, from ConfigMaps the chart renders and the Secrets in values', () => {
     const configMaps = new Set(ofKind(objects, 'ConfigMap').map((c) => c.metadata.name));
-    const kubeSecrets = new Set(((values as typeof FULL_VALUES).kube?.kubeconfigSecrets ?? []).map((s) => s.secretName));
+    const kubeSecrets = new Set(
+      ((values as typeof FULL_VALUES).kube?.kubeconfigSecrets ?? []).map((s) => s.secretName),
+    );
     for (const pod of pods) {
       const volumes = new Map<string, any>(pod.spec.volumes.map((v: any) => [v.name, v]));
       for (const m of pod.spec.containers[0].volumeMounts) expect(volumes.has(m.name), m.name).toBe(true);
@@ -99,7 +122,10 @@ describe.each(VARIANTS)('helm chart rendered with %s', (_name, values) => {
       const volume = pod.spec.volumes.find((v: any) => v.name === mount.name);
       expect(volume.configMap.name).toBe('oncall-config');
       expect(Object.keys((configMap as any).data)).toContain(path.basename(file));
-      const env = { ...secretEnv, ...Object.fromEntries(container.env.filter((e: any) => 'value' in e).map((e: any) => [e.name, e.value])) };
+      const env = {
+        ...secretEnv,
+        ...Object.fromEntries(container.env.filter((e: any) => 'value' in e).map((e: any) => [e.name, e.value])),
+      };
       const config = parseConfig((configMap as any).data[path.basename(file)], 'values.yaml', env);
       // The runbooks the chart mounts are the ones rollcall reads.
       const runbooksMount = container.volumeMounts.find((m: any) => m.name === 'runbooks');
@@ -107,7 +133,11 @@ describe.each(VARIANTS)('helm chart rendered with %s', (_name, values) => {
       // Every kubeconfig the config names is a file of a mounted Secret; in-cluster access has its token.
       for (const cluster of config.kube.clusters) {
         if (cluster.inCluster) expect(pod.spec.automountServiceAccountToken).toBe(true);
-        else expect(container.volumeMounts.some((m: any) => cluster.kubeconfig === `${m.mountPath}/kubeconfig`), cluster.kubeconfig).toBe(true);
+        else
+          expect(
+            container.volumeMounts.some((m: any) => cluster.kubeconfig === `${m.mountPath}/kubeconfig`),
+            cluster.kubeconfig,
+          ).toBe(true);
       }
       expect(container.ports.find((p: any) => p.name === 'http').containerPort).toBe(config.http.port);
       if (config.slack?.mode === 'http' && pod.metadata.labels['app.kubernetes.io/component'] === 'bot') {
@@ -119,7 +149,10 @@ describe.each(VARIANTS)('helm chart rendered with %s', (_name, values) => {
   it('takes REDIS_URL and the tokens from the Secret', () => {
     for (const pod of pods) {
       const [container] = pod.spec.containers;
-      expect(container.env.find((e: any) => e.name === 'REDIS_URL').valueFrom.secretKeyRef).toEqual({ name: 'rollcall-secrets', key: 'REDIS_URL' });
+      expect(container.env.find((e: any) => e.name === 'REDIS_URL').valueFrom.secretKeyRef).toEqual({
+        name: 'rollcall-secrets',
+        key: 'REDIS_URL',
+      });
       expect(container.envFrom).toEqual([{ secretRef: { name: 'rollcall-secrets' } }]);
       // No secret value is ever written into the chart's objects.
       expect(JSON.stringify(objects)).not.toMatch(/xoxb-|xapp-/);
@@ -144,7 +177,8 @@ describe.each(VARIANTS)('helm chart rendered with %s', (_name, values) => {
     const chartValues = parse(read('deploy/helm/rollcall/values.yaml'));
     for (const d of deployments) {
       const role = d.metadata.labels!['app.kubernetes.io/component'] as 'bot' | 'worker';
-      const flags: string[] = (values as Record<string, { nodeFlags?: string[] }>)[role]?.nodeFlags ?? chartValues[role].nodeFlags;
+      const flags: string[] =
+        (values as Record<string, { nodeFlags?: string[] }>)[role]?.nodeFlags ?? chartValues[role].nodeFlags;
       const [container] = d.spec.template.spec.containers;
       // No flags: the image's ENTRYPOINT as built. Flags: the same program and script, with the flags between.
       expect(container.command ?? entrypoint).toEqual([entrypoint[0], ...flags, ...entrypoint.slice(1)]);
@@ -156,16 +190,19 @@ describe.each(VARIANTS)('helm chart rendered with %s', (_name, values) => {
 
   it('gives the kubelet time to let rollcall finish its in-flight steps', () => {
     const grace = parse(read('deploy/helm/rollcall/values.yaml')).config.shutdown.grace as string;
-    for (const pod of pods) expect(pod.spec.terminationGracePeriodSeconds).toBeGreaterThan(Number(grace.replace(/s$/, '')));
+    for (const pod of pods)
+      expect(pod.spec.terminationGracePeriodSeconds).toBeGreaterThan(Number(grace.replace(/s$/, '')));
   });
 
   it('has selectors that match the labels of the pods they mean, and only those', () => {
-    const podsOf = (selector: Record<string, string>) => deployments.filter((d) => matches(selector, d.spec.template.metadata.labels)).map((d) => d.metadata.name);
+    const podsOf = (selector: Record<string, string>) =>
+      deployments.filter((d) => matches(selector, d.spec.template.metadata.labels)).map((d) => d.metadata.name);
     for (const d of deployments) {
       expect(matches(d.spec.selector.matchLabels, d.spec.template.metadata.labels)).toBe(true);
       expect(podsOf(d.spec.selector.matchLabels)).toEqual([d.metadata.name]);
     }
-    for (const pdb of ofKind(objects, 'PodDisruptionBudget')) expect(podsOf(pdb.spec.selector.matchLabels)).toEqual([pdb.metadata.name]);
+    for (const pdb of ofKind(objects, 'PodDisruptionBudget'))
+      expect(podsOf(pdb.spec.selector.matchLabels)).toEqual([pdb.metadata.name]);
     const services = ofKind(objects, 'Service');
     const metrics = services.find((s) => s.metadata.name === 'oncall-metrics')!;
     expect(podsOf(metrics.spec.selector).sort()).toEqual(['oncall-bot', 'oncall-worker']);
@@ -173,7 +210,10 @@ describe.each(VARIANTS)('helm chart rendered with %s', (_name, values) => {
       for (const port of s.spec.ports) {
         for (const name of podsOf(s.spec.selector)) {
           const container = deployments.find((d) => d.metadata.name === name)!.spec.template.spec.containers[0];
-          expect(container.ports.map((p: any) => p.name), `${s.metadata.name} -> ${name}`).toContain(port.targetPort);
+          expect(
+            container.ports.map((p: any) => p.name),
+            `${s.metadata.name} -> ${name}`,
+          ).toContain(port.targetPort);
         }
       }
     }
@@ -181,7 +221,9 @@ describe.each(VARIANTS)('helm chart rendered with %s', (_name, values) => {
     if (slack) expect(podsOf(slack.spec.selector)).toEqual(['oncall-bot']);
     for (const ingress of ofKind(objects, 'Ingress')) {
       const backend = ingress.spec.rules[0].http.paths[0].backend.service;
-      expect(services.find((s) => s.metadata.name === backend.name)?.spec.ports.map((p: any) => p.name)).toContain(backend.port.name);
+      expect(services.find((s) => s.metadata.name === backend.name)?.spec.ports.map((p: any) => p.name)).toContain(
+        backend.port.name,
+      );
     }
     for (const monitor of ofKind(objects, 'ServiceMonitor')) {
       expect(matches(monitor.spec.selector.matchLabels, metrics.metadata.labels)).toBe(true);
@@ -197,9 +239,9 @@ describe.each(VARIANTS)('helm chart rendered with %s', (_name, values) => {
     expect(pod.spec.automountServiceAccountToken).toBe(inCluster);
     if (!inCluster) return expect(roles).toEqual([]);
     const reference = parseAllDocuments(read('deploy/rbac/sealed-secrets-keys.yaml')).map((d) => d.toJS());
-    expect(roles.map((r) => [r.kind, r.metadata.name.replace(/^oncall-/, 'rollcall-'), r.metadata.namespace, r.rules])).toEqual(
-      expect.arrayContaining(reference.map((r) => [r.kind, r.metadata.name, r.metadata.namespace, r.rules])),
-    );
+    expect(
+      roles.map((r) => [r.kind, r.metadata.name.replace(/^oncall-/, 'rollcall-'), r.metadata.namespace, r.rules]),
+    ).toEqual(expect.arrayContaining(reference.map((r) => [r.kind, r.metadata.name, r.metadata.namespace, r.rules])));
     expect(roles).toHaveLength(reference.length);
     const account = ofKind(objects, 'ServiceAccount')[0];
     expect(pod.spec.serviceAccountName).toBe(account.metadata.name);
@@ -210,7 +252,9 @@ describe.each(VARIANTS)('helm chart rendered with %s', (_name, values) => {
       const role = roles.find((r) => r.kind === roleRef.kind && r.metadata.name === roleRef.name);
       expect(role, b.metadata.name).toBeTruthy();
       if (b.kind === 'RoleBinding') expect(b.metadata.namespace).toBe(role!.metadata.namespace);
-      expect((b as any).subjects).toEqual([{ kind: 'ServiceAccount', name: account.metadata.name, namespace: 'rollcall' }]);
+      expect((b as any).subjects).toEqual([
+        { kind: 'ServiceAccount', name: account.metadata.name, namespace: 'rollcall' },
+      ]);
     }
     // The backup namespace holds the key backups: it must outlive an uninstall.
     const ns = ofKind(objects, 'Namespace')[0];
@@ -220,18 +264,34 @@ describe.each(VARIANTS)('helm chart rendered with %s', (_name, values) => {
 
 describe('helm chart templates', () => {
   it('are written in the template subset the renderer implements (it throws on anything else)', () => {
-    const files = Object.fromEntries(readdirSync(path.join(chartDir, 'templates')).map((f) => [f, readFileSync(path.join(chartDir, 'templates', f), 'utf8')]));
+    const files = Object.fromEntries(
+      readdirSync(path.join(chartDir, 'templates')).map((f) => [
+        f,
+        readFileSync(path.join(chartDir, 'templates', f), 'utf8'),
+      ]),
+    );
     expect(Object.keys(files).filter((f) => f.endsWith('.yaml')).length).toBeGreaterThanOrEqual(9);
-    expect(() => new ChartRenderer({ 'x.yaml': '{{ lookup "v1" "Secret" "a" "b" }}' }).render('x.yaml', { Values: {}, Release: {}, Chart: {} })).toThrow(/unsupported function "lookup"/);
-    expect(() => new ChartRenderer({ 'x.yaml': '{{ if .Values.a }}x' }).render('x.yaml', { Values: {}, Release: {}, Chart: {} })).toThrow(/missing \{\{ end \}\}/);
+    expect(() =>
+      new ChartRenderer({ 'x.yaml': '{{ lookup "v1" "Secret" "a" "b" }}' }).render('x.yaml', {
+        Values: {},
+        Release: {},
+        Chart: {},
+      }),
+    ).toThrow(/unsupported function "lookup"/);
+    expect(() =>
+      new ChartRenderer({ 'x.yaml': '{{ if .Values.a }}x' }).render('x.yaml', { Values: {}, Release: {}, Chart: {} }),
+    ).toThrow(/missing \{\{ end \}\}/);
   });
 
   it('render Go template whitespace control and pipelines as Helm does', () => {
     const r = new ChartRenderer({
       '_h.tpl': '{{- define "n" -}}\n{{ .a | default "z" | quote }}\n{{- end -}}',
-      'x.yaml': 'a:\n  {{- include "n" .Values | nindent 2 }}\n{{- range $k, $v := .Values.m }}\n{{ $k }}: {{ $v }}\n{{- end }}\n{{ if and .Values.t (not .Values.f) }}yes{{ else }}no{{ end }}',
+      'x.yaml':
+        'a:\n  {{- include "n" .Values | nindent 2 }}\n{{- range $k, $v := .Values.m }}\n{{ $k }}: {{ $v }}\n{{- end }}\n{{ if and .Values.t (not .Values.f) }}yes{{ else }}no{{ end }}',
     });
-    expect(r.render('x.yaml', { Values: { m: { b: 2, a: 1 }, t: true, f: false }, Release: {}, Chart: {} })).toBe('a:\n  "z"\na: 1\nb: 2\nyes');
+    expect(r.render('x.yaml', { Values: { m: { b: 2, a: 1 }, t: true, f: false }, Release: {}, Chart: {} })).toBe(
+      'a:\n  "z"\na: 1\nb: 2\nyes',
+    );
   });
 });
 
@@ -253,6 +313,9 @@ describe('Dockerfile', () => {
     const ignore = read('.dockerignore').split('\n');
     expect(ignore[ignore.findIndex((l) => !l.startsWith('#') && l.trim())]).toBe('*');
     const copied = [...dockerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((m) => m[1].split(/\s+/));
-    for (const file of copied) expect(ignore, file).toContain(`!${file.replace(/\/$/, '')}${['scripts', 'src', 'bin', 'runbooks'].includes(file) ? '/' : ''}`);
+    for (const file of copied)
+      expect(ignore, file).toContain(
+        `!${file.replace(/\/$/, '')}${['scripts', 'src', 'bin', 'runbooks'].includes(file) ? '/' : ''}`,
+      );
   });
 });

@@ -38,17 +38,30 @@ describe('the production install: compiled JavaScript, production dependencies o
     ...extra,
   });
   const run = (args: string[], env: Record<string, string> = {}) =>
-    exec(process.execPath, ['dist/main.js', ...args], { cwd: app, env: containerEnv(env), ...asImageUser, timeout: 60_000 });
+    exec(process.execPath, ['dist/main.js', ...args], {
+      cwd: app,
+      env: containerEnv(env),
+      ...asImageUser,
+      timeout: 60_000,
+    });
 
   beforeAll(async () => {
     app = mkdtempSync(path.join(tmpdir(), 'rollcall-image-'));
     await exec(npm, ['run', 'build', '--', '--outDir', path.join(app, 'dist')], { cwd: root, timeout: 240_000 });
-    for (const entry of ['package.json', 'package-lock.json', 'bin', 'runbooks', 'rollcall.example.yaml']) cpSync(path.join(root, entry), path.join(app, entry), { recursive: true });
-    await exec(npm, ['ci', '--omit=dev', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: app, timeout: 240_000 });
+    for (const entry of ['package.json', 'package-lock.json', 'bin', 'runbooks', 'rollcall.example.yaml'])
+      cpSync(path.join(root, entry), path.join(app, entry), { recursive: true });
+    await exec(npm, ['ci', '--omit=dev', '--no-audit', '--no-fund', '--prefer-offline'], {
+      cwd: app,
+      timeout: 240_000,
+    });
     // Readable by the image's user, writable by nobody but root: a read-only root filesystem, as far as it can tell.
     chmodSync(app, 0o755);
     sim = await startTestSim({ scenario: 'seed-outage', manual: false, speed: 10 });
-    writeFileSync(path.join(app, 'rollcall.yaml'), `${simConfigYaml(sim, { redisUrl: process.env.REDIS_URL, redisPrefix: prefix, operator: 'terminal' })}`, { mode: 0o644 });
+    writeFileSync(
+      path.join(app, 'rollcall.yaml'),
+      `${simConfigYaml(sim, { redisUrl: process.env.REDIS_URL, redisPrefix: prefix, operator: 'terminal' })}`,
+      { mode: 0o644 },
+    );
   }, 600_000);
 
   afterAll(async () => {
@@ -58,7 +71,8 @@ describe('the production install: compiled JavaScript, production dependencies o
   });
 
   it('has no tsx, TypeScript or test tooling installed', () => {
-    for (const dev of ['tsx', 'typescript', 'vitest', 'esbuild', 'eslint']) expect(existsSync(path.join(app, 'node_modules', dev)), dev).toBe(false);
+    for (const dev of ['tsx', 'typescript', 'vitest', 'esbuild', 'eslint'])
+      expect(existsSync(path.join(app, 'node_modules', dev)), dev).toBe(false);
     expect(existsSync(path.join(app, 'dist/main.js'))).toBe(true);
     expect(existsSync(path.join(app, 'src'))).toBe(false);
   });
@@ -67,7 +81,11 @@ describe('the production install: compiled JavaScript, production dependencies o
     const { stdout } = await run(['--help']);
     expect(stdout).toMatch(/Usage: rollcall/);
     expect(stdout).toMatch(/init \[file\]/);
-    const viaBin = await exec(process.execPath, ['bin/rollcall.js', '--help'], { cwd: app, env: containerEnv({ NODE_ENV: '' }), ...asImageUser });
+    const viaBin = await exec(process.execPath, ['bin/rollcall.js', '--help'], {
+      cwd: app,
+      env: containerEnv({ NODE_ENV: '' }),
+      ...asImageUser,
+    });
     expect(viaBin.stdout).toMatch(/Usage: rollcall/);
   });
 
@@ -75,7 +93,9 @@ describe('the production install: compiled JavaScript, production dependencies o
     const check = await run(['config', 'check', '--config', 'rollcall.example.yaml'], { ARGOCD_TOKEN: 'token' });
     expect(check.stdout).toMatch(/rollcall\.example\.yaml: ok/);
     // A bad one is refused in zod's English, the one locale the build keeps (see the source maps below).
-    writeFileSync(path.join(app, 'bad.yaml'), 'instances:\n  - name: prod\n    url: 12\n    token: t\n', { mode: 0o644 });
+    writeFileSync(path.join(app, 'bad.yaml'), 'instances:\n  - name: prod\n    url: 12\n    token: t\n', {
+      mode: 0o644,
+    });
     const bad = await run(['config', 'check', '--config', 'bad.yaml']).then(
       () => undefined,
       (err: { code: number; stdout: string; stderr: string }) => err,
@@ -115,12 +135,16 @@ describe('the production install: compiled JavaScript, production dependencies o
     const loaded = async (command: string) => {
       const log = moduleLog();
       try {
-        const { stdout } = await exec(process.execPath, [...log.nodeArgs, 'dist/main.js', 'ask', command, '--json', '--config', 'rollcall.yaml'], {
-          cwd: app,
-          env: containerEnv(),
-          ...asImageUser,
-          timeout: 60_000,
-        });
+        const { stdout } = await exec(
+          process.execPath,
+          [...log.nodeArgs, 'dist/main.js', 'ask', command, '--json', '--config', 'rollcall.yaml'],
+          {
+            cwd: app,
+            env: containerEnv(),
+            ...asImageUser,
+            timeout: 60_000,
+          },
+        );
         return { reply: JSON.parse(stdout) as { ok: boolean }, modules: log.read() };
       } finally {
         log.remove();
@@ -129,7 +153,8 @@ describe('the production install: compiled JavaScript, production dependencies o
     const status = await loaded('status');
     expect(status.reply.ok).toBe(true);
     expect(status.modules).toMatch(/dist\/main\.js/);
-    for (const heavy of ['bullmq', 'ioredis', 'prom-client', '@kubernetes/client-node']) expect(status.modules, heavy).not.toContain(heavy);
+    for (const heavy of ['bullmq', 'ioredis', 'prom-client', '@kubernetes/client-node'])
+      expect(status.modules, heavy).not.toContain(heavy);
     // The log does see them where a command needs them: `runs` reads the run store in Redis through BullMQ's client.
     const runs = await loaded('runs');
     expect(runs.reply.ok).toBe(true);
@@ -140,9 +165,17 @@ describe('the production install: compiled JavaScript, production dependencies o
   async function startBot(slackYaml: string, nodeArgs: string[]) {
     const port = await freePort();
     const file = `bot-${port}.yaml`;
-    writeFileSync(path.join(app, file), `${simConfigYaml(sim, { redisUrl: process.env.REDIS_URL, redisPrefix: prefix, operator: 'terminal' })}http:\n  port: ${port}\n${slackYaml}`, { mode: 0o644 });
+    writeFileSync(
+      path.join(app, file),
+      `${simConfigYaml(sim, { redisUrl: process.env.REDIS_URL, redisPrefix: prefix, operator: 'terminal' })}http:\n  port: ${port}\n${slackYaml}`,
+      { mode: 0o644 },
+    );
     let log = '';
-    const child = spawn(process.execPath, [...nodeArgs, 'dist/main.js', 'start', '--role', 'bot', '--config', file], { cwd: app, env: containerEnv(), ...asImageUser });
+    const child = spawn(process.execPath, [...nodeArgs, 'dist/main.js', 'start', '--role', 'bot', '--config', file], {
+      cwd: app,
+      env: containerEnv(),
+      ...asImageUser,
+    });
     child.stderr.on('data', (c) => (log += c));
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     const stop = async () => {
@@ -150,7 +183,15 @@ describe('the production install: compiled JavaScript, production dependencies o
       return exited;
     };
     try {
-      await expect.poll(async () => (child.exitCode === null ? (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status : `exited: ${log}`), { timeout: 30_000, interval: 200 }).toBe(200);
+      await expect
+        .poll(
+          async () =>
+            child.exitCode === null
+              ? (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status
+              : `exited: ${log}`,
+          { timeout: 30_000, interval: 200 },
+        )
+        .toBe(200);
     } catch (err) {
       await stop();
       throw err;
@@ -164,13 +205,28 @@ describe('the production install: compiled JavaScript, production dependencies o
     const received: { envelope_id?: string }[] = [];
     wss.on('connection', (ws) => {
       ws.on('message', (data) => received.push(JSON.parse(String(data))));
-      ws.send(JSON.stringify({ type: 'hello', num_connections: 1, debug_info: { host: 'fake' }, connection_info: { app_id: 'A0ROLLCALL' } }));
+      ws.send(
+        JSON.stringify({
+          type: 'hello',
+          num_connections: 1,
+          debug_info: { host: 'fake' },
+          connection_info: { app_id: 'A0ROLLCALL' },
+        }),
+      );
       ws.send(
         JSON.stringify({
           envelope_id: 'env-prod-1',
           type: 'slash_commands',
           accepts_response_payload: true,
-          payload: { command: '/argo', text: 'status', user_id: 'U0ALICE', channel_id: 'C0OPS', team_id: 'T0TEAM', response_url: fake.responseUrl('sock'), trigger_id: 't1' },
+          payload: {
+            command: '/argo',
+            text: 'status',
+            user_id: 'U0ALICE',
+            channel_id: 'C0OPS',
+            team_id: 'T0TEAM',
+            response_url: fake.responseUrl('sock'),
+            trigger_id: 't1',
+          },
         }),
       );
     });
@@ -181,26 +237,46 @@ describe('the production install: compiled JavaScript, production dependencies o
     const chunks = path.join(app, 'dist/chunks');
     for (const map of readdirSync(chunks).filter((f) => f.endsWith('.js.map'))) {
       const { sources } = JSON.parse(readFileSync(path.join(chunks, map), 'utf8')) as { sources: string[] };
-      for (const part of lazy) expect(sources.filter((s) => s.includes(`node_modules/${part}/`)), `${part} in ${map}`).toEqual([]);
+      for (const part of lazy)
+        expect(
+          sources.filter((s) => s.includes(`node_modules/${part}/`)),
+          `${part} in ${map}`,
+        ).toEqual([]);
       // The build's own stand-in for zod's index of locales (namespace zod-english-only) re-exports en.js alone.
-      const locales = sources.filter((s) => s.includes('node_modules/zod/v4/locales/') && !s.startsWith('zod-english-only:'));
-      expect(locales.filter((s) => !s.endsWith('/en.js')), `zod locales in ${map}`).toEqual([]);
+      const locales = sources.filter(
+        (s) => s.includes('node_modules/zod/v4/locales/') && !s.startsWith('zod-english-only:'),
+      );
+      expect(
+        locales.filter((s) => !s.endsWith('/en.js')),
+        `zod locales in ${map}`,
+      ).toEqual([]);
     }
     const httpLog = moduleLog();
     const socketLog = moduleLog();
     try {
       // Started as the chart starts a bot pod: with node's flags from the chart's values in front.
-      const botFlags = (parse(readFileSync(path.join(root, 'deploy/helm/rollcall/values.yaml'), 'utf8')) as { bot: { nodeFlags: string[] } }).bot.nodeFlags;
+      const botFlags = (
+        parse(readFileSync(path.join(root, 'deploy/helm/rollcall/values.yaml'), 'utf8')) as {
+          bot: { nodeFlags: string[] };
+        }
+      ).bot.nodeFlags;
       expect(botFlags.length).toBeGreaterThan(0);
       const slackPort = await freePort();
-      const http = await startBot(`slack:\n  mode: http\n  botToken: xoxb-prod\n  signingSecret: prod-secret\n  port: ${slackPort}\n  apiUrl: ${fake.apiUrl}\n`, [...httpLog.nodeArgs, ...botFlags]);
+      const http = await startBot(
+        `slack:\n  mode: http\n  botToken: xoxb-prod\n  signingSecret: prod-secret\n  port: ${slackPort}\n  apiUrl: ${fake.apiUrl}\n`,
+        [...httpLog.nodeArgs, ...botFlags],
+      );
       try {
         const started = httpLog.read();
         expect(started).toMatch(/dist\/main\.js/);
         for (const part of lazy) expect(started, part).not.toContain(part);
         // BullMQ too waits until the bot queues its first run.
         expect(started).not.toContain('bullmq');
-        const res = await postSlashCommand(`http://127.0.0.1:${slackPort}/slack/events`, 'prod-secret', { text: 'status', user_id: 'U0ALICE', response_url: fake.responseUrl('http-status') });
+        const res = await postSlashCommand(`http://127.0.0.1:${slackPort}/slack/events`, 'prod-secret', {
+          text: 'status',
+          user_id: 'U0ALICE',
+          response_url: fake.responseUrl('http-status'),
+        });
         expect(res.status).toBe(200);
         await expect.poll(() => fake.responsesTo('http-status').length, { timeout: 15_000 }).toBe(1);
         expect(JSON.stringify(fake.responsesTo('http-status')[0].body)).toMatch(/Synced/);
@@ -212,7 +288,10 @@ describe('the production install: compiled JavaScript, production dependencies o
       for (const part of lazy.filter((p) => p !== 'raw-body')) expect(answered, part).not.toContain(part);
 
       // The same build in Socket Mode: the stand-in loads the real client from node_modules, and a command is acked.
-      const socket = await startBot(`slack:\n  mode: socket\n  botToken: xoxb-prod\n  appToken: xapp-prod\n  apiUrl: ${fake.apiUrl}\n`, socketLog.nodeArgs);
+      const socket = await startBot(
+        `slack:\n  mode: socket\n  botToken: xoxb-prod\n  appToken: xapp-prod\n  apiUrl: ${fake.apiUrl}\n`,
+        socketLog.nodeArgs,
+      );
       try {
         await expect.poll(() => received.some((m) => m.envelope_id === 'env-prod-1'), { timeout: 15_000 }).toBe(true);
         expect(fake.callsTo('apps.connections.open')[0].headers.authorization).toBe('Bearer xapp-prod');
@@ -234,7 +313,9 @@ describe('the production install: compiled JavaScript, production dependencies o
     chmodSync(out, 0o777);
     try {
       await run(['init', path.join(out, 'rollcall.yaml')]);
-      expect(readFileSync(path.join(out, 'rollcall.yaml'), 'utf8')).toBe(readFileSync(path.join(app, 'rollcall.example.yaml'), 'utf8'));
+      expect(readFileSync(path.join(out, 'rollcall.yaml'), 'utf8')).toBe(
+        readFileSync(path.join(app, 'rollcall.example.yaml'), 'utf8'),
+      );
       const { stdout } = await run(['runbooks', 'validate', 'runbooks']);
       expect(stdout).toMatch(/\d+ runbooks OK in runbooks: .*bulk-sync/);
     } finally {
@@ -244,14 +325,27 @@ describe('the production install: compiled JavaScript, production dependencies o
 
   it('starts as `rollcall start`, turns ready, serves metrics and stops cleanly on SIGTERM', async () => {
     const port = await freePort();
-    writeFileSync(path.join(app, 'start.yaml'), `${simConfigYaml(sim, { redisUrl: process.env.REDIS_URL, redisPrefix: prefix, operator: 'terminal' })}http:\n  port: ${port}\n`, { mode: 0o644 });
+    writeFileSync(
+      path.join(app, 'start.yaml'),
+      `${simConfigYaml(sim, { redisUrl: process.env.REDIS_URL, redisPrefix: prefix, operator: 'terminal' })}http:\n  port: ${port}\n`,
+      { mode: 0o644 },
+    );
     let log = '';
-    const child = spawn(process.execPath, ['dist/main.js', 'start', '--config', 'start.yaml'], { cwd: app, env: containerEnv({ LOG_LEVEL: 'info' }), ...asImageUser });
+    const child = spawn(process.execPath, ['dist/main.js', 'start', '--config', 'start.yaml'], {
+      cwd: app,
+      env: containerEnv({ LOG_LEVEL: 'info' }),
+      ...asImageUser,
+    });
     child.stderr.on('data', (c) => (log += c));
     child.stdout.on('data', (c) => (log += c));
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     try {
-      await expect.poll(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status, { timeout: 30_000, interval: 200 }).toBe(200);
+      await expect
+        .poll(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status, {
+          timeout: 30_000,
+          interval: 200,
+        })
+        .toBe(200);
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       expect(metrics).toContain('rollcall_argocd_instance_up{instance="prod"} 1');
       expect(log).not.toMatch(/ENOTDIR|EACCES|EROFS/);

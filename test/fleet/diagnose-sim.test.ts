@@ -13,14 +13,31 @@ const INSTANCE = 'prod-argocd';
 function simulate(opts: { progressiveSyncs?: boolean } = {}) {
   const parts = baseline();
   const state = new SimState();
-  seedState(state, { instances: [{ name: INSTANCE, applications: parts.apps, applicationSets: [parts.appSet], clusters: parts.clusters }] });
-  const controller = new SimController(state, { manual: true, startAt: NOW, stepMs: 5000, progressiveSyncs: opts.progressiveSyncs });
+  seedState(state, {
+    instances: [
+      { name: INSTANCE, applications: parts.apps, applicationSets: [parts.appSet], clusters: parts.clusters },
+    ],
+  });
+  const controller = new SimController(state, {
+    manual: true,
+    startAt: NOW,
+    stepMs: 5000,
+    progressiveSyncs: opts.progressiveSyncs,
+  });
   const diagnose = () => {
     const store = state.instance(INSTANCE)!;
     const fleet = StaticFleet.fromObjects([
-      { name: INSTANCE, applications: [...store.apps.values()], applicationSets: [...store.appSets.values()], clusters: [...store.clusters.values()] },
+      {
+        name: INSTANCE,
+        applications: [...store.apps.values()],
+        applicationSets: [...store.appSets.values()],
+        clusters: [...store.clusters.values()],
+      },
     ]);
-    return diagnoseAppSet(fleet, fleet.appSets()[0], { stuckAfterMs: DEFAULT_STUCK_AFTER_MS, now: controller.clock.now() });
+    return diagnoseAppSet(fleet, fleet.appSets()[0], {
+      stuckAfterMs: DEFAULT_STUCK_AFTER_MS,
+      now: controller.clock.now(),
+    });
   };
   return { controller, diagnose, appNames: parts.apps.map((a) => a.metadata.name) };
 }
@@ -28,7 +45,11 @@ function simulate(opts: { progressiveSyncs?: boolean } = {}) {
 describe('diagnose on a simulated Argo CD rollout', () => {
   it('reports the prod app whose sync keeps failing as a stuck step 3, with the sync failure', () => {
     const { controller, diagnose, appNames } = simulate();
-    controller.faults.failApp(INSTANCE, 'payments-prod-1', 'Deployment.apps "payments" is invalid: spec.template.spec.containers[0].image: Required value');
+    controller.faults.failApp(
+      INSTANCE,
+      'payments-prod-1',
+      'Deployment.apps "payments" is invalid: spec.template.spec.containers[0].image: Required value',
+    );
     controller.newCommit(INSTANCE, appNames);
     controller.advance(10 * 60_000);
     // Ten minutes in: step 3 is running but nothing has been stuck for 15m yet.
@@ -64,6 +85,8 @@ describe('diagnose on the progressive-infra scenario', () => {
     expect(label).toMatchObject({ appSet: 'platform-addons', severity: 'critical' });
     expect(findings.every((f) => f.appSet && f.instance)).toBe(true);
     // Critical first.
-    expect(findings.findIndex((f) => f.severity !== 'critical')).toBeGreaterThan(findings.findLastIndex((f) => f.severity === 'critical'));
+    expect(findings.findIndex((f) => f.severity !== 'critical')).toBeGreaterThan(
+      findings.findLastIndex((f) => f.severity === 'critical'),
+    );
   });
 });

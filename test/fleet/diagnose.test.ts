@@ -1,8 +1,24 @@
 import { describe, expect, it } from 'vitest';
 import type { Application } from '../../src/infra/argocd/types.js';
-import { DEFAULT_STUCK_AFTER_MS, RULES, diagnoseAppSet, diagnoseFleet, type Finding } from '../../src/fleet/diagnose.js';
+import {
+  DEFAULT_STUCK_AFTER_MS,
+  RULES,
+  diagnoseAppSet,
+  diagnoseFleet,
+  type Finding,
+} from '../../src/fleet/diagnose.js';
 import { StaticFleet } from '../../src/fleet/model.js';
-import { NOW, baseline, cluster, entry, fleetOf, generatedApp, minutesAgo, rolloutCondition, rollingSyncAppSet } from '../fixtures/diagnose/build.js';
+import {
+  NOW,
+  baseline,
+  cluster,
+  entry,
+  fleetOf,
+  generatedApp,
+  minutesAgo,
+  rolloutCondition,
+  rollingSyncAppSet,
+} from '../fixtures/diagnose/build.js';
 
 const opts = { stuckAfterMs: DEFAULT_STUCK_AFTER_MS, now: NOW };
 
@@ -21,7 +37,12 @@ function app(parts: ReturnType<typeof baseline>, name: string): Application {
   return found;
 }
 
-function setEntry(parts: ReturnType<typeof baseline>, name: string, status: 'Waiting' | 'Pending' | 'Progressing' | 'Healthy', minutes: number) {
+function setEntry(
+  parts: ReturnType<typeof baseline>,
+  name: string,
+  status: 'Waiting' | 'Pending' | 'Progressing' | 'Healthy',
+  minutes: number,
+) {
   const list = parts.appSet.status!.applicationStatus!;
   const i = list.findIndex((e) => e.application === name);
   list[i] = entry(name, Number(list[i].step), status, minutes);
@@ -34,7 +55,19 @@ describe('diagnose baseline', () => {
 
   it('exports every rule id it can emit, each once', () => {
     expect(new Set(RULES).size).toBe(RULES.length);
-    for (const id of ['progressive-syncs-disabled', 'step-matches-nothing', 'label-on-cluster-not-app', 'app-in-no-step', 'unsupported-operator', 'overlapping-steps', 'no-max-update', 'manual-gate', 'stuck-step', 'autosync-ignored', 'sync-window-blocking'])
+    for (const id of [
+      'progressive-syncs-disabled',
+      'step-matches-nothing',
+      'label-on-cluster-not-app',
+      'app-in-no-step',
+      'unsupported-operator',
+      'overlapping-steps',
+      'no-max-update',
+      'manual-gate',
+      'stuck-step',
+      'autosync-ignored',
+      'sync-window-blocking',
+    ])
       expect(RULES).toContain(id);
   });
 });
@@ -75,7 +108,9 @@ describe('progressive-syncs-disabled', () => {
 describe('step-matches-nothing', () => {
   it('fires for a step whose values the apps do not carry, naming the values they do carry', () => {
     const parts = baseline();
-    parts.appSet.spec.strategy!.rollingSync!.steps![2].matchExpressions = [{ key: 'env', operator: 'In', values: ['production'] }];
+    parts.appSet.spec.strategy!.rollingSync!.steps![2].matchExpressions = [
+      { key: 'env', operator: 'In', values: ['production'] },
+    ];
     const [f] = only(diagnose(parts), 'step-matches-nothing');
     expect(f).toMatchObject({ severity: 'warning', step: 3 });
     expect(f.message).toContain('Step 3 (env In [production])');
@@ -84,7 +119,9 @@ describe('step-matches-nothing', () => {
 
   it('says so when no app carries the key at all', () => {
     const parts = baseline();
-    parts.appSet.spec.strategy!.rollingSync!.steps![0].matchExpressions = [{ key: 'region', operator: 'In', values: ['eu'] }];
+    parts.appSet.spec.strategy!.rollingSync!.steps![0].matchExpressions = [
+      { key: 'region', operator: 'In', values: ['eu'] },
+    ];
     const [f] = only(diagnose(parts), 'step-matches-nothing');
     expect(f.step).toBe(1);
     expect(f.message).toContain('no generated app has a `region` label');
@@ -92,7 +129,9 @@ describe('step-matches-nothing', () => {
 
   it('does not fire when every step selects at least one app', () => {
     const parts = baseline();
-    parts.appSet.spec.strategy!.rollingSync!.steps![2].matchExpressions = [{ key: 'env', operator: 'In', values: ['prod', 'production'] }];
+    parts.appSet.spec.strategy!.rollingSync!.steps![2].matchExpressions = [
+      { key: 'env', operator: 'In', values: ['prod', 'production'] },
+    ];
     expect(only(diagnose(parts), 'step-matches-nothing')).toEqual([]);
   });
 });
@@ -130,7 +169,9 @@ describe('label-on-cluster-not-app', () => {
 
   it('does not fire when neither the clusters nor the apps carry the key', () => {
     const parts = baseline();
-    parts.appSet.spec.strategy!.rollingSync!.steps![0].matchExpressions = [{ key: 'region', operator: 'In', values: ['eu'] }];
+    parts.appSet.spec.strategy!.rollingSync!.steps![0].matchExpressions = [
+      { key: 'region', operator: 'In', values: ['eu'] },
+    ];
     const findings = diagnose(parts);
     expect(only(findings, 'label-on-cluster-not-app')).toEqual([]);
     expect(only(findings, 'step-matches-nothing')).toHaveLength(1);
@@ -169,8 +210,17 @@ describe('app-in-no-step', () => {
     const parts = baseline();
     const dev = cluster('dev-1', { env: 'dev', team: 'payments' });
     parts.clusters.push(dev);
-    parts.apps.push(generatedApp(parts.appSet, 'payments-dev-1', { cluster: dev, labels: { team: 'payments', env: 'dev' }, sync: 'OutOfSync' }));
-    parts.appSet.status!.applicationStatus!.push({ ...entry('payments-dev-1', -1, 'Waiting'), message: 'Application is out of date with the current AppSet generation, setting status to Waiting.' });
+    parts.apps.push(
+      generatedApp(parts.appSet, 'payments-dev-1', {
+        cluster: dev,
+        labels: { team: 'payments', env: 'dev' },
+        sync: 'OutOfSync',
+      }),
+    );
+    parts.appSet.status!.applicationStatus!.push({
+      ...entry('payments-dev-1', -1, 'Waiting'),
+      message: 'Application is out of date with the current AppSet generation, setting status to Waiting.',
+    });
     const [f] = only(diagnose(parts), 'app-in-no-step');
     expect(f).toMatchObject({ severity: 'warning', apps: ['payments-dev-1'] });
     expect(f.step).toBeUndefined();
@@ -185,10 +235,14 @@ describe('app-in-no-step', () => {
     for (let i = 1; i <= 5; i++) {
       const c = cluster(`dev-${i}`, { env: 'dev' });
       parts.clusters.push(c);
-      parts.apps.push(generatedApp(parts.appSet, `payments-dev-${i}`, { cluster: c, labels: { team: 'payments', env: 'dev' } }));
+      parts.apps.push(
+        generatedApp(parts.appSet, `payments-dev-${i}`, { cluster: c, labels: { team: 'payments', env: 'dev' } }),
+      );
     }
     const [f] = only(diagnose(parts), 'app-in-no-step');
-    expect(f.message).toContain('5 apps are matched by no step: payments-dev-1, payments-dev-2, payments-dev-3, +2 more');
+    expect(f.message).toContain(
+      '5 apps are matched by no step: payments-dev-1, payments-dev-2, payments-dev-3, +2 more',
+    );
     expect(f.apps).toHaveLength(5);
   });
 
@@ -216,14 +270,18 @@ describe('unsupported-operator', () => {
 
   it('suggests the right case for a lower-case operator', () => {
     const parts = baseline();
-    parts.appSet.spec.strategy!.rollingSync!.steps![0].matchExpressions = [{ key: 'env', operator: 'in', values: ['stage'] }];
+    parts.appSet.spec.strategy!.rollingSync!.steps![0].matchExpressions = [
+      { key: 'env', operator: 'in', values: ['stage'] },
+    ];
     const [f] = only(diagnose(parts), 'unsupported-operator');
     expect(f.fix).toContain('"In"');
   });
 
   it('does not fire for NotIn', () => {
     const parts = baseline();
-    parts.appSet.spec.strategy!.rollingSync!.steps![2].matchExpressions = [{ key: 'env', operator: 'NotIn', values: ['stage', 'canary'] }];
+    parts.appSet.spec.strategy!.rollingSync!.steps![2].matchExpressions = [
+      { key: 'env', operator: 'NotIn', values: ['stage', 'canary'] },
+    ];
     expect(only(diagnose(parts), 'unsupported-operator')).toEqual([]);
   });
 });
@@ -231,7 +289,9 @@ describe('unsupported-operator', () => {
 describe('overlapping-steps', () => {
   it('fires for apps selected by more than one step', () => {
     const parts = baseline();
-    parts.appSet.spec.strategy!.rollingSync!.steps![1].matchExpressions = [{ key: 'env', operator: 'In', values: ['canary', 'prod'] }];
+    parts.appSet.spec.strategy!.rollingSync!.steps![1].matchExpressions = [
+      { key: 'env', operator: 'In', values: ['canary', 'prod'] },
+    ];
     const [f] = only(diagnose(parts), 'overlapping-steps');
     expect(f).toMatchObject({ severity: 'warning', step: 2, apps: ['payments-prod-1', 'payments-prod-2'] });
     expect(f.message).toContain('selected by steps 2 and 3');
@@ -241,7 +301,9 @@ describe('overlapping-steps', () => {
 
   it('does not fire when the steps are disjoint (NotIn that excludes the earlier values)', () => {
     const parts = baseline();
-    parts.appSet.spec.strategy!.rollingSync!.steps![2].matchExpressions = [{ key: 'env', operator: 'NotIn', values: ['stage', 'canary'] }];
+    parts.appSet.spec.strategy!.rollingSync!.steps![2].matchExpressions = [
+      { key: 'env', operator: 'NotIn', values: ['stage', 'canary'] },
+    ];
     expect(only(diagnose(parts), 'overlapping-steps')).toEqual([]);
   });
 });
@@ -315,8 +377,14 @@ describe('percent-counts-unmatched', () => {
     parts.clusters.push(stage2, cluster('dev-1', { env: 'dev' }), cluster('dev-2', { env: 'dev' }));
     parts.apps.push(
       generatedApp(parts.appSet, 'payments-stage-2', { cluster: stage2, labels: { team: 'payments', env: 'stage' } }),
-      generatedApp(parts.appSet, 'payments-dev-1', { cluster: parts.clusters[5], labels: { team: 'payments', env: 'dev' } }),
-      generatedApp(parts.appSet, 'payments-dev-2', { cluster: parts.clusters[6], labels: { team: 'payments', env: 'dev' } }),
+      generatedApp(parts.appSet, 'payments-dev-1', {
+        cluster: parts.clusters[5],
+        labels: { team: 'payments', env: 'dev' },
+      }),
+      generatedApp(parts.appSet, 'payments-dev-2', {
+        cluster: parts.clusters[6],
+        labels: { team: 'payments', env: 'dev' },
+      }),
     );
     const [f] = only(diagnose(parts), 'percent-counts-unmatched');
     expect(f).toMatchObject({ severity: 'info', step: 1 });
@@ -327,7 +395,9 @@ describe('percent-counts-unmatched', () => {
     const parts = baseline();
     const dev = cluster('dev-1', { env: 'dev' });
     parts.clusters.push(dev);
-    parts.apps.push(generatedApp(parts.appSet, 'payments-dev-1', { cluster: dev, labels: { team: 'payments', env: 'dev' } }));
+    parts.apps.push(
+      generatedApp(parts.appSet, 'payments-dev-1', { cluster: dev, labels: { team: 'payments', env: 'dev' } }),
+    );
     expect(only(diagnose(parts), 'percent-counts-unmatched')).toEqual([]);
   });
 });
@@ -340,16 +410,44 @@ describe('stuck-step', () => {
     stuck.status!.sync!.status = 'OutOfSync';
     stuck.status!.health = { status: 'Degraded', lastTransitionTime: minutesAgo(minutes) };
     stuck.status!.operationState = {
-      operation: { sync: { revision: 'main', prune: false }, initiatedBy: { username: 'applicationset-controller', automated: true }, info: [{ name: 'Reason', value: 'ApplicationSet RollingSync triggered a sync of this Application resource' }], retry: { limit: 5 } },
+      operation: {
+        sync: { revision: 'main', prune: false },
+        initiatedBy: { username: 'applicationset-controller', automated: true },
+        info: [{ name: 'Reason', value: 'ApplicationSet RollingSync triggered a sync of this Application resource' }],
+        retry: { limit: 5 },
+      },
       phase: 'Failed',
-      message: 'one or more objects failed to apply, reason: Deployment.apps "payments" is invalid: spec.template.spec.containers[0].image: Required value (retried 5 times).',
-      syncResult: { revision: '8f3c2a1d9e4b7c6a5f0e1d2c3b4a59687766aa01', resources: [{ group: 'apps', version: 'v1', kind: 'Deployment', namespace: 'payments', name: 'payments', status: 'SyncFailed', message: 'Deployment.apps "payments" is invalid', syncPhase: 'Sync' }] },
+      message:
+        'one or more objects failed to apply, reason: Deployment.apps "payments" is invalid: spec.template.spec.containers[0].image: Required value (retried 5 times).',
+      syncResult: {
+        revision: '8f3c2a1d9e4b7c6a5f0e1d2c3b4a59687766aa01',
+        resources: [
+          {
+            group: 'apps',
+            version: 'v1',
+            kind: 'Deployment',
+            namespace: 'payments',
+            name: 'payments',
+            status: 'SyncFailed',
+            message: 'Deployment.apps "payments" is invalid',
+            syncPhase: 'Sync',
+          },
+        ],
+      },
       startedAt: minutesAgo(minutes),
       finishedAt: minutesAgo(minutes - 1),
       retryCount: 5,
     };
     stuck.status!.resources = [
-      { group: 'apps', version: 'v1', kind: 'Deployment', namespace: 'payments', name: 'payments', status: 'OutOfSync', health: { status: 'Degraded', message: 'Deployment "payments" exceeded its progress deadline' } },
+      {
+        group: 'apps',
+        version: 'v1',
+        kind: 'Deployment',
+        namespace: 'payments',
+        name: 'payments',
+        status: 'OutOfSync',
+        health: { status: 'Degraded', message: 'Deployment "payments" exceeded its progress deadline' },
+      },
     ];
     setEntry(parts, 'payments-prod-1', 'Progressing', minutes);
     setEntry(parts, 'payments-prod-2', 'Waiting', minutes);
@@ -422,7 +520,11 @@ describe('sync-window-blocking', () => {
     const a = app(parts, 'payments-prod-1');
     a.status!.sync!.status = 'OutOfSync';
     a.status!.operationState = {
-      operation: { sync: { revision: 'main' }, initiatedBy: { username: 'applicationset-controller', automated: true }, retry: { limit: 5 } },
+      operation: {
+        sync: { revision: 'main' },
+        initiatedBy: { username: 'applicationset-controller', automated: true },
+        retry: { limit: 5 },
+      },
       phase: 'Running',
       message,
       startedAt: minutesAgo(5),
@@ -459,7 +561,18 @@ describe('degraded-after-healthy', () => {
     const canary = app(parts, 'payments-canary-1');
     canary.status!.health = { status: health, lastTransitionTime: minutesAgo(2) };
     canary.status!.resources = [
-      { group: 'apps', version: 'v1', kind: 'Deployment', namespace: 'payments', name: 'payments', status: 'Synced', health: { status: health, message: 'Back-off restarting failed container payments in pod payments-7d9f8c-x2k4q' } },
+      {
+        group: 'apps',
+        version: 'v1',
+        kind: 'Deployment',
+        namespace: 'payments',
+        name: 'payments',
+        status: 'Synced',
+        health: {
+          status: health,
+          message: 'Back-off restarting failed container payments in pod payments-7d9f8c-x2k4q',
+        },
+      },
     ];
     return parts;
   }
@@ -505,10 +618,14 @@ describe('ordering and fleet', () => {
     for (let i = 1; i < findings.length; i++) {
       const a = findings[i - 1];
       const b = findings[i];
-      expect(rank[a.severity] < rank[b.severity] || (a.severity === b.severity && (a.step ?? 0) <= (b.step ?? 0))).toBe(true);
+      expect(rank[a.severity] < rank[b.severity] || (a.severity === b.severity && (a.step ?? 0) <= (b.step ?? 0))).toBe(
+        true,
+      );
     }
     expect(findings[0]).toMatchObject({ rule: 'unsupported-operator', severity: 'critical' });
-    expect(findings.map((f) => f.rule)).toEqual(expect.arrayContaining(['step-matches-nothing', 'app-in-no-step', 'no-max-update', 'autosync-ignored']));
+    expect(findings.map((f) => f.rule)).toEqual(
+      expect.arrayContaining(['step-matches-nothing', 'app-in-no-step', 'no-max-update', 'autosync-ignored']),
+    );
   });
 
   it('diagnoses every RollingSync appset on every instance and tags each finding', () => {
@@ -520,7 +637,21 @@ describe('ordering and fleet', () => {
     const toolsApp = generatedApp(plain, 'tools-prod-1', { cluster: us.clusters[2] });
     const fleet = StaticFleet.fromObjects([
       { name: 'argocd-eu', applications: eu.apps, applicationSets: [eu.appSet], clusters: eu.clusters },
-      { name: 'argocd-us', applications: [...us.apps.map((a) => ({ ...a, metadata: { ...a.metadata, ownerReferences: [{ apiVersion: 'argoproj.io/v1alpha1', kind: 'ApplicationSet', name: 'checkout' }] } })), toolsApp], applicationSets: [us.appSet, plain], clusters: us.clusters },
+      {
+        name: 'argocd-us',
+        applications: [
+          ...us.apps.map((a) => ({
+            ...a,
+            metadata: {
+              ...a.metadata,
+              ownerReferences: [{ apiVersion: 'argoproj.io/v1alpha1', kind: 'ApplicationSet', name: 'checkout' }],
+            },
+          })),
+          toolsApp,
+        ],
+        applicationSets: [us.appSet, plain],
+        clusters: us.clusters,
+      },
     ]);
     const findings = diagnoseFleet(fleet, opts);
     expect(findings.map((f) => [f.instance, f.appSet, f.rule])).toEqual([
@@ -535,11 +666,16 @@ describe('what the controller knows that labels cannot tell', () => {
     const parts = baseline();
     for (const a of parts.apps) delete a.metadata.labels;
     const findings = diagnose(parts);
-    for (const rule of ['app-in-no-step', 'step-matches-nothing', 'label-on-cluster-not-app']) expect(only(findings, rule)).toEqual([]);
+    for (const rule of ['app-in-no-step', 'step-matches-nothing', 'label-on-cluster-not-app'])
+      expect(only(findings, rule)).toEqual([]);
     // The same apps with their labels but an entry in no step: still the controller's verdict.
     const noStep = baseline();
     for (const a of noStep.apps) delete a.metadata.labels;
-    noStep.appSet.status!.applicationStatus![0] = { ...noStep.appSet.status!.applicationStatus![0], step: '-1', status: 'Waiting' };
+    noStep.appSet.status!.applicationStatus![0] = {
+      ...noStep.appSet.status!.applicationStatus![0],
+      step: '-1',
+      status: 'Waiting',
+    };
     expect(only(diagnose(noStep), 'app-in-no-step')[0].apps).toEqual(['payments-stage-1']);
   });
 
@@ -556,7 +692,9 @@ describe('what the controller knows that labels cannot tell', () => {
 
   it('still trusts the labels over a stale entry when every template label is known', () => {
     const parts = baseline();
-    parts.appSet.spec.strategy!.rollingSync!.steps![2].matchExpressions = [{ key: 'env', operator: 'In', values: ['production'] }];
+    parts.appSet.spec.strategy!.rollingSync!.steps![2].matchExpressions = [
+      { key: 'env', operator: 'In', values: ['production'] },
+    ];
     // Entries still say step 3 (written before the spec changed); the live labels say no step selects prod.
     expect(only(diagnose(parts), 'step-matches-nothing').map((f) => f.step)).toEqual([3]);
   });
@@ -567,7 +705,12 @@ describe('what the controller knows that labels cannot tell', () => {
     setEntry(parts, 'payments-prod-1', 'Progressing', 120);
     parts.appSet.status!.conditions = [rolloutCondition(3)];
     const { fleet, target } = fleetOf(parts);
-    expect(fleet.appsOf(target.instance, 'payments').map((a) => a.app.metadata.name).sort()).toEqual(parts.apps.map((a) => a.metadata.name).sort());
+    expect(
+      fleet
+        .appsOf(target.instance, 'payments')
+        .map((a) => a.app.metadata.name)
+        .sort(),
+    ).toEqual(parts.apps.map((a) => a.metadata.name).sort());
     const [stuck] = only(diagnoseAppSet(fleet, target, opts), 'stuck-step');
     expect(stuck.message).not.toContain('not in the mirror');
     expect(stuck.details!.join('\n')).toContain('sync Synced, health Healthy');
@@ -575,9 +718,13 @@ describe('what the controller knows that labels cannot tell', () => {
 
   it('does not adopt an app another appset owns', () => {
     const parts = baseline();
-    parts.apps[0].metadata.ownerReferences = [{ apiVersion: 'argoproj.io/v1alpha1', kind: 'ApplicationSet', name: 'other', uid: 'u' } as never];
+    parts.apps[0].metadata.ownerReferences = [
+      { apiVersion: 'argoproj.io/v1alpha1', kind: 'ApplicationSet', name: 'other', uid: 'u' } as never,
+    ];
     const { fleet, target } = fleetOf(parts);
-    expect(fleet.appsOf(target.instance, 'payments').map((a) => a.app.metadata.name)).not.toContain(parts.apps[0].metadata.name);
+    expect(fleet.appsOf(target.instance, 'payments').map((a) => a.app.metadata.name)).not.toContain(
+      parts.apps[0].metadata.name,
+    );
   });
 
   it('skips autosync-ignored when progressive syncs are off: the template auto-sync is then really in effect', () => {

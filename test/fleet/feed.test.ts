@@ -41,7 +41,9 @@ describe('the typed fleet event feed', () => {
     const unsubscribe = mirror.subscribe((e) => events.push(e));
 
     await clients.get('prod')!.sync({ name: 'payments-prod-us1' });
-    await expect.poll(() => events.some((e) => e.kind === 'app-changed' && e.app.app.metadata.name === 'payments-prod-us1')).toBe(true);
+    await expect
+      .poll(() => events.some((e) => e.kind === 'app-changed' && e.app.app.metadata.name === 'payments-prod-us1'))
+      .toBe(true);
     const changed = events.find((e) => e.kind === 'app-changed')!;
     expect(changed.kind === 'app-changed' && changed.previous.app.operation).toBeFalsy();
     expect(changed.kind === 'app-changed' && changed.app.app.operation?.sync).toBeTruthy();
@@ -51,7 +53,9 @@ describe('the typed fleet event feed', () => {
     unsubscribe();
     const seen = events.length;
     sim.controller.advance(120_000);
-    await expect.poll(() => mirror.findApp('prod', 'payments-prod-us1', 'argocd')?.app.status?.operationState?.phase).toBe('Succeeded');
+    await expect
+      .poll(() => mirror.findApp('prod', 'payments-prod-us1', 'argocd')?.app.status?.operationState?.phase)
+      .toBe('Succeeded');
     expect(events.length).toBe(seen);
   });
 
@@ -69,7 +73,14 @@ describe('the typed fleet event feed', () => {
     appSet.metadata.labels = { ...appSet.metadata.labels, team: 'edge' };
     await clients.get('prod')!.upsertApplicationSet(appSet);
     await expect
-      .poll(() => events.map((e) => `${e.kind} ${'app' in e ? e.app.app.metadata.name : 'appSet' in e ? e.appSet.appSet.metadata.name : ''}`).sort())
+      .poll(() =>
+        events
+          .map(
+            (e) =>
+              `${e.kind} ${'app' in e ? e.app.app.metadata.name : 'appSet' in e ? e.appSet.appSet.metadata.name : ''}`,
+          )
+          .sort(),
+      )
       .toEqual(['app-added payments-prod-eu2', 'app-removed web-prod-us1', 'appset-changed ingress']);
     const removed = events.find((e) => e.kind === 'app-removed')!;
     // The last known state travels with a removal: a recorder can say what was deleted.
@@ -99,7 +110,9 @@ describe('the typed fleet event feed', () => {
     expect(mirror.health().find((h) => h.instance === 'prod')?.synced).toBe(false);
 
     await simFault(sim, { kind: 'clear', instance: 'prod' });
-    await expect.poll(() => events.map((e) => e.kind), { timeout: 6000 }).toEqual(['instance-lost', 'instance-connected']);
+    await expect
+      .poll(() => events.map((e) => e.kind), { timeout: 6000 })
+      .toEqual(['instance-lost', 'instance-connected']);
     expect(mirror.health().find((h) => h.instance === 'prod')?.synced).toBe(true);
     // Staging's streams dropped and healed a dozen times meanwhile: none of it was a loss.
     expect(flaps.filter((e) => e.kind === 'instance-lost')).toEqual([]);
@@ -119,7 +132,10 @@ describe('the typed fleet event feed', () => {
   });
 
   it('a fixture-built fleet follows every instance and accepts subscribers', () => {
-    const fleet = StaticFleet.fromObjects([{ name: 'prod', applications: [] }, { name: 'staging', applications: [] }]);
+    const fleet = StaticFleet.fromObjects([
+      { name: 'prod', applications: [] },
+      { name: 'staging', applications: [] },
+    ]);
     expect(fleet.health().map((h) => `${h.instance}:${h.synced}`)).toEqual(['prod:true', 'staging:true']);
     const off = fleet.subscribe(() => undefined);
     expect(typeof off).toBe('function');

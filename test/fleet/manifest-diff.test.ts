@@ -6,7 +6,18 @@ const deployment = (image: string, extra: Record<string, unknown> = {}) => ({
   apiVersion: 'apps/v1',
   kind: 'Deployment',
   metadata: { name: 'web', namespace: 'shop', uid: 'u-1', resourceVersion: '7' },
-  spec: { replicas: 3, template: { spec: { containers: [{ name: 'sidecar', image: 'envoy:1' }, { name: 'web', image, env: [{ name: 'A', value: '1' }] }] } }, ...extra },
+  spec: {
+    replicas: 3,
+    template: {
+      spec: {
+        containers: [
+          { name: 'sidecar', image: 'envoy:1' },
+          { name: 'web', image, env: [{ name: 'A', value: '1' }] },
+        ],
+      },
+    },
+    ...extra,
+  },
 });
 
 function item(o: Partial<ResourceDiff> & { live?: unknown; target?: unknown; predicted?: unknown }): ResourceDiff {
@@ -27,9 +38,13 @@ function item(o: Partial<ResourceDiff> & { live?: unknown; target?: unknown; pre
 
 describe('manifestDiff', () => {
   it('names list entries by their name and shows old → new of a changed scalar', () => {
-    const [change] = manifestDiff([item({ live: deployment('web:live'), target: deployment('web:v2'), predicted: deployment('web:v2') })]);
+    const [change] = manifestDiff([
+      item({ live: deployment('web:live'), target: deployment('web:v2'), predicted: deployment('web:v2') }),
+    ]);
     expect(change).toMatchObject({ kind: 'Deployment', change: 'modified', fieldsTotal: 1 });
-    expect(change.fields).toEqual([{ path: 'spec.template.spec.containers[web].image', op: 'changed', from: 'web:live', to: 'web:v2' }]);
+    expect(change.fields).toEqual([
+      { path: 'spec.template.spec.containers[web].image', op: 'changed', from: 'web:live', to: 'web:v2' },
+    ]);
   });
 
   it('leaves out fields the API server sets when it must fall back to the target state', () => {
@@ -73,8 +88,15 @@ describe('manifestDiff', () => {
 
   it('cuts long values and caps the fields listed, counting them all', () => {
     const long = 'x'.repeat(500);
-    const live = { kind: 'ConfigMap', metadata: { name: 'c' }, data: Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`k${String(i).padStart(2, '0')}`, 'a'])) };
-    const target = { ...live, data: Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`k${String(i).padStart(2, '0')}`, long])) };
+    const live = {
+      kind: 'ConfigMap',
+      metadata: { name: 'c' },
+      data: Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`k${String(i).padStart(2, '0')}`, 'a'])),
+    };
+    const target = {
+      ...live,
+      data: Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`k${String(i).padStart(2, '0')}`, long])),
+    };
     const [change] = manifestDiff([item({ kind: 'ConfigMap', group: '', live, target, predicted: target })]);
     expect(change.fieldsTotal).toBe(30);
     expect(change.fields).toHaveLength(20);
@@ -84,13 +106,26 @@ describe('manifestDiff', () => {
   it('never shows a Secret value, even one the server left unmasked, in data, stringData or the last-applied annotation', () => {
     const secret = (value: string, extra: Record<string, unknown> = {}) => ({
       kind: 'Secret',
-      metadata: { name: 's', annotations: { 'kubectl.kubernetes.io/last-applied-configuration': `{"data":{"password":"${value}"}}` } },
+      metadata: {
+        name: 's',
+        annotations: { 'kubectl.kubernetes.io/last-applied-configuration': `{"data":{"password":"${value}"}}` },
+      },
       data: { password: value },
       ...extra,
     });
-    const changes = manifestDiff([item({ kind: 'Secret', group: '', name: 's', live: secret('aHVudGVyMg=='), target: secret('c2VjcmV0', { stringData: { token: 'plain-token' } }), predicted: secret('c2VjcmV0', { stringData: { token: 'plain-token' } }) })]);
+    const changes = manifestDiff([
+      item({
+        kind: 'Secret',
+        group: '',
+        name: 's',
+        live: secret('aHVudGVyMg=='),
+        target: secret('c2VjcmV0', { stringData: { token: 'plain-token' } }),
+        predicted: secret('c2VjcmV0', { stringData: { token: 'plain-token' } }),
+      }),
+    ]);
     const text = JSON.stringify(changes);
-    for (const secretValue of ['aHVudGVyMg==', 'c2VjcmV0', 'plain-token', 'password\\":']) expect(text).not.toContain(secretValue);
+    for (const secretValue of ['aHVudGVyMg==', 'c2VjcmV0', 'plain-token', 'password\\":'])
+      expect(text).not.toContain(secretValue);
     expect(changes[0].fields).toEqual(
       expect.arrayContaining([
         { path: 'data.password', op: 'changed', from: SECRET_MASK, to: SECRET_MASK },

@@ -16,14 +16,24 @@ afterEach(async () => {
 
 async function start(enrichLimit?: number) {
   sim = await startTestSim({ scenario: 'seed-outage' });
-  const clients = new Map(sim.instances.map((i) => [i.name, new ArgoClient(instanceSchema.parse({ name: i.name, url: i.url, token: i.token }))]));
-  mirror = new FleetMirror(clients, sim.instances.map((i) => ({ name: i.name })), { enrichLimit });
+  const clients = new Map(
+    sim.instances.map((i) => [
+      i.name,
+      new ArgoClient(instanceSchema.parse({ name: i.name, url: i.url, token: i.token })),
+    ]),
+  );
+  mirror = new FleetMirror(
+    clients,
+    sim.instances.map((i) => ({ name: i.name })),
+    { enrichLimit },
+  );
   await mirror.start();
   return mirror;
 }
 
 const crashLooping = (m: FleetMirror) => m.apps().filter((a) => a.app.metadata.name.startsWith('auth-service-'));
-const resourceMessages = (m: FleetMirror) => crashLooping(m).flatMap((a) => (a.app.status?.resources ?? []).map((r) => r.health?.message).filter(Boolean));
+const resourceMessages = (m: FleetMirror) =>
+  crashLooping(m).flatMap((a) => (a.app.status?.resources ?? []).map((r) => r.health?.message).filter(Boolean));
 
 describe('mirror resource health', () => {
   it('fills in the resource health List leaves out, for the unhealthy apps only', async () => {

@@ -38,7 +38,13 @@ describe('FleetMirror when a stream cannot resume (410)', () => {
       {
         stream: (res) => {
           sseOpen(res);
-          setTimeout(() => sseSend(res, { error: { grpc_code: 11, http_code: 410, message: 'too old resource version: 5', http_status: 'Gone' } }), 30);
+          setTimeout(
+            () =>
+              sseSend(res, {
+                error: { grpc_code: 11, http_code: 410, message: 'too old resource version: 5', http_status: 'Gone' },
+              }),
+            30,
+          );
         },
       },
       { stream: (res) => sseOpen(res) },
@@ -54,13 +60,22 @@ describe('FleetMirror when a stream cannot resume (410)', () => {
     try {
       expect(mirror.apps().map((a) => a.app.metadata.name)).toEqual(['a', 'gone']);
       await expect.poll(() => server.requestsTo(`${API}/stream/applications`).length, { timeout: 2000 }).toBe(2);
-      expect(server.requestsTo(`${API}/stream/applications`).map((r) => r.query.get('resourceVersion'))).toEqual(['5', '9']);
-      expect(server.requestsTo(`${API}/applications`)).toHaveLength(2);
-      expect(mirror.apps().map((a) => `${a.app.metadata.name}@${a.app.metadata.resourceVersion}/${a.cluster}`).sort()).toEqual([
-        'a@7/prod-eu1',
-        'b@8/prod-eu1',
+      expect(server.requestsTo(`${API}/stream/applications`).map((r) => r.query.get('resourceVersion'))).toEqual([
+        '5',
+        '9',
       ]);
-      expect(events.map((e) => `${e.kind} ${'app' in e ? e.app.app.metadata.name : ''}`)).toEqual(['app-changed a', 'app-added b', 'app-removed gone']);
+      expect(server.requestsTo(`${API}/applications`)).toHaveLength(2);
+      expect(
+        mirror
+          .apps()
+          .map((a) => `${a.app.metadata.name}@${a.app.metadata.resourceVersion}/${a.cluster}`)
+          .sort(),
+      ).toEqual(['a@7/prod-eu1', 'b@8/prod-eu1']);
+      expect(events.map((e) => `${e.kind} ${'app' in e ? e.app.app.metadata.name : ''}`)).toEqual([
+        'app-changed a',
+        'app-added b',
+        'app-removed gone',
+      ]);
       await expect.poll(() => mirror.health()[0].synced).toBe(true);
     } finally {
       await mirror.stop();

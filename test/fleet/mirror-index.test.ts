@@ -11,7 +11,9 @@ const app = (name: string, opts: { appSet?: string; rv?: string; namespace?: str
         name,
         namespace: opts.namespace ?? 'argocd',
         resourceVersion: opts.rv ?? '1',
-        ownerReferences: opts.appSet ? [{ apiVersion: 'argoproj.io/v1alpha1', kind: 'ApplicationSet', name: opts.appSet }] : undefined,
+        ownerReferences: opts.appSet
+          ? [{ apiVersion: 'argoproj.io/v1alpha1', kind: 'ApplicationSet', name: opts.appSet }]
+          : undefined,
       },
       spec: { project: 'default', destination: { server: 'https://eu1.k8s' } },
     } satisfies Application,
@@ -65,11 +67,20 @@ describe('FleetIndex incremental updates (used by the live mirror)', () => {
 
   it('upserts and removes appsets by instance and name', () => {
     const index = new FleetIndex(['eu', 'us']);
-    const set = (instance: string, rv: string) => ({ instance, appSet: { metadata: { name: 'web', resourceVersion: rv }, spec: { generators: [], template: { metadata: {}, spec: { project: 'p', destination: {} } } } } });
+    const set = (instance: string, rv: string) => ({
+      instance,
+      appSet: {
+        metadata: { name: 'web', resourceVersion: rv },
+        spec: { generators: [], template: { metadata: {}, spec: { project: 'p', destination: {} } } },
+      },
+    });
     expect(index.upsertAppSet(set('eu', '1'))).toBeUndefined();
     index.upsertAppSet(set('us', '1'));
     expect(index.upsertAppSet(set('eu', '2'))?.appSet.metadata.resourceVersion).toBe('1');
-    expect(index.appSetsNamed('web').map((s) => `${s.instance}@${s.appSet.metadata.resourceVersion}`)).toEqual(['eu@2', 'us@1']);
+    expect(index.appSetsNamed('web').map((s) => `${s.instance}@${s.appSet.metadata.resourceVersion}`)).toEqual([
+      'eu@2',
+      'us@1',
+    ]);
     index.removeAppSet('us', 'web');
     expect(index.appSets().map((s) => s.instance)).toEqual(['eu']);
   });

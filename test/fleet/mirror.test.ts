@@ -34,10 +34,14 @@ function clientsFor(server: SimServer, keepAliveMs = 200) {
 
 async function startMirror(server: SimServer, keepAliveMs?: number) {
   const clients = clientsFor(server, keepAliveMs);
-  mirror = new FleetMirror(clients, server.instances.map((i) => ({ name: i.name, uiUrl: `https://${i.name}.argocd.example` })), {
-    relistDelayMs: 20,
-    retryMs: 50,
-  });
+  mirror = new FleetMirror(
+    clients,
+    server.instances.map((i) => ({ name: i.name, uiUrl: `https://${i.name}.argocd.example` })),
+    {
+      relistDelayMs: 20,
+      retryMs: 50,
+    },
+  );
   await mirror.start();
   return { mirror, clients };
 }
@@ -63,9 +67,19 @@ describe('FleetMirror over the simulator (2 instances)', () => {
       'staging/staging-1/auth-service-staging',
       'staging/staging-1/payments-staging',
     ]);
-    expect(mirror.appsOf('prod', 'ingress').map((a) => a.app.metadata.name).sort()).toEqual(['ingress-prod-eu1', 'ingress-prod-us1']);
+    expect(
+      mirror
+        .appsOf('prod', 'ingress')
+        .map((a) => a.app.metadata.name)
+        .sort(),
+    ).toEqual(['ingress-prod-eu1', 'ingress-prod-us1']);
     expect(mirror.appSets().map((s) => `${s.instance}/${s.appSet.metadata.name}`)).toEqual(['prod/ingress']);
-    expect(mirror.clusters().filter((c) => c.instance === 'staging').map((c) => c.cluster.name)).toEqual(['staging-1']);
+    expect(
+      mirror
+        .clusters()
+        .filter((c) => c.instance === 'staging')
+        .map((c) => c.cluster.name),
+    ).toEqual(['staging-1']);
     expect(mirror.clusters().every((c) => c.cluster.config === undefined)).toBe(true);
     expect(mirror.health()).toEqual([
       { instance: 'prod', synced: true, lastEventAt: undefined, error: undefined },
@@ -83,7 +97,11 @@ describe('FleetMirror over the simulator (2 instances)', () => {
       client.watchApplications = (q, o) => (watches.push(`${name} apps`), apps(q, o));
       client.watchApplicationSets = (q, o) => (watches.push(`${name} appsets`), appSets(q, o));
     }
-    mirror = new FleetMirror(clients, sim.instances.map((i) => ({ name: i.name, uiUrl: i.url })), { follow: false });
+    mirror = new FleetMirror(
+      clients,
+      sim.instances.map((i) => ({ name: i.name, uiUrl: i.url })),
+      { follow: false },
+    );
     const events: FleetEvent[] = [];
     mirror.subscribe((e) => events.push(e));
     await mirror.start();
@@ -93,7 +111,12 @@ describe('FleetMirror over the simulator (2 instances)', () => {
       ['prod', true],
       ['staging', true],
     ]);
-    expect(events.filter((e) => e.kind === 'instance-connected').map((e) => e.instance).sort()).toEqual(['prod', 'staging']);
+    expect(
+      events
+        .filter((e) => e.kind === 'instance-connected')
+        .map((e) => e.instance)
+        .sort(),
+    ).toEqual(['prod', 'staging']);
     // What changes afterwards is not followed: a snapshot answers from the lists it took.
     await clients.get('prod')!.sync({ name: 'payments-prod-us1', prune: true });
     await new Promise((r) => setTimeout(r, 200));
@@ -111,7 +134,9 @@ describe('FleetMirror over the simulator (2 instances)', () => {
 
     sim.controller.advance(120_000);
     await expect
-      .poll(() => mirror.findApp('prod', 'payments-prod-us1', 'argocd')?.app.status?.operationState?.phase, { timeout: 3000 })
+      .poll(() => mirror.findApp('prod', 'payments-prod-us1', 'argocd')?.app.status?.operationState?.phase, {
+        timeout: 3000,
+      })
       .toBe('Succeeded');
     const app = mirror.appsNamed('payments-prod-us1')[0];
     expect(app.instance).toBe('prod');
@@ -119,11 +144,15 @@ describe('FleetMirror over the simulator (2 instances)', () => {
     expect(app.app.status?.sync?.status).toBe('Synced');
     const last = events.filter((e) => e.app.app.metadata.name === 'payments-prod-us1').at(-1)!;
     expect(last.kind).toBe('app-changed');
-    expect(last.kind === 'app-changed' && last.previous.app.metadata.resourceVersion).not.toBe(last.app.app.metadata.resourceVersion);
+    expect(last.kind === 'app-changed' && last.previous.app.metadata.resourceVersion).not.toBe(
+      last.app.app.metadata.resourceVersion,
+    );
     // Staging saw nothing of it.
     expect(events.every((e) => e.instance === 'prod')).toBe(true);
     const ops = await simOperations(sim, 'prod');
-    expect(ops.filter((o) => o.method === 'POST').map((o) => o.path)).toEqual([expect.stringContaining('/applications/payments-prod-us1/sync')]);
+    expect(ops.filter((o) => o.method === 'POST').map((o) => o.path)).toEqual([
+      expect.stringContaining('/applications/payments-prod-us1/sync'),
+    ]);
     expect(mirror.health().find((h) => h.instance === 'prod')?.lastEventAt).toBeDefined();
   });
 
@@ -147,7 +176,9 @@ describe('FleetMirror over the simulator (2 instances)', () => {
     store.putApp(added);
 
     await simFault(sim, { kind: 'clear', instance: 'prod' });
-    await expect.poll(() => mirror.findApp('prod', 'payments-prod-eu2', 'argocd') !== undefined, { timeout: 3000 }).toBe(true);
+    await expect
+      .poll(() => mirror.findApp('prod', 'payments-prod-eu2', 'argocd') !== undefined, { timeout: 3000 })
+      .toBe(true);
     expect(mirror.findApp('prod', 'web-prod-us1', 'argocd')).toBeUndefined();
     expect(mirror.appsNamed('payments-prod-eu1')[0].app.metadata.labels?.tier).toBe('gold');
     expect(events.map((e) => `${e.kind} ${e.app.app.metadata.name}`).sort()).toEqual([
@@ -166,13 +197,18 @@ describe('FleetMirror over the simulator (2 instances)', () => {
     const appSet = structuredClone(mirror.appSetsNamed('ingress')[0].appSet);
     appSet.spec.strategy = {
       type: 'RollingSync',
-      rollingSync: { steps: [{ matchExpressions: [{ key: 'region', operator: 'In', values: ['eu'] }], maxUpdate: 0 }, {}] },
+      rollingSync: {
+        steps: [{ matchExpressions: [{ key: 'region', operator: 'In', values: ['eu'] }], maxUpdate: 0 }, {}],
+      },
     };
     await clients.get('prod')!.upsertApplicationSet(appSet);
     await expect.poll(() => events.length, { timeout: 3000 }).toBeGreaterThan(0);
     expect(events[0]).toMatchObject({ instance: 'prod', kind: 'appset-changed' });
     expect(mirror.appSetsNamed('ingress')[0].appSet.spec.strategy?.rollingSync?.steps?.[0].maxUpdate).toBe(0);
-    expect(events[0].kind === 'appset-changed' && events[0].previous.appSet.spec.strategy?.rollingSync?.steps?.[0]?.maxUpdate).not.toBe(0);
+    expect(
+      events[0].kind === 'appset-changed' &&
+        events[0].previous.appSet.spec.strategy?.rollingSync?.steps?.[0]?.maxUpdate,
+    ).not.toBe(0);
   });
 
   it('resolves the cluster name of an app on a cluster added after the start', async () => {
@@ -184,8 +220,16 @@ describe('FleetMirror over the simulator (2 instances)', () => {
     added.metadata.name = 'payments-staging-2';
     added.spec.destination = { server: 'https://staging-2.k8s.example.com', namespace: 'payments' };
     store.putApp(added);
-    await expect.poll(() => mirror.findApp('staging', 'payments-staging-2', 'argocd')?.cluster, { timeout: 3000 }).toBe('staging-2');
-    expect(mirror.clusters().filter((c) => c.instance === 'staging').map((c) => c.cluster.name).sort()).toEqual(['staging-1', 'staging-2']);
+    await expect
+      .poll(() => mirror.findApp('staging', 'payments-staging-2', 'argocd')?.cluster, { timeout: 3000 })
+      .toBe('staging-2');
+    expect(
+      mirror
+        .clusters()
+        .filter((c) => c.instance === 'staging')
+        .map((c) => c.cluster.name)
+        .sort(),
+    ).toEqual(['staging-1', 'staging-2']);
   });
 
   it('serves the reachable instances when one is down, and reports the down one', async () => {
@@ -193,7 +237,9 @@ describe('FleetMirror over the simulator (2 instances)', () => {
     const clients = clientsFor(sim);
     clients.set(
       'gone',
-      new ArgoClient(instanceSchema.parse({ name: 'gone', url: 'http://127.0.0.1:1', token: 't', timeout: 500 }), { retry: { retries: 0, baseMs: 1, maxMs: 1 } }),
+      new ArgoClient(instanceSchema.parse({ name: 'gone', url: 'http://127.0.0.1:1', token: 't', timeout: 500 }), {
+        retry: { retries: 0, baseMs: 1, maxMs: 1 },
+      }),
     );
     mirror = new FleetMirror(clients, [], { retryMs: 10_000 });
     await mirror.start();

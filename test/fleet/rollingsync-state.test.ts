@@ -21,19 +21,42 @@ function rollingAppSet(steps: ApplicationSetRolloutStep[]): ApplicationSet {
     metadata: { name: 'payments', namespace: 'argocd' },
     spec: {
       generators: [],
-      template: { metadata: { name: '{{name}}', labels: { env: '{{env}}' } }, spec: { project: 'default', destination: { name: '{{cluster}}' } } },
+      template: {
+        metadata: { name: '{{name}}', labels: { env: '{{env}}' } },
+        spec: { project: 'default', destination: { name: '{{cluster}}' } },
+      },
       strategy: { type: 'RollingSync', rollingSync: { steps } },
     },
     status: {
-      conditions: [{ type: 'ResourcesUpToDate', status: 'True', reason: 'ApplicationSetUpToDate', message: 'All applications have been generated successfully', lastTransitionTime: '2026-12-01T00:00:00Z' }],
+      conditions: [
+        {
+          type: 'ResourcesUpToDate',
+          status: 'True',
+          reason: 'ApplicationSetUpToDate',
+          message: 'All applications have been generated successfully',
+          lastTransitionTime: '2026-12-01T00:00:00Z',
+        },
+      ],
     },
   };
 }
 
-const envStep = (env: string, maxUpdate?: number | string): ApplicationSetRolloutStep => ({ matchExpressions: [{ key: 'env', operator: 'In', values: [env] }], ...(maxUpdate === undefined ? {} : { maxUpdate }) });
+const envStep = (env: string, maxUpdate?: number | string): ApplicationSetRolloutStep => ({
+  matchExpressions: [{ key: 'env', operator: 'In', values: [env] }],
+  ...(maxUpdate === undefined ? {} : { maxUpdate }),
+});
 
 function app(name: string, env: string | undefined, over: Partial<RolloutAppState> = {}): RolloutAppState {
-  return { name, labels: env ? { env } : {}, sync: 'OutOfSync', health: 'Healthy', revisions: ['rev1'], operationRunning: false, errorCondition: false, ...over };
+  return {
+    name,
+    labels: env ? { env } : {},
+    sync: 'OutOfSync',
+    health: 'Healthy',
+    revisions: ['rev1'],
+    operationRunning: false,
+    errorCondition: false,
+    ...over,
+  };
 }
 
 /** Runs one pass and writes its result back, as the appset controller persists it. */
@@ -48,19 +71,33 @@ const entry = (result: RolloutAdvance, name: string) => {
   if (!found) throw new Error(`no entry for ${name}`);
   return found;
 };
-const statuses = (result: RolloutAdvance) => Object.fromEntries(result.applicationStatus.map((e) => [e.application, e.status]));
+const statuses = (result: RolloutAdvance) =>
+  Object.fromEntries(result.applicationStatus.map((e) => [e.application, e.status]));
 const progressing = (result: RolloutAdvance) => result.conditions.find((c) => c.type === 'RolloutProgressing');
 
 /** What the app controller does once RollingSync wrote the operation: a sync starts, then finishes. */
 function syncStarted(state: RolloutAppState, now: Date): RolloutAppState {
-  return { ...state, operationStartedAt: k8sTime(now), operationPhase: 'Running', operationRunning: true, reconciledAt: k8sTime(now) };
+  return {
+    ...state,
+    operationStartedAt: k8sTime(now),
+    operationPhase: 'Running',
+    operationRunning: true,
+    reconciledAt: k8sTime(now),
+  };
 }
 function syncSucceeded(state: RolloutAppState, now: Date): RolloutAppState {
-  return { ...state, operationPhase: 'Succeeded', operationRunning: false, sync: 'Synced', health: 'Healthy', reconciledAt: k8sTime(now) };
+  return {
+    ...state,
+    operationPhase: 'Succeeded',
+    operationRunning: false,
+    sync: 'Synced',
+    health: 'Healthy',
+    reconciledAt: k8sTime(now),
+  };
 }
 
 describe('new entries and unmatched apps', () => {
-  it('gives a new app a Waiting entry with Argo CD\'s message, its step, revisions and transition time', () => {
+  it("gives a new app a Waiting entry with Argo CD's message, its step, revisions and transition time", () => {
     const set = rollingAppSet([envStep('stage', 0)]);
     const result = pass(set, [app('a-stage', 'stage')], T0);
     expect(entry(result, 'a-stage')).toEqual({
@@ -89,9 +126,17 @@ describe('new entries and unmatched apps', () => {
     const set = rollingAppSet([envStep('stage')]);
     pass(set, [app('a-stage', 'stage', { sync: 'Synced' }), app('z-dev', 'dev')], T0);
     let result = pass(set, [app('a-stage', 'stage', { sync: 'Synced' }), app('z-dev', 'dev')], at(10));
-    expect(progressing(result)).toMatchObject({ status: 'False', reason: 'ApplicationSetRolloutComplete', message: 'ApplicationSet Rollout has completed' });
+    expect(progressing(result)).toMatchObject({
+      status: 'False',
+      reason: 'ApplicationSetRolloutComplete',
+      message: 'ApplicationSet Rollout has completed',
+    });
     result = pass(set, [app('a-stage', 'stage', { sync: 'Synced' }), app('z-dev', 'dev', { sync: 'Synced' })], at(20));
-    expect(entry(result, 'z-dev')).toMatchObject({ status: 'Healthy', step: '-1', message: ROLLOUT_MESSAGES.syncedHealthy });
+    expect(entry(result, 'z-dev')).toMatchObject({
+      status: 'Healthy',
+      step: '-1',
+      message: ROLLOUT_MESSAGES.syncedHealthy,
+    });
   });
 
   it('writes entries sorted by application name, one per app, and drops entries of deleted apps', () => {
@@ -107,7 +152,9 @@ describe('new entries and unmatched apps', () => {
     expect(result.applicationStatus).toEqual([]);
     expect(result.toSync).toEqual([]);
     const allAtOnce: ApplicationSet = { ...set, spec: { ...set.spec, strategy: { type: 'AllAtOnce' } } };
-    expect(advanceRollout(allAtOnce, [app('a', 'stage')], T0).conditions.find((c) => c.type === 'RolloutProgressing')).toBeUndefined();
+    expect(
+      advanceRollout(allAtOnce, [app('a', 'stage')], T0).conditions.find((c) => c.type === 'RolloutProgressing'),
+    ).toBeUndefined();
   });
 });
 
@@ -115,14 +162,20 @@ describe('Waiting', () => {
   it('moves a Waiting app that is already Synced and Healthy straight to Healthy without a sync', () => {
     const set = rollingAppSet([envStep('stage')]);
     const result = pass(set, [app('a', 'stage', { sync: 'Synced', health: 'Healthy' })], T0);
-    expect(entry(result, 'a')).toMatchObject({ status: 'Healthy', message: 'Application resource has synced, updating status to Healthy' });
+    expect(entry(result, 'a')).toMatchObject({
+      status: 'Healthy',
+      message: 'Application resource has synced, updating status to Healthy',
+    });
     expect(result.toSync).toEqual([]);
   });
 
   it('moves a Waiting app that is Synced but not Healthy to Progressing without a sync', () => {
     const set = rollingAppSet([envStep('stage')]);
     const result = pass(set, [app('a', 'stage', { sync: 'Synced', health: 'Degraded' })], T0);
-    expect(entry(result, 'a')).toMatchObject({ status: 'Progressing', message: 'Application resource has synced, updating status to Progressing' });
+    expect(entry(result, 'a')).toMatchObject({
+      status: 'Progressing',
+      message: 'Application resource has synced, updating status to Progressing',
+    });
     expect(result.toSync).toEqual([]);
   });
 
@@ -130,7 +183,10 @@ describe('Waiting', () => {
     const set = rollingAppSet([envStep('stage')]);
     const result = pass(set, [app('a', 'stage'), app('b', 'stage')], T0);
     expect(statuses(result)).toEqual({ a: 'Pending', b: 'Pending' });
-    expect(entry(result, 'a')).toMatchObject({ message: 'Application moved to Pending status, watching for the Application resource to start Progressing', lastTransitionTime: '2026-12-02T10:00:00Z' });
+    expect(entry(result, 'a')).toMatchObject({
+      message: 'Application moved to Pending status, watching for the Application resource to start Progressing',
+      lastTransitionTime: '2026-12-02T10:00:00Z',
+    });
     expect(result.toSync).toEqual(['a', 'b']);
     expect(result.pendingSync).toEqual(['a', 'b']);
   });
@@ -195,7 +251,7 @@ describe('maxUpdate in the state machine', () => {
     expect(pass(alone, [app('a', 'stage'), app('b', 'stage')], T0).toSync).toEqual(['a']);
   });
 
-  it('counts an unmatched Progressing app against step 1\'s maxUpdate', () => {
+  it("counts an unmatched Progressing app against step 1's maxUpdate", () => {
     const set = rollingAppSet([envStep('stage', 1)]);
     // x is in no step, Synced but Degraded -> Progressing, which fills step 1's only slot.
     const result = pass(set, [app('a', 'stage'), app('x', 'dev', { sync: 'Synced', health: 'Degraded' })], T0);
@@ -211,7 +267,7 @@ describe('maxUpdate in the state machine', () => {
     expect(pass(invalid, [app('a', 'stage'), app('b', 'stage')], T0).toSync).toEqual(['a']);
   });
 
-  it('applies the first matching step\'s maxUpdate to an app selected by two steps', () => {
+  it("applies the first matching step's maxUpdate to an app selected by two steps", () => {
     const set = rollingAppSet([
       { matchExpressions: [{ key: 'env', operator: 'In', values: ['stage'] }], maxUpdate: 1 },
       { matchExpressions: [{ key: 'env', operator: 'NotIn', values: ['prod'] }] },
@@ -233,15 +289,25 @@ describe('Pending → Progressing → Healthy', () => {
   it('moves Pending to Progressing once a sync started after the Pending transition', () => {
     const set = setup();
     const result = pass(set, [syncStarted(app('a', 'stage'), at(3))], at(4));
-    expect(entry(result, 'a')).toMatchObject({ status: 'Progressing', message: 'Application resource became Progressing, updating status from Pending to Progressing', lastTransitionTime: '2026-12-02T10:00:04Z' });
+    expect(entry(result, 'a')).toMatchObject({
+      status: 'Progressing',
+      message: 'Application resource became Progressing, updating status from Pending to Progressing',
+      lastTransitionTime: '2026-12-02T10:00:04Z',
+    });
   });
 
   it('stays Pending while the last operation started before the Pending transition', () => {
     const set = setup();
-    const old = { ...app('a', 'stage'), operationStartedAt: '2026-12-02T09:00:00Z', operationPhase: 'Succeeded' as const };
+    const old = {
+      ...app('a', 'stage'),
+      operationStartedAt: '2026-12-02T09:00:00Z',
+      operationPhase: 'Succeeded' as const,
+    };
     expect(entry(pass(set, [old], at(60)), 'a').status).toBe('Pending');
     // Same second as the transition is not "later" (Kubernetes times have second precision).
-    expect(entry(pass(set, [{ ...old, operationStartedAt: '2026-12-02T10:00:00Z' }], at(61)), 'a').status).toBe('Pending');
+    expect(entry(pass(set, [{ ...old, operationStartedAt: '2026-12-02T10:00:00Z' }], at(61)), 'a').status).toBe(
+      'Pending',
+    );
   });
 
   it('stays Pending until the app controller reconciled the app after the transition', () => {
@@ -257,8 +323,16 @@ describe('Pending → Progressing → Healthy', () => {
       'Application resource completed a sync successfully, updating status from Pending to Progressing',
     );
     const failed = setup();
-    const failedSync = { ...syncStarted(app('a', 'stage'), at(3)), operationPhase: 'Failed' as const, operationRunning: false, health: 'Degraded' as const };
-    expect(entry(pass(failed, [failedSync], at(5)), 'a')).toMatchObject({ status: 'Progressing', message: 'Application resource completed a sync, updating status from Pending to Progressing' });
+    const failedSync = {
+      ...syncStarted(app('a', 'stage'), at(3)),
+      operationPhase: 'Failed' as const,
+      operationRunning: false,
+      health: 'Degraded' as const,
+    };
+    expect(entry(pass(failed, [failedSync], at(5)), 'a')).toMatchObject({
+      status: 'Progressing',
+      message: 'Application resource completed a sync, updating status from Pending to Progressing',
+    });
   });
 
   it('moves a Pending app with an InvalidSpecError or UnknownError condition to Progressing', () => {
@@ -273,8 +347,12 @@ describe('Pending → Progressing → Healthy', () => {
     const set = setup();
     const started = syncStarted(app('a', 'stage'), at(3));
     pass(set, [started], at(4));
-    expect(entry(pass(set, [{ ...started, health: 'Healthy', sync: 'OutOfSync' }], at(10)), 'a').status).toBe('Progressing');
-    expect(entry(pass(set, [{ ...started, health: 'Progressing', sync: 'Synced' }], at(11)), 'a').status).toBe('Progressing');
+    expect(entry(pass(set, [{ ...started, health: 'Healthy', sync: 'OutOfSync' }], at(10)), 'a').status).toBe(
+      'Progressing',
+    );
+    expect(entry(pass(set, [{ ...started, health: 'Progressing', sync: 'Synced' }], at(11)), 'a').status).toBe(
+      'Progressing',
+    );
     expect(entry(pass(set, [syncSucceeded(started, at(12))], at(13)), 'a')).toMatchObject({
       status: 'Healthy',
       message: 'Application resource became Healthy, updating status from Progressing to Healthy',
@@ -292,7 +370,9 @@ describe('Pending → Progressing → Healthy', () => {
   it('keeps a Healthy entry Healthy when the app degrades or drifts at the same revision', () => {
     const set = rollingAppSet([envStep('stage')]);
     pass(set, [app('a', 'stage', { sync: 'Synced' })], T0);
-    expect(entry(pass(set, [app('a', 'stage', { sync: 'OutOfSync', health: 'Degraded' })], at(60)), 'a')).toMatchObject({ status: 'Healthy', lastTransitionTime: '2026-12-02T10:00:00Z' });
+    expect(entry(pass(set, [app('a', 'stage', { sync: 'OutOfSync', health: 'Degraded' })], at(60)), 'a')).toMatchObject(
+      { status: 'Healthy', lastTransitionTime: '2026-12-02T10:00:00Z' },
+    );
   });
 });
 
@@ -301,13 +381,22 @@ describe('revision and spec changes', () => {
     const set = rollingAppSet([envStep('stage', 0)]);
     pass(set, [app('a', 'stage', { sync: 'Synced' })], T0);
     const result = pass(set, [app('a', 'stage', { revisions: ['rev2'] })], at(60));
-    expect(entry(result, 'a')).toMatchObject({ status: 'Waiting', message: 'Application has pending changes, setting status to Waiting', targetRevisions: ['rev2'], lastTransitionTime: '2026-12-02T10:01:00Z' });
+    expect(entry(result, 'a')).toMatchObject({
+      status: 'Waiting',
+      message: 'Application has pending changes, setting status to Waiting',
+      targetRevisions: ['rev2'],
+      lastTransitionTime: '2026-12-02T10:01:00Z',
+    });
   });
 
   it('restarts the rollout from step 1 after a new revision', () => {
     const set = rollingAppSet([envStep('stage'), envStep('prod')]);
     pass(set, [app('s', 'stage', { sync: 'Synced' }), app('p', 'prod', { sync: 'Synced' })], T0);
-    const result = pass(set, [app('s', 'stage', { revisions: ['rev2'] }), app('p', 'prod', { revisions: ['rev2'] })], at(60));
+    const result = pass(
+      set,
+      [app('s', 'stage', { revisions: ['rev2'] }), app('p', 'prod', { revisions: ['rev2'] })],
+      at(60),
+    );
     expect(statuses(result)).toEqual({ s: 'Pending', p: 'Waiting' });
     expect(result.toSync).toEqual(['s']);
     expect(progressing(result)?.message).toBe('ApplicationSet is performing rollout of step 1');
@@ -316,9 +405,17 @@ describe('revision and spec changes', () => {
   it('names a spec change, or both, in the Waiting message', () => {
     const set = rollingAppSet([envStep('stage', 0)]);
     pass(set, [app('a', 'stage', { sync: 'Synced' }), app('b', 'stage', { sync: 'Synced' })], T0);
-    const result = pass(set, [app('a', 'stage', { specChanged: true }), app('b', 'stage', { specChanged: true, revisions: ['rev2'] })], at(60));
-    expect(entry(result, 'a').message).toBe('Application has pending changes (spec differs), setting status to Waiting');
-    expect(entry(result, 'b').message).toBe('Application has pending changes (revision and spec differ), setting status to Waiting');
+    const result = pass(
+      set,
+      [app('a', 'stage', { specChanged: true }), app('b', 'stage', { specChanged: true, revisions: ['rev2'] })],
+      at(60),
+    );
+    expect(entry(result, 'a').message).toBe(
+      'Application has pending changes (spec differs), setting status to Waiting',
+    );
+    expect(entry(result, 'b').message).toBe(
+      'Application has pending changes (revision and spec differ), setting status to Waiting',
+    );
   });
 
   // applicationset_controller.go setAppSetApplicationStatus writes the list only when an entry's status,
@@ -328,7 +425,11 @@ describe('revision and spec changes', () => {
     const set = rollingAppSet([envStep('stage', 0)]);
     const first = pass(set, [app('a', 'stage', { sync: 'Synced' })], T0);
     const result = pass(set, [app('a', 'stage', { sync: 'Synced', revisions: ['rev2'] })], at(60));
-    expect(entry(result, 'a')).toMatchObject({ status: 'Healthy', targetRevisions: ['rev1'], message: ROLLOUT_MESSAGES.syncedHealthy });
+    expect(entry(result, 'a')).toMatchObject({
+      status: 'Healthy',
+      targetRevisions: ['rev1'],
+      message: ROLLOUT_MESSAGES.syncedHealthy,
+    });
     expect(entry(result, 'a').lastTransitionTime).toBe(entry(first, 'a').lastTransitionTime);
   });
 
@@ -336,7 +437,11 @@ describe('revision and spec changes', () => {
     const set = rollingAppSet([envStep('stage', 0)]);
     pass(set, [app('a', 'stage', { sync: 'Synced', health: 'Progressing' })], T0);
     const result = pass(set, [app('a', 'stage', { sync: 'OutOfSync', revisions: ['rev2'] })], at(60));
-    expect(entry(result, 'a')).toMatchObject({ status: 'Waiting', targetRevisions: ['rev2'], message: ROLLOUT_MESSAGES.revisionChanged });
+    expect(entry(result, 'a')).toMatchObject({
+      status: 'Waiting',
+      targetRevisions: ['rev2'],
+      message: ROLLOUT_MESSAGES.revisionChanged,
+    });
   });
 
   // migrateStatus (applicationset_controller.go) first turns an entry's nil targetRevisions into [] and
@@ -344,21 +449,46 @@ describe('revision and spec changes', () => {
   // app.Status.GetRevisions(), which is [] for an app with no revision.
   it('reads an entry without targetRevisions as an empty list (migrated and saved), so only an app with a revision differs', () => {
     const set = rollingAppSet([envStep('stage', 0)]);
-    const legacy = { application: 'a', status: 'Pending', message: ROLLOUT_MESSAGES.pending, step: '1', lastTransitionTime: '2026-12-02T10:00:00Z' } as never;
+    const legacy = {
+      application: 'a',
+      status: 'Pending',
+      message: ROLLOUT_MESSAGES.pending,
+      step: '1',
+      lastTransitionTime: '2026-12-02T10:00:00Z',
+    } as never;
     set.status = { applicationStatus: [legacy] };
     const none = advanceRollout(set, [app('a', 'stage', { revisions: [] })], at(60));
-    expect(entry(none, 'a')).toMatchObject({ status: 'Pending', targetRevisions: [], message: ROLLOUT_MESSAGES.pending });
+    expect(entry(none, 'a')).toMatchObject({
+      status: 'Pending',
+      targetRevisions: [],
+      message: ROLLOUT_MESSAGES.pending,
+    });
     set.status = { applicationStatus: [legacy] };
     const withRevision = advanceRollout(set, [app('a', 'stage', { revisions: ['rev1'] })], at(60));
-    expect(entry(withRevision, 'a')).toMatchObject({ status: 'Waiting', targetRevisions: ['rev1'], message: ROLLOUT_MESSAGES.revisionChanged });
+    expect(entry(withRevision, 'a')).toMatchObject({
+      status: 'Waiting',
+      targetRevisions: ['rev1'],
+      message: ROLLOUT_MESSAGES.revisionChanged,
+    });
   });
 
   // `app.Status.ReconciledAt == nil || (newAppStatus.LastTransitionTime != nil && ReconciledAt.After(...))`
   it('keeps a Pending entry without lastTransitionTime Pending once the app has a reconciledAt, even after a sync started', () => {
     const set = rollingAppSet([envStep('stage')]);
-    const pendingEntry = { application: 'a', status: 'Pending' as const, message: ROLLOUT_MESSAGES.pending, step: '1', targetRevisions: ['rev1'] };
+    const pendingEntry = {
+      application: 'a',
+      status: 'Pending' as const,
+      message: ROLLOUT_MESSAGES.pending,
+      step: '1',
+      targetRevisions: ['rev1'],
+    };
     set.status = { applicationStatus: [pendingEntry as never] };
-    const reconciled = app('a', 'stage', { operationStartedAt: '2026-12-02T10:00:05Z', operationPhase: 'Running', operationRunning: true, reconciledAt: '2026-12-02T10:00:06Z' });
+    const reconciled = app('a', 'stage', {
+      operationStartedAt: '2026-12-02T10:00:05Z',
+      operationPhase: 'Running',
+      operationRunning: true,
+      reconciledAt: '2026-12-02T10:00:06Z',
+    });
     expect(entry(advanceRollout(set, [reconciled], at(60)), 'a').status).toBe('Pending');
     const neverReconciled = { ...reconciled, reconciledAt: undefined };
     expect(entry(advanceRollout(set, [neverReconciled], at(60)), 'a').status).toBe('Progressing');
@@ -393,7 +523,12 @@ describe('step order', () => {
 
   it('lets a stuck app block every later step forever: there is no step timeout', () => {
     const set = rollingAppSet([envStep('stage'), envStep('prod')]);
-    const failed = { ...syncStarted(app('s', 'stage'), at(2)), operationPhase: 'Failed' as const, operationRunning: false, health: 'Degraded' as const };
+    const failed = {
+      ...syncStarted(app('s', 'stage'), at(2)),
+      operationPhase: 'Failed' as const,
+      operationRunning: false,
+      health: 'Degraded' as const,
+    };
     pass(set, [app('s', 'stage'), app('p', 'prod')], T0);
     for (const hours of [1, 6, 24, 24 * 30]) {
       const result = pass(set, [failed, app('p', 'prod')], at(hours * 3600));
@@ -428,11 +563,24 @@ describe('RolloutProgressing condition', () => {
   it('reports the first step whose apps are not all Healthy, then completion', () => {
     const set = rollingAppSet([envStep('stage'), envStep('prod')]);
     let result = pass(set, [app('s', 'stage', { sync: 'Synced' }), app('p', 'prod')], T0);
-    expect(progressing(result)).toMatchObject({ type: 'RolloutProgressing', status: 'True', reason: 'ApplicationSetModified', message: 'ApplicationSet is performing rollout of step 2', lastTransitionTime: '2026-12-02T10:00:00Z' });
+    expect(progressing(result)).toMatchObject({
+      type: 'RolloutProgressing',
+      status: 'True',
+      reason: 'ApplicationSetModified',
+      message: 'ApplicationSet is performing rollout of step 2',
+      lastTransitionTime: '2026-12-02T10:00:00Z',
+    });
     const p = syncSucceeded(syncStarted(app('p', 'prod'), at(10)), at(20));
-    expect(progressing(pass(set, [app('s', 'stage', { sync: 'Synced' }), p], at(21)))?.message).toBe('ApplicationSet is performing rollout of step 2');
+    expect(progressing(pass(set, [app('s', 'stage', { sync: 'Synced' }), p], at(21)))?.message).toBe(
+      'ApplicationSet is performing rollout of step 2',
+    );
     result = pass(set, [app('s', 'stage', { sync: 'Synced' }), p], at(30));
-    expect(progressing(result)).toMatchObject({ status: 'False', reason: 'ApplicationSetRolloutComplete', message: 'ApplicationSet Rollout has completed', lastTransitionTime: '2026-12-02T10:00:30Z' });
+    expect(progressing(result)).toMatchObject({
+      status: 'False',
+      reason: 'ApplicationSetRolloutComplete',
+      message: 'ApplicationSet Rollout has completed',
+      lastTransitionTime: '2026-12-02T10:00:30Z',
+    });
   });
 
   it('keeps the other conditions and the transition time of an unchanged condition', () => {
@@ -446,12 +594,35 @@ describe('RolloutProgressing condition', () => {
 
   it('upserts a condition in place', () => {
     const conditions = [
-      { type: 'RolloutProgressing', status: 'True' as const, reason: 'ApplicationSetModified', message: 'ApplicationSet is performing rollout of step 1', lastTransitionTime: '2026-12-01T00:00:00Z' },
-      { type: 'ErrorOccurred', status: 'False' as const, reason: 'ApplicationSetUpToDate', message: 'Successfully generated parameters for all Applications' },
+      {
+        type: 'RolloutProgressing',
+        status: 'True' as const,
+        reason: 'ApplicationSetModified',
+        message: 'ApplicationSet is performing rollout of step 1',
+        lastTransitionTime: '2026-12-01T00:00:00Z',
+      },
+      {
+        type: 'ErrorOccurred',
+        status: 'False' as const,
+        reason: 'ApplicationSetUpToDate',
+        message: 'Successfully generated parameters for all Applications',
+      },
     ];
-    const next = upsertCondition(conditions, { type: 'RolloutProgressing', status: 'True', reason: 'ApplicationSetModified', message: 'ApplicationSet is performing rollout of step 2' }, T0);
+    const next = upsertCondition(
+      conditions,
+      {
+        type: 'RolloutProgressing',
+        status: 'True',
+        reason: 'ApplicationSetModified',
+        message: 'ApplicationSet is performing rollout of step 2',
+      },
+      T0,
+    );
     expect(next.map((c) => c.type)).toEqual(['RolloutProgressing', 'ErrorOccurred']);
-    expect(next[0]).toMatchObject({ message: 'ApplicationSet is performing rollout of step 2', lastTransitionTime: '2026-12-02T10:00:00Z' });
+    expect(next[0]).toMatchObject({
+      message: 'ApplicationSet is performing rollout of step 2',
+      lastTransitionTime: '2026-12-02T10:00:00Z',
+    });
   });
 });
 
@@ -476,10 +647,14 @@ describe('the sync RollingSync writes', () => {
     });
   });
 
-  it('prunes only when the template\'s automated block is enabled and sets prune', () => {
+  it("prunes only when the template's automated block is enabled and sets prune", () => {
     expect(rollingSyncOperation(withTemplatePolicy({ automated: { prune: true } })).sync?.prune).toBe(true);
-    expect(rollingSyncOperation(withTemplatePolicy({ automated: { prune: true, enabled: true } })).sync?.prune).toBe(true);
-    expect(rollingSyncOperation(withTemplatePolicy({ automated: { prune: true, enabled: false } })).sync?.prune).toBeUndefined();
+    expect(rollingSyncOperation(withTemplatePolicy({ automated: { prune: true, enabled: true } })).sync?.prune).toBe(
+      true,
+    );
+    expect(
+      rollingSyncOperation(withTemplatePolicy({ automated: { prune: true, enabled: false } })).sync?.prune,
+    ).toBeUndefined();
     expect(rollingSyncOperation(withTemplatePolicy({ automated: { selfHeal: true } })).sync?.prune).toBeUndefined();
     expect(rollingSyncOperation(withTemplatePolicy({})).sync?.prune).toBeUndefined();
   });
@@ -491,7 +666,9 @@ describe('the sync RollingSync writes', () => {
     const op = rollingSyncOperation(withTemplatePolicy({ syncOptions: ['ServerSideApply=true'], retry }));
     expect(op.sync?.syncOptions).toEqual(['ServerSideApply=true']);
     expect(op.retry).toEqual(retry);
-    expect(rollingSyncOperation(withTemplatePolicy({ syncOptions: ['CreateNamespace=true'] })).retry).toEqual({ limit: 5 });
+    expect(rollingSyncOperation(withTemplatePolicy({ syncOptions: ['CreateNamespace=true'] })).retry).toEqual({
+      limit: 5,
+    });
     // A live app edited by hand (kept by ignoreApplicationDifferences) does not change the sync.
     void liveApp({ syncOptions: ['Prune=false'], retry: { limit: 0 } });
     expect(rollingSyncOperation(withTemplatePolicy()).sync?.syncOptions).toBeUndefined();
@@ -526,7 +703,12 @@ describe('rolloutAppState', () => {
       reconciledAt: '2026-12-02T10:00:06Z',
     });
     const single = rolloutAppState(set, { ...live, status: { sync: { status: 'Synced', revision: 'abc' } } });
-    expect(single).toMatchObject({ revisions: ['abc'], operationRunning: false, errorCondition: false, health: 'Unknown' });
+    expect(single).toMatchObject({
+      revisions: ['abc'],
+      operationRunning: false,
+      errorCondition: false,
+      health: 'Unknown',
+    });
   });
 });
 
@@ -536,7 +718,14 @@ describe('a whole rollout', () => {
     const names = ['stage-a', 'stage-b', 'canary-a', 'canary-b', 'canary-c', 'canary-d', 'prod-a', 'prod-b', 'prod-c'];
     const states = new Map(names.map((n) => [n, app(n, n.split('-')[0], { revisions: ['rev2'] })]));
     // The entries of a finished rollout of rev1, so rev2 is a new rollout.
-    set.status!.applicationStatus = names.map((n) => ({ application: n, status: 'Healthy', message: ROLLOUT_MESSAGES.becameHealthy, step: '', targetRevisions: ['rev1'], lastTransitionTime: '2026-12-01T00:00:00Z' }));
+    set.status!.applicationStatus = names.map((n) => ({
+      application: n,
+      status: 'Healthy',
+      message: ROLLOUT_MESSAGES.becameHealthy,
+      step: '',
+      targetRevisions: ['rev1'],
+      lastTransitionTime: '2026-12-01T00:00:00Z',
+    }));
     const syncOrder: string[][] = [];
     const maxInFlight: Record<string, number> = {};
     let second = 0;
@@ -554,14 +743,23 @@ describe('a whole rollout', () => {
       if (result.toSync.length) syncOrder.push(result.toSync);
       for (const name of result.toSync) started.set(name, second);
       const flight: Record<string, number> = {};
-      for (const e of result.applicationStatus) if (e.status === 'Pending' || e.status === 'Progressing') flight[e.step] = (flight[e.step] ?? 0) + 1;
+      for (const e of result.applicationStatus)
+        if (e.status === 'Pending' || e.status === 'Progressing') flight[e.step] = (flight[e.step] ?? 0) + 1;
       for (const [step, n] of Object.entries(flight)) maxInFlight[step] = Math.max(maxInFlight[step] ?? 0, n);
       if (progressing(result)?.status === 'False') break;
     }
-    expect(syncOrder).toEqual([['stage-a'], ['stage-b'], ['canary-a', 'canary-b'], ['canary-c', 'canary-d'], ['prod-a', 'prod-b', 'prod-c']]);
+    expect(syncOrder).toEqual([
+      ['stage-a'],
+      ['stage-b'],
+      ['canary-a', 'canary-b'],
+      ['canary-c', 'canary-d'],
+      ['prod-a', 'prod-b', 'prod-c'],
+    ]);
     expect(maxInFlight).toEqual({ '1': 1, '2': 2, '3': 3 });
     expect(progressing(result!)).toMatchObject({ status: 'False', reason: 'ApplicationSetRolloutComplete' });
-    expect(result!.applicationStatus.every((e) => e.status === 'Healthy' && e.targetRevisions?.[0] === 'rev2')).toBe(true);
+    expect(result!.applicationStatus.every((e) => e.status === 'Healthy' && e.targetRevisions?.[0] === 'rev2')).toBe(
+      true,
+    );
   });
 });
 
@@ -571,7 +769,11 @@ describe('generated apps that do not exist', () => {
   it('holds every later step while an app generated for an earlier step does not exist, and keeps no entry for it', () => {
     const set = rollingAppSet([envStep('stage'), envStep('prod')]);
     const existing = [app('s1', 'stage', { sync: 'Synced' }), app('p1', 'prod')];
-    const generated = [{ name: 'p1', labels: { env: 'prod' } }, { name: 's1', labels: { env: 'stage' } }, { name: 's2-invalid', labels: { env: 'stage' } }];
+    const generated = [
+      { name: 'p1', labels: { env: 'prod' } },
+      { name: 's1', labels: { env: 'stage' } },
+      { name: 's2-invalid', labels: { env: 'stage' } },
+    ];
     set.status = { ...set.status, applicationStatus: advanceRollout(set, existing, T0, generated).applicationStatus };
     const result = advanceRollout(set, existing, at(60), generated);
     expect(result.applicationStatus.map((e) => [e.application, e.status, e.step])).toEqual([
@@ -580,9 +782,16 @@ describe('generated apps that do not exist', () => {
     ]);
     expect(result.toSync).toEqual([]);
     // The condition is worked out from the entries only: step 1's are all Healthy, so Argo CD names step 2.
-    expect(result.conditions.find((c) => c.type === 'RolloutProgressing')?.message).toBe('ApplicationSet is performing rollout of step 2');
+    expect(result.conditions.find((c) => c.type === 'RolloutProgressing')?.message).toBe(
+      'ApplicationSet is performing rollout of step 2',
+    );
     // Once the app exists, step 2 is released.
-    const fixed = advanceRollout(set, [...existing, app('s2-invalid', 'stage', { sync: 'Synced' })], at(120), generated);
+    const fixed = advanceRollout(
+      set,
+      [...existing, app('s2-invalid', 'stage', { sync: 'Synced' })],
+      at(120),
+      generated,
+    );
     expect(fixed.toSync).toEqual(['p1']);
   });
 });
@@ -593,10 +802,33 @@ describe('Argo CD v3.5.1 progressive-sync unit cases', () => {
   // PerformProgressiveSyncs discards that and goes on with what setAppSetApplicationStatus saved, which
   // here is nothing: status, step and message are what they were.
   it('TestUpdateApplicationSetApplicationStatus: moves an application with new revision to Healthy when it is not OutOfSync', () => {
-    const prior = [{ application: 'app1', message: ROLLOUT_MESSAGES.syncedHealthy, status: 'Healthy' as const, step: '1', targetRevisions: ['previous'], lastTransitionTime: k8sTime(at(-300)) }];
-    const app1 = app('app1', undefined, { sync: 'Synced', health: 'Healthy', revisions: ['next'], operationPhase: 'Succeeded', operationStartedAt: k8sTime(at(-60)), reconciledAt: k8sTime(T0) });
+    const prior = [
+      {
+        application: 'app1',
+        message: ROLLOUT_MESSAGES.syncedHealthy,
+        status: 'Healthy' as const,
+        step: '1',
+        targetRevisions: ['previous'],
+        lastTransitionTime: k8sTime(at(-300)),
+      },
+    ];
+    const app1 = app('app1', undefined, {
+      sync: 'Synced',
+      health: 'Healthy',
+      revisions: ['next'],
+      operationPhase: 'Succeeded',
+      operationStartedAt: k8sTime(at(-60)),
+      reconciledAt: k8sTime(T0),
+    });
     expect(evaluateApplicationStatus(prior, [app1], new Map([['app1', 0]]), T0)).toEqual([
-      { application: 'app1', message: ROLLOUT_MESSAGES.syncedHealthy, status: 'Healthy', step: '1', targetRevisions: ['next'], lastTransitionTime: k8sTime(T0) },
+      {
+        application: 'app1',
+        message: ROLLOUT_MESSAGES.syncedHealthy,
+        status: 'Healthy',
+        step: '1',
+        targetRevisions: ['next'],
+        lastTransitionTime: k8sTime(T0),
+      },
     ]);
     const set = rollingAppSet([{ matchExpressions: [] }, { matchExpressions: [] }]);
     set.status = { ...set.status, applicationStatus: prior };
@@ -607,7 +839,11 @@ describe('Argo CD v3.5.1 progressive-sync unit cases', () => {
   // and syncOptions; here that app is the one the template generates, and prune is its automated.prune.
   it('TestSyncApplication: Retry and SyncOptions from SyncPolicy are applied', () => {
     const set = rollingAppSet([envStep('stage')]);
-    set.spec.template.spec.syncPolicy = { automated: { prune: true }, retry: { limit: 10 }, syncOptions: ['CreateNamespace=true'] };
+    set.spec.template.spec.syncPolicy = {
+      automated: { prune: true },
+      retry: { limit: 10 },
+      syncOptions: ['CreateNamespace=true'],
+    };
     expect(rollingSyncOperation(set)).toEqual({
       initiatedBy: { username: 'applicationset-controller', automated: true },
       info: [{ name: 'Reason', value: 'ApplicationSet RollingSync triggered a sync of this Application resource' }],

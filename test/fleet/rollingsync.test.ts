@@ -20,14 +20,18 @@ function appSet(overrides: Partial<ApplicationSet['spec']> = {}, status?: Applic
     metadata: { name: 'guestbook', namespace: 'argocd' },
     spec: {
       generators: [{ list: { elements: [] } }],
-      template: { metadata: { name: '{{name}}', labels: { env: '{{env}}', team: 'payments' } }, spec: { project: 'default', destination: { name: 'in-cluster' } } },
+      template: {
+        metadata: { name: '{{name}}', labels: { env: '{{env}}', team: 'payments' } },
+        spec: { project: 'default', destination: { name: 'in-cluster' } },
+      },
       ...overrides,
     },
     status,
   };
 }
 
-const rolling = (steps: ApplicationSetRolloutStep[]) => appSet({ strategy: { type: 'RollingSync', rollingSync: { steps } } });
+const rolling = (steps: ApplicationSetRolloutStep[]) =>
+  appSet({ strategy: { type: 'RollingSync', rollingSync: { steps } } });
 
 describe('RollingSync activation (A2)', () => {
   it('is active only with type RollingSync, a rollingSync block and at least one step', () => {
@@ -96,7 +100,12 @@ describe('matchExpressions (A3)', () => {
   });
 
   it('does not select the app when one expression of the step has an unsupported operator on a present key', () => {
-    const step = { matchExpressions: [{ key: 'env', operator: 'In', values: ['prod'] }, { key: 'region', operator: 'Exists' }] };
+    const step = {
+      matchExpressions: [
+        { key: 'env', operator: 'In', values: ['prod'] },
+        { key: 'region', operator: 'Exists' },
+      ],
+    };
     expect(stepMatches(labels, step)).toBe(false);
   });
 });
@@ -176,7 +185,20 @@ describe('maxUpdate (A4)', () => {
 
 describe('RolloutProgressing condition (A7)', () => {
   const withCondition = (status: 'True' | 'False', reason: string, message: string) =>
-    appSet({}, { conditions: [{ type: 'ResourcesUpToDate', status: 'True', reason: 'ApplicationSetUpToDate', message: 'All applications have been generated successfully' }, { type: 'RolloutProgressing', status, reason, message }] });
+    appSet(
+      {},
+      {
+        conditions: [
+          {
+            type: 'ResourcesUpToDate',
+            status: 'True',
+            reason: 'ApplicationSetUpToDate',
+            message: 'All applications have been generated successfully',
+          },
+          { type: 'RolloutProgressing', status, reason, message },
+        ],
+      },
+    );
 
   it('reads the current step from "ApplicationSet is performing rollout of step N"', () => {
     const set = withCondition('True', 'ApplicationSetModified', 'ApplicationSet is performing rollout of step 3');
@@ -200,9 +222,15 @@ describe('RolloutProgressing condition (A7)', () => {
 describe('generated labels (A3: matching is on the generated app)', () => {
   it('takes static template labels from the template and templated ones from the live app', () => {
     const set = appSet();
-    expect(generatedLabels(set, { metadata: { labels: { env: 'prod', team: 'payments' } } })).toEqual({ env: 'prod', team: 'payments' });
+    expect(generatedLabels(set, { metadata: { labels: { env: 'prod', team: 'payments' } } })).toEqual({
+      env: 'prod',
+      team: 'payments',
+    });
     // A hand edit of a static label is reverted by the appset controller and ignored by RollingSync.
-    expect(generatedLabels(set, { metadata: { labels: { env: 'prod', team: 'search' } } })).toEqual({ env: 'prod', team: 'payments' });
+    expect(generatedLabels(set, { metadata: { labels: { env: 'prod', team: 'search' } } })).toEqual({
+      env: 'prod',
+      team: 'payments',
+    });
   });
 
   it('ignores labels added to the live app by hand', () => {
@@ -216,7 +244,14 @@ describe('generated labels (A3: matching is on the generated app)', () => {
   });
 
   it('keeps unknown live labels when a templatePatch may have produced them, but not preserved ones', () => {
-    const set = appSet({ templatePatch: 'metadata:\n  labels:\n    wave: {{wave}}\n', preservedFields: { labels: ['owner'] } });
-    expect(generatedLabels(set, { metadata: { labels: { env: 'prod', wave: 'canary', owner: 'me' } } })).toEqual({ env: 'prod', team: 'payments', wave: 'canary' });
+    const set = appSet({
+      templatePatch: 'metadata:\n  labels:\n    wave: {{wave}}\n',
+      preservedFields: { labels: ['owner'] },
+    });
+    expect(generatedLabels(set, { metadata: { labels: { env: 'prod', wave: 'canary', owner: 'me' } } })).toEqual({
+      env: 'prod',
+      team: 'payments',
+      wave: 'canary',
+    });
   });
 });

@@ -93,11 +93,19 @@ describe('matchesLabels', () => {
   });
 });
 
-const app = (name: string, cluster: string, project: string, labels: Record<string, string> = {}, appSet?: string): Application => ({
+const app = (
+  name: string,
+  cluster: string,
+  project: string,
+  labels: Record<string, string> = {},
+  appSet?: string,
+): Application => ({
   metadata: {
     name,
     labels,
-    ownerReferences: appSet ? [{ apiVersion: 'argoproj.io/v1alpha1', kind: 'ApplicationSet', name: appSet }] : undefined,
+    ownerReferences: appSet
+      ? [{ apiVersion: 'argoproj.io/v1alpha1', kind: 'ApplicationSet', name: appSet }]
+      : undefined,
   },
   spec: { project, destination: { server: `https://${cluster}.k8s` } },
 });
@@ -118,10 +126,13 @@ const fleet = StaticFleet.fromObjects([
   {
     name: 'us',
     clusters: [{ name: 'prod-us1', server: 'https://prod-us1.k8s' }],
-    applications: [app('auth-service-prod-us1', 'prod-us1', 'payments', { team: 'payments', tier: 'web' }, 'auth-service')],
+    applications: [
+      app('auth-service-prod-us1', 'prod-us1', 'payments', { team: 'payments', tier: 'web' }, 'auth-service'),
+    ],
   },
 ]);
-const names = (sel: Parameters<typeof selectApps>[1]) => selectApps(fleet, sel).map((a) => `${a.instance}/${a.app.metadata.name}`);
+const names = (sel: Parameters<typeof selectApps>[1]) =>
+  selectApps(fleet, sel).map((a) => `${a.instance}/${a.app.metadata.name}`);
 
 describe('selectApps', () => {
   it('selects by glob across instances', () => {
@@ -133,8 +144,13 @@ describe('selectApps', () => {
   });
 
   it('combines labels, cluster globs, project, appSet and instance (AND)', () => {
-    expect(names({ labels: 'tier in (web,config)', cluster: 'prod-eu*' })).toEqual(['eu/auth-service-prod-eu1', 'eu/auth-config-prod-eu1']);
-    expect(names({ project: 'payments', appSet: 'auth-service', instance: 'us' })).toEqual(['us/auth-service-prod-us1']);
+    expect(names({ labels: 'tier in (web,config)', cluster: 'prod-eu*' })).toEqual([
+      'eu/auth-service-prod-eu1',
+      'eu/auth-config-prod-eu1',
+    ]);
+    expect(names({ project: 'payments', appSet: 'auth-service', instance: 'us' })).toEqual([
+      'us/auth-service-prod-us1',
+    ]);
     expect(names({ cluster: 'prod-eu2,prod-us1' })).toEqual(['eu/search-prod-eu2', 'us/auth-service-prod-us1']);
     expect(names({ patterns: ['auth-*'], labels: 'tier!=web' })).toEqual(['eu/auth-config-prod-eu1']);
   });
@@ -152,7 +168,9 @@ describe('selectApps', () => {
     expect(cluster.code).toBe('unknown_target');
     expect(cluster.message).toBe('No cluster named "prod-eu3". Did you mean prod-eu1, prod-eu2?');
     expect(selectorError(() => selectApps(fleet, { project: 'paymnts' })).details.suggestions).toEqual(['payments']);
-    expect(selectorError(() => selectApps(fleet, { appSet: 'auth-servce' })).details.suggestions).toEqual(['auth-service']);
+    expect(selectorError(() => selectApps(fleet, { appSet: 'auth-servce' })).details.suggestions).toEqual([
+      'auth-service',
+    ]);
     expect(selectorError(() => selectApps(fleet, { instance: 'uss' })).details.suggestions).toEqual(['us']);
     expect(selectorError(() => selectApps(fleet, { patterns: ['auth-service-prod-eu'] })).details.suggestions).toEqual([
       'auth-service-prod-eu1',
@@ -168,14 +186,18 @@ describe('selectApps', () => {
 
 describe('suggest', () => {
   it('ranks by prefix, containing the word, then edit distance, and caps the count', () => {
-    expect(suggest('prod-eu', ['prod-eu1', 'prod-eu2', 'staging-eu1', 'prod-us1'], 2)).toEqual(['prod-eu1', 'prod-eu2']);
+    expect(suggest('prod-eu', ['prod-eu1', 'prod-eu2', 'staging-eu1', 'prod-us1'], 2)).toEqual([
+      'prod-eu1',
+      'prod-eu2',
+    ]);
     expect(suggest('auth', ['auth-service', 'auth-config', 'search'])).toEqual(['auth-config', 'auth-service']);
     expect(suggest('zzz', ['auth', 'search'])).toEqual([]);
   });
 });
 
 describe('the cluster of an app', () => {
-  const dest = (destination: Application['spec']['destination']): Application => ({ metadata: { name: 'a' }, spec: { project: 'default', destination } }) as Application;
+  const dest = (destination: Application['spec']['destination']): Application =>
+    ({ metadata: { name: 'a' }, spec: { project: 'default', destination } }) as Application;
   it('is destination.name, else the listed cluster of its server, else in-cluster for the local API server, else the URL', async () => {
     const { clusterIndex, clusterNameOf } = await import('../../src/fleet/model.js');
     const index = clusterIndex([{ server: 'https://prod.example.com:6443/', name: 'prod' }]);
@@ -184,6 +206,11 @@ describe('the cluster of an app', () => {
     expect(clusterNameOf(dest({ server: 'https://kubernetes.default.svc/' }), index)).toBe('in-cluster');
     expect(clusterNameOf(dest({ server: 'https://unknown.example.com' }), index)).toBe('https://unknown.example.com');
     // A cluster list that names the local cluster otherwise wins.
-    expect(clusterNameOf(dest({ server: 'https://kubernetes.default.svc' }), clusterIndex([{ server: 'https://kubernetes.default.svc', name: 'mgmt' }]))).toBe('mgmt');
+    expect(
+      clusterNameOf(
+        dest({ server: 'https://kubernetes.default.svc' }),
+        clusterIndex([{ server: 'https://kubernetes.default.svc', name: 'mgmt' }]),
+      ),
+    ).toBe('mgmt');
   });
 });

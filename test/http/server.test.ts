@@ -14,7 +14,10 @@ type FleetWithHealth = StaticFleet;
 /** One app on `prod`, and the mirror state the test says each instance is in. */
 function fleetOf(instances: InstanceHealth[]): FleetWithHealth {
   const fleet = StaticFleet.fromObjects([
-    { name: 'prod', applications: [{ metadata: { name: 'a' }, spec: { project: 'default', destination: { name: 'c1' } } }] },
+    {
+      name: 'prod',
+      applications: [{ metadata: { name: 'a' }, spec: { project: 'default', destination: { name: 'c1' } } }],
+    },
   ]);
   fleet.health = () => instances;
   return fleet;
@@ -37,7 +40,10 @@ describe('health endpoints', () => {
       { instance: 'prod', synced: true, lastEventAt: '2026-12-04T10:00:00Z' },
       { instance: 'staging', synced: false, error: 'connect ECONNREFUSED 10.0.0.9:443' },
     ]);
-    const base = await serve(fleet, { redis: async () => undefined, runsByState: async () => ({ running: 2, 'awaiting-approval': 1 }) });
+    const base = await serve(fleet, {
+      redis: async () => undefined,
+      runsByState: async () => ({ running: 2, 'awaiting-approval': 1 }),
+    });
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
     const ready = await fetch(`${base}/readyz`);
     expect(ready.status).toBe(200);
@@ -76,7 +82,10 @@ describe('health endpoints', () => {
 
     await redis.stop();
     await expect.poll(async () => (await fetch(`${base}/readyz`)).status, { timeout: 5000 }).toBe(503);
-    const body = (await (await fetch(`${base}/readyz`)).json()) as { ready: boolean; redis: { ok: boolean; error?: string } };
+    const body = (await (await fetch(`${base}/readyz`)).json()) as {
+      ready: boolean;
+      redis: { ok: boolean; error?: string };
+    };
     expect(body.ready).toBe(false);
     expect(body.redis.ok).toBe(false);
     expect(body.redis.error).toMatch(/not connected|no answer/);
@@ -90,10 +99,16 @@ describe('health endpoints', () => {
   it('warns when Redis does not persist, and not when it does', async () => {
     const volatile = await startPrivateRedis();
     const persistent = await startPrivateRedis({ persistent: true });
-    closers.push(() => volatile.stop(), () => persistent.stop());
+    closers.push(
+      () => volatile.stop(),
+      () => persistent.stop(),
+    );
     const a = createRedis(volatile.url);
     const b = createRedis(persistent.url);
-    closers.push(() => closeRedis(a), () => closeRedis(b));
+    closers.push(
+      () => closeRedis(a),
+      () => closeRedis(b),
+    );
     expect(await persistenceProblem(a)).toMatch(/appendonly is off/);
     expect(await persistenceProblem(b)).toBeUndefined();
   });
@@ -101,8 +116,18 @@ describe('health endpoints', () => {
 
 describe('Redis URLs', () => {
   it('reads redis://, rediss://, redis+sentinel:// and redis+cluster:// URLs, and refuses what it cannot connect to with a clear message', () => {
-    expect(redisTarget('redis://:s3cret@redis.example:6380/2')).toEqual({ host: 'redis.example', port: 6380, password: 's3cret', db: 2 });
-    expect(redisTarget('rediss://default:pw@cache.example')).toMatchObject({ host: 'cache.example', port: 6379, username: 'default', tls: {} });
+    expect(redisTarget('redis://:s3cret@redis.example:6380/2')).toEqual({
+      host: 'redis.example',
+      port: 6380,
+      password: 's3cret',
+      db: 2,
+    });
+    expect(redisTarget('rediss://default:pw@cache.example')).toMatchObject({
+      host: 'cache.example',
+      port: 6379,
+      username: 'default',
+      tls: {},
+    });
     expect(redisTarget('redis+sentinel://:pw@s1:26379,s2/mymaster/1')).toEqual({
       sentinels: [
         { host: 's1', port: 26379 },
@@ -121,8 +146,13 @@ describe('Redis URLs', () => {
       username: 'u',
       password: 'pw',
     });
-    expect(redisTarget('rediss+cluster://n1:6379')).toMatchObject({ clusterNodes: [{ host: 'n1', port: 6379 }], tls: {} });
-    expect(() => redisTarget('redis+cluster://n1:6379/2')).toThrow(/Redis Cluster has no databases to pick: drop "\/2"/);
+    expect(redisTarget('rediss+cluster://n1:6379')).toMatchObject({
+      clusterNodes: [{ host: 'n1', port: 6379 }],
+      tls: {},
+    });
+    expect(() => redisTarget('redis+cluster://n1:6379/2')).toThrow(
+      /Redis Cluster has no databases to pick: drop "\/2"/,
+    );
     expect(() => redisTarget('redis://n1:6379,n2:6379')).toThrow(/redis\+cluster:\/\/\.\.\. for Redis Cluster/);
     expect(() => redisTarget('http://:hunter2@x')).toThrow(/scheme "http:"/);
     expect(() => redisTarget('nonsense')).toThrow(/is not a Redis URL/);
@@ -133,7 +163,10 @@ describe('Redis URLs', () => {
     const sentinelPort = await freePort();
     const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-sentinel-'));
     const conf = path.join(dir, 'sentinel.conf');
-    writeFileSync(conf, `port ${sentinelPort}\nbind 127.0.0.1\nsentinel monitor rollcallmaster 127.0.0.1 ${master.port} 1\n`);
+    writeFileSync(
+      conf,
+      `port ${sentinelPort}\nbind 127.0.0.1\nsentinel monitor rollcallmaster 127.0.0.1 ${master.port} 1\n`,
+    );
     const sentinel = spawn(findBinary('redis-server')!, [conf, '--sentinel'], { stdio: 'ignore' });
     try {
       const redis = createRedis(`redis+sentinel://127.0.0.1:${sentinelPort}/rollcallmaster`);

@@ -37,16 +37,38 @@ const authService = (cluster = 'prod-us-east-1') => fleet.findApp('prod', `auth-
 
 describe('change records', () => {
   it('names a deploy by the image tag its source pins, else by the commit', () => {
-    expect(revisionLabel({ repoURL: 'r', targetRevision: 'HEAD', kustomize: { images: ['registry.example.com/identity/auth-service:v2.15.0'] } }, 'a'.repeat(40))).toBe('v2.15.0');
-    expect(revisionLabel({ repoURL: 'r', helm: { parameters: [{ name: 'image.tag', value: '1.2.3' }] } }, 'b'.repeat(40))).toBe('1.2.3');
+    expect(
+      revisionLabel(
+        {
+          repoURL: 'r',
+          targetRevision: 'HEAD',
+          kustomize: { images: ['registry.example.com/identity/auth-service:v2.15.0'] },
+        },
+        'a'.repeat(40),
+      ),
+    ).toBe('v2.15.0');
+    expect(
+      revisionLabel({ repoURL: 'r', helm: { parameters: [{ name: 'image.tag', value: '1.2.3' }] } }, 'b'.repeat(40)),
+    ).toBe('1.2.3');
     expect(revisionLabel({ repoURL: 'r', targetRevision: 'release-7' }, 'c'.repeat(40))).toBe('release-7');
     expect(revisionLabel({ repoURL: 'r', targetRevision: 'HEAD' }, 'd'.repeat(40))).toBe('ddddddd');
   });
 
   it('backfills what Argo CD still knows: the deploys in history, the last operation, an unhealthy app since when', () => {
     const records = backfillChanges(authService(), now.getTime() - 3_600_000);
-    expect(records.map((r) => `${r.kind}:${r.to ?? ''}`)).toEqual(['deploy:', 'operation:Running', 'operation:Succeeded', 'health:Degraded']);
-    expect(records[0]).toMatchObject({ revision: 'v2.15.0', previousRevision: 'v2.14.3', by: 'applicationset-controller', appSet: 'auth-service', cluster: 'prod-us-east-1' });
+    expect(records.map((r) => `${r.kind}:${r.to ?? ''}`)).toEqual([
+      'deploy:',
+      'operation:Running',
+      'operation:Succeeded',
+      'health:Degraded',
+    ]);
+    expect(records[0]).toMatchObject({
+      revision: 'v2.15.0',
+      previousRevision: 'v2.14.3',
+      by: 'applicationset-controller',
+      appSet: 'auth-service',
+      cluster: 'prod-us-east-1',
+    });
     expect(records[3]).toMatchObject({ bad: true, text: expect.stringContaining('back-off') });
     // The v2.14.3 deploy three days ago is beyond the hour asked for.
     expect(backfillChanges(authService(), 0).filter((r) => r.kind === 'deploy')).toHaveLength(2);
@@ -57,7 +79,13 @@ describe('change records', () => {
     const healthy = structuredClone(degraded) as FleetApp;
     healthy.app.status!.health = { status: 'Healthy', lastTransitionTime: '2026-01-01T00:00:00Z' };
     healthy.app.status!.history = healthy.app.status!.history!.slice(0, 1);
-    const live = changesOf({ kind: 'app-changed', instance: 'prod', at: now.toISOString(), app: degraded, previous: healthy });
+    const live = changesOf({
+      kind: 'app-changed',
+      instance: 'prod',
+      at: now.toISOString(),
+      app: degraded,
+      previous: healthy,
+    });
     const backfilled = backfillChanges(degraded, 0);
     const liveHealth = live.find((r) => r.kind === 'health')!;
     expect(liveHealth).toMatchObject({ from: 'Healthy', to: 'Degraded' });
@@ -86,7 +114,12 @@ describe('the change log in Redis', () => {
   it('forgets what is older than its retention', async () => {
     const log = new ChangeLog(a, `${prefix}-retention`, 60_000);
     const t0 = Date.now();
-    const old = Array.from({ length: 400 }, (_, i) => ({ id: `old-${i}`, at: new Date(t0).toISOString(), kind: 'sync' as const, text: `old ${i}` }));
+    const old = Array.from({ length: 400 }, (_, i) => ({
+      id: `old-${i}`,
+      at: new Date(t0).toISOString(),
+      kind: 'sync' as const,
+      text: `old ${i}`,
+    }));
     await log.record(old, t0);
     expect(await a.xlen(log.key)).toBe(400);
     // Ten minutes later by the recorder's clock: the stream entries, appended now, are older than 1 minute then.
@@ -99,11 +132,24 @@ describe('the change log in Redis', () => {
     const p = `${prefix}-audit`;
     const audit = new AuditLog(a, p);
     await audit.record({ kind: 'run.start', who: 'U_OP', runId: 'r-1', target: 'bulk-sync', surface: 'slack' });
-    await audit.record({ kind: 'argocd.sync', who: 'U_OP', runId: 'r-1', target: 'prod/auth-config-prod-us-east-1', params: { prune: true }, result: 'accepted' });
+    await audit.record({
+      kind: 'argocd.sync',
+      who: 'U_OP',
+      runId: 'r-1',
+      target: 'prod/auth-config-prod-us-east-1',
+      params: { prune: true },
+      result: 'accepted',
+    });
     await audit.record({ kind: 'step.end', who: 'rollcall', runId: 'r-1', target: 'sync', result: 'succeeded' });
     const read = await new ChangeLog(a, p).read(Date.now() - 60_000);
     expect(read.map((r) => r.kind)).toEqual(['run', 'run', 'step']);
-    expect(read[1]).toMatchObject({ instance: 'prod', app: 'auth-config-prod-us-east-1', runId: 'r-1', by: 'U_OP', text: expect.stringContaining('synced auth-config-prod-us-east-1 (prune)') });
+    expect(read[1]).toMatchObject({
+      instance: 'prod',
+      app: 'auth-config-prod-us-east-1',
+      runId: 'r-1',
+      by: 'U_OP',
+      text: expect.stringContaining('synced auth-config-prod-us-east-1 (prune)'),
+    });
     expect(read[0]).toMatchObject({ surface: 'slack', by: 'U_OP' });
   });
 
@@ -118,14 +164,18 @@ describe('the change log in Redis', () => {
     expect(atStart).toBeGreaterThan(12);
     const app = live.findApp('prod', 'auth-service-prod-eu-west-1', 'argocd')!;
     const healed = structuredClone(app);
-    healed.app.status!.health = { status: 'Healthy', lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
+    healed.app.status!.health = {
+      status: 'Healthy',
+      lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    };
     healed.app.metadata.resourceVersion = '999';
     live.upsertApp(healed);
     live.publish({ kind: 'app-changed', instance: 'prod', at: new Date().toISOString(), app: healed, previous: app });
     await recorder.stop();
     expect(recorder.stats().recorded).toBe(atStart + 1);
     const read = await log.read(Date.now() - 60_000);
-    expect(read.filter((r) => r.kind === 'health' && r.to === 'Healthy').map((r) => r.app)).toEqual(['auth-service-prod-eu-west-1']);
+    expect(read.filter((r) => r.kind === 'health' && r.to === 'Healthy').map((r) => r.app)).toEqual([
+      'auth-service-prod-eu-west-1',
+    ]);
   });
 });
-

@@ -24,7 +24,10 @@ afterEach(() => setDisplayTimeZone('UTC'));
 const fleet = StaticFleet.fromFixture(seedOutageFixture(new Date()));
 const changes = new ChangeLog(redis, prefix);
 const services: Services = {
-  config: configSchema.parse({ instances: [{ name: 'prod', url: 'https://prod.argocd.example', token: 't' }], redis: { prefix } }),
+  config: configSchema.parse({
+    instances: [{ name: 'prod', url: 'https://prod.argocd.example', token: 't' }],
+    redis: { prefix },
+  }),
   fleet,
   argocd: new Map(),
   changes,
@@ -54,7 +57,12 @@ describe('changes', () => {
     const first = renderText(reply);
     expect(first).toContain('Times Asia/Kolkata');
     const newest = new Date(groups[0].to);
-    const kolkata = new Intl.DateTimeFormat('en-GB', { timeZone: 'Asia/Kolkata', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(newest);
+    const kolkata = new Intl.DateTimeFormat('en-GB', {
+      timeZone: 'Asia/Kolkata',
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23',
+    }).format(newest);
     expect(kolkata).not.toBe(groups[0].to.slice(11, 16)); // UTC+5:30 never shows the UTC minute
     expect(first).toContain(kolkata);
   });
@@ -95,10 +103,21 @@ describe('deleted apps', () => {
     live.publish({ kind: 'app-added', instance: 'prod', at: new Date().toISOString(), app: again });
     await recorder.stop();
 
-    const read = (await log.read(Date.now() - 600_000)).filter((r) => r.app === name && (r.kind === 'deleted' || r.kind === 'created'));
+    const read = (await log.read(Date.now() - 600_000)).filter(
+      (r) => r.app === name && (r.kind === 'deleted' || r.kind === 'created'),
+    );
     expect(read.map((r) => r.kind)).toEqual(['deleted', 'created']);
-    expect(read[0]).toMatchObject({ at: deletedAt, cluster: 'prod-eu-west-1', appSet: 'auth-service', revision: 'v2.15.0', text: `${name} deleted at v2.15.0 (ApplicationSet auth-service)` });
-    expect(read[1]).toMatchObject({ by: 'ApplicationSet auth-service', text: `${name} created by ApplicationSet auth-service` });
+    expect(read[0]).toMatchObject({
+      at: deletedAt,
+      cluster: 'prod-eu-west-1',
+      appSet: 'auth-service',
+      revision: 'v2.15.0',
+      text: `${name} deleted at v2.15.0 (ApplicationSet auth-service)`,
+    });
+    expect(read[1]).toMatchObject({
+      by: 'ApplicationSet auth-service',
+      text: `${name} created by ApplicationSet auth-service`,
+    });
 
     // The same app deleted again later is a second deletion, not the first one claimed twice.
     const log2 = new ChangeRecorder(live, log, { flushMs: 5 });
@@ -106,14 +125,21 @@ describe('deleted apps', () => {
     live.removeApp('prod', name, 'argocd');
     live.publish({ kind: 'app-removed', instance: 'prod', at: new Date().toISOString(), app: again });
     await log2.stop();
-    expect((await log.read(Date.now() - 600_000)).filter((r) => r.app === name && r.kind === 'deleted')).toHaveLength(2);
+    expect((await log.read(Date.now() - 600_000)).filter((r) => r.app === name && r.kind === 'deleted')).toHaveLength(
+      2,
+    );
 
-    const reply = await dispatch('changes since=1h kind=deleted,created', { ...ctx, services: { ...services, fleet: live, changes: log } });
+    const reply = await dispatch('changes since=1h kind=deleted,created', {
+      ...ctx,
+      services: { ...services, fleet: live, changes: log },
+    });
     expect(reply.ok, JSON.stringify(reply.error)).toBe(true);
     const groups = reply.data.groups as { kind: string; text: string }[];
     // Both deletions of the same app at the same revision within minutes are one line.
     expect(groups.map((g) => g.kind)).toEqual(['deleted', 'created']);
-    expect(groups[0].text).toContain('auth-service: deleted at v2.15.0 (ApplicationSet auth-service) ×2 on prod-eu-west-1');
+    expect(groups[0].text).toContain(
+      'auth-service: deleted at v2.15.0 (ApplicationSet auth-service) ×2 on prod-eu-west-1',
+    );
     expect(groups[1].text).toContain('auth-service: created by ApplicationSet auth-service on prod-eu-west-1');
 
     // The app is gone now; asked about by name, its changes are still there, and a typo is still a typo.

@@ -26,7 +26,10 @@ afterAll(async () => {
 const fleet = StaticFleet.fromFixture(seedOutageFixture(new Date()));
 const changes = new ChangeLog(redis, prefix);
 const services: Services = {
-  config: configSchema.parse({ instances: [{ name: 'prod', url: 'https://prod.argocd.example', token: 't' }], redis: { prefix } }),
+  config: configSchema.parse({
+    instances: [{ name: 'prod', url: 'https://prod.argocd.example', token: 't' }],
+    redis: { prefix },
+  }),
   fleet,
   argocd: new Map(),
   changes,
@@ -37,11 +40,22 @@ const ctx = (user = 'U_OP'): CommandContext => ({ services, user, surface: 'term
 describe('incident commands', () => {
   it('refuses what it cannot do, saying what to do instead, and changes nothing', async () => {
     expect((await dispatch('incident note something', ctx())).error).toMatchObject({ code: 'incident_none_open' });
-    expect((await dispatch('incident start', ctx())).error).toMatchObject({ code: 'usage', message: expect.stringContaining('needs a title') });
-    expect((await dispatch('incident start outage sev=5', ctx())).error).toMatchObject({ code: 'usage', message: expect.stringContaining('sev= is 1 (worst) to 4') });
-    expect((await dispatch('incident start outage scope=no-such-app', ctx())).error).toMatchObject({ code: 'unknown_target' });
+    expect((await dispatch('incident start', ctx())).error).toMatchObject({
+      code: 'usage',
+      message: expect.stringContaining('needs a title'),
+    });
+    expect((await dispatch('incident start outage sev=5', ctx())).error).toMatchObject({
+      code: 'usage',
+      message: expect.stringContaining('sev= is 1 (worst) to 4'),
+    });
+    expect((await dispatch('incident start outage scope=no-such-app', ctx())).error).toMatchObject({
+      code: 'unknown_target',
+    });
     expect((await dispatch('incident show INC-999', ctx())).error).toMatchObject({ code: 'incident_not_found' });
-    expect((await dispatch('changes since=30d', ctx())).error).toMatchObject({ code: 'usage', message: expect.stringContaining('retention') });
+    expect((await dispatch('changes since=30d', ctx())).error).toMatchObject({
+      code: 'usage',
+      message: expect.stringContaining('retention'),
+    });
     expect((await dispatch('changes kind=health', ctx())).error).toMatchObject({ code: 'usage' });
     expect(await services.incidents!.open()).toEqual([]);
   });
@@ -66,16 +80,28 @@ describe('incident commands', () => {
     expect((ambiguous.data.open as { id: string }[]).map((i) => i.id)).toEqual([id, second.data.id]);
 
     expect((await dispatch(`incident close ${second.data.id}`, ctx())).ok).toBe(true);
-    expect((await dispatch(`incident status ${second.data.id} mitigated`, ctx())).error).toMatchObject({ code: 'incident_closed' });
+    expect((await dispatch(`incident status ${second.data.id} mitigated`, ctx())).error).toMatchObject({
+      code: 'incident_closed',
+    });
     expect((await dispatch(`incident reopen ${id}`, ctx())).error).toMatchObject({ code: 'incident_not_closed' });
     const listed = await dispatch('incidents', ctx());
     expect((listed.data.open as { id: string }[]).map((i) => i.id)).toEqual([id]);
 
     const timeline = await dispatch('incident timeline kind=note,status', ctx());
-    expect((timeline.data.timeline as { kind: string; text: string }[]).map((e) => e.kind)).toEqual(['note', 'status', 'status']);
+    expect((timeline.data.timeline as { kind: string; text: string }[]).map((e) => e.kind)).toEqual([
+      'note',
+      'status',
+      'status',
+    ]);
     const show = await dispatch('incident', ctx());
-    expect(show.data.metrics).toMatchObject({ impactStart: expect.any(String), detected: expect.any(String), acknowledged: expect.any(String) });
-    expect(Date.parse((show.data.metrics as { impactStart: string }).impactStart)).toBeLessThan(Date.now() - 30 * 60_000);
+    expect(show.data.metrics).toMatchObject({
+      impactStart: expect.any(String),
+      detected: expect.any(String),
+      acknowledged: expect.any(String),
+    });
+    expect(Date.parse((show.data.metrics as { impactStart: string }).impactStart)).toBeLessThan(
+      Date.now() - 30 * 60_000,
+    );
 
     // A mistyped id gets the closest incident ids, as every other name does; an alert id too.
     const typo = `${id}9`;
@@ -89,15 +115,63 @@ describe('incident commands', () => {
 });
 
 describe('incident metrics', () => {
-  const incident: Incident = { id: 'INC-1', n: 1, title: 't', severity: 1, state: 'closed', scopeApps: [], declaredBy: 'U', declaredAt: '2026-12-04T10:10:00Z', lookbackMs: 3_600_000, closedAt: '2026-12-04T11:00:00Z' };
-  const bad = { id: 'b', at: '2026-12-04T10:00:00Z', kind: 'health' as const, source: 'argocd' as const, text: 'x Degraded', change: { id: 'b', at: '2026-12-04T10:00:00Z', kind: 'health' as const, to: 'Degraded', bad: true, text: '' } };
-  const alert = { id: 'a', at: '2026-12-04T10:05:00Z', kind: 'alert' as const, source: 'alert' as const, text: 'alert' };
+  const incident: Incident = {
+    id: 'INC-1',
+    n: 1,
+    title: 't',
+    severity: 1,
+    state: 'closed',
+    scopeApps: [],
+    declaredBy: 'U',
+    declaredAt: '2026-12-04T10:10:00Z',
+    lookbackMs: 3_600_000,
+    closedAt: '2026-12-04T11:00:00Z',
+  };
+  const bad = {
+    id: 'b',
+    at: '2026-12-04T10:00:00Z',
+    kind: 'health' as const,
+    source: 'argocd' as const,
+    text: 'x Degraded',
+    change: { id: 'b', at: '2026-12-04T10:00:00Z', kind: 'health' as const, to: 'Degraded', bad: true, text: '' },
+  };
+  const alert = {
+    id: 'a',
+    at: '2026-12-04T10:05:00Z',
+    kind: 'alert' as const,
+    source: 'alert' as const,
+    text: 'alert',
+  };
   const note = { id: 'n', at: '2026-12-04T10:12:00Z', kind: 'note' as const, source: 'human' as const, text: 'note' };
-  const mitigated = { id: 'm', at: '2026-12-04T10:40:00Z', kind: 'status' as const, source: 'human' as const, state: 'mitigated', text: 'mitigated' };
+  const mitigated = {
+    id: 'm',
+    at: '2026-12-04T10:40:00Z',
+    kind: 'status' as const,
+    source: 'human' as const,
+    state: 'mitigated',
+    text: 'mitigated',
+  };
 
   it('measures from the first bad transition, the first alert, the first human action after it, mitigated and close', () => {
-    const m = computeMetrics(incident, [bad, alert, { ...note, kind: 'declared', at: incident.declaredAt }, note, mitigated]);
-    expect(m).toMatchObject({ impactStart: bad.at, detected: alert.at, acknowledged: incident.declaredAt, mitigated: mitigated.at, resolved: incident.closedAt, ttd: 300, tta: 300, ttm: 2400, ttr: 3600, warnings: [] });
+    const m = computeMetrics(incident, [
+      bad,
+      alert,
+      { ...note, kind: 'declared', at: incident.declaredAt },
+      note,
+      mitigated,
+    ]);
+    expect(m).toMatchObject({
+      impactStart: bad.at,
+      detected: alert.at,
+      acknowledged: incident.declaredAt,
+      mitigated: mitigated.at,
+      resolved: incident.closedAt,
+      ttd: 300,
+      tta: 300,
+      ttm: 2400,
+      ttr: 3600,
+      warnings: [],
+    });
   });
 
   it('warns when a human override puts impact after detection', () => {
@@ -114,7 +188,11 @@ describe('open incident headers', () => {
     const updated: string[] = [];
     const p = `${prefix}-headers`;
     const log = new ChangeLog(redis, p);
-    const local: Services = { ...services, changes: log, incidents: new IncidentService(new IncidentStore(redis, p), log, fleet) };
+    const local: Services = {
+      ...services,
+      changes: log,
+      incidents: new IncidentService(new IncidentStore(redis, p), log, fleet),
+    };
     local.notifier = {
       post: async (target, reply) => {
         posted.push({ ...target, text: JSON.stringify(reply.blocks) });
@@ -125,7 +203,12 @@ describe('open incident headers', () => {
       },
     };
     // user-profile has been Synced and Healthy for 43 minutes on every cluster.
-    const incident = await local.incidents!.declare({ title: 'user-profile errors', severity: 3, scope: { text: 'user-profile-*', selector: { patterns: ['user-profile-*'] } }, by: 'U_OP' });
+    const incident = await local.incidents!.declare({
+      title: 'user-profile errors',
+      severity: 3,
+      scope: { text: 'user-profile-*', selector: { patterns: ['user-profile-*'] } },
+      by: 'U_OP',
+    });
     await local.incidents!.store.update(incident.id, { header: { channel: 'C0INC', ts: '1.1' } });
     const { startIncidentHeaders } = await import('../../src/surfaces/slack/incident-headers.js');
     const ticker = startIncidentHeaders(local, { intervalMs: 1100 });
@@ -136,7 +219,11 @@ describe('open incident headers', () => {
     }
     expect(new Set(updated)).toEqual(new Set(['1.1']));
     expect(posted).toHaveLength(1);
-    expect(posted[0]).toMatchObject({ channel: 'C0INC', threadTs: '1.1', text: expect.stringContaining(`incident status ${incident.id} mitigated`) });
+    expect(posted[0]).toMatchObject({
+      channel: 'C0INC',
+      threadTs: '1.1',
+      text: expect.stringContaining(`incident status ${incident.id} mitigated`),
+    });
     const entries = await local.incidents!.timeline((await local.incidents!.store.get(incident.id))!);
     expect(entries.filter((e) => e.source === 'rollcall' && e.kind === 'status')).toHaveLength(1);
   });
@@ -149,9 +236,30 @@ describe('alerts on incidents', () => {
     const log = new ChangeLog(redis, p);
     const incidents = new IncidentService(new IncidentStore(redis, p), log, fleet);
     const sink = incidentSink(incidents)!;
-    const incident = await incidents.declare({ title: 'auth down', severity: 1, scope: { text: 'auth-service-*', selector: { patterns: ['auth-service-*'] } }, by: 'U_OP' });
+    const incident = await incidents.declare({
+      title: 'auth down',
+      severity: 1,
+      scope: { text: 'auth-service-*', selector: { patterns: ['auth-service-*'] } },
+      by: 'U_OP',
+    });
     const firedAt = new Date(Date.parse(incident.declaredAt) - 120_000).toISOString();
-    const alert = { id: 'al-1', key: 'k', rule: 'degraded', severity: 'critical', instance: 'prod', appSet: 'auth-service', apps: ['auth-service-prod-us-east-1'], summary: 'auth-service Degraded on 12 clusters', details: [], state: 'firing', since: firedAt, firstSeenAt: firedAt, firedAt, updatedAt: firedAt, flaps: 0 } as unknown as Parameters<typeof sink.recordAlert>[1];
+    const alert = {
+      id: 'al-1',
+      key: 'k',
+      rule: 'degraded',
+      severity: 'critical',
+      instance: 'prod',
+      appSet: 'auth-service',
+      apps: ['auth-service-prod-us-east-1'],
+      summary: 'auth-service Degraded on 12 clusters',
+      details: [],
+      state: 'firing',
+      since: firedAt,
+      firstSeenAt: firedAt,
+      firedAt,
+      updatedAt: firedAt,
+      flaps: 0,
+    } as unknown as Parameters<typeof sink.recordAlert>[1];
     // Declared from the terminal: no thread to post in, but the alert is on the timeline.
     expect(await sink.openCovering(alert)).toBeNull();
     expect(await sink.openCovering({ ...alert, apps: ['payments-prod-us-east-1'] })).toBeNull();
@@ -160,7 +268,10 @@ describe('alerts on incidents', () => {
     await sink.recordAlert(incident.id, alert, 'fired');
     await sink.recordAlert(incident.id, { ...alert, resolvedAt: new Date().toISOString() }, 'resolved');
     const analysis = await incidents.analyse((await incidents.store.get(incident.id))!);
-    expect(analysis.timeline.filter((e) => e.kind === 'alert').map((e) => e.text)).toEqual([expect.stringContaining('alert fired (critical)'), expect.stringContaining('alert resolved')]);
+    expect(analysis.timeline.filter((e) => e.kind === 'alert').map((e) => e.text)).toEqual([
+      expect.stringContaining('alert fired (critical)'),
+      expect.stringContaining('alert resolved'),
+    ]);
     expect(analysis.metrics.detected).toBe(firedAt);
   });
 
@@ -169,20 +280,41 @@ describe('alerts on incidents', () => {
     const p = `${prefix}-stuck`;
     const now = new Date();
     const infra = StaticFleet.fromFixture(progressiveInfraFixture(now));
-    const config = configSchema.parse({ instances: [{ name: 'infra', url: 'http://127.0.0.1:1', token: 't' }], redis: { prefix: p }, alerts: { channel: 'C', stuckAfter: '1m' } });
-    const stuck = evaluateAlertRules({ fleet: infra, now, config: config.alerts }).conditions.find((c) => c.rule === 'stuck-step')!;
+    const config = configSchema.parse({
+      instances: [{ name: 'infra', url: 'http://127.0.0.1:1', token: 't' }],
+      redis: { prefix: p },
+      alerts: { channel: 'C', stuckAfter: '1m' },
+    });
+    const stuck = evaluateAlertRules({ fleet: infra, now, config: config.alerts }).conditions.find(
+      (c) => c.rule === 'stuck-step',
+    )!;
     const log = new ChangeLog(redis, p);
     const recorder = new ChangeRecorder(infra, log);
     await recorder.start();
     await recorder.stop();
     const incidents = new IncidentService(new IncidentStore(redis, p), log, infra, { lookbackMs: 6 * 3_600_000 });
-    const incident = await incidents.declare({ title: 'infra rollout stuck', severity: 2, scope: { text: 'appset=progressive-infra', selector: { appSet: 'progressive-infra' } }, by: 'U_OP' });
+    const incident = await incidents.declare({
+      title: 'infra rollout stuck',
+      severity: 2,
+      scope: { text: 'appset=progressive-infra', selector: { appSet: 'progressive-infra' } },
+      by: 'U_OP',
+    });
     const before = await incidents.analyse(incident);
     const firedAt = now.toISOString();
-    const alert = { ...stuck, id: 'al-stuck', state: 'firing', firstSeenAt: firedAt, firedAt, updatedAt: firedAt, flaps: 0 } as unknown as AlertRecord;
+    const alert = {
+      ...stuck,
+      id: 'al-stuck',
+      state: 'firing',
+      firstSeenAt: firedAt,
+      firedAt,
+      updatedAt: firedAt,
+      flaps: 0,
+    } as unknown as AlertRecord;
     await incidentSink(incidents)!.recordAlert(incident.id, alert, 'fired');
     const after = await incidents.analyse((await incidents.store.get(incident.id))!);
-    expect(Date.parse(stuck.since)).toBeLessThan(before.metrics.impactStart ? Date.parse(before.metrics.impactStart) : Infinity);
+    expect(Date.parse(stuck.since)).toBeLessThan(
+      before.metrics.impactStart ? Date.parse(before.metrics.impactStart) : Infinity,
+    );
     expect(after.metrics.impactStart).toBe(stuck.since);
     expect(after.metrics.ttr).toBeNull();
   });
@@ -196,7 +328,9 @@ describe('the report of an incident without a scope', () => {
     await recorder.start();
     await recorder.stop();
     const incidents = new IncidentService(new IncidentStore(redis, p), log, fleet);
-    const wide = await incidents.analyse(await incidents.declare({ title: 'everything is slow', severity: 2, by: 'U_OP' }));
+    const wide = await incidents.analyse(
+      await incidents.declare({ title: 'everything is slow', severity: 2, by: 'U_OP' }),
+    );
     const rows = condenseTimeline(wide.timeline);
     expect(rows.reduce((n, r) => n + r.count, 0)).toBe(wide.timeline.length);
     expect(wide.timeline.length).toBeGreaterThan(100);
@@ -204,12 +338,19 @@ describe('the report of an incident without a scope', () => {
     const markdown = buildReport(wide, fleet).markdown;
     const appendix = markdown.slice(markdown.indexOf('## Appendix'));
     expect(appendix).toContain(`${wide.timeline.length} entries in ${rows.length} rows`);
-    expect(appendix).toContain("auth-service: is Degraded ×12 on 12 clusters (first: back-off");
+    expect(appendix).toContain('auth-service: is Degraded ×12 on 12 clusters (first: back-off');
     expect(appendix.split('\n').filter((l) => l.startsWith('| 20'))).toHaveLength(rows.length);
     // The declaration is still its own row.
     expect(appendix).toContain('| declared | human |');
 
-    const scoped = await incidents.analyse(await incidents.declare({ title: 'auth down', severity: 1, scope: { text: 'auth-service-*', selector: { patterns: ['auth-service-*'] } }, by: 'U_OP' }));
+    const scoped = await incidents.analyse(
+      await incidents.declare({
+        title: 'auth down',
+        severity: 1,
+        scope: { text: 'auth-service-*', selector: { patterns: ['auth-service-*'] } },
+        by: 'U_OP',
+      }),
+    );
     const scopedAppendix = buildReport(scoped, fleet).markdown.split('## Appendix')[1];
     expect(scopedAppendix.split('\n').filter((l) => l.startsWith('| 20'))).toHaveLength(scoped.timeline.length);
   });

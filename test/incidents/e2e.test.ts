@@ -19,7 +19,10 @@ interface Started {
 
 async function startRollcall(config: string): Promise<Started> {
   let log = '';
-  const child = spawn(process.execPath, [bin, 'start', '--config', config], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
+  const child = spawn(process.execPath, [bin, 'start', '--config', config], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, LOG_LEVEL: 'info' },
+  });
   child.stderr!.on('data', (chunk) => (log += chunk));
   const deadline = Date.now() + 30_000;
   while (!log.includes('rollcall started')) {
@@ -65,9 +68,17 @@ describe('an incident against the seed-outage simulator, two rollcall start proc
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'rollcall-incident-'));
     const simConfig = path.join(dir, 'sim.yaml');
-    sim = (await startSimProcess(['--scenario', 'seed-outage', '--port', '0', '--speed', '2', '--write-config', simConfig], (out) => /^argocd prod /m.test(out))).child;
+    sim = (
+      await startSimProcess(
+        ['--scenario', 'seed-outage', '--port', '0', '--speed', '2', '--write-config', simConfig],
+        (out) => /^argocd prod /m.test(out),
+      )
+    ).child;
     config = path.join(dir, 'rollcall.yaml');
-    writeFileSync(config, `${readFileSync(simConfig, 'utf8').replace(/prefix: \S+/, `prefix: ${prefix}`)}\nhttp: { port: 0 }\n`);
+    writeFileSync(
+      config,
+      `${readFileSync(simConfig, 'utf8').replace(/prefix: \S+/, `prefix: ${prefix}`)}\nhttp: { port: 0 }\n`,
+    );
     workers.push(await startRollcall(config), await startRollcall(config));
   }, 60_000);
 
@@ -78,8 +89,15 @@ describe('an incident against the seed-outage simulator, two rollcall start proc
   });
 
   async function ask(text: string, ...flags: string[]) {
-    const { stdout } = await exec(process.execPath, [bin, 'ask', text, '--json', '--config', config, ...flags], { env: { ...process.env, ROLLCALL_USER: 'oncall-2', LOG_LEVEL: 'error' } }).catch((e) => e);
-    return JSON.parse(stdout) as { ok: boolean; command: string; data: Record<string, any>; error?: { code: string; message: string } };
+    const { stdout } = await exec(process.execPath, [bin, 'ask', text, '--json', '--config', config, ...flags], {
+      env: { ...process.env, ROLLCALL_USER: 'oncall-2', LOG_LEVEL: 'error' },
+    }).catch((e) => e);
+    return JSON.parse(stdout) as {
+      ok: boolean;
+      command: string;
+      data: Record<string, any>;
+      error?: { code: string; message: string };
+    };
   }
 
   it('lists the auth-service deploys on 12 clusters as one group in `changes since=1h`', async () => {
@@ -88,10 +106,17 @@ describe('an incident against the seed-outage simulator, two rollcall start proc
     const deploys = changes.data.changes.filter((c: any) => c.kind === 'deploy' && c.appSet === 'auth-service');
     expect(deploys).toHaveLength(12);
     expect(new Set(deploys.map((c: any) => c.cluster)).size).toBe(12);
-    expect(deploys[0]).toMatchObject({ instance: 'prod', revision: 'v2.15.0', previousRevision: 'v2.14.3', by: 'applicationset-controller' });
+    expect(deploys[0]).toMatchObject({
+      instance: 'prod',
+      revision: 'v2.15.0',
+      previousRevision: 'v2.14.3',
+      by: 'applicationset-controller',
+    });
     const groups = changes.data.groups.filter((g: any) => g.kind === 'deploy' && g.subject === 'auth-service');
     expect(groups).toHaveLength(1);
-    expect(groups[0].text).toMatch(/^auth-service: v2\.14\.3 → v2\.15\.0 on 12 clusters, \d\d:\d\d(–\d\d:\d\d)?, by applicationset-controller$/);
+    expect(groups[0].text).toMatch(
+      /^auth-service: v2\.14\.3 → v2\.15\.0 on 12 clusters, \d\d:\d\d(–\d\d:\d\d)?, by applicationset-controller$/,
+    );
     // Newest first.
     const times = changes.data.changes.map((c: any) => Date.parse(c.at));
     expect(times).toEqual([...times].sort((a, b) => b - a));
@@ -108,7 +133,13 @@ describe('an incident against the seed-outage simulator, two rollcall start proc
     expect((await ask(`incident note ${id} synced auth-config with prune everywhere`)).ok).toBe(true);
     // The two workers record auth-service going Healthy again.
     await expect
-      .poll(async () => (await ask(`incident timeline ${id} kind=health`)).data.timeline.filter((e: any) => / → Healthy$/.test(e.text)).length, { timeout: 45_000, interval: 1000 })
+      .poll(
+        async () =>
+          (await ask(`incident timeline ${id} kind=health`)).data.timeline.filter((e: any) =>
+            / → Healthy$/.test(e.text),
+          ).length,
+        { timeout: 45_000, interval: 1000 },
+      )
       .toBe(12);
     expect((await ask(`incident status ${id} mitigated`)).ok).toBe(true);
     expect((await ask(`incident close ${id} bad session flags in auth-config`)).ok).toBe(true);
@@ -122,18 +153,28 @@ describe('an incident against the seed-outage simulator, two rollcall start proc
     expect(deploys).toHaveLength(12);
     expect(deploys.every((e: any) => Date.parse(e.at) < Date.parse(metrics.impactStart))).toBe(true);
     // Each change once, though two recorders saw it.
-    const healed = timeline.filter((e: any) => e.kind === 'health' && e.app?.startsWith('auth-service-') && / → Healthy$/.test(e.text));
+    const healed = timeline.filter(
+      (e: any) => e.kind === 'health' && e.app?.startsWith('auth-service-') && / → Healthy$/.test(e.text),
+    );
     expect(healed).toHaveLength(12);
     expect(new Set(healed.map((e: any) => e.app)).size).toBe(12);
     const synced = timeline.filter((e: any) => e.kind === 'run' && e.app?.startsWith('auth-config-'));
     expect(synced).toHaveLength(12);
-    expect(timeline.filter((e: any) => e.kind === 'run' && /requested by oncall-2/.test(e.text) && !e.app)).toHaveLength(1);
-    expect(timeline.filter((e: any) => e.kind === 'note')).toEqual([expect.objectContaining({ source: 'human', text: 'synced auth-config with prune everywhere' })]);
-    expect(timeline.filter((e: any) => e.kind === 'status').map((e: any) => e.text)).toEqual([expect.stringContaining('investigating → mitigated')]);
+    expect(
+      timeline.filter((e: any) => e.kind === 'run' && /requested by oncall-2/.test(e.text) && !e.app),
+    ).toHaveLength(1);
+    expect(timeline.filter((e: any) => e.kind === 'note')).toEqual([
+      expect.objectContaining({ source: 'human', text: 'synced auth-config with prune everywhere' }),
+    ]);
+    expect(timeline.filter((e: any) => e.kind === 'status').map((e: any) => e.text)).toEqual([
+      expect.stringContaining('investigating → mitigated'),
+    ]);
     expect(timeline.filter((e: any) => e.kind === 'declared')).toHaveLength(1);
     expect(timeline.filter((e: any) => e.kind === 'closed')).toHaveLength(1);
 
-    const order = ['impactStart', 'detected', 'acknowledged', 'mitigated', 'resolved'].map((k) => Date.parse(metrics[k]));
+    const order = ['impactStart', 'detected', 'acknowledged', 'mitigated', 'resolved'].map((k) =>
+      Date.parse(metrics[k]),
+    );
     expect(order.every((t) => Number.isFinite(t))).toBe(true);
     expect(order).toEqual([...order].sort((a, b) => a - b));
     expect(metrics.warnings).toEqual([]);
@@ -156,7 +197,10 @@ describe('an incident against the seed-outage simulator, two rollcall start proc
         const port = Number(/"http":(\d+)/.exec(w.log())![1]);
         const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
         const read = (name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(text)![1]);
-        return { recorded: read('rollcall_changes_recorded_total'), duplicates: read('rollcall_changes_duplicate_total') };
+        return {
+          recorded: read('rollcall_changes_recorded_total'),
+          duplicates: read('rollcall_changes_duplicate_total'),
+        };
       }),
     );
     // The second started after the first had backfilled: everything it backfilled was a duplicate.

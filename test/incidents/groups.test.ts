@@ -20,13 +20,28 @@ function bulkSyncTrail(runId: string, apps: string[], opts: { failedApp?: string
     ...apps.map((app) =>
       entry(
         app === opts.failedApp
-          ? { kind: 'argocd.sync', who: 'U0DEMO', target: `prod/${app}`, runId, params: { prune: true }, result: 'error: unavailable' }
-          : { kind: 'argocd.sync', who: 'U0DEMO', target: `prod/${app}`, runId, params: { prune: true }, result: 'accepted' },
+          ? {
+              kind: 'argocd.sync',
+              who: 'U0DEMO',
+              target: `prod/${app}`,
+              runId,
+              params: { prune: true },
+              result: 'error: unavailable',
+            }
+          : {
+              kind: 'argocd.sync',
+              who: 'U0DEMO',
+              target: `prod/${app}`,
+              runId,
+              params: { prune: true },
+              result: 'accepted',
+            },
       ),
     ),
     entry({ kind: 'step.end', who: 'rollcall', target: 'sync', runId, result: opts.end ?? 'succeeded' }),
   ];
-  if (opts.end !== 'running') trail.push(entry({ kind: 'run.end', who: 'U0DEMO', runId, result: opts.end ?? 'succeeded' }));
+  if (opts.end !== 'running')
+    trail.push(entry({ kind: 'run.end', who: 'U0DEMO', runId, result: opts.end ?? 'succeeded' }));
   return trail.reverse();
 }
 
@@ -44,7 +59,15 @@ describe('a run in the change log', () => {
   it('is one line saying what it ran, how it ended, what it synced where, and who asked', () => {
     const groups = grouped(bulkSyncTrail('r-1', apps));
     expect(groups).toHaveLength(1);
-    expect(groups[0]).toMatchObject({ kind: 'run', subject: 'run r-1', runbook: 'bulk-sync', outcome: 'succeeded', synced: 3, by: 'U0DEMO', count: 8 });
+    expect(groups[0]).toMatchObject({
+      kind: 'run',
+      subject: 'run r-1',
+      runbook: 'bulk-sync',
+      outcome: 'succeeded',
+      synced: 3,
+      by: 'U0DEMO',
+      count: 8,
+    });
     expect(groups[0].text).toBe('run r-1 (bulk-sync): succeeded, synced 3 apps on 3 clusters, 15:32, by U0DEMO');
   });
 

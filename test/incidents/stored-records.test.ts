@@ -13,7 +13,14 @@ afterAll(async () => {
   await closeRedis(redis);
 });
 
-const declared = { title: 'auth down', severity: 2, scopeApps: ['prod/auth-service-us1'], declaredBy: 'U1', declaredAt: new Date().toISOString(), lookbackMs: 900_000 };
+const declared = {
+  title: 'auth down',
+  severity: 2,
+  scopeApps: ['prod/auth-service-us1'],
+  declaredBy: 'U1',
+  declaredAt: new Date().toISOString(),
+  lookbackMs: 900_000,
+};
 
 describe('incidents read back from Redis', () => {
   it('round-trips an incident with its numbers, lists and Slack header typed', async () => {
@@ -31,7 +38,9 @@ describe('incidents read back from Redis', () => {
     await redis.hset(`${p}:incident:${created.id}`, 'severity', '"high"', 'state', 'panicking');
     const error = await store.get(created.id).catch((e: unknown) => e);
     expect(isRollcallError(error, 'stored_record_invalid')).toBe(true);
-    expect((error as Error).message).toMatch(new RegExp(`^incident ${created.id} in Redis is malformed \\(severity: .*; state: `));
+    expect((error as Error).message).toMatch(
+      new RegExp(`^incident ${created.id} in Redis is malformed \\(severity: .*; state: `),
+    );
   });
 
   it('refuses a stored incident with a field that is not JSON rather than throwing a bare SyntaxError', async () => {
@@ -55,7 +64,10 @@ describe('incident lists', () => {
     await redis.hset(`${p}:incident:${bad.id}`, 'severity', 'sev-one');
     expect((await store.open()).map((i) => i.id)).toEqual([good.id]);
     expect((await store.recent()).map((i) => i.id)).toEqual([good.id]);
-    expect(warnings).toEqual([expect.objectContaining({ incident: bad.id }), expect.objectContaining({ incident: bad.id })]);
+    expect(warnings).toEqual([
+      expect.objectContaining({ incident: bad.id }),
+      expect.objectContaining({ incident: bad.id }),
+    ]);
   });
 
   it('find those closed since a time by when they closed, however long ago they were declared; a reopened one leaves that list', async () => {

@@ -18,7 +18,11 @@ let sim: SimServer;
 let client: Client;
 
 async function tool<T = any>(name: string, args: Record<string, unknown> = {}): Promise<T> {
-  const result = (await client.callTool({ name, arguments: args })) as { isError?: boolean; content: { type: string; text: string }[]; structuredContent?: unknown };
+  const result = (await client.callTool({ name, arguments: args })) as {
+    isError?: boolean;
+    content: { type: string; text: string }[];
+    structuredContent?: unknown;
+  };
   const text = result.content.map((c) => c.text).join('');
   if (result.isError) throw new Error(`${name} failed: ${text}`);
   return (result.structuredContent ?? JSON.parse(text)) as T;
@@ -29,7 +33,12 @@ beforeAll(async () => {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [MCP_BIN, 'stdio'],
-    env: { ...(process.env as Record<string, string>), ARGOCD_BASE_URL: sim.url, ARGOCD_API_TOKEN: sim.instances[0].token, LOG_LEVEL: 'silent' },
+    env: {
+      ...(process.env as Record<string, string>),
+      ARGOCD_BASE_URL: sim.url,
+      ARGOCD_API_TOKEN: sim.instances[0].token,
+      LOG_LEVEL: 'silent',
+    },
     stderr: 'ignore',
   });
   client = new Client({ name: 'rollcall-interop-test', version: '0.0.0' });
@@ -49,7 +58,10 @@ describe('argocd-mcp against the simulator served at the root path', () => {
   it('lists clusters and applications', async () => {
     const clusters = await tool('list_clusters');
     expect(clusters.items.length).toBe(12);
-    expect(clusters.items[0]).toMatchObject({ server: expect.stringMatching(/^https:\/\//), connectionState: { status: 'Successful' } });
+    expect(clusters.items[0]).toMatchObject({
+      server: expect.stringMatching(/^https:\/\//),
+      connectionState: { status: 'Successful' },
+    });
     const apps = await tool('list_applications', { limit: 1000 });
     expect(apps.metadata.totalItems).toBe(sim.state.instance(sim.rootInstance)!.apps.size);
     expect(apps.items[0].status.sync.status).toMatch(/Synced|OutOfSync/);
@@ -87,15 +99,24 @@ describe('argocd-mcp against the simulator served at the root path', () => {
       resourceRef: { uid: pod.uid, kind: 'Pod', namespace: pod.namespace, name: pod.name, version: 'v1', group: '' },
       container: '',
     });
-    expect(logs).toContainEqual(expect.objectContaining({ podName: pod.name, content: expect.stringContaining('fatal') }));
+    expect(logs).toContainEqual(
+      expect.objectContaining({ podName: pod.name, content: expect.stringContaining('fatal') }),
+    );
     expect(podEvents.items).toContainEqual(
-      expect.objectContaining({ type: 'Warning', reason: 'BackOff', involvedObject: expect.objectContaining({ kind: 'Pod', name: pod.name, uid: pod.uid }) }),
+      expect.objectContaining({
+        type: 'Warning',
+        reason: 'BackOff',
+        involvedObject: expect.objectContaining({ kind: 'Pod', name: pod.name, uid: pod.uid }),
+      }),
     );
   });
 
   it('gets the default project (Argo CD always has one)', async () => {
     const project = await tool('get_appproject', { projectName: 'default' });
-    expect(project).toMatchObject({ metadata: { name: 'default', namespace: 'argocd' }, spec: { sourceRepos: ['*'], destinations: [{ server: '*', namespace: '*' }] } });
+    expect(project).toMatchObject({
+      metadata: { name: 'default', namespace: 'argocd' },
+      spec: { sourceRepos: ['*'], destinations: [{ server: '*', namespace: '*' }] },
+    });
   });
 
   it('syncs an application, and the sync shows in its events', async () => {
@@ -108,6 +129,8 @@ describe('argocd-mcp against the simulator served at the root path', () => {
     const events = await tool('get_application_events', { applicationName: name });
     const reasons = events.items.map((e: any) => `${e.reason}: ${e.message}`);
     expect(reasons[0]).toMatch(/^OperationStarted: admin initiated sync to [0-9a-f]{40}$/);
-    expect(reasons).toContainEqual(expect.stringMatching(/^OperationCompleted: Sync operation to [0-9a-f]{40} succeeded$/));
+    expect(reasons).toContainEqual(
+      expect.stringMatching(/^OperationCompleted: Sync operation to [0-9a-f]{40} succeeded$/),
+    );
   });
 });

@@ -19,7 +19,17 @@ import { ChangeLog } from '../../src/domain/incidents/change-log.js';
 import { ChangeRecorder } from '../../src/domain/incidents/recorder.js';
 import { IncidentService } from '../../src/domain/incidents/service.js';
 import { IncidentStore } from '../../src/domain/incidents/store.js';
-import { closeRedis, configuredRedisUrl, createRedis, createRedisPinger, keyBase, persistenceProblem, probeRedis, scanKeys, type RedisClient } from '../../src/infra/redis.js';
+import {
+  closeRedis,
+  configuredRedisUrl,
+  createRedis,
+  createRedisPinger,
+  keyBase,
+  persistenceProblem,
+  probeRedis,
+  scanKeys,
+  type RedisClient,
+} from '../../src/infra/redis.js';
 import { QUEUES } from '../../src/infra/queues.js';
 import { startSchedules } from '../../src/surfaces/workers/schedules.js';
 import { startEngine, type EngineHandle } from '../../src/domain/runbooks/engine.js';
@@ -29,7 +39,11 @@ import { simOperations, startTestSim } from '../support/sim.js';
 import { simConfigYaml } from '../../src/sim/cli.js';
 import { checkRequest, type GuardVerdict } from '../../src/surfaces/slack/request-guard.js';
 import { pino } from 'pino';
-import { redisClusterUnsupported, startPrivateRedisCluster, type PrivateRedisCluster } from '../support/redis-cluster.js';
+import {
+  redisClusterUnsupported,
+  startPrivateRedisCluster,
+  type PrivateRedisCluster,
+} from '../support/redis-cluster.js';
 import { makeApp, testConfig } from '../runbooks/fake-argo.js';
 import { FAST, RecordingNotifier } from '../runbooks/harness.js';
 import { servicesForSim } from '../runbooks/sim-support.js';
@@ -52,12 +66,21 @@ describe('Redis Cluster configuration', () => {
   it('config check and start refuse a prefix without a hash tag on a Cluster, saying why and the fix; other Redis take any prefix', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-cluster-config-'));
     cleanup.push(async () => rmSync(dir, { recursive: true, force: true }));
-    const config = (url: string, p: string) => `instances:\n  - name: prod\n    url: https://argocd.example\n    token: t\nredis:\n  url: ${url}\n  prefix: "${p}"\n`;
+    const config = (url: string, p: string) =>
+      `instances:\n  - name: prod\n    url: https://argocd.example\n    token: t\nredis:\n  url: ${url}\n  prefix: "${p}"\n`;
     const untagged = path.join(dir, 'untagged.yaml');
     writeFileSync(untagged, config(clusterUrl, 'rollcall'));
-    const refused: { code?: number; stderr: string } = await run(process.execPath, [bin, 'config', 'check', '--config', untagged]).catch((e: { code: number; stderr: string }) => e);
+    const refused: { code?: number; stderr: string } = await run(process.execPath, [
+      bin,
+      'config',
+      'check',
+      '--config',
+      untagged,
+    ]).catch((e: { code: number; stderr: string }) => e);
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toContain('redis.prefix: redis.prefix "rollcall" has no hash tag, and Redis Cluster needs one');
+    expect(refused.stderr).toContain(
+      'redis.prefix: redis.prefix "rollcall" has no hash tag, and Redis Cluster needs one',
+    );
     expect(refused.stderr).toContain('prefix: "{rollcall}"');
     expect(refused.stderr).toMatch(/\(line 7\)/);
 
@@ -76,14 +99,15 @@ describe('Redis Cluster configuration', () => {
     cleanup.push(() => sim.stop());
     const { services, fleet } = await servicesForSim(sim);
     cleanup.push(() => fleet.stop());
-    await expect(startEngine(services, { role: 'all', redisUrl: clusterUrl, prefix: 'rollcall', ...FAST })).rejects.toThrow(/prefix: "\{rollcall\}"/);
+    await expect(
+      startEngine(services, { role: 'all', redisUrl: clusterUrl, prefix: 'rollcall', ...FAST }),
+    ).rejects.toThrow(/prefix: "\{rollcall\}"/);
 
     const ok = path.join(dir, 'tagged.yaml');
     writeFileSync(ok, config(clusterUrl, '{rollcall}'));
     const accepted = await run(process.execPath, [bin, 'config', 'check', '--config', ok]);
     expect(accepted.stdout).toContain('prefix={rollcall}');
   }, 30_000);
-
 });
 
 describe.skipIf(!!unsupported)('rollcall on a Redis Cluster (a private 3-master cluster of real redis-servers)', () => {
@@ -109,7 +133,13 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster (a private 3-master 
     const notifier = new RecordingNotifier();
     const { services, fleet } = await servicesForSim(sim, { notifier });
     cleanup.push(() => fleet.stop());
-    const engine: EngineHandle = await startEngine(services, { role: 'all', redisUrl: cluster.url, prefix, runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR), ...FAST });
+    const engine: EngineHandle = await startEngine(services, {
+      role: 'all',
+      redisUrl: cluster.url,
+      prefix,
+      runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR),
+      ...FAST,
+    });
     cleanup.push(() => engine.stop());
     services.runs = engine.runs;
     services.audit = engine.runs.audit;
@@ -191,26 +221,37 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster (a private 3-master 
     expect((await dispatch('incident note looking at auth-config', ctx)).ok).toBe(true);
     expect((await dispatch('incident sev 2', ctx)).data.incident).toMatchObject({ id, severity: 2 });
     const store = new IncidentStore(createRedisForCleanup(), prefix);
-    expect(await store.get(id)).toMatchObject({ id, title: 'auth-service crash-looping', severity: 2, state: expect.any(String) });
+    expect(await store.get(id)).toMatchObject({
+      id,
+      title: 'auth-service crash-looping',
+      severity: 2,
+      state: expect.any(String),
+    });
     expect((await store.entries(id)).some((e) => JSON.stringify(e).includes('looking at auth-config'))).toBe(true);
     expect((await store.open()).map((i) => i.id)).toEqual([id]);
   }, 30_000);
 
   it('ticks config schedules through a BullMQ job scheduler and removes them', async () => {
     const notifier = new RecordingNotifier();
-    const fleet = StaticFleet.fromObjects([{ name: 'argo-test', applications: [makeApp('web-prod', 'prod', { sync: 'Synced' })] }]);
+    const fleet = StaticFleet.fromObjects([
+      { name: 'argo-test', applications: [makeApp('web-prod', 'prod', { sync: 'Synced' })] },
+    ]);
     const services: Services = { config: testConfig(), fleet, argocd: new Map(), notifier };
     const schedules = await startSchedules({ services, redisUrl: cluster.url, prefix });
     cleanup.push(() => schedules.stop());
-    await schedules.upsertSchedules([{ id: 'fleet-status', cron: '* * * * * *', tz: 'UTC', command: 'status', channel: 'C_OPS' }]);
+    await schedules.upsertSchedules([
+      { id: 'fleet-status', cron: '* * * * * *', tz: 'UTC', command: 'status', channel: 'C_OPS' },
+    ]);
     expect((await schedules.list()).map((s) => s.id)).toEqual(['fleet-status']);
     await expect.poll(() => notifier.posts.length, { timeout: 8000 }).toBeGreaterThanOrEqual(2);
-    expect(notifier.posts.every((p) => p.target.channel === 'C_OPS' && p.reply.ok && p.reply.command === 'status')).toBe(true);
+    expect(
+      notifier.posts.every((p) => p.target.channel === 'C_OPS' && p.reply.ok && p.reply.command === 'status'),
+    ).toBe(true);
     await schedules.upsertSchedules([]);
     expect(await schedules.list()).toEqual([]);
   }, 20_000);
 
-  it('refuses a replayed Slack request and a redelivered event: the guard\'s keys share the prefix\'s slot', async () => {
+  it("refuses a replayed Slack request and a redelivered event: the guard's keys share the prefix's slot", async () => {
     const secret = 'cluster-signing-secret';
     const verdicts: GuardVerdict[] = [];
     const guard = http.createServer((req, res) => {
@@ -238,7 +279,11 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster (a private 3-master 
     await send(command, 'application/x-www-form-urlencoded', now);
     await send(command, 'application/x-www-form-urlencoded', now);
     // Slack's retry of an event is signed anew; the event_id tells it apart.
-    const event = JSON.stringify({ type: 'event_callback', event_id: 'Ev0CLUSTER1', event: { type: 'app_mention', user: 'U1' } });
+    const event = JSON.stringify({
+      type: 'event_callback',
+      event_id: 'Ev0CLUSTER1',
+      event: { type: 'app_mention', user: 'U1' },
+    });
     await send(event, 'application/json', now);
     await send(event, 'application/json', now + 1, { 'x-slack-retry-num': '1' });
     expect(verdicts).toEqual([
@@ -256,14 +301,20 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster (a private 3-master 
     cleanup.push(async () => rmSync(dir, { recursive: true, force: true }));
     const config = path.join(dir, 'rollcall.yaml');
     writeFileSync(config, simConfigYaml(sim, { redisUrl: cluster.url, redisPrefix: prefix, operator: 'terminal' }));
-    const { stdout } = await run(process.execPath, [bin, 'ask', 'sync auth-config-*-eu-* prune=true', '--yes', '--wait', '--json', '--config', config], {
-      // The simulator's config makes ROLLCALL_USER an operator; REDIS_URL (which wins over the file) names the Cluster.
-      env: { ...process.env, LOG_LEVEL: 'error', ROLLCALL_USER: 'terminal', REDIS_URL: cluster.url },
-      timeout: 60_000,
-    });
+    const { stdout } = await run(
+      process.execPath,
+      [bin, 'ask', 'sync auth-config-*-eu-* prune=true', '--yes', '--wait', '--json', '--config', config],
+      {
+        // The simulator's config makes ROLLCALL_USER an operator; REDIS_URL (which wins over the file) names the Cluster.
+        env: { ...process.env, LOG_LEVEL: 'error', ROLLCALL_USER: 'terminal', REDIS_URL: cluster.url },
+        timeout: 60_000,
+      },
+    );
     const reply = JSON.parse(stdout) as { ok: boolean; data: { status: string; runId: string } };
     expect(reply).toMatchObject({ ok: true, data: { status: 'succeeded' } });
-    const synced = (await simOperations(sim)).filter((o) => o.method === 'POST' && /\/sync$/.test(o.path)).map((o) => o.app);
+    const synced = (await simOperations(sim))
+      .filter((o) => o.method === 'POST' && /\/sync$/.test(o.path))
+      .map((o) => o.app);
     expect(synced.length).toBeGreaterThan(0);
     expect(synced.every((a) => /^auth-config-.*-eu-/.test(a!))).toBe(true);
     expect(new Set(synced).size).toBe(synced.length);
@@ -286,108 +337,138 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster (a private 3-master 
     expect(keys.filter((k) => !k.startsWith(prefix))).toEqual([]);
     const masters = (redis as import('ioredis').Cluster).nodes('master');
     expect(masters).toHaveLength(3);
-    const slots = new Set(await Promise.all(keys.map(async (k) => Number(await masters[0].call('CLUSTER', 'KEYSLOT', k)))));
+    const slots = new Set(
+      await Promise.all(keys.map(async (k) => Number(await masters[0].call('CLUSTER', 'KEYSLOT', k)))),
+    );
     expect(slots.size).toBe(1);
     expect(keys.some((k) => k.startsWith(`${prefix}:${QUEUES.steps}:`))).toBe(true);
     expect(keys.some((k) => k.startsWith(`${prefix}:${QUEUES.schedules}:`))).toBe(true);
     expect(keys).toContain(`${prefix}:audit`);
 
-    expect(await persistenceProblem(redis)).toMatch(/appendonly is off on 127\.0\.0\.1:\d+, 127\.0\.0\.1:\d+, 127\.0\.0\.1:\d+/);
+    expect(await persistenceProblem(redis)).toMatch(
+      /appendonly is off on 127\.0\.0\.1:\d+, 127\.0\.0\.1:\d+, 127\.0\.0\.1:\d+/,
+    );
     const pinger = createRedisPinger(cluster.url);
     cleanup.push(() => pinger.close());
     await expect.poll(() => pinger.check(), { timeout: 5000 }).toBeUndefined();
     // `ask`'s quick probe: answers on the Cluster, and says why not when no seed node answers.
     expect(await probeRedis(cluster.url)).toBeUndefined();
-    expect(await probeRedis(`redis+cluster://127.0.0.1:${await freePort()}`, 1000)).toMatch(/ECONNREFUSED|startup nodes/);
+    expect(await probeRedis(`redis+cluster://127.0.0.1:${await freePort()}`, 1000)).toMatch(
+      /ECONNREFUSED|startup nodes/,
+    );
   }, 20_000);
 });
 
-describe.skipIf(!!unsupported)('rollcall on a Redis Cluster whose master fails over (3 masters, 1 replica each)', () => {
-  let cluster: PrivateRedisCluster;
-  const cleanup: (() => Promise<unknown>)[] = [];
-  afterAll(async () => {
-    for (const c of cleanup.reverse()) await c().catch(() => {});
-    await cluster?.stop();
-  });
+describe.skipIf(!!unsupported)(
+  'rollcall on a Redis Cluster whose master fails over (3 masters, 1 replica each)',
+  () => {
+    let cluster: PrivateRedisCluster;
+    const cleanup: (() => Promise<unknown>)[] = [];
+    afterAll(async () => {
+      for (const c of cleanup.reverse()) await c().catch(() => {});
+      await cluster?.stop();
+    });
 
-  /** The master holding `prefix`'s slot, and its replica, as the cluster says. */
-  async function ownerOf(redis: RedisClient, prefix: string): Promise<number> {
-    return (await shardOf(redis, prefix)).master;
-  }
-  async function shardOf(redis: RedisClient, prefix: string): Promise<{ master: number; replica?: number }> {
-    const first = (redis as import('ioredis').Cluster).nodes('master')[0];
-    const slot = Number(await first.call('CLUSTER', 'KEYSLOT', prefix));
-    const slots = (await first.call('CLUSTER', 'SLOTS')) as [number, number, [string, number], [string, number]?][];
-    const [, , master, replica] = slots.find(([from, to]) => slot >= from && slot <= to)!;
-    return { master: master[1], replica: replica?.[1] };
-  }
+    /** The master holding `prefix`'s slot, and its replica, as the cluster says. */
+    async function ownerOf(redis: RedisClient, prefix: string): Promise<number> {
+      return (await shardOf(redis, prefix)).master;
+    }
+    async function shardOf(redis: RedisClient, prefix: string): Promise<{ master: number; replica?: number }> {
+      const first = (redis as import('ioredis').Cluster).nodes('master')[0];
+      const slot = Number(await first.call('CLUSTER', 'KEYSLOT', prefix));
+      const slots = (await first.call('CLUSTER', 'SLOTS')) as [number, number, [string, number], [string, number]?][];
+      const [, , master, replica] = slots.find(([from, to]) => slot >= from && slot <= to)!;
+      return { master: master[1], replica: replica?.[1] };
+    }
 
-  /**
-   * A 540-app bulk sync on a private 3-master, 1-replica Cluster, with the engine's log kept; `midRun` runs once
-   * the first 60 syncs are out. Resolves with the run's end, every sync the simulator received, and the log.
-   */
-  async function bulkSyncThrough(prefix: string, midRun: (cluster: PrivateRedisCluster, probe: RedisClient) => Promise<void>) {
-    const own = await startPrivateRedisCluster(3, 1);
-    cleanup.push(() => own.stop());
-    const probe = createRedis(own.url);
-    cleanup.push(() => closeRedis(probe));
-    const sim: SimServer = await startTestSim({ scenario: 'seed-outage', manual: false, speed: 15 });
-    cleanup.push(() => sim.stop());
-    const { services, fleet } = await servicesForSim(sim, { notifier: new RecordingNotifier() });
-    cleanup.push(() => fleet.stop());
-    const said: string[] = [];
-    const logger = { info: (_: unknown, m?: string) => said.push(`info ${m}`), warn: (_: unknown, m?: string) => said.push(`warn ${m}`), error: (_: unknown, m?: string) => said.push(`error ${m}`) };
-    const engine: EngineHandle = await startEngine(services, { role: 'all', redisUrl: own.url, prefix, runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR), logger, ...FAST });
-    cleanup.push(() => engine.stop());
-    services.runs = engine.runs;
-    services.audit = engine.runs.audit;
-    const ctx: CommandContext = { services, user: 'U_OP', surface: 'terminal', channel: 'terminal', assumeYes: true };
-    const reply = await dispatch('sync * concurrency=20 includeSynced=true confirm=540 gate=none', ctx);
-    expect(reply.ok, JSON.stringify(reply.error)).toBe(true);
-    const runId = (reply.data as { runId: string }).runId;
-    const syncs = async () => (await simOperations(sim)).filter((o) => o.method === 'POST' && /\/sync$/.test(o.path)).map((o) => `${o.instance}/${o.app}`);
-    await expect.poll(async () => (await syncs()).length, { timeout: 20_000, interval: 50 }).toBeGreaterThan(60);
-    await midRun(own, probe);
-    const end = await engine.runs.waitForEnd(runId, 60_000);
-    return { end, sent: await syncs(), said };
-  }
+    /**
+     * A 540-app bulk sync on a private 3-master, 1-replica Cluster, with the engine's log kept; `midRun` runs once
+     * the first 60 syncs are out. Resolves with the run's end, every sync the simulator received, and the log.
+     */
+    async function bulkSyncThrough(
+      prefix: string,
+      midRun: (cluster: PrivateRedisCluster, probe: RedisClient) => Promise<void>,
+    ) {
+      const own = await startPrivateRedisCluster(3, 1);
+      cleanup.push(() => own.stop());
+      const probe = createRedis(own.url);
+      cleanup.push(() => closeRedis(probe));
+      const sim: SimServer = await startTestSim({ scenario: 'seed-outage', manual: false, speed: 15 });
+      cleanup.push(() => sim.stop());
+      const { services, fleet } = await servicesForSim(sim, { notifier: new RecordingNotifier() });
+      cleanup.push(() => fleet.stop());
+      const said: string[] = [];
+      const logger = {
+        info: (_: unknown, m?: string) => said.push(`info ${m}`),
+        warn: (_: unknown, m?: string) => said.push(`warn ${m}`),
+        error: (_: unknown, m?: string) => said.push(`error ${m}`),
+      };
+      const engine: EngineHandle = await startEngine(services, {
+        role: 'all',
+        redisUrl: own.url,
+        prefix,
+        runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR),
+        logger,
+        ...FAST,
+      });
+      cleanup.push(() => engine.stop());
+      services.runs = engine.runs;
+      services.audit = engine.runs.audit;
+      const ctx: CommandContext = { services, user: 'U_OP', surface: 'terminal', channel: 'terminal', assumeYes: true };
+      const reply = await dispatch('sync * concurrency=20 includeSynced=true confirm=540 gate=none', ctx);
+      expect(reply.ok, JSON.stringify(reply.error)).toBe(true);
+      const runId = (reply.data as { runId: string }).runId;
+      const syncs = async () =>
+        (await simOperations(sim))
+          .filter((o) => o.method === 'POST' && /\/sync$/.test(o.path))
+          .map((o) => `${o.instance}/${o.app}`);
+      await expect.poll(async () => (await syncs()).length, { timeout: 20_000, interval: 50 }).toBeGreaterThan(60);
+      await midRun(own, probe);
+      const end = await engine.runs.waitForEnd(runId, 60_000);
+      return { end, sent: await syncs(), said };
+    }
 
-  it('finishes a bulk sync whose master is killed mid-run: the worker starts afresh, no app is synced twice', async () => {
-    const prefix = '{rollcall-failover-run}';
-    const { end, sent, said } = await bulkSyncThrough(prefix, async (cluster, probe) => cluster.kill(await ownerOf(probe, prefix)));
-    expect(end.status, end.error).toBe('succeeded');
-    expect(sent).toHaveLength(540);
-    expect(new Set(sent).size).toBe(540);
-    expect(said).toContain('warn a Redis Cluster master left: starting the step worker afresh');
-  }, 120_000);
+    it('finishes a bulk sync whose master is killed mid-run: the worker starts afresh, no app is synced twice', async () => {
+      const prefix = '{rollcall-failover-run}';
+      const { end, sent, said } = await bulkSyncThrough(prefix, async (cluster, probe) =>
+        cluster.kill(await ownerOf(probe, prefix)),
+      );
+      expect(end.status, end.error).toBe('succeeded');
+      expect(sent).toHaveLength(540);
+      expect(new Set(sent).size).toBe(540);
+      expect(said).toContain('warn a Redis Cluster master left: starting the step worker afresh');
+    }, 120_000);
 
-  it('carries on through a replica that dies mid-run: the step worker is not started afresh, no app is synced twice', async () => {
-    const prefix = '{rollcall-replica-loss}';
-    const { end, sent, said } = await bulkSyncThrough(prefix, async (cluster, probe) => cluster.kill((await shardOf(probe, prefix)).replica!));
-    expect(end.status, end.error).toBe('succeeded');
-    expect(sent).toHaveLength(540);
-    expect(new Set(sent).size).toBe(540);
-    // The worker kept its fetch on the master: no lock was lost and no worker was started afresh.
-    expect(said.filter((m) => /master left|lost the lock/.test(m))).toEqual([]);
-  }, 120_000);
+    it('carries on through a replica that dies mid-run: the step worker is not started afresh, no app is synced twice', async () => {
+      const prefix = '{rollcall-replica-loss}';
+      const { end, sent, said } = await bulkSyncThrough(prefix, async (cluster, probe) =>
+        cluster.kill((await shardOf(probe, prefix)).replica!),
+      );
+      expect(end.status, end.error).toBe('succeeded');
+      expect(sent).toHaveLength(540);
+      expect(new Set(sent).size).toBe(540);
+      // The worker kept its fetch on the master: no lock was lost and no worker was started afresh.
+      expect(said.filter((m) => /master left|lost the lock/.test(m))).toEqual([]);
+    }, 120_000);
 
-  it('waits through the failover: what is written while the master is down lands on its replica once promoted', async () => {
-    cluster = await startPrivateRedisCluster(3, 1);
-    const prefix = '{rollcall-failover}';
-    const redis = createRedis(cluster.url);
-    cleanup.push(() => closeRedis(redis));
-    const { AuditLog } = await import('../../src/domain/audit/audit-log.js');
-    const audit = new AuditLog(redis, prefix);
-    await audit.record({ kind: 'run.start', who: 'U1', target: 'bulk-sync', result: 'before' });
-    const owner = await ownerOf(redis, prefix);
-    cluster.kill(owner);
-    const started = Date.now();
-    // ioredis's defaults give up after 16 redirections 100 ms apart, long before a replica takes over.
-    await audit.record({ kind: 'run.end', who: 'U1', target: 'bulk-sync', result: 'during' });
-    const waited = Date.now() - started;
-    const entries = await audit.latest(5);
-    expect(entries.map((e) => e.result)).toEqual(['during', 'before']);
-    expect((redis as import('ioredis').Cluster).nodes('master').map((n) => n.options.port)).not.toContain(owner);
-    expect(waited).toBeGreaterThan(500);
-  }, 60_000);
-});
+    it('waits through the failover: what is written while the master is down lands on its replica once promoted', async () => {
+      cluster = await startPrivateRedisCluster(3, 1);
+      const prefix = '{rollcall-failover}';
+      const redis = createRedis(cluster.url);
+      cleanup.push(() => closeRedis(redis));
+      const { AuditLog } = await import('../../src/domain/audit/audit-log.js');
+      const audit = new AuditLog(redis, prefix);
+      await audit.record({ kind: 'run.start', who: 'U1', target: 'bulk-sync', result: 'before' });
+      const owner = await ownerOf(redis, prefix);
+      cluster.kill(owner);
+      const started = Date.now();
+      // ioredis's defaults give up after 16 redirections 100 ms apart, long before a replica takes over.
+      await audit.record({ kind: 'run.end', who: 'U1', target: 'bulk-sync', result: 'during' });
+      const waited = Date.now() - started;
+      const entries = await audit.latest(5);
+      expect(entries.map((e) => e.result)).toEqual(['during', 'before']);
+      expect((redis as import('ioredis').Cluster).nodes('master').map((n) => n.options.port)).not.toContain(owner);
+      expect(waited).toBeGreaterThan(500);
+    }, 60_000);
+  },
+);

@@ -32,7 +32,13 @@ async function kubectl(...args: string[]): Promise<string> {
 describe.skipIf(KUBECTL_MISSING)('kubectl with the kubeconfig the simulator writes', () => {
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'rollcall-kubectl-'));
-    server = await runSimCommand({ scenario: 'sealed-secrets-migration', port: 0, writeConfig: path.join(dir, 'rollcall.yaml'), out: () => {}, untilKilled: false });
+    server = await runSimCommand({
+      scenario: 'sealed-secrets-migration',
+      port: 0,
+      writeConfig: path.join(dir, 'rollcall.yaml'),
+      out: () => {},
+      untilKilled: false,
+    });
     kubeconfig = path.join(dir, 'rollcall.kubeconfig');
   }, 30_000);
   afterAll(async () => {
@@ -50,7 +56,16 @@ describe.skipIf(KUBECTL_MISSING)('kubectl with the kubeconfig the simulator writ
   });
 
   it('lists the sealed-secrets keys with the label selector of the README backup command', async () => {
-    const out = await kubectl('--context', 'prod-old', 'get', 'secrets', '-n', 'kube-system', '-l', 'sealedsecrets.bitnami.com/sealed-secrets-key');
+    const out = await kubectl(
+      '--context',
+      'prod-old',
+      'get',
+      'secrets',
+      '-n',
+      'kube-system',
+      '-l',
+      'sealedsecrets.bitnami.com/sealed-secrets-key',
+    );
     const lines = out.trim().split('\n');
     expect(lines[0]).toMatch(/^NAME\s+TYPE\s+DATA\s+AGE$/);
     expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 3))).toEqual([
@@ -58,7 +73,20 @@ describe.skipIf(KUBECTL_MISSING)('kubectl with the kubeconfig the simulator writ
       ['sealed-secrets-keyq8x2m', 'kubernetes.io/tls', '2'],
       ['sealed-secrets-keyz4k7p', 'kubernetes.io/tls', '2'],
     ]);
-    const yaml = parse(await kubectl('--context', 'prod-old', 'get', 'secret', '-n', 'kube-system', '-l', 'sealedsecrets.bitnami.com/sealed-secrets-key', '-o', 'yaml'));
+    const yaml = parse(
+      await kubectl(
+        '--context',
+        'prod-old',
+        'get',
+        'secret',
+        '-n',
+        'kube-system',
+        '-l',
+        'sealedsecrets.bitnami.com/sealed-secrets-key',
+        '-o',
+        'yaml',
+      ),
+    );
     expect(yaml.items).toHaveLength(3);
     expect(Object.keys(yaml.items[0].data).sort()).toEqual(['tls.crt', 'tls.key']);
   });
@@ -70,11 +98,37 @@ describe.skipIf(KUBECTL_MISSING)('kubectl with the kubeconfig the simulator writ
   });
 
   it('gets pods and namespaces by label, and describes a key Secret without its data', async () => {
-    const pods = await kubectl('--context', 'prod-old', 'get', 'pods', '-n', 'kube-system', '-l', 'name=sealed-secrets-controller');
+    const pods = await kubectl(
+      '--context',
+      'prod-old',
+      'get',
+      'pods',
+      '-n',
+      'kube-system',
+      '-l',
+      'name=sealed-secrets-controller',
+    );
     expect(pods).toMatch(/sealed-secrets-controller-\S+\s+1\/1\s+Running/);
-    const ns = await kubectl('--context', 'prod-old', 'get', 'ns', '-l', 'kubernetes.io/metadata.name=kube-system', '-o', 'name');
+    const ns = await kubectl(
+      '--context',
+      'prod-old',
+      'get',
+      'ns',
+      '-l',
+      'kubernetes.io/metadata.name=kube-system',
+      '-o',
+      'name',
+    );
     expect(ns.trim()).toBe('namespace/kube-system');
-    const described = await kubectl('--context', 'prod-old', 'describe', 'secret', '-n', 'kube-system', 'sealed-secrets-keyb9w3d');
+    const described = await kubectl(
+      '--context',
+      'prod-old',
+      'describe',
+      'secret',
+      '-n',
+      'kube-system',
+      'sealed-secrets-keyb9w3d',
+    );
     expect(described).toMatch(/Labels:\s+sealedsecrets\.bitnami\.com\/sealed-secrets-key=active/);
     expect(described).toMatch(/tls\.key:\s+\d+ bytes/);
     expect(described).not.toContain('BEGIN');
@@ -83,7 +137,17 @@ describe.skipIf(KUBECTL_MISSING)('kubectl with the kubeconfig the simulator writ
   it('is refused with a wrong token, as a real API server would (kubectl: Unauthorized)', async () => {
     const bad = path.join(dir, 'bad.kubeconfig');
     writeFileSync(bad, readFileSync(kubeconfig, 'utf8').replace(/token: .+/g, 'token: not-the-token'));
-    const failed = await exec('kubectl', ['--kubeconfig', bad, '--context', 'prod-old', '--request-timeout=10s', 'get', 'secrets', '-n', 'kube-system']).then(
+    const failed = await exec('kubectl', [
+      '--kubeconfig',
+      bad,
+      '--context',
+      'prod-old',
+      '--request-timeout=10s',
+      'get',
+      'secrets',
+      '-n',
+      'kube-system',
+    ]).then(
       () => undefined,
       (e: { stderr: string }) => e.stderr,
     );

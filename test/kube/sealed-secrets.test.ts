@@ -21,7 +21,11 @@ import { kubeconfigYaml } from '../../src/sim/kube/kubeconfig.js';
 import { KEY_AGES_MS, sealedSecretsMigration } from '../../src/sim/kube/scenario.js';
 import { SIM_KEYS } from '../../src/sim/kube/keys.js';
 
-const settings = { namespace: 'kube-system', name: 'sealed-secrets-controller', podSelector: 'name=sealed-secrets-controller' };
+const settings = {
+  namespace: 'kube-system',
+  name: 'sealed-secrets-controller',
+  podSelector: 'name=sealed-secrets-controller',
+};
 
 describe('sealed-secrets keys against the simulated Kubernetes API', () => {
   let server: http.Server;
@@ -47,7 +51,13 @@ describe('sealed-secrets keys against the simulated Kubernetes API', () => {
     const file = path.join(dir, 'kubeconfig');
     writeFileSync(
       file,
-      kubeconfigYaml([...kube.clusters.values()].map((c) => ({ name: c.name, server: `http://127.0.0.1:${port}/k/${c.name}`, token: c.token }))),
+      kubeconfigYaml(
+        [...kube.clusters.values()].map((c) => ({
+          name: c.name,
+          server: `http://127.0.0.1:${port}/k/${c.name}`,
+          token: c.token,
+        })),
+      ),
     );
     const config = parseConfig(
       `instances: [{name: x, url: "http://127.0.0.1:1", token: t}]\nkube:\n  clusters:\n` +
@@ -72,21 +82,45 @@ describe('sealed-secrets keys against the simulated Kubernetes API', () => {
   });
 
   it('names the configured clusters when asked for an unknown one', () => {
-    expect(() => kubeFor(clients, 'prod-nwe')).toThrow(/no Kubernetes access configured for cluster "prod-nwe" \(configured: prod-old, prod-new, ops\)/);
+    expect(() => kubeFor(clients, 'prod-nwe')).toThrow(
+      /no Kubernetes access configured for cluster "prod-nwe" \(configured: prod-old, prod-new, ops\)/,
+    );
   });
 
   it('backs up every key once, labelled with source cluster and time; a second run changes nothing', async () => {
     const now = new Date('2026-12-02T08:00:00Z');
-    const first = await backupKeys({ source: kubeFor(clients, 'prod-old'), sourceCluster: 'prod-old', target: kubeFor(clients, 'ops'), backupNamespace: 'sealed-secrets-backup', settings, now });
-    expect(first.created.map((b) => b.name)).toEqual(['prod-old-sealed-secrets-keyq8x2m', 'prod-old-sealed-secrets-keyz4k7p', 'prod-old-sealed-secrets-keyb9w3d']);
+    const first = await backupKeys({
+      source: kubeFor(clients, 'prod-old'),
+      sourceCluster: 'prod-old',
+      target: kubeFor(clients, 'ops'),
+      backupNamespace: 'sealed-secrets-backup',
+      settings,
+      now,
+    });
+    expect(first.created.map((b) => b.name)).toEqual([
+      'prod-old-sealed-secrets-keyq8x2m',
+      'prod-old-sealed-secrets-keyz4k7p',
+      'prod-old-sealed-secrets-keyb9w3d',
+    ]);
     expect(first.newestBackup?.fingerprint).toBe(first.newestKey?.fingerprint);
     const writes = operations.length;
-    const second = await backupKeys({ source: kubeFor(clients, 'prod-old'), sourceCluster: 'prod-old', target: kubeFor(clients, 'ops'), backupNamespace: 'sealed-secrets-backup', settings, now });
+    const second = await backupKeys({
+      source: kubeFor(clients, 'prod-old'),
+      sourceCluster: 'prod-old',
+      target: kubeFor(clients, 'ops'),
+      backupNamespace: 'sealed-secrets-backup',
+      settings,
+      now,
+    });
     expect(second.created).toEqual([]);
     expect(second.alreadyBackedUp).toHaveLength(3);
     expect(operations.length).toBe(writes);
     const backups = await listBackups(kubeFor(clients, 'ops'), 'sealed-secrets-backup', 'prod-old');
-    expect(backups.map((b) => [b.sourceCluster, b.sourceName, b.backedUpAt])).toContainEqual(['prod-old', 'sealed-secrets-keyq8x2m', '2026-12-02T08:00:00Z']);
+    expect(backups.map((b) => [b.sourceCluster, b.sourceName, b.backedUpAt])).toContainEqual([
+      'prod-old',
+      'sealed-secrets-keyq8x2m',
+      '2026-12-02T08:00:00Z',
+    ]);
   });
 
   it('restores onto a cluster that cannot decrypt: keys, restart, every SealedSecret Synced', async () => {
@@ -95,17 +129,30 @@ describe('sealed-secrets keys against the simulated Kubernetes API', () => {
     expect(before.failing.map((f) => f.message)).toContain('no key could decrypt secret (password, username)');
     expect(before.synced).toBe(0);
 
-    const source = { kind: 'backup' as const, kube: kubeFor(clients, 'ops'), namespace: 'sealed-secrets-backup', sourceCluster: 'prod-old' };
+    const source = {
+      kind: 'backup' as const,
+      kube: kubeFor(clients, 'ops'),
+      namespace: 'sealed-secrets-backup',
+      sourceCluster: 'prod-old',
+    };
     const plan = await planRestore(source, target, settings);
     expect(plan.toCreate).toHaveLength(3);
     expect(plan.generated.map((k) => k.name)).toEqual(['sealed-secrets-keyn5t6v']);
 
     const written = await writeRestoredKeys(source, target, settings);
-    expect(written.created.map((k) => k.name)).toEqual(['sealed-secrets-keyq8x2m', 'sealed-secrets-keyz4k7p', 'sealed-secrets-keyb9w3d']);
+    expect(written.created.map((k) => k.name)).toEqual([
+      'sealed-secrets-keyq8x2m',
+      'sealed-secrets-keyz4k7p',
+      'sealed-secrets-keyb9w3d',
+    ]);
     // Written but not loaded: the controller reads keys only at start.
     expect((await sealedSecretStatus(target)).synced).toBe(0);
 
-    await deleteKeys(target, settings, plan.generated.map((k) => k.name));
+    await deleteKeys(
+      target,
+      settings,
+      plan.generated.map((k) => k.name),
+    );
     const oldPods = await restartController(target, settings);
     const newPod = await waitControllerReady(target, settings, oldPods, 5000, 20);
     expect(oldPods).not.toContain(newPod);

@@ -21,12 +21,25 @@ async function rateLimitedRun() {
   cleanup.push(() => cleanPrefix(redisUrl, prefix));
   const { services, fleet } = await servicesForSim(sim, { rateLimit: { max: 2, per: 1000 } });
   cleanup.push(() => fleet.stop());
-  const engine = await startEngine(services, { role: 'all', redisUrl, prefix, runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR), ...FAST, concurrency: 30 });
+  const engine = await startEngine(services, {
+    role: 'all',
+    redisUrl,
+    prefix,
+    runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR),
+    ...FAST,
+    concurrency: 30,
+  });
   cleanup.push(() => engine.stop());
   const runs = engine.runs as RunService;
-  const run = await runs.start({ runbook: 'bulk-sync', params: { selector: '*', includeSynced: 'true', concurrency: '30', gate: 'none', confirm: '540' }, user: 'U_OP', surface: 'terminal' });
+  const run = await runs.start({
+    runbook: 'bulk-sync',
+    params: { selector: '*', includeSynced: 'true', concurrency: '30', gate: 'none', confirm: '540' },
+    user: 'U_OP',
+    surface: 'terminal',
+  });
   await runs.confirm(run.id, 'U_OP');
-  const posts = async () => (await simOperations(sim)).filter((o) => o.method === 'POST' && o.path.endsWith('/sync')).length;
+  const posts = async () =>
+    (await simOperations(sim)).filter((o) => o.method === 'POST' && o.path.endsWith('/sync')).length;
   await expect.poll(posts, { timeout: 15_000, interval: 50 }).toBeGreaterThanOrEqual(4);
   return { runs, run, posts };
 }

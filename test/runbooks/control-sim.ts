@@ -36,7 +36,9 @@ export interface ControlSim {
  * client and mirror, Kubernetes clients through a kubeconfig for every simulated cluster, the
  * engine and the pause store on real Redis under a fresh prefix. Operators: U_OP, U_OP2; admin: U_ADMIN.
  */
-export async function startControlSim(opts: { fixture?: Fixture; scenario?: string; logger?: Logger; notifier?: Notifier; backup?: boolean } = {}): Promise<ControlSim> {
+export async function startControlSim(
+  opts: { fixture?: Fixture; scenario?: string; logger?: Logger; notifier?: Notifier; backup?: boolean } = {},
+): Promise<ControlSim> {
   const cleanup: (() => Promise<unknown>)[] = [];
   const close = async () => {
     for (const c of cleanup.reverse()) await c().catch(() => {});
@@ -47,17 +49,35 @@ export async function startControlSim(opts: { fixture?: Fixture; scenario?: stri
     let kube: Record<string, unknown> = {};
     if (sim.kube.length) {
       const file = path.join(mkdtempSync(path.join(tmpdir(), 'rollcall-control-')), 'kubeconfig');
-      writeFileSync(file, kubeconfigYaml(sim.kube.map((k) => ({ name: k.cluster, server: k.url, token: k.token })), sim.kubeCaPem));
+      writeFileSync(
+        file,
+        kubeconfigYaml(
+          sim.kube.map((k) => ({ name: k.cluster, server: k.url, token: k.token })),
+          sim.kubeCaPem,
+        ),
+      );
       kube = { kube: { clusters: sim.kube.map((k) => ({ name: k.cluster, kubeconfig: file, context: k.cluster })) } };
     }
     const config = configSchema.parse({
-      instances: sim.instances.map((i) => ({ name: i.name, url: i.url, token: i.token, timeout: 5000, rateLimit: { max: 200, per: 1000 } })),
+      instances: sim.instances.map((i) => ({
+        name: i.name,
+        url: i.url,
+        token: i.token,
+        timeout: 5000,
+        rateLimit: { max: 200, per: 1000 },
+      })),
       access: { operators: ['U_OP', 'U_OP2'], admins: ['U_ADMIN'] },
       ...kube,
-      ...(opts.backup !== false && sim.kube.some((k) => k.cluster === 'ops') ? { sealedSecrets: { backup: { cluster: 'ops', namespace: 'sealed-secrets-backup' } } } : {}),
+      ...(opts.backup !== false && sim.kube.some((k) => k.cluster === 'ops')
+        ? { sealedSecrets: { backup: { cluster: 'ops', namespace: 'sealed-secrets-backup' } } }
+        : {}),
     });
     const clients = createClients(config, { logger: opts.logger, retry: { retries: 3, baseMs: 50, maxMs: 200 } });
-    const fleet = new FleetMirror(clients, config.instances.map((i) => ({ name: i.name })), { logger: opts.logger, relistDelayMs: 50, retryMs: 200 });
+    const fleet = new FleetMirror(
+      clients,
+      config.instances.map((i) => ({ name: i.name })),
+      { logger: opts.logger, relistDelayMs: 50, retryMs: 200 },
+    );
     await fleet.start();
     cleanup.push(() => fleet.stop());
     const redisUrl = process.env.REDIS_URL!;
@@ -73,7 +93,14 @@ export async function startControlSim(opts: { fixture?: Fixture; scenario?: stri
       kube: config.kube.clusters.length ? await createKubeClients(config) : undefined,
       pauses: new PauseStore(redis, prefix),
     };
-    const engine = await startEngine(services, { role: 'all', redisUrl, prefix, runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR), ...FAST, logger: opts.logger });
+    const engine = await startEngine(services, {
+      role: 'all',
+      redisUrl,
+      prefix,
+      runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR),
+      ...FAST,
+      logger: opts.logger,
+    });
     cleanup.push(() => engine.stop());
     services.runs = engine.runs;
     services.audit = engine.runs.audit;
@@ -94,7 +121,9 @@ export async function startControlSim(opts: { fixture?: Fixture; scenario?: stri
 }
 
 /** An object as a person compares it: without status and the counters the API server bumps. */
-export function comparable<T extends { metadata: { resourceVersion?: string; generation?: number } }>(obj: T | undefined): unknown {
+export function comparable<T extends { metadata: { resourceVersion?: string; generation?: number } }>(
+  obj: T | undefined,
+): unknown {
   if (!obj) return obj;
   const copy = structuredClone(obj) as T & { status?: unknown };
   delete copy.status;
@@ -104,7 +133,11 @@ export function comparable<T extends { metadata: { resourceVersion?: string; gen
 }
 
 /** Polls until `predicate` holds (the mirror follows the simulator through its watch stream). */
-export async function eventually(predicate: () => boolean | Promise<boolean>, timeoutMs = 5000, what = 'condition'): Promise<void> {
+export async function eventually(
+  predicate: () => boolean | Promise<boolean>,
+  timeoutMs = 5000,
+  what = 'condition',
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await predicate())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

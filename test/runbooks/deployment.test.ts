@@ -19,18 +19,23 @@ afterEach(async () => {
   cleanup = [];
 });
 
-const syncPosts = async (sim: SimServer) => (await simOperations(sim)).filter((o) => o.method === 'POST' && /\/sync$/.test(o.path));
+const syncPosts = async (sim: SimServer) =>
+  (await simOperations(sim)).filter((o) => o.method === 'POST' && /\/sync$/.test(o.path));
 
 describe('a worker and the deployment a run belongs to', () => {
   it('tells a run requested against other Argo CD URLs by name and URL', () => {
-    const config = { instances: [{ name: 'prod', url: 'https://cd.example.com/' }] } as Parameters<typeof instanceUrls>[0];
+    const config = { instances: [{ name: 'prod', url: 'https://cd.example.com/' }] } as Parameters<
+      typeof instanceUrls
+    >[0];
     expect(instanceUrls(config)).toEqual({ prod: 'https://cd.example.com' });
     expect(foreignRunReason({ instanceUrls: { prod: 'https://cd.example.com' } }, config)).toBeUndefined();
     expect(foreignRunReason({}, config)).toBeUndefined();
     expect(foreignRunReason({ instanceUrls: { prod: 'http://127.0.0.1:4000/i/prod' } }, config)).toBe(
       'run requested by another deployment: prod is http://127.0.0.1:4000/i/prod for the run but https://cd.example.com here',
     );
-    expect(foreignRunReason({ instanceUrls: { staging: 'https://stg.example.com' } }, config)).toMatch(/staging \(https:\/\/stg.example.com\) is not configured here/);
+    expect(foreignRunReason({ instanceUrls: { staging: 'https://stg.example.com' } }, config)).toMatch(
+      /staging \(https:\/\/stg.example.com\) is not configured here/,
+    );
   });
 
   it("refuses, audits and leaves alone a run of another deployment on the same prefix; the run's own worker then executes it", async () => {
@@ -42,19 +47,37 @@ describe('a worker and the deployment a run belongs to', () => {
     // Two deployments, same instance name, different Argo CD: the requester's and a stranger's.
     const ours = await startTestSim({ scenario: 'seed-outage', manual: false, speed: 50 });
     const theirs = await startTestSim({ scenario: 'seed-outage', manual: false, speed: 50 });
-    cleanup.push(() => ours.stop(), () => theirs.stop());
+    cleanup.push(
+      () => ours.stop(),
+      () => theirs.stop(),
+    );
     const requester = await servicesForSim(ours);
     const stranger = await servicesForSim(theirs);
-    cleanup.push(() => requester.fleet.stop(), () => stranger.fleet.stop());
+    cleanup.push(
+      () => requester.fleet.stop(),
+      () => stranger.fleet.stop(),
+    );
 
     // The requester has no worker of its own yet: the stranger's worker is the only one taking steps.
     const bot = await startEngine(requester.services, { role: 'bot', redisUrl, prefix, runbooks, ...FAST });
     cleanup.push(() => bot.stop());
     requester.services.runs = bot.runs;
-    const strangerWorker = await startEngine(stranger.services, { role: 'worker', redisUrl, prefix, runbooks, ...FAST });
+    const strangerWorker = await startEngine(stranger.services, {
+      role: 'worker',
+      redisUrl,
+      prefix,
+      runbooks,
+      ...FAST,
+    });
     cleanup.push(() => strangerWorker.stop());
 
-    const ctx: CommandContext = { services: requester.services, user: 'U_OP', surface: 'terminal', channel: 'terminal', assumeYes: true };
+    const ctx: CommandContext = {
+      services: requester.services,
+      user: 'U_OP',
+      surface: 'terminal',
+      channel: 'terminal',
+      assumeYes: true,
+    };
     const reply = await dispatch('sync auth-config-* prune=true', ctx);
     expect(reply.ok, JSON.stringify(reply.error)).toBe(true);
     const runId = String(reply.data.runId);
@@ -63,8 +86,14 @@ describe('a worker and the deployment a run belongs to', () => {
     cleanup.push(async () => void redis.disconnect());
     const audit = new AuditLog(redis, prefix);
     await expect
-      .poll(async () => (await audit.latest(50)).find((e) => e.kind === 'run.refused' && e.runId === runId), { timeout: 10_000 })
-      .toMatchObject({ result: 'other_deployment', surface: 'engine', message: expect.stringContaining(`for the run but ${theirs.instances[0].url.replace(/\/$/, '')} here`) });
+      .poll(async () => (await audit.latest(50)).find((e) => e.kind === 'run.refused' && e.runId === runId), {
+        timeout: 10_000,
+      })
+      .toMatchObject({
+        result: 'other_deployment',
+        surface: 'engine',
+        message: expect.stringContaining(`for the run but ${theirs.instances[0].url.replace(/\/$/, '')} here`),
+      });
     expect(await syncPosts(theirs)).toEqual([]);
     expect(await syncPosts(ours)).toEqual([]);
 

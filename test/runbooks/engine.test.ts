@@ -19,30 +19,54 @@ afterEach(async () => {
 const clusters = ['prod-eu1', 'prod-eu2', 'prod-us1'];
 const authConfigs = () => clusters.map((c) => makeApp(`auth-config-${c}`, c, { prunable: [`old-${c}`] }));
 const authServices = () => clusters.map((c) => makeApp(`auth-service-${c}`, c, { health: 'Degraded' }));
-const ctx = (user: string, extra: Partial<CommandContext> = {}): CommandContext => ({ services: h!.services, user, surface: 'slack', channel: 'C_OPS', threadTs: '1.0001', ...extra });
+const ctx = (user: string, extra: Partial<CommandContext> = {}): CommandContext => ({
+  services: h!.services,
+  user,
+  surface: 'slack',
+  channel: 'C_OPS',
+  threadTs: '1.0001',
+  ...extra,
+});
 const runs = () => h!.engine.runs as RunService;
 
 describe('runbook engine with bulk-sync', () => {
   it('previews exactly, then syncs each selected app once with prune, skipping synced ones, and audits it', async () => {
-    h = await harness([...authConfigs(), ...authServices(), makeApp('auth-config-prod-ap1', 'prod-ap1', { sync: 'Synced' })]);
+    h = await harness([
+      ...authConfigs(),
+      ...authServices(),
+      makeApp('auth-config-prod-ap1', 'prod-ap1', { sync: 'Synced' }),
+    ]);
     const preview = await dispatch('sync auth-config-* prune=true', ctx('U_OP'));
     expect(preview.ok).toBe(true);
     const data = preview.data as any;
     expect(data.run.status).toBe('awaiting-confirmation');
-    expect(data.preview.waves[0].apps.map((a: any) => a.app)).toEqual(['auth-config-prod-eu1', 'auth-config-prod-eu2', 'auth-config-prod-us1']);
-    expect(data.preview.skipped).toEqual([expect.objectContaining({ app: 'auth-config-prod-ap1', reason: 'already Synced and Healthy' })]);
+    expect(data.preview.waves[0].apps.map((a: any) => a.app)).toEqual([
+      'auth-config-prod-eu1',
+      'auth-config-prod-eu2',
+      'auth-config-prod-us1',
+    ]);
+    expect(data.preview.skipped).toEqual([
+      expect.objectContaining({ app: 'auth-config-prod-ap1', reason: 'already Synced and Healthy' }),
+    ]);
     expect(data.preview.prune).toMatchObject({ resources: 3, apps: 3 });
     expect(data.preview.clusters).toEqual(clusters);
     // What prune deletes is said on the first page, whatever the length of the waves: in the facts, then listed first.
     const facts = preview.blocks.find((b) => b.kind === 'fields');
-    expect(facts && 'fields' in facts ? facts.fields : []).toContainEqual({ label: 'Prune deletes', value: '3 resources in 3 apps' });
+    expect(facts && 'fields' in facts ? facts.fields : []).toContainEqual({
+      label: 'Prune deletes',
+      value: '3 resources in 3 apps',
+    });
     const lists = preview.blocks.flatMap((b) => (b.kind === 'list' ? [b.title ?? ''] : []));
     expect(lists[0]).toMatch(/^Prune would delete 3 resource\(s\) in 3 app\(s\)/);
     expect(lists.slice(1).every((t) => t.startsWith('Wave '))).toBe(true);
-    expect(renderText(preview, { itemsPerPage: 2 })).toMatch(/Prune deletes:\s+3 resources in 3 apps[\s\S]*Prune would delete[\s\S]*old-prod-eu1[\s\S]*Page 1 of/);
+    expect(renderText(preview, { itemsPerPage: 2 })).toMatch(
+      /Prune deletes:\s+3 resources in 3 apps[\s\S]*Prune would delete[\s\S]*old-prod-eu1[\s\S]*Page 1 of/,
+    );
     // The params line says what this run will do: what was typed and the defaults in effect, not a refused word.
     const paramsLine = preview.blocks.find((b) => b.kind === 'context' && b.text.includes('params:'));
-    expect(paramsLine && 'text' in paramsLine ? paramsLine.text : '').toContain('selector=auth-config-* prune=true dryRun=false includeSynced=false concurrency=10');
+    expect(paramsLine && 'text' in paramsLine ? paramsLine.text : '').toContain(
+      'selector=auth-config-* prune=true dryRun=false includeSynced=false concurrency=10',
+    );
     expect(paramsLine && 'text' in paramsLine ? paramsLine.text : '').not.toContain('force');
     const buttons = preview.blocks.flatMap((b) => (b.kind === 'actions' ? b.buttons : []));
     expect(buttons.map((b) => [b.action, b.value])).toEqual([
@@ -57,20 +81,47 @@ describe('runbook engine with bulk-sync', () => {
     expect(confirmed!.blocks.some((b) => b.kind === 'actions')).toBe(false);
     const end = await runs().waitForEnd(data.runId, 10_000);
     expect(end.status).toBe('succeeded');
-    expect(h.argo.syncs.map((s) => s.app).sort()).toEqual(['auth-config-prod-eu1', 'auth-config-prod-eu2', 'auth-config-prod-us1']);
-    for (const s of h.argo.syncs) expect(s.request).toMatchObject({ prune: true, dryRun: false, infos: [{ name: 'rollcall-run', value: data.runId }, { name: 'Requested by', value: `U_OP (slack, via rollcall run ${data.runId})` }] });
+    expect(h.argo.syncs.map((s) => s.app).sort()).toEqual([
+      'auth-config-prod-eu1',
+      'auth-config-prod-eu2',
+      'auth-config-prod-us1',
+    ]);
+    for (const s of h.argo.syncs)
+      expect(s.request).toMatchObject({
+        prune: true,
+        dryRun: false,
+        infos: [
+          { name: 'rollcall-run', value: data.runId },
+          { name: 'Requested by', value: `U_OP (slack, via rollcall run ${data.runId})` },
+        ],
+      });
     // One POST per app and nothing else: the mirror told us the rest.
     expect(h.argo.calls.filter((c) => c.method !== 'sync')).toEqual([]);
-    expect(end.steps[0]).toMatchObject({ status: 'succeeded', output: { synced: 3, skipped: 1, failed: [], summary: ['3 app(s) synced on 3 cluster(s), 1 skipped (already Synced and Healthy)'] } });
+    expect(end.steps[0]).toMatchObject({
+      status: 'succeeded',
+      output: {
+        synced: 3,
+        skipped: 1,
+        failed: [],
+        summary: ['3 app(s) synced on 3 cluster(s), 1 skipped (already Synced and Healthy)'],
+      },
+    });
     // The summary message says what the step did, not only that it succeeded.
-    expect(renderText(progressReply(end))).toContain('✔ sync: succeeded\n      3 app(s) synced on 3 cluster(s), 1 skipped (already Synced and Healthy)');
+    expect(renderText(progressReply(end))).toContain(
+      '✔ sync: succeeded\n      3 app(s) synced on 3 cluster(s), 1 skipped (already Synced and Healthy)',
+    );
 
     const audit = await runs().audit.latest(50);
     const kinds = audit.map((e) => e.kind).reverse();
     expect(kinds.slice(0, 3)).toEqual(['run.start', 'run.confirm', 'step.start']);
     expect(kinds.filter((k) => k === 'argocd.sync')).toHaveLength(3);
     expect(kinds.at(-1)).toBe('run.end');
-    expect(audit.find((e) => e.kind === 'argocd.sync')).toMatchObject({ who: 'U_OP', runId: data.runId, result: 'accepted', params: { prune: true } });
+    expect(audit.find((e) => e.kind === 'argocd.sync')).toMatchObject({
+      who: 'U_OP',
+      runId: data.runId,
+      result: 'accepted',
+      params: { prune: true },
+    });
 
     // The one progress message: posted in the thread, updated, last update is the summary without buttons.
     expect(h.notifier.posts).toHaveLength(1);
@@ -91,27 +142,39 @@ describe('runbook engine with bulk-sync', () => {
   });
 
   it('needs n approvals; the requester may not approve, nor may a non-approver; an approver may', async () => {
-    h = await harness(authConfigs(), { runbooks: [APPROVAL_RUNBOOK], config: testConfig({ groups: { oncall: ['U_ONCALL'], leads: ['U_LEAD'] }, operators: ['U_OP', 'group:oncall'] }) });
+    h = await harness(authConfigs(), {
+      runbooks: [APPROVAL_RUNBOOK],
+      config: testConfig({ groups: { oncall: ['U_ONCALL'], leads: ['U_LEAD'] }, operators: ['U_OP', 'group:oncall'] }),
+    });
     // An operator who is not among the runbook's runners is refused, and told who may run it.
     const notRunner = await dispatch('run guarded-sync selector=auth-config-*', ctx('U_OP'));
     expect(notRunner.error).toMatchObject({ code: 'forbidden' });
-    expect(notRunner.error!.message).toContain('U_OP may not run guarded-sync. Allowed: U_REQ, group:oncall (U_ONCALL), U_ADMIN');
+    expect(notRunner.error!.message).toContain(
+      'U_OP may not run guarded-sync. Allowed: U_REQ, group:oncall (U_ONCALL), U_ADMIN',
+    );
     const preview = await dispatch('run guarded-sync selector=auth-config-*', ctx('U_ONCALL'));
     const runId = (preview.data as any).runId;
     const confirmed = await findAction('run.confirm')!.run(runId, ctx('U_ONCALL'));
     expect(confirmed!.data).toMatchObject({ runId, status: 'awaiting-approval' });
     // The Approve button is on the one message in the channel, not on the requester's ephemeral preview.
     await expect.poll(() => h!.notifier.posts.length).toBe(1);
-    expect(h.notifier.posts[0].reply.blocks.flatMap((b) => (b.kind === 'actions' ? b.buttons.map((x) => x.action) : []))).toContain('run.approve');
+    expect(
+      h.notifier.posts[0].reply.blocks.flatMap((b) => (b.kind === 'actions' ? b.buttons.map((x) => x.action) : [])),
+    ).toContain('run.approve');
 
     const self = await findAction('run.approve')!.run(runId, ctx('U_ONCALL'));
     expect(self!.error).toMatchObject({ code: 'forbidden', message: expect.stringContaining('started run') });
     const stranger = await findAction('run.approve')!.run(runId, ctx('U_OP'));
-    expect(stranger!.error!.message).toContain('U_OP may not approve guarded-sync. Approvers: U_AP1, U_AP2, U_REQ, group:leads (U_LEAD), U_ADMIN');
+    expect(stranger!.error!.message).toContain(
+      'U_OP may not approve guarded-sync. Approvers: U_AP1, U_AP2, U_REQ, group:leads (U_LEAD), U_ADMIN',
+    );
     expect((await runs().get(runId))!.status).toBe('awaiting-approval');
 
     const first = await findAction('run.approve')!.run(runId, ctx('U_LEAD'));
-    expect((first!.data as any).run).toMatchObject({ status: 'awaiting-approval', approvals: [expect.objectContaining({ user: 'U_LEAD' })] });
+    expect((first!.data as any).run).toMatchObject({
+      status: 'awaiting-approval',
+      approvals: [expect.objectContaining({ user: 'U_LEAD' })],
+    });
     const twice = await findAction('run.approve')!.run(runId, ctx('U_LEAD'));
     expect(twice!.error!.message).toContain('already approved');
     expect(h.argo.syncs).toHaveLength(0);
@@ -120,7 +183,12 @@ describe('runbook engine with bulk-sync', () => {
     expect(h.argo.syncs).toHaveLength(3);
     const refusals = (await runs().audit.latest(50)).filter((e) => e.kind === 'run.refused');
     // The refused start (U_OP is no runner) and the three refused approvals.
-    expect(refusals.map((e) => `${e.who} ${e.result}`).sort()).toEqual(['U_LEAD approval refused', 'U_ONCALL approval refused', 'U_OP approval refused', 'U_OP forbidden']);
+    expect(refusals.map((e) => `${e.who} ${e.result}`).sort()).toEqual([
+      'U_LEAD approval refused',
+      'U_ONCALL approval refused',
+      'U_OP approval refused',
+      'U_OP forbidden',
+    ]);
   });
 
   it('leaves no run behind for bad input, only one audit entry of the refused attempt', async () => {
@@ -134,7 +202,10 @@ describe('runbook engine with bulk-sync', () => {
     expect(h.argo.syncs).toHaveLength(0);
     // `sync` with a typo'd glob is answered before any run exists, with the closest names.
     const typo = await dispatch('sync auth-confg-*', ctx('U_OP'));
-    expect(typo.error).toMatchObject({ code: 'unknown_target', message: 'No application matches `auth-confg-*`: nothing to sync.' });
+    expect(typo.error).toMatchObject({
+      code: 'unknown_target',
+      message: 'No application matches `auth-confg-*`: nothing to sync.',
+    });
     expect((await runs().list(50)).length).toBe(before);
   });
 
@@ -142,15 +213,25 @@ describe('runbook engine with bulk-sync', () => {
     h = await harness(authConfigs());
     const validate = findAction('run.form')!.validate!;
     const form = (values: Record<string, string>) => JSON.stringify({ metadata: 'bulk-sync', values });
-    expect(validate(form({ selector: 'auth-*', concurrency: 'ten', waveTimeout: '10 minutes', gate: 'healthyy' }), ctx('U_OP'))).toEqual({
+    expect(
+      validate(
+        form({ selector: 'auth-*', concurrency: 'ten', waveTimeout: '10 minutes', gate: 'healthyy' }),
+        ctx('U_OP'),
+      ),
+    ).toEqual({
       concurrency: 'expected a whole number (got "ten")',
       waveTimeout: 'expected a duration such as 30s, 10m or 1h (got "10 minutes")',
       gate: expect.stringMatching(/^expected one of healthy, synced, none \(got "healthyy"\); did you mean healthy\?/),
     });
     expect(validate(form({ selector: 'auth-*', concurrency: '5' }), ctx('U_OP'))).toBeUndefined();
     // What the action accepts is checked too, at the field that feeds it; a cross-field rule lands on the field left empty.
-    expect(validate(form({ selector: 'auth-*', concurrency: '0' }), ctx('U_OP'))).toEqual({ concurrency: 'concurrency must be at least 1 (how many apps sync at once)' });
-    const restore = validate(JSON.stringify({ metadata: 'restore-sealed-secrets-keys', values: { to: 'prod-new' } }), ctx('U_OP'));
+    expect(validate(form({ selector: 'auth-*', concurrency: '0' }), ctx('U_OP'))).toEqual({
+      concurrency: 'concurrency must be at least 1 (how many apps sync at once)',
+    });
+    const restore = validate(
+      JSON.stringify({ metadata: 'restore-sealed-secrets-keys', values: { to: 'prod-new' } }),
+      ctx('U_OP'),
+    );
     expect(restore).toEqual({ from: expect.stringContaining('say where the keys come from: from=CLUSTER') });
   });
 
@@ -176,17 +257,34 @@ describe('runbook engine with bulk-sync', () => {
   it('locks target apps: a second run is told which run holds which apps', async () => {
     h = await harness([...authConfigs(), ...authServices()]);
     h.argo.syncMs = 400;
-    const first = await runs().start({ runbook: 'bulk-sync', params: { selector: 'auth-config-prod-eu*' }, user: 'U_OP', surface: 'slack' });
+    const first = await runs().start({
+      runbook: 'bulk-sync',
+      params: { selector: 'auth-config-prod-eu*' },
+      user: 'U_OP',
+      surface: 'slack',
+    });
     await runs().confirm(first.id, 'U_OP');
     const second = await dispatch('sync auth-config-prod-eu1 auth-service-*', ctx('U_OP'));
     expect(second.error).toMatchObject({ code: 'locked' });
     expect(second.error!.message).toContain(`${first.id} holds auth-config-prod-eu1`);
-    expect((second.data as any).conflicts).toEqual([{ runId: first.id, apps: [{ instance: 'argo-test', app: 'auth-config-prod-eu1' }] }]);
+    expect((second.data as any).conflicts).toEqual([
+      { runId: first.id, apps: [{ instance: 'argo-test', app: 'auth-config-prod-eu1' }] },
+    ]);
     // Apps nobody holds are free.
-    const other = await runs().start({ runbook: 'bulk-sync', params: { selector: 'auth-config-prod-us1' }, user: 'U_OP', surface: 'slack' });
+    const other = await runs().start({
+      runbook: 'bulk-sync',
+      params: { selector: 'auth-config-prod-us1' },
+      user: 'U_OP',
+      surface: 'slack',
+    });
     expect(other.status).toBe('awaiting-confirmation');
     await runs().waitForEnd(first.id, 10_000);
-    const again = await runs().start({ runbook: 'bulk-sync', params: { selector: 'auth-config-prod-eu1', includeSynced: 'true' }, user: 'U_OP', surface: 'slack' });
+    const again = await runs().start({
+      runbook: 'bulk-sync',
+      params: { selector: 'auth-config-prod-eu1', includeSynced: 'true' },
+      user: 'U_OP',
+      surface: 'slack',
+    });
     expect(again.status).toBe('awaiting-confirmation');
   });
 
@@ -194,12 +292,20 @@ describe('runbook engine with bulk-sync', () => {
     const many = Array.from({ length: 8 }, (_, i) => makeApp(`web-${i}`, `c${i}`));
     h = await harness(many);
     h.argo.syncMs = 150;
-    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'web-*', concurrency: '2' }, user: 'U_OP', surface: 'slack' });
+    const run = await runs().start({
+      runbook: 'bulk-sync',
+      params: { selector: 'web-*', concurrency: '2' },
+      user: 'U_OP',
+      surface: 'slack',
+    });
     await runs().confirm(run.id, 'U_OP');
     await expect.poll(() => h!.argo.syncs.length, { timeout: 5000 }).toBeGreaterThanOrEqual(2);
     const paused = await dispatch(`runs pause ${run.id}`, ctx('U_OP'));
     expect((paused.data as any).run.status).toBe('paused');
-    expect(paused.blocks.flatMap((b) => (b.kind === 'actions' ? b.buttons.map((x) => x.action) : []))).toEqual(['run.resume', 'run.abort']);
+    expect(paused.blocks.flatMap((b) => (b.kind === 'actions' ? b.buttons.map((x) => x.action) : []))).toEqual([
+      'run.resume',
+      'run.abort',
+    ]);
     await new Promise((r) => setTimeout(r, 500));
     const atPause = h.argo.syncs.length;
     await new Promise((r) => setTimeout(r, 500));
@@ -218,7 +324,12 @@ describe('runbook engine with bulk-sync', () => {
     expect(h.argo.syncs.length).toBe(atAbort);
     expect(new Set(h.argo.syncs.map((s) => s.app)).size).toBe(h.argo.syncs.length);
     // Locks were released: a new run can take the same apps.
-    const next = await runs().start({ runbook: 'bulk-sync', params: { selector: 'web-*', includeSynced: 'true' }, user: 'U_OP', surface: 'slack' });
+    const next = await runs().start({
+      runbook: 'bulk-sync',
+      params: { selector: 'web-*', includeSynced: 'true' },
+      user: 'U_OP',
+      surface: 'slack',
+    });
     expect(next.status).toBe('awaiting-confirmation');
     const kinds = (await runs().audit.latest(100)).map((e) => e.kind);
     expect(kinds).toEqual(expect.arrayContaining(['run.pause', 'run.resume', 'run.abort']));
@@ -226,7 +337,12 @@ describe('runbook engine with bulk-sync', () => {
 
   it('cancels a run awaiting confirmation; nothing syncs; it cannot be confirmed afterwards', async () => {
     h = await harness(authConfigs());
-    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'auth-config-*' }, user: 'U_OP', surface: 'slack' });
+    const run = await runs().start({
+      runbook: 'bulk-sync',
+      params: { selector: 'auth-config-*' },
+      user: 'U_OP',
+      surface: 'slack',
+    });
     const cancelled = await dispatch(`runs cancel ${run.id}`, ctx('U_OP'));
     expect((cancelled.data as any).run.status).toBe('cancelled');
     const late = await findAction('run.confirm')!.run(run.id, ctx('U_OP'));
@@ -238,9 +354,19 @@ describe('runbook engine with bulk-sync', () => {
     h = await harness([...authConfigs(), ...clusters.map((c) => makeApp(`auth-service-${c}`, c))]);
     const healthyAt = new Map<string, number>();
     h.fleet.subscribe((e) => {
-      if ('app' in e && e.app.app.status?.health?.status === 'Healthy' && e.app.app.status?.operationState?.phase === 'Succeeded') healthyAt.set(e.app.app.metadata.name, Date.now());
+      if (
+        'app' in e &&
+        e.app.app.status?.health?.status === 'Healthy' &&
+        e.app.app.status?.operationState?.phase === 'Succeeded'
+      )
+        healthyAt.set(e.app.app.metadata.name, Date.now());
     });
-    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'auth-*', waves: 'auth-config-*;auth-service-*', includeSynced: 'true' }, user: 'U_OP', surface: 'slack' });
+    const run = await runs().start({
+      runbook: 'bulk-sync',
+      params: { selector: 'auth-*', waves: 'auth-config-*;auth-service-*', includeSynced: 'true' },
+      user: 'U_OP',
+      surface: 'slack',
+    });
     expect((run.preview!.data as any).waves.map((w: any) => [w.name, w.apps.length])).toEqual([
       ['auth-config-*', 3],
       ['auth-service-*', 3],
@@ -254,7 +380,12 @@ describe('runbook engine with bulk-sync', () => {
 
   it('canary=1 syncs one app alone first', async () => {
     h = await harness(authConfigs());
-    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'auth-config-*', canary: '1' }, user: 'U_OP', surface: 'slack' });
+    const run = await runs().start({
+      runbook: 'bulk-sync',
+      params: { selector: 'auth-config-*', canary: '1' },
+      user: 'U_OP',
+      surface: 'slack',
+    });
     expect((run.preview!.data as any).waves.map((w: any) => w.apps.length)).toEqual([1, 2]);
     await runs().confirm(run.id, 'U_OP');
     await runs().waitForEnd(run.id, 10_000);
@@ -275,7 +406,9 @@ describe('runbook engine with bulk-sync', () => {
     await runs().confirm(run.id, 'U_OP');
     const paused = await runs().waitForEnd(run.id, 10_000);
     expect(paused.status).toBe('paused');
-    expect(paused.pausedReason).toContain('auth-config-prod-eu2 (timed out: did not reach the healthy gate (sync Synced, health Degraded, operation Succeeded');
+    expect(paused.pausedReason).toContain(
+      'auth-config-prod-eu2 (timed out: did not reach the healthy gate (sync Synced, health Degraded, operation Succeeded',
+    );
     expect(paused.progress!.failing).toEqual([expect.objectContaining({ app: 'auth-config-prod-eu2' })]);
     expect(h.argo.syncs.filter((s) => s.app.startsWith('auth-service'))).toHaveLength(0);
     await runs().resume(run.id, 'U_OP');
@@ -291,20 +424,36 @@ describe('runbook engine with bulk-sync', () => {
   it('with onFailure=abort, fails the run with the operation message and failed resources', async () => {
     h = await harness(authConfigs());
     h.argo.failing.set('auth-config-prod-eu1', 'one or more objects failed to apply: ConfigMap "x" is invalid');
-    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'auth-config-*', onFailure: 'abort', concurrency: '1' }, user: 'U_OP', surface: 'slack' });
+    const run = await runs().start({
+      runbook: 'bulk-sync',
+      params: { selector: 'auth-config-*', onFailure: 'abort', concurrency: '1' },
+      user: 'U_OP',
+      surface: 'slack',
+    });
     await runs().confirm(run.id, 'U_OP');
     const end = await runs().waitForEnd(run.id, 10_000);
     expect(end.status).toBe('failed');
-    expect(end.error).toContain('auth-config-prod-eu1 (sync Failed: one or more objects failed to apply: ConfigMap "x" is invalid; Deployment/auth-config-prod-eu1');
+    expect(end.error).toContain(
+      'auth-config-prod-eu1 (sync Failed: one or more objects failed to apply: ConfigMap "x" is invalid; Deployment/auth-config-prod-eu1',
+    );
     // concurrency 1 and abort: the other apps never started.
     expect(h.argo.syncs.map((s) => s.app)).toEqual(['auth-config-prod-eu1']);
   });
 
   it('never tramples an operation already running: it waits for it, then syncs', async () => {
     const busy = makeApp('auth-config-prod-eu1', 'prod-eu1');
-    busy.status!.operationState = { operation: { sync: {}, initiatedBy: { username: 'alice' } }, phase: 'Running', startedAt: new Date().toISOString() };
+    busy.status!.operationState = {
+      operation: { sync: {}, initiatedBy: { username: 'alice' } },
+      phase: 'Running',
+      startedAt: new Date().toISOString(),
+    };
     h = await harness([busy]);
-    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'auth-config-*' }, user: 'U_OP', surface: 'slack' });
+    const run = await runs().start({
+      runbook: 'bulk-sync',
+      params: { selector: 'auth-config-*' },
+      user: 'U_OP',
+      surface: 'slack',
+    });
     await runs().confirm(run.id, 'U_OP');
     await new Promise((r) => setTimeout(r, 400));
     expect(h.argo.syncs).toHaveLength(0);
@@ -320,7 +469,12 @@ describe('runbook engine with bulk-sync', () => {
     h = await harness(authConfigs());
     h.argo.fail5xx = 2;
     h.argo.appliedThen5xx = true;
-    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'auth-config-*' }, user: 'U_OP', surface: 'slack' });
+    const run = await runs().start({
+      runbook: 'bulk-sync',
+      params: { selector: 'auth-config-*' },
+      user: 'U_OP',
+      surface: 'slack',
+    });
     await runs().confirm(run.id, 'U_OP');
     expect((await runs().waitForEnd(run.id, 10_000)).status).toBe('succeeded');
     expect(h.argo.syncs.map((s) => s.app).sort()).toEqual(authConfigs().map((a) => a.metadata.name));
@@ -329,23 +483,37 @@ describe('runbook engine with bulk-sync', () => {
     expect(Math.max(...perApp.values())).toBeLessThanOrEqual(2);
   });
 
-  it('rides out Argo CD 503s that were not applied: re-sends only after a GET past the posting window shows no operation', { timeout: 30_000 }, async () => {
-    h = await harness(authConfigs());
-    h.argo.fail5xx = 2;
-    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'auth-config-*', concurrency: '1' }, user: 'U_OP', surface: 'slack' });
-    await runs().confirm(run.id, 'U_OP');
-    expect((await runs().waitForEnd(run.id, 25_000)).status).toBe('succeeded');
-    expect(h.argo.syncs.map((s) => s.app).sort()).toEqual(authConfigs().map((a) => a.metadata.name));
-    // Each failed POST: a GET at once, a GET after the window (instance timeout 1 s + 5 s), only then the POST again.
-    const calls = h.argo.calls.filter((c) => c.app === h!.argo.syncs[0].app).map((c) => c.method);
-    expect(calls).toEqual(['sync', 'get', 'get', 'sync', 'get', 'get', 'sync']);
-  });
+  it(
+    'rides out Argo CD 503s that were not applied: re-sends only after a GET past the posting window shows no operation',
+    { timeout: 30_000 },
+    async () => {
+      h = await harness(authConfigs());
+      h.argo.fail5xx = 2;
+      const run = await runs().start({
+        runbook: 'bulk-sync',
+        params: { selector: 'auth-config-*', concurrency: '1' },
+        user: 'U_OP',
+        surface: 'slack',
+      });
+      await runs().confirm(run.id, 'U_OP');
+      expect((await runs().waitForEnd(run.id, 25_000)).status).toBe('succeeded');
+      expect(h.argo.syncs.map((s) => s.app).sort()).toEqual(authConfigs().map((a) => a.metadata.name));
+      // Each failed POST: a GET at once, a GET after the window (instance timeout 1 s + 5 s), only then the POST again.
+      const calls = h.argo.calls.filter((c) => c.app === h!.argo.syncs[0].app).map((c) => c.method);
+      expect(calls).toEqual(['sync', 'get', 'get', 'sync', 'get', 'get', 'sync']);
+    },
+  );
 
   it('finishes a run after its worker dies mid-step: a second worker resumes from the checkpoint, syncing each app once', async () => {
     const many = Array.from({ length: 12 }, (_, i) => makeApp(`auth-config-${i}`, `c${i}`));
     h = await harness(many);
     h.argo.syncMs = 200;
-    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'auth-config-*', concurrency: '3', confirm: '12' }, user: 'U_OP', surface: 'slack' });
+    const run = await runs().start({
+      runbook: 'bulk-sync',
+      params: { selector: 'auth-config-*', concurrency: '3', confirm: '12' },
+      user: 'U_OP',
+      surface: 'slack',
+    });
     await runs().confirm(run.id, 'U_OP');
     await expect.poll(() => h!.argo.syncs.length, { timeout: 5000 }).toBeGreaterThanOrEqual(3);
     await h.engine.crash();
@@ -359,7 +527,14 @@ describe('runbook engine with bulk-sync', () => {
     const many = Array.from({ length: 30 }, (_, i) => makeApp(`web-${i}`, `c${i}`));
     h = await harness(many, { engine: { progressIntervalMs: 400 } });
     h.argo.syncMs = 60;
-    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'web-*', concurrency: '3', confirm: '30' }, user: 'U_OP', surface: 'slack', channel: 'C_OPS', threadTs: '9.9' });
+    const run = await runs().start({
+      runbook: 'bulk-sync',
+      params: { selector: 'web-*', concurrency: '3', confirm: '30' },
+      user: 'U_OP',
+      surface: 'slack',
+      channel: 'C_OPS',
+      threadTs: '9.9',
+    });
     await runs().confirm(run.id, 'U_OP');
     const end = await runs().waitForEnd(run.id, 20_000);
     expect(end.status).toBe('succeeded');
@@ -378,7 +553,14 @@ describe('runbook engine with bulk-sync', () => {
     const many = Array.from({ length: 20 }, (_, i) => makeApp(`web-${i}`, `c${i}`));
     h = await harness(many, { engine: { progressIntervalMs: 5000 } });
     h.argo.syncMs = 400;
-    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'web-*', concurrency: '2', confirm: '20' }, user: 'U_OP', surface: 'slack', channel: 'C_OPS', threadTs: '9.9' });
+    const run = await runs().start({
+      runbook: 'bulk-sync',
+      params: { selector: 'web-*', concurrency: '2', confirm: '20' },
+      user: 'U_OP',
+      surface: 'slack',
+      channel: 'C_OPS',
+      threadTs: '9.9',
+    });
     await runs().confirm(run.id, 'U_OP');
     await expect.poll(() => h!.notifier.updates.length, { timeout: 5000 }).toBeGreaterThan(0);
     const pausedAt = Date.now();
@@ -394,19 +576,40 @@ describe('runbook engine with bulk-sync', () => {
     const reply = await dispatch('run bulk-sync', ctx('U_OP', { openForm: async (f) => (forms.push(f), true) }));
     expect(reply.ok).toBe(true);
     expect(forms[0]).toMatchObject({ action: 'run.form', metadata: 'bulk-sync' });
-    expect(forms[0].fields.find((f: any) => f.name === 'gate')).toMatchObject({ type: 'enum', options: ['healthy', 'synced', 'none'], default: 'healthy' });
+    expect(forms[0].fields.find((f: any) => f.name === 'gate')).toMatchObject({
+      type: 'enum',
+      options: ['healthy', 'synced', 'none'],
+      default: 'healthy',
+    });
     expect(forms[0].fields.find((f: any) => f.name === 'selector')).toMatchObject({ required: true });
-    const submitted = await findAction('run.form')!.run(JSON.stringify({ metadata: 'bulk-sync', values: { selector: 'auth-config-*', prune: 'true', revision: '' } }), ctx('U_OP'));
-    expect((submitted!.data as any).run).toMatchObject({ status: 'awaiting-confirmation', params: { selector: 'auth-config-*', prune: true } });
-    const bad = await findAction('run.form')!.run(JSON.stringify({ metadata: 'bulk-sync', values: { selector: 'x-*', concurrency: 'many' } }), ctx('U_OP'));
-    expect(bad!.error).toMatchObject({ code: 'invalid_params', message: 'concurrency: expected a whole number (got "many")' });
+    const submitted = await findAction('run.form')!.run(
+      JSON.stringify({ metadata: 'bulk-sync', values: { selector: 'auth-config-*', prune: 'true', revision: '' } }),
+      ctx('U_OP'),
+    );
+    expect((submitted!.data as any).run).toMatchObject({
+      status: 'awaiting-confirmation',
+      params: { selector: 'auth-config-*', prune: true },
+    });
+    const bad = await findAction('run.form')!.run(
+      JSON.stringify({ metadata: 'bulk-sync', values: { selector: 'x-*', concurrency: 'many' } }),
+      ctx('U_OP'),
+    );
+    expect(bad!.error).toMatchObject({
+      code: 'invalid_params',
+      message: 'concurrency: expected a whole number (got "many")',
+    });
   });
 
   it('re-queues a running run whose step job vanished from the queue when a worker starts', async () => {
     const many = Array.from({ length: 6 }, (_, i) => makeApp(`auth-config-${i}`, `c${i}`));
     h = await harness(many);
     h.argo.syncMs = 200;
-    const run = await runs().start({ runbook: 'bulk-sync', params: { selector: 'auth-config-*', concurrency: '2' }, user: 'U_OP', surface: 'slack' });
+    const run = await runs().start({
+      runbook: 'bulk-sync',
+      params: { selector: 'auth-config-*', concurrency: '2' },
+      user: 'U_OP',
+      surface: 'slack',
+    });
     await runs().confirm(run.id, 'U_OP');
     await expect.poll(() => h!.argo.syncs.length, { timeout: 5000 }).toBeGreaterThanOrEqual(2);
     await h.engine.crash();
@@ -425,7 +628,10 @@ describe('runbook engine with bulk-sync', () => {
 
   it('ask --yes: confirms at once and reports the run id; the terminal sees progress', async () => {
     h = await harness(authConfigs());
-    const reply = await dispatch('sync auth-config-* prune=true', ctx('U_OP', { surface: 'terminal', assumeYes: true, channel: 'terminal', threadTs: undefined }));
+    const reply = await dispatch(
+      'sync auth-config-* prune=true',
+      ctx('U_OP', { surface: 'terminal', assumeYes: true, channel: 'terminal', threadTs: undefined }),
+    );
     expect(reply.ok).toBe(true);
     const runId = (reply.data as any).runId as string;
     expect((reply.data as any).run.status).toBe('running');

@@ -10,13 +10,26 @@ afterEach(async () => {
 });
 
 describe('an exclusive engine (ask --wait)', () => {
-  it('executes only the run it adopted; another run\'s queued step waits for a real worker', async () => {
-    const apps = [...Array.from({ length: 3 }, (_, i) => makeApp(`mine-${i}`, `c${i}`)), ...Array.from({ length: 3 }, (_, i) => makeApp(`theirs-${i}`, `c${i}`))];
+  it("executes only the run it adopted; another run's queued step waits for a real worker", async () => {
+    const apps = [
+      ...Array.from({ length: 3 }, (_, i) => makeApp(`mine-${i}`, `c${i}`)),
+      ...Array.from({ length: 3 }, (_, i) => makeApp(`theirs-${i}`, `c${i}`)),
+    ];
     h = await harness(apps, { engine: { role: 'bot' } });
     const runs = h.services.runs as RunService;
-    const theirs = await runs.start({ runbook: 'bulk-sync', params: { selector: 'theirs-*', gate: 'none' }, user: 'U_OP', surface: 'slack' });
+    const theirs = await runs.start({
+      runbook: 'bulk-sync',
+      params: { selector: 'theirs-*', gate: 'none' },
+      user: 'U_OP',
+      surface: 'slack',
+    });
     await runs.confirm(theirs.id, 'U_OP');
-    const mine = await runs.start({ runbook: 'bulk-sync', params: { selector: 'mine-*', gate: 'none' }, user: 'U_OP', surface: 'terminal' });
+    const mine = await runs.start({
+      runbook: 'bulk-sync',
+      params: { selector: 'mine-*', gate: 'none' },
+      user: 'U_OP',
+      surface: 'terminal',
+    });
     await runs.confirm(mine.id, 'U_OP');
 
     const terminal = await h.startAnother({ role: 'all', exclusive: true });

@@ -1,7 +1,12 @@
 import type { AppRef, ArgoApi } from '../../src/infra/argocd/api.js';
 import { ArgoError } from '../../src/infra/argocd/errors.js';
 import type { ReadList } from '../../src/infra/argocd/answers.js';
-import type { Application, ApplicationSyncRequest, HealthStatusCode, ManagedResourcesResponse } from '../../src/infra/argocd/types.js';
+import type {
+  Application,
+  ApplicationSyncRequest,
+  HealthStatusCode,
+  ManagedResourcesResponse,
+} from '../../src/infra/argocd/types.js';
 import type { RollcallConfig } from '../../src/infra/config/schema.js';
 import { configSchema } from '../../src/infra/config/schema.js';
 import { FleetIndex, tagApp, type FleetApp } from '../../src/fleet/model.js';
@@ -19,18 +24,42 @@ export class LiveFleet extends FleetIndex {
     this.byKey.set(`${instance}/${app.metadata.name}`, tagged);
     this.load([...this.byKey.values()], [], []);
     const at = new Date().toISOString();
-    this.feed.publish(previous ? { kind: 'app-changed', instance, at, app: tagged, previous } : { kind: 'app-added', instance, at, app: tagged });
+    this.feed.publish(
+      previous
+        ? { kind: 'app-changed', instance, at, app: tagged, previous }
+        : { kind: 'app-added', instance, at, app: tagged },
+    );
   }
 }
 
-export function makeApp(name: string, cluster: string, opts: { sync?: 'Synced' | 'OutOfSync'; health?: HealthStatusCode; labels?: Record<string, string>; prunable?: string[] } = {}): Application {
+export function makeApp(
+  name: string,
+  cluster: string,
+  opts: {
+    sync?: 'Synced' | 'OutOfSync';
+    health?: HealthStatusCode;
+    labels?: Record<string, string>;
+    prunable?: string[];
+  } = {},
+): Application {
   return {
     metadata: { name, namespace: 'argocd', labels: opts.labels ?? {} },
-    spec: { project: 'default', destination: { name: cluster, namespace: 'default' }, source: { repoURL: 'https://git.example/r', path: name, targetRevision: 'main' } },
+    spec: {
+      project: 'default',
+      destination: { name: cluster, namespace: 'default' },
+      source: { repoURL: 'https://git.example/r', path: name, targetRevision: 'main' },
+    },
     status: {
       sync: { status: opts.sync ?? 'OutOfSync', revision: 'abc' },
       health: { status: opts.health ?? 'Healthy' },
-      resources: (opts.prunable ?? []).map((n) => ({ version: 'v1', kind: 'ConfigMap', namespace: 'default', name: n, status: 'OutOfSync' as const, requiresPruning: true })),
+      resources: (opts.prunable ?? []).map((n) => ({
+        version: 'v1',
+        kind: 'ConfigMap',
+        namespace: 'default',
+        name: n,
+        status: 'OutOfSync' as const,
+        requiresPruning: true,
+      })),
     },
   };
 }
@@ -63,7 +92,8 @@ export class FakeArgo implements Partial<ArgoApi> {
 
   app(name: string): Application {
     const found = this.fleet.appsNamed(name).find((a) => a.instance === this.instance);
-    if (!found) throw new ArgoError(`app ${name} not found`, { kind: 'not_found', instance: this.instance, status: 404 });
+    if (!found)
+      throw new ArgoError(`app ${name} not found`, { kind: 'not_found', instance: this.instance, status: 404 });
     return found.app;
   }
 
@@ -87,16 +117,27 @@ export class FakeArgo implements Partial<ArgoApi> {
       throw new ArgoError('Argo CD answered 503', { kind: 'unavailable', instance: this.instance, status: 503 });
     }
     if (app.operation || app.status?.operationState?.phase === 'Running') {
-      throw new ArgoError('another operation is already in progress', { kind: 'operation_in_progress', instance: this.instance, status: 400 });
+      throw new ArgoError('another operation is already in progress', {
+        kind: 'operation_in_progress',
+        instance: this.instance,
+        status: 400,
+      });
     }
     this.syncs.push({ instance: this.instance, app: request.name, request, at: Date.now() });
-    const operation = { sync: { prune: request.prune, dryRun: request.dryRun, revision: request.revision }, initiatedBy: { username: 'rollcall-bot' }, info: request.infos };
+    const operation = {
+      sync: { prune: request.prune, dryRun: request.dryRun, revision: request.revision },
+      initiatedBy: { username: 'rollcall-bot' },
+      info: request.infos,
+    };
     app.operation = operation;
     this.fleet.put(this.instance, app);
     this.later(5, () => {
       const running = structuredClone(this.app(request.name));
       delete running.operation;
-      running.status = { ...running.status, operationState: { operation, phase: 'Running', startedAt: new Date().toISOString() } };
+      running.status = {
+        ...running.status,
+        operationState: { operation, phase: 'Running', startedAt: new Date().toISOString() },
+      };
       this.fleet.put(this.instance, running);
       this.later(this.syncMs, () => {
         const done = structuredClone(this.app(request.name));
@@ -110,7 +151,20 @@ export class FakeArgo implements Partial<ArgoApi> {
             startedAt: running.status!.operationState!.startedAt,
             finishedAt: new Date().toISOString(),
             syncResult: failMessage
-              ? { revision: 'abc', resources: [{ group: 'apps', version: 'v1', kind: 'Deployment', namespace: 'default', name: request.name, status: 'SyncFailed', message: failMessage }] }
+              ? {
+                  revision: 'abc',
+                  resources: [
+                    {
+                      group: 'apps',
+                      version: 'v1',
+                      kind: 'Deployment',
+                      namespace: 'default',
+                      name: request.name,
+                      status: 'SyncFailed',
+                      message: failMessage,
+                    },
+                  ],
+                }
               : { revision: 'abc', resources: [] },
           },
           sync: { status: failMessage ? 'OutOfSync' : 'Synced', revision: 'abc' },
@@ -120,21 +174,35 @@ export class FakeArgo implements Partial<ArgoApi> {
         if (!failMessage)
           this.later(this.settleMs, () => {
             const settled = structuredClone(this.app(request.name));
-            settled.status = { ...settled.status, health: { status: this.degraded.has(request.name) ? 'Degraded' : 'Healthy' } };
+            settled.status = {
+              ...settled.status,
+              health: { status: this.degraded.has(request.name) ? 'Degraded' : 'Healthy' },
+            };
             this.fleet.put(this.instance, settled);
           });
       });
     });
     if (this.fail5xx > 0 && this.appliedThen5xx) {
       this.fail5xx--;
-      throw new ArgoError('Argo CD answered 502 after the request', { kind: 'unavailable', instance: this.instance, status: 502, maybeApplied: true });
+      throw new ArgoError('Argo CD answered 502 after the request', {
+        kind: 'unavailable',
+        instance: this.instance,
+        status: 502,
+        maybeApplied: true,
+      });
     }
     return app;
   }
 
   async listApplications(): Promise<ReadList<Application>> {
     this.calls.push({ method: 'list', app: '*' });
-    return { metadata: {}, items: this.fleet.apps().filter((a) => a.instance === this.instance).map((a) => structuredClone(a.app)) };
+    return {
+      metadata: {},
+      items: this.fleet
+        .apps()
+        .filter((a) => a.instance === this.instance)
+        .map((a) => structuredClone(a.app)),
+    };
   }
 
   async getApplication(ref: AppRef): Promise<Application> {
@@ -150,7 +218,13 @@ export class FakeArgo implements Partial<ArgoApi> {
 
 export function testConfig(access: Partial<RollcallConfig['access']> = {}, instances = ['argo-test']): RollcallConfig {
   return configSchema.parse({
-    instances: instances.map((name) => ({ name, url: 'http://127.0.0.1:1', token: 't', timeout: 1000, rateLimit: { max: 1000, per: 1000 } })),
+    instances: instances.map((name) => ({
+      name,
+      url: 'http://127.0.0.1:1',
+      token: 't',
+      timeout: 1000,
+      rateLimit: { max: 1000, per: 1000 },
+    })),
     access: { operators: ['U_OP'], admins: ['U_ADMIN'], ...access },
   });
 }

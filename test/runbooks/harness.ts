@@ -15,7 +15,11 @@ export class RecordingNotifier implements Notifier {
   readonly updates: { ref: MessageRef; reply: Reply; at: number }[] = [];
   async post(target: { channel: string; threadTs?: string }, reply: Reply): Promise<MessageRef> {
     this.posts.push({ target, reply, at: Date.now() });
-    return { channel: target.channel, ts: `1700000000.${String(this.posts.length).padStart(6, '0')}`, threadTs: target.threadTs };
+    return {
+      channel: target.channel,
+      ts: `1700000000.${String(this.posts.length).padStart(6, '0')}`,
+      threadTs: target.threadTs,
+    };
   }
   async update(ref: MessageRef, reply: Reply): Promise<void> {
     this.updates.push({ ref, reply, at: Date.now() });
@@ -58,14 +62,22 @@ export const FAST: Partial<EngineOptions> = {
   retryBackoffMs: 50,
 };
 
-export async function harness(apps: Application[], opts: { config?: RollcallConfig; engine?: Partial<EngineOptions>; runbooks?: Runbook[] } = {}): Promise<Harness> {
+export async function harness(
+  apps: Application[],
+  opts: { config?: RollcallConfig; engine?: Partial<EngineOptions>; runbooks?: Runbook[] } = {},
+): Promise<Harness> {
   const redisUrl = process.env.REDIS_URL!;
   const prefix = testPrefix();
   const fleet = new LiveFleet(['argo-test']);
   for (const a of apps) fleet.put('argo-test', a);
   const argo = new FakeArgo('argo-test', fleet);
   const notifier = new RecordingNotifier();
-  const services: Services = { config: opts.config ?? testConfig(), fleet, argocd: new Map([['argo-test', argo as unknown as ArgoApi]]), notifier };
+  const services: Services = {
+    config: opts.config ?? testConfig(),
+    fleet,
+    argocd: new Map([['argo-test', argo as unknown as ArgoApi]]),
+    notifier,
+  };
   const runbooks = loadRunbooks(SHIPPED_RUNBOOKS_DIR);
   for (const r of opts.runbooks ?? []) runbooks.set(r.name, r);
   const base: EngineOptions = { role: 'all', redisUrl, prefix, runbooks, ...FAST, ...opts.engine };

@@ -2,7 +2,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadRunbooks, parseRunbook, RunbookLoadError, substitute, validateRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/domain/runbooks/loader.js';
+import {
+  loadRunbooks,
+  parseRunbook,
+  RunbookLoadError,
+  substitute,
+  validateRunbooks,
+  SHIPPED_RUNBOOKS_DIR,
+} from '../../src/domain/runbooks/loader.js';
 
 const dirs: string[] = [];
 function dirWith(files: Record<string, string>): string {
@@ -50,7 +57,13 @@ describe('runbook loader', () => {
   it('rejects a reference to an undeclared param at its line', () => {
     const text = GOOD.replace('${{ params.prune }}', '${{ params.prnue }}');
     const { problems } = parseRunbook(text, 'r.yaml');
-    expect(problems).toEqual([expect.objectContaining({ line: 11, path: 'steps[0].with.prune', message: expect.stringContaining('unknown param "prnue" (did you mean prune? params:') })]);
+    expect(problems).toEqual([
+      expect.objectContaining({
+        line: 11,
+        path: 'steps[0].with.prune',
+        message: expect.stringContaining('unknown param "prnue" (did you mean prune? params:'),
+      }),
+    ]);
   });
 
   it('names no action when none is close to the unknown one, only the list', () => {
@@ -81,8 +94,17 @@ steps:
         ['steps[0].onFailure', 8],
       ]),
     );
-    const timeout = parseRunbook(GOOD.replace('    action: bulk-sync', '    action: bulk-sync\n    timeout: soon'), 'y.yaml');
-    expect(timeout.problems).toEqual([expect.objectContaining({ path: 'steps[0].timeout', line: 9, message: expect.stringContaining('expected a duration') })]);
+    const timeout = parseRunbook(
+      GOOD.replace('    action: bulk-sync', '    action: bulk-sync\n    timeout: soon'),
+      'y.yaml',
+    );
+    expect(timeout.problems).toEqual([
+      expect.objectContaining({
+        path: 'steps[0].timeout',
+        line: 9,
+        message: expect.stringContaining('expected a duration'),
+      }),
+    ]);
   });
 
   it("checks each step's inputs against its action at load time: unknown key, missing required input, literal of the wrong type", () => {
@@ -97,7 +119,10 @@ steps:
 `;
     const { problems } = parseRunbook(text, 'x.yaml');
     expect(problems).toEqual([
-      expect.objectContaining({ line: 7, message: expect.stringContaining('bulk-sync has no input "selectr" (did you mean selector?') }),
+      expect.objectContaining({
+        line: 7,
+        message: expect.stringContaining('bulk-sync has no input "selectr" (did you mean selector?'),
+      }),
       expect.objectContaining({ line: 8, message: expect.stringMatching(/^concurrency: expected number/) }),
       expect.objectContaining({ line: 7, message: 'bulk-sync needs input "selector" (add it under with:)' }),
     ]);
@@ -129,19 +154,34 @@ steps:
   });
 
   it('validates a directory: duplicate names and every problem in one report', () => {
-    const dir = dirWith({ 'a.yaml': GOOD, 'b.yaml': GOOD, 'c.yaml': GOOD.replace('action: bulk-sync', 'action: nope') });
+    const dir = dirWith({
+      'a.yaml': GOOD,
+      'b.yaml': GOOD,
+      'c.yaml': GOOD.replace('action: bulk-sync', 'action: nope'),
+    });
     const result = validateRunbooks(dir);
     expect(result.ok).toBe(false);
-    expect(result.report).toContain(`${path.join(dir, 'b.yaml')}:1: name: runbook "restart" is also defined in ${path.join(dir, 'a.yaml')}`);
+    expect(result.report).toContain(
+      `${path.join(dir, 'b.yaml')}:1: name: runbook "restart" is also defined in ${path.join(dir, 'a.yaml')}`,
+    );
     expect(result.report).toContain(`${path.join(dir, 'c.yaml')}:8: steps[0].action: unknown action "nope"`);
     expect(() => loadRunbooks(dir)).toThrow(RunbookLoadError);
   });
 
   it('substitutes params as data: whole values keep their type, embedded ones become text, results are not re-scanned', () => {
     const out = substitute(
-      { selector: '${{ params.selector }}', prune: '${{ params.prune }}', note: 'sync ${{ params.selector }} now', missing: '${{ params.revision }}' },
+      {
+        selector: '${{ params.selector }}',
+        prune: '${{ params.prune }}',
+        note: 'sync ${{ params.selector }} now',
+        missing: '${{ params.revision }}',
+      },
       { selector: '${{ params.prune }}; rm -rf /', prune: true },
     );
-    expect(out).toEqual({ selector: '${{ params.prune }}; rm -rf /', prune: true, note: 'sync ${{ params.prune }}; rm -rf / now' });
+    expect(out).toEqual({
+      selector: '${{ params.prune }}; rm -rf /',
+      prune: true,
+      note: 'sync ${{ params.prune }}; rm -rf / now',
+    });
   });
 });

@@ -16,13 +16,32 @@ function problems(raw: Record<string, string>) {
 
 describe('runbook params', () => {
   it('types values and applies defaults', () => {
-    const values = parseParams(bulk, { selector: 'auth-config-*', prune: 'true', concurrency: '4', waveTimeout: '90s' });
-    expect(values).toMatchObject({ selector: 'auth-config-*', prune: true, concurrency: 4, waveTimeout: 90_000, gate: 'healthy', onFailure: 'pause', dryRun: false });
+    const values = parseParams(bulk, {
+      selector: 'auth-config-*',
+      prune: 'true',
+      concurrency: '4',
+      waveTimeout: '90s',
+    });
+    expect(values).toMatchObject({
+      selector: 'auth-config-*',
+      prune: true,
+      concurrency: 4,
+      waveTimeout: 90_000,
+      gate: 'healthy',
+      onFailure: 'pause',
+      dryRun: false,
+    });
     expect(values).not.toHaveProperty('revision');
   });
 
   it('says what is wrong with each bad value, all at once', () => {
-    const found = problems({ selector: 'a-*', concurrency: 'ten', waveTimeout: 'soon', prune: 'maybe', gate: 'helthy' });
+    const found = problems({
+      selector: 'a-*',
+      concurrency: 'ten',
+      waveTimeout: 'soon',
+      prune: 'maybe',
+      gate: 'helthy',
+    });
     expect(found.map((p) => p.message)).toEqual(
       expect.arrayContaining([
         'concurrency: expected a whole number (got "ten")',
@@ -47,7 +66,9 @@ describe('runbook params', () => {
       ['onFailure', undefined],
       ['zzzzzzzz', undefined],
     ]);
-    expect(found.find((p) => p.param === 'gate')!.message).toBe('gate: expected one of healthy, synced, none (got "green")');
+    expect(found.find((p) => p.param === 'gate')!.message).toBe(
+      'gate: expected one of healthy, synced, none (got "green")',
+    );
   });
 
   it('names a missing required param and how to give it', () => {

@@ -20,7 +20,8 @@ afterEach(async () => {
 
 const appSetOf = (e: ControlSim, name = APPSET) => e.sim.state.instance(INSTANCE)!.appSets.get(name)!;
 const appOf = (e: ControlSim, name: string) => e.sim.state.instance(INSTANCE)!.apps.get(name)!;
-const statusOf = (appSet: ApplicationSet) => new Map((appSet.status?.applicationStatus ?? []).map((s) => [s.application, s.status]));
+const statusOf = (appSet: ApplicationSet) =>
+  new Map((appSet.status?.applicationStatus ?? []).map((s) => [s.application, s.status]));
 
 async function runCommand(e: ControlSim, text: string, user = 'U_OP') {
   const reply = await dispatch(text, e.ctx(user));
@@ -35,7 +36,10 @@ function withParent() {
   const fixture = progressiveInfraFixture();
   const instance = fixture.instances[0];
   const appSet = instance.applicationSets!.find((s) => s.metadata.name === APPSET)!;
-  appSet.metadata.annotations = { ...appSet.metadata.annotations, 'argocd.argoproj.io/tracking-id': `${PARENT}:argoproj.io/ApplicationSet:argocd/${APPSET}` };
+  appSet.metadata.annotations = {
+    ...appSet.metadata.annotations,
+    'argocd.argoproj.io/tracking-id': `${PARENT}:argoproj.io/ApplicationSet:argocd/${APPSET}`,
+  };
   const parent: Application = {
     metadata: { name: PARENT, namespace: 'argocd', labels: { team: 'infra' } },
     spec: {
@@ -66,7 +70,9 @@ describe('pause-rollout / resume-rollout on the simulator', () => {
     expect(paused.spec.strategy!.rollingSync!.steps!.map((s) => s.maxUpdate)).toEqual([undefined, undefined, 0]);
     expect(paused.metadata.annotations).toMatchObject({ [PAUSED_BY]: 'U_OP', [PAUSE_RUN]: runId });
     expect(Date.parse(paused.metadata.annotations![PAUSED_AT])).not.toBeNaN();
-    const upserts = (await simOperations(e.sim, INSTANCE)).filter((o) => o.method === 'POST' && o.path.includes('/applicationsets'));
+    const upserts = (await simOperations(e.sim, INSTANCE)).filter(
+      (o) => o.method === 'POST' && o.path.includes('/applicationsets'),
+    );
     expect(upserts).toHaveLength(1);
     // The full object (there is no PATCH for appsets): generators and template travel back unchanged.
     expect((upserts[0].body as ApplicationSet).spec.generators).toEqual(appSetOf(e).spec.generators);
@@ -76,7 +82,8 @@ describe('pause-rollout / resume-rollout on the simulator', () => {
     // and RollingSync releases the other nine, three at a time.
     const waiting = [...statusOf(appSetOf(e))].filter(([, s]) => s === 'Waiting').map(([name]) => name);
     expect(waiting).toHaveLength(9);
-    for (const name of Object.keys(STUCK_APPS)) e.sim.controller.requestSync(INSTANCE, name, { name, prune: true }, 'admin');
+    for (const name of Object.keys(STUCK_APPS))
+      e.sim.controller.requestSync(INSTANCE, name, { name, prune: true }, 'admin');
     e.sim.controller.advance(60 * 60_000);
     const held = statusOf(appSetOf(e));
     for (const name of Object.keys(STUCK_APPS)) expect(held.get(name)).toBe('Healthy');
@@ -90,15 +97,21 @@ describe('pause-rollout / resume-rollout on the simulator', () => {
     // rollout and plan lead with the pause, so nobody mistakes the held step for a stuck one.
     const rolloutText = async () => renderText(await dispatch('rollout progressive-infra', e.ctx('U_OP2')));
     await expect.poll(rolloutText, { timeout: 5000 }).toContain(`Paused by rollcall (U_OP`);
-    expect(renderText(await dispatch('plan progressive-infra', e.ctx('U_OP2')))).toContain('resume progressive-infra puts back the recorded values.');
+    expect(renderText(await dispatch('plan progressive-infra', e.ctx('U_OP2')))).toContain(
+      'resume progressive-infra puts back the recorded values.',
+    );
     const heldReply = await dispatch('rollout progressive-infra', e.ctx('U_OP2'));
     expect(heldReply.data.paused).toEqual({ by: 'U_OP', at: expect.any(String), runId });
-    const gate = (heldReply.data.findings as { rule: string; message: string; fix: string }[]).find((f) => f.rule === 'manual-gate')!;
+    const gate = (heldReply.data.findings as { rule: string; message: string; fix: string }[]).find(
+      (f) => f.rule === 'manual-gate',
+    )!;
     expect(gate.message).toContain("held by rollcall's pause");
     expect(gate.fix).toContain('/argo resume progressive-infra');
 
     const listed = await dispatch('paused', e.ctx('U_OP2'));
-    expect(listed.data.paused).toEqual([{ target: APPSET, instance: INSTANCE, by: 'U_OP', since: expect.any(String), runId, changes: 1 }]);
+    expect(listed.data.paused).toEqual([
+      { target: APPSET, instance: INSTANCE, by: 'U_OP', since: expect.any(String), runId, changes: 1 },
+    ]);
 
     const resumed = await runCommand(e, 'resume progressive-infra', 'U_OP2');
     expect(resumed.end.status, resumed.end.error).toBe('succeeded');
@@ -114,7 +127,8 @@ describe('pause-rollout / resume-rollout on the simulator', () => {
     env = await startControlSim({ scenario: 'progressive-infra' });
     const e = env;
     const waiting = [...statusOf(appSetOf(e))].filter(([, s]) => s === 'Waiting').map(([name]) => name);
-    for (const name of Object.keys(STUCK_APPS)) e.sim.controller.requestSync(INSTANCE, name, { name, prune: true }, 'admin');
+    for (const name of Object.keys(STUCK_APPS))
+      e.sim.controller.requestSync(INSTANCE, name, { name, prune: true }, 'admin');
     e.sim.controller.advance(60 * 60_000);
     const after = statusOf(appSetOf(e));
     expect(waiting.filter((name) => after.get(name) !== 'Waiting')).toEqual(waiting);
@@ -142,7 +156,9 @@ describe('pause-rollout / resume-rollout on the simulator', () => {
 
     const resumed = await runCommand(e, 'resume progressive-infra');
     expect(resumed.end.status, resumed.end.error).toBe('succeeded');
-    expect(resumed.end.steps[0].output).toMatchObject({ restored: [`Application ${PARENT}`, `ApplicationSet ${APPSET}`] });
+    expect(resumed.end.steps[0].output).toMatchObject({
+      restored: [`Application ${PARENT}`, `ApplicationSet ${APPSET}`],
+    });
     expect(comparable(appOf(e, PARENT))).toEqual(beforeParent);
     expect(comparable(appSetOf(e))).toEqual(beforeSet);
   });
@@ -160,7 +176,9 @@ describe('pause-rollout / resume-rollout on the simulator', () => {
 
     const { end } = await runCommand(e, 'resume progressive-infra');
     expect(end.status).toBe('failed');
-    expect(end.error).toContain(`ApplicationSet ${APPSET} changed since the pause: rollingSync.maxUpdate is now [null,null,1] (the pause set [null,null,0])`);
+    expect(end.error).toContain(
+      `ApplicationSet ${APPSET} changed since the pause: rollingSync.maxUpdate is now [null,null,1] (the pause set [null,null,0])`,
+    );
     expect(end.error).toContain('will not overwrite that');
     expect(appSetOf(e).spec.strategy!.rollingSync!.steps![2].maxUpdate).toBe(1);
     expect((await dispatch('paused', e.ctx('U_OP'))).data.paused).toHaveLength(1);
@@ -170,14 +188,20 @@ describe('pause-rollout / resume-rollout on the simulator', () => {
     env = await startControlSim({ scenario: 'progressive-infra' });
     const e = env;
     expect((await runCommand(e, 'pause progressive-infra verifyAfter=0')).end.status).toBe('succeeded');
-    await eventually(() => !!e.services.fleet.appSetsNamed(APPSET)[0]?.appSet.metadata.annotations?.[PAUSED_BY], 5000, 'the mirror to see the pause');
+    await eventually(
+      () => !!e.services.fleet.appSetsNamed(APPSET)[0]?.appSet.metadata.annotations?.[PAUSED_BY],
+      5000,
+      'the mirror to see the pause',
+    );
     const again = await dispatch('pause progressive-infra', e.ctx('U_OP2'));
     expect(again.error?.code).toBe('already_paused');
     expect(again.error?.message).toContain('already paused by U_OP');
 
     const one = await dispatch('pause ingress-nginx-prod-4', e.ctx('U_OP'));
     expect(one.error?.code).toBe('conflict');
-    expect(one.error?.message).toContain('generated by the ApplicationSet progressive-infra, which would revert its auto-sync');
+    expect(one.error?.message).toContain(
+      'generated by the ApplicationSet progressive-infra, which would revert its auto-sync',
+    );
     expect(one.error?.message).toContain('`pause progressive-infra`');
 
     expect((await dispatch('resume nothing-here', e.ctx('U_OP'))).error?.code).toBe('not_paused');
@@ -189,7 +213,9 @@ describe('pause-rollout / resume-rollout on the simulator', () => {
     const addons = instance.applicationSets!.find((s) => s.metadata.name === 'platform-addons')!;
     delete addons.spec.strategy;
     delete addons.status?.applicationStatus;
-    const owned = instance.applications.filter((a) => a.metadata.ownerReferences?.some((o) => o.name === 'platform-addons'));
+    const owned = instance.applications.filter((a) =>
+      a.metadata.ownerReferences?.some((o) => o.name === 'platform-addons'),
+    );
     expect(owned.length).toBeGreaterThan(0);
     for (const a of owned) a.spec.syncPolicy = { ...a.spec.syncPolicy, automated: { prune: true, selfHeal: true } };
     env = await startControlSim({ fixture });
@@ -200,7 +226,12 @@ describe('pause-rollout / resume-rollout on the simulator', () => {
     const { end } = await runCommand(e, 'pause platform-addons verifyAfter=0');
     expect(end.status, end.error).toBe('succeeded');
     expect(appSetOf(e, 'platform-addons').spec.syncPolicy?.applicationsSync).toBe('create-only');
-    for (const a of owned) expect(appOf(e, a.metadata.name).spec.syncPolicy!.automated).toEqual({ prune: true, selfHeal: true, enabled: false });
+    for (const a of owned)
+      expect(appOf(e, a.metadata.name).spec.syncPolicy!.automated).toEqual({
+        prune: true,
+        selfHeal: true,
+        enabled: false,
+      });
 
     const resumed = await runCommand(e, 'resume platform-addons');
     expect(resumed.end.status, resumed.end.error).toBe('succeeded');

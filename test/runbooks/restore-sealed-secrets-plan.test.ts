@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { needsRestart, restorePhases, verifyVerdict } from '../../src/domain/runbooks/actions/restore-sealed-secrets-keys.js';
+import {
+  needsRestart,
+  restorePhases,
+  verifyVerdict,
+} from '../../src/domain/runbooks/actions/restore-sealed-secrets-keys.js';
 
 describe('restore-sealed-secrets-keys phases', () => {
   it("backs up the target's own keys before writing only when it is to remove them", () => {

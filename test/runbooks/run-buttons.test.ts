@@ -38,7 +38,8 @@ steps:
 ).runbook!;
 
 const labels = (buttons: ReplyButton[] | undefined) => (buttons ?? []).map((b) => b.label);
-const buttonsOf = (run: Parameters<typeof progressReply>[0]) => labels(progressReply(run).blocks.flatMap((b) => (b.kind === 'actions' ? b.buttons : [])));
+const buttonsOf = (run: Parameters<typeof progressReply>[0]) =>
+  labels(progressReply(run).blocks.flatMap((b) => (b.kind === 'actions' ? b.buttons : [])));
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -49,28 +50,54 @@ afterEach(async () => {
 describe('the buttons of a run fit its runbook', () => {
   it('offers Pause only where a pause holds something (bulk-sync), Abort while running, nothing once ended', async () => {
     // role bot: no step runs here, so a confirmed run stays running.
-    h = await harness([makeApp('a-1', 'c1', { sync: 'OutOfSync' }), makeApp('b-1', 'c1', { sync: 'OutOfSync' })], { engine: { role: 'bot' }, runbooks: [ONE_CALL] });
+    h = await harness([makeApp('a-1', 'c1', { sync: 'OutOfSync' }), makeApp('b-1', 'c1', { sync: 'OutOfSync' })], {
+      engine: { role: 'bot' },
+      runbooks: [ONE_CALL],
+    });
     const runs = h.services.runs as RunService;
 
-    const sync = await runs.confirm((await runs.start({ runbook: 'bulk-sync', params: { selector: 'a-*' }, user: 'U_OP', surface: 'slack' })).id, 'U_OP');
+    const sync = await runs.confirm(
+      (await runs.start({ runbook: 'bulk-sync', params: { selector: 'a-*' }, user: 'U_OP', surface: 'slack' })).id,
+      'U_OP',
+    );
     expect(sync.status).toBe('running');
     expect(buttonsOf(sync)).toEqual(['Pause', 'Abort']);
 
-    const one = await runs.confirm((await runs.start({ runbook: 'one-call', params: { app: 'b-1' }, user: 'U_OP', surface: 'slack' })).id, 'U_OP');
+    const one = await runs.confirm(
+      (await runs.start({ runbook: 'one-call', params: { app: 'b-1' }, user: 'U_OP', surface: 'slack' })).id,
+      'U_OP',
+    );
     expect(one.status).toBe('running');
     expect(buttonsOf(one)).toEqual(['Abort']);
     // `runs pause ID` is refused the same way the button is missing.
-    await expect(runs.pause(one.id, 'U_OP')).rejects.toMatchObject({ code: 'invalid_state', message: expect.stringContaining('cannot be paused') });
+    await expect(runs.pause(one.id, 'U_OP')).rejects.toMatchObject({
+      code: 'invalid_state',
+      message: expect.stringContaining('cannot be paused'),
+    });
 
     for (const id of [sync.id, one.id]) expect(buttonsOf(await runs.abort(id, 'U_OP'))).toEqual([]);
   });
 
   it('shows a typed duration one way in the preview, while running and in the summary: 1h30m and 90m both as 1h30m', async () => {
-    h = await harness([makeApp('a-1', 'c1', { sync: 'OutOfSync' }), makeApp('b-1', 'c1', { sync: 'OutOfSync' })], { engine: { role: 'bot' } });
+    h = await harness([makeApp('a-1', 'c1', { sync: 'OutOfSync' }), makeApp('b-1', 'c1', { sync: 'OutOfSync' })], {
+      engine: { role: 'bot' },
+    });
     const runs = h.services.runs as RunService;
-    for (const [selector, typed] of [['a-*', '1h30m'], ['b-*', '90m']]) {
-      const started = await runs.start({ runbook: 'bulk-sync', params: { selector, waveTimeout: typed }, user: 'U_OP', surface: 'slack' });
-      const texts = [renderText(previewReply(started)), renderText(progressReply(await runs.confirm(started.id, 'U_OP'))), renderText(progressReply(await runs.abort(started.id, 'U_OP')))];
+    for (const [selector, typed] of [
+      ['a-*', '1h30m'],
+      ['b-*', '90m'],
+    ]) {
+      const started = await runs.start({
+        runbook: 'bulk-sync',
+        params: { selector, waveTimeout: typed },
+        user: 'U_OP',
+        surface: 'slack',
+      });
+      const texts = [
+        renderText(previewReply(started)),
+        renderText(progressReply(await runs.confirm(started.id, 'U_OP'))),
+        renderText(progressReply(await runs.abort(started.id, 'U_OP'))),
+      ];
       for (const text of texts) {
         expect(text).toContain('waveTimeout=1h30m');
         expect(text).not.toMatch(/waveTimeout=(90m|5400s)/);

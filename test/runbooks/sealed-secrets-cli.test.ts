@@ -14,9 +14,20 @@ describe('rollcall sim --scenario sealed-secrets-migration --write-config', () =
   it('prints a kube line per cluster and writes a config whose kube clients and backup location work', async () => {
     const lines: string[] = [];
     const file = path.join(mkdtempSync(path.join(tmpdir(), 'rollcall-sim-cli-')), 'rollcall.yaml');
-    server = await runSimCommand({ scenario: 'sealed-secrets-migration', writeConfig: file, untilKilled: false, out: (l) => lines.push(l) });
-    expect(lines.filter((l) => l.startsWith('kube ')).map((l) => l.split(' ').slice(0, 2).join(' '))).toEqual(['kube prod-old', 'kube prod-new', 'kube ops']);
-    expect(lines.find((l) => l.startsWith('kube prod-new '))).toMatch(/^kube prod-new https:\/\/127\.0\.0\.1:\d+\/k\/prod-new$/);
+    server = await runSimCommand({
+      scenario: 'sealed-secrets-migration',
+      writeConfig: file,
+      untilKilled: false,
+      out: (l) => lines.push(l),
+    });
+    expect(lines.filter((l) => l.startsWith('kube ')).map((l) => l.split(' ').slice(0, 2).join(' '))).toEqual([
+      'kube prod-old',
+      'kube prod-new',
+      'kube ops',
+    ]);
+    expect(lines.find((l) => l.startsWith('kube prod-new '))).toMatch(
+      /^kube prod-new https:\/\/127\.0\.0\.1:\d+\/k\/prod-new$/,
+    );
 
     const { config } = loadConfig(file);
     expect(config.kube.clusters.map((c) => c.name)).toEqual(['prod-old', 'prod-new', 'ops']);

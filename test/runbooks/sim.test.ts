@@ -25,15 +25,28 @@ async function setup(opts: { speed?: number } = {}) {
   const prefix = testPrefix();
   const redisUrl = process.env.REDIS_URL!;
   cleanup.push(() => cleanPrefix(redisUrl, prefix));
-  const engine: EngineHandle = await startEngine(services, { role: 'all', redisUrl, prefix, runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR), ...FAST });
+  const engine: EngineHandle = await startEngine(services, {
+    role: 'all',
+    redisUrl,
+    prefix,
+    runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR),
+    ...FAST,
+  });
   cleanup.push(() => engine.stop());
   services.runs = engine.runs;
   services.audit = engine.runs.audit;
-  const ctx = (user: string): CommandContext => ({ services, user, surface: 'terminal', channel: 'terminal', assumeYes: true });
+  const ctx = (user: string): CommandContext => ({
+    services,
+    user,
+    surface: 'terminal',
+    channel: 'terminal',
+    assumeYes: true,
+  });
   return { sim, services, fleet, engine, runs: engine.runs as RunService, ctx, notifier };
 }
 
-const syncPosts = async (sim: SimServer) => (await simOperations(sim)).filter((o) => o.method === 'POST' && /\/sync$/.test(o.path));
+const syncPosts = async (sim: SimServer) =>
+  (await simOperations(sim)).filter((o) => o.method === 'POST' && /\/sync$/.test(o.path));
 
 describe('bulk-sync against the simulator (seed-outage)', () => {
   it('syncs exactly the 12 auth-config apps, each once and with prune, and succeeds', async () => {
@@ -55,10 +68,19 @@ describe('bulk-sync against the simulator (seed-outage)', () => {
     expect(new Set(apps).size).toBe(12);
     expect(apps.every((a) => a!.startsWith('auth-config-'))).toBe(true);
     // Argo CD's own history says who asked, not only the bot's account.
-    for (const p of posts) expect(p.body).toMatchObject({ prune: true, infos: [{ name: 'rollcall-run', value: runId }, { name: 'Requested by', value: `U_OP (terminal, via rollcall run ${runId})` }] });
+    for (const p of posts)
+      expect(p.body).toMatchObject({
+        prune: true,
+        infos: [
+          { name: 'rollcall-run', value: runId },
+          { name: 'Requested by', value: `U_OP (terminal, via rollcall run ${runId})` },
+        ],
+      });
     // The fix worked: every auth-config app is Synced and Healthy in the mirror.
     const configs = fleet.apps().filter((a) => a.app.metadata.name.startsWith('auth-config-'));
-    expect(configs.every((a) => a.app.status?.sync?.status === 'Synced' && a.app.status?.health?.status === 'Healthy')).toBe(true);
+    expect(
+      configs.every((a) => a.app.status?.sync?.status === 'Synced' && a.app.status?.health?.status === 'Healthy'),
+    ).toBe(true);
   });
 
   it('refuses a user without permission and nothing reaches Argo CD', async () => {
@@ -69,15 +91,32 @@ describe('bulk-sync against the simulator (seed-outage)', () => {
     expect(await syncPosts(sim)).toEqual([]);
     // A typo'd glob is answered with suggestions a sync can take as they are.
     const typo = await dispatch('sync auth-confg-*', ctx('U_OP'));
-    expect(typo.error).toMatchObject({ code: 'unknown_target', suggestions: expect.arrayContaining(['appset=auth-config']) });
+    expect(typo.error).toMatchObject({
+      code: 'unknown_target',
+      suggestions: expect.arrayContaining(['appset=auth-config']),
+    });
   });
 
   it('completes through a spell of Argo CD 503s and 429s, syncing each app once', async () => {
     const { sim, runs, ctx } = await setup();
     const instance = sim.instances[0].name;
     // Longer than the client's own retries last, so bulk-sync sees failed POSTs and must verify before re-sending.
-    const r1 = await simFault(sim, { instance, kind: 'http5xx', status: 503, forMs: 3000, method: 'POST', match: '/sync' });
-    const r2 = await simFault(sim, { instance, kind: 'http429', count: 30, retryAfterSeconds: 0, method: 'POST', match: '/sync' });
+    const r1 = await simFault(sim, {
+      instance,
+      kind: 'http5xx',
+      status: 503,
+      forMs: 3000,
+      method: 'POST',
+      match: '/sync',
+    });
+    const r2 = await simFault(sim, {
+      instance,
+      kind: 'http429',
+      count: 30,
+      retryAfterSeconds: 0,
+      method: 'POST',
+      match: '/sync',
+    });
     expect([r1.status, r2.status]).toEqual([200, 200]);
     const started = Date.now();
     const reply = await dispatch('sync auth-config-* prune=true', ctx('U_OP'));

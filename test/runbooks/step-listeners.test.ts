@@ -24,7 +24,12 @@ describe('a step with many apps waiting on the rate limiter', () => {
       const apps = Array.from({ length: 30 }, (_, i) => makeApp(`web-${i}`, `c${i % 3}`));
       h = await harness(apps, { config });
       const runs = h.services.runs as RunService;
-      const reply = await dispatch('sync web-* concurrency=30 gate=none confirm=30', { services: h.services, user: 'U_OP', surface: 'terminal', assumeYes: true });
+      const reply = await dispatch('sync web-* concurrency=30 gate=none confirm=30', {
+        services: h.services,
+        user: 'U_OP',
+        surface: 'terminal',
+        assumeYes: true,
+      });
       expect(reply.ok, JSON.stringify(reply.error)).toBe(true);
       const run = await runs.waitForEnd(reply.data.runId as string, 30_000);
       expect(run.status).toBe('succeeded');

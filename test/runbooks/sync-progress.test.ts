@@ -1,7 +1,20 @@
 import { describe, expect, it } from 'vitest';
-import { APP_TRANSITIONS, nextAppState, type AppCheckpoint, type AppEvent, type AppState } from '../../src/domain/runbooks/actions/sync-progress.js';
+import {
+  APP_TRANSITIONS,
+  nextAppState,
+  type AppCheckpoint,
+  type AppEvent,
+  type AppState,
+} from '../../src/domain/runbooks/actions/sync-progress.js';
 
-const app = (state: AppState, extra: Partial<AppCheckpoint> = {}): AppCheckpoint => ({ state, instance: 'argo', app: 'web', cluster: 'c1', wave: 0, ...extra });
+const app = (state: AppState, extra: Partial<AppCheckpoint> = {}): AppCheckpoint => ({
+  state,
+  instance: 'argo',
+  app: 'web',
+  cluster: 'c1',
+  wave: 0,
+  ...extra,
+});
 
 const EVENTS: Record<AppEvent['type'], AppEvent> = {
   claim: { type: 'claim' },
@@ -56,7 +69,10 @@ describe('per-app progress of a bulk sync', () => {
   });
 
   it('never sends a sync twice: a posting or unknown app goes back to pending only after the posting window, and never blindly', () => {
-    expect(nextAppState(app('posting'), { type: 'notApplied', windowPassed: false })).toMatchObject({ ok: false, reason: expect.stringContaining('posting window') });
+    expect(nextAppState(app('posting'), { type: 'notApplied', windowPassed: false })).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('posting window'),
+    });
     expect(nextAppState(app('unknown'), { type: 'notApplied', windowPassed: false }).ok).toBe(false);
     // There is no "claim" from a sync that may be in flight.
     expect(nextAppState(app('posting'), { type: 'claim' }).ok).toBe(false);
@@ -65,13 +81,29 @@ describe('per-app progress of a bulk sync', () => {
   });
 
   it('records why: a refusal, a failure from the operation, and an acknowledged failure keeps its reason', () => {
-    expect(nextAppState(app('posting'), { type: 'refused', reason: 'blocked by sync window' })).toMatchObject({ ok: true, next: { state: 'failed', reason: 'sync refused: blocked by sync window' } });
-    expect(nextAppState(app('accepted'), { type: 'finished', succeeded: false, reason: 'sync Failed' })).toMatchObject({ ok: true, next: { state: 'failed', reason: 'sync Failed' } });
-    expect(nextAppState(app('failed', { reason: 'x' }), { type: 'acknowledge' })).toMatchObject({ ok: true, next: { state: 'failed', reason: 'x', acknowledged: true } });
+    expect(nextAppState(app('posting'), { type: 'refused', reason: 'blocked by sync window' })).toMatchObject({
+      ok: true,
+      next: { state: 'failed', reason: 'sync refused: blocked by sync window' },
+    });
+    expect(nextAppState(app('accepted'), { type: 'finished', succeeded: false, reason: 'sync Failed' })).toMatchObject({
+      ok: true,
+      next: { state: 'failed', reason: 'sync Failed' },
+    });
+    expect(nextAppState(app('failed', { reason: 'x' }), { type: 'acknowledge' })).toMatchObject({
+      ok: true,
+      next: { state: 'failed', reason: 'x', acknowledged: true },
+    });
   });
 
   it('drops the stored write time (the store sets it) and a claim clears a stale note', () => {
     const t = nextAppState(app('pending', { at: 5, note: 'waiting: x' }), { type: 'claim' });
-    expect(t.ok && t.next).toEqual({ state: 'posting', instance: 'argo', app: 'web', cluster: 'c1', wave: 0, note: undefined });
+    expect(t.ok && t.next).toEqual({
+      state: 'posting',
+      instance: 'argo',
+      app: 'web',
+      cluster: 'c1',
+      wave: 0,
+      note: undefined,
+    });
   });
 });

@@ -32,13 +32,16 @@ function needles(): { what: string; text: string }[] {
   for (const { name, part, pem } of material) {
     const body = pem.split('\n').filter((l) => l && !l.startsWith('-----'));
     // PEM lines as they are (what a logged or pasted PEM would show).
-    body.filter((l) => l.length >= 40).forEach((line, i) => out.push({ what: `${name} ${part} PEM line ${i + 1}`, text: line }));
+    body
+      .filter((l) => l.length >= 40)
+      .forEach((line, i) => out.push({ what: `${name} ${part} PEM line ${i + 1}`, text: line }));
     // The same DER base64 without line breaks (JSON-escaped PEMs keep the lines, re-encoders drop them).
     const joined = body.join('');
     out.push({ what: `${name} ${part} base64 body`, text: joined.slice(100, 160) });
     // base64 of the whole PEM: what Secret `data` holds and what a dumped Secret would leak.
     const b64 = Buffer.from(pem).toString('base64');
-    for (const at of [120, b64.length >> 1, b64.length - 120]) out.push({ what: `${name} ${part} Secret data @${at}`, text: b64.slice(at, at + 48) });
+    for (const at of [120, b64.length >> 1, b64.length - 120])
+      out.push({ what: `${name} ${part} Secret data @${at}`, text: b64.slice(at, at + 48) });
   }
   return out;
 }
@@ -78,13 +81,18 @@ describe('no sealed-secrets key material leaves the cluster', () => {
 
   beforeAll(async () => {
     fake = await startFakeSlack();
-    notifier = new SlackNotifier(new WebClient('xoxb-test-token', { slackApiUrl: fake.apiUrl, retryConfig: { retries: 0 } }), { minIntervalMs: 20 });
+    notifier = new SlackNotifier(
+      new WebClient('xoxb-test-token', { slackApiUrl: fake.apiUrl, retryConfig: { retries: 0 } }),
+      { minIntervalMs: 20 },
+    );
     const logger = pino({ level: 'trace' }, { write: (line: string) => void logs.push(line) });
     const fixture = sealedSecretsMigration();
     for (const k of fixture.kube!) if (k.sealedSecretsController) k.sealedSecretsController.startupMs = 100;
     fixtureCerts = new Map(
       fixture.kube!.flatMap((k) =>
-        k.objects.filter((o: any) => o.type === 'kubernetes.io/tls').map((o: any) => [o.metadata.name, Buffer.from(o.data['tls.crt'], 'base64').toString()] as [string, string]),
+        k.objects
+          .filter((o: any) => o.type === 'kubernetes.io/tls')
+          .map((o: any) => [o.metadata.name, Buffer.from(o.data['tls.crt'], 'base64').toString()] as [string, string]),
       ),
     );
     expect(fixtureCerts.size).toBe(4);
@@ -150,7 +158,10 @@ describe('no sealed-secrets key material leaves the cluster', () => {
   });
 
   it('the scan would catch a leak (self-check with one real key in a log line)', () => {
-    const leaked = JSON.stringify({ msg: 'oops', data: { 'tls.key': Buffer.from(SIM_KEYS.old3.key).toString('base64') } });
+    const leaked = JSON.stringify({
+      msg: 'oops',
+      data: { 'tls.key': Buffer.from(SIM_KEYS.old3.key).toString('base64') },
+    });
     expect(needles().some((n) => leaked.includes(n.text))).toBe(true);
     const pemLeak = JSON.stringify({ secret: SIM_KEYS.new1.key });
     expect(needles().filter((n) => pemLeak.includes(n.text)).length).toBeGreaterThan(10);

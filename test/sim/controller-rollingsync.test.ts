@@ -110,7 +110,10 @@ describe('SimController RollingSync', () => {
     });
     expect(set().status!.resources).toHaveLength(9);
     // CalculateHealth (applicationset_types.go): Healthy carries the ResourcesUpToDate message.
-    expect(set().status!.health).toEqual({ status: 'Healthy', message: 'All applications have been generated successfully' });
+    expect(set().status!.health).toEqual({
+      status: 'Healthy',
+      message: 'All applications have been generated successfully',
+    });
     for (const app of store.apps.values())
       expect(app.spec.syncPolicy!.automated).toEqual({ prune: true, enabled: false });
     controller.advance(10_000);

@@ -73,7 +73,10 @@ describe('SimController sync lifecycle', () => {
     expect(app().operation?.initiatedBy).toEqual({ username: 'bob' });
     expect(app().status?.operationState).toBeUndefined();
     controller.advance(1000);
-    expect(app().status?.operationState).toMatchObject({ phase: 'Running', operation: { initiatedBy: { username: 'bob' } } });
+    expect(app().status?.operationState).toMatchObject({
+      phase: 'Running',
+      operation: { initiatedBy: { username: 'bob' } },
+    });
   });
 
   it('runs a sync operation → Running → Succeeded, appends history, then settles health Progressing → Healthy', () => {
@@ -218,7 +221,12 @@ describe('SimController sync lifecycle', () => {
 
   it("keeps the sync strategy as Argo CD's JSON decoding does: swagger's syncStrategyApply nesting is dropped", () => {
     const { controller } = setup();
-    const app = controller.requestSync('test', 'web-c1', { name: 'web-c1', strategy: { hook: { syncStrategyApply: { force: true } } } as never }, 'bob');
+    const app = controller.requestSync(
+      'test',
+      'web-c1',
+      { name: 'web-c1', strategy: { hook: { syncStrategyApply: { force: true } } } as never },
+      'bob',
+    );
     expect(app.operation!.sync!.syncStrategy).toEqual({ hook: {} });
   });
 

@@ -72,7 +72,10 @@ describe('seed-outage', () => {
       });
       // The story in Argo CD's own history: v2.14.3 three days ago, v2.15.0 shortly before, Degraded since.
       const history = a.status!.history!;
-      expect(history.map((h) => (h.source!.kustomize as { images: string[] }).images[0].split(':').pop())).toEqual(['v2.14.3', 'v2.15.0']);
+      expect(history.map((h) => (h.source!.kustomize as { images: string[] }).images[0].split(':').pop())).toEqual([
+        'v2.14.3',
+        'v2.15.0',
+      ]);
       expect(history[1].initiatedBy).toEqual({ username: 'applicationset-controller', automated: true });
       const degradedAfterMs = Date.parse(a.status!.health!.lastTransitionTime!) - Date.parse(history[1].deployedAt);
       expect(degradedAfterMs).toBeGreaterThan(0);

@@ -10,10 +10,34 @@ import { startTestSim } from '../support/sim.js';
 // assets/swagger.json @ v3.5.1: definitions.eventsEvent, eventsObjectReference, v1alpha1AppProject,
 // v1alpha1RevisionMetadata, applicationLogEntry.
 const SWAGGER = {
-  eventsEvent: ['action', 'count', 'eventTime', 'firstTimestamp', 'involvedObject', 'lastTimestamp', 'message', 'metadata', 'reason', 'related', 'reportingComponent', 'reportingInstance', 'series', 'source', 'type'],
+  eventsEvent: [
+    'action',
+    'count',
+    'eventTime',
+    'firstTimestamp',
+    'involvedObject',
+    'lastTimestamp',
+    'message',
+    'metadata',
+    'reason',
+    'related',
+    'reportingComponent',
+    'reportingInstance',
+    'series',
+    'source',
+    'type',
+  ],
   eventsObjectReference: ['apiVersion', 'fieldPath', 'kind', 'name', 'namespace', 'resourceVersion', 'uid'],
   v1alpha1AppProject: ['metadata', 'spec', 'status'],
-  v1alpha1RevisionMetadata: ['author', 'date', 'message', 'references', 'signatureInfo', 'sourceIntegrityResult', 'tags'],
+  v1alpha1RevisionMetadata: [
+    'author',
+    'date',
+    'message',
+    'references',
+    'signatureInfo',
+    'sourceIntegrityResult',
+    'tags',
+  ],
   applicationLogEntry: ['content', 'last', 'podName', 'timeStamp', 'timeStampStr'],
 };
 
@@ -65,16 +89,29 @@ describe('GET /api/v1/applications/{name}/events (ListResourceEvents)', () => {
       for (const k of Object.keys(e.involvedObject)) expect(SWAGGER.eventsObjectReference).toContain(k);
       expect(e.involvedObject).toMatchObject({ kind: 'Application', apiVersion: 'argoproj.io/v1alpha1', name });
     }
-    expect(list.items[0]).toMatchObject({ reason: 'OperationStarted', type: 'Normal', source: { component: 'argocd-server' }, message: expect.stringMatching(/^admin initiated sync to [0-9a-f]{40}$/) });
-    expect(list.items.at(-1)).toMatchObject({ reason: 'ResourceUpdated', source: { component: 'argocd-application-controller' } });
+    expect(list.items[0]).toMatchObject({
+      reason: 'OperationStarted',
+      type: 'Normal',
+      source: { component: 'argocd-server' },
+      message: expect.stringMatching(/^admin initiated sync to [0-9a-f]{40}$/),
+    });
+    expect(list.items.at(-1)).toMatchObject({
+      reason: 'ResourceUpdated',
+      source: { component: 'argocd-application-controller' },
+    });
     expect(list.items.map((e: any) => e.reason)).toContain('OperationCompleted');
   });
 
   it('refuses a resource that is not a node of the app tree with InvalidArgument', async () => {
     const app = sim.state.instance('prod')!.apps.values().next().value!;
-    const res = await call(`/api/v1/applications/${app.metadata.name}/events?resourceName=nope&resourceUID=x&resourceNamespace=default`);
+    const res = await call(
+      `/api/v1/applications/${app.metadata.name}/events?resourceName=nope&resourceUID=x&resourceNamespace=default`,
+    );
     expect(res.status).toBe(400);
-    expect(await res.json()).toMatchObject({ code: 3, message: `nope not found as part of application ${app.metadata.name}` });
+    expect(await res.json()).toMatchObject({
+      code: 3,
+      message: `nope not found as part of application ${app.metadata.name}`,
+    });
   });
 });
 
@@ -86,7 +123,11 @@ describe('projects (server/project/project.go List and Get)', () => {
     expect(names).toEqual([...names].sort());
     const one = await json(call('/api/v1/projects/default'));
     expect(Object.keys(one).sort()).toEqual(SWAGGER.v1alpha1AppProject);
-    expect(one.spec).toEqual({ sourceRepos: ['*'], destinations: [{ server: '*', namespace: '*' }], clusterResourceWhitelist: [{ group: '*', kind: '*' }] });
+    expect(one.spec).toEqual({
+      sourceRepos: ['*'],
+      destinations: [{ server: '*', namespace: '*' }],
+      clusterResourceWhitelist: [{ group: '*', kind: '*' }],
+    });
   });
 
   it('answers 404 with the Kubernetes NotFound wording for an unknown project', async () => {
@@ -99,17 +140,28 @@ describe('projects (server/project/project.go List and Get)', () => {
 describe('revision metadata and pod logs', () => {
   it('describes a revision the app knows, and refuses one the repo cannot resolve', async () => {
     const app = [...sim.state.instance('prod')!.apps.values()].find((a) => a.status?.sync?.revision)!;
-    const meta = await json(call(`/api/v1/applications/${app.metadata.name}/revisions/${app.status!.sync!.revision}/metadata`));
+    const meta = await json(
+      call(`/api/v1/applications/${app.metadata.name}/revisions/${app.status!.sync!.revision}/metadata`),
+    );
     for (const k of Object.keys(meta)) expect(SWAGGER.v1alpha1RevisionMetadata).toContain(k);
-    expect(meta).toMatchObject({ author: expect.stringContaining('@'), date: expect.stringMatching(/Z$/), message: expect.any(String) });
+    expect(meta).toMatchObject({
+      author: expect.stringContaining('@'),
+      date: expect.stringMatching(/Z$/),
+      message: expect.any(String),
+    });
     const bad = await call(`/api/v1/applications/${app.metadata.name}/revisions/no-such-branch/metadata`);
     expect(bad.status).toBe(500);
   });
 
   it('streams pod logs as one {"result": LogEntry} object per line, ending with last: true', async () => {
-    const app = [...sim.state.instance('prod')!.apps.values()].find((a) => a.status?.resources?.some((r) => r.kind === 'Deployment'))!;
+    const app = [...sim.state.instance('prod')!.apps.values()].find((a) =>
+      a.status?.resources?.some((r) => r.kind === 'Deployment'),
+    )!;
     const text = await (await call(`/api/v1/applications/${app.metadata.name}/logs?tailLines=2`)).text();
-    const lines = text.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines.length).toBeGreaterThan(1);
     for (const l of lines) {
       expect(Object.keys(l)).toEqual(['result']);
@@ -124,23 +176,35 @@ describe('revision metadata and pod logs', () => {
       .split('\n')
       .filter(Boolean)
       .map((l) => JSON.parse(l).result);
-  const withPods = () => [...sim.state.instance('prod')!.apps.values()].find((a) => a.status?.resources?.some((r) => r.kind === 'Deployment' && r.health?.status !== 'Missing'))!;
+  const withPods = () =>
+    [...sim.state.instance('prod')!.apps.values()].find((a) =>
+      a.status?.resources?.some((r) => r.kind === 'Deployment' && r.health?.status !== 'Missing'),
+    )!;
 
   // getSelectedPods: every non-empty field must match the pod or one of its ancestors; an empty one matches anything.
   it('picks pods by resource name alone, by kind/name, and by pod name; tailLines applies per pod', async () => {
     const app = withPods();
     const deploy = app.status!.resources!.find((r) => r.kind === 'Deployment')!;
-    const byName = await logLines(`/api/v1/applications/${app.metadata.name}/logs?resourceName=${deploy.name}&tailLines=5`);
+    const byName = await logLines(
+      `/api/v1/applications/${app.metadata.name}/logs?resourceName=${deploy.name}&tailLines=5`,
+    );
     const pods = new Set(byName.filter((e) => !e.last).map((e) => e.podName));
     expect(pods.size).toBe(1);
     expect(byName.filter((e) => !e.last)).toHaveLength(5);
     const pod = [...pods][0];
-    const byKind = await logLines(`/api/v1/applications/${app.metadata.name}/logs?kind=Deployment&group=apps&resourceName=${deploy.name}&tailLines=3`);
+    const byKind = await logLines(
+      `/api/v1/applications/${app.metadata.name}/logs?kind=Deployment&group=apps&resourceName=${deploy.name}&tailLines=3`,
+    );
     expect(byKind.filter((e) => !e.last).map((e) => e.podName)).toEqual([pod, pod, pod]);
-    const recent = await logLines(`/api/v1/applications/${app.metadata.name}/logs?resourceName=${deploy.name}&sinceSeconds=7&tailLines=100`);
+    const recent = await logLines(
+      `/api/v1/applications/${app.metadata.name}/logs?resourceName=${deploy.name}&sinceSeconds=7&tailLines=100`,
+    );
     expect(recent.filter((e) => !e.last)).toHaveLength(7);
     const byPod = await logLines(`/api/v1/applications/${app.metadata.name}/pods/${pod}/logs?tailLines=1`);
-    expect(byPod.map((e) => [e.podName, e.last])).toEqual([[pod, false], ['', true]]);
+    expect(byPod.map((e) => [e.podName, e.last])).toEqual([
+      [pod, false],
+      ['', true],
+    ]);
   });
 
   it('answers an empty body when no pod matches, as PodLogs returns before streaming', async () => {
@@ -172,15 +236,19 @@ describe('managed resources (the diff view)', () => {
     for (const app of apps) {
       const { items } = await json(call(`/api/v1/applications/${app.metadata.name}/managed-resources`));
       for (const item of items) {
-        if (item.kind === 'Secret') for (const state of [item.liveState, item.targetState]) if (state !== 'null') for (const v of Object.values(JSON.parse(state).data ?? {})) expect(v).toMatch(/^\+{8,}$/);
+        if (item.kind === 'Secret')
+          for (const state of [item.liveState, item.targetState])
+            if (state !== 'null')
+              for (const v of Object.values(JSON.parse(state).data ?? {})) expect(v).toMatch(/^\+{8,}$/);
         if (item.targetState === 'null') {
           expect(item.predictedLiveState).toBe('null');
           expect(item.modified).toBe(false);
         } else if (item.normalizedLiveState !== 'null') {
-          expect(JSON.parse(item.predictedLiveState).metadata.uid).toBe(JSON.parse(item.normalizedLiveState).metadata.uid);
+          expect(JSON.parse(item.predictedLiveState).metadata.uid).toBe(
+            JSON.parse(item.normalizedLiveState).metadata.uid,
+          );
         }
       }
     }
   });
 });
-

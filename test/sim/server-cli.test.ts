@@ -38,7 +38,10 @@ describe('runSimCommand', () => {
       // The sandbox lets whoever runs `ask` here operate: the writer's identity, or $ROLLCALL_USER when the config is read.
       expect(config.access.operators).toEqual(['group:oncall']);
       expect(config.access.groups.oncall).toEqual(['sim-writer', 'oncall-2']);
-      const asAlice = parseConfig(readFileSync(configFile, 'utf8'), configFile, { ROLLCALL_USER: 'alice', USER: 'bob' });
+      const asAlice = parseConfig(readFileSync(configFile, 'utf8'), configFile, {
+        ROLLCALL_USER: 'alice',
+        USER: 'bob',
+      });
       expect(asAlice.access.groups.oncall).toEqual(['alice', 'oncall-2']);
       const res = await fetch(`${config.instances[1].url}/api/v1/applications`, {
         headers: { authorization: `Bearer ${config.instances[1].token}` },
@@ -68,7 +71,10 @@ describe('runSimCommand', () => {
         instances: [
           {
             name: 'a',
-            applications: [{ metadata: {}, spec: {} }, { metadata: { name: 'nowhere' }, spec: { destination: { namespace: 'x' } } }],
+            applications: [
+              { metadata: {}, spec: {} },
+              { metadata: { name: 'nowhere' }, spec: { destination: { namespace: 'x' } } },
+            ],
             accounts: [{ name: 'bot', token: 't', allow: ['applications, sync'] }],
           },
           { name: 'a', applications: [] },
@@ -85,20 +91,36 @@ describe('fixture shapes the real API allows', () => {
   it('serves apps of the same name in two namespaces (apps in any namespace), and the bot counts both', async () => {
     const app = (namespace: string, health: string) => ({
       metadata: { name: 'payments', namespace },
-      spec: { project: 'default', destination: { name: 'in-cluster', namespace: 'payments' }, source: { repoURL: 'https://git.example.com/p.git', path: '.', targetRevision: 'HEAD' } },
+      spec: {
+        project: 'default',
+        destination: { name: 'in-cluster', namespace: 'payments' },
+        source: { repoURL: 'https://git.example.com/p.git', path: '.', targetRevision: 'HEAD' },
+      },
       status: { sync: { status: 'Synced' }, health: { status: health } },
     });
-    const server = await startTestSim({ fixture: { instances: [{ name: 'main', applications: [app('team-a', 'Healthy'), app('team-b', 'Degraded')] as never }] } });
+    const server = await startTestSim({
+      fixture: {
+        instances: [{ name: 'main', applications: [app('team-a', 'Healthy'), app('team-b', 'Degraded')] as never }],
+      },
+    });
     try {
       const base = server.instances[0];
       const headers = { authorization: `Bearer ${base.token}` };
-      const get = async (q: string) => (await (await fetch(`${base.url}/api/v1/applications${q}`, { headers })).json()) as any;
+      const get = async (q: string) =>
+        (await (await fetch(`${base.url}/api/v1/applications${q}`, { headers })).json()) as any;
       expect((await get('')).items.map((a: any) => a.metadata.namespace).sort()).toEqual(['team-a', 'team-b']);
       expect((await get('/payments?appNamespace=team-b')).status.health.status).toBe('Degraded');
       // A sync of one reaches that one only.
-      const res = await fetch(`${base.url}/api/v1/applications/payments/sync`, { method: 'POST', headers, body: JSON.stringify({ appNamespace: 'team-b', prune: true }) });
+      const res = await fetch(`${base.url}/api/v1/applications/payments/sync`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ appNamespace: 'team-b', prune: true }),
+      });
       expect(res.status).toBe(200);
-      expect((await get('/payments?appNamespace=team-b')).operation?.sync?.prune ?? (await get('/payments?appNamespace=team-b')).status.operationState?.operation?.sync?.prune).toBe(true);
+      expect(
+        (await get('/payments?appNamespace=team-b')).operation?.sync?.prune ??
+          (await get('/payments?appNamespace=team-b')).status.operationState?.operation?.sync?.prune,
+      ).toBe(true);
       const other = await get('/payments?appNamespace=team-a');
       expect(other.operation).toBeUndefined();
       expect(other.status.operationState).toBeUndefined();
@@ -110,7 +132,12 @@ describe('fixture shapes the real API allows', () => {
       await mirror.start();
       try {
         expect(summarizeApps(mirror.apps()).total).toMatchObject({ apps: 2 });
-        expect(mirror.apps().map((a) => a.app.metadata.namespace).sort()).toEqual(['team-a', 'team-b']);
+        expect(
+          mirror
+            .apps()
+            .map((a) => a.app.metadata.namespace)
+            .sort(),
+        ).toEqual(['team-a', 'team-b']);
       } finally {
         await mirror.stop();
       }
@@ -128,8 +155,14 @@ describe('fixture shapes the real API allows', () => {
         {
           name: 'mgmt',
           applications: [
-            { metadata: { name: 'x', namespace: 'argocd' }, spec: { project: 'default', destination: { server: 'https://kubernetes.default.svc', namespace: 'x' } } },
-            { metadata: { name: 'y', namespace: 'argocd' }, spec: { project: 'default', destination: { name: 'in-cluster', namespace: 'y' } } },
+            {
+              metadata: { name: 'x', namespace: 'argocd' },
+              spec: { project: 'default', destination: { server: 'https://kubernetes.default.svc', namespace: 'x' } },
+            },
+            {
+              metadata: { name: 'y', namespace: 'argocd' },
+              spec: { project: 'default', destination: { name: 'in-cluster', namespace: 'y' } },
+            },
           ],
         },
       ],
@@ -138,7 +171,9 @@ describe('fixture shapes the real API allows', () => {
     seedState(state, fixture);
     expect(state.instance('empty')!.apps.size).toBe(0);
     expect([...state.instance('empty')!.clusters.values()]).toEqual([]);
-    expect([...state.instance('mgmt')!.clusters.values()].map((c) => [c.name, c.server])).toEqual([['in-cluster', 'https://kubernetes.default.svc']]);
+    expect([...state.instance('mgmt')!.clusters.values()].map((c) => [c.name, c.server])).toEqual([
+      ['in-cluster', 'https://kubernetes.default.svc'],
+    ]);
   });
 });
 

@@ -54,7 +54,13 @@ describe('HTTP faults', () => {
   });
 
   it('badBody: answers 200 with the given body, or the real answer cut short, on the targeted path', async () => {
-    await simFault(sim, { instance: 'prod', kind: 'badBody', body: '<html>Sign in</html>', match: '/clusters', count: 1 });
+    await simFault(sim, {
+      instance: 'prod',
+      kind: 'badBody',
+      body: '<html>Sign in</html>',
+      match: '/clusters',
+      count: 1,
+    });
     const page = await call('prod', '/api/v1/clusters');
     expect(page.status).toBe(200);
     expect(await page.text()).toBe('<html>Sign in</html>');
@@ -67,17 +73,23 @@ describe('HTTP faults', () => {
     expect(text).toHaveLength(22);
     expect(text).toBe('{"metadata":{"resource');
     // Counted: the next answers are whole again.
-    expect(((await (await call('prod', '/api/v1/applications')).json()) as { items: unknown[] }).items.length).toBeGreaterThan(0);
+    expect(
+      ((await (await call('prod', '/api/v1/applications')).json()) as { items: unknown[] }).items.length,
+    ).toBeGreaterThan(0);
     const refused = await simFault(sim, { kind: 'badBody', body: 'x', truncateAt: 3 });
     expect(refused.status).toBe(400);
-    expect(((await refused.json()) as { error: string }).error).toBe('"badBody" needs either "body" (a string) or "truncateAt" (>= 0)');
+    expect(((await refused.json()) as { error: string }).error).toBe(
+      '"badBody" needs either "body" (a string) or "truncateAt" (>= 0)',
+    );
   });
 
   it('answerLost: serves a sync in full (operation started, recorded as accepted) and destroys the connection instead of answering', async () => {
     await clearSimOperations(sim);
     const apps = (await (await call('prod', '/api/v1/applications')).json()) as { items: Application[] };
     const name = apps.items.find((a) => !a.operation && a.status?.operationState?.phase !== 'Running')!.metadata.name;
-    expect((await simFault(sim, { instance: 'prod', kind: 'answerLost', match: '/sync', method: 'POST', count: 1 })).status).toBe(200);
+    expect(
+      (await simFault(sim, { instance: 'prod', kind: 'answerLost', match: '/sync', method: 'POST', count: 1 })).status,
+    ).toBe(200);
     await expect(sync('prod', name, { infos: [{ name: 'rollcall-run', value: 'r-lost1' }] })).rejects.toThrow();
     const ops = await simOperations(sim, 'prod');
     expect(ops.filter((o) => o.method === 'POST' && o.app === name)).toMatchObject([{ status: 200 }]);

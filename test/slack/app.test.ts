@@ -28,7 +28,10 @@ describe('startSlack', () => {
   it('checks the bot token with auth.test and fails with slack_auth_failed when Slack rejects it', async () => {
     fake.failWith('auth.test', 'invalid_auth');
     try {
-      const err = await startSlack(servicesWith({ mode: 'http', botToken: 'xoxb-revoked', signingSecret: SECRET, port: 0, apiUrl: fake.apiUrl }), { logger: pino({ level: 'silent' }) }).catch((e) => e);
+      const err = await startSlack(
+        servicesWith({ mode: 'http', botToken: 'xoxb-revoked', signingSecret: SECRET, port: 0, apiUrl: fake.apiUrl }),
+        { logger: pino({ level: 'silent' }) },
+      ).catch((e) => e);
       expect(err).toBeInstanceOf(SlackStartError);
       expect(err.code).toBe('slack_auth_failed');
       expect(err.message).toContain('invalid_auth');
@@ -40,7 +43,13 @@ describe('startSlack', () => {
   });
 
   it('binds a free port with slack.port 0 and installs a SlackNotifier as services.notifier', async () => {
-    const services = servicesWith({ mode: 'http', botToken: 'xoxb-ok', signingSecret: SECRET, port: 0, apiUrl: fake.apiUrl });
+    const services = servicesWith({
+      mode: 'http',
+      botToken: 'xoxb-ok',
+      signingSecret: SECRET,
+      port: 0,
+      apiUrl: fake.apiUrl,
+    });
     const slack = await startSlack(services, { logger: pino({ level: 'silent' }) });
     try {
       expect(slack.port).toBeGreaterThan(0);
@@ -60,7 +69,10 @@ describe('Slack logging', () => {
     const sink = new Writable({ write: (chunk, _enc, cb) => (lines.push(String(chunk)), cb()) });
     const log = boltLogger(pino({ level: 'debug' }, sink));
     log.setLevel('debug' as never);
-    log.debug('http request', { url: 'https://slack.com/api/chat.postMessage', headers: { authorization: 'Bearer xoxb-123-456-abc' } });
+    log.debug('http request', {
+      url: 'https://slack.com/api/chat.postMessage',
+      headers: { authorization: 'Bearer xoxb-123-456-abc' },
+    });
     log.error(new Error('failed with token xapp-1-A0-99-ff'));
     log.warn('token', 'xoxp-9-8-7');
     const text = lines.join('');

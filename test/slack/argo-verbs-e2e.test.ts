@@ -18,11 +18,22 @@ import { allText, expectWithinSlackLimits } from './limits.js';
 // the bot says, a simulator behind a real client and mirror, a worker on real Redis.
 const INSTANCE = 'prod';
 const APP = 'payments-prod-eu1';
-const REV = { r5: '1111111111111111111111111111111111111111', r6: '2222222222222222222222222222222222222222', r7: '4b825dc642cb6eb9a060e54bf8d69288fbee4904' };
+const REV = {
+  r5: '1111111111111111111111111111111111111111',
+  r6: '2222222222222222222222222222222222222222',
+  r7: '4b825dc642cb6eb9a060e54bf8d69288fbee4904',
+};
 
 function entry(id: number, revision: string, daysAgo: number): RevisionHistory {
   const at = new Date(Date.now() - daysAgo * 86_400_000).toISOString().replace(/\.\d+Z$/, 'Z');
-  return { id, revision, deployedAt: at, deployStartedAt: at, source: { repoURL: 'https://github.com/acme/deploy.git', path: 'apps/payments', targetRevision: 'main' }, initiatedBy: { username: 'alice' } };
+  return {
+    id,
+    revision,
+    deployedAt: at,
+    deployStartedAt: at,
+    source: { repoURL: 'https://github.com/acme/deploy.git', path: 'apps/payments', targetRevision: 'main' },
+    initiatedBy: { username: 'alice' },
+  };
 }
 
 /** The multi-instance fixture with three deployments in payments-prod-eu1's history and two auth-config apps. */
@@ -46,7 +57,8 @@ function fixture(): Fixture {
   return f;
 }
 
-const buttonsOf = (body: any) => (body.blocks ?? []).flatMap((b: any) => b.elements ?? []).filter((e: any) => e.type === 'button');
+const buttonsOf = (body: any) =>
+  (body.blocks ?? []).flatMap((b: any) => b.elements ?? []).filter((e: any) => e.type === 'button');
 
 let sim: SimServer;
 let h: Harness;
@@ -63,14 +75,25 @@ beforeAll(async () => {
     access: { operators: ['U0ALICE'] },
     config: { instances: sim.instances.map((i) => ({ name: i.name, url: i.url, token: i.token, timeout: 5000 })) },
     configure: async (services) => {
-      const clients = createClients(services.config, { retry: { retries: 6, baseMs: 50, maxMs: 400, retryAfterCapMs: 500 } });
-      mirror = new FleetMirror(clients, services.config.instances.map((i) => ({ name: i.name })), { relistDelayMs: 50, retryMs: 200 });
+      const clients = createClients(services.config, {
+        retry: { retries: 6, baseMs: 50, maxMs: 400, retryAfterCapMs: 500 },
+      });
+      mirror = new FleetMirror(
+        clients,
+        services.config.instances.map((i) => ({ name: i.name })),
+        { relistDelayMs: 50, retryMs: 200 },
+      );
       await mirror.start();
       services.fleet = mirror;
       services.argocd = clients;
       delete services.now;
       // The bot only queues; a worker on the same Redis runs the steps and keeps the run's message.
-      const engineOpts = { redisUrl: process.env.REDIS_URL!, prefix: services.config.redis.prefix, runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR), ...FAST };
+      const engineOpts = {
+        redisUrl: process.env.REDIS_URL!,
+        prefix: services.config.redis.prefix,
+        runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR),
+        ...FAST,
+      };
       engine = await startEngine(services, { role: 'bot', ...engineOpts });
       worker = await startEngine(services, { role: 'worker', ...engineOpts });
       services.runs = engine.runs;
@@ -97,7 +120,11 @@ async function slash(text: string, user = 'U0ALICE') {
 
 async function press(button: any, user: string) {
   const id = `b-${Math.random().toString(36).slice(2)}`;
-  const res = await postInteraction(h.url, SECRET, blockActionsPayload({ actionId: button.action_id, value: button.value, user, responseUrl: h.fake.responseUrl(id) }));
+  const res = await postInteraction(
+    h.url,
+    SECRET,
+    blockActionsPayload({ actionId: button.action_id, value: button.value, user, responseUrl: h.fake.responseUrl(id) }),
+  );
   expect(res.status).toBe(200);
   await expect.poll(() => h.fake.responsesTo(id).length, { timeout: 10_000 }).toBe(1);
   return h.fake.responsesTo(id)[0].body;
@@ -123,7 +150,9 @@ describe('/argo rollback in Slack', () => {
     expect(allText(refused.blocks)).toContain(`<@U0MALLORY> may not confirm run ${run.id}`);
     expect((await runs().get(run.id))!.status).toBe('awaiting-confirmation');
     const refusals = (await runs().audit.read({ runId: run.id })).filter((e) => e.who === 'U0MALLORY');
-    expect(refusals).toEqual([expect.objectContaining({ kind: 'run.refused', target: 'run.confirm', result: 'forbidden', surface: 'slack' })]);
+    expect(refusals).toEqual([
+      expect.objectContaining({ kind: 'run.refused', target: 'run.confirm', result: 'forbidden', surface: 'slack' }),
+    ]);
 
     const confirmed = await press(confirm, 'U0ALICE');
     expect(allText(confirmed.blocks)).toContain(`Confirmed \`${run.id}\``);
@@ -152,7 +181,12 @@ describe('/argo rollback in Slack', () => {
     const rollbacks = (await simOperations(sim)).filter((o) => /\/rollback$/.test(o.path));
     expect(rollbacks).toHaveLength(1);
     const audit = await runs().audit.read({ runId: run.id });
-    expect(audit.find((e) => e.kind === 'argocd.mutation')).toMatchObject({ who: 'U0ALICE', target: `${INSTANCE}/${APP}`, result: 'accepted', params: { id: 6 } });
+    expect(audit.find((e) => e.kind === 'argocd.mutation')).toMatchObject({
+      who: 'U0ALICE',
+      target: `${INSTANCE}/${APP}`,
+      result: 'accepted',
+      params: { id: 6 },
+    });
   }, 40_000);
 });
 
@@ -164,7 +198,14 @@ describe('refusals', () => {
     expect(allText(body.blocks)).toContain('`rollback` changes the fleet; <@U0MALLORY> is not an operator.');
     expect((await runs().list(50)).length).toBe(before);
     const audit = (await runs().audit.latest(20)).filter((e) => e.who === 'U0MALLORY' && e.target === 'rollback');
-    expect(audit).toEqual([expect.objectContaining({ kind: 'run.refused', result: 'forbidden', surface: 'slack', params: { command: `rollback ${APP} 5` } })]);
+    expect(audit).toEqual([
+      expect.objectContaining({
+        kind: 'run.refused',
+        result: 'forbidden',
+        surface: 'slack',
+        params: { command: `rollback ${APP} 5` },
+      }),
+    ]);
   });
 
   it('refuses a refresh button pressed by a user who is not an operator: nothing refreshed, the refusal audited', async () => {
@@ -173,7 +214,14 @@ describe('refusals', () => {
     expect(allText(body.blocks)).toContain('`refresh` changes the fleet; <@U0MALLORY> is not an operator.');
     expect(simApp('auth-config-prod-eu1').status?.reconciledAt).toBe(before);
     const audit = (await runs().audit.latest(20)).filter((e) => e.who === 'U0MALLORY' && e.target === 'refresh');
-    expect(audit).toEqual([expect.objectContaining({ kind: 'run.refused', result: 'forbidden', surface: 'slack', params: { command: 'refresh auth-config-* hard confirm=2' } })]);
+    expect(audit).toEqual([
+      expect.objectContaining({
+        kind: 'run.refused',
+        result: 'forbidden',
+        surface: 'slack',
+        params: { command: 'refresh auth-config-* hard confirm=2' },
+      }),
+    ]);
   });
 });
 
@@ -207,7 +255,11 @@ describe('read-only verbs render within Slack limits', () => {
     const body = await slash(`diff ${APP}`);
     expectWithinSlackLimits(body);
     expect(allText(body.blocks)).toContain(`Diff of ${APP}`);
-    const diffs = { 'payments-prod-us1': '*2 resources* differ from git', 'ingress-prod-us1': '*1 resource* differs from git', 'web-prod-us1': '*2 resources* differ from git' };
+    const diffs = {
+      'payments-prod-us1': '*2 resources* differ from git',
+      'ingress-prod-us1': '*1 resource* differs from git',
+      'web-prod-us1': '*2 resources* differ from git',
+    };
     for (const [other, says] of Object.entries(diffs)) {
       const diff = await slash(`diff ${other}`);
       expectWithinSlackLimits(diff);
@@ -259,7 +311,9 @@ describe('/argo terminate-op in Slack', () => {
   it('previews the running operation once-counted, and on Confirm terminates it: Failed "Operation terminated", audited', async () => {
     await h.services.argocd.get(INSTANCE)!.sync({ name: 'web-prod-us1' });
     await expect.poll(() => simApp('web-prod-us1').status?.operationState?.phase).toBe('Running');
-    await expect.poll(() => h.services.fleet.appsNamed('web-prod-us1')[0]?.app.status?.operationState?.phase).toBe('Running');
+    await expect
+      .poll(() => h.services.fleet.appsNamed('web-prod-us1')[0]?.app.status?.operationState?.phase)
+      .toBe('Running');
     const preview = await slash('terminate-op web-prod-us1');
     expectWithinSlackLimits(preview);
     const text = allText(preview.blocks);
@@ -269,8 +323,14 @@ describe('/argo terminate-op in Slack', () => {
     await press(confirm, 'U0ALICE');
     const end = await runs().waitForEnd(confirm.value, 20_000);
     expect(end.status, end.error).toBe('succeeded');
-    expect(simApp('web-prod-us1').status!.operationState).toMatchObject({ phase: 'Failed', message: 'Operation terminated' });
+    expect(simApp('web-prod-us1').status!.operationState).toMatchObject({
+      phase: 'Failed',
+      message: 'Operation terminated',
+    });
     const audit = await runs().audit.read({ runId: end.id });
-    expect(audit.find((e) => e.kind === 'argocd.mutation')).toMatchObject({ who: 'U0ALICE', target: `${INSTANCE}/web-prod-us1` });
+    expect(audit.find((e) => e.kind === 'argocd.mutation')).toMatchObject({
+      who: 'U0ALICE',
+      target: `${INSTANCE}/web-prod-us1`,
+    });
   }, 30_000);
 });

@@ -4,7 +4,14 @@ import { registerAction, registerCommand, type CommandContext } from '../../src/
 import type { Reply } from '../../src/core/reply.js';
 import { encodeModalMetadata, registerModalHandler } from '../../src/surfaces/slack/modals.js';
 import { decodePageValue } from '../../src/views/blocks.js';
-import { blockActionsPayload, eventCallback, postEvent, postInteraction, postSlashCommand, slackSignature } from '../support/slack-request.js';
+import {
+  blockActionsPayload,
+  eventCallback,
+  postEvent,
+  postInteraction,
+  postSlashCommand,
+  slackSignature,
+} from '../support/slack-request.js';
 import { smallFleetObjects } from './fixture.js';
 import { startHarness, SECRET, type Harness } from './harness.js';
 import { allText, expectWithinSlackLimits } from './limits.js';
@@ -18,7 +25,13 @@ registerCommand({
   readOnly: true,
   async run(cmd, ctx) {
     probeCalls.push({ text: cmd.raw, user: ctx.user, channel: ctx.channel });
-    return { ok: true, command: 'probe', title: 'Probe', data: {}, blocks: [{ kind: 'text', text: `probe ran for ${ctx.user}` }] };
+    return {
+      ok: true,
+      command: 'probe',
+      title: 'Probe',
+      data: {},
+      blocks: [{ kind: 'text', text: `probe ran for ${ctx.user}` }],
+    };
   },
 });
 registerCommand({
@@ -35,7 +48,15 @@ registerCommand({
       data: { n },
       blocks: [
         { kind: 'header', text: 'Long list' },
-        { kind: 'list', title: 'Items', items: Array.from({ length: n }, (_, i) => ({ text: `item-${i + 1}`, tone: 'ok' as const, detail: 'x'.repeat(150) })) },
+        {
+          kind: 'list',
+          title: 'Items',
+          items: Array.from({ length: n }, (_, i) => ({
+            text: `item-${i + 1}`,
+            tone: 'ok' as const,
+            detail: 'x'.repeat(150),
+          })),
+        },
       ],
     };
   },
@@ -47,16 +68,23 @@ registerCommand({
   usage: 'formprobe',
   readOnly: true,
   async run(_cmd, ctx: CommandContext) {
-    const opened = (await ctx.openForm?.({
-      action: 'test.form-submit',
-      title: 'Bulk sync parameters that are far too long',
-      metadata: 'runbook=bulk-sync',
-      fields: [
-        { name: 'selector', label: 'Selector', type: 'selector', required: true },
-        { name: 'prune', label: 'Prune', type: 'bool', default: 'false' },
-      ],
-    })) ?? false;
-    return { ok: true, command: 'formprobe', title: 'Form', data: { opened }, blocks: [{ kind: 'text', text: opened ? 'Fill the form.' : 'no form' }] };
+    const opened =
+      (await ctx.openForm?.({
+        action: 'test.form-submit',
+        title: 'Bulk sync parameters that are far too long',
+        metadata: 'runbook=bulk-sync',
+        fields: [
+          { name: 'selector', label: 'Selector', type: 'selector', required: true },
+          { name: 'prune', label: 'Prune', type: 'bool', default: 'false' },
+        ],
+      })) ?? false;
+    return {
+      ok: true,
+      command: 'formprobe',
+      title: 'Form',
+      data: { opened },
+      blocks: [{ kind: 'text', text: opened ? 'Fill the form.' : 'no form' }],
+    };
   },
 });
 registerAction({
@@ -67,7 +95,13 @@ registerAction({
   },
   async run(value, ctx) {
     formSubmissions.push({ value, user: ctx.user, channel: ctx.channel });
-    return { ok: true, command: 'formprobe', title: 'Submitted', data: {}, blocks: [{ kind: 'text', text: `got ${value}` }] };
+    return {
+      ok: true,
+      command: 'formprobe',
+      title: 'Submitted',
+      data: {},
+      blocks: [{ kind: 'text', text: `got ${value}` }],
+    };
   },
 });
 const approvals: { value: string; user: string }[] = [];
@@ -75,8 +109,22 @@ registerAction({
   name: 'test.approve',
   async run(value, ctx): Promise<Reply> {
     approvals.push({ value, user: ctx.user });
-    if (ctx.user === 'U0MALLORY') return { ok: false, command: 'run', title: 'Refused', data: {}, error: { code: 'forbidden', message: 'no' }, blocks: [{ kind: 'text', text: ':x: You may not approve your own run.' }] };
-    return { ok: true, command: 'run', title: 'Approved', data: {}, blocks: [{ kind: 'text', text: `:white_check_mark: Approved by <@${ctx.user}>`, tone: 'ok' }] };
+    if (ctx.user === 'U0MALLORY')
+      return {
+        ok: false,
+        command: 'run',
+        title: 'Refused',
+        data: {},
+        error: { code: 'forbidden', message: 'no' },
+        blocks: [{ kind: 'text', text: ':x: You may not approve your own run.' }],
+      };
+    return {
+      ok: true,
+      command: 'run',
+      title: 'Approved',
+      data: {},
+      blocks: [{ kind: 'text', text: `:white_check_mark: Approved by <@${ctx.user}>`, tone: 'ok' }],
+    };
   },
 });
 
@@ -102,7 +150,12 @@ async function slash(text: string, extra: Record<string, string> = {}) {
 
 describe('request verification', () => {
   it('rejects a bad signature with 401 and runs nothing', async () => {
-    const res = await postSlashCommand(h.url, SECRET, { text: 'probe', response_url: h.fake.responseUrl('bad') }, { signature: slackSignature('wrong-secret', Math.floor(Date.now() / 1000), 'x') });
+    const res = await postSlashCommand(
+      h.url,
+      SECRET,
+      { text: 'probe', response_url: h.fake.responseUrl('bad') },
+      { signature: slackSignature('wrong-secret', Math.floor(Date.now() / 1000), 'x') },
+    );
     expect(res.status).toBe(401);
     await settle();
     expect(probeCalls).toEqual([]);
@@ -110,7 +163,12 @@ describe('request verification', () => {
   });
 
   it('rejects a timestamp older than 5 minutes with 401', async () => {
-    const res = await postSlashCommand(h.url, SECRET, { text: 'probe', response_url: h.fake.responseUrl('stale') }, { timestamp: Math.floor(Date.now() / 1000) - 6 * 60 });
+    const res = await postSlashCommand(
+      h.url,
+      SECRET,
+      { text: 'probe', response_url: h.fake.responseUrl('stale') },
+      { timestamp: Math.floor(Date.now() / 1000) - 6 * 60 },
+    );
     expect(res.status).toBe(401);
     await settle();
     expect(probeCalls).toEqual([]);
@@ -144,10 +202,14 @@ describe('/argo', () => {
     expect(h.fake.calls.filter((c) => c.method !== 'auth.test')).toEqual([]);
   });
 
-  it('acks 50 concurrent slash commands inside Slack\'s 3 s, and answers every one', async () => {
+  it("acks 50 concurrent slash commands inside Slack's 3 s, and answers every one", async () => {
     // The test client shares the event loop with Bolt, so this bounds the ack, it does not benchmark it
     // (bench/ measures latency out of process).
-    const all = await Promise.all(Array.from({ length: 50 }, (_, i) => postSlashCommand(h.url, SECRET, { text: 'status', response_url: h.fake.responseUrl(`c${i}`) })));
+    const all = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        postSlashCommand(h.url, SECRET, { text: 'status', response_url: h.fake.responseUrl(`c${i}`) }),
+      ),
+    );
     expect(all.map((r) => r.status)).toEqual(Array(50).fill(200));
     expect(Math.max(...all.map((r) => r.ms))).toBeLessThan(2500);
     await expect.poll(() => h.fake.responses.length, { timeout: 5000 }).toBe(50);
@@ -183,7 +245,11 @@ describe('/argo', () => {
     expect(decodePageValue(more.value)).toEqual({ command: 'longlist 120', page: 2 });
 
     const pageId = 'page-resp';
-    const res = await postInteraction(h.url, SECRET, blockActionsPayload({ actionId: more.action_id, value: more.value, responseUrl: h.fake.responseUrl(pageId) }));
+    const res = await postInteraction(
+      h.url,
+      SECRET,
+      blockActionsPayload({ actionId: more.action_id, value: more.value, responseUrl: h.fake.responseUrl(pageId) }),
+    );
     expect(res.status).toBe(200);
     await expect.poll(() => h.fake.responsesTo(pageId).length).toBe(1);
     const second = h.fake.responsesTo(pageId)[0].body;
@@ -208,7 +274,12 @@ describe('channel restriction', () => {
 
   it('declines politely elsewhere, naming the channels where it answers, and runs nothing', async () => {
     const id = 'decline';
-    await postSlashCommand(restricted.url, SECRET, { text: 'probe', channel_id: 'C0RANDOM', channel_name: 'random', response_url: restricted.fake.responseUrl(id) });
+    await postSlashCommand(restricted.url, SECRET, {
+      text: 'probe',
+      channel_id: 'C0RANDOM',
+      channel_name: 'random',
+      response_url: restricted.fake.responseUrl(id),
+    });
     await expect.poll(() => restricted.fake.responsesTo(id).length).toBe(1);
     const answer = restricted.fake.responsesTo(id)[0].body;
     expect(answer.response_type).toBe('ephemeral');
@@ -219,8 +290,17 @@ describe('channel restriction', () => {
   });
 
   it('answers in an allowed channel, by id or by name', async () => {
-    await postSlashCommand(restricted.url, SECRET, { text: 'probe', channel_id: 'C0INCIDENT', response_url: restricted.fake.responseUrl('ok1') });
-    await postSlashCommand(restricted.url, SECRET, { text: 'probe', channel_id: 'C0OTHER', channel_name: 'ops-argo', response_url: restricted.fake.responseUrl('ok2') });
+    await postSlashCommand(restricted.url, SECRET, {
+      text: 'probe',
+      channel_id: 'C0INCIDENT',
+      response_url: restricted.fake.responseUrl('ok1'),
+    });
+    await postSlashCommand(restricted.url, SECRET, {
+      text: 'probe',
+      channel_id: 'C0OTHER',
+      channel_name: 'ops-argo',
+      response_url: restricted.fake.responseUrl('ok2'),
+    });
     await expect.poll(() => probeCalls.length).toBe(2);
   });
 });
@@ -228,7 +308,16 @@ describe('channel restriction', () => {
 describe('buttons', () => {
   it('runs a command button as the user who pressed it and answers in a new ephemeral message', async () => {
     const id = 'cmd-resp';
-    const res = await postInteraction(h.url, SECRET, blockActionsPayload({ actionId: 'cmd', value: 'status auth-*', user: 'U0BOB', responseUrl: h.fake.responseUrl(id) }));
+    const res = await postInteraction(
+      h.url,
+      SECRET,
+      blockActionsPayload({
+        actionId: 'cmd',
+        value: 'status auth-*',
+        user: 'U0BOB',
+        responseUrl: h.fake.responseUrl(id),
+      }),
+    );
     expect(res.status).toBe(200);
     await expect.poll(() => h.fake.responsesTo(id).length).toBe(1);
     const answer = h.fake.responsesTo(id)[0].body;
@@ -241,19 +330,41 @@ describe('buttons', () => {
 
   it('runs the second command button of a block (suffixed action id) too', async () => {
     const id = 'cmd2';
-    await postInteraction(h.url, SECRET, blockActionsPayload({ actionId: 'cmd~1', value: 'probe', user: 'U0BOB', responseUrl: h.fake.responseUrl(id) }));
+    await postInteraction(
+      h.url,
+      SECRET,
+      blockActionsPayload({ actionId: 'cmd~1', value: 'probe', user: 'U0BOB', responseUrl: h.fake.responseUrl(id) }),
+    );
     await expect.poll(() => probeCalls).toEqual([{ text: 'probe', user: 'U0BOB', channel: 'C0OPS' }]);
   });
 
   it('runs a named action and replaces the message with its reply; a refusal leaves the message alone', async () => {
-    await postInteraction(h.url, SECRET, blockActionsPayload({ actionId: 'test.approve', value: 'run-42', user: 'U0CAROL', responseUrl: h.fake.responseUrl('approve') }));
+    await postInteraction(
+      h.url,
+      SECRET,
+      blockActionsPayload({
+        actionId: 'test.approve',
+        value: 'run-42',
+        user: 'U0CAROL',
+        responseUrl: h.fake.responseUrl('approve'),
+      }),
+    );
     await expect.poll(() => h.fake.responsesTo('approve').length).toBe(1);
     const ok = h.fake.responsesTo('approve')[0].body;
     expect(ok.replace_original).toBe(true);
     expect(allText(ok.blocks)).toContain('Approved by <@U0CAROL>');
     expect(approvals.at(-1)).toEqual({ value: 'run-42', user: 'U0CAROL' });
 
-    await postInteraction(h.url, SECRET, blockActionsPayload({ actionId: 'test.approve', value: 'run-42', user: 'U0MALLORY', responseUrl: h.fake.responseUrl('refuse') }));
+    await postInteraction(
+      h.url,
+      SECRET,
+      blockActionsPayload({
+        actionId: 'test.approve',
+        value: 'run-42',
+        user: 'U0MALLORY',
+        responseUrl: h.fake.responseUrl('refuse'),
+      }),
+    );
     await expect.poll(() => h.fake.responsesTo('refuse').length).toBe(1);
     const refused = h.fake.responsesTo('refuse')[0].body;
     expect(refused.replace_original).toBe(false);
@@ -261,7 +372,16 @@ describe('buttons', () => {
   });
 
   it('opens a modal when a command button is pressed in the Home tab', async () => {
-    await postInteraction(h.url, SECRET, blockActionsPayload({ actionId: 'cmd', value: 'status', view: { id: 'VHOME', type: 'home' }, triggerId: 'trig-home' }));
+    await postInteraction(
+      h.url,
+      SECRET,
+      blockActionsPayload({
+        actionId: 'cmd',
+        value: 'status',
+        view: { id: 'VHOME', type: 'home' },
+        triggerId: 'trig-home',
+      }),
+    );
     await expect.poll(() => h.fake.callsTo('views.open').length).toBe(1);
     const call = h.fake.callsTo('views.open')[0];
     expect(call.args.trigger_id).toBe('trig-home');
@@ -296,7 +416,12 @@ describe('forms', () => {
         type: 'modal',
         callback_id: view.callback_id,
         private_metadata: view.private_metadata,
-        state: { values: { selector: { value: { type: 'plain_text_input', value: 'auth-config-*' } }, prune: { value: { type: 'static_select', selected_option: { value: 'true' } } } } },
+        state: {
+          values: {
+            selector: { value: { type: 'plain_text_input', value: 'auth-config-*' } },
+            prune: { value: { type: 'static_select', selected_option: { value: 'true' } } },
+          },
+        },
       },
     };
     // A value the form's action rejects comes back in the ack: the modal stays open with the field marked.
@@ -310,7 +435,10 @@ describe('forms', () => {
     const res = await postInteraction(h.url, SECRET, submission);
     expect(res.status).toBe(200);
     await expect.poll(() => formSubmissions.length).toBe(1);
-    expect(JSON.parse(formSubmissions[0].value)).toEqual({ metadata: 'runbook=bulk-sync', values: { selector: 'auth-config-*', prune: 'true' } });
+    expect(JSON.parse(formSubmissions[0].value)).toEqual({
+      metadata: 'runbook=bulk-sync',
+      values: { selector: 'auth-config-*', prune: 'true' },
+    });
     expect(formSubmissions[0]).toMatchObject({ user: 'U0ALICE', channel: 'C0OPS' });
     await expect.poll(() => h.fake.responsesTo(id).length).toBe(2);
     expect(allText(h.fake.responsesTo(id)[1].body.blocks)).toContain('auth-config-*');
@@ -320,10 +448,19 @@ describe('forms', () => {
 describe('modal handlers', () => {
   const submitted: { values: Record<string, string>; metadata: string; channel?: string }[] = [];
   registerModalHandler('test.restore-keys', {
-    validate: (values) => (/^[a-z0-9-]+$/.test(values.cluster ?? '') ? undefined : { cluster: 'Use the Argo CD cluster name, e.g. prod-eu1.' }),
+    validate: (values) =>
+      /^[a-z0-9-]+$/.test(values.cluster ?? '')
+        ? undefined
+        : { cluster: 'Use the Argo CD cluster name, e.g. prod-eu1.' },
     async submit(sub, ctx) {
       submitted.push({ values: sub.values, metadata: sub.metadata, channel: ctx.channel });
-      return { ok: true, command: 'run', title: 'Queued', data: {}, blocks: [{ kind: 'text', text: `restore on ${sub.values.cluster} queued` }] };
+      return {
+        ok: true,
+        command: 'run',
+        title: 'Queued',
+        data: {},
+        blocks: [{ kind: 'text', text: `restore on ${sub.values.cluster} queued` }],
+      };
     },
   });
   const submission = (cluster: string) => ({
@@ -345,7 +482,10 @@ describe('modal handlers', () => {
   it('shows validation errors in the modal through the ack, and runs nothing', async () => {
     const res = await postInteraction(h.url, SECRET, submission('Prod EU'));
     expect(res.status).toBe(200);
-    expect(res.json).toEqual({ response_action: 'errors', errors: { cluster: 'Use the Argo CD cluster name, e.g. prod-eu1.' } });
+    expect(res.json).toEqual({
+      response_action: 'errors',
+      errors: { cluster: 'Use the Argo CD cluster name, e.g. prod-eu1.' },
+    });
     await settle();
     expect(submitted).toEqual([]);
   });
@@ -364,7 +504,17 @@ describe('modal handlers', () => {
 
 describe('App Home', () => {
   it('publishes the fleet summary and the rollouts in flight when the Home tab opens', async () => {
-    const res = await postEvent(h.url, SECRET, eventCallback({ type: 'app_home_opened', user: 'U0ALICE', channel: 'D0HOME', tab: 'home', event_ts: '1700000000.1' }));
+    const res = await postEvent(
+      h.url,
+      SECRET,
+      eventCallback({
+        type: 'app_home_opened',
+        user: 'U0ALICE',
+        channel: 'D0HOME',
+        tab: 'home',
+        event_ts: '1700000000.1',
+      }),
+    );
     expect(res.status).toBe(200);
     await expect.poll(() => h.fake.callsTo('views.publish').length).toBe(1);
     const call = h.fake.callsTo('views.publish')[0];
@@ -383,7 +533,17 @@ describe('App Home', () => {
   });
 
   it('ignores app_home_opened for the messages tab', async () => {
-    await postEvent(h.url, SECRET, eventCallback({ type: 'app_home_opened', user: 'U0ALICE', channel: 'D0HOME', tab: 'messages', event_ts: '1700000000.2' }));
+    await postEvent(
+      h.url,
+      SECRET,
+      eventCallback({
+        type: 'app_home_opened',
+        user: 'U0ALICE',
+        channel: 'D0HOME',
+        tab: 'messages',
+        event_ts: '1700000000.2',
+      }),
+    );
     await settle();
     expect(h.fake.callsTo('views.publish')).toEqual([]);
   });

@@ -37,15 +37,35 @@ export async function startHarness(opts: {
   // The bot remembers the requests it has seen (replays) in Redis: under a prefix of this test's own.
   const redis = { url: opts.redisUrl ?? process.env.REDIS_URL!, prefix: opts.redisPrefix ?? testPrefix() };
   const config = configSchema.parse({
-    instances: opts.fleet.map((i) => ({ name: i.name, url: `https://${i.name}.argocd.example`, token: 'argocd-token' })),
-    slack: { mode: 'http', botToken: 'xoxb-test-token', signingSecret: SECRET, port: 0, apiUrl: fake.apiUrl, channels: opts.channels ?? [] },
+    instances: opts.fleet.map((i) => ({
+      name: i.name,
+      url: `https://${i.name}.argocd.example`,
+      token: 'argocd-token',
+    })),
+    slack: {
+      mode: 'http',
+      botToken: 'xoxb-test-token',
+      signingSecret: SECRET,
+      port: 0,
+      apiUrl: fake.apiUrl,
+      channels: opts.channels ?? [],
+    },
     redis,
     ...(opts.access ? { access: opts.access } : {}),
     ...(opts.config ?? {}),
   });
-  const services: Services = { config, fleet: StaticFleet.fromObjects(opts.fleet), argocd: new Map(), now: () => new Date('2026-12-02T18:00:00Z') };
+  const services: Services = {
+    config,
+    fleet: StaticFleet.fromObjects(opts.fleet),
+    argocd: new Map(),
+    now: () => new Date('2026-12-02T18:00:00Z'),
+  };
   await opts.configure?.(services);
-  const slack = await startSlack(services, { logger: opts.logger ?? pino({ level: 'silent' }), notifierIntervalMs: opts.notifierIntervalMs ?? 100, redisUrl: redis.url });
+  const slack = await startSlack(services, {
+    logger: opts.logger ?? pino({ level: 'silent' }),
+    notifierIntervalMs: opts.notifierIntervalMs ?? 100,
+    redisUrl: redis.url,
+  });
   return {
     fake,
     slack,

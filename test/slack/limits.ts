@@ -39,7 +39,8 @@ export function slackLimitViolations(blocks: any[], maxBlocks = 50): string[] {
           if (!e.action_id || e.action_id.length > 255) v.push(`${q}: action_id ${e.action_id?.length}`);
           if (ids.has(e.action_id)) v.push(`${q}: duplicate action_id ${e.action_id}`);
           ids.add(e.action_id);
-          if (e.value !== undefined && (e.value.length > 2000 || e.value.length === 0)) v.push(`${q}: value ${e.value.length}`);
+          if (e.value !== undefined && (e.value.length > 2000 || e.value.length === 0))
+            v.push(`${q}: value ${e.value.length}`);
           if (e.url !== undefined && e.url.length > 3000) v.push(`${q}: url ${e.url.length}`);
         });
         break;
@@ -55,7 +56,10 @@ export function slackLimitViolations(blocks: any[], maxBlocks = 50): string[] {
 }
 
 export function expectWithinSlackLimits(message: { text?: string; blocks?: any[] }, maxBlocks = 50): void {
-  expect(typeof message.text === 'string' && message.text.length > 0 && message.text.length <= 40_000, 'fallback text').toBe(true);
+  expect(
+    typeof message.text === 'string' && message.text.length > 0 && message.text.length <= 40_000,
+    'fallback text',
+  ).toBe(true);
   expect(slackLimitViolations(message.blocks ?? [], maxBlocks)).toEqual([]);
 }
 

@@ -24,15 +24,21 @@ describe('deploy/slack/manifest.yaml', () => {
     const called = new Set<string>();
     for (const file of [...sourceFiles(path.join(root, 'src/slack')), path.join(root, 'src/views/blocks.ts')]) {
       const text = readFileSync(file, 'utf8');
-      for (const m of text.matchAll(/client\.(chat|views|conversations|users|files|reactions|apps|auth|usergroups)\.(\w+)\(/g)) called.add(`${m[1]}.${m[2]}`);
+      for (const m of text.matchAll(
+        /client\.(chat|views|conversations|users|files|reactions|apps|auth|usergroups)\.(\w+)\(/g,
+      ))
+        called.add(`${m[1]}.${m[2]}`);
     }
     expect(called.size).toBeGreaterThan(3);
-    for (const method of called) expect(Object.keys(WEB_API_METHODS), `${method} is called in src/slack`).toContain(method);
+    for (const method of called)
+      expect(Object.keys(WEB_API_METHODS), `${method} is called in src/slack`).toContain(method);
   });
 
   it('declares /argo, interactivity, the Home tab and app_home_opened on the same request URL', () => {
     const url = 'https://rollcall.example.com/slack/events';
-    expect(manifest.features.slash_commands).toEqual([expect.objectContaining({ command: '/argo', url, should_escape: false })]);
+    expect(manifest.features.slash_commands).toEqual([
+      expect.objectContaining({ command: '/argo', url, should_escape: false }),
+    ]);
     expect(manifest.features.slash_commands[0].usage_hint.length).toBeGreaterThan(10);
     expect(manifest.settings.interactivity).toEqual({ is_enabled: true, request_url: url });
     expect(manifest.features.app_home).toMatchObject({ home_tab_enabled: true, messages_tab_enabled: false });

@@ -25,7 +25,12 @@ afterAll(async () => {
 beforeEach(() => fake.reset());
 
 const client = (extra: Record<string, unknown> = {}) =>
-  new WebClient('xoxb-test', { slackApiUrl: fake.apiUrl, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true, ...extra });
+  new WebClient('xoxb-test', {
+    slackApiUrl: fake.apiUrl,
+    retryConfig: { retries: 0 },
+    rejectRateLimitedCalls: true,
+    ...extra,
+  });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('SlackNotifier', () => {
@@ -60,7 +65,8 @@ describe('SlackNotifier', () => {
     expect(updates.at(-1)!.args).toMatchObject({ channel: 'C0OPS', ts: ref.ts });
     expect(allText(updates.at(-1)!.args.blocks)).toContain('synced 10 of 540');
     expect(updates[0].at - started).toBeGreaterThanOrEqual(interval - 50);
-    for (let i = 1; i < updates.length; i++) expect(updates[i].at - updates[i - 1].at).toBeGreaterThanOrEqual(interval - 20);
+    for (let i = 1; i < updates.length; i++)
+      expect(updates[i].at - updates[i - 1].at).toBeGreaterThanOrEqual(interval - 20);
     expect(notifier.counters.updates).toBe(updates.length);
     expect(notifier.counters.coalesced).toBe(10 - updates.length);
   });
@@ -78,7 +84,8 @@ describe('SlackNotifier', () => {
     // ~600 ms of updates at one per 120 ms: a handful of calls, not 40.
     expect(updates.length).toBeGreaterThanOrEqual(3);
     expect(updates.length).toBeLessThanOrEqual(7);
-    for (let i = 1; i < updates.length; i++) expect(updates[i].at - updates[i - 1].at).toBeGreaterThanOrEqual(interval - 20);
+    for (let i = 1; i < updates.length; i++)
+      expect(updates[i].at - updates[i - 1].at).toBeGreaterThanOrEqual(interval - 20);
     expect(allText(updates.at(-1)!.args.blocks)).toContain('synced 40 of 540');
   });
 
@@ -89,7 +96,12 @@ describe('SlackNotifier', () => {
     await notifier.update(a, progress(1));
     await notifier.update(b, progress(2));
     await notifier.flush();
-    expect(fake.callsTo('chat.update').map((c) => c.args.ts).sort()).toEqual([a.ts, b.ts].sort());
+    expect(
+      fake
+        .callsTo('chat.update')
+        .map((c) => c.args.ts)
+        .sort(),
+    ).toEqual([a.ts, b.ts].sort());
   });
 
   it('waits out a 429 (Retry-After) on update and then sends the latest content', async () => {
@@ -111,7 +123,10 @@ describe('SlackNotifier', () => {
   });
 
   it('with a default client (which waits out 429s itself) still sends only the latest content afterwards', async () => {
-    const notifier = new SlackNotifier(client({ rejectRateLimitedCalls: false, retryConfig: { retries: 1, minTimeout: 0, maxTimeout: 0 } }), { minIntervalMs: 50 });
+    const notifier = new SlackNotifier(
+      client({ rejectRateLimitedCalls: false, retryConfig: { retries: 1, minTimeout: 0, maxTimeout: 0 } }),
+      { minIntervalMs: 50 },
+    );
     const ref = await notifier.post({ channel: 'C0OPS' }, progress(0));
     fake.rateLimit('chat.update', 1, 1);
     await sleep(60);
@@ -120,7 +135,10 @@ describe('SlackNotifier', () => {
     for (let i = 2; i <= 6; i++) await notifier.update(ref, progress(i)); // while the client holds the first call
     await notifier.flush();
     const updates = fake.callsTo('chat.update');
-    expect(updates.map((u) => allText(u.args.blocks))).toEqual([expect.stringContaining('synced 1 of 540'), expect.stringContaining('synced 6 of 540')]);
+    expect(updates.map((u) => allText(u.args.blocks))).toEqual([
+      expect.stringContaining('synced 1 of 540'),
+      expect.stringContaining('synced 6 of 540'),
+    ]);
     expect(notifier.counters.rateLimited).toBe(1);
     expect(notifier.counters.coalesced).toBe(4);
   });
@@ -160,7 +178,11 @@ describe('SlackNotifier failures carry stable codes', () => {
   };
 
   it.each([
-    ['channel_not_found', 'slack_channel_not_found', /no channel C0GONE the bot can see .*invite the bot if the channel is private/],
+    [
+      'channel_not_found',
+      'slack_channel_not_found',
+      /no channel C0GONE the bot can see .*invite the bot if the channel is private/,
+    ],
     ['not_in_channel', 'slack_not_in_channel', /not a member of channel C0GONE .*\/invite the bot/],
     ['token_revoked', 'slack_auth_failed', /token_revoked.*update slack.botToken/],
     ['is_archived', 'slack_api_error', /Slack refused chat.postMessage in channel C0GONE: is_archived/],
@@ -174,7 +196,10 @@ describe('SlackNotifier failures carry stable codes', () => {
   });
 
   it('names the scope Slack says is missing (missing_scope with needed/provided) in slack_missing_scope', async () => {
-    fake.failWith('chat.postMessage', 'missing_scope', { needed: 'chat:write.public', provided: 'chat:write,commands' });
+    fake.failWith('chat.postMessage', 'missing_scope', {
+      needed: 'chat:write.public',
+      provided: 'chat:write,commands',
+    });
     const error = await failedPost(new SlackNotifier(client()));
     expect(error.code).toBe('slack_missing_scope');
     expect(error.message).toContain('lacks the chat:write.public scope for chat.postMessage');
@@ -191,7 +216,9 @@ describe('SlackNotifier failures carry stable codes', () => {
   });
 
   it('maps a failed conversations.create to a RollcallError, not the Web API error', async () => {
-    const error: unknown = await new SlackNotifier(client()).createChannel('Not A Valid Name', []).catch((e: unknown) => e);
+    const error: unknown = await new SlackNotifier(client())
+      .createChannel('Not A Valid Name', [])
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RollcallError);
     if (!(error instanceof RollcallError)) return;
     expect(error.code).toBe('slack_api_error');

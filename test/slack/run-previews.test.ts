@@ -13,13 +13,16 @@ const fleet = [
     name: 'prod',
     clusters,
     applications: [
-      ...Array.from({ length: 40 }, (_, i) => app(`auth-config-${String(i).padStart(2, '0')}`, i % 2 ? 'prod-us1' : 'prod-eu1', 'OutOfSync', 'Healthy')),
+      ...Array.from({ length: 40 }, (_, i) =>
+        app(`auth-config-${String(i).padStart(2, '0')}`, i % 2 ? 'prod-us1' : 'prod-eu1', 'OutOfSync', 'Healthy'),
+      ),
       app('web-prod-us1', 'prod-us1', 'Synced', 'Healthy'),
     ],
   },
 ];
 
-const buttonsOf = (body: any) => body.blocks.flatMap((b: any) => b.elements ?? []).filter((e: any) => e.type === 'button');
+const buttonsOf = (body: any) =>
+  body.blocks.flatMap((b: any) => b.elements ?? []).filter((e: any) => e.type === 'button');
 
 describe('runbook previews in Slack', () => {
   let h: Harness;
@@ -32,7 +35,11 @@ describe('runbook previews in Slack', () => {
       access: { operators: ['U0ALICE'] },
       configure: async (services) => {
         // role bot: no step runs here.
-        engine = await startEngine(services, { role: 'bot', redisUrl: process.env.REDIS_URL!, prefix: services.config.redis.prefix });
+        engine = await startEngine(services, {
+          role: 'bot',
+          redisUrl: process.env.REDIS_URL!,
+          prefix: services.config.redis.prefix,
+        });
         services.runs = engine.runs;
         services.audit = engine.runs.audit;
       },
@@ -47,7 +54,9 @@ describe('runbook previews in Slack', () => {
     await postSlashCommand(h.url, SECRET, { text: 'sync web-prod-us1', response_url: h.fake.responseUrl('empty') });
     await expect.poll(() => h.fake.responsesTo('empty').length).toBe(1);
     const body = h.fake.responsesTo('empty')[0].body;
-    expect(allText(body.blocks)).toContain('Nothing to sync: web-prod-us1, the one matching app, is already Synced and Healthy. To sync it anyway, add includeSynced=true.');
+    expect(allText(body.blocks)).toContain(
+      'Nothing to sync: web-prod-us1, the one matching app, is already Synced and Healthy. To sync it anyway, add includeSynced=true.',
+    );
     expect(buttonsOf(body)).toEqual([]);
     expect(await runs().list(5)).toEqual([]);
     // Audited as what it was: a request that found nothing to do, not a refusal.
@@ -56,7 +65,10 @@ describe('runbook previews in Slack', () => {
   });
 
   it('pages a sync preview with More without running the sync again: one run, the stored preview', async () => {
-    await postSlashCommand(h.url, SECRET, { text: 'sync auth-config-* waves="auth-config-0*;auth-config-*"', response_url: h.fake.responseUrl('preview') });
+    await postSlashCommand(h.url, SECRET, {
+      text: 'sync auth-config-* waves="auth-config-0*;auth-config-*"',
+      response_url: h.fake.responseUrl('preview'),
+    });
     await expect.poll(() => h.fake.responsesTo('preview').length).toBe(1);
     const first = h.fake.responsesTo('preview')[0].body;
     const [run] = await runs().list(5);
@@ -66,7 +78,11 @@ describe('runbook previews in Slack', () => {
     expect(decodePageValue(more.value)).toEqual({ command: `runs show ${run.id}`, page: 2 });
     expect(buttonsOf(first).map((b: any) => b.text.text)).toContain('Confirm');
 
-    await postInteraction(h.url, SECRET, blockActionsPayload({ actionId: more.action_id, value: more.value, responseUrl: h.fake.responseUrl('page2') }));
+    await postInteraction(
+      h.url,
+      SECRET,
+      blockActionsPayload({ actionId: more.action_id, value: more.value, responseUrl: h.fake.responseUrl('page2') }),
+    );
     await expect.poll(() => h.fake.responsesTo('page2').length).toBe(1);
     const second = allText(h.fake.responsesTo('page2')[0].body.blocks);
     expect(second).toContain('Page 2 of');
@@ -79,7 +95,15 @@ describe('runbook previews in Slack', () => {
 
   it('ignores a page button whose command would change something (a button from before previews paged by run)', async () => {
     const before = (await runs().list(10)).length;
-    await postInteraction(h.url, SECRET, blockActionsPayload({ actionId: 'page', value: JSON.stringify({ c: 'sync auth-config-*', p: 2 }), responseUrl: h.fake.responseUrl('stale') }));
+    await postInteraction(
+      h.url,
+      SECRET,
+      blockActionsPayload({
+        actionId: 'page',
+        value: JSON.stringify({ c: 'sync auth-config-*', p: 2 }),
+        responseUrl: h.fake.responseUrl('stale'),
+      }),
+    );
     await new Promise((r) => setTimeout(r, 500));
     expect(h.fake.responsesTo('stale')).toEqual([]);
     expect((await runs().list(10)).length).toBe(before);

@@ -27,7 +27,14 @@ describe('Socket Mode', () => {
     wss.on('connection', (ws) => {
       socket = ws;
       ws.on('message', (data) => received.push(JSON.parse(String(data))));
-      ws.send(JSON.stringify({ type: 'hello', num_connections: 1, debug_info: { host: 'fake' }, connection_info: { app_id: 'A0ROLLCALL' } }));
+      ws.send(
+        JSON.stringify({
+          type: 'hello',
+          num_connections: 1,
+          debug_info: { host: 'fake' },
+          connection_info: { app_id: 'A0ROLLCALL' },
+        }),
+      );
     });
     const config = configSchema.parse({
       instances: [{ name: 'prod', url: 'https://prod.argocd.example', token: 't' }],
@@ -54,7 +61,16 @@ describe('Socket Mode', () => {
         envelope_id: 'env-1',
         type: 'slash_commands',
         accepts_response_payload: true,
-        payload: { command: '/argo', text: 'status', user_id: 'U0ALICE', channel_id: 'C0OPS', channel_name: 'ops', team_id: 'T0TEAM', response_url: fake.responseUrl('sock'), trigger_id: 't1' },
+        payload: {
+          command: '/argo',
+          text: 'status',
+          user_id: 'U0ALICE',
+          channel_id: 'C0OPS',
+          channel_name: 'ops',
+          team_id: 'T0TEAM',
+          response_url: fake.responseUrl('sock'),
+          trigger_id: 't1',
+        },
       }),
     );
     await expect.poll(() => received.find((m) => m.envelope_id === 'env-1')).toBeTruthy();

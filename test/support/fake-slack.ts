@@ -82,7 +82,15 @@ export async function startFakeSlack(opts: { botUserId?: string; teamId?: string
     if (failure) return { ok: false, error: failure.error, ...failure.extra };
     switch (method) {
       case 'auth.test':
-        return { ok: true, url: 'https://fake.slack.com/', team: 'fake', user: 'rollcall', team_id: teamId, user_id: botUserId, bot_id: 'B0BOT' };
+        return {
+          ok: true,
+          url: 'https://fake.slack.com/',
+          team: 'fake',
+          user: 'rollcall',
+          team_id: teamId,
+          user_id: botUserId,
+          bot_id: 'B0BOT',
+        };
       case 'chat.postMessage':
         return { ok: true, channel: args.channel, ts: nextTs(), message: { text: args.text, blocks: args.blocks } };
       case 'chat.update':
@@ -92,7 +100,16 @@ export async function startFakeSlack(opts: { botUserId?: string; teamId?: string
       case 'conversations.create':
         // Slack: lower case, at most 80 characters, no spaces or periods; a taken name is name_taken.
         if (!/^[a-z0-9_-]{1,80}$/.test(args.name ?? '')) return { ok: false, error: 'invalid_name_specials' };
-        return { ok: true, channel: { id: `C0INC${++channelCounter}`, name: args.name, is_channel: true, is_private: args.is_private === 'true', creator: botUserId } };
+        return {
+          ok: true,
+          channel: {
+            id: `C0INC${++channelCounter}`,
+            name: args.name,
+            is_channel: true,
+            is_private: args.is_private === 'true',
+            creator: botUserId,
+          },
+        };
       case 'conversations.invite':
         return { ok: true, channel: { id: args.channel } };
       case 'files.getUploadURLExternal': {
@@ -104,7 +121,14 @@ export async function startFakeSlack(opts: { botUserId?: string; teamId?: string
         const files = (args.files ?? []) as { id: string; title?: string }[];
         const unknown = files.find((f) => !pendingFiles.has(f.id) || !uploads.some((u) => u.fileId === f.id));
         if (unknown) return { ok: false, error: 'file_not_found' };
-        return { ok: true, files: files.map((f) => ({ id: f.id, title: f.title ?? pendingFiles.get(f.id)!.filename, name: pendingFiles.get(f.id)!.filename })) };
+        return {
+          ok: true,
+          files: files.map((f) => ({
+            id: f.id,
+            title: f.title ?? pendingFiles.get(f.id)!.filename,
+            name: pendingFiles.get(f.id)!.filename,
+          })),
+        };
       }
       case 'apps.connections.open':
         return fake.socketUrl ? { ok: true, url: fake.socketUrl } : { ok: false, error: 'no_socket_url' };
@@ -136,7 +160,11 @@ export async function startFakeSlack(opts: { botUserId?: string; teamId?: string
       }
       if (path.startsWith('/upload/')) {
         // files.slack.com answers a good upload with 200 and a plain "OK".
-        uploads.push({ fileId: decodeURIComponent(path.slice('/upload/'.length)), contentType: req.headers['content-type'], body: bytes });
+        uploads.push({
+          fileId: decodeURIComponent(path.slice('/upload/'.length)),
+          contentType: req.headers['content-type'],
+          body: bytes,
+        });
         res.writeHead(200, { 'content-type': 'text/plain' });
         return void res.end('OK - ' + bytes.length);
       }
@@ -170,7 +198,8 @@ export async function startFakeSlack(opts: { botUserId?: string; teamId?: string
     responsesTo: (id) => responses.filter((r) => r.id === id),
     responseUrl: (id) => `${url}/response/${encodeURIComponent(id ?? `r${++responseCounter}`)}`,
     rateLimit: (method, times, retryAfter) => limits.set(method, { times, retryAfter }),
-    failWith: (method, error, extra) => (error === undefined ? failures.delete(method) : failures.set(method, { error, extra })),
+    failWith: (method, error, extra) =>
+      error === undefined ? failures.delete(method) : failures.set(method, { error, extra }),
     reset: () => {
       calls.length = 0;
       responses.length = 0;

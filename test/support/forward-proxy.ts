@@ -23,17 +23,28 @@ export function actAsForwardProxy(server: http.Server, requireAuth?: string): Fo
       return;
     }
     const target = new URL(req.url!);
-    const upstream = http.request({ hostname: target.hostname, port: target.port, path: `${target.pathname}${target.search}`, method: req.method, headers: req.headers }, (up) => {
-      res.writeHead(up.statusCode!, up.headers);
-      up.pipe(res);
-    });
+    const upstream = http.request(
+      {
+        hostname: target.hostname,
+        port: target.port,
+        path: `${target.pathname}${target.search}`,
+        method: req.method,
+        headers: req.headers,
+      },
+      (up) => {
+        res.writeHead(up.statusCode!, up.headers);
+        up.pipe(res);
+      },
+    );
     req.pipe(upstream);
   });
   server.on('connect', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
     proxied.push({ method: req.method, url: req.url, auth: req.headers['proxy-authorization'] });
     tunnels.push(socket);
     if (requireAuth && req.headers['proxy-authorization'] !== requireAuth) {
-      socket.end('HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="proxy"\r\nContent-Length: 0\r\n\r\n');
+      socket.end(
+        'HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="proxy"\r\nContent-Length: 0\r\n\r\n',
+      );
       return;
     }
     const [host, port] = req.url!.split(':');
@@ -51,7 +62,16 @@ export function actAsForwardProxy(server: http.Server, requireAuth?: string): Fo
 }
 
 /** The variables that name a proxy (or exempt hosts from it), as the clients under test read them. */
-export const PROXY_VARIABLES = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'ALL_PROXY', 'all_proxy', 'NO_PROXY', 'no_proxy'];
+export const PROXY_VARIABLES = [
+  'HTTPS_PROXY',
+  'https_proxy',
+  'HTTP_PROXY',
+  'http_proxy',
+  'ALL_PROXY',
+  'all_proxy',
+  'NO_PROXY',
+  'no_proxy',
+];
 
 /** Tests set proxy variables in this process: after each one they are put back as they were. */
 export function restoreProxyEnvAfterEach(): void {

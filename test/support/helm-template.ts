@@ -15,12 +15,37 @@ import { parse, parseAllDocuments, stringify } from 'yaml';
 type Value = unknown;
 type Scope = { dot: Value; vars: Record<string, Value> };
 
-interface TextNode { kind: 'text'; text: string }
-interface ActionNode { kind: 'action'; pipeline: string }
-interface IfNode { kind: 'if'; branches: { pipeline?: string; body: Node[] }[] }
-interface WithNode { kind: 'with'; pipeline: string; body: Node[]; otherwise: Node[] }
-interface RangeNode { kind: 'range'; pipeline: string; keyVar?: string; valueVar?: string; body: Node[]; otherwise: Node[] }
-interface DefineNode { kind: 'define'; name: string; body: Node[] }
+interface TextNode {
+  kind: 'text';
+  text: string;
+}
+interface ActionNode {
+  kind: 'action';
+  pipeline: string;
+}
+interface IfNode {
+  kind: 'if';
+  branches: { pipeline?: string; body: Node[] }[];
+}
+interface WithNode {
+  kind: 'with';
+  pipeline: string;
+  body: Node[];
+  otherwise: Node[];
+}
+interface RangeNode {
+  kind: 'range';
+  pipeline: string;
+  keyVar?: string;
+  valueVar?: string;
+  body: Node[];
+  otherwise: Node[];
+}
+interface DefineNode {
+  kind: 'define';
+  name: string;
+  body: Node[];
+}
 type Node = TextNode | ActionNode | IfNode | WithNode | RangeNode | DefineNode;
 
 /** Splits template text into text and actions, applying `{{-` and `-}}` whitespace trimming. */
@@ -53,7 +78,11 @@ function lex(source: string): ({ text: string } | { action: string })[] {
   return out.filter((t) => !('text' in t) || t.text !== '');
 }
 
-function parseNodes(tokens: ReturnType<typeof lex>, pos: { i: number }, until: string[]): { nodes: Node[]; end: string } {
+function parseNodes(
+  tokens: ReturnType<typeof lex>,
+  pos: { i: number },
+  until: string[],
+): { nodes: Node[]; end: string } {
   const nodes: Node[] = [];
   while (pos.i < tokens.length) {
     const t = tokens[pos.i++];
@@ -160,7 +189,8 @@ export class ChartRenderer {
   private readonly defines = new Map<string, Node[]>();
 
   constructor(private readonly files: Record<string, string>) {
-    for (const [name, text] of Object.entries(files)) if (name.endsWith('.tpl')) this.collectDefines(parseNodes(lex(text), { i: 0 }, []).nodes);
+    for (const [name, text] of Object.entries(files))
+      if (name.endsWith('.tpl')) this.collectDefines(parseNodes(lex(text), { i: 0 }, []).nodes);
   }
 
   private collectDefines(nodes: Node[]) {
@@ -183,7 +213,8 @@ export class ChartRenderer {
       return String(format).replace(/%[sdv]/g, () => toText(args[i++]));
     },
     trunc: (n, s) => toText(s).slice(0, Number(n)),
-    trimSuffix: (suffix, s) => (toText(s).endsWith(String(suffix)) ? toText(s).slice(0, -String(suffix).length) : toText(s)),
+    trimSuffix: (suffix, s) =>
+      toText(s).endsWith(String(suffix)) ? toText(s).slice(0, -String(suffix).length) : toText(s),
     sha256sum: (s) => createHash('sha256').update(toText(s)).digest('hex'),
     toString: (v: Value) => toText(v),
     eq: (a, b) => a === b,
@@ -196,7 +227,8 @@ export class ChartRenderer {
       return v;
     },
     b64enc: (s) => Buffer.from(toText(s)).toString('base64'),
-    dict: (...kv) => Object.fromEntries(Array.from({ length: kv.length / 2 }, (_, i) => [String(kv[2 * i]), kv[2 * i + 1]])),
+    dict: (...kv) =>
+      Object.fromEntries(Array.from({ length: kv.length / 2 }, (_, i) => [String(kv[2 * i]), kv[2 * i + 1]])),
   };
 
   private evalArg(token: string, scope: Scope): Value {
@@ -221,7 +253,10 @@ export class ChartRenderer {
     return rest
       .split('.')
       .filter(Boolean)
-      .reduce<Value>((v, key) => (v !== null && typeof v === 'object' ? (v as Record<string, Value>)[key] : undefined), base);
+      .reduce<Value>(
+        (v, key) => (v !== null && typeof v === 'object' ? (v as Record<string, Value>)[key] : undefined),
+        base,
+      );
   }
 
   private evalCommand(command: string, scope: Scope, piped: Value[]): Value {
@@ -257,7 +292,9 @@ export class ChartRenderer {
         if (branch) out += this.renderNodes(branch.body, scope);
       } else if (n.kind === 'with') {
         const v = this.evalPipeline(n.pipeline, scope);
-        out += truthy(v) ? this.renderNodes(n.body, { dot: v, vars: scope.vars }) : this.renderNodes(n.otherwise, scope);
+        out += truthy(v)
+          ? this.renderNodes(n.body, { dot: v, vars: scope.vars })
+          : this.renderNodes(n.otherwise, scope);
       } else if (n.kind === 'range') {
         const v = this.evalPipeline(n.pipeline, scope);
         const entries: [Value, Value][] = Array.isArray(v)
@@ -269,7 +306,11 @@ export class ChartRenderer {
             : [];
         if (!entries.length) out += this.renderNodes(n.otherwise, scope);
         for (const [k, x] of entries) {
-          const vars = { ...scope.vars, ...(n.keyVar ? { [n.keyVar]: k } : {}), ...(n.valueVar ? { [n.valueVar]: x } : {}) };
+          const vars = {
+            ...scope.vars,
+            ...(n.keyVar ? { [n.keyVar]: k } : {}),
+            ...(n.valueVar ? { [n.valueVar]: x } : {}),
+          };
           out += this.renderNodes(n.body, { dot: x, vars });
         }
       } else if (n.kind === 'define') this.defines.set(n.name, n.body);
@@ -287,9 +328,17 @@ export class ChartRenderer {
 /** Deep merge as Helm merges --values over the chart's values.yaml (maps merge, everything else replaces). */
 export function mergeValues(base: Value, override: Value): Value {
   if (override === undefined) return base;
-  if (base && override && typeof base === 'object' && typeof override === 'object' && !Array.isArray(base) && !Array.isArray(override)) {
+  if (
+    base &&
+    override &&
+    typeof base === 'object' &&
+    typeof override === 'object' &&
+    !Array.isArray(base) &&
+    !Array.isArray(override)
+  ) {
     const out: Record<string, Value> = { ...(base as Record<string, Value>) };
-    for (const [k, v] of Object.entries(override as Record<string, Value>)) out[k] = v === null ? undefined : mergeValues(out[k], v);
+    for (const [k, v] of Object.entries(override as Record<string, Value>))
+      out[k] = v === null ? undefined : mergeValues(out[k], v);
     return out;
   }
   return override;
@@ -305,9 +354,14 @@ export interface RenderedObject {
 }
 
 /** `helm template RELEASE CHART -f values`: every object of every template, parsed. */
-export function renderChart(chartDir: string, opts: { release?: string; namespace?: string; values?: Value } = {}): RenderedObject[] {
+export function renderChart(
+  chartDir: string,
+  opts: { release?: string; namespace?: string; values?: Value } = {},
+): RenderedObject[] {
   const templatesDir = path.join(chartDir, 'templates');
-  const files = Object.fromEntries(readdirSync(templatesDir).map((f) => [f, readFileSync(path.join(templatesDir, f), 'utf8')]));
+  const files = Object.fromEntries(
+    readdirSync(templatesDir).map((f) => [f, readFileSync(path.join(templatesDir, f), 'utf8')]),
+  );
   const chart = parse(readFileSync(path.join(chartDir, 'Chart.yaml'), 'utf8')) as Record<string, Value>;
   const values = mergeValues(parse(readFileSync(path.join(chartDir, 'values.yaml'), 'utf8')), opts.values);
   const renderer = new ChartRenderer(files);
@@ -317,10 +371,13 @@ export function renderChart(chartDir: string, opts: { release?: string; namespac
     Chart: { Name: chart.name, Version: chart.version, AppVersion: chart.appVersion },
   };
   const objects: RenderedObject[] = [];
-  for (const file of Object.keys(files).filter((f) => f.endsWith('.yaml')).sort()) {
+  for (const file of Object.keys(files)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort()) {
     const text = renderer.render(file, top);
     for (const doc of parseAllDocuments(text)) {
-      if (doc.errors.length) throw new Error(`${file}: rendered YAML does not parse: ${doc.errors[0].message}\n${text}`);
+      if (doc.errors.length)
+        throw new Error(`${file}: rendered YAML does not parse: ${doc.errors[0].message}\n${text}`);
       const obj = doc.toJS() as RenderedObject | null;
       if (obj) objects.push({ ...obj, source: file });
     }

@@ -81,7 +81,11 @@ export async function startRecordingServer(): Promise<RecordingServer> {
 
     const route = [...routes]
       .reverse()
-      .find((r) => r.method === recorded.method && (typeof r.path === 'string' ? r.path === recorded.path : r.path.test(recorded.path)));
+      .find(
+        (r) =>
+          r.method === recorded.method &&
+          (typeof r.path === 'string' ? r.path === recorded.path : r.path.test(recorded.path)),
+      );
     if (!route) {
       res.writeHead(599, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ error: `no scripted response for ${recorded.method} ${recorded.path}` }));
@@ -101,7 +105,8 @@ export async function startRecordingServer(): Promise<RecordingServer> {
       return;
     }
     const isText = typeof scripted.body === 'string';
-    const payload = scripted.body === undefined ? '' : isText ? (scripted.body as string) : JSON.stringify(scripted.body);
+    const payload =
+      scripted.body === undefined ? '' : isText ? (scripted.body as string) : JSON.stringify(scripted.body);
     res.writeHead(scripted.status ?? 200, {
       'content-type': isText ? 'text/plain' : 'application/json',
       ...scripted.headers,
@@ -120,7 +125,9 @@ export async function startRecordingServer(): Promise<RecordingServer> {
     },
     requestsTo(path, method) {
       return requests.filter(
-        (r) => (method === undefined || r.method === method) && (typeof path === 'string' ? r.path === path : path.test(r.path)),
+        (r) =>
+          (method === undefined || r.method === method) &&
+          (typeof path === 'string' ? r.path === path : path.test(r.path)),
       );
     },
     async stop() {

@@ -64,31 +64,75 @@ export async function startPrivateRedisCluster(masters = 3, replicas = 0): Promi
     for (let i = 0; i < masters * (1 + replicas); i++) {
       const port = await freePort();
       ports.push(port);
-      const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--daemonize', 'no'];
-      args.push('--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', replicas ? '1000' : '2000');
+      const args = [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--daemonize',
+        'no',
+      ];
+      args.push(
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        `nodes-${port}.conf`,
+        '--cluster-node-timeout',
+        replicas ? '1000' : '2000',
+      );
       // A replica must have synced before it may replace its master; the default waits 5 s before the first sync.
       args.push('--repl-diskless-sync-delay', '0');
       const child = spawn(server, args, { stdio: 'ignore' });
       children.push(child);
     }
     for (const [i, port] of ports.entries()) {
-      await waitFor(`redis-server (cluster node) did not answer on port ${port}`, async () => {
-        if (children[i].exitCode !== null) throw new Error(`redis-server exited with code ${children[i].exitCode} (cluster node on port ${port})`);
-        return pingRedis('127.0.0.1', port, 200);
-      }, 10_000);
+      await waitFor(
+        `redis-server (cluster node) did not answer on port ${port}`,
+        async () => {
+          if (children[i].exitCode !== null)
+            throw new Error(`redis-server exited with code ${children[i].exitCode} (cluster node on port ${port})`);
+          return pingRedis('127.0.0.1', port, 200);
+        },
+        10_000,
+      );
     }
-    await run(cli, ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(replicas), '--cluster-yes'], { timeout: 20_000 });
+    await run(
+      cli,
+      [
+        '--cluster',
+        'create',
+        ...ports.map((p) => `127.0.0.1:${p}`),
+        '--cluster-replicas',
+        String(replicas),
+        '--cluster-yes',
+      ],
+      { timeout: 20_000 },
+    );
     for (const port of ports) {
-      await waitFor(`cluster_state:ok not reached on port ${port}`, async () => {
-        const { stdout } = await run(cli, ['-p', String(port), 'cluster', 'info']);
-        return /cluster_state:ok/.test(stdout);
-      }, 15_000);
+      await waitFor(
+        `cluster_state:ok not reached on port ${port}`,
+        async () => {
+          const { stdout } = await run(cli, ['-p', String(port), 'cluster', 'info']);
+          return /cluster_state:ok/.test(stdout);
+        },
+        15_000,
+      );
     }
     for (const port of ports) {
-      await waitFor(`replica on port ${port} did not sync with its master`, async () => {
-        const { stdout } = await run(cli, ['-p', String(port), 'info', 'replication']);
-        return !/role:slave/.test(stdout) || /master_link_status:up/.test(stdout);
-      }, 15_000);
+      await waitFor(
+        `replica on port ${port} did not sync with its master`,
+        async () => {
+          const { stdout } = await run(cli, ['-p', String(port), 'info', 'replication']);
+          return !/role:slave/.test(stdout) || /master_link_status:up/.test(stdout);
+        },
+        15_000,
+      );
     }
   } catch (error) {
     await stop();

@@ -19,7 +19,11 @@ export function simInstances(out: string): string[] {
  * (by default: `instances` instances announced), fails if it exits or is not ready within 30 s. `env` is the
  * process's environment (by default this one's).
  */
-export async function startSimProcess(args: string[], ready: number | ((out: string) => boolean) = 1, env: NodeJS.ProcessEnv = process.env): Promise<SimProcess> {
+export async function startSimProcess(
+  args: string[],
+  ready: number | ((out: string) => boolean) = 1,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<SimProcess> {
   let out = '';
   const child = spawn(process.execPath, [bin, 'sim', ...args], { stdio: ['ignore', 'pipe', 'inherit'], env });
   child.stdout!.on('data', (chunk) => (out += chunk));

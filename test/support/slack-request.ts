@@ -28,7 +28,13 @@ export function slackSignature(secret: string, timestamp: number, body: string):
 }
 
 /** POST any body, signed: for bodies Slack would never send. */
-export async function signedPost(url: string, secret: string, body: string, contentType: string, opts: SignOptions = {}): Promise<SlackHttpResult> {
+export async function signedPost(
+  url: string,
+  secret: string,
+  body: string,
+  contentType: string,
+  opts: SignOptions = {},
+): Promise<SlackHttpResult> {
   const ts = opts.timestamp ?? Math.floor(Date.now() / 1000);
   const started = performance.now();
   const res = await fetch(url, {
@@ -61,7 +67,12 @@ export interface SlashCommandFields {
 }
 
 /** POST a slash command (form-encoded, as Slack does). */
-export function postSlashCommand(url: string, secret: string, fields: SlashCommandFields, opts?: SignOptions): Promise<SlackHttpResult> {
+export function postSlashCommand(
+  url: string,
+  secret: string,
+  fields: SlashCommandFields,
+  opts?: SignOptions,
+): Promise<SlackHttpResult> {
   const form = new URLSearchParams({
     token: 'legacy-verification-token',
     team_id: 'T0TEAM',
@@ -79,13 +90,23 @@ export function postSlashCommand(url: string, secret: string, fields: SlashComma
 }
 
 /** POST an interaction (block_actions, view_submission): form-encoded `payload=<json>`. */
-export function postInteraction(url: string, secret: string, payload: Record<string, unknown>, opts?: SignOptions): Promise<SlackHttpResult> {
+export function postInteraction(
+  url: string,
+  secret: string,
+  payload: Record<string, unknown>,
+  opts?: SignOptions,
+): Promise<SlackHttpResult> {
   const body = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
   return signedPost(url, secret, body, 'application/x-www-form-urlencoded', opts);
 }
 
 /** POST an Events API body (event_callback or url_verification) as JSON. */
-export function postEvent(url: string, secret: string, body: Record<string, unknown>, opts?: SignOptions): Promise<SlackHttpResult> {
+export function postEvent(
+  url: string,
+  secret: string,
+  body: Record<string, unknown>,
+  opts?: SignOptions,
+): Promise<SlackHttpResult> {
   return signedPost(url, secret, JSON.stringify(body), 'application/json', opts);
 }
 
@@ -108,10 +129,29 @@ export function blockActionsPayload(p: {
     api_app_id: 'A0ROLLCALL',
     token: 'legacy-verification-token',
     trigger_id: p.triggerId ?? '1337.43.abcdef',
-    actions: [{ type: 'button', action_id: p.actionId, block_id: 'b1', value: p.value, text: { type: 'plain_text', text: 'x' }, action_ts: '1700000001.000001' }],
+    actions: [
+      {
+        type: 'button',
+        action_id: p.actionId,
+        block_id: 'b1',
+        value: p.value,
+        text: { type: 'plain_text', text: 'x' },
+        action_ts: '1700000001.000001',
+      },
+    ],
   };
   if (p.view) {
-    return { ...base, container: { type: 'view', view_id: p.view.id }, view: { id: p.view.id, type: p.view.type, callback_id: p.view.callback_id ?? '', blocks: [], private_metadata: '' } };
+    return {
+      ...base,
+      container: { type: 'view', view_id: p.view.id },
+      view: {
+        id: p.view.id,
+        type: p.view.type,
+        callback_id: p.view.callback_id ?? '',
+        blocks: [],
+        private_metadata: '',
+      },
+    };
   }
   const channel = p.channel ?? 'C0OPS';
   const ts = p.messageTs ?? '1700000000.000100';

@@ -13,18 +13,33 @@ import {
 } from '../../src/views/blocks.js';
 import { allText, expectWithinSlackLimits, slackLimitViolations } from '../slack/limits.js';
 
-const reply = (blocks: ReplyBlock[], extra: Partial<Reply> = {}): Reply => ({ ok: true, command: 'status', title: 'Fleet status', data: {}, blocks, ...extra });
-const items = (n: number, detail = ''): ReplyItem[] => Array.from({ length: n }, (_, i) => ({ text: `app-${i + 1}`, tone: 'warn', ...(detail ? { detail } : {}) }));
+const reply = (blocks: ReplyBlock[], extra: Partial<Reply> = {}): Reply => ({
+  ok: true,
+  command: 'status',
+  title: 'Fleet status',
+  data: {},
+  blocks,
+  ...extra,
+});
+const items = (n: number, detail = ''): ReplyItem[] =>
+  Array.from({ length: n }, (_, i) => ({ text: `app-${i + 1}`, tone: 'warn', ...(detail ? { detail } : {}) }));
 
 /** Every `app-N` name in a rendering, in order. */
-const shownItems = (blocks: unknown[]) => [...allText(blocks as any[]).matchAll(/\bapp-(\d+)\b/g)].map((m) => Number(m[1]));
+const shownItems = (blocks: unknown[]) =>
+  [...allText(blocks as any[]).matchAll(/\bapp-(\d+)\b/g)].map((m) => Number(m[1]));
 
 describe('renderBlocks', () => {
   it('renders header, fields, tone emoji, context, divider and a fallback text', () => {
     const out = renderBlocks(
       reply([
         { kind: 'header', text: 'Fleet status' },
-        { kind: 'fields', fields: [{ label: 'Apps', value: '540' }, { label: 'Health', value: 'Degraded 12' }] },
+        {
+          kind: 'fields',
+          fields: [
+            { label: 'Apps', value: '540' },
+            { label: 'Health', value: 'Degraded 12' },
+          ],
+        },
         { kind: 'text', text: '*12 apps need attention*', tone: 'error' },
         { kind: 'divider' },
         { kind: 'context', text: 'as of now' },
@@ -32,7 +47,13 @@ describe('renderBlocks', () => {
     );
     expect(out.blocks).toEqual([
       { type: 'header', text: { type: 'plain_text', text: 'Fleet status', emoji: true } },
-      { type: 'section', fields: [{ type: 'mrkdwn', text: '*Apps*\n540' }, { type: 'mrkdwn', text: '*Health*\nDegraded 12' }] },
+      {
+        type: 'section',
+        fields: [
+          { type: 'mrkdwn', text: '*Apps*\n540' },
+          { type: 'mrkdwn', text: '*Health*\nDegraded 12' },
+        ],
+      },
       { type: 'section', text: { type: 'mrkdwn', text: ':x: *12 apps need attention*' } },
       { type: 'divider' },
       { type: 'context', elements: [{ type: 'mrkdwn', text: 'as of now' }] },
@@ -49,7 +70,8 @@ describe('renderBlocks', () => {
       ['unknown', ':grey_question:'],
       ['info', ':information_source:'],
     ];
-    for (const [tone, emoji] of tones) expect(allText(renderBlocks(reply([{ kind: 'text', text: 'x', tone }])).blocks)).toBe(`${emoji} x`);
+    for (const [tone, emoji] of tones)
+      expect(allText(renderBlocks(reply([{ kind: 'text', text: 'x', tone }])).blocks)).toBe(`${emoji} x`);
     const err = renderBlocks(errorReply('status', 'unknown_target', 'No app `auht`', ['auth']));
     expect(allText(err.blocks)).toBe(':x: No app `auht`\nDid you mean: `auth`?');
     expect(err.text).toBe('Error — No app `auht`');
@@ -58,13 +80,18 @@ describe('renderBlocks', () => {
   it("escapes &, < and > in text that is not our own markup (Argo CD's <nil>, a user's <!channel>), keeping links and mentions", () => {
     const out = renderBlocks(
       reply([
-        { kind: 'text', text: 'No application named `<!channel>`; op: error: <nil> & retry limit > 5 by <@U0ALICE> <https://cd.example/a|a & b>' },
+        {
+          kind: 'text',
+          text: 'No application named `<!channel>`; op: error: <nil> & retry limit > 5 by <@U0ALICE> <https://cd.example/a|a & b>',
+        },
         { kind: 'text', text: '> quoted first line' },
         { kind: 'list', items: [{ text: 'x', detail: 'Deployment/x: <nil>' }] },
       ]),
     );
     const text = allText(out.blocks);
-    expect(text).toContain('No application named `&lt;!channel&gt;`; op: error: &lt;nil&gt; &amp; retry limit &gt; 5 by <@U0ALICE> <https://cd.example/a|a & b>');
+    expect(text).toContain(
+      'No application named `&lt;!channel&gt;`; op: error: &lt;nil&gt; &amp; retry limit &gt; 5 by <@U0ALICE> <https://cd.example/a|a & b>',
+    );
     expect(text).toContain('> quoted first line');
     expect(text).toContain('Deployment/x: &lt;nil&gt;');
     expect(text).not.toContain('<!channel>');
@@ -79,7 +106,12 @@ describe('renderBlocks', () => {
           kind: 'list',
           title: 'Problems',
           items: [
-            { text: 'a|b>c', url: 'https://cd.example/applications/a', tone: 'error', detail: 'CrashLoopBackOff\nrestarting' },
+            {
+              text: 'a|b>c',
+              url: 'https://cd.example/applications/a',
+              tone: 'error',
+              detail: 'CrashLoopBackOff\nrestarting',
+            },
             { text: '<https://cd.example/applications/b|b> · prod', url: 'https://cd.example/applications/b' },
           ],
         },
@@ -162,7 +194,10 @@ describe('renderBlocks', () => {
       const out = renderBlocks(r, { commandText: 'rollout payments', page });
       expectWithinSlackLimits(out);
       seen.push(...shownItems(out.blocks));
-      const nav = out.blocks.filter((b: any) => b.type === 'actions').flatMap((b: any) => b.elements).filter((e: any) => e.action_id.startsWith('page'));
+      const nav = out.blocks
+        .filter((b: any) => b.type === 'actions')
+        .flatMap((b: any) => b.elements)
+        .filter((e: any) => e.action_id.startsWith('page'));
       const labels = nav.map((e: any) => e.text.text);
       if (page < 4) expect(labels).toContain(`More (page ${page + 1}/4)`);
       if (page > 1) expect(labels).toContain(`Back (page ${page - 1}/4)`);
@@ -172,7 +207,9 @@ describe('renderBlocks', () => {
       expect((out.blocks[0] as any).type).toBe('header');
     }
     expect(seen).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
-    expect(allText(renderBlocks(r, { commandText: 'rollout payments', page: 2 }).blocks)).toContain('*Step 1* (26–30 of 30)');
+    expect(allText(renderBlocks(r, { commandText: 'rollout payments', page: 2 }).blocks)).toContain(
+      '*Step 1* (26–30 of 30)',
+    );
   });
 
   it('clamps an out-of-range page', () => {
@@ -197,14 +234,19 @@ describe('renderBlocks', () => {
   });
 
   it('cuts a reply with too many blocks to 50, saying so', () => {
-    const out = renderBlocks(reply(Array.from({ length: 80 }, (_, i) => ({ kind: 'text' as const, text: `paragraph ${i}` }))));
+    const out = renderBlocks(
+      reply(Array.from({ length: 80 }, (_, i) => ({ kind: 'text' as const, text: `paragraph ${i}` }))),
+    );
     expect(out.blocks).toHaveLength(50);
     expect(allText(out.blocks.slice(-1))).toContain('31 more blocks not shown');
     expectWithinSlackLimits(out);
   });
 
   it('round-trips page values', () => {
-    expect(decodePageValue(encodePageValue({ command: 'status -l "env in (prod)"', page: 3 }))).toEqual({ command: 'status -l "env in (prod)"', page: 3 });
+    expect(decodePageValue(encodePageValue({ command: 'status -l "env in (prod)"', page: 3 }))).toEqual({
+      command: 'status -l "env in (prod)"',
+      page: 3,
+    });
     expect(decodePageValue('garbage')).toBeUndefined();
     expect(decodePageValue('{"c":"x","p":0}')).toBeUndefined();
   });
@@ -230,14 +272,20 @@ describe('renderBlocks limits (generated replies)', () => {
     const seedOf = (alphabet: string) => {
       let list = seeds.get(alphabet);
       if (!list) {
-        list = Array.from({ length: 32 }, () => Array.from({ length: 64 }, () => alphabet[int(alphabet.length)]).join(''));
+        list = Array.from({ length: 32 }, () =>
+          Array.from({ length: 64 }, () => alphabet[int(alphabet.length)]).join(''),
+        );
         seeds.set(alphabet, list);
       }
       return list[int(list.length)];
     };
     const str = (alphabet = 'abc xyz-*_`\n|<>:', pool = sizes) => {
       const n = pool[int(pool.length)];
-      return n ? seedOf(alphabet).repeat(Math.ceil(n / 64)).slice(0, n) : '';
+      return n
+        ? seedOf(alphabet)
+            .repeat(Math.ceil(n / 64))
+            .slice(0, n)
+        : '';
     };
     const button = (): ReplyButton => {
       const k = int(4);
@@ -258,7 +306,17 @@ describe('renderBlocks limits (generated replies)', () => {
           const n = [0, 3, 30, 700, 3000][int(5)];
           // Huge lists get short items and long ones few items, to keep the generator itself fast.
           const pool = n > 30 ? small : sizes;
-          return { kind: 'list', title: r() < 0.5 ? str() : undefined, items: Array.from({ length: n }, () => ({ text: str(undefined, pool), detail: r() < 0.5 ? str(undefined, pool) : undefined, tone: TONES[int(TONES.length)], url: r() < 0.3 ? 'https://cd.example/a' : undefined })), total: r() < 0.2 ? n + 10 : undefined };
+          return {
+            kind: 'list',
+            title: r() < 0.5 ? str() : undefined,
+            items: Array.from({ length: n }, () => ({
+              text: str(undefined, pool),
+              detail: r() < 0.5 ? str(undefined, pool) : undefined,
+              tone: TONES[int(TONES.length)],
+              url: r() < 0.3 ? 'https://cd.example/a' : undefined,
+            })),
+            total: r() < 0.2 ? n + 10 : undefined,
+          };
         }
         case 4:
           return { kind: 'context', text: str() };
@@ -269,7 +327,14 @@ describe('renderBlocks limits (generated replies)', () => {
       }
     };
     const blocks = Array.from({ length: [0, 1, 4, 20, 70][int(5)] }, block);
-    const reply: Reply = { ok: r() < 0.8, command: 'status', title: str(), data: {}, blocks, ...(r() < 0.2 ? { error: { code: 'usage', message: str() } } : {}) };
+    const reply: Reply = {
+      ok: r() < 0.8,
+      command: 'status',
+      title: str(),
+      data: {},
+      blocks,
+      ...(r() < 0.2 ? { error: { code: 'usage', message: str() } } : {}),
+    };
     const commandText = r() < 0.7 ? (r() < 0.8 ? 'status -l env=prod' : 'x'.repeat(2100)) : undefined;
     return { reply, commandText, page: 1 + int(6) };
   }
@@ -332,15 +397,30 @@ describe('renderFormModal', () => {
 
 describe('code blocks', () => {
   it('fences verbatim text and escapes everything in it: a log line cannot ping, link or close the fence', () => {
-    const out = renderBlocks(reply([{ kind: 'code', text: 'a <!channel> b\nsee <https://evil.example|Argo CD> & ``` done' }]));
-    expect(out.blocks).toEqual([{ type: 'section', text: { type: 'mrkdwn', text: '```\na &lt;!channel&gt; b\nsee &lt;https://evil.example|Argo CD&gt; &amp; ` ` ` done\n```' } }]);
+    const out = renderBlocks(
+      reply([{ kind: 'code', text: 'a <!channel> b\nsee <https://evil.example|Argo CD> & ``` done' }]),
+    );
+    expect(out.blocks).toEqual([
+      {
+        type: 'section',
+        text: {
+          type: 'mrkdwn',
+          text: '```\na &lt;!channel&gt; b\nsee &lt;https://evil.example|Argo CD&gt; &amp; ` ` ` done\n```',
+        },
+      },
+    ]);
     expectWithinSlackLimits(out);
   });
 
   it('keeps the head or the tail that fits one message, saying how many lines were left out', () => {
     const text = Array.from({ length: 2000 }, (_, i) => `line ${i + 1} ${'x'.repeat(60)}`).join('\n');
     for (const keep of ['head', 'tail'] as const) {
-      const out = renderBlocks(reply([{ kind: 'header', text: 'Logs' }, { kind: 'code', text, keep }]));
+      const out = renderBlocks(
+        reply([
+          { kind: 'header', text: 'Logs' },
+          { kind: 'code', text, keep },
+        ]),
+      );
       expectWithinSlackLimits(out);
       const all = allText(out.blocks as any[]);
       expect(all).toContain(keep === 'tail' ? 'line 2000 ' : 'line 1 ');

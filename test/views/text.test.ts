@@ -9,19 +9,35 @@ const reply: Reply = {
   data: {},
   blocks: [
     { kind: 'header', text: 'Fleet status' },
-    { kind: 'fields', fields: [{ label: 'Apps', value: '540 on 12 clusters' }, { label: 'Health', value: 'Healthy 530 · Degraded 10' }] },
+    {
+      kind: 'fields',
+      fields: [
+        { label: 'Apps', value: '540 on 12 clusters' },
+        { label: 'Health', value: 'Healthy 530 · Degraded 10' },
+      ],
+    },
     { kind: 'text', text: ':x: *10 apps need attention*', tone: 'error' },
     {
       kind: 'list',
       title: 'Problems, oldest first',
       items: [
-        { text: '<https://cd.example.com/applications/argocd/auth-prod-us1|auth-prod-us1> · prod-us1', tone: 'error', detail: 'Deployment/auth Degraded: CrashLoopBackOff' },
+        {
+          text: '<https://cd.example.com/applications/argocd/auth-prod-us1|auth-prod-us1> · prod-us1',
+          tone: 'error',
+          detail: 'Deployment/auth Degraded: CrashLoopBackOff',
+        },
         { text: 'web-prod-us2 · prod-us2', tone: 'warn', url: 'https://cd.example.com/applications/web-prod-us2' },
       ],
       total: 10,
     },
     { kind: 'context', text: 'and 188 more healthy clusters' },
-    { kind: 'actions', buttons: [{ label: 'Refresh', command: 'status' }, { label: 'Open', url: 'https://cd.example.com' }] },
+    {
+      kind: 'actions',
+      buttons: [
+        { label: 'Refresh', command: 'status' },
+        { label: 'Open', url: 'https://cd.example.com' },
+      ],
+    },
   ],
 };
 
@@ -69,7 +85,14 @@ describe('renderText', () => {
       title: 'Bulk sync: preview',
       data: {},
       blocks: [
-        { kind: 'actions', buttons: [{ label: 'Approve', action: 'run.approve', value: 'r-abc12' }, { label: 'Cancel', action: 'run.cancel', value: 'r-abc12' }, { label: 'Parameters', action: 'run.form', value: '{}' }] },
+        {
+          kind: 'actions',
+          buttons: [
+            { label: 'Approve', action: 'run.approve', value: 'r-abc12' },
+            { label: 'Cancel', action: 'run.cancel', value: 'r-abc12' },
+            { label: 'Parameters', action: 'run.form', value: '{}' },
+          ],
+        },
       ],
     };
     expect(renderText(run)).toBe('→ Approve: runs approve r-abc12\n→ Cancel: runs cancel r-abc12\n');
@@ -84,8 +107,12 @@ describe('renderText', () => {
 
 describe('mrkdwnToText', () => {
   it('converts links, user and channel mentions, emoji and bold, leaving code spans literal', () => {
-    expect(mrkdwnToText('<https://x.example|label> <https://y.example> <@U123> <#C1|ops> <!here>')).toBe('label (https://x.example) https://y.example @U123 #ops @here');
-    expect(mrkdwnToText(':white_check_mark: ok :warning: warn :hourglass_flowing_sand: :rotating_light: :no_such_emoji:')).toBe('✔ ok ⚠ warn ⏳ ‼ :no_such_emoji:');
+    expect(mrkdwnToText('<https://x.example|label> <https://y.example> <@U123> <#C1|ops> <!here>')).toBe(
+      'label (https://x.example) https://y.example @U123 #ops @here',
+    );
+    expect(
+      mrkdwnToText(':white_check_mark: ok :warning: warn :hourglass_flowing_sand: :rotating_light: :no_such_emoji:'),
+    ).toBe('✔ ok ⚠ warn ⏳ ‼ :no_such_emoji:');
     // A code span is literal (a glob stays a glob) and its backticks are Slack markup, not shown.
     expect(mrkdwnToText('*bold* and `auth-* *not bold*` in 12:30:45')).toBe('bold and auth-* *not bold* in 12:30:45');
     expect(mrkdwnToText('Follow it: `/argo runs show r-1`')).toBe('Follow it: runs show r-1');

@@ -17,9 +17,29 @@ import type { DigestRun, FleetRecords } from './records.js';
 
 export type { DigestRun } from './records.js';
 import type { AlertStore } from './store.js';
-import { byName, evaluateAlertRules, groupBy, groupKey, oldest, ownerOf, pausedBy, revisionOf, rolloutMembers, ruleSettings, type AlertCondition } from './rules.js';
+import {
+  byName,
+  evaluateAlertRules,
+  groupBy,
+  groupKey,
+  oldest,
+  ownerOf,
+  pausedBy,
+  revisionOf,
+  rolloutMembers,
+  ruleSettings,
+  type AlertCondition,
+} from './rules.js';
 
-export const ATTENTION_KINDS = ['degraded', 'out-of-sync', 'stuck-rollout', 'paused-rollout', 'sync-failed', 'key-backup-stale', 'instance-unreachable'] as const;
+export const ATTENTION_KINDS = [
+  'degraded',
+  'out-of-sync',
+  'stuck-rollout',
+  'paused-rollout',
+  'sync-failed',
+  'key-backup-stale',
+  'instance-unreachable',
+] as const;
 export type AttentionKind = (typeof ATTENTION_KINDS)[number];
 
 export interface AttentionItem {
@@ -69,7 +89,20 @@ export interface DigestIncidents {
   closed: DigestIncident[];
 }
 
-export const TOTAL_KEYS = ['instances', 'appSets', 'apps', 'synced', 'outOfSync', 'healthy', 'progressing', 'degraded', 'missing', 'suspended', 'unknown', 'activeAlerts'] as const;
+export const TOTAL_KEYS = [
+  'instances',
+  'appSets',
+  'apps',
+  'synced',
+  'outOfSync',
+  'healthy',
+  'progressing',
+  'degraded',
+  'missing',
+  'suspended',
+  'unknown',
+  'activeAlerts',
+] as const;
 export type TotalKey = (typeof TOTAL_KEYS)[number];
 
 export interface DigestTotals extends Record<TotalKey, number> {
@@ -135,9 +168,16 @@ function lastInSync(app: Application): string | undefined {
   return history.length ? history[history.length - 1].deployedAt : undefined;
 }
 
-function grouped(kind: AttentionKind, apps: { a: FleetApp; since?: string; revision?: string }[], now: Date, title: (owner: string, n: number, since: string) => string): AttentionItem[] {
+function grouped(
+  kind: AttentionKind,
+  apps: { a: FleetApp; since?: string; revision?: string }[],
+  now: Date,
+  title: (owner: string, n: number, since: string) => string,
+): AttentionItem[] {
   const out: AttentionItem[] = [];
-  for (const group of groupBy(apps, (x) => groupKey({ rule: kind, instance: x.a.instance, ...ownerOf(x.a), revision: x.revision })).values()) {
+  for (const group of groupBy(apps, (x) =>
+    groupKey({ rule: kind, instance: x.a.instance, ...ownerOf(x.a), revision: x.revision }),
+  ).values()) {
     const first = group[0].a;
     const owner = ownerOf(first);
     const since = oldest(
@@ -169,7 +209,12 @@ const apps = (n: number) => `${n} app${n === 1 ? '' : 's'}`;
  * its own before that), for any other app at once; failed syncs (sync-failed)
  * that ended in the period. Apps of a stuck rollout are that rollout's item.
  */
-function appAttention(inputs: DigestInputs, scoped: FleetApp[], inStuckRollout: Set<string>, from: Date): AttentionItem[] {
+function appAttention(
+  inputs: DigestInputs,
+  scoped: FleetApp[],
+  inStuckRollout: Set<string>,
+  from: Date,
+): AttentionItem[] {
   const { fleet, now } = inputs;
   const age = (since: string) => formatDuration(now.getTime() - Date.parse(since));
   const degradedWindow = ruleSettings(inputs.alerts, 'degraded-after-sync').windowMs;
@@ -185,12 +230,16 @@ function appAttention(inputs: DigestInputs, scoped: FleetApp[], inStuckRollout: 
     if (health?.status === 'Degraded') {
       const since = health.lastTransitionTime;
       const settled = !since || now.getTime() - Date.parse(since) > DEGRADED_AFTER_MS;
-      if (settled || degradedAfterSync(app, now, degradedWindow) !== undefined) degraded.push({ a, since, revision: revisionOf(app) });
+      if (settled || degradedAfterSync(app, now, degradedWindow) !== undefined)
+        degraded.push({ a, since, revision: revisionOf(app) });
     }
     if (outOfSyncOutsideRollout(a, inRollout)) {
       const since = lastInSync(app);
       // Without automated sync nothing but a person will sync it: it needs attention at once.
-      const due = !automatedEnabled(app.spec?.syncPolicy?.automated) || !since || now.getTime() - Date.parse(since) > outOfSyncAfter;
+      const due =
+        !automatedEnabled(app.spec?.syncPolicy?.automated) ||
+        !since ||
+        now.getTime() - Date.parse(since) > outOfSyncAfter;
       if (due) outOfSync.push({ a, since, revision: app.status?.sync?.revision });
     }
     const op = app.status?.operationState;
@@ -225,7 +274,9 @@ function sourceAttention(inputs: DigestInputs, conditions: AlertCondition[]): At
     out.push({
       kind: 'key-backup-stale',
       severity: 'warning',
-      title: last ? `Sealed-secrets keys of ${c.instance} last backed up ${age(last)} ago` : `No sealed-secrets key backup of ${c.instance} recorded`,
+      title: last
+        ? `Sealed-secrets keys of ${c.instance} last backed up ${age(last)} ago`
+        : `No sealed-secrets key backup of ${c.instance} recorded`,
       instance: c.instance,
       apps: [],
       count: 1,
@@ -282,7 +333,10 @@ export function buildDigest(inputs: DigestInputs): Digest {
   for (const s of fleet.appSets()) {
     const paused = pausedBy(s.appSet);
     if (!paused || !appSetInScope(s.instance, s.appSet.metadata.name)) continue;
-    const waiting = (s.appSet.status?.applicationStatus ?? []).filter((e) => e.status !== 'Healthy').map((e) => e.application).sort(byName);
+    const waiting = (s.appSet.status?.applicationStatus ?? [])
+      .filter((e) => e.status !== 'Healthy')
+      .map((e) => e.application)
+      .sort(byName);
     const since = paused.at ?? now.toISOString();
     attention.push({
       kind: 'paused-rollout',
@@ -298,7 +352,12 @@ export function buildDigest(inputs: DigestInputs): Digest {
 
   attention.push(...appAttention(inputs, scoped, inStuckRollout, from));
   attention.push(...sourceAttention(inputs, rules.conditions));
-  attention.sort((a, b) => ATTENTION_KINDS.indexOf(a.kind) - ATTENTION_KINDS.indexOf(b.kind) || b.count - a.count || byName(a.title, b.title));
+  attention.sort(
+    (a, b) =>
+      ATTENTION_KINDS.indexOf(a.kind) - ATTENTION_KINDS.indexOf(b.kind) ||
+      b.count - a.count ||
+      byName(a.title, b.title),
+  );
 
   const incidents = inputs.incidents ? incidentsOf(inputs.incidents, scopedKeys, reqs.length > 0, from, now) : null;
   return {
@@ -315,17 +374,38 @@ export function buildDigest(inputs: DigestInputs): Digest {
 }
 
 /** A digest with a selector speaks of the incidents touching its apps, and of those about the whole fleet. */
-function incidentsOf(list: DigestIncident[], scoped: Set<string>, selective: boolean, from: Date, now: Date): DigestIncidents {
+function incidentsOf(
+  list: DigestIncident[],
+  scoped: Set<string>,
+  selective: boolean,
+  from: Date,
+  now: Date,
+): DigestIncidents {
   const inPeriod = (t: string | undefined) => !!t && Date.parse(t) >= from.getTime() && Date.parse(t) <= now.getTime();
-  const relevant = [...new Map(list.map((i) => [i.id, i])).values()].filter((i) => !selective || !i.apps.length || i.apps.some((k) => scoped.has(k)));
+  const relevant = [...new Map(list.map((i) => [i.id, i])).values()].filter(
+    (i) => !selective || !i.apps.length || i.apps.some((k) => scoped.has(k)),
+  );
   return {
-    open: relevant.filter((i) => i.state !== 'closed').sort((a, b) => Date.parse(a.declaredAt) - Date.parse(b.declaredAt)),
-    opened: relevant.filter((i) => inPeriod(i.declaredAt)).sort((a, b) => Date.parse(a.declaredAt) - Date.parse(b.declaredAt)),
-    closed: relevant.filter((i) => i.state === 'closed' && inPeriod(i.closedAt)).sort((a, b) => Date.parse(b.closedAt!) - Date.parse(a.closedAt!)),
+    open: relevant
+      .filter((i) => i.state !== 'closed')
+      .sort((a, b) => Date.parse(a.declaredAt) - Date.parse(b.declaredAt)),
+    opened: relevant
+      .filter((i) => inPeriod(i.declaredAt))
+      .sort((a, b) => Date.parse(a.declaredAt) - Date.parse(b.declaredAt)),
+    closed: relevant
+      .filter((i) => i.state === 'closed' && inPeriod(i.closedAt))
+      .sort((a, b) => Date.parse(b.closedAt!) - Date.parse(a.closedAt!)),
   };
 }
 
-function activity(fleet: FleetView, scoped: Set<string>, appSetInScope: (i: string, n: string) => boolean, from: Date, now: Date, runs: DigestRun[] | undefined): DigestActivity {
+function activity(
+  fleet: FleetView,
+  scoped: Set<string>,
+  appSetInScope: (i: string, n: string) => boolean,
+  from: Date,
+  now: Date,
+  runs: DigestRun[] | undefined,
+): DigestActivity {
   const inPeriod = (t: string | undefined) => !!t && Date.parse(t) >= from.getTime() && Date.parse(t) <= now.getTime();
   let succeeded = 0;
   let failed = 0;
@@ -338,7 +418,8 @@ function activity(fleet: FleetView, scoped: Set<string>, appSetInScope: (i: stri
   }
   const rolloutsCompleted: DigestActivity['rolloutsCompleted'] = [];
   for (const s of fleet.appSets()) {
-    if (!isRollingSync(s.appSet) || !rolloutComplete(s.appSet) || !appSetInScope(s.instance, s.appSet.metadata.name)) continue;
+    if (!isRollingSync(s.appSet) || !rolloutComplete(s.appSet) || !appSetInScope(s.instance, s.appSet.metadata.name))
+      continue;
     const at = s.appSet.status?.conditions?.find((c) => c.type === 'RolloutProgressing')?.lastTransitionTime;
     if (at && inPeriod(at)) rolloutsCompleted.push({ instance: s.instance, appSet: s.appSet.metadata.name, at });
   }
@@ -349,10 +430,22 @@ function activity(fleet: FleetView, scoped: Set<string>, appSetInScope: (i: stri
     for (const r of list) byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
     runbookRuns = { total: list.length, byStatus, runs: list.slice(0, 20) };
   }
-  return { from: from.toISOString(), to: now.toISOString(), syncs: { succeeded, failed }, rolloutsCompleted, runbookRuns };
+  return {
+    from: from.toISOString(),
+    to: now.toISOString(),
+    syncs: { succeeded, failed },
+    rolloutsCompleted,
+    runbookRuns,
+  };
 }
 
-function totals(fleet: FleetView, scoped: FleetApp[], appSetInScope: (i: string, n: string) => boolean, activeAlerts: number, previous: DigestInputs['previous']): DigestTotals {
+function totals(
+  fleet: FleetView,
+  scoped: FleetApp[],
+  appSetInScope: (i: string, n: string) => boolean,
+  activeAlerts: number,
+  previous: DigestInputs['previous'],
+): DigestTotals {
   const t: Record<TotalKey, number> = {
     instances: fleet.instances().length,
     appSets: fleet.appSets().filter((s) => appSetInScope(s.instance, s.appSet.metadata.name)).length,
@@ -415,7 +508,11 @@ export interface DigestSources {
  * Builds a digest from the mirror plus what Redis remembers (when this process has it): key backups,
  * runbook runs, active alerts and the previous digest's totals, whose time starts the period.
  */
-export async function composeDigest(sources: DigestSources, digest: Pick<DigestConfig, 'name' | 'selector'> | undefined, now: Date): Promise<Digest> {
+export async function composeDigest(
+  sources: DigestSources,
+  digest: Pick<DigestConfig, 'name' | 'selector'> | undefined,
+  now: Date,
+): Promise<Digest> {
   const records = sources.records;
   const historyName = digest?.name ?? FLEET_DIGEST;
   const [keyBackups, runs, previous, stored] = await Promise.all([
@@ -424,7 +521,10 @@ export async function composeDigest(sources: DigestSources, digest: Pick<DigestC
     records?.previousDigest(historyName).catch(() => undefined),
     sources.alerts?.all().catch(() => undefined),
   ]);
-  const incidents = await digestIncidents(sources, previous ? new Date(previous.at) : new Date(now.getTime() - 86_400_000)).catch(() => undefined);
+  const incidents = await digestIncidents(
+    sources,
+    previous ? new Date(previous.at) : new Date(now.getTime() - 86_400_000),
+  ).catch(() => undefined);
   return buildDigest({
     fleet: sources.fleet,
     now,
@@ -441,8 +541,15 @@ export async function composeDigest(sources: DigestSources, digest: Pick<DigestC
 }
 
 /** Keeps a posted digest's totals as the previous ones of its name, and of the whole fleet when it has no selector. */
-export async function recordPostedDigest(sources: DigestSources, digest: Pick<DigestConfig, 'name' | 'selector'>, d: Digest): Promise<void> {
-  const totals = Object.fromEntries(Object.entries(d.totals).filter(([, v]) => typeof v === 'number')) as Record<string, number>;
+export async function recordPostedDigest(
+  sources: DigestSources,
+  digest: Pick<DigestConfig, 'name' | 'selector'>,
+  d: Digest,
+): Promise<void> {
+  const totals = Object.fromEntries(Object.entries(d.totals).filter(([, v]) => typeof v === 'number')) as Record<
+    string,
+    number
+  >;
   await sources.records?.recordDigest(digest.name, d.at, totals);
   if (!digest.selector) await sources.records?.recordDigest(FLEET_DIGEST, d.at, totals);
 }
@@ -454,9 +561,18 @@ const INCIDENTS_READ = 100;
 async function digestIncidents(sources: DigestSources, from: Date): Promise<DigestIncident[] | undefined> {
   const svc = sources.incidents;
   if (!svc) return undefined;
-  const [open, recent, closedIndexed] = await Promise.all([svc.open(), svc.recent(INCIDENTS_READ), svc.closedSince(from.getTime())]);
+  const [open, recent, closedIndexed] = await Promise.all([
+    svc.open(),
+    svc.recent(INCIDENTS_READ),
+    svc.closedSince(from.getTime()),
+  ]);
   // Those closed in the period by the closing index, and among recent ones (closed before the index was kept).
-  const closedById = new Map([...closedIndexed, ...recent.filter((i) => i.state === 'closed' && i.closedAt && Date.parse(i.closedAt) >= from.getTime())].map((i) => [i.id, i]));
+  const closedById = new Map(
+    [
+      ...closedIndexed,
+      ...recent.filter((i) => i.state === 'closed' && i.closedAt && Date.parse(i.closedAt) >= from.getTime()),
+    ].map((i) => [i.id, i]),
+  );
   const closed = [...closedById.values()].sort((a, b) => b.n - a.n);
   const ttr = new Map(await Promise.all(closed.map(async (i) => [i.id, (await svc.analyse(i)).metrics.ttr] as const)));
   return [...open, ...closed].map((i) => ({

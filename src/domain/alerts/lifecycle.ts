@@ -74,7 +74,8 @@ export function newAlertId(): string {
 
 const SEVERITY_RANK: Record<AlertSeverity, number> = { warning: 1, critical: 2 };
 
-export const isActive = (a: Pick<AlertRecord, 'state'>) => a.state === 'firing' || a.state === 'acked' || a.state === 'snoozed';
+export const isActive = (a: Pick<AlertRecord, 'state'>) =>
+  a.state === 'firing' || a.state === 'acked' || a.state === 'snoozed';
 
 function content(record: AlertRecord, condition: AlertCondition): AlertRecord {
   return {
@@ -109,7 +110,16 @@ function supersedes(prev: AlertRecord, condition: AlertCondition): boolean {
 }
 
 function resolve(prev: AlertRecord, at: string, extra: Partial<AlertRecord> = {}): AlertRecord {
-  return { ...prev, state: 'resolved', resolvedAt: at, updatedAt: at, clearedAt: undefined, renotify: false, version: prev.version + 1, ...extra };
+  return {
+    ...prev,
+    state: 'resolved',
+    resolvedAt: at,
+    updatedAt: at,
+    clearedAt: undefined,
+    renotify: false,
+    version: prev.version + 1,
+    ...extra,
+  };
 }
 
 /**
@@ -117,7 +127,12 @@ function resolve(prev: AlertRecord, at: string, extra: Partial<AlertRecord> = {}
  * cleared before it fired: nobody was told, so nothing is left to resolve). Returns `prev` itself when
  * nothing changes, so the caller can skip the write.
  */
-export function nextAlert(prev: AlertRecord | undefined, condition: AlertCondition | undefined, now: Date, policy: LifecyclePolicy): AlertRecord | null | undefined {
+export function nextAlert(
+  prev: AlertRecord | undefined,
+  condition: AlertCondition | undefined,
+  now: Date,
+  policy: LifecyclePolicy,
+): AlertRecord | null | undefined {
   const at = now.toISOString();
   const t = now.getTime();
   if (!condition) {
@@ -207,6 +222,7 @@ export type AlertChange = { kind: 'ack'; by: string } | { kind: 'snooze'; by: st
 export function applyChange(prev: AlertRecord, change: AlertChange, now: Date): AlertRecord {
   const at = now.toISOString();
   const base = { ...prev, updatedAt: at, version: prev.version + 1, renotify: false };
-  if (change.kind === 'ack') return { ...base, state: 'acked', ackedBy: change.by, snoozedUntil: undefined, snoozedBy: undefined };
+  if (change.kind === 'ack')
+    return { ...base, state: 'acked', ackedBy: change.by, snoozedUntil: undefined, snoozedBy: undefined };
   return { ...base, state: 'snoozed', snoozedBy: change.by, snoozedUntil: new Date(change.untilMs).toISOString() };
 }

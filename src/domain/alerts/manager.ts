@@ -10,7 +10,10 @@ import type { AlertStore } from './store.js';
 /** Where an alert's message lives and how it changes. Implemented over the Slack notifier by the runtime. */
 export interface AlertOutput {
   /** Posts the alert's message; returns where it is. */
-  post(target: { channel: string; threadTs?: string }, alert: AlertRecord): Promise<{ channel: string; ts: string; threadTs?: string }>;
+  post(
+    target: { channel: string; threadTs?: string },
+    alert: AlertRecord,
+  ): Promise<{ channel: string; ts: string; threadTs?: string }>;
   /** Re-renders it in place (apps joined or left, acked, snoozed, resolved). */
   update(message: { channel: string; ts: string }, alert: AlertRecord): Promise<void>;
   /** It got worse: one new notification, in the message's thread. */
@@ -141,7 +144,8 @@ export class AlertManager {
     const byKey = new Map<string, AlertCondition>(conditions.map((c) => [c.key, c]));
     const all = await this.opts.store.all();
     const keepResolved = this.opts.config.alerts.keepResolved;
-    const expired = (a: AlertRecord) => a.state === 'resolved' && now.getTime() - Date.parse(a.resolvedAt ?? a.updatedAt) > keepResolved;
+    const expired = (a: AlertRecord) =>
+      a.state === 'resolved' && now.getTime() - Date.parse(a.resolvedAt ?? a.updatedAt) > keepResolved;
     for (const a of all) if (a.archived && expired(a)) await this.opts.store.removeArchived(a.id);
     const stored = all.filter((a) => !a.archived);
     const keys = new Set<string>([...byKey.keys(), ...stored.map((a) => a.key)]);
@@ -150,7 +154,8 @@ export class AlertManager {
       const condition = byKey.get(key);
       const current = stored.find((a) => a.key === key);
       // Its problem is back (or others of the group have it): the resolved alert is kept under its id first.
-      if (current?.state === 'resolved' && condition && !(current.message && current.version > current.rendered)) await this.opts.store.archive(current);
+      if (current?.state === 'resolved' && condition && !(current.message && current.version > current.rendered))
+        await this.opts.store.archive(current);
       const record = await this.opts.store.mutate(key, (current) => {
         if (current && !condition && expired(current)) return null;
         return nextAlert(current, condition, now, this.policy);
@@ -160,7 +165,9 @@ export class AlertManager {
     if (this.opts.output) {
       for (const record of after) {
         if (record.state === 'pending' || (record.version <= record.rendered && !record.renotify)) continue;
-        await this.render(record).catch((err) => this.opts.logger?.warn({ alert: record.id, err: (err as Error).message }, 'alert message not delivered'));
+        await this.render(record).catch((err) =>
+          this.opts.logger?.warn({ alert: record.id, err: (err as Error).message }, 'alert message not delivered'),
+        );
       }
     }
     return after;
@@ -177,7 +184,8 @@ export class AlertManager {
     const claimed = await this.opts.store.mutate(seen.key, (current) => {
       if (!current || current.id !== seen.id) return undefined;
       if (current.version <= current.rendered && !current.renotify) return undefined;
-      if (current.renderLease && current.renderLease.owner !== this.owner && current.renderLease.until > nowMs) return undefined;
+      if (current.renderLease && current.renderLease.owner !== this.owner && current.renderLease.until > nowMs)
+        return undefined;
       return { ...current, renderLease: { owner: this.owner, until: nowMs + RENDER_LEASE_MS } };
     });
     if (!claimed || claimed.renderLease?.owner !== this.owner) return;
@@ -202,7 +210,8 @@ export class AlertManager {
           await output.followUp(message, claimed);
           if (incident) await this.incidents.recordAlert(incident.id, claimed, 'worse');
         }
-        if (claimed.state === 'resolved' && incident) await this.incidents.recordAlert(incident.id, claimed, 'resolved');
+        if (claimed.state === 'resolved' && incident)
+          await this.incidents.recordAlert(incident.id, claimed, 'resolved');
       }
       // Without a channel there is nothing to deliver: the alert is still listed by `alerts`.
       delivered = true;

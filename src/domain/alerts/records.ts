@@ -47,7 +47,14 @@ export class FleetRecords {
   }
 
   async recentRuns(): Promise<DigestRun[]> {
-    return (await this.runs.list(RUNS_READ)).map((r) => ({ id: r.id, runbook: r.runbook, status: r.status, requester: r.requester, createdAt: r.createdAt, ...(r.endedAt ? { endedAt: r.endedAt } : {}) }));
+    return (await this.runs.list(RUNS_READ)).map((r) => ({
+      id: r.id,
+      runbook: r.runbook,
+      status: r.status,
+      requester: r.requester,
+      createdAt: r.createdAt,
+      ...(r.endedAt ? { endedAt: r.endedAt } : {}),
+    }));
   }
 
   private digestKey(name: string) {

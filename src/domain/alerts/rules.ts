@@ -7,7 +7,13 @@
  */
 import { ALERT_RULES, type AlertRuleName } from '../../infra/config/schema.js';
 import { alertingRules } from '../../fleet/rules/index.js';
-import { byName, ruleSettings, type AlertCondition, type RuleInputs, type RuleResult } from '../../fleet/rules/facts.js';
+import {
+  byName,
+  ruleSettings,
+  type AlertCondition,
+  type RuleInputs,
+  type RuleResult,
+} from '../../fleet/rules/facts.js';
 
 export {
   byName,

@@ -29,7 +29,9 @@ export class AlertNotFoundError extends RollcallError {
     readonly alertId: string,
     known: string[] = [],
   ) {
-    super('alert_not_found', `No alert ${alertId}: \`alerts\` lists the active and recently resolved ones.`, { suggestions: suggest(alertId, known) });
+    super('alert_not_found', `No alert ${alertId}: \`alerts\` lists the active and recently resolved ones.`, {
+      suggestions: suggest(alertId, known),
+    });
   }
 }
 
@@ -74,14 +76,20 @@ export class AlertStore {
 
   /** The error for an id no stored alert has, with the closest ids there are. */
   async notFound(id: string): Promise<AlertNotFoundError> {
-    return new AlertNotFoundError(id, (await this.all()).map((a) => a.id));
+    return new AlertNotFoundError(
+      id,
+      (await this.all()).map((a) => a.id),
+    );
   }
 
   /**
    * Read-modify-write of one group. `change` gets the stored record (or undefined) and returns the next
    * one, null to delete it, or the same object / undefined to leave it. Returns what is stored after.
    */
-  async mutate(groupKey: string, change: (current: AlertRecord | undefined) => AlertRecord | null | undefined): Promise<AlertRecord | undefined> {
+  async mutate(
+    groupKey: string,
+    change: (current: AlertRecord | undefined) => AlertRecord | null | undefined,
+  ): Promise<AlertRecord | undefined> {
     const slot = AlertStore.slot(groupKey);
     const key = this.recordKey(slot);
     for (let tries = 0; tries < 50; tries++) {
@@ -91,7 +99,18 @@ export class AlertStore {
       if (next === undefined || (current && next && JSON.stringify(next) === text)) return current;
       if (next === null && !current) return undefined;
       const score = next ? Date.parse(next.updatedAt) || Date.now() : 0;
-      const ok = Number(await this.redis.eval(CAS, 2, key, this.indexKey(), text, next ? JSON.stringify(next) : '', slot, String(score)));
+      const ok = Number(
+        await this.redis.eval(
+          CAS,
+          2,
+          key,
+          this.indexKey(),
+          text,
+          next ? JSON.stringify(next) : '',
+          slot,
+          String(score),
+        ),
+      );
       if (ok === 1) return next ?? undefined;
     }
     throw new Error(`alert group ${groupKey} is being changed by too many writers at once`);
@@ -101,7 +120,9 @@ export class AlertStore {
   async change(id: string, change: AlertChange, now = new Date()): Promise<AlertRecord> {
     const found = await this.byId(id);
     if (!found) throw new AlertNotFoundError(id);
-    const after = await this.mutate(found.key, (current) => (current && current.id === id ? applyChange(current, change, now) : undefined));
+    const after = await this.mutate(found.key, (current) =>
+      current && current.id === id ? applyChange(current, change, now) : undefined,
+    );
     if (!after || after.id !== id) throw new AlertNotFoundError(id);
     return after;
   }
@@ -117,7 +138,11 @@ export class AlertStore {
   async archive(alert: AlertRecord): Promise<void> {
     const slot = this.archiveSlot(alert.id);
     const kept: AlertRecord = { ...alert, archived: true, renderLease: undefined };
-    await this.redis.multi().set(this.recordKey(slot), JSON.stringify(kept)).zadd(this.indexKey(), String(Date.parse(alert.updatedAt) || Date.now()), slot).exec();
+    await this.redis
+      .multi()
+      .set(this.recordKey(slot), JSON.stringify(kept))
+      .zadd(this.indexKey(), String(Date.parse(alert.updatedAt) || Date.now()), slot)
+      .exec();
   }
 
   async removeArchived(id: string): Promise<void> {
@@ -133,7 +158,9 @@ export class AlertStore {
         await this.removeArchived(a.id);
         continue;
       }
-      await this.mutate(a.key, (current) => (current && current.state === 'resolved' && current.id === a.id ? null : undefined));
+      await this.mutate(a.key, (current) =>
+        current && current.state === 'resolved' && current.id === a.id ? null : undefined,
+      );
     }
   }
 }

@@ -105,7 +105,8 @@ const SECRET_KEY = /token|secret|password|key$|tls\.|private/i;
 function scrub(value: unknown, key = ''): unknown {
   if (SECRET_KEY.test(key)) return '[redacted]';
   if (Array.isArray(value)) return value.map((v) => scrub(v));
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, scrub(v, k)]));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, scrub(v, k)]));
   return value;
 }
 
@@ -164,7 +165,8 @@ export class AuditLog implements AuditStream {
     const to = query.until === undefined ? '+' : String(timeOf(query.until));
     const oldestFirst = query.order === 'oldest';
     const kinds = query.kinds?.length ? new Set<string>(query.kinds) : undefined;
-    const matches = (e: AuditEntry) => (!kinds || kinds.has(e.kind)) && (!query.runId || e.runId === query.runId) && (!query.who || e.who === query.who);
+    const matches = (e: AuditEntry) =>
+      (!kinds || kinds.has(e.kind)) && (!query.runId || e.runId === query.runId) && (!query.who || e.who === query.who);
     const found: AuditEntry[] = [];
     // Each page starts after the last id read: '(' makes the bound exclusive (Redis 6.2+).
     let cursor = oldestFirst ? from : to;

@@ -156,18 +156,28 @@ const AUDIT_ATTEMPT: Record<string, string> = {
 
 /** An audit entry as a change: what rollcall did, who asked, on what. */
 export function auditChange(e: AuditEntry): ChangeRecord {
-  const [instance, app] = e.target?.includes('/') ? [e.target.slice(0, e.target.indexOf('/')), e.target.slice(e.target.indexOf('/') + 1)] : [undefined, undefined];
+  const [instance, app] = e.target?.includes('/')
+    ? [e.target.slice(0, e.target.indexOf('/')), e.target.slice(e.target.indexOf('/') + 1)]
+    : [undefined, undefined];
   const verb = AUDIT_VERB[e.kind] ?? e.kind;
   const step = e.kind.startsWith('step.');
   const who = e.who && e.who !== 'rollcall' ? e.who : undefined;
   const params = e.params && typeof e.params === 'object' ? (e.params as Record<string, unknown>) : {};
-  const detail = e.kind === 'argocd.sync' && params.prune ? ' (prune)' : e.kind === 'argocd.refresh' && params.refresh === 'hard' ? ' (hard)' : '';
+  const detail =
+    e.kind === 'argocd.sync' && params.prune
+      ? ' (prune)'
+      : e.kind === 'argocd.refresh' && params.refresh === 'hard'
+        ? ' (hard)'
+        : '';
   let text: string;
-  const failed = AUDIT_ATTEMPT[e.kind] && e.result?.startsWith('error') ? e.result.replace(/^error:?\s*/, '') || 'error' : undefined;
+  const failed =
+    AUDIT_ATTEMPT[e.kind] && e.result?.startsWith('error') ? e.result.replace(/^error:?\s*/, '') || 'error' : undefined;
   if (e.kind.startsWith('argocd.') || e.kind.endsWith('.mutation'))
     text = `rollcall ${failed ? `could not ${AUDIT_ATTEMPT[e.kind]}` : verb} ${app ?? e.target ?? ''}${detail}${failed ? ` (${failed})` : ''}${e.runId ? ` (run ${e.runId}${who ? `, requested by ${who}` : ''})` : ''}`;
-  else if (step) text = `run ${e.runId ?? ''} ${verb}${e.target ? `: ${e.target}` : ''}${e.result ? ` (${e.result})` : ''}`;
-  else text = `run ${e.runId ?? ''}${e.kind === 'run.start' && e.target ? ` (${e.target})` : ''} ${verb}${who ? ` by ${who}` : ''}${e.result && e.kind === 'run.end' ? `: ${e.result}` : ''}${e.message && e.kind !== 'run.end' ? ` — ${e.message}` : ''}`;
+  else if (step)
+    text = `run ${e.runId ?? ''} ${verb}${e.target ? `: ${e.target}` : ''}${e.result ? ` (${e.result})` : ''}`;
+  else
+    text = `run ${e.runId ?? ''}${e.kind === 'run.start' && e.target ? ` (${e.target})` : ''} ${verb}${who ? ` by ${who}` : ''}${e.result && e.kind === 'run.end' ? `: ${e.result}` : ''}${e.message && e.kind !== 'run.end' ? ` — ${e.message}` : ''}`;
   return {
     id: `audit/${e.id}`,
     at: e.at,

@@ -13,7 +13,18 @@ import type { FleetApp, FleetAppSet, FleetView } from '../../fleet/model.js';
  * `alert`: an alert rollcall raised (recorded through the incident service, for detection times).
  * `created` / `deleted`: an Application appeared in or left the fleet after the mirror first loaded it.
  */
-export type ChangeKind = 'deploy' | 'health' | 'sync' | 'operation' | 'rollout' | 'instance' | 'run' | 'step' | 'alert' | 'created' | 'deleted';
+export type ChangeKind =
+  | 'deploy'
+  | 'health'
+  | 'sync'
+  | 'operation'
+  | 'rollout'
+  | 'instance'
+  | 'run'
+  | 'step'
+  | 'alert'
+  | 'created'
+  | 'deleted';
 
 export interface ChangeRecord {
   id: string;
@@ -105,7 +116,8 @@ function appKey(a: FleetApp): string {
 
 /** The first unhealthy resource's message: app-level health.message is unused since Argo CD 2.x. */
 function healthMessage(app: Application): string | undefined {
-  return app.status?.resources?.find((r) => r.health && r.health.status !== 'Healthy' && r.health.message)?.health?.message;
+  return app.status?.resources?.find((r) => r.health && r.health.status !== 'Healthy' && r.health.message)?.health
+    ?.message;
 }
 
 function deployRecord(a: FleetApp, history: RevisionHistory[], index: number): ChangeRecord {
@@ -113,7 +125,9 @@ function deployRecord(a: FleetApp, history: RevisionHistory[], index: number): C
   const prev = index > 0 ? history[index - 1] : undefined;
   const commit = h.revision ?? h.revisions?.join(',');
   const revision = revisionLabel(h.source ?? h.sources?.[0], commit);
-  const previousRevision = prev ? revisionLabel(prev.source ?? prev.sources?.[0], prev.revision ?? prev.revisions?.join(',')) : undefined;
+  const previousRevision = prev
+    ? revisionLabel(prev.source ?? prev.sources?.[0], prev.revision ?? prev.revisions?.join(','))
+    : undefined;
   const by = initiator(h.initiatedBy);
   const name = a.app.metadata.name;
   return {
@@ -284,7 +298,9 @@ export function changesOf(event: FleetEvent): ChangeRecord[] {
           to: lost ? 'lost' : 'connected',
           ...(lost ? { bad: true } : {}),
           ...(lost && event.error ? { message: event.error } : {}),
-          text: lost ? `Argo CD instance ${event.instance} lost${event.error ? `: ${event.error}` : ''}` : `Argo CD instance ${event.instance} connected again`,
+          text: lost
+            ? `Argo CD instance ${event.instance} lost${event.error ? `: ${event.error}` : ''}`
+            : `Argo CD instance ${event.instance} connected again`,
         },
       ];
     }
@@ -308,7 +324,11 @@ function appChanges(a: FleetApp, prev: FleetApp, seenAt: string): ChangeRecord[]
   const op = cur?.operationState;
   const prevOp = before?.operationState;
   if (op && op.startedAt !== prevOp?.startedAt) out.push(operationStarted(a, op));
-  if (op && op.finishedAt && (op.startedAt !== prevOp?.startedAt || op.finishedAt !== prevOp?.finishedAt || op.phase !== prevOp?.phase)) {
+  if (
+    op &&
+    op.finishedAt &&
+    (op.startedAt !== prevOp?.startedAt || op.finishedAt !== prevOp?.finishedAt || op.phase !== prevOp?.phase)
+  ) {
     const finished = operationFinished(a, op);
     if (finished) out.push(finished);
   }

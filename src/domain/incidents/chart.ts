@@ -90,7 +90,14 @@ export function renderIncidentChart(input: ChartInput): Buffer {
   return img.toPng();
 }
 
-function drawPanel(img: Raster, g: GroupTracks, y: number, plotW: number, input: ChartInput, xOf: (t: number) => number): void {
+function drawPanel(
+  img: Raster,
+  g: GroupTracks,
+  y: number,
+  plotW: number,
+  input: ChartInput,
+  xOf: (t: number) => number,
+): void {
   img.text(8, y + 4, g.label.slice(0, 26), INK);
   img.text(8, y + 16, `${g.total} apps`, [110, 110, 110]);
   img.text(8, y + 28, `peak ${g.peakUnhealthy} unhealthy`, g.peakUnhealthy ? COLORS.Degraded : [110, 110, 110]);

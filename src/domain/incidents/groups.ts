@@ -41,7 +41,14 @@ export function listedKind(r: ChangeRecord): ListedChangeKind | undefined {
  */
 export function withoutDeployOperations<T extends ChangeRecord>(records: T[]): T[] {
   const deployed = new Set(records.filter((r) => r.kind === 'deploy').map((r) => `${r.instance}/${r.app}/${r.commit}`));
-  return records.filter((r) => !(r.kind === 'operation' && (r.to === 'Succeeded' || r.to === 'Running') && deployed.has(`${r.instance}/${r.app}/${r.commit}`)));
+  return records.filter(
+    (r) =>
+      !(
+        r.kind === 'operation' &&
+        (r.to === 'Succeeded' || r.to === 'Running') &&
+        deployed.has(`${r.instance}/${r.app}/${r.commit}`)
+      ),
+  );
 }
 
 export function changeJson(r: ChangeRecord, fleet: FleetView): ChangeJson | undefined {
@@ -91,13 +98,21 @@ const hhmm = (iso: string) => iso.slice(11, 16);
  * Groups changes the way on-call reads them: the same deploy of one ApplicationSet across its
  * clusters is one line; a rollcall run with its syncs is one line. Input and output newest first.
  */
-export function groupChanges(changes: ChangeJson[], runIds: Map<ChangeJson, string | undefined> = new Map()): ChangeGroup[] {
+export function groupChanges(
+  changes: ChangeJson[],
+  runIds: Map<ChangeJson, string | undefined> = new Map(),
+): ChangeGroup[] {
   const groups: Building[] = [];
   const open = new Map<string, Building>();
   for (const c of changes) {
     const runId = runIds.get(c);
     const subject = c.kind === 'run' && runId ? `run ${runId}` : (c.appSet ?? c.app ?? 'rollcall');
-    const detail = c.kind === 'deploy' ? `${c.previousRevision ?? ''}>${c.revision ?? ''}` : c.kind === 'run' ? '' : `${c.text.replace(/^\S+\s/, '').replace(/\(run [^)]*\)/, '')}`;
+    const detail =
+      c.kind === 'deploy'
+        ? `${c.previousRevision ?? ''}>${c.revision ?? ''}`
+        : c.kind === 'run'
+          ? ''
+          : `${c.text.replace(/^\S+\s/, '').replace(/\(run [^)]*\)/, '')}`;
     // A run is one story whoever each entry names: its steps and its end are rollcall's, its request a person's.
     const key = c.kind === 'run' ? `run|${subject}` : `${c.kind}|${subject}|${detail}|${c.by ?? ''}`;
     const t = Date.parse(c.at);
@@ -162,7 +177,8 @@ interface Building extends ChangeGroup {
 
 function groupText(g: Omit<ChangeGroup, 'text'>, sample: string, syncedClusters: string[]): string {
   const when = hhmm(g.from) === hhmm(g.to) ? hhmm(g.from) : `${hhmm(g.from)}–${hhmm(g.to)}`;
-  const on = (clusters: string[]) => (clusters.length > 1 ? ` on ${clusters.length} clusters` : clusters.length === 1 ? ` on ${clusters[0]}` : '');
+  const on = (clusters: string[]) =>
+    clusters.length > 1 ? ` on ${clusters.length} clusters` : clusters.length === 1 ? ` on ${clusters[0]}` : '';
   const where = on(g.clusters);
   const by = g.by ? `, by ${g.by}` : '';
   switch (g.kind) {
@@ -171,7 +187,11 @@ function groupText(g: Omit<ChangeGroup, 'text'>, sample: string, syncedClusters:
     case 'run': {
       const did = [
         g.outcome ?? '',
-        g.synced ? `synced ${g.synced} app${g.synced === 1 ? '' : 's'}${on(syncedClusters)}` : g.apps.length ? `touched ${g.apps.length} app${g.apps.length === 1 ? '' : 's'}${where}` : '',
+        g.synced
+          ? `synced ${g.synced} app${g.synced === 1 ? '' : 's'}${on(syncedClusters)}`
+          : g.apps.length
+            ? `touched ${g.apps.length} app${g.apps.length === 1 ? '' : 's'}${where}`
+            : '',
       ].filter(Boolean);
       return `${g.subject}${g.runbook ? ` (${g.runbook})` : ''}: ${did.length ? did.join(', ') : `${g.count} ${g.count === 1 ? 'entry' : 'entries'}`}, ${when}${by}`;
     }

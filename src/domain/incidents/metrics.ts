@@ -60,11 +60,13 @@ export function computeMetrics(incident: Incident, timeline: TimelineEntry[]): I
   const acknowledged = first(
     (e) =>
       Date.parse(e.at) >= detectedMs &&
-      (e.source === 'human' || ((e.kind === 'run' || e.kind === 'step') && HUMAN_SURFACES.has(e.change?.surface ?? '') && !!e.change?.by)),
+      (e.source === 'human' ||
+        ((e.kind === 'run' || e.kind === 'step') && HUMAN_SURFACES.has(e.change?.surface ?? '') && !!e.change?.by)),
   );
   const mitigated = first((e) => e.kind === 'status' && e.state === 'mitigated');
   const resolved = incident.closedAt ?? null;
-  const secs = (a: string | null, b: string | null) => (a && b ? Math.round((Date.parse(b) - Date.parse(a)) / 1000) : null);
+  const secs = (a: string | null, b: string | null) =>
+    a && b ? Math.round((Date.parse(b) - Date.parse(a)) / 1000) : null;
   const metrics: IncidentMetrics = {
     impactStart,
     detected,
@@ -88,7 +90,10 @@ export function computeMetrics(incident: Incident, timeline: TimelineEntry[]): I
   for (let i = 1; i < known.length; i++) {
     const [prevName, prev] = known[i - 1];
     const [name, at] = known[i];
-    if (Date.parse(at) < Date.parse(prev)) metrics.warnings.push(`${name} (${at}) is before ${prevName} (${prev}): check the override or the status history`);
+    if (Date.parse(at) < Date.parse(prev))
+      metrics.warnings.push(
+        `${name} (${at}) is before ${prevName} (${prev}): check the override or the status history`,
+      );
   }
   return metrics;
 }
@@ -138,7 +143,15 @@ export function healthTracks(timeline: TimelineEntry[], apps: readonly FleetApp[
     const key = keyOf(c.instance, c.app);
     let t = tracks.get(key);
     if (!t) {
-      t = { instance: c.instance, app: c.app, cluster: e.cluster, appSet: e.appSet, initial: '', transitions: [], failedOperation: false };
+      t = {
+        instance: c.instance,
+        app: c.app,
+        cluster: e.cluster,
+        appSet: e.appSet,
+        initial: '',
+        transitions: [],
+        failedOperation: false,
+      };
       tracks.set(key, t);
     }
     if (c.kind === 'operation') {
@@ -157,7 +170,15 @@ export function healthTracks(timeline: TimelineEntry[], apps: readonly FleetApp[
       if (!t.initial) t.initial = a.app.status?.health?.status ?? 'Unknown';
       continue;
     }
-    tracks.set(key, { instance: a.instance, app: a.app.metadata.name, cluster: a.cluster, appSet: a.appSet, initial: a.app.status?.health?.status ?? 'Unknown', transitions: [], failedOperation: false });
+    tracks.set(key, {
+      instance: a.instance,
+      app: a.app.metadata.name,
+      cluster: a.cluster,
+      appSet: a.appSet,
+      initial: a.app.status?.health?.status ?? 'Unknown',
+      transitions: [],
+      failedOperation: false,
+    });
   }
   for (const t of tracks.values()) {
     if (!t.initial) t.initial = 'Unknown';
@@ -175,8 +196,15 @@ export function stateAt(track: AppTrack, t: number): string {
   return state;
 }
 
-export function blastRadius(tracks: AppTrack[], start: number, end: number): { radius: BlastRadius; impacted: Impacted } {
-  const hit = tracks.filter((t) => t.failedOperation || UNHEALTHY.has(t.initial) || t.transitions.some((tr) => UNHEALTHY.has(tr.to) && tr.at <= end));
+export function blastRadius(
+  tracks: AppTrack[],
+  start: number,
+  end: number,
+): { radius: BlastRadius; impacted: Impacted } {
+  const hit = tracks.filter(
+    (t) =>
+      t.failedOperation || UNHEALTHY.has(t.initial) || t.transitions.some((tr) => UNHEALTHY.has(tr.to) && tr.at <= end),
+  );
   const points: { at: number; delta: number }[] = [];
   let unhealthyMs = 0;
   for (const t of hit) {

@@ -34,7 +34,8 @@ export class Raster {
 
   /** A vertical line; `dash` draws every other `dash` pixels. */
   vline(x: number, y0: number, y1: number, color: Rgb, dash = 0): void {
-    for (let y = Math.floor(y0); y <= y1; y++) if (!dash || Math.floor((y - y0) / dash) % 2 === 0) this.setPixel(x, y, color);
+    for (let y = Math.floor(y0); y <= y1; y++)
+      if (!dash || Math.floor((y - y0) / dash) % 2 === 0) this.setPixel(x, y, color);
   }
 
   hline(x0: number, x1: number, y: number, color: Rgb): void {
@@ -76,7 +77,12 @@ export class Raster {
     ihdr[10] = 0; // deflate
     ihdr[11] = 0; // adaptive filtering
     ihdr[12] = 0; // no interlace
-    return Buffer.concat([PNG_SIGNATURE, chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw, { level: 6 })), chunk('IEND', Buffer.alloc(0))]);
+    return Buffer.concat([
+      PNG_SIGNATURE,
+      chunk('IHDR', ihdr),
+      chunk('IDAT', deflateSync(raw, { level: 6 })),
+      chunk('IEND', Buffer.alloc(0)),
+    ]);
   }
 }
 
@@ -142,11 +148,13 @@ const GLYPHS: Record<string, string> = {
   '%': '11000,11001,00010,00100,01000,10011,00011',
   '>': '01000,00100,00010,00001,00010,00100,01000',
   '<': '00010,00100,01000,10000,01000,00100,00010',
-  '_': '00000,00000,00000,00000,00000,00000,11111',
+  _: '00000,00000,00000,00000,00000,00000,11111',
   '+': '00000,00100,00100,11111,00100,00100,00000',
   '=': '00000,00000,11111,00000,11111,00000,00000',
   '#': '01010,01010,11111,01010,11111,01010,01010',
   '?': '01110,10001,00001,00010,00100,00000,00100',
 };
 
-const FONT: Record<string, string[]> = Object.fromEntries(Object.entries(GLYPHS).map(([ch, rows]) => [ch, rows.split(',')]));
+const FONT: Record<string, string[]> = Object.fromEntries(
+  Object.entries(GLYPHS).map(([ch, rows]) => [ch, rows.split(',')]),
+);

@@ -49,7 +49,12 @@ export class ChangeRecorder {
     opts: ChangeRecorderOptions = {},
   ) {
     this.log = opts.logger?.child({ component: 'change-recorder' });
-    this.opts = { flushMs: opts.flushMs ?? 50, batchSize: opts.batchSize ?? 500, trimEveryMs: opts.trimEveryMs ?? 600_000, now: opts.now ?? Date.now };
+    this.opts = {
+      flushMs: opts.flushMs ?? 50,
+      batchSize: opts.batchSize ?? 500,
+      trimEveryMs: opts.trimEveryMs ?? 600_000,
+      now: opts.now ?? Date.now,
+    };
   }
 
   /** Resolves when the start-up backfill is written (`start()` does not wait for it). */
@@ -61,7 +66,10 @@ export class ChangeRecorder {
    */
   async start(): Promise<void> {
     this.unsubscribe = this.fleet.subscribe((event) => this.onEvent(event));
-    this.trimTimer = setInterval(() => void this.changeLog.trim(this.opts.now()).catch(() => undefined), this.opts.trimEveryMs);
+    this.trimTimer = setInterval(
+      () => void this.changeLog.trim(this.opts.now()).catch(() => undefined),
+      this.opts.trimEveryMs,
+    );
     this.trimTimer.unref();
     this.backfilled = this.backfill();
   }

@@ -42,8 +42,12 @@ export function buildReport(analysis: IncidentAnalysis, fleet: FleetView): Incid
     .map((e) => ({ json: changeJson(e.change!, fleet), runId: e.change!.runId, id: e.change!.id }))
     .filter((c): c is { json: ChangeJson; runId: string | undefined; id: string } => !!c.json);
   const impactMs = metrics.impactStart ? Date.parse(metrics.impactStart) : Number.POSITIVE_INFINITY;
-  const deployOps = new Set(withoutDeployOperations(timeline.map((e) => e.change).filter((c): c is ChangeRecord => !!c)).map((c) => c.id));
-  const before = changes.filter((c) => Date.parse(c.json.at) <= impactMs && c.json.kind !== 'run' && deployOps.has(c.id));
+  const deployOps = new Set(
+    withoutDeployOperations(timeline.map((e) => e.change).filter((c): c is ChangeRecord => !!c)).map((c) => c.id),
+  );
+  const before = changes.filter(
+    (c) => Date.parse(c.json.at) <= impactMs && c.json.kind !== 'run' && deployOps.has(c.id),
+  );
   const newestFirst = (list: typeof changes) => {
     const sorted = [...list].reverse();
     return groupChanges(
@@ -56,7 +60,10 @@ export function buildReport(analysis: IncidentAnalysis, fleet: FleetView): Incid
 
   const lines: string[] = [];
   lines.push(`# ${incident.id}: ${incident.title}`, '');
-  lines.push(`Severity ${incident.severity} · ${incident.state}${incident.lead ? ` · lead ${incident.lead}` : ''} · declared ${fmtTime(incident.declaredAt)} by ${incident.declaredBy}${incident.scope ? ` · scope \`${incident.scope}\`` : ' · scope: the whole fleet'}`, '');
+  lines.push(
+    `Severity ${incident.severity} · ${incident.state}${incident.lead ? ` · lead ${incident.lead}` : ''} · declared ${fmtTime(incident.declaredAt)} by ${incident.declaredBy}${incident.scope ? ` · scope \`${incident.scope}\`` : ' · scope: the whole fleet'}`,
+    '',
+  );
   lines.push('## Summary', '', incident.summary ?? '_No summary given at close._', '');
   lines.push('## Impact', '');
   lines.push(
@@ -88,7 +95,9 @@ export function buildReport(analysis: IncidentAnalysis, fleet: FleetView): Incid
     const synced = [...new Set(entries.filter((e) => e.app).map((e) => e.app!))];
     const started = entries[0];
     const ended = entries.find((e) => e.kind === 'run' && !e.app && / ended/.test(e.text));
-    lines.push(`- Run ${runId}: ${md(started?.text ?? '')}${synced.length ? `; synced ${synced.length} app${synced.length === 1 ? '' : 's'}` : ''}${ended ? `; ${md(ended.text)}` : ''}`);
+    lines.push(
+      `- Run ${runId}: ${md(started?.text ?? '')}${synced.length ? `; synced ${synced.length} app${synced.length === 1 ? '' : 's'}` : ''}${ended ? `; ${md(ended.text)}` : ''}`,
+    );
     lines.push(`  - Health after: ${healthFollowed(timeline, synced, started ? Date.parse(started.at) : 0)}`);
   }
   lines.push('');
@@ -113,11 +122,20 @@ export function buildReport(analysis: IncidentAnalysis, fleet: FleetView): Incid
       '| time (UTC) | kind | source | what |',
       '|---|---|---|---|',
     );
-    for (const r of rows) lines.push(`| ${r.from === r.to ? stamp(r.from) : `${stamp(r.from)} – ${stamp(r.to).slice(11)}`} | ${r.kind} | ${r.source} | ${md(r.text)} |`);
+    for (const r of rows)
+      lines.push(
+        `| ${r.from === r.to ? stamp(r.from) : `${stamp(r.from)} – ${stamp(r.to).slice(11)}`} | ${r.kind} | ${r.source} | ${md(r.text)} |`,
+      );
   }
   lines.push('');
 
-  const png = renderIncidentChart({ title: `${incident.id} ${incident.title}`, start: window.start, end: window.end, tracks: analysis.tracks, metrics });
+  const png = renderIncidentChart({
+    title: `${incident.id} ${incident.title}`,
+    start: window.start,
+    end: window.end,
+    tracks: analysis.tracks,
+    metrics,
+  });
   return {
     markdown: lines.join('\n'),
     png,
@@ -200,13 +218,26 @@ export function condenseTimeline(timeline: TimelineEntry[]): CondensedRow[] {
       if (e.cluster) existing.clusters.add(e.cluster);
       continue;
     }
-    const row: Building = { from: e.at, to: e.at, kind: e.kind, source: e.source, text: e.text, count: 1, lastMs: at, subject, what, message: c?.message, clusters: new Set(e.cluster ? [e.cluster] : []) };
+    const row: Building = {
+      from: e.at,
+      to: e.at,
+      kind: e.kind,
+      source: e.source,
+      text: e.text,
+      count: 1,
+      lastMs: at,
+      subject,
+      what,
+      message: c?.message,
+      clusters: new Set(e.cluster ? [e.cluster] : []),
+    };
     if (fleetChange) open.set(key, row);
     rows.push(row);
   }
   return rows.map(({ from, to, kind, source, text, count, subject, what, message, clusters }) => {
     if (count === 1) return { from, to, kind, source, text, count };
-    const where = clusters.size > 1 ? ` on ${clusters.size} clusters` : clusters.size === 1 ? ` on ${[...clusters][0]}` : '';
+    const where =
+      clusters.size > 1 ? ` on ${clusters.size} clusters` : clusters.size === 1 ? ` on ${[...clusters][0]}` : '';
     const example = kind === 'health' && message ? ` (first: ${message})` : '';
     return { from, to, kind, source, text: `${subject}: ${what} ×${count}${where}${example}`, count };
   });
@@ -227,14 +258,21 @@ export function keyTimeline(timeline: TimelineEntry[]): TimelineEntry[] {
       }
     } else if (e.kind === 'health' && e.change?.to === 'Healthy') lastGood.set(e.appSet ?? e.cluster ?? '', e);
   }
-  for (const [group, e] of lastGood) if (seenBad.has(group)) out.push({ ...e, text: `${e.text} (last of ${group} healthy again)` });
+  for (const [group, e] of lastGood)
+    if (seenBad.has(group)) out.push({ ...e, text: `${e.text} (last of ${group} healthy again)` });
   return out.sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
 }
 
 function healthFollowed(timeline: TimelineEntry[], synced: string[], fromMs: number): string {
-  const healed = new Set(timeline.filter((e) => e.kind === 'health' && e.change?.to === 'Healthy' && Date.parse(e.at) >= fromMs).map((e) => e.appSet ?? e.app));
+  const healed = new Set(
+    timeline
+      .filter((e) => e.kind === 'health' && e.change?.to === 'Healthy' && Date.parse(e.at) >= fromMs)
+      .map((e) => e.appSet ?? e.app),
+  );
   const stillBad = timeline.filter((e) => e.kind === 'health' && e.change?.bad && Date.parse(e.at) >= fromMs);
-  const healedCount = timeline.filter((e) => e.kind === 'health' && e.change?.to === 'Healthy' && Date.parse(e.at) >= fromMs).length;
+  const healedCount = timeline.filter(
+    (e) => e.kind === 'health' && e.change?.to === 'Healthy' && Date.parse(e.at) >= fromMs,
+  ).length;
   if (!synced.length) return 'no app synced';
   if (!healedCount && !stillBad.length) return 'no health change followed';
   return `${healedCount} app${healedCount === 1 ? '' : 's'} turned Healthy afterwards${healed.size ? ` (${[...healed].filter(Boolean).slice(0, 5).join(', ')})` : ''}${stillBad.length ? `; ${stillBad.length} went unhealthy` : ''}`;

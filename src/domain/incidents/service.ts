@@ -5,8 +5,22 @@ import type { FleetView } from '../../fleet/model.js';
 import { selectApps, type AppSelector } from '../../fleet/select.js';
 import type { ChangeLog } from './change-log.js';
 import type { ChangeRecord } from './changes.js';
-import { blastRadius, computeMetrics, healthTracks, type BlastRadius, type Impacted, type IncidentMetrics } from './metrics.js';
-import { INCIDENT_STATES, type Incident, type IncidentEntry, type IncidentState, type IncidentStatus, type IncidentStore } from './store.js';
+import {
+  blastRadius,
+  computeMetrics,
+  healthTracks,
+  type BlastRadius,
+  type Impacted,
+  type IncidentMetrics,
+} from './metrics.js';
+import {
+  INCIDENT_STATES,
+  type Incident,
+  type IncidentEntry,
+  type IncidentState,
+  type IncidentStatus,
+  type IncidentStore,
+} from './store.js';
 import { incidentWindow, mergeTimeline, scopedApps, type TimelineEntry } from './timeline.js';
 
 export interface IncidentServiceOptions {
@@ -44,12 +58,23 @@ export interface IncidentAnalysis {
 export class IncidentError extends RollcallError {
   override name = 'IncidentError';
   constructor(
-    code: 'incident_not_found' | 'incident_ambiguous' | 'incident_none_open' | 'incident_closed' | 'incident_not_closed' | 'invalid_params',
+    code:
+      | 'incident_not_found'
+      | 'incident_ambiguous'
+      | 'incident_none_open'
+      | 'incident_closed'
+      | 'incident_not_closed'
+      | 'invalid_params',
     message: string,
     readonly open: Incident[] = [],
     suggestions: string[] = open.map((i) => i.id),
   ) {
-    super(code, message, { suggestions, ...(open.length ? { data: { open: open.map((i) => ({ id: i.id, title: i.title, state: i.state, severity: i.severity })) } } : {}) });
+    super(code, message, {
+      suggestions,
+      ...(open.length
+        ? { data: { open: open.map((i) => ({ id: i.id, title: i.title, state: i.state, severity: i.severity })) } }
+        : {}),
+    });
   }
 }
 
@@ -84,9 +109,17 @@ export class IncidentService {
     this.now = opts.now ?? (() => new Date());
   }
 
-  async declare(opts: { title: string; severity: number; scope?: { text: string; selector: AppSelector }; by: string; lookbackMs?: number }): Promise<Incident> {
+  async declare(opts: {
+    title: string;
+    severity: number;
+    scope?: { text: string; selector: AppSelector };
+    by: string;
+    lookbackMs?: number;
+  }): Promise<Incident> {
     const at = this.now().toISOString();
-    const scopeApps = opts.scope ? selectApps(this.fleet, opts.scope.selector).map((a) => `${a.instance}/${a.app.metadata.name}`) : [];
+    const scopeApps = opts.scope
+      ? selectApps(this.fleet, opts.scope.selector).map((a) => `${a.instance}/${a.app.metadata.name}`)
+      : [];
     const incident = await this.store.create({
       title: opts.title,
       severity: opts.severity,
@@ -116,57 +149,127 @@ export class IncidentService {
       const incident = await this.store.get(normalizeId(id));
       if (!incident) {
         const known = (await this.store.recent(50)).map((i) => i.id);
-        throw new IncidentError('incident_not_found', `No incident ${normalizeId(id)}: \`incidents\` lists the open and recent ones.`, [], suggest(normalizeId(id), known));
+        throw new IncidentError(
+          'incident_not_found',
+          `No incident ${normalizeId(id)}: \`incidents\` lists the open and recent ones.`,
+          [],
+          suggest(normalizeId(id), known),
+        );
       }
       return incident;
     }
     const open = await this.store.open();
     if (where.channel) {
-      const here = open.filter((i) => i.channel === where.channel || (i.header?.channel === where.channel && (!where.threadTs || i.header?.ts === where.threadTs)));
+      const here = open.filter(
+        (i) =>
+          i.channel === where.channel ||
+          (i.header?.channel === where.channel && (!where.threadTs || i.header?.ts === where.threadTs)),
+      );
       if (here.length === 1) return here[0];
     }
     if (open.length === 1) return open[0];
-    if (!open.length) throw new IncidentError('incident_none_open', 'No incident is open. Name one (`incident show INC-3`), or declare one: `incident start TITLE... [sev=1..4] [scope=SELECTOR]`.');
-    throw new IncidentError('incident_ambiguous', `${open.length} incidents are open: ${open.map((i) => `${i.id} (${i.title})`).join(', ')}. Say which, e.g. \`incident note ${open[0].id} ...\`.`, open);
+    if (!open.length)
+      throw new IncidentError(
+        'incident_none_open',
+        'No incident is open. Name one (`incident show INC-3`), or declare one: `incident start TITLE... [sev=1..4] [scope=SELECTOR]`.',
+      );
+    throw new IncidentError(
+      'incident_ambiguous',
+      `${open.length} incidents are open: ${open.map((i) => `${i.id} (${i.title})`).join(', ')}. Say which, e.g. \`incident note ${open[0].id} ...\`.`,
+      open,
+    );
   }
 
   private async requireOpen(incident: Incident): Promise<void> {
-    if (incident.state === 'closed') throw new IncidentError('incident_closed', `${incident.id} is closed. \`incident reopen ${incident.id}\` first.`);
+    if (incident.state === 'closed')
+      throw new IncidentError('incident_closed', `${incident.id} is closed. \`incident reopen ${incident.id}\` first.`);
   }
 
-  async note(incident: Incident, text: string, by: string, opts: { at?: string; dedupeKey?: string; ref?: string } = {}): Promise<boolean> {
+  async note(
+    incident: Incident,
+    text: string,
+    by: string,
+    opts: { at?: string; dedupeKey?: string; ref?: string } = {},
+  ): Promise<boolean> {
     if (!text.trim()) throw new IncidentError('invalid_params', 'A note needs text: `incident note [ID] TEXT`.');
-    return this.store.append(incident.id, { at: opts.at ?? this.now().toISOString(), kind: 'note', source: 'human', by, text: text.trim(), ...(opts.ref ? { ref: opts.ref } : {}) }, opts.dedupeKey);
+    return this.store.append(
+      incident.id,
+      {
+        at: opts.at ?? this.now().toISOString(),
+        kind: 'note',
+        source: 'human',
+        by,
+        text: text.trim(),
+        ...(opts.ref ? { ref: opts.ref } : {}),
+      },
+      opts.dedupeKey,
+    );
   }
 
   async setStatus(incident: Incident, state: IncidentStatus, by: string, text?: string): Promise<Incident> {
     await this.requireOpen(incident);
-    if (!INCIDENT_STATES.includes(state)) throw new IncidentError('invalid_params', `Status must be one of ${INCIDENT_STATES.join(', ')}.`);
+    if (!INCIDENT_STATES.includes(state))
+      throw new IncidentError('invalid_params', `Status must be one of ${INCIDENT_STATES.join(', ')}.`);
     const at = this.now().toISOString();
-    await this.store.append(incident.id, { at, kind: 'status', source: 'human', by, state, text: `status ${incident.state} → ${state} by ${by}${text ? `: ${text}` : ''}` });
+    await this.store.append(incident.id, {
+      at,
+      kind: 'status',
+      source: 'human',
+      by,
+      state,
+      text: `status ${incident.state} → ${state} by ${by}${text ? `: ${text}` : ''}`,
+    });
     return this.store.update(incident.id, { state });
   }
 
   async setSeverity(incident: Incident, severity: number, by: string): Promise<Incident> {
-    await this.store.append(incident.id, { at: this.now().toISOString(), kind: 'status', source: 'human', by, text: `severity ${incident.severity} → ${severity} by ${by}` });
+    await this.store.append(incident.id, {
+      at: this.now().toISOString(),
+      kind: 'status',
+      source: 'human',
+      by,
+      text: `severity ${incident.severity} → ${severity} by ${by}`,
+    });
     return this.store.update(incident.id, { severity });
   }
 
   async setLead(incident: Incident, lead: string, by: string): Promise<Incident> {
-    await this.store.append(incident.id, { at: this.now().toISOString(), kind: 'status', source: 'human', by, text: `lead ${incident.lead ?? 'none'} → ${lead} (set by ${by})` });
+    await this.store.append(incident.id, {
+      at: this.now().toISOString(),
+      kind: 'status',
+      source: 'human',
+      by,
+      text: `lead ${incident.lead ?? 'none'} → ${lead} (set by ${by})`,
+    });
     return this.store.update(incident.id, { lead });
   }
 
   async setImpact(incident: Incident, at: string, by: string): Promise<Incident> {
-    await this.store.append(incident.id, { at: this.now().toISOString(), kind: 'status', source: 'human', by, text: `impact start set to ${absoluteTime(at)} by ${by}` });
+    await this.store.append(incident.id, {
+      at: this.now().toISOString(),
+      kind: 'status',
+      source: 'human',
+      by,
+      text: `impact start set to ${absoluteTime(at)} by ${by}`,
+    });
     return this.store.update(incident.id, { impactOverride: at });
   }
 
   async close(incident: Incident, by: string, summary?: string): Promise<Incident> {
     await this.requireOpen(incident);
     const at = this.now().toISOString();
-    await this.store.append(incident.id, { at, kind: 'closed', source: 'human', by, text: `${incident.id} closed by ${by}${summary ? `: ${summary}` : ''}` });
-    const closed = await this.store.update(incident.id, { state: 'closed', closedAt: at, ...(summary ? { summary } : {}) });
+    await this.store.append(incident.id, {
+      at,
+      kind: 'closed',
+      source: 'human',
+      by,
+      text: `${incident.id} closed by ${by}${summary ? `: ${summary}` : ''}`,
+    });
+    const closed = await this.store.update(incident.id, {
+      state: 'closed',
+      closedAt: at,
+      ...(summary ? { summary } : {}),
+    });
     // The change log forgets after its retention; the incident keeps its part of it.
     const changes = await this.scopedChanges(closed);
     await this.store.saveFleetSnapshot(closed.id, JSON.stringify(changes));
@@ -174,8 +277,16 @@ export class IncidentService {
   }
 
   async reopen(incident: Incident, by: string): Promise<Incident> {
-    if (incident.state !== 'closed') throw new IncidentError('incident_not_closed', `${incident.id} is open (${incident.state}); nothing to reopen.`);
-    await this.store.append(incident.id, { at: this.now().toISOString(), kind: 'status', source: 'human', by, state: 'investigating', text: `${incident.id} reopened by ${by}` });
+    if (incident.state !== 'closed')
+      throw new IncidentError('incident_not_closed', `${incident.id} is open (${incident.state}); nothing to reopen.`);
+    await this.store.append(incident.id, {
+      at: this.now().toISOString(),
+      kind: 'status',
+      source: 'human',
+      by,
+      state: 'investigating',
+      text: `${incident.id} reopened by ${by}`,
+    });
     return this.store.update(incident.id, { state: 'investigating', closedAt: undefined });
   }
 
@@ -220,7 +331,12 @@ export class IncidentService {
     const nowMs = this.now().getTime();
     const apps = incident.scopeSelector
       ? scopedApps(incident, this.fleet)
-      : this.fleet.apps().filter((a) => analysis.impacted.apps.includes(a.app.metadata.name) && analysis.impacted.instances.includes(a.instance));
+      : this.fleet
+          .apps()
+          .filter(
+            (a) =>
+              analysis.impacted.apps.includes(a.app.metadata.name) && analysis.impacted.instances.includes(a.instance),
+          );
     if (!apps.length) return undefined;
     const settled = apps.every((a) => {
       const health = a.app.status?.health;
@@ -278,7 +394,17 @@ export class IncidentService {
     // An alert about no app in particular (an instance, the fleet) still belongs on the open incidents.
     if (!alert.app) {
       for (const incident of await this.store.open()) {
-        await this.store.append(incident.id, { at, kind: 'alert', source: 'alert', text: alert.text, ...(alert.impactSince ? { impactAt: alert.impactSince } : {}) }, `alert/${alert.id}`);
+        await this.store.append(
+          incident.id,
+          {
+            at,
+            kind: 'alert',
+            source: 'alert',
+            text: alert.text,
+            ...(alert.impactSince ? { impactAt: alert.impactSince } : {}),
+          },
+          `alert/${alert.id}`,
+        );
       }
     }
   }
@@ -286,7 +412,17 @@ export class IncidentService {
   /** An alert's event on one incident's timeline (the alert rules found the incident covering it); once per id. */
   async recordAlertOn(incidentId: string, alert: IncidentAlert): Promise<boolean> {
     const at = alert.at ?? this.now().toISOString();
-    return this.store.append(incidentId, { at, kind: 'alert', source: 'alert', text: alert.text, ...(alert.impactSince ? { impactAt: alert.impactSince } : {}) }, `alert/${alert.id}`);
+    return this.store.append(
+      incidentId,
+      {
+        at,
+        kind: 'alert',
+        source: 'alert',
+        text: alert.text,
+        ...(alert.impactSince ? { impactAt: alert.impactSince } : {}),
+      },
+      `alert/${alert.id}`,
+    );
   }
 
   /** Closed at or after `fromMs`, in the order they closed. */

@@ -133,7 +133,8 @@ export class IncidentStore {
     const tx = this.redis.multi();
     if (Object.keys(set).length) tx.hset(this.key(id), set);
     if (del.length) tx.hdel(this.key(id), ...del);
-    if (fields.state === 'closed') tx.srem(this.openKey, id).zadd(this.closedKey, Date.parse(fields.closedAt ?? new Date().toISOString()), id);
+    if (fields.state === 'closed')
+      tx.srem(this.openKey, id).zadd(this.closedKey, Date.parse(fields.closedAt ?? new Date().toISOString()), id);
     else if (fields.state) tx.sadd(this.openKey, id).zrem(this.closedKey, id);
     await tx.exec();
     const incident = await this.get(id);
@@ -202,7 +203,10 @@ export class IncidentStore {
 
   async entries(id: string): Promise<IncidentEntry[]> {
     const rows = await this.redis.xrange(this.timelineKey(id), '-', '+');
-    return rows.map(([streamId, fields]) => ({ id: `${id}/${streamId}`, ...(JSON.parse(fields[1]) as Omit<IncidentEntry, 'id'>) }));
+    return rows.map(([streamId, fields]) => ({
+      id: `${id}/${streamId}`,
+      ...(JSON.parse(fields[1]) as Omit<IncidentEntry, 'id'>),
+    }));
   }
 
   /** The fleet part of the timeline frozen at close, so the report outlives the change log's retention. */
@@ -232,7 +236,9 @@ const STORED_INCIDENT = z.object({
   severity: jsonField(z.number()),
   state: z.enum([...INCIDENT_STATES, 'closed']),
   scope: z.string().optional(),
-  scopeSelector: jsonField(z.custom<AppSelector>((v) => !!v && typeof v === 'object' && !Array.isArray(v), 'not a selector')).optional(),
+  scopeSelector: jsonField(
+    z.custom<AppSelector>((v) => !!v && typeof v === 'object' && !Array.isArray(v), 'not a selector'),
+  ).optional(),
   scopeApps: jsonField(z.array(z.string())),
   lead: z.string().optional(),
   declaredBy: z.string(),

@@ -3,8 +3,37 @@ import { selectApps } from '../../fleet/select.js';
 import { placeOf, type ChangeRecord } from './changes.js';
 import type { Incident, IncidentEntry } from './store.js';
 
-export type TimelineKind = 'deploy' | 'health' | 'sync' | 'operation' | 'rollout' | 'created' | 'deleted' | 'run' | 'step' | 'note' | 'status' | 'alert' | 'declared' | 'closed';
-export const TIMELINE_KINDS: readonly TimelineKind[] = ['deploy', 'health', 'sync', 'operation', 'rollout', 'created', 'deleted', 'run', 'step', 'note', 'status', 'alert', 'declared', 'closed'];
+export type TimelineKind =
+  | 'deploy'
+  | 'health'
+  | 'sync'
+  | 'operation'
+  | 'rollout'
+  | 'created'
+  | 'deleted'
+  | 'run'
+  | 'step'
+  | 'note'
+  | 'status'
+  | 'alert'
+  | 'declared'
+  | 'closed';
+export const TIMELINE_KINDS: readonly TimelineKind[] = [
+  'deploy',
+  'health',
+  'sync',
+  'operation',
+  'rollout',
+  'created',
+  'deleted',
+  'run',
+  'step',
+  'note',
+  'status',
+  'alert',
+  'declared',
+  'closed',
+];
 
 export interface TimelineEntry {
   id: string;
@@ -67,7 +96,9 @@ export function scopeFilter(incident: Incident, fleet: FleetView): (records: Cha
     // Once declared, whatever rollcall is asked to do is part of the response, whatever it touches
     // (the fix is often elsewhere: auth-config synced to heal auth-service).
     const ids = new Set(scoped.map((r) => r.id));
-    const response = records.filter((r) => (r.kind === 'run' || r.kind === 'step') && Date.parse(r.at) >= declared && !ids.has(r.id));
+    const response = records.filter(
+      (r) => (r.kind === 'run' || r.kind === 'step') && Date.parse(r.at) >= declared && !ids.has(r.id),
+    );
     return [...scoped, ...response];
   };
 }
@@ -80,11 +111,17 @@ export function changesOfApps(records: ChangeRecord[], keys: ReadonlySet<string>
   const instances = new Set([...keys].map((k) => k.slice(0, k.indexOf('/'))));
   const runs = new Set<string>();
   const direct = records.filter((r) => {
-    const hit = r.app ? keys.has(appKey(r.instance, r.app)) : r.kind === 'instance' ? instances.has(r.instance ?? '') : false;
+    const hit = r.app
+      ? keys.has(appKey(r.instance, r.app))
+      : r.kind === 'instance'
+        ? instances.has(r.instance ?? '')
+        : false;
     if (hit && r.runId) runs.add(r.runId);
     return hit;
   });
-  const byRun = records.filter((r) => !r.app && r.runId && runs.has(r.runId) && (r.kind === 'run' || r.kind === 'step'));
+  const byRun = records.filter(
+    (r) => !r.app && r.runId && runs.has(r.runId) && (r.kind === 'run' || r.kind === 'step'),
+  );
   return [...direct, ...byRun];
 }
 
@@ -99,12 +136,20 @@ export function scopedApps(incident: Incident, fleet: FleetView) {
     now = [];
   }
   const seen = new Set(now.map((a) => appKey(a.instance, a.app.metadata.name)));
-  return [...now, ...fleet.apps().filter((a) => keys.has(appKey(a.instance, a.app.metadata.name)) && !seen.has(appKey(a.instance, a.app.metadata.name)))];
+  return [
+    ...now,
+    ...fleet
+      .apps()
+      .filter(
+        (a) => keys.has(appKey(a.instance, a.app.metadata.name)) && !seen.has(appKey(a.instance, a.app.metadata.name)),
+      ),
+  ];
 }
 
 function changeEntry(r: ChangeRecord, fleet: FleetView): TimelineEntry {
   const kind: TimelineKind = r.kind === 'instance' ? 'health' : r.kind;
-  const source: TimelineEntry['source'] = r.kind === 'run' || r.kind === 'step' ? 'rollcall' : r.kind === 'alert' ? 'alert' : 'argocd';
+  const source: TimelineEntry['source'] =
+    r.kind === 'run' || r.kind === 'step' ? 'rollcall' : r.kind === 'alert' ? 'alert' : 'argocd';
   const { cluster, appSet } = placeOf(r, fleet);
   return {
     id: r.id,
@@ -135,7 +180,12 @@ function ownEntry(e: IncidentEntry): TimelineEntry {
 }
 
 /** One timeline from the incident's own entries and the scoped changes, oldest first; each change once. */
-export function mergeTimeline(incident: Incident, fleet: FleetView, changes: ChangeRecord[], own: IncidentEntry[]): TimelineEntry[] {
+export function mergeTimeline(
+  incident: Incident,
+  fleet: FleetView,
+  changes: ChangeRecord[],
+  own: IncidentEntry[],
+): TimelineEntry[] {
   const unique = new Map<string, ChangeRecord>();
   for (const r of changes) if (!unique.has(r.id)) unique.set(r.id, r);
   const scoped = scopeFilter(incident, fleet)([...unique.values()]);

@@ -21,12 +21,17 @@ function normalizeUrl(url: string): string {
  * Why this worker must not execute the run, or undefined when its config points at the same Argo CD
  * instances the run was requested against. A run recorded without the map (before it existed) passes.
  */
-export function foreignRunReason(run: { instanceUrls?: Record<string, string> }, config: Pick<RollcallConfig, 'instances'>): string | undefined {
+export function foreignRunReason(
+  run: { instanceUrls?: Record<string, string> },
+  config: Pick<RollcallConfig, 'instances'>,
+): string | undefined {
   if (!run.instanceUrls) return undefined;
   const mine = instanceUrls(config);
   const differences = Object.entries(run.instanceUrls)
     .filter(([name, url]) => mine[name] !== normalizeUrl(url))
-    .map(([name, url]) => (mine[name] ? `${name} is ${url} for the run but ${mine[name]} here` : `${name} (${url}) is not configured here`));
+    .map(([name, url]) =>
+      mine[name] ? `${name} is ${url} for the run but ${mine[name]} here` : `${name} (${url}) is not configured here`,
+    );
   return differences.length ? `run requested by another deployment: ${differences.join('; ')}` : undefined;
 }
 
@@ -43,15 +48,29 @@ export async function refuseForeignRun(
   job: Job,
   token: string | undefined,
   run: { id: string; runbook: string; instanceUrls?: Record<string, string> },
-  deps: { config: Pick<RollcallConfig, 'instances'>; audit(event: Omit<AuditEvent, 'at'>): Promise<void>; logger?: { warn(o: unknown, m?: string): void } },
+  deps: {
+    config: Pick<RollcallConfig, 'instances'>;
+    audit(event: Omit<AuditEvent, 'at'>): Promise<void>;
+    logger?: { warn(o: unknown, m?: string): void };
+  },
 ): Promise<false> {
   const reason = foreignRunReason(run, deps.config);
   if (!reason) return false;
   if (!reported.has(run.id)) {
     reported.add(run.id);
     runsRefusedTotal.inc({ reason: 'other_deployment' });
-    deps.logger?.warn({ runId: run.id, runbook: run.runbook, reason }, 'refusing a run of another deployment; leaving it for its own workers');
-    await deps.audit({ kind: 'run.refused', who: 'rollcall', surface: 'engine', runId: run.id, result: 'other_deployment', message: reason });
+    deps.logger?.warn(
+      { runId: run.id, runbook: run.runbook, reason },
+      'refusing a run of another deployment; leaving it for its own workers',
+    );
+    await deps.audit({
+      kind: 'run.refused',
+      who: 'rollcall',
+      surface: 'engine',
+      runId: run.id,
+      result: 'other_deployment',
+      message: reason,
+    });
   }
   return handBack(job, token, 500);
 }

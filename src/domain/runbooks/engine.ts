@@ -4,7 +4,15 @@ import { setMaxListeners } from 'node:events';
 import type { Job, Queue, Worker } from 'bullmq';
 import type { RunbookServices as Services } from './services.js';
 import type { MessageRef } from '../../core/notifier.js';
-import { createStepQueue, createStepWorker, DEFAULT_TIMING, delayedError, handBack, type StepJobData, type WorkerTiming } from '../../infra/queues.js';
+import {
+  createStepQueue,
+  createStepWorker,
+  DEFAULT_TIMING,
+  delayedError,
+  handBack,
+  type StepJobData,
+  type WorkerTiming,
+} from '../../infra/queues.js';
 import { InstanceRateLimiter, type RateLimit } from '../../infra/rate-limit.js';
 import { assertPrefixFits, closeRedis, createRedis, rideOutRedis, type RedisClient } from '../../infra/redis.js';
 import { findRunbookAction, runPausable } from './actions/index.js';
@@ -17,7 +25,15 @@ import { formatParam, parseParams } from './params.js';
 import { assertMayApprove, assertMayOperate, assertMayRun } from './permissions.js';
 import { NothingToDo, progressLine, progressReply } from './replies.js';
 import { runEvent, stepOutcomeTransition, type RunEvent } from './run-machine.js';
-import { isTerminal, LeaseLostError, previewExpired, PREVIEW_TTL_MS, RunStore, type Run, type RunProgress } from './run-store.js';
+import {
+  isTerminal,
+  LeaseLostError,
+  previewExpired,
+  PREVIEW_TTL_MS,
+  RunStore,
+  type Run,
+  type RunProgress,
+} from './run-store.js';
 import type { Runbook } from './schema.js';
 import type { ErrorCode } from '../../core/error-codes.js';
 import { isRollcallError, RollcallError } from '../../core/errors.js';
@@ -37,7 +53,9 @@ export class RunbookNotFoundError extends RollcallError {
     readonly known: string[],
   ) {
     // The suggestion goes with the error, not in its text: a reply prints it once, under the message.
-    super('unknown_runbook', `no runbook "${runbook}"; runbooks: ${known.join(', ') || 'none loaded'}`, { suggestions: suggest(runbook, known) });
+    super('unknown_runbook', `no runbook "${runbook}"; runbooks: ${known.join(', ') || 'none loaded'}`, {
+      suggestions: suggest(runbook, known),
+    });
   }
 }
 
@@ -97,7 +115,11 @@ export interface EngineOptions {
   retryBackoffMs?: number;
   /** Steps processed at once by this process. @defaultValue 20 */
   concurrency?: number;
-  logger?: { info(o: unknown, m?: string): void; warn(o: unknown, m?: string): void; error(o: unknown, m?: string): void };
+  logger?: {
+    info(o: unknown, m?: string): void;
+    warn(o: unknown, m?: string): void;
+    error(o: unknown, m?: string): void;
+  };
   /**
    * Execute only the runs handed to `adopt` (a terminal's `ask --wait`): another run's step is put
    * back on the queue untouched, for the workers configured to run it.
@@ -171,7 +193,12 @@ class Engine implements RunService {
 
   /** Queue and worker errors: a lost connection is Redis being down (logged once by watchRedis), anything else is logged as it comes. */
   private queueError(what: string, err: Error) {
-    if (/ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|Connection is closed|connect ECONN|Stream isn't writeable/i.test(err.message)) this.redisDown(err);
+    if (
+      /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|Connection is closed|connect ECONN|Stream isn't writeable/i.test(
+        err.message,
+      )
+    )
+      this.redisDown(err);
     else if (this.redisUp) this.opts.logger?.warn({ err: err.message }, what);
   }
 
@@ -195,7 +222,10 @@ class Engine implements RunService {
     this.redis.on('ready', () => {
       if (this.redisUp) return;
       this.redisUp = true;
-      this.opts.logger?.info({ downMs: Date.now() - (this.redisDownSince ?? Date.now()) }, 'Redis reachable again: runbook runs continue');
+      this.opts.logger?.info(
+        { downMs: Date.now() - (this.redisDownSince ?? Date.now()) },
+        'Redis reachable again: runbook runs continue',
+      );
     });
   }
 
@@ -210,7 +240,8 @@ class Engine implements RunService {
 
   /** The step queue, on a connection of its own; a bot opens it when it first queues or inspects a step. */
   private stepQueue(): Promise<Queue<StepJobData>> {
-    if (this.stopping && !this.queue) return Promise.reject(new RunStateError('the run engine is stopping: no step can be queued'));
+    if (this.stopping && !this.queue)
+      return Promise.reject(new RunStateError('the run engine is stopping: no step can be queued'));
     this.queue ??= (async () => {
       const connection = createRedis(this.opts.redisUrl);
       this.extraConnections.push(connection);
@@ -229,9 +260,15 @@ class Engine implements RunService {
   private async startWorker(): Promise<void> {
     const workerConnection = createRedis(this.opts.redisUrl);
     this.extraConnections.push(workerConnection);
-    const worker = await createStepWorker(workerConnection, this.opts.prefix, (job, token, signal) => this.process(job, token, signal), this.timing, {
-      concurrency: this.opts.concurrency ?? 20,
-    });
+    const worker = await createStepWorker(
+      workerConnection,
+      this.opts.prefix,
+      (job, token, signal) => this.process(job, token, signal),
+      this.timing,
+      {
+        concurrency: this.opts.concurrency ?? 20,
+      },
+    );
     this.worker = worker;
     worker.on('error', (err) => this.queueError('runbook worker error', err));
     // BullMQ keeps running a processor whose lock it could not renew and hands the job to another
@@ -239,26 +276,37 @@ class Engine implements RunService {
     worker.on('lockRenewalFailed', (jobIds: string[]) => {
       for (const id of jobIds) {
         worker.cancelJob(id, LOCK_LOST);
-        this.opts.logger?.warn({ jobId: id }, 'lost the lock of a runbook step (Redis unreachable or this worker stalled): stopping it before its next call; another worker continues it');
+        this.opts.logger?.warn(
+          { jobId: id },
+          'lost the lock of a runbook step (Redis unreachable or this worker stalled): stopping it before its next call; another worker continues it',
+        );
       }
     });
     if (workerConnection.isCluster) {
       // Only a master leaving strands the blocking fetch; a replica leaving (BullMQ reads from masters) changes nothing.
       const nodeLeft = (node: { options: { readOnly?: boolean; port?: number } }) => {
         if (node.options.readOnly) {
-          this.opts.logger?.info({ port: node.options.port }, 'a Redis Cluster replica left: the step worker carries on');
+          this.opts.logger?.info(
+            { port: node.options.port },
+            'a Redis Cluster replica left: the step worker carries on',
+          );
           return;
         }
         workerConnection.off('-node', nodeLeft);
         if (this.stopping || this.worker !== worker) return;
-        this.opts.logger?.warn({ port: node.options.port }, 'a Redis Cluster master left: starting the step worker afresh');
+        this.opts.logger?.warn(
+          { port: node.options.port },
+          'a Redis Cluster master left: starting the step worker afresh',
+        );
         void (async () => {
           await worker.close(true).catch(() => undefined);
           const at = this.extraConnections.indexOf(workerConnection);
           if (at >= 0) this.extraConnections.splice(at, 1);
           workerConnection.disconnect();
           if (!this.stopping) await this.startWorker();
-        })().catch((err: Error) => this.opts.logger?.error({ err: err.message }, 'could not start the step worker afresh'));
+        })().catch((err: Error) =>
+          this.opts.logger?.error({ err: err.message }, 'could not start the step worker afresh'),
+        );
       };
       workerConnection.on('-node', nodeLeft);
     }
@@ -326,7 +374,14 @@ class Engine implements RunService {
     try {
       if (!req.system) assertMayRun(req.user, runbook, this.services.config);
     } catch (err) {
-      await this.record({ kind: 'run.refused', who: req.user, target: runbook.name, params: req.params, result: 'forbidden', message: (err as Error).message });
+      await this.record({
+        kind: 'run.refused',
+        who: req.user,
+        target: runbook.name,
+        params: req.params,
+        result: 'forbidden',
+        message: (err as Error).message,
+      });
       throw err;
     }
     const params = parseParams(runbook, req.params);
@@ -385,7 +440,10 @@ class Engine implements RunService {
     } catch (err) {
       // Bad input (a selector matching nothing, a lock held elsewhere) or nothing to do: there never was a run to list.
       // The attempt stays in the audit log, once.
-      await this.store.discard(run.id, runbook.steps.map((s) => s.id));
+      await this.store.discard(
+        run.id,
+        runbook.steps.map((s) => s.id),
+      );
       const nothing = err instanceof NothingToDo;
       await this.record({
         kind: nothing ? 'run.noop' : 'run.refused',
@@ -403,17 +461,35 @@ class Engine implements RunService {
     let run = await this.store.require(runId);
     const runbook = this.book.get(run.runbook);
     assertMayOperate(user, run, runbook, this.services.config, 'confirm');
-    if (run.status !== 'awaiting-confirmation') throw new RunStateError(`run ${run.id} is ${run.status}; only a run awaiting confirmation can be confirmed`);
+    if (run.status !== 'awaiting-confirmation')
+      throw new RunStateError(`run ${run.id} is ${run.status}; only a run awaiting confirmation can be confirmed`);
     // A preview shows the fleet as it was; confirming one from an hour ago would act on what it no longer shows.
     if (previewExpired(run)) {
       await this.store.update(runId, (r) => this.transit(r, { type: 'expire', at: new Date().toISOString() }));
-      await this.record({ kind: 'run.end', who: ENGINE_USER, runId, result: 'cancelled', message: 'preview expired before confirmation' });
-      throw new RunStateError(`the preview of run ${run.id} is older than ${formatDuration(PREVIEW_TTL_MS)} and may no longer match the fleet; run the command again for a fresh preview`);
+      await this.record({
+        kind: 'run.end',
+        who: ENGINE_USER,
+        runId,
+        result: 'cancelled',
+        message: 'preview expired before confirmation',
+      });
+      throw new RunStateError(
+        `the preview of run ${run.id} is older than ${formatDuration(PREVIEW_TTL_MS)} and may no longer match the fleet; run the command again for a fresh preview`,
+      );
     }
     // Locks are taken at confirmation, not at preview: an abandoned preview must not block anyone.
     await this.locks.acquire(run.id, run.targets);
-    run = await this.store.update(runId, (r) => this.transit(r, { type: 'confirm', by: user, at: new Date().toISOString(), channel: where?.channel, threadTs: where?.threadTs }));
-    if (run.confirmedBy !== user) throw new RunStateError(`run ${run.id} is ${run.status}; it was changed while confirming`);
+    run = await this.store.update(runId, (r) =>
+      this.transit(r, {
+        type: 'confirm',
+        by: user,
+        at: new Date().toISOString(),
+        channel: where?.channel,
+        threadTs: where?.threadTs,
+      }),
+    );
+    if (run.confirmedBy !== user)
+      throw new RunStateError(`run ${run.id} is ${run.status}; it was changed while confirming`);
     await this.record({ kind: 'run.confirm', who: user, runId, target: run.runbook, params: run.params });
     if (run.status === 'awaiting-approval') {
       await this.postProgress(run);
@@ -425,18 +501,30 @@ class Engine implements RunService {
   async approve(runId: string, user: string): Promise<Run> {
     let run = await this.store.require(runId);
     const runbook = this.runbook(run.runbook);
-    if (run.status !== 'awaiting-approval') throw new RunStateError(`run ${run.id} is ${run.status}; it is not waiting for approval`);
+    if (run.status !== 'awaiting-approval')
+      throw new RunStateError(`run ${run.id} is ${run.status}; it is not waiting for approval`);
     try {
       assertMayApprove(user, run, runbook, this.services.config);
     } catch (err) {
-      await this.record({ kind: 'run.refused', who: user, runId, result: 'approval refused', message: (err as Error).message });
+      await this.record({
+        kind: 'run.refused',
+        who: user,
+        runId,
+        result: 'approval refused',
+        message: (err as Error).message,
+      });
       throw err;
     }
     run = await this.store.update(runId, (r) => {
       if (r.status !== 'awaiting-approval' || r.approvals.some((a) => a.user === user)) return undefined;
       return { ...r, approvals: [...r.approvals, { user, at: new Date().toISOString() }] };
     });
-    await this.record({ kind: 'run.approve', who: user, runId, result: `${run.approvals.length}/${run.approvalsRequired}` });
+    await this.record({
+      kind: 'run.approve',
+      who: user,
+      runId,
+      result: `${run.approvals.length}/${run.approvalsRequired}`,
+    });
     if (run.approvals.length >= run.approvalsRequired && run.status === 'awaiting-approval') return this.begin(runId);
     await this.notify(run, true);
     return run;
@@ -454,7 +542,9 @@ class Engine implements RunService {
   private async enqueue(run: Run) {
     const runbook = this.runbook(run.runbook);
     const step = runbook.steps.find((s) => s.id === run.currentStep)!;
-    await (await this.stepQueue()).add(
+    await (
+      await this.stepQueue()
+    ).add(
       step.action,
       { runId: run.id, stepId: step.id, generation: run.generation },
       {
@@ -470,7 +560,9 @@ class Engine implements RunService {
     assertMayOperate(user, run, this.book.get(run.runbook), this.services.config, 'cancel');
     if (run.status === 'running' || run.status === 'paused') return this.abort(runId, user);
     if (isTerminal(run.status)) throw new RunStateError(`run ${run.id} already ended (${run.status})`);
-    const next = await this.store.update(runId, (r) => this.transit(r, { type: 'cancel', by: user, at: new Date().toISOString() }));
+    const next = await this.store.update(runId, (r) =>
+      this.transit(r, { type: 'cancel', by: user, at: new Date().toISOString() }),
+    );
     if (next.status !== 'cancelled') return this.abort(runId, user);
     await this.locks.release(runId, next.targets);
     await this.record({ kind: 'run.cancel', who: user, runId });
@@ -481,10 +573,18 @@ class Engine implements RunService {
   async pause(runId: string, user: string): Promise<Run> {
     const run = await this.store.require(runId);
     assertMayOperate(user, run, this.book.get(run.runbook), this.services.config, 'pause');
-    if (run.status !== 'running') throw new RunStateError(`run ${run.id} is ${run.status}; only a running run can be paused`);
-    if (!runPausable(run)) throw new RunStateError(`run ${run.id} (${run.runbook}) cannot be paused: its step has nothing to hold for later (one short step, or one request Argo CD carries out on its own); abort it instead`);
+    if (run.status !== 'running')
+      throw new RunStateError(`run ${run.id} is ${run.status}; only a running run can be paused`);
+    if (!runPausable(run))
+      throw new RunStateError(
+        `run ${run.id} (${run.runbook}) cannot be paused: its step has nothing to hold for later (one short step, or one request Argo CD carries out on its own); abort it instead`,
+      );
     // Revoking the lease in the same write: from this moment no call of the running attempt goes out.
-    const next = await this.store.update(runId, (r) => this.transit(r, { type: 'pause', by: user, reason: 'paused by a user' }), { lease: 'revoke' });
+    const next = await this.store.update(
+      runId,
+      (r) => this.transit(r, { type: 'pause', by: user, reason: 'paused by a user' }),
+      { lease: 'revoke' },
+    );
     await this.record({ kind: 'run.pause', who: user, runId });
     await this.notify(next, true);
     return next;
@@ -493,7 +593,8 @@ class Engine implements RunService {
   async resume(runId: string, user: string): Promise<Run> {
     const run = await this.store.require(runId);
     assertMayOperate(user, run, this.book.get(run.runbook), this.services.config, 'resume');
-    if (run.status !== 'paused') throw new RunStateError(`run ${run.id} is ${run.status}; only a paused run can be resumed`);
+    if (run.status !== 'paused')
+      throw new RunStateError(`run ${run.id} is ${run.status}; only a paused run can be resumed`);
     const next = await this.store.update(runId, (r) => this.transit(r, { type: 'resume' }));
     if (next.status !== 'running') return next;
     await this.record({ kind: 'run.resume', who: user, runId });
@@ -526,7 +627,10 @@ class Engine implements RunService {
     return rideOutRedis(async () => {
       for (;;) {
         if (isTerminal(run.status) || run.status === 'paused') return run;
-        if (Date.now() > deadline) throw new RunStateError(`run ${runId} is still ${run.status} after ${typedDuration(timeoutMs)}; follow it with /argo runs show ${runId}`);
+        if (Date.now() > deadline)
+          throw new RunStateError(
+            `run ${runId} is still ${run.status} after ${typedDuration(timeoutMs)}; follow it with /argo runs show ${runId}`,
+          );
         await new Promise((r) => setTimeout(r, 200));
         run = await this.store.require(runId);
       }
@@ -543,9 +647,19 @@ class Engine implements RunService {
    * Terminal transition: status, step states, lease revoked (the running attempt, if any, makes no
    * further call), lock release, audit, final message. Idempotent.
    */
-  private async finish(runId: string, status: 'succeeded' | 'failed' | 'aborted', by: string, error: string | undefined, abortSteps = false): Promise<Run> {
+  private async finish(
+    runId: string,
+    status: 'succeeded' | 'failed' | 'aborted',
+    by: string,
+    error: string | undefined,
+    abortSteps = false,
+  ): Promise<Run> {
     const now = new Date().toISOString();
-    const next = await this.store.update(runId, (r) => this.transit(r, { type: 'end', status, by, at: now, error, abortSteps }), { lease: 'revoke' });
+    const next = await this.store.update(
+      runId,
+      (r) => this.transit(r, { type: 'end', status, by, at: now, error, abortSteps }),
+      { lease: 'revoke' },
+    );
     if (next.endedAt === now) {
       await this.locks.release(runId, next.targets);
       await this.record({ kind: 'run.end', who: by, runId, result: status, message: error });
@@ -563,7 +677,11 @@ class Engine implements RunService {
       const job = await (await this.stepQueue()).getJob(jobId(run.id, run.currentStep, run.generation));
       const state = job ? await job.getState() : 'missing';
       if (state === 'missing' || state === 'completed' || state === 'failed' || state === 'unknown') {
-        const again = await this.store.update(run.id, (r) => (r.status === 'running' && r.generation === run.generation ? { ...r, generation: r.generation + 1 } : undefined));
+        const again = await this.store.update(run.id, (r) =>
+          r.status === 'running' && r.generation === run.generation
+            ? { ...r, generation: r.generation + 1 }
+            : undefined,
+        );
         if (again.generation !== run.generation) await this.enqueue(again);
       }
     }
@@ -589,7 +707,11 @@ class Engine implements RunService {
     if (settled === 'stale') return 'stale';
     outcome = settled;
     if (control.signal.aborted && String(control.signal.reason) === 'timeout' && outcome.status !== 'failed') {
-      outcome = { status: 'failed', error: `step ${attempt.stepId} timed out after ${typedDuration(attempt.timeoutMs ?? 0)}`, output: outcome.output };
+      outcome = {
+        status: 'failed',
+        error: `step ${attempt.stepId} timed out after ${typedDuration(attempt.timeoutMs ?? 0)}`,
+        output: outcome.output,
+      };
     }
     return this.finishStep(attempt, outcome);
   }
@@ -602,8 +724,13 @@ class Engine implements RunService {
   private async claim(job: Job<StepJobData>, token: string | undefined): Promise<StepAttempt | undefined> {
     const { runId, stepId, generation } = job.data;
     const current = await this.store.get(runId);
-    if (!current || current.status !== 'running' || current.currentStep !== stepId || current.generation !== generation) return undefined;
-    await refuseForeignRun(job, token, current, { config: this.services.config, audit: (e) => this.record(e), logger: this.opts.logger });
+    if (!current || current.status !== 'running' || current.currentStep !== stepId || current.generation !== generation)
+      return undefined;
+    await refuseForeignRun(job, token, current, {
+      config: this.services.config,
+      audit: (e) => this.record(e),
+      logger: this.opts.logger,
+    });
     const runbook = this.runbook(current.runbook);
     const stepDef = runbook.steps.find((s) => s.id === stepId)!;
     const action = findRunbookAction(stepDef.action)!;
@@ -613,7 +740,13 @@ class Engine implements RunService {
     const step = run.steps.find((s) => s.id === stepId)!;
     const timeoutMs = stepDef.timeoutMs ?? action.defaultTimeoutMs;
     this.opts.logger?.info({ runId, stepId, attempt: step.attempts }, 'step attempt started');
-    await this.record({ kind: 'step.start', who: ENGINE_USER, runId, target: stepId, result: `attempt ${step.attempts}` });
+    await this.record({
+      kind: 'step.start',
+      who: ENGINE_USER,
+      runId,
+      target: stepId,
+      result: `attempt ${step.attempts}`,
+    });
     return {
       runId,
       stepId,
@@ -640,16 +773,21 @@ class Engine implements RunService {
     // Pause and abort revoke the lease, so the next fenced write refuses at once; this poll only
     // wakes a step that is waiting on Argo CD rather than writing.
     const poll = setInterval(() => {
-      void Promise.all([this.store.get(a.runId), this.store.leaseOf(a.runId)]).then(([r, held]) => {
-        if (!r || control.signal.aborted) return;
-        if (r.status === 'paused') control.abort('pause');
-        else if (isTerminal(r.status)) control.abort('abort');
-        else if (r.generation !== a.generation || r.currentStep !== a.stepId) control.abort('stale');
-        else if (held !== a.lease) control.abort('lease-lost');
-      }, () => {});
+      void Promise.all([this.store.get(a.runId), this.store.leaseOf(a.runId)]).then(
+        ([r, held]) => {
+          if (!r || control.signal.aborted) return;
+          if (r.status === 'paused') control.abort('pause');
+          else if (isTerminal(r.status)) control.abort('abort');
+          else if (r.generation !== a.generation || r.currentStep !== a.stepId) control.abort('stale');
+          else if (held !== a.lease) control.abort('lease-lost');
+        },
+        () => {},
+      );
     }, this.opts.controlPollMs ?? 500);
     timers.push(poll);
-    bullSignal?.addEventListener('abort', () => control.abort(bullSignal.reason === LOCK_LOST ? 'lease-lost' : 'shutdown'));
+    bullSignal?.addEventListener('abort', () =>
+      control.abort(bullSignal.reason === LOCK_LOST ? 'lease-lost' : 'shutdown'),
+    );
     return { signal: control.signal, stop: () => timers.forEach((t) => clearTimeout(t)) };
   }
 
@@ -669,7 +807,8 @@ class Engine implements RunService {
     };
     const flush = () =>
       flushProgress().catch((err: unknown) => {
-        if (!(err instanceof LeaseLostError)) this.opts.logger?.warn({ err: (err as Error).message, runId: a.runId }, 'could not save run progress');
+        if (!(err instanceof LeaseLostError))
+          this.opts.logger?.warn({ err: (err as Error).message, runId: a.runId }, 'could not save run progress');
       });
     return {
       fence,
@@ -685,7 +824,12 @@ class Engine implements RunService {
    * The action itself. An error with BullMQ attempts left (and no abort) is noted on the step and
    * rethrown, so BullMQ retries the job and the step continues from its checkpoint.
    */
-  private async runStep(job: Job<StepJobData>, a: StepAttempt, control: StepControl, progress: ProgressSaver): Promise<StepOutcome | 'stale'> {
+  private async runStep(
+    job: Job<StepJobData>,
+    a: StepAttempt,
+    control: StepControl,
+    progress: ProgressSaver,
+  ): Promise<StepOutcome | 'stale'> {
     const { runId, stepId, run, lease } = a;
     try {
       return await a.action.execute({
@@ -710,7 +854,16 @@ class Engine implements RunService {
         control.stop();
         await progress.flush();
         try {
-          await this.store.update(runId, (r) => ({ ...r, steps: r.steps.map((s) => (s.id === stepId ? { ...s, error: `${(err as Error).message} (retrying)` } : s)) }), { fence: progress.fence });
+          await this.store.update(
+            runId,
+            (r) => ({
+              ...r,
+              steps: r.steps.map((s) =>
+                s.id === stepId ? { ...s, error: `${(err as Error).message} (retrying)` } : s,
+              ),
+            }),
+            { fence: progress.fence },
+          );
         } catch (e) {
           if (e instanceof LeaseLostError) return 'stale';
           throw e;
@@ -728,7 +881,13 @@ class Engine implements RunService {
    * becomes the outcome; otherwise the job goes back to the queue (throws BullMQ's DelayedError) so a
    * fresh attempt takes a new lease and continues from the checkpoint.
    */
-  private async settleInterrupted(job: Job<StepJobData>, token: string | undefined, a: StepAttempt, signal: AbortSignal, outcome: StepOutcome): Promise<StepOutcome | 'stale'> {
+  private async settleInterrupted(
+    job: Job<StepJobData>,
+    token: string | undefined,
+    a: StepAttempt,
+    signal: AbortSignal,
+    outcome: StepOutcome,
+  ): Promise<StepOutcome | 'stale'> {
     const reason = signal.aborted ? String(signal.reason) : undefined;
     if (reason === 'stale') return 'stale';
     if (reason === 'shutdown') {
@@ -739,9 +898,14 @@ class Engine implements RunService {
     if (outcome.status !== 'interrupted' && reason !== 'lease-lost') return outcome;
     const now = await this.store.get(a.runId);
     const held = await this.store.leaseOf(a.runId);
-    if (now?.status === 'paused' && held === `revoked:${a.lease}`) return { status: 'paused', reason: now.pausedReason ?? 'paused', output: outcome.output };
-    if (now && isTerminal(now.status) && held === `revoked:${a.lease}`) return { status: 'aborted', output: outcome.output };
-    this.opts.logger?.warn({ runId: a.runId, stepId: a.stepId, attempt: a.attempt }, 'step attempt lost its lease; it stopped before its next call');
+    if (now?.status === 'paused' && held === `revoked:${a.lease}`)
+      return { status: 'paused', reason: now.pausedReason ?? 'paused', output: outcome.output };
+    if (now && isTerminal(now.status) && held === `revoked:${a.lease}`)
+      return { status: 'aborted', output: outcome.output };
+    this.opts.logger?.warn(
+      { runId: a.runId, stepId: a.stepId, attempt: a.attempt },
+      'step attempt lost its lease; it stopped before its next call',
+    );
     // Nobody else may hold it (Redis lost the write that gave it out): while BullMQ still lets this
     // worker own the job, hand the job back so a fresh attempt takes a new lease.
     try {
@@ -754,7 +918,14 @@ class Engine implements RunService {
 
   /** Records the step's end and applies its outcome to the run (next step, pause, or the run's end). */
   private async finishStep(a: StepAttempt, outcome: StepOutcome): Promise<string> {
-    await this.record({ kind: 'step.end', who: ENGINE_USER, runId: a.runId, target: a.stepId, result: outcome.status, message: 'error' in outcome ? outcome.error : undefined });
+    await this.record({
+      kind: 'step.end',
+      who: ENGINE_USER,
+      runId: a.runId,
+      target: a.stepId,
+      result: outcome.status,
+      message: 'error' in outcome ? outcome.error : undefined,
+    });
     try {
       await this.applyOutcome(a.runId, a.stepId, a.generation, outcome, a.onFailure, a.lease);
     } catch (err) {
@@ -764,7 +935,14 @@ class Engine implements RunService {
     return outcome.status;
   }
 
-  private async applyOutcome(runId: string, stepId: string, generation: number, outcome: StepOutcome, onFailure: 'abort' | 'pause' | 'continue', lease: string) {
+  private async applyOutcome(
+    runId: string,
+    stepId: string,
+    generation: number,
+    outcome: StepOutcome,
+    onFailure: 'abort' | 'pause' | 'continue',
+    lease: string,
+  ) {
     const runbook = this.runbook((await this.store.require(runId)).runbook);
     const index = runbook.steps.findIndex((s) => s.id === stepId);
     const nextStep = runbook.steps[index + 1]?.id;
@@ -876,7 +1054,12 @@ export interface RunToCompletionOptions {
  * Terminal `ask --yes --wait`: follows a run, printing a line whenever its state or counts change,
  * and returns the final run (terminal, or paused with the reason).
  */
-export async function runToCompletion(runs: RunService, runId: string, onLine: (line: string) => void, opts: RunToCompletionOptions = {}): Promise<Run> {
+export async function runToCompletion(
+  runs: RunService,
+  runId: string,
+  onLine: (line: string) => void,
+  opts: RunToCompletionOptions = {},
+): Promise<Run> {
   const deadline = Date.now() + (opts.timeoutMs ?? 3_600_000);
   let last = '';
   for (;;) {
@@ -886,7 +1069,8 @@ export async function runToCompletion(runs: RunService, runId: string, onLine: (
     if (line !== last) onLine(line);
     last = line;
     if (isTerminal(run.status) || run.status === 'paused') return run;
-    if (Date.now() > deadline) throw new RunStateError(`run ${runId} is still ${run.status}; follow it with rollcall ask "runs show ${runId}"`);
+    if (Date.now() > deadline)
+      throw new RunStateError(`run ${runId} is still ${run.status}; follow it with rollcall ask "runs show ${runId}"`);
     await new Promise((r) => setTimeout(r, opts.pollMs ?? 500));
   }
 }

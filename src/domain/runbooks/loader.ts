@@ -46,7 +46,8 @@ export function paramReference(value: unknown): string | undefined {
 function expressions(value: unknown, at: PropertyKey[], out: { at: PropertyKey[]; expr: string }[] = []) {
   if (typeof value === 'string') for (const m of value.matchAll(ANY_EXPR)) out.push({ at, expr: m[1] });
   else if (Array.isArray(value)) value.forEach((v, i) => expressions(v, [...at, i], out));
-  else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) expressions(v, [...at, k], out);
+  else if (value && typeof value === 'object')
+    for (const [k, v] of Object.entries(value)) expressions(v, [...at, k], out);
   return out;
 }
 
@@ -83,14 +84,22 @@ export function parseRunbook(text: string, file: string): { runbook?: Runbook; p
   const counter = new LineCounter();
   const doc = parseDocument(text, { lineCounter: counter, prettyErrors: false });
   if (doc.errors.length) {
-    return { problems: doc.errors.map((e) => ({ file, line: counter.linePos(e.pos[0]).line, path: '', message: `YAML: ${e.message.split('\n')[0]}` })) };
+    return {
+      problems: doc.errors.map((e) => ({
+        file,
+        line: counter.linePos(e.pos[0]).line,
+        path: '',
+        message: `YAML: ${e.message.split('\n')[0]}`,
+      })),
+    };
   }
   const at = (segments: readonly PropertyKey[]) => lineOf(doc, counter, segments);
   const result = runbookFileSchema.safeParse(doc.toJS() ?? {});
   if (!result.success) return { problems: zodProblems(result.error, at).map((p) => ({ file, ...p })) };
   const data = result.data;
   const problems: RunbookProblem[] = [];
-  const problem = (segments: PropertyKey[], message: string) => problems.push({ file, line: at(segments), path: formatPath(segments), message });
+  const problem = (segments: PropertyKey[], message: string) =>
+    problems.push({ file, line: at(segments), path: formatPath(segments), message });
   const paramNames = Object.keys(data.params);
   const stepIds = new Set<string>();
   const steps = data.steps.map((step, i) => {
@@ -99,20 +108,29 @@ export function parseRunbook(text: string, file: string): { runbook?: Runbook; p
     const action = findRunbookAction(step.action);
     if (!action) {
       const known = runbookActionNames();
-      problem(['steps', i, 'action'], `unknown action "${step.action}"${known.length ? ` (${nearText(step.action, known)}actions: ${known.join(', ')})` : ''}`);
+      problem(
+        ['steps', i, 'action'],
+        `unknown action "${step.action}"${known.length ? ` (${nearText(step.action, known)}actions: ${known.join(', ')})` : ''}`,
+      );
     } else {
-      checkStepInput(action.name, action.input, step.with, (segments, message) => problem(['steps', i, 'with', ...segments], message));
+      checkStepInput(action.name, action.input, step.with, (segments, message) =>
+        problem(['steps', i, 'with', ...segments], message),
+      );
     }
     for (const { at: where, expr } of expressions(step.with, ['steps', i, 'with'])) {
       const m = PARAM_EXPR.exec(expr);
       if (!m) problem(where, `only \${{ params.NAME }} can be used here (got "\${{${expr}}}")`);
       else if (!data.params[m[1]])
-        problem(where, `unknown param "${m[1]}"${paramNames.length ? ` (${nearText(m[1], paramNames)}params: ${paramNames.join(', ')})` : ' (the runbook declares no params)'}`);
+        problem(
+          where,
+          `unknown param "${m[1]}"${paramNames.length ? ` (${nearText(m[1], paramNames)}params: ${paramNames.join(', ')})` : ' (the runbook declares no params)'}`,
+        );
     }
     let timeoutMs: number | undefined;
     if (step.timeout !== undefined) {
       timeoutMs = typeof step.timeout === 'number' ? step.timeout : parseDuration(step.timeout);
-      if (timeoutMs === undefined) problem(['steps', i, 'timeout'], `expected a duration such as 30s, 10m or 1h (got "${step.timeout}")`);
+      if (timeoutMs === undefined)
+        problem(['steps', i, 'timeout'], `expected a duration such as 30s, 10m or 1h (got "${step.timeout}")`);
     }
     const { timeout: _timeout, ...rest } = step;
     return { ...rest, timeoutMs };
@@ -123,7 +141,10 @@ export function parseRunbook(text: string, file: string): { runbook?: Runbook; p
   for (const [name, spec] of Object.entries(data.params)) {
     if (spec.default === undefined) continue;
     if (spec.type === 'enum' && !spec.values?.includes(String(spec.default))) {
-      problem(['params', name, 'default'], `default "${String(spec.default)}" is not one of ${spec.values?.join(', ')}`);
+      problem(
+        ['params', name, 'default'],
+        `default "${String(spec.default)}" is not one of ${spec.values?.join(', ')}`,
+      );
       continue;
     }
     // The default goes through the same conversion as a value typed in Slack, so it must survive it.
@@ -131,7 +152,18 @@ export function parseRunbook(text: string, file: string): { runbook?: Runbook; p
     if ('error' in coerced) problem(['params', name, 'default'], `default: ${coerced.error.replace(`${name}: `, '')}`);
   }
   if (problems.length) return { problems };
-  return { runbook: { name: data.name, title: data.title, description: data.description, params: data.params, access: data.access, steps, file }, problems };
+  return {
+    runbook: {
+      name: data.name,
+      title: data.title,
+      description: data.description,
+      params: data.params,
+      access: data.access,
+      steps,
+      file,
+    },
+    problems,
+  };
 }
 
 /** "did you mean X? " when a known name is close to the word, else nothing: the full list follows it. */
@@ -145,7 +177,12 @@ function nearText(word: string, known: string[]): string {
  * keys (with the closest known one), required inputs left out, and literal values of the wrong
  * type. Values that are `${{ params.x }}` expressions are checked when the run starts.
  */
-function checkStepInput(actionName: string, input: z.ZodType, given: Record<string, unknown> | undefined, problem: (segments: PropertyKey[], message: string) => void) {
+function checkStepInput(
+  actionName: string,
+  input: z.ZodType,
+  given: Record<string, unknown> | undefined,
+  problem: (segments: PropertyKey[], message: string) => void,
+) {
   if (!(input instanceof z.ZodObject)) return;
   const shape = input.shape as Record<string, z.ZodType>;
   const known = Object.keys(shape);
@@ -153,16 +190,21 @@ function checkStepInput(actionName: string, input: z.ZodType, given: Record<stri
   for (const [key, value] of Object.entries(values)) {
     const field = shape[key];
     if (!field) {
-      problem([key], `${actionName} has no input "${key}"${known.length ? ` (${nearText(key, known)}inputs: ${known.join(', ')})` : ''}`);
+      problem(
+        [key],
+        `${actionName} has no input "${key}"${known.length ? ` (${nearText(key, known)}inputs: ${known.join(', ')})` : ''}`,
+      );
       continue;
     }
     if (JSON.stringify(value ?? null).includes('${{')) continue;
     const parsed = field.safeParse(value);
-    if (!parsed.success) problem([key], `${key}: ${parsed.error.issues[0]?.message.replace(/^Invalid input: /, '') ?? 'invalid value'}`);
+    if (!parsed.success)
+      problem([key], `${key}: ${parsed.error.issues[0]?.message.replace(/^Invalid input: /, '') ?? 'invalid value'}`);
   }
   for (const key of known) {
     if (key in values) continue;
-    if (!shape[key].safeParse(undefined).success) problem([], `${actionName} needs input "${key}" (add it under with:)`);
+    if (!shape[key].safeParse(undefined).success)
+      problem([], `${actionName} needs input "${key}" (add it under with:)`);
   }
 }
 
@@ -195,7 +237,12 @@ export function validateRunbooks(dir: string): RunbookValidation {
     if (!parsed.runbook) continue;
     const other = byName.get(parsed.runbook.name);
     if (other) {
-      problems.push({ file, line: 1, path: 'name', message: `runbook "${parsed.runbook.name}" is also defined in ${other}` });
+      problems.push({
+        file,
+        line: 1,
+        path: 'name',
+        message: `runbook "${parsed.runbook.name}" is also defined in ${other}`,
+      });
       continue;
     }
     byName.set(parsed.runbook.name, file);

@@ -38,7 +38,13 @@ export class LockConflictError extends RollcallError {
       'locked',
       'these apps are locked by another run: ' +
         conflicts
-          .map((c) => `${c.runId} holds ${c.apps.slice(0, 10).map((a) => a.app).join(', ')}${c.apps.length > 10 ? ` and ${c.apps.length - 10} more` : ''}`)
+          .map(
+            (c) =>
+              `${c.runId} holds ${c.apps
+                .slice(0, 10)
+                .map((a) => a.app)
+                .join(', ')}${c.apps.length > 10 ? ` and ${c.apps.length - 10} more` : ''}`,
+          )
           .join('; ') +
         ' (wait for it to finish, or `/argo runs show ID` / `/argo runs cancel ID`)',
       { data: { conflicts } },
@@ -77,7 +83,8 @@ export class AppLocks {
     const values = await this.redis.mget(keys);
     const byRun = new Map<string, { instance: string; app: string }[]>();
     values.forEach((holder, i) => {
-      if (holder && holder !== exceptRunId) byRun.set(holder, [...(byRun.get(holder) ?? []), { instance: targets[i].instance, app: targets[i].app }]);
+      if (holder && holder !== exceptRunId)
+        byRun.set(holder, [...(byRun.get(holder) ?? []), { instance: targets[i].instance, app: targets[i].app }]);
     });
     return [...byRun].map(([runId, apps]) => ({ runId, apps }));
   }
@@ -89,7 +96,8 @@ export class AppLocks {
     const held = (await this.redis.eval(ACQUIRE, keys.length, ...keys, runId)) as string[];
     if (held.length) {
       const byRun = new Map<string, { instance: string; app: string }[]>();
-      for (let i = 0; i < held.length; i += 2) byRun.set(held[i + 1], [...(byRun.get(held[i + 1]) ?? []), this.parse(held[i])]);
+      for (let i = 0; i < held.length; i += 2)
+        byRun.set(held[i + 1], [...(byRun.get(held[i + 1]) ?? []), this.parse(held[i])]);
       throw new LockConflictError([...byRun].map(([id, apps]) => ({ runId: id, apps })));
     }
   }

@@ -31,12 +31,17 @@ const TRUE = new Set(['true', 'yes', 'on', '1']);
 const FALSE = new Set(['false', 'no', 'off', '0']);
 
 /** Converts one typed value. Returns a message (and a close enum value, if any) when the text does not fit the type. */
-export function coerceParam(name: string, spec: RunbookParam, raw: ParamValue): { value: ParamValue } | { error: string; suggestion?: string } {
+export function coerceParam(
+  name: string,
+  spec: RunbookParam,
+  raw: ParamValue,
+): { value: ParamValue } | { error: string; suggestion?: string } {
   const text = String(raw).trim();
   switch (spec.type) {
     case 'string':
     case 'selector':
-      if (spec.type === 'selector' && !text) return { error: `${name}: expected a selector such as auth-config-* (got nothing)` };
+      if (spec.type === 'selector' && !text)
+        return { error: `${name}: expected a selector such as auth-config-* (got nothing)` };
       return { value: text };
     case 'int': {
       if (typeof raw === 'number' && Number.isInteger(raw)) return { value: raw };
@@ -53,7 +58,8 @@ export function coerceParam(name: string, spec: RunbookParam, raw: ParamValue): 
     case 'duration': {
       if (typeof raw === 'number') return { value: raw };
       const ms = parseDuration(text);
-      if (ms === undefined && /^\d+$/.test(text.trim())) return { error: `${name}=${text.trim()} has no unit: write ${text.trim()}m or ${text.trim()}s` };
+      if (ms === undefined && /^\d+$/.test(text.trim()))
+        return { error: `${name}=${text.trim()} has no unit: write ${text.trim()}m or ${text.trim()}s` };
       if (ms === undefined) return { error: `${name}: expected a duration such as 30s, 10m or 1h (got "${text}")` };
       return { value: ms };
     }
@@ -61,7 +67,10 @@ export function coerceParam(name: string, spec: RunbookParam, raw: ParamValue): 
       const values = spec.values ?? [];
       if (values.includes(text)) return { value: text };
       const near = suggest(text, values, 1)[0];
-      return { error: `${name}: expected one of ${values.join(', ')} (got "${text}")`, ...(near ? { suggestion: `${name}=${near}` } : {}) };
+      return {
+        error: `${name}: expected one of ${values.join(', ')} (got "${text}")`,
+        ...(near ? { suggestion: `${name}=${near}` } : {}),
+      };
     }
   }
 }
@@ -87,7 +96,13 @@ export function parseParams(runbook: Runbook, raw: Record<string, string>): Reco
       continue;
     }
     const result = coerceParam(name, spec, text);
-    if ('error' in result) problems.push({ param: name, code: 'invalid_value', message: result.error, ...(result.suggestion ? { suggestion: result.suggestion } : {}) });
+    if ('error' in result)
+      problems.push({
+        param: name,
+        code: 'invalid_value',
+        message: result.error,
+        ...(result.suggestion ? { suggestion: result.suggestion } : {}),
+      });
     else values[name] = result.value;
   }
   for (const [name, spec] of Object.entries(runbook.params)) {

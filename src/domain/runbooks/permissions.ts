@@ -37,9 +37,17 @@ export function assertMayRun(user: string, runbook: Runbook, config: Pick<Rollca
 }
 
 /** Operating a run (confirm, cancel, pause, resume, abort): its requester, anyone who may run the runbook, or an admin. */
-export function assertMayOperate(user: string, run: Run, runbook: Runbook | undefined, config: Pick<RollcallConfig, 'access'>, what: string): void {
+export function assertMayOperate(
+  user: string,
+  run: Run,
+  runbook: Runbook | undefined,
+  config: Pick<RollcallConfig, 'access'>,
+  what: string,
+): void {
   if (user === run.requester || isAdmin(user, config) || (runbook && mayRun(user, runbook, config))) return;
-  throw new RunForbiddenError(`${mention(user)} may not ${what} run ${run.id}: only ${mention(run.requester)} (who started it), its runners or an admin may.`);
+  throw new RunForbiddenError(
+    `${mention(user)} may not ${what} run ${run.id}: only ${mention(run.requester)} (who started it), its runners or an admin may.`,
+  );
 }
 
 /**
@@ -52,14 +60,20 @@ export function approversOf(runbook: Runbook, config: Pick<RollcallConfig, 'acce
 }
 
 /** Throws with who may approve when the user may not approve this run. */
-export function assertMayApprove(user: string, run: Run, runbook: Runbook, config: Pick<RollcallConfig, 'access'>): void {
+export function assertMayApprove(
+  user: string,
+  run: Run,
+  runbook: Runbook,
+  config: Pick<RollcallConfig, 'access'>,
+): void {
   const approval = runbook.access.approval;
   if (user === run.requester && !approval?.allowSelfApproval) {
     throw new RunForbiddenError(
       `${mention(user)} started run ${run.id} and may not approve it: ${runbook.name} needs approval from someone else (${describePrincipals(approversOf(runbook, config), config.access.groups, user) || 'an admin'}).`,
     );
   }
-  if (run.approvals.some((a) => a.user === user)) throw new RunForbiddenError(`${mention(user)} has already approved run ${run.id}; it needs another approver.`);
+  if (run.approvals.some((a) => a.user === user))
+    throw new RunForbiddenError(`${mention(user)} has already approved run ${run.id}; it needs another approver.`);
   if (isAdmin(user, config)) return;
   const named = approval?.approvers ?? [];
   if (named.length ? principalMatches(user, named, config.access.groups) : mayRun(user, runbook, config)) return;

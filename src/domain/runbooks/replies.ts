@@ -75,7 +75,10 @@ export function runButtons(run: Run): ReplyButton[] {
     case 'awaiting-approval':
       return [button('Approve', 'run.approve', run, 'primary'), button('Cancel', 'run.cancel', run)];
     case 'running':
-      return [...(runPausable(run) ? [button('Pause', 'run.pause', run)] : []), button('Abort', 'run.abort', run, 'danger')];
+      return [
+        ...(runPausable(run) ? [button('Pause', 'run.pause', run)] : []),
+        button('Abort', 'run.abort', run, 'danger'),
+      ];
     case 'paused':
       return [button('Resume', 'run.resume', run, 'primary'), button('Abort', 'run.abort', run, 'danger')];
     default:
@@ -91,7 +94,7 @@ function paramsText(run: Run): string {
 
 /** A run's parameters are what its requester typed: its replies may echo them (see Reply.userText). */
 function typedParams(params: Record<string, unknown>): string[] {
-  return Object.values(params).map((v) => (typeof v === 'string' ? v : JSON.stringify(v) ?? ''));
+  return Object.values(params).map((v) => (typeof v === 'string' ? v : (JSON.stringify(v) ?? '')));
 }
 
 export function previewReply(run: Run): Reply {
@@ -99,24 +102,50 @@ export function previewReply(run: Run): Reply {
     { kind: 'header', text: `${run.title} — preview (${run.id})` },
     { kind: 'text', text: run.preview?.summary ?? 'nothing to preview', tone: 'info' },
     ...(run.preview?.blocks ?? []),
-    { kind: 'context', text: `Requested by ${mention(run.requester)} · params: ${paramsText(run)}${run.approvalsRequired ? ` · needs ${run.approvalsRequired} approval${run.approvalsRequired > 1 ? 's' : ''} after confirming` : ''}` },
+    {
+      kind: 'context',
+      text: `Requested by ${mention(run.requester)} · params: ${paramsText(run)}${run.approvalsRequired ? ` · needs ${run.approvalsRequired} approval${run.approvalsRequired > 1 ? 's' : ''} after confirming` : ''}`,
+    },
     { kind: 'actions', buttons: runButtons(run) },
   ];
   // Its pages are read from the stored preview: turning one must never run the runbook's command again.
-  return withUserText({ ok: true, command: 'run', title: `${run.title}: preview`, data: runData(run), blocks, pageCommand: `runs show ${run.id}` }, ...typedParams(run.params));
+  return withUserText(
+    {
+      ok: true,
+      command: 'run',
+      title: `${run.title}: preview`,
+      data: runData(run),
+      blocks,
+      pageCommand: `runs show ${run.id}`,
+    },
+    ...typedParams(run.params),
+  );
 }
 
 /**
  * The answer to a runbook whose preview found nothing to do: what it found and why, with no run and no
  * Confirm (see NothingToDo). `ok`: the request was understood and answered; nothing is wrong.
  */
-export function nothingToDoReply(found: { runbook: string; title: string; summary: string; preview: { data: Record<string, unknown> } }, command: string, params: Record<string, string>): Reply {
+export function nothingToDoReply(
+  found: { runbook: string; title: string; summary: string; preview: { data: Record<string, unknown> } },
+  command: string,
+  params: Record<string, string>,
+): Reply {
   const blocks: ReplyBlock[] = [
     { kind: 'header', text: `${found.title}: nothing to do` },
     { kind: 'text', text: found.summary, tone: 'ok' },
     { kind: 'context', text: 'No run was created: there is nothing to confirm.' },
   ];
-  return withUserText({ ok: true, command, title: `${found.title}: nothing to do`, data: { runbook: found.runbook, nothingToDo: true, summary: found.summary, preview: found.preview.data }, blocks }, ...Object.values(params));
+  return withUserText(
+    {
+      ok: true,
+      command,
+      title: `${found.title}: nothing to do`,
+      data: { runbook: found.runbook, nothingToDo: true, summary: found.summary, preview: found.preview.data },
+      blocks,
+    },
+    ...Object.values(params),
+  );
 }
 
 function countsText(counts: Record<string, number>): string {
@@ -147,27 +176,51 @@ export function progressReply(run: Run): Reply {
       blocks.push({
         kind: 'list',
         title: 'Failing',
-        items: run.progress.failing.slice(0, 15).map((f) => ({ text: `${f.app}${f.cluster ? ` (${f.cluster})` : ''}`, detail: f.reason, tone: 'error' as Tone })),
+        items: run.progress.failing
+          .slice(0, 15)
+          .map((f) => ({
+            text: `${f.app}${f.cluster ? ` (${f.cluster})` : ''}`,
+            detail: f.reason,
+            tone: 'error' as Tone,
+          })),
         total: run.progress.failing.length,
       });
     }
   }
-  if (run.status === 'paused') blocks.push({ kind: 'text', text: `Paused${run.pausedBy ? ` by ${mention(run.pausedBy)}` : ''}${run.pausedReason ? `: ${run.pausedReason.replace(/\.+$/, '')}` : ''}. Resume to continue where it stopped (the next apps), or abort.`, tone: 'warn' });
+  if (run.status === 'paused')
+    blocks.push({
+      kind: 'text',
+      text: `Paused${run.pausedBy ? ` by ${mention(run.pausedBy)}` : ''}${run.pausedReason ? `: ${run.pausedReason.replace(/\.+$/, '')}` : ''}. Resume to continue where it stopped (the next apps), or abort.`,
+      tone: 'warn',
+    });
   if (isTerminal(run.status)) {
     // What each step did, in its own words (output.summary), then its error: the summary is read for this.
     const steps = run.steps.map((s) => {
       const said = Array.isArray(s.output?.summary) ? (s.output.summary as unknown[]).map(String) : [];
       const detail = [...said, ...(s.error ? [s.error] : [])].join('\n') || undefined;
-      return { text: `${s.id}: ${s.status}`, detail, tone: (s.status === 'succeeded' ? 'ok' : s.status === 'failed' ? 'error' : 'unknown') as Tone };
+      return {
+        text: `${s.id}: ${s.status}`,
+        detail,
+        tone: (s.status === 'succeeded' ? 'ok' : s.status === 'failed' ? 'error' : 'unknown') as Tone,
+      };
     });
     blocks.push({ kind: 'list', title: 'Steps', items: steps });
     if (run.error) blocks.push({ kind: 'text', text: run.error, tone: 'error' });
   }
   const buttons = runButtons(run);
   if (buttons.length) blocks.push({ kind: 'actions', buttons });
-  blocks.push({ kind: 'context', text: `Requested by ${mention(run.requester)}${approvalsText(run)} · ${paramsText(run)}${endedText(run)}` });
+  blocks.push({
+    kind: 'context',
+    text: `Requested by ${mention(run.requester)}${approvalsText(run)} · ${paramsText(run)}${endedText(run)}`,
+  });
   return withUserText(
-    { ok: run.status !== 'failed' && run.status !== 'aborted', command: 'runs', title: `${run.title} ${run.id}: ${run.status}`, data: runData(run), blocks },
+    {
+      ok: run.status !== 'failed' && run.status !== 'aborted',
+      command: 'runs',
+      title: `${run.title} ${run.id}: ${run.status}`,
+      data: runData(run),
+      blocks,
+    },
     ...typedParams(run.params),
   );
 }
@@ -189,7 +242,16 @@ export function runListReply(runs: Run[]): Reply {
     ok: true,
     command: 'runs',
     title: 'Recent runs',
-    data: { runs: runs.map((r) => ({ id: r.id, runbook: r.runbook, status: r.status, requester: r.requester, createdAt: r.createdAt, progress: r.progress?.headline })) },
+    data: {
+      runs: runs.map((r) => ({
+        id: r.id,
+        runbook: r.runbook,
+        status: r.status,
+        requester: r.requester,
+        createdAt: r.createdAt,
+        progress: r.progress?.headline,
+      })),
+    },
     blocks: [
       { kind: 'header', text: 'Recent runs' },
       runs.length
@@ -201,7 +263,10 @@ export function runListReply(runs: Run[]): Reply {
               tone: STATUS_TONE[r.status],
             })),
           }
-        : { kind: 'text', text: 'No runs yet. Start one with `/argo sync <selector>` or `/argo run <runbook> key=value`.' },
+        : {
+            kind: 'text',
+            text: 'No runs yet. Start one with `/argo sync <selector>` or `/argo run <runbook> key=value`.',
+          },
     ],
   };
   return withUserText(reply, ...runs.flatMap((r) => typedParams(r.params)));
@@ -226,7 +291,9 @@ export function auditReply(entries: AuditEntry[]): Reply {
             kind: 'list',
             items: entries.map((e) => ({
               text: `${when(e.at)} ${e.who}${originText(e)} ${e.kind}${e.runId ? ` ${e.runId}` : ''}${e.target ? ` ${e.target}` : ''}`,
-              detail: [e.result, e.message, e.params ? JSON.stringify(e.params) : undefined].filter(Boolean).join(' · ') || undefined,
+              detail:
+                [e.result, e.message, e.params ? JSON.stringify(e.params) : undefined].filter(Boolean).join(' · ') ||
+                undefined,
             })),
           }
         : { kind: 'text', text: 'The audit log is empty.' },

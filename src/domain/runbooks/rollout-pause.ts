@@ -54,7 +54,8 @@ export interface PausePlan {
 }
 
 export class PauseError extends RollcallError {
-  declare readonly code: 'unknown_target' | 'nothing_to_pause' | 'already_paused' | 'not_paused' | 'conflict' | 'ambiguous_target';
+  declare readonly code:
+    'unknown_target' | 'nothing_to_pause' | 'already_paused' | 'not_paused' | 'conflict' | 'ambiguous_target';
   constructor(code: PauseError['code'], message: string) {
     super(code, message);
   }
@@ -77,7 +78,10 @@ export function incompleteSteps(appSet: ApplicationSet): number[] {
 }
 
 /** The parent app of an object managed by Argo CD (annotation tracking, else label tracking). */
-export function parentAppName(meta: { annotations?: Record<string, string>; labels?: Record<string, string> }): string | undefined {
+export function parentAppName(meta: {
+  annotations?: Record<string, string>;
+  labels?: Record<string, string>;
+}): string | undefined {
   const tracking = meta.annotations?.[TRACKING_ID];
   if (tracking) return tracking.split(':')[0]?.split('_').pop();
   return meta.labels?.[INSTANCE_LABEL]?.split('_').pop();
@@ -85,11 +89,18 @@ export function parentAppName(meta: { annotations?: Record<string, string>; labe
 
 function appSetIgnoresSyncPolicy(appSet: ApplicationSet): boolean {
   return (appSet.spec.ignoreApplicationDifferences ?? []).some((rule: any) =>
-    (rule?.jsonPointers ?? []).some((p: string) => p === '/spec/syncPolicy' || p === '/spec/syncPolicy/automated' || p === '/spec'),
+    (rule?.jsonPointers ?? []).some(
+      (p: string) => p === '/spec/syncPolicy' || p === '/spec/syncPolicy/automated' || p === '/spec',
+    ),
   );
 }
 
-function parentChanges(fleet: FleetView, instance: string, meta: ApplicationSet['metadata'], seen: Set<string>): { changes: PauseChange[]; warnings: string[] } {
+function parentChanges(
+  fleet: FleetView,
+  instance: string,
+  meta: ApplicationSet['metadata'],
+  seen: Set<string>,
+): { changes: PauseChange[]; warnings: string[] } {
   const changes: PauseChange[] = [];
   const warnings: string[] = [];
   let current = meta;
@@ -128,12 +139,17 @@ function planAppSet(fleet: FleetView, target: FleetAppSet): PausePlan {
   const warnings: string[] = [];
   const runningOperations: string[] = [];
   const hadAnnotations = !!appSet.metadata.annotations;
-  if (appSet.metadata.annotations?.[PAUSED_BY]) throw new PauseError('already_paused', `ApplicationSet ${name} is already paused by ${appSet.metadata.annotations[PAUSED_BY]}: resume it first`);
+  if (appSet.metadata.annotations?.[PAUSED_BY])
+    throw new PauseError(
+      'already_paused',
+      `ApplicationSet ${name} is already paused by ${appSet.metadata.annotations[PAUSED_BY]}: resume it first`,
+    );
   const apps = fleet.appsOf(target.instance, name);
   if (isRollingSync(appSet)) {
     const steps = appSet.spec.strategy!.rollingSync!.steps!;
     const incomplete = new Set(incompleteSteps(appSet));
-    if (!incomplete.size) throw new PauseError('nothing_to_pause', `the RollingSync rollout of ${name} is complete: nothing to hold`);
+    if (!incomplete.size)
+      throw new PauseError('nothing_to_pause', `the RollingSync rollout of ${name} is complete: nothing to hold`);
     const before = steps.map((s) => (s.maxUpdate === undefined ? null : s.maxUpdate));
     const after = steps.map((s, i) => (incomplete.has(i + 1) ? 0 : s.maxUpdate === undefined ? null : s.maxUpdate));
     changes.push({
@@ -149,7 +165,8 @@ function planAppSet(fleet: FleetView, target: FleetAppSet): PausePlan {
     const byStatus = new Map((appSet.status?.applicationStatus ?? []).map((e) => [e.application, e.status]));
     for (const a of apps) {
       const phase = a.app.status?.operationState?.phase;
-      if ((phase === 'Running' || a.app.operation) && byStatus.get(a.app.metadata.name) !== 'Healthy') runningOperations.push(a.app.metadata.name);
+      if ((phase === 'Running' || a.app.operation) && byStatus.get(a.app.metadata.name) !== 'Healthy')
+        runningOperations.push(a.app.metadata.name);
     }
   } else {
     changes.push({
@@ -176,7 +193,8 @@ function planAppSet(fleet: FleetView, target: FleetAppSet): PausePlan {
         hadAnnotations: !!a.app.metadata.annotations,
       });
     }
-    for (const a of apps) if (a.app.status?.operationState?.phase === 'Running') runningOperations.push(a.app.metadata.name);
+    for (const a of apps)
+      if (a.app.status?.operationState?.phase === 'Running') runningOperations.push(a.app.metadata.name);
   }
   const parents = parentChanges(fleet, target.instance, appSet.metadata, new Set());
   changes.push(...parents.changes);
@@ -216,16 +234,24 @@ function planApps(fleet: FleetView, apps: FleetApp[], label: string): PausePlan 
     changes.push(...parents.changes.filter((c) => !changes.some((x) => x.name === c.name && x.kind === c.kind)));
     warnings.push(...parents.warnings);
   }
-  if (!changes.length) throw new PauseError('nothing_to_pause', `auto-sync is already off on ${label}: nothing to pause`);
+  if (!changes.length)
+    throw new PauseError('nothing_to_pause', `auto-sync is already off on ${label}: nothing to pause`);
   return { target: label, instance, changes, runningOperations: [], warnings };
 }
 
 /** What pausing `target` (an ApplicationSet name, or the apps a selector chose) would change. */
-export function planPause(fleet: FleetView, target: { appSet?: FleetAppSet; apps?: FleetApp[]; label?: string }): PausePlan {
+export function planPause(
+  fleet: FleetView,
+  target: { appSet?: FleetAppSet; apps?: FleetApp[]; label?: string },
+): PausePlan {
   if (target.appSet) return planAppSet(fleet, target.appSet);
   if (target.apps?.length) {
     const instances = new Set(target.apps.map((a) => a.instance));
-    if (instances.size > 1) throw new PauseError('ambiguous_target', `the selection spans instances ${[...instances].join(', ')}: add instance=`);
+    if (instances.size > 1)
+      throw new PauseError(
+        'ambiguous_target',
+        `the selection spans instances ${[...instances].join(', ')}: add instance=`,
+      );
     return planApps(fleet, target.apps, target.label ?? `${target.apps.length} apps`);
   }
   throw new PauseError('unknown_target', 'nothing matches the pause target');
@@ -247,7 +273,10 @@ function setStepsMaxUpdate(appSet: ApplicationSet, values: unknown[]): void {
 }
 
 function currentValue(obj: ApplicationSet | Application, field: PauseField): unknown {
-  if (field === 'rollingSync.maxUpdate') return ((obj as ApplicationSet).spec.strategy?.rollingSync?.steps ?? []).map((s) => (s.maxUpdate === undefined ? null : s.maxUpdate));
+  if (field === 'rollingSync.maxUpdate')
+    return ((obj as ApplicationSet).spec.strategy?.rollingSync?.steps ?? []).map((s) =>
+      s.maxUpdate === undefined ? null : s.maxUpdate,
+    );
   if (field === 'syncPolicy.applicationsSync') return (obj as ApplicationSet).spec.syncPolicy?.applicationsSync ?? null;
   return (obj as Application).spec.syncPolicy?.automated ?? null;
 }
@@ -314,11 +343,17 @@ export async function terminateOperations(instance: string, apps: string[], ctx:
 }
 
 /** Re-reads every changed object: the changes that no longer hold (reverted by a controller or from git). */
-export async function verifyPause(changes: PauseChange[], argocd: ReadonlyMap<string, ArgoApi>): Promise<PauseChange[]> {
+export async function verifyPause(
+  changes: PauseChange[],
+  argocd: ReadonlyMap<string, ArgoApi>,
+): Promise<PauseChange[]> {
   const reverted: PauseChange[] = [];
   for (const change of changes) {
     const api = apiFor(argocd, change.instance);
-    const obj = change.kind === 'ApplicationSet' ? await api.getApplicationSet(change.name) : await api.getApplication({ name: change.name });
+    const obj =
+      change.kind === 'ApplicationSet'
+        ? await api.getApplicationSet(change.name)
+        : await api.getApplication({ name: change.name });
     if (!same(currentValue(obj, change.field), change.after)) reverted.push(change);
   }
   return reverted;
@@ -327,9 +362,15 @@ export async function verifyPause(changes: PauseChange[], argocd: ReadonlyMap<st
 // ---------- resume ----------
 
 /** Restores exactly the saved value, refusing when someone changed the paused field since. */
-export async function resumeChange(change: PauseChange, argocd: ReadonlyMap<string, ArgoApi>): Promise<'restored' | 'already-restored'> {
+export async function resumeChange(
+  change: PauseChange,
+  argocd: ReadonlyMap<string, ArgoApi>,
+): Promise<'restored' | 'already-restored'> {
   const api = apiFor(argocd, change.instance);
-  const obj = change.kind === 'ApplicationSet' ? await api.getApplicationSet(change.name) : await api.getApplication({ name: change.name });
+  const obj =
+    change.kind === 'ApplicationSet'
+      ? await api.getApplicationSet(change.name)
+      : await api.getApplication({ name: change.name });
   const now = currentValue(obj, change.field);
   const annotated = !!obj.metadata.annotations?.[PAUSED_BY];
   if (same(now, change.before) && !annotated) return 'already-restored';
@@ -357,7 +398,10 @@ export async function resumeChange(change: PauseChange, argocd: ReadonlyMap<stri
       : { op: 'replace', path: '/spec/syncPolicy/automated', value: change.before },
   ];
   if (!change.hadAnnotations) ops.push({ op: 'remove', path: '/metadata/annotations' });
-  else for (const key of [PAUSED_BY, PAUSED_AT, PAUSE_RUN]) if (obj.metadata.annotations?.[key] !== undefined) ops.push({ op: 'remove', path: `/metadata/annotations/${jsonPointer(key)}` });
+  else
+    for (const key of [PAUSED_BY, PAUSED_AT, PAUSE_RUN])
+      if (obj.metadata.annotations?.[key] !== undefined)
+        ops.push({ op: 'remove', path: `/metadata/annotations/${jsonPointer(key)}` });
   await api.patchApplication({ name: change.name }, ops, 'json');
   return 'restored';
 }

@@ -15,7 +15,14 @@ export type RunEvent =
   | { type: 'resume' }
   | { type: 'expire'; at: string }
   | { type: 'cancel'; by: string; at: string }
-  | { type: 'end'; status: 'succeeded' | 'failed' | 'aborted'; by: string; at: string; error?: string; abortSteps?: boolean };
+  | {
+      type: 'end';
+      status: 'succeeded' | 'failed' | 'aborted';
+      by: string;
+      at: string;
+      error?: string;
+      abortSteps?: boolean;
+    };
 
 /** Which events each status accepts. Terminal statuses accept none. */
 export const RUN_TRANSITIONS: Record<RunStatus, readonly RunEvent['type'][]> = {
@@ -34,7 +41,9 @@ export type RunTransition = { ok: true; run: Run } | { ok: false; reason: string
 
 export function runEvent(r: Run, e: RunEvent): RunTransition {
   // `begin` also follows a confirmation that needs no approval.
-  const allowed = RUN_TRANSITIONS[r.status].includes(e.type) || (e.type === 'begin' && r.status === 'awaiting-confirmation' && !!r.confirmedBy);
+  const allowed =
+    RUN_TRANSITIONS[r.status].includes(e.type) ||
+    (e.type === 'begin' && r.status === 'awaiting-confirmation' && !!r.confirmedBy);
   if (!allowed) return { ok: false, reason: `run ${r.id} is ${r.status}; it cannot ${e.type}` };
   switch (e.type) {
     case 'previewed':
@@ -57,7 +66,10 @@ export function runEvent(r: Run, e: RunEvent): RunTransition {
       return { ok: true, run: { ...r, status: 'paused', pausedBy: e.by, pausedReason: e.reason } };
     case 'resume':
       // A new generation: the job of the paused attempt, should it still run, is stale.
-      return { ok: true, run: { ...r, status: 'running', pausedBy: undefined, pausedReason: undefined, generation: r.generation + 1 } };
+      return {
+        ok: true,
+        run: { ...r, status: 'running', pausedBy: undefined, pausedReason: undefined, generation: r.generation + 1 },
+      };
     case 'expire':
       return { ok: true, run: { ...r, status: 'cancelled', error: 'preview expired', endedAt: e.at } };
     case 'cancel':
@@ -70,7 +82,10 @@ export function runEvent(r: Run, e: RunEvent): RunTransition {
             endedAt: s.endedAt ?? (s.status === 'running' ? e.at : undefined),
           }))
         : r.steps;
-      return { ok: true, run: { ...r, status: e.status, endedBy: e.by, endedAt: e.at, error: e.error ?? r.error, steps } };
+      return {
+        ok: true,
+        run: { ...r, status: e.status, endedBy: e.by, endedAt: e.at, error: e.error ?? r.error, steps },
+      };
     }
   }
 }
@@ -89,13 +104,30 @@ export interface StepOutcomeInput {
  * What a finished step attempt does to its run: the step's state, and then advance, pause, or
  * end. `terminal` is the end to record (through runEvent 'end', which also releases locks).
  */
-export function stepOutcomeTransition(r: Run, i: StepOutcomeInput): { run: Run; enqueueNext: boolean; terminal?: { status: 'succeeded' | 'failed' | 'aborted'; error?: string } } {
+export function stepOutcomeTransition(
+  r: Run,
+  i: StepOutcomeInput,
+): { run: Run; enqueueNext: boolean; terminal?: { status: 'succeeded' | 'failed' | 'aborted'; error?: string } } {
   const { outcome, stepId } = i;
   const stepStatus: StepState['status'] =
-    outcome.status === 'succeeded' ? 'succeeded' : outcome.status === 'failed' ? 'failed' : outcome.status === 'paused' ? 'paused' : 'aborted';
+    outcome.status === 'succeeded'
+      ? 'succeeded'
+      : outcome.status === 'failed'
+        ? 'failed'
+        : outcome.status === 'paused'
+          ? 'paused'
+          : 'aborted';
   const error = outcome.status === 'failed' ? outcome.error : undefined;
   const steps = r.steps.map((s) =>
-    s.id === stepId ? { ...s, status: stepStatus, output: outcome.output ?? s.output, error, endedAt: stepStatus === 'paused' ? undefined : i.now } : s,
+    s.id === stepId
+      ? {
+          ...s,
+          status: stepStatus,
+          output: outcome.output ?? s.output,
+          error,
+          endedAt: stepStatus === 'paused' ? undefined : i.now,
+        }
+      : s,
   );
   const next: Run = { ...r, steps };
   if (isTerminal(r.status)) return { run: next, enqueueNext: false };
@@ -106,16 +138,28 @@ export function stepOutcomeTransition(r: Run, i: StepOutcomeInput): { run: Run; 
       next.pausedReason = outcome.status === 'paused' ? outcome.reason : `step ${stepId} failed: ${error}`;
     }
     // Resuming re-runs this step from its checkpoint.
-    if (outcome.status === 'failed') next.steps = next.steps.map((s) => (s.id === stepId ? { ...s, status: 'paused' } : s));
+    if (outcome.status === 'failed')
+      next.steps = next.steps.map((s) => (s.id === stepId ? { ...s, status: 'paused' } : s));
     return { run: next, enqueueNext: false };
   }
-  if (outcome.status === 'aborted' || outcome.status === 'interrupted') return { run: next, enqueueNext: false, terminal: { status: 'aborted' } };
+  if (outcome.status === 'aborted' || outcome.status === 'interrupted')
+    return { run: next, enqueueNext: false, terminal: { status: 'aborted' } };
   const advance = outcome.status === 'succeeded' || (outcome.status === 'failed' && i.onFailure === 'continue');
   if (advance && i.nextStep) return { run: { ...next, currentStep: i.nextStep }, enqueueNext: r.status === 'running' };
   if (advance) {
     const failed = steps.filter((s) => s.status === 'failed');
     return failed.length
-      ? { run: next, enqueueNext: false, terminal: { status: 'failed', error: steps.filter((s) => s.error).map((s) => `${s.id}: ${s.error}`).join('; ') } }
+      ? {
+          run: next,
+          enqueueNext: false,
+          terminal: {
+            status: 'failed',
+            error: steps
+              .filter((s) => s.error)
+              .map((s) => `${s.id}: ${s.error}`)
+              .join('; '),
+          },
+        }
       : { run: next, enqueueNext: false, terminal: { status: 'succeeded' } };
   }
   return { run: next, enqueueNext: false, terminal: { status: 'failed', error: `step ${stepId} failed: ${error}` } };

@@ -86,7 +86,12 @@ export interface Run {
   /** Bumped on each resume; a job carrying an older generation stops. */
   generation: number;
   targets: RunTarget[];
-  preview?: { summary: string; data: Record<string, unknown>; blocks: ReplyBlock[]; byStep?: Record<string, Record<string, unknown>> };
+  preview?: {
+    summary: string;
+    data: Record<string, unknown>;
+    blocks: ReplyBlock[];
+    byStep?: Record<string, Record<string, unknown>>;
+  };
   progress?: RunProgress;
   /** The one live message in Slack (thread of the preview). */
   progressMessage?: MessageRef;
@@ -179,7 +184,10 @@ return out
 /** Thrown when a step attempt's lease was taken (by a newer attempt, a pause, an abort): it must stop. */
 export class LeaseLostError extends RollcallError {
   constructor(readonly runId: string) {
-    super('lease_lost', `run ${runId}: this step attempt lost its lease (a newer attempt, a pause or an abort took it) and stops`);
+    super(
+      'lease_lost',
+      `run ${runId}: this step attempt lost its lease (a newer attempt, a pause or an abort took it) and stops`,
+    );
   }
 }
 
@@ -267,7 +275,11 @@ export class RunStore {
    * (`report` also accepts a lease revoked by a pause or abort: the attempt may still say how it
    * stopped). `lease` sets the lease in the same atomic write: a new token, or 'revoke'.
    */
-  async update(id: string, change: (run: Run) => Run | undefined, opts: { fence?: { token: string; level: 'act' | 'report' }; lease?: string | 'revoke' } = {}): Promise<Run> {
+  async update(
+    id: string,
+    change: (run: Run) => Run | undefined,
+    opts: { fence?: { token: string; level: 'act' | 'report' }; lease?: string | 'revoke' } = {},
+  ): Promise<Run> {
     for (let tries = 0; tries < 50; tries++) {
       const current = await this.require(id);
       const next = change(structuredClone(current));
@@ -276,7 +288,17 @@ export class RunStore {
       next.updatedAt = new Date().toISOString();
       const lease = opts.lease === 'revoke' ? '!revoke' : (opts.lease ?? '');
       const result = Number(
-        await this.redis.eval(CAS, 2, this.runKey(id), this.leaseKey(id), String(current.version), JSON.stringify(next), opts.fence?.token ?? '', opts.fence?.level ?? 'act', lease),
+        await this.redis.eval(
+          CAS,
+          2,
+          this.runKey(id),
+          this.leaseKey(id),
+          String(current.version),
+          JSON.stringify(next),
+          opts.fence?.token ?? '',
+          opts.fence?.level ?? 'act',
+          lease,
+        ),
       );
       if (result === 1) return next;
       if (result === -1) throw new RunNotFoundError(id);
@@ -290,7 +312,12 @@ export class RunStore {
    * generation, marking the step running: the previous holder's next write fails. Undefined when
    * the job is stale.
    */
-  async acquireLease(id: string, stepId: string, generation: number, now = new Date().toISOString()): Promise<{ run: Run; token: string } | undefined> {
+  async acquireLease(
+    id: string,
+    stepId: string,
+    generation: number,
+    now = new Date().toISOString(),
+  ): Promise<{ run: Run; token: string } | undefined> {
     const current = await this.get(id);
     if (!current) return undefined;
     const token = `${(Number.parseInt(current.lease ?? '0', 10) || 0) + 1}.${randomBytes(4).toString('hex')}`;
@@ -304,7 +331,9 @@ export class RunStore {
         return {
           ...r,
           lease: token,
-          steps: r.steps.map((s) => (s.id === stepId ? { ...s, status: 'running', attempts: s.attempts + 1, startedAt: s.startedAt ?? now } : s)),
+          steps: r.steps.map((s) =>
+            s.id === stepId ? { ...s, status: 'running', attempts: s.attempts + 1, startedAt: s.startedAt ?? now } : s,
+          ),
         };
       },
       { lease: token },
@@ -352,7 +381,9 @@ export class RunStore {
     const key = part ? `${this.checkpointKey(runId, stepId)}:${part}` : this.checkpointKey(runId, stepId);
     const leaseKey = this.leaseKey(runId);
     const redis = this.redis;
-    const transitionMany = async (changes: { key: string; expected: string | undefined; value: T }[]): Promise<boolean[]> => {
+    const transitionMany = async (
+      changes: { key: string; expected: string | undefined; value: T }[],
+    ): Promise<boolean[]> => {
       if (!changes.length) return [];
       const args = changes.flatMap((c) => [c.key, c.expected ?? '', JSON.stringify(c.value)]);
       const result = (await redis.eval(TRANSITION, 2, key, leaseKey, token ?? '', ...args)) as number | number[];

@@ -1,7 +1,9 @@
 import { z } from 'zod';
 
 /** The name of a runbook, a param or a step id: what people type after `/argo run`. */
-const identifier = z.string().regex(/^[a-z][a-z0-9_-]*$/i, 'expected a name of letters, digits, "-" or "_" starting with a letter');
+const identifier = z
+  .string()
+  .regex(/^[a-z][a-z0-9_-]*$/i, 'expected a name of letters, digits, "-" or "_" starting with a letter');
 
 export const PARAM_TYPES = ['string', 'int', 'bool', 'duration', 'selector', 'enum'] as const;
 export type ParamType = (typeof PARAM_TYPES)[number];
@@ -19,9 +21,12 @@ export const paramSchema = z
   })
   .strict()
   .superRefine((p, ctx) => {
-    if (p.type === 'enum' && !p.values?.length) ctx.addIssue({ code: 'custom', path: ['values'], message: 'an enum param needs values: [a, b, ...]' });
-    if (p.type !== 'enum' && p.values) ctx.addIssue({ code: 'custom', path: ['values'], message: 'values only applies to type enum' });
-    if (p.required && p.default !== undefined) ctx.addIssue({ code: 'custom', path: ['default'], message: 'a required param cannot have a default' });
+    if (p.type === 'enum' && !p.values?.length)
+      ctx.addIssue({ code: 'custom', path: ['values'], message: 'an enum param needs values: [a, b, ...]' });
+    if (p.type !== 'enum' && p.values)
+      ctx.addIssue({ code: 'custom', path: ['values'], message: 'values only applies to type enum' });
+    if (p.required && p.default !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['default'], message: 'a required param cannot have a default' });
   });
 
 /** `U012ABC`, `group:oncall` or `*`. */

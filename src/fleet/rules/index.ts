@@ -4,7 +4,13 @@
  * the `diagnose` views (per RollingSync appset in ../diagnose.ts, fleet-wide here), the digest and `status`
  * read problems through them. A new rule: its file in this folder, its line in the catalog and here.
  */
-import { RULE_CATALOG, ruleMeta, type AlertRuleName, type RuleId, type RuleMeta } from '../../infra/config/rule-catalog.js';
+import {
+  RULE_CATALOG,
+  ruleMeta,
+  type AlertRuleName,
+  type RuleId,
+  type RuleMeta,
+} from '../../infra/config/rule-catalog.js';
 import type { FleetView } from '../model.js';
 import { degradedAfterSyncAlerts, diagnoseDegradedAfterSync } from './degraded-after-sync.js';
 import type { AlertsConfig } from '../../infra/config/schema.js';

@@ -99,7 +99,11 @@ export interface ArgoApi {
    * `versionId` (a history id) reads the source as it was in that deployment; `sourceIndex` picks one
    * of a multi-source app's sources (0-based; the first by default).
    */
-  revisionMetadata(ref: AppRef, revision: string, opts?: { versionId?: number; sourceIndex?: number }): Promise<RevisionMetadata>;
+  revisionMetadata(
+    ref: AppRef,
+    revision: string,
+    opts?: { versionId?: number; sourceIndex?: number },
+  ): Promise<RevisionMetadata>;
   /** Container logs of the app's pods, read to the end (no follow); the closing `last` entry is dropped. */
   podLogs(ref: AppRef, query: PodLogsQuery): Promise<LogEntry[]>;
   sync(request: ApplicationSyncRequest): Promise<Application>;
@@ -111,7 +115,11 @@ export interface ArgoApi {
    */
   rollback(ref: AppRef, opts: RollbackOptions): Promise<Application>;
   patchApplication(ref: AppRef, patch: unknown, patchType: 'merge' | 'json'): Promise<Application>;
-  listApplicationSets(query?: { selector?: string; projects?: string[]; appsetNamespace?: string }): Promise<ReadList<ApplicationSet>>;
+  listApplicationSets(query?: {
+    selector?: string;
+    projects?: string[];
+    appsetNamespace?: string;
+  }): Promise<ReadList<ApplicationSet>>;
   getApplicationSet(name: string, appsetNamespace?: string): Promise<ApplicationSet>;
   upsertApplicationSet(appSet: ApplicationSet, opts?: { dryRun?: boolean }): Promise<ApplicationSet>;
   listClusters(): Promise<ReadList<Cluster>>;

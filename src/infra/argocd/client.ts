@@ -1,7 +1,15 @@
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { RollcallConfig, InstanceConfig } from '../config/schema.js';
-import type { AppRef, ArgoApi, ListApplicationsQuery, PodLogsQuery, RollbackOptions, WatchHandle, WatchOptions } from './api.js';
+import type {
+  AppRef,
+  ArgoApi,
+  ListApplicationsQuery,
+  PodLogsQuery,
+  RollbackOptions,
+  WatchHandle,
+  WatchOptions,
+} from './api.js';
 import { errorFromBadBody, errorFromResponse, errorFromTransport, isArgoError, type CallContext } from './errors.js';
 import { aList, aNamedObject, anObject, aWatchEvent, ShapeError, type AnswerReader, type ReadList } from './answers.js';
 import { DEFAULT_RETRY, parseRetryAfter, retryDelay, sleep, type RetryPolicy } from './retry.js';
@@ -68,7 +76,10 @@ export class ArgoClient implements ArgoApi {
     this.timeoutMs = cfg.timeout;
     this.retry = { ...DEFAULT_RETRY, ...opts.retry };
     this.logger = opts.logger?.child({ instance: cfg.name });
-    this.watchOptions = { keepAliveMs: opts.watch?.keepAliveMs ?? 15_000, backoff: opts.watch?.backoff ?? { baseMs: 500, maxMs: 30_000 } };
+    this.watchOptions = {
+      keepAliveMs: opts.watch?.keepAliveMs ?? 15_000,
+      backoff: opts.watch?.backoff ?? { baseMs: 500, maxMs: 30_000 },
+    };
     this.http = new HttpTransport({
       baseUrl: `${this.baseUrl}/api/v1`,
       timeoutMs: cfg.timeout,
@@ -82,7 +93,11 @@ export class ArgoClient implements ArgoApi {
   listApplications(query: ListApplicationsQuery = {}): Promise<ReadList<Application>> {
     return this.call(
       { method: 'GET', path: '/applications', query: applicationQuery(query) },
-      { resource: 'applications', action: 'get', project: query.projects?.length === 1 ? query.projects[0] : undefined },
+      {
+        resource: 'applications',
+        action: 'get',
+        project: query.projects?.length === 1 ? query.projects[0] : undefined,
+      },
       'idempotent',
       aList<Application>('application'),
     );
@@ -118,7 +133,9 @@ export class ArgoClient implements ArgoApi {
   resourceEvents(ref: AppRef, resource?: { uid: string; name: string; namespace?: string }): Promise<KubeEventList> {
     const params = {
       ...refQuery(ref),
-      ...(resource ? { resourceUID: resource.uid, resourceName: resource.name, resourceNamespace: resource.namespace ?? '' } : {}),
+      ...(resource
+        ? { resourceUID: resource.uid, resourceName: resource.name, resourceNamespace: resource.namespace ?? '' }
+        : {}),
     };
     return this.call(
       { method: 'GET', path: `${appPath(ref.name)}/events`, query: params },
@@ -130,8 +147,16 @@ export class ArgoClient implements ArgoApi {
 
   // ---------- read verbs: revision metadata, pod logs ----------
 
-  revisionMetadata(ref: AppRef, revision: string, opts: { versionId?: number; sourceIndex?: number } = {}): Promise<RevisionMetadata> {
-    const params: Query = { ...refQuery(ref), versionId: opts.versionId?.toString(), sourceIndex: opts.sourceIndex?.toString() };
+  revisionMetadata(
+    ref: AppRef,
+    revision: string,
+    opts: { versionId?: number; sourceIndex?: number } = {},
+  ): Promise<RevisionMetadata> {
+    const params: Query = {
+      ...refQuery(ref),
+      versionId: opts.versionId?.toString(),
+      sourceIndex: opts.sourceIndex?.toString(),
+    };
     return this.call(
       { method: 'GET', path: `${appPath(ref.name)}/revisions/${encodeURIComponent(revision)}/metadata`, query: params },
       { resource: 'applications', action: 'get', app: ref.name, project: ref.project },
@@ -162,7 +187,11 @@ export class ArgoClient implements ArgoApi {
     };
     const url = `${appPath(ref.name)}/logs`;
     const rbac = { resource: 'logs', action: 'get', app: ref.name, project: ref.project } as const;
-    const body = await this.call<string>({ method: 'GET', path: url, query: params, responseType: 'text' }, rbac, 'idempotent');
+    const body = await this.call<string>(
+      { method: 'GET', path: url, query: params, responseType: 'text' },
+      rbac,
+      'idempotent',
+    );
     const entries: LogEntry[] = [];
     for (const line of String(body ?? '').split('\n')) {
       if (!line.trim()) continue;
@@ -175,7 +204,11 @@ export class ArgoClient implements ArgoApi {
       }
       if (message.error) {
         const e = message.error;
-        throw errorFromResponse(this.context('GET', url, rbac), e.http_code ?? 500, { error: e.message, code: e.grpc_code, message: e.message });
+        throw errorFromResponse(this.context('GET', url, rbac), e.http_code ?? 500, {
+          error: e.message,
+          code: e.grpc_code,
+          message: e.message,
+        });
       }
       if (message.result && !message.result.last) entries.push(message.result);
     }
@@ -211,7 +244,14 @@ export class ArgoClient implements ArgoApi {
    * like one: never after it may have arrived. RBAC: `sync` in v3.5 (v3.6 adds an opt-in `rollback`).
    */
   rollback(ref: AppRef, opts: RollbackOptions): Promise<Application> {
-    const body = { name: ref.name, id: opts.id, prune: opts.prune, dryRun: opts.dryRun, appNamespace: ref.appNamespace, project: ref.project };
+    const body = {
+      name: ref.name,
+      id: opts.id,
+      prune: opts.prune,
+      dryRun: opts.dryRun,
+      appNamespace: ref.appNamespace,
+      project: ref.project,
+    };
     return this.call(
       { method: 'POST', path: `${appPath(ref.name)}/rollback`, body: dropUndefined(body) },
       { resource: 'applications', action: 'sync', app: ref.name, project: ref.project },
@@ -221,7 +261,13 @@ export class ArgoClient implements ArgoApi {
   }
 
   patchApplication(ref: AppRef, patch: unknown, patchType: 'merge' | 'json'): Promise<Application> {
-    const body = { name: ref.name, patch: JSON.stringify(patch), patchType, appNamespace: ref.appNamespace, project: ref.project };
+    const body = {
+      name: ref.name,
+      patch: JSON.stringify(patch),
+      patchType,
+      appNamespace: ref.appNamespace,
+      project: ref.project,
+    };
     return this.call(
       { method: 'PATCH', path: appPath(ref.name), body: dropUndefined(body) },
       { resource: 'applications', action: 'update', app: ref.name, project: ref.project },
@@ -232,9 +278,15 @@ export class ArgoClient implements ArgoApi {
 
   // ---------- applicationsets ----------
 
-  listApplicationSets(query: { selector?: string; projects?: string[]; appsetNamespace?: string } = {}): Promise<ReadList<ApplicationSet>> {
+  listApplicationSets(
+    query: { selector?: string; projects?: string[]; appsetNamespace?: string } = {},
+  ): Promise<ReadList<ApplicationSet>> {
     return this.call(
-      { method: 'GET', path: '/applicationsets', query: { selector: query.selector, projects: query.projects, appsetNamespace: query.appsetNamespace } },
+      {
+        method: 'GET',
+        path: '/applicationsets',
+        query: { selector: query.selector, projects: query.projects, appsetNamespace: query.appsetNamespace },
+      },
       { resource: 'applicationsets', action: 'get' },
       'idempotent',
       aList<ApplicationSet>('ApplicationSet'),
@@ -253,8 +305,18 @@ export class ArgoClient implements ArgoApi {
   /** There is no PATCH for ApplicationSets (A8/B3): POST the full object with upsert=true. */
   upsertApplicationSet(appSet: ApplicationSet, opts: { dryRun?: boolean } = {}): Promise<ApplicationSet> {
     return this.call(
-      { method: 'POST', path: '/applicationsets', query: { upsert: 'true', dryRun: opts.dryRun ? 'true' : undefined }, body: appSet },
-      { resource: 'applicationsets', action: 'update', appSet: appSet.metadata.name, project: appSet.spec?.template?.spec?.project },
+      {
+        method: 'POST',
+        path: '/applicationsets',
+        query: { upsert: 'true', dryRun: opts.dryRun ? 'true' : undefined },
+        body: appSet,
+      },
+      {
+        resource: 'applicationsets',
+        action: 'update',
+        appSet: appSet.metadata.name,
+        project: appSet.spec?.template?.spec?.project,
+      },
       'idempotent',
       APPLICATION_SET,
     );
@@ -264,7 +326,12 @@ export class ArgoClient implements ArgoApi {
 
   /** Cluster `config` holds credentials: it is dropped here so it never reaches the mirror, logs or replies. */
   async listClusters(): Promise<ReadList<Cluster>> {
-    const list = await this.call({ method: 'GET', path: '/clusters' }, { resource: 'clusters', action: 'get' }, 'idempotent', aList<Cluster>('cluster'));
+    const list = await this.call(
+      { method: 'GET', path: '/clusters' },
+      { resource: 'clusters', action: 'get' },
+      'idempotent',
+      aList<Cluster>('cluster'),
+    );
     const items = list.items.map((c: Cluster) => {
       const { config: _config, ...rest } = c;
       return rest;
@@ -352,7 +419,11 @@ export class ArgoClient implements ArgoApi {
 
   // ---------- plumbing ----------
 
-  private context(method: string, path: string, rest: Omit<CallContext, 'instance' | 'url' | 'method' | 'path' | 'timeoutMs'>): CallContext {
+  private context(
+    method: string,
+    path: string,
+    rest: Omit<CallContext, 'instance' | 'url' | 'method' | 'path' | 'timeoutMs'>,
+  ): CallContext {
     return { instance: this.instance, url: this.baseUrl, method, path, timeoutMs: this.timeoutMs, ...rest };
   }
 
@@ -371,7 +442,10 @@ export class ArgoClient implements ArgoApi {
         const res = await this.http.request<unknown>(request);
         argocdRequestsTotal.inc({ instance: this.instance, method: ctx.method, code: statusLabel(res.status) });
         argocdRequestDuration.observe({ instance: this.instance }, (Date.now() - started) / 1000);
-        this.logger?.debug({ method: ctx.method, path: ctx.path, status: res.status, ms: Date.now() - started, attempt }, 'argocd call');
+        this.logger?.debug(
+          { method: ctx.method, path: ctx.path, status: res.status, ms: Date.now() - started, attempt },
+          'argocd call',
+        );
         data = res.data;
       } catch (error) {
         const failure = classify(error);
@@ -380,9 +454,18 @@ export class ArgoClient implements ArgoApi {
         // A mutating call whose attempt failed in transit may have been applied by Argo CD.
         const maybeApplied = ctx.method !== 'GET' && (inTransitFailure || failure.kind === 'in-transit');
         const final =
-          failure.kind === 'final' || attempt >= this.retry.retries || (mode !== 'idempotent' && failure.kind === 'in-transit');
+          failure.kind === 'final' ||
+          attempt >= this.retry.retries ||
+          (mode !== 'idempotent' && failure.kind === 'in-transit');
         this.logger?.[final ? 'debug' : 'warn'](
-          { method: ctx.method, path: ctx.path, status: failure.status, code: failure.transportCode, ms: Date.now() - started, attempt },
+          {
+            method: ctx.method,
+            path: ctx.path,
+            status: failure.status,
+            code: failure.transportCode,
+            ms: Date.now() - started,
+            attempt,
+          },
           final ? 'argocd call failed' : 'argocd call failed, retrying',
         );
         if (final) {
@@ -430,17 +513,20 @@ interface Failure {
 
 function classify(error: unknown): Failure {
   // Retrying cannot make a server that answers garbage answer Argo CD's JSON; saying so at once can.
-  if (error instanceof BadBodyError) return { kind: 'final', status: error.status, badBody: error.body, detail: error.message };
+  if (error instanceof BadBodyError)
+    return { kind: 'final', status: error.status, badBody: error.body, detail: error.message };
   if (!isAxiosError(error)) return { kind: 'final', detail: String(error), unknown: error };
   const res = error.response;
   // axios fails an answer whose connection dropped mid-body with the answer's 2xx status attached: the body
   // was lost in transit, as when the connection drops before the status.
-  if (res && res.status >= 200 && res.status < 300) return { kind: 'in-transit', transportCode: 'ECONNRESET', detail: error.message };
+  if (res && res.status >= 200 && res.status < 300)
+    return { kind: 'in-transit', transportCode: 'ECONNRESET', detail: error.message };
   if (res) {
     const status = res.status;
     const retryAfterMs = parseRetryAfter(res.headers?.['retry-after'] as string | undefined);
     if (status === 429) return { kind: 'undelivered', status, body: res.data, detail: error.message, retryAfterMs };
-    if (status === 502 || status === 503 || status === 504) return { kind: 'in-transit', status, body: res.data, detail: error.message, retryAfterMs };
+    if (status === 502 || status === 503 || status === 504)
+      return { kind: 'in-transit', status, body: res.data, detail: error.message, retryAfterMs };
     return { kind: 'final', status, body: res.data, detail: error.message };
   }
   const code = error.code;
@@ -480,7 +566,12 @@ function applicationQuery(q: ListApplicationsQuery): Query {
  * not only the bot's account) and which rollcall run it belongs to. Argo CD copies them onto the
  * operation (`operation.info`), where the UI's sync panel and `argocd app get` show them.
  */
-export function attributionInfos(opts: { runInfoName: string; runId: string; user: string; surface: string }): { name: string; value: string }[] {
+export function attributionInfos(opts: {
+  runInfoName: string;
+  runId: string;
+  user: string;
+  surface: string;
+}): { name: string; value: string }[] {
   return [
     { name: opts.runInfoName, value: opts.runId },
     { name: 'Requested by', value: `${opts.user} (${opts.surface}, via rollcall run ${opts.runId})` },

@@ -110,7 +110,12 @@ function describeTarget(ctx: CallContext): string {
 }
 
 /** Maps an HTTP error answer from Argo CD to an ArgoError whose message says what to do. */
-export function errorFromResponse(ctx: CallContext, status: number, body: unknown, extra?: { maybeApplied?: boolean }): ArgoError {
+export function errorFromResponse(
+  ctx: CallContext,
+  status: number,
+  body: unknown,
+  extra?: { maybeApplied?: boolean },
+): ArgoError {
   const parsed = parseErrorBody(body);
   const argoMessage = parsed.message ?? parsed.error;
   const grpcCode = parsed.code;
@@ -146,24 +151,33 @@ export function errorFromResponse(ctx: CallContext, status: number, body: unknow
       `Token lacks \`${ctx.action}\` on ${scope} (${describeTarget(ctx)}): ` +
       `add \`p, role:rollcall, ${ctx.resource}, ${ctx.action}, ${object}, allow\` to argocd-rbac-cm.`;
     // B1: without project=, Argo CD answers 403 both for a forbidden app and for a missing one.
-    if (ctx.app && !ctx.project) message += ` If app ${ctx.app} does not exist, Argo CD answers 403 too: check the name.`;
+    if (ctx.app && !ctx.project)
+      message += ` If app ${ctx.app} does not exist, Argo CD answers 403 too: check the name.`;
     return new ArgoError(message, { ...base, kind: 'forbidden' });
   }
   if (status === 404 || grpcCode === GrpcCode.NotFound) {
     let message: string;
-    if (ctx.app) message = `No such app ${ctx.app} on instance ${ctx.instance}${ctx.project ? ` (project ${ctx.project})` : ''}.`;
+    if (ctx.app)
+      message = `No such app ${ctx.app} on instance ${ctx.instance}${ctx.project ? ` (project ${ctx.project})` : ''}.`;
     else if (ctx.appSet) message = `No such ApplicationSet ${ctx.appSet} on instance ${ctx.instance}.`;
-    else message = `Argo CD instance ${ctx.instance} has no ${ctx.method} ${ctx.path} (HTTP 404): check instances[].url and its root path.`;
+    else
+      message = `Argo CD instance ${ctx.instance} has no ${ctx.method} ${ctx.path} (HTTP 404): check instances[].url and its root path.`;
     return new ArgoError(message + said, { ...base, kind: 'not_found' });
   }
   if (status === 410) {
-    return new ArgoError(`Watch on instance ${ctx.instance} cannot resume: the resourceVersion is too old. Relisting.`, { ...base, kind: 'expired' });
+    return new ArgoError(
+      `Watch on instance ${ctx.instance} cannot resume: the resourceVersion is too old. Relisting.`,
+      { ...base, kind: 'expired' },
+    );
   }
   if (status === 429 || grpcCode === GrpcCode.ResourceExhausted) {
-    return new ArgoError(`Argo CD instance ${ctx.instance} is rate limiting rollcall (HTTP ${status}). Try again in a minute.${said}`, {
-      ...base,
-      kind: 'rate_limited',
-    });
+    return new ArgoError(
+      `Argo CD instance ${ctx.instance} is rate limiting rollcall (HTTP ${status}). Try again in a minute.${said}`,
+      {
+        ...base,
+        kind: 'rate_limited',
+      },
+    );
   }
   if (argoMessage && IN_PROGRESS.test(argoMessage)) {
     const message = extra?.maybeApplied
@@ -180,30 +194,50 @@ export function errorFromResponse(ctx: CallContext, status: number, body: unknow
     );
   }
   if (argoMessage && NO_OPERATION.test(argoMessage)) {
-    return new ArgoError(`No operation is running on ${describeTarget(ctx)}: there is nothing to terminate.`, { ...base, kind: 'no_operation' });
-  }
-  if (status === 409 || grpcCode === GrpcCode.FailedPrecondition || grpcCode === GrpcCode.AlreadyExists || grpcCode === GrpcCode.Aborted) {
-    return new ArgoError(`Argo CD refused ${ctx.method} on ${describeTarget(ctx)}: ${argoMessage ?? `HTTP ${status}`}`, {
+    return new ArgoError(`No operation is running on ${describeTarget(ctx)}: there is nothing to terminate.`, {
       ...base,
-      kind: 'conflict',
+      kind: 'no_operation',
     });
+  }
+  if (
+    status === 409 ||
+    grpcCode === GrpcCode.FailedPrecondition ||
+    grpcCode === GrpcCode.AlreadyExists ||
+    grpcCode === GrpcCode.Aborted
+  ) {
+    return new ArgoError(
+      `Argo CD refused ${ctx.method} on ${describeTarget(ctx)}: ${argoMessage ?? `HTTP ${status}`}`,
+      {
+        ...base,
+        kind: 'conflict',
+      },
+    );
   }
   if (status === 400 || status === 422 || grpcCode === GrpcCode.InvalidArgument) {
-    return new ArgoError(`Argo CD rejected the request for ${describeTarget(ctx)}: ${argoMessage ?? `HTTP ${status}`}`, {
-      ...base,
-      kind: 'invalid',
-    });
+    return new ArgoError(
+      `Argo CD rejected the request for ${describeTarget(ctx)}: ${argoMessage ?? `HTTP ${status}`}`,
+      {
+        ...base,
+        kind: 'invalid',
+      },
+    );
   }
   if (status === 504 || grpcCode === GrpcCode.DeadlineExceeded) {
-    return new ArgoError(`Argo CD instance ${ctx.instance} timed out upstream (HTTP ${status}) on ${ctx.method} ${ctx.path}. Try again shortly.${said}`, {
+    return new ArgoError(
+      `Argo CD instance ${ctx.instance} timed out upstream (HTTP ${status}) on ${ctx.method} ${ctx.path}. Try again shortly.${said}`,
+      {
+        ...base,
+        kind: 'unavailable',
+      },
+    );
+  }
+  return new ArgoError(
+    `Argo CD instance ${ctx.instance} failed ${ctx.method} ${ctx.path} (HTTP ${status}). Try again shortly.${said}`,
+    {
       ...base,
       kind: 'unavailable',
-    });
-  }
-  return new ArgoError(`Argo CD instance ${ctx.instance} failed ${ctx.method} ${ctx.path} (HTTP ${status}). Try again shortly.${said}`, {
-    ...base,
-    kind: 'unavailable',
-  });
+    },
+  );
 }
 
 const TLS_CODES = new Set([
@@ -220,7 +254,12 @@ export function isTlsErrorCode(code: string | undefined): boolean {
 }
 
 /** Maps a failure without an HTTP answer (timeout, refused, reset, TLS). */
-export function errorFromTransport(ctx: CallContext, errorCode: string | undefined, detail: string, extra?: { maybeApplied?: boolean }): ArgoError {
+export function errorFromTransport(
+  ctx: CallContext,
+  errorCode: string | undefined,
+  detail: string,
+  extra?: { maybeApplied?: boolean },
+): ArgoError {
   const base = { instance: ctx.instance, maybeApplied: extra?.maybeApplied };
   if (errorCode === 'ETIMEDOUT' || errorCode === 'ECONNABORTED') {
     return new ArgoError(
@@ -236,10 +275,13 @@ export function errorFromTransport(ctx: CallContext, errorCode: string | undefin
       { ...base, kind: 'network' },
     );
   }
-  return new ArgoError(`Cannot reach Argo CD instance ${ctx.instance} at ${ctx.url}: ${errorCode ?? detail}. Check the URL and the network path.`, {
-    ...base,
-    kind: 'network',
-  });
+  return new ArgoError(
+    `Cannot reach Argo CD instance ${ctx.instance} at ${ctx.url}: ${errorCode ?? detail}. Check the URL and the network path.`,
+    {
+      ...base,
+      kind: 'network',
+    },
+  );
 }
 
 /** How much of a bad body an error quotes: enough to recognise a proxy's page or a cut-off list. */
@@ -249,7 +291,12 @@ const BODY_EXCERPT_CHARS = 100;
  * A 2xx answer that is not what the endpoint promises. Reading it as the promised shape would turn a
  * broken upstream into an empty fleet, so it is an error that quotes the body's first bytes.
  */
-export function errorFromBadBody(ctx: CallContext, body: string, problem: string, extra?: { maybeApplied?: boolean }): ArgoError {
+export function errorFromBadBody(
+  ctx: CallContext,
+  body: string,
+  problem: string,
+  extra?: { maybeApplied?: boolean },
+): ArgoError {
   const start = bodyExcerpt(body);
   return new ArgoError(
     `Argo CD instance ${ctx.instance} answered ${ctx.method} ${ctx.path} with a body that is not what Argo CD sends (${problem}); ` +
@@ -289,4 +336,3 @@ export function parseErrorBody(body: unknown): ArgoErrorBody {
   }
   return {};
 }
-

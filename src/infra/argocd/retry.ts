@@ -19,7 +19,11 @@ export const DEFAULT_RETRY: Required<RetryPolicy> = { retries: 3, baseMs: 250, m
  * "Equal jitter": half the exponential step is fixed and half random, so concurrent clients
  * spread out but no retry fires immediately. `attempt` is 0 for the first retry.
  */
-export function backoffDelay(attempt: number, policy: Pick<RetryPolicy, 'baseMs' | 'maxMs'>, random: () => number = Math.random): number {
+export function backoffDelay(
+  attempt: number,
+  policy: Pick<RetryPolicy, 'baseMs' | 'maxMs'>,
+  random: () => number = Math.random,
+): number {
   const step = Math.min(policy.maxMs, policy.baseMs * 2 ** attempt);
   return Math.round(step / 2 + random() * (step / 2));
 }
@@ -37,7 +41,8 @@ export function parseRetryAfter(value: string | string[] | undefined, now: numbe
 
 /** The wait before the next attempt: the server's Retry-After (capped) if it gave one, else backoff. */
 export function retryDelay(attempt: number, policy: RetryPolicy, retryAfterMs?: number, random?: () => number): number {
-  if (retryAfterMs !== undefined) return Math.min(retryAfterMs, policy.retryAfterCapMs ?? DEFAULT_RETRY.retryAfterCapMs);
+  if (retryAfterMs !== undefined)
+    return Math.min(retryAfterMs, policy.retryAfterCapMs ?? DEFAULT_RETRY.retryAfterCapMs);
   return backoffDelay(attempt, policy, random);
 }
 

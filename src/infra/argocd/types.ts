@@ -234,11 +234,20 @@ export interface ApplicationSetStrategy {
 export interface ApplicationSetSpec {
   generators: unknown[];
   template: {
-    metadata: { name?: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>; finalizers?: string[] };
+    metadata: {
+      name?: string;
+      namespace?: string;
+      labels?: Record<string, string>;
+      annotations?: Record<string, string>;
+      finalizers?: string[];
+    };
     spec: ApplicationSpec;
   };
   strategy?: ApplicationSetStrategy;
-  syncPolicy?: { preserveResourcesOnDeletion?: boolean; applicationsSync?: 'create-only' | 'create-update' | 'create-delete' | 'sync' | string };
+  syncPolicy?: {
+    preserveResourcesOnDeletion?: boolean;
+    applicationsSync?: 'create-only' | 'create-update' | 'create-delete' | 'sync' | string;
+  };
   goTemplate?: boolean;
   goTemplateOptions?: string[];
   ignoreApplicationDifferences?: unknown[];
@@ -424,7 +433,16 @@ export interface AppProject {
     sourceRepos?: string[];
     destinations?: { server?: string; name?: string; namespace?: string }[];
     clusterResourceWhitelist?: { group: string; kind: string }[];
-    syncWindows?: { kind: 'allow' | 'deny'; schedule: string; duration: string; applications?: string[]; namespaces?: string[]; clusters?: string[]; manualSync?: boolean; timeZone?: string }[];
+    syncWindows?: {
+      kind: 'allow' | 'deny';
+      schedule: string;
+      duration: string;
+      applications?: string[];
+      namespaces?: string[];
+      clusters?: string[];
+      manualSync?: boolean;
+      timeZone?: string;
+    }[];
     [extra: string]: unknown;
   };
   status?: Record<string, unknown>;
@@ -454,7 +472,15 @@ export interface LogEntry {
 /** One Kubernetes Event as `GET /api/v1/applications/{name}/events` returns it (server/events). */
 export interface KubeEvent {
   metadata: ObjectMeta;
-  involvedObject: { kind: string; namespace?: string; name: string; uid?: string; apiVersion?: string; resourceVersion?: string; fieldPath?: string };
+  involvedObject: {
+    kind: string;
+    namespace?: string;
+    name: string;
+    uid?: string;
+    apiVersion?: string;
+    resourceVersion?: string;
+    fieldPath?: string;
+  };
   reason?: string;
   message?: string;
   source?: { component?: string; host?: string };

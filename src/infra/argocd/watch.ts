@@ -100,7 +100,12 @@ class SseWatch<E> {
     const spec = this.spec;
     const attempt = this.startAttempt();
     this.armLiveness(spec.connectTimeoutMs, () =>
-      attempt.finish(new ArgoError(`Watch ${spec.describe} on instance ${spec.instance}: no answer within ${typedDuration(spec.connectTimeoutMs)}`, { kind: 'timeout', instance: spec.instance })),
+      attempt.finish(
+        new ArgoError(
+          `Watch ${spec.describe} on instance ${spec.instance}: no answer within ${typedDuration(spec.connectTimeoutMs)}`,
+          { kind: 'timeout', instance: spec.instance },
+        ),
+      ),
     );
     let answer: StreamAnswer;
     try {
@@ -149,10 +154,13 @@ class SseWatch<E> {
     const silence = spec.keepAliveMs * 2;
     const onSilence = () =>
       attempt.finish(
-        new ArgoError(`Watch ${spec.describe} on instance ${spec.instance} went silent for ${silence}ms (no event or keep-alive): reconnecting.`, {
-          kind: 'timeout',
-          instance: spec.instance,
-        }),
+        new ArgoError(
+          `Watch ${spec.describe} on instance ${spec.instance} went silent for ${silence}ms (no event or keep-alive): reconnecting.`,
+          {
+            kind: 'timeout',
+            instance: spec.instance,
+          },
+        ),
       );
     this.armLiveness(silence, onSilence);
     if (!this.connectedOnce) {
@@ -176,9 +184,21 @@ class SseWatch<E> {
     stream.on('error', (e) => attempt.finish(spec.transportError(e)));
     stream.on('end', () => {
       reader.end();
-      attempt.finish(new ArgoError(`Watch ${spec.describe} on instance ${spec.instance} was closed by the server: reconnecting.`, { kind: 'network', instance: spec.instance }));
+      attempt.finish(
+        new ArgoError(`Watch ${spec.describe} on instance ${spec.instance} was closed by the server: reconnecting.`, {
+          kind: 'network',
+          instance: spec.instance,
+        }),
+      );
     });
-    stream.on('close', () => attempt.finish(new ArgoError(`Watch ${spec.describe} on instance ${spec.instance} was dropped: reconnecting.`, { kind: 'network', instance: spec.instance })));
+    stream.on('close', () =>
+      attempt.finish(
+        new ArgoError(`Watch ${spec.describe} on instance ${spec.instance} was dropped: reconnecting.`, {
+          kind: 'network',
+          instance: spec.instance,
+        }),
+      ),
+    );
   }
 
   /** One message of the stream: an event, Argo CD's `{"error":...}`, or something that is not Argo CD's. */
@@ -233,7 +253,9 @@ class SseWatch<E> {
 
   private scheduleReconnect(immediate = false): void {
     if (this.closed || this.reconnectTimer) return;
-    const delay = immediate ? 0 : backoffDelay(Math.min(Math.max(this.failures, this.badStreak), 16), this.spec.backoff);
+    const delay = immediate
+      ? 0
+      : backoffDelay(Math.min(Math.max(this.failures, this.badStreak), 16), this.spec.backoff);
     this.failures++;
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = undefined;

@@ -21,9 +21,13 @@ export class ConfigError extends RollcallError {
     readonly file: string,
     readonly problems: ConfigProblem[],
   ) {
-    super('config_invalid', `${file}: invalid configuration\n` + problems.map((p) => `  ${formatProblem(p)}`).join('\n'), {
-      suggestions: problems.flatMap((p) => (p.suggestion ? [p.suggestion] : [])),
-    });
+    super(
+      'config_invalid',
+      `${file}: invalid configuration\n` + problems.map((p) => `  ${formatProblem(p)}`).join('\n'),
+      {
+        suggestions: problems.flatMap((p) => (p.suggestion ? [p.suggestion] : [])),
+      },
+    );
   }
 }
 
@@ -83,7 +87,10 @@ export function lineOf(
       const pair = node.items.find((p) => isScalar(p.key) && String(p.key.value) === String(segment));
       if (!pair) break;
       node = pair.value as Node | null;
-      last = at === 'key' && i === segments.length - 1 ? (pair.key as Node) : ((pair.value as Node | null) ?? (pair.key as Node));
+      last =
+        at === 'key' && i === segments.length - 1
+          ? (pair.key as Node)
+          : ((pair.value as Node | null) ?? (pair.key as Node));
     } else if (isSeq(node) && typeof segment === 'number') {
       node = node.items[segment] as Node | null;
       if (!node) break;
@@ -110,37 +117,70 @@ export function zodProblems(
     }
     // A bad record key says why in its own issue; "Invalid key in record" alone names no rule.
     const message = issue.code === 'invalid_key' && issue.issues[0]?.message ? issue.issues[0].message : issue.message;
-    return [{ path: formatPath(issue.path), message: message.replace(/^Invalid input: /, ''), line: locate?.(issue.path) }];
+    return [
+      { path: formatPath(issue.path), message: message.replace(/^Invalid input: /, ''), line: locate?.(issue.path) },
+    ];
   });
 }
 
-function unknownKey(at: PropertyKey[], known: string[], locate?: (p: readonly PropertyKey[], at?: 'value' | 'key') => number | undefined): ConfigProblem {
+function unknownKey(
+  at: PropertyKey[],
+  known: string[],
+  locate?: (p: readonly PropertyKey[], at?: 'value' | 'key') => number | undefined,
+): ConfigProblem {
   const key = String(at.at(-1));
   const [suggestion] = suggest(key, known, 1);
-  const hint = suggestion ? ` (did you mean ${suggestion}?)` : known.length ? ` (known keys here: ${known.join(', ')})` : '';
-  return { path: formatPath(at), message: `unknown key "${key}"${hint}`, line: locate?.(at, 'key'), ...(suggestion ? { suggestion } : {}) };
+  const hint = suggestion
+    ? ` (did you mean ${suggestion}?)`
+    : known.length
+      ? ` (known keys here: ${known.join(', ')})`
+      : '';
+  return {
+    path: formatPath(at),
+    message: `unknown key "${key}"${hint}`,
+    line: locate?.(at, 'key'),
+    ...(suggestion ? { suggestion } : {}),
+  };
 }
 
 /** Parses and validates config text. Throws ConfigError naming each path and problem. */
-export function parseConfig(text: string, file = 'rollcall.yaml', env: NodeJS.ProcessEnv = process.env): RollcallConfig {
+export function parseConfig(
+  text: string,
+  file = 'rollcall.yaml',
+  env: NodeJS.ProcessEnv = process.env,
+): RollcallConfig {
   const counter = new LineCounter();
   const doc = parseDocument(text, { lineCounter: counter, prettyErrors: false });
   if (doc.errors.length) {
     throw new ConfigError(
       file,
-      doc.errors.map((e) => ({ path: '', message: `YAML: ${e.message.split('\n')[0]}`, line: counter.linePos(e.pos[0]).line })),
+      doc.errors.map((e) => ({
+        path: '',
+        message: `YAML: ${e.message.split('\n')[0]}`,
+        line: counter.linePos(e.pos[0]).line,
+      })),
     );
   }
   const problems: ConfigProblem[] = [];
   const raw = interpolate(doc.toJS() ?? {}, [], env, problems);
   // "instances[0].token" -> ['instances', 0, 'token']: list indexes must be numbers for lineOf to step into a list.
-  for (const p of problems) p.line = lineOf(doc, counter, p.path.split(/[.[\]]+/).filter(Boolean).map((s) => (/^\d+$/.test(s) ? Number(s) : s)));
+  for (const p of problems)
+    p.line = lineOf(
+      doc,
+      counter,
+      p.path
+        .split(/[.[\]]+/)
+        .filter(Boolean)
+        .map((s) => (/^\d+$/.test(s) ? Number(s) : s)),
+    );
   const schema = configFileSchema();
   const result = schema.safeParse(raw);
   if (!result.success) {
     // A value left empty by an unset variable was reported as such already; its schema complaint only repeats it.
     const reported = new Set(problems.map((p) => p.path));
-    problems.push(...zodProblems(result.error, (p, at) => lineOf(doc, counter, p, at), schema).filter((p) => !reported.has(p.path)));
+    problems.push(
+      ...zodProblems(result.error, (p, at) => lineOf(doc, counter, p, at), schema).filter((p) => !reported.has(p.path)),
+    );
   }
   // In file order, so a long list reads top to bottom (zod reports nested problems before their parents').
   problems.sort((a, b) => (a.line ?? Infinity) - (b.line ?? Infinity));
@@ -148,11 +188,18 @@ export function parseConfig(text: string, file = 'rollcall.yaml', env: NodeJS.Pr
   return result.data!;
 }
 
-export function loadConfig(explicit?: string, env: NodeJS.ProcessEnv = process.env): { config: RollcallConfig; file: string } {
+export function loadConfig(
+  explicit?: string,
+  env: NodeJS.ProcessEnv = process.env,
+): { config: RollcallConfig; file: string } {
   const file = resolveConfigPath(explicit);
   if (!existsSync(file)) {
     throw new ConfigError(file, [
-      { path: '', message: 'file not found (pass --config FILE, set ROLLCALL_CONFIG, or create ./rollcall.yaml; `rollcall sim --write-config rollcall.yaml` writes one for the simulator)' },
+      {
+        path: '',
+        message:
+          'file not found (pass --config FILE, set ROLLCALL_CONFIG, or create ./rollcall.yaml; `rollcall sim --write-config rollcall.yaml` writes one for the simulator)',
+      },
     ]);
   }
   return { config: parseConfig(readFileSync(file, 'utf8'), file, env), file };
@@ -164,7 +211,8 @@ const SECRET_KEYS = /token|secret|password|key/i;
 export function redactConfig(value: unknown, key = ''): unknown {
   if (typeof value === 'string') return SECRET_KEYS.test(key) && value ? '***' : redactUrlPassword(value);
   if (Array.isArray(value)) return value.map((v) => redactConfig(v));
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactConfig(v, k)]));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactConfig(v, k)]));
   return value;
 }
 

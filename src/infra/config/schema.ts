@@ -24,7 +24,12 @@ function durationSchemaOf(numbers: 'ms' | 'refused') {
     const text = String(value).trim();
     const ms = parseDuration(text);
     if (ms !== undefined) return ms;
-    ctx.addIssue({ code: 'custom', message: /^\d+(\.\d+)?$/.test(text) ? missingUnitMessage(text) : `expected a duration such as 30s, 15m or 1h (got "${text}")` });
+    ctx.addIssue({
+      code: 'custom',
+      message: /^\d+(\.\d+)?$/.test(text)
+        ? missingUnitMessage(text)
+        : `expected a duration such as 30s, 15m or 1h (got "${text}")`,
+    });
     return z.NEVER;
   });
 }
@@ -42,18 +47,28 @@ function cronParser(): typeof import('cron-parser') {
 function checkCron(schedule: { cron: string; tz: string }, ctx: z.RefinementCtx): void {
   // Intl knows the IANA zones; asking it first keeps the answer off cron-parser's message text.
   if (!isTimeZone(schedule.tz)) {
-    ctx.addIssue({ code: 'custom', path: ['tz'], message: `expected a cron pattern such as "0 3 * * *" (unknown time zone "${schedule.tz}")` });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['tz'],
+      message: `expected a cron pattern such as "0 3 * * *" (unknown time zone "${schedule.tz}")`,
+    });
     return;
   }
   try {
     cronParser().CronExpressionParser.parse(schedule.cron, { tz: schedule.tz }).next();
   } catch (error) {
-    ctx.addIssue({ code: 'custom', path: ['cron'], message: `expected a cron pattern such as "0 3 * * *" (${(error as Error).message})` });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['cron'],
+      message: `expected a cron pattern such as "0 3 * * *" (${(error as Error).message})`,
+    });
   }
 }
 
 /** A sealed-secrets key backup of one cluster on a cron (it becomes one generic schedule). */
-export const scheduleSchema = z.strictObject({ cluster: z.string().min(1), cron: z.string(), tz: z.string().default('UTC') }).superRefine(checkCron);
+export const scheduleSchema = z
+  .strictObject({ cluster: z.string().min(1), cron: z.string(), tz: z.string().default('UTC') })
+  .superRefine(checkCron);
 
 /**
  * A chat command run on a cron: each tick dispatches `command` on the `schedule` surface, as `as` (else the
@@ -136,7 +151,9 @@ export const kubeClusterSchema = z
     context: z.string().optional(),
     inCluster: z.boolean().default(false),
   })
-  .refine((c) => c.inCluster || c.kubeconfig, { message: 'expected kubeconfig (with optional context) or inCluster: true' });
+  .refine((c) => c.inCluster || c.kubeconfig, {
+    message: 'expected kubeconfig (with optional context) or inCluster: true',
+  });
 
 export const slackSchema = z
   .strictObject({
@@ -153,9 +170,17 @@ export const slackSchema = z
   })
   .superRefine((s, ctx) => {
     if (s.mode === 'socket' && !s.appToken)
-      ctx.addIssue({ code: 'custom', path: ['appToken'], message: 'socket mode needs an app-level token (xapp-...) with connections:write' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['appToken'],
+        message: 'socket mode needs an app-level token (xapp-...) with connections:write',
+      });
     if (s.mode === 'http' && !s.signingSecret)
-      ctx.addIssue({ code: 'custom', path: ['signingSecret'], message: 'http mode needs the signing secret to verify requests' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['signingSecret'],
+        message: 'http mode needs the signing secret to verify requests',
+      });
   });
 
 const principalList = z.array(z.string()).default([]);
@@ -268,7 +293,8 @@ function alertsSchemaWith(duration: DurationSchema) {
         .default({}),
     })
     .superRefine((alerts, ctx) => {
-      if (alerts.sweepEvery < 1000) ctx.addIssue({ code: 'custom', path: ['sweepEvery'], message: 'expected at least 1s between sweeps' });
+      if (alerts.sweepEvery < 1000)
+        ctx.addIssue({ code: 'custom', path: ['sweepEvery'], message: 'expected at least 1s between sweeps' });
     })
     .prefault({});
 }
@@ -331,7 +357,10 @@ function configSchemaWith(duration: DurationSchema) {
        * Syncs of `freeUpTo` apps or fewer are never held.
        */
       syncGuard: z
-        .strictObject({ maxFleetShare: z.number().gt(0).max(1).default(0.25), freeUpTo: z.number().int().min(0).default(10) })
+        .strictObject({
+          maxFleetShare: z.number().gt(0).max(1).default(0.25),
+          freeUpTo: z.number().int().min(0).default(10),
+        })
         .prefault({}),
       alerts: alertsSchemaWith(duration),
       digests: z.array(digestSchema).default([]),
@@ -346,7 +375,10 @@ function configSchemaWith(duration: DurationSchema) {
           mitigatedAfter: duration.default(5 * 60_000),
           /** Slack: `incident start` creates #<channelPrefix>-<n>-<slug> and invites the declarer. */
           createChannel: z.boolean().default(false),
-          channelPrefix: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'expected lower-case letters, digits, "-" or "_"').default('inc'),
+          channelPrefix: z
+            .string()
+            .regex(/^[a-z0-9][a-z0-9_-]*$/, 'expected lower-case letters, digits, "-" or "_"')
+            .default('inc'),
         })
         .prefault({}),
       sealedSecrets: sealedSecretsSchema,
@@ -363,21 +395,30 @@ function configSchemaWith(duration: DurationSchema) {
 }
 
 /** Names the config refers to things by are unique: instances, schedule ids, digests. */
-function checkUniqueNames(c: { instances: { name: string }[]; schedules: { id: string }[]; digests: { name: string }[] }, ctx: z.RefinementCtx): void {
+function checkUniqueNames(
+  c: { instances: { name: string }[]; schedules: { id: string }[]; digests: { name: string }[] },
+  ctx: z.RefinementCtx,
+): void {
   const seen = new Set<string>();
   c.instances.forEach((instance, i) => {
     if (seen.has(instance.name))
-      ctx.addIssue({ code: 'custom', path: ['instances', i, 'name'], message: `duplicate instance name "${instance.name}"` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['instances', i, 'name'],
+        message: `duplicate instance name "${instance.name}"`,
+      });
     seen.add(instance.name);
   });
   const ids = new Set<string>();
   c.schedules.forEach((s, i) => {
-    if (ids.has(s.id)) ctx.addIssue({ code: 'custom', path: ['schedules', i, 'id'], message: `duplicate schedule id "${s.id}"` });
+    if (ids.has(s.id))
+      ctx.addIssue({ code: 'custom', path: ['schedules', i, 'id'], message: `duplicate schedule id "${s.id}"` });
     ids.add(s.id);
   });
   const digests = new Set<string>();
   c.digests.forEach((digest, i) => {
-    if (digests.has(digest.name)) ctx.addIssue({ code: 'custom', path: ['digests', i, 'name'], message: `duplicate digest name "${digest.name}"` });
+    if (digests.has(digest.name))
+      ctx.addIssue({ code: 'custom', path: ['digests', i, 'name'], message: `duplicate digest name "${digest.name}"` });
     digests.add(digest.name);
   });
 }
@@ -404,7 +445,13 @@ export function configFileSchema(): typeof configSchema {
 export function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
   const unwrap = (node: unknown): unknown => {
     for (;;) {
-      if (node instanceof z.ZodDefault || node instanceof z.ZodPrefault || node instanceof z.ZodOptional || node instanceof z.ZodNullable) node = node.unwrap();
+      if (
+        node instanceof z.ZodDefault ||
+        node instanceof z.ZodPrefault ||
+        node instanceof z.ZodOptional ||
+        node instanceof z.ZodNullable
+      )
+        node = node.unwrap();
       else if (node instanceof z.ZodPipe) node = node.in;
       else return node;
     }

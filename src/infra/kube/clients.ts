@@ -10,7 +10,8 @@ export interface KubeClients {
 }
 
 export class KubeError extends RollcallError {
-  declare readonly code: 'unknown_cluster' | 'not_found' | 'conflict' | 'forbidden' | 'unauthenticated' | 'unavailable' | 'invalid';
+  declare readonly code:
+    'unknown_cluster' | 'not_found' | 'conflict' | 'forbidden' | 'unauthenticated' | 'unavailable' | 'invalid';
   constructor(
     code: KubeError['code'],
     message: string,
@@ -34,7 +35,10 @@ export function kubeConfigFor(k8s: KubeModule, cluster: KubeClusterConfig): Kube
     kc.loadFromFile(cluster.kubeconfig!);
     if (cluster.context) {
       if (!kc.getContexts().some((c) => c.name === cluster.context))
-        throw new KubeError('unknown_cluster', `kube cluster ${cluster.name}: context "${cluster.context}" is not in ${cluster.kubeconfig}`);
+        throw new KubeError(
+          'unknown_cluster',
+          `kube cluster ${cluster.name}: context "${cluster.context}" is not in ${cluster.kubeconfig}`,
+        );
       kc.setCurrentContext(cluster.context);
     }
   }
@@ -67,7 +71,8 @@ export function kubeFor(clients: ReadonlyMap<string, KubeClients>, cluster: stri
     const known = [...clients.keys()];
     throw new KubeError(
       'unknown_cluster',
-      `no Kubernetes access configured for cluster "${cluster}"` + (known.length ? ` (configured: ${known.join(', ')})` : ' (add it under kube.clusters in rollcall.yaml)'),
+      `no Kubernetes access configured for cluster "${cluster}"` +
+        (known.length ? ` (configured: ${known.join(', ')})` : ' (add it under kube.clusters in rollcall.yaml)'),
     );
   }
   return found;
@@ -90,7 +95,11 @@ export function toKubeError(error: unknown, what: string): KubeError {
     case 401:
       return new KubeError('unauthenticated', `${what}: the credentials were rejected (${message})`, 401);
     case 403:
-      return new KubeError('forbidden', `${what}: forbidden — ${message} (see deploy/rbac/sealed-secrets-keys.yaml)`, 403);
+      return new KubeError(
+        'forbidden',
+        `${what}: forbidden — ${message} (see deploy/rbac/sealed-secrets-keys.yaml)`,
+        403,
+      );
     case 400:
     case 422:
       return new KubeError('invalid', `${what}: ${message}`, e.code);

@@ -46,7 +46,8 @@ interface KeySecret {
 
 function certOf(secret: V1Secret): X509Certificate {
   const pem = secret.data?.['tls.crt'];
-  if (!pem) throw new KubeError('invalid', `secret ${secret.metadata?.namespace}/${secret.metadata?.name} has no tls.crt`);
+  if (!pem)
+    throw new KubeError('invalid', `secret ${secret.metadata?.namespace}/${secret.metadata?.name} has no tls.crt`);
   return new X509Certificate(Buffer.from(pem, 'base64'));
 }
 
@@ -64,7 +65,8 @@ function infoOf(secret: V1Secret): KeyInfo {
   };
 }
 
-const byNotBefore = (a: { info: KeyInfo }, b: { info: KeyInfo }) => a.info.notBefore.localeCompare(b.info.notBefore) || a.info.name.localeCompare(b.info.name);
+const byNotBefore = (a: { info: KeyInfo }, b: { info: KeyInfo }) =>
+  a.info.notBefore.localeCompare(b.info.notBefore) || a.info.name.localeCompare(b.info.name);
 
 async function readKeySecrets(k: KubeClients, settings: ControllerSettings): Promise<KeySecret[]> {
   let labelled: V1Secret[];
@@ -79,7 +81,8 @@ async function readKeySecrets(k: KubeClients, settings: ControllerSettings): Pro
       const legacy = await k.core.readNamespacedSecret({ namespace: settings.namespace, name: LEGACY_KEY_NAME });
       keys.push({ info: infoOf(legacy), secret: legacy });
     } catch (error) {
-      if ((error as { code?: number }).code !== 404) throw toKubeError(error, `reading ${k.cluster}/${settings.namespace}/${LEGACY_KEY_NAME}`);
+      if ((error as { code?: number }).code !== 404)
+        throw toKubeError(error, `reading ${k.cluster}/${settings.namespace}/${LEGACY_KEY_NAME}`);
     }
   }
   return keys.sort(byNotBefore);
@@ -104,19 +107,27 @@ async function ensureNamespace(k: KubeClients, namespace: string): Promise<void>
   try {
     await k.core.readNamespace({ name: namespace });
   } catch (error) {
-    if ((error as { code?: number }).code !== 404) throw toKubeError(error, `reading namespace ${k.cluster}/${namespace}`);
+    if ((error as { code?: number }).code !== 404)
+      throw toKubeError(error, `reading namespace ${k.cluster}/${namespace}`);
     try {
       await k.core.createNamespace({ body: { metadata: { name: namespace } } });
     } catch (createError) {
-      if ((createError as { code?: number }).code !== 409) throw toKubeError(createError, `creating namespace ${k.cluster}/${namespace}`);
+      if ((createError as { code?: number }).code !== 409)
+        throw toKubeError(createError, `creating namespace ${k.cluster}/${namespace}`);
     }
   }
 }
 
-export async function listBackups(target: KubeClients, backupNamespace: string, sourceCluster?: string): Promise<BackupInfo[]> {
+export async function listBackups(
+  target: KubeClients,
+  backupNamespace: string,
+  sourceCluster?: string,
+): Promise<BackupInfo[]> {
   let items: V1Secret[];
   try {
-    const selector = sourceCluster ? `${BACKUP_LABEL}=true,${SOURCE_CLUSTER_LABEL}=${sourceCluster}` : `${BACKUP_LABEL}=true`;
+    const selector = sourceCluster
+      ? `${BACKUP_LABEL}=true,${SOURCE_CLUSTER_LABEL}=${sourceCluster}`
+      : `${BACKUP_LABEL}=true`;
     items = (await target.core.listNamespacedSecret({ namespace: backupNamespace, labelSelector: selector })).items;
   } catch (error) {
     if ((error as { code?: number }).code === 404) return [];
@@ -157,7 +168,11 @@ export async function backupKeys(opts: {
   now: Date;
 }): Promise<BackupResult> {
   const keys = await readKeySecrets(opts.source, opts.settings);
-  if (!keys.length) throw new KubeError('not_found', `cluster ${opts.sourceCluster} has no sealed-secrets keys in ${opts.settings.namespace}: is the controller installed there?`);
+  if (!keys.length)
+    throw new KubeError(
+      'not_found',
+      `cluster ${opts.sourceCluster} has no sealed-secrets keys in ${opts.settings.namespace}: is the controller installed there?`,
+    );
   await ensureNamespace(opts.target, opts.backupNamespace);
   const existing = await listBackups(opts.target, opts.backupNamespace, opts.sourceCluster);
   const have = new Set(existing.map((b) => b.fingerprint));
@@ -177,16 +192,29 @@ export async function backupKeys(opts: {
           metadata: {
             name,
             labels: { [BACKUP_LABEL]: 'true', [SOURCE_CLUSTER_LABEL]: opts.sourceCluster, [BACKED_UP_AT_LABEL]: at },
-            annotations: { 'rollcall.io/source-name': key.info.name, 'rollcall.io/source-namespace': key.info.namespace, 'rollcall.io/fingerprint': key.info.fingerprint },
+            annotations: {
+              'rollcall.io/source-name': key.info.name,
+              'rollcall.io/source-namespace': key.info.namespace,
+              'rollcall.io/fingerprint': key.info.fingerprint,
+            },
           },
           type: 'kubernetes.io/tls',
           data: { 'tls.crt': key.secret.data!['tls.crt'], 'tls.key': key.secret.data!['tls.key'] },
         },
       });
     } catch (error) {
-      throw toKubeError(error, `backing up ${opts.sourceCluster}/${key.info.name} to ${opts.target.cluster}/${opts.backupNamespace}`);
+      throw toKubeError(
+        error,
+        `backing up ${opts.sourceCluster}/${key.info.name} to ${opts.target.cluster}/${opts.backupNamespace}`,
+      );
     }
-    created.push({ ...key.info, name, sourceCluster: opts.sourceCluster, sourceName: key.info.name, backedUpAt: opts.now.toISOString() });
+    created.push({
+      ...key.info,
+      name,
+      sourceCluster: opts.sourceCluster,
+      sourceName: key.info.name,
+      backedUpAt: opts.now.toISOString(),
+    });
   }
   const backups = await listBackups(opts.target, opts.backupNamespace, opts.sourceCluster);
   return {
@@ -208,7 +236,14 @@ export interface SealedSecretSummary {
 export async function sealedSecretStatus(k: KubeClients): Promise<SealedSecretSummary> {
   let items: any[];
   try {
-    items = ((await k.custom.listClusterCustomObject({ group: 'bitnami.com', version: 'v1alpha1', plural: 'sealedsecrets' })) as any).items ?? [];
+    items =
+      (
+        (await k.custom.listClusterCustomObject({
+          group: 'bitnami.com',
+          version: 'v1alpha1',
+          plural: 'sealedsecrets',
+        })) as any
+      ).items ?? [];
   } catch (error) {
     throw toKubeError(error, `listing SealedSecrets on ${k.cluster}`);
   }
@@ -217,27 +252,43 @@ export async function sealedSecretStatus(k: KubeClients): Promise<SealedSecretSu
   for (const ss of items) {
     const condition = (ss.status?.conditions ?? []).find((c: { type: string }) => c.type === 'Synced');
     if (condition?.status === 'True') synced++;
-    else failing.push({ namespace: ss.metadata.namespace, name: ss.metadata.name, message: condition?.message ?? 'not reconciled yet' });
+    else
+      failing.push({
+        namespace: ss.metadata.namespace,
+        name: ss.metadata.name,
+        message: condition?.message ?? 'not reconciled yet',
+      });
   }
   return { total: items.length, synced, failing };
 }
 
 /** Where restored keys come from: another cluster's controller, or the backups of one. */
-export type KeySource = { kind: 'cluster'; kube: KubeClients; cluster: string } | { kind: 'backup'; kube: KubeClients; namespace: string; sourceCluster: string; name?: string };
+export type KeySource =
+  | { kind: 'cluster'; kube: KubeClients; cluster: string }
+  | { kind: 'backup'; kube: KubeClients; namespace: string; sourceCluster: string; name?: string };
 
 async function sourceKeys(source: KeySource, settings: ControllerSettings): Promise<KeySecret[]> {
   if (source.kind === 'cluster') return readKeySecrets(source.kube, settings);
   let items: V1Secret[];
   try {
     items = (
-      await source.kube.core.listNamespacedSecret({ namespace: source.namespace, labelSelector: `${BACKUP_LABEL}=true,${SOURCE_CLUSTER_LABEL}=${source.sourceCluster}` })
+      await source.kube.core.listNamespacedSecret({
+        namespace: source.namespace,
+        labelSelector: `${BACKUP_LABEL}=true,${SOURCE_CLUSTER_LABEL}=${source.sourceCluster}`,
+      })
     ).items;
   } catch (error) {
-    throw toKubeError(error, `reading backups of ${source.sourceCluster} in ${source.kube.cluster}/${source.namespace}`);
+    throw toKubeError(
+      error,
+      `reading backups of ${source.sourceCluster} in ${source.kube.cluster}/${source.namespace}`,
+    );
   }
   const chosen = source.name ? items.filter((s) => s.metadata?.name === source.name) : items;
   if (source.name && !chosen.length) {
-    throw new KubeError('not_found', `no backup named ${source.name} for ${source.sourceCluster} in ${source.kube.cluster}/${source.namespace}`);
+    throw new KubeError(
+      'not_found',
+      `no backup named ${source.name} for ${source.sourceCluster} in ${source.kube.cluster}/${source.namespace}`,
+    );
   }
   return chosen
     .map((secret) => {
@@ -256,16 +307,31 @@ export interface RestorePlan {
   conflicts: { name: string; sourceFingerprint: string; targetFingerprint: string }[];
 }
 
-export async function planRestore(source: KeySource, target: KubeClients, settings: ControllerSettings): Promise<RestorePlan> {
+export async function planRestore(
+  source: KeySource,
+  target: KubeClients,
+  settings: ControllerSettings,
+): Promise<RestorePlan> {
   const [from, to] = await Promise.all([sourceKeys(source, settings), readKeySecrets(target, settings)]);
-  if (!from.length) throw new KubeError('not_found', source.kind === 'cluster' ? `cluster ${source.cluster} has no sealed-secrets keys to restore from` : `no backups of ${source.sourceCluster} found`);
+  if (!from.length)
+    throw new KubeError(
+      'not_found',
+      source.kind === 'cluster'
+        ? `cluster ${source.cluster} has no sealed-secrets keys to restore from`
+        : `no backups of ${source.sourceCluster} found`,
+    );
   const targetByName = new Map(to.map((k) => [k.info.name, k.info]));
   const targetPrints = new Set(to.map((k) => k.info.fingerprint));
   const sourcePrints = new Set(from.map((k) => k.info.fingerprint));
   const plan: RestorePlan = { toCreate: [], alreadyPresent: [], generated: [], conflicts: [] };
   for (const key of from) {
     const same = targetByName.get(key.info.name);
-    if (same && same.fingerprint !== key.info.fingerprint) plan.conflicts.push({ name: key.info.name, sourceFingerprint: key.info.fingerprint, targetFingerprint: same.fingerprint });
+    if (same && same.fingerprint !== key.info.fingerprint)
+      plan.conflicts.push({
+        name: key.info.name,
+        sourceFingerprint: key.info.fingerprint,
+        targetFingerprint: same.fingerprint,
+      });
     else if (targetPrints.has(key.info.fingerprint)) plan.alreadyPresent.push(key.info);
     else plan.toCreate.push(key.info);
   }
@@ -274,11 +340,18 @@ export async function planRestore(source: KeySource, target: KubeClients, settin
 }
 
 /** Creates the source keys on the target with the active label and the same names. Idempotent. */
-export async function writeRestoredKeys(source: KeySource, target: KubeClients, settings: ControllerSettings): Promise<{ created: KeyInfo[]; alreadyPresent: KeyInfo[] }> {
+export async function writeRestoredKeys(
+  source: KeySource,
+  target: KubeClients,
+  settings: ControllerSettings,
+): Promise<{ created: KeyInfo[]; alreadyPresent: KeyInfo[] }> {
   const plan = await planRestore(source, target, settings);
   if (plan.conflicts.length) {
     const c = plan.conflicts[0];
-    throw new KubeError('conflict', `key ${c.name} already exists on ${target.cluster} with a different certificate (${c.targetFingerprint.slice(0, 23)}… vs ${c.sourceFingerprint.slice(0, 23)}…); refusing to overwrite it`);
+    throw new KubeError(
+      'conflict',
+      `key ${c.name} already exists on ${target.cluster} with a different certificate (${c.targetFingerprint.slice(0, 23)}… vs ${c.sourceFingerprint.slice(0, 23)}…); refusing to overwrite it`,
+    );
   }
   const keys = await sourceKeys(source, settings);
   const created: KeyInfo[] = [];
@@ -288,7 +361,14 @@ export async function writeRestoredKeys(source: KeySource, target: KubeClients, 
       await target.core.createNamespacedSecret({
         namespace: settings.namespace,
         body: {
-          metadata: { name: key.info.name, labels: { [KEY_LABEL]: 'active' }, annotations: { 'rollcall.io/restored-from': source.kind === 'cluster' ? source.cluster : `${source.kube.cluster}/${source.namespace}` } },
+          metadata: {
+            name: key.info.name,
+            labels: { [KEY_LABEL]: 'active' },
+            annotations: {
+              'rollcall.io/restored-from':
+                source.kind === 'cluster' ? source.cluster : `${source.kube.cluster}/${source.namespace}`,
+            },
+          },
           type: 'kubernetes.io/tls',
           data: { 'tls.crt': key.secret.data!['tls.crt'], 'tls.key': key.secret.data!['tls.key'] },
         },
@@ -301,14 +381,19 @@ export async function writeRestoredKeys(source: KeySource, target: KubeClients, 
   return { created, alreadyPresent: plan.alreadyPresent };
 }
 
-export async function deleteKeys(target: KubeClients, settings: ControllerSettings, names: string[]): Promise<string[]> {
+export async function deleteKeys(
+  target: KubeClients,
+  settings: ControllerSettings,
+  names: string[],
+): Promise<string[]> {
   const deleted: string[] = [];
   for (const name of names) {
     try {
       await target.core.deleteNamespacedSecret({ namespace: settings.namespace, name });
       deleted.push(name);
     } catch (error) {
-      if ((error as { code?: number }).code !== 404) throw toKubeError(error, `deleting key ${name} on ${target.cluster}`);
+      if ((error as { code?: number }).code !== 404)
+        throw toKubeError(error, `deleting key ${name} on ${target.cluster}`);
     }
   }
   return deleted;
@@ -318,29 +403,51 @@ export async function deleteKeys(target: KubeClients, settings: ControllerSettin
 export async function restartController(target: KubeClients, settings: ControllerSettings): Promise<string[]> {
   let pods;
   try {
-    pods = (await target.core.listNamespacedPod({ namespace: settings.namespace, labelSelector: settings.podSelector })).items;
+    pods = (await target.core.listNamespacedPod({ namespace: settings.namespace, labelSelector: settings.podSelector }))
+      .items;
   } catch (error) {
     throw toKubeError(error, `listing controller pods on ${target.cluster}`);
   }
-  if (!pods.length) throw new KubeError('not_found', `no pods match ${settings.podSelector} in ${target.cluster}/${settings.namespace}: check sealedSecrets.controller in rollcall.yaml (Helm installs use app.kubernetes.io/name=sealed-secrets)`);
+  if (!pods.length)
+    throw new KubeError(
+      'not_found',
+      `no pods match ${settings.podSelector} in ${target.cluster}/${settings.namespace}: check sealedSecrets.controller in rollcall.yaml (Helm installs use app.kubernetes.io/name=sealed-secrets)`,
+    );
   for (const pod of pods) {
     try {
       await target.core.deleteNamespacedPod({ namespace: settings.namespace, name: pod.metadata!.name! });
     } catch (error) {
-      if ((error as { code?: number }).code !== 404) throw toKubeError(error, `deleting pod ${pod.metadata?.name} on ${target.cluster}`);
+      if ((error as { code?: number }).code !== 404)
+        throw toKubeError(error, `deleting pod ${pod.metadata?.name} on ${target.cluster}`);
     }
   }
   return pods.map((p) => p.metadata!.name!);
 }
 
 /** Waits until a controller pod not in `oldPods` is Ready. */
-export async function waitControllerReady(target: KubeClients, settings: ControllerSettings, oldPods: string[], timeoutMs: number, pollMs = 500): Promise<string> {
+export async function waitControllerReady(
+  target: KubeClients,
+  settings: ControllerSettings,
+  oldPods: string[],
+  timeoutMs: number,
+  pollMs = 500,
+): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const pods = (await target.core.listNamespacedPod({ namespace: settings.namespace, labelSelector: settings.podSelector })).items;
-    const ready = pods.find((p) => !oldPods.includes(p.metadata!.name!) && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+    const pods = (
+      await target.core.listNamespacedPod({ namespace: settings.namespace, labelSelector: settings.podSelector })
+    ).items;
+    const ready = pods.find(
+      (p) =>
+        !oldPods.includes(p.metadata!.name!) &&
+        p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+    );
     if (ready) return ready.metadata!.name!;
-    if (Date.now() > deadline) throw new KubeError('unavailable', `the sealed-secrets controller on ${target.cluster} was not Ready within ${typedDuration(timeoutMs)}`);
+    if (Date.now() > deadline)
+      throw new KubeError(
+        'unavailable',
+        `the sealed-secrets controller on ${target.cluster} was not Ready within ${typedDuration(timeoutMs)}`,
+      );
     await new Promise((r) => setTimeout(r, pollMs));
   }
 }
@@ -377,7 +484,13 @@ export async function keyBackupStatus(opts: {
       if (newest) entry.newestKey = { name: newest.name, notBefore: newest.notBefore, fingerprint: newest.fingerprint };
       const backups = await listBackups(kubeFor(opts.clusters, opts.backup.cluster), opts.backup.namespace, cluster);
       const last = backups[backups.length - 1];
-      if (last) entry.newestBackup = { name: last.name, notBefore: last.notBefore, fingerprint: last.fingerprint, backedUpAt: last.backedUpAt };
+      if (last)
+        entry.newestBackup = {
+          name: last.name,
+          notBefore: last.notBefore,
+          fingerprint: last.fingerprint,
+          backedUpAt: last.backedUpAt,
+        };
       entry.upToDate = !!newest && backups.some((b) => b.fingerprint === newest.fingerprint);
     } catch (error) {
       entry.error = (error as Error).message;
@@ -386,4 +499,3 @@ export async function keyBackupStatus(opts: {
   }
   return statuses;
 }
-

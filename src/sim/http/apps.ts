@@ -193,7 +193,12 @@ export function rollbackApplication(req: ApiRequest): RouteResult {
     const request = body as { id?: number; prune?: boolean; dryRun?: boolean; project?: string; appNamespace?: string };
     const app = findApp(req, name, request.project || undefined, request.appNamespace || undefined);
     enforce(req.account, 'applications', 'sync', rbacName(app));
-    const updated = req.core.controller.requestRollback(req.store.name, req.store.apps.refOf(app), { id: request.id ?? 0, prune: request.prune, dryRun: request.dryRun }, req.user);
+    const updated = req.core.controller.requestRollback(
+      req.store.name,
+      req.store.apps.refOf(app),
+      { id: request.id ?? 0, prune: request.prune, dryRun: request.dryRun },
+      req.user,
+    );
     status(200);
     return { raw: appJsonFull(req.store.apps.get(req.store.apps.refOf(app)) ?? updated) };
   } catch (error) {
@@ -325,9 +330,13 @@ function refreshSealedSecretHealth(req: ApiRequest, app: Application): void {
     changed = true;
   }
   if (!changed) return;
-  const worst = resources.reduce((w, r) => {
-    const h = r.health?.status as (typeof HEALTH_ORDER)[number] | undefined;
-    return h && HEALTH_ORDER.indexOf(h) > HEALTH_ORDER.indexOf(w) ? h : w;
-  }, 'Healthy' as (typeof HEALTH_ORDER)[number]);
-  if (app.status!.health?.status !== worst) app.status!.health = { status: worst, lastTransitionTime: rfc3339(req.core.now()) };
+  const worst = resources.reduce(
+    (w, r) => {
+      const h = r.health?.status as (typeof HEALTH_ORDER)[number] | undefined;
+      return h && HEALTH_ORDER.indexOf(h) > HEALTH_ORDER.indexOf(w) ? h : w;
+    },
+    'Healthy' as (typeof HEALTH_ORDER)[number],
+  );
+  if (app.status!.health?.status !== worst)
+    app.status!.health = { status: worst, lastTransitionTime: rfc3339(req.core.now()) };
 }

@@ -31,7 +31,11 @@ export interface SimCore {
    * The health Argo CD's SealedSecret check (Synced=True → Healthy, False → Degraded) gives a
    * SealedSecret on a simulated cluster; undefined when that cluster or object is not simulated.
    */
-  sealedSecretHealth?(cluster: string, namespace: string, name: string): { status: 'Healthy' | 'Degraded' | 'Progressing'; message?: string } | undefined;
+  sealedSecretHealth?(
+    cluster: string,
+    namespace: string,
+    name: string,
+  ): { status: 'Healthy' | 'Degraded' | 'Progressing'; message?: string } | undefined;
 }
 
 export interface ApiRequest {

@@ -19,6 +19,11 @@ export interface SimControllerPort {
   advance(ms: number): void;
   requestSync(instance: string, appName: string, request: ApplicationSyncRequest, user: string): Application;
   requestTerminate(instance: string, appName: string): void;
-  requestRollback(instance: string, appName: string, request: { id: number; prune?: boolean; dryRun?: boolean }, user: string): Application;
+  requestRollback(
+    instance: string,
+    appName: string,
+    request: { id: number; prune?: boolean; dryRun?: boolean },
+    user: string,
+  ): Application;
   faults: SimFaultsPort;
 }

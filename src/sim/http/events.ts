@@ -27,7 +27,15 @@ export function resourceEvents(app: Application, node: ResourceNode, now: Date):
   const events: SimEvent[] = [];
   const created = node.createdAt ? new Date(node.createdAt) : new Date(now.getTime() - 3_600_000);
   const ns = node.namespace ?? '';
-  const push = (type: SimEvent['type'], reason: string, message: string, component: string, count: number, first: Date, fieldPath?: string) => {
+  const push = (
+    type: SimEvent['type'],
+    reason: string,
+    message: string,
+    component: string,
+    count: number,
+    first: Date,
+    fieldPath?: string,
+  ) => {
     const seed = `${node.uid}/${reason}`;
     events.push({
       metadata: {
@@ -64,16 +72,39 @@ export function resourceEvents(app: Application, node: ResourceNode, now: Date):
     const image = node.images?.[0] ?? `${container}:latest`;
     const field = `spec.containers{${container}}`;
     push('Normal', 'Scheduled', `Successfully assigned ${ns}/${node.name} to node-1`, 'default-scheduler', 1, created);
-    push('Normal', 'Pulled', `Container image "${image}" already present on machine`, 'kubelet', health === 'Degraded' ? 7 : 1, created, field);
+    push(
+      'Normal',
+      'Pulled',
+      `Container image "${image}" already present on machine`,
+      'kubelet',
+      health === 'Degraded' ? 7 : 1,
+      created,
+      field,
+    );
     if (health === 'Degraded') {
-      push('Warning', 'BackOff', `Back-off restarting failed container ${container} in pod ${node.name}_${ns}(${node.uid})`, 'kubelet', 31, new Date(created.getTime() + 60_000), field);
+      push(
+        'Warning',
+        'BackOff',
+        `Back-off restarting failed container ${container} in pod ${node.name}_${ns}(${node.uid})`,
+        'kubelet',
+        31,
+        new Date(created.getTime() + 60_000),
+        field,
+      );
     } else {
       push('Normal', 'Started', `Started container ${container}`, 'kubelet', 1, created, field);
     }
   } else if (node.kind === 'Deployment' && health && health !== 'Healthy') {
     push('Normal', 'ScalingReplicaSet', `Scaled up replica set ${node.name} to 1`, 'deployment-controller', 1, created);
   } else if (node.kind === 'SealedSecret' && health === 'Degraded') {
-    push('Warning', 'ErrUnsealFailed', `Failed to unseal: ${node.health?.message ?? 'no key could decrypt secret'}`, 'sealed-secrets-controller', 5, created);
+    push(
+      'Warning',
+      'ErrUnsealFailed',
+      `Failed to unseal: ${node.health?.message ?? 'no key could decrypt secret'}`,
+      'sealed-secrets-controller',
+      5,
+      created,
+    );
   }
   return events;
 }
@@ -85,7 +116,12 @@ export function resourceEvents(app: Application, node: ResourceNode, now: Date):
  * and namespace ("… not found as part of application …" otherwise).
  */
 export function listEvents(req: ApiRequest): RouteResult {
-  const app = findApp(req, req.params.name, req.query.get('project') || undefined, req.query.get('appNamespace') || undefined);
+  const app = findApp(
+    req,
+    req.params.name,
+    req.query.get('project') || undefined,
+    req.query.get('appNamespace') || undefined,
+  );
   const resourceName = req.query.get('resourceName') ?? '';
   const resourceUID = req.query.get('resourceUID') ?? '';
   let items: SimEvent[];

@@ -40,7 +40,8 @@ export function projectsOf(store: InstanceStore, created: string): Map<string, A
   return out;
 }
 
-const created = (req: ApiRequest) => new Date(req.core.now().getTime() - 86_400_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+const created = (req: ApiRequest) =>
+  new Date(req.core.now().getTime() - 86_400_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 /** GET /api/v1/projects (server/project/project.go List): the projects the token may get, by name. */
 export function listProjects(req: ApiRequest): RouteResult {

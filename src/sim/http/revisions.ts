@@ -10,7 +10,8 @@ const AUTHORS = ['Dana Reyes <dana@example.com>', 'Sam Okafor <sam@example.com>'
 
 function knownRevisions(app: Application): Map<string, string | undefined> {
   const out = new Map<string, string | undefined>();
-  for (const h of app.status?.history ?? []) for (const r of h.revisions ?? (h.revision ? [h.revision] : [])) out.set(r, h.deployStartedAt ?? h.deployedAt);
+  for (const h of app.status?.history ?? [])
+    for (const r of h.revisions ?? (h.revision ? [h.revision] : [])) out.set(r, h.deployStartedAt ?? h.deployedAt);
   const sync = app.status?.sync;
   for (const r of sync?.revisions ?? (sync?.revision ? [sync.revision] : [])) if (!out.has(r)) out.set(r, undefined);
   const result = app.status?.operationState?.syncResult;
@@ -24,7 +25,12 @@ function knownRevisions(app: Application): Map<string, string | undefined> {
  * the app knows resolves; a ref the simulated repo cannot resolve is the repo server's error.
  */
 export function revisionMetadata(req: ApiRequest): RouteResult {
-  const app = findApp(req, req.params.name, req.query.get('project') || undefined, req.query.get('appNamespace') || undefined);
+  const app = findApp(
+    req,
+    req.params.name,
+    req.query.get('project') || undefined,
+    req.query.get('appNamespace') || undefined,
+  );
   const revision = req.params.revision;
   const known = knownRevisions(app);
   if (!known.has(revision) && !/^[0-9a-f]{40}$/.test(revision))
@@ -50,17 +56,35 @@ function containerOf(pod: ResourceNode, byKey: Map<string, ResourceNode>): strin
   for (let hops = 0; node && hops < 5; hops++) {
     if (node.kind === 'Deployment') return node.name;
     const parent: { group?: string; kind: string; namespace?: string; name: string } | undefined = node.parentRefs?.[0];
-    node = parent ? byKey.get(`${parent.group ?? ''}/${parent.kind}/${parent.namespace ?? ''}/${parent.name}`) : undefined;
+    node = parent
+      ? byKey.get(`${parent.group ?? ''}/${parent.kind}/${parent.namespace ?? ''}/${parent.name}`)
+      : undefined;
   }
   return pod.name;
 }
 
 function containerLines(crashing: boolean, previous: boolean): string[] {
-  if (crashing) return ['starting server', 'loading configuration from /etc/config', 'fatal: required config key "auth.issuer" is missing', 'exit status 1'];
+  if (crashing)
+    return [
+      'starting server',
+      'loading configuration from /etc/config',
+      'fatal: required config key "auth.issuer" is missing',
+      'exit status 1',
+    ];
   const lines = ['starting server', 'listening on :8080', 'ready'];
   // Structured access logs, as most services write them: long lines, which is what a chat answer must fit.
   for (let i = 0; lines.length < HEALTHY_LOG_LINES; i++) {
-    lines.push(JSON.stringify({ level: 'info', msg: 'request served', method: 'GET', path: i % 5 ? '/api/v1/orders' : '/healthz', status: 200, duration_ms: 1 + (i % 7), request_id: (i * 7919).toString(16).padStart(8, '0') }));
+    lines.push(
+      JSON.stringify({
+        level: 'info',
+        msg: 'request served',
+        method: 'GET',
+        path: i % 5 ? '/api/v1/orders' : '/healthz',
+        status: 200,
+        duration_ms: 1 + (i % 7),
+        request_id: (i * 7919).toString(16).padStart(8, '0'),
+      }),
+    );
   }
   return previous ? [] : lines;
 }
@@ -76,7 +100,12 @@ function containerLines(crashing: boolean, previous: boolean): string[] {
  * entry; every message is one `{"result": LogEntry}` line, as grpc-gateway streams.
  */
 export function podLogs(req: ApiRequest): RouteResult {
-  const app = findApp(req, req.params.name, req.query.get('project') || undefined, req.query.get('appNamespace') || undefined);
+  const app = findApp(
+    req,
+    req.params.name,
+    req.query.get('project') || undefined,
+    req.query.get('appNamespace') || undefined,
+  );
   const q = req.query;
   const podName = req.params.podName ?? q.get('podName') ?? '';
   const kind = podName ? 'Pod' : (q.get('kind') ?? '');
@@ -95,14 +124,18 @@ export function podLogs(req: ApiRequest): RouteResult {
       (!namespace || (n.namespace ?? '') === namespace)
     )
       return true;
-    return depth < 10 && (n.parentRefs ?? []).some((p) => {
-      const parent = byKey.get(`${p.group ?? ''}/${p.kind}/${p.namespace ?? ''}/${p.name}`);
-      return parent !== undefined && matches(parent, depth + 1);
-    });
+    return (
+      depth < 10 &&
+      (n.parentRefs ?? []).some((p) => {
+        const parent = byKey.get(`${p.group ?? ''}/${p.kind}/${p.namespace ?? ''}/${p.name}`);
+        return parent !== undefined && matches(parent, depth + 1);
+      })
+    );
   };
   const pods = tree.nodes.filter((n) => n.kind === 'Pod' && !n.group && n.uid && matches(n));
   if (!pods.length) return { raw: '' };
-  if (pods.length > MAX_POD_LOGS_TO_RENDER) throw invalidArgument('max pods to view logs are reached. Please provide more granular query');
+  if (pods.length > MAX_POD_LOGS_TO_RENDER)
+    throw invalidArgument('max pods to view logs are reached. Please provide more granular query');
   const tailRaw = Number(q.get('tailLines') ?? '');
   const tail = Number.isInteger(tailRaw) && tailRaw > 0 ? tailRaw : undefined;
   const sinceRaw = Number(q.get('sinceSeconds') ?? '');
@@ -117,7 +150,9 @@ export function podLogs(req: ApiRequest): RouteResult {
     if (container && container !== runs) failure = `container ${container} is not valid for pod ${pod.name}`;
     else if (previous && !crashing) failure = `previous terminated container "${runs}" in pod "${pod.name}" not found`;
     if (failure) {
-      lines.push(JSON.stringify({ result: { content: failure, ...stamp(new Date(-62135596800000)), podName: '', last: false } }));
+      lines.push(
+        JSON.stringify({ result: { content: failure, ...stamp(new Date(-62135596800000)), podName: '', last: false } }),
+      );
       continue;
     }
     // One line a second up to now; kubelet applies sinceSeconds, then tailLines.
@@ -125,7 +160,16 @@ export function podLogs(req: ApiRequest): RouteResult {
     const recent = since ? content.slice(-since) : content;
     const picked = tail ? recent.slice(-tail) : recent;
     picked.forEach((line, i) => {
-      lines.push(JSON.stringify({ result: { content: line, ...stamp(new Date(now.getTime() - (picked.length - i) * 1000)), podName: pod.name, last: false } }));
+      lines.push(
+        JSON.stringify({
+          result: {
+            content: line,
+            ...stamp(new Date(now.getTime() - (picked.length - i) * 1000)),
+            podName: pod.name,
+            last: false,
+          },
+        }),
+      );
     });
   }
   lines.push(JSON.stringify({ result: { content: '', ...stamp(now), podName: '', last: true } }));

@@ -135,9 +135,13 @@ function manifest(app: Application, r: ResourceStatus, live: boolean): Record<st
     const liveImage = drifted ? `${image.split(':')[0]}:live` : image;
     obj.spec = { template: { spec: { containers: [{ name: r.name, image: liveImage }] } } };
   }
-  if (r.kind === 'ConfigMap') obj.data = drifted ? { LOG_LEVEL: 'debug', LOG_FORMAT: 'json', DEBUG_ENDPOINTS: 'true' } : { LOG_LEVEL: 'info', LOG_FORMAT: 'json' };
+  if (r.kind === 'ConfigMap')
+    obj.data = drifted
+      ? { LOG_LEVEL: 'debug', LOG_FORMAT: 'json', DEBUG_ENDPOINTS: 'true' }
+      : { LOG_LEVEL: 'info', LOG_FORMAT: 'json' };
   // Secret values never leave the API server: a changed value shows only as a longer mask.
-  if (r.kind === 'Secret') obj.data = { 'tls.key': drifted ? `${SECRET_MASK}++++` : SECRET_MASK, 'tls.crt': SECRET_MASK };
+  if (r.kind === 'Secret')
+    obj.data = { 'tls.key': drifted ? `${SECRET_MASK}++++` : SECRET_MASK, 'tls.crt': SECRET_MASK };
   return obj;
 }
 
@@ -158,7 +162,13 @@ export function managedResources(req: ApiRequest): RouteResult {
     // object to create, or "null" for one to prune, which then does not count as modified.
     const predicted =
       targetObj && liveObj
-        ? JSON.stringify({ ...targetObj, metadata: { ...(targetObj.metadata as object), ...pick(liveObj.metadata as Record<string, unknown>, ['resourceVersion', 'uid']) } })
+        ? JSON.stringify({
+            ...targetObj,
+            metadata: {
+              ...(targetObj.metadata as object),
+              ...pick(liveObj.metadata as Record<string, unknown>, ['resourceVersion', 'uid']),
+            },
+          })
         : target;
     return {
       ...(r.group ? { group: r.group } : {}),

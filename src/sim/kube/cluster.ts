@@ -51,7 +51,10 @@ export function certFingerprint(pem: string): string {
 }
 
 function status(code: number, reason: string, message: string, details: Obj = {}): KubeResponse {
-  return { status: code, body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, details, code } };
+  return {
+    status: code,
+    body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, details, code },
+  };
 }
 
 function b64(text: string): string {
@@ -98,7 +101,9 @@ export class SimKubeCluster {
     obj.metadata.namespace ??= obj.kind === 'Namespace' ? undefined : 'default';
     obj.metadata.uid ??= randomBytes(8).toString('hex');
     // metav1.Time serializes at second precision.
-    obj.metadata.creationTimestamp ??= this.now().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    obj.metadata.creationTimestamp ??= this.now()
+      .toISOString()
+      .replace(/\.\d{3}Z$/, 'Z');
     obj.metadata.resourceVersion = String(++this.rv);
     if (obj.kind === 'Namespace') {
       // The API server labels every namespace with its own name (NamespaceDefaultLabelName, 1.21+).
@@ -109,7 +114,8 @@ export class SimKubeCluster {
     this.bucket(obj.kind).set(`${obj.metadata.namespace ?? ''}/${obj.metadata.name}`, obj);
     if (obj.kind === 'Secret' || obj.kind === 'SealedSecret') {
       const ns = obj.metadata.namespace;
-      if (ns && !this.get('Namespace', '', ns)) this.put({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+      if (ns && !this.get('Namespace', '', ns))
+        this.put({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     }
     return obj;
   }
@@ -160,7 +166,11 @@ export class SimKubeCluster {
     this.setDeploymentReady(false);
     const ready = () => {
       this.startController();
-      pod.status = { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }], startTime: this.now().toISOString() };
+      pod.status = {
+        phase: 'Running',
+        conditions: [{ type: 'Ready', status: 'True' }],
+        startTime: this.now().toISOString(),
+      };
       pod.metadata.resourceVersion = String(++this.rv);
       this.setDeploymentReady(true);
     };
@@ -178,7 +188,13 @@ export class SimKubeCluster {
     const c = this.controller!;
     const deployment = this.get('Deployment', c.namespace, c.name);
     if (!deployment) return;
-    deployment.status = { replicas: 1, readyReplicas: ready ? 1 : 0, availableReplicas: ready ? 1 : 0, updatedReplicas: 1, observedGeneration: deployment.metadata.generation ?? 1 };
+    deployment.status = {
+      replicas: 1,
+      readyReplicas: ready ? 1 : 0,
+      availableReplicas: ready ? 1 : 0,
+      updatedReplicas: 1,
+      observedGeneration: deployment.metadata.generation ?? 1,
+    };
     deployment.metadata.resourceVersion = String(++this.rv);
   }
 
@@ -187,7 +203,9 @@ export class SimKubeCluster {
     const c = this.controller!;
     this.controllerStarts++;
     const keys = this.activeKeySecrets();
-    const newest = keys.map((k) => new X509Certificate(Buffer.from(k.data['tls.crt'], 'base64').toString()).validFrom).map((d) => Date.parse(d));
+    const newest = keys
+      .map((k) => new X509Certificate(Buffer.from(k.data['tls.crt'], 'base64').toString()).validFrom)
+      .map((d) => Date.parse(d));
     const newestAt = newest.length ? Math.max(...newest) : undefined;
     const stale = c.renewPeriodMs > 0 && newestAt !== undefined && this.now().getTime() - newestAt > c.renewPeriodMs;
     if (newestAt === undefined || stale) this.generateKey();
@@ -208,7 +226,11 @@ export class SimKubeCluster {
       apiVersion: 'v1',
       kind: 'Secret',
       type: 'kubernetes.io/tls',
-      metadata: { name: `sealed-secrets-key${randomBytes(4).toString('hex').slice(0, 5)}`, namespace: this.controller!.namespace, labels: { [KEY_LABEL]: 'active' } },
+      metadata: {
+        name: `sealed-secrets-key${randomBytes(4).toString('hex').slice(0, 5)}`,
+        namespace: this.controller!.namespace,
+        labels: { [KEY_LABEL]: 'active' },
+      },
       // The real controller dates its new certificate now; renewal is judged by that date.
       data: { 'tls.crt': b64(keyCertificate(pair.key, this.now())), 'tls.key': b64(pair.key) },
     });
@@ -252,10 +274,12 @@ export class SimKubeCluster {
       const found = method === 'GET' ? discovery(path) : undefined;
       if (found) return { status: 200, body: found };
       const result = this.route(method, path, query, body);
-      if (method === 'GET' && result.status === 200 && wantsTable(accept)) return { status: 200, body: this.table(result.body as Obj, query) };
+      if (method === 'GET' && result.status === 200 && wantsTable(accept))
+        return { status: 200, body: this.table(result.body as Obj, query) };
       return result;
     } catch (error) {
-      if (error instanceof SimSelectorError) return status(400, 'BadRequest', `unable to parse requirement: ${error.message}`);
+      if (error instanceof SimSelectorError)
+        return status(400, 'BadRequest', `unable to parse requirement: ${error.message}`);
       throw error;
     }
   }
@@ -263,7 +287,13 @@ export class SimKubeCluster {
   private table(body: Obj, query: URLSearchParams): Obj {
     const list = Array.isArray(body.items);
     const kind = list ? String(body.kind).replace(/List$/, '') : String(body.kind);
-    return asTable(kind, list ? body.items : [body], String(body.metadata?.resourceVersion ?? this.rv), this.now(), query.get('includeObject'));
+    return asTable(
+      kind,
+      list ? body.items : [body],
+      String(body.metadata?.resourceVersion ?? this.rv),
+      this.now(),
+      query.get('includeObject'),
+    );
   }
 
   private route(method: string, path: string, query: URLSearchParams, body: any): KubeResponse {
@@ -274,10 +304,13 @@ export class SimKubeCluster {
 
     // Lists across namespaces, and the objects kubectl get/describe read besides the runbooks' own.
     if (method === 'GET') {
-      if (path === '/api/v1/secrets') return this.listResponse('SecretList', this.list('Secret', undefined, labelSelector));
+      if (path === '/api/v1/secrets')
+        return this.listResponse('SecretList', this.list('Secret', undefined, labelSelector));
       if (path === '/api/v1/pods') return this.listResponse('PodList', this.list('Pod', undefined, labelSelector));
-      if (path === '/api/v1/namespaces') return this.listResponse('NamespaceList', this.list('Namespace', undefined, labelSelector));
-      if (path === '/apis/apps/v1/deployments') return this.listResponse('DeploymentList', this.list('Deployment', undefined, labelSelector), 'apps/v1');
+      if (path === '/api/v1/namespaces')
+        return this.listResponse('NamespaceList', this.list('Namespace', undefined, labelSelector));
+      if (path === '/apis/apps/v1/deployments')
+        return this.listResponse('DeploymentList', this.list('Deployment', undefined, labelSelector), 'apps/v1');
       if ((m = path.match(/^\/apis\/apps\/v1\/namespaces\/([^/]+)\/deployments$/)))
         return this.listResponse('DeploymentList', this.list('Deployment', m[1], labelSelector), 'apps/v1');
       if ((m = path.match(/^\/apis\/bitnami\.com\/v1alpha1\/namespaces\/([^/]+)\/sealedsecrets\/([^/]+)$/)))
@@ -295,7 +328,8 @@ export class SimKubeCluster {
       if (method === 'DELETE') return this.deleteResponse('Secret', m[1], m[2], 'secrets');
     }
     if (path === '/api/v1/namespaces' && method === 'POST') return this.create('Namespace', '', body);
-    if ((m = path.match(/^\/api\/v1\/namespaces\/([^/]+)$/)) && method === 'GET') return this.getResponse('Namespace', '', m[1], 'namespaces');
+    if ((m = path.match(/^\/api\/v1\/namespaces\/([^/]+)$/)) && method === 'GET')
+      return this.getResponse('Namespace', '', m[1], 'namespaces');
     if ((m = path.match(/^\/api\/v1\/namespaces\/([^/]+)\/pods$/)) && method === 'GET')
       return this.listResponse('PodList', this.list('Pod', m[1], labelSelector));
     if ((m = path.match(/^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)$/))) {
@@ -311,7 +345,8 @@ export class SimKubeCluster {
       if (method === 'GET') return this.getResponse('Deployment', m[1], m[2], 'deployments.apps');
       if (method === 'PATCH') {
         const deployment = this.get('Deployment', m[1], m[2]);
-        if (!deployment) return status(404, 'NotFound', `deployments.apps "${m[2]}" not found`, { name: m[2], kind: 'deployments' });
+        if (!deployment)
+          return status(404, 'NotFound', `deployments.apps "${m[2]}" not found`, { name: m[2], kind: 'deployments' });
         mergePatch(deployment, body);
         deployment.metadata.generation = (deployment.metadata.generation ?? 1) + 1;
         deployment.metadata.resourceVersion = String(++this.rv);
@@ -324,9 +359,17 @@ export class SimKubeCluster {
       }
     }
     if (path === '/apis/bitnami.com/v1alpha1/sealedsecrets' && method === 'GET')
-      return this.listResponse('SealedSecretList', this.list('SealedSecret', undefined, labelSelector), 'bitnami.com/v1alpha1');
+      return this.listResponse(
+        'SealedSecretList',
+        this.list('SealedSecret', undefined, labelSelector),
+        'bitnami.com/v1alpha1',
+      );
     if ((m = path.match(/^\/apis\/bitnami\.com\/v1alpha1\/namespaces\/([^/]+)\/sealedsecrets$/)) && method === 'GET')
-      return this.listResponse('SealedSecretList', this.list('SealedSecret', m[1], labelSelector), 'bitnami.com/v1alpha1');
+      return this.listResponse(
+        'SealedSecretList',
+        this.list('SealedSecret', m[1], labelSelector),
+        'bitnami.com/v1alpha1',
+      );
     return status(404, 'NotFound', `the server could not find the requested resource (${method} ${path})`);
   }
 
@@ -336,28 +379,47 @@ export class SimKubeCluster {
 
   private getResponse(kind: string, ns: string, name: string, resource: string): KubeResponse {
     const obj = this.get(kind, ns, name);
-    return obj ? { status: 200, body: obj } : status(404, 'NotFound', `${resource} "${name}" not found`, { name, kind: resource });
+    return obj
+      ? { status: 200, body: obj }
+      : status(404, 'NotFound', `${resource} "${name}" not found`, { name, kind: resource });
   }
 
   private deleteResponse(kind: string, ns: string, name: string, resource: string): KubeResponse {
     const obj = this.remove(kind, ns, name);
     if (!obj) return status(404, 'NotFound', `${resource} "${name}" not found`, { name, kind: resource });
-    return { status: 200, body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { name, kind: resource, uid: obj.metadata.uid } } };
+    return {
+      status: 200,
+      body: {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Success',
+        details: { name, kind: resource, uid: obj.metadata.uid },
+      },
+    };
   }
 
   private create(kind: string, ns: string, body: any): KubeResponse {
-    if (!body?.metadata?.name && !body?.metadata?.generateName) return status(422, 'Invalid', `${kind} "" is invalid: metadata.name: Required value`);
+    if (!body?.metadata?.name && !body?.metadata?.generateName)
+      return status(422, 'Invalid', `${kind} "" is invalid: metadata.name: Required value`);
     const obj = structuredClone(body);
     obj.kind = kind;
     obj.apiVersion ??= 'v1';
-    if (!obj.metadata.name) obj.metadata.name = `${obj.metadata.generateName}${randomBytes(4).toString('hex').slice(0, 5)}`;
+    if (!obj.metadata.name)
+      obj.metadata.name = `${obj.metadata.generateName}${randomBytes(4).toString('hex').slice(0, 5)}`;
     if (kind !== 'Namespace') obj.metadata.namespace = ns;
     if (this.get(kind, kind === 'Namespace' ? '' : ns, obj.metadata.name)) {
       const resource = kind === 'Namespace' ? 'namespaces' : 'secrets';
-      return status(409, 'AlreadyExists', `${resource} "${obj.metadata.name}" already exists`, { name: obj.metadata.name, kind: resource });
+      return status(409, 'AlreadyExists', `${resource} "${obj.metadata.name}" already exists`, {
+        name: obj.metadata.name,
+        kind: resource,
+      });
     }
     if (kind === 'Secret' && obj.stringData) {
-      obj.data = { ...obj.data, ...Object.fromEntries(Object.entries(obj.stringData).map(([k, v]) => [k, b64(String(v))])) };
+      obj.data = {
+        ...obj.data,
+        ...Object.fromEntries(Object.entries(obj.stringData).map(([k, v]) => [k, b64(String(v))])),
+      };
       delete obj.stringData;
     }
     if (kind === 'Namespace') obj.metadata.namespace = undefined;
@@ -368,7 +430,8 @@ export class SimKubeCluster {
 function mergePatch(target: Obj, patch: Obj): void {
   for (const [k, v] of Object.entries(patch ?? {})) {
     if (v === null) delete target[k];
-    else if (v && typeof v === 'object' && !Array.isArray(v) && target[k] && typeof target[k] === 'object') mergePatch(target[k], v);
+    else if (v && typeof v === 'object' && !Array.isArray(v) && target[k] && typeof target[k] === 'object')
+      mergePatch(target[k], v);
     else target[k] = structuredClone(v);
   }
 }

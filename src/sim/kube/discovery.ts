@@ -21,12 +21,64 @@ export interface SimResource {
 
 const READ = ['get', 'list'];
 export const SIM_RESOURCES: SimResource[] = [
-  { name: 'namespaces', singularName: 'namespace', kind: 'Namespace', namespaced: false, group: '', version: 'v1', verbs: ['create', ...READ], shortNames: ['ns'] },
-  { name: 'secrets', singularName: 'secret', kind: 'Secret', namespaced: true, group: '', version: 'v1', verbs: ['create', 'delete', ...READ] },
-  { name: 'pods', singularName: 'pod', kind: 'Pod', namespaced: true, group: '', version: 'v1', verbs: ['delete', ...READ], shortNames: ['po'] },
-  { name: 'events', singularName: 'event', kind: 'Event', namespaced: true, group: '', version: 'v1', verbs: READ, shortNames: ['ev'] },
-  { name: 'deployments', singularName: 'deployment', kind: 'Deployment', namespaced: true, group: 'apps', version: 'v1', verbs: ['patch', ...READ], shortNames: ['deploy'] },
-  { name: 'sealedsecrets', singularName: 'sealedsecret', kind: 'SealedSecret', namespaced: true, group: 'bitnami.com', version: 'v1alpha1', verbs: READ },
+  {
+    name: 'namespaces',
+    singularName: 'namespace',
+    kind: 'Namespace',
+    namespaced: false,
+    group: '',
+    version: 'v1',
+    verbs: ['create', ...READ],
+    shortNames: ['ns'],
+  },
+  {
+    name: 'secrets',
+    singularName: 'secret',
+    kind: 'Secret',
+    namespaced: true,
+    group: '',
+    version: 'v1',
+    verbs: ['create', 'delete', ...READ],
+  },
+  {
+    name: 'pods',
+    singularName: 'pod',
+    kind: 'Pod',
+    namespaced: true,
+    group: '',
+    version: 'v1',
+    verbs: ['delete', ...READ],
+    shortNames: ['po'],
+  },
+  {
+    name: 'events',
+    singularName: 'event',
+    kind: 'Event',
+    namespaced: true,
+    group: '',
+    version: 'v1',
+    verbs: READ,
+    shortNames: ['ev'],
+  },
+  {
+    name: 'deployments',
+    singularName: 'deployment',
+    kind: 'Deployment',
+    namespaced: true,
+    group: 'apps',
+    version: 'v1',
+    verbs: ['patch', ...READ],
+    shortNames: ['deploy'],
+  },
+  {
+    name: 'sealedsecrets',
+    singularName: 'sealedsecret',
+    kind: 'SealedSecret',
+    namespaced: true,
+    group: 'bitnami.com',
+    version: 'v1alpha1',
+    verbs: READ,
+  },
 ];
 
 export const KUBE_VERSION = {
@@ -45,13 +97,19 @@ export const KUBE_VERSION = {
 export function discovery(path: string): unknown {
   if (path === '/version' || path === '/version/') return KUBE_VERSION;
   if (path === '/api' || path === '/api/')
-    return { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: '127.0.0.1:6443' }] };
+    return {
+      kind: 'APIVersions',
+      versions: ['v1'],
+      serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: '127.0.0.1:6443' }],
+    };
   if (path === '/apis' || path === '/apis/') {
-    const groups = [...new Set(SIM_RESOURCES.filter((r) => r.group).map((r) => `${r.group}/${r.version}`))].map((gv) => {
-      const [group, version] = gv.split('/');
-      const v = { groupVersion: gv, version };
-      return { name: group, versions: [v], preferredVersion: v };
-    });
+    const groups = [...new Set(SIM_RESOURCES.filter((r) => r.group).map((r) => `${r.group}/${r.version}`))].map(
+      (gv) => {
+        const [group, version] = gv.split('/');
+        const v = { groupVersion: gv, version };
+        return { name: group, versions: [v], preferredVersion: v };
+      },
+    );
     return { kind: 'APIGroupList', apiVersion: 'v1', groups };
   }
   const m = /^\/(?:api\/(v1)|apis\/([^/]+)\/([^/]+))\/?$/.exec(path);
@@ -108,8 +166,19 @@ interface Column {
 
 const age = (o: Obj, now: Date) =>
   o.metadata?.creationTimestamp ? humanDuration(now.getTime() - Date.parse(o.metadata.creationTimestamp)) : '<unknown>';
-const NAME: Column = { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', cell: (o) => o.metadata.name };
-const AGE: Column = { name: 'Age', type: 'string', description: 'CreationTimestamp is a timestamp representing the server time when this object was created.', cell: age };
+const NAME: Column = {
+  name: 'Name',
+  type: 'string',
+  format: 'name',
+  description: 'Name must be unique within a namespace.',
+  cell: (o) => o.metadata.name,
+};
+const AGE: Column = {
+  name: 'Age',
+  type: 'string',
+  description: 'CreationTimestamp is a timestamp representing the server time when this object was created.',
+  cell: age,
+};
 
 function podReady(o: Obj): string {
   const total = o.spec?.containers?.length ?? 1;
@@ -122,22 +191,67 @@ const COLUMNS: Record<string, Column[]> = {
   Secret: [
     NAME,
     { name: 'Type', type: 'string', description: 'The type of the secret', cell: (o) => o.type ?? 'Opaque' },
-    { name: 'Data', type: 'string', description: 'The number of entries in the secret', cell: (o) => Object.keys(o.data ?? {}).length },
+    {
+      name: 'Data',
+      type: 'string',
+      description: 'The number of entries in the secret',
+      cell: (o) => Object.keys(o.data ?? {}).length,
+    },
     AGE,
   ],
   Pod: [
     NAME,
-    { name: 'Ready', type: 'string', description: 'The aggregate readiness state of this pod for accepting traffic.', cell: podReady },
-    { name: 'Status', type: 'string', description: 'The aggregate status of the containers in this pod.', cell: (o) => o.status?.phase ?? 'Pending' },
-    { name: 'Restarts', type: 'string', description: 'The number of times the containers in this pod have been restarted.', cell: () => '0' },
+    {
+      name: 'Ready',
+      type: 'string',
+      description: 'The aggregate readiness state of this pod for accepting traffic.',
+      cell: podReady,
+    },
+    {
+      name: 'Status',
+      type: 'string',
+      description: 'The aggregate status of the containers in this pod.',
+      cell: (o) => o.status?.phase ?? 'Pending',
+    },
+    {
+      name: 'Restarts',
+      type: 'string',
+      description: 'The number of times the containers in this pod have been restarted.',
+      cell: () => '0',
+    },
     AGE,
   ],
-  Namespace: [NAME, { name: 'Status', type: 'string', description: 'The status of the namespace', cell: (o) => o.status?.phase ?? 'Active' }, AGE],
+  Namespace: [
+    NAME,
+    {
+      name: 'Status',
+      type: 'string',
+      description: 'The status of the namespace',
+      cell: (o) => o.status?.phase ?? 'Active',
+    },
+    AGE,
+  ],
   Deployment: [
     NAME,
-    { name: 'Ready', type: 'string', description: 'Number of the pod with ready state', cell: (o) => `${o.status?.readyReplicas ?? 0}/${o.spec?.replicas ?? 1}` },
-    { name: 'Up-to-date', type: 'string', description: 'Total number of non-terminated pods targeted by this deployment that have the desired template spec.', cell: (o) => o.status?.updatedReplicas ?? 0 },
-    { name: 'Available', type: 'string', description: 'Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.', cell: (o) => o.status?.availableReplicas ?? 0 },
+    {
+      name: 'Ready',
+      type: 'string',
+      description: 'Number of the pod with ready state',
+      cell: (o) => `${o.status?.readyReplicas ?? 0}/${o.spec?.replicas ?? 1}`,
+    },
+    {
+      name: 'Up-to-date',
+      type: 'string',
+      description:
+        'Total number of non-terminated pods targeted by this deployment that have the desired template spec.',
+      cell: (o) => o.status?.updatedReplicas ?? 0,
+    },
+    {
+      name: 'Available',
+      type: 'string',
+      description: 'Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.',
+      cell: (o) => o.status?.availableReplicas ?? 0,
+    },
     AGE,
   ],
   SealedSecret: [
@@ -147,22 +261,49 @@ const COLUMNS: Record<string, Column[]> = {
     AGE,
   ],
   Event: [
-    { name: 'Last Seen', type: 'string', description: 'Time when last event occurred', cell: (o, now) => (o.lastTimestamp ? humanDuration(now.getTime() - Date.parse(o.lastTimestamp)) : '<unknown>') },
+    {
+      name: 'Last Seen',
+      type: 'string',
+      description: 'Time when last event occurred',
+      cell: (o, now) => (o.lastTimestamp ? humanDuration(now.getTime() - Date.parse(o.lastTimestamp)) : '<unknown>'),
+    },
     { name: 'Type', type: 'string', description: 'Type of this event.', cell: (o) => o.type },
     { name: 'Reason', type: 'string', description: 'Short, machine understandable string.', cell: (o) => o.reason },
-    { name: 'Object', type: 'string', description: 'The object this Event is about.', cell: (o) => `${String(o.involvedObject?.kind ?? '').toLowerCase()}/${o.involvedObject?.name ?? ''}` },
-    { name: 'Message', type: 'string', description: 'A human-readable description of the status of this operation.', cell: (o) => o.message },
+    {
+      name: 'Object',
+      type: 'string',
+      description: 'The object this Event is about.',
+      cell: (o) => `${String(o.involvedObject?.kind ?? '').toLowerCase()}/${o.involvedObject?.name ?? ''}`,
+    },
+    {
+      name: 'Message',
+      type: 'string',
+      description: 'A human-readable description of the status of this operation.',
+      cell: (o) => o.message,
+    },
   ],
 };
 
 /** A meta.k8s.io/v1 Table of `items` (a list) or of one object; `includeObject` as the query asked. */
-export function asTable(kind: string, items: Obj[], resourceVersion: string, now: Date, includeObject: string | null): Obj {
+export function asTable(
+  kind: string,
+  items: Obj[],
+  resourceVersion: string,
+  now: Date,
+  includeObject: string | null,
+): Obj {
   const columns = COLUMNS[kind] ?? [NAME, AGE];
   return {
     kind: 'Table',
     apiVersion: 'meta.k8s.io/v1',
     metadata: { resourceVersion },
-    columnDefinitions: columns.map((c) => ({ name: c.name, type: c.type, format: c.format ?? '', description: c.description, priority: c.priority ?? 0 })),
+    columnDefinitions: columns.map((c) => ({
+      name: c.name,
+      type: c.type,
+      format: c.format ?? '',
+      description: c.description,
+      priority: c.priority ?? 0,
+    })),
     rows: items.map((o) => ({
       cells: columns.map((c) => c.cell(o, now)),
       object:

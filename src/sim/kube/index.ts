@@ -54,11 +54,26 @@ export class SimKube {
       res.end(JSON.stringify(body));
     };
     if (!cluster) {
-      send(404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404, message: `no simulated cluster "${m[1]}"` });
+      send(404, {
+        kind: 'Status',
+        apiVersion: 'v1',
+        status: 'Failure',
+        reason: 'NotFound',
+        code: 404,
+        message: `no simulated cluster "${m[1]}"`,
+      });
       return true;
     }
     if (req.headers.authorization !== `Bearer ${cluster.token}`) {
-      send(401, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 });
+      send(401, {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: 'Unauthorized',
+        reason: 'Unauthorized',
+        code: 401,
+      });
       return true;
     }
     let raw = '';
@@ -67,7 +82,14 @@ export class SimKube {
     try {
       body = raw ? JSON.parse(raw) : undefined;
     } catch {
-      send(400, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'BadRequest', code: 400, message: 'invalid JSON body' });
+      send(400, {
+        kind: 'Status',
+        apiVersion: 'v1',
+        status: 'Failure',
+        reason: 'BadRequest',
+        code: 400,
+        message: 'invalid JSON body',
+      });
       return true;
     }
     const method = req.method ?? 'GET';

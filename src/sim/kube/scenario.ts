@@ -28,7 +28,12 @@ function keySecret(name: string, pair: ScenarioKey, now: Date) {
     apiVersion: 'v1',
     kind: 'Secret',
     type: 'kubernetes.io/tls',
-    metadata: { name, namespace: 'kube-system', labels: { [KEY_LABEL]: 'active' }, creationTimestamp: rfc3339(now.getTime() - KEY_AGES_MS[pair]) },
+    metadata: {
+      name,
+      namespace: 'kube-system',
+      labels: { [KEY_LABEL]: 'active' },
+      creationTimestamp: rfc3339(now.getTime() - KEY_AGES_MS[pair]),
+    },
     data: { 'tls.crt': b64(scenarioKeyCert(pair, now)), 'tls.key': b64(SIM_KEYS[pair].key) },
   };
 }
@@ -38,11 +43,23 @@ function controllerObjects() {
     {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
-      metadata: { name: 'sealed-secrets-controller', namespace: 'kube-system', generation: 1, labels: { name: 'sealed-secrets-controller' } },
+      metadata: {
+        name: 'sealed-secrets-controller',
+        namespace: 'kube-system',
+        generation: 1,
+        labels: { name: 'sealed-secrets-controller' },
+      },
       spec: {
         replicas: 1,
         selector: { matchLabels: { name: 'sealed-secrets-controller' } },
-        template: { metadata: { labels: { name: 'sealed-secrets-controller' } }, spec: { containers: [{ name: 'sealed-secrets-controller', image: 'docker.io/bitnami/sealed-secrets-controller:0.38.4' }] } },
+        template: {
+          metadata: { labels: { name: 'sealed-secrets-controller' } },
+          spec: {
+            containers: [
+              { name: 'sealed-secrets-controller', image: 'docker.io/bitnami/sealed-secrets-controller:0.38.4' },
+            ],
+          },
+        },
       },
       status: { replicas: 1, readyReplicas: 1, availableReplicas: 1 },
     },
@@ -69,7 +86,10 @@ function sealedSecrets(synced: boolean, now: Date) {
       annotations: { [SEALED_WITH_ANNOTATION]: certFingerprint(scenarioKeyCert(s.key, now)) },
       labels: { 'app.kubernetes.io/instance': `${s.namespace}-secrets` },
     },
-    spec: { encryptedData: Object.fromEntries(s.items.map((i) => [i, `AgB${b64(`${s.name}/${i}`).slice(0, 40)}...`])), template: { metadata: { name: s.name, namespace: s.namespace } } },
+    spec: {
+      encryptedData: Object.fromEntries(s.items.map((i) => [i, `AgB${b64(`${s.name}/${i}`).slice(0, 40)}...`])),
+      template: { metadata: { name: s.name, namespace: s.namespace } },
+    },
     status: {
       observedGeneration: 1,
       conditions: [
@@ -108,7 +128,9 @@ function secretsApp(namespace: string, cluster: string, healthy: boolean, now: D
         namespace,
         name: s.name,
         status: 'Synced' as const,
-        health: healthy ? { status: 'Healthy' as const } : { status: 'Degraded' as const, message: `no key could decrypt secret (${s.items.join(', ')})` },
+        health: healthy
+          ? { status: 'Healthy' as const }
+          : { status: 'Degraded' as const, message: `no key could decrypt secret (${s.items.join(', ')})` },
       })),
       operationState: {
         operation: { sync: { revision: '5f2c1a9d0e4b7c3a8f6d2e1b0a9c8d7e6f5a4b3c' }, initiatedBy: { automated: true } },
@@ -122,9 +144,27 @@ function secretsApp(namespace: string, cluster: string, healthy: boolean, now: D
 }
 
 const clusters: Cluster[] = [
-  { name: 'prod-old', server: 'https://10.0.1.10:6443', labels: { env: 'prod', generation: 'old' }, connectionState: { status: 'Successful' }, info: { serverVersion: '1.29' } },
-  { name: 'prod-new', server: 'https://10.0.2.10:6443', labels: { env: 'prod', generation: 'new' }, connectionState: { status: 'Successful' }, info: { serverVersion: '1.31' } },
-  { name: 'ops', server: 'https://10.0.9.10:6443', labels: { env: 'ops' }, connectionState: { status: 'Successful' }, info: { serverVersion: '1.31' } },
+  {
+    name: 'prod-old',
+    server: 'https://10.0.1.10:6443',
+    labels: { env: 'prod', generation: 'old' },
+    connectionState: { status: 'Successful' },
+    info: { serverVersion: '1.29' },
+  },
+  {
+    name: 'prod-new',
+    server: 'https://10.0.2.10:6443',
+    labels: { env: 'prod', generation: 'new' },
+    connectionState: { status: 'Successful' },
+    info: { serverVersion: '1.31' },
+  },
+  {
+    name: 'ops',
+    server: 'https://10.0.9.10:6443',
+    labels: { env: 'ops' },
+    connectionState: { status: 'Successful' },
+    info: { serverVersion: '1.31' },
+  },
 ];
 
 /**
@@ -140,7 +180,10 @@ export function sealedSecretsMigration(now: Date = new Date()): Fixture {
       {
         name: 'platform',
         clusters,
-        applications: [...namespaces.map((ns) => secretsApp(ns, 'prod-old', true, now)), ...namespaces.map((ns) => secretsApp(ns, 'prod-new', false, now))],
+        applications: [
+          ...namespaces.map((ns) => secretsApp(ns, 'prod-old', true, now)),
+          ...namespaces.map((ns) => secretsApp(ns, 'prod-new', false, now)),
+        ],
         applicationSets: [],
       },
     ],
@@ -159,9 +202,16 @@ export function sealedSecretsMigration(now: Date = new Date()): Fixture {
       {
         cluster: 'prod-new',
         sealedSecretsController: {},
-        objects: [keySecret('sealed-secrets-keyn5t6v', 'new1', now), ...controllerObjects(), ...sealedSecrets(false, now)],
+        objects: [
+          keySecret('sealed-secrets-keyn5t6v', 'new1', now),
+          ...controllerObjects(),
+          ...sealedSecrets(false, now),
+        ],
       },
-      { cluster: 'ops', objects: [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'sealed-secrets-backup' } }] },
+      {
+        cluster: 'ops',
+        objects: [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'sealed-secrets-backup' } }],
+      },
     ],
   };
 }

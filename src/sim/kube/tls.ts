@@ -13,7 +13,9 @@ function rsaPair(): { forgeKey: forge.pki.rsa.PrivateKey; publicKey: forge.pki.r
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const pem = privateKey.export({ type: 'pkcs1', format: 'pem' }).toString();
   const forgeKey = forge.pki.privateKeyFromPem(pem) as forge.pki.rsa.PrivateKey;
-  const forgePublic = forge.pki.publicKeyFromPem(publicKey.export({ type: 'spki', format: 'pem' }).toString()) as forge.pki.rsa.PublicKey;
+  const forgePublic = forge.pki.publicKeyFromPem(
+    publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+  ) as forge.pki.rsa.PublicKey;
   return { forgeKey, publicKey: forgePublic, pem };
 }
 
@@ -32,7 +34,10 @@ function certificate(opts: {
   const now = Date.now();
   cert.validity.notBefore = new Date(now - 3_600_000);
   cert.validity.notAfter = new Date(now + 365 * 86_400_000);
-  const subject = [{ name: 'commonName', value: opts.subject }, { name: 'organizationName', value: 'rollcall simulator' }];
+  const subject = [
+    { name: 'commonName', value: opts.subject },
+    { name: 'organizationName', value: 'rollcall simulator' },
+  ];
   cert.setSubject(subject);
   cert.setIssuer(opts.issuer ? opts.issuer.cert.subject.attributes : subject);
   const extensions: Record<string, unknown>[] = [
@@ -49,7 +54,11 @@ function certificate(opts: {
       altNames: (opts.hosts ?? []).map((h) => (/^[\d.]+$/.test(h) ? { type: 7, ip: h } : { type: 2, value: h })),
     });
   }
-  if (opts.issuer) extensions.push({ name: 'authorityKeyIdentifier', keyIdentifier: opts.issuer.cert.generateSubjectKeyIdentifier().getBytes() });
+  if (opts.issuer)
+    extensions.push({
+      name: 'authorityKeyIdentifier',
+      keyIdentifier: opts.issuer.cert.generateSubjectKeyIdentifier().getBytes(),
+    });
   cert.setExtensions(extensions);
   cert.sign(opts.issuer?.key ?? opts.selfKey, forge.md.sha256.create());
   return cert;
@@ -82,7 +91,11 @@ function makeTls(hosts: string[]): SimTls {
     ca: false,
     hosts,
   });
-  return { caPem: forge.pki.certificateToPem(caCert), certPem: forge.pki.certificateToPem(serverCert), keyPem: server.pem };
+  return {
+    caPem: forge.pki.certificateToPem(caCert),
+    certPem: forge.pki.certificateToPem(serverCert),
+    keyPem: server.pem,
+  };
 }
 
 /** The sealed-secrets controller signs its key's certificate itself, valid for ten years (its `--key-ttl` default). */

@@ -1,4 +1,9 @@
-import type { Application, ApplicationSetApplicationStatus, ApplicationSetSpec, Cluster } from '../../infra/argocd/types.js';
+import type {
+  Application,
+  ApplicationSetApplicationStatus,
+  ApplicationSetSpec,
+  Cluster,
+} from '../../infra/argocd/types.js';
 import { ROLLOUT_MESSAGES } from '../../fleet/rollingsync.js';
 import type { Fixture } from '../fixture-types.js';
 import {

@@ -176,7 +176,13 @@ function serviceApp(now: Date, service: string, project: string, c: Cluster, use
   const history = isAuthService
     ? [
         { revision: PREVIOUS_COMMIT, minutesAgo: 60 * 24 * 3, initiatedBy: CI, source: pinned(AUTH_SERVICE_GOOD) },
-        { revision: BAD_COMMIT, minutesAgo: 44, initiatedBy: APPSET_CONTROLLER, durationSeconds: 25, source: pinned(AUTH_SERVICE_BAD) },
+        {
+          revision: BAD_COMMIT,
+          minutesAgo: 44,
+          initiatedBy: APPSET_CONTROLLER,
+          durationSeconds: 25,
+          source: pinned(AUTH_SERVICE_BAD),
+        },
       ]
     : [
         { revision: PREVIOUS_COMMIT, minutesAgo: 60 * 24 * 3, initiatedBy: CI },

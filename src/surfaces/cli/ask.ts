@@ -9,7 +9,14 @@ import { runOf } from '../../commands/replies.js';
 import { redactUrlPassword } from '../../infra/config/load.js';
 import { EXIT_OK, exitCodeFor } from '../../core/error-codes.js';
 import { terminalIdentity } from '../../core/identity.js';
-import { closeRedis, configuredRedisUrl, createRedis, probeRedis, READ_ONLY_WITHOUT_REDIS, redisUnreachableMessage } from '../../infra/redis.js';
+import {
+  closeRedis,
+  configuredRedisUrl,
+  createRedis,
+  probeRedis,
+  READ_ONLY_WITHOUT_REDIS,
+  redisUnreachableMessage,
+} from '../../infra/redis.js';
 import { AuditLog, withAuditOrigin } from '../../domain/audit/audit-log.js';
 import { createLogger } from '../../infra/log.js';
 import { renderText } from '../../views/text.js';
@@ -45,17 +52,30 @@ function writeFiles(reply: Reply, dir: string | undefined): void {
 }
 
 /** `--as` someone other than yourself, refused by the config: audited (when Redis answers), then answered. */
-async function refuseActAs(config: RollcallConfig, text: string, as: string, who: { self: string; osUser: string }): Promise<Reply> {
+async function refuseActAs(
+  config: RollcallConfig,
+  text: string,
+  as: string,
+  who: { self: string; osUser: string },
+): Promise<Reply> {
   const command = text.trim().split(/\s+/)[0] || 'ask';
   let message = `\`--as ${as}\` is off in this config: acting as another user is allowed only with access.terminal.allowActAs: true (then one person could request and approve a run alone). You are ${who.self}; run it without --as, or ask ${as} to.`;
   const redisUrl = configuredRedisUrl(config);
   const down = await probeRedis(redisUrl);
-  if (down) message += ` This refusal is not in the audit log: Redis at ${redactUrlPassword(redisUrl)} is unreachable (${down}).`;
+  if (down)
+    message += ` This refusal is not in the audit log: Redis at ${redactUrlPassword(redisUrl)} is unreachable (${down}).`;
   else {
     const redis = createRedis(redisUrl, { maxRetriesPerRequest: 1 });
     try {
       await withAuditOrigin({ surface: 'terminal', osUser: who.osUser }, () =>
-        new AuditLog(redis, config.redis.prefix).record({ kind: 'run.refused', who: who.self, target: 'act-as', result: 'forbidden', message, params: { as, command: text } }),
+        new AuditLog(redis, config.redis.prefix).record({
+          kind: 'run.refused',
+          who: who.self,
+          target: 'act-as',
+          result: 'forbidden',
+          message,
+          params: { as, command: text },
+        }),
       );
     } finally {
       await closeRedis(redis);
@@ -98,7 +118,11 @@ function nothingToWaitFor(status: RunStatus): boolean {
  */
 export async function askHelp(text: string, opts: Pick<AskOptions, 'json' | 'as'>): Promise<number | undefined> {
   const { answerHelp } = await import('../../commands/index.js');
-  const reply = answerHelp(text, { user: opts.as ?? terminalIdentity().self, surface: 'terminal', channel: 'terminal' });
+  const reply = answerHelp(text, {
+    user: opts.as ?? terminalIdentity().self,
+    surface: 'terminal',
+    channel: 'terminal',
+  });
   if (!reply) return undefined;
   const shown = opts.json ? JSON.stringify(replyJson(reply)) : renderText(reply, { color: process.stdout.isTTY });
   process.stdout.write(shown.endsWith('\n') ? shown : `${shown}\n`);
@@ -151,11 +175,20 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
       // so `changes` answers even where no `rollcall start` runs. --wait executes its own run's steps
       // (exclusive: never another run's, nor with this terminal's config for someone else's).
       if (!down && needs === true) {
-        await runtime.enableRuns({ role: opts.wait ? 'all' : 'bot', redisUrl, schedules: false, recorder: recordsChanges, exclusive: opts.wait });
+        await runtime.enableRuns({
+          role: opts.wait ? 'all' : 'bot',
+          redisUrl,
+          schedules: false,
+          recorder: recordsChanges,
+          exclusive: opts.wait,
+        });
         await runtime.recorder?.backfilled;
       }
       // A command that only says more with Redis still answers when the rest cannot start.
-      else if (!down) await runtime.enableRuns({ role: 'bot', redisUrl, schedules: false, recorder: false }).catch((err) => logger.warn({ err: (err as Error).message }, 'answering without Redis'));
+      else if (!down)
+        await runtime
+          .enableRuns({ role: 'bot', redisUrl, schedules: false, recorder: false })
+          .catch((err) => logger.warn({ err: (err as Error).message }, 'answering without Redis'));
     }
 
     const ctx: CommandContext = {
@@ -172,7 +205,8 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
     if (opts.wait) {
       try {
         const asked = parseCommand(text);
-        if (asked.command === 'runs' && ['wait', 'show'].includes(asked.positional[0]) && asked.positional[1]) runtime.adoptRun(asked.positional[1]);
+        if (asked.command === 'runs' && ['wait', 'show'].includes(asked.positional[0]) && asked.positional[1])
+          runtime.adoptRun(asked.positional[1]);
       } catch {}
     }
     let reply = await dispatch(text, ctx);
@@ -187,7 +221,10 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
       reply.command = command;
     }
     if (reply.files?.length) writeFiles(reply, opts.out);
-    const answer = usesRuns && !opts.wait ? await sayWhoRunsIt(reply, runtime.services.runs, (s) => process.stderr.write(`${s}\n`)) : reply;
+    const answer =
+      usesRuns && !opts.wait
+        ? await sayWhoRunsIt(reply, runtime.services.runs, (s) => process.stderr.write(`${s}\n`))
+        : reply;
     // The text shows the run as it is (queued); the no-worker line on stderr says why that is not success.
     out(opts.json ? JSON.stringify(replyJson(answer)) : renderText(reply, { color: process.stdout.isTTY }));
     return exitCodeOf(answer);

@@ -29,7 +29,14 @@ export interface Runtime {
    * `schedules`) evaluates the alert rules here. `exclusive`: this process executes only the runs given to
    * `adoptRun` (ask --wait).
    */
-  enableRuns(opts: { role: 'all' | 'bot' | 'worker'; redisUrl: string; schedules?: boolean; recorder?: boolean; alerts?: boolean; exclusive?: boolean }): Promise<void>;
+  enableRuns(opts: {
+    role: 'all' | 'bot' | 'worker';
+    redisUrl: string;
+    schedules?: boolean;
+    recorder?: boolean;
+    alerts?: boolean;
+    exclusive?: boolean;
+  }): Promise<void>;
   /** Lets an exclusive engine execute this run's steps. */
   adoptRun(runId: string): void;
   /** The alert rules' evaluator of this process (workers), once runs are enabled. */
@@ -52,11 +59,17 @@ export interface Runtime {
 /** Alert messages through whichever notifier the process has (Slack's is attached after the runtime starts). */
 function alertOutput(
   find: () => Notifier | undefined,
-  { alertReply, alertWorseReply }: { alertReply: (a: AlertRecord) => Reply; alertWorseReply: (a: AlertRecord) => Reply },
+  {
+    alertReply,
+    alertWorseReply,
+  }: { alertReply: (a: AlertRecord) => Reply; alertWorseReply: (a: AlertRecord) => Reply },
 ): AlertOutput {
   const notifier = () => {
     const found = find();
-    if (!found) throw new Error('no Slack notifier in this process: alerts cannot be posted (is the `slack` section configured?)');
+    if (!found)
+      throw new Error(
+        'no Slack notifier in this process: alerts cannot be posted (is the `slack` section configured?)',
+      );
     return found;
   };
   return {
@@ -70,7 +83,12 @@ function alertOutput(
 
 export async function startRuntime(
   config: RollcallConfig,
-  opts: { logger: Logger; notifier?: Notifier; incidents?: IncidentSink; /** FleetMirrorOptions.follow */ follow?: boolean },
+  opts: {
+    logger: Logger;
+    notifier?: Notifier;
+    incidents?: IncidentSink;
+    /** FleetMirrorOptions.follow */ follow?: boolean;
+  },
 ): Promise<Runtime> {
   setDisplayTimeZone(config.display.timeZone);
   const clients = createClients(config) as Map<string, ArgoApi>;
@@ -82,7 +100,8 @@ export async function startRuntime(
   await mirror.start();
   const services: Services = { config, fleet: mirror, argocd: clients, notifier: opts.notifier, now: () => new Date() };
   // Loaded only where used: a one-shot `ask status` pays for neither the Kubernetes client nor BullMQ.
-  if (config.kube.clusters.length) services.kube = await (await import('../../infra/kube/clients.js')).createKubeClients(config);
+  if (config.kube.clusters.length)
+    services.kube = await (await import('../../infra/kube/clients.js')).createKubeClients(config);
   let engine: Awaited<ReturnType<typeof startEngine>> | undefined;
   let pausesRedis: RedisClient | undefined;
   let schedules: Schedules | undefined;
@@ -94,9 +113,26 @@ export async function startRuntime(
     adoptRun(runId) {
       engine?.adopt(runId);
     },
-    async enableRuns({ role, redisUrl, schedules: withSchedules = role !== 'bot', recorder: withRecorder = role !== 'bot', alerts: withAlerts = withSchedules, exclusive }) {
+    async enableRuns({
+      role,
+      redisUrl,
+      schedules: withSchedules = role !== 'bot',
+      recorder: withRecorder = role !== 'bot',
+      alerts: withAlerts = withSchedules,
+      exclusive,
+    }) {
       if (engine) return;
-      const [{ startEngine }, { createRedis }, { PauseStore }, { ChangeLog }, { ChangeRecorder }, { IncidentService }, { IncidentStore }, { AlertStore }, { FleetRecords }] = await Promise.all([
+      const [
+        { startEngine },
+        { createRedis },
+        { PauseStore },
+        { ChangeLog },
+        { ChangeRecorder },
+        { IncidentService },
+        { IncidentStore },
+        { AlertStore },
+        { FleetRecords },
+      ] = await Promise.all([
         import('../../domain/runbooks/engine.js'),
         import('../../infra/redis.js'),
         import('../../domain/runbooks/rollout-pause.js'),
@@ -107,16 +143,27 @@ export async function startRuntime(
         import('../../domain/alerts/store.js'),
         import('../../domain/alerts/records.js'),
       ]);
-      engine = await startEngine(services, { role, redisUrl, prefix: config.redis.prefix, logger: opts.logger, exclusive });
+      engine = await startEngine(services, {
+        role,
+        redisUrl,
+        prefix: config.redis.prefix,
+        logger: opts.logger,
+        exclusive,
+      });
       services.runs = engine.runs;
       services.audit = engine.runs.audit;
       pausesRedis = createRedis(redisUrl);
       services.pauses = new PauseStore(pausesRedis, config.redis.prefix);
       services.changes = new ChangeLog(pausesRedis, config.redis.prefix, config.changes.retention, opts.logger);
-      services.incidents = new IncidentService(new IncidentStore(pausesRedis, config.redis.prefix, opts.logger), services.changes, mirror, {
-        lookbackMs: config.incidents.lookback,
-        mitigatedAfterMs: config.incidents.mitigatedAfter,
-      });
+      services.incidents = new IncidentService(
+        new IncidentStore(pausesRedis, config.redis.prefix, opts.logger),
+        services.changes,
+        mirror,
+        {
+          lookbackMs: config.incidents.lookback,
+          mitigatedAfterMs: config.incidents.mitigatedAfter,
+        },
+      );
       // Always on wherever steps run: every worker records, the change log keeps each change once.
       if (withRecorder) {
         runtime.recorder = new ChangeRecorder(mirror, services.changes, { logger: opts.logger });
@@ -137,7 +184,10 @@ export async function startRuntime(
       // Alert rules and digests run where steps run; every such process may, and each alert and tick posts once.
       if (withAlerts) {
         const records = services.records;
-        const [{ AlertManager }, replies] = await Promise.all([import('../../domain/alerts/manager.js'), import('../../commands/alerts.js')]);
+        const [{ AlertManager }, replies] = await Promise.all([
+          import('../../domain/alerts/manager.js'),
+          import('../../commands/alerts.js'),
+        ]);
         runtime.alerts = new AlertManager({
           fleet: mirror,
           config,
@@ -151,7 +201,13 @@ export async function startRuntime(
       }
       if (withSchedules) {
         const { startDigestSchedules } = await import('../workers/digests.js');
-        runtime.digests = await startDigestSchedules({ services, notifier: () => services.notifier ?? runtime.outputNotifier, redisUrl, prefix: config.redis.prefix, logger: opts.logger.child({ component: 'digests' }) });
+        runtime.digests = await startDigestSchedules({
+          services,
+          notifier: () => services.notifier ?? runtime.outputNotifier,
+          redisUrl,
+          prefix: config.redis.prefix,
+          logger: opts.logger.child({ component: 'digests' }),
+        });
       }
     },
     async stop() {

@@ -28,8 +28,22 @@ const SECOND_USER = 'oncall-2';
 
 /** The scenarios the demo offers, each with what to type first. */
 export const DEMO_SCENARIOS: Record<string, string[]> = {
-  'seed-outage': ['status', 'status auth-*', 'app auth-service-prod-eu-west-1', 'sync auth-config-* prune=true', 'runs', 'help'],
-  'progressive-infra': ['status', 'rollout progressive-infra', 'plan progressive-infra', 'diagnose', 'clusters', 'help'],
+  'seed-outage': [
+    'status',
+    'status auth-*',
+    'app auth-service-prod-eu-west-1',
+    'sync auth-config-* prune=true',
+    'runs',
+    'help',
+  ],
+  'progressive-infra': [
+    'status',
+    'rollout progressive-infra',
+    'plan progressive-infra',
+    'diagnose',
+    'clusters',
+    'help',
+  ],
   'sealed-secrets-migration': [
     'clusters',
     'run backup-sealed-secrets-keys cluster=prod-old',
@@ -52,7 +66,8 @@ async function forgetPrefix(url: string, prefix: string): Promise<void> {
   const redis = createRedis(url, { maxRetriesPerRequest: 1, connectionName: 'demo-cleanup' });
   try {
     // One UNLINK per key: a Cluster refuses one command over keys of several slots.
-    for await (const keys of scanKeys(redis, `${keyBase(prefix)}*`)) await Promise.all(keys.map((key) => redis.unlink(key)));
+    for await (const keys of scanKeys(redis, `${keyBase(prefix)}*`))
+      await Promise.all(keys.map((key) => redis.unlink(key)));
   } finally {
     await closeRedis(redis);
   }
@@ -129,7 +144,8 @@ function loadDemoScenario(name: string): Scenario {
   try {
     return loadScenario(name);
   } catch (error) {
-    if (error instanceof ScenarioError) throw new RollcallError('unknown_scenario', `${error.message.replace(/, or pass --fixture FILE$/, '')}`);
+    if (error instanceof ScenarioError)
+      throw new RollcallError('unknown_scenario', `${error.message.replace(/, or pass --fixture FILE$/, '')}`);
     throw error;
   }
 }
@@ -180,14 +196,26 @@ async function startDemoStack(
   parts: DemoParts,
   opts: { scenario: Scenario; speed: number; redisUrl: string; prefix: string; sayAsync: Say },
 ): Promise<{ sim: SimServer; runtime: Runtime }> {
-  const sim = await startSimServer({ fixture: opts.scenario.fixture, port: 0, speed: opts.speed, scenarioBehaviour: opts.scenario.behaviour });
+  const sim = await startSimServer({
+    fixture: opts.scenario.fixture,
+    port: 0,
+    speed: opts.speed,
+    scenarioBehaviour: opts.scenario.behaviour,
+  });
   parts.sim = sim;
   let kubeconfig: string | undefined;
   if (sim.kube.length) {
     // The sealed-secrets runbooks reach the simulated clusters through a kubeconfig, as they would a real one.
     parts.scratch = mkdtempSync(path.join(tmpdir(), 'rollcall-demo-'));
     kubeconfig = path.join(parts.scratch, 'kubeconfig');
-    writeFileSync(kubeconfig, kubeconfigYaml(sim.kube.map((k) => ({ name: k.cluster, server: k.url, token: k.token })), sim.kubeCaPem), { mode: 0o600 });
+    writeFileSync(
+      kubeconfig,
+      kubeconfigYaml(
+        sim.kube.map((k) => ({ name: k.cluster, server: k.url, token: k.token })),
+        sim.kubeCaPem,
+      ),
+      { mode: 0o600 },
+    );
   }
   const yaml =
     simConfigYaml(sim, { redisUrl: opts.redisUrl, redisPrefix: opts.prefix, kubeconfig }) +
@@ -209,14 +237,18 @@ async function startDemoStack(
 function introduce(say: Say, about: { scenario: string; speed: number; sim: SimServer; runtime: Runtime }): void {
   const { sim, runtime } = about;
   const apps = runtime.services.fleet.apps().length;
-  say(`rollcall demo — simulator scenario "${about.scenario}" at ${sim.url} (${apps} apps${sim.kube.length ? `, clusters ${sim.kube.map((k) => k.cluster).join(', ')}` : ''}, time x${about.speed})`);
+  say(
+    `rollcall demo — simulator scenario "${about.scenario}" at ${sim.url} (${apps} apps${sim.kube.length ? `, clusters ${sim.kube.map((k) => k.cluster).join(', ')}` : ''}, time x${about.speed})`,
+  );
   if (runtime.services.config.sealedSecrets.backup) {
     const b = runtime.services.config.sealedSecrets.backup;
     say(`Key backups go to namespace ${b.namespace} on cluster ${b.cluster}.`);
   }
   say(`Type what you would type after /argo in Slack. Try these:`);
   for (const hint of DEMO_SCENARIOS[about.scenario] ?? DEMO_SCENARIOS['seed-outage']) say(`  ${hint}`);
-  say(`Buttons show as [1] [2] ...: type the number to press one. "as USER <command>" acts as someone else. "exit" quits.\n`);
+  say(
+    `Buttons show as [1] [2] ...: type the number to press one. "as USER <command>" acts as someone else. "exit" quits.\n`,
+  );
 }
 
 /** The prompt: each line typed is a command (or a button's number), answered until "exit" or the input ends. */
@@ -226,7 +258,12 @@ async function answerCommands(
   term: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream; say: Say; color: boolean },
 ): Promise<void> {
   const { say, color } = term;
-  const contextOf = (user: string): CommandContext => ({ services: runtime.services, user, surface: 'terminal', channel: DEMO_CHANNEL });
+  const contextOf = (user: string): CommandContext => ({
+    services: runtime.services,
+    user,
+    surface: 'terminal',
+    channel: DEMO_CHANNEL,
+  });
   let buttons: ReplyButton[] = [];
   const show = (reply: Reply) => {
     say(renderText(reply, { color, actions: 'omit' }));

@@ -15,7 +15,12 @@ export function incidentSink(incidents: IncidentService | undefined): IncidentSi
     const impactSince = event === 'resolved' ? undefined : alertImpactSince(alert);
     return incidents.recordAlertOn(incidentId, {
       id: `${alert.id}/${event}${event === 'worse' ? `/${alert.updatedAt}` : ''}`,
-      at: event === 'fired' ? (alert.firedAt ?? alert.since) : event === 'resolved' ? (alert.resolvedAt ?? alert.updatedAt) : alert.updatedAt,
+      at:
+        event === 'fired'
+          ? (alert.firedAt ?? alert.since)
+          : event === 'resolved'
+            ? (alert.resolvedAt ?? alert.updatedAt)
+            : alert.updatedAt,
       text: `alert ${event === 'fired' ? 'fired' : event === 'worse' ? 'got worse' : 'resolved'} (${alert.severity}): ${alert.summary}`,
       instance: alert.instance,
       ...(alert.appSet ? { appSet: alert.appSet } : {}),
@@ -28,10 +33,13 @@ export function incidentSink(incidents: IncidentService | undefined): IncidentSi
       const apps = alert.apps.length ? alert.apps : alert.app ? [alert.app] : [];
       const covering = apps.length
         ? (await Promise.all(apps.map((app) => incidents.openCoveringScope({ instance: alert.instance, app })))).flat()
-        : await incidents.openCoveringScope(alert.appSet ? { appSet: alert.appSet, instance: alert.instance } : { instance: alert.instance });
+        : await incidents.openCoveringScope(
+            alert.appSet ? { appSet: alert.appSet, instance: alert.instance } : { instance: alert.instance },
+          );
       const incident = covering[0];
       if (!incident) return null;
-      if (incident.header) return { id: incident.id, channel: incident.channel ?? incident.header.channel, threadTs: incident.header.ts };
+      if (incident.header)
+        return { id: incident.id, channel: incident.channel ?? incident.header.channel, threadTs: incident.header.ts };
       await record(incident.id, alert, 'fired');
       return null;
     },

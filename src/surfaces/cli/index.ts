@@ -9,7 +9,6 @@ import { RollcallError } from '../../core/errors.js';
 import { terminalIdentity } from '../../core/identity.js';
 import { createLogger } from '../../infra/log.js';
 
-
 /** The version in package.json, the one the installed package and the image carry. */
 function packageVersion(): string {
   return (JSON.parse(readFileSync(packageFile('package.json'), 'utf8')) as { version: string }).version;
@@ -39,7 +38,11 @@ function askJsonOf(argv: string[]): { command: string } | undefined {
 
 /** An error of a system call (ENOENT, EACCES, EADDRINUSE ...): Node names the call and the path in its message. */
 function isSystemError(error: unknown): error is NodeJS.ErrnoException {
-  return error instanceof Error && typeof (error as NodeJS.ErrnoException).syscall === 'string' && typeof (error as NodeJS.ErrnoException).code === 'string';
+  return (
+    error instanceof Error &&
+    typeof (error as NodeJS.ErrnoException).syscall === 'string' &&
+    typeof (error as NodeJS.ErrnoException).code === 'string'
+  );
 }
 
 function firstWord(text: string | undefined): string {
@@ -64,7 +67,14 @@ function loadOrExit(file?: string, askJson?: { command: string }) {
 }
 
 /** `rollcall sim`: a bad fixture or scenario is a usage error. */
-async function serveSim(opts: { scenario?: string; fixture?: string; port: string; speed: string; frozen?: boolean; writeConfig?: string }): Promise<void> {
+async function serveSim(opts: {
+  scenario?: string;
+  fixture?: string;
+  port: string;
+  speed: string;
+  frozen?: boolean;
+  writeConfig?: string;
+}): Promise<void> {
   if (opts.scenario && opts.fixture) fail('use --scenario or --fixture, not both');
   const port = Number(opts.port);
   const speed = Number(opts.speed);
@@ -91,14 +101,20 @@ async function serveSim(opts: { scenario?: string; fixture?: string; port: strin
 
 /** `rollcall config check`: the config summarised with secrets masked, or every problem with its path. */
 function checkConfig(positional: string | undefined, opts: { config?: string }): void {
-  if (positional && opts.config && positional !== opts.config) fail(`config check got two files, ${positional} and --config ${opts.config}: give one.`, EXIT_USAGE);
+  if (positional && opts.config && positional !== opts.config)
+    fail(`config check got two files, ${positional} and --config ${opts.config}: give one.`, EXIT_USAGE);
   try {
     const { config, file } = loadConfig(positional ?? opts.config);
     const summary = redactConfig(config) as typeof config;
     process.stdout.write(`${file}: ok\n`);
     for (const i of summary.instances) process.stdout.write(`  argocd ${i.name} ${i.url} token=${i.token}\n`);
-    for (const c of summary.kube.clusters) process.stdout.write(`  kube ${c.name} ${c.inCluster ? 'in-cluster' : `${c.kubeconfig}${c.context ? ` (${c.context})` : ''}`}\n`);
-    process.stdout.write(`  slack ${summary.slack ? `${summary.slack.mode} mode` : 'not configured (terminal only)'}\n`);
+    for (const c of summary.kube.clusters)
+      process.stdout.write(
+        `  kube ${c.name} ${c.inCluster ? 'in-cluster' : `${c.kubeconfig}${c.context ? ` (${c.context})` : ''}`}\n`,
+      );
+    process.stdout.write(
+      `  slack ${summary.slack ? `${summary.slack.mode} mode` : 'not configured (terminal only)'}\n`,
+    );
     process.stdout.write(`  redis ${summary.redis.url} prefix=${summary.redis.prefix}\n`);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
@@ -122,7 +138,10 @@ export async function runCli(argv: string[]): Promise<void> {
     .argument('<command text>', 'e.g. "status", "rollout progressive-infra", "sync auth-config-* prune=true"')
     .option('--config <file>', 'config file (else $ROLLCALL_CONFIG, else ./rollcall.yaml)')
     .option('--json', 'print one JSON object {ok, command, title, data, error?}')
-    .option('--as <user>', 'act as this user (only where access.terminal.allowActAs is true); default $ROLLCALL_USER, else $USER, else the OS account')
+    .option(
+      '--as <user>',
+      'act as this user (only where access.terminal.allowActAs is true); default $ROLLCALL_USER, else $USER, else the OS account',
+    )
     .option('--yes', 'answer the confirmation of a runbook')
     .option('--wait', 'wait for a queued run to finish and print its final state')
     .option('--out <dir>', 'write the files an answer comes with (incident report: DIR/ID.md and DIR/ID.png)')
@@ -131,7 +150,13 @@ export async function runCli(argv: string[]): Promise<void> {
       const helped = await askHelp(text, { json: !!opts.json, as: opts.as });
       if (helped !== undefined) return void (process.exitCode = helped);
       const { config } = loadOrExit(opts.config, askJson);
-      process.exitCode = await ask(config, text, { json: !!opts.json, as: opts.as, yes: !!opts.yes, wait: !!opts.wait, out: opts.out });
+      process.exitCode = await ask(config, text, {
+        json: !!opts.json,
+        as: opts.as,
+        yes: !!opts.yes,
+        wait: !!opts.wait,
+        out: opts.out,
+      });
     });
 
   program
@@ -143,7 +168,15 @@ export async function runCli(argv: string[]): Promise<void> {
       // The chat commands register themselves when their modules load.
       await import('../../commands/index.js');
       const { allCommands } = await import('../../commands/registry.js');
-      process.stdout.write(completionScript(shell, completionWords(program, allCommands().map((c) => c.name))));
+      process.stdout.write(
+        completionScript(
+          shell,
+          completionWords(
+            program,
+            allCommands().map((c) => c.name),
+          ),
+        ),
+      );
     });
 
   program
@@ -188,7 +221,9 @@ export async function runCli(argv: string[]): Promise<void> {
     .action(async (file: string) => {
       const { initConfig } = await import('./init.js');
       const written = initConfig(file);
-      process.stdout.write(`wrote ${written}: set ARGOCD_TOKEN (and the Slack tokens once you add a slack section), then \`rollcall config check ${file}\`\n`);
+      process.stdout.write(
+        `wrote ${written}: set ARGOCD_TOKEN (and the Slack tokens once you add a slack section), then \`rollcall config check ${file}\`\n`,
+      );
     });
 
   const configCmd = program.command('config').description('configuration');
@@ -215,11 +250,19 @@ export async function runCli(argv: string[]): Promise<void> {
     await program.parseAsync(argv);
   } catch (error) {
     if (error instanceof CommanderError) {
-      if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.exitCode === 0) process.exit(EXIT_OK);
+      if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.exitCode === 0)
+        process.exit(EXIT_OK);
       if (askJson) {
         const option = /unknown option '(.*)'/s.exec(error.message)?.[1] ?? '';
-        const dashed = error.code === 'commander.unknownOption' && (!option.startsWith('--') || /\s/.test(option)) ? ' A command text that starts with "-" goes after --: rollcall ask --json -- "-x ...".' : '';
-        printJsonFailure(askJson.command, 'usage', `${error.message.replace(/^error: /, '')}.${dashed} Usage: rollcall ask "<command text>" [--config FILE] [--json] [--as USER] [--yes] [--wait] [--out DIR]`);
+        const dashed =
+          error.code === 'commander.unknownOption' && (!option.startsWith('--') || /\s/.test(option))
+            ? ' A command text that starts with "-" goes after --: rollcall ask --json -- "-x ...".'
+            : '';
+        printJsonFailure(
+          askJson.command,
+          'usage',
+          `${error.message.replace(/^error: /, '')}.${dashed} Usage: rollcall ask "<command text>" [--config FILE] [--json] [--as USER] [--yes] [--wait] [--out DIR]`,
+        );
       }
       process.exit(EXIT_USAGE);
     }
@@ -237,7 +280,8 @@ export async function runCli(argv: string[]): Promise<void> {
     const logger = createLogger({ level: 'error' });
     logger.error({ err: error }, 'rollcall failed');
     process.stderr.write(`rollcall: ${(error as Error).message}\n`);
-    if (askJson) printJsonFailure(askJson.command, 'internal', `rollcall failed unexpectedly: ${(error as Error).message}`);
+    if (askJson)
+      printJsonFailure(askJson.command, 'internal', `rollcall failed unexpectedly: ${(error as Error).message}`);
     process.exit(EXIT_FAILED);
   }
 }

@@ -2,7 +2,15 @@ import type { RollcallConfig } from '../../infra/config/schema.js';
 import { startHttpServer } from '../http/server.js';
 import { metricsRegistry } from '../../infra/metrics.js';
 import { RollcallError } from '../../core/errors.js';
-import { closeRedis, configuredRedisUrl, createRedis, createRedisPinger, persistenceProblem, probeRedis, redisUnreachableMessage } from '../../infra/redis.js';
+import {
+  closeRedis,
+  configuredRedisUrl,
+  createRedis,
+  createRedisPinger,
+  persistenceProblem,
+  probeRedis,
+  redisUnreachableMessage,
+} from '../../infra/redis.js';
 import { createLogger } from '../../infra/log.js';
 import { RunStore } from '../../domain/runbooks/run-store.js';
 import { startRuntime } from './bootstrap.js';
@@ -26,7 +34,9 @@ export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worke
     // No Bolt here, but alerts and digests are posted from workers: through the Web API directly.
     const { SlackNotifier } = await import('../slack/notifier.js');
     const { createSlackWebClient } = await import('../slack/client.js');
-    const notifier = new SlackNotifier(createSlackWebClient(config.slack, logger, { rejectRateLimitedCalls: true }), { logger });
+    const notifier = new SlackNotifier(createSlackWebClient(config.slack, logger, { rejectRateLimitedCalls: true }), {
+      logger,
+    });
     runtime.outputNotifier = notifier;
     stops.push(() => notifier.flush());
   }
@@ -51,11 +61,24 @@ export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worke
   const http = await startHttpServer({
     port: config.http.port,
     fleet: runtime.services.fleet,
-    health: { redis: () => pinger.check(), runsByState: () => runsByState(runStore), ...(slackConnected ? { slack: slackConnected } : {}) },
+    health: {
+      redis: () => pinger.check(),
+      runsByState: () => runsByState(runStore),
+      ...(slackConnected ? { slack: slackConnected } : {}),
+    },
     ...(runtime.recorder ? { recorder: runtime.recorder } : {}),
   });
   stops.push(() => http.close());
-  logger.info({ role, http: http.port, instances: config.instances.map((i) => i.name), changeRecorder: !!runtime.recorder, slack: !!config.slack }, 'rollcall started');
+  logger.info(
+    {
+      role,
+      http: http.port,
+      instances: config.instances.map((i) => i.name),
+      changeRecorder: !!runtime.recorder,
+      slack: !!config.slack,
+    },
+    'rollcall started',
+  );
 
   let stopping = false;
   const shutdown = async (signal: string) => {

@@ -53,5 +53,7 @@ export function progressLine(reply: Reply, opts: { withHeader?: boolean } = {}):
   const header = opts.withHeader ? reply.blocks.find((b) => b.kind === 'header') : undefined;
   const body = firstText && firstText.kind === 'text' ? firstText.text : reply.title;
   const text = header && header.kind === 'header' && header.text !== body ? `${header.text}: ${body}` : body;
-  return `  ${clockTime(new Date())} ${renderText({ ...reply, blocks: [{ kind: 'text', text }] }).split('\n').join(' ')}`;
+  return `  ${clockTime(new Date())} ${renderText({ ...reply, blocks: [{ kind: 'text', text }] })
+    .split('\n')
+    .join(' ')}`;
 }

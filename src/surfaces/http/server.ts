@@ -8,7 +8,13 @@ export interface RecorderStatsSource {
   stats(): { recorded: number; duplicates: number; events: number; pending: number; failures: number };
 }
 
-const RECORDER_METRICS = ['rollcall_changes_recorded_total', 'rollcall_changes_duplicate_total', 'rollcall_change_recorder_events_total', 'rollcall_change_recorder_failures_total', 'rollcall_change_recorder_pending'];
+const RECORDER_METRICS = [
+  'rollcall_changes_recorded_total',
+  'rollcall_changes_duplicate_total',
+  'rollcall_change_recorder_events_total',
+  'rollcall_change_recorder_failures_total',
+  'rollcall_change_recorder_pending',
+];
 
 export interface HealthSource {
   /** Undefined when Redis answers a PING, else why not. Every role needs Redis: queues, runs, audit. */
@@ -32,12 +38,25 @@ let defaultMetricsCollected = false;
  * state of each instance never touches readiness: it goes to /status and /metrics
  * (`rollcall_argocd_instance_up`, `rollcall_mirror_lag_seconds`).
  */
-export async function startHttpServer(opts: { port: number; fleet: FleetView; health: HealthSource; now?: () => number; recorder?: RecorderStatsSource }): Promise<HttpServer> {
+export async function startHttpServer(opts: {
+  port: number;
+  fleet: FleetView;
+  health: HealthSource;
+  now?: () => number;
+  recorder?: RecorderStatsSource;
+}): Promise<HttpServer> {
   const now = opts.now ?? Date.now;
   const registry = metricsRegistry();
   if (!defaultMetricsCollected) collectDefaultMetrics({ register: registry });
   defaultMetricsCollected = true;
-  for (const name of ['rollcall_fleet_apps', 'rollcall_argocd_instance_up', 'rollcall_mirror_lag_seconds', 'rollcall_runs', ...RECORDER_METRICS]) registry.removeSingleMetric(name);
+  for (const name of [
+    'rollcall_fleet_apps',
+    'rollcall_argocd_instance_up',
+    'rollcall_mirror_lag_seconds',
+    'rollcall_runs',
+    ...RECORDER_METRICS,
+  ])
+    registry.removeSingleMetric(name);
 
   new Gauge({
     name: 'rollcall_fleet_apps',
@@ -68,7 +87,8 @@ export async function startHttpServer(opts: { port: number; fleet: FleetView; he
     registers: [registry],
     collect() {
       this.reset();
-      for (const i of opts.fleet.health()) if (i.lastEventAt) this.set({ instance: i.instance }, Math.max(0, (now() - Date.parse(i.lastEventAt)) / 1000));
+      for (const i of opts.fleet.health())
+        if (i.lastEventAt) this.set({ instance: i.instance }, Math.max(0, (now() - Date.parse(i.lastEventAt)) / 1000));
     },
   });
 
@@ -88,7 +108,11 @@ export async function startHttpServer(opts: { port: number; fleet: FleetView; he
     const redisError = await opts.health.redis().catch((error: Error) => error.message);
     const slack = opts.health.slack ? opts.health.slack() : undefined;
     const ready = !redisError && slack !== false;
-    return { ready, redis: redisError ? { ok: false, error: redisError } : { ok: true }, ...(slack === undefined ? {} : { slack: { connected: slack } }) };
+    return {
+      ready,
+      redis: redisError ? { ok: false, error: redisError } : { ok: true },
+      ...(slack === undefined ? {} : { slack: { connected: slack } }),
+    };
   };
 
   const recorder = opts.recorder;
@@ -124,7 +148,8 @@ export async function startHttpServer(opts: { port: number; fleet: FleetView; he
 
   const server = http.createServer(async (req, res) => {
     const url = req.url?.split('?')[0];
-    const json = (status: number, body: unknown) => void res.writeHead(status, { 'content-type': 'application/json' }).end(`${JSON.stringify(body)}\n`);
+    const json = (status: number, body: unknown) =>
+      void res.writeHead(status, { 'content-type': 'application/json' }).end(`${JSON.stringify(body)}\n`);
     if (url === '/healthz') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
     if (url === '/readyz') {
       const state = await readiness();

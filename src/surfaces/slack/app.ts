@@ -50,7 +50,11 @@ export async function startSlack(
   } = {},
 ): Promise<SlackHandle> {
   const slack = services.config.slack;
-  if (!slack) throw new SlackStartError('slack_not_configured', 'No `slack` section in the config: add mode, botToken and signingSecret (http) or appToken (socket).');
+  if (!slack)
+    throw new SlackStartError(
+      'slack_not_configured',
+      'No `slack` section in the config: add mode, botToken and signingSecret (http) or appToken (socket).',
+    );
   const logger = opts.logger ?? createLogger();
   const log = boltLogger(logger);
   const clientOptions = webClientOptions(slack, logger);
@@ -60,7 +64,12 @@ export async function startSlack(
   let receiver: HTTPReceiver | undefined;
   let socketReceiver: SocketModeReceiver | undefined;
   if (slack.mode === 'http') {
-    receiver = new HTTPReceiver({ signingSecret: slack.signingSecret!, port: slack.port, endpoints: '/slack/events', logger: log });
+    receiver = new HTTPReceiver({
+      signingSecret: slack.signingSecret!,
+      port: slack.port,
+      endpoints: '/slack/events',
+      logger: log,
+    });
     // Socket Mode needs none of this: its requests come over a WebSocket opened with the app token.
     seenRequests = createRedis(opts.redisUrl ?? services.config.redis.url, { maxRetriesPerRequest: 1 });
     guardReceiver(receiver, {
@@ -75,28 +84,27 @@ export async function startSlack(
     });
   }
 
-  const app =
-    receiver
-      ? new App({
-          token: slack.botToken,
-          receiver,
-          clientOptions,
+  const app = receiver
+    ? new App({
+        token: slack.botToken,
+        receiver,
+        clientOptions,
+        logger: log,
+        deferInitialization: true,
+      })
+    : new App({
+        token: slack.botToken,
+        // Built here rather than by Bolt so its client's connection state can answer readiness.
+        receiver: (socketReceiver = new SocketModeReceiver({
+          appToken: slack.appToken!,
+          // The SocketModeClient's own WebClient (apps.connections.open) ignores clientOptions.
+          installerOptions: { clientOptions },
           logger: log,
-          deferInitialization: true,
-        })
-      : new App({
-          token: slack.botToken,
-          // Built here rather than by Bolt so its client's connection state can answer readiness.
-          receiver: (socketReceiver = new SocketModeReceiver({
-            appToken: slack.appToken!,
-            // The SocketModeClient's own WebClient (apps.connections.open) ignores clientOptions.
-            installerOptions: { clientOptions },
-            logger: log,
-          })),
-          clientOptions,
-          logger: log,
-          deferInitialization: true,
-        });
+        })),
+        clientOptions,
+        logger: log,
+        deferInitialization: true,
+      });
   let socketConnected = false;
   socketReceiver?.client.on('connected', () => (socketConnected = true));
   socketReceiver?.client.on('disconnected', () => (socketConnected = false));
@@ -115,7 +123,10 @@ export async function startSlack(
   countRateLimits(app.client);
   registerListeners(app, deps);
   app.error(async (err) => {
-    logger.error({ err: { message: err.message, code: (err as { code?: string }).code } }, 'unhandled error in a Slack listener');
+    logger.error(
+      { err: { message: err.message, code: (err as { code?: string }).code } },
+      'unhandled error in a Slack listener',
+    );
   });
 
   let port: number | undefined;
@@ -124,7 +135,10 @@ export async function startSlack(
     if (slack.mode === 'http') port = ((started as Server).address() as AddressInfo).port;
   } catch (err) {
     if (seenRequests) await closeRedis(seenRequests);
-    throw new SlackStartError('slack_listen_failed', `Slack ${slack.mode} receiver failed to start: ${(err as Error).message}${slack.mode === 'http' ? ` (is port ${slack.port} free?)` : ''}`);
+    throw new SlackStartError(
+      'slack_listen_failed',
+      `Slack ${slack.mode} receiver failed to start: ${(err as Error).message}${slack.mode === 'http' ? ` (is port ${slack.port} free?)` : ''}`,
+    );
   }
 
   // Its own client: 429s come back to the notifier (rejectRateLimitedCalls) so it can coalesce while waiting,

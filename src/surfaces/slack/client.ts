@@ -26,7 +26,9 @@ let throughProxy: typeof fetch | undefined;
 function proxiedFetch(): typeof fetch | undefined {
   if (!proxyConfigured()) return undefined;
   if (!throughProxy) {
-    const { EnvHttpProxyAgent, fetch: undiciFetch } = createRequire(import.meta.url)('undici') as typeof import('undici');
+    const { EnvHttpProxyAgent, fetch: undiciFetch } = createRequire(import.meta.url)(
+      'undici',
+    ) as typeof import('undici');
     const dispatcher = new EnvHttpProxyAgent();
     throughProxy = (async (input: Parameters<typeof fetch>[0], init: Parameters<typeof fetch>[1] = {}) => {
       let { body, headers } = init;
@@ -37,7 +39,12 @@ function proxiedFetch(): typeof fetch | undefined {
         headers = { ...Object.fromEntries(new Headers(headers)), 'content-type': encoded.headers.get('content-type')! };
         body = Buffer.from(await encoded.arrayBuffer());
       }
-      return undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as Parameters<typeof undiciFetch>[1]), body, headers, dispatcher } as Parameters<typeof undiciFetch>[1]);
+      return undiciFetch(
+        input as Parameters<typeof undiciFetch>[0],
+        { ...(init as Parameters<typeof undiciFetch>[1]), body, headers, dispatcher } as Parameters<
+          typeof undiciFetch
+        >[1],
+      );
     }) as unknown as typeof fetch;
   }
   return throughProxy;

@@ -67,6 +67,10 @@ export async function runCommand(text: string, ctx: CommandContext, logger: Logg
     return await dispatch(text, ctx);
   } catch (err) {
     logger.error({ err, command: text.split(' ')[0] }, 'command failed unexpectedly');
-    return errorReply(text.split(' ')[0] || 'help', 'internal', 'Something went wrong while answering. It was logged; try again, or run it with `rollcall ask`.');
+    return errorReply(
+      text.split(' ')[0] || 'help',
+      'internal',
+      'Something went wrong while answering. It was logged; try again, or run it with `rollcall ask`.',
+    );
   }
 }

@@ -17,7 +17,9 @@ export function originOf(body: any): InteractionOrigin {
   return {
     ...(body?.response_url ? { responseUrl: body.response_url as string } : {}),
     ...(body?.trigger_id ? { triggerId: body.trigger_id as string } : {}),
-    ...(view?.id ? { view: { id: view.id as string, type: view.type as string, hash: view.hash as string | undefined } } : {}),
+    ...(view?.id
+      ? { view: { id: view.id as string, type: view.type as string, hash: view.hash as string | undefined } }
+      : {}),
   };
 }
 
@@ -47,5 +49,10 @@ export async function deliverReply(p: {
     return;
   }
   const { text, blocks } = renderBlocks(reply, render);
-  await p.respond({ text, blocks, replace_original: p.replace, ...(p.replace ? {} : { response_type: 'ephemeral' as const }) });
+  await p.respond({
+    text,
+    blocks,
+    replace_original: p.replace,
+    ...(p.replace ? {} : { response_type: 'ephemeral' as const }),
+  });
 }

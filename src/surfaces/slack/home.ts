@@ -49,7 +49,11 @@ export function fleetSummaryReply(status: Reply): Reply {
   const items: ReplyItem[] = worst.map(({ c }) => {
     const tone: Tone = (c.health.Degraded ?? 0) + (c.health.Missing ?? 0) > 0 ? 'error' : 'warn';
     const name = multiInstance ? `${c.instance}/${c.cluster}` : c.cluster;
-    return { text: `*${name}* — ${c.apps} apps`, detail: `sync ${countsText(c.sync)}; health ${countsText(c.health)}`, tone };
+    return {
+      text: `*${name}* — ${c.apps} apps`,
+      detail: `sync ${countsText(c.sync)}; health ${countsText(c.health)}`,
+      tone,
+    };
   });
   const healthy = total ? (total.health.Healthy ?? 0) === total.apps && (total.sync.Synced ?? 0) === total.apps : false;
   return {
@@ -69,8 +73,18 @@ export function fleetSummaryReply(status: Reply): Reply {
       },
       worst.length
         ? { kind: 'list', title: 'Worst clusters', items, total: worst.length }
-        : { kind: 'text', text: healthy ? 'Every app is Synced and Healthy.' : 'No cluster has problem apps.', tone: 'ok' },
-      { kind: 'actions', buttons: [{ label: 'Full status', command: 'status' }, { label: 'Diagnose rollouts', command: 'diagnose' }] },
+        : {
+            kind: 'text',
+            text: healthy ? 'Every app is Synced and Healthy.' : 'No cluster has problem apps.',
+            tone: 'ok',
+          },
+      {
+        kind: 'actions',
+        buttons: [
+          { label: 'Full status', command: 'status' },
+          { label: 'Diagnose rollouts', command: 'diagnose' },
+        ],
+      },
     ],
   };
 }
@@ -79,7 +93,15 @@ export function fleetSummaryReply(status: Reply): Reply {
 export async function buildHomeView(ctx: CommandContext, logger: Logger): Promise<HomeView> {
   const status = await runCommand('status', ctx, logger);
   const view = renderHomeView([fleetSummaryReply(status), rolloutsInFlightReply(ctx)]);
-  view.blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: `Updated <!date^${Math.floor((ctx.services.now?.() ?? new Date()).getTime() / 1000)}^{date_short_pretty} {time}|now>. Type \`/argo help\` in a channel for every command.` }] });
+  view.blocks.push({
+    type: 'context',
+    elements: [
+      {
+        type: 'mrkdwn',
+        text: `Updated <!date^${Math.floor((ctx.services.now?.() ?? new Date()).getTime() / 1000)}^{date_short_pretty} {time}|now>. Type \`/argo help\` in a channel for every command.`,
+      },
+    ],
+  });
   view.blocks = view.blocks.slice(0, 100);
   return view;
 }

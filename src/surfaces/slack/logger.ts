@@ -19,13 +19,18 @@ export function redactTokens(value: unknown): unknown {
 export function boltLogger(logger: Logger): BoltLogger {
   let level: LogLevel = LogLevel.INFO;
   const child = logger.child({ component: 'slack' });
-  const write = (lvl: 'debug' | 'info' | 'warn' | 'error') => (...msg: unknown[]) => {
-    const parts = msg.map(redactTokens);
-    const err = parts.find((p): p is Error => p instanceof Error);
-    const text = parts.filter((p) => !(p instanceof Error)).map((p) => (typeof p === 'string' ? p : safeJson(p))).join(' ');
-    if (err) child[lvl]({ err }, text || err.message);
-    else child[lvl](text);
-  };
+  const write =
+    (lvl: 'debug' | 'info' | 'warn' | 'error') =>
+    (...msg: unknown[]) => {
+      const parts = msg.map(redactTokens);
+      const err = parts.find((p): p is Error => p instanceof Error);
+      const text = parts
+        .filter((p) => !(p instanceof Error))
+        .map((p) => (typeof p === 'string' ? p : safeJson(p)))
+        .join(' ');
+      if (err) child[lvl]({ err }, text || err.message);
+      else child[lvl](text);
+    };
   return {
     debug: write('debug'),
     info: write('info'),

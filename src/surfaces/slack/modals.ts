@@ -27,7 +27,8 @@ export interface ModalHandler {
 const handlers = new Map<string, ModalHandler>();
 
 export function registerModalHandler(callbackId: string, handler: ModalHandler): void {
-  if (callbackId.length > SLACK_LIMITS.id) throw new Error(`callback_id "${callbackId.slice(0, 40)}…" is longer than Slack's 255 characters`);
+  if (callbackId.length > SLACK_LIMITS.id)
+    throw new Error(`callback_id "${callbackId.slice(0, 40)}…" is longer than Slack's 255 characters`);
   handlers.set(callbackId, handler);
 }
 
@@ -51,10 +52,16 @@ interface MetadataEnvelope {
 }
 
 export function encodeModalMetadata(metadata: string, origin: ModalOrigin): string {
-  const envelope: MetadataEnvelope = { m: metadata, ...(origin.channel ? { ch: origin.channel } : {}), ...(origin.responseUrl ? { ru: origin.responseUrl } : {}) };
+  const envelope: MetadataEnvelope = {
+    m: metadata,
+    ...(origin.channel ? { ch: origin.channel } : {}),
+    ...(origin.responseUrl ? { ru: origin.responseUrl } : {}),
+  };
   const text = JSON.stringify(envelope);
   if (text.length > SLACK_LIMITS.privateMetadata)
-    throw new Error(`modal metadata is ${text.length} characters; Slack allows ${SLACK_LIMITS.privateMetadata} in private_metadata`);
+    throw new Error(
+      `modal metadata is ${text.length} characters; Slack allows ${SLACK_LIMITS.privateMetadata} in private_metadata`,
+    );
   return text;
 }
 
@@ -73,19 +80,28 @@ export async function openModal(client: WebClient, triggerId: string, view: Moda
 }
 
 /** Opens a FormSpec as a modal, remembering where the answer must go. */
-export async function openFormModal(client: WebClient, triggerId: string, form: FormSpec, origin: ModalOrigin): Promise<string | undefined> {
+export async function openFormModal(
+  client: WebClient,
+  triggerId: string,
+  form: FormSpec,
+  origin: ModalOrigin,
+): Promise<string | undefined> {
   return openModal(client, triggerId, renderFormModal(form, encodeModalMetadata(form.metadata ?? '', origin)));
 }
 
 /** Input values of a submitted view, by block_id: text inputs, selects, checkboxes, pickers. */
-export function viewValues(state: { values?: Record<string, Record<string, any>> } | undefined): Record<string, string> {
+export function viewValues(
+  state: { values?: Record<string, Record<string, any>> } | undefined,
+): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [blockId, actions] of Object.entries(state?.values ?? {})) {
     for (const el of Object.values(actions)) {
       const v =
         el?.value ??
         el?.selected_option?.value ??
-        (Array.isArray(el?.selected_options) ? el.selected_options.map((o: { value: string }) => o.value).join(',') : undefined) ??
+        (Array.isArray(el?.selected_options)
+          ? el.selected_options.map((o: { value: string }) => o.value).join(',')
+          : undefined) ??
         el?.selected_date ??
         el?.selected_time ??
         el?.selected_user ??

@@ -78,10 +78,19 @@ export class SlackNotifier implements Notifier {
   async post(target: { channel: string; threadTs?: string }, reply: Reply): Promise<MessageRef> {
     const { text, blocks } = renderBlocks(reply);
     const res = await this.withRateLimit({ method: 'chat.postMessage', channel: target.channel }, () =>
-      this.client.chat.postMessage({ channel: target.channel, text, blocks, ...(target.threadTs ? { thread_ts: target.threadTs } : {}) }),
+      this.client.chat.postMessage({
+        channel: target.channel,
+        text,
+        blocks,
+        ...(target.threadTs ? { thread_ts: target.threadTs } : {}),
+      }),
     );
     this.counters.posts += 1;
-    const ref: MessageRef = { channel: res.channel ?? target.channel, ts: res.ts!, ...(target.threadTs ? { threadTs: target.threadTs } : {}) };
+    const ref: MessageRef = {
+      channel: res.channel ?? target.channel,
+      ts: res.ts!,
+      ...(target.threadTs ? { threadTs: target.threadTs } : {}),
+    };
     this.messages.set(key(ref), { ref, lastSentAt: Date.now() });
     return ref;
   }
@@ -99,11 +108,19 @@ export class SlackNotifier implements Notifier {
 
   /** A public channel for an incident, with the declarer invited; resolves to its id. */
   async createChannel(name: string, invite: string[]): Promise<string> {
-    const created = await this.withRateLimit({ method: 'conversations.create' }, () => this.client.conversations.create({ name, is_private: false }));
+    const created = await this.withRateLimit({ method: 'conversations.create' }, () =>
+      this.client.conversations.create({ name, is_private: false }),
+    );
     const id = created.channel?.id;
-    if (!id) throw new RollcallError('slack_api_error', `Slack's conversations.create returned no channel id for #${name}.`, { data: { method: 'conversations.create' } });
+    if (!id)
+      throw new RollcallError('slack_api_error', `Slack's conversations.create returned no channel id for #${name}.`, {
+        data: { method: 'conversations.create' },
+      });
     const users = invite.filter((u) => /^[UW][A-Z0-9]+$/.test(u));
-    if (users.length) await this.withRateLimit({ method: 'conversations.invite', channel: id }, () => this.client.conversations.invite({ channel: id, users: users.join(',') }));
+    if (users.length)
+      await this.withRateLimit({ method: 'conversations.invite', channel: id }, () =>
+        this.client.conversations.invite({ channel: id, users: users.join(',') }),
+      );
     return id;
   }
 
@@ -186,7 +203,10 @@ export class SlackNotifier implements Notifier {
       } catch (err) {
         this.counters.errors += 1;
         const error = slackCallError({ method: 'chat.update', channel: state.ref.channel }, err);
-        this.opts.logger?.warn({ err: errSummary(error), channel: state.ref.channel, ts: state.ref.ts }, 'slack message update failed');
+        this.opts.logger?.warn(
+          { err: errSummary(error), channel: state.ref.channel, ts: state.ref.ts },
+          'slack message update failed',
+        );
       } finally {
         state.lastSentAt = Date.now();
         state.inflight = undefined;
@@ -219,6 +239,7 @@ function key(ref: { channel: string; ts: string }): string {
 }
 
 function errSummary(err: unknown): { code?: string; message: string; error?: string } {
-  if (err instanceof RollcallError) return { code: err.code, message: err.message, error: err.data?.slackError as string | undefined };
+  if (err instanceof RollcallError)
+    return { code: err.code, message: err.message, error: err.data?.slackError as string | undefined };
   return { message: err instanceof Error ? err.message : String(err) };
 }

@@ -71,7 +71,11 @@ export interface RequestGuardOptions {
 
 export type GuardVerdict =
   | { pass: true }
-  | { pass: false; status: 200 | 401 | 413; reason: 'future_timestamp' | 'replay' | 'duplicate_delivery' | 'unverified' | 'too_large' }
+  | {
+      pass: false;
+      status: 200 | 401 | 413;
+      reason: 'future_timestamp' | 'replay' | 'duplicate_delivery' | 'unverified' | 'too_large';
+    }
   | { pass: false; status: 400; reason: 'malformed'; detail: string }
   | { pass: false; status: 400; reason: 'no_user'; entry: SlackEntry };
 
@@ -102,10 +106,16 @@ export function guardReceiver(receiver: HTTPReceiver, options: RequestGuardOptio
         if (verdict.pass) return bolt(req, res);
         if (verdict.status === 200) {
           res.writeHead(200).end();
-          opts.logger.info({ reason: verdict.reason, retry: req.headers['x-slack-retry-num'] }, 'slack delivery already handled: acked, not run again');
+          opts.logger.info(
+            { reason: verdict.reason, retry: req.headers['x-slack-retry-num'] },
+            'slack delivery already handled: acked, not run again',
+          );
           return;
         }
-        opts.logger.warn({ reason: verdict.reason, ...('detail' in verdict ? { detail: verdict.detail } : {}) }, 'slack request refused');
+        opts.logger.warn(
+          { reason: verdict.reason, ...('detail' in verdict ? { detail: verdict.detail } : {}) },
+          'slack request refused',
+        );
         HTTPModuleFunctions.buildNoBodyResponse(res, verdict.status);
         if (verdict.reason === 'no_user') return opts.onNoUser?.(verdict.entry);
       })
@@ -126,9 +136,13 @@ export async function checkRequest(req: IncomingMessage, opts: RequestGuardOptio
   }
   let buffered: BufferedIncomingMessage;
   try {
-    buffered = await HTTPModuleFunctions.parseAndVerifyHTTPRequest({ enabled: true, signingSecret: opts.signingSecret, bodyLimit: HTTPModuleFunctions.defaultBodyLimit }, req);
+    buffered = await HTTPModuleFunctions.parseAndVerifyHTTPRequest(
+      { enabled: true, signingSecret: opts.signingSecret, bodyLimit: HTTPModuleFunctions.defaultBodyLimit },
+      req,
+    );
   } catch (err) {
-    if (HTTPModuleFunctions.isRawBodyError(err) && (err as { statusCode?: number }).statusCode === 413) return { pass: false, status: 413, reason: 'too_large' };
+    if (HTTPModuleFunctions.isRawBodyError(err) && (err as { statusCode?: number }).statusCode === 413)
+      return { pass: false, status: 413, reason: 'too_large' };
     return { pass: false, status: 401, reason: 'unverified' };
   }
   const body = buffered.rawBody.toString();
@@ -148,14 +162,20 @@ export async function checkRequest(req: IncomingMessage, opts: RequestGuardOptio
   const retry = req.headers['x-slack-retry-num'] !== undefined;
   if (seen[1]) return { pass: false, status: 200, reason: 'duplicate_delivery' };
   // The very same signed request again: Slack never does that, except a retry (which is answered, not run).
-  if (seen[0]) return retry ? { pass: false, status: 200, reason: 'duplicate_delivery' } : { pass: false, status: 401, reason: 'replay' };
+  if (seen[0])
+    return retry
+      ? { pass: false, status: 200, reason: 'duplicate_delivery' }
+      : { pass: false, status: 401, reason: 'replay' };
   return { pass: true };
 }
 
 /** The body as Bolt will parse it (its own parser, so both read the same thing), or why Bolt must not get it. */
 function readBody(req: BufferedIncomingMessage): { parsed: unknown } | { malformed: string } {
   // Two `payload` fields parse to a list, which Bolt would take for a slash command's form.
-  if (req.headers['content-type'] === 'application/x-www-form-urlencoded' && Array.isArray(parseQuery(req.rawBody.toString()).payload)) {
+  if (
+    req.headers['content-type'] === 'application/x-www-form-urlencoded' &&
+    Array.isArray(parseQuery(req.rawBody.toString()).payload)
+  ) {
     return { malformed: 'more than one `payload` field' };
   }
   let parsed: unknown;
@@ -173,7 +193,11 @@ function eventIdOf(body: string, contentType: string | undefined): string | unde
   if (!contentType?.startsWith('application/json')) return undefined;
   try {
     const parsed = JSON.parse(body) as { type?: unknown; event_id?: unknown };
-    return parsed.type === 'event_callback' && typeof parsed.event_id === 'string' && /^[A-Za-z0-9]{1,64}$/.test(parsed.event_id) ? parsed.event_id : undefined;
+    return parsed.type === 'event_callback' &&
+      typeof parsed.event_id === 'string' &&
+      /^[A-Za-z0-9]{1,64}$/.test(parsed.event_id)
+      ? parsed.event_id
+      : undefined;
   } catch {
     return undefined;
   }
@@ -203,7 +227,10 @@ async function rememberInRedis(opts: RequestGuardOptions, keys: [string, number]
     const results = await Promise.race([
       pipeline.exec(),
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer from Redis within ${typedDuration(REDIS_TIMEOUT_MS)}`)), REDIS_TIMEOUT_MS);
+        timer = setTimeout(
+          () => reject(new Error(`no answer from Redis within ${typedDuration(REDIS_TIMEOUT_MS)}`)),
+          REDIS_TIMEOUT_MS,
+        );
       }),
     ]);
     if (opts.redisTrouble) opts.logger.info('slack replay check: Redis answers again');
@@ -213,7 +240,11 @@ async function rememberInRedis(opts: RequestGuardOptions, keys: [string, number]
       return value === null;
     });
   } catch (err) {
-    if (!opts.redisTrouble) opts.logger.warn({ err: (err as Error).message }, 'slack replay check: Redis is unreachable; checking against what this process has seen until it answers');
+    if (!opts.redisTrouble)
+      opts.logger.warn(
+        { err: (err as Error).message },
+        'slack replay check: Redis is unreachable; checking against what this process has seen until it answers',
+      );
     opts.redisTrouble = true;
     return undefined;
   } finally {

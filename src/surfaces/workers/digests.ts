@@ -31,7 +31,14 @@ const TICK_CLAIM_SECONDS = 7 * 86_400;
  * BullMQ makes one job of each tick however many workers run; the tick is also claimed in Redis by the
  * job's id before posting, so a job redelivered after a worker died mid-post does not post twice.
  */
-export async function startDigestSchedules(opts: { services: Services; notifier: () => Notifier | undefined; redisUrl: string; prefix: string; logger?: Logger; now?: () => Date }): Promise<DigestSchedules> {
+export async function startDigestSchedules(opts: {
+  services: Services;
+  notifier: () => Notifier | undefined;
+  redisUrl: string;
+  prefix: string;
+  logger?: Logger;
+  now?: () => Date;
+}): Promise<DigestSchedules> {
   const queueConnection = createRedis(opts.redisUrl);
   const workerConnection = createRedis(opts.redisUrl);
   const claims = createRedis(opts.redisUrl);
@@ -41,15 +48,26 @@ export async function startDigestSchedules(opts: { services: Services; notifier:
 
   const schedules: DigestSchedules = {
     async list() {
-      return (await queue.getJobSchedulers()).filter((s) => s.key.startsWith(SCHEDULER_PREFIX)).map((s) => ({ id: s.key, pattern: s.pattern ?? undefined, tz: s.tz ?? undefined, next: s.next ?? undefined }));
+      return (await queue.getJobSchedulers())
+        .filter((s) => s.key.startsWith(SCHEDULER_PREFIX))
+        .map((s) => ({ id: s.key, pattern: s.pattern ?? undefined, tz: s.tz ?? undefined, next: s.next ?? undefined }));
     },
     async sync(digests) {
       const wanted = new Map(digests.map((d) => [`${SCHEDULER_PREFIX}${d.name}`, d]));
       for (const [id, d] of wanted) {
-        await queue.upsertJobScheduler(id, { pattern: d.cron, tz: d.tz }, { name: 'digest', data: { name: d.name }, opts: { removeOnComplete: { count: 50 }, removeOnFail: { count: 50 } } });
+        await queue.upsertJobScheduler(
+          id,
+          { pattern: d.cron, tz: d.tz },
+          {
+            name: 'digest',
+            data: { name: d.name },
+            opts: { removeOnComplete: { count: 50 }, removeOnFail: { count: 50 } },
+          },
+        );
       }
       for (const existing of await queue.getJobSchedulers()) {
-        if (existing.key.startsWith(SCHEDULER_PREFIX) && !wanted.has(existing.key)) await queue.removeJobScheduler(existing.key);
+        if (existing.key.startsWith(SCHEDULER_PREFIX) && !wanted.has(existing.key))
+          await queue.removeJobScheduler(existing.key);
       }
     },
     async stop() {
@@ -68,8 +86,17 @@ export async function startDigestSchedules(opts: { services: Services; notifier:
       // Removed from the config since the tick was queued.
       if (!digest) return { skipped: 'not in config' };
       const notifier = opts.notifier();
-      if (!notifier) throw new Error('no Slack notifier in this process: the digest cannot be posted (is the `slack` section configured?)');
-      const claimed = await claims.set(`${base}digest:${digest.name}:tick:${job.id}`, '1', 'EX', TICK_CLAIM_SECONDS, 'NX');
+      if (!notifier)
+        throw new Error(
+          'no Slack notifier in this process: the digest cannot be posted (is the `slack` section configured?)',
+        );
+      const claimed = await claims.set(
+        `${base}digest:${digest.name}:tick:${job.id}`,
+        '1',
+        'EX',
+        TICK_CLAIM_SECONDS,
+        'NX',
+      );
       if (claimed !== 'OK') return { skipped: 'tick already posted' };
       const now = opts.now?.() ?? new Date();
       const d = await composeDigest(services, digest, now);
@@ -82,12 +109,17 @@ export async function startDigestSchedules(opts: { services: Services; notifier:
         throw error;
       }
       await recordPostedDigest(services, digest, d);
-      opts.logger?.info({ digest: digest.name, channel: digest.channel, attention: d.attention.length }, 'digest posted');
+      opts.logger?.info(
+        { digest: digest.name, channel: digest.channel, attention: d.attention.length },
+        'digest posted',
+      );
       return { channel: ref.channel, ts: ref.ts };
     },
     { connection: workerConnection, prefix: bullPrefix(opts.prefix), concurrency: 1 },
   );
-  worker.on('failed', (job, err) => opts.logger?.warn({ digest: job?.data.name, err: err.message }, 'digest not posted'));
+  worker.on('failed', (job, err) =>
+    opts.logger?.warn({ digest: job?.data.name, err: err.message }, 'digest not posted'),
+  );
   worker.on('error', (err) => opts.logger?.warn({ err: err.message }, 'digest worker error'));
   await schedules.sync(services.config.digests);
   return schedules;

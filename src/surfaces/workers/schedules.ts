@@ -58,24 +58,44 @@ export function configuredSchedules(config: RollcallConfig): Schedule[] {
  * there are. A command that starts a run answers with the run; the engine posts and updates that run's
  * live message in `channel`, so the tick does not post it a second time.
  */
-export async function startSchedules(opts: { services: Services; redisUrl: string; prefix: string; logger?: Logger }): Promise<Schedules> {
+export async function startSchedules(opts: {
+  services: Services;
+  redisUrl: string;
+  prefix: string;
+  logger?: Logger;
+}): Promise<Schedules> {
   const queueConnection = createRedis(opts.redisUrl);
   const workerConnection = createRedis(opts.redisUrl);
-  const queue = new Queue<ScheduleTick>(QUEUES.schedules, { connection: queueConnection, prefix: bullPrefix(opts.prefix) });
+  const queue = new Queue<ScheduleTick>(QUEUES.schedules, {
+    connection: queueConnection,
+    prefix: bullPrefix(opts.prefix),
+  });
   const worker = new Worker<ScheduleTick>(
     QUEUES.schedules,
     async (job) => {
       const { id, command, channel, as } = job.data;
-      const ctx: CommandContext = { services: opts.services, user: as ?? SCHEDULER, surface: 'schedule', channel, assumeYes: true };
+      const ctx: CommandContext = {
+        services: opts.services,
+        user: as ?? SCHEDULER,
+        surface: 'schedule',
+        channel,
+        assumeYes: true,
+      };
       const reply = await dispatch(command, ctx);
       if (!reply.ok) opts.logger?.warn({ schedule: id, command, error: reply.error }, 'scheduled command failed');
       const startedRun = runOf(reply) !== undefined;
-      if (channel && opts.services.notifier && !(startedRun && reply.ok)) await opts.services.notifier.post({ channel }, reply);
+      if (channel && opts.services.notifier && !(startedRun && reply.ok))
+        await opts.services.notifier.post({ channel }, reply);
       return { ok: reply.ok, ...(reply.error ? { error: reply.error.code } : {}) };
     },
     { connection: workerConnection, prefix: bullPrefix(opts.prefix), concurrency: 1 },
   );
-  worker.on('failed', (job, err) => opts.logger?.warn({ schedule: job?.data.id, command: job?.data.command, err: err.message }, 'scheduled command could not run'));
+  worker.on('failed', (job, err) =>
+    opts.logger?.warn(
+      { schedule: job?.data.id, command: job?.data.command, err: err.message },
+      'scheduled command could not run',
+    ),
+  );
   worker.on('error', (err) => opts.logger?.warn({ err: err.message }, 'schedules worker error'));
   return {
     async upsertSchedules(schedules) {
@@ -86,15 +106,26 @@ export async function startSchedules(opts: { services: Services; redisUrl: strin
           { pattern: s.cron, tz: s.tz },
           {
             name: s.id,
-            data: { id: s.id, command: s.command, ...(s.channel ? { channel: s.channel } : {}), ...(s.as ? { as: s.as } : {}) },
+            data: {
+              id: s.id,
+              command: s.command,
+              ...(s.channel ? { channel: s.channel } : {}),
+              ...(s.as ? { as: s.as } : {}),
+            },
             opts: { removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } },
           },
         );
       }
-      for (const existing of await queue.getJobSchedulers()) if (!wanted.has(existing.key)) await queue.removeJobScheduler(existing.key);
+      for (const existing of await queue.getJobSchedulers())
+        if (!wanted.has(existing.key)) await queue.removeJobScheduler(existing.key);
     },
     async list() {
-      return (await queue.getJobSchedulers()).map((s) => ({ id: s.key, pattern: s.pattern ?? undefined, tz: s.tz ?? undefined, next: s.next ?? undefined }));
+      return (await queue.getJobSchedulers()).map((s) => ({
+        id: s.key,
+        pattern: s.pattern ?? undefined,
+        tz: s.tz ?? undefined,
+        next: s.next ?? undefined,
+      }));
     },
     async stop() {
       await worker.close();

@@ -6,7 +6,11 @@ import type { ActionContext, ActionPreview, PreviewContext, RunbookAction, StepO
 
 function backupLocation(ctx: PreviewContext | ActionContext): { cluster: string; namespace: string } {
   const backup = ctx.services.config.sealedSecrets.backup;
-  if (!backup) throw new RollcallError('not_configured', 'no backup location: set sealedSecrets.backup.cluster (and namespace) in rollcall.yaml');
+  if (!backup)
+    throw new RollcallError(
+      'not_configured',
+      'no backup location: set sealedSecrets.backup.cluster (and namespace) in rollcall.yaml',
+    );
   return backup;
 }
 
@@ -25,7 +29,16 @@ async function backupPreview(ctx: PreviewContext): Promise<ActionPreview> {
       ? `Back up ${toCopy.length} of ${keys.length} sealed-secrets key(s) of ${input.cluster} to ${location.cluster}/${location.namespace}`
       : `Nothing to back up: ${keys.length ? `all ${keys.length} sealed-secrets key(s) of ${input.cluster} are already in` : `${input.cluster} has no sealed-secrets keys to copy to`} ${location.cluster}/${location.namespace}.`,
     data: { cluster: input.cluster, keys, alreadyBackedUp: keys.length - toCopy.length },
-    blocks: [{ kind: 'list', title: `Keys on ${input.cluster} (names and fingerprints only)`, items: keys.map((k) => ({ ...keyLine(k), tone: have.has(k.fingerprint) ? ('ok' as const) : ('info' as const) })) }],
+    blocks: [
+      {
+        kind: 'list',
+        title: `Keys on ${input.cluster} (names and fingerprints only)`,
+        items: keys.map((k) => ({
+          ...keyLine(k),
+          tone: have.has(k.fingerprint) ? ('ok' as const) : ('info' as const),
+        })),
+      },
+    ],
     empty: toCopy.length === 0,
   };
 }
@@ -41,7 +54,13 @@ async function backupExecute(ctx: ActionContext): Promise<StepOutcome> {
     settings: controllerSettings(ctx),
     now: new Date(ctx.now()),
   });
-  await ctx.audit({ kind: 'kube.mutation', who: ctx.run.requester, message: `backup sealed-secrets keys of ${input.cluster}`, params: { location: result.location }, result: `${result.created.length} copied` });
+  await ctx.audit({
+    kind: 'kube.mutation',
+    who: ctx.run.requester,
+    message: `backup sealed-secrets keys of ${input.cluster}`,
+    params: { location: result.location },
+    result: `${result.created.length} copied`,
+  });
   return {
     status: 'succeeded',
     output: {
@@ -60,4 +79,12 @@ async function backupExecute(ctx: ActionContext): Promise<StepOutcome> {
   };
 }
 
-export const backupSealedSecretsKeysAction: RunbookAction = { name: 'backup-sealed-secrets-keys', description: "Copy a cluster's sealed-secrets keys to the backup location", destructive: false, input: backupInput, defaultTimeoutMs: 5 * 60_000, preview: backupPreview, execute: backupExecute };
+export const backupSealedSecretsKeysAction: RunbookAction = {
+  name: 'backup-sealed-secrets-keys',
+  description: "Copy a cluster's sealed-secrets keys to the backup location",
+  destructive: false,
+  input: backupInput,
+  defaultTimeoutMs: 5 * 60_000,
+  preview: backupPreview,
+  execute: backupExecute,
+};

@@ -8,7 +8,15 @@ import { rollbackAction } from './rollback.js';
 import { terminateOpAction } from './terminate-op.js';
 import type { RunbookAction } from './types.js';
 
-export type { RunbookAction, ActionContext, ActionPreview, StepOutcome, Checkpoint, RunTarget, PreviewContext } from './types.js';
+export type {
+  RunbookAction,
+  ActionContext,
+  ActionPreview,
+  StepOutcome,
+  Checkpoint,
+  RunTarget,
+  PreviewContext,
+} from './types.js';
 
 const registry = new Map<string, RunbookAction>();
 

@@ -6,14 +6,25 @@ import type { ActionContext, ActionPreview, PreviewContext, RunbookAction, StepO
 
 const resumeInput = z.object({ target: z.string().min(1), instance: z.string().optional() });
 
-async function findRecord(ctx: PreviewContext | ActionContext, target: string, instance?: string): Promise<PauseRecord> {
+async function findRecord(
+  ctx: PreviewContext | ActionContext,
+  target: string,
+  instance?: string,
+): Promise<PauseRecord> {
   if (!ctx.services.pauses) throw new RollcallError('unavailable', 'resuming needs Redis, where pauses are recorded');
   const records = (await ctx.services.pauses.find(target)).filter((r) => !instance || r.instance === instance);
   if (!records.length) {
     const all = await ctx.services.pauses.list();
-    throw new RollcallError('not_paused', `${target} is not paused by rollcall${all.length ? ` (paused: ${all.map((r) => r.target).join(', ')})` : ''}`);
+    throw new RollcallError(
+      'not_paused',
+      `${target} is not paused by rollcall${all.length ? ` (paused: ${all.map((r) => r.target).join(', ')})` : ''}`,
+    );
   }
-  if (records.length > 1) throw new RollcallError('ambiguous_target', `${target} is paused on ${records.map((r) => r.instance).join(', ')}: add instance=`);
+  if (records.length > 1)
+    throw new RollcallError(
+      'ambiguous_target',
+      `${target} is paused on ${records.map((r) => r.instance).join(', ')}: add instance=`,
+    );
   return records[0];
 }
 
@@ -21,14 +32,19 @@ async function resumePreview(ctx: PreviewContext): Promise<ActionPreview> {
   const input = resumeInput.parse(ctx.input);
   const record = await findRecord(ctx, input.target, input.instance);
   return {
-    targets: record.changes.map((c) => ({ instance: c.instance, app: c.kind === 'ApplicationSet' ? `appset:${c.name}` : c.name })),
+    targets: record.changes.map((c) => ({
+      instance: c.instance,
+      app: c.kind === 'ApplicationSet' ? `appset:${c.name}` : c.name,
+    })),
     summary: `Resume ${record.target} on ${record.instance} (paused by ${mention(record.by)} ${when(record.at)}): restore ${record.changes.length} value(s)`,
     data: { record },
     blocks: [
       {
         kind: 'list',
         title: 'Restores exactly what the pause replaced',
-        items: record.changes.map((c) => ({ text: `${c.kind} *${c.name}*: ${c.field} → ${c.before === null ? 'unset' : JSON.stringify(c.before)}` })),
+        items: record.changes.map((c) => ({
+          text: `${c.kind} *${c.name}*: ${c.field} → ${c.before === null ? 'unset' : JSON.stringify(c.before)}`,
+        })),
       },
     ],
   };
@@ -46,7 +62,13 @@ async function resumeExecute(ctx: ActionContext): Promise<StepOutcome> {
       const outcome = await resumeChange(change, ctx.services.argocd);
       if (outcome === 'restored') {
         restored.push(`${change.kind} ${change.name}`);
-        await ctx.audit({ kind: 'argocd.mutation', who: ctx.run.requester, message: `resume ${change.kind} ${change.name}: ${change.field}`, params: { restored: change.before }, result: 'ok' });
+        await ctx.audit({
+          kind: 'argocd.mutation',
+          who: ctx.run.requester,
+          message: `resume ${change.kind} ${change.name}: ${change.field}`,
+          params: { restored: change.before },
+          result: 'ok',
+        });
       }
     } catch (error) {
       if (error instanceof PauseError) return { status: 'failed', error: error.message, output: { restored } };
@@ -60,4 +82,12 @@ async function resumeExecute(ctx: ActionContext): Promise<StepOutcome> {
   return { status: 'succeeded', output: { resumed: record.target, restored, summary } };
 }
 
-export const resumeRolloutAction: RunbookAction = { name: 'resume-rollout', description: 'Restore exactly what pause-rollout changed', destructive: true, input: resumeInput, defaultTimeoutMs: 5 * 60_000, preview: resumePreview, execute: resumeExecute };
+export const resumeRolloutAction: RunbookAction = {
+  name: 'resume-rollout',
+  description: 'Restore exactly what pause-rollout changed',
+  destructive: true,
+  input: resumeInput,
+  defaultTimeoutMs: 5 * 60_000,
+  preview: resumePreview,
+  execute: resumeExecute,
+};

@@ -55,11 +55,19 @@ interface RollbackCheckpoint extends AppCheckpoint {
 }
 
 const shortRev = (r: string | undefined) => (r && /^[0-9a-f]{40}$/.test(r) ? r.slice(0, 7) : (r ?? '(none)'));
-const revsOf = (h: { revision?: string; revisions?: string[] }) => (h.revisions?.length ? h.revisions : h.revision ? [h.revision] : []);
-const revText = (h: { revision?: string; revisions?: string[] }) => revsOf(h).map((r) => code(shortRev(r))).join(', ') || '(no revision)';
-const byWhom = (h: RevisionHistory) => (h.initiatedBy?.username ? ` by ${h.initiatedBy.username}` : h.initiatedBy?.automated ? ' by auto-sync' : '');
+const revsOf = (h: { revision?: string; revisions?: string[] }) =>
+  h.revisions?.length ? h.revisions : h.revision ? [h.revision] : [];
+const revText = (h: { revision?: string; revisions?: string[] }) =>
+  revsOf(h)
+    .map((r) => code(shortRev(r)))
+    .join(', ') || '(no revision)';
+const byWhom = (h: RevisionHistory) =>
+  h.initiatedBy?.username ? ` by ${h.initiatedBy.username}` : h.initiatedBy?.automated ? ' by auto-sync' : '';
 const sameRevs = (a: string[], b: string[]) => a.length === b.length && a.every((r, i) => r === b[i]);
-const imageList = (images: string[]) => (images.length ? `${images.slice(0, 5).map(code).join(', ')}${images.length > 5 ? ` and ${images.length - 5} more` : ''}` : undefined);
+const imageList = (images: string[]) =>
+  images.length
+    ? `${images.slice(0, 5).map(code).join(', ')}${images.length > 5 ? ` and ${images.length - 5} more` : ''}`
+    : undefined;
 
 /**
  * Images before → after: what the app runs now (status.summary.images) and what the history entry pinned
@@ -75,16 +83,23 @@ function imagesChange(app: Application, entry: RevisionHistory): { now: string[]
 
 function resolveApp(ctx: PreviewContext, name: string, instance?: string): FleetApp {
   const found = ctx.services.fleet.appsNamed(name).filter((a) => !instance || a.instance === instance);
-  if (!found.length) throw new RollcallError('unknown_target', `no application ${name}${instance ? ` on instance ${instance}` : ''}`);
-  if (found.length > 1) throw new RollcallError('ambiguous_target', `${name} exists on ${found.map((a) => a.instance).join(', ')}: add instance=`);
+  if (!found.length)
+    throw new RollcallError('unknown_target', `no application ${name}${instance ? ` on instance ${instance}` : ''}`);
+  if (found.length > 1)
+    throw new RollcallError(
+      'ambiguous_target',
+      `${name} exists on ${found.map((a) => a.instance).join(', ')}: add instance=`,
+    );
   return found[0];
 }
 
 /** A pending or running operation, in words, or undefined. */
 function operationInProgress(app: Application): string | undefined {
-  if (app.operation) return `an operation requested by ${app.operation.initiatedBy?.username ?? (app.operation.initiatedBy?.automated ? 'auto-sync' : 'someone')} is pending`;
+  if (app.operation)
+    return `an operation requested by ${app.operation.initiatedBy?.username ?? (app.operation.initiatedBy?.automated ? 'auto-sync' : 'someone')} is pending`;
   const st = app.status?.operationState;
-  if (st && (st.phase === 'Running' || st.phase === 'Terminating')) return `a sync by ${st.operation?.initiatedBy?.username ?? 'auto-sync'} is ${st.phase.toLowerCase()} (started ${when(st.startedAt)})`;
+  if (st && (st.phase === 'Running' || st.phase === 'Terminating'))
+    return `a sync by ${st.operation?.initiatedBy?.username ?? 'auto-sync'} is ${st.phase.toLowerCase()} (started ${when(st.startedAt)})`;
   return undefined;
 }
 
@@ -92,22 +107,34 @@ function operationInProgress(app: Application): string | undefined {
 export function rollbackEntry(app: Application, id: number | undefined): RevisionHistory {
   const history = app.status?.history ?? [];
   const name = app.metadata.name;
-  const listed = history.slice(-5).reverse().map((h) => `#${h.id} ${shortRev(revsOf(h)[0])}`).join(', ');
+  const listed = history
+    .slice(-5)
+    .reverse()
+    .map((h) => `#${h.id} ${shortRev(revsOf(h)[0])}`)
+    .join(', ');
   if (id === undefined) {
     if (history.length < 2) {
-      throw new RollcallError('unknown_history_id', `application '${name}' should have at least two successful deployments to roll back to the previous one${history.length ? ` (its history: ${listed})` : ''}.`);
+      throw new RollcallError(
+        'unknown_history_id',
+        `application '${name}' should have at least two successful deployments to roll back to the previous one${history.length ? ` (its history: ${listed})` : ''}.`,
+      );
     }
     return history[history.length - 2];
   }
   const entry = history.find((h) => h.id === id);
-  if (!entry) throw new RollcallError('unknown_history_id', `application '${name}' does not have deployment id '${id}' in history${listed ? ` (its history, newest first: ${listed}; \`history ${name}\` shows it)` : ' (its history is empty)'}.`);
+  if (!entry)
+    throw new RollcallError(
+      'unknown_history_id',
+      `application '${name}' does not have deployment id '${id}' in history${listed ? ` (its history, newest first: ${listed}; \`history ${name}\` shows it)` : ' (its history is empty)'}.`,
+    );
   return entry;
 }
 
 /** Argo CD's own refusals, checked on a live read before anything is offered (Rollback's order). */
 function refusal(app: Application): RollcallError | undefined {
   const name = app.metadata.name;
-  if (app.metadata.deletionTimestamp) return new RollcallError('conflict', `application ${name} is deleting: there is nothing to roll back.`);
+  if (app.metadata.deletionTimestamp)
+    return new RollcallError('conflict', `application ${name} is deleting: there is nothing to roll back.`);
   if (automatedEnabled(app.spec.syncPolicy?.automated)) {
     return new RollcallError(
       'auto_sync_enabled',
@@ -124,16 +151,26 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
   const api = ctx.services.argocd.get(fa.instance);
   if (!api) throw new RollcallError('not_configured', `no Argo CD client for instance ${fa.instance}`);
   // History and syncPolicy as Argo CD has them now, not as the mirror last heard.
-  const app = await api.getApplication({ name: fa.app.metadata.name, appNamespace: fa.app.metadata.namespace, project: fa.app.spec.project });
+  const app = await api.getApplication({
+    name: fa.app.metadata.name,
+    appNamespace: fa.app.metadata.namespace,
+    project: fa.app.spec.project,
+  });
   const refused = refusal(app);
   if (refused) throw refused;
   const entry = rollbackEntry(app, input.id);
   if (!entry.source && !entry.sources?.length) {
-    throw new RollcallError('conflict', `Argo CD refuses: "cannot rollback to revision deployed with Argo CD v0.11 or lower. sync to revision instead." Use \`sync ${fa.app.metadata.name} revision=${revsOf(entry)[0] ?? 'REV'}\`.`);
+    throw new RollcallError(
+      'conflict',
+      `Argo CD refuses: "cannot rollback to revision deployed with Argo CD v0.11 or lower. sync to revision instead." Use \`sync ${fa.app.metadata.name} revision=${revsOf(entry)[0] ?? 'REV'}\`.`,
+    );
   }
   const busy = operationInProgress(app);
   if (busy) {
-    throw new RollcallError('argocd_operation_in_progress', `${fa.app.metadata.name}: ${busy}. Argo CD refuses a rollback meanwhile: wait for it, or \`terminate-op ${fa.app.metadata.name}\`, then roll back. Nothing was changed.`);
+    throw new RollcallError(
+      'argocd_operation_in_progress',
+      `${fa.app.metadata.name}: ${busy}. Argo CD refuses a rollback meanwhile: wait for it, or \`terminate-op ${fa.app.metadata.name}\`, then roll back. Nothing was changed.`,
+    );
   }
   const history = app.status?.history ?? [];
   const current = history[history.length - 1];
@@ -146,7 +183,9 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
     id: entry.id,
     ...(entry.revisions?.length ? { revisions: [...entry.revisions] } : { revision: entry.revision }),
   };
-  const deployedNow = current ? `${revText(current)} (history #${current.id}, deployed ${when(current.deployedAt)}${byWhom(current)})` : 'nothing recorded in its history';
+  const deployedNow = current
+    ? `${revText(current)} (history #${current.id}, deployed ${when(current.deployedAt)}${byWhom(current)})`
+    : 'nothing recorded in its history';
   const target = `${revText(entry)} (history #${entry.id}, deployed ${when(entry.deployedAt)}${byWhom(entry)})`;
   const src = entry.source ?? entry.sources?.[0];
   const images = imagesChange(app, entry);
@@ -159,19 +198,38 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
         { label: `Images (now → #${entry.id})`, value: images.text },
         { label: 'Cluster', value: `${fa.cluster} · ${fa.instance}` },
         { label: 'Options', value: `prune=${input.prune} · dryRun=${input.dryRun}` },
-        ...(src ? [{ label: 'Source of that deployment', value: `${src.repoURL}${src.path ? ` · path ${code(src.path)}` : src.chart ? ` · chart ${code(src.chart)}` : ''} @ ${code(src.targetRevision || 'HEAD')}` }] : []),
+        ...(src
+          ? [
+              {
+                label: 'Source of that deployment',
+                value: `${src.repoURL}${src.path ? ` · path ${code(src.path)}` : src.chart ? ` · chart ${code(src.chart)}` : ''} @ ${code(src.targetRevision || 'HEAD')}`,
+              },
+            ]
+          : []),
       ],
     },
   ];
   const notes = input.dryRun
-    ? [`dryRun=true: Argo CD runs the rollback's sync as a dry run. Nothing is applied: ${plan.app} stays at ${current ? revText(current) : 'what it runs now'}.`]
+    ? [
+        `dryRun=true: Argo CD runs the rollback's sync as a dry run. Nothing is applied: ${plan.app} stays at ${current ? revText(current) : 'what it runs now'}.`,
+      ]
     : [
         `${plan.app} will be OutOfSync with git afterwards and stay at this revision until someone syncs it (auto-sync is off, as Argo CD requires).`,
-        'Argo CD records the operation as started by rollcall\'s own account: a rollback request has no infos to name who asked, so rollcall\'s audit log records that.',
+        "Argo CD records the operation as started by rollcall's own account: a rollback request has no infos to name who asked, so rollcall's audit log records that.",
       ];
-  if (current && current.id === entry.id) notes.unshift(`History #${entry.id} is what is deployed now: this re-syncs the same revision.`);
-  if (input.prune) notes.push(input.dryRun ? 'prune=true: resources that the old revision does not have would be deleted.' : 'prune=true: resources that the old revision does not have are deleted.');
-  blocks.push({ kind: 'list', title: 'Before confirming', items: notes.map((text) => ({ text, tone: 'warn' as const })) });
+  if (current && current.id === entry.id)
+    notes.unshift(`History #${entry.id} is what is deployed now: this re-syncs the same revision.`);
+  if (input.prune)
+    notes.push(
+      input.dryRun
+        ? 'prune=true: resources that the old revision does not have would be deleted.'
+        : 'prune=true: resources that the old revision does not have are deleted.',
+    );
+  blocks.push({
+    kind: 'list',
+    title: 'Before confirming',
+    items: notes.map((text) => ({ text, tone: 'warn' as const })),
+  });
   return {
     targets: [{ instance: fa.instance, app: plan.app, cluster: fa.cluster }],
     summary: `${input.dryRun ? 'Dry run: would roll back' : 'Roll back'} ${plan.app} on ${fa.cluster} from ${current ? revText(current) : '(nothing recorded)'} to ${revText(entry)} (history #${entry.id}, deployed ${when(entry.deployedAt)})${input.prune ? ' with prune' : ''}${input.dryRun ? '; nothing is applied' : ''}.`,
@@ -183,7 +241,9 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
 // ---------- execution ----------
 
 function planOf(ctx: ActionContext): RollbackPlan | undefined {
-  const parsed = z.object({ plan: planSchema }).safeParse(ctx.run.preview?.byStep?.[ctx.stepId] ?? ctx.run.preview?.data);
+  const parsed = z
+    .object({ plan: planSchema })
+    .safeParse(ctx.run.preview?.byStep?.[ctx.stepId] ?? ctx.run.preview?.data);
   return parsed.success ? parsed.data.plan : undefined;
 }
 
@@ -194,7 +254,8 @@ type Seen = 'ours' | 'other' | 'none';
  * (requested, running, done, or recorded in history) is the rollback; any other new operation means
  * the app cannot tell whether ours took; nothing new means it did not (yet).
  */
-type OperationLike = { sync?: { revision?: string; revisions?: string[] }; initiatedBy?: { automated?: boolean } } | undefined;
+type OperationLike =
+  { sync?: { revision?: string; revisions?: string[] }; initiatedBy?: { automated?: boolean } } | undefined;
 
 /** A sync to the plan's revisions that no automation started: what a rollback's operation looks like. */
 function isRollbackTo(op: OperationLike, plan: Pick<RollbackPlan, 'revision' | 'revisions'>): boolean {
@@ -206,14 +267,24 @@ function isRollbackTo(op: OperationLike, plan: Pick<RollbackPlan, 'revision' | '
  * The last operation before ours is told apart by its startedAt, and, when both started within the same
  * second (startedAt has seconds only), by being a sync to the rollback's revisions.
  */
-export function acceptedRollbackEnd(app: Application, plan: Pick<RollbackPlan, 'revision' | 'revisions'>, opBefore: string | null | undefined): { phase: string; message?: string } | undefined {
+export function acceptedRollbackEnd(
+  app: Application,
+  plan: Pick<RollbackPlan, 'revision' | 'revisions'>,
+  opBefore: string | null | undefined,
+): { phase: string; message?: string } | undefined {
   const st = app.status?.operationState;
   if (app.operation || !st) return undefined;
   const ours = st.startedAt !== (opBefore ?? undefined) || isRollbackTo(st.operation, plan);
-  return ours && COMPLETED_PHASES.includes(st.phase) ? { phase: st.phase, ...(st.message ? { message: st.message } : {}) } : undefined;
+  return ours && COMPLETED_PHASES.includes(st.phase)
+    ? { phase: st.phase, ...(st.message ? { message: st.message } : {}) }
+    : undefined;
 }
 
-export function rollbackSeen(app: Application, plan: Pick<RollbackPlan, 'revision' | 'revisions'>, mark: { opBefore?: string | null; historyBefore?: number }): Seen {
+export function rollbackSeen(
+  app: Application,
+  plan: Pick<RollbackPlan, 'revision' | 'revisions'>,
+  mark: { opBefore?: string | null; historyBefore?: number },
+): Seen {
   const want = revsOf(plan);
   if (app.operation) return isRollbackTo(app.operation, plan) ? 'ours' : 'other';
   const st = app.status?.operationState;
@@ -254,7 +325,13 @@ async function sendRollback(step: RollbackStep, app: Application): Promise<boole
   await ctx.limiter.acquire(plan.instance, ctx.signal);
   const before = performance.now();
   const history = app.status?.history ?? [];
-  const claimed = await apply({ type: 'claim' }, { opBefore: app.status?.operationState?.startedAt ?? null, historyBefore: history.length ? Math.max(...history.map((h) => h.id)) : -1 });
+  const claimed = await apply(
+    { type: 'claim' },
+    {
+      opBefore: app.status?.operationState?.startedAt ?? null,
+      historyBefore: history.length ? Math.max(...history.map((h) => h.id)) : -1,
+    },
+  );
   if (!claimed) return false;
   // A process frozen since its mark must not send late: the window that proves "never took" has started.
   if (ctx.signal.aborted || performance.now() - before > windowMs / 2) return false;
@@ -262,7 +339,14 @@ async function sendRollback(step: RollbackStep, app: Application): Promise<boole
   try {
     await api.rollback(ref, { id: plan.id, prune: input.prune, dryRun: input.dryRun });
     await apply({ type: 'answered' });
-    await ctx.audit({ kind: 'argocd.mutation', who: ctx.run.requester, target: key, message: auditMessage, params: auditParams, result: 'accepted' });
+    await ctx.audit({
+      kind: 'argocd.mutation',
+      who: ctx.run.requester,
+      target: key,
+      message: auditMessage,
+      params: auditParams,
+      result: 'accepted',
+    });
   } catch (error) {
     const e = isArgoError(error) ? error : undefined;
     const message = e?.argoMessage ?? (error as Error).message;
@@ -272,7 +356,14 @@ async function sendRollback(step: RollbackStep, app: Application): Promise<boole
     } else {
       await apply({ type: 'refused', reason: e.message }, { reason: `rollback refused: ${e.message}` });
     }
-    await ctx.audit({ kind: 'argocd.mutation', who: ctx.run.requester, target: key, message: auditMessage, params: auditParams, result: `error: ${e?.kind ?? 'unknown'}` });
+    await ctx.audit({
+      kind: 'argocd.mutation',
+      who: ctx.run.requester,
+      target: key,
+      message: auditMessage,
+      params: auditParams,
+      result: `error: ${e?.kind ?? 'unknown'}`,
+    });
   }
   return true;
 }
@@ -285,8 +376,12 @@ async function followUncertain(step: RollbackStep, app: Application): Promise<'n
   if (seen === 'ours') await apply({ type: 'found' });
   else if (seen === 'other') {
     await apply(
-      s.state === 'posting' ? { type: 'refused', reason: 'unknown outcome' } : { type: 'timedOut', reason: 'unknown outcome' },
-      { reason: `could not tell whether the rollback reached Argo CD: another operation ran on ${plan.app} since it was sent. It was not sent again; check \`app ${plan.app}\` before rolling back again.` },
+      s.state === 'posting'
+        ? { type: 'refused', reason: 'unknown outcome' }
+        : { type: 'timedOut', reason: 'unknown outcome' },
+      {
+        reason: `could not tell whether the rollback reached Argo CD: another operation ran on ${plan.app} since it was sent. It was not sent again; check \`app ${plan.app}\` before rolling back again.`,
+      },
     );
   } else if ((await ctx.redisNow()) > (s.at ?? 0) + windowMs) {
     // The window in which the POST could still land has passed and Argo CD shows nothing new: it never took.
@@ -309,15 +404,33 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
   const key = `${plan.instance}/${plan.app}`;
   const target = `#${plan.id} (revision ${revsOf(plan).map(shortRev).join(', ')})`;
   // A dry run changes nothing: every word of it says what it would do, never that it did.
-  const doing = input.dryRun ? `dry run: would roll back ${plan.app} to ${target}` : `rolling back ${plan.app} to ${target}`;
-  const auditMessage = input.dryRun ? `dry run of a rollback of ${plan.app} to ${target} (nothing applied)` : `rollback ${plan.app} to ${target}`;
-  const windowMs = postingWindowMs(ctx.services.config.instances.find((i) => i.name === plan.instance)?.timeout ?? 30_000);
+  const doing = input.dryRun
+    ? `dry run: would roll back ${plan.app} to ${target}`
+    : `rolling back ${plan.app} to ${target}`;
+  const auditMessage = input.dryRun
+    ? `dry run of a rollback of ${plan.app} to ${target} (nothing applied)`
+    : `rollback ${plan.app} to ${target}`;
+  const windowMs = postingWindowMs(
+    ctx.services.config.instances.find((i) => i.name === plan.instance)?.timeout ?? 30_000,
+  );
   const cp = ctx.checkpoint<RollbackCheckpoint>();
-  const auditParams = { id: plan.id, revision: plan.revision ?? plan.revisions, prune: input.prune, dryRun: input.dryRun, attribution: 'ApplicationRollbackRequest has no infos: Argo CD names only rollcall\'s account as initiator' };
+  const auditParams = {
+    id: plan.id,
+    revision: plan.revision ?? plan.revisions,
+    prune: input.prune,
+    dryRun: input.dryRun,
+    attribution: "ApplicationRollbackRequest has no infos: Argo CD names only rollcall's account as initiator",
+  };
 
   let s = await cp.get(key);
   if (!s) {
-    await cp.transition(key, undefined, { state: 'pending', instance: plan.instance, app: plan.app, cluster: plan.cluster, wave: 0 });
+    await cp.transition(key, undefined, {
+      state: 'pending',
+      instance: plan.instance,
+      app: plan.app,
+      cluster: plan.cluster,
+      wave: 0,
+    });
     s = (await cp.get(key))!;
   }
   /** Compare-and-set from the state last seen; on a lost race the stored entry is taken. */
@@ -333,7 +446,15 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
     return false;
   };
   const progress = (headline: string) =>
-    ctx.progress({ headline, counts: {}, failing: s!.state === 'failed' || s!.state === 'timeout' ? [{ app: plan.app, instance: plan.instance, cluster: plan.cluster, reason: s!.reason ?? s!.state }] : [], updatedAt: new Date(ctx.now()).toISOString() });
+    ctx.progress({
+      headline,
+      counts: {},
+      failing:
+        s!.state === 'failed' || s!.state === 'timeout'
+          ? [{ app: plan.app, instance: plan.instance, cluster: plan.cluster, reason: s!.reason ?? s!.state }]
+          : [],
+      updatedAt: new Date(ctx.now()).toISOString(),
+    });
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
       const t = setTimeout(done, ms);
@@ -346,22 +467,44 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
     });
   // This attempt sent the POST: it never sends it again, whatever the stored state says.
   let sent = false;
-  const step: RollbackStep = { ctx, input, plan, api, ref, key, target, windowMs, auditParams, doing, auditMessage, state: () => s!, apply, progress, sleep };
+  const step: RollbackStep = {
+    ctx,
+    input,
+    plan,
+    api,
+    ref,
+    key,
+    target,
+    windowMs,
+    auditParams,
+    doing,
+    auditMessage,
+    state: () => s!,
+    apply,
+    progress,
+    sleep,
+  };
 
   try {
     for (;;) {
       if (ctx.signal.aborted) {
         const reason = String(ctx.signal.reason);
         if (reason === 'abort') return { status: 'aborted' };
-        if (reason === 'timeout') return { status: 'failed', error: `timed out following the rollback of ${plan.app} (state ${s.state})` };
+        if (reason === 'timeout')
+          return { status: 'failed', error: `timed out following the rollback of ${plan.app} (state ${s.state})` };
         if (reason === 'lease-lost' || reason === 'stale') return { status: 'interrupted' };
         return { status: 'paused', reason: reason === 'pause' ? 'paused by a user' : reason };
       }
       if (s.state === 'done') {
-        const summary = [input.dryRun ? `would roll back ${plan.app} to ${target}; dry run: nothing applied` : `${plan.app} rolled back to ${target}; it is OutOfSync with git until the next sync`];
+        const summary = [
+          input.dryRun
+            ? `would roll back ${plan.app} to ${target}; dry run: nothing applied`
+            : `${plan.app} rolled back to ${target}; it is OutOfSync with git until the next sync`,
+        ];
         return { status: 'succeeded', output: { app: plan.app, instance: plan.instance, id: plan.id, summary } };
       }
-      if (s.state === 'failed' || s.state === 'timeout') return { status: 'failed', error: `${plan.app}: ${s.reason ?? s.state}` };
+      if (s.state === 'failed' || s.state === 'timeout')
+        return { status: 'failed', error: `${plan.app}: ${s.reason ?? s.state}` };
 
       let app: Application;
       try {
@@ -383,7 +526,10 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
         }
         const busy = operationInProgress(app);
         if (busy) {
-          await apply({ type: 'gone', reason: `${busy} (since the preview); rollback not sent. Wait for it or terminate it, then roll back again.` });
+          await apply({
+            type: 'gone',
+            reason: `${busy} (since the preview); rollback not sent. Wait for it or terminate it, then roll back again.`,
+          });
           continue;
         }
         const refused = refusal(app);
@@ -406,7 +552,12 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
         const end = acceptedRollbackEnd(app, plan, s.opBefore);
         if (end) {
           if (end.phase === 'Succeeded') await apply({ type: 'finished', succeeded: true });
-          else await apply({ type: 'finished', succeeded: false, reason: `the rollback's sync ended ${end.phase}${end.message ? `: ${end.message}` : ''}` });
+          else
+            await apply({
+              type: 'finished',
+              succeeded: false,
+              reason: `the rollback's sync ended ${end.phase}${end.message ? `: ${end.message}` : ''}`,
+            });
           continue;
         }
         progress(`${doing}${st && newOp ? ` · ${st.phase}${st.message ? `: ${st.message}` : ''}` : ' · requested'}`);

@@ -10,7 +10,8 @@ export function controllerSettings(ctx: PreviewContext | ActionContext): Control
 }
 
 export function kube(ctx: PreviewContext | ActionContext, cluster: string) {
-  if (!ctx.services.kube) throw new RollcallError('not_configured', 'no Kubernetes clusters configured (kube.clusters in rollcall.yaml)');
+  if (!ctx.services.kube)
+    throw new RollcallError('not_configured', 'no Kubernetes clusters configured (kube.clusters in rollcall.yaml)');
   try {
     return kubeFor(ctx.services.kube, cluster);
   } catch (error) {
@@ -18,4 +19,7 @@ export function kube(ctx: PreviewContext | ActionContext, cluster: string) {
   }
 }
 
-export const keyLine = (k: { name: string; fingerprint: string; notBefore: string }) => ({ text: `${k.name}`, detail: `sha256 ${k.fingerprint.slice(0, 23)}… · NotBefore ${k.notBefore.slice(0, 10)}` });
+export const keyLine = (k: { name: string; fingerprint: string; notBefore: string }) => ({
+  text: `${k.name}`,
+  detail: `sha256 ${k.fingerprint.slice(0, 23)}… · NotBefore ${k.notBefore.slice(0, 10)}`,
+});

@@ -68,7 +68,8 @@ export const TERMINAL_APP_STATES: readonly AppState[] = ['done', 'failed', 'time
 export const IN_FLIGHT_APP_STATES: readonly AppState[] = ['posting', 'unknown', 'accepted'];
 
 export function nextAppState(s: AppCheckpoint, e: AppEvent): AppTransition {
-  if (!APP_TRANSITIONS[s.state].includes(e.type)) return { ok: false, reason: `${s.app}: ${e.type} is not allowed from ${s.state}` };
+  if (!APP_TRANSITIONS[s.state].includes(e.type))
+    return { ok: false, reason: `${s.app}: ${e.type} is not allowed from ${s.state}` };
   const base = { ...s };
   delete base.at;
   switch (e.type) {
@@ -84,10 +85,25 @@ export function nextAppState(s: AppCheckpoint, e: AppEvent): AppTransition {
     case 'refused':
       return { ok: true, next: { ...base, state: 'failed', reason: `sync refused: ${e.reason}` } };
     case 'notApplied':
-      if (!e.windowPassed) return { ok: false, reason: `${s.app}: a POST may still arrive; not applied can only be concluded after the posting window` };
-      return { ok: true, next: { ...base, state: 'pending', postingAt: undefined, note: 'the earlier sync request never took; sending it' } };
+      if (!e.windowPassed)
+        return {
+          ok: false,
+          reason: `${s.app}: a POST may still arrive; not applied can only be concluded after the posting window`,
+        };
+      return {
+        ok: true,
+        next: {
+          ...base,
+          state: 'pending',
+          postingAt: undefined,
+          note: 'the earlier sync request never took; sending it',
+        },
+      };
     case 'finished':
-      return { ok: true, next: e.succeeded ? { ...base, state: 'done' } : { ...base, state: 'failed', reason: e.reason } };
+      return {
+        ok: true,
+        next: e.succeeded ? { ...base, state: 'done' } : { ...base, state: 'failed', reason: e.reason },
+      };
     case 'waiting':
       return { ok: true, next: { ...base, note: e.note } };
     case 'gone':

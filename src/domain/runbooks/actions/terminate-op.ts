@@ -37,13 +37,17 @@ export interface RunningOperation {
 }
 
 /** The operation an app has in progress (requested, Running or Terminating), or undefined. */
-export function runningOperation(app: Application): Omit<RunningOperation, 'instance' | 'cluster' | 'app' | 'appNamespace' | 'project'> | undefined {
+export function runningOperation(
+  app: Application,
+): Omit<RunningOperation, 'instance' | 'cluster' | 'app' | 'appNamespace' | 'project'> | undefined {
   const st = app.status?.operationState;
   const running = st && (st.phase === 'Running' || st.phase === 'Terminating');
   if (!app.operation && !running) return undefined;
   const op = running ? st.operation : app.operation;
   const by = op?.initiatedBy?.username ?? (op?.initiatedBy?.automated ? 'auto-sync' : 'unknown');
-  return running ? { phase: st.phase, startedAt: st.startedAt ?? null, by, message: st.message ?? null } : { phase: 'Requested', startedAt: null, by, message: 'not picked up by the controller yet' };
+  return running
+    ? { phase: st.phase, startedAt: st.startedAt ?? null, by, message: st.message ?? null }
+    : { phase: 'Requested', startedAt: null, by, message: 'not picked up by the controller yet' };
 }
 
 async function preview(ctx: PreviewContext): Promise<ActionPreview> {
@@ -54,7 +58,15 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
   const idle: string[] = [];
   for (const f of selected) {
     const op = runningOperation(f.app);
-    if (op) running.push({ instance: f.instance, app: f.app.metadata.name, cluster: f.cluster, appNamespace: f.app.metadata.namespace, project: f.app.spec.project, ...op });
+    if (op)
+      running.push({
+        instance: f.instance,
+        app: f.app.metadata.name,
+        cluster: f.cluster,
+        appNamespace: f.app.metadata.namespace,
+        project: f.app.spec.project,
+        ...op,
+      });
     else idle.push(f.app.metadata.name);
   }
   if (!running.length) {
@@ -74,9 +86,16 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
       })),
       total: running.length,
     },
-    { kind: 'context', text: 'Argo CD stops each sync where it is (running hooks are deleted) and ends it Failed "Operation terminated": what was already applied stays applied.' },
+    {
+      kind: 'context',
+      text: 'Argo CD stops each sync where it is (running hooks are deleted) and ends it Failed "Operation terminated": what was already applied stays applied.',
+    },
   ];
-  if (idle.length) blocks.push({ kind: 'context', text: `${idle.length} matching app(s) have no operation in progress and are left alone: ${idle.slice(0, 10).join(', ')}${idle.length > 10 ? ` and ${idle.length - 10} more` : ''}.` });
+  if (idle.length)
+    blocks.push({
+      kind: 'context',
+      text: `${idle.length} matching app(s) have no operation in progress and are left alone: ${idle.slice(0, 10).join(', ')}${idle.length > 10 ? ` and ${idle.length - 10} more` : ''}.`,
+    });
   return {
     targets: running.map((r) => ({ instance: r.instance, app: r.app, cluster: r.cluster })),
     summary: `Terminate the running operation of ${running.length} app${running.length === 1 ? '' : 's'}${running.length === 1 ? ` (${running[0].app}: ${running[0].phase} by ${running[0].by})` : ''}.`,
@@ -91,7 +110,20 @@ interface TerminateCheckpoint extends CheckpointEntry {
   message?: string;
 }
 
-const storedSchema = z.object({ running: z.array(z.object({ instance: z.string(), app: z.string(), cluster: z.string(), appNamespace: z.string().optional(), project: z.string().optional(), phase: z.string(), by: z.string(), startedAt: z.string().nullable() })) });
+const storedSchema = z.object({
+  running: z.array(
+    z.object({
+      instance: z.string(),
+      app: z.string(),
+      cluster: z.string(),
+      appNamespace: z.string().optional(),
+      project: z.string().optional(),
+      phase: z.string(),
+      by: z.string(),
+      startedAt: z.string().nullable(),
+    }),
+  ),
+});
 
 async function execute(ctx: ActionContext): Promise<StepOutcome> {
   const input = terminateInput.parse(ctx.input);
@@ -100,12 +132,22 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
   const cp = ctx.checkpoint<TerminateCheckpoint>();
   const summary: string[] = [];
   const failed: string[] = [];
-  const report = (done: number, total: number, failing: { app: string; instance: string; cluster: string; reason: string }[] = []) =>
-    ctx.progress({ headline: `${done}/${total} terminated`, counts: {}, failing, updatedAt: new Date(ctx.now()).toISOString() });
+  const report = (
+    done: number,
+    total: number,
+    failing: { app: string; instance: string; cluster: string; reason: string }[] = [],
+  ) =>
+    ctx.progress({
+      headline: `${done}/${total} terminated`,
+      counts: {},
+      failing,
+      updatedAt: new Date(ctx.now()).toISOString(),
+    });
   try {
     const list = parsed.data.running;
     for (const [i, r] of list.entries()) {
-      if (ctx.signal.aborted) return { status: String(ctx.signal.reason) === 'abort' ? 'aborted' : 'interrupted', output: { summary } };
+      if (ctx.signal.aborted)
+        return { status: String(ctx.signal.reason) === 'abort' ? 'aborted' : 'interrupted', output: { summary } };
       const key = `${r.instance}/${r.app}`;
       const api = ctx.services.argocd.get(r.instance);
       if (!api) {
@@ -120,17 +162,33 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
         try {
           await api.terminateOperation(ref);
           entry = { state: 'asked' };
-          await ctx.audit({ kind: 'argocd.mutation', who: ctx.run.requester, target: key, message: `terminate the running operation of ${r.app} (${r.phase} by ${r.by})`, result: 'ok' });
+          await ctx.audit({
+            kind: 'argocd.mutation',
+            who: ctx.run.requester,
+            target: key,
+            message: `terminate the running operation of ${r.app} (${r.phase} by ${r.by})`,
+            result: 'ok',
+          });
         } catch (error) {
           if (isArgoError(error, 'no_operation')) {
             // Ended on its own since the preview, or by this run's terminate before a crashed attempt noted it: say how it ended.
             const last = await api.getApplication(ref).catch(() => undefined);
-            entry = { state: 'already-ended', phase: last?.status?.operationState?.phase, message: last?.status?.operationState?.message };
-          }
-          else {
+            entry = {
+              state: 'already-ended',
+              phase: last?.status?.operationState?.phase,
+              message: last?.status?.operationState?.message,
+            };
+          } else {
             const message = (error as Error).message;
             failed.push(`${r.app}: ${message}`);
-            await ctx.audit({ kind: 'argocd.mutation', who: ctx.run.requester, target: key, message: `terminate the running operation of ${r.app}`, result: `error: ${isArgoError(error) ? error.kind : 'unknown'}`, params: { error: message } });
+            await ctx.audit({
+              kind: 'argocd.mutation',
+              who: ctx.run.requester,
+              target: key,
+              message: `terminate the running operation of ${r.app}`,
+              result: `error: ${isArgoError(error) ? error.kind : 'unknown'}`,
+              params: { error: message },
+            });
             continue;
           }
         }
@@ -157,22 +215,37 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
           await new Promise((res) => setTimeout(res, 500));
         }
       }
-      if (entry.state === 'already-ended') summary.push(`${r.app}: no operation was running when the terminate arrived${entry.phase ? `; the last one ended ${entry.phase}${entry.message ? ` "${entry.message}"` : ''}` : ''}`);
-      else if (entry.state === 'ended') summary.push(`${r.app}: ${r.phase === 'Requested' ? 'requested sync' : 'sync'} by ${r.by} terminated: ${entry.phase}${entry.message ? ` "${entry.message}"` : ''}`);
-      else summary.push(`${r.app}: terminating (Argo CD is still cleaning up after ${typedDuration(input.settleMs)}; \`app ${r.app}\` shows when it ends)`);
+      if (entry.state === 'already-ended')
+        summary.push(
+          `${r.app}: no operation was running when the terminate arrived${entry.phase ? `; the last one ended ${entry.phase}${entry.message ? ` "${entry.message}"` : ''}` : ''}`,
+        );
+      else if (entry.state === 'ended')
+        summary.push(
+          `${r.app}: ${r.phase === 'Requested' ? 'requested sync' : 'sync'} by ${r.by} terminated: ${entry.phase}${entry.message ? ` "${entry.message}"` : ''}`,
+        );
+      else
+        summary.push(
+          `${r.app}: terminating (Argo CD is still cleaning up after ${typedDuration(input.settleMs)}; \`app ${r.app}\` shows when it ends)`,
+        );
       report(i + 1, list.length);
     }
   } catch (error) {
     if (error instanceof LeaseLostError) return { status: 'interrupted', output: { summary } };
     throw error;
   }
-  if (failed.length) return { status: 'failed', error: `${failed.length} terminate(s) failed: ${failed.slice(0, 5).join('; ')}`, output: { summary } };
+  if (failed.length)
+    return {
+      status: 'failed',
+      error: `${failed.length} terminate(s) failed: ${failed.slice(0, 5).join('; ')}`,
+      output: { summary },
+    };
   return { status: 'succeeded', output: { summary } };
 }
 
 export const terminateOpAction: RunbookAction = {
   name: 'terminate-op',
-  description: 'Terminate the running operation of apps (argocd app terminate-op), then follow each until Argo CD has ended it',
+  description:
+    'Terminate the running operation of apps (argocd app terminate-op), then follow each until Argo CD has ended it',
   destructive: true,
   pausable: false,
   input: terminateInput,

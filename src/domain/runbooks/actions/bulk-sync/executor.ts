@@ -350,7 +350,8 @@ class BulkSyncExecution {
   private failWave(wave: number, names: string[]): StepOutcome {
     this.report(wave);
     const text = `${names.length} app${names.length === 1 ? '' : 's'} failed in wave ${wave + 1}: ${names.slice(0, 5).join('; ')}${names.length > 5 ? ` and ${names.length - 5} more` : ''}`;
-    if (this.input.onFailure === 'abort') return { status: 'failed', error: text, output: summarize(this.states, this.input.dryRun) };
+    if (this.input.onFailure === 'abort')
+      return { status: 'failed', error: text, output: summarize(this.states, this.input.dryRun) };
     return { status: 'paused', reason: `${text}`, output: summarize(this.states, this.input.dryRun) };
   }
 

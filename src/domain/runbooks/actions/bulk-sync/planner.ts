@@ -31,9 +31,15 @@ function wavePatterns(wave: string): string[] {
 function waveSuggestions(pattern: string, apps: PlannedApp[]): string[] {
   const prefix = pattern.endsWith('*') ? pattern.slice(0, -1) : undefined;
   if (/[*?[\]{}!]/.test(prefix ?? pattern)) return [];
-  if (prefix === undefined) return suggest(pattern, apps.map((a) => a.app), 2);
+  if (prefix === undefined)
+    return suggest(
+      pattern,
+      apps.map((a) => a.app),
+      2,
+    );
   const prefixes = new Set<string>();
-  for (const { app } of apps) for (let at = app.indexOf('-'); at > 0; at = app.indexOf('-', at + 1)) prefixes.add(app.slice(0, at + 1));
+  for (const { app } of apps)
+    for (let at = app.indexOf('-'); at > 0; at = app.indexOf('-', at + 1)) prefixes.add(app.slice(0, at + 1));
   return suggest(prefix, prefixes, 2).map((p) => `${p}*`);
 }
 

@@ -4,7 +4,13 @@ import { deliverReply, originOf } from '../../deliver.js';
 
 /** A button that runs a chat command ("Show rollout", "Refresh") as the user who pressed it. */
 export function commandButton({ services, logger }: SlackDeps) {
-  return async ({ ack, body, action, respond, client }: SlackActionMiddlewareArgs<BlockAction> & AllMiddlewareArgs): Promise<void> => {
+  return async ({
+    ack,
+    body,
+    action,
+    respond,
+    client,
+  }: SlackActionMiddlewareArgs<BlockAction> & AllMiddlewareArgs): Promise<void> => {
     await ack();
     const text = 'value' in action && typeof action.value === 'string' ? action.value : '';
     const channel = body.channel?.id;

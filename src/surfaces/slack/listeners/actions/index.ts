@@ -14,5 +14,8 @@ export function registerActionListeners(app: App, deps: SlackDeps): void {
   app.action(suffixed(ACTION_IDS.page), pageButton(deps));
   app.action(suffixed(ACTION_IDS.link), linkButton());
   // Everything else is a named action (run.confirm, run.approve ...) from the action registry.
-  app.action(new RegExp(`^(?!(${ACTION_IDS.command}|${ACTION_IDS.page}|${ACTION_IDS.link})(~\\d+)?$).+`), namedActionButton(deps));
+  app.action(
+    new RegExp(`^(?!(${ACTION_IDS.command}|${ACTION_IDS.page}|${ACTION_IDS.link})(~\\d+)?$).+`),
+    namedActionButton(deps),
+  );
 }

@@ -12,7 +12,13 @@ import { deliverReply, originOf } from '../../deliver.js';
  * Reply it returns replaces the message the button was on. Permission checks are the action's.
  */
 export function namedActionButton({ services, logger }: SlackDeps) {
-  return async ({ ack, body, action, respond, client }: SlackActionMiddlewareArgs<BlockAction> & AllMiddlewareArgs): Promise<void> => {
+  return async ({
+    ack,
+    body,
+    action,
+    respond,
+    client,
+  }: SlackActionMiddlewareArgs<BlockAction> & AllMiddlewareArgs): Promise<void> => {
     await ack();
     const name = baseActionId(action.action_id);
     const value = 'value' in action && typeof action.value === 'string' ? action.value : '';
@@ -22,7 +28,11 @@ export function namedActionButton({ services, logger }: SlackDeps) {
     try {
       const spec = findAction(name);
       if (!spec) {
-        const reply = errorReply(name, 'unknown_action', `This button (\`${name}\`) is not known to this rollcall version. Run the command again for fresh buttons.`);
+        const reply = errorReply(
+          name,
+          'unknown_action',
+          `This button (\`${name}\`) is not known to this rollcall version. Run the command again for fresh buttons.`,
+        );
         await deliverReply({ reply, origin, respond, client, logger, replace: false });
         return;
       }
@@ -33,7 +43,10 @@ export function namedActionButton({ services, logger }: SlackDeps) {
         openForm: async (form) => {
           if (!origin.triggerId) return false;
           try {
-            await openFormModal(client, origin.triggerId, form, { ...(channel ? { channel } : {}), ...(origin.responseUrl ? { responseUrl: origin.responseUrl } : {}) });
+            await openFormModal(client, origin.triggerId, form, {
+              ...(channel ? { channel } : {}),
+              ...(origin.responseUrl ? { responseUrl: origin.responseUrl } : {}),
+            });
             return true;
           } catch (err) {
             logger.warn({ err, form: form.action }, 'could not open the form modal');
@@ -45,7 +58,11 @@ export function namedActionButton({ services, logger }: SlackDeps) {
       if (reply) await deliverReply({ reply, origin, respond, client, logger, replace: reply.ok });
     } catch (err) {
       logger.error({ err, user: body.user.id, action: name }, 'button action failed');
-      const reply = errorReply(name, 'internal', `\`${name}\` failed unexpectedly. It was logged; try again or use \`/argo runs\`.`);
+      const reply = errorReply(
+        name,
+        'internal',
+        `\`${name}\` failed unexpectedly. It was logged; try again or use \`/argo runs\`.`,
+      );
       await deliverReply({ reply, origin, respond, client, logger, replace: false }).catch(() => {});
     }
   };

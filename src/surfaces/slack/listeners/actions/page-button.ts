@@ -16,7 +16,13 @@ function readOnlyCommand(text: string): boolean {
 
 /** "More (page 2/5)": re-runs the command (the fleet may have moved on) and shows the requested page in place. */
 export function pageButton({ services, logger }: SlackDeps) {
-  return async ({ ack, body, action, respond, client }: SlackActionMiddlewareArgs<BlockAction> & AllMiddlewareArgs): Promise<void> => {
+  return async ({
+    ack,
+    body,
+    action,
+    respond,
+    client,
+  }: SlackActionMiddlewareArgs<BlockAction> & AllMiddlewareArgs): Promise<void> => {
     await ack();
     const request = 'value' in action && typeof action.value === 'string' ? decodePageValue(action.value) : undefined;
     if (!request || !readOnlyCommand(request.command)) {

@@ -20,7 +20,10 @@ export function argoCommand({ services, logger }: SlackDeps) {
         channel: command.channel_id,
         openForm: async (form) => {
           try {
-            await openFormModal(client, command.trigger_id, form, { channel: command.channel_id, responseUrl: command.response_url });
+            await openFormModal(client, command.trigger_id, form, {
+              channel: command.channel_id,
+              responseUrl: command.response_url,
+            });
             return true;
           } catch (err) {
             logger.warn({ err, form: form.action }, 'could not open the form modal');

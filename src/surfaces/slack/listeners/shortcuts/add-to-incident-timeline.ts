@@ -11,14 +11,34 @@ export const ADD_TO_TIMELINE_CALLBACK = 'add_to_incident_timeline';
  * author, not the clicker's) to the incident.note-message action, and answer the clicker privately.
  */
 export function addToIncidentTimeline({ services, logger }: SlackDeps) {
-  return async ({ shortcut, ack, respond }: SlackShortcutMiddlewareArgs<MessageShortcut> & AllMiddlewareArgs): Promise<void> => {
+  return async ({
+    shortcut,
+    ack,
+    respond,
+  }: SlackShortcutMiddlewareArgs<MessageShortcut> & AllMiddlewareArgs): Promise<void> => {
     await ack();
     await new Promise<void>((resolve) => setImmediate(resolve));
     try {
       const channel = shortcut.channel.id;
-      const message = shortcut.message as { ts: string; thread_ts?: string; user?: string; bot_id?: string; text?: string };
-      const ctx = slackContext(services, { user: shortcut.user.id, channel, ...(message.thread_ts ? { threadTs: message.thread_ts } : {}) });
-      const value = JSON.stringify({ channel, ts: message.ts, threadTs: message.thread_ts, author: message.user ?? message.bot_id ?? shortcut.user.id, text: message.text ?? '' });
+      const message = shortcut.message as {
+        ts: string;
+        thread_ts?: string;
+        user?: string;
+        bot_id?: string;
+        text?: string;
+      };
+      const ctx = slackContext(services, {
+        user: shortcut.user.id,
+        channel,
+        ...(message.thread_ts ? { threadTs: message.thread_ts } : {}),
+      });
+      const value = JSON.stringify({
+        channel,
+        ts: message.ts,
+        threadTs: message.thread_ts,
+        author: message.user ?? message.bot_id ?? shortcut.user.id,
+        text: message.text ?? '',
+      });
       const reply = await runAction(findAction('incident.note-message')!, value, ctx);
       if (reply) {
         const { text, blocks } = renderBlocks(reply);

@@ -13,14 +13,24 @@ import { decodeModalMetadata, findModalHandler, viewValues, type ModalOrigin } f
  * back to where the modal was opened (the command's response_url, else an ephemeral message in the channel).
  */
 export function modalSubmission({ services, logger }: SlackDeps) {
-  return async ({ ack, body, view, client }: SlackViewMiddlewareArgs<ViewSubmitAction> & AllMiddlewareArgs): Promise<void> => {
+  return async ({
+    ack,
+    body,
+    view,
+    client,
+  }: SlackViewMiddlewareArgs<ViewSubmitAction> & AllMiddlewareArgs): Promise<void> => {
     const callbackId = view.callback_id;
     const values = viewValues(view.state as { values?: Record<string, Record<string, any>> });
     const { metadata, origin } = decodeModalMetadata(view.private_metadata);
     const handler = findModalHandler(callbackId);
     const ctx = slackContext(services, { user: body.user.id, ...(origin.channel ? { channel: origin.channel } : {}) });
-    const formAction = !handler && callbackId.startsWith(FORM_CALLBACK_PREFIX) ? findAction(callbackId.slice(FORM_CALLBACK_PREFIX.length)) : undefined;
-    const errors = handler ? handler.validate?.(values) : formAction?.validate?.(JSON.stringify({ metadata, values }), ctx);
+    const formAction =
+      !handler && callbackId.startsWith(FORM_CALLBACK_PREFIX)
+        ? findAction(callbackId.slice(FORM_CALLBACK_PREFIX.length))
+        : undefined;
+    const errors = handler
+      ? handler.validate?.(values)
+      : formAction?.validate?.(JSON.stringify({ metadata, values }), ctx);
     if (errors && Object.keys(errors).length) {
       await ack({ response_action: 'errors', errors });
       return;
@@ -29,13 +39,19 @@ export function modalSubmission({ services, logger }: SlackDeps) {
     let reply: Reply | undefined;
     try {
       if (handler) {
-        reply = await withAuditOrigin(auditOriginOf(ctx), () => handler.submit({ callbackId, values, metadata, user: body.user.id, viewId: view.id }, ctx));
+        reply = await withAuditOrigin(auditOriginOf(ctx), () =>
+          handler.submit({ callbackId, values, metadata, user: body.user.id, viewId: view.id }, ctx),
+        );
       } else if (callbackId.startsWith(FORM_CALLBACK_PREFIX)) {
         const name = callbackId.slice(FORM_CALLBACK_PREFIX.length);
         const spec = findAction(name);
         reply = spec
           ? await runAction(spec, JSON.stringify({ metadata, values }), ctx)
-          : errorReply(name, 'unknown_action', `This form (\`${name}\`) is not known to this rollcall version. Run the command again.`);
+          : errorReply(
+              name,
+              'unknown_action',
+              `This form (\`${name}\`) is not known to this rollcall version. Run the command again.`,
+            );
       } else {
         logger.warn({ callbackId }, 'view submission with no handler');
         return;
@@ -48,7 +64,13 @@ export function modalSubmission({ services, logger }: SlackDeps) {
   };
 }
 
-async function answerOrigin(reply: Reply, origin: ModalOrigin, user: string, client: AllMiddlewareArgs['client'], logger: SlackDeps['logger']): Promise<void> {
+async function answerOrigin(
+  reply: Reply,
+  origin: ModalOrigin,
+  user: string,
+  client: AllMiddlewareArgs['client'],
+  logger: SlackDeps['logger'],
+): Promise<void> {
   const { text, blocks } = renderBlocks(reply);
   try {
     if (origin.responseUrl) {
