@@ -345,24 +345,10 @@ export function findApp(
   return matches[0];
 }
 
-export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<'app'>> {
-  checkOptions(cmd, ['instance'], USAGE);
-  checkPositional(cmd, 1, USAGE);
-  const fleet = ctx.services.fleet;
-  const now = ctx.services.now?.() ?? new Date();
-  const found = namedApp(cmd, ctx, 'app', USAGE, '`app payments-prod-us1`');
-  const fresh = await liveApp(ctx, found);
-  const fa: FleetApp = { ...found, app: fresh.app };
-  // Only a live app has resource health to go by; a healthy one has no failing resources to ask about.
-  const warnings =
-    fresh.live && healthOf(fa.app) !== 'Healthy'
-      ? await warningEvents(ctx, fa)
-      : { events: [] as ResourceWarningEvent[] };
-  const d = { ...appDetail(fleet, fa), live: fresh.live, warningEvents: warnings.events };
+/** The header and the fields block: sync, health, where it runs, its RollingSync step and its sources. */
+function summaryBlocks(fleet: FleetView, d: AppDetail, app: Application, now: Date): ReplyBlock[] {
   const multiInstance = fleet.instances().length > 1;
-  const tone = appTone(d.sync, d.health);
-
-  const blocks: ReplyBlock[] = [{ kind: 'header', text: `${d.name}${multiInstance ? ` (${d.instance})` : ''}` }];
+  const healthAge = since(app.status?.health?.lastTransitionTime, now);
   const fields = [
     {
       label: 'Sync',
@@ -370,7 +356,7 @@ export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<R
     },
     {
       label: 'Health',
-      value: `${TONE_EMOJI[healthTone(d.health)]} ${d.health}${since(fa.app.status?.health?.lastTransitionTime, now) ? ` for ${since(fa.app.status?.health?.lastTransitionTime, now)}` : ''}`,
+      value: `${TONE_EMOJI[healthTone(d.health)]} ${d.health}${healthAge ? ` for ${healthAge}` : ''}`,
     },
     { label: 'Cluster', value: `${d.cluster}${d.namespace ? ` · namespace ${code(d.namespace)}` : ''}` },
     { label: 'Project', value: d.project },
@@ -390,44 +376,59 @@ export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<R
   }
   for (const [i, s] of d.sources.entries())
     fields.push({ label: d.sources.length > 1 ? `Source ${i + 1}` : 'Source', value: sourceText(s) });
-  blocks.push({ kind: 'fields', fields });
+  return [
+    { kind: 'header', text: `${d.name}${multiInstance ? ` (${d.instance})` : ''}` },
+    { kind: 'fields', fields },
+  ];
+}
 
+/** A requested sync the controller has not taken, and the last operation: phase, who, how long, its message. */
+function operationBlocks(d: AppDetail, now: Date): ReplyBlock[] {
+  const blocks: ReplyBlock[] = [];
   if (d.operationRequested)
     blocks.push({
       kind: 'text',
       text: `${TONE_EMOJI.progress} A sync was requested and the controller has not picked it up yet.`,
       tone: 'progress',
     });
-  if (d.operation) {
-    const o = d.operation;
-    const opTone =
-      o.phase === 'Succeeded' ? 'ok' : o.phase === 'Running' || o.phase === 'Terminating' ? 'progress' : 'error';
-    const ran =
-      o.durationMs !== null
-        ? `took ${formatDuration(o.durationMs)}`
-        : o.startedAt
-          ? `running for ${formatDuration(elapsedMs(o.startedAt, now) ?? 0)}`
-          : '';
-    const started = o.startedAt ? `started ${since(o.startedAt, now)} ago` : '';
-    const lines = [
-      `${TONE_EMOJI[opTone]} *Last operation:* ${o.phase} · by ${o.initiatedBy} · ${[started, ran].filter(Boolean).join(', ')}${o.retryCount ? ` · retried ${o.retryCount}×` : ''}`,
-    ];
-    if (o.message) lines.push(`> ${truncate(oneLine(o.message), 600)}`);
-    blocks.push({ kind: 'text', text: lines.join('\n'), tone: opTone });
-  } else {
+  const o = d.operation;
+  if (!o) {
     blocks.push({ kind: 'context', text: 'No sync operation recorded for this app.' });
+    return blocks;
   }
+  const opTone =
+    o.phase === 'Succeeded' ? 'ok' : o.phase === 'Running' || o.phase === 'Terminating' ? 'progress' : 'error';
+  const ran =
+    o.durationMs !== null
+      ? `took ${formatDuration(o.durationMs)}`
+      : o.startedAt
+        ? `running for ${formatDuration(elapsedMs(o.startedAt, now) ?? 0)}`
+        : '';
+  const started = o.startedAt ? `started ${since(o.startedAt, now)} ago` : '';
+  const lines = [
+    `${TONE_EMOJI[opTone]} *Last operation:* ${o.phase} · by ${o.initiatedBy} · ${[started, ran].filter(Boolean).join(', ')}${o.retryCount ? ` · retried ${o.retryCount}×` : ''}`,
+  ];
+  if (o.message) lines.push(`> ${truncate(oneLine(o.message), 600)}`);
+  blocks.push({ kind: 'text', text: lines.join('\n'), tone: opTone });
+  return blocks;
+}
+
+/** What is failing now: the last sync's failed resources, unhealthy resources and their warning events. */
+function failureBlocks(
+  d: AppDetail & { warningEvents: ResourceWarningEvent[] },
+  eventsNote: string | undefined,
+  now: Date,
+): ReplyBlock[] {
+  const blocks: ReplyBlock[] = [];
   if (d.failedResources.length) {
     blocks.push({
       kind: 'list',
       title: 'Failed resources in the last sync',
-      items: d.failedResources
-        .slice(0, 10)
-        .map((r) => ({
-          text: `${r.kind}/${r.name}${r.namespace ? ` in ${r.namespace}` : ''}`,
-          tone: 'error',
-          detail: r.message ? truncate(oneLine(r.message), 300) : undefined,
-        })),
+      items: d.failedResources.slice(0, 10).map((r) => ({
+        text: `${r.kind}/${r.name}${r.namespace ? ` in ${r.namespace}` : ''}`,
+        tone: 'error',
+        detail: r.message ? truncate(oneLine(r.message), 300) : undefined,
+      })),
       total: d.failedResources.length,
     });
   }
@@ -435,13 +436,11 @@ export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<R
     blocks.push({
       kind: 'list',
       title: 'Unhealthy resources',
-      items: d.unhealthyResources
-        .slice(0, 10)
-        .map((r) => ({
-          text: `${r.kind}/${r.name} ${r.health}`,
-          tone: healthTone(r.health),
-          detail: r.message ? truncate(oneLine(r.message), 300) : undefined,
-        })),
+      items: d.unhealthyResources.slice(0, 10).map((r) => ({
+        text: `${r.kind}/${r.name} ${r.health}`,
+        tone: healthTone(r.health),
+        detail: r.message ? truncate(oneLine(r.message), 300) : undefined,
+      })),
       total: d.unhealthyResources.length,
     });
   }
@@ -460,7 +459,13 @@ export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<R
       total: d.warningEvents.length,
     });
   }
-  if (warnings.note) blocks.push({ kind: 'context', text: `:warning: ${warnings.note}` });
+  if (eventsNote) blocks.push({ kind: 'context', text: `:warning: ${eventsNote}` });
+  return blocks;
+}
+
+/** What Argo CD records about the app: its conditions, recent deployments and images. */
+function recordBlocks(d: AppDetail, now: Date): ReplyBlock[] {
+  const blocks: ReplyBlock[] = [];
   if (d.conditions.length) {
     blocks.push({
       kind: 'list',
@@ -496,7 +501,10 @@ export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<R
         },
       ],
     });
+  return blocks;
+}
 
+function appButtons(fleet: FleetView, d: AppDetail): ReplyButton[] {
   const buttons: ReplyButton[] = [];
   if (d.url) buttons.push({ label: 'Open in Argo CD', url: d.url });
   const instanceSuffix = fleet.appsNamed(d.name).length > 1 ? ` instance=${d.instance}` : '';
@@ -513,8 +521,33 @@ export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<R
       command: `rollout ${d.appSet}${set.length > 1 ? ` instance=${d.instance}` : ''}`,
     });
   }
+  return buttons;
+}
+
+export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<'app'>> {
+  checkOptions(cmd, ['instance'], USAGE);
+  checkPositional(cmd, 1, USAGE);
+  const fleet = ctx.services.fleet;
+  const now = ctx.services.now?.() ?? new Date();
+  const found = namedApp(cmd, ctx, 'app', USAGE, '`app payments-prod-us1`');
+  const fresh = await liveApp(ctx, found);
+  const fa: FleetApp = { ...found, app: fresh.app };
+  // Only a live app has resource health to go by; a healthy one has no failing resources to ask about.
+  const warnings =
+    fresh.live && healthOf(fa.app) !== 'Healthy'
+      ? await warningEvents(ctx, fa)
+      : { events: [] as ResourceWarningEvent[] };
+  const d = { ...appDetail(fleet, fa), live: fresh.live, warningEvents: warnings.events };
+  const tone = appTone(d.sync, d.health);
+
+  const blocks: ReplyBlock[] = [
+    ...summaryBlocks(fleet, d, fa.app, now),
+    ...operationBlocks(d, now),
+    ...failureBlocks(d, warnings.note, now),
+    ...recordBlocks(d, now),
+  ];
   if (fresh.note) blocks.push({ kind: 'context', text: `:warning: ${fresh.note}` });
-  blocks.push({ kind: 'actions', buttons });
+  blocks.push({ kind: 'actions', buttons: appButtons(fleet, d) });
 
   return {
     ok: true,

@@ -78,11 +78,8 @@ function clusterLine(c: ClusterStatus, problems: number, multiInstance: boolean)
   return { text: `*${name}* — ${plural(c.apps, 'app')}: ${counts}`, tone };
 }
 
-export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<'status'>> {
-  checkOptions(cmd, SELECTOR_OPTIONS, USAGE);
-  const fleet = ctx.services.fleet;
-  const now = ctx.services.now?.() ?? new Date();
-  const { sel, scope } = resolveSelection(fleet, cmd);
+/** The apps the selection names; a glob that matches nothing gets "did you mean" rather than "0 apps". */
+function selectedApps(fleet: FleetView, sel: AppSelector, scope: string[]): readonly FleetApp[] {
   const selected = scope.length ? selectApps(fleet, sel) : fleet.apps();
   if (scope.length && !selected.length && sel.patterns?.some(isGlob) && !sel.labels) {
     throw unknownTarget(
@@ -92,18 +89,19 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
       `No application matches ${sel.patterns.map(code).join(' ')}.`,
     );
   }
-  const summary = summarizeApps(selected);
-  const { total, clusters, problems } = summary;
-  const multiInstance = fleet.instances().length > 1;
-  // One line per group of apps that share an ApplicationSet (or service) and a reason, real problems
-  // before apps that only wait for their RollingSync step; each app is one `app X` away.
-  const groups = problemGroups(fleet, selected, problems);
+  return selected;
+}
 
-  const blocks: ReplyBlock[] = [];
-  const title = scope.length ? `Status of ${scope.join(', ').replace(/`/g, '')}` : 'Fleet status';
-  blocks.push({ kind: 'header', text: title });
+/** The totals and one line on how it stands: nothing selected, all fine, or how many apps need attention where. */
+function totalsBlocks(
+  summary: FleetSummary,
+  groups: readonly ProblemGroup[],
+  scope: string[],
+  multiInstance: boolean,
+): ReplyBlock[] {
+  const { total, clusters, problems } = summary;
   const instancesWithApps = new Set(clusters.map((c) => c.instance)).size;
-  blocks.push({
+  const fields: ReplyBlock = {
     kind: 'fields',
     fields: [
       {
@@ -113,127 +111,149 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
       { label: 'Sync', value: countsLine(total.sync, SYNC_ORDER) },
       { label: 'Health', value: countsLine(total.health, HEALTH_ORDER) },
     ],
-  });
+  };
   if (!total.apps) {
-    blocks.push({
-      kind: 'text',
-      text: `${TONE_EMOJI.info} No applications match ${scope.join(', ') || 'in the fleet'}.`,
-      tone: 'info',
-    });
-  } else if (!problems.length) {
-    blocks.push({
-      kind: 'text',
-      text: `${TONE_EMOJI.ok} All ${plural(total.apps, 'app')} Synced and Healthy (or Progressing/Suspended).`,
-      tone: 'ok',
-    });
-  } else {
-    const degraded = problems.filter((p) => p.health === 'Degraded' || p.health === 'Missing').length;
-    const waiting = groups.filter((g) => g.kind === 'waiting').reduce((n, g) => n + g.apps.length, 0);
-    const attention = problems.length - waiting;
-    const tone = degraded ? 'error' : attention ? 'warn' : 'info';
-    const groupCount = groups.filter((g) => g.kind !== 'waiting').length;
-    const clusterCount = new Set(problems.map((p) => `${p.instance}/${p.cluster}`)).size;
-    const head = attention
-      ? `*${plural(attention, 'app')} need${attention === 1 ? 's' : ''} attention* in ${plural(groupCount, 'group')} on ${plural(clusterCount, 'cluster')}${degraded ? ` (${formatCount(degraded)} Degraded or Missing)` : ''}`
-      : `No failures: ${plural(waiting, 'app')} only wait${waiting === 1 ? 's' : ''} for a RollingSync step`;
-    blocks.push({
+    const text = `${TONE_EMOJI.info} No applications match ${scope.join(', ') || 'in the fleet'}.`;
+    return [fields, { kind: 'text', text, tone: 'info' }];
+  }
+  if (!problems.length) {
+    const text = `${TONE_EMOJI.ok} All ${plural(total.apps, 'app')} Synced and Healthy (or Progressing/Suspended).`;
+    return [fields, { kind: 'text', text, tone: 'ok' }];
+  }
+  const degraded = problems.filter((p) => p.health === 'Degraded' || p.health === 'Missing').length;
+  const waiting = groups.filter((g) => g.kind === 'waiting').reduce((n, g) => n + g.apps.length, 0);
+  const attention = problems.length - waiting;
+  const tone = degraded ? 'error' : attention ? 'warn' : 'info';
+  const groupCount = groups.filter((g) => g.kind !== 'waiting').length;
+  const clusterCount = new Set(problems.map((p) => `${p.instance}/${p.cluster}`)).size;
+  const head = attention
+    ? `*${plural(attention, 'app')} need${attention === 1 ? 's' : ''} attention* in ${plural(groupCount, 'group')} on ${plural(clusterCount, 'cluster')}${degraded ? ` (${formatCount(degraded)} Degraded or Missing)` : ''}`
+    : `No failures: ${plural(waiting, 'app')} only wait${waiting === 1 ? 's' : ''} for a RollingSync step`;
+  return [
+    fields,
+    {
       kind: 'text',
       text: `${TONE_EMOJI[tone]} ${head}${attention && waiting ? `; ${plural(waiting, 'more app')} only wait for a RollingSync step` : ''}.`,
       tone,
-    });
-  }
+    },
+  ];
+}
 
-  if (clusters.length > 1) {
-    const problemsByCluster = new Map<string, number>();
-    for (const p of problems)
-      problemsByCluster.set(
-        `${p.instance}/${p.cluster}`,
-        (problemsByCluster.get(`${p.instance}/${p.cluster}`) ?? 0) + 1,
-      );
-    const count = (c: ClusterStatus) => problemsByCluster.get(`${c.instance}/${c.cluster}`) ?? 0;
-    const withProblems = clusters.filter((c) => count(c) > 0);
-    if (withProblems.length > MAX_CLUSTER_LINES) {
-      // Problems spread over many clusters are told by the groups below; one line says how far they reach.
-      const most = Math.max(...withProblems.map(count));
-      const worst = withProblems
-        .filter((c) => count(c) === most)
-        .map((c) => (multiInstance ? `${c.instance}/${c.cluster}` : c.cluster));
-      blocks.push({
+/** With more than one cluster: a line per cluster (the worst, when there are many), or one line on how far problems reach. */
+function clusterBlocks(summary: FleetSummary, multiInstance: boolean): ReplyBlock[] {
+  const { clusters, problems } = summary;
+  if (clusters.length <= 1) return [];
+  const problemsByCluster = new Map<string, number>();
+  for (const p of problems)
+    problemsByCluster.set(`${p.instance}/${p.cluster}`, (problemsByCluster.get(`${p.instance}/${p.cluster}`) ?? 0) + 1);
+  const count = (c: ClusterStatus) => problemsByCluster.get(`${c.instance}/${c.cluster}`) ?? 0;
+  const withProblems = clusters.filter((c) => count(c) > 0);
+  if (withProblems.length > MAX_CLUSTER_LINES) {
+    // Problems spread over many clusters are told by the groups below; one line says how far they reach.
+    const most = Math.max(...withProblems.map(count));
+    const worst = withProblems
+      .filter((c) => count(c) === most)
+      .map((c) => (multiInstance ? `${c.instance}/${c.cluster}` : c.cluster));
+    return [
+      {
         kind: 'context',
         text: `Problems on ${formatCount(withProblems.length)} of ${plural(clusters.length, 'cluster')}; most on ${worst.slice(0, 3).join(', ')}${worst.length > 3 ? ` and ${formatCount(worst.length - 3)} more` : ''} (${plural(most, 'app')} each). Narrow with cluster=X.`,
-      });
-    } else {
-      const ranked =
-        clusters.length > MAX_CLUSTERS_SHOWN ? [...clusters].sort((a, b) => count(b) - count(a)) : clusters;
-      // With many clusters only the worst are worth a line; the healthy rest is a count.
-      const shown =
-        clusters.length > MAX_CLUSTERS_SHOWN ? ranked.filter((c) => count(c) > 0).slice(0, MAX_CLUSTERS_SHOWN) : ranked;
-      const rest = ranked.filter((c) => !shown.includes(c));
-      const restWithProblems = rest.filter((c) => count(c) > 0).length;
-      if (shown.length)
-        blocks.push({
-          kind: 'list',
-          title: 'Clusters',
-          items: shown.map((c) => clusterLine(c, count(c), multiInstance)),
-        });
-      if (rest.length) {
-        blocks.push({
-          kind: 'context',
-          text: restWithProblems
-            ? `and ${plural(rest.length, 'more cluster')} (${formatCount(restWithProblems)} with problems; narrow with cluster=X)`
-            : `and ${formatCount(rest.length)} more healthy cluster${rest.length === 1 ? '' : 's'}`,
-        });
-      }
-    }
+      },
+    ];
   }
-
-  if (groups.length) {
+  const blocks: ReplyBlock[] = [];
+  const ranked = clusters.length > MAX_CLUSTERS_SHOWN ? [...clusters].sort((a, b) => count(b) - count(a)) : clusters;
+  // With many clusters only the worst are worth a line; the healthy rest is a count.
+  const shown =
+    clusters.length > MAX_CLUSTERS_SHOWN ? ranked.filter((c) => count(c) > 0).slice(0, MAX_CLUSTERS_SHOWN) : ranked;
+  const rest = ranked.filter((c) => !shown.includes(c));
+  const restWithProblems = rest.filter((c) => count(c) > 0).length;
+  if (shown.length)
     blocks.push({
+      kind: 'list',
+      title: 'Clusters',
+      items: shown.map((c) => clusterLine(c, count(c), multiInstance)),
+    });
+  if (rest.length) {
+    blocks.push({
+      kind: 'context',
+      text: restWithProblems
+        ? `and ${plural(rest.length, 'more cluster')} (${formatCount(restWithProblems)} with problems; narrow with cluster=X)`
+        : `and ${formatCount(rest.length)} more healthy cluster${rest.length === 1 ? '' : 's'}`,
+    });
+  }
+  return blocks;
+}
+
+/** A line per problem group, worst first, and how to look closer. */
+function groupBlocks(groups: readonly ProblemGroup[], now: Date, multiInstance: boolean): ReplyBlock[] {
+  if (!groups.length) return [];
+  const example = groups[0].apps[0].app;
+  return [
+    {
       kind: 'list',
       title: `Problems by ${groups.some((g) => g.by === 'appset') ? 'ApplicationSet' : 'service'} and reason, worst first`,
       items: groups.map((g) => groupItem(g, now, multiInstance)),
       total: groups.length,
-    });
-    const example = groups[0].apps[0].app;
-    blocks.push({
+    },
+    {
       kind: 'context',
       text: `Details of one app: ${code(`app ${example}`)} · the apps of a group: ${code(`status ${groupSelector(groups[0])}`)}`,
-    });
-  }
+    },
+  ];
+}
 
+function statusData(summary: FleetSummary, groups: readonly ProblemGroup[]): ReplyOf<'status'>['data'] {
+  const { total, clusters, problems } = summary;
+  return {
+    total,
+    clusters,
+    problems: problems.map(({ app, instance, cluster, sync, health, reason }: ProblemDetail) => ({
+      app,
+      instance,
+      cluster,
+      sync,
+      health,
+      reason,
+    })),
+    groups: groups.map((g) => ({
+      name: g.name,
+      by: g.by,
+      instance: g.instance,
+      kind: g.kind,
+      reason: g.reason,
+      apps: g.apps.map((a) => a.app),
+      clusters: g.clusters,
+      clustersOfGroup: g.clustersOfGroup,
+    })),
+  };
+}
+
+export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<'status'>> {
+  checkOptions(cmd, SELECTOR_OPTIONS, USAGE);
+  const fleet = ctx.services.fleet;
+  const now = ctx.services.now?.() ?? new Date();
+  const { sel, scope } = resolveSelection(fleet, cmd);
+  const selected = selectedApps(fleet, sel, scope);
+  const summary = summarizeApps(selected);
+  const multiInstance = fleet.instances().length > 1;
+  // One line per group of apps that share an ApplicationSet (or service) and a reason, real problems
+  // before apps that only wait for their RollingSync step; each app is one `app X` away.
+  const groups = problemGroups(fleet, selected, summary.problems);
+
+  const title = scope.length ? `Status of ${scope.join(', ').replace(/`/g, '')}` : 'Fleet status';
   const buttons: ReplyButton[] = [{ label: 'Refresh', command: commandText(cmd) }];
   for (const name of rolloutsInFlight(fleet, summary))
     buttons.push({ label: `Show rollout ${name.label}`, command: name.command });
-  blocks.push({ kind: 'actions', buttons: buttons.slice(0, 5) });
+  const blocks: ReplyBlock[] = [
+    { kind: 'header', text: title },
+    ...totalsBlocks(summary, groups, scope, multiInstance),
+    ...clusterBlocks(summary, multiInstance),
+    ...groupBlocks(groups, now, multiInstance),
+    { kind: 'actions', buttons: buttons.slice(0, 5) },
+  ];
 
-  return {
-    ok: true,
-    command: 'status',
-    title,
-    data: {
-      total,
-      clusters,
-      problems: problems.map(({ app, instance, cluster, sync, health, reason }: ProblemDetail) => ({
-        app,
-        instance,
-        cluster,
-        sync,
-        health,
-        reason,
-      })),
-      groups: groups.map((g) => ({
-        name: g.name,
-        by: g.by,
-        instance: g.instance,
-        kind: g.kind,
-        reason: g.reason,
-        apps: g.apps.map((a) => a.app),
-        clusters: g.clusters,
-        clustersOfGroup: g.clustersOfGroup,
-      })),
-    },
-    blocks,
-  };
+  return { ok: true, command: 'status', title, data: statusData(summary, groups), blocks };
 }
 
 /** The problems of the selection grouped by ApplicationSet (or service) and shared reason; see fleet/groups.ts. */
