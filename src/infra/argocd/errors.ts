@@ -109,19 +109,20 @@ function describeTarget(ctx: CallContext): string {
   return `instance ${ctx.instance}`;
 }
 
-/** Maps an HTTP error answer from Argo CD to an ArgoError whose message says what to do. */
-export function errorFromResponse(
-  ctx: CallContext,
-  status: number,
-  body: unknown,
-  extra?: { maybeApplied?: boolean },
-): ArgoError {
-  const parsed = parseErrorBody(body);
-  const argoMessage = parsed.message ?? parsed.error;
-  const grpcCode = parsed.code;
-  const base = { instance: ctx.instance, status, grpcCode, argoMessage, maybeApplied: extra?.maybeApplied };
-  const said = argoMessage ? ` Argo CD said: "${argoMessage}"` : '';
+/** An HTTP error answer as the mappers below read it: what was called, what came back, what to quote. */
+interface ErrorAnswer {
+  ctx: CallContext;
+  status: number;
+  grpcCode?: number;
+  argoMessage?: string;
+  /** What every ArgoError made of this answer carries. */
+  base: Omit<ArgoErrorInit, 'kind'>;
+  /** Argo CD's message, quoted for the end of a sentence, or ''. */
+  said: string;
+}
 
+/** 401 (the token) and 407 (a proxy on the way, not Argo CD). */
+function authError({ ctx, status, grpcCode, base }: ErrorAnswer): ArgoError | undefined {
   if (status === 401 || grpcCode === GrpcCode.Unauthenticated) {
     return new ArgoError(
       `Argo CD instance ${ctx.instance} rejected the token (HTTP ${status}): it is invalid or expired. ` +
@@ -137,24 +138,31 @@ export function errorFromResponse(
       { ...base, kind: 'network' },
     );
   }
-  if (status === 403 || grpcCode === GrpcCode.PermissionDenied) {
-    if (argoMessage && SYNC_WINDOW.test(argoMessage)) {
-      return new ArgoError(
-        `Sync of ${describeTarget(ctx)} is blocked by a sync window.${said} Wait for the window to open, or change the AppProject's syncWindows.`,
-        { ...base, kind: 'forbidden' },
-      );
-    }
-    const project = ctx.project ?? (ctx.resource === 'clusters' ? '*' : '<project>');
-    const object = ctx.resource === 'clusters' ? '*' : `${project}/*`;
-    const scope = ctx.resource === 'clusters' ? 'clusters' : `${ctx.resource} in project ${project}`;
-    let message =
-      `Token lacks \`${ctx.action}\` on ${scope} (${describeTarget(ctx)}): ` +
-      `add \`p, role:rollcall, ${ctx.resource}, ${ctx.action}, ${object}, allow\` to argocd-rbac-cm.`;
-    // B1: without project=, Argo CD answers 403 both for a forbidden app and for a missing one.
-    if (ctx.app && !ctx.project)
-      message += ` If app ${ctx.app} does not exist, Argo CD answers 403 too: check the name.`;
-    return new ArgoError(message, { ...base, kind: 'forbidden' });
+  return undefined;
+}
+
+/** 403: a sync window, or the RBAC line the token lacks. */
+function forbiddenError({ ctx, status, grpcCode, argoMessage, base, said }: ErrorAnswer): ArgoError | undefined {
+  if (status !== 403 && grpcCode !== GrpcCode.PermissionDenied) return undefined;
+  if (argoMessage && SYNC_WINDOW.test(argoMessage)) {
+    return new ArgoError(
+      `Sync of ${describeTarget(ctx)} is blocked by a sync window.${said} Wait for the window to open, or change the AppProject's syncWindows.`,
+      { ...base, kind: 'forbidden' },
+    );
   }
+  const project = ctx.project ?? (ctx.resource === 'clusters' ? '*' : '<project>');
+  const object = ctx.resource === 'clusters' ? '*' : `${project}/*`;
+  const scope = ctx.resource === 'clusters' ? 'clusters' : `${ctx.resource} in project ${project}`;
+  let message =
+    `Token lacks \`${ctx.action}\` on ${scope} (${describeTarget(ctx)}): ` +
+    `add \`p, role:rollcall, ${ctx.resource}, ${ctx.action}, ${object}, allow\` to argocd-rbac-cm.`;
+  // B1: without project=, Argo CD answers 403 both for a forbidden app and for a missing one.
+  if (ctx.app && !ctx.project) message += ` If app ${ctx.app} does not exist, Argo CD answers 403 too: check the name.`;
+  return new ArgoError(message, { ...base, kind: 'forbidden' });
+}
+
+/** 404 (no such app, ApplicationSet or endpoint), 410 (a watch too old to resume) and 429. */
+function missingOrLimitedError({ ctx, status, grpcCode, base, said }: ErrorAnswer): ArgoError | undefined {
   if (status === 404 || grpcCode === GrpcCode.NotFound) {
     let message: string;
     if (ctx.app)
@@ -173,32 +181,40 @@ export function errorFromResponse(
   if (status === 429 || grpcCode === GrpcCode.ResourceExhausted) {
     return new ArgoError(
       `Argo CD instance ${ctx.instance} is rate limiting rollcall (HTTP ${status}). Try again in a minute.${said}`,
-      {
-        ...base,
-        kind: 'rate_limited',
-      },
+      { ...base, kind: 'rate_limited' },
     );
   }
-  if (argoMessage && IN_PROGRESS.test(argoMessage)) {
-    const message = extra?.maybeApplied
+  return undefined;
+}
+
+/** Refusals Argo CD names only in its message text: an operation running, auto-sync on, nothing to terminate. */
+function operationStateError({ ctx, argoMessage, base }: ErrorAnswer): ArgoError | undefined {
+  if (!argoMessage) return undefined;
+  if (IN_PROGRESS.test(argoMessage)) {
+    const message = base.maybeApplied
       ? `An operation is already running on ${describeTarget(ctx)}. An earlier attempt of this call failed in transit, so it probably ` +
         `started that operation: check the app before syncing again.`
       : `Another operation is already in progress on ${describeTarget(ctx)}: wait for it to finish, or terminate it, then retry.`;
     return new ArgoError(message, { ...base, kind: 'operation_in_progress' });
   }
-  if (argoMessage && AUTO_SYNC_ON.test(argoMessage)) {
+  if (AUTO_SYNC_ON.test(argoMessage)) {
     // Auto-sync would put git's revision straight back, so Argo CD refuses; rollcall's pause turns it off reversibly.
     return new ArgoError(
       `Argo CD refused to roll back ${describeTarget(ctx)}: "${argoMessage}". Turn auto-sync off first (\`pause ${ctx.app ?? 'APP'}\` does, and \`resume\` restores it), then roll back.`,
       { ...base, kind: 'auto_sync_enabled' },
     );
   }
-  if (argoMessage && NO_OPERATION.test(argoMessage)) {
+  if (NO_OPERATION.test(argoMessage)) {
     return new ArgoError(`No operation is running on ${describeTarget(ctx)}: there is nothing to terminate.`, {
       ...base,
       kind: 'no_operation',
     });
   }
+  return undefined;
+}
+
+/** 409 and the gRPC preconditions (a conflict), 400 and 422 (an invalid request). */
+function refusedError({ ctx, status, grpcCode, argoMessage, base }: ErrorAnswer): ArgoError | undefined {
   if (
     status === 409 ||
     grpcCode === GrpcCode.FailedPrecondition ||
@@ -207,37 +223,59 @@ export function errorFromResponse(
   ) {
     return new ArgoError(
       `Argo CD refused ${ctx.method} on ${describeTarget(ctx)}: ${argoMessage ?? `HTTP ${status}`}`,
-      {
-        ...base,
-        kind: 'conflict',
-      },
+      { ...base, kind: 'conflict' },
     );
   }
   if (status === 400 || status === 422 || grpcCode === GrpcCode.InvalidArgument) {
     return new ArgoError(
       `Argo CD rejected the request for ${describeTarget(ctx)}: ${argoMessage ?? `HTTP ${status}`}`,
-      {
-        ...base,
-        kind: 'invalid',
-      },
+      { ...base, kind: 'invalid' },
     );
   }
+  return undefined;
+}
+
+/** Anything else, an upstream timeout (504) included: Argo CD is unavailable for now. */
+function unavailableError({ ctx, status, grpcCode, base, said }: ErrorAnswer): ArgoError {
   if (status === 504 || grpcCode === GrpcCode.DeadlineExceeded) {
     return new ArgoError(
       `Argo CD instance ${ctx.instance} timed out upstream (HTTP ${status}) on ${ctx.method} ${ctx.path}. Try again shortly.${said}`,
-      {
-        ...base,
-        kind: 'unavailable',
-      },
+      { ...base, kind: 'unavailable' },
     );
   }
   return new ArgoError(
     `Argo CD instance ${ctx.instance} failed ${ctx.method} ${ctx.path} (HTTP ${status}). Try again shortly.${said}`,
-    {
-      ...base,
-      kind: 'unavailable',
-    },
+    { ...base, kind: 'unavailable' },
   );
+}
+
+/** In the order they are tried: a status or gRPC code, or Argo CD's message text, picks the first that answers. */
+const RESPONSE_MAPPERS = [authError, forbiddenError, missingOrLimitedError, operationStateError, refusedError];
+
+/** Maps an HTTP error answer from Argo CD to an ArgoError whose message says what to do. */
+export function errorFromResponse(
+  ctx: CallContext,
+  status: number,
+  body: unknown,
+  extra?: { maybeApplied?: boolean },
+): ArgoError {
+  const parsed = parseErrorBody(body);
+  const argoMessage = parsed.message ?? parsed.error;
+  const grpcCode = parsed.code;
+  const base = { instance: ctx.instance, status, grpcCode, argoMessage, maybeApplied: extra?.maybeApplied };
+  const answer: ErrorAnswer = {
+    ctx,
+    status,
+    grpcCode,
+    argoMessage,
+    base,
+    said: argoMessage ? ` Argo CD said: "${argoMessage}"` : '',
+  };
+  for (const map of RESPONSE_MAPPERS) {
+    const error = map(answer);
+    if (error) return error;
+  }
+  return unavailableError(answer);
 }
 
 const TLS_CODES = new Set([

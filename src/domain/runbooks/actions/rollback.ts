@@ -8,7 +8,7 @@ import { code, when } from '../../../core/format.js';
 import type { ReplyBlock } from '../../../core/reply.js';
 import type { FleetApp } from '../../../fleet/model.js';
 import { automatedEnabled } from '../../../fleet/rollingsync.js';
-import { LeaseLostError } from '../run-store.js';
+import { LeaseLostError, type Checkpoint } from '../run-store.js';
 import { postingWindowMs } from './bulk-sync.js';
 import { nextAppState, type AppCheckpoint, type AppEvent } from './sync-progress.js';
 import type { ActionContext, ActionPreview, PreviewContext, RunbookAction, StepOutcome } from './types.js';
@@ -394,12 +394,31 @@ async function followUncertain(step: RollbackStep, app: Application): Promise<'n
   return undefined;
 }
 
-async function execute(ctx: ActionContext): Promise<StepOutcome> {
-  const input = rollbackInput.parse(ctx.input);
-  const plan = planOf(ctx);
-  if (!plan) return { status: 'failed', error: 'the run has no rollback plan (preview missing)' };
-  const api = ctx.services.argocd.get(plan.instance);
-  if (!api) return { status: 'failed', error: `no Argo CD client for instance ${plan.instance}` };
+/** The checkpoint entry for this app, made `pending` on the first attempt. */
+async function initialEntry(
+  cp: Checkpoint<RollbackCheckpoint>,
+  key: string,
+  plan: RollbackPlan,
+): Promise<RollbackCheckpoint> {
+  const s = await cp.get(key);
+  if (s) return s;
+  await cp.transition(key, undefined, {
+    state: 'pending',
+    instance: plan.instance,
+    app: plan.app,
+    cluster: plan.cluster,
+    wave: 0,
+  });
+  return (await cp.get(key))!;
+}
+
+/** What one attempt works with: the plan's words, the checkpoint entry and the helpers that move it. */
+async function prepareStep(
+  ctx: ActionContext,
+  input: z.infer<typeof rollbackInput>,
+  plan: RollbackPlan,
+  api: RollbackStep['api'],
+): Promise<RollbackStep> {
   const ref = { name: plan.app, appNamespace: plan.appNamespace, project: plan.project };
   const key = `${plan.instance}/${plan.app}`;
   const target = `#${plan.id} (revision ${revsOf(plan).map(shortRev).join(', ')})`;
@@ -422,23 +441,13 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
     attribution: "ApplicationRollbackRequest has no infos: Argo CD names only rollcall's account as initiator",
   };
 
-  let s = await cp.get(key);
-  if (!s) {
-    await cp.transition(key, undefined, {
-      state: 'pending',
-      instance: plan.instance,
-      app: plan.app,
-      cluster: plan.cluster,
-      wave: 0,
-    });
-    s = (await cp.get(key))!;
-  }
+  let s = await initialEntry(cp, key, plan);
   /** Compare-and-set from the state last seen; on a lost race the stored entry is taken. */
   const apply = async (event: AppEvent, extra: Partial<RollbackCheckpoint> = {}): Promise<boolean> => {
-    const t = nextAppState(s!, event);
+    const t = nextAppState(s, event);
     if (!t.ok) return false;
     const next: RollbackCheckpoint = { ...t.next, ...extra };
-    if (await cp.transition(key, s!.state, next)) {
+    if (await cp.transition(key, s.state, next)) {
       s = next;
       return true;
     }
@@ -450,8 +459,8 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
       headline,
       counts: {},
       failing:
-        s!.state === 'failed' || s!.state === 'timeout'
-          ? [{ app: plan.app, instance: plan.instance, cluster: plan.cluster, reason: s!.reason ?? s!.state }]
+        s.state === 'failed' || s.state === 'timeout'
+          ? [{ app: plan.app, instance: plan.instance, cluster: plan.cluster, reason: s.reason ?? s.state }]
           : [],
       updatedAt: new Date(ctx.now()).toISOString(),
     });
@@ -465,9 +474,7 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
       }
       ctx.signal.addEventListener('abort', done);
     });
-  // This attempt sent the POST: it never sends it again, whatever the stored state says.
-  let sent = false;
-  const step: RollbackStep = {
+  return {
     ctx,
     input,
     plan,
@@ -479,89 +486,123 @@ async function execute(ctx: ActionContext): Promise<StepOutcome> {
     auditParams,
     doing,
     auditMessage,
-    state: () => s!,
+    state: () => s,
     apply,
     progress,
     sleep,
   };
+}
 
+/** How the step ends now, if it does: the run stopped it, or the checkpoint entry is settled. */
+function stepEnd(step: RollbackStep): StepOutcome | undefined {
+  const { ctx, input, plan, target } = step;
+  const s = step.state();
+  if (ctx.signal.aborted) {
+    const reason = String(ctx.signal.reason);
+    if (reason === 'abort') return { status: 'aborted' };
+    if (reason === 'timeout')
+      return { status: 'failed', error: `timed out following the rollback of ${plan.app} (state ${s.state})` };
+    if (reason === 'lease-lost' || reason === 'stale') return { status: 'interrupted' };
+    return { status: 'paused', reason: reason === 'pause' ? 'paused by a user' : reason };
+  }
+  if (s.state === 'done') {
+    const summary = [
+      input.dryRun
+        ? `would roll back ${plan.app} to ${target}; dry run: nothing applied`
+        : `${plan.app} rolled back to ${target}; it is OutOfSync with git until the next sync`,
+    ];
+    return { status: 'succeeded', output: { app: plan.app, instance: plan.instance, id: plan.id, summary } };
+  }
+  if (s.state === 'failed' || s.state === 'timeout')
+    return { status: 'failed', error: `${plan.app}: ${s.reason ?? s.state}` };
+  return undefined;
+}
+
+/** The app as Argo CD has it, or undefined after a failed read (the entry moved, or a pause before retrying). */
+async function readApp(step: RollbackStep): Promise<Application | undefined> {
+  const { api, ref, plan, apply, progress, sleep } = step;
+  try {
+    return await api.getApplication(ref);
+  } catch (error) {
+    if (isArgoError(error) && ['not_found', 'forbidden'].includes(error.kind) && step.state().state === 'pending') {
+      await apply({ type: 'gone', reason: error.message });
+      return undefined;
+    }
+    progress(`reading ${plan.app} from Argo CD failed (${(error as Error).message}); trying again`);
+    await sleep(1000);
+    return undefined;
+  }
+}
+
+/**
+ * A `pending` rollback: refused if the app changed since the preview, else sent, once per attempt.
+ * Whether this attempt sent it now.
+ */
+async function startRollback(step: RollbackStep, app: Application, sent: boolean): Promise<boolean> {
+  const { apply, sleep } = step;
+  if (sent) {
+    await sleep(500);
+    return false;
+  }
+  const busy = operationInProgress(app);
+  if (busy) {
+    await apply({
+      type: 'gone',
+      reason: `${busy} (since the preview); rollback not sent. Wait for it or terminate it, then roll back again.`,
+    });
+    return false;
+  }
+  const refused = refusal(app);
+  if (refused) {
+    await apply({ type: 'gone', reason: `${refused.message} (changed since the preview)` });
+    return false;
+  }
+  return sendRollback(step, app);
+}
+
+/** An `accepted` rollback: its sync's end settles the entry; until then the live message shows its phase. */
+async function followAccepted(step: RollbackStep, app: Application): Promise<void> {
+  const { plan, doing, apply, progress, sleep } = step;
+  const s = step.state();
+  const st = app.status?.operationState;
+  const newOp = !app.operation && st && st.startedAt !== (s.opBefore ?? undefined);
+  const end = acceptedRollbackEnd(app, plan, s.opBefore);
+  if (end) {
+    if (end.phase === 'Succeeded') await apply({ type: 'finished', succeeded: true });
+    else
+      await apply({
+        type: 'finished',
+        succeeded: false,
+        reason: `the rollback's sync ended ${end.phase}${end.message ? `: ${end.message}` : ''}`,
+      });
+    return;
+  }
+  progress(`${doing}${st && newOp ? ` · ${st.phase}${st.message ? `: ${st.message}` : ''}` : ' · requested'}`);
+  await sleep(1000);
+}
+
+async function execute(ctx: ActionContext): Promise<StepOutcome> {
+  const input = rollbackInput.parse(ctx.input);
+  const plan = planOf(ctx);
+  if (!plan) return { status: 'failed', error: 'the run has no rollback plan (preview missing)' };
+  const api = ctx.services.argocd.get(plan.instance);
+  if (!api) return { status: 'failed', error: `no Argo CD client for instance ${plan.instance}` };
+  const step = await prepareStep(ctx, input, plan, api);
+  // This attempt sent the POST: it never sends it again, whatever the stored state says.
+  let sent = false;
   try {
     for (;;) {
-      if (ctx.signal.aborted) {
-        const reason = String(ctx.signal.reason);
-        if (reason === 'abort') return { status: 'aborted' };
-        if (reason === 'timeout')
-          return { status: 'failed', error: `timed out following the rollback of ${plan.app} (state ${s.state})` };
-        if (reason === 'lease-lost' || reason === 'stale') return { status: 'interrupted' };
-        return { status: 'paused', reason: reason === 'pause' ? 'paused by a user' : reason };
-      }
-      if (s.state === 'done') {
-        const summary = [
-          input.dryRun
-            ? `would roll back ${plan.app} to ${target}; dry run: nothing applied`
-            : `${plan.app} rolled back to ${target}; it is OutOfSync with git until the next sync`,
-        ];
-        return { status: 'succeeded', output: { app: plan.app, instance: plan.instance, id: plan.id, summary } };
-      }
-      if (s.state === 'failed' || s.state === 'timeout')
-        return { status: 'failed', error: `${plan.app}: ${s.reason ?? s.state}` };
-
-      let app: Application;
-      try {
-        app = await api.getApplication(ref);
-      } catch (error) {
-        if (isArgoError(error) && ['not_found', 'forbidden'].includes(error.kind) && s.state === 'pending') {
-          await apply({ type: 'gone', reason: error.message });
-          continue;
-        }
-        progress(`reading ${plan.app} from Argo CD failed (${(error as Error).message}); trying again`);
-        await sleep(1000);
-        continue;
-      }
-
-      if (s.state === 'pending') {
-        if (sent) {
-          await sleep(500);
-          continue;
-        }
-        const busy = operationInProgress(app);
-        if (busy) {
-          await apply({
-            type: 'gone',
-            reason: `${busy} (since the preview); rollback not sent. Wait for it or terminate it, then roll back again.`,
-          });
-          continue;
-        }
-        const refused = refusal(app);
-        if (refused) {
-          await apply({ type: 'gone', reason: `${refused.message} (changed since the preview)` });
-          continue;
-        }
-        if (await sendRollback(step, app)) sent = true;
-        continue;
-      }
-
-      if (s.state === 'posting' || s.state === 'unknown') {
+      const end = stepEnd(step);
+      if (end) return end;
+      const app = await readApp(step);
+      if (!app) continue;
+      const state = step.state().state;
+      if (state === 'pending') {
+        if (await startRollback(step, app, sent)) sent = true;
+      } else if (state === 'posting' || state === 'unknown') {
         if ((await followUncertain(step, app)) === 'notApplied') sent = false;
-        continue;
-      }
-
-      if (s.state === 'accepted') {
-        const st = app.status?.operationState;
-        const newOp = !app.operation && st && st.startedAt !== (s.opBefore ?? undefined);
-        const end = acceptedRollbackEnd(app, plan, s.opBefore);
-        if (end) {
-          if (end.phase === 'Succeeded') await apply({ type: 'finished', succeeded: true });
-          else
-            await apply({
-              type: 'finished',
-              succeeded: false,
-              reason: `the rollback's sync ended ${end.phase}${end.message ? `: ${end.message}` : ''}`,
-            });
-          continue;
-        }
-        progress(`${doing}${st && newOp ? ` · ${st.phase}${st.message ? `: ${st.message}` : ''}` : ' · requested'}`);
-        await sleep(1000);
+      } else if (state === 'accepted') {
+        await followAccepted(step, app);
       }
     }
   } catch (error) {
