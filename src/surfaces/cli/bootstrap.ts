@@ -51,11 +51,6 @@ export interface Runtime {
   stop(): Promise<void>;
 }
 
-/**
- * Builds what every surface shares: one Argo CD client per instance, the live mirror of the
- * fleet (list + watch), and — when asked — the runbook engine. Slack, the terminal, schedules and
- * workers all go through these same objects.
- */
 /** Alert messages through whichever notifier the process has (Slack's is attached after the runtime starts). */
 function alertOutput(
   find: () => Notifier | undefined,
@@ -81,15 +76,209 @@ function alertOutput(
   };
 }
 
-export async function startRuntime(
-  config: RollcallConfig,
-  opts: {
-    logger: Logger;
-    notifier?: Notifier;
-    incidents?: IncidentSink;
-    /** FleetMirrorOptions.follow */ follow?: boolean;
-  },
-): Promise<Runtime> {
+interface RuntimeOptions {
+  logger: Logger;
+  notifier?: Notifier;
+  incidents?: IncidentSink;
+  /** FleetMirrorOptions.follow */ follow?: boolean;
+}
+
+type EnableRunsOptions = Parameters<Runtime['enableRuns']>[0];
+
+/** What enableRuns started, each set as soon as it exists so that stop ends whatever did start. */
+interface Started {
+  engine?: Awaited<ReturnType<typeof startEngine>>;
+  pausesRedis?: RedisClient;
+  schedules?: Schedules;
+  alertsRedis?: RedisClient;
+}
+
+interface RuntimeContext {
+  config: RollcallConfig;
+  opts: RuntimeOptions;
+  runtime: Runtime;
+  started: Started;
+}
+
+/** Loaded only when runs are enabled: read-only use pays for neither BullMQ nor Redis. */
+async function loadRunModules() {
+  const [
+    { startEngine },
+    { createRedis },
+    { PauseStore },
+    { ChangeLog },
+    { ChangeRecorder },
+    { IncidentService },
+    { IncidentStore },
+    { AlertStore },
+    { FleetRecords },
+  ] = await Promise.all([
+    import('../../domain/runbooks/engine.js'),
+    import('../../infra/redis.js'),
+    import('../../domain/runbooks/rollout-pause.js'),
+    import('../../domain/incidents/change-log.js'),
+    import('../../domain/incidents/recorder.js'),
+    import('../../domain/incidents/service.js'),
+    import('../../domain/incidents/store.js'),
+    import('../../domain/alerts/store.js'),
+    import('../../domain/alerts/records.js'),
+  ]);
+  return {
+    startEngine,
+    createRedis,
+    PauseStore,
+    ChangeLog,
+    ChangeRecorder,
+    IncidentService,
+    IncidentStore,
+    AlertStore,
+    FleetRecords,
+  };
+}
+
+type RunModules = Awaited<ReturnType<typeof loadRunModules>>;
+
+/** The runbook engine, rollout pauses, the change log and incidents, all on Redis. */
+async function startRunStores(
+  { config, opts, runtime, started }: RuntimeContext,
+  mods: RunModules,
+  { role, redisUrl, exclusive }: EnableRunsOptions,
+) {
+  const { services, mirror } = runtime;
+  const engine = await mods.startEngine(services, {
+    role,
+    redisUrl,
+    prefix: config.redis.prefix,
+    logger: opts.logger,
+    exclusive,
+  });
+  started.engine = engine;
+  services.runs = engine.runs;
+  services.audit = engine.runs.audit;
+  const pausesRedis = mods.createRedis(redisUrl);
+  started.pausesRedis = pausesRedis;
+  services.pauses = new mods.PauseStore(pausesRedis, config.redis.prefix);
+  const changes = new mods.ChangeLog(pausesRedis, config.redis.prefix, config.changes.retention, opts.logger);
+  services.changes = changes;
+  const incidents = new mods.IncidentService(
+    new mods.IncidentStore(pausesRedis, config.redis.prefix, opts.logger),
+    changes,
+    mirror,
+    {
+      lookbackMs: config.incidents.lookback,
+      mitigatedAfterMs: config.incidents.mitigatedAfter,
+    },
+  );
+  services.incidents = incidents;
+  return { changes, incidents };
+}
+
+async function startConfiguredSchedules({ config, opts, runtime, started }: RuntimeContext, redisUrl: string) {
+  const { configuredSchedules, startSchedules } = await import('../workers/schedules.js');
+  const wanted = configuredSchedules(config);
+  if (!wanted.length) return;
+  const schedules = await startSchedules({
+    services: runtime.services,
+    redisUrl,
+    prefix: config.redis.prefix,
+    logger: opts.logger,
+  });
+  started.schedules = schedules;
+  await schedules.upsertSchedules(wanted);
+}
+
+/** The alert store and the fleet records (backups of keys), on their own Redis connection. */
+function startAlertStores({ config, runtime, started }: RuntimeContext, mods: RunModules, redisUrl: string) {
+  const alertsRedis = mods.createRedis(redisUrl);
+  started.alertsRedis = alertsRedis;
+  const alerts = new mods.AlertStore(alertsRedis, config.redis.prefix);
+  const records = new mods.FleetRecords(alertsRedis, config);
+  runtime.services.alerts = alerts;
+  runtime.services.records = records;
+  return { alerts, records };
+}
+
+async function startAlerts(
+  { config, opts, runtime }: RuntimeContext,
+  {
+    alerts,
+    records,
+    incidents,
+  }: ReturnType<typeof startAlertStores> & Pick<Awaited<ReturnType<typeof startRunStores>>, 'incidents'>,
+) {
+  const { services, mirror } = runtime;
+  const [{ AlertManager }, replies] = await Promise.all([
+    import('../../domain/alerts/manager.js'),
+    import('../../commands/alerts.js'),
+  ]);
+  runtime.alerts = new AlertManager({
+    fleet: mirror,
+    config,
+    store: alerts,
+    output: alertOutput(() => services.notifier ?? runtime.outputNotifier, replies),
+    incidents: opts.incidents ?? incidentSink(incidents),
+    keyBackups: () => records.keyBackups(),
+    logger: opts.logger.child({ component: 'alerts' }),
+  });
+  runtime.alerts.start();
+}
+
+async function startDigests({ config, opts, runtime }: RuntimeContext, redisUrl: string) {
+  const { services } = runtime;
+  const { startDigestSchedules } = await import('../workers/digests.js');
+  runtime.digests = await startDigestSchedules({
+    services,
+    notifier: () => services.notifier ?? runtime.outputNotifier,
+    redisUrl,
+    prefix: config.redis.prefix,
+    logger: opts.logger.child({ component: 'digests' }),
+  });
+}
+
+async function enableRuns(ctx: RuntimeContext, runOpts: EnableRunsOptions): Promise<void> {
+  const {
+    role,
+    schedules: withSchedules = role !== 'bot',
+    recorder: withRecorder = role !== 'bot',
+    alerts: withAlerts = withSchedules,
+  } = runOpts;
+  if (ctx.started.engine) return;
+  const mods = await loadRunModules();
+  const { changes, incidents } = await startRunStores(ctx, mods, runOpts);
+  // Always on wherever steps run: every worker records, the change log keeps each change once.
+  if (withRecorder) {
+    ctx.runtime.recorder = new mods.ChangeRecorder(ctx.runtime.mirror, changes, { logger: ctx.opts.logger });
+    await ctx.runtime.recorder.start();
+  }
+  // Schedules tick where steps run; BullMQ makes one job of each tick however many workers there are.
+  if (withSchedules) await startConfiguredSchedules(ctx, runOpts.redisUrl);
+  const stores = startAlertStores(ctx, mods, runOpts.redisUrl);
+  // Alert rules and digests run where steps run; every such process may, and each alert and tick posts once.
+  if (withAlerts) await startAlerts(ctx, { ...stores, incidents });
+  if (withSchedules) await startDigests(ctx, runOpts.redisUrl);
+}
+
+async function stopRuntime(runtime: Runtime, started: Started): Promise<void> {
+  const { pausesRedis, alertsRedis } = started;
+  await runtime.recorder?.stop().catch(() => undefined);
+  await runtime.alerts?.stop();
+  await runtime.digests?.stop();
+  await started.schedules?.stop();
+  await started.engine?.stop();
+  if (pausesRedis || alertsRedis) {
+    const { closeRedis } = await import('../../infra/redis.js');
+    if (pausesRedis) await closeRedis(pausesRedis);
+    if (alertsRedis) await closeRedis(alertsRedis);
+  }
+  await runtime.mirror.stop();
+}
+
+/**
+ * Builds what every surface shares: one Argo CD client per instance, the live mirror of the
+ * fleet (list + watch), and — when asked — the runbook engine. Slack, the terminal, schedules and
+ * workers all go through these same objects.
+ */
+export async function startRuntime(config: RollcallConfig, opts: RuntimeOptions): Promise<Runtime> {
   setDisplayTimeZone(config.display.timeZone);
   const clients = createClients(config) as Map<string, ArgoApi>;
   const mirror = new FleetMirror(
@@ -102,127 +291,16 @@ export async function startRuntime(
   // Loaded only where used: a one-shot `ask status` pays for neither the Kubernetes client nor BullMQ.
   if (config.kube.clusters.length)
     services.kube = await (await import('../../infra/kube/clients.js')).createKubeClients(config);
-  let engine: Awaited<ReturnType<typeof startEngine>> | undefined;
-  let pausesRedis: RedisClient | undefined;
-  let schedules: Schedules | undefined;
-  let alertsRedis: RedisClient | undefined;
+  const started: Started = {};
   const runtime: Runtime = {
     services,
     mirror,
     clients,
     adoptRun(runId) {
-      engine?.adopt(runId);
+      started.engine?.adopt(runId);
     },
-    async enableRuns({
-      role,
-      redisUrl,
-      schedules: withSchedules = role !== 'bot',
-      recorder: withRecorder = role !== 'bot',
-      alerts: withAlerts = withSchedules,
-      exclusive,
-    }) {
-      if (engine) return;
-      const [
-        { startEngine },
-        { createRedis },
-        { PauseStore },
-        { ChangeLog },
-        { ChangeRecorder },
-        { IncidentService },
-        { IncidentStore },
-        { AlertStore },
-        { FleetRecords },
-      ] = await Promise.all([
-        import('../../domain/runbooks/engine.js'),
-        import('../../infra/redis.js'),
-        import('../../domain/runbooks/rollout-pause.js'),
-        import('../../domain/incidents/change-log.js'),
-        import('../../domain/incidents/recorder.js'),
-        import('../../domain/incidents/service.js'),
-        import('../../domain/incidents/store.js'),
-        import('../../domain/alerts/store.js'),
-        import('../../domain/alerts/records.js'),
-      ]);
-      engine = await startEngine(services, {
-        role,
-        redisUrl,
-        prefix: config.redis.prefix,
-        logger: opts.logger,
-        exclusive,
-      });
-      services.runs = engine.runs;
-      services.audit = engine.runs.audit;
-      pausesRedis = createRedis(redisUrl);
-      services.pauses = new PauseStore(pausesRedis, config.redis.prefix);
-      services.changes = new ChangeLog(pausesRedis, config.redis.prefix, config.changes.retention, opts.logger);
-      services.incidents = new IncidentService(
-        new IncidentStore(pausesRedis, config.redis.prefix, opts.logger),
-        services.changes,
-        mirror,
-        {
-          lookbackMs: config.incidents.lookback,
-          mitigatedAfterMs: config.incidents.mitigatedAfter,
-        },
-      );
-      // Always on wherever steps run: every worker records, the change log keeps each change once.
-      if (withRecorder) {
-        runtime.recorder = new ChangeRecorder(mirror, services.changes, { logger: opts.logger });
-        await runtime.recorder.start();
-      }
-      // Schedules tick where steps run; BullMQ makes one job of each tick however many workers there are.
-      if (withSchedules) {
-        const { configuredSchedules, startSchedules } = await import('../workers/schedules.js');
-        const wanted = configuredSchedules(config);
-        if (wanted.length) {
-          schedules = await startSchedules({ services, redisUrl, prefix: config.redis.prefix, logger: opts.logger });
-          await schedules.upsertSchedules(wanted);
-        }
-      }
-      alertsRedis = createRedis(redisUrl);
-      services.alerts = new AlertStore(alertsRedis, config.redis.prefix);
-      services.records = new FleetRecords(alertsRedis, config);
-      // Alert rules and digests run where steps run; every such process may, and each alert and tick posts once.
-      if (withAlerts) {
-        const records = services.records;
-        const [{ AlertManager }, replies] = await Promise.all([
-          import('../../domain/alerts/manager.js'),
-          import('../../commands/alerts.js'),
-        ]);
-        runtime.alerts = new AlertManager({
-          fleet: mirror,
-          config,
-          store: services.alerts,
-          output: alertOutput(() => services.notifier ?? runtime.outputNotifier, replies),
-          incidents: opts.incidents ?? incidentSink(services.incidents),
-          keyBackups: () => records.keyBackups(),
-          logger: opts.logger.child({ component: 'alerts' }),
-        });
-        runtime.alerts.start();
-      }
-      if (withSchedules) {
-        const { startDigestSchedules } = await import('../workers/digests.js');
-        runtime.digests = await startDigestSchedules({
-          services,
-          notifier: () => services.notifier ?? runtime.outputNotifier,
-          redisUrl,
-          prefix: config.redis.prefix,
-          logger: opts.logger.child({ component: 'digests' }),
-        });
-      }
-    },
-    async stop() {
-      await runtime.recorder?.stop().catch(() => undefined);
-      await runtime.alerts?.stop();
-      await runtime.digests?.stop();
-      await schedules?.stop();
-      await engine?.stop();
-      if (pausesRedis || alertsRedis) {
-        const { closeRedis } = await import('../../infra/redis.js');
-        if (pausesRedis) await closeRedis(pausesRedis);
-        if (alertsRedis) await closeRedis(alertsRedis);
-      }
-      await mirror.stop();
-    },
+    enableRuns: (runOpts) => enableRuns({ config, opts, runtime, started }, runOpts),
+    stop: () => stopRuntime(runtime, started),
   };
   return runtime;
 }

@@ -124,14 +124,8 @@ function checkConfig(positional: string | undefined, opts: { config?: string }):
   }
 }
 
-export async function runCli(argv: string[]): Promise<void> {
-  const askJson = askJsonOf(argv);
-  const program = new Command('rollcall')
-    .description('ChatOps for on-call engineers running Argo CD across many Kubernetes clusters')
-    .version(packageVersion(), '-V, --version', 'print the rollcall version')
-    .showHelpAfterError()
-    .exitOverride();
-
+/** `rollcall ask`: one chat command from the terminal; `askJson` makes a bad config a JSON failure too. */
+function registerAsk(program: Command, askJson: { command: string } | undefined): void {
   program
     .command('ask')
     .description('run one chat command, exactly as /argo would in Slack')
@@ -158,7 +152,9 @@ export async function runCli(argv: string[]): Promise<void> {
         out: opts.out,
       });
     });
+}
 
+function registerCompletion(program: Command): void {
   program
     .command('completion')
     .description('print a shell completion script: commands, options and the chat verbs of `ask`')
@@ -178,7 +174,9 @@ export async function runCli(argv: string[]): Promise<void> {
         ),
       );
     });
+}
 
+function registerStart(program: Command): void {
   program
     .command('start')
     .description('run the bot: Slack, queries, runbook workers, schedules, /healthz')
@@ -190,7 +188,9 @@ export async function runCli(argv: string[]): Promise<void> {
       const { start } = await import('./start.js');
       await start(config, opts.role);
     });
+}
 
+function registerDemo(program: Command): void {
   program
     .command('demo')
     .description('try rollcall on the built-in simulator: no Slack, no cluster needed')
@@ -202,7 +202,9 @@ export async function runCli(argv: string[]): Promise<void> {
       const { demo } = await import('./demo.js');
       await demo({ scenario: opts.scenario, speed });
     });
+}
 
+function registerSim(program: Command): void {
   program
     .command('sim')
     .description('serve the fleet simulator (fake Argo CD API and Kubernetes API subset)')
@@ -213,7 +215,9 @@ export async function runCli(argv: string[]): Promise<void> {
     .option('--frozen', 'serve the fixture as-is: no controller progress')
     .option('--write-config <file>', 'write a complete rollcall.yaml pointing at the simulator')
     .action(serveSim);
+}
 
+function registerInit(program: Command): void {
   program
     .command('init')
     .description('write a commented rollcall.yaml to start from (never overwrites)')
@@ -225,7 +229,9 @@ export async function runCli(argv: string[]): Promise<void> {
         `wrote ${written}: set ARGOCD_TOKEN (and the Slack tokens once you add a slack section), then \`rollcall config check ${file}\`\n`,
       );
     });
+}
 
+function registerConfig(program: Command): void {
   const configCmd = program.command('config').description('configuration');
   configCmd
     .command('check')
@@ -233,7 +239,9 @@ export async function runCli(argv: string[]): Promise<void> {
     .argument('[file]', 'config file (the same as --config)')
     .option('--config <file>', 'config file')
     .action(checkConfig);
+}
 
+function registerRunbooks(program: Command): void {
   const runbooksCmd = program.command('runbooks').description('runbook definitions');
   runbooksCmd
     .command('validate')
@@ -245,43 +253,64 @@ export async function runCli(argv: string[]): Promise<void> {
       process.stdout.write(result.report + '\n');
       process.exitCode = result.problems.length ? EXIT_USAGE : EXIT_OK;
     });
+}
 
+/** What a failure of parsing or of a command prints, and the exit code it ends the process with. */
+function handleCliError(error: unknown, askJson: { command: string } | undefined): never {
+  if (error instanceof CommanderError) {
+    if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.exitCode === 0)
+      process.exit(EXIT_OK);
+    if (askJson) {
+      const option = /unknown option '(.*)'/s.exec(error.message)?.[1] ?? '';
+      const dashed =
+        error.code === 'commander.unknownOption' && (!option.startsWith('--') || /\s/.test(option))
+          ? ' A command text that starts with "-" goes after --: rollcall ask --json -- "-x ...".'
+          : '';
+      printJsonFailure(
+        askJson.command,
+        'usage',
+        `${error.message.replace(/^error: /, '')}.${dashed} Usage: rollcall ask "<command text>" [--config FILE] [--json] [--as USER] [--yes] [--wait] [--out DIR]`,
+      );
+    }
+    process.exit(EXIT_USAGE);
+  }
+  // A RollcallError is the user's to act on (a bad option, an unreachable Redis): its message is the
+  // whole answer, in one line. So is an error of the operating system (a file that cannot be written,
+  // a port in use). Only a bug gets its stack logged.
+  if (error instanceof RollcallError && error.code !== 'internal' && error.code !== 'internal_error') {
+    if (askJson) printJsonFailure(askJson.command, error.code, error.message);
+    fail(error.message, exitCodeFor(error.code));
+  }
+  if (isSystemError(error)) {
+    if (askJson) printJsonFailure(askJson.command, 'internal', error.message);
+    fail(error.message, EXIT_FAILED);
+  }
+  const logger = createLogger({ level: 'error' });
+  logger.error({ err: error }, 'rollcall failed');
+  process.stderr.write(`rollcall: ${(error as Error).message}\n`);
+  if (askJson)
+    printJsonFailure(askJson.command, 'internal', `rollcall failed unexpectedly: ${(error as Error).message}`);
+  process.exit(EXIT_FAILED);
+}
+
+export async function runCli(argv: string[]): Promise<void> {
+  const askJson = askJsonOf(argv);
+  const program = new Command('rollcall')
+    .description('ChatOps for on-call engineers running Argo CD across many Kubernetes clusters')
+    .version(packageVersion(), '-V, --version', 'print the rollcall version')
+    .showHelpAfterError()
+    .exitOverride();
+  registerAsk(program, askJson);
+  registerCompletion(program);
+  registerStart(program);
+  registerDemo(program);
+  registerSim(program);
+  registerInit(program);
+  registerConfig(program);
+  registerRunbooks(program);
   try {
     await program.parseAsync(argv);
   } catch (error) {
-    if (error instanceof CommanderError) {
-      if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.exitCode === 0)
-        process.exit(EXIT_OK);
-      if (askJson) {
-        const option = /unknown option '(.*)'/s.exec(error.message)?.[1] ?? '';
-        const dashed =
-          error.code === 'commander.unknownOption' && (!option.startsWith('--') || /\s/.test(option))
-            ? ' A command text that starts with "-" goes after --: rollcall ask --json -- "-x ...".'
-            : '';
-        printJsonFailure(
-          askJson.command,
-          'usage',
-          `${error.message.replace(/^error: /, '')}.${dashed} Usage: rollcall ask "<command text>" [--config FILE] [--json] [--as USER] [--yes] [--wait] [--out DIR]`,
-        );
-      }
-      process.exit(EXIT_USAGE);
-    }
-    // A RollcallError is the user's to act on (a bad option, an unreachable Redis): its message is the
-    // whole answer, in one line. So is an error of the operating system (a file that cannot be written,
-    // a port in use). Only a bug gets its stack logged.
-    if (error instanceof RollcallError && error.code !== 'internal' && error.code !== 'internal_error') {
-      if (askJson) printJsonFailure(askJson.command, error.code, error.message);
-      fail(error.message, exitCodeFor(error.code));
-    }
-    if (isSystemError(error)) {
-      if (askJson) printJsonFailure(askJson.command, 'internal', error.message);
-      fail(error.message, EXIT_FAILED);
-    }
-    const logger = createLogger({ level: 'error' });
-    logger.error({ err: error }, 'rollcall failed');
-    process.stderr.write(`rollcall: ${(error as Error).message}\n`);
-    if (askJson)
-      printJsonFailure(askJson.command, 'internal', `rollcall failed unexpectedly: ${(error as Error).message}`);
-    process.exit(EXIT_FAILED);
+    handleCliError(error, askJson);
   }
 }
