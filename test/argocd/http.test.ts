@@ -265,9 +265,9 @@ describe('HttpTransport', () => {
         const src = (file: string) =>
           JSON.stringify(pathToFileURL(path.resolve(import.meta.dirname, '../../src', file)).href);
         const script = `
-        import { HttpTransport } from ${src('argocd/http.ts')};
-        import { ArgoClient } from ${src('argocd/client.ts')};
-        import { instanceSchema } from ${src('config/schema.ts')};
+        import { HttpTransport } from ${src('infra/argocd/http.ts')};
+        import { ArgoClient } from ${src('infra/argocd/client.ts')};
+        import { instanceSchema } from ${src('infra/config/schema.ts')};
         const out = {};
         const settle = (p) => p.then((v) => v, (e) => ({ error: String(e) }));
         out.plain = await settle(new HttpTransport({ baseUrl: ${JSON.stringify(`${argoUrl}/api/v1`)}, headers: {}, timeoutMs: 5000 }).request({ method: 'GET', path: '/applications' }).then((a) => a.data));

@@ -176,13 +176,11 @@ export function progressReply(run: Run): Reply {
       blocks.push({
         kind: 'list',
         title: 'Failing',
-        items: run.progress.failing
-          .slice(0, 15)
-          .map((f) => ({
-            text: `${f.app}${f.cluster ? ` (${f.cluster})` : ''}`,
-            detail: f.reason,
-            tone: 'error' as Tone,
-          })),
+        items: run.progress.failing.slice(0, 15).map((f) => ({
+          text: `${f.app}${f.cluster ? ` (${f.cluster})` : ''}`,
+          detail: f.reason,
+          tone: 'error' as Tone,
+        })),
         total: run.progress.failing.length,
       });
     }
