@@ -22,7 +22,10 @@ describe('deploy/slack/manifest.yaml', () => {
 
   it('calls no Web API method that scopes.ts does not know (so a new call cannot miss its scope)', () => {
     const called = new Set<string>();
-    for (const file of [...sourceFiles(path.join(root, 'src/surfaces/slack')), path.join(root, 'src/views/blocks.ts')]) {
+    for (const file of [
+      ...sourceFiles(path.join(root, 'src/surfaces/slack')),
+      path.join(root, 'src/views/blocks.ts'),
+    ]) {
       const text = readFileSync(file, 'utf8');
       for (const m of text.matchAll(
         /client\.(chat|views|conversations|users|files|reactions|apps|auth|usergroups)\.(\w+)\(/g,
