@@ -79,7 +79,7 @@ export interface StartRequest {
   system?: boolean;
 }
 
-/** CONTRACTS H. */
+/** What commands may do with runs, on every role: a bot starts and confirms them, workers run their steps. */
 export interface RunService {
   start(req: StartRequest): Promise<Run>;
   confirm(runId: string, user: string, where?: { channel?: string; threadTs?: string }): Promise<Run>;
@@ -1013,7 +1013,7 @@ export interface EngineHandle {
   crash(): Promise<void>;
 }
 
-/** CONTRACTS H: the run service (every role) and the step worker (roles all/worker). */
+/** The run service (every role) and the step worker (roles all and worker). */
 export async function startEngine(services: Services, opts: EngineOptions): Promise<EngineHandle> {
   assertPrefixFits(opts.redisUrl, opts.prefix);
   const book = opts.runbooks ?? loadDefaultRunbooks(services);
