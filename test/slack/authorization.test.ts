@@ -1,8 +1,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import '../../src/commands/index.js';
 import type { AuditEntry } from '../../src/domain/audit/audit-log.js';
-import { startEngine, type EngineHandle, type RunService } from '../../src/domain/runbooks/engine.js';
-import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/domain/runbooks/loader.js';
+import type { EngineHandle, RunService } from '../../src/domain/runbooks/engine.js';
 import { UNKNOWN_SLACK_USER } from '../../src/surfaces/slack/authorize.js';
 import { encodePageValue } from '../../src/views/blocks.js';
 import { APPROVAL_RUNBOOK } from '../runbooks/harness.js';
@@ -15,7 +14,7 @@ import {
   signedPost,
 } from '../support/slack-request.js';
 import { smallFleetObjects } from './fixture.js';
-import { startHarness, SECRET, type Harness } from './harness.js';
+import { botRoleEngine, startHarness, SECRET, type Harness } from './harness.js';
 import { allText } from './limits.js';
 
 const FORM = 'application/x-www-form-urlencoded';
@@ -34,23 +33,11 @@ const onRejection = (reason: unknown) => void strayRejections.push(reason);
 
 beforeAll(async () => {
   process.on('unhandledRejection', onRejection);
-  const runbooks = loadRunbooks(SHIPPED_RUNBOOKS_DIR);
-  runbooks.set(APPROVAL_RUNBOOK.name, APPROVAL_RUNBOOK);
   h = await startHarness({
     fleet: smallFleetObjects(),
     channels: ['C0OPS'],
     access: { groups: { leads: ['U_LEAD'] }, operators: ['U0ALICE', 'U_REQ'], readers: ['U_AP1', 'U_AP2', 'U_LEAD'] },
-    configure: async (services) => {
-      // role bot: no step runs here, so the runs stay where the test puts them.
-      engine = await startEngine(services, {
-        role: 'bot',
-        redisUrl: process.env.REDIS_URL!,
-        prefix: services.config.redis.prefix,
-        runbooks,
-      });
-      services.runs = engine.runs;
-      services.audit = engine.runs.audit;
-    },
+    configure: botRoleEngine((e) => (engine = e)),
   });
 });
 afterAll(async () => {

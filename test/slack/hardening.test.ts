@@ -3,7 +3,6 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import '../../src/commands/index.js';
 import { registerCommand } from '../../src/commands/registry.js';
 import { startEngine, type EngineHandle, type RunService } from '../../src/domain/runbooks/engine.js';
-import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/domain/runbooks/loader.js';
 import { APPROVAL_RUNBOOK } from '../runbooks/harness.js';
 import {
   blockActionsPayload,
@@ -13,7 +12,7 @@ import {
   postSlashCommand,
 } from '../support/slack-request.js';
 import { smallFleetObjects } from './fixture.js';
-import { startHarness, SECRET, type Harness } from './harness.js';
+import { botRoleEngine, startHarness, SECRET, type Harness } from './harness.js';
 import { allText } from './limits.js';
 
 // A command that records that it ran: a replay must not run it again.
@@ -303,8 +302,6 @@ describe('refusals are audited with their surface', () => {
   const runs = () => engine.runs as RunService;
 
   beforeAll(async () => {
-    const runbooks = loadRunbooks(SHIPPED_RUNBOOKS_DIR);
-    runbooks.set(APPROVAL_RUNBOOK.name, APPROVAL_RUNBOOK);
     g = await startHarness({
       fleet: smallFleetObjects(),
       access: {
@@ -312,17 +309,7 @@ describe('refusals are audited with their surface', () => {
         operators: ['U0ALICE', 'U_REQ'],
         readers: ['U0MALLORY'],
       },
-      configure: async (services) => {
-        // role bot: no step runs here, so the runs stay where the test puts them.
-        engine = await startEngine(services, {
-          role: 'bot',
-          redisUrl: process.env.REDIS_URL!,
-          prefix: services.config.redis.prefix,
-          runbooks,
-        });
-        services.runs = engine.runs;
-        services.audit = engine.runs.audit;
-      },
+      configure: botRoleEngine((e) => (engine = e)),
     });
   });
   afterAll(async () => {

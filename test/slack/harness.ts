@@ -5,6 +5,9 @@ import { StaticFleet } from '../../src/fleet/model.js';
 import { startSlack, type SlackHandle } from '../../src/surfaces/slack/app.js';
 import { startFakeSlack, type FakeSlack } from '../support/fake-slack.js';
 import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
+import { startEngine, type EngineHandle } from '../../src/domain/runbooks/engine.js';
+import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/domain/runbooks/loader.js';
+import { APPROVAL_RUNBOOK } from '../runbooks/harness.js';
 
 export const SECRET = 'test-signing-secret-0123456789';
 
@@ -76,5 +79,25 @@ export async function startHarness(opts: {
       await fake.stop();
       if (!opts.redisUrl) await cleanPrefix(redis.url, config.redis.prefix);
     },
+  };
+}
+
+/**
+ * A harness `configure` that starts the runbook engine in the bot role, with the shipped runbooks and the approval
+ * one: no step runs here, so the runs stay where the test puts them. `started` receives the engine, to stop it.
+ */
+export function botRoleEngine(started: (engine: EngineHandle) => void): (services: Services) => Promise<void> {
+  const runbooks = loadRunbooks(SHIPPED_RUNBOOKS_DIR);
+  runbooks.set(APPROVAL_RUNBOOK.name, APPROVAL_RUNBOOK);
+  return async (services) => {
+    const engine = await startEngine(services, {
+      role: 'bot',
+      redisUrl: process.env.REDIS_URL!,
+      prefix: services.config.redis.prefix,
+      runbooks,
+    });
+    started(engine);
+    services.runs = engine.runs;
+    services.audit = engine.runs.audit;
   };
 }
