@@ -25,6 +25,7 @@ export const ERROR_CODES = {
   config_exists: { exit: 'usage', meaning: '`rollcall init` would overwrite an existing file' },
   unknown_scenario: { exit: 'usage', meaning: 'no built-in simulator scenario of that name' },
   redis_unavailable: { exit: 'config', meaning: 'Redis is unreachable and the command needs it' },
+  prometheus_unavailable: { exit: 'config', meaning: 'a private Prometheus was asked for and none could be started' },
   slack_not_configured: { exit: 'config', meaning: 'no `slack` section in the config' },
   // The command was understood and did not succeed.
   unknown_target: { exit: 'failed', meaning: 'no app, ApplicationSet or cluster matches' },
