@@ -118,6 +118,14 @@ const urlSchema = z.string().refine(
   { message: 'expected a URL' },
 );
 
+/** TLS to an upstream (Argo CD, Prometheus): a private CA, or no verification at all. */
+const tlsSchema = z
+  .strictObject({
+    insecureSkipVerify: z.boolean().default(false),
+    caFile: z.string().optional(),
+  })
+  .prefault({});
+
 function instanceSchemaWith(duration: DurationSchema) {
   return z.strictObject({
     name: nameSchema,
@@ -126,12 +134,7 @@ function instanceSchemaWith(duration: DurationSchema) {
     token: z.string().min(1, 'expected a token (use ${ENV_VAR} to read it from the environment)'),
     /** Where links point; defaults to url. */
     uiUrl: urlSchema.optional(),
-    tls: z
-      .strictObject({
-        insecureSkipVerify: z.boolean().default(false),
-        caFile: z.string().optional(),
-      })
-      .prefault({}),
+    tls: tlsSchema,
     timeout: duration.default(15_000),
     /** Mutating calls per instance, shared by every worker (BullMQ limiter). */
     rateLimit: z
@@ -141,7 +144,52 @@ function instanceSchemaWith(duration: DurationSchema) {
     namespace: z.string().default('argocd'),
     /** Kubernetes cluster (from kube.clusters) that hosts this Argo CD, for appset changes via the Kubernetes API. */
     kubeCluster: z.string().optional(),
+    /** The Prometheus that sees this instance's clusters, when it is not the top-level one. */
+    prometheus: prometheusSchemaWith(duration).optional(),
   });
+}
+
+/** A Prometheus the metric checks query: one for every instance (top level) or one per instance. */
+function prometheusSchemaWith(duration: DurationSchema) {
+  return z
+    .strictObject({
+      /** Base URL of Prometheus' HTTP API, including a path prefix if any, e.g. https://prom.example.com */
+      url: urlSchema,
+      /** Where verdict links point (Prometheus' /graph); defaults to url. */
+      uiUrl: urlSchema.optional(),
+      /** Bearer token (use ${ENV_VAR}). */
+      token: z.string().min(1).optional(),
+      basicAuth: z.strictObject({ username: z.string().min(1), password: z.string().min(1) }).optional(),
+      tls: tlsSchema,
+      timeout: duration.default(10_000),
+    })
+    .refine((p) => !(p.token && p.basicAuth), {
+      message: 'expected token or basicAuth, not both',
+      path: ['token'],
+    });
+}
+
+/**
+ * A named metric check: a PromQL query with the app's identity as placeholders ({{app}}, {{cluster}},
+ * {{namespace}}, {{instance}}, {{project}}, {{window}}, {{labels.KEY}}), judged against one threshold.
+ */
+function checkSchemaWith(duration: DurationSchema) {
+  return z
+    .strictObject({
+      query: z.string().min(1, 'expected a PromQL query'),
+      /** The check fails when the value is above this (an error rate, a latency). */
+      failAbove: z.number().optional(),
+      /** The check fails when the value is below this (a success rate, a request count). */
+      failBelow: z.number().optional(),
+      /** The range the query looks back over ({{window}}), and how long a bake's query_range reaches. */
+      window: duration.default(60_000),
+      /** What an empty answer means: no data is not zero, so by default it fails. */
+      noData: z.enum(['fail', 'pass', 'inconclusive']).default('fail'),
+      description: z.string().optional(),
+    })
+    .refine((c) => (c.failAbove === undefined) !== (c.failBelow === undefined), {
+      message: 'expected exactly one threshold: failAbove (e.g. an error rate) or failBelow (e.g. a success rate)',
+    });
 }
 
 export const kubeClusterSchema = z
@@ -350,6 +398,10 @@ function configSchemaWith(duration: DurationSchema) {
             .refine(isTimeZone, 'expected an IANA time zone such as UTC or Europe/Berlin'),
         })
         .prefault({}),
+      /** The Prometheus metric checks query unless an instance names its own. */
+      prometheus: prometheusSchemaWith(duration).optional(),
+      /** Named metric checks, used by `sync check=NAME`, watches and guards. */
+      checks: z.record(nameSchema, checkSchemaWith(duration)).default({}),
       diagnose: z.strictObject({ stuckAfter: duration.default(15 * 60_000) }).prefault({}),
       /**
        * Blast radius of one sync wave: more than `maxFleetShare` of the fleet, or more apps than the
@@ -391,7 +443,23 @@ function configSchemaWith(duration: DurationSchema) {
        */
       shutdown: z.strictObject({ grace: duration.default(10_000) }).prefault({}),
     })
-    .superRefine(checkUniqueNames);
+    .superRefine(checkUniqueNames)
+    .superRefine(checkPrometheusForChecks);
+}
+
+/** Checks are evaluated through a Prometheus: some instance, or the top level, must name one. */
+function checkPrometheusForChecks(
+  c: { prometheus?: unknown; checks: Record<string, unknown>; instances: { name: string; prometheus?: unknown }[] },
+  ctx: z.RefinementCtx,
+): void {
+  const names = Object.keys(c.checks);
+  if (!names.length || c.prometheus || c.instances.every((i) => i.prometheus)) return;
+  const without = c.instances.filter((i) => !i.prometheus).map((i) => i.name);
+  ctx.addIssue({
+    code: 'custom',
+    path: ['prometheus'],
+    message: `checks (${names.join(', ')}) need a Prometheus: set prometheus.url${c.instances.some((i) => i.prometheus) ? ` (instances without their own: ${without.join(', ')})` : ''}`,
+  });
 }
 
 /** Names the config refers to things by are unique: instances, schedule ids, digests. */
@@ -469,6 +537,8 @@ export function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[
 
 export type RollcallConfig = z.output<typeof configSchema>;
 export type InstanceConfig = z.output<typeof instanceSchema>;
+export type PrometheusConfig = NonNullable<RollcallConfig['prometheus']>;
+export type CheckConfig = RollcallConfig['checks'][string];
 export type SlackConfig = z.output<typeof slackSchema>;
 export type KubeClusterConfig = z.output<typeof kubeClusterSchema>;
 export type AccessConfig = z.output<typeof accessSchema>;
