@@ -3,7 +3,9 @@ import type { FleetApp, FleetAppSet, FleetCluster } from './app.js';
 import { FleetFeed, type FleetEvent, type FleetListener, type InstanceHealth } from './events.js';
 
 export type { FleetApp, FleetAppSet, FleetCluster } from './app.js';
-import { normalizeServer, ownerAppSet } from '../infra/argocd/objects.js';
+import { clusterIndex, clusterNameOf, ownerAppSet } from '../infra/argocd/objects.js';
+
+export { clusterIndex, clusterNameOf };
 
 /**
  * A read-only view of the fleet, across every configured instance. The live mirror
@@ -30,26 +32,6 @@ export interface FleetView {
   subscribe(listener: FleetListener): () => void;
   /** Per instance, whether the view follows it now. */
   health(): InstanceHealth[];
-}
-
-/** The cluster of an app is the Argo CD cluster name: destination.name, else resolved from server, else the URL. */
-export function clusterNameOf(app: Application, clusterNameByServer: ReadonlyMap<string, string>): string {
-  const dest = app.spec?.destination ?? {};
-  if (dest.name) return dest.name;
-  if (dest.server) {
-    const server = normalizeServer(dest.server);
-    // Argo CD always knows its own cluster as in-cluster, whether or not the cluster list shows it.
-    return (
-      clusterNameByServer.get(server) ?? (server === 'https://kubernetes.default.svc' ? 'in-cluster' : dest.server)
-    );
-  }
-  return 'unknown';
-}
-
-export function clusterIndex(clusters: readonly Cluster[]): Map<string, string> {
-  const index = new Map<string, string>();
-  for (const c of clusters) if (c.server) index.set(normalizeServer(c.server), c.name || c.server);
-  return index;
 }
 
 export function tagApp(instance: string, app: Application, clusterNameByServer: ReadonlyMap<string, string>): FleetApp {

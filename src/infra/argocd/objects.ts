@@ -1,4 +1,4 @@
-import type { Application, ApplicationSource, RevisionHistory } from './types.js';
+import type { Application, ApplicationSource, Cluster, RevisionHistory } from './types.js';
 
 /**
  * Facts about Argo CD objects that the fleet and the simulator must agree on. Pure functions over the
@@ -13,6 +13,27 @@ export function ownerAppSet(app: Application): string | undefined {
 /** Argo CD compares cluster server URLs without a trailing slash. */
 export function normalizeServer(server: string): string {
   return server.replace(/\/+$/, '');
+}
+
+/** The cluster of an app is the Argo CD cluster name: destination.name, else resolved from server, else the URL. */
+export function clusterNameOf(app: Application, clusterNameByServer: ReadonlyMap<string, string>): string {
+  const dest = app.spec?.destination ?? {};
+  if (dest.name) return dest.name;
+  if (dest.server) {
+    const server = normalizeServer(dest.server);
+    // Argo CD always knows its own cluster as in-cluster, whether or not the cluster list shows it.
+    return (
+      clusterNameByServer.get(server) ?? (server === 'https://kubernetes.default.svc' ? 'in-cluster' : dest.server)
+    );
+  }
+  return 'unknown';
+}
+
+/** Cluster names by normalized server URL, the lookup clusterNameOf resolves `destination.server` through. */
+export function clusterIndex(clusters: readonly Cluster[]): Map<string, string> {
+  const index = new Map<string, string>();
+  for (const c of clusters) if (c.server) index.set(normalizeServer(c.server), c.name || c.server);
+  return index;
 }
 
 function pinnedImages(s: ApplicationSource | undefined): string[] {
