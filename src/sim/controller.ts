@@ -122,6 +122,7 @@ export class SimController {
     this.faults = {
       failApp: (instance, app, message) => this.failApp(instance, app, message),
       crashLoop: (instance, app) => this.crashLoop(instance, app),
+      isCrashLooping: (instance, app) => this.book.isCrashLooping(instance, app),
       clear: (instance, app) => this.clearFaults(instance, app),
       clusterDown: (instance, cluster, down, message) => this.setClusterDown(instance, cluster, down, message),
       list: () => this.book.list(),

@@ -11,6 +11,8 @@ export interface SimFaults {
   failApp(instance: string, app: string, message?: string): void;
   /** After its next sync the app's workload crash-loops: health Degraded with a back-off message. */
   crashLoop(instance: string, app: string): void;
+  /** Whether the app's workload crash-loops once synced (set by crashLoop, until cleared). */
+  isCrashLooping(instance: string, app: string): boolean;
   /** Removes both faults; a crash-looping app recovers (Progressing, then Healthy). */
   clear(instance: string, app: string): void;
   /** The cluster (name or server URL) becomes unreachable, or reachable again. */

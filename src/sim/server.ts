@@ -36,6 +36,7 @@ import { listEvents } from './http/events.js';
 import { getProject, listProjects } from './http/projects.js';
 import { podLogs, revisionMetadata } from './http/revisions.js';
 import { SimEventLog } from './events.js';
+import { SimMetrics } from './metrics.js';
 
 export interface SimServer {
   /** http://127.0.0.1:PORT (instances live under /i/<name>; `rootInstance` also at the root). */
@@ -54,6 +55,8 @@ export interface SimServer {
   kube: { cluster: string; url: string; token: string }[];
   /** PEM of the CA the kube server's certificate chains to (empty without simulated clusters). */
   kubeCaPem: string;
+  /** Each app's request and latency series, served at `GET /metrics` (metrics.ts). */
+  metrics: SimMetrics;
   stop(): Promise<void>;
 }
 
@@ -78,6 +81,8 @@ export interface StartSimServerOptions {
   adoptFixture?: boolean;
   /** See src/sim/http/stream.ts; default 'argocd' (no replay, as the real server). */
   watchResume?: 'argocd' | 'replay';
+  /** Monotonic milliseconds the app metrics count requests by (tests drive their own). @defaultValue performance.now */
+  metricsClock?: () => number;
 }
 
 interface Route {
@@ -169,6 +174,20 @@ function bearer(req: IncomingMessage): string | undefined {
   return cookie?.slice('argocd.token='.length);
 }
 
+/** Prometheus' text exposition format, version 0.0.4: what a scrape negotiates down to without protobuf. */
+const EXPOSITION_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
+function serveMetrics(req: IncomingMessage, res: ServerResponse, metrics: SimMetrics): void {
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' });
+    res.end(`${req.method} is not allowed on /metrics: scrape it with GET\n`);
+    return;
+  }
+  const text = metrics.exposition();
+  res.writeHead(200, { 'content-type': EXPOSITION_CONTENT_TYPE, 'content-length': Buffer.byteLength(text) });
+  res.end(req.method === 'HEAD' ? undefined : text);
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -213,6 +232,11 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
   );
   const syncWindows: SimSyncWindow[] = [];
   const events = new SimEventLog(state, () => controller.clock.now());
+  const metrics = new SimMetrics(state, {
+    behaviour: opts.scenarioBehaviour,
+    faults: controller.faults,
+    monotonicMs: opts.metricsClock,
+  });
   const rootName = opts.rootInstance ?? opts.fixture.instances[0]?.name;
   if (rootName !== undefined && !state.instance(rootName))
     throw new Error(
@@ -370,6 +394,7 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://sim');
     const run = async () => {
+      if (url.pathname === '/metrics') return serveMetrics(req, res, metrics);
       if (url.pathname.startsWith('/_sim/') || url.pathname === '/_sim') return handleSim(req, res, url);
       if (url.pathname.startsWith('/k/') && (await handleKube(req, res, url))) return;
       const m = /^\/i\/([^/]+)(\/.*)?$/.exec(url.pathname);
@@ -457,8 +482,10 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
       token: c.token,
     })),
     kubeCaPem,
+    metrics,
     async stop() {
       warmer.stop();
+      metrics.stop();
       events.stop();
       controller.stop();
       kube.stop();

@@ -5,6 +5,7 @@ import { clusterIndex, clusterNameOf } from '../../src/fleet/model.js';
 import { SimController } from '../../src/sim/controller.js';
 import { seedState, validateFixture } from '../../src/sim/fixture.js';
 import type { Fixture } from '../../src/sim/fixture-types.js';
+import { CANARY_REGRESSION_SERVICES, releaseCommit } from '../../src/sim/scenarios/canary-regression.js';
 import { generateFleet, loadScenario, ScenarioError } from '../../src/sim/scenarios/index.js';
 import { SimState } from '../../src/sim/store.js';
 
@@ -214,6 +215,68 @@ describe('progressive-infra', () => {
     ]);
     expect(entries.filter((e) => e.step === '1')).toEqual([]);
     expect(store.apps.get('metrics-server-stage-1')!.status!.operationState).toBeUndefined();
+  });
+});
+
+describe('canary-regression', () => {
+  const { fixture } = loadScenario('canary-regression', { now: NOW });
+  const inst = fixture.instances[0];
+  const apps = inst.applications;
+  const labelled = (key: string, value: string) => apps.filter((a) => a.metadata.labels?.[key] === value);
+
+  it('is checkout and payments on 12 prod clusters, all OutOfSync to the new release and Healthy, running the old one', () => {
+    expect(apps).toHaveLength(24);
+    expect(inst.clusters).toHaveLength(12);
+    expect(inst.applicationSets!.map((s) => s.metadata.name)).toEqual(['checkout', 'payments']);
+    expect(() => validateFixture(JSON.parse(JSON.stringify(fixture)))).not.toThrow();
+    const index = clusterIndex(inst.clusters!);
+    for (const a of apps) {
+      const service = a.metadata.labels!.service as 'checkout' | 'payments';
+      const [, running, next] = CANARY_REGRESSION_SERVICES[service].tags;
+      expect(a.status?.sync).toMatchObject({ status: 'OutOfSync', revision: releaseCommit(service, next) });
+      expect(a.spec.source?.targetRevision).toBe(next);
+      expect(a.status?.health?.status).toBe('Healthy');
+      expect(a.status?.history?.at(-1)).toMatchObject({
+        revision: releaseCommit(service, running),
+        source: { targetRevision: running },
+      });
+      expect(a.metadata.name).toBe(`${service}-${clusterNameOf(a, index)}`);
+      expect(ownerAppSet(a)).toBe(service);
+    }
+    // The template moved to the new tag: that is the commit both rollouts start from.
+    expect(inst.applicationSets!.map((s) => s.spec.template.spec.source?.targetRevision)).toEqual(['v1.9.0', 'v3.5.0']);
+  });
+
+  it('labels apps with team, service and the tier of their cluster: 1 canary, 5 low-traffic, 6 high-traffic per service', () => {
+    for (const service of ['checkout', 'payments']) {
+      const mine = labelled('service', service);
+      expect(mine).toHaveLength(12);
+      const tiers = mine.map((a) => a.metadata.labels!.tier);
+      expect(tiers.filter((t) => t === 'canary')).toHaveLength(1);
+      expect(tiers.filter((t) => t === 'low-traffic')).toHaveLength(5);
+      expect(tiers.filter((t) => t === 'high-traffic')).toHaveLength(6);
+    }
+    expect(new Set(labelled('service', 'checkout').map((a) => a.metadata.labels!.team))).toEqual(new Set(['commerce']));
+    expect(new Set(labelled('service', 'payments').map((a) => a.metadata.labels!.team))).toEqual(new Set(['payments']));
+    // The app's tier is its cluster's: what the ApplicationSet template copies from the cluster generator.
+    for (const a of apps) {
+      const c = inst.clusters!.find((x) => x.name === a.metadata.labels!.cluster)!;
+      expect(a.metadata.labels!.tier).toBe(c.labels!.tier);
+    }
+  });
+
+  it('syncs checkout to v1.9.0 Healthy in Argo CD, with the running image following the synced tag', () => {
+    const { state, controller } = boot('canary-regression');
+    const name = 'checkout-prod-us-east-1';
+    controller.requestSync('prod', name, { name }, 'oncall');
+    controller.advance(20_000);
+    const app = state.instance('prod')!.apps.get(name)!;
+    expect(app.status?.sync).toMatchObject({ status: 'Synced', revision: releaseCommit('checkout', 'v1.9.0') });
+    expect(app.status?.health?.status).toBe('Healthy');
+    expect(app.status?.history?.at(-1)?.revision).toBe(releaseCommit('checkout', 'v1.9.0'));
+    expect(app.status?.summary?.images).toEqual(['registry.example.com/commerce/checkout:v1.9.0']);
+    const other = state.instance('prod')!.apps.get('checkout-prod-us-east-2')!;
+    expect(other.status?.summary?.images).toEqual(['registry.example.com/commerce/checkout:v1.8.0']);
   });
 });
 

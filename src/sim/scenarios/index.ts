@@ -1,6 +1,7 @@
 import type { Fixture } from '../fixture-types.js';
 import { sealedSecretsMigration } from '../kube/scenario.js';
 import type { ScenarioBehaviour } from './behaviour.js';
+import { canaryRegressionBehaviour, canaryRegressionFixture } from './canary-regression.js';
 import { generateFleet } from './fleet.js';
 import { progressiveInfraFixture } from './progressive-infra.js';
 import { seedOutageBehaviour, seedOutageFixture } from './seed-outage.js';
@@ -29,6 +30,11 @@ export const SCENARIOS: Record<string, { description: string; build(now: Date): 
     description:
       'prod-old has three sealed-secrets keys never backed up; prod-new generated its own and every SealedSecret there fails with "no key could decrypt"; ops holds backups',
     build: (now) => ({ fixture: sealedSecretsMigration(now) }),
+  },
+  'canary-regression': {
+    description:
+      'checkout and payments on 12 prod clusters (24 apps, labelled tier=canary|low-traffic|high-traffic), both OutOfSync to a new release; synced, checkout v1.9.0 is Healthy in Argo CD but answers ~30% of requests with 500s, payments v3.5.0 stays good',
+    build: (now) => ({ fixture: canaryRegressionFixture(now), behaviour: canaryRegressionBehaviour }),
   },
   'fleet-10k': {
     description: '10,000 apps on 200 clusters (benchmark)',
