@@ -4,6 +4,7 @@ import { stringify } from 'yaml';
 import type { Fixture } from './fixture-types.js';
 import { loadFixture } from './fixture.js';
 import { kubeconfigYaml } from './kube/kubeconfig.js';
+import { SIM_CHECKS, type SimCheckName } from './metrics.js';
 import { loadScenario, type ScenarioBehaviour } from './scenarios/index.js';
 import { startSimServer, type SimServer } from './server.js';
 
@@ -22,6 +23,23 @@ export interface RunSimOptions {
   out?: (line: string) => void;
   /** Serve until SIGINT/SIGTERM and then exit (the CLI). Tests pass false and call stop(). @defaultValue true */
   untilKilled?: boolean;
+  /**
+   * A Prometheus that scrapes the simulator's /metrics, found or started once the simulator listens (the CLI
+   * passes one; the simulator starts no processes itself). Undefined: metric checks are off.
+   */
+  prometheus?: (server: SimServer) => Promise<SimPrometheus | undefined>;
+}
+
+/** A Prometheus scraping the simulator: its URL goes in the written config and the printed lines. */
+export interface SimPrometheus {
+  url: string;
+  /** Stops what was started for the simulator (nothing, for a Prometheus it did not start). */
+  stop(): Promise<void>;
+}
+
+/** What `rollcall sim` serves: the simulator, and the Prometheus scraping it when there is one. */
+export interface SimRun extends SimServer {
+  prometheus?: SimPrometheus;
 }
 
 /** One line per endpoint, as DESIGN.md fixes them: `argocd <name> <url> token=<token>`, `kube <cluster> <url>`. */
@@ -62,7 +80,14 @@ function simAccess(operator: string): string[] {
  */
 export function simConfigYaml(
   server: SimServer,
-  extra: { redisUrl?: string; redisPrefix?: string; kubeconfig?: string; operator?: string } = {},
+  extra: {
+    redisUrl?: string;
+    redisPrefix?: string;
+    kubeconfig?: string;
+    operator?: string;
+    /** A Prometheus scraping the simulator, and the checks over the simulator's metrics to write (SIM_CHECKS). */
+    prometheus?: { url: string; checks: SimCheckName[] };
+  } = {},
 ): string {
   const config: Record<string, unknown> = {
     instances: server.instances.map((i) => ({ name: i.name, url: i.url, token: i.token, uiUrl: i.url })),
@@ -80,11 +105,18 @@ export function simConfigYaml(
     // Read at load time, so the same file works with the private Redis of tests or demo.
     redis: { url: extra.redisUrl ?? '${REDIS_URL:-redis://127.0.0.1:6379}', prefix: extra.redisPrefix ?? 'rollcall' },
     diagnose: { stuckAfter: '15m' },
+    ...(extra.prometheus
+      ? {
+          prometheus: { url: extra.prometheus.url },
+          checks: Object.fromEntries(extra.prometheus.checks.map((name) => [name, { ...SIM_CHECKS[name] }])),
+        }
+      : {}),
   };
   return [
     `# rollcall.yaml for the fleet simulator at ${server.url} (written by \`rollcall sim --write-config\`).`,
     "# Tokens are the simulator's own; a real config reads them from the environment: token: ${ARGOCD_PROD_TOKEN}",
-    stringify(config).trimEnd(),
+    // PromQL reads best on one line: no folding.
+    stringify(config, { lineWidth: 0 }).trimEnd(),
     ...(extra.operator
       ? simAccess(extra.operator)
       : [
@@ -97,7 +129,7 @@ export function simConfigYaml(
 }
 
 /** `rollcall sim`: load a scenario or fixture, serve it, print the endpoints, optionally write a config. */
-export async function runSimCommand(opts: RunSimOptions): Promise<SimServer> {
+export async function runSimCommand(opts: RunSimOptions): Promise<SimRun> {
   const out = opts.out ?? ((line: string) => process.stdout.write(`${line}\n`));
   let fixture: Fixture;
   let behaviour: ScenarioBehaviour | undefined;
@@ -111,34 +143,49 @@ export async function runSimCommand(opts: RunSimOptions): Promise<SimServer> {
     frozen: opts.frozen,
     scenarioBehaviour: behaviour,
   });
-  try {
-    if (opts.writeConfig) {
-      const file = path.resolve(opts.writeConfig);
-      let kubeconfig: string | undefined;
-      if (server.kube.length) {
-        kubeconfig = `${file.replace(/\.ya?ml$/, '')}.kubeconfig`;
-        writeFileSync(
-          kubeconfig,
-          kubeconfigYaml(
-            server.kube.map((k) => ({ name: k.cluster, server: k.url, token: k.token })),
-            server.kubeCaPem,
-          ),
-          { mode: 0o600 },
-        );
-      }
-      writeFileSync(file, simConfigYaml(server, { kubeconfig, operator: opts.operator }), { mode: 0o600 });
-    }
-  } catch (error) {
+  let prometheus: SimPrometheus | undefined;
+  const stop = async () => {
+    await prometheus?.stop();
     await server.stop();
+  };
+  try {
+    prometheus = await opts.prometheus?.(server);
+    if (opts.writeConfig)
+      writeSimConfig(server, path.resolve(opts.writeConfig), { operator: opts.operator, prometheus });
+  } catch (error) {
+    await stop();
     throw error;
   }
   for (const line of endpointLines(server)) out(line);
+  if (prometheus) out(`prometheus ${prometheus.url}`);
   if (opts.untilKilled !== false) {
     const shutdown = () => {
-      void server.stop().finally(() => process.exit(0));
+      void stop().finally(() => process.exit(0));
     };
     process.once('SIGINT', shutdown);
     process.once('SIGTERM', shutdown);
   }
-  return server;
+  return { ...server, prometheus, stop };
+}
+
+/** The config (and, with simulated clusters, the kubeconfig next to it) of `--write-config FILE`. */
+function writeSimConfig(
+  server: SimServer,
+  file: string,
+  opts: { operator?: string; prometheus?: SimPrometheus },
+): void {
+  let kubeconfig: string | undefined;
+  if (server.kube.length) {
+    kubeconfig = `${file.replace(/\.ya?ml$/, '')}.kubeconfig`;
+    writeFileSync(
+      kubeconfig,
+      kubeconfigYaml(
+        server.kube.map((k) => ({ name: k.cluster, server: k.url, token: k.token })),
+        server.kubeCaPem,
+      ),
+      { mode: 0o600 },
+    );
+  }
+  const prometheus = opts.prometheus && { url: opts.prometheus.url, checks: ['error-rate' as const] };
+  writeFileSync(file, simConfigYaml(server, { kubeconfig, operator: opts.operator, prometheus }), { mode: 0o600 });
 }

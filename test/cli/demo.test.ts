@@ -1,7 +1,12 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { demo } from '../../src/surfaces/cli/demo.js';
+import { prometheusAvailable } from '../support/prometheus.js';
 
 async function waitFor(out: () => string, pattern: RegExp, timeoutMs = 30_000): Promise<RegExpMatchArray> {
   const deadline = Date.now() + timeoutMs;
@@ -28,6 +33,7 @@ describe('rollcall demo', () => {
       speed: 50,
       input,
       output,
+      prometheus: false,
       onReady: (info) => (prefix = info.prefix),
     });
     await waitFor(() => text, /argo> /);
@@ -64,7 +70,7 @@ describe('rollcall demo', () => {
     const output = new PassThrough();
     let text = '';
     output.on('data', (c) => (text += c));
-    const finished = demo({ scenario: 'seed-outage', speed: 50, input, output });
+    const finished = demo({ scenario: 'seed-outage', speed: 50, input, output, prometheus: false });
     try {
       await waitFor(() => text, /argo> /);
       // It fired in the terminal, the demo's notifier, before the prompt.
@@ -88,7 +94,7 @@ describe('rollcall demo', () => {
     const output = new PassThrough();
     let text = '';
     output.on('data', (c) => (text += c));
-    const finished = demo({ scenario: 'progressive-infra', speed: 50, input, output });
+    const finished = demo({ scenario: 'progressive-infra', speed: 50, input, output, prometheus: false });
     try {
       await waitFor(() => text, /argo> /);
       const before = text.length;
@@ -108,7 +114,7 @@ describe('rollcall demo', () => {
     const output = new PassThrough();
     let text = '';
     output.on('data', (c) => (text += c));
-    const finished = demo({ scenario: 'sealed-secrets-migration', speed: 50, input, output });
+    const finished = demo({ scenario: 'sealed-secrets-migration', speed: 50, input, output, prometheus: false });
     try {
       await waitFor(() => text, /argo> /);
       input.write('run backup-sealed-secrets-keys cluster=prod-old\n');
@@ -122,4 +128,74 @@ describe('rollcall demo', () => {
       await finished;
     }
   }, 90_000);
+
+  it.skipIf(!prometheusAvailable)(
+    'canary-regression: a private Prometheus scrapes the simulator for the checks, and is gone with its data dir after exit',
+    async () => {
+      const input = new PassThrough();
+      const output = new PassThrough();
+      let text = '';
+      output.on('data', (c) => (text += c));
+      let ready: { simUrl: string; prometheusUrl?: string } | undefined;
+      const finished = demo({
+        scenario: 'canary-regression',
+        speed: 50,
+        input,
+        output,
+        onReady: (info) => (ready = info),
+      });
+      let dataDir = '';
+      try {
+        await waitFor(() => text, /argo> /);
+        const url = ready?.prometheusUrl;
+        expect(text).toContain(
+          `prometheus ${url} (a private one scraping the simulator every 5 s, stopped on exit; checks error-rate and latency-p99)`,
+        );
+        expect(text).toContain('sync -l tier=canary');
+        const targets = async () =>
+          ((await (await fetch(`${url}/api/v1/targets`)).json()) as any).data.activeTargets.map(
+            (t: any) => `${t.scrapeUrl} ${t.health}`,
+          );
+        await expect.poll(targets, { timeout: 15_000, interval: 500 }).toEqual([`${ready!.simUrl}/metrics up`]);
+        dataDir = path.dirname(
+          ((await (await fetch(`${url}/api/v1/status/flags`)).json()) as any).data['storage.tsdb.path'],
+        );
+        const before = text.length;
+        input.write('status -l tier=canary\n');
+        await waitFor(() => text.slice(before), /2 apps[\s\S]*argo> /);
+      } finally {
+        input.end('exit\n');
+        await finished;
+      }
+      expect(dataDir).not.toBe('');
+      expect(existsSync(dataDir)).toBe(false);
+    },
+    90_000,
+  );
+
+  it('runs without Prometheus (`npm run demo` on a bare machine): says metric checks are off and what to install', async () => {
+    const emptyPath = mkdtempSync(path.join(tmpdir(), 'rollcall-demo-path-'));
+    try {
+      const env: NodeJS.ProcessEnv = { ...process.env, PATH: emptyPath };
+      delete env.PROMETHEUS_URL;
+      const child = spawn(process.execPath, ['bin/rollcall.js', 'demo', '--scenario', 'canary-regression'], {
+        cwd: path.resolve(import.meta.dirname, '../..'),
+        stdio: ['pipe', 'pipe', 'pipe'],
+        env,
+      });
+      let stdout = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (stdout += d.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      await waitFor(() => stdout, /argo> /, 40_000);
+      child.stdin.end('status\nexit\n');
+      expect(await exited).toBe(0);
+      expect(stdout).toContain('metric checks are off: no `prometheus` binary found and PROMETHEUS_URL is not set.');
+      expect(stdout).toContain('sudo apt-get install --no-install-recommends prometheus');
+      expect(stdout).toMatch(/24 apps/);
+      expect(stdout).toMatch(/bye\n$/);
+    } finally {
+      rmSync(emptyPath, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

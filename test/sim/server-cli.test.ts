@@ -1,10 +1,12 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/infra/config/load.js';
 import { runSimCommand, simConfigYaml } from '../../src/sim/cli.js';
+import { SIM_CHECKS } from '../../src/sim/metrics.js';
+import { prometheusAvailable } from '../support/prometheus.js';
 import { fixturePath, startTestSim } from '../support/sim.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-sim-cli-'));
@@ -177,38 +179,146 @@ describe('fixture shapes the real API allows', () => {
   });
 });
 
+/** `rollcall sim ARGS` as a user starts it, with `env`; its stdout and stderr so far, and its exit. */
+function spawnSim(args: string[], env: NodeJS.ProcessEnv) {
+  const child = spawn(process.execPath, ['bin/rollcall.js', 'sim', ...args], {
+    cwd: path.resolve(import.meta.dirname, '../..'),
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env,
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, stdout: () => stdout, stderr: () => stderr, lines: () => stdout.split('\n').filter(Boolean), exited };
+}
+
+/** This environment without PROMETHEUS_URL, with `PATH` as given. */
+function envWith(pathDirs: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, PATH: pathDirs };
+  delete env.PROMETHEUS_URL;
+  return env;
+}
+
+/** `rollcall config check FILE`: its exit code and output. */
+function configCheck(file: string): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, ['bin/rollcall.js', 'config', 'check', file], {
+    cwd: path.resolve(import.meta.dirname, '../..'),
+    encoding: 'utf8',
+    env: { ...process.env, REDIS_URL: 'redis://127.0.0.1:6379' },
+  });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
 describe('rollcall sim', () => {
-  it('serves a fixture on a free port until killed, printing its endpoints', async () => {
+  it('serves a fixture on a free port until killed, printing its endpoints; without prometheus on PATH it says what to install and writes no checks', async () => {
     const configFile = path.join(dir, 'cli.yaml');
-    const child = spawn(
-      process.execPath,
-      [
-        'bin/rollcall.js',
-        'sim',
-        '--fixture',
-        fixturePath('sim-multi-instance.json'),
-        '--port',
-        '0',
-        '--frozen',
-        '--write-config',
-        configFile,
-      ],
-      { cwd: path.resolve(import.meta.dirname, '../..'), stdio: ['ignore', 'pipe', 'pipe'] },
+    // A PATH with no prometheus on it (and no PROMETHEUS_URL): node is started by its absolute path.
+    const sim = spawnSim(
+      ['--fixture', fixturePath('sim-multi-instance.json'), '--port', '0', '--frozen', '--write-config', configFile],
+      envWith(mkdtempSync(path.join(dir, 'empty-path-'))),
     );
     try {
-      let stdout = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      await expect.poll(() => stdout.split('\n').filter(Boolean).length, { timeout: 20_000 }).toBe(2);
-      const [first] = stdout.split('\n');
+      await expect.poll(() => sim.lines().length, { timeout: 20_000 }).toBe(2);
+      const [first] = sim.lines();
       const m = /^argocd prod (http:\/\/127\.0\.0\.1:\d+\/i\/prod) token=sim-prod-token$/.exec(first);
       expect(m).not.toBeNull();
       const res = await fetch(`${m![1]}/api/v1/applications?fields=items.metadata.name`, {
         headers: { authorization: 'Bearer sim-prod-token' },
       });
       expect(((await res.json()) as any).items).toHaveLength(6);
-      expect(parseConfig(readFileSync(configFile, 'utf8'), configFile, {}).instances).toHaveLength(2);
+      const config = parseConfig(readFileSync(configFile, 'utf8'), configFile, {});
+      expect(config.instances).toHaveLength(2);
+      expect(config.prometheus).toBeUndefined();
+      expect(config.checks).toEqual({});
+      expect(sim.stderr()).toContain(
+        'metric checks are off: no `prometheus` binary found and PROMETHEUS_URL is not set.',
+      );
+      expect(sim.stderr()).toContain('apt-get install --no-install-recommends prometheus');
+      expect(sim.stdout()).not.toContain('prometheus');
     } finally {
-      child.kill('SIGTERM');
+      sim.child.kill('SIGTERM');
     }
   }, 30_000);
+
+  it.skipIf(!prometheusAvailable)(
+    'with prometheus on PATH, --write-config starts a private one scraping the simulator, writes prometheus.url and the error-rate check, and stops it on SIGTERM leaving no temp dir',
+    async () => {
+      const configFile = path.join(dir, 'canary.yaml');
+      const sim = spawnSim(
+        ['--scenario', 'canary-regression', '--port', '0', '--write-config', configFile],
+        envWith(process.env.PATH ?? ''),
+      );
+      let exited = false;
+      try {
+        await expect.poll(() => sim.lines().length, { timeout: 25_000 }).toBe(2);
+        const [argocd, prom] = sim.lines();
+        const simUrl = /^argocd prod (http:\/\/127\.0\.0\.1:\d+)\/i\/prod token=/.exec(argocd)![1];
+        const prometheusUrl = /^prometheus (http:\/\/127\.0\.0\.1:\d+)$/.exec(prom)?.[1];
+        expect(prometheusUrl, prom).toBeDefined();
+
+        const config = parseConfig(readFileSync(configFile, 'utf8'), configFile, {});
+        expect(config.prometheus?.url).toBe(prometheusUrl);
+        expect(config.checks['error-rate']).toMatchObject({
+          query: SIM_CHECKS['error-rate'].query,
+          failAbove: 0.05,
+          window: 60_000,
+          noData: 'fail',
+        });
+        expect(Object.keys(config.checks)).toEqual(['error-rate']);
+        const check = configCheck(configFile);
+        expect(check.stderr).toBe('');
+        expect(check.status).toBe(0);
+        expect(check.stdout).toContain(`prometheus ${prometheusUrl} checks: error-rate`);
+
+        // It is a real Prometheus, scraping the simulator's /metrics.
+        const targets = async () =>
+          ((await (await fetch(`${prometheusUrl}/api/v1/targets`)).json()) as any).data.activeTargets.map(
+            (t: any) => `${t.scrapeUrl} ${t.health}`,
+          );
+        await expect.poll(targets, { timeout: 15_000, interval: 500 }).toEqual([`${simUrl}/metrics up`]);
+        const flags = ((await (await fetch(`${prometheusUrl}/api/v1/status/flags`)).json()) as any).data;
+        const dataDir = path.dirname(flags['storage.tsdb.path']);
+        expect(existsSync(dataDir)).toBe(true);
+
+        sim.child.kill('SIGTERM');
+        expect(await sim.exited).toBe(0);
+        exited = true;
+        expect(existsSync(dataDir)).toBe(false);
+        await expect(fetch(`${prometheusUrl}/-/ready`)).rejects.toThrow();
+      } finally {
+        if (!exited) sim.child.kill('SIGTERM');
+      }
+    },
+    45_000,
+  );
+
+  it('uses PROMETHEUS_URL when set, starting nothing, and refuses one that is not a URL', async () => {
+    const configFile = path.join(dir, 'given.yaml');
+    const given = spawnSim(
+      ['--fixture', fixturePath('sim-single-no-clusters.json'), '--frozen', '--write-config', configFile],
+      {
+        ...envWith(mkdtempSync(path.join(dir, 'empty-path-'))),
+        PROMETHEUS_URL: 'http://prometheus.monitoring.svc:9090/',
+      },
+    );
+    try {
+      await expect.poll(() => given.lines().length, { timeout: 20_000 }).toBe(2);
+      expect(given.lines()[1]).toBe('prometheus http://prometheus.monitoring.svc:9090');
+      const config = parseConfig(readFileSync(configFile, 'utf8'), configFile, {});
+      expect(config.prometheus?.url).toBe('http://prometheus.monitoring.svc:9090');
+      expect(Object.keys(config.checks)).toEqual(['error-rate']);
+      expect(given.stderr()).toBe('');
+    } finally {
+      given.child.kill('SIGTERM');
+    }
+    const bad = spawnSim(['--fixture', fixturePath('sim-single-no-clusters.json'), '--write-config', configFile], {
+      ...envWith(process.env.PATH ?? ''),
+      PROMETHEUS_URL: 'prometheus:9090',
+    });
+    expect(await bad.exited).toBe(2);
+    expect(bad.stderr()).toContain('PROMETHEUS_URL must be an http or https URL (got "prometheus:9090")');
+    expect(bad.stdout()).toBe('');
+  }, 45_000);
 });

@@ -18,6 +18,7 @@ import { kubeconfigYaml } from '../../sim/kube/kubeconfig.js';
 import { startSimServer } from '../../sim/server.js';
 import { renderText } from '../../views/text.js';
 import { startRuntime, type Runtime } from './bootstrap.js';
+import { prometheusForSimulator, SIM_SCRAPE_INTERVAL_S, type SimulatorPrometheus } from './sim-prometheus.js';
 import { TerminalNotifier } from './terminal-notifier.js';
 
 const DEMO_USER = 'U0DEMO';
@@ -52,6 +53,14 @@ export const DEMO_SCENARIOS: Record<string, string[]> = {
     'runs',
     'audit',
   ],
+  'canary-regression': [
+    'status',
+    'status -l service=checkout',
+    'sync -l tier=canary',
+    'app checkout-prod-ca-central-1',
+    'runs',
+    'help',
+  ],
 };
 
 /**
@@ -78,6 +87,8 @@ type Say = (s: string) => void;
 /** What the demo started, as far as it got: stopped on exit or when starting fails. */
 interface DemoParts {
   sim?: SimServer;
+  /** The Prometheus the demo's checks query, when there is one. */
+  prometheus?: SimulatorPrometheus;
   runtime?: Runtime;
   /** Folder of the demo's kubeconfig. */
   scratch?: string;
@@ -101,7 +112,12 @@ export async function demo(opts: {
   /** Keep the demo's Redis keys on exit (tests read them). @defaultValue false */
   keepState?: boolean;
   /** Called once the demo is ready, with what it runs on. */
-  onReady?(info: { prefix: string; redisUrl: string; simUrl: string }): void;
+  onReady?(info: { prefix: string; redisUrl: string; simUrl: string; prometheusUrl?: string }): void;
+  /**
+   * Metric checks: $PROMETHEUS_URL, else a private `prometheus` when the binary exists. False leaves them off
+   * without looking. @defaultValue true
+   */
+  prometheus?: boolean;
 }): Promise<void> {
   const output = opts.output ?? process.stdout;
   const say = (s: string) => output.write(s.endsWith('\n') ? s : `${s}\n`);
@@ -111,33 +127,46 @@ export async function demo(opts: {
   const { redis, prefix } = await startDemoRedis(say);
   const prompt: DemoPrompt = { busy: true };
   const parts: DemoParts = {};
-  const cleanup = async () => {
-    await parts.runtime?.stop().catch(() => {});
-    await parts.sim?.stop().catch(() => {});
-    if (!redis.owned && !opts.keepState) await forgetPrefix(redis.url, prefix).catch(() => {});
-    await redis.stop().catch(() => {});
-    if (parts.scratch) rmSync(parts.scratch, { recursive: true, force: true });
-  };
-  let sim: SimServer;
-  let runtime: Runtime;
+  let cleaning: Promise<void> | undefined;
+  const cleanup = () =>
+    (cleaning ??= (async () => {
+      await parts.runtime?.stop().catch(() => {});
+      await parts.prometheus?.stop().catch(() => {});
+      await parts.sim?.stop().catch(() => {});
+      if (!redis.owned && !opts.keepState) await forgetPrefix(redis.url, prefix).catch(() => {});
+      await redis.stop().catch(() => {});
+      if (parts.scratch) rmSync(parts.scratch, { recursive: true, force: true });
+    })());
+  // Killed rather than told "exit": the private servers and their temp dirs go all the same.
+  const onSignal = () => void cleanup().finally(() => process.exit(0));
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   try {
-    ({ sim, runtime } = await startDemoStack(parts, {
-      scenario,
-      speed: opts.speed,
-      redisUrl: redis.url,
-      prefix,
-      sayAsync: printAbovePrompt(prompt, output, say, color),
-    }));
-  } catch (error) {
+    let sim: SimServer;
+    let runtime: Runtime;
+    try {
+      ({ sim, runtime } = await startDemoStack(parts, {
+        scenario,
+        speed: opts.speed,
+        redisUrl: redis.url,
+        prefix,
+        prometheus: opts.prometheus !== false,
+        say,
+        sayAsync: printAbovePrompt(prompt, output, say, color),
+      }));
+    } catch (error) {
+      await cleanup();
+      throw error;
+    }
+    introduce(say, { scenario: opts.scenario, speed: opts.speed, sim, runtime });
+    opts.onReady?.({ prefix, redisUrl: redis.url, simUrl: sim.url, prometheusUrl: parts.prometheus?.url });
+    await answerCommands(runtime, prompt, { input: opts.input ?? process.stdin, output, say, color });
     await cleanup();
-    throw error;
+    say('bye');
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
-
-  introduce(say, { scenario: opts.scenario, speed: opts.speed, sim, runtime });
-  opts.onReady?.({ prefix, redisUrl: redis.url, simUrl: sim.url });
-  await answerCommands(runtime, prompt, { input: opts.input ?? process.stdin, output, say, color });
-  await cleanup();
-  say('bye');
 }
 
 function loadDemoScenario(name: string): Scenario {
@@ -194,7 +223,15 @@ function printAbovePrompt(prompt: DemoPrompt, output: NodeJS.WritableStream, say
 /** The simulator of the scenario and the bot on it, with runs and alerts; recorded in `parts` as each starts. */
 async function startDemoStack(
   parts: DemoParts,
-  opts: { scenario: Scenario; speed: number; redisUrl: string; prefix: string; sayAsync: Say },
+  opts: {
+    scenario: Scenario;
+    speed: number;
+    redisUrl: string;
+    prefix: string;
+    prometheus: boolean;
+    say: Say;
+    sayAsync: Say;
+  },
 ): Promise<{ sim: SimServer; runtime: Runtime }> {
   const sim = await startSimServer({
     fixture: opts.scenario.fixture,
@@ -203,6 +240,7 @@ async function startDemoStack(
     scenarioBehaviour: opts.scenario.behaviour,
   });
   parts.sim = sim;
+  if (opts.prometheus) parts.prometheus = await startDemoPrometheus(sim, opts.say);
   let kubeconfig: string | undefined;
   if (sim.kube.length) {
     // The sealed-secrets runbooks reach the simulated clusters through a kubeconfig, as they would a real one.
@@ -217,8 +255,12 @@ async function startDemoStack(
       { mode: 0o600 },
     );
   }
+  const prometheus = parts.prometheus && {
+    url: parts.prometheus.url,
+    checks: ['error-rate' as const, 'latency-p99' as const],
+  };
   const yaml =
-    simConfigYaml(sim, { redisUrl: opts.redisUrl, redisPrefix: opts.prefix, kubeconfig }) +
+    simConfigYaml(sim, { redisUrl: opts.redisUrl, redisPrefix: opts.prefix, kubeconfig, prometheus }) +
     `\naccess:\n  groups: { oncall: ['${DEMO_USER}', '${SECOND_USER}'] }\n  operators: ['group:oncall']\n  admins: ['${DEMO_USER}']\n` +
     // Alerts print here as they fire. The scenario's problems are there before the demo starts: no hold-down,
     // so the first evaluation (before the prompt) fires them instead of leaving them pending for 30 s.
@@ -231,6 +273,21 @@ async function startDemoStack(
   await runtime.enableRuns({ role: 'all', redisUrl: opts.redisUrl, schedules: false, alerts: true });
   await runtime.alerts?.idle();
   return { sim, runtime };
+}
+
+/** The Prometheus the demo's checks query, said on the terminal; none (and why) when there is none. */
+async function startDemoPrometheus(sim: SimServer, say: Say): Promise<SimulatorPrometheus | undefined> {
+  const { prometheus, off } = await prometheusForSimulator(sim.url);
+  if (!prometheus) {
+    say(off);
+    return undefined;
+  }
+  say(
+    prometheus.owned
+      ? `prometheus ${prometheus.url} (a private one scraping the simulator every ${SIM_SCRAPE_INTERVAL_S} s, stopped on exit; checks error-rate and latency-p99)`
+      : `prometheus ${prometheus.url} (from PROMETHEUS_URL; it must scrape ${sim.url}/metrics; checks error-rate and latency-p99)`,
+  );
+  return prometheus;
 }
 
 /** What the demo runs on, and what to type. */

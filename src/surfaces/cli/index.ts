@@ -83,6 +83,13 @@ async function serveSim(opts: {
   const { runSimCommand } = await import('../../sim/cli.js');
   const { FixtureError } = await import('../../sim/fixture.js');
   const { ScenarioError } = await import('../../sim/scenarios/index.js');
+  const { prometheusForSimulator } = await import('./sim-prometheus.js');
+  const simulatorPrometheus = async (server: { url: string }) => {
+    const found = await prometheusForSimulator(server.url);
+    // Not an endpoint: stdout keeps one line per endpoint, for whoever reads them.
+    if (found.off) process.stderr.write(`rollcall sim: ${found.off}\n`);
+    return found.prometheus;
+  };
   await runSimCommand({
     scenario: opts.scenario ?? (opts.fixture ? undefined : 'seed-outage'),
     fixture: opts.fixture,
@@ -92,6 +99,8 @@ async function serveSim(opts: {
     writeConfig: opts.writeConfig,
     // The written config's operator is whom `rollcall ask` will act as: the same rule, decided once.
     operator: terminalIdentity().self,
+    // The written config is what queries a Prometheus: without one, none is started.
+    prometheus: opts.writeConfig ? simulatorPrometheus : undefined,
   }).catch((error) => {
     // A bad fixture is a usage error: its message names every problem by path; a stack adds nothing.
     if (error instanceof FixtureError || error instanceof ScenarioError) fail(error.message);
@@ -116,6 +125,11 @@ function checkConfig(positional: string | undefined, opts: { config?: string }):
       `  slack ${summary.slack ? `${summary.slack.mode} mode` : 'not configured (terminal only)'}\n`,
     );
     process.stdout.write(`  redis ${summary.redis.url} prefix=${summary.redis.prefix}\n`);
+    const checks = Object.keys(summary.checks);
+    if (summary.prometheus || checks.length)
+      process.stdout.write(
+        `  prometheus ${summary.prometheus?.url ?? 'per instance'}${checks.length ? ` checks: ${checks.join(', ')}` : ''}\n`,
+      );
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`${error.file}: ${error.problems.length} problem(s)\n`);
@@ -194,7 +208,11 @@ function registerDemo(program: Command): void {
   program
     .command('demo')
     .description('try rollcall on the built-in simulator: no Slack, no cluster needed')
-    .option('--scenario <name>', 'seed-outage | progressive-infra | sealed-secrets-migration', 'seed-outage')
+    .option(
+      '--scenario <name>',
+      'seed-outage | progressive-infra | sealed-secrets-migration | canary-regression',
+      'seed-outage',
+    )
     .option('--speed <x>', 'simulated time speed', '10')
     .action(async (opts) => {
       const speed = Number(opts.speed);
@@ -208,12 +226,18 @@ function registerSim(program: Command): void {
   program
     .command('sim')
     .description('serve the fleet simulator (fake Argo CD API and Kubernetes API subset)')
-    .option('--scenario <name>', 'built-in scenario: seed-outage | progressive-infra | sealed-secrets-migration')
+    .option(
+      '--scenario <name>',
+      'built-in scenario: seed-outage | progressive-infra | sealed-secrets-migration | canary-regression',
+    )
     .option('--fixture <file>', 'fixture JSON file')
     .option('--port <n>', 'port (0 = a free one)', '0')
     .option('--speed <x>', 'simulated time speed', '1')
     .option('--frozen', 'serve the fixture as-is: no controller progress')
-    .option('--write-config <file>', 'write a complete rollcall.yaml pointing at the simulator')
+    .option(
+      '--write-config <file>',
+      'write a complete rollcall.yaml pointing at the simulator (with prometheus and an error-rate check when a Prometheus scrapes it: $PROMETHEUS_URL, else a private one)',
+    )
     .action(serveSim);
 }
 
