@@ -33,6 +33,8 @@ export interface RunSimOptions {
 /** A Prometheus scraping the simulator: its URL goes in the written config and the printed lines. */
 export interface SimPrometheus {
   url: string;
+  /** Seconds between its scrapes, when known (a Prometheus rollcall started). */
+  scrapeIntervalS?: number;
   /** Stops what was started for the simulator (nothing, for a Prometheus it did not start). */
   stop(): Promise<void>;
 }
@@ -86,7 +88,7 @@ export function simConfigYaml(
     kubeconfig?: string;
     operator?: string;
     /** A Prometheus scraping the simulator, and the checks over the simulator's metrics to write (SIM_CHECKS). */
-    prometheus?: { url: string; checks: SimCheckName[] };
+    prometheus?: { url: string; scrapeIntervalS?: number; checks: SimCheckName[] };
   } = {},
 ): string {
   const config: Record<string, unknown> = {
@@ -107,7 +109,10 @@ export function simConfigYaml(
     diagnose: { stuckAfter: '15m' },
     ...(extra.prometheus
       ? {
-          prometheus: { url: extra.prometheus.url },
+          prometheus: {
+            url: extra.prometheus.url,
+            ...(extra.prometheus.scrapeIntervalS ? { scrapeInterval: `${extra.prometheus.scrapeIntervalS}s` } : {}),
+          },
           checks: Object.fromEntries(extra.prometheus.checks.map((name) => [name, { ...SIM_CHECKS[name] }])),
         }
       : {}),
@@ -186,6 +191,10 @@ function writeSimConfig(
       { mode: 0o600 },
     );
   }
-  const prometheus = opts.prometheus && { url: opts.prometheus.url, checks: ['error-rate' as const] };
+  const prometheus = opts.prometheus && {
+    url: opts.prometheus.url,
+    scrapeIntervalS: opts.prometheus.scrapeIntervalS,
+    checks: ['error-rate' as const],
+  };
   writeFileSync(file, simConfigYaml(server, { kubeconfig, operator: opts.operator, prometheus }), { mode: 0o600 });
 }

@@ -162,6 +162,11 @@ function prometheusSchemaWith(duration: DurationSchema) {
       basicAuth: z.strictObject({ username: z.string().min(1), password: z.string().min(1) }).optional(),
       tls: tlsSchema,
       timeout: duration.default(10_000),
+      /**
+       * How often this Prometheus scrapes the apps: a wave's checks are first read one interval after it turned
+       * Healthy (the first sample of the new revision), and a bake reads them once an interval.
+       */
+      scrapeInterval: duration.default(15_000),
     })
     .refine((p) => !(p.token && p.basicAuth), {
       message: 'expected token or basicAuth, not both',

@@ -257,6 +257,7 @@ async function startDemoStack(
   }
   const prometheus = parts.prometheus && {
     url: parts.prometheus.url,
+    scrapeIntervalS: parts.prometheus.scrapeIntervalS,
     checks: ['error-rate' as const, 'latency-p99' as const],
   };
   const yaml =

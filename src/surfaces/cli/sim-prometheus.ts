@@ -13,6 +13,8 @@ export const SIM_SCRAPE_INTERVAL_S = 5;
 /** A Prometheus that scrapes the simulator, for `rollcall sim` and `rollcall demo`. */
 export interface SimulatorPrometheus {
   url: string;
+  /** Seconds between scrapes of the one started here (unknown for PROMETHEUS_URL). */
+  scrapeIntervalS?: number;
   /** Started here (and stopped by stop()), rather than given by PROMETHEUS_URL. */
   owned: boolean;
   stop(): Promise<void>;
@@ -59,6 +61,7 @@ export async function prometheusForSimulator(
   return {
     prometheus: {
       url: started.url,
+      scrapeIntervalS: started.scrapeIntervalS,
       owned: true,
       async stop() {
         process.off('exit', onExit);
