@@ -37,7 +37,8 @@ const STATUS_TITLE: Record<CheckVerdict['status'], string> = {
 function verdictItem(v: CheckVerdict, multiInstance: boolean, multiCheck: boolean): ReplyItem {
   const where = multiInstance ? `${v.instance}/${v.cluster}` : v.cluster;
   return {
-    text: `*${v.app}* (${where})${multiCheck ? ` · ${v.check}` : ''} · ${v.reason}`,
+    // A judgement's reason starts with the check's name; a failure to judge names it only when several ran.
+    text: `*${v.app}* (${where})${multiCheck && !v.reason.startsWith(`${v.check} `) ? ` · ${v.check}` : ''} · ${v.reason}`,
     tone: STATUS_TONE[v.status],
     ...(v.status === 'pass' ? {} : { detail: code(v.query) }),
     ...(v.link ? { url: v.link } : {}),

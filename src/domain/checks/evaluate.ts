@@ -142,7 +142,7 @@ export class CheckService {
    * Every check for every app, one query each, at most `concurrency` in flight; verdicts in the order of
    * `names` then `apps`. Unknown names are refused before any query.
    */
-  evaluateMany(
+  async evaluateMany(
     names: readonly string[],
     apps: readonly FleetApp[],
     opts: EvaluateOptions = {},

@@ -1,4 +1,4 @@
-import { clockTime, typedDuration } from '../../core/format.js';
+import { clockTime, formatDuration, typedDuration } from '../../core/format.js';
 import type { CheckConfig } from '../../infra/config/schema.js';
 
 /** One check's judgement of one app. */
@@ -79,7 +79,7 @@ export function judge(
   const numbers = observations.filter((o) => !Number.isNaN(o.value));
   if (!numbers.length) {
     const what = !scope.series
-      ? `the query returned no series${scope.range ? ` over ${typedDuration(scope.range.to - scope.range.from)}` : ''}`
+      ? `the query returned no series${scope.range ? ` over ${formatDuration(scope.range.to - scope.range.from)}` : ''}`
       : `${scope.series === 1 ? 'its one series has' : `all ${scope.series} series have`} only NaN samples`;
     return { status: check.noData, reason: `no data: ${what} (noData: ${check.noData})`, series: scope.series };
   }
@@ -93,7 +93,7 @@ export function judge(
     ...(scope.series > 1 ? [`worst of ${scope.series} series`] : []),
     ...(scope.range
       ? [
-          `worst over ${typedDuration(scope.range.to - scope.range.from)}, at ${clockTime(new Date(worst.at), { seconds: true })}`,
+          `worst over ${formatDuration(scope.range.to - scope.range.from)}, at ${clockTime(new Date(worst.at), { seconds: true })}`,
         ]
       : []),
   ];
@@ -121,7 +121,8 @@ export function graphLink(base: string, query: string, when: { at?: number; rang
   ui.password = '';
   let url = `${ui.href.replace(/\/+$/, '')}/graph?g0.expr=${encodeURIComponent(query)}&g0.tab=0`;
   if (when.range) {
-    url += `&g0.range_input=${typedDuration(Math.max(1000, when.range.to - when.range.from))}`;
+    // The UI takes whole seconds: the range is rounded up so the graph shows all of it.
+    url += `&g0.range_input=${typedDuration(Math.max(1, Math.ceil((when.range.to - when.range.from) / 1000)) * 1000)}`;
     url += `&g0.end_input=${encodeURIComponent(uiTime(when.range.to))}`;
   } else if (when.at !== undefined) url += `&g0.moment_input=${encodeURIComponent(uiTime(when.at))}`;
   return url;
