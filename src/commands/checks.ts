@@ -128,6 +128,16 @@ function listing(name: string, c: ReturnType<CheckService['check']>): CheckListi
   };
 }
 
+/** Whose apps a Prometheus judges: `*` stands for every instance that names none of its own. */
+function servedBy(instances: readonly string[]): string {
+  const named = instances.filter((i) => i !== '*');
+  const parts = [
+    ...(instances.includes('*') ? ['every instance without its own'] : []),
+    ...(named.length ? [`instance${named.length > 1 ? 's' : ''} ${named.join(', ')}`] : []),
+  ];
+  return parts.join(', and ');
+}
+
 async function runChecks(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<'checks'>> {
   checkOptions(cmd, [], CHECKS_USAGE);
   checkPositional(cmd, 0, CHECKS_USAGE);
@@ -151,7 +161,7 @@ async function runChecks(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply
     });
     blocks.push({
       kind: 'context',
-      text: `Prometheus: ${prometheus.map((p) => `${p.url} (${p.instances.includes('*') ? 'every instance without its own' : `instance ${p.instances.join(', ')}`})`).join('; ')}. Run one: ${code(`check ${checks[0].name} APP`)}`,
+      text: `Prometheus: ${prometheus.map((p) => `${p.url} (${servedBy(p.instances)})`).join('; ')}. Run one: ${code(`check ${checks[0].name} APP`)}`,
     });
   }
   return { ok: true, command: 'checks', title: 'Metric checks', data: { checks, prometheus }, blocks };

@@ -241,6 +241,42 @@ describe('CheckService', () => {
     expect(shared.requests).toEqual([]);
   });
 
+  it('judges a range from one window after its start, so the bake sees only what followed the wave', async () => {
+    shared.on('GET', '/api/v1/query_range', {
+      body: {
+        status: 'success',
+        data: {
+          resultType: 'matrix',
+          result: [
+            {
+              metric: { pod: 'p1' },
+              values: [
+                [1000.5, '0.01'],
+                [1015.5, '0.2'],
+                [1030.5, '0.02'],
+              ],
+            },
+          ],
+        },
+      },
+    });
+    const checks = service();
+    const from = 1_000_000;
+    const verdict = await checks.evaluate('error-rate', fleetApp('b', 'west', { v: '1' }), {
+      range: { from, to: from + 600_000 },
+    });
+    const [req] = shared.requestsTo('/api/v1/query_range').slice(-1);
+    // The window is 1m: the first point is at from + 60s; a quarter window is the step.
+    expect([req.query.get('start'), req.query.get('end'), req.query.get('step')]).toEqual(['1060', '1600', '15']);
+    expect(verdict).toMatchObject({ status: 'fail', value: 0.2, series: 1 });
+    expect(verdict.reason).toBe('error-rate 0.2 > 0.05 (fail above; worst over 10m, at 00:16:55)');
+    expect(verdict.link).toContain('&g0.range_input=10m&g0.end_input=1970-01-01%2000%3A26%3A40');
+    // A range shorter than the window is judged at its end.
+    await checks.evaluate('error-rate', fleetApp('b', 'west', { v: '1' }), { range: { from, to: from + 30_000 } });
+    const [short] = shared.requestsTo('/api/v1/query_range').slice(-1);
+    expect([short.query.get('start'), short.query.get('end')]).toEqual(['1030', '1030']);
+  });
+
   it('evaluates every check for every app, in order, with at most `concurrency` queries in flight', async () => {
     let inFlight = 0;
     let most = 0;
