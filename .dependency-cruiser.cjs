@@ -10,11 +10,11 @@
 const LAYERS = [
   // 0: the vocabulary every layer shares.
   ['core', ['^src/core/']],
-  // 1: plumbing (logging, metrics, Redis, queues, rate limits), configuration, and the clients of Argo CD and Kubernetes.
+  // 1: plumbing (logging, metrics, Redis, queues, rate limits), configuration, and the clients of Argo CD, Prometheus and Kubernetes.
   ['infra', ['^src/infra/']],
   // 2: the mirror of the fleet and its rules.
   ['fleet', ['^src/fleet/']],
-  // 3: domain services: the audit stream first (the others write it), then runbooks, incidents and alerts.
+  // 3: domain services: the audit stream first (the others write it), then runbooks, incidents, alerts and metric checks.
   ['domain', ['^src/domain/']],
   // 4: the chat grammar over them.
   ['commands', ['^src/commands/']],

@@ -23,6 +23,7 @@ import { answerWithoutWaitingForRedis } from '../infra/redis.js';
 import { alertCommand, alertsCommand } from './alerts.js';
 import { appCommand } from './app.js';
 import { changesCommand } from './changes.js';
+import { checkCommand, checksCommand } from './checks.js';
 import { clustersCommand } from './clusters.js';
 import { pauseCommand, pausedCommand, resumeCommand } from './control.js';
 import { diagnoseCommand } from './diagnose.js';
@@ -62,6 +63,8 @@ export const COMMANDS: readonly CommandSpec[] = [
   planCommand,
   diagnoseCommand,
   clustersCommand,
+  checkCommand,
+  checksCommand,
   helpCommand,
   pauseCommand,
   resumeCommand,

@@ -3,6 +3,7 @@ import type { Application } from '../infra/argocd/types.js';
 import { errorReply, type ReplyBlock } from '../core/reply.js';
 import type { ReplyOf } from './replies.js';
 import { code, formatCount, when } from '../core/format.js';
+import { mapConcurrent } from '../core/concurrency.js';
 import type { FleetApp } from '../fleet/model.js';
 import { healthOf, syncOf } from '../fleet/status.js';
 import { findApp } from './app.js';
@@ -91,18 +92,8 @@ async function refreshOne(ctx: CommandContext, fa: FleetApp, type: RefreshType):
   return result;
 }
 
-async function refreshAll(ctx: CommandContext, apps: FleetApp[], type: RefreshType): Promise<Refreshed[]> {
-  const out: Refreshed[] = new Array(apps.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(CONCURRENCY, apps.length) }, async () => {
-      while (next < apps.length) {
-        const i = next++;
-        out[i] = await refreshOne(ctx, apps[i], type);
-      }
-    }),
-  );
-  return out;
+function refreshAll(ctx: CommandContext, apps: FleetApp[], type: RefreshType): Promise<Refreshed[]> {
+  return mapConcurrent(apps, CONCURRENCY, (fa) => refreshOne(ctx, fa, type));
 }
 
 function resultReply(results: Refreshed[], type: RefreshType, target: string): ReplyOf<'refresh'> {

@@ -14,7 +14,16 @@ import type { RolloutPlan, RolloutReport } from '../fleet/rollout.js';
 import type { ChangeGroup, ChangeJson } from '../domain/incidents/groups.js';
 import type { BlastRadius, IncidentMetrics } from '../domain/incidents/metrics.js';
 import type { Run, RunStatus } from '../domain/runbooks/index.js';
-import type { AlertJson, AppDetail, ClusterRow, HistoryEntry, Refreshed, RefreshType } from './reply-data.js';
+import type { CheckVerdict, PrometheusTarget } from '../domain/checks/index.js';
+import type {
+  AlertJson,
+  AppDetail,
+  CheckListing,
+  ClusterRow,
+  HistoryEntry,
+  Refreshed,
+  RefreshType,
+} from './reply-data.js';
 
 /** An interface's fields as a plain object type, which JSON data (`Record<string, unknown>`) accepts. */
 type Fields<T> = { [K in keyof T]: T[K] };
@@ -118,6 +127,13 @@ export type DigestData = Fields<
   Pick<Digest, 'name' | 'at' | 'selector' | 'allClear' | 'attention' | 'activity' | 'totals' | 'incidents'>
 >;
 export type ChangesData = { since: string; changes: ChangeJson[]; groups: ChangeGroup[] };
+/** src/commands/checks.ts: `check` judges apps now, `checks` lists what is configured. */
+export type CheckData = {
+  checks: string[];
+  verdicts: Fields<CheckVerdict>[];
+  counts: Record<CheckVerdict['status'], number>;
+};
+export type ChecksData = { checks: CheckListing[]; prometheus: Fields<PrometheusTarget>[] };
 
 /** An incident as the incident commands answer it; `incident` with no verb adds the analysis. */
 export type IncidentData = {
@@ -163,6 +179,8 @@ export interface CommandData {
   alert: AlertData;
   digest: DigestData;
   changes: ChangesData;
+  check: CheckData;
+  checks: ChecksData;
   incident: IncidentData;
   'incident timeline': IncidentTimelineData;
   'incident report': IncidentReportData;

@@ -127,3 +127,15 @@ export interface Refreshed {
   /** Why the audit log could not record it. */
   unrecorded?: string;
 }
+
+/** A configured metric check as `checks --json` lists it. */
+export interface CheckListing {
+  name: string;
+  query: string;
+  failWhen: 'above' | 'below';
+  threshold: number;
+  /** Milliseconds. */
+  window: number;
+  noData: 'fail' | 'pass' | 'inconclusive';
+  description: string | null;
+}

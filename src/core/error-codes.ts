@@ -102,6 +102,30 @@ export const ERROR_CODES = {
     exit: 'failed',
     meaning: 'Argo CD (or a proxy in front of it) answered 2xx with a body that is not the JSON the endpoint promises',
   },
+  // Prometheus answers, for the metric checks.
+  unknown_check: { exit: 'failed', meaning: 'no metric check of that name in the config `checks`' },
+  check_placeholder: {
+    exit: 'failed',
+    meaning:
+      "a check's query names a label or field the app does not have (`{{labels.team}}` on an app without `team`)",
+  },
+  prometheus_unreachable: {
+    exit: 'failed',
+    meaning: 'Prometheus could not be reached or did not answer the query (network, TLS, timeout, 5xx, a wrong URL)',
+  },
+  prometheus_unauthorized: {
+    exit: 'failed',
+    meaning: 'Prometheus (or a proxy in front of it) refused the configured token or basic auth (HTTP 401/403)',
+  },
+  prometheus_query_error: {
+    exit: 'failed',
+    meaning:
+      "Prometheus rejected a check's PromQL query, or it does not evaluate to a number (Prometheus' text is in the message)",
+  },
+  prometheus_bad_response: {
+    exit: 'failed',
+    meaning: 'Prometheus (or a proxy in front of it) answered 2xx with a body that is not the JSON envelope of its API',
+  },
   // Slack.
   slack_auth_failed: { exit: 'failed', meaning: 'Slack rejected the bot token' },
   slack_listen_failed: { exit: 'failed', meaning: 'the Slack receiver could not start' },

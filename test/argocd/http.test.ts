@@ -11,7 +11,7 @@ import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ArgoClient } from '../../src/infra/argocd/client.js';
 import { AxiosError } from 'axios';
-import { BadBodyError, HttpTransport } from '../../src/infra/argocd/http.js';
+import { BadBodyError, HttpTransport } from '../../src/infra/http/transport.js';
 import { instanceSchema } from '../../src/infra/config/schema.js';
 import { actAsForwardProxy, restoreProxyEnvAfterEach, type ForwardProxy } from '../support/forward-proxy.js';
 
@@ -265,7 +265,7 @@ describe('HttpTransport', () => {
         const src = (file: string) =>
           JSON.stringify(pathToFileURL(path.resolve(import.meta.dirname, '../../src', file)).href);
         const script = `
-        import { HttpTransport } from ${src('infra/argocd/http.ts')};
+        import { HttpTransport } from ${src('infra/http/transport.ts')};
         import { ArgoClient } from ${src('infra/argocd/client.ts')};
         import { instanceSchema } from ${src('infra/config/schema.ts')};
         const out = {};

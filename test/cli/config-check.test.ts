@@ -80,4 +80,53 @@ describe('rollcall config check (process)', () => {
     expect(reply).toMatchObject({ ok: false, error: { code: 'config_invalid' } });
     expect(reply.error.message).toContain('redis.prefx: unknown key "prefx" (did you mean prefix?) (line 7)');
   }, 30_000);
+
+  const withChecks = (query: string) => `instances:
+  - name: prod
+    url: https://argocd.example.com
+    token: t
+  - name: edge
+    url: https://argocd-edge.example.com
+    token: t
+    prometheus: { url: 'https://prom-edge.example.com', basicAuth: { username: rollcall, password: s3cret-pw } }
+prometheus:
+  url: http://prometheus.example.com:9090
+  token: prom-s3cret-token
+checks:
+  error-rate:
+    query: '${query}'
+    failAbove: 0.05
+    window: 2m
+  success-rate:
+    query: 'sum(rate(ok{app="{{app}}"}[{{window}}]))'
+    failBelow: 0.95
+    noData: inconclusive
+`;
+
+  it('lists each Prometheus (secrets masked) and each check with its threshold, window and noData', async () => {
+    const file = path.join(dir, 'checks.yaml');
+    writeFileSync(file, withChecks('sum(rate(errors{app="{{app}}",team="{{labels.team}}"}[{{window}}]))'));
+    const result = await rollcall(['config', 'check', file]);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout.split('\n').filter((l) => /^ {2}(prometheus|check) /.test(l))).toEqual([
+      '  prometheus http://prometheus.example.com:9090 token=***',
+      '  prometheus https://prom-edge.example.com basicAuth=rollcall:*** (instance edge)',
+      '  check error-rate failAbove 0.05 window=2m noData=fail',
+      '  check success-rate failBelow 0.95 window=1m noData=inconclusive',
+    ]);
+    expect(result.stdout).not.toMatch(/s3cret/);
+  }, 30_000);
+
+  it('refuses a check whose query names an unknown placeholder, naming the check, the line and the one meant', async () => {
+    const file = path.join(dir, 'bad-placeholder.yaml');
+    writeFileSync(file, withChecks('sum(rate(errors{app="{{ap}}"}[{{window}}]))'));
+    const result = await rollcall(['config', 'check', file]);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr.split('\n').filter(Boolean)).toEqual([
+      `${file}: 1 problem(s)`,
+      '  checks.error-rate.query: unknown placeholder {{ap}} (did you mean {{app}}?); known: {{app}}, {{cluster}}, {{namespace}}, {{instance}}, {{project}}, {{window}}, {{labels.KEY}} (line 14)',
+    ]);
+  }, 30_000);
 });

@@ -270,7 +270,8 @@ describe('rollcall sim', () => {
         const check = configCheck(configFile);
         expect(check.stderr).toBe('');
         expect(check.status).toBe(0);
-        expect(check.stdout).toContain(`prometheus ${prometheusUrl} checks: error-rate`);
+        expect(check.stdout).toContain(`prometheus ${prometheusUrl} scrapeInterval=5s`);
+        expect(check.stdout).toContain('check error-rate failAbove 0.05 window=1m noData=fail');
 
         // It is a real Prometheus, scraping the simulator's /metrics.
         const targets = async () =>

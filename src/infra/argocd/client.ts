@@ -27,7 +27,7 @@ import type {
   RevisionMetadata,
 } from './types.js';
 import { isAxiosError } from 'axios';
-import { BadBodyError, HttpTransport, type HttpRequest } from './http.js';
+import { BadBodyError, HttpTransport, type HttpRequest } from '../http/transport.js';
 import { openSseWatch } from './watch.js';
 import { argocdRequestDuration, argocdRequestsTotal, statusLabel } from '../metrics.js';
 

@@ -1,4 +1,5 @@
-import { code, typedDuration } from '../../core/format.js';
+import { typedDuration } from '../../core/format.js';
+import { bodyExcerpt, isTlsErrorCode } from '../http/failures.js';
 import { RollcallError } from '../../core/errors.js';
 import type { ArgoErrorBody } from './types.js';
 
@@ -278,19 +279,6 @@ export function errorFromResponse(
   return unavailableError(answer);
 }
 
-const TLS_CODES = new Set([
-  'CERT_HAS_EXPIRED',
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-]);
-
-export function isTlsErrorCode(code: string | undefined): boolean {
-  return code !== undefined && TLS_CODES.has(code);
-}
-
 /** Maps a failure without an HTTP answer (timeout, refused, reset, TLS). */
 export function errorFromTransport(
   ctx: CallContext,
@@ -322,9 +310,6 @@ export function errorFromTransport(
   );
 }
 
-/** How much of a bad body an error quotes: enough to recognise a proxy's page or a cut-off list. */
-const BODY_EXCERPT_CHARS = 100;
-
 /**
  * A 2xx answer that is not what the endpoint promises. Reading it as the promised shape would turn a
  * broken upstream into an empty fleet, so it is an error that quotes the body's first bytes.
@@ -342,23 +327,6 @@ export function errorFromBadBody(
       `check instances[].url and the proxy.`,
     { instance: ctx.instance, kind: 'bad_response', maybeApplied: extra?.maybeApplied },
   );
-}
-
-/**
- * The first characters of a body, on one line and printable, in a code span. Credentials that an echoing
- * proxy might send back (a Bearer token, a JWT) are blanked: this text goes to logs and Slack.
- */
-export function bodyExcerpt(body: string): string {
-  const flat = body
-    .slice(0, 4 * BODY_EXCERPT_CHARS)
-    .replace(/(Bearer\s+)[^\s"',;]+/gi, '$1[redacted]')
-    // A JWT (and any cut-off piece of one) starts with the base64 of `{"`.
-    .replace(/eyJ[\w.-]*/g, '[redacted]')
-    .replace(/\s+/g, ' ')
-    .replace(/\p{C}/gu, '?')
-    .trim();
-  if (!flat) return '';
-  return code(flat.length > BODY_EXCERPT_CHARS ? `${flat.slice(0, BODY_EXCERPT_CHARS)}…` : flat);
 }
 
 export function parseErrorBody(body: unknown): ArgoErrorBody {

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { suggest } from '../../core/suggest.js';
 import { isTimeZone } from '../../core/format.js';
 import { ALERT_RULES, ruleMeta } from './rule-catalog.js';
+import { placeholderProblems } from './check-query.js';
 
 // zod compiles a fast parser per object schema on its first parse. rollcall parses each schema a handful of
 // times per process (config once, a stored record per read), so compiling costs more than it saves, most of
@@ -181,13 +182,20 @@ function prometheusSchemaWith(duration: DurationSchema) {
 function checkSchemaWith(duration: DurationSchema) {
   return z
     .strictObject({
-      query: z.string().min(1, 'expected a PromQL query'),
+      query: z
+        .string()
+        .min(1, 'expected a PromQL query')
+        .superRefine((query, ctx) => {
+          for (const message of placeholderProblems(query)) ctx.addIssue({ code: 'custom', message });
+        }),
       /** The check fails when the value is above this (an error rate, a latency). */
       failAbove: z.number().optional(),
       /** The check fails when the value is below this (a success rate, a request count). */
       failBelow: z.number().optional(),
       /** The range the query looks back over ({{window}}), and how long a bake's query_range reaches. */
-      window: duration.default(60_000),
+      window: duration
+        .refine((ms) => ms >= 1000, 'expected a window of at least 1s (a shorter one holds no scraped sample)')
+        .default(60_000),
       /** What an empty answer means: no data is not zero, so by default it fails. */
       noData: z.enum(['fail', 'pass', 'inconclusive']).default('fail'),
       description: z.string().optional(),

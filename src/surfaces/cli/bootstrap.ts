@@ -291,6 +291,8 @@ export async function startRuntime(config: RollcallConfig, opts: RuntimeOptions)
   // Loaded only where used: a one-shot `ask status` pays for neither the Kubernetes client nor BullMQ.
   if (config.kube.clusters.length)
     services.kube = await (await import('../../infra/kube/clients.js')).createKubeClients(config);
+  if (Object.keys(config.checks).length)
+    services.checks = new (await import('../../domain/checks/index.js')).CheckService(config);
   const started: Started = {};
   const runtime: Runtime = {
     services,

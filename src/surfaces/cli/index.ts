@@ -7,6 +7,8 @@ import { errorReply, replyJson } from '../../core/reply.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, exitCodeFor, type ErrorCode } from '../../core/error-codes.js';
 import { RollcallError } from '../../core/errors.js';
 import { terminalIdentity } from '../../core/identity.js';
+import { typedDuration } from '../../core/format.js';
+import type { PrometheusConfig, RollcallConfig } from '../../infra/config/schema.js';
 import { createLogger } from '../../infra/log.js';
 
 /** The version in package.json, the one the installed package and the image carry. */
@@ -108,6 +110,24 @@ async function serveSim(opts: {
   });
 }
 
+/** The Prometheus servers and metric checks of a (redacted) config, a line each. */
+function checkLines(config: RollcallConfig): string[] {
+  const auth = (p: PrometheusConfig) =>
+    p.token ? ' token=***' : p.basicAuth ? ` basicAuth=${p.basicAuth.username}:***` : '';
+  const lines: string[] = [];
+  const scrape = (p: PrometheusConfig) => ` scrapeInterval=${typedDuration(p.scrapeInterval)}`;
+  if (config.prometheus)
+    lines.push(`prometheus ${config.prometheus.url}${auth(config.prometheus)}${scrape(config.prometheus)}`);
+  for (const i of config.instances)
+    if (i.prometheus)
+      lines.push(`prometheus ${i.prometheus.url}${auth(i.prometheus)}${scrape(i.prometheus)} (instance ${i.name})`);
+  for (const [name, c] of Object.entries(config.checks)) {
+    const threshold = c.failAbove !== undefined ? `failAbove ${c.failAbove}` : `failBelow ${c.failBelow}`;
+    lines.push(`check ${name} ${threshold} window=${typedDuration(c.window)} noData=${c.noData}`);
+  }
+  return lines;
+}
+
 /** `rollcall config check`: the config summarised with secrets masked, or every problem with its path. */
 function checkConfig(positional: string | undefined, opts: { config?: string }): void {
   if (positional && opts.config && positional !== opts.config)
@@ -125,11 +145,7 @@ function checkConfig(positional: string | undefined, opts: { config?: string }):
       `  slack ${summary.slack ? `${summary.slack.mode} mode` : 'not configured (terminal only)'}\n`,
     );
     process.stdout.write(`  redis ${summary.redis.url} prefix=${summary.redis.prefix}\n`);
-    const checks = Object.keys(summary.checks);
-    if (summary.prometheus || checks.length)
-      process.stdout.write(
-        `  prometheus ${summary.prometheus?.url ?? 'per instance'}${checks.length ? ` checks: ${checks.join(', ')}` : ''}\n`,
-      );
+    for (const line of checkLines(summary)) process.stdout.write(`  ${line}\n`);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`${error.file}: ${error.problems.length} problem(s)\n`);

@@ -8,10 +8,12 @@ import createHttpsProxyAgent from 'https-proxy-agent';
 import { proxyConfigured } from '../../core/proxy-env.js';
 
 /**
- * Argo CD's REST API over axios: one request, its status, headers and body. axios does the wire (gzip, the
- * timeout as ETIMEDOUT, forward proxying of http instances, its errors); what stays here is what Argo CD's
- * answers need: grpc-gateway's query form, the body parsed by rollcall (a 2xx answer that is not JSON is an
- * error, never text handed on as data), and the CONNECT tunnel of https instances.
+ * An upstream's HTTP API over axios (Argo CD's REST API, Prometheus' query API): one request, its status,
+ * headers and body. axios does the wire (gzip, the timeout as ETIMEDOUT, forward proxying of http upstreams,
+ * its errors); what stays here is what both clients need: the query form (a list repeats its key, as
+ * grpc-gateway and Prometheus read it), the body parsed by rollcall (a 2xx answer that is not JSON is an
+ * error, never text handed on as data), the upstream's TLS settings (caFile, insecureSkipVerify), and the
+ * CONNECT tunnel of https upstreams.
  */
 
 type Query = Record<string, string | string[] | boolean | undefined>;
@@ -86,8 +88,8 @@ export class HttpTransport {
       headers: opts.headers,
       timeout: opts.timeoutMs,
       httpAgent: new http.Agent({ keepAlive: true }),
-      // An http instance reaches an https:// proxy over TLS verified against the system's CAs: the instance's
-      // TLS settings are for the instance.
+      // An http upstream reaches an https:// proxy over TLS verified against the system's CAs: the upstream's
+      // TLS settings are for the upstream.
       httpsAgent: route.tunnel ?? new https.Agent({ keepAlive: true, ...(secure ? tls : {}) }),
       proxy: route.proxy ?? false,
       paramsSerializer: { serialize: (params) => serializeQuery(params as Query) },
@@ -153,30 +155,30 @@ function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
 }
 
 /**
- * The tunnel to an https instance: axios' own would build the CONNECT connection from the same TLS options as
- * the instance's, so the instance's caFile would be asked to vouch for an https:// proxy (and insecureSkipVerify
+ * The tunnel to an https upstream: axios' own would build the CONNECT connection from the same TLS options as
+ * the upstream's, so the upstream's caFile would be asked to vouch for an https:// proxy (and insecureSkipVerify
  * would stop checking the proxy). Here the proxy is verified against the system's CAs (NODE_EXTRA_CA_CERTS) and
- * the instance's settings go to the TLS connection inside the tunnel.
+ * the upstream's settings go to the TLS connection inside the tunnel.
  */
 class TunnelAgent extends createHttpsProxyAgent.HttpsProxyAgent {
   constructor(
     proxy: createHttpsProxyAgent.HttpsProxyAgentOptions,
-    private readonly instanceTls: ConnectionOptions,
+    private readonly upstreamTls: ConnectionOptions,
   ) {
     super(proxy);
   }
 
   override callback(...[req, opts]: Parameters<createHttpsProxyAgent.HttpsProxyAgent['callback']>) {
-    return super.callback(req, { ...opts, ...this.instanceTls } as typeof opts);
+    return super.callback(req, { ...opts, ...this.upstreamTls } as typeof opts);
   }
 }
 
 /**
  * HTTPS_PROXY / HTTP_PROXY / ALL_PROXY and NO_PROXY, as curl and the Argo CD CLI read them (credentials in the
- * proxy URL are percent-decoded, as curl does): an https instance through a CONNECT tunnel, an http one
+ * proxy URL are percent-decoded, as curl does): an https upstream through a CONNECT tunnel, an http one
  * forwarded by axios to the proxy.
  */
-function proxyRoute(target: URL, instanceTls: ConnectionOptions): { tunnel?: TunnelAgent; proxy?: AxiosProxyConfig } {
+function proxyRoute(target: URL, upstreamTls: ConnectionOptions): { tunnel?: TunnelAgent; proxy?: AxiosProxyConfig } {
   if (!proxyConfigured()) return {};
   const { getProxyForUrl } = createRequire(import.meta.url)('proxy-from-env') as {
     getProxyForUrl: (url: string) => string;
@@ -200,7 +202,7 @@ function proxyRoute(target: URL, instanceTls: ConnectionOptions): { tunnel?: Tun
         auth: auth ? `${auth.username}:${auth.password}` : undefined,
         ALPNProtocols: ['http/1.1'],
       },
-      instanceTls,
+      upstreamTls,
     );
     return { tunnel };
   }
