@@ -26,6 +26,7 @@ import { changesCommand } from './changes.js';
 import { checkCommand, checksCommand } from './checks.js';
 import { clustersCommand } from './clusters.js';
 import { pauseCommand, pausedCommand, resumeCommand } from './control.js';
+import { guardCommand, guardsCommand, unguardCommand } from './guard.js';
 import { diagnoseCommand } from './diagnose.js';
 import { diffCommand } from './diff.js';
 import { digestCommand } from './digest.js';
@@ -69,6 +70,9 @@ export const COMMANDS: readonly CommandSpec[] = [
   pauseCommand,
   resumeCommand,
   pausedCommand,
+  guardCommand,
+  guardsCommand,
+  unguardCommand,
   runRunbookCommand,
   syncCommand,
   refreshCommand,

@@ -3,6 +3,7 @@ import type { IncidentService } from '../domain/incidents/service.js';
 import type { AlertStore } from '../domain/alerts/store.js';
 import type { FleetRecords } from '../domain/alerts/records.js';
 import type { AuditStream } from '../domain/audit/audit-log.js';
+import type { GuardStore } from '../domain/guards/index.js';
 import type { Surface } from '../core/access.js';
 import type { Reply } from '../core/reply.js';
 import type { RunService, RunbookServices } from '../domain/runbooks/index.js';
@@ -32,6 +33,8 @@ export interface Services extends RunbookServices {
   alerts?: AlertStore;
   /** Key backups, recent runs and previous digests, read from Redis (for alerts and digests). */
   records?: FleetRecords;
+  /** Guards on RollingSync rollouts (needs Redis). */
+  guards?: GuardStore;
 }
 
 export interface CommandContext {

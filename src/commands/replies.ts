@@ -24,6 +24,7 @@ import type {
   Refreshed,
   RefreshType,
 } from './reply-data.js';
+import type { Guard } from '../domain/guards/index.js';
 
 /** An interface's fields as a plain object type, which JSON data (`Record<string, unknown>`) accepts. */
 type Fields<T> = { [K in keyof T]: T[K] };
@@ -186,9 +187,16 @@ export interface CommandData {
   'incident report': IncidentReportData;
   declare: IncidentData;
   incidents: IncidentsData;
+  guard: GuardData;
+  guards: GuardsData;
+  unguard: UnguardData;
 }
 
 export type CommandName = keyof CommandData;
+
+export type GuardData = { guard: Guard; verdicts: CheckVerdict[] };
+export type GuardsData = { guards: Guard[] };
+export type UnguardData = { guard: Guard };
 
 /**
  * A command's answer. It may still carry an error with its data (a refresh where some apps failed, a run

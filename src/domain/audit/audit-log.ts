@@ -28,7 +28,12 @@ export type AuditKind =
   | 'kube.mutation'
   /** Someone acknowledged or snoozed an alert. */
   | 'alert.ack'
-  | 'alert.snooze';
+  | 'alert.snooze'
+  /** A guard on a RollingSync rollout was set or removed. */
+  | 'guard.set'
+  | 'guard.remove'
+  /** A guard's checks failed on the apps a rollout updated (and it paused the rollout or said so). */
+  | 'guard.trip';
 
 const AUDIT_KINDS = {
   'run.start': true,
@@ -49,6 +54,9 @@ const AUDIT_KINDS = {
   'kube.mutation': true,
   'alert.ack': true,
   'alert.snooze': true,
+  'guard.set': true,
+  'guard.remove': true,
+  'guard.trip': true,
 } as const satisfies Record<AuditKind, true>;
 
 /**

@@ -144,6 +144,9 @@ const AUDIT_VERB: Record<string, string> = {
   'argocd.mutation': 'changed',
   'argocd.refresh': 'refreshed',
   'kube.mutation': 'changed',
+  'guard.set': 'guard set on',
+  'guard.remove': 'guard removed from',
+  'guard.trip': 'guard tripped on',
 };
 
 /** What rollcall tried when an Argo CD or Kubernetes call it audited failed (`result: error: <kind>`). */
@@ -174,6 +177,8 @@ export function auditChange(e: AuditEntry): ChangeRecord {
     AUDIT_ATTEMPT[e.kind] && e.result?.startsWith('error') ? e.result.replace(/^error:?\s*/, '') || 'error' : undefined;
   if (e.kind.startsWith('argocd.') || e.kind.endsWith('.mutation'))
     text = `rollcall ${failed ? `could not ${AUDIT_ATTEMPT[e.kind]}` : verb} ${app ?? e.target ?? ''}${detail}${failed ? ` (${failed})` : ''}${e.runId ? ` (run ${e.runId}${who ? `, requested by ${who}` : ''})` : ''}`;
+  else if (e.kind.startsWith('guard.'))
+    text = `${verb} ${app ?? e.target ?? ''}${who ? ` by ${who}` : ''}${e.message ? ` — ${e.message}` : ''}`;
   else if (step)
     text = `run ${e.runId ?? ''} ${verb}${e.target ? `: ${e.target}` : ''}${e.result ? ` (${e.result})` : ''}`;
   else
@@ -183,7 +188,8 @@ export function auditChange(e: AuditEntry): ChangeRecord {
     at: e.at,
     kind: step ? 'step' : 'run',
     ...(instance ? { instance } : {}),
-    ...(app ? { app } : {}),
+    // A guard's target is an ApplicationSet, not an app.
+    ...(app ? (e.kind.startsWith('guard.') ? { appSet: app } : { app }) : {}),
     ...(who ? { by: who } : {}),
     ...(e.runId ? { runId: e.runId } : {}),
     ...(e.surface ? { surface: e.surface } : {}),

@@ -415,6 +415,8 @@ function configSchemaWith(duration: DurationSchema) {
       prometheus: prometheusSchemaWith(duration).optional(),
       /** Named metric checks, used by `sync check=NAME`, watches and guards. */
       checks: z.record(nameSchema, checkSchemaWith(duration)).default({}),
+      /** How often guards (`guard APPSET check=…`) evaluate their checks: about one scrape interval. */
+      guards: z.strictObject({ every: duration.default(15_000) }).prefault({}),
       diagnose: z.strictObject({ stuckAfter: duration.default(15 * 60_000) }).prefault({}),
       /**
        * Blast radius of one sync wave: more than `maxFleetShare` of the fleet, or more apps than the

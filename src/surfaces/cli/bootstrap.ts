@@ -12,6 +12,7 @@ import type { ChangeRecorder } from '../../domain/incidents/recorder.js';
 import { incidentSink } from './incident-sink.js';
 import type { Logger } from '../../infra/log.js';
 import type { AlertManager, AlertOutput, IncidentSink } from '../../domain/alerts/manager.js';
+import type { GuardWatcher } from '../../domain/guards/index.js';
 import type { Reply } from '../../core/reply.js';
 import type { AlertRecord } from '../../domain/alerts/lifecycle.js';
 import type { DigestSchedules } from '../workers/digests.js';
@@ -41,6 +42,8 @@ export interface Runtime {
   adoptRun(runId: string): void;
   /** The alert rules' evaluator of this process (workers), once runs are enabled. */
   alerts?: AlertManager;
+  /** The guards' sweeper (workers), once runs are enabled and checks are configured. */
+  guards?: GuardWatcher;
   /** The digest job schedulers (workers), once runs are enabled. */
   digests?: DigestSchedules;
   /**
@@ -112,6 +115,7 @@ async function loadRunModules() {
     { IncidentStore },
     { AlertStore },
     { FleetRecords },
+    { GuardStore, GuardWatcher },
   ] = await Promise.all([
     import('../../domain/runbooks/engine.js'),
     import('../../infra/redis.js'),
@@ -122,6 +126,7 @@ async function loadRunModules() {
     import('../../domain/incidents/store.js'),
     import('../../domain/alerts/store.js'),
     import('../../domain/alerts/records.js'),
+    import('../../domain/guards/index.js'),
   ]);
   return {
     startEngine,
@@ -133,6 +138,8 @@ async function loadRunModules() {
     IncidentStore,
     AlertStore,
     FleetRecords,
+    GuardStore,
+    GuardWatcher,
   };
 }
 
@@ -158,6 +165,7 @@ async function startRunStores(
   const pausesRedis = mods.createRedis(redisUrl);
   started.pausesRedis = pausesRedis;
   services.pauses = new mods.PauseStore(pausesRedis, config.redis.prefix);
+  services.guards = new mods.GuardStore(pausesRedis, config.redis.prefix);
   const changes = new mods.ChangeLog(pausesRedis, config.redis.prefix, config.changes.retention, opts.logger);
   services.changes = changes;
   const incidents = new mods.IncidentService(
@@ -223,6 +231,26 @@ async function startAlerts(
   runtime.alerts.start();
 }
 
+/** Guards are swept where alerts run: one process per interval takes the sweep (see GuardWatcher). */
+function startGuards({ config, opts, runtime, started }: RuntimeContext, mods: RunModules): void {
+  const { services } = runtime;
+  if (!services.checks || !services.guards || !started.pausesRedis) return;
+  runtime.guards = new mods.GuardWatcher({
+    redis: started.pausesRedis,
+    prefix: config.redis.prefix,
+    store: services.guards,
+    fleet: runtime.mirror,
+    checks: services.checks,
+    runs: services.runs,
+    audit: services.audit,
+    notifier: () => services.notifier ?? runtime.outputNotifier,
+    alertsChannel: config.alerts.channel,
+    everyMs: config.guards.every,
+    logger: opts.logger.child({ component: 'guards' }),
+  });
+  runtime.guards.start();
+}
+
 async function startDigests({ config, opts, runtime }: RuntimeContext, redisUrl: string) {
   const { services } = runtime;
   const { startDigestSchedules } = await import('../workers/digests.js');
@@ -255,6 +283,7 @@ async function enableRuns(ctx: RuntimeContext, runOpts: EnableRunsOptions): Prom
   const stores = startAlertStores(ctx, mods, runOpts.redisUrl);
   // Alert rules and digests run where steps run; every such process may, and each alert and tick posts once.
   if (withAlerts) await startAlerts(ctx, { ...stores, incidents });
+  if (withAlerts) startGuards(ctx, mods);
   if (withSchedules) await startDigests(ctx, runOpts.redisUrl);
 }
 
@@ -262,6 +291,7 @@ async function stopRuntime(runtime: Runtime, started: Started): Promise<void> {
   const { pausesRedis, alertsRedis } = started;
   await runtime.recorder?.stop().catch(() => undefined);
   await runtime.alerts?.stop();
+  await runtime.guards?.stop();
   await runtime.digests?.stop();
   await started.schedules?.stop();
   await started.engine?.stop();
