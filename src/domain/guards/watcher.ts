@@ -5,6 +5,7 @@ import type { Notifier } from '../../core/notifier.js';
 import { plural } from '../../core/format.js';
 import type { AuditStream } from '../audit/audit-log.js';
 import type { CheckService, CheckVerdict } from '../checks/index.js';
+import type { RegressionStore } from '../checks/regressions.js';
 import type { RunService } from '../runbooks/index.js';
 import { guardKey, GuardStore, type Guard, type GuardTrip } from './store.js';
 import { tripReply } from './replies.js';
@@ -54,6 +55,8 @@ export interface GuardWatcherOptions {
   store: GuardStore;
   fleet: FleetView;
   checks: CheckService;
+  /** Where a failing guard raises its regression, which the alert rules turn into an alert. */
+  regressions?: RegressionStore;
   runs?: RunService;
   audit?: AuditStream;
   /** Looked up at each trip: Slack's notifier is attached after the runtime starts. */
@@ -140,8 +143,31 @@ export class GuardWatcher {
       inconclusive: inconclusive.length,
       ...(inconclusive.length ? { note: inconclusive[0].reason } : {}),
     });
+    await this.noteRegression(guard, rollout, failing, at);
     if (!failing.length) return undefined;
     return this.tripOn(guard, rollout, failing, at);
+  }
+
+  /** Raised while the guard's checks fail, cleared once they pass: the alert follows the metrics. */
+  private async noteRegression(guard: Guard, rollout: GuardedRollout, failing: CheckVerdict[], at: string) {
+    const store = this.opts.regressions;
+    if (!store) return;
+    const key = `guard:${guardKey(guard)}`;
+    if (!failing.length) return store.clear(key);
+    const apps = [...new Set(failing.map((v) => v.app))].sort();
+    await store.raise({
+      key,
+      source: 'guard',
+      instance: guard.instance,
+      appSet: guard.appSet,
+      checks: [...new Set(failing.map((v) => v.check))],
+      apps,
+      since: at,
+      summary: `${plural(apps.length, 'app')} of ${guard.appSet}${rollout.step !== null ? ` (step ${rollout.step})` : ''} fail ${[...new Set(failing.map((v) => v.check))].join(', ')}`,
+      details: failing.map((v) => `${v.app} (${v.cluster}) ${v.check}: ${v.reason}`),
+      // A guard no process sweeps any more stops alerting after a few sweeps.
+      expiresAt: Date.parse(at) + 4 * this.opts.everyMs,
+    });
   }
 
   private async tripOn(

@@ -116,6 +116,7 @@ async function loadRunModules() {
     { AlertStore },
     { FleetRecords },
     { GuardStore, GuardWatcher },
+    { RegressionStore },
   ] = await Promise.all([
     import('../../domain/runbooks/engine.js'),
     import('../../infra/redis.js'),
@@ -127,6 +128,7 @@ async function loadRunModules() {
     import('../../domain/alerts/store.js'),
     import('../../domain/alerts/records.js'),
     import('../../domain/guards/index.js'),
+    import('../../domain/checks/regressions.js'),
   ]);
   return {
     startEngine,
@@ -140,6 +142,7 @@ async function loadRunModules() {
     FleetRecords,
     GuardStore,
     GuardWatcher,
+    RegressionStore,
   };
 }
 
@@ -241,6 +244,7 @@ function startGuards({ config, opts, runtime, started }: RuntimeContext, mods: R
     store: services.guards,
     fleet: runtime.mirror,
     checks: services.checks,
+    regressions: new mods.RegressionStore(started.pausesRedis, config.redis.prefix),
     runs: services.runs,
     audit: services.audit,
     notifier: () => services.notifier ?? runtime.outputNotifier,
