@@ -13,6 +13,8 @@ import { createKubeClients } from '../../src/infra/kube/clients.js';
 import { startEngine, type EngineHandle, type RunService } from '../../src/domain/runbooks/engine.js';
 import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/domain/runbooks/loader.js';
 import { PauseStore } from '../../src/domain/runbooks/rollout-pause.js';
+import { CheckService } from '../../src/domain/checks/index.js';
+import { GuardStore } from '../../src/domain/guards/index.js';
 import type { Fixture } from '../../src/sim/fixture-types.js';
 import { kubeconfigYaml } from '../../src/sim/kube/kubeconfig.js';
 import type { SimServer } from '../../src/sim/server.js';
@@ -37,7 +39,17 @@ export interface ControlSim {
  * engine and the pause store on real Redis under a fresh prefix. Operators: U_OP, U_OP2; admin: U_ADMIN.
  */
 export async function startControlSim(
-  opts: { fixture?: Fixture; scenario?: string; logger?: Logger; notifier?: Notifier; backup?: boolean } = {},
+  opts: {
+    fixture?: Fixture;
+    scenario?: string;
+    logger?: Logger;
+    notifier?: Notifier;
+    backup?: boolean;
+    /** Config sections merged in (`prometheus`, `checks`): checks configured get a CheckService. */
+    config?: Record<string, unknown>;
+    /** Called with the simulator before the config is built (to start a Prometheus scraping it). */
+    beforeConfig?: (sim: SimServer) => Promise<Record<string, unknown>>;
+  } = {},
 ): Promise<ControlSim> {
   const cleanup: (() => Promise<unknown>)[] = [];
   const close = async () => {
@@ -58,7 +70,10 @@ export async function startControlSim(
       );
       kube = { kube: { clusters: sim.kube.map((k) => ({ name: k.cluster, kubeconfig: file, context: k.cluster })) } };
     }
+    const fromSim = (await opts.beforeConfig?.(sim)) ?? {};
     const config = configSchema.parse({
+      ...opts.config,
+      ...fromSim,
       instances: sim.instances.map((i) => ({
         name: i.name,
         url: i.url,
@@ -92,6 +107,8 @@ export async function startControlSim(
       notifier: opts.notifier,
       kube: config.kube.clusters.length ? await createKubeClients(config) : undefined,
       pauses: new PauseStore(redis, prefix),
+      guards: new GuardStore(redis, prefix),
+      checks: Object.keys(config.checks).length ? new CheckService(config) : undefined,
     };
     const engine = await startEngine(services, {
       role: 'all',
