@@ -5,7 +5,7 @@
  * change for it. An `inconclusive` verdict never counts as a pass: it is looked at again, and a watch
  * that ends inconclusive fails the wave.
  */
-import { plural, truncate, when } from '../../../../core/format.js';
+import { clockTime, formatDuration, plural, truncate } from '../../../../core/format.js';
 import type { FleetView } from '../../../../fleet/model.js';
 import type { BulkSyncInput } from './input.js';
 import type { PlannedApp } from './planner.js';
@@ -53,6 +53,11 @@ export interface WaveVerifier {
    * taken as inconclusive too.
    */
   verify(apps: readonly PlannedApp[], phase: WavePhase): Promise<VerifierVerdict>;
+}
+
+/** `12:00:12 (8s ago)`: a bake is counted in seconds, so the time says them. */
+function sinceText(at: number, now: number): string {
+  return `${clockTime(new Date(at))} (${formatDuration(Math.max(0, now - at))} ago)`;
 }
 
 const appText = (v: AppVerdict) => `${v.app}${v.cluster ? ` (${v.cluster})` : ''}: ${v.reason}`;
@@ -103,19 +108,16 @@ export function healthVerifier(fleet: FleetView): WaveVerifier {
         }
         const seen = firstSeen.get(key) ?? phase.now;
         firstSeen.set(key, seen);
-        const now = new Date(phase.now);
         const bits: string[] = [];
         if (health?.status !== 'Healthy') {
-          const since = health?.lastTransitionTime ?? new Date(seen).toISOString();
-          bits.push(`health ${health?.status ?? 'Unknown'} since ${when(since, now)}`);
+          const changed = Date.parse(health?.lastTransitionTime ?? '');
+          bits.push(
+            `health ${health?.status ?? 'Unknown'} since ${sinceText(Number.isNaN(changed) ? seen : changed, phase.now)}`,
+          );
           if (health?.message) bits.push(truncate(health.message, 160));
         }
         if (sync !== 'Synced')
-          bits.push(
-            health?.status === 'Healthy'
-              ? `sync ${sync} since ${when(new Date(seen).toISOString(), now)}`
-              : `sync ${sync}`,
-          );
+          bits.push(health?.status === 'Healthy' ? `sync ${sync} since ${sinceText(seen, phase.now)}` : `sync ${sync}`);
         return { ...base, verdict: 'fail', reason: bits.join(', ') };
       });
       return combineAppVerdicts(verdicts, 'Synced and Healthy');
