@@ -115,7 +115,7 @@ describe('a wave watch', () => {
 });
 
 describe('per-app verdicts as one', () => {
-  const v = (app: string, verdict: 'pass' | 'fail' | 'inconclusive', reason = verdict) => ({
+  const v = (app: string, verdict: 'pass' | 'fail' | 'inconclusive', reason: string = verdict) => ({
     instance: 'prod',
     app,
     cluster: `c-${app}`,

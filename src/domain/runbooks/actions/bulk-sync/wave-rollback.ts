@@ -151,7 +151,13 @@ export async function rollBackWave(
   while (!ctx.signal.aborted && (await decideAll(ctx, candidates, report))) await sleep(ctx, 1000);
   const cp = rollbacksOf(ctx);
   const keys = new Set(members.map(appKey));
-  const entries = () => cp.all().then((all) => [...all].filter(([k]) => keys.has(k)).map(([, e]) => e));
+  const entries = () =>
+    cp.all().then((all) =>
+      [...all]
+        .filter(([k]) => keys.has(k))
+        .map(([, e]) => e)
+        .sort((a, b) => a.app.localeCompare(b.app) || a.instance.localeCompare(b.instance)),
+    );
   const open = (await entries()).filter((e) => e.plan && !rollbackSettled(e));
   if (open.length && !ctx.signal.aborted) {
     report(
