@@ -5,6 +5,7 @@ import { clockTime } from '../../src/core/format.js';
 import type { Application } from '../../src/infra/argocd/types.js';
 import { ChangeLog } from '../../src/domain/incidents/change-log.js';
 import { changesOfApps } from '../../src/domain/incidents/timeline.js';
+import { progressReply } from '../../src/domain/runbooks/replies.js';
 import { isTerminal, RunStore } from '../../src/domain/runbooks/run-store.js';
 import { renderText } from '../../src/views/text.js';
 import { simFault } from '../support/sim.js';
@@ -130,9 +131,14 @@ describe('bulk-sync label waves on the simulator', () => {
     const canaryBake = (await waveEntry(e, runId, 0)).verifyStartedAt!;
     const firstLow = Date.parse((await syncPosts(e.sim)).find((p) => p.app === 'shop-02')!.at);
     expect(firstLow - canaryBake).toBeGreaterThanOrEqual(30_000);
-    expect((await runOf(e, runId)).progress!.headline).toMatch(
+    const live = await runOf(e, runId);
+    expect(live.progress!.headline).toMatch(
       /^wave 2\/3 \(tier=low-traffic\) · baking: \d+s left · health: pass · 5\/13 synced$/,
     );
+    const message = renderText(progressReply(live));
+    expect(message).toMatch(/Wave 2: baking, ends in \d+s/);
+    expect(message).toContain('health: pass');
+    expect(message).toContain('4 apps: Synced and Healthy');
 
     for (let i = 0; i < 10; i++) e.sim.controller.advance(1000);
     const degradedAt = e.now();
