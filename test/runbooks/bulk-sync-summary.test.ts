@@ -48,7 +48,7 @@ describe('what a bulk sync says about its waves', () => {
     expect(rollbackText({ ...rollback, notRolledBack: [] }, true)).toBe(
       'would roll back (dry run: nothing applied) 2 apps: b (c-b), c (c-c)',
     );
-    expect(summarize(states, true).summary[0]).toBe(
+    expect((summarize(states, true).summary as string[])[0]).toBe(
       '3 app(s) would sync on 3 cluster(s) (dry run: nothing applied), 1 not synced yet',
     );
   });
