@@ -191,8 +191,8 @@ describe('the health verifier', () => {
 describe('the verifiers of a run', () => {
   const fleet = StaticFleet.fromObjects([{ name: 'prod', applications: [] }]);
   it('health watches a bake; no bake or a dry run watches nothing, as before bakes existed', () => {
-    expect(waveVerifiersFor({ bake: 30_000, dryRun: false }, fleet).map((v) => v.name)).toEqual(['health']);
-    expect(waveVerifiersFor({ bake: 0, dryRun: false }, fleet)).toEqual([]);
-    expect(waveVerifiersFor({ bake: 30_000, dryRun: true }, fleet)).toEqual([]);
+    expect(waveVerifiersFor({ bake: 30_000, dryRun: false }, { fleet }).map((v) => v.name)).toEqual(['health']);
+    expect(waveVerifiersFor({ bake: 0, dryRun: false }, { fleet })).toEqual([]);
+    expect(waveVerifiersFor({ bake: 30_000, dryRun: true }, { fleet })).toEqual([]);
   });
 });

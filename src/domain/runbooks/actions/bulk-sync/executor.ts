@@ -105,7 +105,7 @@ class BulkSyncExecution {
     this.checkpoint = ctx.checkpoint<AppCheckpoint>();
     this.waveCheckpoint = ctx.checkpoint<WaveCheckpoint>('waves');
     this.gates = gatesFor(input);
-    this.verifiers = waveVerifiersFor(input, ctx.services.fleet);
+    this.verifiers = waveVerifiersFor(input, ctx.services);
   }
 
   async run(): Promise<StepOutcome> {

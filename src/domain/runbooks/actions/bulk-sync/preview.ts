@@ -158,7 +158,7 @@ export async function previewBulkSync(ctx: PreviewContext): Promise<ActionPrevie
   const held = blastRadius(ctx, toSync.length, clusters.length, waves);
   if (held) throw new RollcallError('blast_radius', held);
   // Named as a real run would watch: a dry run watches nothing, and its preview says what a real run would.
-  const verifiers = waveVerifiersFor({ ...input, dryRun: false }, ctx.services.fleet).map((v) => v.name);
+  const verifiers = waveVerifiersFor({ ...input, dryRun: false }, ctx.services).map((v) => v.name);
   const plan: BulkSyncPlan = {
     waves,
     skipped,

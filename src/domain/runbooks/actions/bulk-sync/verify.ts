@@ -7,6 +7,7 @@
  */
 import { clockTime, formatDuration, plural, truncate } from '../../../../core/format.js';
 import type { FleetView } from '../../../../fleet/model.js';
+import type { RunbookServices } from '../../services.js';
 import type { BulkSyncInput } from './input.js';
 import type { PlannedApp } from './planner.js';
 
@@ -126,13 +127,17 @@ export function healthVerifier(fleet: FleetView): WaveVerifier {
 }
 
 /**
- * The verifiers that watch each wave of a run. During a bake every app must stay Synced and Healthy. A dry
- * run applies nothing, so there is nothing to watch; without a bake (and no other verifier) the gate alone
- * decides, as it always did.
+ * The verifiers that watch each wave of a run, built from the step's input and the process' services (a
+ * metric check adds its verifier here; the executor and the preview take whatever this returns). During a
+ * bake every app must stay Synced and Healthy. A dry run applies nothing, so there is nothing to watch;
+ * without a bake (and no other verifier) the gate alone decides, as it always did.
  */
-export function waveVerifiersFor(input: Pick<BulkSyncInput, 'bake' | 'dryRun'>, fleet: FleetView): WaveVerifier[] {
+export function waveVerifiersFor(
+  input: Pick<BulkSyncInput, 'bake' | 'dryRun'>,
+  services: Pick<RunbookServices, 'fleet'>,
+): WaveVerifier[] {
   if (input.dryRun) return [];
-  return input.bake > 0 ? [healthVerifier(fleet)] : [];
+  return input.bake > 0 ? [healthVerifier(services.fleet)] : [];
 }
 
 /** A named verifier's latest verdict, as the live message and the run's progress carry it. */
