@@ -118,13 +118,16 @@ export function parseCommand(text: string): ParsedCommand {
     } else {
       const m = OPTION.exec(token);
       if (m) {
-        if (m[1] === 'selector' || m[1] === 'l') selectors.push(m[2]);
-        else if (m[1] in options && options[m[1]] !== m[2]) {
+        let value = m[2];
+        // Waves may be set-based label selectors, typed unquoted in Slack as after -l: `waves=tier in (canary);tier=low@50%`.
+        if (m[1] === 'waves' && value) [value, i] = extendSelector(value, tokens, i, WAVE_CONTINUES);
+        if (m[1] === 'selector' || m[1] === 'l') selectors.push(value);
+        else if (m[1] in options && options[m[1]] !== value) {
           // `prune=true prune=false`: which one was meant? Guessing would act on the wrong one.
           throw new CommandSyntaxError(
-            `${m[1]}= is given twice (${m[1]}=${options[m[1]]} and ${m[1]}=${m[2]}): keep the one you mean`,
+            `${m[1]}= is given twice (${m[1]}=${options[m[1]]} and ${m[1]}=${value}): keep the one you mean`,
           );
-        } else options[m[1]] = m[2];
+        } else options[m[1]] = value;
       } else positional.push(token);
     }
   }
@@ -135,23 +138,29 @@ export function parseCommand(text: string): ParsedCommand {
 }
 
 const SET_OPERATOR = /^(in|notin)$/i;
+/**
+ * A wave list also goes on with a word that starts with `;` or `@` (`tier=low @50%`). Not after a word that
+ * ends with `;`: `waves=a-*; prune=true` cannot tell a selector from the next option (quote such lists).
+ */
+const WAVE_CONTINUES = /^[;@]/;
 
 /**
  * Set-based selectors have spaces (`env in (prod, staging)`), and in Slack nobody quotes them: after
  * `-l`, keep taking words while the selector is unfinished — an open parenthesis, a trailing comma
  * or `in`/`notin`, or a next word that is an operator, a value list or a continuation.
  */
-function extendSelector(first: string, tokens: string[], at: number): [string, number] {
+function extendSelector(first: string, tokens: string[], at: number, continues?: RegExp): [string, number] {
   let value = first;
   let i = at;
   const unfinished = () => {
     const open = (value.match(/\(/g) ?? []).length > (value.match(/\)/g) ?? []).length;
     const last = value.trim().split(/\s+/).pop() ?? '';
-    return open || value.endsWith(',') || SET_OPERATOR.test(last);
+    return open || value.endsWith(',') || SET_OPERATOR.test(last) || !!continues?.test(value);
   };
   while (i + 1 < tokens.length) {
     const next = tokens[i + 1];
-    if (!(unfinished() || SET_OPERATOR.test(next) || next.startsWith('(') || next.startsWith(','))) break;
+    const joins = SET_OPERATOR.test(next) || next.startsWith('(') || next.startsWith(',') || !!continues?.test(next);
+    if (!(unfinished() || joins)) break;
     value += ` ${next}`;
     i++;
   }

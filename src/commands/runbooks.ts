@@ -197,7 +197,7 @@ export const syncCommand: CommandSpec = {
   usesRuns: true,
   summary: 'Sync apps (the bulk-sync runbook): each once, in waves, with a health gate',
   usage:
-    'sync <app|glob ...> [-l selector] [cluster=X] [prune=true] [dryRun=true] [revision=R] [includeSynced=true] [confirm=N] [concurrency=10] [waves="a-*;b-*"] [canary=1] [gate=healthy|synced|none] [waveTimeout=10m] [onFailure=pause|abort|continue]',
+    'sync <app|glob ...> [-l selector] [cluster=X] [prune=true] [dryRun=true] [revision=R] [includeSynced=true] [confirm=N] [concurrency=10] [waves="a-*;b-*" | waves="tier=canary;tier=low@50%"] [canary=1] [gate=healthy|synced|none] [waveTimeout=10m] [bake=5m] [onFailure=pause|abort|continue|rollback]',
   help: 'Example: `sync auth-config-* prune=true`. Shows the exact apps first; nothing changes until you confirm.',
   readOnly: false,
   async run(cmd, ctx) {

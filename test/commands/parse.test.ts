@@ -24,6 +24,22 @@ describe('parseCommand', () => {
     expect(parseCommand('status --selector=env=prod -l tier!=canary').options.selector).toBe('env=prod,tier!=canary');
   });
 
+  it('takes unquoted label-selector waves whole, with their @maxUpdate, and stops at the next option', () => {
+    expect(parseCommand('sync shop-* waves=tier in (canary);tier notin (canary, low) @25% bake=30s')).toMatchObject({
+      positional: ['shop-*'],
+      options: { waves: 'tier in (canary);tier notin (canary, low) @25%', bake: '30s' },
+    });
+    expect(parseCommand('sync shop-* waves=tier=canary;tier=low@50% prune=true').options).toEqual({
+      waves: 'tier=canary;tier=low@50%',
+      prune: 'true',
+    });
+    // Globs as before: the next word is a target, not part of the waves.
+    expect(parseCommand('sync a-* waves=a-*;b-* b-*')).toMatchObject({
+      positional: ['a-*', 'b-*'],
+      options: { waves: 'a-*;b-*' },
+    });
+  });
+
   it('takes an unquoted set-based selector whole, as people type it in Slack', () => {
     expect(parseCommand('status -l env in (prod, staging) auth-*')).toMatchObject({
       positional: ['auth-*'],

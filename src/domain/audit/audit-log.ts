@@ -19,6 +19,8 @@ export type AuditKind =
   | 'run.end'
   | 'step.start'
   | 'step.end'
+  /** A milestone inside a step's wave: a bake started, passed or failed, a wave failed, its apps rolled back. */
+  | 'step.wave'
   | 'argocd.sync'
   /** Any other Argo CD change (patch, appset upsert, terminate, rollback). */
   | 'argocd.mutation'
@@ -48,6 +50,7 @@ const AUDIT_KINDS = {
   'run.end': true,
   'step.start': true,
   'step.end': true,
+  'step.wave': true,
   'argocd.sync': true,
   'argocd.mutation': true,
   'argocd.refresh': true,

@@ -140,6 +140,7 @@ const AUDIT_VERB: Record<string, string> = {
   'run.end': 'ended',
   'step.start': 'step started',
   'step.end': 'step ended',
+  'step.wave': 'wave',
   'argocd.sync': 'synced',
   'argocd.mutation': 'changed',
   'argocd.refresh': 'refreshed',
@@ -171,7 +172,10 @@ export function auditChange(e: AuditEntry): ChangeRecord {
       ? ' (prune)'
       : e.kind === 'argocd.refresh' && params.refresh === 'hard'
         ? ' (hard)'
-        : '';
+        : // What a change was (a rollback, a pause, a terminate): "changed" alone says nothing.
+          e.kind === 'argocd.mutation' && e.message
+          ? `: ${e.message}`
+          : '';
   let text: string;
   const failed =
     AUDIT_ATTEMPT[e.kind] && e.result?.startsWith('error') ? e.result.replace(/^error:?\s*/, '') || 'error' : undefined;
@@ -179,6 +183,8 @@ export function auditChange(e: AuditEntry): ChangeRecord {
     text = `rollcall ${failed ? `could not ${AUDIT_ATTEMPT[e.kind]}` : verb} ${app ?? e.target ?? ''}${detail}${failed ? ` (${failed})` : ''}${e.runId ? ` (run ${e.runId}${who ? `, requested by ${who}` : ''})` : ''}`;
   else if (e.kind.startsWith('guard.'))
     text = `${verb} ${app ?? e.target ?? ''}${who ? ` by ${who}` : ''}${e.message ? ` — ${e.message}` : ''}`;
+  else if (e.kind === 'step.wave')
+    text = `run ${e.runId ?? ''} ${e.message ?? `${e.target ?? 'wave'} ${e.result ?? ''}`}`;
   else if (step)
     text = `run ${e.runId ?? ''} ${verb}${e.target ? `: ${e.target}` : ''}${e.result ? ` (${e.result})` : ''}`;
   else

@@ -125,6 +125,12 @@ export interface EngineOptions {
    * back on the queue untouched, for the workers configured to run it.
    */
   exclusive?: boolean;
+  /**
+   * The clock steps measure their own waits by (`ctx.now()`: a wave's timeout, a bake), in ms. Tests drive
+   * it with the simulator's clock; leases, locks and checkpoint times stay on Redis' clock.
+   * @defaultValue Date.now
+   */
+  clock?: () => number;
 }
 
 const ENGINE_USER = 'rollcall';
@@ -843,7 +849,7 @@ class Engine implements RunService {
         signal: control.signal,
         deadline: a.deadline,
         limiter: this.limiter,
-        now: () => Date.now(),
+        now: this.opts.clock ?? Date.now,
         audit: (e) => this.record({ ...e, runId }),
         progress: progress.offer,
       });

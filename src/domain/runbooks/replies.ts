@@ -148,6 +148,12 @@ export function nothingToDoReply(
   );
 }
 
+const VERDICT_TONE: Record<'pass' | 'fail' | 'inconclusive', Tone> = {
+  pass: 'ok',
+  fail: 'error',
+  inconclusive: 'warn',
+};
+
 function countsText(counts: Record<string, number>): string {
   return Object.entries(counts)
     .filter(([, n]) => n > 0)
@@ -172,6 +178,18 @@ export function progressReply(run: Run): Reply {
     blocks.push({ kind: 'text', text: run.progress.headline, tone });
     const counts = countsText(run.progress.counts);
     if (counts) blocks.push({ kind: 'context', text: counts });
+    const watch = run.progress.watch;
+    // Each verifier's latest word while a wave is watched: an inconclusive one says what it is waiting for.
+    if (watch && run.status === 'running')
+      blocks.push({
+        kind: 'list',
+        title: `Wave ${watch.wave}: ${watch.kind === 'bake' ? 'baking' : 'verifying'}, ends ${when(watch.endsAt, new Date(run.progress.updatedAt))}`,
+        items: watch.verdicts.map((v) => ({
+          text: `${v.name}: ${v.verdict}`,
+          detail: v.reason,
+          tone: VERDICT_TONE[v.verdict],
+        })),
+      });
     if (run.progress.failing.length) {
       blocks.push({
         kind: 'list',

@@ -56,6 +56,13 @@ export interface RunProgress {
   counts: Record<string, number>;
   failing: { app: string; instance: string; cluster?: string; reason: string }[];
   wave?: { index: number; total: number };
+  /** A wave under watch after its gate (a bake, or verifiers without one): when it ends, and each verifier's latest verdict. */
+  watch?: {
+    wave: number;
+    kind: 'bake' | 'verify';
+    endsAt: string;
+    verdicts: { name: string; verdict: 'pass' | 'fail' | 'inconclusive'; reason: string }[];
+  };
   updatedAt: string;
 }
 

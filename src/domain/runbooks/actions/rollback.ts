@@ -9,7 +9,7 @@ import type { ReplyBlock } from '../../../core/reply.js';
 import type { FleetApp } from '../../../fleet/model.js';
 import { automatedEnabled } from '../../../fleet/rollingsync.js';
 import { LeaseLostError, type Checkpoint } from '../run-store.js';
-import { postingWindowMs } from './bulk-sync.js';
+import { postingWindowMs } from './bulk-sync/operations.js';
 import { nextAppState, type AppCheckpoint, type AppEvent } from './sync-progress.js';
 import type { ActionContext, ActionPreview, PreviewContext, RunbookAction, StepOutcome } from './types.js';
 
@@ -47,7 +47,7 @@ const planSchema = z.object({
 });
 export type RollbackPlan = z.infer<typeof planSchema>;
 
-interface RollbackCheckpoint extends AppCheckpoint {
+export interface RollbackCheckpoint extends AppCheckpoint {
   /** operationState.startedAt read right before the POST (null: none): an operation since has another. */
   opBefore?: string | null;
   /** The highest status.history id before the POST. */
@@ -130,6 +130,44 @@ export function rollbackEntry(app: Application, id: number | undefined): Revisio
   return entry;
 }
 
+/**
+ * The newest history entry deployed before `at` (an operation's startedAt): what an app ran before that
+ * operation. Argo CD writes an entry when a sync succeeds, with deployStartedAt = the operation's startedAt,
+ * so the sync itself and anything after it are left out. Undefined when nothing was deployed before.
+ */
+export function entryBefore(app: Application, at: string): RevisionHistory | undefined {
+  const before = Date.parse(at);
+  const started = (h: RevisionHistory) => Date.parse(h.deployStartedAt ?? h.deployedAt);
+  return [...(app.status?.history ?? [])].reverse().find((h) => started(h) < before);
+}
+
+/** What a rollback of `app` to `entry` sends; refused as Argo CD refuses an entry recorded without its source. */
+export function planRollback(
+  where: { instance: string; cluster: string },
+  app: Application,
+  entry: RevisionHistory,
+): RollbackPlan {
+  if (!entry.source && !entry.sources?.length) {
+    throw new RollcallError(
+      'conflict',
+      `Argo CD refuses: "cannot rollback to revision deployed with Argo CD v0.11 or lower. sync to revision instead." Use \`sync ${app.metadata.name} revision=${revsOf(entry)[0] ?? 'REV'}\`.`,
+    );
+  }
+  return {
+    instance: where.instance,
+    app: app.metadata.name,
+    cluster: where.cluster,
+    appNamespace: app.metadata.namespace,
+    project: app.spec.project,
+    id: entry.id,
+    ...(entry.revisions?.length ? { revisions: [...entry.revisions] } : { revision: entry.revision }),
+  };
+}
+
+/** `#6 (revision 2222222)`: a plan's target as the live message and the summary say it. */
+export const rollbackTarget = (plan: Pick<RollbackPlan, 'id' | 'revision' | 'revisions'>) =>
+  `#${plan.id} (revision ${revsOf(plan).map(shortRev).join(', ')})`;
+
 /** Argo CD's own refusals, checked on a live read before anything is offered (Rollback's order). */
 function refusal(app: Application): RollcallError | undefined {
   const name = app.metadata.name;
@@ -159,12 +197,7 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
   const refused = refusal(app);
   if (refused) throw refused;
   const entry = rollbackEntry(app, input.id);
-  if (!entry.source && !entry.sources?.length) {
-    throw new RollcallError(
-      'conflict',
-      `Argo CD refuses: "cannot rollback to revision deployed with Argo CD v0.11 or lower. sync to revision instead." Use \`sync ${fa.app.metadata.name} revision=${revsOf(entry)[0] ?? 'REV'}\`.`,
-    );
-  }
+  const plan = planRollback({ instance: fa.instance, cluster: fa.cluster }, app, entry);
   const busy = operationInProgress(app);
   if (busy) {
     throw new RollcallError(
@@ -174,15 +207,6 @@ async function preview(ctx: PreviewContext): Promise<ActionPreview> {
   }
   const history = app.status?.history ?? [];
   const current = history[history.length - 1];
-  const plan: RollbackPlan = {
-    instance: fa.instance,
-    app: fa.app.metadata.name,
-    cluster: fa.cluster,
-    appNamespace: app.metadata.namespace,
-    project: app.spec.project,
-    id: entry.id,
-    ...(entry.revisions?.length ? { revisions: [...entry.revisions] } : { revision: entry.revision }),
-  };
   const deployedNow = current
     ? `${revText(current)} (history #${current.id}, deployed ${when(current.deployedAt)}${byWhom(current)})`
     : 'nothing recorded in its history';
@@ -295,10 +319,16 @@ export function rollbackSeen(
   return newOp || newHistory.length ? 'other' : 'none';
 }
 
+/** What a rollback is sent with. */
+export interface RollbackOptions {
+  prune: boolean;
+  dryRun: boolean;
+}
+
 /** What one attempt's loop shares with the functions that send and follow the rollback. */
-interface RollbackStep {
+export interface RollbackStep {
   ctx: ActionContext;
-  input: z.infer<typeof rollbackInput>;
+  input: RollbackOptions;
   plan: RollbackPlan;
   api: NonNullable<ReturnType<ActionContext['services']['argocd']['get']>>;
   ref: { name: string; appNamespace?: string; project?: string };
@@ -412,16 +442,21 @@ async function initialEntry(
   return (await cp.get(key))!;
 }
 
-/** What one attempt works with: the plan's words, the checkpoint entry and the helpers that move it. */
-async function prepareStep(
+/**
+ * What one attempt works with: the plan's words, the checkpoint entry and the helpers that move it. The
+ * entry is `checkpoint`'s `instance/app` (made pending if absent), so a step that rolls back many apps
+ * keeps them apart from its own entries; `progress` says what is happening (default: the step's headline).
+ */
+export async function prepareRollback(
   ctx: ActionContext,
-  input: z.infer<typeof rollbackInput>,
+  input: RollbackOptions,
   plan: RollbackPlan,
   api: RollbackStep['api'],
+  where: { checkpoint?: Checkpoint<RollbackCheckpoint>; progress?: (line: string) => void } = {},
 ): Promise<RollbackStep> {
   const ref = { name: plan.app, appNamespace: plan.appNamespace, project: plan.project };
   const key = `${plan.instance}/${plan.app}`;
-  const target = `#${plan.id} (revision ${revsOf(plan).map(shortRev).join(', ')})`;
+  const target = rollbackTarget(plan);
   // A dry run changes nothing: every word of it says what it would do, never that it did.
   const doing = input.dryRun
     ? `dry run: would roll back ${plan.app} to ${target}`
@@ -432,7 +467,7 @@ async function prepareStep(
   const windowMs = postingWindowMs(
     ctx.services.config.instances.find((i) => i.name === plan.instance)?.timeout ?? 30_000,
   );
-  const cp = ctx.checkpoint<RollbackCheckpoint>();
+  const cp = where.checkpoint ?? ctx.checkpoint<RollbackCheckpoint>();
   const auditParams = {
     id: plan.id,
     revision: plan.revision ?? plan.revisions,
@@ -454,7 +489,7 @@ async function prepareStep(
     s = (await cp.get(key)) ?? s;
     return false;
   };
-  const progress = (headline: string) =>
+  const ownProgress = (headline: string) =>
     ctx.progress({
       headline,
       counts: {},
@@ -464,6 +499,7 @@ async function prepareStep(
           : [],
       updatedAt: new Date(ctx.now()).toISOString(),
     });
+  const progress = where.progress ?? ownProgress;
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
       const t = setTimeout(done, ms);
@@ -581,34 +617,45 @@ async function followAccepted(step: RollbackStep, app: Application): Promise<voi
   await sleep(1000);
 }
 
+/** The rollback's entry has ended: rolled back (done), or not (failed, timeout). */
+export const rollbackSettled = (s: RollbackCheckpoint) =>
+  s.state === 'done' || s.state === 'failed' || s.state === 'timeout';
+
+/**
+ * Sends the rollback at most once and follows it until its entry settles, or until the step's signal
+ * stops this attempt (the entry then says where a later attempt continues). A lost lease throws LeaseLostError.
+ */
+export async function driveRollback(step: RollbackStep): Promise<void> {
+  // This attempt sent the POST: it never sends it again, whatever the stored state says.
+  let sent = false;
+  while (!step.ctx.signal.aborted && !rollbackSettled(step.state())) {
+    const app = await readApp(step);
+    if (!app) continue;
+    const state = step.state().state;
+    if (state === 'pending') {
+      if (await startRollback(step, app, sent)) sent = true;
+    } else if (state === 'posting' || state === 'unknown') {
+      if ((await followUncertain(step, app)) === 'notApplied') sent = false;
+    } else if (state === 'accepted') {
+      await followAccepted(step, app);
+    }
+  }
+}
+
 async function execute(ctx: ActionContext): Promise<StepOutcome> {
   const input = rollbackInput.parse(ctx.input);
   const plan = planOf(ctx);
   if (!plan) return { status: 'failed', error: 'the run has no rollback plan (preview missing)' };
   const api = ctx.services.argocd.get(plan.instance);
   if (!api) return { status: 'failed', error: `no Argo CD client for instance ${plan.instance}` };
-  const step = await prepareStep(ctx, input, plan, api);
-  // This attempt sent the POST: it never sends it again, whatever the stored state says.
-  let sent = false;
+  const step = await prepareRollback(ctx, input, plan, api);
   try {
-    for (;;) {
-      const end = stepEnd(step);
-      if (end) return end;
-      const app = await readApp(step);
-      if (!app) continue;
-      const state = step.state().state;
-      if (state === 'pending') {
-        if (await startRollback(step, app, sent)) sent = true;
-      } else if (state === 'posting' || state === 'unknown') {
-        if ((await followUncertain(step, app)) === 'notApplied') sent = false;
-      } else if (state === 'accepted') {
-        await followAccepted(step, app);
-      }
-    }
+    await driveRollback(step);
   } catch (error) {
     if (error instanceof LeaseLostError) return { status: 'interrupted' };
     throw error;
   }
+  return stepEnd(step)!;
 }
 
 export const rollbackAction: RunbookAction = {

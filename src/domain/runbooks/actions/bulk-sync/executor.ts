@@ -2,13 +2,17 @@
  * Carries out a bulk-sync plan, wave by wave, over the per-app state machine in sync-progress.ts.
  * Every app's progress is a checkpoint entry written as a compare-and-set under the attempt's lease,
  * so a retried job continues where the last attempt stopped and no app is synced twice in a run.
+ * A wave that passed its gate may then be watched (a bake: verify.ts) before the next starts; where a
+ * wave is (syncing, watched since when, failed, rolling back) is its own checkpoint entry, so a retried
+ * attempt continues a bake where it was and never rolls an app back twice.
  */
 import { z } from 'zod';
 import { ArgoError } from '../../../../infra/argocd/errors.js';
 import type { Application, ApplicationSyncRequest } from '../../../../infra/argocd/types.js';
 import { attributionInfos } from '../../../../infra/argocd/client.js';
 import type { FleetApp } from '../../../../fleet/model.js';
-import { LeaseLostError, type Checkpoint, type CheckpointEntry, type RunProgress } from '../../run-store.js';
+import { LeaseLostError, type Checkpoint, type CheckpointEntry } from '../../run-store.js';
+import { plural, typedDuration } from '../../../../core/format.js';
 import {
   IN_FLIGHT_APP_STATES,
   nextAppState,
@@ -22,13 +26,23 @@ import { appVerdict, gatesFor, timeoutReason, waveVerdict, type AppGate } from '
 import { bulkSyncInput, type BulkSyncInput } from './input.js';
 import { foreignOperationRunning, ourOperation, postingWindowMs, RUN_INFO_NAME } from './operations.js';
 import { appKey, type PlannedApp } from './planner.js';
+import { progressOf, rollbackText, summarize, waveLabel, type WaveOutcomes, type WatchState } from './summary.js';
+import { waveVerifiersFor, WaveWatch, type WaveVerifier } from './verify.js';
+import { rollBackWave } from './wave-rollback.js';
 
 const TERMINAL = TERMINAL_APP_STATES;
 const IN_FLIGHT = IN_FLIGHT_APP_STATES;
 
+/**
+ * Where a wave is. `started`: syncing (`startedAt` keeps its timeout across attempts); `verifying`: past its
+ * gate, watched since `verifyStartedAt` (the bake's start); `passed`; `failed`: its watch failed and the
+ * failure was acted on (paused for, or let through); `rolling-back`: it failed under onFailure=rollback.
+ */
 interface WaveCheckpoint extends CheckpointEntry {
-  state: 'started';
+  state: 'started' | 'verifying' | 'passed' | 'failed' | 'rolling-back';
   startedAt: number;
+  verifyStartedAt?: number;
+  failure?: string;
 }
 
 const plannedAppSchema = z.object({ instance: z.string(), app: z.string(), cluster: z.string() });
@@ -36,7 +50,11 @@ const plannedAppSchema = z.object({ instance: z.string(), app: z.string(), clust
 const storedPlanSchema = z.object({
   // A plan stored before waves carried their own limit syncs `concurrency` apps at once, as every wave did then.
   waves: z.array(
-    z.object({ name: z.string(), apps: z.array(plannedAppSchema), maxUpdate: z.number().int().positive().optional() }),
+    z.object({
+      name: z.string(),
+      apps: z.array(plannedAppSchema),
+      maxUpdate: z.number().int().positive().optional(),
+    }),
   ),
   skipped: z.array(plannedAppSchema.extend({ reason: z.string() })),
 });
@@ -60,6 +78,11 @@ class BulkSyncExecution {
   private readonly checkpoint: Checkpoint<AppCheckpoint>;
   private readonly waveCheckpoint: Checkpoint<WaveCheckpoint>;
   private readonly gates: AppGate[];
+  private readonly verifiers: WaveVerifier[];
+  /** Waves whose watch failed and were let through or paused for, and a failed wave's rollback: for the summary. */
+  private readonly outcomes: WaveOutcomes = { failures: [] };
+  private watch: WatchState | undefined;
+  private rollbackLine: string | undefined;
   private states = new Map<string, AppCheckpoint>();
   // Apps this attempt sent a POST for: never sent again by it, whatever the stored state says
   // (a Redis that lost its last second of writes can show one of them `pending` again).
@@ -82,10 +105,12 @@ class BulkSyncExecution {
     this.checkpoint = ctx.checkpoint<AppCheckpoint>();
     this.waveCheckpoint = ctx.checkpoint<WaveCheckpoint>('waves');
     this.gates = gatesFor(input);
+    this.verifiers = waveVerifiersFor(input, ctx.services);
   }
 
   async run(): Promise<StepOutcome> {
     await this.loadStates();
+    await this.loadWaveFailures();
     // A later attempt (a worker died, stalled, or Redis restarted) reads Argo CD itself first: a sync
     // the last attempt sent may be missing from the checkpoint, and the mirror may not show it yet.
     const attempt = this.ctx.run.steps.find((s) => s.id === this.ctx.stepId)?.attempts ?? 1;
@@ -105,7 +130,7 @@ class BulkSyncExecution {
     } catch (err) {
       if (err instanceof LeaseLostError) {
         this.report(currentWave);
-        return { status: 'interrupted', output: summarize(this.states, this.input.dryRun) };
+        return { status: 'interrupted', output: this.summary() };
       }
       throw err;
     } finally {
@@ -138,6 +163,23 @@ class BulkSyncExecution {
       await this.checkpoint.transitionMany(missing);
       this.states = await read();
     }
+  }
+
+  /** Waves an earlier attempt found failing after their gate (and acted on): the summary still names them. */
+  private async loadWaveFailures() {
+    for (const [key, w] of await this.waveCheckpoint.all()) {
+      const wave = Number(key.slice('wave:'.length));
+      if (w.state === 'failed' && w.failure && this.plan.waves[wave])
+        this.outcomes.failures.push({ wave, name: this.label(wave), reason: w.failure });
+    }
+  }
+
+  private label(wave: number) {
+    return waveLabel(wave, this.plan.waves.length, this.plan.waves[wave]?.name);
+  }
+
+  private summary() {
+    return summarize(this.states, this.input.dryRun, this.outcomes);
   }
 
   /** Until its instance has been read, no app of it is sent (Argo CD unreachable: tried again each tick). */
@@ -222,49 +264,60 @@ class BulkSyncExecution {
   }
 
   private report(waveIndex: number) {
-    const counts: Record<string, number> = { pending: 0, syncing: 0, done: 0, failed: 0, 'timed out': 0, skipped: 0 };
-    const failing: RunProgress['failing'] = [];
-    for (const s of this.states.values()) {
-      if (s.state === 'pending') counts.pending++;
-      else if (IN_FLIGHT.includes(s.state)) counts.syncing++;
-      else if (s.state === 'done') counts.done++;
-      else if (s.state === 'failed') counts.failed++;
-      else if (s.state === 'timeout') counts['timed out']++;
-      else counts.skipped++;
-      if (s.state === 'failed' || s.state === 'timeout')
-        failing.push({ app: s.app, instance: s.instance, cluster: s.cluster, reason: s.reason ?? s.state });
-    }
-    const { waves } = this.plan;
-    const total = waves.reduce((n, w) => n + w.apps.length, 0);
-    this.ctx.progress({
-      headline: `wave ${Math.min(waveIndex + 1, waves.length)}/${waves.length}${waves[waveIndex] ? ` (${waves[waveIndex].name})` : ''} · ${counts.done}/${total} ${this.input.dryRun ? 'would sync (dry run: nothing applied)' : 'synced'}`,
-      counts,
-      failing,
-      wave: { index: waveIndex + 1, total: waves.length },
-      updatedAt: new Date(this.ctx.now()).toISOString(),
-    });
+    this.ctx.progress(
+      progressOf({
+        states: this.states,
+        waves: this.plan.waves,
+        waveIndex,
+        dryRun: this.input.dryRun,
+        now: this.ctx.now(),
+        watch: this.watch,
+        rollbackLine: this.rollbackLine,
+      }),
+    );
   }
 
-  /** One wave, tick by tick, until every app of it has ended; an outcome when the step stops inside it. */
+  /**
+   * One wave: synced tick by tick until its gate is passed, then watched (when verifiers watch waves).
+   * An outcome when the step stops inside it. A wave an earlier attempt saw through, or whose failure was
+   * acted on, is passed over; one that was rolling back goes on rolling back.
+   */
   private async runWave(wave: number): Promise<StepOutcome | undefined> {
-    const { apps, maxUpdate = this.input.concurrency } = this.plan.waves[wave];
-    const keys = apps.map(appKey);
-    const started = await this.waveStart(wave);
-    const members = () => keys.map((k) => this.states.get(k)!);
+    const at = await this.waveEntry(wave);
+    if (at.state === 'passed' || at.state === 'failed') return undefined;
+    if (at.state === 'rolling-back') return this.rollBack(wave, at.failure ?? 'failed');
+    const stop = await this.syncWave(wave, at.startedAt);
+    if (stop) return stop;
+    return this.verifyWave(wave);
+  }
+
+  private waveKeys(wave: number) {
+    return this.plan.waves[wave].apps.map(appKey);
+  }
+
+  private members(wave: number) {
+    return this.waveKeys(wave).map((k) => this.states.get(k)!);
+  }
+
+  /** Until every app of the wave has ended (its gate passed or its failure acted on); an outcome when the step stops. */
+  private async syncWave(wave: number, started: number): Promise<StepOutcome | undefined> {
+    const { maxUpdate = this.input.concurrency } = this.plan.waves[wave];
+    const keys = this.waveKeys(wave);
+    const members = () => this.members(wave);
     for (;;) {
       const stop = this.stopped(wave);
       if (stop) return stop;
       this.dirty = false;
       if (this.unread.size) await this.readInstances();
       const freed = await this.tick(keys, maxUpdate);
-      // A wave whose apps have all ended goes on to the next; its failures count in the step's result.
-      if (members().every((s) => TERMINAL.includes(s.state))) break;
       if (this.ctx.now() - started > this.input.waveTimeout) await this.timeOut(keys);
+      // The verdict before the wave's end: a failure of its last open app ends the wave too, and must be acted on.
       const verdict = waveVerdict(members());
       if (verdict.verdict === 'fail') {
         await this.applyMany(verdict.failed.map((s) => [appKey(s), { type: 'acknowledge' }]));
-        if (this.input.onFailure !== 'continue') return this.failWave(wave, verdict.reasons);
+        if (this.input.onFailure !== 'continue') return this.appsFailed(wave, verdict.reasons);
       }
+      // A wave whose apps have all ended goes on to the next; its failures count in the step's result.
       if (members().every((s) => TERMINAL.includes(s.state))) break;
       this.report(wave);
       // Slots just freed and apps waiting: start them now rather than on the next event or tick.
@@ -275,14 +328,91 @@ class BulkSyncExecution {
     return undefined;
   }
 
-  /** When the wave started, kept in the checkpoint so a later attempt keeps its timeout. */
-  private async waveStart(wave: number): Promise<number> {
+  /** The wave's checkpoint entry; the first attempt to reach the wave writes when it started, for its timeout. */
+  private async waveEntry(wave: number): Promise<WaveCheckpoint> {
     const waveKey = `wave:${wave}`;
-    const started = (await this.waveCheckpoint.get(waveKey))?.startedAt;
-    if (started !== undefined) return started;
-    const now = this.ctx.now();
-    await this.waveCheckpoint.set(waveKey, { state: 'started', startedAt: now });
-    return now;
+    const stored = await this.waveCheckpoint.get(waveKey);
+    if (stored) return stored;
+    const entry: WaveCheckpoint = { state: 'started', startedAt: this.ctx.now() };
+    await this.waveCheckpoint.set(waveKey, entry);
+    return entry;
+  }
+
+  private async setWave(wave: number, change: Partial<WaveCheckpoint>): Promise<WaveCheckpoint> {
+    const entry = { ...(await this.waveEntry(wave)), ...change };
+    delete entry.at;
+    await this.waveCheckpoint.set(`wave:${wave}`, entry);
+    return entry;
+  }
+
+  /** A milestone of a wave (a bake, a failure, a rollback) in the audit stream, and so in the change log and timelines. */
+  private async milestone(wave: number, result: string, message: string) {
+    await this.ctx.audit({ kind: 'step.wave', who: 'rollcall', target: `wave ${wave + 1}`, result, message });
+  }
+
+  /**
+   * A wave past its gate, under watch: with a bake, until the bake ends, every verifier passing throughout;
+   * without one, until every verifier passes once (at the latest by the wave's timeout). The watch's start
+   * is kept in the wave's checkpoint: a later attempt continues it, not from zero.
+   */
+  private async verifyWave(wave: number): Promise<StepOutcome | undefined> {
+    const apps = this.members(wave).filter((s) => s.state === 'done');
+    if (!this.verifiers.length || !apps.length) {
+      if (this.verifiers.length) await this.setWave(wave, { state: 'passed' });
+      return undefined;
+    }
+    const bake = this.input.bake;
+    let entry = await this.waveEntry(wave);
+    const names = this.verifiers.map((v) => v.name).join(', ');
+    const what = bake > 0 ? `bake ${typedDuration(bake)}` : 'verification';
+    if (entry.verifyStartedAt === undefined) {
+      entry = await this.setWave(wave, { state: 'verifying', verifyStartedAt: this.ctx.now() });
+      await this.milestone(
+        wave,
+        `${bake > 0 ? 'bake' : 'verification'} started`,
+        `${this.label(wave)}: ${what} started (${names})`,
+      );
+    }
+    const startedAt = entry.verifyStartedAt!;
+    const endsAt = bake > 0 ? startedAt + bake : entry.startedAt + this.input.waveTimeout;
+    const watch = new WaveWatch(this.verifiers, apps, startedAt, endsAt, bake > 0);
+    const kind = bake > 0 ? 'bake' : 'verify';
+    try {
+      for (;;) {
+        this.watch = { wave, kind, endsAt, verdicts: watch.verdicts() };
+        const stop = this.stopped(wave);
+        if (stop) return stop;
+        this.dirty = false;
+        const verdict = await watch.look(this.ctx.now());
+        this.watch = { wave, kind, endsAt, verdicts: watch.verdicts() };
+        this.report(wave);
+        if (verdict.verdict === 'fail') {
+          const reason = `${what} failed: ${verdict.reason}`;
+          await this.milestone(
+            wave,
+            `${kind === 'bake' ? 'bake' : 'verification'} failed`,
+            `${this.label(wave)} ${reason}`,
+          );
+          return this.watchFailed(wave, reason);
+        }
+        if (verdict.verdict === 'pass') break;
+        await this.sleep(500);
+      }
+    } finally {
+      this.watch = undefined;
+    }
+    await this.setWave(wave, { state: 'passed' });
+    const verdicts = watch
+      .verdicts()
+      .map((v) => `${v.name}: ${v.reason}`)
+      .join('; ');
+    await this.milestone(
+      wave,
+      `${kind === 'bake' ? 'bake' : 'verification'} passed`,
+      `${this.label(wave)}: ${what} passed (${verdicts})`,
+    );
+    this.report(wave);
+    return undefined;
   }
 
   /**
@@ -347,12 +477,68 @@ class BulkSyncExecution {
     await this.applyMany(timeouts);
   }
 
-  private failWave(wave: number, names: string[]): StepOutcome {
+  /** Apps of the wave failed or timed out: the run pauses, fails, or rolls the wave back (onFailure; `continue` never gets here). */
+  private async appsFailed(wave: number, names: string[]): Promise<StepOutcome> {
     this.report(wave);
-    const text = `${names.length} app${names.length === 1 ? '' : 's'} failed in wave ${wave + 1}: ${names.slice(0, 5).join('; ')}${names.length > 5 ? ` and ${names.length - 5} more` : ''}`;
-    if (this.input.onFailure === 'abort')
-      return { status: 'failed', error: text, output: summarize(this.states, this.input.dryRun) };
-    return { status: 'paused', reason: `${text}`, output: summarize(this.states, this.input.dryRun) };
+    const text = `${names.length} app${names.length === 1 ? '' : 's'} failed in ${this.label(wave)}: ${names.slice(0, 5).join('; ')}${names.length > 5 ? ` and ${names.length - 5} more` : ''}`;
+    if (this.input.onFailure === 'rollback') return this.startRollback(wave, text);
+    await this.milestone(wave, 'failed', text);
+    if (this.input.onFailure === 'abort') return { status: 'failed', error: text, output: this.summary() };
+    return { status: 'paused', reason: text, output: this.summary() };
+  }
+
+  /** The wave's watch failed: acted on as onFailure says; a resumed or let-through wave is not watched again. */
+  private async watchFailed(wave: number, reason: string): Promise<StepOutcome | undefined> {
+    if (this.input.onFailure === 'rollback') return this.startRollback(wave, reason);
+    await this.setWave(wave, { state: 'failed', failure: reason });
+    this.outcomes.failures.push({ wave, name: this.label(wave), reason });
+    const text = `${this.label(wave)} failed: ${reason}`;
+    if (this.input.onFailure === 'continue') return undefined;
+    if (this.input.onFailure === 'abort') return { status: 'failed', error: text, output: this.summary() };
+    return { status: 'paused', reason: text, output: this.summary() };
+  }
+
+  private async startRollback(wave: number, reason: string): Promise<StepOutcome> {
+    await this.setWave(wave, { state: 'rolling-back', failure: reason });
+    await this.milestone(wave, 'failed', `${this.label(wave)} failed: ${reason}; rolling back the apps it synced`);
+    return this.rollBack(wave, reason);
+  }
+
+  /**
+   * onFailure=rollback: the wave's apps this run synced go back to their previous deployment, each once per
+   * run (wave-rollback.ts), then the run stops, failed; later waves are never synced. Uncertain POSTs of the
+   * wave are settled first, since whether they took decides what there is to roll back.
+   */
+  private async rollBack(wave: number, reason: string): Promise<StepOutcome> {
+    const keys = this.waveKeys(wave);
+    const uncertain = () => keys.some((k) => ['posting', 'unknown'].includes(this.states.get(k)!.state));
+    this.rollbackLine = 'settling the syncs whose answer was lost before rolling back';
+    while (uncertain()) {
+      const stop = this.stopped(wave);
+      if (stop) return stop;
+      await this.tick(keys, 0);
+      if (uncertain()) await this.sleep(500);
+    }
+    this.rollbackLine = this.input.dryRun ? 'would roll back the apps it synced' : 'rolling back the apps it synced';
+    this.report(wave);
+    const result = await rollBackWave(this.ctx, this.members(wave), this.input, (line) => {
+      this.rollbackLine = line;
+      this.report(wave);
+    });
+    const stop = this.stopped(wave);
+    if (stop) return stop;
+    this.outcomes.failures.push({ wave, name: this.label(wave), reason });
+    this.outcomes.rollback = { ...result, wave };
+    const rolled = rollbackText(result, this.input.dryRun);
+    this.rollbackLine = rolled;
+    await this.milestone(wave, this.input.dryRun ? 'would roll back' : 'rolled back', `${this.label(wave)}: ${rolled}`);
+    this.report(wave);
+    const later = this.plan.waves.length - wave - 1;
+    return {
+      status: 'failed',
+      error: `${this.label(wave)} failed: ${reason}. ${rolled[0].toUpperCase()}${rolled.slice(1)}.${later ? ` The ${plural(later, 'later wave')} ${later === 1 ? 'was' : 'were'} not synced.` : ''}`,
+      output: this.summary(),
+    };
   }
 
   /**
@@ -484,7 +670,7 @@ class BulkSyncExecution {
   private stopped(wave: number): StepOutcome | undefined {
     if (!this.ctx.signal.aborted) return undefined;
     this.report(wave);
-    const output = summarize(this.states, this.input.dryRun);
+    const output = this.summary();
     const reason = String(this.ctx.signal.reason);
     if (reason === 'abort') return { status: 'aborted', output };
     if (reason === 'timeout') return { status: 'failed', error: 'bulk-sync step timed out', output };
@@ -494,42 +680,25 @@ class BulkSyncExecution {
 
   private finish(): StepOutcome {
     this.report(this.plan.waves.length - 1);
-    const output = summarize(this.states, this.input.dryRun);
+    const output = this.summary();
     const failed = [...this.states.values()].filter((s) => s.state === 'failed' || s.state === 'timeout');
-    if (failed.length)
+    const waves = this.outcomes.failures;
+    if (failed.length || waves.length)
       return {
         status: 'failed',
-        error: `${failed.length} app(s) did not sync: ${failed
-          .slice(0, 5)
-          .map((s) => `${s.app} (${s.reason})`)
-          .join('; ')}`,
+        error: [
+          ...waves.map((w) => `${w.name} failed: ${w.reason}`),
+          ...(failed.length
+            ? [
+                `${failed.length} app(s) did not sync: ${failed
+                  .slice(0, 5)
+                  .map((s) => `${s.app} (${s.reason})`)
+                  .join('; ')}`,
+              ]
+            : []),
+        ].join('; '),
         output,
       };
     return { status: 'succeeded', output };
   }
-}
-
-/** What the run did, in words; a dry run's accepted syncs applied nothing, so they are what would sync. */
-function summarize(states: Map<string, AppCheckpoint>, dryRun: boolean): Record<string, unknown> {
-  const by = (state: AppState) => [...states.values()].filter((s) => s.state === state);
-  const failed = [...by('failed'), ...by('timeout')].map((s) => ({
-    app: s.app,
-    instance: s.instance,
-    cluster: s.cluster,
-    reason: s.reason,
-  }));
-  const synced = by('done').length;
-  const skipped = by('skipped').length;
-  const remaining = [...states.values()].filter((s) => !TERMINAL.includes(s.state)).length;
-  const clusters = new Set(
-    by('done')
-      .map((s) => s.cluster)
-      .filter(Boolean),
-  ).size;
-  const summary = [
-    `${synced} app(s) ${dryRun ? 'would sync' : 'synced'}${clusters ? ` on ${clusters} cluster(s)` : ''}${dryRun ? ' (dry run: nothing applied)' : ''}${skipped ? `, ${skipped} skipped (already Synced and Healthy)` : ''}${failed.length ? `, ${failed.length} failed or timed out` : ''}${remaining ? `, ${remaining} not synced yet` : ''}`,
-    ...failed.slice(0, 5).map((f) => `${f.app}${f.cluster ? ` (${f.cluster})` : ''}: ${f.reason}`),
-    ...(failed.length > 5 ? [`and ${failed.length - 5} more failed`] : []),
-  ];
-  return { synced, skipped, failed, remaining, summary };
 }

@@ -3,6 +3,10 @@ import { z } from 'zod';
 export const GATES = ['healthy', 'synced', 'none'] as const;
 export type Gate = (typeof GATES)[number];
 
+/** What a failed wave (an app failed or timed out, its bake or a verifier failed) does to the run. */
+export const ON_FAILURE = ['pause', 'abort', 'continue', 'rollback'] as const;
+export type OnFailure = (typeof ON_FAILURE)[number];
+
 export const bulkSyncInput = z.object({
   selector: z.string().min(1, 'expected a selector such as auth-config-*'),
   prune: z.boolean().default(false),
@@ -20,10 +24,17 @@ export const bulkSyncInput = z.object({
     .min(1, 'concurrency must be at least 1 (how many apps sync at once)')
     .max(500, 'concurrency is at most 500')
     .default(10),
+  /** `;`-separated app-name globs or label selectors, each with an optional `@N`/`@N%` (bulk-sync/wave-spec.ts). */
   waves: z.string().optional(),
   canary: z.number().int().min(0, 'canary is how many apps go first: 0 or more').default(0),
   gate: z.enum(GATES).default('healthy'),
   waveTimeout: z.number().int().positive('waveTimeout must be longer than 0, e.g. 10m').default(600_000),
-  onFailure: z.enum(['pause', 'abort', 'continue']).default('pause'),
+  /**
+   * How long (ms) a wave stays under watch after it passed its gate, before the next starts: its wave
+   * verifiers (bulk-sync/verify.ts) must pass throughout. 0 = no bake.
+   * @defaultValue 0
+   */
+  bake: z.number().int().min(0, 'bake is a duration such as 30s or 5m').default(0),
+  onFailure: z.enum(ON_FAILURE).default('pause'),
 });
 export type BulkSyncInput = z.output<typeof bulkSyncInput>;

@@ -2,13 +2,10 @@
  * Which apps a bulk sync touches and in what order, as pure functions of the fleet's apps and the
  * step's params: no Argo CD call, no Redis. The preview stores the plan; the executor only follows it.
  */
-import picomatch from 'picomatch';
-import { RollcallError } from '../../../../core/errors.js';
-import { plural } from '../../../../core/format.js';
-import { suggest } from '../../../../core/suggest.js';
 import type { Application } from '../../../../infra/argocd/types.js';
 import type { FleetApp } from '../../../../fleet/model.js';
 import type { BulkSyncInput } from './input.js';
+import { assertWaveSpecsMatch, parseWaves, resolveMaxUpdate, type WaveSpec } from './wave-spec.js';
 
 export interface PlannedApp {
   instance: string;
@@ -16,68 +13,36 @@ export interface PlannedApp {
   cluster: string;
 }
 
-/** The globs of one wave (`a-*,b-*`); empty entries (`a,,b`) are dropped, picomatch refuses them. */
-function wavePatterns(wave: string): string[] {
-  return wave
-    .split(',')
-    .map((p) => p.trim())
-    .filter(Boolean);
-}
+/** An app as the waves match it: with its Application labels (matched, never stored in the plan). */
+export type WaveApp = PlannedApp & { labels?: Record<string, string> };
+
+const stored = ({ instance, app, cluster }: PlannedApp): PlannedApp => ({ instance, app, cluster });
 
 /**
- * What a mistyped wave pattern was probably meant to be: a name (`auth-config-prod-eu1`) is compared with
- * the apps' names, a prefix glob (`auth-confg-*`) with their dash-separated prefixes; other globs get none.
+ * Reads `waves` against the selected apps and refuses, before the preview, an entry that is malformed or
+ * matches none of them (see wave-spec.ts). Returns the entries, in order.
  */
-function waveSuggestions(pattern: string, apps: PlannedApp[]): string[] {
-  const prefix = pattern.endsWith('*') ? pattern.slice(0, -1) : undefined;
-  if (/[*?[\]{}!]/.test(prefix ?? pattern)) return [];
-  if (prefix === undefined)
-    return suggest(
-      pattern,
-      apps.map((a) => a.app),
-      2,
-    );
-  const prefixes = new Set<string>();
-  for (const { app } of apps)
-    for (let at = app.indexOf('-'); at > 0; at = app.indexOf('-', at + 1)) prefixes.add(app.slice(0, at + 1));
-  return suggest(prefix, prefixes, 2).map((p) => `${p}*`);
+export function assertWavesMatch(selected: WaveApp[], waves: string | undefined): WaveSpec[] {
+  const specs = parseWaves(waves, selected);
+  assertWaveSpecsMatch(selected, specs);
+  return specs;
 }
 
-/**
- * A wave pattern that matches none of the selected apps is a typo, not a plan: the apps it was meant for
- * would go in "(the rest)", out of the order asked for. Refused before the preview, naming the pattern and what it was
- * probably meant to be. (A pattern that matches only apps skipped as already Synced is a warning instead.)
- */
-export function assertWavesMatch(selected: PlannedApp[], waves: string | undefined): void {
-  const patterns = [...new Set((waves ?? '').split(';').flatMap(wavePatterns))];
-  const unmatched = patterns.filter((p) => !selected.some((a) => picomatch(p)(a.app)));
-  if (!unmatched.length) return;
-  const suggestions = [...new Set(unmatched.flatMap((p) => waveSuggestions(p, selected)))];
-  const named = unmatched.map((p) => `\`${p}\``).join(', ');
-  throw new RollcallError(
-    'invalid_params',
-    `wave pattern${unmatched.length === 1 ? '' : 's'} ${named} match${unmatched.length === 1 ? 'es' : ''} none of the ${plural(selected.length, 'selected app')}: waves are app-name globs, in order (\`waves="auth-config-*;auth-service-*"\`). Nothing was started.`,
-    { suggestions },
-  );
-}
-
-/** Wave and canary settings that will not do what they say: said in the preview, before anyone confirms. */
-export function waveWarnings(apps: PlannedApp[], waves: string | undefined, canary: number): string[] {
+function specWarnings(apps: WaveApp[], specs: readonly WaveSpec[], canary: number): string[] {
   const out: string[] = [];
-  const specs = (waves ?? '')
-    .split(';')
-    .map((w) => w.trim())
-    .filter((w) => wavePatterns(w).length);
-  for (const spec of specs) {
-    const match = picomatch(wavePatterns(spec));
-    if (!apps.some((a) => match(a.app)))
-      out.push(`wave \`${spec}\` matches none of the ${apps.length} apps to sync: it is left out`);
-  }
+  for (const spec of specs)
+    if (!apps.some((a) => spec.matches(a)))
+      out.push(`wave \`${spec.name}\` matches none of the ${apps.length} apps to sync: it is left out`);
   if (canary > 0 && canary >= apps.length)
     out.push(
       `canary=${canary} but only ${apps.length} app(s) to sync: there is no canary wave, everything goes at once`,
     );
   return out;
+}
+
+/** Wave and canary settings that will not do what they say: said in the preview, before anyone confirms. */
+export function waveWarnings(apps: WaveApp[], waves: string | undefined, canary: number): string[] {
+  return specWarnings(apps, parseWaves(waves, apps), canary);
 }
 
 export const appKey = (a: { instance: string; app: string }) => `${a.instance}/${a.app}`;
@@ -86,6 +51,7 @@ export const planned = (f: FleetApp): PlannedApp => ({
   app: f.app.metadata.name,
   cluster: f.cluster,
 });
+export const waveApp = (f: FleetApp): WaveApp => ({ ...planned(f), labels: f.app.metadata.labels });
 
 function atTargetRevision(app: Application, revision: string | undefined): boolean {
   if (!revision) return true;
@@ -103,35 +69,41 @@ export function alreadyThere(app: Application, revision: string | undefined): bo
   );
 }
 
-/** Splits the apps to sync into ordered waves: `waves` selectors first-match-wins, then the rest; `canary=N` puts N apps first. */
+/** One wave before its limit is set: its apps, and the entry that chose them (none for the canary and the rest). */
+export interface WaveBucket {
+  name: string;
+  apps: PlannedApp[];
+  spec?: WaveSpec;
+}
+
+/**
+ * Splits the apps to sync into ordered waves: `waves` entries first-match-wins, then the rest; `canary=N`
+ * puts N apps of the first wave first.
+ */
 export function planWaves(
-  apps: PlannedApp[],
+  apps: WaveApp[],
   waves: string | undefined,
   canary: number,
-): { name: string; apps: PlannedApp[] }[] {
+  specs: readonly WaveSpec[] = parseWaves(waves, apps),
+): WaveBucket[] {
   const sorted = [...apps].sort((a, b) => a.app.localeCompare(b.app) || a.instance.localeCompare(b.instance));
-  let out: { name: string; apps: PlannedApp[] }[];
-  if (waves?.trim()) {
-    const specs = waves
-      .split(';')
-      .map((w) => w.trim())
-      .filter((w) => wavePatterns(w).length);
-    const matchers = specs.map((w) => picomatch(wavePatterns(w)));
-    const buckets = specs.map((name) => ({ name, apps: [] as PlannedApp[] }));
+  let out: WaveBucket[];
+  if (specs.length) {
+    const buckets: WaveBucket[] = specs.map((spec) => ({ name: spec.name, apps: [], spec }));
     const rest: PlannedApp[] = [];
     for (const a of sorted) {
-      const i = matchers.findIndex((m) => m(a.app));
-      if (i >= 0) buckets[i].apps.push(a);
-      else rest.push(a);
+      const i = specs.findIndex((spec) => spec.matches(a));
+      if (i >= 0) buckets[i].apps.push(stored(a));
+      else rest.push(stored(a));
     }
     out = buckets.filter((b) => b.apps.length);
     if (rest.length) out.push({ name: '(the rest)', apps: rest });
-  } else out = [{ name: 'all', apps: sorted }];
+  } else out = [{ name: 'all', apps: sorted.map(stored) }];
   if (canary > 0 && out.length && out[0].apps.length > canary) {
     const first = out[0];
     out = [
       { name: `canary (${canary})`, apps: first.apps.slice(0, canary) },
-      { name: first.name, apps: first.apps.slice(canary) },
+      { ...first, apps: first.apps.slice(canary) },
       ...out.slice(1),
     ];
   }
@@ -143,6 +115,22 @@ export interface PlannedWave {
   name: string;
   apps: PlannedApp[];
   maxUpdate: number;
+  /** A wave chosen by a label selector on the Application labels: the selector. */
+  selector?: string;
+  /** The `@…` the wave was given (`50%`), when it has its own maxUpdate. */
+  maxUpdateAsked?: string;
+}
+
+/** A bucket with its limit: its own `@N`/`@N%` (scaled to its app count), else `concurrency`. */
+function withMaxUpdate(bucket: WaveBucket, concurrency: number): PlannedWave {
+  const { spec } = bucket;
+  return {
+    name: bucket.name,
+    apps: bucket.apps,
+    maxUpdate: resolveMaxUpdate(spec?.maxUpdate, bucket.apps.length, concurrency),
+    ...(spec?.kind === 'labels' ? { selector: spec.name.replace(/^(?:labels|l):/i, '') } : {}),
+    ...(spec?.asked ? { maxUpdateAsked: spec.asked } : {}),
+  };
 }
 
 export interface WavePlan {
@@ -159,7 +147,7 @@ type PlanParams = Pick<BulkSyncInput, 'includeSynced' | 'revision' | 'waves' | '
 
 /**
  * The selection split into what to sync and what to skip (already Synced and Healthy at the
- * revision, unless includeSynced), then into ordered waves, each syncing at most `concurrency` apps at once.
+ * revision, unless includeSynced), then into ordered waves, each syncing at most its maxUpdate apps at once.
  */
 export function planBulkSync(selected: FleetApp[], params: PlanParams): WavePlan {
   const toSync: FleetApp[] = [];
@@ -169,12 +157,14 @@ export function planBulkSync(selected: FleetApp[], params: PlanParams): WavePlan
       skipped.push({ ...planned(f), reason: 'already Synced and Healthy' });
     else toSync.push(f);
   }
-  const apps = toSync.map(planned);
+  // Plain words are told apart (app name or label key) against every selected app, as the preview's check did.
+  const specs = parseWaves(params.waves, selected.map(waveApp));
+  const apps = toSync.map(waveApp);
   return {
     toSync,
-    waves: planWaves(apps, params.waves, params.canary).map((w) => ({ ...w, maxUpdate: params.concurrency })),
+    waves: planWaves(apps, params.waves, params.canary, specs).map((w) => withMaxUpdate(w, params.concurrency)),
     skipped,
     clusters: [...new Set(toSync.map((f) => f.cluster))].sort(),
-    warnings: waveWarnings(apps, params.waves, params.canary),
+    warnings: specWarnings(apps, specs, params.canary),
   };
 }

@@ -5,8 +5,9 @@ import type { FleetApp } from '../../../../fleet/model.js';
 import { selectApps } from '../../../../fleet/select.js';
 import type { ActionPreview, PreviewContext } from '../types.js';
 import type { BulkSyncInput } from './input.js';
-import { assertWavesMatch, planBulkSync, planned, type PlannedApp, type PlannedWave } from './planner.js';
+import { assertWavesMatch, planBulkSync, waveApp, type PlannedApp, type PlannedWave } from './planner.js';
 import { parseSelectorParam } from './selector.js';
+import { waveVerifiersFor } from './verify.js';
 
 /** What the preview stores for the run: the plan the executor follows, and what people read before confirming. */
 export interface BulkSyncPlan {
@@ -16,6 +17,8 @@ export interface BulkSyncPlan {
   /** Settings that will not do what they say (a wave matching nothing, a canary as large as the run). */
   warnings?: string[];
   clusters: string[];
+  /** What watches each wave after its gate (the bake's verifiers), by name; none: the gate alone decides. */
+  verifiers?: string[];
   options: Omit<BulkSyncInput, 'selector'> & { selector: string };
   prune?: {
     resources: number;
@@ -96,6 +99,7 @@ function optionsText(o: BulkSyncInput): string {
     `concurrency=${o.concurrency}`,
     `gate=${o.gate}`,
     `waveTimeout=${typedDuration(o.waveTimeout)}`,
+    ...(o.bake ? [`bake=${typedDuration(o.bake)}`] : []),
     `onFailure=${o.onFailure}`,
   ];
   if (o.revision) bits.push(`revision=${o.revision}`);
@@ -149,11 +153,20 @@ export async function previewBulkSync(ctx: PreviewContext): Promise<ActionPrevie
       'unknown_target',
       `no apps match "${input.selector}" (\`status ${input.selector.split(/\s+/)[0]}\` shows what there is)`,
     );
-  assertWavesMatch(selected.map(planned), input.waves);
+  assertWavesMatch(selected.map(waveApp), input.waves);
   const { toSync, waves, skipped, clusters, warnings } = planBulkSync(selected, input);
   const held = blastRadius(ctx, toSync.length, clusters.length, waves);
   if (held) throw new RollcallError('blast_radius', held);
-  const plan: BulkSyncPlan = { waves, skipped, selected: selected.length, clusters, options: { ...input } };
+  // Named as a real run would watch: a dry run watches nothing, and its preview says what a real run would.
+  const verifiers = waveVerifiersFor({ ...input, dryRun: false }, ctx.services).map((v) => v.name);
+  const plan: BulkSyncPlan = {
+    waves,
+    skipped,
+    selected: selected.length,
+    clusters,
+    ...(verifiers.length ? { verifiers } : {}),
+    options: { ...input },
+  };
   if (input.prune) plan.prune = await prunePreview(ctx, toSync);
   plan.warnings = warnings;
   return {
@@ -178,7 +191,16 @@ function previewBlocks(input: BulkSyncInput, plan: BulkSyncPlan, toSync: number)
           label: 'Skipped',
           value: `${skipped.length}${skipped.length ? ' already Synced+Healthy (includeSynced=true to include)' : ''}`,
         },
-        { label: 'Waves', value: waves.map((w) => `${literal(w.name)}: ${w.apps.length}`).join(' → ') || 'none' },
+        {
+          label: 'Waves',
+          value:
+            waves
+              .map(
+                (w) => `${literal(w.name)}: ${w.apps.length}${w.maxUpdateAsked ? ` (${w.maxUpdate} at a time)` : ''}`,
+              )
+              .join(' → ') || 'none',
+        },
+        ...(waves.length ? [{ label: 'If a wave fails', value: onFailureText(input, waves.length) }] : []),
         ...(plan.prune
           ? [
               {
@@ -215,7 +237,7 @@ function previewBlocks(input: BulkSyncInput, plan: BulkSyncPlan, toSync: number)
   waves.forEach((w, i) =>
     blocks.push({
       kind: 'list',
-      title: `Wave ${i + 1}/${waves.length}: ${literal(w.name)}`,
+      title: waveTitle(input, plan, i),
       items: w.apps.slice(0, 20).map((a): ReplyItem => ({ text: `${a.app}`, detail: `${a.cluster} · ${a.instance}` })),
       total: w.apps.length,
     }),
@@ -223,10 +245,50 @@ function previewBlocks(input: BulkSyncInput, plan: BulkSyncPlan, toSync: number)
   return blocks;
 }
 
+/** What gates a wave before the next starts: its bake and verifiers, as a real run would do them. */
+function watchText(input: BulkSyncInput, plan: BulkSyncPlan): string | undefined {
+  const verifiers = plan.verifiers ?? [];
+  if (!verifiers.length) return undefined;
+  const what = input.bake ? `bake ${typedDuration(input.bake)}` : 'verified';
+  // A dry run applies nothing, so nothing is watched: it says what a real run would do.
+  return `${input.dryRun ? `a real run would ${input.bake ? what : 'verify'}` : `then ${what}`} (${verifiers.join(', ')})`;
+}
+
+/** `Wave 2/3: tier=low-traffic (label selector) · 4 apps · 2 at a time (@50%) · then bake 30s (health)` */
+function waveTitle(input: BulkSyncInput, plan: BulkSyncPlan, i: number): string {
+  const w = plan.waves[i];
+  const limit = Math.min(w.maxUpdate, w.apps.length);
+  const bits = [
+    `Wave ${i + 1}/${plan.waves.length}: ${literal(w.name)}${w.selector ? ' (label selector)' : ''}`,
+    plural(w.apps.length, 'app'),
+    `${limit === w.apps.length && !w.maxUpdateAsked ? 'all' : limit} at a time${w.maxUpdateAsked ? ` (@${w.maxUpdateAsked})` : ''}`,
+  ];
+  const watch = watchText(input, plan);
+  if (watch) bits.push(watch);
+  return bits.join(' · ');
+}
+
+/** What a failed wave (an app failed or timed out, or its watch failed) does to the run. */
+function onFailureText(input: BulkSyncInput, waves: number): string {
+  const later = waves > 1 ? 'later waves are not synced' : 'the run stops';
+  switch (input.onFailure) {
+    case 'rollback':
+      return input.dryRun
+        ? `a real run would roll back the apps the wave synced, to their previous deployment, and stop (${later}); a dry run applies nothing, so it would roll back nothing`
+        : `roll back the apps the wave synced, each to its previous deployment, and stop: ${later} (onFailure=rollback)`;
+    case 'abort':
+      return `stop, failed: ${later} (onFailure=abort)`;
+    case 'continue':
+      return 'go on with the next wave; the run ends failed (onFailure=continue)';
+    default:
+      return 'pause the run; Resume goes on with the next apps (onFailure=pause)';
+  }
+}
+
 /** One line: what the run syncs, or why there is nothing to sync. */
 function previewSummary(input: BulkSyncInput, plan: BulkSyncPlan, selected: FleetApp[], toSync: number): string {
   const { waves, skipped, clusters } = plan;
   return toSync
-    ? `${input.dryRun ? 'Dry run: would sync' : 'Sync'} ${toSync} app${toSync === 1 ? '' : 's'} on ${clusters.length} cluster${clusters.length === 1 ? '' : 's'}${input.prune ? ' with prune' : ''} in ${waves.length} wave${waves.length === 1 ? '' : 's'}${skipped.length ? `; ${skipped.length} already Synced+Healthy, skipped` : ''}${plan.prune?.resources ? `. Prune ${input.dryRun ? 'would delete' : 'deletes'} ${plural(plan.prune.resources, 'resource')}` : ''}${input.dryRun ? '; nothing is applied' : ''}.`
+    ? `${input.dryRun ? 'Dry run: would sync' : 'Sync'} ${toSync} app${toSync === 1 ? '' : 's'} on ${clusters.length} cluster${clusters.length === 1 ? '' : 's'}${input.prune ? ' with prune' : ''} in ${waves.length} wave${waves.length === 1 ? '' : 's'}${!input.dryRun && plan.verifiers?.length ? `, each wave ${input.bake ? `baked ${typedDuration(input.bake)}` : 'verified'} before the next starts` : ''}${!input.dryRun && input.onFailure === 'rollback' ? ', a failed wave rolled back' : ''}${skipped.length ? `; ${skipped.length} already Synced+Healthy, skipped` : ''}${plan.prune?.resources ? `. Prune ${input.dryRun ? 'would delete' : 'deletes'} ${plural(plan.prune.resources, 'resource')}` : ''}${input.dryRun ? '; nothing is applied' : ''}.`
     : `Nothing to sync: ${selected.length === 1 ? `${selected[0].app.metadata.name}, the one matching app, is` : `all ${selected.length} matching apps are`} already Synced and Healthy${input.revision ? ` at revision ${literal(input.revision)}` : ''}. To sync ${selected.length === 1 ? 'it' : 'them'} anyway, add includeSynced=true.`;
 }
