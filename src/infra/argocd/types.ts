@@ -425,6 +425,28 @@ export interface ArgoErrorBody {
   details?: unknown[];
 }
 
+/**
+ * One entry of an AppProject's `spec.syncWindows` (v1alpha1.SyncWindow). JSON names are Go's tags: the
+ * AND switch is `andOperator` (UseAndOperator in Go). `schedule` is a 5-field cron, `duration` a Go duration.
+ */
+export interface SyncWindow {
+  kind: 'allow' | 'deny';
+  schedule: string;
+  duration: string;
+  applications?: string[];
+  namespaces?: string[];
+  clusters?: string[];
+  /** Manual syncs still go while the window blocks (deny) or is closed (allow). */
+  manualSync?: boolean;
+  /** IANA zone the schedule reads in; Argo CD stores "UTC" when none is given. */
+  timeZone?: string;
+  andOperator?: boolean;
+  /** Free text, at most 255 characters. */
+  description?: string;
+  /** Deny: a sync that started before the window may run on. Allow: one started inside may run past its end. */
+  syncOverrun?: boolean;
+}
+
 /** An AppProject as `GET /api/v1/projects[/{name}]` returns it (pkg/apis/application/v1alpha1 AppProject). */
 export interface AppProject {
   metadata: ObjectMeta;
@@ -433,16 +455,7 @@ export interface AppProject {
     sourceRepos?: string[];
     destinations?: { server?: string; name?: string; namespace?: string }[];
     clusterResourceWhitelist?: { group: string; kind: string }[];
-    syncWindows?: {
-      kind: 'allow' | 'deny';
-      schedule: string;
-      duration: string;
-      applications?: string[];
-      namespaces?: string[];
-      clusters?: string[];
-      manualSync?: boolean;
-      timeZone?: string;
-    }[];
+    syncWindows?: SyncWindow[];
     [extra: string]: unknown;
   };
   status?: Record<string, unknown>;
