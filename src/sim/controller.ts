@@ -34,6 +34,7 @@ import { SimError } from './sim-error.js';
 import type { InstanceStore, SimState, StoreChange } from './store.js';
 import { rollbackOperation, syncRequestOperation, type RollbackRequest } from './sync-requests.js';
 import { SyncRunner } from './sync-runner.js';
+import { syncWindowVerdict } from './projects.js';
 import { WorkQueue, workKey } from './work.js';
 
 export type { SimClock } from './clock.js';
@@ -90,12 +91,9 @@ export class SimController {
   }[] = [];
   private timer?: NodeJS.Timeout;
   private started = false;
-  /**
-   * Whether a deny sync window covers the app now. The REST layer refuses manual syncs itself
-   * ("cannot sync: blocked by sync window"); automated operations (autosync, RollingSync) are held
-   * Running by the app controller instead (argocd-facts A6), which is what this hook drives.
-   */
-  syncWindowDenies?: (instance: string, app: Application) => boolean;
+  /** Auto-syncs a sync window prevented: asked again every pass until the windows let them go. */
+  private readonly heldAutoSyncs = new Map<string, { instance: string; name: string }>();
+  private heldAskedAt = 0;
 
   constructor(
     readonly state: SimState,
@@ -115,7 +113,7 @@ export class SimController {
     this.clock = this.opts.manual ? new ManualClock(start) : new ScaledClock(this.opts.speed, this.opts.frozen, start);
     this.work = new WorkQueue(this.clock);
     this.runner = new SyncRunner(this.state, this.work, this.book, this.opts, {
-      syncWindowDenies: (instance, app) => this.syncWindowDenies?.(instance, app) ?? false,
+      syncWindowBlocks: (instance, app) => this.operationHeldByWindow(instance, app),
       onSyncSucceeded: (store, instance, app) => this.behaviour?.onSyncSucceeded?.(this.context(store), instance, app),
     });
     this.appSets = new AppSetController(this.state, this.work, this.owned, this.opts.progressiveSyncs);
@@ -351,8 +349,12 @@ export class SimController {
     this.attachAll();
     const now = this.clock.now();
     for (const w of this.work.entries()) this.runner.processApp(w, now);
-    for (const [k, c] of [...this.autoSyncCandidates]) {
+    // Held auto-syncs wait for the next refresh: asked again once a simulated second, not on every tick.
+    const askHeld = now.getTime() - this.heldAskedAt >= 1000;
+    if (askHeld) this.heldAskedAt = now.getTime();
+    for (const [k, c] of [...(askHeld ? this.heldAutoSyncs : []), ...this.autoSyncCandidates]) {
       this.autoSyncCandidates.delete(k);
+      this.heldAutoSyncs.delete(k);
       this.maybeAutoSync(c.instance, c.name);
     }
     for (const [k, s] of [...this.dirtyAppSets]) {
@@ -373,6 +375,12 @@ export class SimController {
     const owner = ownerAppSet(app);
     const ownerSet = owner ? store.appSets.get(owner) : undefined;
     if (ownerSet && this.appSets.drivesRollingSync(ownerSet)) return;
+    // processAppRefreshQueueItem asks CanSync(isManual=false) before autoSync: a window that holds it writes no
+    // operation ("Sync prevented by sync window" in the log) and the app stays OutOfSync until a later refresh.
+    if (!syncWindowVerdict(store, app, { manual: false, at: this.clock.now() }).allowed) {
+      this.heldAutoSyncs.set(workKey(instance, name), { instance, name });
+      return;
+    }
     const target = targetRevision(app);
     // Argo CD never auto-syncs the same revision twice: a failed attempt waits for a new commit or a human.
     if (app.status?.operationState?.syncResult?.revision === target) return;
@@ -385,6 +393,20 @@ export class SimController {
       initiatedBy: { automated: true },
       retry: structuredClone(policy.retry ?? {}),
     });
+  }
+
+  /** syncWindowPreventsSync: manual unless the operation says automated; its start time counts for syncOverrun. */
+  private operationHeldByWindow(instance: string, app: Application): boolean {
+    const store = this.state.instance(instance);
+    if (!store) return false;
+    const state = app.status?.operationState;
+    const operation = state?.operation ?? app.operation;
+    const startedAt = state?.startedAt ? new Date(state.startedAt) : undefined;
+    return !syncWindowVerdict(store, app, {
+      manual: !operation?.initiatedBy?.automated,
+      at: this.clock.now(),
+      ...(startedAt ? { operationStartedAt: startedAt } : {}),
+    }).allowed;
   }
 
   // ---------- Plumbing ----------

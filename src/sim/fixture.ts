@@ -126,7 +126,7 @@ export function seedState(state: SimState, fixture: Fixture, opts: { copy?: bool
     );
     for (const app of apps) store.putApp(own(app));
     for (const appSet of inst.applicationSets ?? []) store.putAppSet(own(appSet));
-    for (const project of inst.projects ?? []) store.projects.set(project.metadata.name, own(project));
+    for (const project of inst.projects ?? []) store.putProject(own(project));
   }
 }
 

@@ -20,7 +20,7 @@ import {
   listApplicationSets,
   listClusters,
 } from './http/appsets.js';
-import type { ApiRequest, RouteHandler, RouteResult, SimCore, SimSyncWindow } from './http/context.js';
+import type { ApiRequest, RouteHandler, RouteResult, SimCore } from './http/context.js';
 import { SimController } from './controller.js';
 import { SimKube } from './kube/index.js';
 import { simTls } from './kube/tls.js';
@@ -33,7 +33,8 @@ import { accountFrom, type SimAccount } from './http/rbac.js';
 import { rfc3339 } from './clock.js';
 import { managedResources, resourceTree } from './http/tree.js';
 import { listEvents } from './http/events.js';
-import { getProject, listProjects } from './http/projects.js';
+import { getProject, listProjects, updateProject } from './http/projects.js';
+import { FAULT_WINDOW_DESCRIPTION } from './projects.js';
 import { podLogs, revisionMetadata } from './http/revisions.js';
 import { SimEventLog } from './events.js';
 import { SimMetrics } from './metrics.js';
@@ -110,7 +111,7 @@ const ROUTES: Route[] = [
   route('applications/:name/pods/:podName/logs', { GET: podLogs }),
   route('applications/:name/revisions/:revision/metadata', { GET: revisionMetadata }),
   route('projects', { GET: listProjects }),
-  route('projects/:name', { GET: getProject }),
+  route('projects/:name', { GET: getProject, PUT: updateProject }),
   route('applicationsets', { GET: listApplicationSets, POST: createApplicationSet }),
   // No PATCH or PUT exists for ApplicationSets (A8): only GET and DELETE on one.
   route('applicationsets/:name', { GET: getApplicationSet }),
@@ -230,7 +231,6 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
       new Map((i.accounts ?? []).map((a) => [a.token, accountFrom(a, issuedAt)])),
     ]),
   );
-  const syncWindows: SimSyncWindow[] = [];
   const events = new SimEventLog(state, () => controller.clock.now());
   const metrics = new SimMetrics(state, {
     behaviour: opts.scenarioBehaviour,
@@ -247,7 +247,6 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     controller,
     keepAliveMs: opts.keepAliveMs ?? 15_000,
     watchResume: opts.watchResume ?? 'argocd',
-    syncWindows,
     frozen: !!opts.frozen,
     now: () => controller.clock.now(),
     openStreams: new Map(),
@@ -261,6 +260,16 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
       return synced.status === 'True' ? { status: 'Healthy' } : { status: 'Degraded', message: synced.message };
     },
   };
+
+  /** The deny windows the faults API wrote into AppProjects. */
+  const faultWindows = () =>
+    [...state.instances.values()].flatMap((store) =>
+      [...store.projects.values()].flatMap((p) =>
+        (p.spec.syncWindows ?? [])
+          .filter((w) => w.description === FAULT_WINDOW_DESCRIPTION)
+          .map((w) => ({ instance: store.name, project: p.metadata.name, applications: w.applications ?? [] })),
+      ),
+    );
 
   async function handleSim(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const what = url.pathname.replace(/^\/_sim\/?/, '');
@@ -283,7 +292,8 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
         throw error;
       }
     }
-    if (what === 'faults' && req.method === 'GET') return sendJson(res, 200, { http: faults.http, syncWindows });
+    if (what === 'faults' && req.method === 'GET')
+      return sendJson(res, 200, { http: faults.http, syncWindows: faultWindows() });
     if (what === 'advance' && req.method === 'POST') {
       const body = JSON.parse((await readBody(req)) || '{}') as { ms?: unknown };
       if (typeof body.ms !== 'number' || !(body.ms >= 0))

@@ -144,6 +144,13 @@ export class InstanceStore {
     return true;
   }
 
+  /** Inserts or replaces a project; stamps metadata.resourceVersion (optimistic concurrency on update). */
+  putProject(project: AppProject): AppProject {
+    project.metadata.resourceVersion = String(this.nextVersion());
+    this.projects.set(project.metadata.name, project);
+    return project;
+  }
+
   putCluster(cluster: Cluster): void {
     this.clusters.set(cluster.server, cluster);
   }

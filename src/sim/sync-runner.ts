@@ -20,6 +20,8 @@ import type { AppWork, WorkQueue } from './work.js';
 
 const RUNNING_MESSAGE = 'one or more tasks are running';
 const SUCCEEDED_MESSAGE = 'successfully synced (all tasks run)';
+/** controller/sync.go SyncAppState, while a sync window holds a Running operation. */
+const SYNC_WINDOW_BLOCKED = 'Sync operation blocked by sync window';
 
 /** How long syncs run and health settles when an app's annotations do not say (simulated ms). */
 export interface SyncTimings {
@@ -29,8 +31,11 @@ export interface SyncTimings {
 
 /** What the operation runner asks of the controller around it. */
 export interface SyncRunnerHooks {
-  /** Whether a deny sync window holds the app's automated operations now. */
-  syncWindowDenies(instance: string, app: Application): boolean;
+  /**
+   * Whether the project's sync windows hold the app's operation now (controller/sync.go
+   * syncWindowPreventsSync: manual unless initiatedBy.automated, with the operation's start for syncOverrun).
+   */
+  syncWindowBlocks(instance: string, app: Application): boolean;
   /** After a non-dry-run sync succeeded and the app was written back. */
   onSyncSucceeded(store: InstanceStore, instance: string, app: Application): void;
 }
@@ -71,7 +76,7 @@ export class SyncRunner {
         this.startOperation(store, app, w, now);
       }
     } else if (w.blocked) {
-      if (!this.hooks.syncWindowDenies(w.instance, app)) {
+      if (!this.hooks.syncWindowBlocks(w.instance, app)) {
         w.blocked = false;
         this.startAttempt(store, app, w, now);
       }
@@ -80,7 +85,9 @@ export class SyncRunner {
       this.startAttempt(store, app, w, now);
     } else if (w.attemptEndsAt !== undefined && t >= w.attemptEndsAt) {
       w.attemptEndsAt = undefined;
-      this.finishAttempt(store, app, w, now);
+      // SyncAppState asks the windows on every reconcile of a running sync: one that opened meanwhile holds it.
+      if (this.hooks.syncWindowBlocks(w.instance, app)) this.holdByWindow(store, app, w);
+      else this.finishAttempt(store, app, w, now);
     }
     const current = store.apps.get(w.name)!;
     if (w.healthAt !== undefined && t >= w.healthAt && !operationInProgress(current)) {
@@ -114,8 +121,8 @@ export class SyncRunner {
     status.reconciledAt = rfc3339(now);
     // A pending health settle from an earlier sync is superseded by this one.
     w.healthAt = w.healthTo = undefined;
-    if (next.operation!.initiatedBy?.automated && this.hooks.syncWindowDenies(w.instance, next)) {
-      status.operationState.message = 'Sync operation blocked by sync window';
+    if (this.hooks.syncWindowBlocks(w.instance, next)) {
+      status.operationState.message = SYNC_WINDOW_BLOCKED;
       w.blocked = true;
     } else {
       w.attemptEndsAt = now.getTime() + this.syncDurationMs(next);
@@ -123,9 +130,20 @@ export class SyncRunner {
     store.putApp(next);
   }
 
+  /** The operation stays Running with the controller's message until the windows let it go on. */
+  private holdByWindow(store: InstanceStore, app: Application, w: AppWork): void {
+    const state = app.status?.operationState;
+    if (!state || state.phase !== 'Running') return;
+    const next = structuredClone(app);
+    next.status!.operationState!.message = SYNC_WINDOW_BLOCKED;
+    w.blocked = true;
+    store.putApp(next);
+  }
+
   private startAttempt(store: InstanceStore, app: Application, w: AppWork, now: Date): void {
     const state = app.status?.operationState;
     if (!state || state.phase !== 'Running') return;
+    if (this.hooks.syncWindowBlocks(w.instance, app)) return this.holdByWindow(store, app, w);
     const next = structuredClone(app);
     next.status!.operationState!.message = RUNNING_MESSAGE;
     w.attemptEndsAt = now.getTime() + this.syncDurationMs(next);

@@ -11,7 +11,7 @@ export interface AppWork {
   attemptEndsAt?: number;
   retryAt?: number;
   terminating?: boolean;
-  /** Running, held by a deny sync window (automated operations only). */
+  /** Running, held by the project's sync windows ("Sync operation blocked by sync window"). */
   blocked?: boolean;
   healthAt?: number;
   healthTo?: 'Healthy' | 'Degraded';

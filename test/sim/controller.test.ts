@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { Application } from '../../src/infra/argocd/types.js';
+import type { Application, SyncWindow } from '../../src/infra/argocd/types.js';
+import { projectsOf } from '../../src/sim/projects.js';
 import { SimController, SimError } from '../../src/sim/controller.js';
 import { seedState } from '../../src/sim/fixture.js';
 import type { Fixture } from '../../src/sim/fixture-types.js';
 import { application, cluster, commit, serviceResources } from '../../src/sim/scenarios/builders.js';
-import { SimState } from '../../src/sim/store.js';
+import { SimState, type InstanceStore } from '../../src/sim/store.js';
 
 const NOW = new Date('2026-03-01T10:00:00Z');
 const SERVER = 'https://k8s-c1.example.net:6443';
@@ -58,6 +59,17 @@ function setup(opts: { apps?: Application[]; frozen?: boolean } = {}) {
   const store = state.instance('test')!;
   const app = (name = 'web-c1') => store.apps.get(name)!;
   return { state, controller, store, app };
+}
+
+/** Adds a deny window to the project the apps are in (Argo CD's default). */
+function denyIn(store: InstanceStore, w: Partial<SyncWindow>) {
+  const project = projectsOf(store, NOW.toISOString()).get('default')!;
+  const next = structuredClone(project);
+  next.spec.syncWindows = [
+    ...(next.spec.syncWindows ?? []),
+    { kind: 'deny', schedule: '* * * * *', duration: '1h', ...w },
+  ];
+  store.putProject(next);
 }
 
 describe('SimController sync lifecycle', () => {
@@ -493,21 +505,60 @@ describe('SimController autosync', () => {
     expect(app().operation).toBeUndefined();
   });
 
-  it('holds an automated sync Running under a deny sync window, and runs it when the window closes', () => {
+  it('writes no auto-sync under a deny window (the app stays OutOfSync) and auto-syncs on the first refresh after it', () => {
     const synced = webApp('web-c1', { sync: 'Synced', syncPolicy: { automated: { prune: true } } });
-    const { controller, app } = setup({ apps: [synced] });
-    let denied = true;
-    controller.syncWindowDenies = (instance, a) => denied && instance === 'test' && a.metadata.name === 'web-c1';
+    const { controller, store, app } = setup({ apps: [synced] });
+    // 10:00 for 30m: active from just after 10:00:00 (NOW) to just before 10:30:00.
+    denyIn(store, { schedule: '0 10 * * *', duration: '30m', applications: ['web-*'] });
+    controller.advance(1000);
     controller.newCommit('test', ['web-c1']);
-    controller.advance(60_000);
+    controller.advance(29 * 60_000);
+    expect(app().operation).toBeUndefined();
+    expect(app().status!.operationState).toBeUndefined();
+    expect(app().status!.sync!.status).toBe('OutOfSync');
+    controller.advance(60_000 + 7000);
+    expect(app().status!.operationState).toMatchObject({
+      phase: 'Succeeded',
+      operation: { initiatedBy: { automated: true } },
+    });
+    expect(Date.parse(app().status!.operationState!.startedAt!)).toBeGreaterThanOrEqual(
+      Date.parse('2026-03-01T10:30:00Z'),
+    );
+    expect(app().status!.sync!.status).toBe('Synced');
+  });
+
+  it('holds a manual operation Running under a deny window without manualSync, and runs it when the window closes', () => {
+    const { controller, store, app } = setup();
+    denyIn(store, { schedule: '0 10 * * *', duration: '10m', applications: ['*'] });
+    controller.advance(1000);
+    // Written past the API server (as a rollback's operation is): the application controller still asks the windows.
+    controller.requestSync('test', 'web-c1', { name: 'web-c1' }, 'alice');
+    controller.advance(5 * 60_000);
     expect(app().status!.operationState).toMatchObject({
       phase: 'Running',
       message: 'Sync operation blocked by sync window',
     });
-    denied = false;
-    controller.advance(6000);
+    controller.advance(6 * 60_000);
     expect(app().status!.operationState!.phase).toBe('Succeeded');
-    expect(app().status!.sync!.status).toBe('Synced');
+  });
+
+  it('lets a manual operation run under a deny window with manualSync, and holds a running sync a window opens on', () => {
+    const { controller, store, app } = setup({ apps: [webApp('web-c1'), webApp('web-c2')] });
+    denyIn(store, { schedule: '0 10 * * *', duration: '10m', applications: ['web-c1'], manualSync: true });
+    controller.advance(1000);
+    controller.requestSync('test', 'web-c1', { name: 'web-c1' }, 'alice');
+    controller.advance(7000);
+    expect(app().status!.operationState!.phase).toBe('Succeeded');
+
+    // web-c2's sync (5 s) starts at 10:00:09; a window from 10:00:12 catches it before it ends.
+    controller.requestSync('test', 'web-c2', { name: 'web-c2' }, 'alice');
+    controller.advance(1000);
+    denyIn(store, { schedule: '* * * * *', duration: '1h', applications: ['web-c2'] });
+    controller.advance(10_000);
+    expect(app('web-c2').status!.operationState).toMatchObject({
+      phase: 'Running',
+      message: 'Sync operation blocked by sync window',
+    });
   });
 
   it('leaves apps with automated.enabled=false alone', () => {

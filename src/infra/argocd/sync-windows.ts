@@ -324,6 +324,33 @@ export function normalizeWindow(w: SyncWindow): SyncWindow {
   return out;
 }
 
+/**
+ * The window as Argo CD stores and serves it: SyncWindow's fields in Go's order, empty and false ones left
+ * out (`omitempty`), unknown ones dropped, the time zone defaulted as Validate does. Two windows are the same
+ * stored window when their canonical forms are equal.
+ */
+export function canonicalWindow(w: SyncWindow): SyncWindow {
+  const n = normalizeWindow(w);
+  const out: Record<string, unknown> = {};
+  const put = (key: keyof SyncWindow, value: unknown) => {
+    if (value === undefined || value === null || value === false || value === '') return;
+    if (Array.isArray(value) && !value.length) return;
+    out[key] = Array.isArray(value) ? [...(value as unknown[])] : value;
+  };
+  put('kind', n.kind);
+  put('schedule', n.schedule);
+  put('duration', n.duration);
+  put('applications', n.applications);
+  put('namespaces', n.namespaces);
+  put('clusters', n.clusters);
+  put('manualSync', n.manualSync);
+  put('timeZone', n.timeZone);
+  put('andOperator', n.andOperator);
+  put('description', n.description);
+  put('syncOverrun', n.syncOverrun);
+  return out as unknown as SyncWindow;
+}
+
 /** SyncWindow.Validate's refusal, or undefined. */
 export function windowProblem(w: SyncWindow): string | undefined {
   if (w.kind !== 'allow' && w.kind !== 'deny') return `kind '${String(w.kind)}' mismatch: can only be allow or deny`;

@@ -3,6 +3,7 @@ import { rfc3339 } from '../clock.js';
 import { parseFields, projectListItem } from '../fields.js';
 import { parseSimSelector, simLabelsMatch, SimSelectorError, type SimLabelRequirement } from '../labels.js';
 import type { InstanceStore } from '../store.js';
+import { syncWindowVerdict } from '../projects.js';
 import { parseJsonBody, queryList, recordOperation, type ApiRequest, type RouteResult } from './context.js';
 import { appNotFound, GrpcCode, permissionDenied, SimApiError, toApiError } from './errors.js';
 import { appJsonFull, appJsonList } from './json.js';
@@ -128,13 +129,16 @@ function operationRunning(app: Application): boolean {
   return !!app.operation || phase === 'Running' || phase === 'Terminating';
 }
 
-function windowDenies(req: ApiRequest, app: Application): boolean {
-  return req.core.syncWindows.some(
-    (w) =>
-      (!w.instance || w.instance === req.store.name) &&
-      (!w.app || w.app === app.metadata.name) &&
-      (!w.project || w.project === (app.spec.project || 'default')),
-  );
+/**
+ * Sync (server/application/application.go) asks the project's windows before the `sync` RBAC check, as a
+ * manual sync: an active deny window refuses it unless every active deny window has manualSync.
+ */
+function checkSyncWindows(req: ApiRequest, app: Application): void {
+  const verdict = syncWindowVerdict(req.store, app, { manual: true, at: req.core.now() });
+  if (verdict.allowed) return;
+  if (verdict.invalid)
+    throw new SimApiError(GrpcCode.PermissionDenied, `cannot sync: invalid sync window: ${verdict.invalid}`);
+  throw new SimApiError(GrpcCode.PermissionDenied, 'cannot sync: blocked by sync window');
 }
 
 export function syncApplication(req: ApiRequest): RouteResult {
@@ -145,9 +149,9 @@ export function syncApplication(req: ApiRequest): RouteResult {
     checkGoShape(body, SYNC_REQUEST_SHAPE, 'ApplicationSyncRequest');
     const request = { ...(body as ApplicationSyncRequest), name };
     const app = findApp(req, name, request.project || undefined, request.appNamespace || undefined);
+    checkSyncWindows(req, app);
     enforce(req.account, 'applications', 'sync', rbacName(app));
     if (app.metadata.deletionTimestamp) throw new SimApiError(GrpcCode.FailedPrecondition, 'application is deleting');
-    if (windowDenies(req, app)) throw new SimApiError(GrpcCode.PermissionDenied, 'cannot sync: blocked by sync window');
     const target = app.spec.source?.targetRevision || 'HEAD';
     if (
       request.revision &&

@@ -19,7 +19,6 @@ export interface SimCore {
   readonly keepAliveMs: number;
   /** 'argocd': resourceVersion only skips the snapshot (real server). 'replay': resend logged changes. */
   readonly watchResume: 'argocd' | 'replay';
-  readonly syncWindows: SimSyncWindow[];
   /** --frozen: serve the fixture as-is. */
   readonly frozen: boolean;
   now(): Date;

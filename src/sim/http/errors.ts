@@ -3,12 +3,15 @@
  * is the gRPC status code and the HTTP status follows grpc-gateway's mapping.
  */
 export const GrpcCode = {
+  Unknown: 2,
   InvalidArgument: 3,
   NotFound: 5,
   AlreadyExists: 6,
   PermissionDenied: 7,
   ResourceExhausted: 8,
   FailedPrecondition: 9,
+  Aborted: 10,
+  OutOfRange: 11,
   Unimplemented: 12,
   Internal: 13,
   Unavailable: 14,
@@ -16,12 +19,15 @@ export const GrpcCode = {
 } as const;
 
 const HTTP_OF_GRPC: Record<number, number> = {
+  2: 500,
   3: 400,
   5: 404,
   6: 409,
   7: 403,
   8: 429,
   9: 400,
+  10: 409,
+  11: 400,
   12: 501,
   13: 500,
   14: 503,

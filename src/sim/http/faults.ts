@@ -1,5 +1,7 @@
 import type { ServerResponse } from 'node:http';
-import type { SimCore, SimSyncWindow } from './context.js';
+import type { SyncWindow } from '../../infra/argocd/types.js';
+import { FAULT_WINDOW_DESCRIPTION, projectsOf } from '../projects.js';
+import type { SimCore } from './context.js';
 import type { SimControllerPort } from './controller-port.js';
 
 /**
@@ -146,6 +148,47 @@ export function writeHttpFailure(res: ServerResponse, f: HttpFault): void {
 
 export class FaultRequestError extends Error {}
 
+/**
+ * Adds (or takes back) the faults API's deny window: every minute for 24 h, always active. Scoped to one
+ * app (its project), one project, or every project of the instance; `off` without a scope removes them all.
+ */
+function setFaultWindow(core: SimCore, instance: string, scope: { project?: string; app?: string }, on: boolean) {
+  const store = core.state.instance(instance)!;
+  const projects = projectsOf(store, core.now().toISOString());
+  const appProject = scope.app ? store.apps.get(scope.app)?.spec.project || 'default' : undefined;
+  const names = scope.project ? [scope.project] : appProject ? [appProject] : [...projects.keys()];
+  const applications = [scope.app ?? '*'];
+  const ours = (w: SyncWindow) =>
+    w.description === FAULT_WINDOW_DESCRIPTION &&
+    (!on && !scope.app && !scope.project ? true : JSON.stringify(w.applications) === JSON.stringify(applications));
+  let changed = 0;
+  for (const name of names) {
+    const project = projects.get(name);
+    if (!project) throw new FaultRequestError(`no project "${name}" on instance "${instance}"`);
+    const windows = project.spec.syncWindows ?? [];
+    const has = windows.some(ours);
+    if (on === has) continue;
+    const next = structuredClone(project);
+    next.spec.syncWindows = on
+      ? [
+          ...windows,
+          {
+            kind: 'deny',
+            schedule: '* * * * *',
+            duration: '24h',
+            applications,
+            timeZone: 'UTC',
+            description: FAULT_WINDOW_DESCRIPTION,
+          },
+        ]
+      : windows.filter((w) => !ours(w));
+    if (!next.spec.syncWindows.length) delete next.spec.syncWindows;
+    store.putProject(next);
+    changed++;
+  }
+  return changed;
+}
+
 const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 const str = (v: unknown) => (typeof v === 'string' && v ? v : undefined);
 
@@ -237,15 +280,16 @@ export function applyFault(core: SimCore, faults: FaultBook, body: unknown): { a
       return { applied: `clusterDown ${inst}/${cluster} ${b.down !== false}` };
     }
     case 'syncWindow': {
-      // A deny window (AppProject syncWindows) over the whole instance, one project or one app.
-      const window = { instance, project: str(b.project), app: str(b.app) };
-      const same = (w: SimSyncWindow) =>
-        w.instance === window.instance && w.project === window.project && w.app === window.app;
-      const idx = core.syncWindows.findIndex(same);
-      if (b.active === false) {
-        if (idx >= 0) core.syncWindows.splice(idx, 1);
-      } else if (idx < 0) core.syncWindows.push(window);
-      return { applied: `syncWindow ${b.active === false ? 'off' : 'on'}` };
+      // A real deny window in the AppProjects (every one of the instance, one project, or one app's own),
+      // which Argo CD's rules then enforce: manual syncs refused, automated ones held.
+      const app = str(b.app);
+      const instances = instance ? [instance] : app ? [needInstance()] : [...core.state.instances.keys()];
+      let changed = 0;
+      for (const inst of instances) {
+        if (app) needApp(inst);
+        changed += setFaultWindow(core, inst, { project: str(b.project), app }, b.active !== false);
+      }
+      return { applied: `syncWindow ${b.active === false ? 'off' : 'on'} (${changed} project(s) changed)` };
     }
     case 'dropStreams': {
       // The server (or a proxy idle timeout) ends open watch streams: clients must reconnect.
@@ -267,8 +311,8 @@ export function applyFault(core: SimCore, faults: FaultBook, body: unknown): { a
         return { applied: `clear ${inst}/${app}` };
       }
       faults.clearHttp(instance);
-      for (let i = core.syncWindows.length - 1; i >= 0; i--)
-        if (!instance || core.syncWindows[i].instance === instance) core.syncWindows.splice(i, 1);
+      for (const inst of instance ? [instance] : [...core.state.instances.keys()])
+        setFaultWindow(core, inst, {}, false);
       return { applied: `clear http faults${instance ? ` on ${instance}` : ''}` };
     }
     default:
