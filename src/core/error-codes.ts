@@ -86,6 +86,10 @@ export const ERROR_CODES = {
   argocd_not_found: { exit: 'failed', meaning: 'Argo CD has no such object' },
   argocd_unauthenticated: { exit: 'failed', meaning: 'Argo CD rejected the token' },
   argocd_conflict: { exit: 'failed', meaning: 'Argo CD refused the change (conflict, precondition)' },
+  argocd_modified: {
+    exit: 'failed',
+    meaning: 'the object changed since it was read (resourceVersion conflict): read it again before changing it',
+  },
   argocd_invalid: { exit: 'failed', meaning: 'Argo CD rejected the request as invalid' },
   argocd_unavailable: { exit: 'failed', meaning: 'Argo CD failed or timed out upstream' },
   argocd_rate_limited: { exit: 'failed', meaning: 'Argo CD is rate limiting rollcall' },

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ArgoClient, createClients } from '../../src/infra/argocd/client.js';
 import { ArgoError } from '../../src/infra/argocd/errors.js';
 import { configSchema, instanceSchema } from '../../src/infra/config/schema.js';
-import type { Application, ApplicationSet } from '../../src/infra/argocd/types.js';
+import type { AppProject, Application, ApplicationSet } from '../../src/infra/argocd/types.js';
 import { startRecordingServer, type RecordingServer } from '../support/recording-server.js';
 
 const ROOT = '/argocd';
@@ -175,6 +175,24 @@ describe('request shapes', () => {
     const clusters = await client().listClusters();
     expect(clusters.items).toEqual([{ name: 'prod-eu1', server: 'https://1.2.3.4' }]);
     expect(JSON.stringify(clusters)).not.toContain('secret');
+  });
+
+  it('gets, lists and updates an AppProject with PUT {project} (the resourceVersion travels in the object)', async () => {
+    const project: AppProject = {
+      metadata: { name: 'pay ments', namespace: 'argocd', resourceVersion: '41' },
+      spec: { syncWindows: [{ kind: 'deny', schedule: '* * * * *', duration: '1h', applications: ['*'] }] },
+    };
+    server.on('GET', `${API}/projects/pay%20ments`, { body: project });
+    server.on('GET', `${API}/projects`, { body: { metadata: {}, items: [project] } });
+    server.on('PUT', `${API}/projects/pay%20ments`, {
+      body: { ...project, metadata: { ...project.metadata, resourceVersion: '42' } },
+    });
+    const c = client();
+    expect(await c.getProject('pay ments')).toEqual(project);
+    expect((await c.listProjects()).items).toEqual([project]);
+    const updated = await c.updateProject(project);
+    expect(updated.metadata.resourceVersion).toBe('42');
+    expect(server.requestsTo(`${API}/projects/pay%20ments`, 'PUT')[0].json).toEqual({ project });
   });
 
   it('creates one client per configured instance', () => {
@@ -383,6 +401,33 @@ describe('error mapping', () => {
     expect(error.kind).toBe('conflict');
     expect(error.message).toContain('application is deleting');
     expect(error.grpcCode).toBe(9);
+  });
+
+  it('409 Aborted on a project update is `modified`: read it again; 403 names the projects RBAC line', async () => {
+    const message =
+      'Operation cannot be fulfilled on appprojects.argoproj.io "default": the object has been modified; please apply your changes to the latest version and try again';
+    server.on('PUT', `${API}/projects/default`, { status: 409, body: { code: 10, message } });
+    const project: AppProject = { metadata: { name: 'default', resourceVersion: '7' }, spec: {} };
+    const stale = await failure(client().updateProject(project));
+    expect(stale.kind).toBe('modified');
+    expect(stale.code).toBe('argocd_modified');
+    expect(stale.message).toMatch(/^AppProject default on instance eu changed since rollcall read it/);
+    expect(server.requestsTo(`${API}/projects/default`, 'PUT')).toHaveLength(1);
+
+    server.on('PUT', `${API}/projects/payments`, {
+      status: 403,
+      body: {
+        code: 7,
+        message: 'permission denied: projects, update, payments, sub: rollcall, iat: 2026-01-01T00:00:00Z',
+      },
+    });
+    const denied = await failure(client().updateProject({ metadata: { name: 'payments' }, spec: {} }));
+    expect(denied.message).toContain('p, role:rollcall, projects, update, payments, allow');
+    server.on('GET', `${API}/projects/gone`, {
+      status: 404,
+      body: { code: 5, message: 'appprojects.argoproj.io "gone" not found' },
+    });
+    expect((await failure(client().getProject('gone'))).message).toMatch(/^No such AppProject gone on instance eu\./);
   });
 
   it('connection refused: network error naming the URL, retried', async () => {

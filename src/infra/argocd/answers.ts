@@ -50,7 +50,7 @@ export function anObject<T>(what: string): AnswerReader<T> {
   };
 }
 
-/** An Application or ApplicationSet: an object with `metadata.name`. */
+/** An Application, ApplicationSet or AppProject: an object with `metadata.name`. */
 export function aNamedObject<T>(what: string): AnswerReader<T> {
   return (body) => {
     check(namedObject, body, what);
@@ -58,11 +58,12 @@ export function aNamedObject<T>(what: string): AnswerReader<T> {
   };
 }
 
-export type ListItem = 'application' | 'ApplicationSet' | 'cluster' | 'event' | 'resource';
+export type ListItem = 'application' | 'ApplicationSet' | 'AppProject' | 'cluster' | 'event' | 'resource';
 
 const ITEM_ARTICLE: Record<ListItem, string> = {
   application: 'an',
   ApplicationSet: 'an',
+  AppProject: 'an',
   cluster: 'a',
   event: 'an',
   resource: 'a',
@@ -71,6 +72,7 @@ const ITEM_ARTICLE: Record<ListItem, string> = {
 const ITEM_SHAPES: Record<ListItem, { schema: z.ZodType; what: string }> = {
   application: { schema: namedObject, what: 'an object with metadata.name' },
   ApplicationSet: { schema: namedObject, what: 'an object with metadata.name' },
+  AppProject: { schema: namedObject, what: 'an object with metadata.name' },
   cluster: { schema: cluster, what: 'an object with server' },
   event: { schema: anyObject, what: 'an object' },
   resource: { schema: anyObject, what: 'an object' },

@@ -1,5 +1,6 @@
 import type { ReadList } from './answers.js';
 import type {
+  AppProject,
   Application,
   ApplicationSet,
   ApplicationSetWatchEvent,
@@ -123,6 +124,14 @@ export interface ArgoApi {
   getApplicationSet(name: string, appsetNamespace?: string): Promise<ApplicationSet>;
   upsertApplicationSet(appSet: ApplicationSet, opts?: { dryRun?: boolean }): Promise<ApplicationSet>;
   listClusters(): Promise<ReadList<Cluster>>;
+  listProjects(): Promise<ReadList<AppProject>>;
+  getProject(name: string): Promise<AppProject>;
+  /**
+   * PUT /api/v1/projects/{name} with `{project}`, as `argocd proj windows add|delete` sends it: the whole
+   * project as read, changed. Its metadata.resourceVersion makes the write conditional: a project changed
+   * meanwhile fails with `argocd_modified` and nothing is written. Needs `projects, update, <name>`.
+   */
+  updateProject(project: AppProject): Promise<AppProject>;
   watchApplications(query: ListApplicationsQuery, options: WatchOptions<ApplicationWatchEvent>): WatchHandle;
   watchApplicationSets(
     query: { selector?: string; projects?: string[]; resourceVersion?: string },

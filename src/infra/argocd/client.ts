@@ -14,6 +14,7 @@ import { errorFromBadBody, errorFromResponse, errorFromTransport, isArgoError, t
 import { aList, aNamedObject, anObject, aWatchEvent, ShapeError, type AnswerReader, type ReadList } from './answers.js';
 import { DEFAULT_RETRY, parseRetryAfter, retryDelay, sleep, type RetryPolicy } from './retry.js';
 import type {
+  AppProject,
   Application,
   ApplicationSet,
   ApplicationSetWatchEvent,
@@ -339,6 +340,40 @@ export class ArgoClient implements ArgoApi {
     return { ...list, items };
   }
 
+  // ---------- projects ----------
+
+  listProjects(): Promise<ReadList<AppProject>> {
+    return this.call(
+      { method: 'GET', path: '/projects' },
+      { resource: 'projects', action: 'get' },
+      'idempotent',
+      aList<AppProject>('AppProject'),
+    );
+  }
+
+  getProject(name: string): Promise<AppProject> {
+    return this.call(
+      { method: 'GET', path: projectPath(name) },
+      { resource: 'projects', action: 'get', project: name },
+      'idempotent',
+      APP_PROJECT,
+    );
+  }
+
+  /**
+   * Retried like a read: the resourceVersion makes a second delivery of an applied write fail as
+   * `argocd_modified` (with maybeApplied) instead of applying twice, and the caller reads the project again.
+   */
+  updateProject(project: AppProject): Promise<AppProject> {
+    const name = project.metadata.name;
+    return this.call(
+      { method: 'PUT', path: projectPath(name), body: { project } },
+      { resource: 'projects', action: 'update', project: name },
+      'idempotent',
+      APP_PROJECT,
+    );
+  }
+
   // ---------- watch ----------
 
   watchApplications(query: ListApplicationsQuery, options: WatchOptions<ApplicationWatchEvent>): WatchHandle {
@@ -539,6 +574,11 @@ function classify(error: unknown): Failure {
 
 const APPLICATION = aNamedObject<Application>('an Application');
 const APPLICATION_SET = aNamedObject<ApplicationSet>('an ApplicationSet');
+const APP_PROJECT = aNamedObject<AppProject>('an AppProject');
+
+function projectPath(name: string): string {
+  return `/projects/${encodeURIComponent(name)}`;
+}
 
 function appPath(name: string): string {
   return `/applications/${encodeURIComponent(name)}`;

@@ -12,6 +12,8 @@ export type ArgoErrorCode =
   | 'not_found'
   | 'unauthenticated'
   | 'conflict'
+  /** gRPC Aborted (HTTP 409): Kubernetes refused an update whose resourceVersion is no longer current. */
+  | 'modified'
   | 'invalid'
   | 'unavailable'
   | 'rate_limited'
@@ -89,7 +91,7 @@ export interface CallContext {
   /** Path below /api/v1, e.g. `/applications/foo/sync`. */
   path: string;
   /** The RBAC resource (argocd-rbac-cm) the call needs. */
-  resource: 'applications' | 'applicationsets' | 'clusters' | 'logs';
+  resource: 'applications' | 'applicationsets' | 'clusters' | 'logs' | 'projects';
   /** The RBAC action (B1): get for reads, sync for sync/terminate, update for patch and upsert. */
   action: 'get' | 'sync' | 'update' | 'create';
   app?: string;
@@ -105,6 +107,7 @@ const SYNC_WINDOW = /blocked by sync window/i;
 const AUTO_SYNC_ON = /rollback cannot be initiated when auto-sync is enabled/i;
 
 function describeTarget(ctx: CallContext): string {
+  if (ctx.resource === 'projects' && ctx.project) return `AppProject ${ctx.project} on instance ${ctx.instance}`;
   if (ctx.app) return `app ${ctx.app} on instance ${ctx.instance}`;
   if (ctx.appSet) return `ApplicationSet ${ctx.appSet} on instance ${ctx.instance}`;
   return `instance ${ctx.instance}`;
@@ -151,9 +154,15 @@ function forbiddenError({ ctx, status, grpcCode, argoMessage, base, said }: Erro
       { ...base, kind: 'forbidden' },
     );
   }
-  const project = ctx.project ?? (ctx.resource === 'clusters' ? '*' : '<project>');
-  const object = ctx.resource === 'clusters' ? '*' : `${project}/*`;
-  const scope = ctx.resource === 'clusters' ? 'clusters' : `${ctx.resource} in project ${project}`;
+  const project = ctx.project ?? (ctx.resource === 'clusters' || ctx.resource === 'projects' ? '*' : '<project>');
+  // Projects are RBAC objects by name; applications and the rest by <project>/<name>.
+  const object = ctx.resource === 'clusters' ? '*' : ctx.resource === 'projects' ? project : `${project}/*`;
+  const scope =
+    ctx.resource === 'clusters'
+      ? 'clusters'
+      : ctx.resource === 'projects'
+        ? `project ${project}`
+        : `${ctx.resource} in project ${project}`;
   let message =
     `Token lacks \`${ctx.action}\` on ${scope} (${describeTarget(ctx)}): ` +
     `add \`p, role:rollcall, ${ctx.resource}, ${ctx.action}, ${object}, allow\` to argocd-rbac-cm.`;
@@ -166,7 +175,8 @@ function forbiddenError({ ctx, status, grpcCode, argoMessage, base, said }: Erro
 function missingOrLimitedError({ ctx, status, grpcCode, base, said }: ErrorAnswer): ArgoError | undefined {
   if (status === 404 || grpcCode === GrpcCode.NotFound) {
     let message: string;
-    if (ctx.app)
+    if (ctx.resource === 'projects') message = `No such AppProject ${ctx.project ?? ''} on instance ${ctx.instance}.`;
+    else if (ctx.app)
       message = `No such app ${ctx.app} on instance ${ctx.instance}${ctx.project ? ` (project ${ctx.project})` : ''}.`;
     else if (ctx.appSet) message = `No such ApplicationSet ${ctx.appSet} on instance ${ctx.instance}.`;
     else
@@ -216,6 +226,12 @@ function operationStateError({ ctx, argoMessage, base }: ErrorAnswer): ArgoError
 
 /** 409 and the gRPC preconditions (a conflict), 400 and 422 (an invalid request). */
 function refusedError({ ctx, status, grpcCode, argoMessage, base }: ErrorAnswer): ArgoError | undefined {
+  if (grpcCode === GrpcCode.Aborted) {
+    return new ArgoError(
+      `${describeTarget(ctx)} changed since rollcall read it (Argo CD said: "${argoMessage ?? `HTTP ${status}`}"): read it again before changing it.`,
+      { ...base, kind: 'modified' },
+    );
+  }
   if (
     status === 409 ||
     grpcCode === GrpcCode.FailedPrecondition ||
