@@ -154,7 +154,7 @@ export const digestCommand: CommandSpec = {
   usage: USAGE,
   help: [
     '`digest` — the whole fleet; `digest NAME` — a digest from the config, with its selector.',
-    'Needs attention: apps Degraded > 10 min (at once right after a sync), OutOfSync (> 1 h when auto-synced), stuck and paused rollouts, failed syncs in the period,',
+    "Needs attention: apps Degraded > 10 min (at once right after a sync), OutOfSync (> 1 h when auto-synced), stuck and paused rollouts, rollcall's active freezes, failed syncs in the period,",
     'stale key backups, unreachable instances. The period runs from the previous digest of that name (else 24 h).',
     'Incidents: the open ones first, then those closed in the period with their TTR.',
   ].join('\n'),

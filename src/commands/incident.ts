@@ -6,6 +6,7 @@ import { INCIDENT_STATES, type Incident, type IncidentStatus } from '../domain/i
 import { TIMELINE_KINDS, timelineJson, type TimelineEntry, type TimelineKind } from '../domain/incidents/timeline.js';
 import { formatDuration, mention, plural, truncate } from '../core/format.js';
 import { CommandError, parseCommand, selectorFromCommand } from './parse.js';
+import { unfreezeQuestion } from './freeze.js';
 import type { ActionSpec, CommandContext, CommandSpec, ParsedCommand } from './registry.js';
 import { RollcallError, replyFromError } from '../core/errors.js';
 import type { Reply, ReplyBlock, ReplyItem, Tone } from '../core/reply.js';
@@ -123,6 +124,28 @@ function entryItem(e: TimelineEntry): ReplyItem {
         ? 'info'
         : undefined;
   return { text: `\`${e.at.slice(11, 19)}\` ${truncate(e.text, 280)}`, ...(tone ? { tone } : {}) };
+}
+
+/**
+ * The freezes declared in the incident are not lifted by its close: rollcall asks, with a button that runs
+ * `unfreeze`, in the incident's thread (and in the answer to whoever closed it).
+ */
+async function askToUnfreeze(ctx: CommandContext, incident: Incident): Promise<ReplyBlock[]> {
+  const freezes = await ctx.services.freezes?.ofIncident(incident.id).catch(() => []);
+  const blocks = unfreezeQuestion(incident.id, freezes ?? [], ctx.services.now?.() ?? new Date());
+  const header = incident.header;
+  const inThread = header && ctx.channel === header.channel && ctx.threadTs === header.ts;
+  if (blocks.length && header && ctx.services.notifier && !inThread) {
+    const question = {
+      ok: true,
+      command: 'incident close',
+      title: `${incident.id}: unfreeze?`,
+      data: { id: incident.id },
+      blocks,
+    };
+    await ctx.services.notifier.post({ channel: header.channel, threadTs: header.ts }, question).catch(() => undefined);
+  }
+  return blocks;
 }
 
 /** Keeps the Slack header current after a change: post it once, then update in place. */
@@ -327,11 +350,13 @@ async function runIncident(cmd: ParsedCommand, ctx: CommandContext): Promise<Rep
       const summary = stripQuotes(restOf(cmd.raw, 2 + used));
       const closed = await svc.close(incident, ctx.user, summary || undefined);
       await refreshHeader(ctx, svc, closed);
-      return done(
+      const reply = done(
         closed,
         'incident close',
         `:white_check_mark: ${incident.id} closed${summary ? `: ${summary}` : ''}. \`incident report ${incident.id}\` writes the report.`,
       );
+      reply.blocks.push(...(await askToUnfreeze(ctx, closed)));
+      return reply;
     }
     case 'reopen': {
       const reopened = await svc.reopen(incident, ctx.user);

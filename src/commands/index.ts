@@ -26,6 +26,7 @@ import { changesCommand } from './changes.js';
 import { checkCommand, checksCommand } from './checks.js';
 import { clustersCommand } from './clusters.js';
 import { pauseCommand, pausedCommand, resumeCommand } from './control.js';
+import { freezeCommand, frozenCommand, unfreezeCommand } from './freeze.js';
 import { guardCommand, guardsCommand, unguardCommand } from './guard.js';
 import { diagnoseCommand } from './diagnose.js';
 import { diffCommand } from './diff.js';
@@ -70,6 +71,9 @@ export const COMMANDS: readonly CommandSpec[] = [
   pauseCommand,
   resumeCommand,
   pausedCommand,
+  freezeCommand,
+  unfreezeCommand,
+  frozenCommand,
   guardCommand,
   guardsCommand,
   unguardCommand,

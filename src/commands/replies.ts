@@ -36,6 +36,15 @@ export type StatusData = {
   groups: (Pick<ProblemGroup, 'name' | 'by' | 'instance' | 'kind' | 'reason' | 'clusters' | 'clustersOfGroup'> & {
     apps: string[];
   })[];
+  /** rollcall's active freezes that hold apps of the selection (empty without Redis). */
+  frozen: {
+    target: string;
+    by: string;
+    since: string;
+    until: string | null;
+    incident: string | null;
+    apps: string[];
+  }[];
 };
 export type AppData = { app: AppDetail & { live: boolean; warningEvents: unknown[] } };
 export type HistoryData = { app: string; instance: string; live: boolean; history: HistoryEntry[] };
@@ -75,6 +84,21 @@ export type HelpData =
   | { commands: { name: string; usage: string; summary: string; readOnly: boolean }[] };
 export type PausedData = {
   paused: { target: string; instance: string; by: string; since: string; runId: string; changes: number }[];
+};
+export type FrozenData = {
+  frozen: {
+    target: string;
+    instance: string;
+    project: string;
+    by: string;
+    since: string;
+    until: string | null;
+    incident: string | null;
+    runId: string;
+    /** The window holds now (a for= freeze stops holding when its window ends). */
+    active: boolean;
+    manualBlocked: boolean;
+  }[];
 };
 export type RefreshData =
   | { refresh: RefreshType; apps: Refreshed[] }
@@ -168,6 +192,9 @@ export interface CommandData {
   pause: RunbookData;
   resume: RunbookData;
   paused: PausedData;
+  freeze: RunbookData;
+  unfreeze: RunbookData;
+  frozen: FrozenData;
   run: RunbookData | RunFormData;
   sync: RunbookData;
   refresh: RefreshData;
@@ -225,6 +252,8 @@ export function runOf(reply: Reply): RunData['run'] | undefined {
     case 'sync':
     case 'pause':
     case 'resume':
+    case 'freeze':
+    case 'unfreeze':
     case 'rollback':
     case 'terminate-op':
       return 'run' in answer.data ? answer.data.run : undefined;

@@ -11,11 +11,24 @@ import {
 } from '../fleet/groups.js';
 import { isRollingSync, rolloutComplete } from '../fleet/rollingsync.js';
 import { selectApps, type AppSelector } from '../fleet/select.js';
-import { HEALTH_ORDER, SYNC_ORDER, TONE_EMOJI, code, countsLine, formatCount, plural, since } from '../core/format.js';
+import {
+  HEALTH_ORDER,
+  SYNC_ORDER,
+  TONE_EMOJI,
+  absoluteTime,
+  code,
+  countsLine,
+  formatCount,
+  mention,
+  plural,
+  since,
+} from '../core/format.js';
+import { freezeActive, freezeHolding } from '../fleet/freeze.js';
+import { freezesByRun } from '../domain/runbooks/index.js';
 import { SELECTOR_OPTIONS, checkOptions, commandText, selectorFromCommand } from './parse.js';
 import type { CommandContext, CommandSpec, ParsedCommand } from './registry.js';
 import type { ReplyBlock, ReplyButton, ReplyItem, Tone } from '../core/reply.js';
-import type { ReplyOf } from './replies.js';
+import type { ReplyOf, StatusData } from './replies.js';
 import { fleetNames, unknownTarget } from './suggest.js';
 
 const USAGE = 'status [NAME|GLOB|CLUSTER|APPSET ...] [-l selector] [cluster=X] [project=X] [appset=X] [instance=X]';
@@ -216,6 +229,7 @@ function statusData(summary: FleetSummary, groups: readonly ProblemGroup[]): Rep
       health,
       reason,
     })),
+    frozen: [],
     groups: groups.map((g) => ({
       name: g.name,
       by: g.by,
@@ -245,15 +259,54 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
   const buttons: ReplyButton[] = [{ label: 'Refresh', command: commandText(cmd) }];
   for (const name of rolloutsInFlight(fleet, summary))
     buttons.push({ label: `Show rollout ${name.label}`, command: name.command });
+  const frozen = await frozenIn(ctx, selected, now);
   const blocks: ReplyBlock[] = [
     { kind: 'header', text: title },
     ...totalsBlocks(summary, groups, scope, multiInstance),
+    ...frozenBlocks(frozen),
     ...clusterBlocks(summary, multiInstance),
     ...groupBlocks(groups, now, multiInstance),
     { kind: 'actions', buttons: buttons.slice(0, 5) },
   ];
 
-  return { ok: true, command: 'status', title, data: statusData(summary, groups), blocks };
+  return { ok: true, command: 'status', title, data: { ...statusData(summary, groups), frozen }, blocks };
+}
+
+type FrozenRow = StatusData['frozen'][number];
+
+/**
+ * rollcall's active freezes that hold apps of the selection, one row per freeze. Read from Redis where this
+ * process has it (the bot does); a broken read says nothing rather than failing the status.
+ */
+async function frozenIn(ctx: CommandContext, selected: readonly FleetApp[], now: Date): Promise<FrozenRow[]> {
+  const freezes = await ctx.services.freezes?.list().catch(() => undefined);
+  if (!freezes?.length) return [];
+  const rows: FrozenRow[] = [];
+  for (const run of freezesByRun(freezes.filter((f) => freezeActive(f, now)))) {
+    const apps = selected
+      .filter((a) => freezeHolding(run, a.instance, a.app, now))
+      .map((a) => a.app.metadata.name)
+      .sort();
+    if (!apps.length) continue;
+    const f = run[0];
+    rows.push({ target: f.target, by: f.by, since: f.at, until: f.until ?? null, incident: f.incident ?? null, apps });
+  }
+  return rows;
+}
+
+function frozenBlocks(rows: FrozenRow[]): ReplyBlock[] {
+  if (!rows.length) return [];
+  return [
+    {
+      kind: 'list',
+      title: 'Frozen by rollcall: deploys held on purpose',
+      items: rows.map((r) => ({
+        text: `*${r.target}* · ${plural(r.apps.length, 'app')} held · by ${mention(r.by)}${r.incident ? ` for ${r.incident}` : ''} · ${r.until ? `until ${absoluteTime(r.until)}` : 'until unfrozen'}`,
+        detail: `\`unfreeze ${r.target}\` lifts it`,
+        tone: 'info' as const,
+      })),
+    },
+  ];
 }
 
 /** The problems of the selection grouped by ApplicationSet (or service) and shared reason; see fleet/groups.ts. */

@@ -61,6 +61,8 @@ export const ERROR_CODES = {
   nothing_to_pause: { exit: 'failed', meaning: 'the ApplicationSet has nothing a pause would stop' },
   already_paused: { exit: 'failed', meaning: 'the ApplicationSet is already paused' },
   not_paused: { exit: 'failed', meaning: 'the ApplicationSet is not paused by rollcall' },
+  already_frozen: { exit: 'failed', meaning: 'rollcall (or an identical window) already freezes that scope' },
+  not_frozen: { exit: 'failed', meaning: 'rollcall has no freeze of that target' },
   auto_sync_enabled: {
     exit: 'failed',
     meaning: 'a rollback of an app whose auto-sync is on: Argo CD refuses it, turn auto-sync off first',

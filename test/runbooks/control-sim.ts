@@ -13,6 +13,7 @@ import { createKubeClients } from '../../src/infra/kube/clients.js';
 import { startEngine, type EngineHandle, type RunService } from '../../src/domain/runbooks/engine.js';
 import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../../src/domain/runbooks/loader.js';
 import { PauseStore } from '../../src/domain/runbooks/rollout-pause.js';
+import { FreezeStore } from '../../src/domain/runbooks/freeze.js';
 import { CheckService } from '../../src/domain/checks/index.js';
 import { GuardStore } from '../../src/domain/guards/index.js';
 import type { Fixture } from '../../src/sim/fixture-types.js';
@@ -107,6 +108,7 @@ export async function startControlSim(
       notifier: opts.notifier,
       kube: config.kube.clusters.length ? await createKubeClients(config) : undefined,
       pauses: new PauseStore(redis, prefix),
+      freezes: new FreezeStore(redis, prefix),
       guards: new GuardStore(redis, prefix),
       checks: Object.keys(config.checks).length ? new CheckService(config) : undefined,
     };

@@ -7,11 +7,13 @@
 import type { Application } from '../../infra/argocd/types.js';
 import type { AlertsConfig, DigestConfig } from '../../infra/config/schema.js';
 import type { IncidentService } from '../incidents/service.js';
-import { formatDuration } from '../../core/format.js';
+import { absoluteTime, formatDuration } from '../../core/format.js';
 import type { FleetApp, FleetView } from '../../fleet/model.js';
 import { automatedEnabled, isRollingSync, rolloutComplete } from '../../fleet/rollingsync.js';
 import { degradedAfterSync, outOfSyncOutsideRollout, syncFailed } from '../../fleet/rules/index.js';
 import { matchesLabels, parseLabelSelector } from '../../fleet/select.js';
+import { freezeActive, freezeHolding, type Freeze } from '../../fleet/freeze.js';
+import type { FreezeStore } from '../runbooks/freeze.js';
 import { isActive } from './lifecycle.js';
 import type { DigestRun, FleetRecords } from './records.js';
 
@@ -36,6 +38,7 @@ export const ATTENTION_KINDS = [
   'out-of-sync',
   'stuck-rollout',
   'paused-rollout',
+  'frozen',
   'sync-failed',
   'key-backup-stale',
   'instance-unreachable',
@@ -138,6 +141,8 @@ export interface DigestInputs {
   previous?: { at: string; totals: Record<string, number> };
   /** Open and recent incidents; the digest picks those open or opened or closed in the period. */
   incidents?: DigestIncident[];
+  /** rollcall's freezes (Redis); what an active one holds is said once, not as OutOfSync apps. */
+  freezes?: readonly Freeze[];
 }
 
 /** Apps Degraded for less than this are still settling. */
@@ -148,6 +153,7 @@ const SEVERITY: Record<AttentionKind, AttentionItem['severity']> = {
   'out-of-sync': 'warning',
   'stuck-rollout': 'critical',
   'paused-rollout': 'info',
+  frozen: 'info',
   'sync-failed': 'critical',
   'key-backup-stale': 'warning',
   'instance-unreachable': 'critical',
@@ -233,7 +239,7 @@ function appAttention(
       if (settled || degradedAfterSync(app, now, degradedWindow) !== undefined)
         degraded.push({ a, since, revision: revisionOf(app) });
     }
-    if (outOfSyncOutsideRollout(a, inRollout)) {
+    if (outOfSyncOutsideRollout(a, inRollout) && !freezeHolding(inputs.freezes, a.instance, app, now)) {
       const since = lastInSync(app);
       // Without automated sync nothing but a person will sync it: it needs attention at once.
       const due =
@@ -252,6 +258,32 @@ function appAttention(
     ...grouped('out-of-sync', outOfSync, now, (owner, n) => `${owner}: ${apps(n)} OutOfSync`),
     ...grouped('sync-failed', failed, now, (owner, n) => `${owner}: sync failed on ${apps(n)}`),
   ];
+}
+
+/** One line per active freeze of rollcall's that holds apps of the digest's scope (or per freeze, unscoped). */
+function frozenAttention(inputs: DigestInputs, scoped: FleetApp[]): AttentionItem[] {
+  const { now } = inputs;
+  const out: AttentionItem[] = [];
+  const runs = new Map<string, Freeze[]>();
+  for (const f of inputs.freezes ?? []) if (freezeActive(f, now)) runs.set(f.runId, [...(runs.get(f.runId) ?? []), f]);
+  for (const run of runs.values()) {
+    const held = scoped
+      .filter((a) => run.some((f) => freezeHolding([f], a.instance, a.app, now)))
+      .map((a) => a.app.metadata.name)
+      .sort(byName);
+    if (inputs.selector?.trim() && !held.length) continue;
+    const f = run[0];
+    out.push({
+      kind: 'frozen',
+      severity: 'info',
+      title: `${f.target} frozen by ${f.by} for ${formatDuration(now.getTime() - Date.parse(f.at))}${f.incident ? ` (${f.incident})` : ''}${f.until ? `, until ${absoluteTime(f.until)}` : ''}: ${apps(held.length)} held`,
+      instance: f.instance,
+      apps: held,
+      count: held.length,
+      since: f.at,
+    });
+  }
+  return out;
 }
 
 const ALWAYS_JUDGED = ['stuck-step', 'key-backup-stale', 'instance-unreachable'] as const;
@@ -314,7 +346,13 @@ export function buildDigest(inputs: DigestInputs): Digest {
 
   // Stuck rollouts, stale key backups and unreachable instances as their rules see them, whether or not
   // the rules are switched on for alerts (a digest reports them either way).
-  const rules = evaluateAlertRules({ fleet, now, config: digestRules(inputs.alerts), keyBackups: inputs.keyBackups });
+  const rules = evaluateAlertRules({
+    fleet,
+    now,
+    config: digestRules(inputs.alerts),
+    keyBackups: inputs.keyBackups,
+    freezes: inputs.freezes,
+  });
   const inStuckRollout = new Set<string>();
   for (const c of rules.conditions) {
     if (c.rule !== 'stuck-step' || !c.appSet || !appSetInScope(c.instance, c.appSet)) continue;
@@ -350,6 +388,7 @@ export function buildDigest(inputs: DigestInputs): Digest {
     });
   }
 
+  attention.push(...frozenAttention(inputs, scoped));
   attention.push(...appAttention(inputs, scoped, inStuckRollout, from));
   attention.push(...sourceAttention(inputs, rules.conditions));
   attention.sort(
@@ -502,6 +541,7 @@ export interface DigestSources {
   records?: Pick<FleetRecords, 'keyBackups' | 'recentRuns' | 'previousDigest' | 'recordDigest'>;
   alerts?: Pick<AlertStore, 'all'>;
   incidents?: Pick<IncidentService, 'open' | 'recent' | 'closedSince' | 'analyse'>;
+  freezes?: Pick<FreezeStore, 'list'>;
 }
 
 /**
@@ -515,11 +555,12 @@ export async function composeDigest(
 ): Promise<Digest> {
   const records = sources.records;
   const historyName = digest?.name ?? FLEET_DIGEST;
-  const [keyBackups, runs, previous, stored] = await Promise.all([
+  const [keyBackups, runs, previous, stored, freezes] = await Promise.all([
     records?.keyBackups().catch(() => undefined),
     records?.recentRuns().catch(() => undefined),
     records?.previousDigest(historyName).catch(() => undefined),
     sources.alerts?.all().catch(() => undefined),
+    sources.freezes?.list().catch(() => undefined),
   ]);
   const incidents = await digestIncidents(
     sources,
@@ -537,6 +578,7 @@ export async function composeDigest(
     activeAlerts: stored?.filter(isActive).length ?? 0,
     previous,
     incidents,
+    freezes,
   });
 }
 

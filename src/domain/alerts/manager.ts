@@ -51,6 +51,8 @@ export interface AlertManagerOptions {
   incidents?: IncidentSink;
   /** Newest successful key backup per cluster with a backup schedule (from the run records). */
   keyBackups?: () => Promise<RuleInputs['keyBackups']>;
+  /** rollcall's freezes (Redis): what they hold is an expected stall, not an alert. */
+  freezes?: () => Promise<RuleInputs['freezes']>;
   logger?: Logger;
   now?: () => Date;
 }
@@ -134,7 +136,14 @@ export class AlertManager {
   /** Conditions of every rule now, without touching Redis (for `alerts` and the benchmark). */
   async evaluate(): Promise<ReturnType<typeof evaluateAlertRules>> {
     const keyBackups = this.opts.keyBackups ? await this.opts.keyBackups().catch(() => undefined) : undefined;
-    return evaluateAlertRules({ fleet: this.opts.fleet, now: this.now(), config: this.opts.config.alerts, keyBackups });
+    const freezes = this.opts.freezes ? await this.opts.freezes().catch(() => undefined) : undefined;
+    return evaluateAlertRules({
+      fleet: this.opts.fleet,
+      now: this.now(),
+      config: this.opts.config.alerts,
+      keyBackups,
+      freezes,
+    });
   }
 
   /** One pass: evaluate, move every group on, render what changed. Returns the groups as stored after. */

@@ -10,6 +10,7 @@ export { RunNotFoundError } from './run-store.js';
 export type { PauseRecord } from './rollout-pause.js';
 export { PAUSED_AT, PAUSED_BY, PAUSE_RUN } from './rollout-pause.js';
 export { formatSelectorParam } from './actions/bulk-sync.js';
+export { selectorText, freezesByRun, type Freeze } from './freeze.js';
 export { findRunbookAction, runPausable } from './actions/index.js';
 export { paramReference, substitute } from './loader.js';
 export { assertMayRun } from './permissions.js';

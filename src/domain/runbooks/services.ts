@@ -4,6 +4,7 @@ import type { Notifier } from '../../core/notifier.js';
 import type { FleetView } from '../../fleet/model.js';
 import type { KubeClients } from '../../infra/kube/clients.js';
 import type { PauseStore } from './rollout-pause.js';
+import type { FreezeStore } from './freeze.js';
 import type { CheckService } from '../checks/index.js';
 
 /**
@@ -21,6 +22,8 @@ export interface RunbookServices {
   kube?: ReadonlyMap<string, KubeClients>;
   /** What pause-rollout changed, for resume and `/argo paused` (needs Redis). */
   pauses?: PauseStore;
+  /** The deny windows freeze wrote, for unfreeze, `/argo frozen`, the rules and the digest (needs Redis). */
+  freezes?: FreezeStore;
   /** The metric checks of config `checks`, judged through Prometheus; set when any check is configured. */
   checks?: CheckService;
 }

@@ -7,6 +7,7 @@ import type { AlertRuleName, AlertsConfig } from '../../infra/config/schema.js';
 import { alertDefaults } from '../../infra/config/rule-catalog.js';
 import { byText, oneLine, truncate } from '../../core/format.js';
 import type { FleetApp, FleetView } from '../model.js';
+import type { Freeze } from '../freeze.js';
 import { PAUSED_AT, PAUSED_BY } from '../pause.js';
 import { isRollingSync } from '../rollingsync.js';
 
@@ -68,6 +69,8 @@ export interface RuleInputs {
    * Absent when Redis cannot be read: the rule is then skipped rather than guessed.
    */
   keyBackups?: { cluster: string; lastBackupAt?: string }[];
+  /** rollcall's freezes (deny windows it wrote), from Redis; what they hold is expected, not stuck. */
+  freezes?: readonly Freeze[];
 }
 
 export interface RuleResult {

@@ -2,17 +2,21 @@
  * out-of-sync: an app OutOfSync (status.sync.status: its live state differs from git at its target
  * revision) for longer than the rule's threshold. Argo CD records no time for a change of sync status, so
  * the lifecycle counts the threshold from the first sighting (holdForMs). An app waiting its turn in a
- * RollingSync rollout is OutOfSync by design (stuck-step covers it), and so is one a sync window holds.
+ * RollingSync rollout is OutOfSync by design (stuck-step covers it), and so is one a sync window holds; one
+ * rollcall's freeze holds is an expected stall.
  */
 import { formatDuration } from '../../core/format.js';
 import type { FleetApp } from '../model.js';
+import { describeFreeze, freezeHolding, type Freeze } from '../freeze.js';
 import {
   appConditions,
+  byName,
   heldBySyncWindow,
   rolloutMembers,
-  type AlertCondition,
   type AppHit,
+  type ExpectedStall,
   type RuleInputs,
+  type RuleResult,
   type RuleSettings,
 } from './facts.js';
 
@@ -29,13 +33,21 @@ export function outOfSyncOutsideRollout(a: FleetApp, inRollout: ReadonlySet<stri
   );
 }
 
-export function outOfSyncAlerts(inputs: RuleInputs, settings: RuleSettings): AlertCondition[] {
+export function outOfSyncAlerts(inputs: RuleInputs, settings: RuleSettings): RuleResult {
   const inRollout = rolloutMembers(inputs.fleet);
   const hits: AppHit[] = [];
+  // Auto-sync under a deny window writes no operation: the app just stays OutOfSync. Under rollcall's freeze
+  // that is what someone asked for.
+  const frozen = new Map<Freeze, FleetApp[]>();
   for (const a of inputs.fleet.apps()) {
     const app = a.app;
     const op = app.status?.operationState;
     if (!outOfSyncOutsideRollout(a, inRollout)) continue;
+    const freeze = freezeHolding(inputs.freezes, a.instance, app, inputs.now);
+    if (freeze) {
+      frozen.set(freeze, [...(frozen.get(freeze) ?? []), a]);
+      continue;
+    }
     hits.push({
       fleetApp: a,
       since: undefined,
@@ -44,7 +56,7 @@ export function outOfSyncAlerts(inputs: RuleInputs, settings: RuleSettings): Ale
     });
   }
   const holdForMs = settings.afterMs;
-  return appConditions(
+  const conditions = appConditions(
     'out-of-sync',
     hits,
     inputs.now,
@@ -54,4 +66,11 @@ export function outOfSyncAlerts(inputs: RuleInputs, settings: RuleSettings): Ale
       holdForMs,
     },
   );
+  const expected: ExpectedStall[] = [...frozen].map(([freeze, apps]) => ({
+    reason: 'sync-window',
+    instance: freeze.instance,
+    apps: apps.map((a) => a.app.metadata.name).sort(byName),
+    message: `${apps.length} app(s) of project ${freeze.project} stay OutOfSync under ${describeFreeze(freeze)}: Argo CD syncs them when it is lifted (\`unfreeze ${freeze.target}\`).`,
+  }));
+  return { conditions, expected };
 }

@@ -2,12 +2,13 @@
  * stuck-step, as an alert: a RollingSync step whose apps sit Pending/Progressing longer than stuckAfter.
  * Argo CD has no step timeout: the ApplicationSet controller waits for every app of a step to be Healthy
  * before it moves the next step's apps to Pending, however long that takes, and says nothing. Held on
- * purpose (rollcall's pause, a sync window's "Sync operation blocked by sync window", a maxUpdate 0 gate)
- * is said as an expected stall instead. The diagnosis of a stuck step is `ruleStuckStep` in ../diagnose.ts.
+ * purpose (rollcall's pause, a sync window's "Sync operation blocked by sync window" — rollcall's freeze is
+ * one — a maxUpdate 0 gate) is said as an expected stall instead. The diagnosis of a stuck step is `ruleStuckStep` in ../diagnose.ts.
  */
 import type { ApplicationSet, ApplicationSetApplicationStatus } from '../../infra/argocd/types.js';
 import { formatDuration } from '../../core/format.js';
 import type { FleetApp, FleetAppSet } from '../model.js';
+import { describeFreeze, freezeHolding } from '../freeze.js';
 import { isRollingSync, maxConcurrentFor, rolloutSteps } from '../rollingsync.js';
 import {
   SYNC_WINDOW_BLOCKED_MESSAGE,
@@ -62,13 +63,18 @@ function stuckStepsOf(inputs: RuleInputs, target: FleetAppSet, settings: RuleSet
     if (entry) byStep.set(step, [...(byStep.get(step) ?? []), entry]);
   }
   for (const [step, apps] of windowHeld) {
+    const freeze = apps
+      .map((a) => freezeHolding(inputs.freezes, target.instance, live.get(a)!.app, now))
+      .find((f) => f !== undefined);
     out.expected.push({
       reason: 'sync-window',
       instance: target.instance,
       appSet: name,
       step,
       apps: apps.sort(byName),
-      message: `Step ${step} of ${name}: ${apps.length} app(s) held by a sync window ("${SYNC_WINDOW_BLOCKED_MESSAGE}"); the rollout continues when the window opens.`,
+      message: freeze
+        ? `Step ${step} of ${name}: ${apps.length} app(s) held by ${describeFreeze(freeze)}; the rollout continues when it is lifted (\`unfreeze ${freeze.target}\`).`
+        : `Step ${step} of ${name}: ${apps.length} app(s) held by a sync window ("${SYNC_WINDOW_BLOCKED_MESSAGE}"); the rollout continues when the window opens.`,
     });
   }
   const paused = pausedBy(appSet);

@@ -109,6 +109,7 @@ async function loadRunModules() {
     { startEngine },
     { createRedis },
     { PauseStore },
+    { FreezeStore },
     { ChangeLog },
     { ChangeRecorder },
     { IncidentService },
@@ -121,6 +122,7 @@ async function loadRunModules() {
     import('../../domain/runbooks/engine.js'),
     import('../../infra/redis.js'),
     import('../../domain/runbooks/rollout-pause.js'),
+    import('../../domain/runbooks/freeze.js'),
     import('../../domain/incidents/change-log.js'),
     import('../../domain/incidents/recorder.js'),
     import('../../domain/incidents/service.js'),
@@ -134,6 +136,7 @@ async function loadRunModules() {
     startEngine,
     createRedis,
     PauseStore,
+    FreezeStore,
     ChangeLog,
     ChangeRecorder,
     IncidentService,
@@ -168,6 +171,7 @@ async function startRunStores(
   const pausesRedis = mods.createRedis(redisUrl);
   started.pausesRedis = pausesRedis;
   services.pauses = new mods.PauseStore(pausesRedis, config.redis.prefix);
+  services.freezes = new mods.FreezeStore(pausesRedis, config.redis.prefix);
   services.guards = new mods.GuardStore(pausesRedis, config.redis.prefix);
   const changes = new mods.ChangeLog(pausesRedis, config.redis.prefix, config.changes.retention, opts.logger);
   services.changes = changes;
@@ -229,6 +233,7 @@ async function startAlerts(
     output: alertOutput(() => services.notifier ?? runtime.outputNotifier, replies),
     incidents: opts.incidents ?? incidentSink(incidents),
     keyBackups: () => records.keyBackups(),
+    ...(services.freezes ? { freezes: () => services.freezes!.list() } : {}),
     logger: opts.logger.child({ component: 'alerts' }),
   });
   runtime.alerts.start();

@@ -1,11 +1,13 @@
 import { bulkSyncAction } from './bulk-sync.js';
 // The action modules must not import this module back: index.ts registers them (no import cycle, no TDZ).
 import { backupSealedSecretsKeysAction } from './backup-sealed-secrets-keys.js';
+import { freezeAction } from './freeze.js';
 import { pauseRolloutAction } from './pause-rollout.js';
 import { restoreSealedSecretsKeysAction } from './restore-sealed-secrets-keys.js';
 import { resumeRolloutAction } from './resume-rollout.js';
 import { rollbackAction } from './rollback.js';
 import { terminateOpAction } from './terminate-op.js';
+import { unfreezeAction } from './unfreeze.js';
 import type { RunbookAction } from './types.js';
 
 export type {
@@ -44,3 +46,5 @@ registerRunbookAction(backupSealedSecretsKeysAction);
 registerRunbookAction(restoreSealedSecretsKeysAction);
 registerRunbookAction(rollbackAction);
 registerRunbookAction(terminateOpAction);
+registerRunbookAction(freezeAction);
+registerRunbookAction(unfreezeAction);

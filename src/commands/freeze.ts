@@ -1,0 +1,186 @@
+import { absoluteTime, mention, plural, when } from '../core/format.js';
+import { errorReply, type Reply, type ReplyItem } from '../core/reply.js';
+import { freezeActive } from '../fleet/freeze.js';
+import { formatSelectorParam, freezesByRun, selectorText, type Freeze } from '../domain/runbooks/index.js';
+// `freeze` and `unfreeze` are shortcuts for the freeze / unfreeze runbooks and go through the `run` command
+// itself (preview, confirm, approvals, permission checks, audit), as `pause` and `resume` do.
+import { viaRunCommand } from './control.js';
+import { CommandError, checkOptions, selectorFromCommand } from './parse.js';
+import type { CommandContext, CommandSpec } from './registry.js';
+import type { ReplyOf } from './replies.js';
+
+const FREEZE_USAGE =
+  'freeze <app|glob ...> [-l selector] [cluster=X] [appset=X] [project=X] | project=NAME [instance=X] [for=DURATION] [manual=block] [incident=INC-N]';
+const UNFREEZE_USAGE = 'unfreeze [<target as `frozen` lists it> | project=NAME] [instance=X]';
+
+/**
+ * The incident a command typed in an incident's own channel, or in its header's thread, belongs to. Only
+ * there: a freeze typed in #oncall while some incident is open elsewhere is not that incident's.
+ */
+async function incidentHere(ctx: CommandContext): Promise<string | undefined> {
+  if (!ctx.services.incidents || !ctx.channel) return undefined;
+  const open = await ctx.services.incidents.open();
+  const here = open.filter(
+    (i) =>
+      i.channel === ctx.channel ||
+      (!!ctx.threadTs && i.header?.channel === ctx.channel && i.header?.ts === ctx.threadTs),
+  );
+  return here.length === 1 ? here[0].id : undefined;
+}
+
+export const freezeCommand: CommandSpec = {
+  name: 'freeze',
+  summary: 'Stop deploys: a deny sync window on the AppProjects of the target; manual fixes still go',
+  usage: FREEZE_USAGE,
+  usesRuns: true,
+  help:
+    "Argo CD's own freeze: a deny sync window in each AppProject covering the target, so auto-sync and RollingSync " +
+    "steps stop. Manual syncs still go (rollcall's own sync and rollback runs can ship a fix) unless `manual=block`. " +
+    'Examples: `freeze project=payments for=2h` · `freeze auth-* cluster=prod-eu1` · `freeze -l team=checkout manual=block`. ' +
+    'With `for=` the window ends by itself; `unfreeze` removes exactly what this wrote; `frozen` lists what is frozen. ' +
+    "Typed in an incident's channel, the freeze is that incident's: closing it asks whether to unfreeze.",
+  readOnly: false,
+  async run(cmd, ctx) {
+    checkOptions(
+      cmd,
+      ['selector', 'cluster', 'appset', 'project', 'instance', 'for', 'manual', 'incident'],
+      FREEZE_USAGE,
+    );
+    const sel = selectorFromCommand(cmd);
+    const target = formatSelectorParam({ ...sel, project: undefined, instance: undefined });
+    if (!target && !cmd.options.project)
+      return errorReply(
+        'freeze',
+        'usage',
+        'Freeze what? e.g. `freeze project=payments for=2h` (a whole AppProject) or `freeze auth-* cluster=prod-eu1` (apps).',
+      );
+    const params: Record<string, string> = {};
+    if (target) params.target = target;
+    for (const key of ['project', 'instance', 'for', 'manual'] as const)
+      if (cmd.options[key] !== undefined) params[key] = cmd.options[key];
+    const incident = cmd.options.incident ?? (await incidentHere(ctx));
+    if (incident) params.incident = incident.toUpperCase();
+    return viaRunCommand('freeze', params, cmd, ctx, 'freeze');
+  },
+};
+
+export const unfreezeCommand: CommandSpec = {
+  name: 'unfreeze',
+  summary: "Lift rollcall's freeze: removes exactly the deny windows `freeze` wrote",
+  usage: UNFREEZE_USAGE,
+  usesRuns: true,
+  help:
+    'The target is what `frozen` lists (`unfreeze project=payments`, `unfreeze auth-* cluster=prod-eu1`); with one freeze, ' +
+    '`unfreeze` alone. rollcall refuses, naming the project, when someone changed its window since.',
+  readOnly: false,
+  async run(cmd, ctx) {
+    checkOptions(cmd, ['selector', 'cluster', 'appset', 'project', 'instance', 'run'], UNFREEZE_USAGE);
+    const params: Record<string, string> = {};
+    const text = selectorText(selectorFromCommand(cmd));
+    if (text) params.target = text;
+    for (const key of ['project', 'instance', 'run'] as const)
+      if (cmd.options[key] !== undefined) params[key] = cmd.options[key];
+    return viaRunCommand('unfreeze', params, cmd, ctx, 'unfreeze');
+  },
+};
+
+function frozenItem(run: Freeze[], now: Date): ReplyItem {
+  const f = run[0];
+  const active = run.some((x) => freezeActive(x, now));
+  const where = run.map((x) => `${x.project} on ${x.instance}`).join(', ');
+  const until = f.until ? (active ? ` until ${absoluteTime(f.until)}` : ` (ended ${when(f.until, now)})`) : '';
+  return {
+    text: `*${f.target}*: frozen by ${mention(f.by)} ${when(f.at, now)}${f.incident ? ` for ${f.incident}` : ''}${until}${f.manualBlocked ? ' · manual syncs blocked too' : ''}`,
+    detail: active
+      ? `AppProject ${where} · \`unfreeze ${f.target}\``
+      : `AppProject ${where}: the window no longer holds, but it stays in the project and fires again on the same date next year; \`unfreeze ${f.target}\` removes it`,
+    tone: active ? 'warn' : 'info',
+  };
+}
+
+export const frozenCommand: CommandSpec = {
+  name: 'frozen',
+  summary: "What rollcall's freezes hold: by whom, since and until when, for which incident",
+  usage: 'frozen',
+  usesRuns: true,
+  readOnly: true,
+  async run(cmd, ctx): Promise<ReplyOf<'frozen'>> {
+    if (cmd.positional.length || Object.keys(cmd.options).length)
+      throw new CommandError('usage', '`frozen` takes no target: it lists every freeze rollcall recorded.');
+    const store = ctx.services.freezes;
+    if (!store)
+      return errorReply(
+        'frozen',
+        'runs_unavailable',
+        'Freezes are recorded in Redis, and this process has none (set redis.url in rollcall.yaml or REDIS_URL).',
+      ) as ReplyOf<'frozen'>;
+    const now = ctx.services.now?.() ?? new Date();
+    const runs = freezesByRun(await store.list());
+    const data = {
+      frozen: runs.flatMap((run) =>
+        run.map((f) => ({
+          target: f.target,
+          instance: f.instance,
+          project: f.project,
+          by: f.by,
+          since: f.at,
+          until: f.until ?? null,
+          incident: f.incident ?? null,
+          runId: f.runId,
+          active: freezeActive(f, now),
+          manualBlocked: f.manualBlocked,
+        })),
+      ),
+    };
+    const active = runs.filter((run) => run.some((f) => freezeActive(f, now)));
+    const title = active.length ? `${plural(active.length, 'freeze')} active` : 'Nothing is frozen';
+    if (!runs.length)
+      return {
+        ok: true,
+        command: 'frozen',
+        title,
+        data,
+        blocks: [{ kind: 'text', text: 'rollcall has frozen nothing.', tone: 'ok' }],
+      };
+    return {
+      ok: true,
+      command: 'frozen',
+      title,
+      data,
+      blocks: [
+        {
+          kind: 'list',
+          title: 'Frozen by rollcall, oldest first',
+          items: runs.map((r) => frozenItem(r, now)),
+          total: runs.length,
+        },
+      ],
+    };
+  },
+};
+
+/** Blocks that ask, at an incident's close, whether to lift the freezes declared in it. */
+export function unfreezeQuestion(incident: string, freezes: readonly Freeze[], now: Date): Reply['blocks'] {
+  const runs = freezesByRun(freezes.filter((f) => freezeActive(f, now)));
+  if (!runs.length) return [];
+  return [
+    {
+      kind: 'text',
+      tone: 'warn',
+      text: `${incident} is closed, and rollcall's freeze${runs.length === 1 ? ' declared in it is' : 's declared in it are'} still on: ${runs
+        .map(
+          (r) =>
+            `*${r[0].target}* (${r.map((f) => f.project).join(', ')}, by ${mention(r[0].by)}${r[0].until ? `, until ${absoluteTime(r[0].until)}` : ''})`,
+        )
+        .join('; ')}. Unfreeze?`,
+    },
+    {
+      kind: 'actions',
+      buttons: runs.slice(0, 5).map((r) => ({
+        label: runs.length === 1 ? 'Unfreeze' : `Unfreeze ${r[0].target}`.slice(0, 75),
+        command: `unfreeze run=${r[0].runId}`,
+        style: 'primary' as const,
+      })),
+    },
+  ];
+}
