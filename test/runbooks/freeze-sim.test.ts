@@ -334,6 +334,18 @@ describe('freeze / unfreeze on the simulator', () => {
     const again = await dispatch('freeze ingress-nginx-* cluster=prod-1,prod-2', e.ctx('U_OP2'));
     expect(again.ok).toBe(false);
     expect(again.error!.message).toContain('is already frozen by U_OP');
+
+    // Only operators may freeze or unfreeze: a refusal changes nothing and is audited.
+    const putsBefore = (await projectPuts(e)).length;
+    const denied = await dispatch('unfreeze ingress-nginx-* cluster=prod-1,prod-2', e.ctx('U_VISITOR'));
+    expect(denied.error).toMatchObject({ code: 'forbidden' });
+    expect((await dispatch('freeze project=infra', e.ctx('U_VISITOR'))).error).toMatchObject({ code: 'forbidden' });
+    expect((await projectPuts(e)).length).toBe(putsBefore);
+    const refusals = await e.runs.audit.read({ kinds: ['run.refused'], who: 'U_VISITOR' });
+    expect(refusals.map((r) => [r.target, r.result]).sort()).toEqual([
+      ['freeze', 'forbidden'],
+      ['unfreeze', 'forbidden'],
+    ]);
   });
 
   it('records the incident of the channel it is typed in, and closing that incident asks in its thread whether to unfreeze', async () => {
