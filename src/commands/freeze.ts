@@ -7,6 +7,7 @@ import { formatSelectorParam, freezesByRun, selectorText, type Freeze } from '..
 import { viaRunCommand } from './control.js';
 import { CommandError, checkOptions, selectorFromCommand } from './parse.js';
 import type { CommandContext, CommandSpec } from './registry.js';
+import { isIncidentId, normalizeId } from '../domain/incidents/service.js';
 import type { ReplyOf } from './replies.js';
 
 const FREEZE_USAGE =
@@ -26,6 +27,13 @@ async function incidentHere(ctx: CommandContext): Promise<string | undefined> {
       (!!ctx.threadTs && i.header?.channel === ctx.channel && i.header?.ts === ctx.threadTs),
   );
   return here.length === 1 ? here[0].id : undefined;
+}
+
+/** `incident=INC-7`: an incident rollcall knows (its close asks about the freeze), named as it names it. */
+async function namedIncident(ctx: CommandContext, word: string): Promise<string> {
+  if (!isIncidentId(word))
+    throw new CommandError('usage', `incident= takes an incident id such as INC-7 (got "${word}").`);
+  return ctx.services.incidents ? (await ctx.services.incidents.resolve(word)).id : normalizeId(word);
 }
 
 export const freezeCommand: CommandSpec = {
@@ -58,8 +66,8 @@ export const freezeCommand: CommandSpec = {
     if (target) params.target = target;
     for (const key of ['project', 'instance', 'for', 'manual'] as const)
       if (cmd.options[key] !== undefined) params[key] = cmd.options[key];
-    const incident = cmd.options.incident ?? (await incidentHere(ctx));
-    if (incident) params.incident = incident.toUpperCase();
+    const incident = cmd.options.incident ? await namedIncident(ctx, cmd.options.incident) : await incidentHere(ctx);
+    if (incident) params.incident = incident;
     return viaRunCommand('freeze', params, cmd, ctx, 'freeze');
   },
 };

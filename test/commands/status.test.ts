@@ -87,7 +87,13 @@ describe('status', () => {
   it('answers a label selector that matches nothing with zero counts, not an error', async () => {
     const reply = await status('status -l env=nowhere');
     expect(reply.ok).toBe(true);
-    expect(reply.data).toEqual({ total: { apps: 0, sync: {}, health: {} }, clusters: [], problems: [], groups: [], frozen: [] });
+    expect(reply.data).toEqual({
+      total: { apps: 0, sync: {}, health: {} },
+      clusters: [],
+      problems: [],
+      groups: [],
+      frozen: [],
+    });
   });
 
   it('throws unknown_target with app, appset and cluster suggestions for a mistyped name', async () => {

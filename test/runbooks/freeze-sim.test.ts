@@ -361,6 +361,9 @@ describe('freeze / unfreeze on the simulator', () => {
       channel: 'C_INC',
       header: { channel: 'C_INC', ts: '1700000000.000100' },
     });
+    expect((await dispatch('freeze project=infra incident=INC-99', e.ctx('U_OP'))).error).toMatchObject({
+      code: 'incident_not_found',
+    });
     // Typed elsewhere while the incident is open: not that incident's freeze.
     const elsewhere = await run(e, 'freeze ingress-nginx-prod-1 for=1h');
     expect(elsewhere.end.status, elsewhere.end.error).toBe('succeeded');
