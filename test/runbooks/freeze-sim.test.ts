@@ -335,6 +335,18 @@ describe('freeze / unfreeze on the simulator', () => {
     expect(again.ok).toBe(false);
     expect(again.error!.message).toContain('is already frozen by U_OP');
 
+    // A window recurs yearly: a freeze longer than 30 days would overlap its own next firing.
+    const tooLong = await dispatch('freeze project=infra for=40d', e.ctx('U_OP'));
+    expect(tooLong.ok).toBe(false);
+    expect(tooLong.error!.message).toContain('for= is at most 30d');
+    expect((await dispatch('freeze project=infra for=30s', e.ctx('U_OP'))).error!.message).toContain(
+      'for= is at least 1m',
+    );
+    expect((await dispatch('freeze project=nope', e.ctx('U_OP'))).error).toMatchObject({
+      code: 'unknown_target',
+      message: expect.stringContaining('no AppProject named nope on infra'),
+    });
+
     // Only operators may freeze or unfreeze: a refusal changes nothing and is audited.
     const putsBefore = (await projectPuts(e)).length;
     const denied = await dispatch('unfreeze ingress-nginx-* cluster=prod-1,prod-2', e.ctx('U_VISITOR'));

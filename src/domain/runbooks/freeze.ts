@@ -97,7 +97,7 @@ function scopeFor(sel: AppSelector, selected: FleetApp[], inProject: FleetApp[])
     if (sel.cluster) scope.clusters = destinationsOf(selected);
     if (scope.applications && scope.clusters) scope.andOperator = true;
   }
-  const held = inProject.filter((a) => windowMatches({ ...denyOf(scope) }, a.app)).map((a) => a.app.metadata.name);
+  const held = inProject.filter((a) => windowMatches(denyOf(scope), a.app)).map((a) => a.app.metadata.name);
   return isDeepStrictEqual(held.sort(), names) ? scope : { applications: names };
 }
 
