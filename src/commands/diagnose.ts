@@ -119,7 +119,7 @@ export const diagnoseCommand: CommandSpec = {
     '`diagnose` — every appset with RollingSync',
     '`diagnose progressive-infra`',
     'Rules (RollingSync appsets, and apps Degraded after their sync: the revision and the fix):',
-    ...FLEET_RULES.filter((r) => r.appSetCheck || r.diagnoseFleet).map((r) => `\`${r.meta.id}\` — ${r.meta.title}`),
+    ...FLEET_RULES.filter((r) => r.appSet || r.diagnoseFleet).map((r) => `\`${r.meta.id}\` — ${r.meta.title}`),
   ].join('\n'),
   readOnly: true,
   run: runDiagnose,

@@ -29,6 +29,7 @@ import {
   type RuleInputs,
   type RuleSettings,
 } from './facts.js';
+import type { RuleViews } from './rule.js';
 
 /** The rule's judgement of one app: Degraded within `windowMs` of its last successful sync, and how long after. */
 export function degradedAfterSync(app: Application, now: Date, windowMs: number): number | undefined {
@@ -173,3 +174,8 @@ export function diagnoseDegradedAfterSync(fleet: FleetView, now: Date, windowMs:
   }
   return out;
 }
+
+export const degradedAfterSyncRule: RuleViews = {
+  alert: (inputs, settings) => degradedAfterSyncAlerts(inputs, settings),
+  diagnoseFleet: (fleet, now, settings) => diagnoseDegradedAfterSync(fleet, now, settings.windowMs),
+};

@@ -6,6 +6,7 @@
  */
 import { formatDuration } from '../../core/format.js';
 import { groupKey, type AlertCondition, type RuleSettings } from './facts.js';
+import type { RuleViews } from './rule.js';
 
 export interface KeyBackup {
   cluster: string;
@@ -38,3 +39,7 @@ export function keyBackupStaleAlerts(
   }
   return out;
 }
+
+export const keyBackupStaleRule: RuleViews = {
+  alert: (inputs, settings) => (inputs.keyBackups ? keyBackupStaleAlerts(inputs.keyBackups, inputs.now, settings) : []),
+};

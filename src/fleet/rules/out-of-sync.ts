@@ -15,6 +15,7 @@ import {
   type RuleInputs,
   type RuleSettings,
 } from './facts.js';
+import type { RuleViews } from './rule.js';
 
 /**
  * The rule's judgement of one app, before its threshold: OutOfSync, neither waiting in a rollout
@@ -55,3 +56,5 @@ export function outOfSyncAlerts(inputs: RuleInputs, settings: RuleSettings): Ale
     },
   );
 }
+
+export const outOfSyncRule: RuleViews = { alert: (inputs, settings) => outOfSyncAlerts(inputs, settings) };

@@ -14,6 +14,7 @@ import {
   type AppHit,
   type RuleInputs,
 } from './facts.js';
+import type { RuleViews } from './rule.js';
 
 /** The rule's judgement of one app: its last operation ended Failed or Error. */
 export function syncFailed(app: Application): boolean {
@@ -40,3 +41,7 @@ export function syncFailedAlerts(inputs: RuleInputs, stuckApps: ReadonlySet<stri
     (owner, n) => `Sync failed for ${n} app${n === 1 ? '' : 's'} of ${owner}.`,
   );
 }
+
+export const syncFailedRule: RuleViews = {
+  alert: (inputs, _settings, seen) => syncFailedAlerts(inputs, seen.appsOf('stuck-step')),
+};
