@@ -17,6 +17,7 @@ import {
 } from '../../infra/config/rule-catalog.js';
 import type { AlertsConfig } from '../../infra/config/schema.js';
 import type { FleetView } from '../model.js';
+import { appDegradedRule } from './app-degraded.js';
 import { appInNoStepRule } from './app-in-no-step.js';
 import { autosyncIgnoredRule } from './autosync-ignored.js';
 import { degradedAfterHealthyRule } from './degraded-after-healthy.js';
@@ -50,7 +51,9 @@ export type { AlertContext, AppSetCheck, RuleViews } from './rule.js';
  * The rules' judgements of one app, for readers that classify apps rather than raise alerts (the digest's
  * needs attention, `status`'s problem kinds): the same test each rule's alert and diagnosis apply.
  */
+export { appDown, downLongEnough, type DownApp } from './app-degraded.js';
 export { degradedAfterSync } from './degraded-after-sync.js';
+export { isDown, type DownHealth } from './down-apps.js';
 export { outOfSyncOutsideRollout } from './out-of-sync.js';
 export { syncFailed } from './sync-failed.js';
 
@@ -68,6 +71,7 @@ const VIEWS: Record<RuleId, RuleViews> = {
   'sync-window-blocking': syncWindowBlockingRule,
   'sync-failed': syncFailedRule,
   'degraded-after-sync': degradedAfterSyncRule,
+  'app-degraded': appDegradedRule,
   'degraded-after-healthy': degradedAfterHealthyRule,
   'label-on-cluster-not-app': labelOnClusterNotAppRule,
   'unsupported-operator': unsupportedOperatorRule,

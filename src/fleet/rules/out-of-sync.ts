@@ -4,7 +4,7 @@
  * the lifecycle counts the threshold from the first sighting (holdForMs). An app waiting its turn in a
  * RollingSync rollout is OutOfSync by design (stuck-step covers it), and so is one a sync window holds.
  */
-import { formatDuration } from '../../core/format.js';
+import { absoluteTime, formatDuration } from '../../core/format.js';
 import type { FleetApp } from '../model.js';
 import {
   appConditions,
@@ -41,7 +41,7 @@ export function outOfSyncAlerts(inputs: RuleInputs, settings: RuleSettings): Ale
       fleetApp: a,
       since: undefined,
       revision: app.status?.sync?.revision,
-      detail: `OutOfSync${op?.finishedAt ? `; last sync ${op.phase} at ${op.finishedAt}` : ''}`,
+      detail: `OutOfSync${op?.finishedAt ? `; last sync ${op.phase} at ${absoluteTime(op.finishedAt)}` : ''}`,
     });
   }
   const holdForMs = settings.afterMs;

@@ -11,7 +11,7 @@
  * Synced; getAppsToSync releases the next step only when every app of this one is Healthy. Nothing times out.
  */
 import type { ApplicationSet, ApplicationSetApplicationStatus } from '../../infra/argocd/types.js';
-import { byText, formatDuration, plural } from '../../core/format.js';
+import { absoluteTime, byText, formatDuration, plural } from '../../core/format.js';
 import type { FleetApp, FleetAppSet } from '../model.js';
 import { isRollingSync, maxConcurrentFor, rolloutSteps } from '../rollingsync.js';
 import {
@@ -92,7 +92,7 @@ function stuckStepsOf(inputs: RuleInputs, target: FleetAppSet, settings: RuleSet
     return;
   }
   manualGates(target.instance, appSet, entries, out);
-  stuckConditions(inputs, target.instance, appSet, byStep, out);
+  stuckConditions(target.instance, appSet, byStep, settings, out);
 }
 
 function stuckEntry(
@@ -140,13 +140,12 @@ function manualGates(
 }
 
 function stuckConditions(
-  inputs: RuleInputs,
   instance: string,
   appSet: ApplicationSet,
   byStep: Map<number, StuckEntry[]>,
+  settings: RuleSettings,
   out: RuleResult,
 ): void {
-  const { now } = inputs;
   const name = appSet.metadata.name;
   const stepCount = rolloutSteps(appSet).length;
   for (const [step, stuck] of byStep) {
@@ -164,10 +163,9 @@ function stuckConditions(
         revision: revision || undefined,
         apps: group.map((s) => s.name).sort(byName),
         since,
-        summary: `Step ${step} of ${name} is stuck: ${group.length} app${group.length === 1 ? '' : 's'} Pending/Progressing for ${formatDuration(now.getTime() - Date.parse(since))}${later > 0 ? `; ${later} later step${later === 1 ? '' : 's'} wait behind it` : ''}.`,
-        details: group.map(
-          (s) => `${s.name}: ${s.status} for ${formatDuration(now.getTime() - Date.parse(s.since))} (${s.problem})`,
-        ),
+        // No ages in the text: an alert keeps its summary while it lasts, and its message shows since when.
+        summary: `Step ${step} of ${name} is stuck: ${plural(group.length, 'app')} Pending/Progressing longer than ${formatDuration(settings.afterMs)}${later > 0 ? `; ${plural(later, 'later step')} wait${later === 1 ? 's' : ''} behind it` : ''}.`,
+        details: group.map((s) => `${s.name}: ${s.status} since ${absoluteTime(s.since)} (${s.problem})`),
         rolloutTarget: name,
       });
     }
