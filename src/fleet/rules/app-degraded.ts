@@ -21,7 +21,6 @@ import {
   byName,
   groupBy,
   inFlightInRollout,
-  ownerLabel,
   ownerOf,
   revisionOf,
   type AlertCondition,
@@ -146,7 +145,7 @@ function finding(fleet: FleetView, now: Date, group: DownHit[]): Finding {
     rule: 'app-degraded',
     severity: 'critical',
     message:
-      `${plural(apps.length, 'app')} of ${ownerLabel(owner)} ${crashLoop ? 'are crash-looping' : `${apps.length === 1 ? 'is' : 'are'} ${word}`}` +
+      `${owner.appSet ? `${plural(apps.length, 'app')} of appset ${owner.appSet}` : `App ${first}`} ${crashLoop ? `${apps.length === 1 ? 'is' : 'are'} crash-looping` : `${apps.length === 1 ? 'is' : 'are'} ${word}`}` +
       `${longest !== undefined ? ` (down for ${formatDuration(longest)})` : ''}${messages.length ? `: ${messages.slice(0, 2).join('; ')}` : ''}.`,
     details: group.map((h) => `${h.fleetApp.app.metadata.name} (${h.fleetApp.cluster}): ${h.detail}`),
     why:

@@ -39,6 +39,7 @@ import { rollingSyncWithoutStepsRule } from './rolling-sync-without-steps.js';
 import type { RuleViews } from './rule.js';
 import { stepHeldByMissingAppRule } from './step-held-by-missing-app.js';
 import { stepMatchesNothingRule } from './step-matches-nothing.js';
+import { stepOnPreviousRevisionRule } from './step-on-previous-revision.js';
 import { stepsWithoutRollingSyncTypeRule } from './steps-without-rolling-sync-type.js';
 import { stuckStepRule } from './stuck-step.js';
 import { syncFailedRule } from './sync-failed.js';
@@ -54,6 +55,7 @@ export type { AlertContext, AppSetCheck, RuleViews } from './rule.js';
 export { appDown, downLongEnough, type DownApp } from './app-degraded.js';
 export { degradedAfterSync } from './degraded-after-sync.js';
 export { isDown, type DownHealth } from './down-apps.js';
+export { stepOnPreviousRevision, type PreviousRevision } from './step-on-previous-revision.js';
 export { outOfSyncOutsideRollout } from './out-of-sync.js';
 export { syncFailed } from './sync-failed.js';
 
@@ -73,6 +75,7 @@ const VIEWS: Record<RuleId, RuleViews> = {
   'degraded-after-sync': degradedAfterSyncRule,
   'app-degraded': appDegradedRule,
   'degraded-after-healthy': degradedAfterHealthyRule,
+  'step-on-previous-revision': stepOnPreviousRevisionRule,
   'label-on-cluster-not-app': labelOnClusterNotAppRule,
   'unsupported-operator': unsupportedOperatorRule,
   'label-only-on-live-app': labelOnlyOnLiveAppRule,

@@ -81,6 +81,11 @@ export const RULE_CATALOG = [
     title: 'an app of a finished step turned Degraded after being Healthy',
   },
   {
+    id: 'step-on-previous-revision',
+    severity: 'critical',
+    title: 'a step RollingSync counts as complete while its apps still run the previous revision or spec',
+  },
+  {
     id: 'label-on-cluster-not-app',
     severity: 'critical',
     title: 'a step matches a label the clusters carry but the apps do not',
