@@ -15,6 +15,7 @@ import {
   degradedAfterSync,
   downLongEnough,
   outOfSyncOutsideRollout,
+  rolloutMembers,
   syncFailed,
 } from '../../fleet/rules/index.js';
 import { matchesLabels, parseLabelSelector } from '../../fleet/select.js';
@@ -32,7 +33,6 @@ import {
   ownerOf,
   pausedBy,
   revisionOf,
-  rolloutMembers,
   ruleSettings,
   type AlertCondition,
 } from './rules.js';

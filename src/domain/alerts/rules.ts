@@ -24,7 +24,6 @@ export {
   ownerOf,
   pausedBy,
   revisionOf,
-  rolloutMembers,
   ruleSettings,
   shortRevision,
   type AlertCondition,

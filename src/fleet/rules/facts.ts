@@ -224,17 +224,6 @@ export function appConditions<Hit extends AppHit>(
   return out;
 }
 
-/** `instance/app` of every app whose RollingSync entry is not Healthy: the rollout is still getting to it. */
-export function rolloutMembers(fleet: FleetView): Set<string> {
-  const out = new Set<string>();
-  for (const s of fleet.appSets()) {
-    if (!isRollingSync(s.appSet)) continue;
-    for (const e of s.appSet.status?.applicationStatus ?? [])
-      if (e.status !== 'Healthy') out.add(`${s.instance}/${e.application}`);
-  }
-  return out;
-}
-
 /**
  * `instance/app` of every app whose RollingSync entry is Pending or Progressing: the rollout has started its
  * sync and waits for it to end Healthy and Synced, so stuck-step is the rule that judges it.

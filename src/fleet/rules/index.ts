@@ -56,7 +56,7 @@ export { appDown, downLongEnough, type DownApp } from './app-degraded.js';
 export { degradedAfterSync } from './degraded-after-sync.js';
 export { isDown, type DownHealth } from './down-apps.js';
 export { stepOnPreviousRevision, type PreviousRevision } from './step-on-previous-revision.js';
-export { outOfSyncOutsideRollout } from './out-of-sync.js';
+export { outOfSyncOutsideRollout, rolloutMembers, waitingForStep } from './out-of-sync.js';
 export { syncFailed } from './sync-failed.js';
 
 export interface FleetRule extends RuleViews {
