@@ -7,7 +7,8 @@ import { AuditLog } from '../domain/audit/audit-log.js';
 import { absoluteTime, formatDuration, mention, plural, TONE_EMOJI, when } from '../core/format.js';
 import { CommandError, checkOptions, checkPositional } from './parse.js';
 import { type CommandContext, type CommandSpec } from './registry.js';
-import type { Reply, ReplyBlock, ReplyButton } from '../core/reply.js';
+import type { ReplyBlock, ReplyButton } from '../core/reply.js';
+import type { ReplyOf } from './replies.js';
 import type { AlertJson } from './reply-data.js';
 export type { AlertJson } from './reply-data.js';
 
@@ -70,7 +71,7 @@ export function declareIncidentCommand(a: AlertRecord): string {
 }
 
 /** One alert as its Slack message (and `alerts show`): edited in place for its whole life. */
-export function alertReply(a: AlertRecord, now: Date = new Date()): Reply {
+export function alertReply(a: AlertRecord, now: Date = new Date()): ReplyOf<'alert'> {
   const resolved = a.state === 'resolved';
   const title = `${resolved ? 'Resolved — ' : ''}${alertTitle(a)}`;
   const blocks: ReplyBlock[] = [
@@ -125,7 +126,7 @@ export function alertReply(a: AlertRecord, now: Date = new Date()): Reply {
 }
 
 /** "worse" follow-up in the alert's thread: the one re-notification an alert makes. */
-export function alertWorseReply(a: AlertRecord): Reply {
+export function alertWorseReply(a: AlertRecord): ReplyOf<'alert'> {
   const text = `${TONE_EMOJI.error} Worse: ${a.summary} Now ${plural(a.apps.length, 'app')}${a.severity === 'critical' ? ', critical' : ''}.`;
   return {
     ok: true,
@@ -148,7 +149,11 @@ function requireStore(ctx: CommandContext, command: string): AlertStore {
 
 const LIST_USAGE = 'alerts [all] [instance=X]';
 
-async function listAlerts(positional: string[], options: Record<string, string>, ctx: CommandContext): Promise<Reply> {
+async function listAlerts(
+  positional: string[],
+  options: Record<string, string>,
+  ctx: CommandContext,
+): Promise<ReplyOf<'alerts'>> {
   const store = requireStore(ctx, 'alerts');
   const now = ctx.services.now?.() ?? new Date();
   const all = positional[0] === 'all';
@@ -201,7 +206,7 @@ async function listAlerts(positional: string[], options: Record<string, string>,
   };
 }
 
-export const alertsCommand: CommandSpec = {
+export const alertsCommand: CommandSpec<'alerts'> = {
   name: 'alerts',
   summary:
     'Active and recently resolved alerts (stuck steps, failed syncs, Degraded after sync ...), and the stalls that are expected',
@@ -223,7 +228,7 @@ export const alertsCommand: CommandSpec = {
 
 const ALERT_USAGE = 'alert ack ID | alert snooze ID 1h|4h|DURATION | alert show ID';
 
-export const alertCommand: CommandSpec = {
+export const alertCommand: CommandSpec<'alert'> = {
   name: 'alert',
   summary: 'Acknowledge or snooze one alert (the buttons on its message run these)',
   usage: ALERT_USAGE,

@@ -386,7 +386,7 @@ function rolloutsInFlight(fleet: FleetView, summary: FleetSummary): { label: str
   return out;
 }
 
-export const statusCommand: CommandSpec = {
+export const statusCommand: CommandSpec<'status'> = {
   name: 'status',
   aliases: ['st'],
   summary: 'Sync and health totals, per cluster, and the apps that need attention (oldest problem first)',
