@@ -1,6 +1,7 @@
 /**
  * out-of-sync: an app OutOfSync (status.sync.status: its live state differs from git at its target
- * revision) for longer than the rule's threshold. Argo CD records no time for a change of sync status, so
+ * revision, controller/state.go CompareAppState at v3.5.1) for longer than the rule's threshold. Argo CD
+ * records no time for a change of sync status (SyncStatus has none, pkg/apis/application/v1alpha1/types.go), so
  * the lifecycle counts the threshold from the first sighting (holdForMs). An app waiting its turn in a
  * RollingSync rollout is OutOfSync by design (stuck-step covers it), and so is one a sync window holds.
  * An app in no step (entry step -1) is not in a rollout: RollingSync never syncs it (progressive_sync.go
