@@ -113,13 +113,13 @@ export const diagnoseCommand: CommandSpec<'diagnose'> = {
   name: 'diagnose',
   aliases: ['diag', 'why'],
   summary:
-    'Findings on RollingSync appsets and apps Degraded after a sync: a stable rule id, a severity, the Argo CD behaviour behind it and the fix',
+    'Findings on RollingSync appsets and on apps down (Degraded or Missing): a stable rule id, a severity, the Argo CD behaviour behind it and the fix',
   usage: USAGE,
   help: [
     'Examples:',
     '`diagnose` — every appset with RollingSync',
     '`diagnose progressive-infra`',
-    'Rules (RollingSync appsets, and apps Degraded after their sync: the revision and the fix):',
+    "Rules (RollingSync appsets, and apps down: Degraded after their sync, with the revision, or down longer than app-degraded's `after`):",
     ...FLEET_RULES.filter((r) => r.appSet || r.diagnoseFleet).map((r) => `\`${r.meta.id}\` — ${r.meta.title}`),
   ].join('\n'),
   readOnly: true,
