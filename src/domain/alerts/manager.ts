@@ -51,6 +51,8 @@ export interface AlertManagerOptions {
   incidents?: IncidentSink;
   /** Newest successful key backup per cluster with a backup schedule (from the run records). */
   keyBackups?: () => Promise<RuleInputs['keyBackups']>;
+  /** Metric checks failing on watched apps (RegressionStore), for the check-failed rule. */
+  regressions?: () => Promise<RuleInputs['regressions']>;
   logger?: Logger;
   now?: () => Date;
 }
@@ -133,8 +135,17 @@ export class AlertManager {
 
   /** Conditions of every rule now, without touching Redis (for `alerts` and the benchmark). */
   async evaluate(): Promise<ReturnType<typeof evaluateAlertRules>> {
-    const keyBackups = this.opts.keyBackups ? await this.opts.keyBackups().catch(() => undefined) : undefined;
-    return evaluateAlertRules({ fleet: this.opts.fleet, now: this.now(), config: this.opts.config.alerts, keyBackups });
+    const [keyBackups, regressions] = await Promise.all([
+      this.opts.keyBackups?.().catch(() => undefined),
+      this.opts.regressions?.().catch(() => undefined),
+    ]);
+    return evaluateAlertRules({
+      fleet: this.opts.fleet,
+      now: this.now(),
+      config: this.opts.config.alerts,
+      keyBackups,
+      regressions,
+    });
   }
 
   /** One pass: evaluate, move every group on, render what changed. Returns the groups as stored after. */

@@ -59,6 +59,20 @@ export interface RuleSettings {
 }
 
 /** What the alerting rules judge: the fleet, the time, their settings, and a fact only Redis knows. */
+/** A failure a watcher keeps in force, as the alert rules read it. */
+export interface CheckRegression {
+  /** Who raised it: `guard:<instance>/<appset>` or `watch:<run id>`. */
+  key: string;
+  instance: string;
+  appSet?: string;
+  runId?: string;
+  checks: string[];
+  apps: string[];
+  since: string;
+  summary: string;
+  details: string[];
+}
+
 export interface RuleInputs {
   fleet: FleetView;
   now: Date;
@@ -68,6 +82,8 @@ export interface RuleInputs {
    * Absent when Redis cannot be read: the rule is then skipped rather than guessed.
    */
   keyBackups?: { cluster: string; lastBackupAt?: string }[];
+  /** Metric checks failing on watched apps (guards, watches after a sync), read from Redis; absent when unread. */
+  regressions?: readonly CheckRegression[];
 }
 
 export interface RuleResult {

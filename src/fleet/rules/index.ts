@@ -18,6 +18,7 @@ import {
 import type { AlertsConfig } from '../../infra/config/schema.js';
 import type { FleetView } from '../model.js';
 import { appDegradedRule } from './app-degraded.js';
+import { checkFailedRule } from './check-failed.js';
 import { appInNoStepRule } from './app-in-no-step.js';
 import { autosyncIgnoredRule } from './autosync-ignored.js';
 import { degradedAfterHealthyRule } from './degraded-after-healthy.js';
@@ -58,6 +59,7 @@ export { isDown, type DownHealth } from './down-apps.js';
 export { stepOnPreviousRevision, type PreviousRevision } from './step-on-previous-revision.js';
 export { outOfSyncOutsideRollout, rolloutMembers, waitingForStep } from './out-of-sync.js';
 export { syncFailed } from './sync-failed.js';
+export type { CheckRegression } from './facts.js';
 
 export interface FleetRule extends RuleViews {
   meta: RuleMeta & { id: RuleId };
@@ -90,6 +92,7 @@ const VIEWS: Record<RuleId, RuleViews> = {
   'out-of-sync': outOfSyncRule,
   'instance-unreachable': instanceUnreachableRule,
   'key-backup-stale': keyBackupStaleRule,
+  'check-failed': checkFailedRule,
 };
 
 /** Every rule, in catalog order. */

@@ -122,6 +122,12 @@ export const RULE_CATALOG = [
     title: 'a cluster with a key backup schedule whose newest sealed-secrets key backup is too old',
     alert: { heading: 'Sealed-secrets key backup stale', enabled: true, afterMs: 26 * HOUR, windowMs: 0 },
   },
+  {
+    id: 'check-failed',
+    severity: 'critical',
+    title: 'a metric check failing on apps a guard or a post-sync watch follows (Argo CD may call them Healthy)',
+    alert: { heading: 'Metric check failing', enabled: true, afterMs: 0, windowMs: 0 },
+  },
 ] as const satisfies readonly RuleMeta[];
 
 export type RuleId = (typeof RULE_CATALOG)[number]['id'];
