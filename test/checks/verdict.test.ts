@@ -79,6 +79,7 @@ describe('judge', () => {
       status: noData,
       reason: `no data: the query returned no series (noData: ${noData})`,
       series: 0,
+      noData: true,
     });
   });
 
@@ -87,6 +88,7 @@ describe('judge', () => {
       status: 'fail',
       reason: 'no data: all 2 series have only NaN samples (noData: fail)',
       series: 2,
+      noData: true,
     });
   });
 
