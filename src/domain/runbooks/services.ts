@@ -5,6 +5,7 @@ import type { FleetView } from '../../fleet/model.js';
 import type { KubeClients } from '../../infra/kube/clients.js';
 import type { PauseStore } from './rollout-pause.js';
 import type { CheckService } from '../checks/index.js';
+import type { RegressionStore } from '../checks/regressions.js';
 
 /**
  * The services of the running process that runbooks act through. Commands see the same object with
@@ -23,4 +24,6 @@ export interface RunbookServices {
   pauses?: PauseStore;
   /** The metric checks of config `checks`, judged through Prometheus; set when any check is configured. */
   checks?: CheckService;
+  /** Where a run's watch after its last wave raises a regression it finds, for the alert rules (needs Redis). */
+  regressions?: RegressionStore;
 }

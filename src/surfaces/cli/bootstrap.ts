@@ -169,6 +169,7 @@ async function startRunStores(
   started.pausesRedis = pausesRedis;
   services.pauses = new mods.PauseStore(pausesRedis, config.redis.prefix);
   services.guards = new mods.GuardStore(pausesRedis, config.redis.prefix);
+  services.regressions = new mods.RegressionStore(pausesRedis, config.redis.prefix);
   const changes = new mods.ChangeLog(pausesRedis, config.redis.prefix, config.changes.retention, opts.logger);
   services.changes = changes;
   const incidents = new mods.IncidentService(
@@ -244,7 +245,7 @@ function startGuards({ config, opts, runtime, started }: RuntimeContext, mods: R
     store: services.guards,
     fleet: runtime.mirror,
     checks: services.checks,
-    regressions: new mods.RegressionStore(started.pausesRedis, config.redis.prefix),
+    regressions: services.regressions,
     runs: services.runs,
     audit: services.audit,
     notifier: () => services.notifier ?? runtime.outputNotifier,
