@@ -55,6 +55,7 @@ describe('a wave watch', () => {
     expect(await watch.look(s(2))).toEqual({
       verdict: 'fail',
       reason: 'check error-rate: shop-02 (c2): error rate 0.31 > 0.05',
+      failed: { name: 'check error-rate', ...fail },
     });
   });
 
@@ -69,6 +70,7 @@ describe('a wave watch', () => {
     expect(await watch.look(s(31))).toEqual({
       verdict: 'fail',
       reason: 'check error-rate was still inconclusive when the bake ended: no data for shop-02',
+      failed: { name: 'check error-rate', ...unsure },
     });
   });
 
@@ -89,6 +91,7 @@ describe('a wave watch', () => {
     expect(await stuck.look(s(600))).toEqual({
       verdict: 'fail',
       reason: 'check was still inconclusive when the wave timeout ended: no data for shop-02',
+      failed: { name: 'check', ...unsure },
     });
   });
 
