@@ -92,6 +92,12 @@ const stopped = (env: VerifiedEnv, runId: string, timeoutMs = 60_000) =>
 const waveRecords = async (env: VerifiedEnv, runId: string): Promise<AuditEntry[]> =>
   (await env.services.audit!.read({ runId, kinds: ['step.wave'] })).sort((a, b) => a.at.localeCompare(b.at));
 
+/** What a verdict's Prometheus link asked: the query, and the range it covered (null for an instant). */
+function graphOf(link: string) {
+  const url = new URL(link);
+  return { expr: url.searchParams.get('g0.expr') ?? '', range: url.searchParams.get('g0.range_input') };
+}
+
 const plannedWaves = (run: Run) => (run.preview!.data as { waves: { name: string; apps: { app: string }[] }[] }).waves;
 
 // Each test has its own simulator, Prometheus and Redis prefix: they run side by side, which keeps the file's
@@ -128,11 +134,15 @@ describe
         const at = (result: string) => Date.parse(records.find((r) => r.result === result)!.at);
         expect(at('bake failed') - at('bake started')).toBeLessThan(20_000);
         const failed = records.find((r) => r.result === 'bake failed')!;
-        const check = (failed.params!.verdicts as { name: string; apps?: { app: string; value?: number }[] }[]).find(
-          (v) => v.name === 'check error-rate',
-        )!;
+        const check = (
+          failed.params!.verdicts as { name: string; apps?: { app: string; value?: number; link?: string }[] }[]
+        ).find((v) => v.name === 'check error-rate')!;
         expect(check.apps![0]).toMatchObject({ app, verdict: 'fail', threshold: 0.05 });
         expect(check.apps![0].value).toBeGreaterThan(0.05);
+        // Judged at an instant, over the two scrapes that followed the wave, not the check's 1m window.
+        const judged = graphOf(check.apps![0].link!);
+        expect(judged.expr).toMatch(/\[2s(\d+ms)?\]/);
+        expect(judged.range).toBeNull();
         // The summary links the failing check to Prometheus' graph of its query.
         const summary = (end.steps[0].output!.summary as string[]).join('\n');
         expect(summary).toMatch(
@@ -170,8 +180,16 @@ describe
         expect(await posts(env, 'rollback')).toEqual([]);
         const passed = (await waveRecords(env, runId)).filter((r) => r.result === 'bake passed');
         expect(passed).toHaveLength(2);
-        for (const r of passed)
+        for (const r of passed) {
           expect(r.message).toMatch(/check error-rate: \d+ apps?: error-rate within its threshold/);
+          // The look at the bake's end judged the whole bake: a range, on a window of the bake and a scrape before it.
+          const check = (r.params!.verdicts as { name: string; apps: { link: string }[] }[]).find(
+            (v) => v.name === 'check error-rate',
+          )!;
+          const judged = graphOf(check.apps[0].link);
+          expect(judged.expr).toMatch(/\[35s(\d+ms)?\]/);
+          expect(judged.range).toMatch(/^3[01]s$/);
+        }
       },
     );
 
