@@ -77,27 +77,38 @@ const AFTER_ROLLOUT = 'the watch after the rollout';
 /** A regression whose watcher died stops alerting this long after the watch would have ended. */
 const REGRESSION_GRACE_MS = 60_000;
 
-/** Each verifier's verdict as an audit entry's params: a metric check's per-app values, thresholds and graphs. */
+/** Apps of a metric check's verdict an audit entry keeps: a wave of hundreds would make every entry that large. */
+const AUDITED_APPS = 50;
+const VERDICT_ORDER = { fail: 0, inconclusive: 1, pass: 2 } as const;
+
+/**
+ * Each verifier's verdict as an audit entry's params: a metric check's per-app values, thresholds and graphs,
+ * the failing and inconclusive apps first (at most AUDITED_APPS; `appsJudged` says of how many).
+ */
 function verdictParams(verdicts: NamedVerdict[]): Record<string, unknown> {
   return {
-    verdicts: verdicts.map((v) => ({
-      name: v.name,
-      verdict: v.verdict,
-      reason: v.reason,
-      ...(v.figure ? { figure: v.figure } : {}),
-      ...(v.check
-        ? {
-            apps: (v.apps ?? []).map((a) => ({
-              app: a.app,
-              instance: a.instance,
-              verdict: a.verdict,
-              ...(a.value !== undefined ? { value: a.value } : {}),
-              ...(a.threshold !== undefined ? { threshold: a.threshold } : {}),
-              ...(a.link ? { link: a.link } : {}),
-            })),
-          }
-        : {}),
-    })),
+    verdicts: verdicts.map((v) => {
+      const apps = [...(v.apps ?? [])].sort((a, b) => VERDICT_ORDER[a.verdict] - VERDICT_ORDER[b.verdict]);
+      return {
+        name: v.name,
+        verdict: v.verdict,
+        reason: v.reason,
+        ...(v.figure ? { figure: v.figure } : {}),
+        ...(v.check
+          ? {
+              appsJudged: apps.length,
+              apps: apps.slice(0, AUDITED_APPS).map((a) => ({
+                app: a.app,
+                instance: a.instance,
+                verdict: a.verdict,
+                ...(a.value !== undefined ? { value: a.value } : {}),
+                ...(a.threshold !== undefined ? { threshold: a.threshold } : {}),
+                ...(a.link ? { link: a.link } : {}),
+              })),
+            }
+          : {}),
+      };
+    }),
   };
 }
 

@@ -54,12 +54,11 @@ export function rollbackText(r: WaveRollbackResult, dryRun: boolean): string {
   return parts.join('; ');
 }
 
-/** Prometheus' graph of each failed check (three at most): where on-call looks next. */
+/** Prometheus' graph of the first failed app of each check: where on-call looks next. */
 function graphLines(checks: FailedCheck[]): string[] {
-  return checks
-    .filter((c) => c.link)
-    .slice(0, 3)
-    .map((c) => `${c.check} on ${where(c)}: ${link('graph in Prometheus', c.link)}`);
+  const first = new Map<string, FailedCheck>();
+  for (const c of checks) if (c.link && !first.has(c.check)) first.set(c.check, c);
+  return [...first.values()].map((c) => `${c.check} on ${where(c)}: ${link('graph in Prometheus', c.link)}`);
 }
 
 /** What the run did, in words; a dry run's accepted syncs applied nothing, so they are what would sync. */
