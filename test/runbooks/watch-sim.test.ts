@@ -2,6 +2,8 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { dispatch } from '../../src/commands/index.js';
 import { CheckService } from '../../src/domain/checks/index.js';
+import { ChangeLog } from '../../src/domain/incidents/change-log.js';
+import { changesOfApps } from '../../src/domain/incidents/timeline.js';
 import { RegressionStore } from '../../src/domain/checks/regressions.js';
 import { judgedWindow } from '../../src/domain/runbooks/actions/bulk-sync/check-verifier.js';
 import { regressionKey } from '../../src/domain/runbooks/actions/bulk-sync/regression.js';
@@ -137,6 +139,20 @@ describe('bulk-sync watch= after the last wave, on the simulator', () => {
       expect(await rollbackPosts(e.sim)).toEqual([]);
       expect((await syncPosts(e.sim)).length).toBe(13);
       expect(e.notifier.posts.filter((p) => p.reply.title === `Regression after run ${runId}`)).toHaveLength(1);
+      // The regression is in the change log, so on the timeline of an incident covering the app that regressed.
+      const timeline = changesOfApps(
+        await new ChangeLog(redisOf(e), e.prefix).read(0),
+        new Set([`${INSTANCE}/shop-07`]),
+      );
+      expect(timeline.map((r) => r.text)).toEqual(
+        expect.arrayContaining([
+          expect.stringMatching(
+            new RegExp(
+              `^run ${runId} the watch after the rollout found a regression \\d+s in: health: shop-07 .*pausing the run`,
+            ),
+          ),
+        ]),
+      );
     },
   );
 });
