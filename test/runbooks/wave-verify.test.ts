@@ -107,6 +107,26 @@ describe('a wave watch', () => {
     expect((await watch.look(s(30))).verdict).toBe('fail');
   });
 
+  it("takes a verifier's first look no sooner than it asks after the start, and says each change of verdict once", async () => {
+    const phases: WavePhase[] = [];
+    const answers = [pass, unsure, unsure, pass];
+    const check: WaveVerifier = {
+      name: 'check error-rate',
+      firstLookAfterMs: 5000,
+      async verify(_apps, phase) {
+        phases.push(phase);
+        return answers.shift()!;
+      },
+    };
+    const watch = new WaveWatch([check], APPS, s(0), s(30), true);
+    const changes: string[] = [];
+    const hear = (now: { verdict: string }, before?: { verdict: string }) =>
+      changes.push(`${before?.verdict ?? '-'}→${now.verdict}`);
+    for (const t of [1, 4, 5, 6, 7, 8]) await watch.look(s(t), hear);
+    expect(phases.map((p) => (p.now - T0) / 1000)).toEqual([5, 6, 7, 8]);
+    expect(changes).toEqual(['-→pass', 'pass→inconclusive', 'inconclusive→pass']);
+  });
+
   it('asks a verifier no more often than it allows, and always at the end', async () => {
     const costly = scripted('check', [pass], 15_000);
     const cheap = scripted('health', [pass]);
