@@ -16,7 +16,18 @@ import { loadRunbooks, SHIPPED_RUNBOOKS_DIR } from '../src/domain/runbooks/loade
 import { CheckService, type CheckVerdict } from '../src/domain/checks/index.js';
 import type { FleetApp } from '../src/fleet/model.js';
 import type { Services } from '../src/commands/registry.js';
-import { buildMirror, cleanPrefix, header, isMain, loadLine, machineLine, ms, simConfig, startSimChild, table } from './lib.js';
+import {
+  buildMirror,
+  cleanPrefix,
+  header,
+  isMain,
+  loadLine,
+  machineLine,
+  ms,
+  simConfig,
+  startSimChild,
+  table,
+} from './lib.js';
 
 const CHECKS_YAML = (prometheusUrl: string, scrapeS: number) => `
 prometheus:
@@ -75,10 +86,17 @@ async function syncOnce(opts: {
     let queries = 0;
     // Observed at its boundary: the service answers as it would, the bench notes when and for which apps.
     const observed: CheckService = Object.create(checks);
-    observed.evaluateMany = async (names: string[], apps: FleetApp[], o?: Parameters<CheckService['evaluateMany']>[2]) => {
+    observed.evaluateMany = async (
+      names: string[],
+      apps: FleetApp[],
+      o?: Parameters<CheckService['evaluateMany']>[2],
+    ) => {
       const out: CheckVerdict[] = await checks.evaluateMany(names, apps, o);
       queries += out.length;
-      verdictsAt.push({ at: performance.now(), apps: new Set(apps.map((a) => `${a.instance}/${a.app.metadata.name}`)) });
+      verdictsAt.push({
+        at: performance.now(),
+        apps: new Set(apps.map((a) => `${a.instance}/${a.app.metadata.name}`)),
+      });
       return out;
     };
     observed.evaluate = async (name, app, o) => {
@@ -105,7 +123,12 @@ async function syncOnce(opts: {
     });
     services.runs = engine.runs;
     try {
-      const run = await engine.runs.start({ runbook: 'bulk-sync', params: opts.params, user: 'U_BENCH', surface: 'terminal' });
+      const run = await engine.runs.start({
+        runbook: 'bulk-sync',
+        params: opts.params,
+        user: 'U_BENCH',
+        surface: 'terminal',
+      });
       if (run.status !== 'awaiting-confirmation') throw new Error(`preview ended ${run.status}: ${run.error ?? ''}`);
       const waves = (run.preview?.data as { waves: { apps: { instance: string; app: string }[] }[] }).waves;
       healthyAt.clear();

@@ -218,8 +218,8 @@ export const syncCommand: CommandSpec<'sync'> = {
   usesRuns: true,
   summary: 'Sync apps (the bulk-sync runbook): each once, in waves, with a health gate',
   usage:
-    'sync <app|glob ...> [-l selector] [cluster=X] [prune=true] [dryRun=true] [revision=R] [includeSynced=true] [confirm=N] [concurrency=10] [waves="a-*;b-*" | waves="tier=canary;tier=low@50%"] [canary=1] [gate=healthy|synced|none] [waveTimeout=10m] [bake=5m] [onFailure=pause|abort|continue|rollback]',
-  help: 'Example: `sync auth-config-* prune=true`. Shows the exact apps first; nothing changes until you confirm.',
+    'sync <app|glob ...> [-l selector] [cluster=X] [prune=true] [dryRun=true] [revision=R] [includeSynced=true] [confirm=N] [concurrency=10] [waves="a-*;b-*" | waves="tier=canary;tier=low@50%"] [canary=1] [gate=healthy|synced|none] [waveTimeout=10m] [bake=5m] [onFailure=pause|abort|continue|rollback] [check=NAME[,NAME]] [watch=10m] [onRegression=rollback|pause|notify]',
+  help: 'Example: `sync auth-config-* prune=true`, or verified: `sync checkout-* canary=1 check=error-rate bake=5m onFailure=rollback watch=15m onRegression=rollback`. Shows the exact apps first; nothing changes until you confirm.',
   readOnly: false,
   async run(cmd, ctx) {
     const runs = runsOf(ctx);

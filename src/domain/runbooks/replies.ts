@@ -220,9 +220,9 @@ export function progressReply(run: Run): Reply<'runs', RunData> {
     if (watch && run.status === 'running')
       blocks.push({
         kind: 'list',
-        title: `Wave ${watch.wave}: ${watch.kind === 'bake' ? 'baking' : 'verifying'}, ends ${when(watch.endsAt, new Date(run.progress.updatedAt))}`,
+        title: `${watch.kind === 'watch' ? `After the rollout: watching ${watch.apps ?? 'the'} synced app${watch.apps === 1 ? '' : 's'}` : `Wave ${watch.wave}: ${watch.kind === 'bake' ? 'baking' : 'verifying'}`}, ends ${when(watch.endsAt, new Date(run.progress.updatedAt))}`,
         items: watch.verdicts.map((v) => ({
-          text: `${v.name}: ${v.verdict}`,
+          text: `${v.name}: ${v.verdict}${v.figure ? ` · ${v.figure}` : ''}`,
           detail: v.reason,
           tone: VERDICT_TONE[v.verdict],
         })),
