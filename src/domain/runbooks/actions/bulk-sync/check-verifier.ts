@@ -71,10 +71,11 @@ export function assertChecksUsable(
 /**
  * The window a look judges: from one scrape before the watch started to now (the sample that holds the
  * old revision's last counts is the base rate() needs), at least two scrapes (rate() needs two samples),
- * at most the check's own window.
+ * at most the check's own window; whole seconds, as a person would write it in the query.
  */
 export function judgedWindow(phase: Pick<WavePhase, 'startedAt' | 'now'>, scrapeMs: number, checkWindowMs: number) {
-  return Math.min(checkWindowMs, Math.max(phase.now - phase.startedAt + scrapeMs, 2 * scrapeMs));
+  const wanted = Math.max(phase.now - phase.startedAt + scrapeMs, 2 * scrapeMs);
+  return Math.min(checkWindowMs, Math.ceil(wanted / 1000) * 1000);
 }
 
 /** The largest scrape interval of the Prometheus servers that see these apps (a look must wait for the slowest). */

@@ -2,6 +2,7 @@
  * What a bulk sync says about itself: the live message's progress (counts, failing apps, a wave's watch)
  * and the summary it ends with. Pure: the executor hands in its states and what its waves did.
  */
+import { NOT_LOOKED_AT } from './verifier.js';
 import { formatDuration, link, plural } from '../../../../core/format.js';
 import type { RunProgress } from '../../run-store.js';
 import { IN_FLIGHT_APP_STATES, TERMINAL_APP_STATES, type AppCheckpoint, type AppState } from '../sync-progress.js';
@@ -112,7 +113,9 @@ export interface WatchState {
 }
 
 /** `health: pass`, `check error-rate: fail (0.31 > 0.05 (checkout-prod-eu-west-1))`. */
-const verdictText = (v: NamedVerdict) => `${v.name}: ${v.verdict}${v.figure ? ` (${v.figure})` : ''}`;
+// Before its first look a check is waiting for a scrape of the new revision, not failing to answer.
+const verdictText = (v: NamedVerdict) =>
+  `${v.name}: ${v.reason === NOT_LOOKED_AT ? 'waiting for a first look' : v.verdict}${v.figure ? ` (${v.figure})` : ''}`;
 
 /** `baking: 25s left · health: pass`; a watch without a bake says when the wave times out. */
 function watchText(watch: WatchState, now: number): string {

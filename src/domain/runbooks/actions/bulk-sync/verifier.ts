@@ -6,6 +6,9 @@
 import { plural } from '../../../../core/format.js';
 import type { PlannedApp } from './planner.js';
 
+/** The reason of a verifier whose first look is still ahead (a check waits one scrape for the new revision). */
+export const NOT_LOOKED_AT = 'not looked at yet';
+
 export type VerifierVerdictKind = 'pass' | 'fail' | 'inconclusive';
 
 /** One app's verdict, when a verifier judges apps one by one. */

@@ -19,6 +19,7 @@ import {
   type WatchKind,
   type WavePhase,
   type WaveVerifier,
+  NOT_LOOKED_AT,
 } from './verifier.js';
 
 export {
@@ -149,7 +150,7 @@ export class WaveWatch {
   /** Every verifier's latest verdict, in the order they were given. */
   verdicts(): NamedVerdict[] {
     return this.verifiers.map(
-      (v) => this.latest.get(v.name) ?? { name: v.name, verdict: 'inconclusive', reason: 'not looked at yet' },
+      (v) => this.latest.get(v.name) ?? { name: v.name, verdict: 'inconclusive', reason: NOT_LOOKED_AT },
     );
   }
 
