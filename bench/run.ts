@@ -10,6 +10,7 @@ import { buildMirror, loadLine, machineLine, rssMb, simConfig, startSimChild } f
 import { runQueriesBench } from './queries.js';
 import { runSlackAckBench } from './slack-ack.js';
 import { runStartupBench } from './startup.js';
+import { runVerifyBench } from './verify.js';
 
 const t0 = performance.now();
 console.log(`rollcall benchmarks · ${new Date().toISOString()}`);
@@ -35,6 +36,7 @@ try {
 
   await runBulkSyncBench();
   await runIncidentsBench();
+  await runVerifyBench();
   await runStartupBench();
   console.log(`\nall benchmarks done in ${((performance.now() - t0) / 1000).toFixed(0)} s · ${loadLine()}`);
   process.exit(0);

@@ -2,11 +2,13 @@ import { isActive, type AlertRecord } from '../domain/alerts/lifecycle.js';
 import { evaluateAlertRules, shortRevision, type ExpectedStall } from '../domain/alerts/rules.js';
 import type { AlertStore } from '../domain/alerts/store.js';
 import { parseDuration } from '../infra/config/schema.js';
+import { alertHeading } from '../infra/config/rule-catalog.js';
 import { AuditLog } from '../domain/audit/audit-log.js';
-import { formatDuration, mention, plural, since, TONE_EMOJI } from '../core/format.js';
+import { absoluteTime, formatDuration, mention, plural, TONE_EMOJI, when } from '../core/format.js';
 import { CommandError, checkOptions, checkPositional } from './parse.js';
 import { type CommandContext, type CommandSpec } from './registry.js';
-import type { Reply, ReplyBlock, ReplyButton } from '../core/reply.js';
+import type { ReplyBlock, ReplyButton } from '../core/reply.js';
+import type { ReplyOf } from './replies.js';
 import type { AlertJson } from './reply-data.js';
 export type { AlertJson } from './reply-data.js';
 
@@ -22,30 +24,28 @@ export function alertJson(a: AlertRecord): AlertJson {
     apps: a.apps.length ? a.apps : a.app ? [a.app] : [],
     since: a.since,
     updatedAt: a.updatedAt,
+    ...(a.resolvesAt && a.clearedAt ? { clearedAt: a.clearedAt, resolvesAt: a.resolvesAt } : {}),
   };
 }
-
-const RULE_TITLES: Record<string, string> = {
-  'stuck-step': 'Stuck rollout step',
-  'sync-failed': 'Sync failed',
-  'degraded-after-sync': 'Degraded after sync',
-  'out-of-sync': 'OutOfSync',
-  'instance-unreachable': 'Argo CD instance unreachable',
-  'key-backup-stale': 'Sealed-secrets key backup stale',
-};
 
 /** `Stuck rollout step: progressive-infra step 3 (infra)`. */
 export function alertTitle(a: AlertRecord): string {
   const what = a.appSet ?? a.app ?? a.instance;
   const step = a.step !== undefined ? ` step ${a.step}` : '';
   const where = a.appSet || a.app ? ` (${a.instance})` : '';
-  return `${RULE_TITLES[a.rule] ?? a.rule}: ${what}${step}${where}`;
+  return `${alertHeading(a.rule)}: ${what}${step}${where}`;
 }
 
+/** An active alert whose condition is gone: it is about to resolve. */
+const clearing = (a: AlertRecord): a is AlertRecord & { clearedAt: string; resolvesAt: string } =>
+  isActive(a) && !!a.clearedAt && !!a.resolvesAt;
+
 function stateLine(a: AlertRecord, now: Date): string {
+  if (clearing(a))
+    return `${TONE_EMOJI.ok} *Clearing*: not seen since ${when(a.clearedAt, now)}; resolves at ${absoluteTime(a.resolvesAt)} unless it comes back.`;
   switch (a.state) {
     case 'resolved':
-      return `${TONE_EMOJI.ok} *Resolved*${a.resolvedAt ? ` at ${a.resolvedAt} (${since(a.resolvedAt, now)} ago)` : ''}: ${
+      return `${TONE_EMOJI.ok} *Resolved*${a.resolvedAt ? ` ${when(a.resolvedAt, now)}` : ''}: ${
         a.superseded
           ? 'these apps recovered; other apps of the group now have the problem, in a new alert.'
           : 'the condition cleared.'
@@ -53,10 +53,15 @@ function stateLine(a: AlertRecord, now: Date): string {
     case 'acked':
       return `:eyes: *Acknowledged* by ${mention(a.ackedBy ?? 'someone')}.`;
     case 'snoozed':
-      return `:zzz: *Snoozed* by ${mention(a.snoozedBy ?? 'someone')} until ${a.snoozedUntil}.`;
+      return `:zzz: *Snoozed* by ${mention(a.snoozedBy ?? 'someone')} until ${a.snoozedUntil ? absoluteTime(a.snoozedUntil) : 'further notice'}.`;
     default:
-      return `${a.severity === 'critical' ? TONE_EMOJI.error : TONE_EMOJI.warn} *Firing* since ${a.firedAt ?? a.since}.`;
+      return `${a.severity === 'critical' ? TONE_EMOJI.error : TONE_EMOJI.warn} *Firing* since ${when(a.firedAt ?? a.since, now)}.`;
   }
+}
+
+/** The state an alert is listed with: its lifecycle state, or clearing. */
+function stateWord(a: AlertRecord): string {
+  return clearing(a) ? 'clearing' : a.state;
 }
 
 /** The scope an incident declared from this alert covers, as the `incident start` command text. */
@@ -66,27 +71,35 @@ export function declareIncidentCommand(a: AlertRecord): string {
 }
 
 /** One alert as its Slack message (and `alerts show`): edited in place for its whole life. */
-export function alertReply(a: AlertRecord, now: Date = new Date()): Reply {
+export function alertReply(a: AlertRecord, now: Date = new Date()): ReplyOf<'alert'> {
   const resolved = a.state === 'resolved';
   const title = `${resolved ? 'Resolved — ' : ''}${alertTitle(a)}`;
   const blocks: ReplyBlock[] = [
     { kind: 'header', text: title },
-    { kind: 'text', text: stateLine(a, now), tone: resolved ? 'ok' : a.state === 'firing' ? 'error' : 'info' },
-    { kind: 'text', text: a.summary, tone: resolved ? 'info' : a.severity === 'critical' ? 'error' : 'warn' },
+    {
+      kind: 'text',
+      text: stateLine(a, now),
+      tone: resolved || clearing(a) ? 'ok' : a.state === 'firing' ? 'error' : 'info',
+    },
+    {
+      kind: 'text',
+      text: a.summary,
+      tone: resolved || clearing(a) ? 'info' : a.severity === 'critical' ? 'error' : 'warn',
+    },
   ];
   const fields = [
     { label: 'Instance', value: a.instance },
     ...(a.appSet ? [{ label: 'ApplicationSet', value: a.appSet }] : []),
     ...(a.step !== undefined ? [{ label: 'Step', value: String(a.step) }] : []),
     ...(a.revision ? [{ label: 'Revision', value: `\`${shortRevision(a.revision)}\`` }] : []),
-    { label: 'Since', value: `${a.since} (${since(a.since, now) ?? '?'})` },
+    { label: 'Began', value: when(a.since, now) },
     ...(a.apps.length ? [{ label: 'Apps', value: String(a.apps.length) }] : []),
   ];
   blocks.push({ kind: 'fields', fields });
   if (a.details.length)
     blocks.push({
       kind: 'list',
-      items: a.details.slice(0, 20).map((d) => ({ text: d, tone: resolved ? 'ok' : 'error' })),
+      items: a.details.slice(0, 20).map((d) => ({ text: d, tone: resolved || clearing(a) ? 'ok' : 'error' })),
       total: a.details.length,
     });
   const notes = [`Alert \`${a.id}\` · rule \`${a.rule}\``];
@@ -113,7 +126,7 @@ export function alertReply(a: AlertRecord, now: Date = new Date()): Reply {
 }
 
 /** "worse" follow-up in the alert's thread: the one re-notification an alert makes. */
-export function alertWorseReply(a: AlertRecord): Reply {
+export function alertWorseReply(a: AlertRecord): ReplyOf<'alert'> {
   const text = `${TONE_EMOJI.error} Worse: ${a.summary} Now ${plural(a.apps.length, 'app')}${a.severity === 'critical' ? ', critical' : ''}.`;
   return {
     ok: true,
@@ -136,7 +149,11 @@ function requireStore(ctx: CommandContext, command: string): AlertStore {
 
 const LIST_USAGE = 'alerts [all] [instance=X]';
 
-async function listAlerts(positional: string[], options: Record<string, string>, ctx: CommandContext): Promise<Reply> {
+async function listAlerts(
+  positional: string[],
+  options: Record<string, string>,
+  ctx: CommandContext,
+): Promise<ReplyOf<'alerts'>> {
   const store = requireStore(ctx, 'alerts');
   const now = ctx.services.now?.() ?? new Date();
   const all = positional[0] === 'all';
@@ -156,9 +173,14 @@ async function listAlerts(positional: string[], options: Record<string, string>,
   const blocks: ReplyBlock[] = [{ kind: 'header', text: title }];
   if (!active.length) blocks.push({ kind: 'text', text: `${TONE_EMOJI.ok} Nothing is firing.`, tone: 'ok' });
   const item = (a: AlertRecord) => ({
-    text: `\`${a.id}\` ${alertTitle(a)} — ${a.state}${a.apps.length ? `, ${plural(a.apps.length, 'app')}` : ''}`,
-    tone: a.state === 'resolved' ? ('ok' as const) : a.state === 'firing' ? ('error' as const) : ('info' as const),
-    detail: `${a.summary} Since ${a.since} (${since(a.since, now) ?? '?'}).`,
+    text: `\`${a.id}\` ${alertTitle(a)} — ${stateWord(a)}${a.apps.length ? `, ${plural(a.apps.length, 'app')}` : ''}`,
+    tone:
+      a.state === 'resolved' || clearing(a)
+        ? ('ok' as const)
+        : a.state === 'firing'
+          ? ('error' as const)
+          : ('info' as const),
+    detail: `${a.summary} Began ${when(a.since, now)}.`,
   });
   if (active.length) blocks.push({ kind: 'list', title: 'Active', items: active.map(item) });
   const recent = shown.filter((a) => a.state === 'resolved');
@@ -184,7 +206,7 @@ async function listAlerts(positional: string[], options: Record<string, string>,
   };
 }
 
-export const alertsCommand: CommandSpec = {
+export const alertsCommand: CommandSpec<'alerts'> = {
   name: 'alerts',
   summary:
     'Active and recently resolved alerts (stuck steps, failed syncs, Degraded after sync ...), and the stalls that are expected',
@@ -206,7 +228,7 @@ export const alertsCommand: CommandSpec = {
 
 const ALERT_USAGE = 'alert ack ID | alert snooze ID 1h|4h|DURATION | alert show ID';
 
-export const alertCommand: CommandSpec = {
+export const alertCommand: CommandSpec<'alert'> = {
   name: 'alert',
   summary: 'Acknowledge or snooze one alert (the buttons on its message run these)',
   usage: ALERT_USAGE,
@@ -272,7 +294,7 @@ export const alertCommand: CommandSpec = {
       blocks: [
         {
           kind: 'text',
-          text: `:zzz: ${mention(ctx.user)} snoozed ${alertTitle(after)} for ${formatDuration(ms)} (until ${after.snoozedUntil}).`,
+          text: `:zzz: ${mention(ctx.user)} snoozed ${alertTitle(after)} for ${formatDuration(ms)} (until ${absoluteTime(after.snoozedUntil!)}).`,
           tone: 'info',
         },
       ],

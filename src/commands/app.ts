@@ -558,7 +558,7 @@ export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<R
   };
 }
 
-export const appCommand: CommandSpec = {
+export const appCommand: CommandSpec<'app'> = {
   name: 'app',
   aliases: ['application'],
   summary: 'One app: sync, health, revision and source, last operation, failed resources, history, images',

@@ -147,7 +147,7 @@ export async function runChanges(cmd: ParsedCommand, ctx: CommandContext): Promi
   };
 }
 
-export const changesCommand: CommandSpec = {
+export const changesCommand: CommandSpec<'changes'> = {
   name: 'changes',
   aliases: ['changed', 'what-changed'],
   summary:

@@ -41,7 +41,8 @@ function verdictItem(v: CheckVerdict, multiInstance: boolean, multiCheck: boolea
     text: `*${v.app}* (${where})${multiCheck && !v.reason.startsWith(`${v.check} `) ? ` · ${v.check}` : ''} · ${v.reason}`,
     tone: STATUS_TONE[v.status],
     ...(v.status === 'pass' ? {} : { detail: code(v.query) }),
-    ...(v.link ? { url: v.link } : {}),
+    // A passing verdict needs no graph at 3 a.m.; the JSON keeps every link.
+    ...(v.link && v.status !== 'pass' ? { url: v.link } : {}),
   };
 }
 
@@ -99,7 +100,7 @@ async function runCheck(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyO
   return { ok: true, command: 'check', title, data: { checks: names, verdicts, counts }, blocks };
 }
 
-export const checkCommand: CommandSpec = {
+export const checkCommand: CommandSpec<'check'> = {
   name: 'check',
   summary: 'Judge apps by metric checks now (Prometheus): failing first, with value, threshold and a link',
   usage: CHECK_USAGE,
@@ -167,7 +168,7 @@ async function runChecks(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply
   return { ok: true, command: 'checks', title: 'Metric checks', data: { checks, prometheus }, blocks };
 }
 
-export const checksCommand: CommandSpec = {
+export const checksCommand: CommandSpec<'checks'> = {
   name: 'checks',
   summary: 'The metric checks rollcall.yaml configures: query, threshold, window, what no data means',
   usage: CHECKS_USAGE,

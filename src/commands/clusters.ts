@@ -118,7 +118,7 @@ export async function runClusters(cmd: ParsedCommand, ctx: CommandContext): Prom
   return { ok: true, command: 'clusters', title, data: { clusters }, blocks };
 }
 
-export const clustersCommand: CommandSpec = {
+export const clustersCommand: CommandSpec<'clusters'> = {
   name: 'clusters',
   aliases: ['cluster'],
   summary: 'Clusters per instance: connection state, Kubernetes version, app and problem counts',

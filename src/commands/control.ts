@@ -4,32 +4,16 @@ import { formatSelectorParam, type PauseRecord } from '../domain/runbooks/index.
 // `run` command itself (preview, confirm, approvals, live progress).
 import { SELECTOR_OPTIONS, selectorFromCommand } from './parse.js';
 import type { CommandContext, ParsedCommand, CommandSpec } from './registry.js';
-import { assertSelects, runRunbookCommand } from './runbooks.js';
+import { assertSelects, startRunbookAs } from './runbooks.js';
 import { unknownTarget } from './suggest.js';
 import { isGlob, selectApps } from '../fleet/select.js';
-import { errorReply, type Reply, type ReplyItem } from '../core/reply.js';
+import { errorReply, type ReplyItem } from '../core/reply.js';
 
 /**
  * Options of `pause` that narrow an app selection (as in `sync`) rather than being runbook params;
  * `instance` is both, and goes to the runbook as its own param.
  */
 const SELECTION_OPTIONS: readonly string[] = SELECTOR_OPTIONS.filter((k) => k !== 'instance');
-
-/** Starts a runbook exactly as `/argo run <runbook> key=value ...` would, answering as `command`. */
-export async function viaRunCommand(
-  runbook: string,
-  params: Record<string, string>,
-  cmd: ParsedCommand,
-  ctx: CommandContext,
-  command: string,
-): Promise<Reply> {
-  const reply = await runRunbookCommand.run(
-    { command: 'run', positional: [runbook], options: params, flags: cmd.flags, raw: cmd.raw },
-    ctx,
-  );
-  reply.command = command;
-  return reply;
-}
 
 /** `pause progressive-infra` (an ApplicationSet) or `pause auth-* cluster=prod-1` / `pause -l team=auth` (apps). */
 function pauseTarget(cmd: ParsedCommand): string {
@@ -64,7 +48,7 @@ function assertPauseTarget(cmd: ParsedCommand, ctx: CommandContext, target: stri
   );
 }
 
-export const pauseCommand: CommandSpec = {
+export const pauseCommand: CommandSpec<'pause'> = {
   name: 'pause',
   summary: 'Pause a rollout (RollingSync appset), an appset, or auto-sync on apps; resume restores exactly',
   usage: 'pause <appset | app|glob ...> [-l selector] [cluster=X] [instance=X] [terminate=true]',
@@ -85,11 +69,11 @@ export const pauseCommand: CommandSpec = {
     assertPauseTarget(cmd, ctx, target);
     const params: Record<string, string> = { target };
     for (const [k, v] of Object.entries(cmd.options)) if (!SELECTION_OPTIONS.includes(k)) params[k] = v;
-    return viaRunCommand('pause-rollout', params, cmd, ctx, 'pause');
+    return startRunbookAs('pause-rollout', params, ctx, 'pause');
   },
 };
 
-export const resumeCommand: CommandSpec = {
+export const resumeCommand: CommandSpec<'resume'> = {
   name: 'resume',
   summary: 'Resume what `pause` paused: restores the recorded values and removes the annotations',
   usage: 'resume <target> [instance=X]',
@@ -100,7 +84,7 @@ export const resumeCommand: CommandSpec = {
     const target = cmd.positional.join(' ');
     if (!target)
       return errorReply('resume', 'usage', 'Resume what? `paused` lists what rollcall paused; then `resume <target>`.');
-    return viaRunCommand('resume-rollout', { target, ...cmd.options }, cmd, ctx, 'resume');
+    return startRunbookAs('resume-rollout', { target, ...cmd.options }, ctx, 'resume');
   },
 };
 
@@ -114,7 +98,7 @@ function pausedItem(r: PauseRecord): ReplyItem {
   };
 }
 
-export const pausedCommand: CommandSpec = {
+export const pausedCommand: CommandSpec<'paused'> = {
   name: 'paused',
   summary: 'What rollcall has paused, by whom, since when',
   usage: 'paused',

@@ -4,7 +4,8 @@ import { FLEET_RULES, diagnoseFleetWide } from '../fleet/rules/index.js';
 import { TONE_EMOJI, plural } from '../core/format.js';
 import { checkOptions, checkPositional } from './parse.js';
 import { type CommandContext, type ParsedCommand, type CommandSpec } from './registry.js';
-import type { Reply, ReplyBlock } from '../core/reply.js';
+import type { ReplyBlock } from '../core/reply.js';
+import type { ReplyOf } from './replies.js';
 import { diagnoseOptions, findAppSet, findingsBlock, noRolloutReply } from './rollout.js';
 import { unknownTarget } from './suggest.js';
 
@@ -29,7 +30,7 @@ function summaryText(findings: Finding[], scope: string): ReplyBlock {
   };
 }
 
-export async function runDiagnose(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
+export async function runDiagnose(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<'diagnose'>> {
   checkOptions(cmd, ['instance'], USAGE);
   checkPositional(cmd, 1, USAGE);
   const fleet = ctx.services.fleet;
@@ -108,18 +109,18 @@ export async function runDiagnose(cmd: ParsedCommand, ctx: CommandContext): Prom
   return { ok: true, command: 'diagnose', title, data: { appSets: rolling.length, findings }, blocks };
 }
 
-export const diagnoseCommand: CommandSpec = {
+export const diagnoseCommand: CommandSpec<'diagnose'> = {
   name: 'diagnose',
   aliases: ['diag', 'why'],
   summary:
-    'Findings on RollingSync appsets and apps Degraded after a sync: a stable rule id, a severity, the Argo CD behaviour behind it and the fix',
+    'Findings on RollingSync appsets and on apps down (Degraded or Missing): a stable rule id, a severity, the Argo CD behaviour behind it and the fix',
   usage: USAGE,
   help: [
     'Examples:',
     '`diagnose` — every appset with RollingSync',
     '`diagnose progressive-infra`',
-    'Rules (RollingSync appsets, and apps Degraded after their sync: the revision and the fix):',
-    ...FLEET_RULES.filter((r) => r.appSetCheck || r.diagnoseFleet).map((r) => `\`${r.meta.id}\` — ${r.meta.title}`),
+    "Rules (RollingSync appsets, and apps down: Degraded after their sync, with the revision, or down longer than app-degraded's `after`):",
+    ...FLEET_RULES.filter((r) => r.appSet || r.diagnoseFleet).map((r) => `\`${r.meta.id}\` — ${r.meta.title}`),
   ].join('\n'),
   readOnly: true,
   run: runDiagnose,

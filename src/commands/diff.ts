@@ -100,7 +100,7 @@ export async function runDiff(cmd: ParsedCommand, ctx: CommandContext): Promise<
   };
 }
 
-export const diffCommand: CommandSpec = {
+export const diffCommand: CommandSpec<'diff'> = {
   name: 'diff',
   summary:
     'What a sync would change: each resource whose live state differs from git, field by field (argocd app diff); Secret values hidden',

@@ -3,7 +3,8 @@ import type { DigestConfig } from '../infra/config/schema.js';
 import { absoluteTime, formatCount, formatDuration, TONE_EMOJI, when } from '../core/format.js';
 import { CommandError, checkOptions, checkPositional } from './parse.js';
 import { type Services, type CommandSpec } from './registry.js';
-import type { Reply, ReplyBlock, ReplyItem } from '../core/reply.js';
+import type { ReplyBlock, ReplyItem } from '../core/reply.js';
+import type { ReplyOf } from './replies.js';
 import { suggest } from '../core/suggest.js';
 
 const USAGE = 'digest [NAME]';
@@ -57,7 +58,7 @@ function attentionItem(item: AttentionItem, now: Date): ReplyItem {
 }
 
 /** needs attention → activity → totals; one "all clear" line when nothing needs attention. */
-export function digestReply(d: Digest, commandText: string): Reply {
+export function digestReply(d: Digest, commandText: string): ReplyOf<'digest'> {
   const title = `Digest${d.name ? ` ${d.name}` : ''} — ${d.at.slice(0, 16).replace('T', ' ')} UTC`;
   const blocks: ReplyBlock[] = [{ kind: 'header', text: title }];
   if (d.selector) blocks.push({ kind: 'context', text: `Apps matching \`${d.selector}\`` });
@@ -147,14 +148,14 @@ export function findDigest(services: Services, name: string): DigestConfig {
   );
 }
 
-export const digestCommand: CommandSpec = {
+export const digestCommand: CommandSpec<'digest'> = {
   name: 'digest',
   summary:
     'A status digest now: what needs attention (grouped by ApplicationSet), activity in the period, totals and their change',
   usage: USAGE,
   help: [
     '`digest` — the whole fleet; `digest NAME` — a digest from the config, with its selector.',
-    "Needs attention: apps Degraded > 10 min (at once right after a sync), OutOfSync (> 1 h when auto-synced), stuck and paused rollouts, rollcall's active freezes, failed syncs in the period,",
+    "Needs attention: apps Degraded or Missing > 5 min (at once right after a sync), OutOfSync (> 1 h when auto-synced), stuck and paused rollouts, rollcall's active freezes, failed syncs in the period,",
     'stale key backups, unreachable instances. The period runs from the previous digest of that name (else 24 h).',
     'Incidents: the open ones first, then those closed in the period with their TTR.',
   ].join('\n'),

@@ -2,13 +2,12 @@ import { absoluteTime, mention, plural, when } from '../core/format.js';
 import { errorReply, type Reply, type ReplyItem } from '../core/reply.js';
 import { freezeActive } from '../fleet/freeze.js';
 import { formatSelectorParam, freezesByRun, selectorText, type Freeze } from '../domain/runbooks/index.js';
-// `freeze` and `unfreeze` are shortcuts for the freeze / unfreeze runbooks and go through the `run` command
-// itself (preview, confirm, approvals, permission checks, audit), as `pause` and `resume` do.
-import { viaRunCommand } from './control.js';
+// `freeze` and `unfreeze` are shortcuts for the freeze / unfreeze runbooks, started as `run` starts them
+// (preview, confirm, approvals, permission checks, audit), as `pause` and `resume` are.
 import { CommandError, checkOptions, selectorFromCommand } from './parse.js';
 import type { CommandContext, CommandSpec } from './registry.js';
+import { startRunbookAs } from './runbooks.js';
 import { isIncidentId, normalizeId } from '../domain/incidents/service.js';
-import type { ReplyOf } from './replies.js';
 
 const FREEZE_USAGE =
   'freeze <app|glob ...> [-l selector] [cluster=X] [appset=X] [project=X] | project=NAME [instance=X] [for=DURATION] [manual=block] [incident=INC-N]';
@@ -36,7 +35,7 @@ async function namedIncident(ctx: CommandContext, word: string): Promise<string>
   return ctx.services.incidents ? (await ctx.services.incidents.resolve(word)).id : normalizeId(word);
 }
 
-export const freezeCommand: CommandSpec = {
+export const freezeCommand: CommandSpec<'freeze'> = {
   name: 'freeze',
   summary: 'Stop deploys: a deny sync window on the AppProjects of the target; manual fixes still go',
   usage: FREEZE_USAGE,
@@ -68,11 +67,11 @@ export const freezeCommand: CommandSpec = {
       if (cmd.options[key] !== undefined) params[key] = cmd.options[key];
     const incident = cmd.options.incident ? await namedIncident(ctx, cmd.options.incident) : await incidentHere(ctx);
     if (incident) params.incident = incident;
-    return viaRunCommand('freeze', params, cmd, ctx, 'freeze');
+    return startRunbookAs('freeze', params, ctx, 'freeze');
   },
 };
 
-export const unfreezeCommand: CommandSpec = {
+export const unfreezeCommand: CommandSpec<'unfreeze'> = {
   name: 'unfreeze',
   summary: "Lift rollcall's freeze: removes exactly the deny windows `freeze` wrote",
   usage: UNFREEZE_USAGE,
@@ -88,7 +87,7 @@ export const unfreezeCommand: CommandSpec = {
     if (text) params.target = text;
     for (const key of ['project', 'instance', 'run'] as const)
       if (cmd.options[key] !== undefined) params[key] = cmd.options[key];
-    return viaRunCommand('unfreeze', params, cmd, ctx, 'unfreeze');
+    return startRunbookAs('unfreeze', params, ctx, 'unfreeze');
   },
 };
 
@@ -106,13 +105,13 @@ function frozenItem(run: Freeze[], now: Date): ReplyItem {
   };
 }
 
-export const frozenCommand: CommandSpec = {
+export const frozenCommand: CommandSpec<'frozen'> = {
   name: 'frozen',
   summary: "What rollcall's freezes hold: by whom, since and until when, for which incident",
   usage: 'frozen',
   usesRuns: true,
   readOnly: true,
-  async run(cmd, ctx): Promise<ReplyOf<'frozen'>> {
+  async run(cmd, ctx) {
     if (cmd.positional.length || Object.keys(cmd.options).length)
       throw new CommandError('usage', '`frozen` takes no target: it lists every freeze rollcall recorded.');
     const store = ctx.services.freezes;
@@ -121,7 +120,7 @@ export const frozenCommand: CommandSpec = {
         'frozen',
         'runs_unavailable',
         'Freezes are recorded in Redis, and this process has none (set redis.url in rollcall.yaml or REDIS_URL).',
-      ) as ReplyOf<'frozen'>;
+      );
     const now = ctx.services.now?.() ?? new Date();
     const runs = freezesByRun(await store.list());
     const data = {

@@ -71,7 +71,7 @@ function unknownOptions(cmd: ParsedCommand, allowed: string[]): void {
     );
 }
 
-export const guardCommand: CommandSpec = {
+export const guardCommand: CommandSpec<'guard'> = {
   name: 'guard',
   summary: 'Watch a RollingSync rollout against metric checks; pause it when a step fails one',
   usage: 'guard <appset> check=NAME[,NAME] [onFail=pause|notify] [instance=X]',
@@ -160,7 +160,7 @@ export const guardCommand: CommandSpec = {
   },
 };
 
-export const guardsCommand: CommandSpec = {
+export const guardsCommand: CommandSpec<'guards'> = {
   name: 'guards',
   summary: 'The RollingSync rollouts rollcall guards with metric checks, and their last sweep',
   usage: 'guards',
@@ -188,7 +188,7 @@ export const guardsCommand: CommandSpec = {
   },
 };
 
-export const unguardCommand: CommandSpec = {
+export const unguardCommand: CommandSpec<'unguard'> = {
   name: 'unguard',
   summary: 'Stop guarding a RollingSync rollout',
   usage: 'unguard <appset> [instance=X]',

@@ -1,6 +1,6 @@
 import { code } from '../core/format.js';
 import { CommandError } from './parse.js';
-import { allCommands, findCommand, type CommandSpec, type ParsedCommand } from './registry.js';
+import { allCommands, findCommand, type AnyCommandSpec, type CommandSpec, type ParsedCommand } from './registry.js';
 import type { ReplyBlock } from '../core/reply.js';
 import type { ReplyOf } from './replies.js';
 import { suggest } from '../core/suggest.js';
@@ -9,7 +9,7 @@ const USAGE = 'help [COMMAND]';
 // The questions of an incident's first minutes come first; the rest (runbooks...) alphabetically.
 const ORDER = ['status', 'app', 'rollout', 'plan', 'diagnose', 'clusters', 'history', 'diff', 'logs'];
 
-function rank(spec: CommandSpec): number {
+function rank(spec: AnyCommandSpec): number {
   const i = ORDER.indexOf(spec.name);
   return i === -1 ? (spec.name === 'help' ? 1000 : 100) : i;
 }
@@ -99,7 +99,7 @@ export function helpReply(topic?: string): ReplyOf<'help'> {
   };
 }
 
-export const helpCommand: CommandSpec = {
+export const helpCommand: CommandSpec<'help'> = {
   name: 'help',
   aliases: ['?', 'h'],
   summary: 'The commands, or one command with its usage and examples',

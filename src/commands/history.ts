@@ -189,7 +189,7 @@ export async function runHistory(cmd: ParsedCommand, ctx: CommandContext): Promi
   };
 }
 
-export const historyCommand: CommandSpec = {
+export const historyCommand: CommandSpec<'history'> = {
   name: 'history',
   summary: "An app's deployments, newest first: revision and commit, when, how long, by whom (argocd app history)",
   usage: USAGE,

@@ -10,6 +10,7 @@ import { unfreezeQuestion } from './freeze.js';
 import type { ActionSpec, CommandContext, CommandSpec, ParsedCommand } from './registry.js';
 import { RollcallError, replyFromError } from '../core/errors.js';
 import type { Reply, ReplyBlock, ReplyItem, Tone } from '../core/reply.js';
+import type { IncidentCommand, IncidentData, IncidentVerb, ReplyOf } from './replies.js';
 
 const USAGE =
   'incident start TITLE... [sev=1..4] [scope=SELECTOR] | note [ID] TEXT | status [ID] investigating|identified|mitigated|monitoring [TEXT] | sev [ID] N | lead [ID] @user | set [ID] impact=TIME | show [ID] | timeline [ID] [kind=...] | report [ID] | close [ID] [SUMMARY] | reopen [ID]';
@@ -77,7 +78,11 @@ function duration(fromIso: string | null, toMs: number): string {
 }
 
 /** The header message: what everyone in the channel needs at a glance, kept current in place. */
-export function headerReply(analysis: IncidentAnalysis, suggestion: string | undefined, nowMs: number): Reply {
+export function headerReply(
+  analysis: IncidentAnalysis,
+  suggestion: string | undefined,
+  nowMs: number,
+): ReplyOf<'incident'> {
   const { incident, metrics, blastRadius } = analysis;
   const end = incident.closedAt ? Date.parse(incident.closedAt) : nowMs;
   const blocks: ReplyBlock[] = [
@@ -158,7 +163,7 @@ async function refreshHeader(ctx: CommandContext, svc: IncidentService, incident
     .catch(() => undefined);
 }
 
-async function runStart(cmd: ParsedCommand, ctx: CommandContext, skip: number): Promise<Reply> {
+async function runStart(cmd: ParsedCommand, ctx: CommandContext, skip: number): Promise<ReplyOf<'incident start'>> {
   const svc = service(ctx);
   // app= and alert= come from an alert's "Declare incident" button.
   const allowed = ['sev', 'severity', 'scope', 'selector', 'cluster', 'appset', 'project', 'instance', 'app', 'alert'];
@@ -211,9 +216,11 @@ async function runStart(cmd: ParsedCommand, ctx: CommandContext, skip: number): 
     });
   }
   const analysis = await svc.analyse(incident);
-  const reply = headerReply(analysis, undefined, Date.now());
-  reply.command = 'incident start';
-  reply.title = `${incident.id} declared`;
+  const reply: ReplyOf<'incident start'> = {
+    ...headerReply(analysis, undefined, Date.now()),
+    command: 'incident start',
+    title: `${incident.id} declared`,
+  };
   reply.blocks.push({
     kind: 'context',
     text: `Timeline backfilled from ${formatDuration(incident.lookbackMs)} before now; \`incident note ${incident.id} TEXT\` adds to it, \`incident report ${incident.id}\` writes the report.`,
@@ -265,7 +272,12 @@ async function target(
   return { incident, used: named ? 1 : 0 };
 }
 
-function done(incident: Incident, command: string, text: string, data: Record<string, unknown> = {}): Reply {
+function done<C extends IncidentVerb>(
+  incident: Incident,
+  command: C,
+  text: string,
+  data: Record<string, unknown> = {},
+): Reply<C, IncidentData> {
   return {
     ok: true,
     command,
@@ -275,7 +287,7 @@ function done(incident: Incident, command: string, text: string, data: Record<st
   };
 }
 
-async function runIncident(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
+async function runIncident(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<IncidentCommand>> {
   const svc = service(ctx);
   let sub = (cmd.positional[0] ?? 'show').toLowerCase();
   let skip = 1;
@@ -369,8 +381,10 @@ async function runIncident(cmd: ParsedCommand, ctx: CommandContext): Promise<Rep
       return runReport(ctx, svc, incident);
     default: {
       const analysis = await svc.analyse(incident);
-      const reply = headerReply(analysis, svc.mitigationSuggestion(analysis), now);
-      reply.command = 'incident show';
+      const reply: ReplyOf<'incident show'> = {
+        ...headerReply(analysis, svc.mitigationSuggestion(analysis), now),
+        command: 'incident show',
+      };
       const key = keyTimeline(analysis.timeline).slice(-15);
       if (key.length) reply.blocks.push({ kind: 'list', title: 'Key timeline', items: key.map(entryItem) });
       reply.blocks.push({
@@ -414,7 +428,7 @@ async function runTimeline(
   ctx: CommandContext,
   svc: IncidentService,
   incident: Incident,
-): Promise<Reply> {
+): Promise<ReplyOf<'incident timeline'>> {
   const kinds = cmd.options.kind?.split(',').map((k) => k.trim());
   const bad = kinds?.find((k) => !TIMELINE_KINDS.includes(k as TimelineKind));
   if (bad !== undefined)
@@ -426,7 +440,7 @@ async function runTimeline(
   // One list: the views paginate it (Slack: 25 items a page, Next/Previous buttons).
   blocks.push({ kind: 'list', items: entries.map(entryItem), total: entries.length });
   blocks.push({ kind: 'context', text: `${plural(entries.length, 'entry', 'entries')}, oldest first. Times UTC.` });
-  const reply: Reply = {
+  const reply: ReplyOf<'incident timeline'> = {
     ok: true,
     command: 'incident timeline',
     title,
@@ -467,7 +481,11 @@ async function runTimeline(
   return reply;
 }
 
-async function runReport(ctx: CommandContext, svc: IncidentService, incident: Incident): Promise<Reply> {
+async function runReport(
+  ctx: CommandContext,
+  svc: IncidentService,
+  incident: Incident,
+): Promise<ReplyOf<'incident report'>> {
   const analysis = await svc.analyse(incident);
   const report = buildReport(analysis, ctx.services.fleet);
   const { metrics, blastRadius } = analysis;
@@ -529,7 +547,7 @@ async function runReport(ctx: CommandContext, svc: IncidentService, incident: In
   };
 }
 
-async function runIncidents(_cmd: ParsedCommand, ctx: CommandContext): Promise<Reply> {
+async function runIncidents(_cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<'incidents'>> {
   const svc = service(ctx);
   const [open, recent] = await Promise.all([svc.open(), svc.recent(10)]);
   const closed = recent.filter((i) => i.state === 'closed');
@@ -554,7 +572,7 @@ async function runIncidents(_cmd: ParsedCommand, ctx: CommandContext): Promise<R
   };
 }
 
-export const incidentCommand: CommandSpec = {
+export const incidentCommand: CommandSpec<IncidentCommand> = {
   name: 'incident',
   aliases: ['inc'],
   summary: 'Declare and run an incident: notes, status, severity, lead, the timeline rollcall recorded, the report',
@@ -599,7 +617,7 @@ export const incidentNoteMessageAction: ActionSpec = {
   },
 };
 
-async function noteMessage(value: string, ctx: CommandContext): Promise<Reply> {
+async function noteMessage(value: string, ctx: CommandContext): Promise<ReplyOf<'incident note'>> {
   const svc = service(ctx);
   const message = JSON.parse(value) as {
     channel: string;
@@ -623,16 +641,16 @@ async function noteMessage(value: string, ctx: CommandContext): Promise<Reply> {
   return done(incident, 'incident note', text, { added });
 }
 
-export const declareCommand: CommandSpec = {
+export const declareCommand: CommandSpec<'incident start'> = {
   name: 'declare',
-  summary: 'Same as `incident start`',
+  summary: 'Same as `incident start` (and answers as it)',
   usage: 'declare TITLE... [sev=1..4] [scope=SELECTOR]',
   readOnly: true,
   usesRedis: true,
   run: (cmd, ctx) => runStart(cmd, ctx, 0),
 };
 
-export const incidentsCommand: CommandSpec = {
+export const incidentsCommand: CommandSpec<'incidents'> = {
   name: 'incidents',
   summary: 'Open and recent incidents',
   usage: 'incidents',

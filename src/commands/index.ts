@@ -9,12 +9,13 @@ import {
   registerAction,
   registerCommand,
   type ActionSpec,
+  type AnyCommandSpec,
   type CommandContext,
-  type CommandSpec,
   type ParsedCommand,
 } from './registry.js';
 import { formatCount, since } from '../core/format.js';
-import { PAGE_SIZE, errorReply, replyPages, withUserText, type Reply } from '../core/reply.js';
+import { PAGE_SIZE, errorReply, replyPages, withUserText, type ErrorReply } from '../core/reply.js';
+import type { DispatchReply } from './replies.js';
 import { auditRefusal } from './runbooks.js';
 import { withAuditOrigin, type AuditOrigin } from '../domain/audit/audit-log.js';
 import { commandDuration, commandsTotal, secondsSince } from '../infra/metrics.js';
@@ -55,7 +56,7 @@ import { statusCommand } from './status.js';
  * Every chat command and every button or form action rollcall answers. A new command is a module that
  * exports its CommandSpec, listed here; nothing registers itself by being imported.
  */
-export const COMMANDS: readonly CommandSpec[] = [
+export const COMMANDS: readonly AnyCommandSpec[] = [
   statusCommand,
   appCommand,
   historyCommand,
@@ -109,7 +110,7 @@ export { auditRefusal } from './runbooks.js';
  * "no such app" or "0 problems" would be a lie by omission, so the reply says which instances it is
  * missing, and how old the data it holds of them is. Items Argo CD listed as null are said too.
  */
-function withMirrorWarning(reply: Reply, ctx: CommandContext): Reply {
+function withMirrorWarning(reply: DispatchReply, ctx: CommandContext): DispatchReply {
   if (reply.command === 'help') return reply;
   const health = ctx.services.fleet.health();
   const missing = health.filter((h) => !h.synced);
@@ -125,7 +126,7 @@ function withMirrorWarning(reply: Reply, ctx: CommandContext): Reply {
   if (!warnings.length) return reply;
   if (reply.error) reply.error.message += ` Note: ${warnings.join(' ')}`;
   // `ask --json` carries data, not blocks: say it there too, so a script cannot take a partial answer for a whole one.
-  reply.data = { ...reply.data, warnings };
+  reply.data.warnings = warnings;
   if (missing.length)
     reply.data.unsyncedInstances = missing.map((h) => ({
       instance: h.instance,
@@ -147,7 +148,7 @@ function blind(health: InstanceHealth[]): boolean {
 }
 
 /** The fleet could not be read at all: a failure with the instances' own errors, never "0 apps, nothing wrong". */
-function blindReply(command: string, missing: InstanceHealth[]): Reply {
+function blindReply(command: string, missing: InstanceHealth[]): ErrorReply {
   const codes = [...new Set(missing.map((h) => h.errorCode))];
   const code = codes.length === 1 && codes[0] && isErrorCode(codes[0]) ? codes[0] : 'argocd_unavailable';
   const what = missing.map((h) => `${h.instance}: ${h.error}`).join('; ');
@@ -175,7 +176,7 @@ export function auditOriginOf(ctx: CommandContext): AuditOrigin {
  * Runs one chat command: parse, find, check permission, run. Never throws: failures become error Replies.
  * Someone is waiting for the answer: a Redis that is down is said at once (`redis_unavailable`), not waited out.
  */
-export async function dispatch(text: string, ctx: CommandContext): Promise<Reply> {
+export async function dispatch(text: string, ctx: CommandContext): Promise<DispatchReply> {
   const started = process.hrtime.bigint();
   const reply = withUserText(
     await answerWithoutWaitingForRedis(() => withAuditOrigin(auditOriginOf(ctx), () => dispatchCommand(text, ctx))),
@@ -186,7 +187,7 @@ export async function dispatch(text: string, ctx: CommandContext): Promise<Reply
 }
 
 /** By the command the reply answers (not the raw text: a typo would make a new label) and its error code. */
-function recordCommand(reply: Reply, started: bigint): void {
+function recordCommand(reply: DispatchReply, started: bigint): void {
   const labels = {
     command: commandNames().includes(reply.command) ? reply.command : 'unknown',
     result: reply.ok ? 'ok' : (reply.error?.code ?? 'error'),
@@ -196,7 +197,11 @@ function recordCommand(reply: Reply, started: bigint): void {
 }
 
 /** Runs a registered action (a button, a form submission) for ctx's user, audited as coming from ctx's surface. */
-export async function runAction(spec: ActionSpec, value: string, ctx: CommandContext): Promise<Reply | undefined> {
+export async function runAction(
+  spec: ActionSpec,
+  value: string,
+  ctx: CommandContext,
+): Promise<DispatchReply | undefined> {
   const reply = await answerWithoutWaitingForRedis(() =>
     withAuditOrigin(auditOriginOf(ctx), () => spec.run(value, ctx)),
   );
@@ -210,7 +215,7 @@ export async function runAction(spec: ActionSpec, value: string, ctx: CommandCon
  */
 export const MAX_COMMAND_TEXT = 4000;
 
-async function dispatchCommand(text: string, ctx: CommandContext): Promise<Reply> {
+async function dispatchCommand(text: string, ctx: CommandContext): Promise<DispatchReply> {
   if (text.length > MAX_COMMAND_TEXT) {
     const command = text.slice(0, 40).trim().split(/\s+/)[0] || 'help';
     return errorReply(
@@ -285,7 +290,7 @@ type Asker = Pick<CommandContext, 'user' | 'surface' | 'channel' | 'threadTs'>;
  * `help` and `help COMMAND` answered from the command list alone, without config, Argo CD or Redis, so help
  * works before rollcall.yaml exists. Undefined when the text asks for something else.
  */
-export function answerHelp(text: string, asker: Asker): Reply | undefined {
+export function answerHelp(text: string, asker: Asker): DispatchReply | undefined {
   let cmd: ParsedCommand;
   try {
     cmd = parseCommand(text);
@@ -318,7 +323,13 @@ const MAX_REMEMBERED = 1000;
 const conversationOf = (ctx: Asker) => [ctx.user, ctx.channel ?? '', ctx.threadTs ?? ''].join('\u0000');
 
 /** Stamps the page and the command on a reply, refuses a page past the end, and remembers it for `more`. */
-function paged(reply: Reply, cmd: ParsedCommand, page: number | undefined, ctx: Asker, readOnly: boolean): Reply {
+function paged(
+  reply: DispatchReply,
+  cmd: ParsedCommand,
+  page: number | undefined,
+  ctx: Asker,
+  readOnly: boolean,
+): DispatchReply {
   if (!reply.ok) return reply;
   const text = commandText(cmd);
   // Turning a page re-runs the command: only one that reads may be re-run that way, never a sync.

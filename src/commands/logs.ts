@@ -228,7 +228,7 @@ export async function runLogs(cmd: ParsedCommand, ctx: CommandContext): Promise<
   };
 }
 
-export const logsCommand: CommandSpec = {
+export const logsCommand: CommandSpec<'logs'> = {
   name: 'logs',
   aliases: ['log'],
   summary: "Container logs of an app's pods, the last lines of each (argocd app logs)",

@@ -122,7 +122,7 @@ export async function runPlan(cmd: ParsedCommand, ctx: CommandContext): Promise<
   return { ok: true, command: 'plan', title, data: { ...plan }, blocks };
 }
 
-export const planCommand: CommandSpec = {
+export const planCommand: CommandSpec<'plan'> = {
   name: 'plan',
   summary: 'What RollingSync will do from here: steps in order, apps per step, how many at a time, apps never synced',
   usage: USAGE,

@@ -206,7 +206,7 @@ function previewReply(cmd: ParsedCommand, apps: FleetApp[], type: RefreshType, m
   };
 }
 
-export const refreshCommand: CommandSpec = {
+export const refreshCommand: CommandSpec<'refresh'> = {
   name: 'refresh',
   summary: 'Make Argo CD compare apps with git again (argocd app get --refresh / --hard-refresh); audited',
   usage: USAGE,

@@ -5,7 +5,7 @@ import type { FleetRecords } from '../domain/alerts/records.js';
 import type { AuditStream } from '../domain/audit/audit-log.js';
 import type { GuardStore } from '../domain/guards/index.js';
 import type { Surface } from '../core/access.js';
-import type { Reply } from '../core/reply.js';
+import type { AnswerOf, CommandName, DispatchReply } from './replies.js';
 import type { RunService, RunbookServices } from '../domain/runbooks/index.js';
 
 /** A parsed chat command: `/argo <command> [target] [key=value ...] [--flag]`. */
@@ -82,7 +82,12 @@ export interface FormField {
   options?: string[];
 }
 
-export interface CommandSpec {
+/**
+ * A command, typed by the names its answers carry (`status`; `incident` also answers `incident timeline` and
+ * `incident report`): `run` returns one of their answers with the data replies.ts names for it, or an error
+ * answer, and the compiler refuses anything else.
+ */
+export interface CommandSpec<C extends CommandName> {
   name: string;
   aliases?: string[];
   summary: string;
@@ -99,13 +104,17 @@ export interface CommandSpec {
   usesRuns?: boolean | 'optional';
   /** Reads or writes Redis (change log, incidents) without starting runs. */
   usesRedis?: boolean;
-  run(cmd: ParsedCommand, ctx: CommandContext): Promise<Reply>;
+  run(cmd: ParsedCommand, ctx: CommandContext): Promise<AnswerOf<C>>;
 }
 
 /** A button/interaction handler (confirm, approve, pause...). `value` comes from the button. */
+/** Any command, as the registry and the dispatcher hold them. */
+export type AnyCommandSpec = CommandSpec<CommandName>;
+
 export interface ActionSpec {
   name: string;
-  run(value: string, ctx: CommandContext): Promise<Reply | undefined>;
+  /** Answers as the command it acts for would (a run's progress as `runs`, a note as `incident`). */
+  run(value: string, ctx: CommandContext): Promise<DispatchReply | undefined>;
   /**
    * For form submissions: synchronous checks of `{"metadata", "values"}`, as messages by field
    * name. Slack shows them next to the fields, keeping what the user typed (they must come in the ack).
@@ -113,20 +122,20 @@ export interface ActionSpec {
   validate?(value: string, ctx: CommandContext): Record<string, string> | undefined;
 }
 
-const commands = new Map<string, CommandSpec>();
+const commands = new Map<string, AnyCommandSpec>();
 const aliases = new Map<string, string>();
 const actions = new Map<string, ActionSpec>();
 
-export function registerCommand(spec: CommandSpec): void {
+export function registerCommand(spec: AnyCommandSpec): void {
   commands.set(spec.name, spec);
   for (const a of spec.aliases ?? []) aliases.set(a, spec.name);
 }
 
-export function findCommand(name: string): CommandSpec | undefined {
+export function findCommand(name: string): AnyCommandSpec | undefined {
   return commands.get(name) ?? commands.get(aliases.get(name) ?? '');
 }
 
-export function allCommands(): CommandSpec[] {
+export function allCommands(): AnyCommandSpec[] {
   return [...commands.values()];
 }
 

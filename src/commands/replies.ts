@@ -4,8 +4,7 @@
  */
 import type { ExpectedStall } from '../domain/alerts/rules.js';
 import type { Digest } from '../domain/alerts/digest.js';
-import type { AuditEntry } from '../domain/audit/audit-log.js';
-import type { Reply } from '../core/reply.js';
+import type { ErrorReply, Reply } from '../core/reply.js';
 import type { Finding } from '../fleet/diagnose.js';
 import type { ClusterStatus, StatusProblem, StatusTotals } from '../fleet/status.js';
 import type { ProblemGroup } from '../fleet/groups.js';
@@ -13,8 +12,9 @@ import type { ResourceChange } from '../fleet/manifest-diff.js';
 import type { RolloutPlan, RolloutReport } from '../fleet/rollout.js';
 import type { ChangeGroup, ChangeJson } from '../domain/incidents/groups.js';
 import type { BlastRadius, IncidentMetrics } from '../domain/incidents/metrics.js';
-import type { Run, RunStatus } from '../domain/runbooks/index.js';
+import type { AuditData, NothingToDoData, RunData, RunListData } from '../domain/runbooks/index.js';
 import type { CheckVerdict, PrometheusTarget } from '../domain/checks/index.js';
+import type { Guard } from '../domain/guards/index.js';
 import type {
   AlertJson,
   AppDetail,
@@ -24,7 +24,6 @@ import type {
   Refreshed,
   RefreshType,
 } from './reply-data.js';
-import type { Guard } from '../domain/guards/index.js';
 
 /** An interface's fields as a plain object type, which JSON data (`Record<string, unknown>`) accepts. */
 type Fields<T> = { [K in keyof T]: T[K] };
@@ -104,46 +103,10 @@ export type RefreshData =
   | { refresh: RefreshType; apps: Refreshed[] }
   | { preview: true; refresh: RefreshType; count: number; apps: { app: string; instance: string; cluster: string }[] };
 
-/** A run as its replies carry it (`runbooks/replies.ts` runData): the id and status twice, for scripts. */
-export type RunData = {
-  runId: string;
-  status: RunStatus;
-  run: Pick<
-    Run,
-    | 'id'
-    | 'runbook'
-    | 'status'
-    | 'params'
-    | 'requester'
-    | 'approvals'
-    | 'approvalsRequired'
-    | 'steps'
-    | 'progress'
-    | 'pausedReason'
-    | 'error'
-    | 'createdAt'
-    | 'startedAt'
-    | 'endedAt'
-  >;
-  preview: Record<string, unknown> | undefined;
-};
-/** A runbook whose preview found nothing to do: no run was made. */
-export type NothingToDoData = { runbook: string; nothingToDo: true; summary: string; preview: Record<string, unknown> };
 /** Slack opened the runbook's parameter form instead of answering. */
 export type RunFormData = { form: string };
 /** What a command that starts a runbook answers: the run's preview (or its end, with `--wait`), or nothing to do. */
 export type RunbookData = RunData | NothingToDoData;
-export type RunListData = {
-  runs: {
-    id: string;
-    runbook: string;
-    status: RunStatus;
-    requester: string;
-    createdAt: string;
-    progress: string | undefined;
-  }[];
-};
-export type AuditData = { entries: AuditEntry[] };
 /** src/commands/alerts.ts: `alerts` lists, `alert` shows one. */
 export type AlertsData = { alerts: AlertJson[]; expected: ExpectedStall[] };
 export type AlertData = { alert: AlertJson };
@@ -177,8 +140,15 @@ export type IncidentTimelineData = { id: string; timeline: Record<string, unknow
 export type IncidentReportData = Record<string, unknown>;
 export type IncidentsData = { open: Record<string, unknown>[]; recent: Record<string, unknown>[] };
 
+/** The incident verbs that answer with the incident itself, each under its own name (`incident note` ...). */
+export type IncidentVerb =
+  `incident ${'start' | 'show' | 'note' | 'status' | 'sev' | 'lead' | 'set' | 'close' | 'reopen'}`;
+type IncidentVerbData = { [V in IncidentVerb]: IncidentData };
+/** Every name the `incident` command answers under. */
+export type IncidentCommand = 'incident' | IncidentVerb | 'incident timeline' | 'incident report';
+
 /** Every command's answer data, by the command name its reply carries. */
-export interface CommandData {
+export interface CommandData extends IncidentVerbData {
   status: StatusData;
   app: AppData;
   history: HistoryData;
@@ -209,10 +179,10 @@ export interface CommandData {
   changes: ChangesData;
   check: CheckData;
   checks: ChecksData;
+  /** The incident's header message (kept current in its channel). */
   incident: IncidentData;
   'incident timeline': IncidentTimelineData;
   'incident report': IncidentReportData;
-  declare: IncidentData;
   incidents: IncidentsData;
   guard: GuardData;
   guards: GuardsData;
@@ -226,38 +196,52 @@ export type GuardsData = { guards: Guard[] };
 export type UnguardData = { guard: Guard };
 
 /**
- * A command's answer. It may still carry an error with its data (a refresh where some apps failed, a run
- * no worker picks up); an answer built by `errorReply` has the error's data instead, `{}` mostly.
+ * A command's answer, with the data named for it here. It may still carry an error with its data (a refresh
+ * where some apps failed, a run no worker picks up). For a union of names, the union of their answers.
  */
-export type ReplyOf<C extends CommandName> = Reply<C, CommandData[C]>;
+export type ReplyOf<C extends CommandName> = C extends CommandName ? Reply<C, CommandData[C]> : never;
 
-/** Any command's answer: narrow it on `command`. */
-export type CommandReply = { [C in CommandName]: ReplyOf<C> }[CommandName];
+/** Any command's answer with its data: narrow it on `command`. */
+export type CommandReply = ReplyOf<CommandName>;
+
+/** What a command answering these names returns: one of their answers, or an error answer (`errorReply`). */
+export type AnswerOf<C extends CommandName> = ReplyOf<C> | ErrorReply;
 
 /**
- * An answer `dispatch` gave, typed by its command. Every CommandSpec answers its own name with the
- * data named here (the builders are typed with ReplyOf), or fails with an error reply: a reader of
- * data checks `error`, or the field that tells its shapes apart, as `runOf` does.
+ * What `dispatch` answers: a command's answer, typed by its command, or an error answer (an unknown
+ * command, a refusal, a thrown error), whose data is the error's. `ok` tells them apart: an ok answer is
+ * always its command's; a reader of a failed one's data checks the field that tells its shapes apart, as
+ * `runOf` does.
  */
-export function typedReply(reply: Reply): CommandReply {
-  return reply as CommandReply;
+export type DispatchReply = AnswerOf<CommandName>;
+
+/**
+ * Whether the reply is an ok answer of `command`: then its data is that command's (an error answer is never
+ * ok, and every command's ok answer carries its own data, as CommandSpec makes the compiler check).
+ */
+export function isAnswer<C extends CommandName>(reply: DispatchReply, command: C): reply is ReplyOf<C> {
+  return reply.ok && reply.command === command;
 }
 
-/** The run an answer carries: a runbook command's preview or end, or `runs show|wait ID`; none otherwise. */
-export function runOf(reply: Reply): RunData['run'] | undefined {
-  const answer = typedReply(reply);
-  switch (answer.command) {
-    case 'run':
-    case 'runs':
-    case 'sync':
-    case 'pause':
-    case 'resume':
-    case 'freeze':
-    case 'unfreeze':
-    case 'rollback':
-    case 'terminate-op':
-      return 'run' in answer.data ? answer.data.run : undefined;
-    default:
-      return undefined;
-  }
+/** The commands whose answers may carry a run (a runbook command's preview or end, `runs show|wait ID`). */
+const RUN_ANSWERS: ReadonlySet<string> = new Set<CommandName>([
+  'run',
+  'runs',
+  'sync',
+  'pause',
+  'resume',
+  'freeze',
+  'unfreeze',
+  'rollback',
+  'terminate-op',
+]);
+
+/** Run data, rather than an error's data or another shape a run command answers with (nothing to do, a form). */
+function carriesRun(data: object): data is RunData {
+  return 'run' in data && typeof data.run === 'object' && data.run !== null;
+}
+
+/** The run an answer carries, read from any reply (a notifier's, a dispatched one); none otherwise. */
+export function runOf(answer: Reply): RunData['run'] | undefined {
+  return RUN_ANSWERS.has(answer.command) && carriesRun(answer.data) ? answer.data.run : undefined;
 }

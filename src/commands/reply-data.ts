@@ -15,6 +15,9 @@ export interface AlertJson {
   apps: string[];
   since: string;
   updatedAt: string;
+  /** The condition is gone since then: the alert resolves at `resolvesAt` unless it comes back. */
+  clearedAt?: string;
+  resolvesAt?: string;
 }
 
 export interface AppSourceInfo {

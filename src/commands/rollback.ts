@@ -1,5 +1,5 @@
 import { findApp } from './app.js';
-import { viaRunCommand } from './control.js';
+import { startRunbookAs } from './runbooks.js';
 import { CommandError, checkOptions, checkPositional } from './parse.js';
 import type { CommandSpec } from './registry.js';
 
@@ -9,7 +9,7 @@ const USAGE = 'rollback APP [ID] [instance=X] [prune=true] [dryRun=true]';
  * `rollback APP [ID]`: the rollback runbook, as `argocd app rollback APP [ID]` (no ID: the previous
  * deployment). The app is resolved here, so a typo gets the names `app` would suggest before any run exists.
  */
-export const rollbackCommand: CommandSpec = {
+export const rollbackCommand: CommandSpec<'rollback'> = {
   name: 'rollback',
   summary: 'Roll an app back to a deployment in its history (argocd app rollback), previewed and confirmed',
   usage: USAGE,
@@ -42,6 +42,6 @@ export const rollbackCommand: CommandSpec = {
     const params: Record<string, string> = { app: name, instance: found.instance };
     if (id !== undefined) params.id = id;
     for (const k of ['prune', 'dryRun'] as const) if (cmd.options[k] !== undefined) params[k] = cmd.options[k];
-    return viaRunCommand('rollback', params, cmd, ctx, 'rollback');
+    return startRunbookAs('rollback', params, ctx, 'rollback');
   },
 };

@@ -396,7 +396,7 @@ export async function runRollout(cmd: ParsedCommand, ctx: CommandContext): Promi
   return { ok: true, command: 'rollout', title, data: { ...report, paused: pause }, blocks };
 }
 
-export const rolloutCommand: CommandSpec = {
+export const rolloutCommand: CommandSpec<'rollout'> = {
   name: 'rollout',
   aliases: ['ro'],
   summary: 'A RollingSync rollout: steps, what each waits on, the current step, apps in no step, findings',

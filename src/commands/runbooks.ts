@@ -16,14 +16,18 @@ import {
   progressReply,
   runListReply,
   RunNotFoundError,
+  runData,
   type Run,
+  type NothingToDoData,
+  type RunData,
 } from '../domain/runbooks/index.js';
 import { selectApps } from '../fleet/select.js';
 import type { FleetApp } from '../fleet/model.js';
 import { CommandError, SELECTOR_OPTIONS, selectorFromCommand } from './parse.js';
 import { type CommandContext, type ParsedCommand, type CommandSpec, type ActionSpec } from './registry.js';
+import type { ReplyOf } from './replies.js';
 import { unknownTarget } from './suggest.js';
-import { errorReply, type Reply } from '../core/reply.js';
+import { errorReply, type ErrorReply, type Reply } from '../core/reply.js';
 import type { ErrorCode } from '../core/error-codes.js';
 import { replyFromError, RollcallError } from '../core/errors.js';
 import { isScheduler } from '../core/access.js';
@@ -39,6 +43,12 @@ function runsOf(ctx: CommandContext): RunService | undefined {
   return ctx.services.runs;
 }
 
+/** The commands that start a runbook: each answers its run's preview or end, or nothing to do, as itself. */
+export type RunbookCommand = 'run' | 'sync' | 'pause' | 'resume' | 'freeze' | 'unfreeze' | 'rollback' | 'terminate-op';
+
+/** What a runbook command answers (its CommandData is RunbookData): the run, nothing to do, or an error. */
+type RunbookAnswer<C extends RunbookCommand> = Reply<C, RunData> | Reply<C, NothingToDoData> | ErrorReply;
+
 const noEngine = (command: string) =>
   errorReply(
     command,
@@ -47,7 +57,7 @@ const noEngine = (command: string) =>
   );
 
 /** A RollcallError is answered here, under this command's name; anything else is a bug and goes to the dispatcher. */
-function failure(command: string, error: unknown): Reply {
+function failure(command: string, error: unknown): ErrorReply {
   if (error instanceof RollcallError) return replyFromError(command, error);
   throw error;
 }
@@ -89,7 +99,7 @@ async function refusedOrFailed(
   action: string,
   runId: string,
   thrown: unknown,
-): Promise<Reply> {
+): Promise<ErrorReply> {
   const runs = runsOf(ctx);
   const error = thrown instanceof RunNotFoundError && runs ? await runNotFound(runs, runId) : thrown;
   const code = error instanceof RollcallError ? error.code : undefined;
@@ -109,17 +119,17 @@ async function refusedOrFailed(
 }
 
 /** A run that was aborted as asked: the action succeeded, though the run did not. */
-function abortedReply(run: Run): Reply {
+function abortedReply(run: Run): Reply<'runs', RunData> {
   return { ...progressReply(run), ok: true };
 }
 
-async function startAndReply(
+async function startAndReply<C extends RunbookCommand>(
   runs: RunService,
   ctx: CommandContext,
   runbook: string,
   params: Record<string, string>,
-  command: string,
-): Promise<Reply> {
+  command: C,
+): Promise<RunbookAnswer<C>> {
   try {
     let run: Run = await runs.start({
       runbook,
@@ -130,10 +140,9 @@ async function startAndReply(
       surface: ctx.surface,
       system: isScheduler(ctx),
     });
-    if (!ctx.assumeYes) return { ...previewReply(run), command };
+    if (!ctx.assumeYes) return previewReply(run, command);
     run = await runs.confirm(run.id, ctx.user, { channel: ctx.channel, threadTs: ctx.threadTs });
-    const reply = progressReply(run);
-    reply.command = command;
+    const reply: Reply<C, RunData> = { ...progressReply(run), command };
     return reply;
   } catch (error) {
     if (error instanceof NothingToDo) return nothingToDoReply(error, command, params);
@@ -141,7 +150,19 @@ async function startAndReply(
   }
 }
 
-export const runRunbookCommand: CommandSpec = {
+/** Starts a runbook exactly as `run <runbook> key=value ...` does, answering as `command` (`pause`, `rollback` ...). */
+export async function startRunbookAs<C extends RunbookCommand>(
+  runbook: string,
+  params: Record<string, string>,
+  ctx: CommandContext,
+  command: C,
+): Promise<RunbookAnswer<C>> {
+  const runs = runsOf(ctx);
+  if (!runs) return noEngine(command);
+  return startAndReply(runs, ctx, runbook, params, command);
+}
+
+export const runRunbookCommand: CommandSpec<'run'> = {
   name: 'run',
   usesRuns: true,
   summary: 'Run a runbook: preview, confirm, approvals, live progress',
@@ -192,13 +213,13 @@ export const runRunbookCommand: CommandSpec = {
   },
 };
 
-export const syncCommand: CommandSpec = {
+export const syncCommand: CommandSpec<'sync'> = {
   name: 'sync',
   usesRuns: true,
   summary: 'Sync apps (the bulk-sync runbook): each once, in waves, with a health gate',
   usage:
-    'sync <app|glob ...> [-l selector] [cluster=X] [prune=true] [dryRun=true] [revision=R] [includeSynced=true] [confirm=N] [concurrency=10] [waves="a-*;b-*" | waves="tier=canary;tier=low@50%"] [canary=1] [gate=healthy|synced|none] [waveTimeout=10m] [bake=5m] [onFailure=pause|abort|continue|rollback]',
-  help: 'Example: `sync auth-config-* prune=true`. Shows the exact apps first; nothing changes until you confirm.',
+    'sync <app|glob ...> [-l selector] [cluster=X] [prune=true] [dryRun=true] [revision=R] [includeSynced=true] [confirm=N] [concurrency=10] [waves="a-*;b-*" | waves="tier=canary;tier=low@50%"] [canary=1] [gate=healthy|synced|none] [waveTimeout=10m] [bake=5m] [onFailure=pause|abort|continue|rollback] [check=NAME[,NAME]] [watch=10m] [onRegression=rollback|pause|notify]',
+  help: 'Example: `sync auth-config-* prune=true`, or verified: `sync checkout-* canary=1 check=error-rate bake=5m onFailure=rollback watch=15m onRegression=rollback`. Shows the exact apps first; nothing changes until you confirm.',
   readOnly: false,
   async run(cmd, ctx) {
     const runs = runsOf(ctx);
@@ -240,7 +261,7 @@ export function assertSelects(cmd: ParsedCommand, ctx: CommandContext, verb: str
 }
 
 /** The verbs of `runs` that act on a run, as the buttons of its message do (run.confirm, run.abort ...). */
-const RUN_VERBS: Record<string, (runs: RunService, id: string, ctx: CommandContext) => Promise<Reply>> = {
+const RUN_VERBS: Record<string, (runs: RunService, id: string, ctx: CommandContext) => Promise<ReplyOf<'runs'>>> = {
   confirm: async (runs, id, ctx) =>
     progressReply(await runs.confirm(id, ctx.user, { channel: ctx.channel, threadTs: ctx.threadTs })),
   approve: async (runs, id, ctx) => progressReply(await runs.approve(id, ctx.user)),
@@ -254,7 +275,7 @@ const RUN_VERBS: Record<string, (runs: RunService, id: string, ctx: CommandConte
   abort: async (runs, id, ctx) => abortedReply(await runs.abort(id, ctx.user)),
 };
 
-export const runsCommand: CommandSpec = {
+export const runsCommand: CommandSpec<'runs'> = {
   name: 'runs',
   usesRuns: true,
   summary: 'Recent runbook runs; show, confirm, approve, cancel, pause, resume or abort one',
@@ -278,7 +299,7 @@ export const runsCommand: CommandSpec = {
         case 'show': {
           const run = await runs.get(id);
           if (!run) throw await runNotFound(runs, id);
-          return run.status === 'awaiting-confirmation' ? previewReply(run) : progressReply(run);
+          return run.status === 'awaiting-confirmation' ? previewReply(run, 'runs') : progressReply(run);
         }
         case 'wait':
           return progressReply(await runs.waitForEnd(id, 6 * 3_600_000));
@@ -301,7 +322,7 @@ export const runsCommand: CommandSpec = {
   },
 };
 
-export const auditCommand: CommandSpec = {
+export const auditCommand: CommandSpec<'audit'> = {
   name: 'audit',
   usesRuns: true,
   summary: 'The latest entries of the audit log (runs, approvals, steps, Argo CD mutations)',
@@ -319,7 +340,7 @@ export const auditCommand: CommandSpec = {
 
 function runAction(
   name: string,
-  act: (runs: RunService, id: string, ctx: CommandContext) => Promise<Reply>,
+  act: (runs: RunService, id: string, ctx: CommandContext) => Promise<ReplyOf<'runs'>>,
 ): ActionSpec {
   return {
     name,
@@ -353,7 +374,7 @@ export const runConfirmAction: ActionSpec = {
           ok: true,
           command: 'runs',
           title: `${run.title} ${run.id}: confirmed`,
-          data: { runId: run.id, status: run.status },
+          data: runData(run),
           blocks: [{ kind: 'text', text: `:white_check_mark: Confirmed \`${run.id}\`. ${where}`, tone: 'ok' }],
         };
       }

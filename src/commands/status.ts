@@ -1,5 +1,12 @@
 import type { FleetApp, FleetAppSet, FleetView } from '../fleet/model.js';
-import { summarizeApps, type ClusterStatus, type FleetSummary, type ProblemDetail } from '../fleet/status.js';
+import {
+  downCount,
+  summarizeApps,
+  type ClusterStatus,
+  type FleetSummary,
+  type ProblemDetail,
+} from '../fleet/status.js';
+import { isDown, stepOnPreviousRevision } from '../fleet/rules/index.js';
 import {
   PROBLEM_KIND_LABEL,
   groupProblems,
@@ -87,7 +94,7 @@ function clusterLine(c: ClusterStatus, problems: number, multiInstance: boolean)
   const counts =
     [health && `health ${health}`, sync && `sync ${sync}`].filter(Boolean).join(' · ') || 'all Synced and Healthy';
   const name = multiInstance ? `${c.instance}/${c.cluster}` : c.cluster;
-  const tone = problems ? (c.health.Degraded || c.health.Missing ? 'error' : 'warn') : 'ok';
+  const tone = problems ? (downCount(c.health) ? 'error' : 'warn') : 'ok';
   return { text: `*${name}* — ${plural(c.apps, 'app')}: ${counts}`, tone };
 }
 
@@ -133,7 +140,7 @@ function totalsBlocks(
     const text = `${TONE_EMOJI.ok} All ${plural(total.apps, 'app')} Synced and Healthy (or Progressing/Suspended).`;
     return [fields, { kind: 'text', text, tone: 'ok' }];
   }
-  const degraded = problems.filter((p) => p.health === 'Degraded' || p.health === 'Missing').length;
+  const degraded = problems.filter((p) => isDown(p.health)).length;
   const waiting = groups.filter((g) => g.kind === 'waiting').reduce((n, g) => n + g.apps.length, 0);
   const attention = problems.length - waiting;
   const tone = degraded ? 'error' : attention ? 'warn' : 'info';
@@ -335,6 +342,11 @@ export function problemGroups(
     // An app waiting for its step has waited since its entry last changed, not since its last sync days ago.
     const waiting = fa && entry && problemKind(fa, p.sync, p.health, entry) === 'waiting';
     if (entry?.step === '-1') return { ...p, reason: 'matched by no RollingSync step: Argo CD never syncs it' };
+    if (fa && stepOnPreviousRevision(fa.app, entry))
+      return {
+        ...p,
+        reason: 'RollingSync counts its step complete, yet it runs the previous revision: sync it by hand',
+      };
     return { ...p, ...(waiting && entry.lastTransitionTime ? { since: entry.lastTransitionTime } : {}) };
   });
   return groupProblems(
@@ -427,7 +439,7 @@ function rolloutsInFlight(fleet: FleetView, summary: FleetSummary): { label: str
   return out;
 }
 
-export const statusCommand: CommandSpec = {
+export const statusCommand: CommandSpec<'status'> = {
   name: 'status',
   aliases: ['st'],
   summary: 'Sync and health totals, per cluster, and the apps that need attention (oldest problem first)',

@@ -1,5 +1,5 @@
 import { formatSelectorParam } from '../domain/runbooks/index.js';
-import { viaRunCommand } from './control.js';
+import { startRunbookAs } from './runbooks.js';
 import { CommandError, SELECTOR_OPTIONS, checkOptions, selectorFromCommand } from './parse.js';
 import type { CommandSpec } from './registry.js';
 import { assertSelects } from './runbooks.js';
@@ -7,7 +7,7 @@ import { assertSelects } from './runbooks.js';
 const USAGE = 'terminate-op <app|glob ...> [-l selector] [cluster=X] [project=X] [appset=X] [instance=X]';
 
 /** `terminate-op APP|SELECTOR`: the terminate-op runbook, as `argocd app terminate-op APP` for one app or many. */
-export const terminateOpCommand: CommandSpec = {
+export const terminateOpCommand: CommandSpec<'terminate-op'> = {
   name: 'terminate-op',
   summary: 'Terminate the running sync of apps (argocd app terminate-op), previewed and confirmed',
   usage: USAGE,
@@ -28,6 +28,6 @@ export const terminateOpCommand: CommandSpec = {
         `Terminate the operation of which apps? Usage: ${USAGE}, e.g. \`terminate-op checkout-prod-eu\`.`,
       );
     assertSelects(cmd, ctx, 'terminate');
-    return viaRunCommand('terminate-op', { selector }, cmd, ctx, 'terminate-op');
+    return startRunbookAs('terminate-op', { selector }, ctx, 'terminate-op');
   },
 };

@@ -5,7 +5,7 @@
  * the user may have meant.
  */
 import type { ErrorCode } from './error-codes.js';
-import { errorReply, type Reply, type ReplyBlock } from './reply.js';
+import { errorReply, type ErrorReply, type ReplyBlock } from './reply.js';
 
 export interface RollcallErrorOptions {
   /** Names or commands the user may have meant. */
@@ -48,7 +48,7 @@ export function isRollcallError<C extends ErrorCode>(
  * The one mapping from anything a command threw to an error Reply. A RollcallError says what it is; anything
  * else is a bug in rollcall, answered as such (the logs have the stack).
  */
-export function replyFromError(command: string, error: unknown): Reply {
+export function replyFromError(command: string, error: unknown): ErrorReply {
   if (error instanceof RollcallError) {
     const reply = errorReply(command, error.code, error.userMessage, error.suggestions);
     if (error.data) reply.data = { ...error.data };

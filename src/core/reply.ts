@@ -120,7 +120,7 @@ export function replyPages(reply: Reply, perPage: number): number {
 }
 
 /** Marks text as typed by a user (see Reply.userText). */
-export function withUserText(reply: Reply, ...typed: string[]): Reply {
+export function withUserText<R extends Reply<string, object>>(reply: R, ...typed: string[]): R {
   // Slack sends command text with <, > and & as entities; the parser decodes them, so the reply echoes them decoded.
   const text = typed
     .map((t) => t.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&'))
@@ -129,7 +129,17 @@ export function withUserText(reply: Reply, ...typed: string[]): Reply {
   return reply;
 }
 
-export function errorReply(command: string, code: ErrorCode, message: string, suggestions?: string[]): Reply {
+/**
+ * An answer built from an error (`errorReply`, `replyFromError`): not ok, carrying the error, its data the
+ * error's own (mostly empty) rather than its command's. `ok: false` tells it apart from a command's answer
+ * that is ok, which is always its command's data.
+ */
+export interface ErrorReply extends Reply<string, Record<string, unknown>> {
+  ok: false;
+  error: ReplyError;
+}
+
+export function errorReply(command: string, code: ErrorCode, message: string, suggestions?: string[]): ErrorReply {
   const blocks: ReplyBlock[] = [{ kind: 'text', text: `:x: ${message}`, tone: 'error' }];
   if (suggestions?.length)
     blocks.push({ kind: 'context', text: `Did you mean: ${suggestions.map((s) => `\`${s}\``).join(', ')}?` });

@@ -2,7 +2,7 @@ import type { ApplicationSet, ApplicationSetApplicationStatus } from '../infra/a
 import type { FleetApp } from './model.js';
 import type { StatusProblem } from './status.js';
 import { isRollingSync } from './rollingsync.js';
-import { syncFailed } from './rules/index.js';
+import { appDown, syncFailed, waitingForStep } from './rules/index.js';
 
 /**
  * Problems grouped the way on-call reads them: one line per ApplicationSet (or per service, for apps
@@ -92,9 +92,9 @@ export function rolloutEntry(
 }
 
 /**
- * The kind of a problem app. A failed operation (the sync-failed rule's judgement) outranks the health it
- * left behind; an OutOfSync, otherwise healthy app whose RollingSync entry is Waiting or Pending is only
- * waiting its turn.
+ * The kind of a problem app, by the rules' judgements of it: a failed operation (sync-failed) outranks the
+ * health it left behind; then down health (app-degraded: Degraded or Missing); an OutOfSync, otherwise
+ * healthy app whose step the rollout has not reached (out-of-sync's `waitingForStep`) is only waiting its turn.
  */
 export function problemKind(
   fa: FleetApp,
@@ -103,11 +103,11 @@ export function problemKind(
   entry?: ApplicationSetApplicationStatus,
 ): ProblemKind {
   if (syncFailed(fa.app)) return 'failed';
-  if (health === 'Degraded') return 'degraded';
-  if (health === 'Missing') return 'missing';
+  const down = appDown(fa.app)?.health;
+  if (down === 'Degraded') return 'degraded';
+  if (down === 'Missing') return 'missing';
   if (health === 'Unknown' || sync === 'Unknown') return 'unknown';
-  // Step -1 is "matched by no step": RollingSync never syncs such an app, so it waits for nothing.
-  if (entry && entry.step !== '-1' && (entry.status === 'Waiting' || entry.status === 'Pending')) return 'waiting';
+  if (waitingForStep(entry)) return 'waiting';
   return 'outofsync';
 }
 

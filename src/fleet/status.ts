@@ -1,7 +1,7 @@
 import type { Application } from '../infra/argocd/types.js';
 import { byText, oneLine, since, truncate } from '../core/format.js';
 import type { FleetApp } from './model.js';
-import { syncFailed } from './rules/index.js';
+import { isDown, syncFailed } from './rules/index.js';
 
 /**
  * The state of the fleet as on-call reads it: counts by sync and health, per cluster, and the apps that
@@ -55,11 +55,17 @@ export function healthOf(app: Application): string {
   return app.status?.health?.status ?? 'Unknown';
 }
 
-/** OutOfSync/Unknown sync or Degraded/Missing/Unknown health. Progressing and Suspended are not problems. */
+/**
+ * OutOfSync/Unknown sync, down health (Degraded or Missing: app-degraded's judgement, `isDown`) or Unknown
+ * health. Progressing and Suspended are not problems.
+ */
 export function isProblem(sync: string, health: string): boolean {
-  return (
-    sync === 'OutOfSync' || sync === 'Unknown' || health === 'Degraded' || health === 'Missing' || health === 'Unknown'
-  );
+  return sync === 'OutOfSync' || sync === 'Unknown' || isDown(health) || health === 'Unknown';
+}
+
+/** How many of these health counts are down (Degraded or Missing), as app-degraded judges health. */
+export function downCount(health: Record<string, number>): number {
+  return Object.entries(health).reduce((n, [status, count]) => n + (isDown(status) ? count : 0), 0);
 }
 
 const MAX_REASON = 500;
@@ -117,7 +123,7 @@ function problemSince(app: Application, health: string): { since?: string; since
   const h = app.status?.health?.lastTransitionTime;
   const op = app.status?.operationState;
   const opTime = op?.finishedAt ?? op?.startedAt;
-  if ((health === 'Degraded' || health === 'Missing') && h) return { since: h, sinceKind: 'health' };
+  if (isDown(health) && h) return { since: h, sinceKind: 'health' };
   if (opTime) return { since: opTime, sinceKind: 'operation' };
   return h ? { since: h, sinceKind: 'other' } : {};
 }

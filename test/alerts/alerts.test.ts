@@ -6,12 +6,19 @@ import { evaluateAlertRules } from '../../src/domain/alerts/rules.js';
 import { FleetRecords, KEY_BACKUP_RUNBOOK } from '../../src/domain/alerts/records.js';
 import { AlertStore } from '../../src/domain/alerts/store.js';
 import { RunStore } from '../../src/domain/runbooks/run-store.js';
-import { configSchema, type RollcallConfig } from '../../src/infra/config/schema.js';
+import { configSchema, instanceSchema, type RollcallConfig } from '../../src/infra/config/schema.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import { createRedis, closeRedis } from '../../src/infra/redis.js';
 import { progressiveInfraFixture, STUCK_APPS } from '../../src/sim/scenarios/progressive-infra.js';
 import { seedOutageFixture } from '../../src/sim/scenarios/seed-outage.js';
 import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
+import { eventually } from '../runbooks/control-sim.js';
+import { startTestSim } from '../support/sim.js';
+import { ArgoClient } from '../../src/infra/argocd/client.js';
+import { FleetMirror } from '../../src/fleet/mirror.js';
+import { summarizeApps } from '../../src/fleet/status.js';
+import { alertReply } from '../../src/commands/alerts.js';
+import type { SimServer } from '../../src/sim/server.js';
 
 const REDIS_URL = process.env.REDIS_URL!;
 const T0 = new Date('2026-12-04T10:00:00Z');
@@ -459,4 +466,74 @@ describe('rules whose start Argo CD does not record, and facts from Redis', () =
       'prod-3',
     ]);
   });
+});
+
+describe('alerts follow the fleet: simulator, mirror and Redis', () => {
+  let sim: SimServer | undefined;
+  let mirror: FleetMirror | undefined;
+  let redis: RedisClient | undefined;
+  const prefix = testPrefix();
+  afterAll(async () => {
+    await mirror?.stop();
+    await sim?.stop();
+    if (redis) await closeRedis(redis);
+    await cleanPrefix(REDIS_URL, prefix);
+  });
+
+  it('a fixed crash loop: the alert says clearing as soon as the apps are Healthy, as status does, then resolves; its text carries no frozen age', async () => {
+    sim = await startTestSim({ scenario: 'seed-outage' });
+    const clients = new Map(
+      sim.instances.map((i) => [
+        i.name,
+        new ArgoClient(instanceSchema.parse({ name: i.name, url: i.url, token: i.token })),
+      ]),
+    );
+    mirror = new FleetMirror(
+      clients,
+      sim.instances.map((i) => ({ name: i.name, uiUrl: i.url })),
+    );
+    await mirror.start();
+    redis = createRedis(REDIS_URL);
+    const config = configSchema.parse({
+      instances: sim.instances.map((i) => ({ name: i.name, url: i.url, token: i.token })),
+      redis: { url: REDIS_URL, prefix },
+      alerts: { channel: 'C_ALERTS', holdDown: 0, resolveAfter: '2m' },
+    });
+    const controller = sim.controller;
+    const store = new AlertStore(redis, prefix);
+    const output = new RecordingOutput();
+    const manager = new AlertManager({ fleet: mirror, config, store, output, now: () => controller.clock.now() });
+    const crashAlert = async () => (await store.all()).find((a) => a.rule === 'degraded-after-sync')!;
+    const degradedNow = () => summarizeApps(mirror!.apps()).total.health.Degraded ?? 0;
+
+    await manager.sweep();
+    expect((await crashAlert()).state).toBe('firing');
+    expect((await crashAlert()).apps).toHaveLength(12);
+    // Written once and kept while the alert lasts: no "for 41m" that is still there an hour later.
+    expect((await crashAlert()).summary).toBe(
+      '12 apps of appset auth-service Degraded after a successful sync of 7da8a4c.',
+    );
+
+    // The scenario's fix: sync auth-config with prune; auth-service recovers cluster by cluster.
+    for (const a of mirror.apps().filter((x) => x.app.metadata.name.startsWith('auth-config-')))
+      controller.requestSync(a.instance, a.app.metadata.name, { name: a.app.metadata.name, prune: true }, 'U_OP');
+    controller.advance(30_000);
+    await eventually(() => degradedNow() === 0, 5000, 'the mirror to see auth-service Healthy');
+    await manager.sweep();
+    controller.advance(15_000);
+    await manager.sweep();
+    const clearing = await crashAlert();
+    expect(clearing).toMatchObject({ state: 'firing', clearedAt: expect.any(String), resolvesAt: expect.any(String) });
+    const edited = output.updates.at(-1)!;
+    expect(edited.alert.id).toBe(clearing.id);
+    const shown = JSON.stringify(alertReply(edited.alert, controller.clock.now()).blocks);
+    expect(shown).toContain('*Clearing*: not seen since');
+    expect(shown).not.toContain('*Firing*');
+
+    controller.advance(2 * 60_000);
+    await manager.sweep();
+    expect(await crashAlert()).toMatchObject({ state: 'resolved' });
+    expect(output.updates.at(-1)!.alert.state).toBe('resolved');
+    expect(output.posts.filter((p) => p.alert.rule === 'degraded-after-sync')).toHaveLength(1);
+  }, 60_000);
 });

@@ -14,6 +14,7 @@ import { closeRedis, createRedis, type RedisClient } from '../../src/infra/redis
 import { seedOutageFixture } from '../../src/sim/scenarios/seed-outage.js';
 import { renderText } from '../../src/views/text.js';
 import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
+import { okAnswer } from '../support/replies.js';
 
 const REDIS_URL = process.env.REDIS_URL!;
 const NOW = new Date('2026-12-02T12:00:00Z');
@@ -58,7 +59,10 @@ describe('one digest for the command and the scheduled job', () => {
       records,
       now: () => NOW,
     };
-    const asked = await dispatch('digest morning', { services, user: 'U1', surface: 'terminal', channel: 'terminal' });
+    const asked = okAnswer(
+      await dispatch('digest morning', { services, user: 'U1', surface: 'terminal', channel: 'terminal' }),
+      'digest',
+    );
     expect(asked.ok, JSON.stringify(asked.error)).toBe(true);
 
     const notifier = new RecordingNotifier();

@@ -19,6 +19,7 @@ import { renderBlocks } from '../../src/views/blocks.js';
 import '../../src/commands/index.js';
 import { dispatch } from '../../src/commands/index.js';
 import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
+import { okAnswer } from '../support/replies.js';
 
 const REDIS_URL = process.env.REDIS_URL!;
 
@@ -126,7 +127,7 @@ describe('digest contents', () => {
       argocd: new Map(),
       now: () => now,
     } as Services;
-    const reply = await dispatch('digest', { services, user: 'U1', surface: 'slack' });
+    const reply = okAnswer(await dispatch('digest', { services, user: 'U1', surface: 'slack' }), 'digest');
     expect((reply.data.attention as unknown[]).length).toBeGreaterThan(500);
     const { blocks } = renderBlocks(reply);
     expect(blocks.length).toBeLessThanOrEqual(50);
@@ -306,8 +307,10 @@ describe('incidents in the digest', () => {
       incidents,
       now: () => now,
     } as Services;
-    const reply = await dispatch('digest', { services, user: 'U1', surface: 'terminal', channel: 'terminal' });
-    expect(reply.ok, JSON.stringify(reply.error)).toBe(true);
+    const reply = okAnswer(
+      await dispatch('digest', { services, user: 'U1', surface: 'terminal', channel: 'terminal' }),
+      'digest',
+    );
     const data = reply.data.incidents as {
       open: { id: string }[];
       opened: { id: string }[];

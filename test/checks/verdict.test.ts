@@ -79,6 +79,7 @@ describe('judge', () => {
       status: noData,
       reason: `no data: the query returned no series (noData: ${noData})`,
       series: 0,
+      noData: true,
     });
   });
 
@@ -87,6 +88,7 @@ describe('judge', () => {
       status: 'fail',
       reason: 'no data: all 2 series have only NaN samples (noData: fail)',
       series: 2,
+      noData: true,
     });
   });
 
@@ -275,6 +277,34 @@ describe('CheckService', () => {
     await checks.evaluate('error-rate', fleetApp('b', 'west', { v: '1' }), { range: { from, to: from + 30_000 } });
     const [short] = shared.requestsTo('/api/v1/query_range').slice(-1);
     expect([short.query.get('start'), short.query.get('end')]).toEqual(['1030', '1030']);
+  });
+
+  it('renders a given window instead of the check window, and starts a range one such window after its start', async () => {
+    const checks = new CheckService(
+      configSchema.parse({
+        instances: [{ name: 'west', url: 'http://west.example', token: 't' }],
+        prometheus: { url: shared.url, scrapeInterval: '5s' },
+        checks: { rate: { query: 'rate(x{app="{{app}}"}[{{window}}])', failAbove: 1, window: '1m' } },
+      }),
+    );
+    expect(checks.scrapeIntervalOf('west')).toBe(5000);
+    expect(checks.scrapeIntervalOf('elsewhere')).toBe(5000);
+    shared.requests.length = 0;
+    echo(shared);
+    const instant = await checks.evaluate('rate', fleetApp('b', 'west'), { at: 1_000_000, window: 12_500 });
+    expect(instant.query).toBe('rate(x{app="b"}[12s500ms])');
+    expect(shared.requestsTo('/api/v1/query')[0].query.get('query')).toBe('rate(x{app="b"}[12s500ms])');
+    const from = 1_000_000;
+    await checks.evaluate('rate', fleetApp('b', 'west'), { range: { from, to: from + 30_000 }, window: 10_000 });
+    const [req] = shared.requestsTo('/api/v1/query_range').slice(-1);
+    // First point one 10 s window after the start, stepped a quarter of it (rounded up to whole seconds).
+    expect([req.query.get('query'), req.query.get('start'), req.query.get('end'), req.query.get('step')]).toEqual([
+      'rate(x{app="b"}[10s])',
+      '1010',
+      '1030',
+      '3',
+    ]);
+    await expect(checks.evaluate('rate', fleetApp('b', 'west'), { window: 0 })).rejects.toBeInstanceOf(RangeError);
   });
 
   it('evaluates every check for every app, in order, with at most `concurrency` queries in flight', async () => {

@@ -110,8 +110,8 @@ checks:
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout.split('\n').filter((l) => /^ {2}(prometheus|check) /.test(l))).toEqual([
-      '  prometheus http://prometheus.example.com:9090 token=***',
-      '  prometheus https://prom-edge.example.com basicAuth=rollcall:*** (instance edge)',
+      '  prometheus http://prometheus.example.com:9090 token=*** scrapeInterval=15s',
+      '  prometheus https://prom-edge.example.com basicAuth=rollcall:*** scrapeInterval=15s (instance edge)',
       '  check error-rate failAbove 0.05 window=2m noData=fail',
       '  check success-rate failBelow 0.95 window=1m noData=inconclusive',
     ]);

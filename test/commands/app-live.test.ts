@@ -9,6 +9,7 @@ import type { SimServer } from '../../src/sim/server.js';
 import { renderText } from '../../src/views/text.js';
 import { startTestSim } from '../support/sim.js';
 import { NOW, eastApps, eastClusters } from './fixtures.js';
+import { okAnswer } from '../support/replies.js';
 
 // The mirror holds List copies, which carry no resource health in Argo CD 3.x; `app` reads the app
 // with a Get from the (simulated) Argo CD to show the unhealthy resource's message.
@@ -45,9 +46,11 @@ describe('app against the simulator', () => {
   }
 
   it('shows resource health from a live Get that the mirror copy lacks', async () => {
-    const reply = await dispatch('app auth-prod-us1', { services: services(true), user: 'U1', surface: 'terminal' });
-    expect(reply.ok).toBe(true);
-    const d = reply.data.app as AppDetail;
+    const reply = okAnswer(
+      await dispatch('app auth-prod-us1', { services: services(true), user: 'U1', surface: 'terminal' }),
+      'app',
+    );
+    const d = reply.data.app;
     expect(d.live).toBe(true);
     expect(d.unhealthyResources).toEqual([
       expect.objectContaining({
@@ -62,7 +65,10 @@ describe('app against the simulator', () => {
   // ListResourceEvents (server/application/application.go) with resourceUID/resourceName/resourceNamespace
   // of a tree node: the crash loop's BackOff is recorded on the Pod, under the Degraded Deployment.
   it('shows the recent warning events of the failing resources, read per tree node from the events API', async () => {
-    const reply = await dispatch('app auth-prod-us1', { services: services(true), user: 'U1', surface: 'terminal' });
+    const reply = okAnswer(
+      await dispatch('app auth-prod-us1', { services: services(true), user: 'U1', surface: 'terminal' }),
+      'app',
+    );
     const d = reply.data.app as AppDetail & {
       warningEvents: { kind: string; reason: string; count: number; message: string }[];
     };
@@ -83,23 +89,24 @@ describe('app against the simulator', () => {
 
   it('asks for no events for a healthy app', async () => {
     const healthy = eastApps.find((a) => a.status?.health?.status === 'Healthy')!;
-    const reply = await dispatch(`app ${healthy.metadata.name}`, {
-      services: services(true),
-      user: 'U1',
-      surface: 'terminal',
-    });
-    expect((reply.data.app as unknown as { warningEvents: unknown[] }).warningEvents).toEqual([]);
+    const reply = okAnswer(
+      await dispatch(`app ${healthy.metadata.name}`, { services: services(true), user: 'U1', surface: 'terminal' }),
+      'app',
+    );
+    expect(reply.data.app.warningEvents).toEqual([]);
     expect(renderText(reply)).not.toContain('Recent warning events');
   });
 
   it("falls back to the mirror's copy when Argo CD does not answer, and says so", async () => {
-    const reply = await dispatch('app auth-prod-us1', {
-      services: services(true, 'http://127.0.0.1:9/i/east'),
-      user: 'U1',
-      surface: 'terminal',
-    });
-    expect(reply.ok).toBe(true);
-    expect((reply.data.app as AppDetail).live).toBe(false);
+    const reply = okAnswer(
+      await dispatch('app auth-prod-us1', {
+        services: services(true, 'http://127.0.0.1:9/i/east'),
+        user: 'U1',
+        surface: 'terminal',
+      }),
+      'app',
+    );
+    expect(reply.data.app.live).toBe(false);
     expect(renderText(reply)).toMatch(
       /⚠ Live lookup on east failed \(.+\); showing rollcall's last copy, without resource health\./,
     );

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { okAnswer } from '../support/replies.js';
 import { dispatch } from '../../src/commands/index.js';
-import { typedReply } from '../../src/commands/replies.js';
 import { CheckService } from '../../src/domain/checks/index.js';
 import type { Services } from '../../src/commands/registry.js';
 import { renderText } from '../../src/views/text.js';
@@ -58,8 +58,7 @@ describe('check and checks', () => {
   }
 
   it('answers failing apps first with value, threshold and link, then passing ones; --json carries every verdict', async () => {
-    const reply = typedReply(await dispatch('check error-rate web-*', ctx(withChecks())));
-    if (reply.command !== 'check') throw new Error(`answered ${reply.command}`);
+    const reply = okAnswer(await dispatch('check error-rate web-*', ctx(withChecks())), 'check');
     expect(reply.ok).toBe(true);
     expect(reply.data.counts).toEqual({ pass: 1, fail: 1, inconclusive: 0 });
     const query = 'sum(rate(errors{app="web-prod-eu1"}[2m]))';
@@ -88,8 +87,7 @@ describe('check and checks', () => {
   });
 
   it('puts a Prometheus refusal under inconclusive with its text, never under passing', async () => {
-    const reply = typedReply(await dispatch('check error-rate,latency auth-*', ctx(withChecks())));
-    if (reply.command !== 'check') throw new Error(`answered ${reply.command}`);
+    const reply = okAnswer(await dispatch('check error-rate,latency auth-*', ctx(withChecks())), 'check');
     expect(reply.data.checks).toEqual(['error-rate', 'latency']);
     // auth-prod-us1 exists on both instances; its query is refused on both.
     expect(reply.data.verdicts.map((v) => `${v.check} ${v.instance}/${v.app} ${v.status}`)).toEqual([
@@ -129,8 +127,7 @@ describe('check and checks', () => {
   });
 
   it('`checks` lists every configured check with its threshold, window, noData and Prometheus', async () => {
-    const reply = typedReply(await dispatch('checks', ctx(withChecks())));
-    if (reply.command !== 'checks') throw new Error(`answered ${reply.command}`);
+    const reply = okAnswer(await dispatch('checks', ctx(withChecks())), 'checks');
     expect(reply.data.checks).toEqual([
       {
         name: 'error-rate',
@@ -155,7 +152,7 @@ describe('check and checks', () => {
       { url: prometheus.url, uiUrl: 'https://prom.example.com', configPath: 'prometheus', instances: ['*'] },
     ]);
     expect(renderText(reply)).toContain('error-rate · fails above 0.05 · window 2m · no data: fail');
-    const none = typedReply(await dispatch('checks', ctx(services(twoInstanceFleet()))));
+    const none = await dispatch('checks', ctx(services(twoInstanceFleet())));
     expect(none.ok).toBe(true);
     expect(renderText(none)).toContain('No metric checks are configured');
   });

@@ -16,6 +16,7 @@ import type { SimServer } from '../../src/sim/server.js';
 import { renderBlocks } from '../../src/views/blocks.js';
 import { renderText } from '../../src/views/text.js';
 import { simOperations, startTestSim } from '../support/sim.js';
+import { okAnswer } from '../support/replies.js';
 
 const AUTH = 'auth-service-prod-us-east-1';
 const CONFIG = 'auth-config-prod-us-east-1';
@@ -51,7 +52,7 @@ afterAll(async () => {
 
 describe('history APP', () => {
   it('lists deployments newest first with commit message, duration and initiator', async () => {
-    const reply = await dispatch(`history ${AUTH}`, ctx());
+    const reply = okAnswer(await dispatch(`history ${AUTH}`, ctx()), 'history');
     expect(reply.ok, reply.error?.message).toBe(true);
     const history = reply.data.history as HistoryEntry[];
     expect(history.map((h) => h.id)).toEqual([1, 0]);
@@ -91,7 +92,7 @@ describe('history APP', () => {
 
 describe('diff APP', () => {
   it('shows the drifted ConfigMap field by field, the ConfigMap to prune, and never a Secret value', async () => {
-    const reply = await dispatch(`diff ${CONFIG}`, ctx());
+    const reply = okAnswer(await dispatch(`diff ${CONFIG}`, ctx()), 'diff');
     expect(reply.ok, reply.error?.message).toBe(true);
     const resources = reply.data.resources as ResourceChange[];
     expect(resources.map((r) => [r.kind, r.name, r.change])).toEqual([
@@ -114,7 +115,7 @@ describe('diff APP', () => {
     const secret = app.status!.resources!.find((r) => r.kind === 'Secret')!;
     secret.status = 'OutOfSync';
     try {
-      const reply = await dispatch(`diff ${CONFIG}`, ctx('slack'));
+      const reply = okAnswer(await dispatch(`diff ${CONFIG}`, ctx('slack')), 'diff');
       const change = (reply.data.resources as ResourceChange[]).find((r) => r.kind === 'Secret')!;
       expect(change.fields).toEqual([{ path: 'data["tls.key"]', op: 'changed', from: '++++++++', to: '++++++++' }]);
       const json = JSON.stringify(renderBlocks(reply).blocks);
@@ -126,7 +127,7 @@ describe('diff APP', () => {
   });
 
   it('says "No differences" for an app in sync', async () => {
-    const reply = await dispatch(`diff ${AUTH}`, ctx());
+    const reply = okAnswer(await dispatch(`diff ${AUTH}`, ctx()), 'diff');
     expect(reply.ok).toBe(true);
     expect(reply.data.resources).toEqual([]);
     expect(renderText(reply)).toMatch(/No differences: the live state matches git at [0-9a-f]{7}\./);
@@ -135,7 +136,7 @@ describe('diff APP', () => {
 
 describe('logs APP [resource] [container] [tail=N]', () => {
   it('shows the crash of a crash-looping pod through the logs API, plain in a terminal', async () => {
-    const reply = await dispatch(`logs ${AUTH}`, ctx());
+    const reply = okAnswer(await dispatch(`logs ${AUTH}`, ctx()), 'logs');
     expect(reply.ok, reply.error?.message).toBe(true);
     const text = renderText(reply);
     expect(text).toContain('fatal: required config key "auth.issuer" is missing');
@@ -143,7 +144,7 @@ describe('logs APP [resource] [container] [tail=N]', () => {
     expect((reply.data.pods as string[]).length).toBe(1);
     // It restarted: its previous run is one step away. A bare name picks the workload among same-named resources.
     expect(text).toContain('→ try: logs auth-service-prod-us-east-1 tail=50 previous=true');
-    const byName = await dispatch(`logs ${AUTH} auth-service`, ctx());
+    const byName = okAnswer(await dispatch(`logs ${AUTH} auth-service`, ctx()), 'logs');
     expect(byName.ok, byName.error?.message).toBe(true);
     expect(byName.data.pods).toEqual(reply.data.pods);
     expect(renderText(await dispatch('logs payments-prod-us-east-1', ctx()))).not.toContain('previous=true');
@@ -151,7 +152,7 @@ describe('logs APP [resource] [container] [tail=N]', () => {
 
   it('reads the last N lines per pod of one workload, and fences them for Slack within one message', async () => {
     const healthy = 'payments-prod-us-east-1';
-    const reply = await dispatch(`logs ${healthy} deployment/payments tail=120`, ctx('slack'));
+    const reply = okAnswer(await dispatch(`logs ${healthy} deployment/payments tail=120`, ctx('slack')), 'logs');
     expect(reply.ok, reply.error?.message).toBe(true);
     expect((reply.data.lines as unknown[]).length).toBe(120);
     const { blocks } = renderBlocks(reply);
@@ -165,7 +166,7 @@ describe('logs APP [resource] [container] [tail=N]', () => {
   });
 
   it('keeps the newest lines when a long log does not fit one Slack message, saying how many were cut', async () => {
-    const reply = await dispatch('logs payments-prod-us-east-1 tail=500', ctx('slack'));
+    const reply = okAnswer(await dispatch('logs payments-prod-us-east-1 tail=500', ctx('slack')), 'logs');
     expect((reply.data.lines as unknown[]).length).toBe(200);
     const { blocks } = renderBlocks(reply);
     const texts = blocks.map((b) => JSON.stringify(b));
@@ -186,7 +187,7 @@ describe('logs APP [resource] [container] [tail=N]', () => {
   });
 
   it('defaults to 50 lines and refuses a tail beyond 500', async () => {
-    const reply = await dispatch('logs payments-prod-us-east-1', ctx());
+    const reply = okAnswer(await dispatch('logs payments-prod-us-east-1', ctx()), 'logs');
     expect(reply.data.tail).toBe(50);
     expect((reply.data.lines as unknown[]).length).toBe(50);
     const refused = await dispatch('logs payments-prod-us-east-1 tail=5000', ctx());
@@ -229,8 +230,8 @@ describe('access', () => {
 
 describe('help and suggestions', () => {
   it('lists the verbs and suggests them by their canonical names', async () => {
-    const help = await dispatch('help', ctx());
-    const names = (help.data.commands as { name: string }[]).map((c) => c.name);
+    const help = okAnswer(await dispatch('help', ctx()), 'help');
+    const names = 'commands' in help.data ? help.data.commands.map((c) => c.name) : [];
     for (const verb of ['history', 'diff', 'logs']) expect(names).toContain(verb);
     expect((await dispatch('dif x', ctx())).error?.suggestions).toContain('diff');
     expect((await dispatch('histroy x', ctx())).error?.suggestions).toContain('history');
@@ -238,7 +239,7 @@ describe('help and suggestions', () => {
     const logs = (await dispatch('lgos x', ctx())).error?.suggestions ?? [];
     expect(logs).toContain('logs');
     expect(logs).not.toContain('log');
-    const diag = await dispatch('help diff', ctx());
-    expect(diag.data.command).toBe('diff');
+    const diag = okAnswer(await dispatch('help diff', ctx()), 'help');
+    expect('command' in diag.data && diag.data.command).toBe('diff');
   });
 });

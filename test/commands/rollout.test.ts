@@ -273,10 +273,15 @@ describe('plan', () => {
 describe('diagnose', () => {
   it('over every RollingSync appset, tags each finding with its appset and instance', async () => {
     const reply = await runDiagnose(parseCommand('diagnose'), c());
-    expect(reply.data.appSets).toBe(2);
-    const findings = reply.data.findings as { appSet: string; instance: string; rule: string }[];
+    expect('appSets' in reply.data && reply.data.appSets).toBe(2);
+    const findings = reply.data.findings as { appSet?: string; instance: string; rule: string; apps?: string[] }[];
     expect(findings.length).toBeGreaterThan(0);
-    for (const f of findings) expect(['auth', 'progressive-infra']).toContain(f.appSet);
+    // RollingSync findings name their appset; a down app no appset generated is named itself.
+    for (const f of findings.filter((x) => x.rule !== 'app-degraded'))
+      expect(['auth', 'progressive-infra']).toContain(f.appSet);
+    expect(findings.filter((x) => x.rule === 'app-degraded')).toEqual([
+      expect.objectContaining({ apps: ['orphan-app'], message: 'App orphan-app is Missing (down for 10m).' }),
+    ]);
     expect(findings.every((f) => f.instance === 'east')).toBe(true);
     const list = reply.blocks.find((b) => b.kind === 'list') as Extract<ReplyBlock, { kind: 'list' }>;
     expect(list.items[0].detail).toMatch(/Why: .+\nFix: .+/s);

@@ -8,6 +8,7 @@ import type { SimServer } from '../../src/sim/server.js';
 import { SLACK_LIMITS, renderBlocks } from '../../src/views/blocks.js';
 import { renderText } from '../../src/views/text.js';
 import { startTestSim } from '../support/sim.js';
+import { okAnswer } from '../support/replies.js';
 
 interface Scenario {
   sim: SimServer;
@@ -59,7 +60,7 @@ describe('status on seed-outage (540 apps, 12 clusters)', () => {
   afterAll(() => close(s));
 
   it('fits one terminal screen and names every group with its count and reason', async () => {
-    const reply = await dispatch('status', s.ctx());
+    const reply = okAnswer(await dispatch('status', s.ctx()), 'status');
     const text = renderText(reply);
     const lines = text.trimEnd().split('\n');
     expect(lines.length).toBeLessThanOrEqual(25);
@@ -85,7 +86,7 @@ describe('status on seed-outage (540 apps, 12 clusters)', () => {
   });
 
   it('fits one Slack message with every group in it', async () => {
-    const reply = await dispatch('status', s.ctx('slack'));
+    const reply = okAnswer(await dispatch('status', s.ctx('slack')), 'status');
     const out = renderBlocks(reply, { commandText: 'status' });
     expect(out.pages).toBe(1);
     expect(out.blocks.length).toBeLessThanOrEqual(SLACK_LIMITS.messageBlocks);
@@ -105,7 +106,7 @@ describe('status on progressive-infra', () => {
   afterAll(() => close(s));
 
   it('puts the failed syncs before the apps that only wait for their RollingSync step', async () => {
-    const reply = await dispatch('status', s.ctx());
+    const reply = okAnswer(await dispatch('status', s.ctx()), 'status');
     const groups = reply.data.groups as { name: string; kind: string; apps: string[] }[];
     const kinds = groups.map((g) => g.kind);
     // Three syncs refused by three admission webhooks share their reason: one line, naming the apps.

@@ -46,7 +46,7 @@ describe('the rule registry is the only list of rules', () => {
 
   it('binds every catalog id to a view, and diagnose and its help list every rule that diagnoses', async () => {
     expect(FLEET_RULES.map((r) => r.meta.id)).toEqual(RULE_CATALOG.map((r) => r.id));
-    for (const r of FLEET_RULES) expect(r.alert || r.appSetCheck || r.diagnoseFleet, r.meta.id).toBeTruthy();
+    for (const r of FLEET_RULES) expect(r.alert || r.appSet || r.diagnoseFleet, r.meta.id).toBeTruthy();
     expect([...RULES]).toEqual(RULE_CATALOG.map((r) => r.id));
     const config = configSchema.parse({ instances: [{ name: 'prod', url: 'https://cd.example.com', token: 't' }] });
     const help = await dispatch('help diagnose', {
@@ -55,7 +55,7 @@ describe('the rule registry is the only list of rules', () => {
       surface: 'terminal',
     } as unknown as CommandContext);
     const text = JSON.stringify(help.blocks);
-    for (const r of FLEET_RULES.filter((x) => x.appSetCheck || x.diagnoseFleet)) expect(text).toContain(r.meta.id);
+    for (const r of FLEET_RULES.filter((x) => x.appSet || x.diagnoseFleet)) expect(text).toContain(r.meta.id);
   });
 });
 

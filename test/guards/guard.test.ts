@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { dispatch } from '../../src/commands/index.js';
 import { renderText } from '../../src/views/text.js';
 import { GuardWatcher } from '../../src/domain/guards/index.js';
+import { evaluateAlertRules } from '../../src/domain/alerts/rules.js';
 import { RegressionStore } from '../../src/domain/checks/regressions.js';
 import type { PrivatePrometheus } from '../../src/infra/prometheus-server.js';
 import { prometheusAvailable, startTestPrometheus } from '../support/prometheus.js';
@@ -122,6 +123,26 @@ describe.skipIf(!prometheusAvailable)('guard: a RollingSync rollout watched agai
     expect(audit.filter((e) => e.kind === 'guard.trip')).toHaveLength(1);
     expect(audit.some((e) => e.kind === 'guard.set' && e.who === 'U_OP')).toBe(true);
   }, 40_000);
+
+  it('the failure is a check-failed alert while it lasts, and clears once the checks pass', async () => {
+    const regressions = new RegressionStore(redis, env.prefix);
+    const alerts = async () =>
+      evaluateAlertRules({
+        fleet: env.services.fleet,
+        now: new Date(),
+        config: env.services.config.alerts,
+        regressions: await regressions.list(Date.now()),
+      }).conditions.filter((c) => c.rule === 'check-failed');
+    const [alert] = await alerts();
+    expect(alert.appSet).toBe(APPSET);
+    expect(alert.severity).toBe('critical');
+    expect(alert.summary).toContain('strict');
+    expect(alert.details.join('\n')).toMatch(/strict: .*< 1000/);
+    // Set with a check the apps pass, the next sweep clears it: the alert goes with it.
+    expect((await dispatch(`guard ${APPSET} check=loose`, env.ctx('U_OP'))).ok).toBe(true);
+    await watcher().sweep();
+    expect(await alerts()).toEqual([]);
+  }, 30_000);
 
   it('unguard removes it, audited; a second unguard says it is not guarded', async () => {
     const removed = await dispatch(`unguard ${APPSET}`, env.ctx('U_OP'));

@@ -12,6 +12,7 @@ import { closeRedis, createRedis } from '../../src/infra/redis.js';
 import { seedOutageFixture } from '../../src/sim/scenarios/seed-outage.js';
 import { renderText } from '../../src/views/text.js';
 import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
+import { okAnswer } from '../support/replies.js';
 
 const redis = createRedis(process.env.REDIS_URL!);
 const prefix = testPrefix();
@@ -41,7 +42,7 @@ describe('changes', () => {
     await recorder.stop();
     setDisplayTimeZone('Asia/Kolkata');
 
-    const reply = await dispatch('changes since=2h', ctx);
+    const reply = okAnswer(await dispatch('changes since=2h', ctx), 'changes');
     expect(reply.ok, JSON.stringify(reply.error)).toBe(true);
     const groups = reply.data.groups as { to: string; text: string }[];
     // The fixture's history has more groups than one page holds: the header's count and the pager must agree.
@@ -129,11 +130,13 @@ describe('deleted apps', () => {
       2,
     );
 
-    const reply = await dispatch('changes since=1h kind=deleted,created', {
-      ...ctx,
-      services: { ...services, fleet: live, changes: log },
-    });
-    expect(reply.ok, JSON.stringify(reply.error)).toBe(true);
+    const reply = okAnswer(
+      await dispatch('changes since=1h kind=deleted,created', {
+        ...ctx,
+        services: { ...services, fleet: live, changes: log },
+      }),
+      'changes',
+    );
     const groups = reply.data.groups as { kind: string; text: string }[];
     // Both deletions of the same app at the same revision within minutes are one line.
     expect(groups.map((g) => g.kind)).toEqual(['deleted', 'created']);
@@ -145,7 +148,7 @@ describe('deleted apps', () => {
     // The app is gone now; asked about by name, its changes are still there, and a typo is still a typo.
     const deletedCtx = { ...ctx, services: { ...services, fleet: live, changes: log } };
     expect(live.appsNamed(name)).toEqual([]);
-    const byName = await dispatch(`changes since=1h kind=deleted,created ${name}`, deletedCtx);
+    const byName = okAnswer(await dispatch(`changes since=1h kind=deleted,created ${name}`, deletedCtx), 'changes');
     expect(byName.ok, JSON.stringify(byName.error)).toBe(true);
     // Newest first: deleted again, recreated, first deleted.
     expect((byName.data.changes as { app: string; kind: string }[]).map((c) => [c.app, c.kind])).toEqual([
@@ -153,7 +156,10 @@ describe('deleted apps', () => {
       [name, 'created'],
       [name, 'deleted'],
     ]);
-    const byGlob = await dispatch('changes since=1h kind=deleted auth-service-prod-eu-*', deletedCtx);
+    const byGlob = okAnswer(
+      await dispatch('changes since=1h kind=deleted auth-service-prod-eu-*', deletedCtx),
+      'changes',
+    );
     expect((byGlob.data.changes as { app: string }[]).map((c) => c.app)).toEqual([name, name]);
     // Scoped to a cluster it never ran on, the name matches nothing there, live or gone.
     const elsewhere = await dispatch(`changes since=1h kind=deleted ${name} cluster=prod-us-east-1`, deletedCtx);

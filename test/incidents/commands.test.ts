@@ -15,6 +15,7 @@ import { progressiveInfraFixture } from '../../src/sim/scenarios/progressive-inf
 import { evaluateAlertRules } from '../../src/domain/alerts/rules.js';
 import type { AlertRecord } from '../../src/domain/alerts/lifecycle.js';
 import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
+import { errorData, okAnswer } from '../support/replies.js';
 
 const redis = createRedis(process.env.REDIS_URL!);
 const prefix = testPrefix();
@@ -65,35 +66,42 @@ describe('incident commands', () => {
     const recorder = new ChangeRecorder(fleet, changes);
     await recorder.start();
     await recorder.stop();
-    const first = await dispatch('declare auth-service crash-looping sev=1 scope=auth-service-*', ctx());
-    expect(first.ok, JSON.stringify(first.error)).toBe(true);
-    const id = first.data.id as string;
+    const first = okAnswer(
+      await dispatch('declare auth-service crash-looping sev=1 scope=auth-service-*', ctx()),
+      'incident start',
+    );
+    const id = first.data.id;
     expect(first.data.blastRadius).toMatchObject({ clusters: 12, apps: 12, peakUnhealthy: 12 });
     expect((await dispatch('incident note looking at auth-config', ctx())).ok).toBe(true);
-    expect((await dispatch('incident sev 2', ctx())).data.incident).toMatchObject({ id, severity: 2 });
-    expect((await dispatch('incident lead <@U0LEAD>', ctx())).data.incident).toMatchObject({ lead: 'U0LEAD' });
+    expect(okAnswer(await dispatch('incident sev 2', ctx()), 'incident sev').data.incident).toMatchObject({
+      id,
+      severity: 2,
+    });
+    expect(okAnswer(await dispatch('incident lead <@U0LEAD>', ctx()), 'incident lead').data.incident).toMatchObject({
+      lead: 'U0LEAD',
+    });
     expect((await dispatch('incident status fixed', ctx())).error).toMatchObject({ code: 'usage' });
 
-    const second = await dispatch('incident start payments slow', ctx());
+    const second = okAnswer(await dispatch('incident start payments slow', ctx()), 'incident start');
     const ambiguous = await dispatch('incident note which one?', ctx());
     expect(ambiguous.error).toMatchObject({ code: 'incident_ambiguous', suggestions: [id, second.data.id] });
-    expect((ambiguous.data.open as { id: string }[]).map((i) => i.id)).toEqual([id, second.data.id]);
+    expect((errorData(ambiguous).open as { id: string }[]).map((i) => i.id)).toEqual([id, second.data.id]);
 
     expect((await dispatch(`incident close ${second.data.id}`, ctx())).ok).toBe(true);
     expect((await dispatch(`incident status ${second.data.id} mitigated`, ctx())).error).toMatchObject({
       code: 'incident_closed',
     });
     expect((await dispatch(`incident reopen ${id}`, ctx())).error).toMatchObject({ code: 'incident_not_closed' });
-    const listed = await dispatch('incidents', ctx());
-    expect((listed.data.open as { id: string }[]).map((i) => i.id)).toEqual([id]);
+    const listed = okAnswer(await dispatch('incidents', ctx()), 'incidents');
+    expect(listed.data.open.map((i) => i.id)).toEqual([id]);
 
-    const timeline = await dispatch('incident timeline kind=note,status', ctx());
+    const timeline = okAnswer(await dispatch('incident timeline kind=note,status', ctx()), 'incident timeline');
     expect((timeline.data.timeline as { kind: string; text: string }[]).map((e) => e.kind)).toEqual([
       'note',
       'status',
       'status',
     ]);
-    const show = await dispatch('incident', ctx());
+    const show = okAnswer(await dispatch('incident', ctx()), 'incident show');
     expect(show.data.metrics).toMatchObject({
       impactStart: expect.any(String),
       detected: expect.any(String),

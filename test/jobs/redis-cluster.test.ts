@@ -47,6 +47,7 @@ import {
 import { makeApp, testConfig } from '../runbooks/fake-argo.js';
 import { FAST, RecordingNotifier } from '../runbooks/harness.js';
 import { servicesForSim } from '../runbooks/sim-support.js';
+import { okAnswer } from '../support/replies.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const bin = path.join(root, 'bin/rollcall.js');
@@ -215,11 +216,16 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster (a private 3-master 
     const changes = await dispatch('changes since=1d', ctx);
     expect(changes.ok, JSON.stringify(changes.error)).toBe(true);
     expect(JSON.stringify(changes.data)).toContain('auth-service');
-    const declared = await dispatch('declare auth-service crash-looping sev=1 scope=auth-service-*', ctx);
-    expect(declared.ok, JSON.stringify(declared.error)).toBe(true);
-    const id = declared.data.id as string;
+    const declared = okAnswer(
+      await dispatch('declare auth-service crash-looping sev=1 scope=auth-service-*', ctx),
+      'incident start',
+    );
+    const id = declared.data.id;
     expect((await dispatch('incident note looking at auth-config', ctx)).ok).toBe(true);
-    expect((await dispatch('incident sev 2', ctx)).data.incident).toMatchObject({ id, severity: 2 });
+    expect(okAnswer(await dispatch('incident sev 2', ctx), 'incident sev').data.incident).toMatchObject({
+      id,
+      severity: 2,
+    });
     const store = new IncidentStore(createRedisForCleanup(), prefix);
     expect(await store.get(id)).toMatchObject({
       id,

@@ -58,6 +58,7 @@ describe('what a bulk sync says about its waves', () => {
       wave: 1,
       kind: 'bake' as const,
       endsAt: T0 + 25_000,
+      apps: 2,
       verdicts: [
         { name: 'health', verdict: 'pass' as const, reason: '2 apps: Synced and Healthy' },
         { name: 'check error-rate', verdict: 'inconclusive' as const, reason: 'no data yet' },
@@ -71,6 +72,7 @@ describe('what a bulk sync says about its waves', () => {
       wave: 2,
       kind: 'bake',
       endsAt: '2030-01-01T12:00:25.000Z',
+      apps: 2,
       verdicts: watch.verdicts,
     });
     const rolling = progressOf({

@@ -16,6 +16,7 @@ import { PauseStore } from '../../src/domain/runbooks/rollout-pause.js';
 import { FreezeStore } from '../../src/domain/runbooks/freeze.js';
 import { CheckService } from '../../src/domain/checks/index.js';
 import { GuardStore } from '../../src/domain/guards/index.js';
+import { RegressionStore } from '../../src/domain/checks/regressions.js';
 import type { Fixture } from '../../src/sim/fixture-types.js';
 import { kubeconfigYaml } from '../../src/sim/kube/kubeconfig.js';
 import type { SimServer } from '../../src/sim/server.js';
@@ -50,6 +51,8 @@ export async function startControlSim(
     config?: Record<string, unknown>;
     /** Called with the simulator before the config is built (to start a Prometheus scraping it). */
     beforeConfig?: (sim: SimServer) => Promise<Record<string, unknown>>;
+    /** The simulator's clock runs this many times real time (syncs finish); without it the clock stands still. */
+    speed?: number;
   } = {},
 ): Promise<ControlSim> {
   const cleanup: (() => Promise<unknown>)[] = [];
@@ -57,7 +60,11 @@ export async function startControlSim(
     for (const c of cleanup.reverse()) await c().catch(() => {});
   };
   try {
-    const sim = await startTestSim({ fixture: opts.fixture, scenario: opts.scenario, manual: true });
+    const sim = await startTestSim({
+      fixture: opts.fixture,
+      scenario: opts.scenario,
+      ...(opts.speed ? { speed: opts.speed } : { manual: true }),
+    });
     cleanup.push(() => sim.stop());
     let kube: Record<string, unknown> = {};
     if (sim.kube.length) {
@@ -110,6 +117,7 @@ export async function startControlSim(
       pauses: new PauseStore(redis, prefix),
       freezes: new FreezeStore(redis, prefix),
       guards: new GuardStore(redis, prefix),
+      regressions: new RegressionStore(redis, prefix),
       checks: Object.keys(config.checks).length ? new CheckService(config) : undefined,
     };
     const engine = await startEngine(services, {

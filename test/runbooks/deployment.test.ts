@@ -12,6 +12,7 @@ import { simOperations, startTestSim } from '../support/sim.js';
 import { cleanPrefix, testPrefix } from './fake-argo.js';
 import { FAST } from './harness.js';
 import { servicesForSim } from './sim-support.js';
+import { okAnswer } from '../support/replies.js';
 
 let cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -78,9 +79,8 @@ describe('a worker and the deployment a run belongs to', () => {
       channel: 'terminal',
       assumeYes: true,
     };
-    const reply = await dispatch('sync auth-config-* prune=true', ctx);
-    expect(reply.ok, JSON.stringify(reply.error)).toBe(true);
-    const runId = String(reply.data.runId);
+    const reply = okAnswer(await dispatch('sync auth-config-* prune=true', ctx), 'sync');
+    const runId = 'runId' in reply.data ? reply.data.runId : '';
 
     const redis = new Redis(redisUrl);
     cleanup.push(async () => void redis.disconnect());

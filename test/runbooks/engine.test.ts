@@ -77,7 +77,8 @@ describe('runbook engine with bulk-sync', () => {
 
     const confirmed = await findAction('run.confirm')!.run(data.runId, ctx('U_OP'));
     // In Slack the preview becomes a pointer to the one live message, without stale buttons.
-    expect(confirmed!.data).toEqual({ runId: data.runId, status: 'running' });
+    // Its data is the run's, as every `runs` answer's is.
+    expect(confirmed!.data).toMatchObject({ runId: data.runId, status: 'running', run: { id: data.runId } });
     expect(confirmed!.blocks.some((b) => b.kind === 'actions')).toBe(false);
     const end = await runs().waitForEnd(data.runId, 10_000);
     expect(end.status).toBe('succeeded');

@@ -8,6 +8,7 @@ import { rolloutComplete } from '../../src/fleet/rollingsync.js';
 import { renderText } from '../../src/views/text.js';
 import { application, commit } from '../../src/sim/scenarios/builders.js';
 import { progressiveInfraFixture, STUCK_APPS } from '../../src/sim/scenarios/progressive-infra.js';
+import { okAnswer } from '../support/replies.js';
 import { simOperations } from '../support/sim.js';
 import { eventually, startControlSim, type ControlSim } from './control-sim.js';
 import { RecordingNotifier } from './harness.js';
@@ -100,6 +101,8 @@ function stopTicking() {
 const previewText = (run: Run) =>
   renderText({ ok: true, command: 'run', title: run.preview!.summary, data: {}, blocks: run.preview!.blocks });
 
+const frozenNow = async (e: ControlSim) => okAnswer(await dispatch('frozen', e.ctx('U_OP')), 'frozen').data.frozen;
+
 const projectPuts = async (e: ControlSim) =>
   (await simOperations(e.sim, INSTANCE)).filter((o) => o.method === 'PUT' && o.path === `/api/v1/projects/${PROJECT}`);
 
@@ -136,7 +139,7 @@ describe('freeze / unfreeze on the simulator', () => {
       }),
     ]);
     const listed = await dispatch('frozen', e.ctx('U_OP2'));
-    expect(listed.data.frozen).toEqual([
+    expect(okAnswer(listed, 'frozen').data.frozen).toEqual([
       expect.objectContaining({
         target: 'project=infra',
         project: 'infra',
@@ -195,14 +198,16 @@ describe('freeze / unfreeze on the simulator', () => {
       ]),
     );
     const status = await dispatch('status', e.ctx('U_OP2'));
-    expect(status.data.frozen).toEqual([expect.objectContaining({ target: 'project=infra', by: 'U_OP' })]);
+    expect(okAnswer(status, 'status').data.frozen).toEqual([
+      expect.objectContaining({ target: 'project=infra', by: 'U_OP' }),
+    ]);
     expect(renderText(status)).toContain('Frozen by rollcall');
 
     const lifted = await run(e, 'unfreeze project=infra', 'U_OP2');
     expect(lifted.end.status, lifted.end.error).toBe('succeeded');
     expect(comparable(await api(e).getProject(PROJECT))).toEqual(comparable(before));
     expect((await projectPuts(e)).map((o) => o.status)).toEqual([200, 200]);
-    expect((await dispatch('frozen', e.ctx('U_OP'))).data.frozen).toEqual([]);
+    expect(await frozenNow(e)).toEqual([]);
     expect(await e.runs.audit.read({ runId: lifted.runId, kinds: ['argocd.mutation'] })).toEqual([
       expect.objectContaining({ who: 'U_OP2', target: 'infra/appproject:infra', result: 'ok' }),
     ]);
@@ -229,7 +234,9 @@ describe('freeze / unfreeze on the simulator', () => {
       operation: { initiatedBy: { automated: true } },
     });
     const listed = await dispatch('frozen', e.ctx('U_OP'));
-    expect(listed.data.frozen).toEqual([expect.objectContaining({ target: AUTO_APP, active: false })]);
+    expect(okAnswer(listed, 'frozen').data.frozen).toEqual([
+      expect.objectContaining({ target: AUTO_APP, active: false }),
+    ]);
     expect(renderText(listed)).toContain('the window no longer holds');
   });
 
@@ -294,7 +301,7 @@ describe('freeze / unfreeze on the simulator', () => {
     expect(busy.end.error).toContain('nothing was written');
     expect((await projectPuts(e)).map((o) => o.status)).toEqual([409, 200, 200, 409, 409, 409]);
     expect((await real.getProject(PROJECT)).spec.syncWindows).toBeUndefined();
-    expect((await dispatch('frozen', e.ctx('U_OP'))).data.frozen).toEqual([]);
+    expect(await frozenNow(e)).toEqual([]);
     expect(await e.runs.audit.read({ runId: busy.runId, kinds: ['argocd.mutation'] })).toEqual([
       expect.objectContaining({ result: expect.stringMatching(/^failed: AppProject infra .* changed under rollcall/) }),
     ]);
@@ -318,7 +325,7 @@ describe('freeze / unfreeze on the simulator', () => {
     expect(reply.error!.message).toContain('argocd proj windows delete infra 0');
     expect((await projectPuts(e)).length).toBe(putsBefore);
     expect((await api(e).getProject(PROJECT)).spec.syncWindows).toEqual([expect.objectContaining({ kind: 'deny' })]);
-    expect((await dispatch('frozen', e.ctx('U_OP'))).data.frozen).toHaveLength(1);
+    expect(await frozenNow(e)).toHaveLength(1);
   });
 
   it('scopes a selector to applications and clusters (AND), one window per project, and refuses a second identical freeze', async () => {
@@ -409,8 +416,6 @@ describe('freeze / unfreeze on the simulator', () => {
     expect((await api(e).getProject(PROJECT)).spec.syncWindows).toEqual([
       expect.objectContaining({ applications: ['ingress-nginx-prod-1'] }),
     ]);
-    expect((await dispatch('frozen', e.ctx('U_OP'))).data.frozen).toEqual([
-      expect.objectContaining({ target: 'ingress-nginx-prod-1', incident: null }),
-    ]);
+    expect(await frozenNow(e)).toEqual([expect.objectContaining({ target: 'ingress-nginx-prod-1', incident: null })]);
   });
 });

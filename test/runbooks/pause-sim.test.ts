@@ -7,6 +7,7 @@ import { PAUSE_RUN, PAUSED_AT, PAUSED_BY } from '../../src/domain/runbooks/rollo
 import { progressiveInfraFixture, STUCK_APPS } from '../../src/sim/scenarios/progressive-infra.js';
 import { simOperations } from '../support/sim.js';
 import { comparable, eventually, startControlSim, type ControlSim } from './control-sim.js';
+import { okAnswer } from '../support/replies.js';
 
 const INSTANCE = 'infra';
 const APPSET = 'progressive-infra';
@@ -100,15 +101,13 @@ describe('pause-rollout / resume-rollout on the simulator', () => {
     expect(renderText(await dispatch('plan progressive-infra', e.ctx('U_OP2')))).toContain(
       'resume progressive-infra puts back the recorded values.',
     );
-    const heldReply = await dispatch('rollout progressive-infra', e.ctx('U_OP2'));
-    expect(heldReply.data.paused).toEqual({ by: 'U_OP', at: expect.any(String), runId });
-    const gate = (heldReply.data.findings as { rule: string; message: string; fix: string }[]).find(
-      (f) => f.rule === 'manual-gate',
-    )!;
+    const heldReply = okAnswer(await dispatch('rollout progressive-infra', e.ctx('U_OP2')), 'rollout');
+    expect('paused' in heldReply.data && heldReply.data.paused).toEqual({ by: 'U_OP', at: expect.any(String), runId });
+    const gate = heldReply.data.findings.find((f) => f.rule === 'manual-gate')!;
     expect(gate.message).toContain("held by rollcall's pause");
     expect(gate.fix).toContain('/argo resume progressive-infra');
 
-    const listed = await dispatch('paused', e.ctx('U_OP2'));
+    const listed = okAnswer(await dispatch('paused', e.ctx('U_OP2')), 'paused');
     expect(listed.data.paused).toEqual([
       { target: APPSET, instance: INSTANCE, by: 'U_OP', since: expect.any(String), runId, changes: 1 },
     ]);
@@ -116,7 +115,7 @@ describe('pause-rollout / resume-rollout on the simulator', () => {
     const resumed = await runCommand(e, 'resume progressive-infra', 'U_OP2');
     expect(resumed.end.status, resumed.end.error).toBe('succeeded');
     expect(comparable(appSetOf(e))).toEqual(before);
-    expect((await dispatch('paused', e.ctx('U_OP'))).data.paused).toEqual([]);
+    expect(okAnswer(await dispatch('paused', e.ctx('U_OP')), 'paused').data.paused).toEqual([]);
 
     expect(e.sim.controller.advanceUntil(() => rolloutComplete(appSetOf(e)), 30 * 60_000)).toBe(true);
     expect([...statusOf(appSetOf(e)).values()].every((s) => s === 'Healthy')).toBe(true);
@@ -181,7 +180,7 @@ describe('pause-rollout / resume-rollout on the simulator', () => {
     );
     expect(end.error).toContain('will not overwrite that');
     expect(appSetOf(e).spec.strategy!.rollingSync!.steps![2].maxUpdate).toBe(1);
-    expect((await dispatch('paused', e.ctx('U_OP'))).data.paused).toHaveLength(1);
+    expect(okAnswer(await dispatch('paused', e.ctx('U_OP')), 'paused').data.paused).toHaveLength(1);
   });
 
   it('refuses a second pause of the same appset and a pause of one generated app, pointing at the appset', async () => {

@@ -94,7 +94,7 @@ describe('the buttons of a run fit its runbook', () => {
         surface: 'slack',
       });
       const texts = [
-        renderText(previewReply(started)),
+        renderText(previewReply(started, 'run')),
         renderText(progressReply(await runs.confirm(started.id, 'U_OP'))),
         renderText(progressReply(await runs.abort(started.id, 'U_OP'))),
       ];

@@ -4,6 +4,7 @@ import type { RunService } from '../../src/domain/runbooks/engine.js';
 import { configSchema } from '../../src/infra/config/schema.js';
 import { makeApp } from './fake-argo.js';
 import { harness, type Harness } from './harness.js';
+import { okAnswer } from '../support/replies.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -31,7 +32,8 @@ describe('a step with many apps waiting on the rate limiter', () => {
         assumeYes: true,
       });
       expect(reply.ok, JSON.stringify(reply.error)).toBe(true);
-      const run = await runs.waitForEnd(reply.data.runId as string, 30_000);
+      const started = okAnswer(reply, 'sync').data;
+      const run = await runs.waitForEnd('runId' in started ? started.runId : '', 30_000);
       expect(run.status).toBe('succeeded');
       expect(h.argo.syncs).toHaveLength(30);
       // The request came from the terminal; the steps ran in this process's worker, on the engine's own account.

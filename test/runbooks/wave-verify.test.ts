@@ -55,6 +55,7 @@ describe('a wave watch', () => {
     expect(await watch.look(s(2))).toEqual({
       verdict: 'fail',
       reason: 'check error-rate: shop-02 (c2): error rate 0.31 > 0.05',
+      failed: { name: 'check error-rate', ...fail },
     });
   });
 
@@ -69,6 +70,7 @@ describe('a wave watch', () => {
     expect(await watch.look(s(31))).toEqual({
       verdict: 'fail',
       reason: 'check error-rate was still inconclusive when the bake ended: no data for shop-02',
+      failed: { name: 'check error-rate', ...unsure },
     });
   });
 
@@ -89,6 +91,7 @@ describe('a wave watch', () => {
     expect(await stuck.look(s(600))).toEqual({
       verdict: 'fail',
       reason: 'check was still inconclusive when the wave timeout ended: no data for shop-02',
+      failed: { name: 'check', ...unsure },
     });
   });
 
@@ -102,6 +105,26 @@ describe('a wave watch', () => {
       reason: 'could not look: Prometheus answered 503',
     });
     expect((await watch.look(s(30))).verdict).toBe('fail');
+  });
+
+  it("takes a verifier's first look no sooner than it asks after the start, and says each change of verdict once", async () => {
+    const phases: WavePhase[] = [];
+    const answers = [pass, unsure, unsure, pass];
+    const check: WaveVerifier = {
+      name: 'check error-rate',
+      firstLookAfterMs: 5000,
+      async verify(_apps, phase) {
+        phases.push(phase);
+        return answers.shift()!;
+      },
+    };
+    const watch = new WaveWatch([check], APPS, s(0), s(30), true);
+    const changes: string[] = [];
+    const hear = (now: { verdict: string }, before?: { verdict: string }) =>
+      changes.push(`${before?.verdict ?? '-'}→${now.verdict}`);
+    for (const t of [1, 4, 5, 6, 7, 8]) await watch.look(s(t), hear);
+    expect(phases.map((p) => (p.now - T0) / 1000)).toEqual([5, 6, 7, 8]);
+    expect(changes).toEqual(['-→pass', 'pass→inconclusive', 'inconclusive→pass']);
   });
 
   it('asks a verifier no more often than it allows, and always at the end', async () => {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import '../../src/commands/index.js';
-import { registerAction, registerCommand, type CommandContext } from '../../src/commands/registry.js';
+import type { CommandContext } from '../../src/commands/registry.js';
+import { registerTestAction, registerTestCommand } from '../support/replies.js';
 import type { Reply } from '../../src/core/reply.js';
 import { encodeModalMetadata, registerModalHandler } from '../../src/surfaces/slack/modals.js';
 import { decodePageValue } from '../../src/views/blocks.js';
@@ -18,7 +19,7 @@ import { allText, expectWithinSlackLimits } from './limits.js';
 
 // Commands that exist only in these tests: one that records it ran, one with a long list, one asking for a form.
 const probeCalls: { text: string; user: string; channel?: string }[] = [];
-registerCommand({
+registerTestCommand({
   name: 'probe',
   summary: 'test probe',
   usage: 'probe',
@@ -34,7 +35,7 @@ registerCommand({
     };
   },
 });
-registerCommand({
+registerTestCommand({
   name: 'longlist',
   summary: 'a long list',
   usage: 'longlist N',
@@ -62,7 +63,7 @@ registerCommand({
   },
 });
 const formSubmissions: { value: string; user: string; channel?: string }[] = [];
-registerCommand({
+registerTestCommand({
   name: 'formprobe',
   summary: 'opens a form',
   usage: 'formprobe',
@@ -87,7 +88,7 @@ registerCommand({
     };
   },
 });
-registerAction({
+registerTestAction({
   name: 'test.form-submit',
   validate(value) {
     const { values } = JSON.parse(value) as { values: Record<string, string> };
@@ -105,7 +106,7 @@ registerAction({
   },
 });
 const approvals: { value: string; user: string }[] = [];
-registerAction({
+registerTestAction({
   name: 'test.approve',
   async run(value, ctx): Promise<Reply> {
     approvals.push({ value, user: ctx.user });

@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import '../../src/commands/index.js';
-import { registerCommand } from '../../src/commands/registry.js';
+import { registerTestCommand } from '../support/replies.js';
 import { startEngine, type EngineHandle, type RunService } from '../../src/domain/runbooks/engine.js';
 import { APPROVAL_RUNBOOK } from '../runbooks/harness.js';
 import {
@@ -17,7 +17,7 @@ import { allText } from './limits.js';
 
 // A command that records that it ran: a replay must not run it again.
 const probeCalls: string[] = [];
-registerCommand({
+registerTestCommand({
   name: 'hardening-probe',
   summary: 'test probe',
   usage: 'hardening-probe',

@@ -10,7 +10,14 @@ import type { IncidentService } from '../incidents/service.js';
 import { absoluteTime, formatDuration } from '../../core/format.js';
 import type { FleetApp, FleetView } from '../../fleet/model.js';
 import { automatedEnabled, isRollingSync, rolloutComplete } from '../../fleet/rollingsync.js';
-import { degradedAfterSync, outOfSyncOutsideRollout, syncFailed } from '../../fleet/rules/index.js';
+import {
+  appDown,
+  degradedAfterSync,
+  downLongEnough,
+  outOfSyncOutsideRollout,
+  rolloutMembers,
+  syncFailed,
+} from '../../fleet/rules/index.js';
 import { matchesLabels, parseLabelSelector } from '../../fleet/select.js';
 import { freezeActive, freezeHolding, type Freeze } from '../../fleet/freeze.js';
 import type { FreezeStore } from '../runbooks/freeze.js';
@@ -28,7 +35,6 @@ import {
   ownerOf,
   pausedBy,
   revisionOf,
-  rolloutMembers,
   ruleSettings,
   type AlertCondition,
 } from './rules.js';
@@ -145,9 +151,6 @@ export interface DigestInputs {
   freezes?: readonly Freeze[];
 }
 
-/** Apps Degraded for less than this are still settling. */
-export const DEGRADED_AFTER_MS = 10 * 60_000;
-
 const SEVERITY: Record<AttentionKind, AttentionItem['severity']> = {
   degraded: 'critical',
   'out-of-sync': 'warning',
@@ -174,11 +177,19 @@ function lastInSync(app: Application): string | undefined {
   return history.length ? history[history.length - 1].deployedAt : undefined;
 }
 
+interface AttentionApp {
+  a: FleetApp;
+  since?: string;
+  revision?: string;
+  /** A down app's health (Degraded or Missing). */
+  health?: string;
+}
+
 function grouped(
   kind: AttentionKind,
-  apps: { a: FleetApp; since?: string; revision?: string }[],
+  apps: AttentionApp[],
   now: Date,
-  title: (owner: string, n: number, since: string) => string,
+  title: (owner: string, n: number, since: string, group: AttentionApp[]) => string,
 ): AttentionItem[] {
   const out: AttentionItem[] = [];
   for (const group of groupBy(apps, (x) =>
@@ -194,7 +205,7 @@ function grouped(
     out.push({
       kind,
       severity: SEVERITY[kind],
-      title: title(owner.appSet ?? owner.app!, names.length, since),
+      title: title(owner.appSet ?? owner.app!, names.length, since, group),
       instance: first.instance,
       ...(owner.appSet ? { appSet: owner.appSet } : {}),
       apps: names,
@@ -207,10 +218,16 @@ function grouped(
 
 const apps = (n: number) => `${n} app${n === 1 ? '' : 's'}`;
 
+/** "Degraded", "Missing", or both, for what the down apps of a group are. */
+function downWord(group: AttentionApp[]): string {
+  const kinds = new Set(group.map((g) => g.health));
+  return kinds.size === 1 ? [...kinds][0]! : 'Degraded or Missing';
+}
+
 /**
  * Apps that need attention, judged by the registry's rules (the same tests as alerts and `diagnose`):
- * Degraded right after a sync (degraded-after-sync) at once, any other Degraded app once it has had
- * DEGRADED_AFTER_MS to settle; OutOfSync outside a rollout (out-of-sync), for an auto-synced app past the
+ * Degraded right after a sync (degraded-after-sync) at once, any other Degraded or Missing app once it has
+ * been down for app-degraded's `after`; OutOfSync outside a rollout (out-of-sync), for an auto-synced app past the
  * rule's threshold counted from its last sync (Argo CD records no time for the change; it catches up on
  * its own before that), for any other app at once; failed syncs (sync-failed)
  * that ended in the period. Apps of a stuck rollout are that rollout's item.
@@ -224,21 +241,18 @@ function appAttention(
   const { fleet, now } = inputs;
   const age = (since: string) => formatDuration(now.getTime() - Date.parse(since));
   const degradedWindow = ruleSettings(inputs.alerts, 'degraded-after-sync').windowMs;
+  const downAfter = ruleSettings(inputs.alerts, 'app-degraded').afterMs;
   const outOfSyncAfter = ruleSettings(inputs.alerts, 'out-of-sync').afterMs;
-  const degraded: { a: FleetApp; since?: string; revision?: string }[] = [];
+  const degraded: AttentionApp[] = [];
   const outOfSync: typeof degraded = [];
   const failed: typeof degraded = [];
   const inRollout = rolloutMembers(fleet);
   for (const a of scoped) {
     if (inStuckRollout.has(appKey(a))) continue;
     const app = a.app;
-    const health = app.status?.health;
-    if (health?.status === 'Degraded') {
-      const since = health.lastTransitionTime;
-      const settled = !since || now.getTime() - Date.parse(since) > DEGRADED_AFTER_MS;
-      if (settled || degradedAfterSync(app, now, degradedWindow) !== undefined)
-        degraded.push({ a, since, revision: revisionOf(app) });
-    }
+    const down = appDown(app);
+    if (down && (downLongEnough(down, now, downAfter) || degradedAfterSync(app, now, degradedWindow) !== undefined))
+      degraded.push({ a, since: down.since, revision: revisionOf(app), health: down.health });
     if (outOfSyncOutsideRollout(a, inRollout) && !freezeHolding(inputs.freezes, a.instance, app, now)) {
       const since = lastInSync(app);
       // Without automated sync nothing but a person will sync it: it needs attention at once.
@@ -254,7 +268,12 @@ function appAttention(
     }
   }
   return [
-    ...grouped('degraded', degraded, now, (owner, n, since) => `${owner}: ${apps(n)} Degraded for ${age(since)}`),
+    ...grouped(
+      'degraded',
+      degraded,
+      now,
+      (owner, n, since, group) => `${owner}: ${apps(n)} ${downWord(group)} for ${age(since)}`,
+    ),
     ...grouped('out-of-sync', outOfSync, now, (owner, n) => `${owner}: ${apps(n)} OutOfSync`),
     ...grouped('sync-failed', failed, now, (owner, n) => `${owner}: sync failed on ${apps(n)}`),
   ];

@@ -7,6 +7,9 @@
  *                      │ gone                 │ ▲ back before that: a flap (resolving waits longer)
  *                      ▼                      ▼ │
  *                   (deleted)            acked / snoozed (until snoozedUntil, then firing)
+ *
+ * While an active alert's condition is gone it is clearing (`clearedAt`, then `resolvesAt`): its message
+ * says so, in whichever state it is, until it resolves or the condition comes back.
  */
 import { randomInt } from 'node:crypto';
 import type { AlertCondition, AlertSeverity } from './rules.js';
@@ -25,6 +28,12 @@ export interface AlertRecord extends Omit<AlertCondition, 'holdForMs'> {
   resolvedAt?: string;
   /** The condition has been absent since then (the alert is resolving). */
   clearedAt?: string;
+  /**
+   * When a clearing alert resolves unless its condition comes back; set (and the message edited to say so)
+   * once the condition has stayed away for FLAP_GRACE_MS, so a moment's disagreement between two workers'
+   * mirrors edits nothing.
+   */
+  resolvesAt?: string;
   /** Times the condition came back while resolving. */
   flaps: number;
   ackedBy?: string;
@@ -116,9 +125,34 @@ function resolve(prev: AlertRecord, at: string, extra: Partial<AlertRecord> = {}
     resolvedAt: at,
     updatedAt: at,
     clearedAt: undefined,
+    resolvesAt: undefined,
     renotify: false,
     version: prev.version + 1,
     ...extra,
+  };
+}
+
+/**
+ * An alert whose condition is gone: a pending one goes (nobody was told); an active one resolves once the
+ * condition has stayed away for resolveAfter (longer after each flap). Its message says it is clearing as
+ * soon as the condition has been away for FLAP_GRACE_MS: the fleet is fine again, and an alert that kept
+ * saying "12 apps Degraded" until it resolved would contradict `status`.
+ */
+function clearing(prev: AlertRecord | undefined, now: Date, policy: LifecyclePolicy): AlertRecord | null | undefined {
+  if (!prev || prev.state === 'resolved') return prev;
+  if (prev.state === 'pending') return null;
+  const at = now.toISOString();
+  const t = now.getTime();
+  if (!prev.clearedAt) return { ...prev, clearedAt: at };
+  const gone = t - Date.parse(prev.clearedAt);
+  const wait = policy.resolveAfterMs * Math.min(MAX_RESOLVE_STRETCH, 1 + prev.flaps);
+  if (gone >= wait) return resolve(prev, at);
+  if (prev.resolvesAt || gone < FLAP_GRACE_MS) return prev;
+  return {
+    ...prev,
+    resolvesAt: new Date(Date.parse(prev.clearedAt) + wait).toISOString(),
+    updatedAt: at,
+    version: prev.version + 1,
   };
 }
 
@@ -135,14 +169,7 @@ export function nextAlert(
 ): AlertRecord | null | undefined {
   const at = now.toISOString();
   const t = now.getTime();
-  if (!condition) {
-    if (!prev || prev.state === 'resolved') return prev;
-    if (prev.state === 'pending') return null;
-    if (!prev.clearedAt) return { ...prev, clearedAt: at };
-    const wait = policy.resolveAfterMs * Math.min(MAX_RESOLVE_STRETCH, 1 + prev.flaps);
-    if (t - Date.parse(prev.clearedAt) < wait) return prev;
-    return resolve(prev, at);
-  }
+  if (!condition) return clearing(prev, now, policy);
 
   if (prev && isActive(prev) && supersedes(prev, condition)) return resolve(prev, at, { superseded: true });
   // A resolved alert whose message still says it is firing is edited first; the new alert takes its place after.
@@ -172,6 +199,12 @@ export function nextAlert(
       // Back while resolving: held as it is, and counted so the next clearing waits longer.
       if (t - Date.parse(prev.clearedAt) >= FLAP_GRACE_MS) next.flaps = prev.flaps + 1;
       next.clearedAt = undefined;
+      // Its message said it was clearing: it says firing again.
+      if (prev.resolvesAt) {
+        next.resolvesAt = undefined;
+        next.version = prev.version + 1;
+        next.updatedAt = at;
+      }
     }
     if (!sameApps(prev.apps, condition.apps) || prev.severity !== condition.severity) {
       next = content(next, condition);

@@ -51,6 +51,8 @@ export interface AlertManagerOptions {
   incidents?: IncidentSink;
   /** Newest successful key backup per cluster with a backup schedule (from the run records). */
   keyBackups?: () => Promise<RuleInputs['keyBackups']>;
+  /** Metric checks failing on watched apps (RegressionStore), for the check-failed rule. */
+  regressions?: () => Promise<RuleInputs['regressions']>;
   /** rollcall's freezes (Redis): what they hold is an expected stall, not an alert. */
   freezes?: () => Promise<RuleInputs['freezes']>;
   logger?: Logger;
@@ -135,13 +137,17 @@ export class AlertManager {
 
   /** Conditions of every rule now, without touching Redis (for `alerts` and the benchmark). */
   async evaluate(): Promise<ReturnType<typeof evaluateAlertRules>> {
-    const keyBackups = this.opts.keyBackups ? await this.opts.keyBackups().catch(() => undefined) : undefined;
-    const freezes = this.opts.freezes ? await this.opts.freezes().catch(() => undefined) : undefined;
+    const [keyBackups, regressions, freezes] = await Promise.all([
+      this.opts.keyBackups?.().catch(() => undefined),
+      this.opts.regressions?.().catch(() => undefined),
+      this.opts.freezes?.().catch(() => undefined),
+    ]);
     return evaluateAlertRules({
       fleet: this.opts.fleet,
       now: this.now(),
       config: this.opts.config.alerts,
       keyBackups,
+      regressions,
       freezes,
     });
   }

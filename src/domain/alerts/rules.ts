@@ -24,7 +24,6 @@ export {
   ownerOf,
   pausedBy,
   revisionOf,
-  rolloutMembers,
   ruleSettings,
   shortRevision,
   type AlertCondition,
@@ -53,15 +52,15 @@ export function alertImpactSince(alert: Pick<AlertCondition, 'rule' | 'since'>):
 export function evaluateAlertRules(inputs: RuleInputs): RuleResult {
   const out: RuleResult = { conditions: [], expected: [] };
   const rules = alertingRules();
-  const stuckApps = new Set<string>();
+  const found = new Map<AlertRuleName, Set<string>>();
+  const seen = { appsOf: (rule: AlertRuleName) => found.get(rule) ?? new Set<string>() };
   const ordered = [...rules.filter((r) => r.id === 'stuck-step'), ...rules.filter((r) => r.id !== 'stuck-step')];
   for (const { id, rule } of ordered) {
     const settings = ruleSettings(inputs.config, id);
     if (!settings.enabled && id !== 'stuck-step') continue;
-    const found = rule.alert!(inputs, settings, { stuckApps });
-    const result = Array.isArray(found) ? { conditions: found, expected: [] } : found;
-    if (id === 'stuck-step')
-      for (const c of result.conditions) for (const app of c.apps) stuckApps.add(`${c.instance}/${app}`);
+    const answer = rule.alert!(inputs, settings, seen);
+    const result = Array.isArray(answer) ? { conditions: answer, expected: [] } : answer;
+    found.set(id, new Set(result.conditions.flatMap((c) => c.apps.map((app) => `${c.instance}/${app}`))));
     out.expected.push(...result.expected);
     if (settings.enabled) out.conditions.push(...result.conditions);
   }

@@ -15,6 +15,13 @@ export type { CheckVerdict } from './verdict.js';
 export interface EvaluateOptions {
   at?: number;
   range?: { from: number; to: number };
+  /**
+   * The window (ms) rendered as `{{window}}`, instead of the check's own: a wave watched for a few seconds is
+   * judged over what followed it, not over a window mostly filled by the revision it replaced. A range's first
+   * point is then this long after its start.
+   * @defaultValue the check's `window`
+   */
+  window?: number;
 }
 
 /** The config a CheckService reads: the checks and the Prometheus of each instance. */
@@ -86,6 +93,14 @@ export class CheckService {
     this.targets = [...clients.values()].map((c) => c.target);
   }
 
+  /**
+   * How often the Prometheus that judges `instance`'s apps scrapes them (config `scrapeInterval`): the first
+   * sample of a new revision exists one interval after it runs. Undefined when no Prometheus serves it.
+   */
+  scrapeIntervalOf(instance: string): number | undefined {
+    return (this.byInstance.get(instance) ?? this.fallback)?.cfg.scrapeInterval;
+  }
+
   /** The configured check names, in config order. */
   names(): string[] {
     return Object.keys(this.checks);
@@ -106,6 +121,8 @@ export class CheckService {
   /** Judges one app by one check. Throws only for an unknown check; every other failure is in the verdict. */
   async evaluate(checkName: string, app: FleetApp, opts: EvaluateOptions = {}): Promise<CheckVerdict> {
     const check = this.check(checkName);
+    if (opts.window !== undefined && !(opts.window > 0 && Number.isFinite(opts.window)))
+      throw new RangeError(`a check's window must be a positive duration in ms (got ${opts.window})`);
     const { threshold, failWhen } = thresholdOf(check);
     const base = { check: checkName, instance: app.instance, app: app.app.metadata.name, cluster: app.cluster };
     const target = this.byInstance.get(app.instance) ?? this.fallback;
@@ -121,7 +138,7 @@ export class CheckService {
     if (!target) return inconclusive(check.query, `no Prometheus is configured for instance ${app.instance}`);
     let query: string;
     try {
-      query = renderCheckQuery(checkName, check.query, subjectOf(app), check.window);
+      query = renderCheckQuery(checkName, check.query, subjectOf(app), opts.window ?? check.window);
     } catch (error) {
       if (error instanceof CheckRenderError) return inconclusive(check.query, error.message);
       throw error;
@@ -129,7 +146,7 @@ export class CheckService {
     const link = graphLink(target.cfg.uiUrl ?? target.cfg.url, query, opts);
     try {
       const judged = opts.range
-        ? await this.judgeRange(checkName, check, target.client, query, opts.range)
+        ? await this.judgeRange(checkName, check, target.client, query, opts.range, opts.window ?? check.window)
         : await this.judgeInstant(checkName, check, target.client, query, opts.at);
       return { ...base, ...judged, threshold, failWhen, query, link };
     } catch (error) {
@@ -174,11 +191,12 @@ export class CheckService {
     client: PrometheusQueries,
     query: string,
     range: { from: number; to: number },
+    window: number,
   ) {
     if (!(range.to >= range.from))
       throw new RangeError(`a check's range must end after it starts (got ${range.from}..${range.to})`);
-    const start = Math.min(range.from + check.window, range.to);
-    const answer = await client.queryRange(query, start, range.to, rangeStepS(check.window, range.from, range.to));
+    const start = Math.min(range.from + window, range.to);
+    const answer = await client.queryRange(query, start, range.to, rangeStepS(window, range.from, range.to));
     const observations: Observation[] = answer.series.flatMap((s) =>
       s.points.map((p) => ({ value: p.value, at: p.at, metric: s.metric })),
     );

@@ -21,6 +21,8 @@ export interface CheckVerdict {
   reason: string;
   /** How many series the answer held. */
   series?: number;
+  /** The answer held no number (no series, or only NaN): `status` is then the check's `noData`. */
+  noData?: true;
 }
 
 /** A sample the judgement weighs: the value (NaN when the series had none), when, and which series. */
@@ -74,14 +76,19 @@ export function judge(
   check: CheckConfig,
   observations: readonly Observation[],
   scope: Scope,
-): Pick<CheckVerdict, 'status' | 'value' | 'reason' | 'series'> {
+): Pick<CheckVerdict, 'status' | 'value' | 'reason' | 'series' | 'noData'> {
   const { threshold, failWhen } = thresholdOf(check);
   const numbers = observations.filter((o) => !Number.isNaN(o.value));
   if (!numbers.length) {
     const what = !scope.series
       ? `the query returned no series${scope.range ? ` over ${formatDuration(scope.range.to - scope.range.from)}` : ''}`
       : `${scope.series === 1 ? 'its one series has' : `all ${scope.series} series have`} only NaN samples`;
-    return { status: check.noData, reason: `no data: ${what} (noData: ${check.noData})`, series: scope.series };
+    return {
+      status: check.noData,
+      reason: `no data: ${what} (noData: ${check.noData})`,
+      series: scope.series,
+      noData: true,
+    };
   }
   const worst = numbers.reduce((w, o) =>
     failWhen === 'above' ? (o.value > w.value ? o : w) : o.value < w.value ? o : w,

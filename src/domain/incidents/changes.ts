@@ -1,4 +1,5 @@
 import type { Application, ApplicationSource, OperationState, RevisionHistory } from '../../infra/argocd/types.js';
+import { isDown } from '../../fleet/rules/index.js';
 import type { FleetEvent } from '../../fleet/events.js';
 import type { FleetApp, FleetAppSet, FleetView } from '../../fleet/model.js';
 
@@ -61,7 +62,6 @@ export interface ChangeRecord {
   text: string;
 }
 
-const BAD_HEALTH = new Set(['Degraded', 'Missing']);
 const BAD_PHASE = new Set(['Failed', 'Error']);
 const FLOATING_REFS = new Set(['', 'HEAD', 'main', 'master', 'trunk', 'develop']);
 
@@ -148,7 +148,7 @@ function healthRecord(a: FleetApp, from: string | undefined): ChangeRecord | und
   if (!health?.status) return undefined;
   const at = health.lastTransitionTime;
   if (!at) return undefined;
-  const message = BAD_HEALTH.has(health.status) ? healthMessage(a.app) : undefined;
+  const message = isDown(health.status) ? healthMessage(a.app) : undefined;
   return {
     id: `${appKey(a)}/health/${health.status}/${at}`,
     at,
@@ -157,7 +157,7 @@ function healthRecord(a: FleetApp, from: string | undefined): ChangeRecord | und
     ...(from ? { from } : {}),
     to: health.status,
     ...(message ? { message } : {}),
-    ...(BAD_HEALTH.has(health.status) ? { bad: true } : {}),
+    ...(isDown(health.status) ? { bad: true } : {}),
     text: `${a.app.metadata.name} ${from ? `${from} → ` : 'is '}${health.status}${message ? `: ${message}` : ''}`,
   };
 }
@@ -345,7 +345,7 @@ function appChanges(a: FleetApp, prev: FleetApp, seenAt: string): ChangeRecord[]
         ...where(a),
         ...(before?.health?.status ? { from: before.health.status } : {}),
         to: health,
-        ...(BAD_HEALTH.has(health) ? { bad: true } : {}),
+        ...(isDown(health) ? { bad: true } : {}),
         text: `${name} ${before?.health?.status ?? '?'} → ${health}`,
       });
     }

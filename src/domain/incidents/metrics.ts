@@ -1,4 +1,5 @@
 import type { FleetApp } from '../../fleet/model.js';
+import { isDown } from '../../fleet/rules/index.js';
 import type { Incident } from './store.js';
 import type { TimelineEntry } from './timeline.js';
 
@@ -116,8 +117,6 @@ export interface Impacted {
   apps: string[];
 }
 
-const UNHEALTHY = new Set(['Degraded', 'Missing']);
-
 interface AppTrack {
   instance: string;
   app: string;
@@ -202,8 +201,7 @@ export function blastRadius(
   end: number,
 ): { radius: BlastRadius; impacted: Impacted } {
   const hit = tracks.filter(
-    (t) =>
-      t.failedOperation || UNHEALTHY.has(t.initial) || t.transitions.some((tr) => UNHEALTHY.has(tr.to) && tr.at <= end),
+    (t) => t.failedOperation || isDown(t.initial) || t.transitions.some((tr) => isDown(tr.to) && tr.at <= end),
   );
   const points: { at: number; delta: number }[] = [];
   let unhealthyMs = 0;
@@ -214,7 +212,7 @@ export function blastRadius(
     for (const tr of segments) {
       const from = Math.max(start, since);
       const to = Math.min(end, tr.at);
-      if (UNHEALTHY.has(state) && to > from) {
+      if (isDown(state) && to > from) {
         unhealthyMs += to - from;
         points.push({ at: from, delta: 1 }, { at: to, delta: -1 });
       }

@@ -4,6 +4,7 @@ import { setMaxListeners } from 'node:events';
 import type { Job, Queue, Worker } from 'bullmq';
 import type { RunbookServices as Services } from './services.js';
 import type { MessageRef } from '../../core/notifier.js';
+import type { Reply } from '../../core/reply.js';
 import {
   createStepQueue,
   createStepWorker,
@@ -852,6 +853,7 @@ class Engine implements RunService {
         now: this.opts.clock ?? Date.now,
         audit: (e) => this.record({ ...e, runId }),
         progress: progress.offer,
+        say: (reply) => this.say(runId, reply),
       });
     } catch (err) {
       if (err instanceof LeaseLostError) return { status: 'interrupted' };
@@ -981,6 +983,24 @@ class Engine implements RunService {
       await this.store.update(run.id, (r) => ({ ...r, progressMessage: ref }));
     } catch (err) {
       this.opts.logger?.warn({ err: (err as Error).message, runId: run.id }, 'could not post the progress message');
+    }
+  }
+
+  /** A reply in the run's thread: under its live message, else where the run was asked for. */
+  private async say(runId: string, reply: Reply): Promise<void> {
+    const notifier = this.services.notifier;
+    if (!notifier) return;
+    try {
+      const run = await this.store.get(runId);
+      const ref = run?.progressMessage;
+      const target = ref
+        ? { channel: ref.channel, threadTs: ref.threadTs ?? ref.ts }
+        : run?.channel
+          ? { channel: run.channel, threadTs: run.threadTs }
+          : undefined;
+      if (target) await notifier.post(target, reply);
+    } catch (err) {
+      this.opts.logger?.warn({ err: (err as Error).message, runId }, 'could not post in the run thread');
     }
   }
 

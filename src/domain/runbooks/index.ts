@@ -23,4 +23,9 @@ export {
   previewReply,
   progressReply,
   runListReply,
+  runData,
+  type AuditData,
+  type NothingToDoData,
+  type RunData,
+  type RunListData,
 } from './replies.js';

@@ -35,8 +35,44 @@ export class NothingToDo extends Error {
   }
 }
 
+/** A run as its replies carry it (runData): the id and status twice, for scripts. */
+export type RunData = {
+  runId: string;
+  status: RunStatus;
+  run: Pick<
+    Run,
+    | 'id'
+    | 'runbook'
+    | 'status'
+    | 'params'
+    | 'requester'
+    | 'approvals'
+    | 'approvalsRequired'
+    | 'steps'
+    | 'progress'
+    | 'pausedReason'
+    | 'error'
+    | 'createdAt'
+    | 'startedAt'
+    | 'endedAt'
+  >;
+  preview: Record<string, unknown> | undefined;
+};
+/** A runbook whose preview found nothing to do: no run was made. */
+export type NothingToDoData = { runbook: string; nothingToDo: true; summary: string; preview: Record<string, unknown> };
+export type RunListData = {
+  runs: {
+    id: string;
+    runbook: string;
+    status: RunStatus;
+    requester: string;
+    createdAt: string;
+    progress: string | undefined;
+  }[];
+};
+export type AuditData = { entries: AuditEntry[] };
 /** The data every run reply carries for `ask --json` and tests. */
-export function runData(run: Run): Record<string, unknown> {
+export function runData(run: Run): RunData {
   return {
     runId: run.id,
     status: run.status,
@@ -97,7 +133,8 @@ function typedParams(params: Record<string, unknown>): string[] {
   return Object.values(params).map((v) => (typeof v === 'string' ? v : (JSON.stringify(v) ?? '')));
 }
 
-export function previewReply(run: Run): Reply {
+/** The preview of a run, answered as `command` (the command that started it, or `runs` showing it). */
+export function previewReply<C extends string>(run: Run, command: C): Reply<C, RunData> {
   const blocks: ReplyBlock[] = [
     { kind: 'header', text: `${run.title} — preview (${run.id})` },
     { kind: 'text', text: run.preview?.summary ?? 'nothing to preview', tone: 'info' },
@@ -112,7 +149,7 @@ export function previewReply(run: Run): Reply {
   return withUserText(
     {
       ok: true,
-      command: 'run',
+      command,
       title: `${run.title}: preview`,
       data: runData(run),
       blocks,
@@ -126,11 +163,11 @@ export function previewReply(run: Run): Reply {
  * The answer to a runbook whose preview found nothing to do: what it found and why, with no run and no
  * Confirm (see NothingToDo). `ok`: the request was understood and answered; nothing is wrong.
  */
-export function nothingToDoReply(
+export function nothingToDoReply<C extends string>(
   found: { runbook: string; title: string; summary: string; preview: { data: Record<string, unknown> } },
-  command: string,
+  command: C,
   params: Record<string, string>,
-): Reply {
+): Reply<C, NothingToDoData> {
   const blocks: ReplyBlock[] = [
     { kind: 'header', text: `${found.title}: nothing to do` },
     { kind: 'text', text: found.summary, tone: 'ok' },
@@ -162,7 +199,7 @@ function countsText(counts: Record<string, number>): string {
 }
 
 /** The one live message: state, counts, failing apps, and the buttons for the state. Also the summary at the end. */
-export function progressReply(run: Run): Reply {
+export function progressReply(run: Run): Reply<'runs', RunData> {
   const tone = STATUS_TONE[run.status];
   const blocks: ReplyBlock[] = [{ kind: 'header', text: `${run.title} ${run.id}: ${run.status}` }];
   if (run.status === 'awaiting-approval') {
@@ -183,9 +220,9 @@ export function progressReply(run: Run): Reply {
     if (watch && run.status === 'running')
       blocks.push({
         kind: 'list',
-        title: `Wave ${watch.wave}: ${watch.kind === 'bake' ? 'baking' : 'verifying'}, ends ${when(watch.endsAt, new Date(run.progress.updatedAt))}`,
+        title: `${watch.kind === 'watch' ? `After the rollout: watching ${watch.apps ?? 'the'} synced app${watch.apps === 1 ? '' : 's'}` : `Wave ${watch.wave}: ${watch.kind === 'bake' ? 'baking' : 'verifying'}`}, ends ${when(watch.endsAt, new Date(run.progress.updatedAt))}`,
         items: watch.verdicts.map((v) => ({
-          text: `${v.name}: ${v.verdict}`,
+          text: `${v.name}: ${v.verdict}${v.figure ? ` · ${v.figure}` : ''}`,
           detail: v.reason,
           tone: VERDICT_TONE[v.verdict],
         })),
@@ -253,8 +290,8 @@ function endedText(run: Run): string {
   return ` · ended ${when(run.endedAt)}${took}`;
 }
 
-export function runListReply(runs: Run[]): Reply {
-  const reply: Reply = {
+export function runListReply(runs: Run[]): Reply<'runs', RunListData> {
+  const reply: Reply<'runs', RunListData> = {
     ok: true,
     command: 'runs',
     title: 'Recent runs',
@@ -294,8 +331,8 @@ function originText(e: AuditEntry): string {
   return ` (${e.surface}${e.actAs ? `, --as by ${e.osUser ?? 'unknown'}` : ''})`;
 }
 
-export function auditReply(entries: AuditEntry[]): Reply {
-  const reply: Reply = {
+export function auditReply(entries: AuditEntry[]): Reply<'audit', AuditData> {
+  const reply: Reply<'audit', AuditData> = {
     ok: true,
     command: 'audit',
     title: `Audit log (latest ${entries.length})`,

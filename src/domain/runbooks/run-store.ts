@@ -56,12 +56,17 @@ export interface RunProgress {
   counts: Record<string, number>;
   failing: { app: string; instance: string; cluster?: string; reason: string }[];
   wave?: { index: number; total: number };
-  /** A wave under watch after its gate (a bake, or verifiers without one): when it ends, and each verifier's latest verdict. */
+  /**
+   * A wave under watch after its gate (a bake, or verifiers without one), or every synced app under watch after
+   * the last wave (`watch`): when it ends, and each verifier's latest verdict (a metric check's with its figure).
+   */
   watch?: {
     wave: number;
-    kind: 'bake' | 'verify';
+    kind: 'bake' | 'verify' | 'watch';
     endsAt: string;
-    verdicts: { name: string; verdict: 'pass' | 'fail' | 'inconclusive'; reason: string }[];
+    /** How many apps are watched (the wave's, or every app the run synced). */
+    apps?: number;
+    verdicts: { name: string; verdict: 'pass' | 'fail' | 'inconclusive'; reason: string; figure?: string }[];
   };
   updatedAt: string;
 }

@@ -6,6 +6,7 @@ import type { KubeClients } from '../../infra/kube/clients.js';
 import type { PauseStore } from './rollout-pause.js';
 import type { FreezeStore } from './freeze.js';
 import type { CheckService } from '../checks/index.js';
+import type { RegressionStore } from '../checks/regressions.js';
 
 /**
  * The services of the running process that runbooks act through. Commands see the same object with
@@ -26,4 +27,6 @@ export interface RunbookServices {
   freezes?: FreezeStore;
   /** The metric checks of config `checks`, judged through Prometheus; set when any check is configured. */
   checks?: CheckService;
+  /** Metric checks failing on watched apps, kept in Redis for the alert rules (needs Redis). */
+  regressions?: RegressionStore;
 }

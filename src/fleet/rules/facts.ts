@@ -60,6 +60,20 @@ export interface RuleSettings {
 }
 
 /** What the alerting rules judge: the fleet, the time, their settings, and a fact only Redis knows. */
+/** A failure a watcher keeps in force, as the alert rules read it. */
+export interface CheckRegression {
+  /** Who raised it: `guard:<instance>/<appset>` or `watch:<run id>`. */
+  key: string;
+  instance: string;
+  appSet?: string;
+  runId?: string;
+  checks: string[];
+  apps: string[];
+  since: string;
+  summary: string;
+  details: string[];
+}
+
 export interface RuleInputs {
   fleet: FleetView;
   now: Date;
@@ -69,6 +83,8 @@ export interface RuleInputs {
    * Absent when Redis cannot be read: the rule is then skipped rather than guessed.
    */
   keyBackups?: { cluster: string; lastBackupAt?: string }[];
+  /** Metric checks failing on watched apps (guards, watches after a sync), read from Redis; absent when unread. */
+  regressions?: readonly CheckRegression[];
   /** rollcall's freezes (deny windows it wrote), from Redis; what they hold is expected, not stuck. */
   freezes?: readonly Freeze[];
 }
@@ -191,12 +207,12 @@ export interface AppHit {
 }
 
 /** Apps grouped by owner and revision, as conditions of one rule. */
-export function appConditions(
+export function appConditions<Hit extends AppHit>(
   rule: AlertRuleName,
-  apps: AppHit[],
+  apps: Hit[],
   now: Date,
-  describe: (owner: string, count: number, since: string) => string,
-  extra: Partial<AlertCondition> = {},
+  describe: (owner: string, count: number, since: string, group: Hit[]) => string,
+  extra: Partial<AlertCondition> | ((group: Hit[]) => Partial<AlertCondition>) = {},
 ): AlertCondition[] {
   const out: AlertCondition[] = [];
   const groups = groupBy(apps, (a) =>
@@ -219,21 +235,24 @@ export function appConditions(
       revision: group[0].revision,
       apps: group.map((g) => g.fleetApp.app.metadata.name),
       since,
-      summary: describe(ownerLabel(owner), group.length, since),
+      summary: describe(ownerLabel(owner), group.length, since, group),
       details: group.map((g) => `${g.fleetApp.app.metadata.name}: ${g.detail}`),
-      ...extra,
+      ...(typeof extra === 'function' ? extra(group) : extra),
     });
   }
   return out;
 }
 
-/** `instance/app` of every app whose RollingSync entry is not Healthy: the rollout is still getting to it. */
-export function rolloutMembers(fleet: FleetView): Set<string> {
+/**
+ * `instance/app` of every app whose RollingSync entry is Pending or Progressing: the rollout has started its
+ * sync and waits for it to end Healthy and Synced, so stuck-step is the rule that judges it.
+ */
+export function inFlightInRollout(fleet: FleetView): Set<string> {
   const out = new Set<string>();
   for (const s of fleet.appSets()) {
     if (!isRollingSync(s.appSet)) continue;
     for (const e of s.appSet.status?.applicationStatus ?? [])
-      if (e.status !== 'Healthy') out.add(`${s.instance}/${e.application}`);
+      if (e.status === 'Pending' || e.status === 'Progressing') out.add(`${s.instance}/${e.application}`);
   }
   return out;
 }

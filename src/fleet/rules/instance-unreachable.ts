@@ -5,6 +5,7 @@
  */
 import { oneLine, truncate } from '../../core/format.js';
 import { ALERT_QUOTE_MAX, groupKey, type AlertCondition, type RuleInputs, type RuleSettings } from './facts.js';
+import type { RuleViews } from './rule.js';
 
 /** An unreachable instance's own error, in full but on one line: it is the whole of the alert's detail. */
 const ERROR_DETAIL_MAX = 400;
@@ -27,3 +28,7 @@ export function instanceUnreachableAlerts(inputs: RuleInputs, settings: RuleSett
   }
   return out;
 }
+
+export const instanceUnreachableRule: RuleViews = {
+  alert: (inputs, settings) => instanceUnreachableAlerts(inputs, settings),
+};

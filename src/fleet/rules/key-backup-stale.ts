@@ -4,8 +4,9 @@
  * and keeps the old ones; without a backup of every key, secrets sealed for a rebuilt cluster cannot be
  * opened. This is a Kubernetes fact, not an Argo CD one: it judges the backups the caller read (Redis).
  */
-import { formatDuration } from '../../core/format.js';
+import { absoluteTime, formatDuration } from '../../core/format.js';
 import { groupKey, type AlertCondition, type RuleSettings } from './facts.js';
+import type { RuleViews } from './rule.js';
 
 export interface KeyBackup {
   cluster: string;
@@ -31,10 +32,14 @@ export function keyBackupStaleAlerts(
       apps: [],
       since: b.lastBackupAt ?? now.toISOString(),
       summary: b.lastBackupAt
-        ? `No sealed-secrets key backup of cluster ${b.cluster} for ${formatDuration(age)} (expected within ${formatDuration(afterMs)}).`
+        ? `No sealed-secrets key backup of cluster ${b.cluster} since ${absoluteTime(b.lastBackupAt)} (expected within ${formatDuration(afterMs)}).`
         : `No successful sealed-secrets key backup of cluster ${b.cluster} is recorded, though it has a backup schedule.`,
       details: [`Back it up now: \`run backup-sealed-secrets-keys cluster=${b.cluster}\``],
     });
   }
   return out;
 }
+
+export const keyBackupStaleRule: RuleViews = {
+  alert: (inputs, settings) => (inputs.keyBackups ? keyBackupStaleAlerts(inputs.keyBackups, inputs.now, settings) : []),
+};

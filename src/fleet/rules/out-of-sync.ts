@@ -1,24 +1,54 @@
 /**
  * out-of-sync: an app OutOfSync (status.sync.status: its live state differs from git at its target
- * revision) for longer than the rule's threshold. Argo CD records no time for a change of sync status, so
+ * revision, controller/state.go CompareAppState at v3.5.1) for longer than the rule's threshold. Argo CD
+ * records no time for a change of sync status (SyncStatus has none, pkg/apis/application/v1alpha1/types.go), so
  * the lifecycle counts the threshold from the first sighting (holdForMs). An app waiting its turn in a
  * RollingSync rollout is OutOfSync by design (stuck-step covers it), and so is one a sync window holds; one
- * rollcall's freeze holds is an expected stall.
+ * rollcall's freeze holds is an expected stall. An app in no step (entry step -1) is not in a rollout:
+ * RollingSync never syncs it (progressive_sync.go getAppStep and getAppsToSync at v3.5.1), so its OutOfSync
+ * lasts until someone syncs it.
  */
-import { formatDuration } from '../../core/format.js';
-import type { FleetApp } from '../model.js';
+import type { ApplicationSetApplicationStatus } from '../../infra/argocd/types.js';
+import { absoluteTime, formatDuration } from '../../core/format.js';
+import type { FleetApp, FleetView } from '../model.js';
 import { describeFreeze, freezeHolding, type Freeze } from '../freeze.js';
+import { isRollingSync } from '../rollingsync.js';
 import {
   appConditions,
   byName,
   heldBySyncWindow,
-  rolloutMembers,
   type AppHit,
   type ExpectedStall,
   type RuleInputs,
   type RuleResult,
   type RuleSettings,
 } from './facts.js';
+import type { RuleViews } from './rule.js';
+
+/** The entry puts the app in a step (1, 2, ...); `-1` is no step. */
+function inStep(entry: ApplicationSetApplicationStatus): boolean {
+  return Number(entry.step) >= 1;
+}
+
+/**
+ * The rollout has not reached the app yet: its RollingSync entry is Waiting or Pending in a step, and
+ * RollingSync syncs it once its step is released (and maxUpdate has room). An app in no step waits for
+ * nothing. What `status` calls waiting.
+ */
+export function waitingForStep(entry: ApplicationSetApplicationStatus | undefined): boolean {
+  return !!entry && inStep(entry) && (entry.status === 'Waiting' || entry.status === 'Pending');
+}
+
+/** `instance/app` of every app whose RollingSync entry in a step is not Healthy: the rollout is still getting to it. */
+export function rolloutMembers(fleet: FleetView): Set<string> {
+  const out = new Set<string>();
+  for (const s of fleet.appSets()) {
+    if (!isRollingSync(s.appSet)) continue;
+    for (const e of s.appSet.status?.applicationStatus ?? [])
+      if (e.status !== 'Healthy' && inStep(e)) out.add(`${s.instance}/${e.application}`);
+  }
+  return out;
+}
 
 /**
  * The rule's judgement of one app, before its threshold: OutOfSync, neither waiting in a rollout
@@ -52,7 +82,7 @@ export function outOfSyncAlerts(inputs: RuleInputs, settings: RuleSettings): Rul
       fleetApp: a,
       since: undefined,
       revision: app.status?.sync?.revision,
-      detail: `OutOfSync${op?.finishedAt ? `; last sync ${op.phase} at ${op.finishedAt}` : ''}`,
+      detail: `OutOfSync${op?.finishedAt ? `; last sync ${op.phase} at ${absoluteTime(op.finishedAt)}` : ''}`,
     });
   }
   const holdForMs = settings.afterMs;
@@ -74,3 +104,5 @@ export function outOfSyncAlerts(inputs: RuleInputs, settings: RuleSettings): Rul
   }));
   return { conditions, expected };
 }
+
+export const outOfSyncRule: RuleViews = { alert: (inputs, settings) => outOfSyncAlerts(inputs, settings) };

@@ -3,10 +3,15 @@
  * Argo CD has no step timeout: the ApplicationSet controller waits for every app of a step to be Healthy
  * before it moves the next step's apps to Pending, however long that takes, and says nothing. Held on
  * purpose (rollcall's pause, a sync window's "Sync operation blocked by sync window" — rollcall's freeze is
- * one — a maxUpdate 0 gate) is said as an expected stall instead. The diagnosis of a stuck step is `ruleStuckStep` in ../diagnose.ts.
+ * one — a maxUpdate 0 gate) is said as an expected stall instead.
+ *
+ * The fact, from progressive_sync.go UpdateApplicationSetApplicationStatus at v3.5.1: Pending moves to
+ * Progressing once an operation started after the Pending transition, whatever its result ("It is not the
+ * appset's job to retry failed syncs"), and Progressing moves to Healthy only when the app is Healthy and
+ * Synced; getAppsToSync releases the next step only when every app of this one is Healthy. Nothing times out.
  */
 import type { ApplicationSet, ApplicationSetApplicationStatus } from '../../infra/argocd/types.js';
-import { formatDuration } from '../../core/format.js';
+import { absoluteTime, byText, formatDuration, plural } from '../../core/format.js';
 import type { FleetApp, FleetAppSet } from '../model.js';
 import { describeFreeze, freezeHolding } from '../freeze.js';
 import { isRollingSync, maxConcurrentFor, rolloutSteps } from '../rollingsync.js';
@@ -23,6 +28,9 @@ import {
   type RuleResult,
   type RuleSettings,
 } from './facts.js';
+import { appNamed, type AddFinding, type AppSetContext } from './appset-context.js';
+import { NAMES_SHOWN, appDetail, nameList } from './finding-text.js';
+import type { RuleViews } from './rule.js';
 
 interface StuckEntry {
   name: string;
@@ -90,7 +98,7 @@ function stuckStepsOf(inputs: RuleInputs, target: FleetAppSet, settings: RuleSet
     return;
   }
   manualGates(target.instance, appSet, entries, out);
-  stuckConditions(inputs, target.instance, appSet, byStep, out);
+  stuckConditions(target.instance, appSet, byStep, settings, out);
 }
 
 function stuckEntry(
@@ -138,13 +146,12 @@ function manualGates(
 }
 
 function stuckConditions(
-  inputs: RuleInputs,
   instance: string,
   appSet: ApplicationSet,
   byStep: Map<number, StuckEntry[]>,
+  settings: RuleSettings,
   out: RuleResult,
 ): void {
-  const { now } = inputs;
   const name = appSet.metadata.name;
   const stepCount = rolloutSteps(appSet).length;
   for (const [step, stuck] of byStep) {
@@ -162,12 +169,86 @@ function stuckConditions(
         revision: revision || undefined,
         apps: group.map((s) => s.name).sort(byName),
         since,
-        summary: `Step ${step} of ${name} is stuck: ${group.length} app${group.length === 1 ? '' : 's'} Pending/Progressing for ${formatDuration(now.getTime() - Date.parse(since))}${later > 0 ? `; ${later} later step${later === 1 ? '' : 's'} wait behind it` : ''}.`,
-        details: group.map(
-          (s) => `${s.name}: ${s.status} for ${formatDuration(now.getTime() - Date.parse(s.since))} (${s.problem})`,
-        ),
+        // No ages in the text: an alert keeps its summary while it lasts, and its message shows since when.
+        summary: `Step ${step} of ${name} is stuck: ${plural(group.length, 'app')} Pending/Progressing longer than ${formatDuration(settings.afterMs)}${later > 0 ? `; ${plural(later, 'later step')} wait${later === 1 ? 's' : ''} behind it` : ''}.`,
+        details: group.map((s) => `${s.name}: ${s.status} since ${absoluteTime(s.since)} (${s.problem})`),
         rolloutTarget: name,
       });
     }
   }
 }
+
+/** The diagnosis: each step with apps Pending/Progressing longer than stuckAfter, and what waits behind it. */
+function diagnoseStuckStep(ctx: AppSetContext, add: AddFinding) {
+  const byStep = new Map<number, { entry: ApplicationSetApplicationStatus; sinceMs: number }[]>();
+  for (const entry of ctx.statusEntries) {
+    if (entry.status !== 'Pending' && entry.status !== 'Progressing') continue;
+    const since =
+      parseTime(entry.lastTransitionTime) ??
+      parseTime(appNamed(ctx, entry.application)?.status?.operationState?.startedAt);
+    if (since === undefined) continue;
+    const sinceMs = ctx.now.getTime() - since;
+    if (sinceMs <= ctx.stuckAfterMs) continue;
+    const step = Number(entry.step);
+    const list = byStep.get(step) ?? [];
+    list.push({ entry, sinceMs });
+    byStep.set(step, list);
+  }
+  for (const [step, stuck] of [...byStep].sort((a, b) => a[0] - b[0])) {
+    stuck.sort((a, b) => b.sinceMs - a.sinceMs || byText(a.entry.application, b.entry.application));
+    const names = stuck.map((s) => s.entry.application);
+    // Each app's operation and health messages (webhook errors run to hundreds of characters) get a line of
+    // their own: one sentence holding them all is unreadable at 3 a.m.
+    const details = stuck
+      .slice(0, NAMES_SHOWN)
+      .map(
+        (s) =>
+          `${s.entry.application} ${s.entry.status} for ${formatDuration(s.sinceMs)}: ${appDetail(appNamed(ctx, s.entry.application))}`,
+      );
+    if (stuck.length > NAMES_SHOWN) details.push(`+${stuck.length - NAMES_SHOWN} more`);
+    const blocked = blockedBehind(ctx, step);
+    add({
+      rule: 'stuck-step',
+      severity: 'critical',
+      message:
+        `Step ${step} is stuck: ${plural(stuck.length, 'app')} Pending/Progressing longer than ${formatDuration(ctx.stuckAfterMs)} (${nameList(names)}).` +
+        (blocked.apps > 0 ? ` ${blocked.text} wait${blocked.steps.length === 1 ? 's' : ''} behind it.` : ''),
+      details,
+      why:
+        'Argo CD has no step timeout in any version (the 300s progressing timeout once in the docs never existed). ' +
+        'An app leaves Progressing only when it is both Healthy and Synced; a failed sync counts as Progressing, ' +
+        'so the step never completes and every later step waits forever.',
+      fix:
+        `Fix what the operation and health messages point at, then sync the app (\`/argo sync ${names[0]}\`); ` +
+        `if its operation hangs Running, terminate it (\`argocd app terminate-op ${names[0]}\`) and sync again. ` +
+        `To keep later steps from starting meanwhile, pause the rollout: \`/argo pause ${ctx.name}\`.`,
+      step: Number.isInteger(step) ? step : undefined,
+      apps: names,
+    });
+  }
+}
+
+function blockedBehind(ctx: AppSetContext, step: number): { apps: number; steps: number[]; text: string } {
+  const steps: number[] = [];
+  let apps = 0;
+  for (let n = step + 1; n <= ctx.steps.length; n++) {
+    const inStep = ctx.apps.filter((a) => a.steps[0] === n).length;
+    if (inStep === 0) continue;
+    steps.push(n);
+    apps += inStep;
+  }
+  if (apps === 0) return { apps, steps, text: '' };
+  const range = steps.length === 1 ? `Step ${steps[0]}` : `Steps ${steps[0]}–${steps[steps.length - 1]}`;
+  return { apps, steps, text: `${range} (${plural(apps, 'app')})` };
+}
+
+function parseTime(text: string | undefined): number | undefined {
+  if (!text) return undefined;
+  const t = Date.parse(text);
+  return Number.isNaN(t) ? undefined : t;
+}
+
+export const stuckStepRule: RuleViews = {
+  alert: (inputs, settings) => stuckStepAlerts(inputs, settings),
+  appSet: { check: diagnoseStuckStep },
+};

@@ -1,7 +1,8 @@
 /**
  * sync-failed: an app whose last operation ended Failed or Error. Argo CD keeps the operation's phase and
- * message in status.operationState until the next operation; an automated sync retries only with a retry
- * policy, so a failed sync otherwise stays failed. Apps in a stuck step are left to stuck-step: that is
+ * message in status.operationState until the next operation (Failed and Error are completed phases,
+ * gitops-engine/pkg/sync/common/types.go OperationPhase.Completed at v3.5.1); an automated sync retries only
+ * with a retry policy, so a failed sync otherwise stays failed. Apps in a stuck step are left to stuck-step: that is
  * the problem on-call acts on, and its message names the failure.
  */
 import type { Application } from '../../infra/argocd/types.js';
@@ -14,6 +15,7 @@ import {
   type AppHit,
   type RuleInputs,
 } from './facts.js';
+import type { RuleViews } from './rule.js';
 
 /** The rule's judgement of one app: its last operation ended Failed or Error. */
 export function syncFailed(app: Application): boolean {
@@ -40,3 +42,7 @@ export function syncFailedAlerts(inputs: RuleInputs, stuckApps: ReadonlySet<stri
     (owner, n) => `Sync failed for ${n} app${n === 1 ? '' : 's'} of ${owner}.`,
   );
 }
+
+export const syncFailedRule: RuleViews = {
+  alert: (inputs, _settings, seen) => syncFailedAlerts(inputs, seen.appsOf('stuck-step')),
+};

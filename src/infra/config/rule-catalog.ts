@@ -22,8 +22,8 @@ export interface RuleMeta {
   severity: RuleSeverity;
   /** One line: what the rule finds (help, `diagnose` and the docs list it). */
   title: string;
-  /** Present on rules that raise alerts. */
-  alert?: AlertDefaults;
+  /** Present on rules that raise alerts: their defaults, and the heading of their alert messages. */
+  alert?: AlertDefaults & { heading: string };
 }
 
 const MINUTE = 60_000;
@@ -52,25 +52,38 @@ export const RULE_CATALOG = [
     severity: 'critical',
     title: 'a RollingSync step whose apps stay Pending/Progressing longer than stuckAfter',
     // The threshold defaults to alerts.stuckAfter (15m) rather than afterMs: see ruleSettings.
-    alert: { enabled: true, afterMs: 15 * MINUTE, windowMs: 0 },
+    alert: { heading: 'Stuck rollout step', enabled: true, afterMs: 15 * MINUTE, windowMs: 0 },
   },
   { id: 'sync-window-blocking', severity: 'warning', title: 'a sync window holds the rollout' },
   {
     id: 'sync-failed',
     severity: 'critical',
     title: "an app's last sync Failed or Errored",
-    alert: { enabled: true, afterMs: 0, windowMs: 0 },
+    alert: { heading: 'Sync failed', enabled: true, afterMs: 0, windowMs: 0 },
   },
   {
     id: 'degraded-after-sync',
     severity: 'critical',
     title: 'apps Degraded (a crash loop) right after a successful sync, with the revision that did it and the fix',
-    alert: { enabled: true, afterMs: 0, windowMs: 30 * MINUTE },
+    alert: { heading: 'Degraded after sync', enabled: true, afterMs: 0, windowMs: 30 * MINUTE },
+  },
+  {
+    id: 'app-degraded',
+    severity: 'critical',
+    title:
+      'apps Degraded or Missing for longer than `after` (a crash loop, a failed rollout, deleted resources), whatever synced them',
+    // A pod restarting during a rollout is Degraded for moments; a crash loop stays: 5m keeps the blip quiet.
+    alert: { heading: 'Degraded or Missing', enabled: true, afterMs: 5 * MINUTE, windowMs: 0 },
   },
   {
     id: 'degraded-after-healthy',
     severity: 'warning',
     title: 'an app of a finished step turned Degraded after being Healthy',
+  },
+  {
+    id: 'step-on-previous-revision',
+    severity: 'critical',
+    title: 'a step RollingSync counts as complete while its apps still run the previous revision or spec',
   },
   {
     id: 'label-on-cluster-not-app',
@@ -95,19 +108,25 @@ export const RULE_CATALOG = [
     id: 'out-of-sync',
     severity: 'warning',
     title: 'an app OutOfSync for longer than its threshold, outside a rollout',
-    alert: { enabled: true, afterMs: HOUR, windowMs: 0 },
+    alert: { heading: 'OutOfSync', enabled: true, afterMs: HOUR, windowMs: 0 },
   },
   {
     id: 'instance-unreachable',
     severity: 'critical',
     title: "an Argo CD instance rollcall's view of is stale",
-    alert: { enabled: true, afterMs: 2 * MINUTE, windowMs: 0 },
+    alert: { heading: 'Argo CD instance unreachable', enabled: true, afterMs: 2 * MINUTE, windowMs: 0 },
   },
   {
     id: 'key-backup-stale',
     severity: 'warning',
     title: 'a cluster with a key backup schedule whose newest sealed-secrets key backup is too old',
-    alert: { enabled: true, afterMs: 26 * HOUR, windowMs: 0 },
+    alert: { heading: 'Sealed-secrets key backup stale', enabled: true, afterMs: 26 * HOUR, windowMs: 0 },
+  },
+  {
+    id: 'check-failed',
+    severity: 'critical',
+    title: 'a metric check failing on apps a guard or a post-sync watch follows (Argo CD may call them Healthy)',
+    alert: { heading: 'Metric check failing', enabled: true, afterMs: 0, windowMs: 0 },
   },
 ] as const satisfies readonly RuleMeta[];
 
@@ -132,4 +151,9 @@ export function ruleMeta(id: string): RuleMeta | undefined {
 /** A rule's alert defaults. */
 export function alertDefaults(id: AlertRuleName): AlertDefaults {
   return BY_ID.get(id)!.alert!;
+}
+
+/** The heading of a rule's alert messages ("Stuck rollout step"); the id for a rule that raises none. */
+export function alertHeading(id: string): string {
+  return BY_ID.get(id)?.alert?.heading ?? id;
 }

@@ -316,7 +316,8 @@ function alertsSchemaWith(duration: DurationSchema) {
     channel: z.string().optional(),
     /**
      * How long the condition must last before it is a problem: stuck-step (default alerts.stuckAfter),
-     * out-of-sync (1h), instance-unreachable (2m), key-backup-stale (no backup newer than this; 26h).
+     * app-degraded (Degraded or Missing this long; 5m), out-of-sync (1h), instance-unreachable (2m),
+     * key-backup-stale (no backup newer than this; 26h).
      */
     after: duration.optional(),
     /** degraded-after-sync: an app turning Degraded this long after a successful sync still counts. @defaultValue 30m */

@@ -173,6 +173,7 @@ async function startRunStores(
   services.pauses = new mods.PauseStore(pausesRedis, config.redis.prefix);
   services.freezes = new mods.FreezeStore(pausesRedis, config.redis.prefix);
   services.guards = new mods.GuardStore(pausesRedis, config.redis.prefix);
+  services.regressions = new mods.RegressionStore(pausesRedis, config.redis.prefix);
   const changes = new mods.ChangeLog(pausesRedis, config.redis.prefix, config.changes.retention, opts.logger);
   services.changes = changes;
   const incidents = new mods.IncidentService(
@@ -233,7 +234,8 @@ async function startAlerts(
     output: alertOutput(() => services.notifier ?? runtime.outputNotifier, replies),
     incidents: opts.incidents ?? incidentSink(incidents),
     keyBackups: () => records.keyBackups(),
-    ...(services.freezes ? { freezes: () => services.freezes!.list() } : {}),
+    regressions: async () => services.regressions?.list(Date.now()),
+    freezes: async () => services.freezes?.list(),
     logger: opts.logger.child({ component: 'alerts' }),
   });
   runtime.alerts.start();
@@ -249,7 +251,7 @@ function startGuards({ config, opts, runtime, started }: RuntimeContext, mods: R
     store: services.guards,
     fleet: runtime.mirror,
     checks: services.checks,
-    regressions: new mods.RegressionStore(started.pausesRedis, config.redis.prefix),
+    regressions: services.regressions,
     runs: services.runs,
     audit: services.audit,
     notifier: () => services.notifier ?? runtime.outputNotifier,

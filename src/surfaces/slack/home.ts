@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { CommandContext } from '../../commands/registry.js';
 import type { Reply, ReplyItem, Tone } from '../../core/reply.js';
 import { renderHomeView } from '../../views/blocks.js';
+import { downCount } from '../../fleet/status.js';
 import { rolloutsInFlightReply } from '../../commands/rollouts.js';
 import { runCommand } from './context.js';
 
@@ -21,7 +22,7 @@ interface ClusterCounts extends StatusCounts {
 /** Apps on the cluster that need attention: not Synced, or Degraded/Missing/Unknown. */
 function problemScore(c: ClusterCounts): number {
   const outOfSync = c.apps - (c.sync.Synced ?? 0);
-  const unhealthy = (c.health.Degraded ?? 0) + (c.health.Missing ?? 0) + (c.health.Unknown ?? 0);
+  const unhealthy = downCount(c.health) + (c.health.Unknown ?? 0);
   return Math.max(outOfSync, unhealthy) + unhealthy * 0.001;
 }
 
@@ -47,7 +48,7 @@ export function fleetSummaryReply(status: Reply): Reply {
     .sort((a, b) => b.score - a.score)
     .slice(0, WORST_CLUSTERS);
   const items: ReplyItem[] = worst.map(({ c }) => {
-    const tone: Tone = (c.health.Degraded ?? 0) + (c.health.Missing ?? 0) > 0 ? 'error' : 'warn';
+    const tone: Tone = downCount(c.health) > 0 ? 'error' : 'warn';
     const name = multiInstance ? `${c.instance}/${c.cluster}` : c.cluster;
     return {
       text: `*${name}* — ${c.apps} apps`,

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { ReplyBlock } from '../../../core/reply.js';
+import type { Reply, ReplyBlock } from '../../../core/reply.js';
 import type { RunbookServices as Services } from '../services.js';
 import type { InstanceRateLimiter } from '../../../infra/rate-limit.js';
 import type { AuditEvent } from '../../audit/audit-log.js';
@@ -57,6 +57,12 @@ export interface ActionContext {
   /** Absolute ms deadline of the step (its timeout), if any. */
   deadline?: number;
   progress(p: RunProgress): void;
+  /**
+   * Posts a reply in the run's thread (under its live message) through the services' notifier: what a step
+   * has to tell people beyond its progress, such as a regression it found. Never throws: a run without a
+   * channel or a notifier, or a post that fails, says nothing (the failure is logged).
+   */
+  say(reply: Reply): Promise<void>;
   audit(event: Omit<AuditEvent, 'runId' | 'at'>): Promise<void>;
   limiter: InstanceRateLimiter;
   now(): number;

@@ -12,7 +12,8 @@ import type { Application, ApplicationSyncRequest } from '../../../../infra/argo
 import { attributionInfos } from '../../../../infra/argocd/client.js';
 import type { FleetApp } from '../../../../fleet/model.js';
 import { LeaseLostError, type Checkpoint, type CheckpointEntry } from '../../run-store.js';
-import { plural, typedDuration } from '../../../../core/format.js';
+import { isRollcallError } from '../../../../core/errors.js';
+import { formatDuration, plural, typedDuration } from '../../../../core/format.js';
 import {
   IN_FLIGHT_APP_STATES,
   nextAppState,
@@ -26,8 +27,18 @@ import { appVerdict, gatesFor, timeoutReason, waveVerdict, type AppGate } from '
 import { bulkSyncInput, type BulkSyncInput } from './input.js';
 import { foreignOperationRunning, ourOperation, postingWindowMs, RUN_INFO_NAME } from './operations.js';
 import { appKey, type PlannedApp } from './planner.js';
-import { progressOf, rollbackText, summarize, waveLabel, type WaveOutcomes, type WatchState } from './summary.js';
-import { waveVerifiersFor, WaveWatch, type WaveVerifier } from './verify.js';
+import { failedChecksOf, regressionKey, regressionReply, watchRegression } from './regression.js';
+import {
+  progressOf,
+  rollbackText,
+  summarize,
+  waveLabel,
+  type FailedCheck,
+  type WaveOutcomes,
+  type WatchState,
+} from './summary.js';
+import type { NamedVerdict } from './verifier.js';
+import { watchVerifiersFor, waveVerifiersFor, WaveWatch, type WaveVerifier } from './verify.js';
 import { rollBackWave } from './wave-rollback.js';
 
 const TERMINAL = TERMINAL_APP_STATES;
@@ -43,6 +54,62 @@ interface WaveCheckpoint extends CheckpointEntry {
   startedAt: number;
   verifyStartedAt?: number;
   failure?: string;
+  /** The metric checks behind the failure, for the summary a later attempt writes. */
+  checks?: FailedCheck[];
+}
+
+/**
+ * The watch after the last wave (`watch=`): `watching` since `startedAt` (kept across attempts); `rolling-back`
+ * every synced app after a regression under onRegression=rollback; `ended` (passed, or a regression acted on).
+ */
+interface WatchCheckpoint extends CheckpointEntry {
+  state: 'watching' | 'rolling-back' | 'ended';
+  startedAt: number;
+  /** The first regression the watch found, as the summary and the error name it. */
+  regression?: string;
+  checks?: FailedCheck[];
+  /** The watch ended with a verifier still inconclusive: it could not confirm the rollout. */
+  unconfirmed?: string;
+}
+
+/** What the watch after the rollout is called in the summary, the audit and the run's error. */
+const AFTER_ROLLOUT = 'the watch after the rollout';
+/** A regression whose watcher died stops alerting this long after the watch would have ended. */
+const REGRESSION_GRACE_MS = 60_000;
+
+/** Apps of a metric check's verdict an audit entry keeps: a wave of hundreds would make every entry that large. */
+const AUDITED_APPS = 50;
+const VERDICT_ORDER = { fail: 0, inconclusive: 1, pass: 2 } as const;
+
+/**
+ * Each verifier's verdict as an audit entry's params: a metric check's per-app values, thresholds and graphs,
+ * the failing and inconclusive apps first (at most AUDITED_APPS; `appsJudged` says of how many).
+ */
+function verdictParams(verdicts: NamedVerdict[]): Record<string, unknown> {
+  return {
+    verdicts: verdicts.map((v) => {
+      const apps = [...(v.apps ?? [])].sort((a, b) => VERDICT_ORDER[a.verdict] - VERDICT_ORDER[b.verdict]);
+      return {
+        name: v.name,
+        verdict: v.verdict,
+        reason: v.reason,
+        ...(v.figure ? { figure: v.figure } : {}),
+        ...(v.check
+          ? {
+              appsJudged: apps.length,
+              apps: apps.slice(0, AUDITED_APPS).map((a) => ({
+                app: a.app,
+                instance: a.instance,
+                verdict: a.verdict,
+                ...(a.value !== undefined ? { value: a.value } : {}),
+                ...(a.threshold !== undefined ? { threshold: a.threshold } : {}),
+                ...(a.link ? { link: a.link } : {}),
+              })),
+            }
+          : {}),
+      };
+    }),
+  };
 }
 
 const plannedAppSchema = z.object({ instance: z.string(), app: z.string(), cluster: z.string() });
@@ -70,7 +137,15 @@ export async function executeBulkSync(ctx: ActionContext): Promise<StepOutcome> 
   const input = bulkSyncInput.parse(ctx.input);
   const plan = planOf(ctx);
   if (!plan) return { status: 'failed', error: 'the run has no bulk-sync plan (preview missing)' };
-  return new BulkSyncExecution(ctx, input, plan).run();
+  let execution: BulkSyncExecution;
+  try {
+    execution = new BulkSyncExecution(ctx, input, plan);
+  } catch (error) {
+    // A check this worker cannot judge (its config differs from the one that previewed): nothing is synced unverified.
+    if (isRollcallError(error)) return { status: 'failed', error: error.message };
+    throw error;
+  }
+  return execution.run();
 }
 
 class BulkSyncExecution {
@@ -79,6 +154,8 @@ class BulkSyncExecution {
   private readonly waveCheckpoint: Checkpoint<WaveCheckpoint>;
   private readonly gates: AppGate[];
   private readonly verifiers: WaveVerifier[];
+  /** What watches every synced app after the last wave (`watch=`). */
+  private readonly watchVerifiers: WaveVerifier[];
   /** Waves whose watch failed and were let through or paused for, and a failed wave's rollback: for the summary. */
   private readonly outcomes: WaveOutcomes = { failures: [] };
   private watch: WatchState | undefined;
@@ -105,7 +182,9 @@ class BulkSyncExecution {
     this.checkpoint = ctx.checkpoint<AppCheckpoint>();
     this.waveCheckpoint = ctx.checkpoint<WaveCheckpoint>('waves');
     this.gates = gatesFor(input);
-    this.verifiers = waveVerifiersFor(input, ctx.services);
+    const planned = plan.waves.flatMap((w) => w.apps);
+    this.verifiers = waveVerifiersFor(input, ctx.services, planned);
+    this.watchVerifiers = watchVerifiersFor(input, ctx.services, planned);
   }
 
   async run(): Promise<StepOutcome> {
@@ -127,6 +206,8 @@ class BulkSyncExecution {
         const stop = await this.runWave(wave);
         if (stop) return stop;
       }
+      const stop = await this.watchAfterRollout();
+      if (stop) return stop;
     } catch (err) {
       if (err instanceof LeaseLostError) {
         this.report(currentWave);
@@ -170,7 +251,12 @@ class BulkSyncExecution {
     for (const [key, w] of await this.waveCheckpoint.all()) {
       const wave = Number(key.slice('wave:'.length));
       if (w.state === 'failed' && w.failure && this.plan.waves[wave])
-        this.outcomes.failures.push({ wave, name: this.label(wave), reason: w.failure });
+        this.outcomes.failures.push({
+          wave,
+          name: this.label(wave),
+          reason: w.failure,
+          ...(w.checks?.length ? { checks: w.checks } : {}),
+        });
     }
   }
 
@@ -285,7 +371,7 @@ class BulkSyncExecution {
   private async runWave(wave: number): Promise<StepOutcome | undefined> {
     const at = await this.waveEntry(wave);
     if (at.state === 'passed' || at.state === 'failed') return undefined;
-    if (at.state === 'rolling-back') return this.rollBack(wave, at.failure ?? 'failed');
+    if (at.state === 'rolling-back') return this.rollBack(wave, at.failure ?? 'failed', at.checks ?? []);
     const stop = await this.syncWave(wave, at.startedAt);
     if (stop) return stop;
     return this.verifyWave(wave);
@@ -346,8 +432,36 @@ class BulkSyncExecution {
   }
 
   /** A milestone of a wave (a bake, a failure, a rollback) in the audit stream, and so in the change log and timelines. */
-  private async milestone(wave: number, result: string, message: string) {
-    await this.ctx.audit({ kind: 'step.wave', who: 'rollcall', target: `wave ${wave + 1}`, result, message });
+  private async milestone(wave: number | 'watch', result: string, message: string, params?: Record<string, unknown>) {
+    await this.ctx.audit({
+      kind: 'step.wave',
+      who: 'rollcall',
+      target: wave === 'watch' ? 'watch' : `wave ${wave + 1}`,
+      result,
+      message,
+      ...(params ? { params } : {}),
+    });
+  }
+
+  /**
+   * A verifier that turned inconclusive, or passed again after a fail or an inconclusive, is recorded as it
+   * happens (Prometheus went away mid-bake, came back); a first pass is said when the watch passes, a fail
+   * when it fails.
+   */
+  private async recordChanges(
+    label: string,
+    wave: number | 'watch',
+    changes: [NamedVerdict, NamedVerdict | undefined][],
+  ) {
+    for (const [now, before] of changes) {
+      if (now.verdict === 'fail' || (now.verdict === 'pass' && !before)) continue;
+      await this.milestone(
+        wave,
+        `${now.name} ${now.verdict}`,
+        `${label}: ${now.name} ${now.verdict === 'pass' ? 'passes again' : 'inconclusive'}: ${now.reason}`,
+        verdictParams([now]),
+      );
+    }
   }
 
   /**
@@ -377,23 +491,26 @@ class BulkSyncExecution {
     const endsAt = bake > 0 ? startedAt + bake : entry.startedAt + this.input.waveTimeout;
     const watch = new WaveWatch(this.verifiers, apps, startedAt, endsAt, bake > 0);
     const kind = bake > 0 ? 'bake' : 'verify';
+    const changes: [NamedVerdict, NamedVerdict | undefined][] = [];
     try {
       for (;;) {
-        this.watch = { wave, kind, endsAt, verdicts: watch.verdicts() };
+        this.watch = { wave, kind, endsAt, apps: apps.length, verdicts: watch.verdicts() };
         const stop = this.stopped(wave);
         if (stop) return stop;
         this.dirty = false;
-        const verdict = await watch.look(this.ctx.now());
-        this.watch = { wave, kind, endsAt, verdicts: watch.verdicts() };
+        const verdict = await watch.look(this.ctx.now(), (now, before) => changes.push([now, before]));
+        this.watch = { wave, kind, endsAt, apps: apps.length, verdicts: watch.verdicts() };
         this.report(wave);
+        await this.recordChanges(this.label(wave), wave, changes.splice(0));
         if (verdict.verdict === 'fail') {
           const reason = `${what} failed: ${verdict.reason}`;
           await this.milestone(
             wave,
             `${kind === 'bake' ? 'bake' : 'verification'} failed`,
             `${this.label(wave)} ${reason}`,
+            verdictParams(watch.verdicts()),
           );
-          return this.watchFailed(wave, reason);
+          return this.watchFailed(wave, reason, failedChecksOf(verdict.failed));
         }
         if (verdict.verdict === 'pass') break;
         await this.sleep(500);
@@ -410,6 +527,7 @@ class BulkSyncExecution {
       wave,
       `${kind === 'bake' ? 'bake' : 'verification'} passed`,
       `${this.label(wave)}: ${what} passed (${verdicts})`,
+      verdictParams(watch.verdicts()),
     );
     this.report(wave);
     return undefined;
@@ -488,20 +606,20 @@ class BulkSyncExecution {
   }
 
   /** The wave's watch failed: acted on as onFailure says; a resumed or let-through wave is not watched again. */
-  private async watchFailed(wave: number, reason: string): Promise<StepOutcome | undefined> {
-    if (this.input.onFailure === 'rollback') return this.startRollback(wave, reason);
-    await this.setWave(wave, { state: 'failed', failure: reason });
-    this.outcomes.failures.push({ wave, name: this.label(wave), reason });
+  private async watchFailed(wave: number, reason: string, checks: FailedCheck[]): Promise<StepOutcome | undefined> {
+    if (this.input.onFailure === 'rollback') return this.startRollback(wave, reason, checks);
+    await this.setWave(wave, { state: 'failed', failure: reason, ...(checks.length ? { checks } : {}) });
+    this.outcomes.failures.push({ wave, name: this.label(wave), reason, ...(checks.length ? { checks } : {}) });
     const text = `${this.label(wave)} failed: ${reason}`;
     if (this.input.onFailure === 'continue') return undefined;
     if (this.input.onFailure === 'abort') return { status: 'failed', error: text, output: this.summary() };
     return { status: 'paused', reason: text, output: this.summary() };
   }
 
-  private async startRollback(wave: number, reason: string): Promise<StepOutcome> {
-    await this.setWave(wave, { state: 'rolling-back', failure: reason });
+  private async startRollback(wave: number, reason: string, checks: FailedCheck[] = []): Promise<StepOutcome> {
+    await this.setWave(wave, { state: 'rolling-back', failure: reason, ...(checks.length ? { checks } : {}) });
     await this.milestone(wave, 'failed', `${this.label(wave)} failed: ${reason}; rolling back the apps it synced`);
-    return this.rollBack(wave, reason);
+    return this.rollBack(wave, reason, checks);
   }
 
   /**
@@ -509,7 +627,7 @@ class BulkSyncExecution {
    * run (wave-rollback.ts), then the run stops, failed; later waves are never synced. Uncertain POSTs of the
    * wave are settled first, since whether they took decides what there is to roll back.
    */
-  private async rollBack(wave: number, reason: string): Promise<StepOutcome> {
+  private async rollBack(wave: number, reason: string, checks: FailedCheck[] = []): Promise<StepOutcome> {
     const keys = this.waveKeys(wave);
     const uncertain = () => keys.some((k) => ['posting', 'unknown'].includes(this.states.get(k)!.state));
     this.rollbackLine = 'settling the syncs whose answer was lost before rolling back';
@@ -527,7 +645,7 @@ class BulkSyncExecution {
     });
     const stop = this.stopped(wave);
     if (stop) return stop;
-    this.outcomes.failures.push({ wave, name: this.label(wave), reason });
+    this.outcomes.failures.push({ wave, name: this.label(wave), reason, ...(checks.length ? { checks } : {}) });
     this.outcomes.rollback = { ...result, wave };
     const rolled = rollbackText(result, this.input.dryRun);
     this.rollbackLine = rolled;
@@ -665,6 +783,190 @@ class BulkSyncExecution {
       if (err instanceof LeaseLostError) throw err;
       // Argo CD is still failing: try again next tick.
     }
+  }
+
+  /**
+   * `watch=`: after the last wave, every app this run synced stays under health and every check for the
+   * watch's duration; its start is kept in the step's checkpoint, so a later attempt continues it. A regression
+   * (a verifier failing) is said once in the run's thread, raised for the alert rules and audited, then acted
+   * on as onRegression says. A verifier still inconclusive at the end is no regression (nothing is rolled back
+   * for a Prometheus that went away), but the watch did not pass: the run ends failed saying so.
+   */
+  private async watchAfterRollout(): Promise<StepOutcome | undefined> {
+    const apps = [...this.states.values()].filter((s) => s.state === 'done');
+    if (!this.watchVerifiers.length || !apps.length) return undefined;
+    const cp = this.ctx.checkpoint<WatchCheckpoint>('watch');
+    let entry = await cp.get('watch');
+    if (entry?.state === 'rolling-back') return this.rollBackAfterWatch(entry);
+    if (entry?.state === 'ended') return this.watchEnded(entry);
+    if (!entry) {
+      entry = { state: 'watching', startedAt: this.ctx.now() };
+      await cp.set('watch', entry);
+      await this.milestone(
+        'watch',
+        'watch started',
+        `${AFTER_ROLLOUT} started: ${plural(apps.length, 'synced app')} for ${typedDuration(this.input.watch)} (${this.watchVerifiers.map((v) => v.name).join(', ')})`,
+      );
+    }
+    const endsAt = entry.startedAt + this.input.watch;
+    const watch = new WaveWatch(this.watchVerifiers, apps, entry.startedAt, endsAt, true, 'watch');
+    const last = this.plan.waves.length - 1;
+    const changes: [NamedVerdict, NamedVerdict | undefined][] = [];
+    // A regression an earlier attempt raised is cleared by the first look that finds none.
+    let raised = entry.regression !== undefined;
+    try {
+      for (;;) {
+        this.watch = { wave: last, kind: 'watch', endsAt, apps: apps.length, verdicts: watch.verdicts() };
+        const stop = this.stopped(last);
+        if (stop) return stop;
+        this.dirty = false;
+        const lookAt = this.ctx.now();
+        const verdict = await watch.look(lookAt, (now, before) => changes.push([now, before]));
+        this.watch = { wave: last, kind: 'watch', endsAt, apps: apps.length, verdicts: watch.verdicts() };
+        this.report(last);
+        await this.recordChanges(AFTER_ROLLOUT, 'watch', changes.splice(0));
+        const failing = watch.verdicts().filter((v) => v.verdict === 'fail');
+        if (failing.length) {
+          entry = await this.regressed(cp, entry, { failing, watched: apps.length, endsAt, raised });
+          raised = true;
+          if (entry.state === 'rolling-back') return this.rollBackAfterWatch(entry);
+          if (entry.state === 'ended') {
+            this.watchEnded(entry);
+            return {
+              status: 'paused',
+              reason: `${AFTER_ROLLOUT} found a regression: ${entry.regression}`,
+              output: this.summary(),
+            };
+          }
+        } else if (raised) {
+          await this.ctx.services.regressions?.clear(regressionKey(this.runId));
+          raised = false;
+        }
+        if (verdict.verdict === 'fail' && !failing.length) entry = { ...entry, unconfirmed: verdict.reason };
+        // A regression under onRegression=notify is watched on to the end, where it may have passed again.
+        if (lookAt >= endsAt) break;
+        await this.sleep(500);
+      }
+    } finally {
+      this.watch = undefined;
+    }
+    entry = { ...entry, state: 'ended' };
+    await cp.set('watch', entry);
+    await this.ctx.services.regressions?.clear(regressionKey(this.runId));
+    const verdicts = watch
+      .verdicts()
+      .map((v) => `${v.name}: ${v.reason}`)
+      .join('; ');
+    await this.milestone(
+      'watch',
+      entry.regression || entry.unconfirmed ? 'watch failed' : 'watch passed',
+      `${AFTER_ROLLOUT} ended: ${entry.regression ? `it found a regression (${entry.regression})` : entry.unconfirmed ? `not passed: ${entry.unconfirmed}` : `passed (${verdicts})`}`,
+      verdictParams(watch.verdicts()),
+    );
+    return this.watchEnded(entry);
+  }
+
+  /** An ended watch: a regression or an unconfirmed end is a failure the summary names; the run goes on to its end. */
+  private watchEnded(entry: WatchCheckpoint): undefined {
+    const reason = entry.regression ?? entry.unconfirmed;
+    if (reason)
+      this.outcomes.failures.push({
+        wave: this.plan.waves.length - 1,
+        name: AFTER_ROLLOUT,
+        reason: entry.regression ? `it found a regression: ${reason}` : reason,
+        ...(entry.checks?.length ? { checks: entry.checks } : {}),
+      });
+    return undefined;
+  }
+
+  /**
+   * The watch found apps failing: the first time, what it found is written to the checkpoint before anything
+   * is said (a later attempt never says it twice), then posted in the run's thread, raised for the alert rules
+   * and audited. Later looks that still fail only keep the regression raised. Returns the entry, whose state
+   * says what comes next (`rolling-back`, `ended` for a pause, `watching`).
+   */
+  private async regressed(
+    cp: Checkpoint<WatchCheckpoint>,
+    entry: WatchCheckpoint,
+    seen: { failing: NamedVerdict[]; watched: number; endsAt: number; raised: boolean },
+  ): Promise<WatchCheckpoint> {
+    const now = this.ctx.now();
+    const regression = watchRegression({
+      runId: this.runId,
+      failed: seen.failing,
+      watched: seen.watched,
+      now,
+      expiresAt: seen.endsAt + REGRESSION_GRACE_MS,
+    });
+    if (entry.regression !== undefined) {
+      if (!seen.raised) await this.ctx.services.regressions?.raise(regression);
+      return entry;
+    }
+    const onRegression = this.input.onRegression;
+    const reason = seen.failing.map((v) => `${v.name}: ${v.reason}`).join('; ');
+    const checks = seen.failing.flatMap(failedChecksOf);
+    const next: WatchCheckpoint = {
+      ...entry,
+      state: onRegression === 'rollback' ? 'rolling-back' : onRegression === 'pause' ? 'ended' : 'watching',
+      regression: reason,
+      ...(checks.length ? { checks } : {}),
+    };
+    await cp.set('watch', next);
+    await this.ctx.services.regressions?.raise(regression);
+    await this.ctx.say(
+      regressionReply({
+        runId: this.runId,
+        failed: seen.failing[0],
+        watch: { startedAt: entry.startedAt, now, watched: seen.watched },
+        onRegression,
+      }),
+    );
+    const doing = {
+      rollback: 'rolling back every app this run synced',
+      pause: 'pausing the run',
+      notify: 'watching on; the run will end failed',
+    }[onRegression];
+    await this.milestone(
+      'watch',
+      'regression',
+      `${AFTER_ROLLOUT} found a regression ${formatDuration(now - entry.startedAt)} in: ${reason}; ${doing} (onRegression=${onRegression})`,
+      verdictParams(seen.failing),
+    );
+    return next;
+  }
+
+  /**
+   * onRegression=rollback: every app this run synced goes back to its previous deployment, each at most once
+   * per run (wave-rollback.ts, the path a failed wave's rollback takes), then the run ends failed.
+   */
+  private async rollBackAfterWatch(entry: WatchCheckpoint): Promise<StepOutcome> {
+    const last = this.plan.waves.length - 1;
+    this.rollbackLine = 'a regression after the rollout: rolling back every app this run synced';
+    this.report(last);
+    const result = await rollBackWave(this.ctx, [...this.states.values()], this.input, (line) => {
+      this.rollbackLine = line;
+      this.report(last);
+    });
+    const stop = this.stopped(last);
+    if (stop) return stop;
+    const reason = entry.regression ?? 'a regression';
+    this.outcomes.failures.push({
+      wave: last,
+      name: AFTER_ROLLOUT,
+      reason: `it found a regression: ${reason}`,
+      ...(entry.checks?.length ? { checks: entry.checks } : {}),
+    });
+    this.outcomes.rollback = { ...result, wave: last };
+    const rolled = rollbackText(result, this.input.dryRun);
+    this.rollbackLine = rolled;
+    await this.ctx.services.regressions?.clear(regressionKey(this.runId));
+    await this.milestone('watch', 'rolled back', `${AFTER_ROLLOUT}: ${rolled}`);
+    this.report(last);
+    return {
+      status: 'failed',
+      error: `${AFTER_ROLLOUT} found a regression: ${reason}. ${rolled[0].toUpperCase()}${rolled.slice(1)}.`,
+      output: this.summary(),
+    };
   }
 
   private stopped(wave: number): StepOutcome | undefined {

@@ -7,6 +7,10 @@ export type Gate = (typeof GATES)[number];
 export const ON_FAILURE = ['pause', 'abort', 'continue', 'rollback'] as const;
 export type OnFailure = (typeof ON_FAILURE)[number];
 
+/** What a regression found by the watch after the last wave does: roll every synced app back, pause, or say it. */
+export const ON_REGRESSION = ['rollback', 'pause', 'notify'] as const;
+export type OnRegression = (typeof ON_REGRESSION)[number];
+
 export const bulkSyncInput = z.object({
   selector: z.string().min(1, 'expected a selector such as auth-config-*'),
   prune: z.boolean().default(false),
@@ -36,5 +40,20 @@ export const bulkSyncInput = z.object({
    */
   bake: z.number().int().min(0, 'bake is a duration such as 30s or 5m').default(0),
   onFailure: z.enum(ON_FAILURE).default('pause'),
+  /**
+   * Metric checks (config `checks`) that verify each wave, `,`-separated: each a wave verifier of its own
+   * (bulk-sync/check-verifier.ts), judged once a scrape interval after the wave, and throughout a bake.
+   */
+  check: z
+    .string()
+    .regex(/^\s*[^,\s]+\s*(,\s*[^,\s]+\s*)*$/, 'check is one or more check names separated by ",", e.g. error-rate')
+    .optional(),
+  /**
+   * How long (ms) every app the run synced stays under watch (health and every check) after the last wave.
+   * 0 = no watch.
+   * @defaultValue 0
+   */
+  watch: z.number().int().min(0, 'watch is a duration such as 10m').default(0),
+  onRegression: z.enum(ON_REGRESSION).default('notify'),
 });
 export type BulkSyncInput = z.output<typeof bulkSyncInput>;

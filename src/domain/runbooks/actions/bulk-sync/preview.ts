@@ -7,7 +7,8 @@ import type { ActionPreview, PreviewContext } from '../types.js';
 import type { BulkSyncInput } from './input.js';
 import { assertWavesMatch, planBulkSync, waveApp, type PlannedApp, type PlannedWave } from './planner.js';
 import { parseSelectorParam } from './selector.js';
-import { waveVerifiersFor } from './verify.js';
+import { assertChecksUsable, checkNamesOf } from './check-verifier.js';
+import { watchVerifiersFor, waveVerifiersFor } from './verify.js';
 
 /** What the preview stores for the run: the plan the executor follows, and what people read before confirming. */
 export interface BulkSyncPlan {
@@ -17,8 +18,10 @@ export interface BulkSyncPlan {
   /** Settings that will not do what they say (a wave matching nothing, a canary as large as the run). */
   warnings?: string[];
   clusters: string[];
-  /** What watches each wave after its gate (the bake's verifiers), by name; none: the gate alone decides. */
+  /** What watches each wave after its gate (the bake's verifiers, the checks), by name; none: the gate alone decides. */
   verifiers?: string[];
+  /** What watches every synced app after the last wave (`watch=`), by name. */
+  watchVerifiers?: string[];
   options: Omit<BulkSyncInput, 'selector'> & { selector: string };
   prune?: {
     resources: number;
@@ -101,6 +104,8 @@ function optionsText(o: BulkSyncInput): string {
     `waveTimeout=${typedDuration(o.waveTimeout)}`,
     ...(o.bake ? [`bake=${typedDuration(o.bake)}`] : []),
     `onFailure=${o.onFailure}`,
+    ...(o.check ? [`check=${checkNamesOf(o).join(',')}`] : []),
+    ...(o.watch ? [`watch=${typedDuration(o.watch)}`, `onRegression=${o.onRegression}`] : []),
   ];
   if (o.revision) bits.push(`revision=${o.revision}`);
   if (o.includeSynced) bits.push('includeSynced=true');
@@ -147,6 +152,8 @@ export async function previewBulkSync(ctx: PreviewContext): Promise<ActionPrevie
       'force=true is not offered: in Argo CD, force means delete and recreate resources that fail to apply, which bulk-sync does not do. To also sync apps already Synced and Healthy, use includeSynced=true.',
     );
   }
+  // A typo in a check is refused before anything else is read: the run would otherwise verify nothing it was asked to.
+  assertChecksUsable(input, ctx.services);
   const selected = selectApps(ctx.services.fleet, parseSelectorParam(input.selector));
   if (!selected.length)
     throw new RollcallError(
@@ -157,18 +164,23 @@ export async function previewBulkSync(ctx: PreviewContext): Promise<ActionPrevie
   const { toSync, waves, skipped, clusters, warnings } = planBulkSync(selected, input);
   const held = blastRadius(ctx, toSync.length, clusters.length, waves);
   if (held) throw new RollcallError('blast_radius', held);
+  const planned = waves.flatMap((w) => w.apps);
+  assertChecksUsable(input, ctx.services, planned);
   // Named as a real run would watch: a dry run watches nothing, and its preview says what a real run would.
-  const verifiers = waveVerifiersFor({ ...input, dryRun: false }, ctx.services).map((v) => v.name);
+  const real = { ...input, dryRun: false };
+  const verifiers = waveVerifiersFor(real, ctx.services, planned).map((v) => v.name);
+  const watchVerifiers = watchVerifiersFor(real, ctx.services, planned).map((v) => v.name);
   const plan: BulkSyncPlan = {
     waves,
     skipped,
     selected: selected.length,
     clusters,
     ...(verifiers.length ? { verifiers } : {}),
+    ...(watchVerifiers.length ? { watchVerifiers } : {}),
     options: { ...input },
   };
   if (input.prune) plan.prune = await prunePreview(ctx, toSync);
-  plan.warnings = warnings;
+  plan.warnings = [...warnings, ...watchWarnings(input)];
   return {
     targets: toSync.map((f) => ({ instance: f.instance, app: f.app.metadata.name, cluster: f.cluster })),
     summary: previewSummary(input, plan, selected, toSync.length),
@@ -201,6 +213,9 @@ function previewBlocks(input: BulkSyncInput, plan: BulkSyncPlan, toSync: number)
               .join(' → ') || 'none',
         },
         ...(waves.length ? [{ label: 'If a wave fails', value: onFailureText(input, waves.length) }] : []),
+        ...(plan.watchVerifiers?.length
+          ? [{ label: 'After the last wave', value: afterRolloutText(input, plan.watchVerifiers) }]
+          : []),
         ...(plan.prune
           ? [
               {
@@ -268,6 +283,27 @@ function waveTitle(input: BulkSyncInput, plan: BulkSyncPlan, i: number): string 
   return bits.join(' · ');
 }
 
+/** Settings that do nothing as given: said before anyone confirms. */
+function watchWarnings(input: BulkSyncInput): string[] {
+  if (!input.watch && input.onRegression !== 'notify')
+    return [`onRegression=${input.onRegression} does nothing without watch= (how long to watch after the last wave)`];
+  return [];
+}
+
+/** The watch after the last wave and what a regression found in it does. */
+function afterRolloutText(input: BulkSyncInput, verifiers: string[]): string {
+  const what = `watch every app this run synced for ${typedDuration(input.watch)} (${verifiers.join(', ')})`;
+  const regression = {
+    rollback: 'roll back every app this run synced, each to its previous deployment, and stop, failed',
+    pause: 'pause the run',
+    notify: 'say so in the thread and keep watching; the run ends failed',
+  }[input.onRegression];
+  const said = 'said in the thread, raised as a regression alert';
+  return input.dryRun
+    ? `a real run would ${what}; a dry run applies nothing, so it watches nothing`
+    : `${what}; a regression is ${said}, then rollcall will ${regression} (onRegression=${input.onRegression})`;
+}
+
 /** What a failed wave (an app failed or timed out, or its watch failed) does to the run. */
 function onFailureText(input: BulkSyncInput, waves: number): string {
   const later = waves > 1 ? 'later waves are not synced' : 'the run stops';
@@ -289,6 +325,6 @@ function onFailureText(input: BulkSyncInput, waves: number): string {
 function previewSummary(input: BulkSyncInput, plan: BulkSyncPlan, selected: FleetApp[], toSync: number): string {
   const { waves, skipped, clusters } = plan;
   return toSync
-    ? `${input.dryRun ? 'Dry run: would sync' : 'Sync'} ${toSync} app${toSync === 1 ? '' : 's'} on ${clusters.length} cluster${clusters.length === 1 ? '' : 's'}${input.prune ? ' with prune' : ''} in ${waves.length} wave${waves.length === 1 ? '' : 's'}${!input.dryRun && plan.verifiers?.length ? `, each wave ${input.bake ? `baked ${typedDuration(input.bake)}` : 'verified'} before the next starts` : ''}${!input.dryRun && input.onFailure === 'rollback' ? ', a failed wave rolled back' : ''}${skipped.length ? `; ${skipped.length} already Synced+Healthy, skipped` : ''}${plan.prune?.resources ? `. Prune ${input.dryRun ? 'would delete' : 'deletes'} ${plural(plan.prune.resources, 'resource')}` : ''}${input.dryRun ? '; nothing is applied' : ''}.`
+    ? `${input.dryRun ? 'Dry run: would sync' : 'Sync'} ${toSync} app${toSync === 1 ? '' : 's'} on ${clusters.length} cluster${clusters.length === 1 ? '' : 's'}${input.prune ? ' with prune' : ''} in ${waves.length} wave${waves.length === 1 ? '' : 's'}${!input.dryRun && plan.verifiers?.length ? `, each wave ${input.bake ? `baked ${typedDuration(input.bake)}` : 'verified'}${input.check ? ` against ${checkNamesOf(input).join(', ')}` : ''} before the next starts` : ''}${!input.dryRun && input.onFailure === 'rollback' ? ', a failed wave rolled back' : ''}${!input.dryRun && plan.watchVerifiers?.length ? `, then watched ${typedDuration(input.watch)} (a regression: ${input.onRegression})` : ''}${skipped.length ? `; ${skipped.length} already Synced+Healthy, skipped` : ''}${plan.prune?.resources ? `. Prune ${input.dryRun ? 'would delete' : 'deletes'} ${plural(plan.prune.resources, 'resource')}` : ''}${input.dryRun ? '; nothing is applied' : ''}.`
     : `Nothing to sync: ${selected.length === 1 ? `${selected[0].app.metadata.name}, the one matching app, is` : `all ${selected.length} matching apps are`} already Synced and Healthy${input.revision ? ` at revision ${literal(input.revision)}` : ''}. To sync ${selected.length === 1 ? 'it' : 'them'} anyway, add includeSynced=true.`;
 }

@@ -2,17 +2,30 @@
  * What a bulk sync says about itself: the live message's progress (counts, failing apps, a wave's watch)
  * and the summary it ends with. Pure: the executor hands in its states and what its waves did.
  */
-import { formatDuration, plural } from '../../../../core/format.js';
+import { NOT_LOOKED_AT } from './verifier.js';
+import { formatDuration, link, plural } from '../../../../core/format.js';
 import type { RunProgress } from '../../run-store.js';
 import { IN_FLIGHT_APP_STATES, TERMINAL_APP_STATES, type AppCheckpoint, type AppState } from '../sync-progress.js';
-import type { NamedVerdict } from './verify.js';
+import type { NamedVerdict, WatchKind } from './verifier.js';
 import type { WaveRollbackResult } from './wave-rollback.js';
 
-/** A wave that failed after its gate (its watch) or was rolled back: which, and why. */
+/** A wave that failed after its gate (its watch) or was rolled back, or the watch after the rollout: which, and why. */
 export interface WaveFailure {
   wave: number;
   name: string;
   reason: string;
+  /** The metric checks behind the failure: app, check, value and Prometheus' graph, for the summary. */
+  checks?: FailedCheck[];
+}
+
+/** One app a metric check failed, as the summary names it. */
+export interface FailedCheck {
+  check: string;
+  app: string;
+  cluster?: string;
+  value?: number;
+  threshold?: number;
+  link?: string;
 }
 
 /** What the run's waves did beyond syncing: failures and rollbacks, for the summary. */
@@ -42,6 +55,13 @@ export function rollbackText(r: WaveRollbackResult, dryRun: boolean): string {
   return parts.join('; ');
 }
 
+/** Prometheus' graph of the first failed app of each check: where on-call looks next. */
+function graphLines(checks: FailedCheck[]): string[] {
+  const first = new Map<string, FailedCheck>();
+  for (const c of checks) if (c.link && !first.has(c.check)) first.set(c.check, c);
+  return [...first.values()].map((c) => `${c.check} on ${where(c)}: ${link('graph in Prometheus', c.link)}`);
+}
+
 /** What the run did, in words; a dry run's accepted syncs applied nothing, so they are what would sync. */
 export function summarize(
   states: Map<string, AppCheckpoint>,
@@ -66,7 +86,7 @@ export function summarize(
   const { failures, rollback } = outcomes;
   const summary = [
     `${synced} app(s) ${dryRun ? 'would sync' : 'synced'}${clusters ? ` on ${clusters} cluster(s)` : ''}${dryRun ? ' (dry run: nothing applied)' : ''}${skipped ? `, ${skipped} skipped (already Synced and Healthy)` : ''}${failed.length ? `, ${failed.length} failed or timed out` : ''}${remaining ? `, ${remaining} not synced yet` : ''}`,
-    ...failures.map((f) => `${f.name} failed: ${f.reason}`),
+    ...failures.flatMap((f) => [`${f.name} failed: ${f.reason}`, ...graphLines(f.checks ?? [])]),
     ...(rollback ? [rollbackText(rollback, dryRun)] : []),
     ...failed.slice(0, 5).map((f) => `${f.app}${f.cluster ? ` (${f.cluster})` : ''}: ${f.reason}`),
     ...(failed.length > 5 ? [`and ${failed.length - 5} more failed`] : []),
@@ -82,19 +102,32 @@ export function summarize(
   };
 }
 
-/** A wave's watch as the live message shows it. */
+/** A wave's watch (or the watch after the last wave) as the live message shows it. */
 export interface WatchState {
   wave: number;
-  kind: 'bake' | 'verify';
+  kind: WatchKind;
   endsAt: number;
+  /** How many apps are watched. */
+  apps: number;
   verdicts: NamedVerdict[];
 }
 
+/** `health: pass`, `check error-rate: fail (0.31 > 0.05 (checkout-prod-eu-west-1))`. */
+// Before its first look a check is waiting for a scrape of the new revision, not failing to answer.
+const verdictText = (v: NamedVerdict) =>
+  `${v.name}: ${v.reason === NOT_LOOKED_AT ? 'waiting for a first look' : v.verdict}${v.figure ? ` (${v.figure})` : ''}`;
+
 /** `baking: 25s left · health: pass`; a watch without a bake says when the wave times out. */
 function watchText(watch: WatchState, now: number): string {
-  const left = Math.max(0, watch.endsAt - now);
-  const verdicts = watch.verdicts.map((v) => `${v.name}: ${v.verdict}`).join(' · ');
-  return `${watch.kind === 'bake' ? `baking: ${formatDuration(left)} left` : `verifying (wave times out in ${formatDuration(left)})`}${verdicts ? ` · ${verdicts}` : ''}`;
+  const left = formatDuration(Math.max(0, watch.endsAt - now));
+  const verdicts = watch.verdicts.map(verdictText).join(' · ');
+  const doing =
+    watch.kind === 'bake'
+      ? `baking: ${left} left`
+      : watch.kind === 'watch'
+        ? `watching ${plural(watch.apps, 'synced app')} after the rollout: ${left} left`
+        : `verifying (wave times out in ${left})`;
+  return `${doing}${verdicts ? ` · ${verdicts}` : ''}`;
 }
 
 /** The live message's progress: the wave, what it is doing (a watch, a rollback), counts and failing apps. */
@@ -139,7 +172,14 @@ export function progressOf(opts: {
             wave: watch.wave + 1,
             kind: watch.kind,
             endsAt: new Date(watch.endsAt).toISOString(),
-            verdicts: watch.verdicts,
+            apps: watch.apps,
+            // The per-app verdicts stay out: the progress is saved with the run on every update.
+            verdicts: watch.verdicts.map(({ name, verdict, reason, figure }) => ({
+              name,
+              verdict,
+              reason,
+              ...(figure ? { figure } : {}),
+            })),
           },
         }
       : {}),

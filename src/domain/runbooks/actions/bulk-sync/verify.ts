@@ -5,76 +5,37 @@
  * change for it. An `inconclusive` verdict never counts as a pass: it is looked at again, and a watch
  * that ends inconclusive fails the wave.
  */
-import { clockTime, formatDuration, plural, truncate } from '../../../../core/format.js';
+import { clockTime, formatDuration, truncate } from '../../../../core/format.js';
 import type { FleetView } from '../../../../fleet/model.js';
 import type { RunbookServices } from '../../services.js';
+import { checkVerifiersFor } from './check-verifier.js';
 import type { BulkSyncInput } from './input.js';
 import type { PlannedApp } from './planner.js';
+import {
+  combineAppVerdicts,
+  type AppVerdict,
+  type NamedVerdict,
+  type VerifierVerdict,
+  type WatchKind,
+  type WavePhase,
+  type WaveVerifier,
+  NOT_LOOKED_AT,
+} from './verifier.js';
 
-export type VerifierVerdictKind = 'pass' | 'fail' | 'inconclusive';
-
-/** One app's verdict, when a verifier judges apps one by one. */
-export interface AppVerdict {
-  instance: string;
-  app: string;
-  cluster?: string;
-  verdict: VerifierVerdictKind;
-  /** Why, in words: "health Degraded since 2m ago (12:00:05 UTC)", "error rate 0.31 > 0.05". */
-  reason: string;
-}
-
-/** A verifier's answer at one look. */
-export interface VerifierVerdict {
-  verdict: VerifierVerdictKind;
-  /** One line, naming the apps behind a fail or an inconclusive: what the live message and the summary say. */
-  reason: string;
-  apps?: AppVerdict[];
-}
-
-/** Where a look falls in the watch, in ms on the step's clock. */
-export interface WavePhase {
-  /** When the watch began: the bake's start, kept in the wave checkpoint across attempts. */
-  startedAt: number;
-  now: number;
-  /** When the watch ends: the bake's end, or without a bake the wave's timeout. */
-  endsAt: number;
-}
-
-export interface WaveVerifier {
-  /** Shown in the preview, the live message and failures: `health`, `check error-rate`. */
-  readonly name: string;
-  /**
-   * The least time between two looks (a metric query costs Prometheus a request, the mirror nothing).
-   * The look at the end of the watch is always taken.
-   * @defaultValue 0: every look of the executor (about every 0.5 s, and on every change of a wave app)
-   */
-  readonly minIntervalMs?: number;
-  /**
-   * One look at the wave's apps. An upstream that cannot answer is `inconclusive`, never `pass`; a throw is
-   * taken as inconclusive too.
-   */
-  verify(apps: readonly PlannedApp[], phase: WavePhase): Promise<VerifierVerdict>;
-}
+export {
+  combineAppVerdicts,
+  type AppVerdict,
+  type NamedVerdict,
+  type VerifierVerdict,
+  type VerifierVerdictKind,
+  type WatchKind,
+  type WavePhase,
+  type WaveVerifier,
+} from './verifier.js';
 
 /** `12:00:12 (8s ago)`: a bake is counted in seconds, so the time says them. */
 function sinceText(at: number, now: number): string {
   return `${clockTime(new Date(at))} (${formatDuration(Math.max(0, now - at))} ago)`;
-}
-
-const appText = (v: AppVerdict) => `${v.app}${v.cluster ? ` (${v.cluster})` : ''}: ${v.reason}`;
-
-/**
- * Per-app verdicts as one: any fail fails, else any inconclusive is inconclusive, else a pass. The reason
- * names the apps behind it (at most three, then how many more).
- */
-export function combineAppVerdicts(apps: AppVerdict[], passed = 'every app passed'): VerifierVerdict {
-  const named = (list: AppVerdict[]) =>
-    `${list.slice(0, 3).map(appText).join('; ')}${list.length > 3 ? ` and ${list.length - 3} more` : ''}`;
-  const failed = apps.filter((a) => a.verdict === 'fail');
-  if (failed.length) return { verdict: 'fail', reason: named(failed), apps };
-  const unsure = apps.filter((a) => a.verdict === 'inconclusive');
-  if (unsure.length) return { verdict: 'inconclusive', reason: named(unsure), apps };
-  return { verdict: 'pass', reason: `${plural(apps.length, 'app')}: ${passed}`, apps };
 }
 
 /**
@@ -127,41 +88,53 @@ export function healthVerifier(fleet: FleetView): WaveVerifier {
 }
 
 /**
- * The verifiers that watch each wave of a run, built from the step's input and the process' services (a
- * metric check adds its verifier here; the executor and the preview take whatever this returns). During a
- * bake every app must stay Synced and Healthy. A dry run applies nothing, so there is nothing to watch;
- * without a bake (and no other verifier) the gate alone decides, as it always did.
+ * The verifiers that watch each wave of a run, built from the step's input, the process' services and the
+ * plan's apps (the executor and the preview take whatever this returns). During a bake every app must stay
+ * Synced and Healthy; each `check=` is a verifier of its own (check-verifier.ts), with or without a bake. A
+ * dry run applies nothing, so there is nothing to watch; without a bake or a check the gate alone decides,
+ * as it always did. A check that is unknown or cannot be judged here throws (`unknown_check`, `invalid_params`).
  */
 export function waveVerifiersFor(
-  input: Pick<BulkSyncInput, 'bake' | 'dryRun'>,
-  services: Pick<RunbookServices, 'fleet'>,
+  input: Pick<BulkSyncInput, 'bake' | 'dryRun' | 'check'>,
+  services: Pick<RunbookServices, 'fleet' | 'checks'>,
+  apps: readonly PlannedApp[] = [],
 ): WaveVerifier[] {
   if (input.dryRun) return [];
-  return input.bake > 0 ? [healthVerifier(services.fleet)] : [];
+  return [...(input.bake > 0 ? [healthVerifier(services.fleet)] : []), ...checkVerifiersFor(input, services, apps)];
 }
 
-/** A named verifier's latest verdict, as the live message and the run's progress carry it. */
-export interface NamedVerdict {
-  name: string;
-  verdict: VerifierVerdictKind;
-  reason: string;
+/**
+ * What keeps every app the run synced under watch after its last wave (`watch=`): health and every check,
+ * whatever the waves had. Nothing without a watch, or in a dry run.
+ */
+export function watchVerifiersFor(
+  input: Pick<BulkSyncInput, 'watch' | 'dryRun' | 'check'>,
+  services: Pick<RunbookServices, 'fleet' | 'checks'>,
+  apps: readonly PlannedApp[] = [],
+): WaveVerifier[] {
+  if (input.dryRun || !(input.watch > 0)) return [];
+  return [healthVerifier(services.fleet), ...checkVerifiersFor(input, services, apps)];
 }
 
 export type WatchVerdict =
   | { verdict: 'watching' }
   | { verdict: 'pass' }
-  /** `reason` names the verifier, and for a watch that ended inconclusive says so. */
-  | { verdict: 'fail'; reason: string };
+  /** `reason` names the verifier, and for a watch that ended inconclusive says so; `failed` is its verdict. */
+  | { verdict: 'fail'; reason: string; failed: NamedVerdict };
+
+const ENDED: Record<WatchKind, string> = { bake: 'bake', verify: 'wave timeout', watch: 'watch' };
 
 /**
- * One wave's watch: its verifiers looked at on the executor's ticks, each no more often than it asks.
- * A bake (`untilEnd`) passes only when the watch has ended with every latest verdict a pass; without one,
- * the first look at which every verifier passes ends it. Any fail ends it at once; an inconclusive waits,
- * and is a fail once the watch is over.
+ * One wave's watch (or the watch of every synced app after the last wave): its verifiers looked at on the
+ * executor's ticks, each no sooner than it asks after the start and no more often than it asks. A bake or a
+ * watch (`untilEnd`) passes only when it has ended with every latest verdict a pass; without one, the first
+ * look at which every verifier passes ends it. Any fail is said at once; an inconclusive waits, and is a
+ * fail once the watch is over.
  */
 export class WaveWatch {
   private readonly latest = new Map<string, NamedVerdict>();
   private readonly lookedAt = new Map<string, number>();
+  private readonly kind: WatchKind;
 
   constructor(
     private readonly verifiers: readonly WaveVerifier[],
@@ -169,21 +142,32 @@ export class WaveWatch {
     readonly startedAt: number,
     readonly endsAt: number,
     private readonly untilEnd: boolean,
-  ) {}
+    kind?: WatchKind,
+  ) {
+    this.kind = kind ?? (untilEnd ? 'bake' : 'verify');
+  }
 
   /** Every verifier's latest verdict, in the order they were given. */
   verdicts(): NamedVerdict[] {
     return this.verifiers.map(
-      (v) => this.latest.get(v.name) ?? { name: v.name, verdict: 'inconclusive', reason: 'not looked at yet' },
+      (v) => this.latest.get(v.name) ?? { name: v.name, verdict: 'inconclusive', reason: NOT_LOOKED_AT },
     );
   }
 
-  async look(now: number): Promise<WatchVerdict> {
+  /**
+   * Looks at the verifiers due. `onChange` hears each verifier whose verdict changed kind at this look (its
+   * first verdict included), with the one before (undefined for the first).
+   */
+  async look(
+    now: number,
+    onChange?: (verdict: NamedVerdict, before: NamedVerdict | undefined) => void,
+  ): Promise<WatchVerdict> {
     const ended = now >= this.endsAt;
     const phase: WavePhase = { startedAt: this.startedAt, now, endsAt: this.endsAt };
     await Promise.all(
       this.verifiers.map(async (v) => {
         const last = this.lookedAt.get(v.name);
+        if (!ended && last === undefined && now < this.startedAt + (v.firstLookAfterMs ?? 0)) return;
         if (!ended && last !== undefined && now - last < (v.minIntervalMs ?? 0)) return;
         this.lookedAt.set(v.name, now);
         let verdict: VerifierVerdict;
@@ -192,17 +176,28 @@ export class WaveWatch {
         } catch (error) {
           verdict = { verdict: 'inconclusive', reason: `could not look: ${(error as Error).message}` };
         }
-        this.latest.set(v.name, { name: v.name, verdict: verdict.verdict, reason: verdict.reason });
+        const before = this.latest.get(v.name);
+        const named: NamedVerdict = {
+          name: v.name,
+          ...(v.check ? { check: v.check } : {}),
+          verdict: verdict.verdict,
+          reason: verdict.reason,
+          ...(verdict.figure ? { figure: verdict.figure } : {}),
+          ...(verdict.apps ? { apps: verdict.apps } : {}),
+        };
+        this.latest.set(v.name, named);
+        if (before?.verdict !== named.verdict) onChange?.(named, before);
       }),
     );
     const verdicts = this.verdicts();
     const failed = verdicts.find((v) => v.verdict === 'fail');
-    if (failed) return { verdict: 'fail', reason: `${failed.name}: ${failed.reason}` };
+    if (failed) return { verdict: 'fail', reason: `${failed.name}: ${failed.reason}`, failed };
     const unsure = verdicts.find((v) => v.verdict === 'inconclusive');
     if (ended && unsure)
       return {
         verdict: 'fail',
-        reason: `${unsure.name} was still inconclusive when the ${this.untilEnd ? 'bake' : 'wave timeout'} ended: ${unsure.reason}`,
+        reason: `${unsure.name} was still inconclusive when the ${ENDED[this.kind]} ended: ${unsure.reason}`,
+        failed: unsure,
       };
     if (unsure || (this.untilEnd && !ended)) return { verdict: 'watching' };
     return { verdict: 'pass' };
