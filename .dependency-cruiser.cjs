@@ -83,12 +83,16 @@ module.exports = {
     {
       name: 'sim-shares-types-and-rollingsync',
       comment:
-        'The simulator shares only Argo CD types, object facts and label selectors, and the pure RollingSync semantics.',
+        'The simulator shares only Argo CD types, object facts and label selectors, and the pure RollingSync and Argo Rollouts semantics.',
       severity: 'error',
       from: { path: '^src/sim/' },
       to: {
         path: '^src/',
-        pathNot: ['^src/sim/', '^src/infra/argocd/(types|objects|labels)\\.ts$', '^src/fleet/rollingsync\\.ts$'],
+        pathNot: [
+          '^src/sim/',
+          '^src/infra/argocd/(types|objects|labels)\\.ts$',
+          '^src/fleet/(rollingsync|argo-rollouts)\\.ts$',
+        ],
       },
     },
   ],

@@ -90,6 +90,8 @@ export class SimController {
   }[] = [];
   private timer?: NodeJS.Timeout;
   private started = false;
+  /** Other controllers of the simulated clusters (Argo Rollouts), run at the end of every pass. */
+  private readonly reconcilers: ((now: Date) => void)[] = [];
   /**
    * Whether a deny sync window covers the app now. The REST layer refuses manual syncs itself
    * ("cannot sync: blocked by sync window"); automated operations (autosync, RollingSync) are held
@@ -343,6 +345,11 @@ export class SimController {
     }
   }
 
+  /** Runs `reconcile` at the end of every pass, on the same clock (an Argo Rollouts controller, say). */
+  addReconciler(reconcile: (now: Date) => void): void {
+    this.reconcilers.push(reconcile);
+  }
+
   // ---------- The pass ----------
 
   /** One reconcile pass at the clock's current time. */
@@ -359,6 +366,7 @@ export class SimController {
       this.dirtyAppSets.delete(k);
       this.appSets.reconcile(s.instance, s.name, now);
     }
+    for (const reconcile of this.reconcilers) reconcile(now);
   }
 
   // ---------- Autosync (plain apps with automated enabled) ----------

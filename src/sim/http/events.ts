@@ -4,7 +4,7 @@ import type { SimEvent } from '../events.js';
 import { findApp } from './apps.js';
 import type { ApiRequest, RouteResult } from './context.js';
 import { invalidArgument } from './errors.js';
-import { buildTree } from './tree.js';
+import { buildTree, liveTreeOf } from './tree.js';
 
 const stamp = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
@@ -129,7 +129,7 @@ export function listEvents(req: ApiRequest): RouteResult {
     items = req.core.events?.appEvents(req.store.name, app) ?? [];
   } else {
     const resourceNamespace = req.query.get('resourceNamespace') ?? '';
-    const tree = buildTree(req.store.name, app);
+    const tree = buildTree(req.store.name, app, liveTreeOf(req));
     const node = [...tree.nodes, ...tree.orphanedNodes].find(
       (n) => n.uid === resourceUID && n.name === resourceName && (n.namespace ?? '') === resourceNamespace,
     );

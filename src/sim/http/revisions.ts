@@ -4,7 +4,7 @@ import { commitMessage } from '../scenarios/builders.js';
 import { findApp } from './apps.js';
 import type { ApiRequest, RouteResult } from './context.js';
 import { SimApiError, invalidArgument } from './errors.js';
-import { buildTree } from './tree.js';
+import { buildTree, liveTreeOf } from './tree.js';
 
 const AUTHORS = ['Dana Reyes <dana@example.com>', 'Sam Okafor <sam@example.com>', 'Lee Park <lee@example.com>'];
 
@@ -114,7 +114,7 @@ export function podLogs(req: ApiRequest): RouteResult {
   const namespace = q.get('namespace') ?? '';
   const container = q.get('container') ?? '';
   const previous = q.get('previous') === 'true';
-  const tree = buildTree(req.store.name, app);
+  const tree = buildTree(req.store.name, app, liveTreeOf(req));
   const byKey = new Map(tree.nodes.map((n) => [`${n.group ?? ''}/${n.kind}/${n.namespace ?? ''}/${n.name}`, n]));
   const matches = (n: ResourceNode, depth = 0): boolean => {
     if (

@@ -45,7 +45,11 @@ interface KindActions {
 }
 
 /** A discovery table entry as ExecuteResourceActionDiscovery reads it: `disabled` counts only when it is true. */
-function entry(name: string, disabled: LuaValue, extra: Omit<ResourceAction, 'name' | 'disabled'> = {}): ResourceAction {
+function entry(
+  name: string,
+  disabled: LuaValue,
+  extra: Omit<ResourceAction, 'name' | 'disabled'> = {},
+): ResourceAction {
   return { name, ...(disabled === true ? { disabled: true } : {}), ...extra };
 }
 

@@ -20,8 +20,7 @@ const VALID: ReadonlySet<string> = new Set(['Healthy', 'Progressing', 'Degraded'
  */
 export function rolloutHealth(obj: Record<string, unknown>): ResourceHealth {
   const metadata = obj.metadata as { deletionTimestamp?: string } | undefined;
-  if (metadata?.deletionTimestamp)
-    return { status: 'Progressing', message: 'Pending deletion' };
+  if (metadata?.deletionTimestamp) return { status: 'Progressing', message: 'Pending deletion' };
   let hs: { status: LuaValue; message?: LuaValue };
   try {
     hs = healthLua(obj);
@@ -52,7 +51,9 @@ function isGenerationObserved(obj: LuaValue): boolean {
 function isWorkloadGenerationObserved(obj: LuaValue): boolean {
   const metadata = field(obj, 'metadata', 72);
   if (isNil(field(field(obj, 'spec', 72), 'workloadRef', 72)) || isNil(field(metadata, 'annotations', 72))) return true;
-  const workloadGen = tonumber(field(field(metadata, 'annotations', 76), 'rollout.argoproj.io/workload-generation', 76));
+  const workloadGen = tonumber(
+    field(field(metadata, 'annotations', 76), 'rollout.argoproj.io/workload-generation', 76),
+  );
   const observedWorkloadGen = tonumber(field(field(obj, 'status', 77), 'workloadObservedGeneration', 77));
   return luaEquals(workloadGen, observedWorkloadGen);
 }

@@ -48,7 +48,8 @@ export const luaEquals = (a: LuaValue, b: LuaValue): boolean => (isNil(a) && isN
 
 /** `a < b`: numbers (or two strings) only; anything else is "attempt to compare". */
 export function lessThan(a: LuaValue, b: LuaValue, line: number): boolean {
-  if ((typeof a === 'number' && typeof b === 'number') || (typeof a === 'string' && typeof b === 'string')) return a < b;
+  if ((typeof a === 'number' && typeof b === 'number') || (typeof a === 'string' && typeof b === 'string'))
+    return a < b;
   throw new LuaError(line, `attempt to compare ${typeName(a)} with ${typeName(b)}`);
 }
 
