@@ -116,7 +116,9 @@ export function calculateRolloutPhase(spec: RolloutSpec, status: RolloutStatus):
 export function rolloutPhase(ro: Pick<Rollout, 'metadata' | 'spec' | 'status'>): { phase: string; message: string } {
   const status = ro.status ?? {};
   // A hash instead of a number is a v0.9 Rollout, which records no generation to compare.
-  const observed = /^\d+$/.test(String(status.observedGeneration ?? '')) ? Number(status.observedGeneration) : undefined;
+  const observed = /^\d+$/.test(String(status.observedGeneration ?? ''))
+    ? Number(status.observedGeneration)
+    : undefined;
   if (observed !== undefined && observed < (ro.metadata.generation ?? 0))
     return { phase: 'Progressing', message: 'waiting for rollout spec update to be observed' };
   if (status.controllerPause && !status.pauseConditions?.length)
