@@ -129,9 +129,11 @@ describe.runIf(UPSTREAM && existsSync(UPSTREAM))("upstream's own test files (ARG
 
   it('health_test.yaml of argoproj.io/Rollout', () => {
     const dir = dirOf('argoproj.io/Rollout');
-    const tests = (load(path.join(dir, 'health_test.yaml')) as {
-      tests: { inputPath: string; healthStatus: { status: string; message?: string } }[];
-    }).tests;
+    const tests = (
+      load(path.join(dir, 'health_test.yaml')) as {
+        tests: { inputPath: string; healthStatus: { status: string; message?: string } }[];
+      }
+    ).tests;
     for (const t of tests) {
       const health = rolloutHealth(load(path.join(dir, t.inputPath)) as Obj);
       expect({ input: t.inputPath, status: health.status, message: health.message ?? '' }).toEqual({
