@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type {
   HealthStatusCode,
   RolloutCondition,
@@ -47,14 +46,20 @@ const HEALTH_ORDER: readonly HealthStatusCode[] = [
   'Degraded',
   'Unknown',
 ];
+// rand.SafeEncodeString's alphabet; it encodes the decimal digits of a 32-bit hash, so only 10 of them appear.
 const SAFE = 'bcdfghjklmnpqrstvwxz2456789';
 
-/** A stable pod-template hash in Argo Rollouts' alphabet (rand.SafeEncodeString of a hash of the template). */
+/**
+ * A pod-template hash as Argo Rollouts makes one (hash.ComputePodTemplateHash: FNV-1a of the template, its
+ * decimal digits through rand.SafeEncodeString), over the template's JSON here: stable, and shaped like the real.
+ */
 export function podTemplateHash(template: unknown): string {
-  const digest = createHash('sha1')
-    .update(JSON.stringify(template ?? {}))
-    .digest();
-  return [...digest.subarray(0, 10)].map((b) => SAFE[b % SAFE.length]).join('');
+  let h = 0x811c9dc5;
+  for (const byte of Buffer.from(JSON.stringify(template ?? {}))) {
+    h ^= byte;
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return [...String(h)].map((d) => SAFE[d.charCodeAt(0) % SAFE.length]).join('');
 }
 
 /**
