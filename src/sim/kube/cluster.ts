@@ -5,7 +5,8 @@ import { keyCertificate } from './tls.js';
 import { asTable, discovery, wantsTable } from './discovery.js';
 
 /**
- * The Kubernetes API subset the sealed-secrets runbooks use, for one simulated cluster:
+ * The Kubernetes API subset the sealed-secrets runbooks and kubectl use, for one simulated cluster; it also holds
+ * the Argo Rollouts Rollouts and ReplicaSets that sim/rollouts/controller.ts drives (list, get, merge patch):
  * Secrets (label selectors, create with generateName, get, delete), Namespaces, Pods (list,
  * delete), Deployments (get, patch) and SealedSecrets, plus a sealed-secrets controller that
  * behaves like the real one (argocd-facts C): it reads its keys once at start, generates a key
