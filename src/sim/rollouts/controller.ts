@@ -108,9 +108,14 @@ export class SimRolloutsController {
 
   reconcile(now: Date): void {
     let changed = false;
+    let rollouts = 0;
     for (const cluster of this.live.clusters())
-      for (const ro of cluster.list('Rollout')) if (this.reconcileRollout(cluster, ro, now)) changed = true;
-    if (!changed && !this.appsChanged) return;
+      for (const ro of cluster.list('Rollout')) {
+        rollouts++;
+        if (this.reconcileRollout(cluster, ro, now)) changed = true;
+      }
+    // Without a Rollout anywhere there is nothing to tell the apps (a 10,000-app fleet is not scanned for it).
+    if (!rollouts || (!changed && !this.appsChanged)) return;
     this.appsChanged = false;
     for (const store of this.state.instances.values()) this.syncApps(store, now);
   }
