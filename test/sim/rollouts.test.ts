@@ -137,6 +137,15 @@ describe('the canary-rollouts scenario', () => {
     expect(crashing[0].images).toEqual(['registry.example.com/commerce/storefront:v4.2.0']);
     // Only pods carry images in Argo CD's tree.
     expect(rolloutNode.images).toBeUndefined();
+    const pod = crashing[0];
+    const events = (await (
+      await api().get(
+        `${DEGRADED}/events?${query({ resourceUID: pod.uid!, resourceName: pod.name, resourceNamespace: 'storefront' })}`,
+      )
+    ).json()) as { items: { reason: string; message: string }[] };
+    expect(events.items.find((e) => e.reason === 'BackOff')?.message).toMatch(
+      /^Back-off restarting failed container storefront in pod storefront-/,
+    );
   });
 
   it('serves Rollouts and ReplicaSets on the Kubernetes API, as kubectl get reads them', async () => {

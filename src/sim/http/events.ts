@@ -68,7 +68,8 @@ export function resourceEvents(app: Application, node: ResourceNode, now: Date):
   };
   const health = node.health?.status;
   if (node.kind === 'Pod') {
-    const container = node.parentRefs?.[0]?.name.replace(/-[0-9a-f]{9}$/, '') ?? node.name;
+    // The ReplicaSet's name less its pod-template hash (9 or 10 characters, Deployments' and Rollouts' alike).
+    const container = node.parentRefs?.[0]?.name.replace(/-[0-9a-f]{9,10}$/, '') ?? node.name;
     const image = node.images?.[0] ?? `${container}:latest`;
     const field = `spec.containers{${container}}`;
     push('Normal', 'Scheduled', `Successfully assigned ${ns}/${node.name} to node-1`, 'default-scheduler', 1, created);

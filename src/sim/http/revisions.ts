@@ -50,11 +50,11 @@ const MAX_POD_LOGS_TO_RENDER = 10;
 /** How many lines a healthy simulated container has written since it started. */
 const HEALTHY_LOG_LINES = 200;
 
-/** The container a simulated Pod runs: the one of its Deployment, named like it (as buildTree's images are). */
+/** The container a simulated Pod runs: the one of its Deployment or Rollout, named like it (as buildTree's images are). */
 function containerOf(pod: ResourceNode, byKey: Map<string, ResourceNode>): string {
   let node: ResourceNode | undefined = pod;
   for (let hops = 0; node && hops < 5; hops++) {
-    if (node.kind === 'Deployment') return node.name;
+    if (node.kind === 'Deployment' || node.kind === 'Rollout') return node.name;
     const parent: { group?: string; kind: string; namespace?: string; name: string } | undefined = node.parentRefs?.[0];
     node = parent
       ? byKey.get(`${parent.group ?? ''}/${parent.kind}/${parent.namespace ?? ''}/${parent.name}`)
