@@ -83,7 +83,7 @@ module.exports = {
     {
       name: 'sim-shares-types-and-rollingsync',
       comment:
-        'The simulator shares only Argo CD types, object facts, label selectors and sync windows, and the pure RollingSync semantics.',
+        'The simulator shares only Argo CD types, object facts, label selectors and sync windows, and the pure RollingSync and Argo Rollouts semantics.',
       severity: 'error',
       from: { path: '^src/sim/' },
       to: {
@@ -91,7 +91,7 @@ module.exports = {
         pathNot: [
           '^src/sim/',
           '^src/infra/argocd/(types|objects|labels|sync-windows)\\.ts$',
-          '^src/fleet/rollingsync\\.ts$',
+          '^src/fleet/(rollingsync|argo-rollouts)\\.ts$',
         ],
       },
     },

@@ -1,5 +1,6 @@
-import type { ArgoApi } from '../infra/argocd/api.js';
-import { ArgoError, isArgoError } from '../infra/argocd/errors.js';
+import { isArgoError } from '../infra/argocd/errors.js';
+import { LIVE_LOOKUP_MS } from './live.js';
+export { LIVE_LOOKUP_MS, appRef, argoApiFor, withinLiveBudget } from './live.js';
 import type { Application, ApplicationSource } from '../infra/argocd/types.js';
 import { rolloutEntry } from '../fleet/groups.js';
 import type { FleetApp, FleetView } from '../fleet/model.js';
@@ -21,12 +22,12 @@ import type { ReplyBlock, ReplyButton } from '../core/reply.js';
 import type { ReplyOf } from './replies.js';
 import { healthOf, syncOf } from '../fleet/status.js';
 import { unknownTarget } from './suggest.js';
-import type { AppSourceInfo, AppDetail } from './reply-data.js';
+import type { AppSourceInfo, AppDetail, RolloutRow, UnreadRollout } from './reply-data.js';
+import { hasRollouts } from '../fleet/argo-rollouts.js';
+import { PHASE_TONE, readRollouts, rolloutLine, rolloutTargets } from './rollout-reads.js';
 export type { AppSourceInfo, AppOperationInfo, AppDetail } from './reply-data.js';
 
 const USAGE = 'app NAME [instance=X]';
-/** A live Get must not hold an answer up: after this the mirror's copy is shown. */
-export const LIVE_LOOKUP_MS = 4000;
 const HISTORY_SHOWN = 5;
 
 function sourceInfo(s: ApplicationSource): AppSourceInfo {
@@ -153,47 +154,6 @@ export async function liveApp(
       live: false,
       note: `Live lookup on ${fa.instance} failed (${message}); showing rollcall's last copy, without resource health.`,
     };
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** How Argo CD's API names the app (project too, so a missing app is a 404 rather than a 403). */
-export function appRef(fa: FleetApp): { name: string; appNamespace?: string; project?: string } {
-  return { name: fa.app.metadata.name, appNamespace: fa.app.metadata.namespace, project: fa.app.spec?.project };
-}
-
-/**
- * The Argo CD API of the app's instance, for commands that only a live call can answer (history
- * metadata, diff, logs): rollcall's mirror holds no manifests or logs.
- */
-export function argoApiFor(ctx: CommandContext, fa: FleetApp, command: string): ArgoApi {
-  const api = ctx.services.argocd?.get(fa.instance);
-  if (!api)
-    throw new CommandError(
-      'not_configured',
-      `\`${command}\` reads Argo CD instance ${fa.instance} live, and this process has no client for it: check instances[] in rollcall.yaml.`,
-    );
-  return api;
-}
-
-/** A live call that must not hold an answer up: it fails as an Argo CD timeout after LIVE_LOOKUP_MS. */
-export async function withinLiveBudget<T>(instance: string, work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new ArgoError(
-            `Argo CD instance ${instance} gave no answer within ${LIVE_LOOKUP_MS / 1000}s; try again, or check its health.`,
-            { kind: 'timeout', instance },
-          ),
-        ),
-      LIVE_LOOKUP_MS,
-    );
-  });
-  try {
-    return await Promise.race([work, deadline]);
   } finally {
     clearTimeout(timer);
   }
@@ -504,7 +464,7 @@ function recordBlocks(d: AppDetail, now: Date): ReplyBlock[] {
   return blocks;
 }
 
-function appButtons(fleet: FleetView, d: AppDetail): ReplyButton[] {
+function appButtons(fleet: FleetView, d: AppDetail, rollouts: boolean): ReplyButton[] {
   const buttons: ReplyButton[] = [];
   if (d.url) buttons.push({ label: 'Open in Argo CD', url: d.url });
   const instanceSuffix = fleet.appsNamed(d.name).length > 1 ? ` instance=${d.instance}` : '';
@@ -514,6 +474,8 @@ function appButtons(fleet: FleetView, d: AppDetail): ReplyButton[] {
   if (d.sync === 'OutOfSync') buttons.push({ label: 'Diff', command: `diff ${d.name}${instanceSuffix}` });
   if (d.health === 'Degraded' || d.health === 'Progressing')
     buttons.push({ label: 'Logs', command: `logs ${d.name}${instanceSuffix}` });
+  // Its Argo Rollouts: what Argo CD offers to run on them now (resume, abort, promote-full...).
+  if (rollouts) buttons.push({ label: 'Rollout actions', command: `actions ${d.name}${instanceSuffix}` });
   if (d.appSet) {
     const set = fleet.appSetsNamed(d.appSet);
     buttons.push({
@@ -522,6 +484,27 @@ function appButtons(fleet: FleetView, d: AppDetail): ReplyButton[] {
     });
   }
   return buttons;
+}
+
+/** Where the app's Argo Rollouts stand: step, weight, pause, read live; and those that could not be read. */
+function rolloutBlocks(rows: RolloutRow[], unread: UnreadRollout[], now: Date): ReplyBlock[] {
+  const blocks: ReplyBlock[] = [];
+  if (rows.length)
+    blocks.push({
+      kind: 'list',
+      title: 'Argo Rollouts',
+      items: rows.map((r) => ({
+        text: rolloutLine(r, now),
+        tone: PHASE_TONE[r.phase] ?? 'unknown',
+        detail: r.images.length ? `revision ${r.revision ?? '?'} · ${r.images.map(code).join(', ')}` : undefined,
+      })),
+    });
+  for (const u of unread)
+    blocks.push({
+      kind: 'context',
+      text: `:warning: Rollout ${u.name} could not be read live from Argo CD: ${u.error}`,
+    });
+  return blocks;
 }
 
 export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<'app'>> {
@@ -533,21 +516,30 @@ export async function runApp(cmd: ParsedCommand, ctx: CommandContext): Promise<R
   const fresh = await liveApp(ctx, found);
   const fa: FleetApp = { ...found, app: fresh.app };
   // Only a live app has resource health to go by; a healthy one has no failing resources to ask about.
-  const warnings =
+  const [warnings, rollouts] = await Promise.all([
     fresh.live && healthOf(fa.app) !== 'Healthy'
-      ? await warningEvents(ctx, fa)
-      : { events: [] as ResourceWarningEvent[] };
-  const d = { ...appDetail(fleet, fa), live: fresh.live, warningEvents: warnings.events };
+      ? warningEvents(ctx, fa)
+      : Promise.resolve({ events: [] as ResourceWarningEvent[], note: undefined }),
+    readRollouts(ctx, rolloutTargets([fa])),
+  ]);
+  const d = {
+    ...appDetail(fleet, fa),
+    live: fresh.live,
+    warningEvents: warnings.events,
+    rollouts: rollouts.rows,
+    unreadRollouts: rollouts.unread,
+  };
   const tone = appTone(d.sync, d.health);
 
   const blocks: ReplyBlock[] = [
     ...summaryBlocks(fleet, d, fa.app, now),
+    ...rolloutBlocks(d.rollouts, d.unreadRollouts, now),
     ...operationBlocks(d, now),
     ...failureBlocks(d, warnings.note, now),
     ...recordBlocks(d, now),
   ];
   if (fresh.note) blocks.push({ kind: 'context', text: `:warning: ${fresh.note}` });
-  blocks.push({ kind: 'actions', buttons: appButtons(fleet, d) });
+  blocks.push({ kind: 'actions', buttons: appButtons(fleet, d, hasRollouts(fa.app)) });
 
   return {
     ok: true,

@@ -7,7 +7,19 @@ import { suggest } from '../core/suggest.js';
 
 const USAGE = 'help [COMMAND]';
 // The questions of an incident's first minutes come first; the rest (runbooks...) alphabetically.
-const ORDER = ['status', 'app', 'rollout', 'plan', 'diagnose', 'clusters', 'history', 'diff', 'logs'];
+const ORDER = [
+  'status',
+  'app',
+  'rollout',
+  'plan',
+  'diagnose',
+  'clusters',
+  'history',
+  'diff',
+  'logs',
+  'rollouts',
+  'actions',
+];
 
 function rank(spec: AnyCommandSpec): number {
   const i = ORDER.indexOf(spec.name);

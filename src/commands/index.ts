@@ -21,6 +21,7 @@ import { withAuditOrigin, type AuditOrigin } from '../domain/audit/audit-log.js'
 import { commandDuration, commandsTotal, secondsSince } from '../infra/metrics.js';
 import { answerWithoutWaitingForRedis } from '../infra/redis.js';
 
+import { actionsCommand } from './actions.js';
 import { alertCommand, alertsCommand } from './alerts.js';
 import { appCommand } from './app.js';
 import { changesCommand } from './changes.js';
@@ -41,6 +42,7 @@ import { refreshCommand } from './refresh.js';
 import { rollbackCommand } from './rollback.js';
 import { terminateOpCommand } from './terminate-op.js';
 import { rolloutCommand } from './rollout.js';
+import { rolloutsCommand } from './argo-rollouts.js';
 import {
   auditCommand,
   runRunbookCommand,
@@ -63,6 +65,8 @@ export const COMMANDS: readonly AnyCommandSpec[] = [
   diffCommand,
   logsCommand,
   rolloutCommand,
+  rolloutsCommand,
+  actionsCommand,
   planCommand,
   diagnoseCommand,
   clustersCommand,

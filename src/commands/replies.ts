@@ -23,7 +23,10 @@ import type {
   HistoryEntry,
   Refreshed,
   RefreshType,
+  RolloutRow,
+  UnreadRollout,
 } from './reply-data.js';
+import type { ResourceRef } from '../infra/argocd/types.js';
 
 /** An interface's fields as a plain object type, which JSON data (`Record<string, unknown>`) accepts. */
 type Fields<T> = { [K in keyof T]: T[K] };
@@ -45,7 +48,35 @@ export type StatusData = {
     apps: string[];
   }[];
 };
-export type AppData = { app: AppDetail & { live: boolean; warningEvents: unknown[] } };
+export type AppData = {
+  app: AppDetail & { live: boolean; warningEvents: unknown[]; rollouts: RolloutRow[]; unreadRollouts: UnreadRollout[] };
+};
+/** Rollouts alike but for their cluster (src/commands/argo-rollouts.ts). */
+export interface RolloutGroup {
+  instance: string;
+  namespace: string;
+  name: string;
+  /** "canary · Paused at step 1/4 · 20% of traffic · CanaryPauseStep" */
+  state: string;
+  phase: string;
+  revision: string | null;
+  images: string[];
+  clusters: string[];
+  apps: string[];
+  /** Clusters in the selection with a Rollout of this name: the denominator of "9/12 clusters". */
+  clustersOfRollout: number;
+  /** The earliest `since` of its Rollouts. */
+  since: string | null;
+}
+export type RolloutsData = { rollouts: RolloutRow[]; groups: Fields<RolloutGroup>[]; unread: UnreadRollout[] };
+/** What Argo CD offers to run on one resource now (src/commands/actions.ts). */
+export type ActionsData = {
+  app: string;
+  instance: string;
+  cluster: string;
+  resource: Fields<ResourceRef>;
+  actions: { name: string; disabled: boolean; displayName: string | null; params: string[] }[];
+};
 export type HistoryData = { app: string; instance: string; live: boolean; history: HistoryEntry[] };
 export type DiffData = { app: string; instance: string; revision: string | null; resources: ResourceChange[] };
 export type LogsData = {
@@ -155,6 +186,8 @@ export interface CommandData extends IncidentVerbData {
   diff: DiffData;
   logs: LogsData;
   rollout: RolloutData;
+  rollouts: RolloutsData;
+  actions: ActionsData;
   plan: PlanData;
   diagnose: DiagnoseData;
   clusters: ClustersData;

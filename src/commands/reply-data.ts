@@ -142,3 +142,43 @@ export interface CheckListing {
   noData: 'fail' | 'pass' | 'inconclusive';
   description: string | null;
 }
+
+/** One Argo Rollouts Rollout of an app, as `rollouts` and `app` read it live from Argo CD (GET …/resource). */
+export interface RolloutRow {
+  app: string;
+  instance: string;
+  cluster: string;
+  namespace: string;
+  name: string;
+  strategy: 'canary' | 'blue-green' | null;
+  /** Healthy, Progressing, Paused or Degraded, as `kubectl argo rollouts get` shows it. */
+  phase: string;
+  message: string | null;
+  /** A canary's status.currentStepIndex ("step 1 of 4" is index 1 of 4 steps); null without steps. */
+  step: number | null;
+  steps: number | null;
+  /** The canary's share of traffic now, in percent (100 past the last step); null for blue-green. */
+  weight: number | null;
+  /** The weight the current step sets; it differs from `weight` while the canary's pods are not available. */
+  setWeight: number | null;
+  /** A pause condition's reason (CanaryPauseStep, BlueGreenPause, ...), or "manually paused" (spec.paused). */
+  pausedReason: string | null;
+  aborted: boolean;
+  /** The stable ReplicaSet is the current pod template's: nothing left to roll. */
+  fullyPromoted: boolean;
+  /** Since when it is in its state: the pause's start, else the Progressing condition's last transition. */
+  since: string | null;
+  /** Argo Rollouts' revision of the current pod template (`rollout.argoproj.io/revision`). */
+  revision: string | null;
+  /** The current (canary or preview) pod template's images. */
+  images: string[];
+}
+
+/** A Rollout the mirror lists whose live object could not be read, and why. */
+export interface UnreadRollout {
+  app: string;
+  instance: string;
+  cluster: string;
+  name: string;
+  error: string;
+}

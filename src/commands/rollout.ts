@@ -9,6 +9,7 @@ import {
   type RolloutStepApp,
 } from '../fleet/rollout.js';
 import { isRollingSync } from '../fleet/rollingsync.js';
+import { hasRollouts } from '../fleet/argo-rollouts.js';
 import {
   PROGRESSIVE_ORDER,
   SEVERITY_EMOJI,
@@ -51,6 +52,14 @@ export function findAppSet(fleet: FleetView, name: string, instance: string | un
         'unknown_target',
         `No ApplicationSet \`${name}\` on instance \`${instance}\`; it exists on ${all.map((s) => `\`${s.instance}\``).join(', ')}.`,
         all.map((s) => retry(s.instance)),
+      );
+    }
+    // An app with an Argo Rollouts Rollout: its canary steps are what `rollouts` shows.
+    if (fleet.appsNamed(name).some((a) => hasRollouts(a.app))) {
+      throw new CommandError(
+        'unknown_target',
+        `\`${name}\` is an application with an Argo Rollouts Rollout, not an ApplicationSet: \`rollouts ${name}\` shows its canary step and weight.`,
+        [`rollouts ${name}`, `app ${name}`],
       );
     }
     const owner = fleet.appsNamed(name).find((a) => a.appSet)?.appSet;
@@ -103,9 +112,23 @@ export function noRolloutReply<C extends 'rollout' | 'plan' | 'diagnose'>(
     { kind: 'header', text: title },
     { kind: 'text', text: `${TONE_EMOJI.info} \`${name}\` has no rollout to follow: ${why}`, tone: 'info' },
   ];
+  // Its apps roll out through Argo Rollouts instead: their canaries are what `rollouts` shows.
+  const withRollouts = fleet.appsOf(target.instance, name).filter((a) => hasRollouts(a.app)).length;
+  if (withRollouts)
+    blocks.push({
+      kind: 'text',
+      text: `${plural(withRollouts, 'of its apps deploys', 'of its apps deploy')} an Argo Rollouts Rollout: \`rollouts ${name}\` shows their steps and weights.`,
+      tone: 'info',
+    });
   const list = findingsBlock(findings);
   if (list) blocks.push(list);
-  blocks.push({ kind: 'actions', buttons: [{ label: `Status of ${name}`, command: `status appset=${name}` }] });
+  blocks.push({
+    kind: 'actions',
+    buttons: [
+      { label: `Status of ${name}`, command: `status appset=${name}` },
+      ...(withRollouts ? [{ label: `Rollouts of ${name}`, command: `rollouts ${name}` }] : []),
+    ],
+  });
   return {
     ok: true,
     command,

@@ -48,7 +48,7 @@ const isGlob = (s: string) => /[*?[\]{}]/.test(s);
  * Checks that plain names in a selection exist, so a typo gets "did you mean" across apps, appsets and
  * clusters instead of "0 apps". Globs and comma lists are left to selectApps.
  */
-function resolveSelection(fleet: FleetView, cmd: ParsedCommand): { sel: AppSelector; scope: string[] } {
+export function resolveSelection(fleet: FleetView, cmd: ParsedCommand): { sel: AppSelector; scope: string[] } {
   const sel = selectorFromCommand(cmd);
   const scope: string[] = [];
   const plain = (s: string | undefined): s is string => !!s && !isGlob(s) && !s.includes(',');
@@ -99,7 +99,7 @@ function clusterLine(c: ClusterStatus, problems: number, multiInstance: boolean)
 }
 
 /** The apps the selection names; a glob that matches nothing gets "did you mean" rather than "0 apps". */
-function selectedApps(fleet: FleetView, sel: AppSelector, scope: string[]): readonly FleetApp[] {
+export function selectedApps(fleet: FleetView, sel: AppSelector, scope: string[]): readonly FleetApp[] {
   const selected = scope.length ? selectApps(fleet, sel) : fleet.apps();
   if (scope.length && !selected.length && sel.patterns?.some(isGlob) && !sel.labels) {
     throw unknownTarget(

@@ -9,7 +9,10 @@ export const SIM_ANNOTATIONS = {
   healthSettle: 'sim.rollcall.io/health-settle',
   /** On an app: every sync fails with this message (as faults.failApp). */
   failSync: 'sim.rollcall.io/fail-sync',
-  /** `true` on an app: its workload crash-loops after a sync (as faults.crashLoop). */
+  /**
+   * `true` on an app: its workload crash-loops after a sync (as faults.crashLoop). On a ReplicaSet of a simulated
+   * cluster: its pods never become available (a canary that cannot progress).
+   */
   crashLoop: 'sim.rollcall.io/crash-loop',
   /** `disabled` on an ApplicationSet: behave as if the appset controller ran without --enable-progressive-syncs. */
   progressiveSyncs: 'sim.rollcall.io/progressive-syncs',

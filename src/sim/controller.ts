@@ -94,6 +94,8 @@ export class SimController {
   /** Auto-syncs a sync window prevented: asked again every pass until the windows let them go. */
   private readonly heldAutoSyncs = new Map<string, { instance: string; name: string }>();
   private heldAskedAt = 0;
+  /** Other controllers of the simulated clusters (Argo Rollouts), run at the end of every pass. */
+  private readonly reconcilers: ((now: Date) => void)[] = [];
 
   constructor(
     readonly state: SimState,
@@ -341,6 +343,11 @@ export class SimController {
     }
   }
 
+  /** Runs `reconcile` at the end of every pass, on the same clock (an Argo Rollouts controller, say). */
+  addReconciler(reconcile: (now: Date) => void): void {
+    this.reconcilers.push(reconcile);
+  }
+
   // ---------- The pass ----------
 
   /** One reconcile pass at the clock's current time. */
@@ -361,6 +368,7 @@ export class SimController {
       this.dirtyAppSets.delete(k);
       this.appSets.reconcile(s.instance, s.name, now);
     }
+    for (const reconcile of this.reconcilers) reconcile(now);
   }
 
   // ---------- Autosync (plain apps with automated enabled) ----------

@@ -90,6 +90,11 @@ export class SimEventLog {
     else this.requestedBy.set(this.key(instance, app), user);
   }
 
+  /** The API server's event for a resource action it ran (RunResourceActionV2's logAppEvent). */
+  actionRan(store: InstanceStore, app: Application, user: string, action: string, resource: string): void {
+    this.add(store, app, 'Normal', 'ResourceActionRan', `${user} ran action ${action} on resource ${resource}`, SERVER);
+  }
+
   /** Events about the Application object itself, oldest first. */
   appEvents(instance: string, app: Application): SimEvent[] {
     return [...(this.byApp.get(this.key(instance, app)) ?? [])];

@@ -32,6 +32,9 @@ import { appJsonList } from './http/json.js';
 import { accountFrom, type SimAccount } from './http/rbac.js';
 import { rfc3339 } from './clock.js';
 import { managedResources, resourceTree } from './http/tree.js';
+import { getResource, listResourceActions, runResourceActionV1, runResourceActionV2 } from './http/resources.js';
+import { SimLiveObjects } from './live-objects.js';
+import { SimRolloutsController } from './rollouts/controller.js';
 import { listEvents } from './http/events.js';
 import { getProject, listProjects, updateProject } from './http/projects.js';
 import { FAULT_WINDOW_DESCRIPTION } from './projects.js';
@@ -105,6 +108,9 @@ const ROUTES: Route[] = [
   route('applications/:name/rollback', { POST: rollbackApplication }),
   route('applications/:name/resource-tree', { GET: resourceTree }),
   route('applications/:name/managed-resources', { GET: managedResources }),
+  route('applications/:name/resource', { GET: getResource }),
+  route('applications/:name/resource/actions', { GET: listResourceActions, POST: runResourceActionV1 }),
+  route('applications/:name/resource/actions/v2', { POST: runResourceActionV2 }),
   route('applications/:name/spec', { PUT: updateSpec }),
   route('applications/:name/events', { GET: listEvents }),
   route('applications/:name/logs', { GET: podLogs }),
@@ -221,6 +227,10 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     behaviour: opts.scenarioBehaviour,
   });
   const kube = new SimKube(opts.fixture.kube ?? [], () => controller.clock.now());
+  const live = new SimLiveObjects(kube);
+  // Argo Rollouts on the simulated clusters, on the controller's clock, once per pass.
+  const rollouts = new SimRolloutsController(live, state);
+  controller.addReconciler((now) => rollouts.reconcile(now));
   const faults = new FaultBook();
   // Tokens are "issued" when the simulator starts (the iat in RBAC denials).
   const issuedAt = rfc3339(controller.clock.now());
@@ -251,6 +261,7 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     now: () => controller.clock.now(),
     openStreams: new Map(),
     events,
+    live,
     sealedSecretHealth(cluster, namespace, name) {
       const ss = kube.clusters.get(cluster)?.get('SealedSecret', namespace, name) as
         { status?: { conditions?: { type: string; status: string; message?: string }[] } } | undefined;
@@ -497,6 +508,7 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
       warmer.stop();
       metrics.stop();
       events.stop();
+      rollouts.stop();
       controller.stop();
       kube.stop();
       for (const res of core.openStreams.keys()) res.end();

@@ -114,6 +114,9 @@ beforeAll(async () => {
     body: '{"result":{"content":"ready","podName":"web-1","last":false}}\n{"result":{"content":"","podName":"","last":true}}\n',
   });
   server.on('GET', /\/stream\//, { stream: (res) => sseOpen(res) });
+  server.on('GET', /\/resource$/, { body: { manifest: '{"kind":"Rollout","metadata":{"name":"web"}}' } });
+  server.on('GET', /\/resource\/actions$/, { body: { actions: [{ name: 'resume' }] } });
+  server.on('POST', /\/resource\/actions\/v2$/, { body: {} });
 });
 afterAll(async () => {
   await server.stop();
@@ -162,6 +165,22 @@ describe("the client's requests against Argo CD's swagger (v3.5.1)", () => {
   it('terminate-op: DELETE .../operation with only declared query parameters', async () => {
     await client().terminateOperation({ name: 'checkout-prod-eu', project: 'shop', appNamespace: 'argocd' });
     expect(checkRequest(server.requests[0], 'ApplicationService_TerminateOperation')).toEqual([]);
+  });
+
+  it('resource reads and actions: ApplicationResourceRequest query parameters, the v2 run body field by field', async () => {
+    const ref = { name: 'web', project: 'shop', appNamespace: 'argocd' };
+    const rollout = { group: 'argoproj.io', version: 'v1alpha1', kind: 'Rollout', namespace: 'web', name: 'web' };
+    await client().liveResource(ref, rollout);
+    await client().listResourceActions(ref, rollout);
+    await client().runResourceAction(ref, rollout, 'promote-full', { replicas: '3' });
+    const [get, list, run] = server.requests;
+    expect(checkRequest(get, 'ApplicationService_GetResource')).toEqual([]);
+    expect(checkRequest(list, 'ApplicationService_ListResourceActions')).toEqual([]);
+    expect(checkRequest(run, 'ApplicationService_RunResourceActionV2')).toEqual([]);
+    expect(run.json).toMatchObject({
+      action: 'promote-full',
+      resourceActionParameters: [{ name: 'replicas', value: '3' }],
+    });
   });
 
   it('refresh: Get with refresh=normal|hard', async () => {

@@ -177,7 +177,7 @@ describe('help', () => {
     expect(reply.data).toMatchObject({ command: 'rollout', usage: 'rollout APPSET [instance=X]', readOnly: true });
     expect(renderText(reply)).toContain('rollout progressive-infra');
     const typo = await dispatch('help rolout', ctx(services(twoInstanceFleet())));
-    expect(typo.error).toMatchObject({ code: 'unknown_command', suggestions: ['rollout'] });
+    expect(typo.error).toMatchObject({ code: 'unknown_command', suggestions: ['rollout', 'rollouts'] });
   });
 
   it('answers empty text with the command list', async () => {

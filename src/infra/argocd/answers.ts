@@ -119,3 +119,41 @@ export function aWatchEvent<E>(field: 'application' | 'applicationSet'): (result
     return result as E;
   };
 }
+
+const resourceAction = z.object({
+  name: z.string().min(1),
+  disabled: z.boolean().optional(),
+  displayName: z.string().optional(),
+  iconClass: z.string().optional(),
+  params: z.array(z.object({ name: z.string() })).nullish(),
+});
+const actionsList = z.object({ actions: z.array(resourceAction).nullish() });
+
+/**
+ * GET …/resource/actions (ResourceActionsListResponse): `actions` is left out when there are none (omitempty),
+ * and each action names itself; an enabled one carries no `disabled`.
+ */
+export function aResourceActionList<T>(): AnswerReader<T[]> {
+  return (body) => {
+    check(actionsList, body, 'an object with an actions list');
+    return ((body as { actions?: T[] | null }).actions ?? []) as T[];
+  };
+}
+
+const manifestAnswer = z.object({ manifest: z.string() });
+const kubeObject = z.object({ kind: z.string().min(1), metadata: z.object({ name: z.string().min(1) }) });
+
+/** GET …/resource (ApplicationResourceResponse): `manifest` is the live object as a JSON string. */
+export function aLiveManifest<T>(): AnswerReader<T> {
+  return (body) => {
+    check(manifestAnswer, body, 'an object with a manifest string');
+    let object: unknown;
+    try {
+      object = JSON.parse((body as { manifest: string }).manifest);
+    } catch {
+      throw new ShapeError('expected the manifest to be a JSON object; it is not JSON');
+    }
+    check(kubeObject, object, 'the manifest to be a Kubernetes object with kind and metadata.name');
+    return object as T;
+  };
+}

@@ -11,6 +11,8 @@ import type {
   KubeEventList,
   LogEntry,
   ManagedResourcesResponse,
+  ResourceAction,
+  ResourceRef,
   RevisionMetadata,
 } from './types.js';
 
@@ -107,6 +109,23 @@ export interface ArgoApi {
   ): Promise<RevisionMetadata>;
   /** Container logs of the app's pods, read to the end (no follow); the closing `last` entry is dropped. */
   podLogs(ref: AppRef, query: PodLogsQuery): Promise<LogEntry[]>;
+  /**
+   * One resource of the app as it is live (GET …/resource): the object Argo CD's API server reads from the
+   * cluster, e.g. a Rollout with its status. The resource must be in the app's tree; needs `applications, get`.
+   */
+  liveResource<T = Record<string, unknown>>(ref: AppRef, resource: ResourceRef): Promise<T>;
+  /**
+   * What Argo CD offers to run on the resource now (GET …/resource/actions): its discovery script's answer for
+   * the live object, disabled ones included, in no particular order (a Go map's). Needs `applications, get`.
+   */
+  listResourceActions(ref: AppRef, resource: ResourceRef): Promise<ResourceAction[]>;
+  /**
+   * Runs a resource action (POST …/resource/actions/v2): Argo CD applies the action's script to the live object
+   * and patches it. Needs `applications, action/<group>/<kind>/<action>` on the app. Argo CD runs an action
+   * its discovery calls disabled all the same, so a caller that cares lists first. Not retried once it may have
+   * arrived (restart and skip-current-step are not idempotent): such a failure has `maybeApplied`.
+   */
+  runResourceAction(ref: AppRef, resource: ResourceRef, action: string, params?: Record<string, string>): Promise<void>;
   sync(request: ApplicationSyncRequest): Promise<Application>;
   terminateOperation(ref: AppRef): Promise<void>;
   /**

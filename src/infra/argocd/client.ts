@@ -11,7 +11,17 @@ import type {
   WatchOptions,
 } from './api.js';
 import { errorFromBadBody, errorFromResponse, errorFromTransport, isArgoError, type CallContext } from './errors.js';
-import { aList, aNamedObject, anObject, aWatchEvent, ShapeError, type AnswerReader, type ReadList } from './answers.js';
+import {
+  aList,
+  aLiveManifest,
+  aNamedObject,
+  anObject,
+  aResourceActionList,
+  aWatchEvent,
+  ShapeError,
+  type AnswerReader,
+  type ReadList,
+} from './answers.js';
 import { DEFAULT_RETRY, parseRetryAfter, retryDelay, sleep, type RetryPolicy } from './retry.js';
 import type {
   AppProject,
@@ -25,6 +35,8 @@ import type {
   KubeEventList,
   LogEntry,
   ManagedResourcesResponse,
+  ResourceAction,
+  ResourceRef,
   RevisionMetadata,
 } from './types.js';
 import { isAxiosError } from 'axios';
@@ -214,6 +226,52 @@ export class ArgoClient implements ArgoApi {
       if (message.result && !message.result.last) entries.push(message.result);
     }
     return entries;
+  }
+
+  // ---------- one resource: the live object and its actions ----------
+
+  liveResource<T = Record<string, unknown>>(ref: AppRef, resource: ResourceRef): Promise<T> {
+    return this.call(
+      { method: 'GET', path: `${appPath(ref.name)}/resource`, query: resourceQuery(ref, resource) },
+      { resource: 'applications', action: 'get', app: ref.name, project: ref.project },
+      'idempotent',
+      aLiveManifest<T>(),
+    );
+  }
+
+  listResourceActions(ref: AppRef, resource: ResourceRef): Promise<ResourceAction[]> {
+    return this.call(
+      { method: 'GET', path: `${appPath(ref.name)}/resource/actions`, query: resourceQuery(ref, resource) },
+      { resource: 'applications', action: 'get', app: ref.name, project: ref.project },
+      'idempotent',
+      aResourceActionList<ResourceAction>(),
+    );
+  }
+
+  async runResourceAction(
+    ref: AppRef,
+    resource: ResourceRef,
+    action: string,
+    params: Record<string, string> = {},
+  ): Promise<void> {
+    const entries = Object.entries(params);
+    const body = dropUndefined({
+      ...resourceQuery(ref, resource),
+      name: ref.name,
+      action,
+      resourceActionParameters: entries.length ? entries.map(([name, value]) => ({ name, value })) : undefined,
+    });
+    await this.call(
+      { method: 'POST', path: `${appPath(ref.name)}/resource/actions/v2`, body },
+      {
+        resource: 'applications',
+        action: `action/${resource.group ?? ''}/${resource.kind}/${action}`,
+        app: ref.name,
+        project: ref.project,
+      },
+      'unsafe',
+      anObject<Record<string, unknown>>('an empty object'),
+    );
   }
 
   sync(request: ApplicationSyncRequest): Promise<Application> {
@@ -586,6 +644,19 @@ function appPath(name: string): string {
 
 function refQuery(ref: AppRef): Query {
   return { appNamespace: ref.appNamespace, project: ref.project };
+}
+
+/** ApplicationResourceRequest: the resource's identity and the app's scope; `group` left out for the core group. */
+function resourceQuery(ref: AppRef, r: ResourceRef): Record<string, string | undefined> {
+  return {
+    namespace: r.namespace,
+    resourceName: r.name,
+    version: r.version,
+    group: r.group || undefined,
+    kind: r.kind,
+    appNamespace: ref.appNamespace,
+    project: ref.project,
+  };
 }
 
 /** List/stream query (B2): `projects` repeated per value, `fields` as one comma-joined value. */

@@ -92,8 +92,11 @@ export interface CallContext {
   path: string;
   /** The RBAC resource (argocd-rbac-cm) the call needs. */
   resource: 'applications' | 'applicationsets' | 'clusters' | 'logs' | 'projects';
-  /** The RBAC action (B1): get for reads, sync for sync/terminate, update for patch and upsert. */
-  action: 'get' | 'sync' | 'update' | 'create';
+  /**
+   * The RBAC action (B1): get for reads, sync for sync/terminate, update for patch and upsert, and
+   * `action/<group>/<kind>/<action>` for a resource action.
+   */
+  action: 'get' | 'sync' | 'update' | 'create' | `action/${string}`;
   app?: string;
   appSet?: string;
   project?: string;
@@ -105,6 +108,9 @@ const IN_PROGRESS = /another operation is already in progress/i;
 const NO_OPERATION = /no operation is in progress/i;
 const SYNC_WINDOW = /blocked by sync window/i;
 const AUTO_SYNC_ON = /rollback cannot be initiated when auto-sync is enabled/i;
+const NO_SUCH_ACTION = /error getting Lua resource action: built-in script does not exist/i;
+const SCRIPT_FAILED = /error executing Lua (?:resource action|discovery script): (.*)$/is;
+const NOT_IN_TREE = /^(\S+) (\S*) ?(\S+) not found as part of application (\S+)$/;
 
 function describeTarget(ctx: CallContext): string {
   if (ctx.resource === 'projects' && ctx.project) return `AppProject ${ctx.project} on instance ${ctx.instance}`;
@@ -155,8 +161,15 @@ function forbiddenError({ ctx, status, grpcCode, argoMessage, base, said }: Erro
     );
   }
   const project = ctx.project ?? (ctx.resource === 'clusters' || ctx.resource === 'projects' ? '*' : '<project>');
-  // Projects are RBAC objects by name; applications and the rest by <project>/<name>.
-  const object = ctx.resource === 'clusters' ? '*' : ctx.resource === 'projects' ? project : `${project}/*`;
+  // Projects are RBAC objects by name; a resource action is granted per app; applications and the rest by <project>/<name>.
+  const object =
+    ctx.resource === 'clusters'
+      ? '*'
+      : ctx.resource === 'projects'
+        ? project
+        : ctx.action.startsWith('action/') && ctx.app
+          ? `${project}/${ctx.app}`
+          : `${project}/*`;
   const scope =
     ctx.resource === 'clusters'
       ? 'clusters'
@@ -224,6 +237,34 @@ function operationStateError({ ctx, argoMessage, base }: ErrorAnswer): ArgoError
   return undefined;
 }
 
+/**
+ * The resource endpoints' refusals (server/application/application.go): an action the kind has no script for, a
+ * script that fails on the live object (both plain Go errors, HTTP 500, not worth retrying), a resource that is
+ * not in the app's tree.
+ */
+function resourceError({ ctx, argoMessage, base }: ErrorAnswer): ArgoError | undefined {
+  if (!argoMessage) return undefined;
+  const [, group, kind, action] = /^action\/([^/]*)\/([^/]+)\/(.+)$/.exec(ctx.action) ?? [];
+  if (NO_SUCH_ACTION.test(argoMessage))
+    return new ArgoError(
+      `Argo CD has no action \`${action ?? '?'}\` for ${group ? `${group}/` : ''}${kind ?? 'this kind'} (${describeTarget(ctx)}): ` +
+        `\`actions ${ctx.app ?? 'APP'}\` lists the ones it offers.`,
+      { ...base, kind: 'invalid' },
+    );
+  const failed = SCRIPT_FAILED.exec(argoMessage);
+  if (failed)
+    return new ArgoError(
+      `Argo CD's script for ${action ? `action \`${action}\`` : 'the resource actions'} failed on the live object (${describeTarget(ctx)}): ${failed[1]}`,
+      { ...base, kind: 'invalid' },
+    );
+  if (NOT_IN_TREE.test(argoMessage))
+    return new ArgoError(`No such resource in the tree of ${describeTarget(ctx)}: Argo CD said "${argoMessage}".`, {
+      ...base,
+      kind: 'not_found',
+    });
+  return undefined;
+}
+
 /** 409 and the gRPC preconditions (a conflict), 400 and 422 (an invalid request). */
 function refusedError({ ctx, status, grpcCode, argoMessage, base }: ErrorAnswer): ArgoError | undefined {
   if (grpcCode === GrpcCode.Aborted) {
@@ -267,7 +308,14 @@ function unavailableError({ ctx, status, grpcCode, base, said }: ErrorAnswer): A
 }
 
 /** In the order they are tried: a status or gRPC code, or Argo CD's message text, picks the first that answers. */
-const RESPONSE_MAPPERS = [authError, forbiddenError, missingOrLimitedError, operationStateError, refusedError];
+const RESPONSE_MAPPERS = [
+  authError,
+  forbiddenError,
+  missingOrLimitedError,
+  operationStateError,
+  resourceError,
+  refusedError,
+];
 
 /** Maps an HTTP error answer from Argo CD to an ArgoError whose message says what to do. */
 export function errorFromResponse(

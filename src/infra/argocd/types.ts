@@ -509,3 +509,138 @@ export interface KubeEventList {
   metadata?: { resourceVersion?: string };
   items: KubeEvent[];
 }
+
+// ---------- Resource actions (server/application/application.proto) ----------
+
+/**
+ * One resource of an app as the resource endpoints address it (ApplicationResourceRequest: `resourceName`,
+ * `version` and `kind` required; `group` empty for the core group).
+ */
+export interface ResourceRef {
+  group?: string;
+  version: string;
+  kind: string;
+  namespace?: string;
+  name: string;
+}
+
+/**
+ * v1alpha1.ResourceAction as the REST layer writes it with encoding/json: `disabled` (omitempty) is left out
+ * when false, so an enabled action is `{"name":"resume"}`. The order is Go map order: none.
+ */
+export interface ResourceAction {
+  name: string;
+  disabled?: boolean;
+  params?: { name: string }[];
+  iconClass?: string;
+  displayName?: string;
+}
+
+/** GET …/resource/actions: `actions` (omitempty) is absent when the kind has none. */
+export interface ResourceActionsListResponse {
+  actions?: ResourceAction[];
+}
+
+/** An action parameter of POST …/resource/actions/v2 (`resourceActionParameters[]`): values are strings. */
+export interface ResourceActionParameter {
+  name: string;
+  value: string;
+}
+
+// ---------- Argo Rollouts (argoproj.io/v1alpha1 Rollout), as a resource endpoint or the cluster returns it ----------
+
+export interface RolloutCanaryStep {
+  setWeight?: number;
+  /** `{}` waits for a resume; `duration` (seconds, or a Go duration string) resumes by itself. */
+  pause?: { duration?: number | string };
+  [other: string]: unknown;
+}
+
+export interface RolloutSpec {
+  replicas?: number;
+  paused?: boolean;
+  /** RFC3339: pods started before it are restarted (the `restart` action sets it). */
+  restartAt?: string;
+  progressDeadlineSeconds?: number;
+  workloadRef?: Record<string, unknown>;
+  template?: {
+    metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+    spec?: { containers?: { name: string; image?: string }[]; [other: string]: unknown };
+  };
+  strategy?: {
+    canary?: {
+      steps?: RolloutCanaryStep[];
+      canaryService?: string;
+      stableService?: string;
+      trafficRouting?: Record<string, unknown>;
+      [other: string]: unknown;
+    };
+    blueGreen?: {
+      activeService?: string;
+      previewService?: string;
+      autoPromotionEnabled?: boolean;
+      autoPromotionSeconds?: number;
+      scaleDownDelaySeconds?: number;
+      [other: string]: unknown;
+    };
+  };
+  [other: string]: unknown;
+}
+
+export interface RolloutCondition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+  lastUpdateTime?: string;
+  lastTransitionTime?: string;
+}
+
+/** Argo Rollouts' pause reasons: CanaryPauseStep, BlueGreenPause, InconclusiveAnalysisRun, InconclusiveExperiment. */
+export interface RolloutPauseCondition {
+  reason: string;
+  startTime: string;
+}
+
+export interface RolloutWeightDestination {
+  weight: number;
+  serviceName?: string;
+  podTemplateHash?: string;
+}
+
+export interface RolloutStatus {
+  abort?: boolean;
+  abortedAt?: string;
+  pauseConditions?: RolloutPauseCondition[];
+  controllerPause?: boolean;
+  currentPodHash?: string;
+  currentStepHash?: string;
+  replicas?: number;
+  updatedReplicas?: number;
+  readyReplicas?: number;
+  availableReplicas?: number;
+  currentStepIndex?: number;
+  /** A string since Argo Rollouts v0.10 ("5"); older ones wrote a hash. */
+  observedGeneration?: string | number;
+  conditions?: RolloutCondition[];
+  canary?: { weights?: { canary: RolloutWeightDestination; stable: RolloutWeightDestination }; stableRS?: string };
+  blueGreen?: { activeSelector?: string; previewSelector?: string; scaleUpPreviewCheckPoint?: boolean };
+  HPAReplicas?: number;
+  selector?: string;
+  stableRS?: string;
+  restartedAt?: string;
+  promoteFull?: boolean;
+  /** Healthy | Degraded | Progressing | Paused, computed by the controller since Argo Rollouts v1.0. */
+  phase?: string;
+  message?: string;
+  workloadObservedGeneration?: string;
+  [other: string]: unknown;
+}
+
+export interface Rollout {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec: RolloutSpec;
+  status?: RolloutStatus;
+}

@@ -4,6 +4,7 @@ import type { SimControllerPort } from './controller-port.js';
 import { GrpcCode, SimApiError } from './errors.js';
 import type { SimAccount } from './rbac.js';
 import type { SimEventLog } from '../events.js';
+import type { SimLiveObjects } from '../live-objects.js';
 
 /** A deny sync window the faults API switched on (instance-wide, one project, or one app). */
 export interface SimSyncWindow {
@@ -26,6 +27,8 @@ export interface SimCore {
   readonly openStreams: Map<ServerResponse, string>;
   /** Events about each Application (GET …/events without a resource). */
   readonly events?: SimEventLog;
+  /** The objects on simulated clusters behind apps' resources (live Rollouts, their ReplicaSets). */
+  readonly live?: SimLiveObjects;
   /**
    * The health Argo CD's SealedSecret check (Synced=True → Healthy, False → Degraded) gives a
    * SealedSecret on a simulated cluster; undefined when that cluster or object is not simulated.

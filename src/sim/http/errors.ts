@@ -3,6 +3,7 @@
  * is the gRPC status code and the HTTP status follows grpc-gateway's mapping.
  */
 export const GrpcCode = {
+  /** A plain Go error the server returns without a status: grpc-gateway answers HTTP 500. */
   Unknown: 2,
   InvalidArgument: 3,
   NotFound: 5,

@@ -4,7 +4,7 @@ import type { SimEvent } from '../events.js';
 import { findApp } from './apps.js';
 import type { ApiRequest, RouteResult } from './context.js';
 import { invalidArgument } from './errors.js';
-import { buildTree } from './tree.js';
+import { buildTree, liveTreeOf } from './tree.js';
 
 const stamp = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
@@ -68,7 +68,8 @@ export function resourceEvents(app: Application, node: ResourceNode, now: Date):
   };
   const health = node.health?.status;
   if (node.kind === 'Pod') {
-    const container = node.parentRefs?.[0]?.name.replace(/-[0-9a-f]{9}$/, '') ?? node.name;
+    // The ReplicaSet's name less its pod-template hash (9 or 10 characters, Deployments' and Rollouts' alike).
+    const container = node.parentRefs?.[0]?.name.replace(/-[0-9a-f]{9,10}$/, '') ?? node.name;
     const image = node.images?.[0] ?? `${container}:latest`;
     const field = `spec.containers{${container}}`;
     push('Normal', 'Scheduled', `Successfully assigned ${ns}/${node.name} to node-1`, 'default-scheduler', 1, created);
@@ -129,7 +130,7 @@ export function listEvents(req: ApiRequest): RouteResult {
     items = req.core.events?.appEvents(req.store.name, app) ?? [];
   } else {
     const resourceNamespace = req.query.get('resourceNamespace') ?? '';
-    const tree = buildTree(req.store.name, app);
+    const tree = buildTree(req.store.name, app, liveTreeOf(req));
     const node = [...tree.nodes, ...tree.orphanedNodes].find(
       (n) => n.uid === resourceUID && n.name === resourceName && (n.namespace ?? '') === resourceNamespace,
     );

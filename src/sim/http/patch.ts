@@ -122,3 +122,22 @@ export function jsonPatch(doc: unknown, ops: JsonPatchOp[]): unknown {
   }
   return root;
 }
+
+/**
+ * RFC 7386 patch that turns `from` into `to` (jsonpatch.CreateMergePatch, as Argo CD's RunResourceActionV2 builds
+ * it from the live object and the action's result): changed fields, `null` for removed ones, arrays whole.
+ */
+export function createMergePatch(from: unknown, to: unknown): unknown {
+  const isMap = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
+  if (!isMap(from) || !isMap(to)) return to;
+  const patch: Record<string, unknown> = {};
+  for (const key of Object.keys(from)) if (!(key in to)) patch[key] = null;
+  for (const [key, value] of Object.entries(to)) {
+    if (!(key in from)) patch[key] = value;
+    else if (isMap(from[key]) && isMap(value)) {
+      const inner = createMergePatch(from[key], value) as Record<string, unknown>;
+      if (Object.keys(inner).length) patch[key] = inner;
+    } else if (JSON.stringify(from[key]) !== JSON.stringify(value)) patch[key] = value;
+  }
+  return patch;
+}

@@ -4,7 +4,7 @@ import { commitMessage } from '../scenarios/builders.js';
 import { findApp } from './apps.js';
 import type { ApiRequest, RouteResult } from './context.js';
 import { SimApiError, invalidArgument } from './errors.js';
-import { buildTree } from './tree.js';
+import { buildTree, liveTreeOf } from './tree.js';
 
 const AUTHORS = ['Dana Reyes <dana@example.com>', 'Sam Okafor <sam@example.com>', 'Lee Park <lee@example.com>'];
 
@@ -50,11 +50,11 @@ const MAX_POD_LOGS_TO_RENDER = 10;
 /** How many lines a healthy simulated container has written since it started. */
 const HEALTHY_LOG_LINES = 200;
 
-/** The container a simulated Pod runs: the one of its Deployment, named like it (as buildTree's images are). */
+/** The container a simulated Pod runs: the one of its Deployment or Rollout, named like it (as buildTree's images are). */
 function containerOf(pod: ResourceNode, byKey: Map<string, ResourceNode>): string {
   let node: ResourceNode | undefined = pod;
   for (let hops = 0; node && hops < 5; hops++) {
-    if (node.kind === 'Deployment') return node.name;
+    if (node.kind === 'Deployment' || node.kind === 'Rollout') return node.name;
     const parent: { group?: string; kind: string; namespace?: string; name: string } | undefined = node.parentRefs?.[0];
     node = parent
       ? byKey.get(`${parent.group ?? ''}/${parent.kind}/${parent.namespace ?? ''}/${parent.name}`)
@@ -114,7 +114,7 @@ export function podLogs(req: ApiRequest): RouteResult {
   const namespace = q.get('namespace') ?? '';
   const container = q.get('container') ?? '';
   const previous = q.get('previous') === 'true';
-  const tree = buildTree(req.store.name, app);
+  const tree = buildTree(req.store.name, app, liveTreeOf(req));
   const byKey = new Map(tree.nodes.map((n) => [`${n.group ?? ''}/${n.kind}/${n.namespace ?? ''}/${n.name}`, n]));
   const matches = (n: ResourceNode, depth = 0): boolean => {
     if (

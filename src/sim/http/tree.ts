@@ -1,7 +1,19 @@
 import { createHash } from 'node:crypto';
 import type { Application, ResourceDiff, ResourceNode, ResourceStatus } from '../../infra/argocd/types.js';
+import type { SimLiveObjects } from '../live-objects.js';
+import { rolloutTreeNodes } from '../rollouts/tree.js';
+import type { InstanceStore } from '../store.js';
 import { findApp } from './apps.js';
 import type { ApiRequest, RouteResult } from './context.js';
+
+/** The simulated clusters' objects, for apps that deploy to one of them. */
+export interface LiveTree {
+  store: InstanceStore;
+  objects: SimLiveObjects;
+}
+
+export const liveTreeOf = (req: ApiRequest): LiveTree | undefined =>
+  req.core.live ? { store: req.store, objects: req.core.live } : undefined;
 
 /** Deterministic uid so repeated tree calls agree (the real ones come from the cluster). */
 function uid(...parts: string[]): string {
@@ -19,14 +31,17 @@ function imagesFor(app: Application, r: ResourceStatus): string[] {
 /**
  * The live tree as the controller's cluster cache would report it: every resource that exists
  * (a Missing one does not), with its health, plus a ReplicaSet and Pod under each Deployment so
- * a crash loop shows where on-call would look for it.
+ * a crash loop shows where on-call would look for it. A Rollout on a simulated cluster shows its
+ * own ReplicaSets and Pods, read from that cluster.
  */
 export function buildTree(
   instance: string,
   app: Application,
+  live?: LiveTree,
 ): { nodes: ResourceNode[]; orphanedNodes: ResourceNode[]; hosts: unknown[]; shardsCount: number } {
   const nodes: ResourceNode[] = [];
   const createdAt = app.metadata.creationTimestamp;
+  const cluster = live?.objects.clusterOf(live.store, app);
   for (const r of app.status?.resources ?? []) {
     if (r.health?.status === 'Missing' || r.hook) continue;
     const ns = r.namespace ?? '';
@@ -45,6 +60,13 @@ export function buildTree(
       ...(createdAt ? { createdAt } : {}),
     };
     if (r.kind === 'Deployment') node.info = [{ name: 'Revision', value: 'Rev:1' }];
+    const rollout =
+      r.kind === 'Rollout' && r.group === 'argoproj.io' && live ? live.objects.get(live.store, app, r) : undefined;
+    if (rollout && cluster) {
+      delete node.images;
+      nodes.push(...rolloutTreeNodes(live!.objects, cluster, rollout, node));
+      continue;
+    }
     nodes.push(node);
     if (r.kind !== 'Deployment') continue;
     const rsName = `${r.name}-${shortHash(app.metadata.name, r.name).slice(0, 9)}`;
@@ -108,7 +130,7 @@ export function resourceTree(req: ApiRequest): RouteResult {
     req.query.get('project') || undefined,
     req.query.get('appNamespace') || undefined,
   );
-  const tree = buildTree(req.store.name, app);
+  const tree = buildTree(req.store.name, app, liveTreeOf(req));
   const filter = (['namespace', 'name', 'version', 'group', 'kind'] as const).filter((k) => req.query.get(k));
   if (filter.length) tree.nodes = tree.nodes.filter((n) => filter.every((k) => (n[k] ?? '') === req.query.get(k)));
   return { json: tree };
@@ -117,7 +139,7 @@ export function resourceTree(req: ApiRequest): RouteResult {
 /** What Argo CD shows instead of a Secret value (gitops-engine diff.HideSecretData): a longer run of `+` per distinct value. */
 export const SECRET_MASK = '++++++++';
 
-function manifest(app: Application, r: ResourceStatus, live: boolean): Record<string, unknown> {
+export function manifest(app: Application, r: ResourceStatus, live: boolean): Record<string, unknown> {
   const obj: Record<string, unknown> = {
     apiVersion: r.group ? `${r.group}/${r.version}` : r.version,
     kind: r.kind,
@@ -153,9 +175,12 @@ export function managedResources(req: ApiRequest): RouteResult {
     req.query.get('project') || undefined,
     req.query.get('appNamespace') || undefined,
   );
+  const cluster = liveTreeOf(req);
   const items: ResourceDiff[] = (app.status?.resources ?? []).map((r) => {
-    const targetObj = r.requiresPruning ? undefined : manifest(app, r, false);
-    const liveObj = r.health?.status === 'Missing' ? undefined : manifest(app, r, true);
+    const onCluster: Record<string, unknown> | undefined = cluster?.objects.get(cluster.store, app, r);
+    const targetObj = r.requiresPruning ? undefined : onCluster ? desiredOf(onCluster) : manifest(app, r, false);
+    const liveObj: Record<string, unknown> | undefined =
+      onCluster ?? (r.health?.status === 'Missing' ? undefined : manifest(app, r, true));
     const target = targetObj ? JSON.stringify(targetObj) : 'null';
     const live = liveObj ? JSON.stringify(liveObj) : 'null';
     // gitops-engine's diff: the live object with git's fields applied (server-set metadata stays), or git's
@@ -185,6 +210,18 @@ export function managedResources(req: ApiRequest): RouteResult {
     };
   });
   return { json: { items } };
+}
+
+/** What git holds of an object the cluster has: no status and none of the fields the API server sets. */
+function desiredOf(obj: Record<string, any>): Record<string, unknown> {
+  const { status: _status, ...rest } = obj;
+  const { uid: _u, resourceVersion: _r, generation: _g, creationTimestamp: _c, ...metadata } = obj.metadata ?? {};
+  const annotations = { ...metadata.annotations };
+  delete annotations['rollout.argoproj.io/revision'];
+  return {
+    ...rest,
+    metadata: { ...metadata, ...(Object.keys(annotations).length ? { annotations } : { annotations: undefined }) },
+  };
 }
 
 function pick(o: Record<string, unknown>, keys: string[]): Record<string, unknown> {

@@ -5,7 +5,8 @@ import { keyCertificate } from './tls.js';
 import { asTable, discovery, wantsTable } from './discovery.js';
 
 /**
- * The Kubernetes API subset the sealed-secrets runbooks use, for one simulated cluster:
+ * The Kubernetes API subset the sealed-secrets runbooks and kubectl use, for one simulated cluster; it also holds
+ * the Argo Rollouts Rollouts and ReplicaSets that sim/rollouts/controller.ts drives (list, get, merge patch):
  * Secrets (label selectors, create with generateName, get, delete), Namespaces, Pods (list,
  * delete), Deployments (get, patch) and SealedSecrets, plus a sealed-secrets controller that
  * behaves like the real one (argocd-facts C): it reads its keys once at start, generates a key
@@ -105,6 +106,7 @@ export class SimKubeCluster {
       .toISOString()
       .replace(/\.\d{3}Z$/, 'Z');
     obj.metadata.resourceVersion = String(++this.rv);
+    if (obj.kind === 'Rollout' || obj.kind === 'ReplicaSet') obj.metadata.generation ??= 1;
     if (obj.kind === 'Namespace') {
       // The API server labels every namespace with its own name (NamespaceDefaultLabelName, 1.21+).
       obj.metadata.labels = { ...obj.metadata.labels, 'kubernetes.io/metadata.name': obj.metadata.name };
@@ -117,6 +119,39 @@ export class SimKubeCluster {
       if (ns && !this.get('Namespace', '', ns))
         this.put({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     }
+    return obj;
+  }
+
+  /**
+   * Writes an object the simulated controllers changed (a Rollout's status, a ReplicaSet's replicas), as a
+   * controller's update does: a new resourceVersion, identity and creation time kept.
+   */
+  update(obj: Obj): Obj {
+    const before = this.get(obj.kind, obj.metadata?.namespace ?? 'default', obj.metadata?.name);
+    if (before) {
+      obj.metadata.uid = before.metadata.uid;
+      obj.metadata.creationTimestamp = before.metadata.creationTimestamp;
+    }
+    return this.put(obj);
+  }
+
+  /**
+   * A JSON merge patch of one object, as the API server applies it to a kind with a status subresource
+   * (Rollout, Deployment): on the object, status is left alone and a changed spec bumps metadata.generation; on
+   * `/status`, only status changes. Undefined when there is no such object.
+   */
+  patch(kind: string, namespace: string, name: string, patch: Obj, subresource?: 'status'): Obj | undefined {
+    const obj = this.get(kind, namespace, name);
+    if (!obj) return undefined;
+    if (subresource === 'status') {
+      if (patch?.status !== undefined) mergePatch(obj, { status: patch.status });
+    } else {
+      const { status: _ignored, ...rest } = patch ?? {};
+      const spec = JSON.stringify(obj.spec);
+      mergePatch(obj, rest);
+      if (JSON.stringify(obj.spec) !== spec) obj.metadata.generation = (obj.metadata.generation ?? 1) + 1;
+    }
+    obj.metadata.resourceVersion = String(++this.rv);
     return obj;
   }
 
@@ -370,7 +405,45 @@ export class SimKubeCluster {
         this.list('SealedSecret', m[1], labelSelector),
         'bitnami.com/v1alpha1',
       );
+    const workload = this.workloadRoute(method, path, labelSelector, body);
+    if (workload) return workload;
     return status(404, 'NotFound', `the server could not find the requested resource (${method} ${path})`);
+  }
+
+  /**
+   * Argo Rollouts' Rollouts (list, get, merge patch of the object or its status, as `kubectl patch` and
+   * `kubectl argo rollouts` send) and the ReplicaSets they own (list, get).
+   */
+  private workloadRoute(
+    method: string,
+    path: string,
+    labelSelector: string | undefined,
+    body: any,
+  ): KubeResponse | undefined {
+    let m: RegExpMatchArray | null;
+    const rollouts = 'argoproj.io/v1alpha1';
+    if ((m = path.match(/^\/apis\/argoproj\.io\/v1alpha1\/(?:namespaces\/([^/]+)\/)?rollouts$/)) && method === 'GET')
+      return this.listResponse('RolloutList', this.list('Rollout', m[1], labelSelector), rollouts);
+    if ((m = path.match(/^\/apis\/argoproj\.io\/v1alpha1\/namespaces\/([^/]+)\/rollouts\/([^/]+)(\/status)?$/))) {
+      if (method === 'GET') return this.getResponse('Rollout', m[1], m[2], 'rollouts.argoproj.io');
+      if (method === 'PATCH') {
+        if (!body || typeof body !== 'object' || Array.isArray(body))
+          return status(400, 'BadRequest', 'the body of a merge patch must be a JSON object');
+        const patched = this.patch('Rollout', m[1], m[2], body, m[3] ? 'status' : undefined);
+        return patched
+          ? { status: 200, body: patched }
+          : status(404, 'NotFound', `rollouts.argoproj.io "${m[2]}" not found`, {
+              name: m[2],
+              group: 'argoproj.io',
+              kind: 'rollouts',
+            });
+      }
+    }
+    if ((m = path.match(/^\/apis\/apps\/v1\/(?:namespaces\/([^/]+)\/)?replicasets$/)) && method === 'GET')
+      return this.listResponse('ReplicaSetList', this.list('ReplicaSet', m[1], labelSelector), 'apps/v1');
+    if ((m = path.match(/^\/apis\/apps\/v1\/namespaces\/([^/]+)\/replicasets\/([^/]+)$/)) && method === 'GET')
+      return this.getResponse('ReplicaSet', m[1], m[2], 'replicasets.apps');
+    return undefined;
   }
 
   private listResponse(kind: string, items: Obj[], apiVersion = 'v1'): KubeResponse {

@@ -71,6 +71,26 @@ export const SIM_RESOURCES: SimResource[] = [
     shortNames: ['deploy'],
   },
   {
+    name: 'replicasets',
+    singularName: 'replicaset',
+    kind: 'ReplicaSet',
+    namespaced: true,
+    group: 'apps',
+    version: 'v1',
+    verbs: READ,
+    shortNames: ['rs'],
+  },
+  {
+    name: 'rollouts',
+    singularName: 'rollout',
+    kind: 'Rollout',
+    namespaced: true,
+    group: 'argoproj.io',
+    version: 'v1alpha1',
+    verbs: ['patch', ...READ],
+    shortNames: ['ro'],
+  },
+  {
     name: 'sealedsecrets',
     singularName: 'sealedsecret',
     kind: 'SealedSecret',
@@ -186,7 +206,7 @@ function podReady(o: Obj): string {
   return `${ready}/${total}`;
 }
 
-/** The columns the API server prints for each kind (pkg/printers/internalversion; the SealedSecret CRD's additionalPrinterColumns). */
+/** The columns the API server prints for each kind (pkg/printers/internalversion; the CRDs' additionalPrinterColumns). */
 const COLUMNS: Record<string, Column[]> = {
   Secret: [
     NAME,
@@ -251,6 +271,52 @@ const COLUMNS: Record<string, Column[]> = {
       type: 'string',
       description: 'Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.',
       cell: (o) => o.status?.availableReplicas ?? 0,
+    },
+    AGE,
+  ],
+  ReplicaSet: [
+    NAME,
+    {
+      name: 'Desired',
+      type: 'integer',
+      description: 'Number of desired pods.',
+      cell: (o) => o.spec?.replicas ?? 1,
+    },
+    {
+      name: 'Current',
+      type: 'integer',
+      description: 'Number of pods currently running.',
+      cell: (o) => o.status?.replicas ?? 0,
+    },
+    {
+      name: 'Ready',
+      type: 'integer',
+      description: 'Number of pods ready.',
+      cell: (o) => o.status?.readyReplicas ?? 0,
+    },
+    AGE,
+  ],
+  // The Rollout CRD's additionalPrinterColumns (argo-rollouts manifests/crds/rollout-crd.yaml).
+  Rollout: [
+    NAME,
+    { name: 'Desired', type: 'integer', description: 'Number of desired pods', cell: (o) => o.spec?.replicas ?? null },
+    {
+      name: 'Current',
+      type: 'integer',
+      description: 'Total number of non-terminated pods targeted by this rollout',
+      cell: (o) => o.status?.replicas ?? null,
+    },
+    {
+      name: 'Up-to-date',
+      type: 'integer',
+      description: 'Total number of non-terminated pods targeted by this rollout that have the desired template spec',
+      cell: (o) => o.status?.updatedReplicas ?? null,
+    },
+    {
+      name: 'Available',
+      type: 'integer',
+      description: 'Total number of available pods (ready for at least minReadySeconds) targeted by this rollout',
+      cell: (o) => o.status?.availableReplicas ?? null,
     },
     AGE,
   ],

@@ -2,6 +2,7 @@ import type { Fixture } from '../fixture-types.js';
 import { sealedSecretsMigration } from '../kube/scenario.js';
 import type { ScenarioBehaviour } from './behaviour.js';
 import { canaryRegressionBehaviour, canaryRegressionFixture } from './canary-regression.js';
+import { canaryRolloutsFixture } from './canary-rollouts.js';
 import { generateFleet } from './fleet.js';
 import { progressiveInfraFixture } from './progressive-infra.js';
 import { seedOutageBehaviour, seedOutageFixture } from './seed-outage.js';
@@ -35,6 +36,11 @@ export const SCENARIOS: Record<string, { description: string; build(now: Date): 
     description:
       'checkout and payments on 12 prod clusters (24 apps, labelled tier=canary|low-traffic|high-traffic), both OutOfSync to a new release; synced, checkout v1.9.0 is Healthy in Argo CD but answers ~30% of requests with 500s, payments v3.5.0 stays good',
     build: (now) => ({ fixture: canaryRegressionFixture(now), behaviour: canaryRegressionBehaviour }),
+  },
+  'canary-rollouts': {
+    description:
+      'Argo Rollouts: storefront v4.2.0 a canary on 12 prod clusters (9 paused at step 1 of 4 with 20% of traffic, 1 Degraded past its progress deadline, 2 promoted), search v2.8.0 a blue-green on 3 waiting for promotion; resource actions move them',
+    build: (now) => ({ fixture: canaryRolloutsFixture(now) }),
   },
   'fleet-10k': {
     description: '10,000 apps on 200 clusters (benchmark)',

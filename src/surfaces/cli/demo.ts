@@ -61,6 +61,14 @@ export const DEMO_SCENARIOS: Record<string, string[]> = {
     'runs',
     'help',
   ],
+  'canary-rollouts': [
+    'rollouts',
+    'rollouts storefront',
+    'app storefront-prod-eu-west-1',
+    'actions storefront-prod-us-east-1',
+    'actions search-prod-us-east-1',
+    'help',
+  ],
 };
 
 /**

@@ -226,7 +226,7 @@ function registerDemo(program: Command): void {
     .description('try rollcall on the built-in simulator: no Slack, no cluster needed')
     .option(
       '--scenario <name>',
-      'seed-outage | progressive-infra | sealed-secrets-migration | canary-regression',
+      'seed-outage | progressive-infra | sealed-secrets-migration | canary-regression | canary-rollouts',
       'seed-outage',
     )
     .option('--speed <x>', 'simulated time speed', '10')
@@ -244,7 +244,7 @@ function registerSim(program: Command): void {
     .description('serve the fleet simulator (fake Argo CD API and Kubernetes API subset)')
     .option(
       '--scenario <name>',
-      'built-in scenario: seed-outage | progressive-infra | sealed-secrets-migration | canary-regression',
+      'built-in scenario: seed-outage | progressive-infra | sealed-secrets-migration | canary-regression | canary-rollouts',
     )
     .option('--fixture <file>', 'fixture JSON file')
     .option('--port <n>', 'port (0 = a free one)', '0')
