@@ -139,9 +139,10 @@ describe
         ).find((v) => v.name === 'check error-rate')!;
         expect(check.apps![0]).toMatchObject({ app, verdict: 'fail', threshold: 0.05 });
         expect(check.apps![0].value).toBeGreaterThan(0.05);
-        // Judged at an instant, over the two scrapes that followed the wave, not the check's 1m window.
+        // Judged at an instant, over the two scrapes that followed the wave (a busy machine may look up to a
+        // second late), not the check's 1m window; in whole seconds.
         const judged = graphOf(check.apps![0].link!);
-        expect(judged.expr).toMatch(/\[2s(\d+ms)?\]/);
+        expect(judged.expr).toMatch(/\[[23]s\]/);
         expect(judged.range).toBeNull();
         // The summary links the failing check to Prometheus' graph of its query.
         const summary = (end.steps[0].output!.summary as string[]).join('\n');
@@ -187,7 +188,7 @@ describe
             (v) => v.name === 'check error-rate',
           )!;
           const judged = graphOf(check.apps[0].link);
-          expect(judged.expr).toMatch(/\[35s(\d+ms)?\]/);
+          expect(judged.expr).toMatch(/\[3[56]s\]/);
           expect(judged.range).toMatch(/^3[01]s$/);
         }
       },

@@ -234,8 +234,8 @@ describe('the window a check judges during a watch', () => {
   it('covers what followed the wave and one scrape before it: at least two scrapes, at most the check window', () => {
     expect(judgedWindow({ startedAt: 0, now: s(1) }, s(1), s(60))).toBe(s(2));
     expect(judgedWindow({ startedAt: 0, now: s(0.2) }, s(1), s(60))).toBe(s(2));
-    // Rounded up to whole seconds: `[12s]`, not `[11s500ms]`.
-    expect(judgedWindow({ startedAt: 0, now: s(10.5) }, s(1), s(60))).toBe(s(12));
+    // Whole seconds, as a person writes the query: `[11s]`, not `[11s500ms]`.
+    expect(judgedWindow({ startedAt: 0, now: s(10.5) }, s(1), s(60))).toBe(s(11));
     expect(judgedWindow({ startedAt: 0, now: s(300) }, s(15), s(60))).toBe(s(60));
     // A Prometheus scraping less often than the check's window looks back: the check's window still bounds it.
     expect(judgedWindow({ startedAt: 0, now: s(60) }, s(60), s(60))).toBe(s(60));

@@ -74,8 +74,8 @@ export function assertChecksUsable(
  * at most the check's own window; whole seconds, as a person would write it in the query.
  */
 export function judgedWindow(phase: Pick<WavePhase, 'startedAt' | 'now'>, scrapeMs: number, checkWindowMs: number) {
-  const wanted = Math.max(phase.now - phase.startedAt + scrapeMs, 2 * scrapeMs);
-  return Math.min(checkWindowMs, Math.ceil(wanted / 1000) * 1000);
+  const since = Math.floor((phase.now - phase.startedAt + scrapeMs) / 1000) * 1000;
+  return Math.min(checkWindowMs, Math.max(since, 2 * scrapeMs));
 }
 
 /** The largest scrape interval of the Prometheus servers that see these apps (a look must wait for the slowest). */
