@@ -63,7 +63,10 @@ describe.skipIf(!prometheusAvailable)('guard: a RollingSync rollout watched agai
   it('refuses a typo in the check or the appset, and stores nothing', async () => {
     const typoCheck = await dispatch(`guard ${APPSET} check=lose`, env.ctx('U_OP'));
     expect(typoCheck.error?.code).toBe('unknown_check');
-    expect(typoCheck.error?.suggestions).toContain('check=loose');
+    expect(typoCheck.error?.suggestions).toContain('loose');
+    const typoOption = await dispatch(`guard ${APPSET} check=loose onfail=notify`, env.ctx('U_OP'));
+    expect(typoOption.error?.code).toBe('usage');
+    expect(typoOption.error?.message).toContain('does not take onfail=');
     const typoSet = await dispatch('guard progresive-infra check=loose', env.ctx('U_OP'));
     expect(typoSet.error?.code).toBe('unknown_target');
     const noCheck = await dispatch(`guard ${APPSET}`, env.ctx('U_OP'));
