@@ -60,6 +60,20 @@ export class SimLiveObjects {
     return true;
   }
 
+  /**
+   * Argo CD's createResource for an action's new object (CronJob's create-job makes a Job) on the app's cluster:
+   * `exists` when an object of that name is there already (the API server's AlreadyExists), `nowhere` when the
+   * app deploys to no simulated cluster. `dryRun` checks without creating, as Argo CD first does.
+   */
+  create(store: InstanceStore, app: Application, obj: Obj, dryRun: boolean): 'created' | 'exists' | 'nowhere' {
+    const cluster = this.clusterOf(store, app);
+    if (!cluster) return 'nowhere';
+    const namespace = obj.metadata?.namespace || app.spec.destination?.namespace || 'default';
+    if (cluster.get(obj.kind, namespace, obj.metadata?.name)) return 'exists';
+    if (!dryRun) cluster.update(structuredClone({ ...obj, metadata: { ...obj.metadata, namespace } }));
+    return 'created';
+  }
+
   /** The ReplicaSets a Rollout owns (ownerReferences), oldest revision first. */
   replicaSetsOf(cluster: SimKubeCluster, rollout: Obj): Obj[] {
     return cluster

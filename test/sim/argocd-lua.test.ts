@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import type { ResourceAction } from '../../src/infra/argocd/types.js';
-import { discoverActions, runActionScript } from '../../src/sim/rollouts/actions.js';
+import { actionImpacts, discoverActions, runActionScript } from '../../src/sim/rollouts/actions.js';
 import { rolloutHealth } from '../../src/sim/rollouts/health.js';
 import { LuaError } from '../../src/sim/rollouts/lua.js';
 
@@ -121,6 +121,101 @@ describe('Rollout resource actions: discovery.lua and the action scripts', () =>
   });
 });
 
+describe('CronJob resource actions: batch/CronJob discovery.lua and create-job, suspend, resume', () => {
+  // batch/CronJob/actions/testdata/cronjob.yaml, as upstream's action tests read it.
+  const cronJob = (): Obj => ({
+    apiVersion: 'batch/v1',
+    kind: 'CronJob',
+    metadata: { name: 'hello', namespace: 'test-ns', uid: '123' },
+    spec: {
+      schedule: '* * * * *',
+      jobTemplate: {
+        metadata: { labels: { my: 'label' }, annotations: { my: 'annotation' } },
+        spec: {
+          ttlSecondsAfterFinished: 100,
+          template: {
+            metadata: { labels: { pod: 'label' }, annotations: { pod: 'annotation' } },
+            spec: {
+              containers: [{ name: 'hello', image: 'busybox:1.28', command: ['/bin/sh', '-c', 'date'], resources: {} }],
+              restartPolicy: 'OnFailure',
+            },
+          },
+        },
+      },
+    },
+  });
+
+  it('offers create-job always, and suspend or resume as spec.suspend says', () => {
+    const names = (obj: Obj) => normalized(discoverActions('batch', 'CronJob', obj));
+    expect(names(cronJob())).toEqual([
+      { name: 'create-job', disabled: false, displayName: 'Create Job', iconClass: 'fa fa-fw fa-plus' },
+      { name: 'suspend', disabled: false, iconClass: 'fa fa-fw fa-pause' },
+    ]);
+    const suspended = cronJob();
+    (suspended.spec as Obj).suspend = true;
+    expect(names(suspended).map((a) => a.name)).toEqual(['create-job', 'resume']);
+    // discovery.lua reads obj.spec.suspend: an object without spec fails on its line 4.
+    expect(error(() => discoverActions('batch', 'CronJob', { metadata: { name: 'x' } }))).toBe(
+      "<string>:4: attempt to index a non-table object(nil) with key 'suspend'",
+    );
+  });
+
+  it('create-job returns a Job to create, named after the CronJob and the UTC minute, owned by it', () => {
+    const input = cronJob();
+    const impacts = actionImpacts('batch', 'CronJob', 'create-job', input, ctx);
+    expect(impacts).toEqual([
+      {
+        operation: 'create',
+        resource: {
+          apiVersion: 'batch/v1',
+          kind: 'Job',
+          metadata: {
+            name: 'hello-2406011234',
+            namespace: 'test-ns',
+            labels: { my: 'label' },
+            annotations: { my: 'annotation', 'cronjob.kubernetes.io/instantiate': 'manual' },
+            ownerReferences: [
+              {
+                apiVersion: 'batch/v1',
+                kind: 'CronJob',
+                name: 'hello',
+                uid: '123',
+                blockOwnerDeletion: true,
+                controller: true,
+              },
+            ],
+          },
+          // deepCopy drops the empty `resources: {}`, as upstream's expected job.yaml shows.
+          spec: {
+            ttlSecondsAfterFinished: 100,
+            template: {
+              metadata: { labels: { pod: 'label' }, annotations: { pod: 'annotation' } },
+              spec: {
+                containers: [{ name: 'hello', image: 'busybox:1.28', command: ['/bin/sh', '-c', 'date'] }],
+                restartPolicy: 'OnFailure',
+              },
+            },
+          },
+        },
+      },
+    ]);
+    expect(input).toEqual(cronJob());
+    expect(() => runActionScript('batch', 'CronJob', 'create-job', cronJob(), ctx)).toThrow('does not patch');
+  });
+
+  it('create-job without a jobTemplate fails where the script indexes it', () => {
+    expect(
+      error(() => actionImpacts('batch', 'CronJob', 'create-job', { metadata: { name: 'x' }, spec: {} }, ctx)),
+    ).toBe("<string>:35: attempt to index a non-table object(nil) with key 'metadata'");
+  });
+
+  it('suspend sets spec.suspend; resume clears it to false', () => {
+    const suspended = runActionScript('batch', 'CronJob', 'suspend', cronJob(), ctx);
+    expect((suspended.spec as Obj).suspend).toBe(true);
+    expect((runActionScript('batch', 'CronJob', 'resume', suspended, ctx).spec as Obj).suspend).toBe(false);
+  });
+});
+
 const UPSTREAM = process.env.ARGOCD_RESOURCE_CUSTOMIZATIONS;
 
 describe.runIf(UPSTREAM && existsSync(UPSTREAM))("upstream's own test files (ARGOCD_RESOURCE_CUSTOMIZATIONS)", () => {
@@ -147,6 +242,7 @@ describe.runIf(UPSTREAM && existsSync(UPSTREAM))("upstream's own test files (ARG
   for (const [group, kind] of [
     ['argoproj.io', 'Rollout'],
     ['apps', 'Deployment'],
+    ['batch', 'CronJob'],
   ] as const) {
     it(`actions/action_test.yaml of ${group}/${kind}`, () => {
       const dir = path.join(dirOf(`${group}/${kind}`), 'actions');
@@ -176,8 +272,20 @@ describe.runIf(UPSTREAM && existsSync(UPSTREAM))("upstream's own test files (ARG
           );
           continue;
         }
-        const after = normalizeUpstream(kind, runActionScript(group, kind, t.action, input, { now: NOW, params }));
-        const expected = normalizeUpstream(kind, load(path.join(dir, t.expectedOutputPath!)) as Obj);
+        const impacts = actionImpacts(group, kind, t.action, input, { now: NOW, params });
+        const expectedFile = load(path.join(dir, t.expectedOutputPath!)) as Obj | { unstructuredObj: Obj }[];
+        // A new-style action's expected output is the list of impacted resources; a created Job's name carries
+        // the minute it ran, which upstream's test matches by prefix and then overwrites.
+        const [after, expected] = Array.isArray(expectedFile)
+          ? [
+              { ...impacts[0].resource, metadata: { ...(impacts[0].resource.metadata as Obj), name: 'x' } },
+              {
+                ...expectedFile[0].unstructuredObj,
+                metadata: { ...(expectedFile[0].unstructuredObj.metadata as Obj), name: 'x' },
+              },
+            ]
+          : [normalizeUpstream(kind, impacts[0].resource), normalizeUpstream(kind, expectedFile)];
+        if (Array.isArray(expectedFile)) expect(impacts.map((i) => i.operation)).toEqual(['create']);
         // gitops-engine's two-way diff ignores fields the expected object leaves out (server-set ones).
         expect({ test: `${t.action} ${t.inputPath}`, after: onlyFieldsOf(withoutNulls(expected), after) }).toEqual({
           test: `${t.action} ${t.inputPath}`,

@@ -1,5 +1,5 @@
 import type { Application, ResourceActionParameter, ResourceNode } from '../../infra/argocd/types.js';
-import { ScriptDoesNotExistError, discoverActions, runActionScript } from '../rollouts/actions.js';
+import { ScriptDoesNotExistError, actionImpacts, discoverActions, type ImpactedResource } from '../rollouts/actions.js';
 import { LuaError } from '../rollouts/lua.js';
 import { createMergePatch } from './patch.js';
 import { findApp } from './apps.js';
@@ -173,10 +173,35 @@ export function runResourceActionV2(req: ApiRequest): RouteResult {
   });
 }
 
+/** The API server's name for a kind's objects in its errors (`jobs.batch`): plural resource, then group. */
+function resourceName(obj: Obj): string {
+  const group = String(obj.apiVersion ?? '').includes('/') ? String(obj.apiVersion).split('/')[0] : '';
+  return `${String(obj.kind).toLowerCase()}s${group ? `.${group}` : ''}`;
+}
+
+/**
+ * What an action asked to create, dry-run first for every one and then for real (RunResourceActionV2: "to
+ * reduce the risk of only some of the resources being successfully created"). A name taken already is the API
+ * server's AlreadyExists, as create-job's second Job in one minute meets it.
+ */
+function createImpacted(req: ApiRequest, app: Application, impacts: ImpactedResource[]): void {
+  const creates = impacts.filter((i) => i.operation === 'create').map((i) => i.resource);
+  const live = req.core.live;
+  if (!live) return;
+  for (const dryRun of [true, false])
+    for (const obj of creates)
+      if (live.create(req.store, app, obj, dryRun) === 'exists')
+        throw new SimApiError(
+          GrpcCode.AlreadyExists,
+          `${resourceName(obj)} "${(obj.metadata as Obj).name}" already exists`,
+        );
+}
+
 /**
  * RunResourceActionV2: RBAC `action/<group>/<kind>/<action>` on the app, the action's script on the live object,
- * and the merge patch between them applied (its status part through the status subresource). A disabled action
- * runs all the same: the server never consults discovery. Every call is recorded, refused or not.
+ * then what it asks: the merge patch between the object and its changed copy applied (its status part through the
+ * status subresource), new objects created. A disabled action runs all the same: the server never consults
+ * discovery. Every call is recorded, refused or not.
  */
 function runAction(
   req: ApiRequest,
@@ -188,9 +213,9 @@ function runAction(
     const { request, params } = read();
     const action = request.action!;
     const { app, node, obj } = liveResource(req, request, `action/${request.group ?? ''}/${request.kind}/${action}`);
-    let after: Obj;
+    let impacts: ImpactedResource[];
     try {
-      after = runActionScript(request.group, request.kind!, action, obj, { now: req.core.now(), params });
+      impacts = actionImpacts(request.group, request.kind!, action, obj, { now: req.core.now(), params });
     } catch (error) {
       if (error instanceof ScriptDoesNotExistError)
         throw new SimApiError(GrpcCode.Unknown, `error getting Lua resource action: ${error.message}`, 500);
@@ -198,9 +223,12 @@ function runAction(
         throw new SimApiError(GrpcCode.Unknown, `error executing Lua resource action: ${error.message}`, 500);
       throw error;
     }
-    const patch = createMergePatch(obj, after) as Obj;
-    // Objects the simulator only makes up (no simulated cluster holds them) have nowhere to keep the change.
-    if (Object.keys(patch).length && req.core.live) req.core.live.patch(req.store, app, node, patch);
+    createImpacted(req, app, impacts);
+    for (const impact of impacts.filter((i) => i.operation === 'patch')) {
+      const patch = createMergePatch(obj, impact.resource) as Obj;
+      // Objects the simulator only makes up (no simulated cluster holds them) have nowhere to keep the change.
+      if (Object.keys(patch).length && req.core.live) req.core.live.patch(req.store, app, node, patch);
+    }
     req.core.events?.actionRan(req.store, app, req.user, action, `${node.group ?? ''}/${node.kind}/${node.name}`);
     status(200);
     return { json: {} };

@@ -157,6 +157,19 @@ export function manifest(app: Application, r: ResourceStatus, live: boolean): Re
     const liveImage = drifted ? `${image.split(':')[0]}:live` : image;
     obj.spec = { template: { spec: { containers: [{ name: r.name, image: liveImage }] } } };
   }
+  // A CronJob as Argo CD's CronJob health.lua reads it: Suspended is `spec.suspend`.
+  if (r.kind === 'CronJob')
+    obj.spec = {
+      schedule: '0 * * * *',
+      ...(r.health?.status === 'Suspended' ? { suspend: true } : {}),
+      jobTemplate: {
+        spec: {
+          template: {
+            spec: { containers: [{ name: r.name, image: image ?? 'busybox:1.36' }], restartPolicy: 'OnFailure' },
+          },
+        },
+      },
+    };
   if (r.kind === 'ConfigMap')
     obj.data = drifted
       ? { LOG_LEVEL: 'debug', LOG_FORMAT: 'json', DEBUG_ENDPOINTS: 'true' }

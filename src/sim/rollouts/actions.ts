@@ -36,7 +36,18 @@ export interface ActionContext {
 }
 
 type Obj = Record<string, unknown>;
-type ActionScript = (obj: Obj, ctx: ActionContext) => void;
+
+/**
+ * util/lua ImpactedResource: what an action asks the API server to do. An old-style script changes the object it
+ * was given (a `patch` of it); a new-style one returns a list, e.g. CronJob's create-job a Job to `create`.
+ */
+export interface ImpactedResource {
+  operation: 'create' | 'patch';
+  resource: Obj;
+}
+
+/** Changes `obj` in place (old style), or returns the resources to create (new style). */
+type ActionScript = (obj: Obj, ctx: ActionContext) => void | ImpactedResource[];
 
 interface KindActions {
   /** discovery.lua: the actions in the order the script builds its table (Argo CD serves them in Go map order). */
@@ -154,10 +165,78 @@ const DEPLOYMENT_SCRIPTS: Record<string, ActionScript> = {
   },
 };
 
+function cronJobDiscovery(obj: Obj): ResourceAction[] {
+  const suspend = field(field(obj, 'spec', 4), 'suspend', 4);
+  return [
+    entry('create-job', undefined, { iconClass: 'fa fa-fw fa-plus', displayName: 'Create Job' }),
+    !isNil(suspend) && truthy(suspend)
+      ? entry('resume', undefined, { iconClass: 'fa fa-fw fa-play' })
+      : entry('suspend', undefined, { iconClass: 'fa fa-fw fa-pause' }),
+  ];
+}
+
+/**
+ * create-job's deepCopy: an empty table (an empty object or list) is copied as nil, so it leaves the Job. Only
+ * tables that are empty in the CronJob go: one whose members all went is kept, empty.
+ */
+function luaDeepCopy(value: LuaValue): LuaValue {
+  if (isNil(value) || typeof value !== 'object') return value;
+  const entries = Object.entries(value as Obj).filter(([, v]) => v !== null);
+  if (!entries.length) return undefined;
+  if (Array.isArray(value)) return value.map(luaDeepCopy).filter((v) => v !== undefined);
+  const copy: Obj = {};
+  for (const [k, v] of entries) {
+    const c = luaDeepCopy(v);
+    if (c !== undefined) copy[k] = c;
+  }
+  return copy;
+}
+
+/** `os.date("!%y%m%d%H%M")`: the minute, in UTC, that names a Job create-job makes. */
+function luaUtcMinute(now: Date): string {
+  return now.toISOString().replace(/^\d\d(\d\d)-(\d\d)-(\d\d)T(\d\d):(\d\d).*$/, '$1$2$3$4$5');
+}
+
+const CRONJOB_SCRIPTS: Record<string, ActionScript> = {
+  // "kubectl create job --from=cronjob/NAME", declaratively: one Job per minute, owned by the CronJob.
+  'create-job'(obj, ctx) {
+    const template = field(field(obj, 'spec', 35), 'jobTemplate', 35);
+    const metadata = (luaDeepCopy(field(template, 'metadata', 35)) ?? {}) as Obj;
+    const name = field(field(obj, 'metadata', 39), 'name', 39);
+    if (typeof name !== 'string') throw new LuaError(39, 'cannot perform concat operation between nil and string');
+    metadata.name = `${name}-${luaUtcMinute(ctx.now)}`;
+    const namespace = field(field(obj, 'metadata', 40), 'namespace', 40);
+    if (isNil(namespace)) delete metadata.namespace;
+    else metadata.namespace = namespace;
+    const annotations = (isNil(metadata.annotations) ? {} : metadata.annotations) as Obj;
+    annotations['cronjob.kubernetes.io/instantiate'] = 'manual';
+    metadata.annotations = annotations;
+    metadata.ownerReferences = [
+      {
+        apiVersion: obj.apiVersion,
+        kind: obj.kind,
+        name,
+        uid: field(field(obj, 'metadata', 50), 'uid', 50),
+        blockOwnerDeletion: true,
+        controller: true,
+      },
+    ];
+    const spec = luaDeepCopy(field(field(field(obj, 'spec', 56), 'jobTemplate', 56), 'spec', 56));
+    const job: Obj = { apiVersion: 'batch/v1', kind: 'Job', metadata, ...(isNil(spec) ? {} : { spec }) };
+    return [{ operation: 'create', resource: job }];
+  },
+  suspend: (obj) => assign(field(obj, 'spec', 1), 'suspend', true, 1),
+  resume(obj) {
+    const spec = field(obj, 'spec', 1);
+    if (!isNil(field(spec, 'suspend', 1)) && truthy(field(spec, 'suspend', 1))) assign(spec, 'suspend', false, 2);
+  },
+};
+
 /** By Argo CD's key for a kind (GetConfigMapKey): `group/Kind`, or `Kind` for the core group. */
 const BUILTIN: Record<string, KindActions> = {
   'argoproj.io/Rollout': { discover: rolloutDiscovery, scripts: ROLLOUT_SCRIPTS },
   'apps/Deployment': { discover: deploymentDiscovery, scripts: DEPLOYMENT_SCRIPTS },
+  'batch/CronJob': { discover: cronJobDiscovery, scripts: CRONJOB_SCRIPTS },
 };
 
 export function actionsKey(group: string | undefined, kind: string): string {
@@ -171,10 +250,25 @@ export function discoverActions(group: string | undefined, kind: string, obj: Ob
 }
 
 /**
- * The object an action leaves: its script run on a copy of `obj`. Throws ScriptDoesNotExistError for an action
- * the kind does not have and LuaError where the script fails. A disabled action runs all the same: Argo CD's
- * RunResourceActionV2 never consults discovery (`disabled` only greys the UI's menu).
+ * What an action asks of the API server (ExecuteResourceAction): an old-style script's changed copy of `obj` as a
+ * `patch`, or a new-style script's list. Throws ScriptDoesNotExistError for an action the kind does not have and
+ * LuaError where the script fails. A disabled action runs all the same: Argo CD's RunResourceActionV2 never
+ * consults discovery (`disabled` only greys the UI's menu).
  */
+export function actionImpacts(
+  group: string | undefined,
+  kind: string,
+  action: string,
+  obj: Obj,
+  ctx: ActionContext,
+): ImpactedResource[] {
+  const scripts = BUILTIN[actionsKey(group, kind)]?.scripts;
+  if (!scripts || !Object.hasOwn(scripts, action)) throw new ScriptDoesNotExistError();
+  const copy = structuredClone(obj);
+  return scripts[action](copy, ctx) ?? [{ operation: 'patch', resource: copy }];
+}
+
+/** The object an old-style action leaves (the `patch` of `actionImpacts`); throws for an action that creates. */
 export function runActionScript(
   group: string | undefined,
   kind: string,
@@ -182,9 +276,8 @@ export function runActionScript(
   obj: Obj,
   ctx: ActionContext,
 ): Obj {
-  const scripts = BUILTIN[actionsKey(group, kind)]?.scripts;
-  if (!scripts || !Object.hasOwn(scripts, action)) throw new ScriptDoesNotExistError();
-  const copy = structuredClone(obj);
-  scripts[action](copy, ctx);
-  return copy;
+  const impacts = actionImpacts(group, kind, action, obj, ctx);
+  const patched = impacts.find((i) => i.operation === 'patch');
+  if (impacts.length !== 1 || !patched) throw new Error(`${kind} action ${action} does not patch the object`);
+  return patched.resource;
 }
