@@ -41,6 +41,7 @@ import { planCommand } from './plan.js';
 import { refreshCommand } from './refresh.js';
 import { rollbackCommand } from './rollback.js';
 import { terminateOpCommand } from './terminate-op.js';
+import { actionCommand } from './action.js';
 import { rolloutCommand } from './rollout.js';
 import { rolloutsCommand } from './argo-rollouts.js';
 import {
@@ -67,6 +68,7 @@ export const COMMANDS: readonly AnyCommandSpec[] = [
   rolloutCommand,
   rolloutsCommand,
   actionsCommand,
+  actionCommand,
   planCommand,
   diagnoseCommand,
   clustersCommand,

@@ -203,6 +203,7 @@ export interface CommandData extends IncidentVerbData {
   refresh: RefreshData;
   rollback: RunbookData;
   'terminate-op': RunbookData;
+  action: RunbookData;
   /** `runs show|wait|confirm ...` answer one run; `runs` lists them. */
   runs: RunData | RunListData;
   audit: AuditData;
@@ -267,6 +268,7 @@ const RUN_ANSWERS: ReadonlySet<string> = new Set<CommandName>([
   'unfreeze',
   'rollback',
   'terminate-op',
+  'action',
 ]);
 
 /** Run data, rather than an error's data or another shape a run command answers with (nothing to do, a form). */

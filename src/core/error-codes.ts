@@ -69,6 +69,11 @@ export const ERROR_CODES = {
   },
   unknown_history_id: { exit: 'failed', meaning: "no deployment with that id in the app's history (status.history)" },
   nothing_to_terminate: { exit: 'failed', meaning: 'no selected app has an operation in progress' },
+  action_not_offered: {
+    exit: 'failed',
+    meaning:
+      'Argo CD does not offer that resource action on the resource now (no such action for its kind, or disabled)',
+  },
   // Incidents.
   incident_not_found: { exit: 'failed', meaning: 'no incident with that id' },
   incident_ambiguous: { exit: 'failed', meaning: 'several incidents are open: name one (the error lists them)' },
