@@ -44,7 +44,7 @@ export const freezeCommand: CommandSpec<'freeze'> = {
     "Argo CD's own freeze: a deny sync window in each AppProject covering the target, so auto-sync and RollingSync " +
     "steps stop. Manual syncs still go (rollcall's own sync and rollback runs can ship a fix) unless `manual=block`. " +
     'Examples: `freeze project=payments for=2h` · `freeze auth-* cluster=prod-eu1` · `freeze -l team=checkout manual=block`. ' +
-    'With `for=` the window ends by itself; `unfreeze` removes exactly what this wrote; `frozen` lists what is frozen. ' +
+    "With `for=` the window ends by itself and rollcall's workers then remove it from the project; `unfreeze` removes exactly what this wrote; `frozen` lists what is frozen. " +
     "Typed in an incident's channel, the freeze is that incident's: closing it asks whether to unfreeze.",
   readOnly: false,
   async run(cmd, ctx) {
@@ -100,7 +100,9 @@ function frozenItem(run: Freeze[], now: Date): ReplyItem {
     text: `*${f.target}*: frozen by ${mention(f.by)} ${when(f.at, now)}${f.incident ? ` for ${f.incident}` : ''}${until}${f.manualBlocked ? ' · manual syncs blocked too' : ''}`,
     detail: active
       ? `AppProject ${where} · \`unfreeze ${f.target}\``
-      : `AppProject ${where}: the window no longer holds, but it stays in the project and fires again on the same date next year; \`unfreeze ${f.target}\` removes it`,
+      : run.some((x) => x.expiryRefused)
+        ? `AppProject ${where}: ended, but rollcall left its window in place because someone changed it: ${run.find((x) => x.expiryRefused)!.expiryRefused}`
+        : `AppProject ${where}: ended; rollcall's workers remove its window at their next sweep (\`unfreeze ${f.target}\` removes it now)`,
     tone: active ? 'warn' : 'info',
   };
 }

@@ -28,6 +28,11 @@ export interface Freeze {
   incident?: string;
   /** Manual syncs blocked too (`manual=block`). */
   manualBlocked: boolean;
+  /**
+   * Why the sweep of spent freezes left this one's window in the project (someone changed it since): said once,
+   * kept for `frozen`.
+   */
+  expiryRefused?: string;
 }
 
 /** A window rollcall's freeze wrote (its description says so). */
@@ -35,8 +40,17 @@ export function isFreezeWindow(w: SyncWindow): boolean {
   return !!w.description?.startsWith(FREEZE_MARK);
 }
 
-/** Whether the freeze holds at `now`: its window is active (a for= freeze lifts itself when the window ends). */
+/** A for= freeze whose end has come: its once-a-year window fires again next year until it is removed. */
+export function freezeSpent(f: Freeze, now: Date): boolean {
+  return !!f.until && now.getTime() >= Date.parse(f.until);
+}
+
+/**
+ * Whether the freeze holds at `now`: its window is active and, for a for= freeze, its end has not come. A for=
+ * window is a yearly tick: still in the project a year on, it would fire again, and that is no freeze of rollcall's.
+ */
 export function freezeActive(f: Freeze, now: Date): boolean {
+  if (freezeSpent(f, now)) return false;
   try {
     return windowActive(f.window, now);
   } catch (error) {

@@ -237,7 +237,7 @@ describe('freeze / unfreeze on the simulator', () => {
     expect(okAnswer(listed, 'frozen').data.frozen).toEqual([
       expect.objectContaining({ target: AUTO_APP, active: false }),
     ]);
-    expect(renderText(listed)).toContain('the window no longer holds');
+    expect(renderText(listed)).toContain("ended; rollcall's workers remove its window at their next sweep");
   });
 
   it("manual=block says so loudly, and Argo CD then refuses rollcall's own sync with its own text", async () => {

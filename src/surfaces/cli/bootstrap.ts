@@ -13,6 +13,7 @@ import { incidentSink } from './incident-sink.js';
 import type { Logger } from '../../infra/log.js';
 import type { AlertManager, AlertOutput, IncidentSink } from '../../domain/alerts/manager.js';
 import type { GuardWatcher } from '../../domain/guards/index.js';
+import type { FreezeSweeper } from '../../domain/runbooks/freeze-sweep.js';
 import type { Reply } from '../../core/reply.js';
 import type { AlertRecord } from '../../domain/alerts/lifecycle.js';
 import type { DigestSchedules } from '../workers/digests.js';
@@ -44,6 +45,8 @@ export interface Runtime {
   alerts?: AlertManager;
   /** The guards' sweeper (workers), once runs are enabled and checks are configured. */
   guards?: GuardWatcher;
+  /** Removes the windows of spent for= freezes (workers), once runs are enabled. */
+  freezeSweep?: FreezeSweeper;
   /** The digest job schedulers (workers), once runs are enabled. */
   digests?: DigestSchedules;
   /**
@@ -118,6 +121,7 @@ async function loadRunModules() {
     { FleetRecords },
     { GuardStore, GuardWatcher },
     { RegressionStore },
+    { FreezeSweeper },
   ] = await Promise.all([
     import('../../domain/runbooks/engine.js'),
     import('../../infra/redis.js'),
@@ -131,6 +135,7 @@ async function loadRunModules() {
     import('../../domain/alerts/records.js'),
     import('../../domain/guards/index.js'),
     import('../../domain/checks/regressions.js'),
+    import('../../domain/runbooks/freeze-sweep.js'),
   ]);
   return {
     startEngine,
@@ -146,6 +151,7 @@ async function loadRunModules() {
     GuardStore,
     GuardWatcher,
     RegressionStore,
+    FreezeSweeper,
   };
 }
 
@@ -262,6 +268,21 @@ function startGuards({ config, opts, runtime, started }: RuntimeContext, mods: R
   runtime.guards.start();
 }
 
+/** Spent freezes are swept where alerts run: one process per interval takes the sweep (see FreezeSweeper). */
+function startFreezeSweep({ config, opts, runtime, started }: RuntimeContext, mods: RunModules): void {
+  const { services } = runtime;
+  if (!services.freezes || !started.pausesRedis) return;
+  runtime.freezeSweep = new mods.FreezeSweeper({
+    redis: started.pausesRedis,
+    prefix: config.redis.prefix,
+    store: services.freezes,
+    argocd: services.argocd,
+    audit: services.audit,
+    logger: opts.logger.child({ component: 'freezes' }),
+  });
+  runtime.freezeSweep.start();
+}
+
 async function startDigests({ config, opts, runtime }: RuntimeContext, redisUrl: string) {
   const { services } = runtime;
   const { startDigestSchedules } = await import('../workers/digests.js');
@@ -295,6 +316,7 @@ async function enableRuns(ctx: RuntimeContext, runOpts: EnableRunsOptions): Prom
   // Alert rules and digests run where steps run; every such process may, and each alert and tick posts once.
   if (withAlerts) await startAlerts(ctx, { ...stores, incidents });
   if (withAlerts) startGuards(ctx, mods);
+  if (withAlerts) startFreezeSweep(ctx, mods);
   if (withSchedules) await startDigests(ctx, runOpts.redisUrl);
 }
 
@@ -303,6 +325,7 @@ async function stopRuntime(runtime: Runtime, started: Started): Promise<void> {
   await runtime.recorder?.stop().catch(() => undefined);
   await runtime.alerts?.stop();
   await runtime.guards?.stop();
+  await runtime.freezeSweep?.stop();
   await runtime.digests?.stop();
   await started.schedules?.stop();
   await started.engine?.stop();

@@ -77,7 +77,7 @@ function previewBlocks(p: FreezePlan, input: FreezeInput, until: Date | undefine
     },
     {
       kind: 'context',
-      text: `${until ? `Until ${absoluteTime(until.toISOString())} (for=${typedDuration(input.forMs!)}): Argo CD lifts it when the window ends.` : 'Until `unfreeze`.'} Auto-sync writes no operation and RollingSync steps hold ("Sync operation blocked by sync window").`,
+      text: `${until ? `Until ${absoluteTime(until.toISOString())} (for=${typedDuration(input.forMs!)}): Argo CD lifts it when the window ends, and rollcall's workers then remove the window (Argo CD would fire it again a year on).` : 'Until `unfreeze`.'} Auto-sync writes no operation and RollingSync steps hold ("Sync operation blocked by sync window").`,
     },
   ];
   if (input.manual === 'block')
