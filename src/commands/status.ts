@@ -454,5 +454,7 @@ export const statusCommand: CommandSpec<'status'> = {
     'Problems are OutOfSync or Unknown sync, or Degraded, Missing or Unknown health, with the reason Argo CD gives.',
   ].join('\n'),
   readOnly: true,
+  // rollcall's freezes are recorded in Redis: a one-shot `ask` connects to read them, and answers without them.
+  usesRuns: 'optional',
   run: runStatus,
 };
