@@ -126,7 +126,7 @@ export const actionsCommand: CommandSpec<'actions'> = {
     'Examples:',
     '`actions storefront-prod-eu-west-1` — the app’s Rollout: resume, abort, retry, promote-full, skip-current-step, pause, restart',
     '`actions web-prod-1 Deployment/web` — any resource of the app that has actions (Deployment: restart, pause, resume, scale)',
-    'Argo CD decides from the live object which are enabled (a Rollout that is not paused has nothing to resume). Read-only: it runs nothing.',
+    'Argo CD decides from the live object which are enabled (a Rollout that is not paused has nothing to resume). Read-only: `action APP KIND/NAME ACTION` runs one.',
   ].join('\n'),
   readOnly: true,
   run: runActions,

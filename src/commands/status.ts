@@ -30,7 +30,8 @@ import {
   plural,
   since,
 } from '../core/format.js';
-import { freezeActive, freezeHolding } from '../fleet/freeze.js';
+import { freezeActive, freezeFromWindow, freezeHolding, type Freeze } from '../fleet/freeze.js';
+import { withinLiveBudget } from './live.js';
 import { freezesByRun } from '../domain/runbooks/index.js';
 import { SELECTOR_OPTIONS, checkOptions, commandText, selectorFromCommand } from './parse.js';
 import type { CommandContext, CommandSpec, ParsedCommand } from './registry.js';
@@ -276,18 +277,55 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
     { kind: 'actions', buttons: buttons.slice(0, 5) },
   ];
 
-  return { ok: true, command: 'status', title, data: { ...statusData(summary, groups), frozen }, blocks };
+  return { ok: true, command: 'status', title, data: { ...statusData(summary, groups), frozen: frozen.rows }, blocks };
 }
 
 type FrozenRow = StatusData['frozen'][number];
 
 /**
- * rollcall's active freezes that hold apps of the selection, one row per freeze. Read from Redis where this
- * process has it (the bot does); a broken read says nothing rather than failing the status.
+ * rollcall's freezes as this process can know them: its records in Redis where it has them (the bot, the workers),
+ * else, for a one-shot `ask` that starts no Redis client, the windows rollcall wrote into the AppProjects of the
+ * selected apps, read live (their descriptions say who froze what, until when). A broken Redis read says nothing
+ * rather than failing the status; a project that cannot be read is named.
  */
-async function frozenIn(ctx: CommandContext, selected: readonly FleetApp[], now: Date): Promise<FrozenRow[]> {
-  const freezes = await ctx.services.freezes?.list().catch(() => undefined);
-  if (!freezes?.length) return [];
+async function knownFreezes(
+  ctx: CommandContext,
+  selected: readonly FleetApp[],
+): Promise<{ freezes: Freeze[]; unread: string[] }> {
+  if (ctx.services.freezes)
+    return { freezes: (await ctx.services.freezes.list().catch(() => undefined)) ?? [], unread: [] };
+  const projects = new Map<string, { instance: string; project: string }>();
+  for (const a of selected) {
+    const project = a.app.spec.project || 'default';
+    projects.set(`${a.instance}\u0000${project}`, { instance: a.instance, project });
+  }
+  const freezes: Freeze[] = [];
+  const unread: string[] = [];
+  await Promise.all(
+    [...projects.values()].map(async ({ instance, project }) => {
+      const api = ctx.services.argocd?.get(instance);
+      if (!api) return;
+      try {
+        const read = await withinLiveBudget(instance, api.getProject(project));
+        for (const w of read.spec.syncWindows ?? []) {
+          const f = freezeFromWindow(instance, project, w);
+          if (f) freezes.push(f);
+        }
+      } catch {
+        unread.push(`AppProject ${project} on ${instance}`);
+      }
+    }),
+  );
+  return { freezes: freezes.sort((a, b) => a.at.localeCompare(b.at)), unread: unread.sort() };
+}
+
+/** rollcall's active freezes that hold apps of the selection, one row per freeze. */
+async function frozenIn(
+  ctx: CommandContext,
+  selected: readonly FleetApp[],
+  now: Date,
+): Promise<{ rows: FrozenRow[]; unread: string[] }> {
+  const { freezes, unread } = await knownFreezes(ctx, selected);
   const rows: FrozenRow[] = [];
   for (const run of freezesByRun(freezes.filter((f) => freezeActive(f, now)))) {
     const apps = selected
@@ -298,12 +336,21 @@ async function frozenIn(ctx: CommandContext, selected: readonly FleetApp[], now:
     const f = run[0];
     rows.push({ target: f.target, by: f.by, since: f.at, until: f.until ?? null, incident: f.incident ?? null, apps });
   }
-  return rows;
+  return { rows, unread };
 }
 
-function frozenBlocks(rows: FrozenRow[]): ReplyBlock[] {
-  if (!rows.length) return [];
+function frozenBlocks({ rows, unread }: { rows: FrozenRow[]; unread: string[] }): ReplyBlock[] {
+  const notes: ReplyBlock[] = unread.length
+    ? [
+        {
+          kind: 'context',
+          text: `rollcall's freezes in ${unread.join(', ')} are not shown: Argo CD did not answer for ${unread.length === 1 ? 'it' : 'them'}.`,
+        },
+      ]
+    : [];
+  if (!rows.length) return notes;
   return [
+    ...notes,
     {
       kind: 'list',
       title: 'Frozen by rollcall: deploys held on purpose',
@@ -454,7 +501,5 @@ export const statusCommand: CommandSpec<'status'> = {
     'Problems are OutOfSync or Unknown sync, or Degraded, Missing or Unknown health, with the reason Argo CD gives.',
   ].join('\n'),
   readOnly: true,
-  // rollcall's freezes are recorded in Redis: a one-shot `ask` connects to read them, and answers without them.
-  usesRuns: 'optional',
   run: runStatus,
 };

@@ -35,6 +35,43 @@ export interface Freeze {
   expiryRefused?: string;
 }
 
+/** The description that marks the window as rollcall's (Argo CD allows 255 characters). */
+export function freezeDescription(f: Pick<Freeze, 'by' | 'at' | 'until' | 'incident' | 'runId' | 'target'>): string {
+  const minute = (iso: string) => iso.replace(/:\d\d(\.\d+)?Z$/, 'Z');
+  const text =
+    `${FREEZE_MARK}${f.by} at ${minute(f.at)}` +
+    `${f.incident ? ` for ${f.incident}` : ''}${f.until ? ` until ${minute(f.until)}` : ''} (run ${f.runId}): ${f.target}`;
+  return text.length <= 255 ? text : `${text.slice(0, 254)}…`;
+}
+
+const DESCRIPTION = /^rollcall freeze by (\S+) at (\S+?)(?: for (\S+))?(?: until (\S+))? \(run ([^)\s]+)\): (.*)$/s;
+
+/**
+ * The freeze a window of rollcall's says it is, read back from its description (times to the minute, a long target
+ * cut as written): what a process without rollcall's records in Redis knows of a freeze from Argo CD alone.
+ * Undefined for a window that is not rollcall's or whose description someone rewrote.
+ */
+export function freezeFromWindow(instance: string, project: string, window: SyncWindow): Freeze | undefined {
+  if (!isFreezeWindow(window)) return undefined;
+  const m = DESCRIPTION.exec(window.description!);
+  const iso = (text: string | undefined) =>
+    text && !Number.isNaN(Date.parse(text)) ? new Date(text).toISOString() : undefined;
+  const at = iso(m?.[2]);
+  if (!m || !at || (m[4] && !iso(m[4]))) return undefined;
+  return {
+    runId: m[5],
+    instance,
+    project,
+    window,
+    target: m[6],
+    by: m[1],
+    at,
+    ...(m[4] ? { until: iso(m[4]) } : {}),
+    ...(m[3] ? { incident: m[3] } : {}),
+    manualBlocked: !window.manualSync,
+  };
+}
+
 /** A window rollcall's freeze wrote (its description says so). */
 export function isFreezeWindow(w: SyncWindow): boolean {
   return !!w.description?.startsWith(FREEZE_MARK);

@@ -7,8 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimProcess } from '../support/sim-process.js';
 import { cleanPrefix } from '../runbooks/fake-argo.js';
 
-// A one-shot `rollcall ask status` reads rollcall's freezes from Redis as the long-running bot does: a freeze written
-// by one process shows in the status another process answers.
+// A one-shot `rollcall ask status` starts no Redis client (it stays light), so it reads rollcall's freezes from the
+// AppProjects' windows, and shows them as the long-running bot shows its records: a freeze written by one process
+// shows in the status another process answers.
 const root = path.resolve(import.meta.dirname, '../..');
 const bin = path.join(root, 'bin/rollcall.js');
 const exec = promisify(execFile);

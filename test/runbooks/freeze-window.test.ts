@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { freezeDescription, freezeUntil, freezeWindow } from '../../src/domain/runbooks/freeze.js';
+import { freezeFromWindow } from '../../src/fleet/freeze.js';
 import { projectWindowsProblem, windowActive, windowEnd } from '../../src/infra/argocd/sync-windows.js';
 
 const scope = { applications: ['*'] };
@@ -75,5 +76,36 @@ describe('freezeWindow', () => {
     expect(long.length).toBe(255);
     expect(long.endsWith('…')).toBe(true);
     expect(long.startsWith('rollcall freeze by U123 at 2026-03-10T03:17Z (run r-abc12): ')).toBe(true);
+  });
+
+  it('reads a freeze back from its window alone, as a process without the records in Redis knows it', () => {
+    const base = { by: 'U123', at: '2026-03-10T03:17:42.123Z', runId: 'r-abc12', target: 'auth-* cluster=prod-eu1' };
+    const { window } = freezeWindow(
+      { applications: ['auth-*'], clusters: ['prod-eu1'], andOperator: true },
+      {
+        now: new Date(base.at),
+        forMs: 2 * 3_600_000,
+        manualBlocked: true,
+        description: freezeDescription({ ...base, incident: 'INC-4', until: '2026-03-10T05:18:00.000Z' }),
+      },
+    );
+    expect(freezeFromWindow('prod', 'auth', window)).toEqual({
+      runId: 'r-abc12',
+      instance: 'prod',
+      project: 'auth',
+      window,
+      target: 'auth-* cluster=prod-eu1',
+      by: 'U123',
+      at: '2026-03-10T03:17:00.000Z',
+      until: '2026-03-10T05:18:00.000Z',
+      incident: 'INC-4',
+      manualBlocked: true,
+    });
+    expect(
+      freezeFromWindow('prod', 'auth', { ...window, description: 'weekend freeze (platform team)' }),
+    ).toBeUndefined();
+    expect(
+      freezeFromWindow('prod', 'auth', { ...window, description: 'rollcall freeze by someone, rewritten by hand' }),
+    ).toBeUndefined();
   });
 });

@@ -14,7 +14,8 @@ import {
 import type { AppProject, SyncWindow } from '../../infra/argocd/types.js';
 import type { RedisClient } from '../../infra/redis.js';
 import { keyBase } from '../../infra/redis.js';
-import { FREEZE_MARK, isFreezeWindow, type Freeze } from '../../fleet/freeze.js';
+import { isFreezeWindow, type Freeze } from '../../fleet/freeze.js';
+export { freezeDescription } from '../../fleet/freeze.js';
 import type { FleetApp, FleetView } from '../../fleet/model.js';
 import { selectApps, type AppSelector } from '../../fleet/select.js';
 
@@ -216,15 +217,6 @@ export function freezeWindow(
   if (!windowActive(window, opts.now) || !until || until.getTime() < now + opts.forMs)
     throw new Error(`freeze window ${JSON.stringify(window)} does not cover now for ${opts.forMs} ms`);
   return { window, until };
-}
-
-/** The description that marks the window as rollcall's (Argo CD allows 255 characters). */
-export function freezeDescription(f: Pick<Freeze, 'by' | 'at' | 'until' | 'incident' | 'runId' | 'target'>): string {
-  const minute = (iso: string) => iso.replace(/:\d\d(\.\d+)?Z$/, 'Z');
-  const text =
-    `${FREEZE_MARK}${f.by} at ${minute(f.at)}` +
-    `${f.incident ? ` for ${f.incident}` : ''}${f.until ? ` until ${minute(f.until)}` : ''} (run ${f.runId}): ${f.target}`;
-  return text.length <= 255 ? text : `${text.slice(0, 254)}…`;
 }
 
 // ---------- writing and removing ----------
