@@ -106,7 +106,17 @@ async function setup(opts: { fixture?: Fixture; token?: string } = {}) {
         ).json()) as { manifest: string }
       ).manifest,
     ) as Record<string, any>;
-  return { sim, services, runs: engine.runs as RunService, ctx, live, api: clients.get('prod')! };
+  return {
+    sim,
+    services,
+    engine,
+    prefix,
+    redisUrl,
+    runs: engine.runs as RunService,
+    ctx,
+    live,
+    api: clients.get('prod')!,
+  };
 }
 
 const actionPosts = async (sim: SimServer) =>
@@ -243,4 +253,37 @@ describe('action APP KIND/NAME ACTION on the simulator', () => {
       'kubectl.kubernetes.io/restartedAt',
     );
   }, 40_000);
+
+  it('a worker that dies while its POST is in flight: the next attempt finds the action in the app events and never sends it again', async () => {
+    const { sim, engine, services, prefix, redisUrl, ctx, live } = await setup();
+    // The POST reaches Argo CD 1.5 s after it leaves: the worker is gone by then.
+    await simFault(sim, {
+      instance: 'prod',
+      kind: 'latency',
+      ms: 1500,
+      method: 'POST',
+      match: '/resource/actions/v2',
+      count: 1,
+    });
+    const reply = await dispatch(`action ${APP} Deployment/storefront-worker restart`, ctx('U_OP'));
+    expect(reply.ok, JSON.stringify(reply.error)).toBe(true);
+    const runId = (reply.data as { runId: string }).runId;
+    await new Promise((r) => setTimeout(r, 600));
+    await engine.crash();
+    const second = await startEngine(services, {
+      role: 'all',
+      redisUrl,
+      prefix,
+      runbooks: loadRunbooks(SHIPPED_RUNBOOKS_DIR),
+      ...FAST,
+    });
+    cleanup.push(() => second.stop());
+    const end = await second.runs.waitForEnd(runId, 30_000);
+    expect(end.status, end.error).toBe('succeeded');
+    expect(end.steps[0].attempts).toBeGreaterThan(1);
+    expect(await actionPosts(sim)).toHaveLength(1);
+    expect((await live('Deployment', 'storefront-worker', 'apps')).spec.template.metadata.annotations).toHaveProperty(
+      'kubectl.kubernetes.io/restartedAt',
+    );
+  }, 60_000);
 });

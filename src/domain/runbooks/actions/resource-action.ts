@@ -371,7 +371,9 @@ async function settleUncertain(
     ctx.services.config.instances.find((i) => i.name === plan.instance)?.timeout ?? 30_000,
   );
   // Without the events from before the POST, no event can be told to be this run's.
-  const before = entry.eventsBefore ? new Set(entry.eventsBefore) : undefined;
+  // The checkpoint goes through Redis' cjson, which writes an empty list back as `{}`: no events before.
+  const listed = entry.eventsBefore;
+  const before = listed ? new Set(Array.isArray(listed) ? listed : []) : undefined;
   const look = async () => {
     const names = before && (await actionEvents(api, plan));
     return names ? names.some((n) => !before!.has(n)) : undefined;
