@@ -7,7 +7,7 @@ import { loadScenario } from '../../src/sim/scenarios/index.js';
 import { CANARY_ROLLOUTS_INSTANCE, SEARCH, STOREFRONT } from '../../src/sim/scenarios/canary-rollouts.js';
 import { renderText } from '../../src/views/text.js';
 import { okAnswer } from '../support/replies.js';
-import { simOperations } from '../support/sim.js';
+import { simFault, simOperations } from '../support/sim.js';
 import { startControlSim, type ControlSim } from './control-sim.js';
 
 // The rollout-action runbook (`promote`, `abort`, `retry`, `restart`, `pause|resume … kind=rollout`) on the
@@ -160,6 +160,41 @@ describe('abort / promote on Argo Rollouts, many apps at once', () => {
     expect(answer.title + JSON.stringify(answer.data)).toContain('not aborted, nothing to retry');
     expect(await mutations(e)).toEqual([]);
   });
+});
+
+describe('sent once, whatever the answer', () => {
+  it('an answer lost after Argo CD ran the action: seen on the Rollout, never sent again', async () => {
+    const e = await start();
+    tick(e);
+    await simFault(e.sim, { kind: 'answerLost', match: '/resource/actions/v2', count: 3 });
+    const { end } = await runToEnd(e, 'abort search-*');
+    expect(end.status, end.error).toBe('succeeded');
+    const ops = await mutations(e);
+    expect(ops.map((o) => [o.app, o.action]).sort()).toEqual(
+      SEARCH.clusters.map((c) => [`search-${c}`, 'abort']).sort(),
+    );
+    for (const c of SEARCH.clusters)
+      expect((await rolloutOf(e, `search-${c}`, 'search')).status).toMatchObject({ abort: true, phase: 'Degraded' });
+  });
+
+  it(
+    'a 503 before Argo CD ran it: sent again only after the posting window shows nothing of it on the Rollout',
+    { timeout: 40_000 },
+    async () => {
+      const e = await start();
+      tick(e);
+      await simFault(e.sim, { kind: 'http5xx', status: 503, match: '/resource/actions/v2', count: 1 });
+      const app = `search-${SEARCH.clusters[0]}`;
+      const { end } = await runToEnd(e, `abort ${app}`);
+      expect(end.status, end.error).toBe('succeeded');
+      // The 503 never reached the simulated Argo CD: only the one POST that ran is in its log.
+      const ops = await mutations(e);
+      expect(ops.map((o) => [o.app, o.action, o.status])).toEqual([[app, 'abort', 200]]);
+      const audit = await e.runs.audit.read({ runId: end.id, kinds: ['argocd.mutation'] });
+      // Newest first: the 503 recorded, then the one that ran.
+      expect(audit.map((a) => a.result)).toEqual(['accepted', 'error: unavailable']);
+    },
+  );
 });
 
 describe('refusals', () => {
