@@ -162,6 +162,50 @@ describe('abort / promote on Argo Rollouts, many apps at once', () => {
   });
 });
 
+describe('each verb followed to where its action leads', () => {
+  it('promote full=true, abort then retry, restart: each ends where Argo Rollouts takes it', async () => {
+    const e = await start();
+    tick(e);
+    const app = 'storefront-prod-us-east-1';
+    const full = await runToEnd(e, `promote ${app} full=true`);
+    expect(full.end.status, full.end.error).toBe('succeeded');
+    const promoted = await rolloutOf(e, app, 'storefront');
+    expect(promoted.status).toMatchObject({ phase: 'Healthy', stableRS: promoted.status?.currentPodHash });
+
+    const other = 'storefront-prod-eu-west-2';
+    expect((await runToEnd(e, `abort ${other}`)).end.status).toBe('succeeded');
+    const retried = await runToEnd(e, `retry ${other}`);
+    expect(retried.end.status, retried.end.error).toBe('succeeded');
+    const afterRetry = await rolloutOf(e, other, 'storefront');
+    expect(afterRetry.status?.abort).toBeUndefined();
+    expect(afterRetry.status?.phase).not.toBe('Degraded');
+
+    const restarted = await runToEnd(e, `restart ${app}`);
+    expect(restarted.end.status, restarted.end.error).toBe('succeeded');
+    const ro = await rolloutOf(e, app, 'storefront');
+    expect(ro.spec.restartAt).toBeDefined();
+    expect(ro.status?.restartedAt).toBe(ro.spec.restartAt);
+
+    expect((await mutations(e)).map((o) => [o.app, o.action, o.status])).toEqual([
+      [app, 'promote-full', 200],
+      [other, 'abort', 200],
+      [other, 'retry', 200],
+      [app, 'restart', 200],
+    ]);
+  });
+
+  it('a Rollout that does not get there in time fails that app, naming where it stands', async () => {
+    const e = await start();
+    // The clock stands still: Argo CD takes the abort, the controller never acts on it.
+    const { end } = await runToEnd(e, 'abort storefront-prod-us-east-1 timeout=2s');
+    expect(end.status).toBe('failed');
+    expect(end.error).toContain(
+      'storefront-prod-us-east-1: Argo CD took abort, but the Rollout did not get there in time: canary · Paused at step 1/4',
+    );
+    expect((await mutations(e)).map((o) => o.action)).toEqual(['abort']);
+  });
+});
+
 describe('sent once, whatever the answer', () => {
   it('an answer lost after Argo CD ran the action: seen on the Rollout, never sent again', async () => {
     const e = await start();
