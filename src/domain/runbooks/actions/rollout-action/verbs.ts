@@ -91,7 +91,10 @@ export function tookEffect(action: string, before: RolloutSnapshot, now: Rollout
     case 'restart':
       return now.restartAt !== null && now.restartAt !== before.restartAt;
     case 'promote-full':
-      return ro.status?.promoteFull === true || promotedNow(before, now);
+      // Argo Rollouts v0.9 has no promoteFull: the script moves the canary past its last step instead.
+      return (
+        ro.status?.promoteFull === true || promotedNow(before, now) || (stepped(before, now) && now.step === now.steps)
+      );
     case 'resume':
       return (!now.manuallyPaused && now.pauseConditions === 0) || stepped(before, now) || promotedNow(before, now);
     default:
@@ -162,7 +165,9 @@ export function notOfferedReason(verb: RolloutVerb, action: string, s: RolloutSn
     case 'pause':
       return `${prefix}: ${s.fullyPromoted ? 'fully promoted' : s.aborted ? 'aborted' : 'already paused'}`;
     case 'promote-full':
-      return `${prefix}: ${s.fullyPromoted ? 'already fully promoted' : 'Argo Rollouts has not yet observed the latest spec'}`;
+      // discovery.lua: a status.observedGeneration that is no number, or ahead of metadata.generation, is an
+      // Argo Rollouts v0.9 Rollout, which promotes only a canary fully.
+      return `${prefix}: ${s.fullyPromoted ? 'already fully promoted' : 'a blue-green of Argo Rollouts v0.9 (status.observedGeneration is a hash) cannot be promoted fully'}`;
     default:
       return prefix;
   }
