@@ -76,8 +76,11 @@ describe('abort / promote on Argo Rollouts, many apps at once', () => {
   it('abort storefront-* sends abort once per offered Rollout through /resource/actions/v2 and nothing else; they end Degraded', async () => {
     const e = await start();
     tick(e);
-    const { end } = await runToEnd(e, 'abort storefront-*');
+    const { reply, end } = await runToEnd(e, 'abort storefront-*');
     expect(end.status, end.error).toBe('succeeded');
+    // --json: the answer's data carries the run and its preview's plan, typed for `abort`.
+    const data = okAnswer(reply, 'abort').data;
+    expect('runId' in data && data.preview?.plan.waves.flatMap((w) => w.rollouts)).toHaveLength(10);
 
     const plan = planOf(end);
     const offered = plan.waves.flatMap((w) => w.rollouts.map((r) => r.app)).sort();

@@ -97,8 +97,17 @@ export class RolloutDriver {
     try {
       return await this.api.liveResource<Rollout>(appRefOf(this.r), rolloutRef(this.r));
     } catch (error) {
-      if (isArgoError(error) && error.kind === 'not_found' && this.s.state === 'pending') {
-        await this.apply({ type: 'gone', reason: `the Rollout is gone: ${error.message}` });
+      const message = (error as Error).message;
+      if (isArgoError(error) && ['not_found', 'forbidden'].includes(error.kind) && this.s.state === 'pending') {
+        await this.apply({ type: 'gone', reason: `the Rollout could not be read (${message}); not sent` });
+        return undefined;
+      }
+      // Followed but unreadable: it cannot be seen getting there, so its timeout still counts.
+      if (this.s.state === 'accepted' && (await this.ctx.redisNow()) > (this.s.at ?? 0) + this.set.timeoutMs) {
+        await this.apply({
+          type: 'timedOut',
+          reason: `Argo CD took ${this.set.action}, but the Rollout could not be read since (${message})`,
+        });
         return undefined;
       }
       await this.sleep(this.set.pollMs);
