@@ -209,6 +209,25 @@ describe('each verb followed to where its action leads', () => {
   });
 });
 
+describe('waves', () => {
+  it('a wave whose Rollout does not get there ends the run: later waves are sent nothing', async () => {
+    const e = await start();
+    // The clock stands still, so the first wave's aborts never reach Degraded.
+    const { end } = await runToEnd(e, 'abort storefront-* waves="*-us-east-*;*-eu-*" timeout=2s');
+    expect(end.status).toBe('failed');
+    expect(planOf(end).waves.map((w) => [w.name, w.rollouts.length])).toEqual([
+      ['*-us-east-*', 2],
+      ['*-eu-*', 4],
+      ['(the rest)', 4],
+    ]);
+    expect(end.error).toContain('2 Rollouts of 2 did not get there; 8 in later waves not started');
+    expect((await mutations(e)).map((o) => o.app).sort()).toEqual([
+      'storefront-prod-us-east-1',
+      'storefront-prod-us-east-2',
+    ]);
+  });
+});
+
 describe('sent once, whatever the answer', () => {
   it('an answer lost after Argo CD ran the action: seen on the Rollout, never sent again', async () => {
     const e = await start();
