@@ -209,6 +209,35 @@ describe('each verb followed to where its action leads', () => {
   });
 });
 
+describe('offered when sent, not only when previewed', () => {
+  it('a Rollout aborted by someone else after the preview is followed, not sent abort again, and the summary says so', async () => {
+    const e = await start();
+    tick(e);
+    const preview = await dispatch('abort search-*', { ...e.ctx('U_OP'), assumeYes: false });
+    const runId = (preview.data as { runId: string }).runId;
+    const first = `search-${SEARCH.clusters[0]}`;
+    const ref = {
+      group: 'argoproj.io',
+      version: 'v1alpha1',
+      kind: 'Rollout',
+      namespace: SEARCH.namespace,
+      name: 'search',
+    };
+    await e.services.argocd.get(INSTANCE)!.runResourceAction({ name: first }, ref, 'abort');
+    await e.runs.confirm(runId, 'U_OP');
+    const end = await e.runs.waitForEnd(runId, 30_000);
+    expect(end.status, end.error).toBe('succeeded');
+    const summary = (end.steps[0].output as { summary: string[] }).summary;
+    expect(summary.find((l) => l.startsWith(first))).toMatch(
+      /Degraded.*\(abort already done by someone else; not sent\)$/,
+    );
+    const ops = await mutations(e);
+    expect(ops.map((o) => [o.app, o.action]).sort()).toEqual(
+      SEARCH.clusters.map((c) => [`search-${c}`, 'abort']).sort(),
+    );
+  });
+});
+
 describe('waves', () => {
   it('a wave whose Rollout does not get there ends the run: later waves are sent nothing', async () => {
     const e = await start();

@@ -121,29 +121,37 @@ export class RolloutDriver {
       const ro = await this.read();
       if (!ro) continue;
       const now = snapshot(ro);
-      if (this.s.state === 'pending') await this.start(now);
+      if (this.s.state === 'pending') await this.start(now, ro);
       else if (this.s.state === 'posting' || this.s.state === 'unknown') await this.followUncertain(now, ro);
       else if (this.s.state === 'accepted') await this.follow(now);
     }
   }
 
   /** A `pending` Rollout: the action offered again right before it is sent, as the preview found it. */
-  private async start(now: RolloutSnapshot): Promise<void> {
+  private async start(now: RolloutSnapshot, ro: Rollout): Promise<void> {
     if (this.sent) {
       await this.sleep(this.set.pollMs);
       return;
     }
+    if (tookEffect(this.set.action, this.r.before, now, ro) || reached(this.set.action, this.r.before, now)) {
+      // Someone did it since the preview (from the Argo CD UI, kubectl argo rollouts): followed, not sent again.
+      await this.apply({ type: 'found' }, { note: `${this.set.action} already done by someone else; not sent` });
+      return;
+    }
     const offered = await this.api.listResourceActions(appRefOf(this.r), rolloutRef(this.r)).catch((e: Error) => e);
-    const found = Array.isArray(offered) ? offered.find((a) => a.name === this.set.action) : undefined;
+    if (offered instanceof Error) {
+      if (isArgoError(offered) && ['not_found', 'forbidden'].includes(offered.kind)) {
+        const reason = `Argo CD's action list could not be read (${offered.message}); not sent`;
+        await this.apply({ type: 'gone', reason }, { ended: now });
+      } else await this.sleep(this.set.pollMs);
+      return;
+    }
+    const found = offered.find((a) => a.name === this.set.action);
     if (!found || found.disabled) {
-      const why =
-        offered instanceof Error
-          ? `Argo CD's action list could not be read (${offered.message})`
-          : 'not offered any more';
       await this.apply(
         {
           type: 'gone',
-          reason: `${this.set.action} ${why}: ${whereItStands(now)} (changed since the preview); not sent`,
+          reason: `${this.set.action} is not offered any more: ${whereItStands(now)} (changed since the preview); not sent`,
         },
         { ended: now },
       );

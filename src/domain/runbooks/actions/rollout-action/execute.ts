@@ -47,7 +47,10 @@ function summaryLines(plan: RolloutActionPlan, entries: RolloutCheckpoint[], not
   const done = entries.filter((e) => e.state === 'done');
   const bad = entries.filter((e) => e.state === 'failed' || e.state === 'timeout');
   return [
-    ...done.map((e) => `${e.app} (${e.cluster}): ${plan.action} → ${e.ended ? whereItStands(e.ended) : 'done'}`),
+    ...done.map(
+      (e) =>
+        `${e.app} (${e.cluster}): ${plan.action} → ${e.ended ? whereItStands(e.ended) : 'done'}${e.note ? ` (${e.note})` : ''}`,
+    ),
     ...bad.map((e) => `${e.app} (${e.cluster}): ${e.reason ?? e.state}`),
     ...plan.skipped.map((s) => `${s.app} (${s.cluster}): skipped, ${s.reason}`),
     ...(notStarted ? [`${plural(notStarted, 'Rollout')} of later waves not started: an earlier wave failed`] : []),
