@@ -40,6 +40,7 @@ import { logsCommand } from './logs.js';
 import { planCommand } from './plan.js';
 import { refreshCommand } from './refresh.js';
 import { rollbackCommand } from './rollback.js';
+import { abortCommand, promoteCommand, restartCommand, retryCommand } from './rollout-actions.js';
 import { terminateOpCommand } from './terminate-op.js';
 import { rolloutCommand } from './rollout.js';
 import { rolloutsCommand } from './argo-rollouts.js';
@@ -67,6 +68,10 @@ export const COMMANDS: readonly AnyCommandSpec[] = [
   rolloutCommand,
   rolloutsCommand,
   actionsCommand,
+  promoteCommand,
+  abortCommand,
+  retryCommand,
+  restartCommand,
   planCommand,
   diagnoseCommand,
   clustersCommand,
