@@ -5,12 +5,13 @@ import type { ChangeRecord } from '../domain/incidents/changes.js';
 import type { ChangeLog } from '../domain/incidents/change-log.js';
 import {
   changeJson,
-  groupChanges,
   listedKind,
   withoutDeployOperations,
+  type ChangeGroup,
   type ChangeJson,
   type ListedChangeKind,
 } from '../domain/incidents/groups.js';
+import { groupByCause } from '../domain/incidents/cause.js';
 import { appKey, changesOfApps } from '../domain/incidents/timeline.js';
 import { clockTime, displayZone, formatDuration, plural } from '../core/format.js';
 import { CommandError, checkOptions, selectorFromCommand, SELECTOR_OPTIONS } from './parse.js';
@@ -20,22 +21,32 @@ import type { ReplyOf } from './replies.js';
 import { STATUS_TONE, type RunStatus } from '../domain/runbooks/index.js';
 
 const USAGE =
-  'changes [since=1h] [kind=deploy|sync|operation|rollout|created|deleted|run] [APP|GLOB ...] [-l selector] [cluster=X] [appset=X] [instance=X]';
-const KINDS: ListedChangeKind[] = ['deploy', 'sync', 'operation', 'rollout', 'created', 'deleted', 'run'];
+  'changes [since=1h] [kind=deploy|sync|operation|rollout|created|deleted|run|health] [APP|GLOB ...] [-l selector] [cluster=X] [appset=X] [instance=X]';
+const KINDS: ListedChangeKind[] = ['deploy', 'sync', 'operation', 'rollout', 'created', 'deleted', 'run', 'health'];
 
-const TONE: Record<ListedChangeKind, Tone> = {
-  deploy: 'info',
-  sync: 'ok',
-  operation: 'progress',
-  rollout: 'progress',
-  created: 'info',
-  deleted: 'warn',
-  run: 'progress',
+/** The tone of a state a change reached: an operation's phase, a health, sync or RollingSync status. */
+const STATE_TONE: Record<string, Tone> = {
+  Running: 'progress',
+  Terminating: 'progress',
+  Succeeded: 'ok',
+  Healthy: 'ok',
+  Synced: 'ok',
+  Progressing: 'progress',
+  Pending: 'progress',
+  Waiting: 'progress',
+  OutOfSync: 'warn',
+  Suspended: 'warn',
+  Unknown: 'unknown',
 };
 
-/** A run's line says how it ended, as its run does; one still going is in progress. */
-function runTone(outcome: string | undefined): Tone {
-  return outcome && Object.hasOwn(STATUS_TONE, outcome) ? STATUS_TONE[outcome as RunStatus] : TONE.run;
+/** A line's icon follows how its changes ended: a run as its run does, a failed sync or a Degraded app as bad. */
+function groupTone(g: ChangeGroup): Tone {
+  if (g.kind === 'run')
+    return g.outcome && Object.hasOwn(STATUS_TONE, g.outcome) ? STATUS_TONE[g.outcome as RunStatus] : 'progress';
+  if (g.bad) return 'error';
+  if (g.kind === 'deleted') return 'warn';
+  if (g.kind === 'deploy' || g.kind === 'created') return 'info';
+  return (g.outcome && STATE_TONE[g.outcome]) || 'unknown';
 }
 
 /** The change log of this process, or an answer saying why there is none. */
@@ -116,7 +127,8 @@ export async function runChanges(cmd: ParsedCommand, ctx: CommandContext): Promi
       (p): p is { json: ChangeJson; runId: string | undefined } => !!p.json && (!kinds || kinds.includes(p.json.kind)),
     );
   const changes = pairs.map((p) => p.json);
-  const groups = groupChanges(changes, new Map(pairs.map((p) => [p.json, p.runId])));
+  const groups = groupByCause(changes, new Map(pairs.map((p) => [p.json, p.runId])));
+  const causes = groups.filter((g) => g.troubleAfter).length;
 
   const window = formatDuration(sinceMs);
   const title = `Changes in the last ${window}`;
@@ -130,12 +142,12 @@ export async function runChanges(cmd: ParsedCommand, ctx: CommandContext): Promi
   } else {
     const items: ReplyItem[] = groups.map((g) => ({
       text: `\`${clockTime(new Date(g.to), { seconds: false })}\` ${g.text}`,
-      tone: g.kind === 'run' ? runTone(g.outcome) : TONE[g.kind],
+      tone: groupTone(g),
     }));
     blocks.push({ kind: 'list', items });
     blocks.push({
       kind: 'context',
-      text: `${plural(changes.length, 'change')} in ${plural(groups.length, 'group')}, newest first. Times ${displayZone()}. Health changes are in incident timelines.`,
+      text: `${plural(changes.length, 'change')} in ${plural(groups.length, 'group')}: ${causes ? `first the ${causes === 1 ? 'change' : `${causes} changes`} after which apps went unhealthy, then that trouble, then the rest newest first` : 'newest first'}. Times ${displayZone()}.`,
     });
   }
   return {
@@ -151,7 +163,7 @@ export const changesCommand: CommandSpec<'changes'> = {
   name: 'changes',
   aliases: ['changed', 'what-changed'],
   summary:
-    'What changed across the fleet: deploys, syncs, operations, rollouts, apps created or deleted, and rollcall runs, grouped',
+    'What changed across the fleet, the likely cause of trouble first: deploys, syncs, operations, rollouts, apps created or deleted, rollcall runs and health changes, grouped',
   usage: USAGE,
   help: [
     'Examples:',
