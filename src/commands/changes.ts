@@ -104,6 +104,14 @@ function scopeKeys(fleet: FleetView, selector: AppSelector, records: ChangeRecor
   return keys;
 }
 
+/** How the list is ordered, as `groupByCause` ranked it. */
+function orderText(groups: ChangeGroup[]): string {
+  const causes = groups.filter((g) => g.troubleAfter).length;
+  if (!causes) return 'newest first';
+  const trouble = groups.some((g) => g.bad && !g.troubleAfter) ? ', then that trouble' : '';
+  return `first the ${causes === 1 ? 'change' : `${causes} changes`} after which apps went unhealthy${trouble}, then the rest newest first`;
+}
+
 export async function runChanges(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<'changes'>> {
   checkOptions(cmd, ['since', 'kind', ...SELECTOR_OPTIONS], USAGE);
   const log = requireChangeLog(ctx, 'changes');
@@ -121,14 +129,17 @@ export async function runChanges(cmd: ParsedCommand, ctx: CommandContext): Promi
   if (scoped) records = changesOfApps(records, scopeKeys(fleet, selector, records));
   const unique = new Map(records.map((r) => [r.id, r]));
   const newestFirst = withoutDeployOperations([...unique.values()]).sort((a, b) => Date.parse(b.at) - Date.parse(a.at));
-  const pairs = newestFirst
+  const all = newestFirst
     .map((r) => ({ json: changeJson(r, fleet), runId: r.runId }))
-    .filter(
-      (p): p is { json: ChangeJson; runId: string | undefined } => !!p.json && (!kinds || kinds.includes(p.json.kind)),
-    );
+    .filter((p): p is { json: ChangeJson; runId: string | undefined } => !!p.json);
+  const pairs = kinds ? all.filter((p) => kinds.includes(p.json.kind)) : all;
   const changes = pairs.map((p) => p.json);
-  const groups = groupByCause(changes, new Map(pairs.map((p) => [p.json, p.runId])));
-  const causes = groups.filter((g) => g.troubleAfter).length;
+  // `kind=deploy` still ranks by the health changes it does not list.
+  const groups = groupByCause(
+    changes,
+    new Map(pairs.map((p) => [p.json, p.runId])),
+    all.map((p) => p.json),
+  );
 
   const window = formatDuration(sinceMs);
   const title = `Changes in the last ${window}`;
@@ -147,7 +158,7 @@ export async function runChanges(cmd: ParsedCommand, ctx: CommandContext): Promi
     blocks.push({ kind: 'list', items });
     blocks.push({
       kind: 'context',
-      text: `${plural(changes.length, 'change')} in ${plural(groups.length, 'group')}: ${causes ? `first the ${causes === 1 ? 'change' : `${causes} changes`} after which apps went unhealthy, then that trouble, then the rest newest first` : 'newest first'}. Times ${displayZone()}.`,
+      text: `${plural(changes.length, 'change')} in ${plural(groups.length, 'group')}: ${orderText(groups)}. Times ${displayZone()}.`,
     });
   }
   return {

@@ -219,6 +219,22 @@ describe('the likely cause first', () => {
     const list = reply.blocks.find((b) => b.kind === 'list');
     expect(list?.kind === 'list' && list.items.slice(0, 3).map((i) => i.tone)).toEqual(['info', 'error', 'info']);
     expect(renderText(reply)).toContain('first the change after which apps went unhealthy, then that trouble');
+
+    // Asked for deploys only, the health changes it does not list still rank them.
+    const deployReply = okAnswer(
+      await dispatch('changes since=1h kind=deploy', {
+        ...ctx,
+        services: { ...services, fleet: seeded, changes: log },
+      }),
+      'changes',
+    );
+    const deploys = deployReply.data.groups;
+    expect(renderText(deployReply)).toContain(
+      'first the change after which apps went unhealthy, then the rest newest first',
+    );
+    expect(deploys.map((g) => g.kind)).not.toContain('health');
+    expect(deploys[0]).toMatchObject({ subject: 'auth-service', troubleAfter: 12 });
+    expect(deploys[1]).toMatchObject({ subject: 'checkout', revision: 'v9' });
   });
 
   it("credits rollcall's syncs to the person who asked, and gives a failed sync the bad icon", async () => {
