@@ -12,6 +12,7 @@ import {
   type ListedChangeKind,
 } from '../domain/incidents/groups.js';
 import { groupByCause } from '../domain/incidents/cause.js';
+import { DEFAULT_STUCK_AFTER_MS } from '../fleet/diagnose.js';
 import { appKey, changesOfApps } from '../domain/incidents/timeline.js';
 import { clockTime, displayZone, formatDuration, plural } from '../core/format.js';
 import { CommandError, checkOptions, selectorFromCommand, SELECTOR_OPTIONS } from './parse.js';
@@ -139,6 +140,7 @@ export async function runChanges(cmd: ParsedCommand, ctx: CommandContext): Promi
     changes,
     new Map(pairs.map((p) => [p.json, p.runId])),
     all.map((p) => p.json),
+    { nowMs: now.getTime(), stuckAfterMs: ctx.services.config?.diagnose?.stuckAfter ?? DEFAULT_STUCK_AFTER_MS },
   );
 
   const window = formatDuration(sinceMs);

@@ -72,6 +72,27 @@ describe('the likely cause of trouble', () => {
     expect(groups[3].text).toBe('api: api-c1 Healthy → Degraded on c1, 10:12');
   });
 
+  it('counts an app still Progressing stuckAfter after it turned as trouble, not one that settled or is still young', () => {
+    const progressing = (app: string, minutes: number) =>
+      change('health', app, minutes, { from: 'Healthy', to: 'Progressing', text: `${app} Healthy → Progressing` });
+    const stuckDeploy = change('deploy', 'web-c1', 10, { revision: 'v2', previousRevision: 'v1' });
+    const settledDeploy = change('deploy', 'web-c2', 10, { revision: 'v2', previousRevision: 'v1' });
+    const youngDeploy = change('deploy', 'web-c3', 29, { revision: 'v2', previousRevision: 'v1' });
+    const changes = [
+      stuckDeploy,
+      settledDeploy,
+      youngDeploy,
+      progressing('web-c1', 10),
+      progressing('web-c2', 10),
+      change('health', 'web-c2', 11, { from: 'Progressing', to: 'Healthy', text: 'web-c2 Progressing → Healthy' }),
+      progressing('web-c3', 29),
+    ];
+    const stuck = { nowMs: t0 + 30 * 60_000, stuckAfterMs: 15 * 60_000 };
+    expect([...troubleAfter(changes, stuck)]).toEqual([[stuckDeploy, 1]]);
+    // Without a clock to judge "still", Progressing is no trouble.
+    expect(troubleAfter(changes).size).toBe(0);
+  });
+
   it('keeps newest first when nothing went unhealthy', () => {
     const newestFirst = [
       change('deploy', 'cache-c1', 30, { revision: 'v9', previousRevision: 'v8' }),

@@ -9,11 +9,41 @@ const SYNC_END_SLACK_MS = 2 * 60_000;
 
 const appOf = (c: ChangeJson) => `${c.instance ?? ''}/${c.app ?? ''}`;
 
+/** When a turn to Progressing is trouble: the app has stayed Progressing this long, as of `nowMs`. */
+export interface StuckProgressing {
+  nowMs: number;
+  stuckAfterMs: number;
+}
+
 /**
- * For each change, the bad health transitions (an app gone Degraded or Missing) it was the last
- * change of that app before: what most likely broke the app is what was last done to it.
+ * The health changes that are trouble: an app gone Degraded or Missing, or gone Progressing and
+ * still Progressing (no later health change of it) `stuckAfterMs` on. A sync leaves every app
+ * Progressing for a while: only one that never settles is trouble.
  */
-export function troubleAfter(changes: readonly ChangeJson[]): Map<ChangeJson, number> {
+function troubleTransitions(changes: readonly ChangeJson[], stuck?: StuckProgressing): ChangeJson[] {
+  const lastHealth = new Map<string, ChangeJson>();
+  for (const c of changes) {
+    if (c.kind !== 'health' || !c.app) continue;
+    const seen = lastHealth.get(appOf(c));
+    if (!seen || Date.parse(c.at) > Date.parse(seen.at)) lastHealth.set(appOf(c), c);
+  }
+  return changes.filter(
+    (h) =>
+      h.kind === 'health' &&
+      !!h.app &&
+      (h.bad ||
+        (!!stuck &&
+          h.to === 'Progressing' &&
+          lastHealth.get(appOf(h)) === h &&
+          stuck.nowMs - Date.parse(h.at) >= stuck.stuckAfterMs)),
+  );
+}
+
+/**
+ * For each change, the troubled apps (gone Degraded or Missing, or stuck Progressing) it was the
+ * last change of that app before: what most likely broke the app is what was last done to it.
+ */
+export function troubleAfter(changes: readonly ChangeJson[], stuck?: StuckProgressing): Map<ChangeJson, number> {
   const byApp = new Map<string, ChangeJson[]>();
   for (const c of changes) {
     if (c.kind === 'health' || !c.app) continue;
@@ -22,8 +52,7 @@ export function troubleAfter(changes: readonly ChangeJson[]): Map<ChangeJson, nu
     else byApp.set(appOf(c), [c]);
   }
   const counts = new Map<ChangeJson, number>();
-  for (const h of changes) {
-    if (h.kind !== 'health' || !h.bad || !h.app) continue;
+  for (const h of troubleTransitions(changes, stuck)) {
     const latest = Date.parse(h.at) + SYNC_END_SLACK_MS;
     let cause: ChangeJson | undefined;
     for (const c of byApp.get(appOf(h)) ?? []) {
@@ -43,7 +72,7 @@ function rank(g: ChangeGroup): number {
 
 /**
  * Changes grouped as on-call reads them, ranked by what most likely caused the trouble: the changes
- * after which apps went unhealthy (most apps first), then the trouble itself, then the rest; newest
+ * after which apps went unhealthy or stuck Progressing (most apps first), then the trouble itself, then the rest; newest
  * first within each. `changes` is newest first; `evidence` (default: `changes`) is where the health
  * transitions are read, for a list that shows only what came before them (an incident's report).
  */
@@ -51,8 +80,9 @@ export function groupByCause(
   changes: ChangeJson[],
   runIds: Map<ChangeJson, string | undefined> = new Map(),
   evidence: readonly ChangeJson[] = changes,
+  stuck?: StuckProgressing,
 ): ChangeGroup[] {
-  const groups = groupChanges(changes, runIds, troubleAfter(evidence));
+  const groups = groupChanges(changes, runIds, troubleAfter(evidence, stuck));
   const order = new Map(groups.map((g, i) => [g, i]));
   return [...groups].sort(
     (a, b) => rank(a) - rank(b) || (b.troubleAfter ?? 0) - (a.troubleAfter ?? 0) || order.get(a)! - order.get(b)!,

@@ -1,6 +1,7 @@
 import type { FleetView } from '../../fleet/model.js';
 import { renderIncidentChart } from './chart.js';
 import type { ChangeRecord } from './changes.js';
+import { DEFAULT_STUCK_AFTER_MS } from '../../fleet/diagnose.js';
 import { groupByCause } from './cause.js';
 import { changeJson, withoutDeployOperations, type ChangeJson } from './groups.js';
 import type { IncidentAnalysis } from './service.js';
@@ -57,6 +58,7 @@ export function buildReport(analysis: IncidentAnalysis, fleet: FleetView): Incid
       sorted.map((c) => c.json),
       new Map(sorted.map((c) => [c.json, c.runId])),
       changes.filter((c) => deployOps.has(c.id)).map((c) => c.json),
+      { nowMs: window.end, stuckAfterMs: DEFAULT_STUCK_AFTER_MS },
     );
   };
   const rollcallDid = timeline.filter((e) => e.kind === 'run' || e.kind === 'step');
