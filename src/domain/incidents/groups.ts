@@ -101,7 +101,7 @@ export interface ChangeGroup {
   /** A run's: the runbook it ran and the apps it synced. */
   runbook?: string;
   synced?: number;
-  /** Apps that went Degraded or Missing with this as the last change of theirs before (see cause.ts). */
+  /** Apps that went Degraded or Missing, or stayed Progressing, with this as their last change before (cause.ts). */
   troubleAfter?: number;
 }
 
