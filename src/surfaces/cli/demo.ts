@@ -304,7 +304,7 @@ function introduce(say: Say, about: { scenario: string; speed: number; sim: SimS
   const { sim, runtime } = about;
   const apps = runtime.services.fleet.apps().length;
   say(
-    `rollcall demo — simulator scenario "${about.scenario}" at ${sim.url} (${apps} apps${sim.kube.length ? `, clusters ${sim.kube.map((k) => k.cluster).join(', ')}` : ''}, time x${about.speed})`,
+    `rollcall demo — simulator scenario "${about.scenario}" at ${sim.url} (${apps} apps${sim.kube.length ? `, clusters ${sim.kube.map((k) => k.cluster).join(', ')}` : ''}, syncs and health changes x${about.speed} faster, times of day as they are)`,
   );
   if (runtime.services.config.sealedSecrets.backup) {
     const b = runtime.services.config.sealedSecrets.backup;
