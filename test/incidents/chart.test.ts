@@ -110,7 +110,8 @@ describe('the incident chart', () => {
     });
     expect(pngSize(png).width).toBe(CHART_WIDTH_PX);
     expect(png.length).toBeGreaterThan(20_000);
-    expect(textsOf(svg, 'axis-title')).toEqual(expect.arrayContaining(['Apps', 'Time (UTC)']));
+    // The whole scope counts the apps not Healthy (12 of 32 would be a sliver); each ApplicationSet all its apps.
+    expect(textsOf(svg, 'axis-title').sort()).toEqual(['Apps', 'Apps not Healthy', 'Time (UTC)']);
     // Minutes of the test's clock on the time axis, read in the display time zone (UTC here).
     expect(textsOf(svg, 'axis-label')).toEqual(expect.arrayContaining(['09:00', '09:30', '10:00']));
     expect(textsOf(svg, 'legend-label')).toEqual(['Degraded', 'Healthy']);

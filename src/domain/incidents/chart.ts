@@ -150,8 +150,34 @@ function seriesRows(groups: GroupTracks[], start: number, end: number): { rows: 
   return { rows, present };
 }
 
+/** How a band counts: every app up to the group's size, or (the whole scope) only the apps not Healthy. */
+interface BandScale {
+  withoutHealthy: boolean;
+  max: number;
+}
+
+/**
+ * The whole scope's band, above the ApplicationSets' own, counts the apps that were not Healthy: 12 Degraded
+ * apps of 540 are a 4-pixel sliver on a scale to 540, and the bands below show each group's share anyway.
+ */
+function bandScale(g: GroupTracks, index: number, rows: SeriesRow[]): BandScale {
+  if (index > 0 || !rows.some((r) => r.panel !== g.label)) return { withoutHealthy: false, max: g.total };
+  const notHealthy = new Map<number, number>();
+  for (const r of rows)
+    if (r.panel === g.label && r.state !== 'Healthy') notHealthy.set(r.t, (notHealthy.get(r.t) ?? 0) + r.apps);
+  return { withoutHealthy: true, max: Math.max(1, ...notHealthy.values()) };
+}
+
 /** One band: the group's apps stacked by health, its own count axis, the milestones' lines across it. */
-function healthPanel(g: GroupTracks, first: boolean, last: boolean, x: TimeEncoding, color: ColorEncoding) {
+function healthPanel(
+  g: GroupTracks,
+  band: BandScale,
+  place: { first: boolean; last: boolean },
+  x: TimeEncoding,
+  color: ColorEncoding,
+) {
+  const { first, last } = place;
+  const panel = [{ filter: { field: 'panel', equal: g.label } }];
   return {
     title: { text: panelTitle(g), anchor: 'start' as const, fontSize: first ? 17 : 15, fontWeight: 'bold' as const },
     width: PLOT_WIDTH,
@@ -159,7 +185,7 @@ function healthPanel(g: GroupTracks, first: boolean, last: boolean, x: TimeEncod
     layer: [
       {
         data: { name: 'series' },
-        transform: [{ filter: { field: 'panel', equal: g.label } }],
+        transform: band.withoutHealthy ? [...panel, { filter: "datum.state !== 'Healthy'" }] : panel,
         mark: { type: 'area' as const, interpolate: 'step-after' as const },
         encoding: {
           x: { ...x, axis: { title: last ? `Time (${displayZone()})` : null, format: '%H:%M', tickCount: 12 } },
@@ -167,8 +193,8 @@ function healthPanel(g: GroupTracks, first: boolean, last: boolean, x: TimeEncod
             field: 'apps',
             type: 'quantitative' as const,
             stack: 'zero' as const,
-            title: 'Apps',
-            scale: { domain: [0, Math.max(1, g.total)], nice: false },
+            title: band.withoutHealthy ? 'Apps not Healthy' : 'Apps',
+            scale: { domain: [0, Math.max(1, band.max)], nice: band.withoutHealthy },
             axis: { tickMinStep: 1, format: 'd', tickCount: 4 },
           },
           color,
@@ -268,7 +294,7 @@ export function incidentChartSpec(input: ChartInput): TopLevelSpec {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     title: {
       text: input.title,
-      subtitle: `Apps by health since ${absoluteTime(new Date(start).toISOString())}${groups.length > 1 ? ': the whole scope, then each ApplicationSet that had unhealthy apps' : ''}`,
+      subtitle: `Apps by health since ${absoluteTime(new Date(start).toISOString())}${groups.length > 1 ? ': the apps not Healthy in the whole scope, then each ApplicationSet that had unhealthy apps' : ''}`,
       anchor: 'start',
       fontSize: 22,
       subtitleFontSize: 15,
@@ -280,7 +306,9 @@ export function incidentChartSpec(input: ChartInput): TopLevelSpec {
     datasets: { series: rows.filter((r) => present.has(r.state)), milestones },
     vconcat: [
       ...(labels.length ? [milestoneStrip(stripHeight, x)] : []),
-      ...groups.map((g, i) => healthPanel(g, i === 0, i === groups.length - 1, x, color)),
+      ...groups.map((g, i) =>
+        healthPanel(g, bandScale(g, i, rows), { first: i === 0, last: i === groups.length - 1 }, x, color),
+      ),
     ],
     resolve: { scale: { x: 'shared' } },
     config: {
