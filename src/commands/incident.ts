@@ -519,6 +519,11 @@ async function runReport(
     },
   ];
   for (const w of metrics.warnings) blocks.push({ kind: 'context', text: `:warning: ${w}` });
+  if (!chart.textDrawn)
+    blocks.push({
+      kind: 'context',
+      text: `:warning: The chart has no text: rollcall found no font on this machine. Install DejaVu Sans (fonts-dejavu-core on Debian, font-dejavu on Alpine) and ask again.`,
+    });
   const notifier = ctx.services.notifier;
   if (ctx.surface === 'slack' && notifier?.upload) {
     const where = incident.header

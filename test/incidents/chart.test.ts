@@ -101,7 +101,7 @@ describe('the incident chart', () => {
       ),
       ...Array.from({ length: 20 }, (_, i) => track(`payments-${i}`, 'payments')),
     ];
-    const { svg, png } = await renderIncidentChart({
+    const { svg, png, textDrawn } = await renderIncidentChart({
       title: 'INC-7: auth-service crash-looping',
       start: at(0),
       end: at(70),
@@ -109,6 +109,7 @@ describe('the incident chart', () => {
       metrics: metrics({ impactStart: 10, detected: 14, acknowledged: 16, mitigated: 52, resolved: 60 }),
     });
     expect(pngSize(png).width).toBe(CHART_WIDTH_PX);
+    expect(textDrawn, 'a font was found: the PNG has its labels').toBe(true);
     expect(png.length).toBeGreaterThan(20_000);
     // The whole scope counts the apps not Healthy (12 of 32 would be a sliver); each ApplicationSet all its apps.
     expect(textsOf(svg, 'axis-title').sort()).toEqual(['Apps', 'Apps not Healthy', 'Time (UTC)']);

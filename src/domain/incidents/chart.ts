@@ -339,7 +339,12 @@ function unknownCount(counts: Map<string, number>): number {
 export interface RenderedChart {
   svg: string;
   png: Buffer;
+  /** False when no font could be loaded: the PNG has its areas and lines but no text. */
+  textDrawn: boolean;
 }
+
+/** A word in the chart's font: resvg draws text only in a font it found, and measures nothing otherwise. */
+const FONT_PROBE = `<svg xmlns="http://www.w3.org/2000/svg" width="60" height="30"><text x="4" y="20" font-family="${FONT_STACK}" font-size="15">Apps</text></svg>`;
 
 /**
  * The chart as SVG and as a PNG CHART_WIDTH_PX wide. Vega, Vega-Lite and resvg load here, on the first report,
@@ -350,14 +355,11 @@ export async function renderIncidentChart(input: ChartInput): Promise<RenderedCh
   const view = new vega.View(vega.parse(vl.compile(incidentChartSpec(input)).spec), { renderer: 'none' });
   try {
     const svg = await view.toSVG();
-    const png = new Resvg(svg, {
-      fitTo: { mode: 'width', value: CHART_WIDTH_PX },
-      background: 'white',
-      font: { loadSystemFonts: true, defaultFontFamily: CHART_FONT },
-    })
+    const font = { loadSystemFonts: true, defaultFontFamily: CHART_FONT };
+    const png = new Resvg(svg, { fitTo: { mode: 'width', value: CHART_WIDTH_PX }, background: 'white', font })
       .render()
       .asPng();
-    return { svg, png };
+    return { svg, png, textDrawn: new Resvg(FONT_PROBE, { font }).getBBox() !== undefined };
   } finally {
     view.finalize();
   }
