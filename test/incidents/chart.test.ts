@@ -1,5 +1,6 @@
 import { Resvg } from '@resvg/resvg-js';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { displayZoneOffsetMs, setDisplayTimeZone } from '../../src/core/format.js';
 import {
   CHART_FONT,
   CHART_WIDTH_PX,
@@ -91,6 +92,8 @@ function milestoneBoxes(svg: string): Box[] {
 const overlaps = (a: Box, b: Box) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
 
 describe('the incident chart', () => {
+  afterEach(() => setDisplayTimeZone('UTC'));
+
   it('is a PNG 1600 px wide with a count axis, a time axis and a legend of only the states drawn', async () => {
     const tracks = [
       ...Array.from({ length: 12 }, (_, i) =>
@@ -124,6 +127,29 @@ describe('the incident chart', () => {
       'INC-7: auth-service crash-looping',
     ]);
   }, 30_000);
+
+  it('reads its times in the display time zone, as the rest of rollcall does', async () => {
+    setDisplayTimeZone('Asia/Tokyo');
+    const { svg } = await renderIncidentChart({
+      title: 'INC-10: auth',
+      start: at(0),
+      end: at(60),
+      tracks: [track('a', 'auth', [[10, 'Degraded']])],
+      metrics: metrics({ impactStart: 10, detected: 14 }),
+    });
+    // 09:00 UTC is 18:00 in Tokyo.
+    expect(textsOf(svg, 'axis-title')).toContain('Time (Asia/Tokyo)');
+    expect(textsOf(svg, 'axis-label')).toEqual(expect.arrayContaining(['18:00', '18:30', '19:00']));
+    expect(milestoneBoxes(svg).map((b) => b.text)).toEqual(['Impact 18:10', 'Detected 18:14']);
+  }, 30_000);
+
+  it('shifts by the offset of each instant: Berlin is an hour ahead in January, two in July', () => {
+    setDisplayTimeZone('Europe/Berlin');
+    expect(displayZoneOffsetMs(new Date(Date.UTC(2030, 0, 15)))).toBe(3_600_000);
+    expect(displayZoneOffsetMs(new Date(Date.UTC(2030, 6, 15)))).toBe(7_200_000);
+    setDisplayTimeZone('America/St_Johns');
+    expect(displayZoneOffsetMs(new Date(Date.UTC(2030, 0, 15)))).toBe(-(3 * 3_600_000 + 30 * 60_000));
+  });
 
   it('adds Progressing and Missing to the legend once an app is in them', async () => {
     const { svg } = await renderIncidentChart({
