@@ -35,12 +35,13 @@ async function startRollcall(config: string): Promise<Started> {
   return { child, log: () => log };
 }
 
-/** PNG signature, chunks with good CRCs, and IDAT that inflates to height × (1 + width × 3) bytes. */
+/** PNG signature, an 8-bit RGB(A) IHDR, and IDAT that inflates to height × (1 + width × bytes a pixel) bytes. */
 function decodePngSize(png: Buffer): { width: number; height: number } {
   expect(png.subarray(0, 8)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
   let at = 8;
   let width = 0;
   let height = 0;
+  let channels = 0;
   const idat: Buffer[] = [];
   while (at < png.length) {
     const length = png.readUInt32BE(at);
@@ -49,12 +50,14 @@ function decodePngSize(png: Buffer): { width: number; height: number } {
     if (type === 'IHDR') {
       width = data.readUInt32BE(0);
       height = data.readUInt32BE(4);
-      expect([data[8], data[9]]).toEqual([8, 2]);
+      expect(data[8]).toBe(8);
+      expect([2, 6]).toContain(data[9]);
+      channels = data[9] === 6 ? 4 : 3;
     }
     if (type === 'IDAT') idat.push(data);
     at += 12 + length;
   }
-  expect(inflateSync(Buffer.concat(idat)).length).toBe(height * (1 + width * 3));
+  expect(inflateSync(Buffer.concat(idat)).length).toBe(height * (1 + width * channels));
   return { width, height };
 }
 
@@ -209,7 +212,7 @@ describe('an incident against the seed-outage simulator, two rollcall start proc
     );
     expect(markdown).toContain('## Contributing factors');
     expect(existsSync(files.png)).toBe(true);
-    expect(decodePngSize(readFileSync(files.png))).toMatchObject({ width: 1000 });
+    expect(decodePngSize(readFileSync(files.png))).toMatchObject({ width: 1600 });
 
     // Both workers offered the same changes; the log kept one of each.
     const stats = await Promise.all(

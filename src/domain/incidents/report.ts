@@ -1,5 +1,5 @@
 import type { FleetView } from '../../fleet/model.js';
-import { renderIncidentChart } from './chart.js';
+import type { ChartInput } from './chart.js';
 import type { ChangeRecord } from './changes.js';
 import { DEFAULT_STUCK_AFTER_MS } from '../../fleet/diagnose.js';
 import { groupByCause } from './cause.js';
@@ -9,7 +9,8 @@ import { timelineJson, type TimelineEntry } from './timeline.js';
 
 export interface IncidentReport {
   markdown: string;
-  png: Buffer;
+  /** What the chart draws: `renderIncidentChart` turns it into the PNG the Markdown links to. */
+  chart: ChartInput;
   /** `--json` data: metrics, blastRadius, timeline, changes (files are added by whoever writes them). */
   data: Record<string, unknown>;
 }
@@ -135,16 +136,15 @@ export function buildReport(analysis: IncidentAnalysis, fleet: FleetView): Incid
   }
   lines.push('');
 
-  const png = renderIncidentChart({
-    title: `${incident.id} ${incident.title}`,
-    start: window.start,
-    end: window.end,
-    tracks: analysis.tracks,
-    metrics,
-  });
   return {
     markdown: lines.join('\n'),
-    png,
+    chart: {
+      title: `${incident.id}: ${incident.title}`,
+      start: window.start,
+      end: window.end,
+      tracks: analysis.tracks,
+      metrics,
+    },
     data: {
       id: incident.id,
       incident: incidentJson(incident),

@@ -234,11 +234,12 @@ function registerDemo(program: Command): void {
       'how many times faster syncs, health changes and pauses run (timestamps stay the time of day)',
       '10',
     )
+    .option('--out <dir>', 'where answers write their files (incident report: DIR/ID.md and DIR/ID.png)')
     .action(async (opts) => {
       const speed = Number(opts.speed);
       if (!(speed > 0)) fail(`--speed must be a positive number (got "${opts.speed}")`);
       const { demo } = await import('./demo.js');
-      await demo({ scenario: opts.scenario, speed });
+      await demo({ scenario: opts.scenario, speed, out: opts.out });
     });
 }
 
