@@ -45,6 +45,11 @@ function ask<T>(child: ChildProcess, req: SlackClientRequest): Promise<T> {
   });
 }
 
+const statusCounts = (r: BotBurstRow) =>
+  Object.entries(r.statuses)
+    .map(([s, n]) => `${s}×${n}`)
+    .join(' ');
+
 function rssMbOf(pid: number): number {
   return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 }
@@ -53,6 +58,41 @@ function rssMbOf(pid: number): number {
 function cpuMsOf(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
+
+/**
+ * The floor: bare node serving the same endpoint, checking the same signature (HMAC-SHA256 of `v0:ts:body`) and
+ * acking with an empty 200, nothing else. Fired at in the same rounds as the bot, so both see the same machine load:
+ * what a loaded 2-CPU machine allows any ack, which no bot can beat.
+ */
+const FLOOR_SCRIPT = `
+import { createServer } from 'node:http';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+const secret = process.env.FLOOR_SECRET;
+const server = createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    const body = Buffer.concat(chunks).toString();
+    const want = Buffer.from('v0=' + createHmac('sha256', secret).update('v0:' + req.headers['x-slack-request-timestamp'] + ':' + body).digest('hex'));
+    const got = Buffer.from(String(req.headers['x-slack-signature'] ?? ''));
+    res.statusCode = got.length === want.length && timingSafeEqual(got, want) ? 200 : 401;
+    res.end();
+  });
+});
+server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
+`;
+
+async function startFloor(): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', FLOOR_SCRIPT], {
+    env: { ...process.env, FLOOR_SECRET: SECRET },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const port = await new Promise<string>((resolve, reject) => {
+    child.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()));
+    child.once('exit', (code) => reject(new Error(`the floor server exited with ${code}`)));
+  });
+  return { url: `http://127.0.0.1:${port}/slack/events`, child };
 }
 
 export interface BotBurstRow {
@@ -88,6 +128,16 @@ export async function runSlackBotBench(opts: { apps?: number; rounds?: number } 
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const rows: BotBurstRow[] = [];
+  const floor = await startFloor();
+  const floorRow: BotBurstRow = {
+    variant: 'floor: bare node, signature check + empty 200',
+    command: '(any, fired in every round)',
+    acks: [],
+    answers: [],
+    statuses: {},
+    botCpuMs: 0,
+    load: '',
+  };
   try {
     const { apiUrl } = await ask<{ apiUrl: string }>(client, { kind: 'start' });
     const chartFlags = (
@@ -121,11 +171,24 @@ export async function runSlackBotBench(opts: { apps?: number; rounds?: number } 
       );
       writeFileSync(config, lines.join('\n') + '\n');
       const cmd = botCommand();
-      const bot = spawn(process.execPath, [...flags, ...cmd.args, 'start', '--role', 'bot', '--config', config], {
-        env: { ...process.env, ...cmd.env },
-        cwd: ROOT,
-        stdio: ['ignore', 'ignore', 'inherit'],
-      });
+      const bot = spawn(
+        process.execPath,
+        [
+          ...(process.env.BENCH_BOT_FLAGS?.split(' ').filter(Boolean) ?? []),
+          ...flags,
+          ...cmd.args,
+          'start',
+          '--role',
+          'bot',
+          '--config',
+          config,
+        ],
+        {
+          env: { ...process.env, ...cmd.env },
+          cwd: ROOT,
+          stdio: ['ignore', 'ignore', 'inherit'],
+        },
+      );
       try {
         const t0 = performance.now();
         const deadline = Date.now() + 180_000;
@@ -134,6 +197,16 @@ export async function runSlackBotBench(opts: { apps?: number; rounds?: number } 
           await new Promise((r) => setTimeout(r, 100));
         }
         const readyMs = performance.now() - t0;
+        // Ready is not idle: after its lists the mirror fetches the unhealthy apps one by one for their resource
+        // health. The bursts measure a bot in its steady state, so they wait until it uses under 5% of a CPU.
+        const quietDeadline = Date.now() + 60_000;
+        for (let cpu = cpuMsOf(bot.pid!); Date.now() < quietDeadline;) {
+          await new Promise((r) => setTimeout(r, 1000));
+          const next = cpuMsOf(bot.pid!);
+          if (next - cpu < 50) break;
+          cpu = next;
+        }
+        const quietMs = performance.now() - t0;
         const url = `http://127.0.0.1:${slackPort}/slack/events`;
         const burst = async (text: string, round: string, n = CONCURRENT) => {
           const cpu0 = cpuMsOf(bot.pid!);
@@ -165,6 +238,19 @@ export async function runSlackBotBench(opts: { apps?: number; rounds?: number } 
           for (let i = 0; i < rounds; i++) {
             // A second apart, as separate crowds would be, so one round's answers do not overlap the next.
             await new Promise((r) => setTimeout(r, 1000));
+            const f = await ask<BurstResult>(client, {
+              kind: 'burst',
+              url: floor.url,
+              secret: SECRET,
+              text,
+              n: CONCURRENT,
+              round: `floor-${variant.length}-${text}-${i}`,
+              timeoutMs: 0,
+              answers: false,
+            });
+            floorRow.acks.push(...f.ackMs);
+            for (const [st, n] of Object.entries(f.statuses))
+              floorRow.statuses[+st] = (floorRow.statuses[+st] ?? 0) + n;
             const { r, cpuMs } = await burst(text, `${text}-${i}`);
             row.acks.push(...r.ackMs);
             row.answers.push(...r.answerMs);
@@ -175,13 +261,15 @@ export async function runSlackBotBench(opts: { apps?: number; rounds?: number } 
           rows.push(row);
         }
         console.log(
-          `  ${variant}: ready in ${(readyMs / 1000).toFixed(1)} s; bot RSS ${rssBefore.toFixed(0)} MB before the bursts, ${rssMbOf(bot.pid!).toFixed(0)} MB after`,
+          `  ${variant}: ready in ${(readyMs / 1000).toFixed(1)} s, idle after ${(quietMs / 1000).toFixed(1)} s; bot RSS ${rssBefore.toFixed(0)} MB before the bursts, ${rssMbOf(bot.pid!).toFixed(0)} MB after`,
         );
       } finally {
         bot.kill('SIGTERM');
         await new Promise((r) => (bot.exitCode !== null ? r(undefined) : bot.once('exit', r)));
       }
     }
+    floorRow.load = loadLine().replace('load avg now ', '');
+    rows.push(floorRow);
     const sorted = (a: number[]) => [...a].sort((x, y) => x - y);
     table([
       [
@@ -201,13 +289,26 @@ export async function runSlackBotBench(opts: { apps?: number; rounds?: number } 
       ...rows.map((r) => {
         const a = sorted(r.acks);
         const b = sorted(r.answers);
+        if (r === floorRow)
+          return [
+            r.variant,
+            r.command,
+            statusCounts(r),
+            ms(percentile(a, 50)),
+            ms(percentile(a, 99)),
+            ms(a[a.length - 1]),
+            '',
+            '',
+            '',
+            '',
+            r.load,
+            '',
+          ];
         const met = percentile(a, 99) <= ACK_P99_TARGET_MS && percentile(b, 95) <= ANSWER_P95_TARGET_MS;
         return [
           r.variant,
           `/argo ${r.command}`,
-          Object.entries(r.statuses)
-            .map(([s, n]) => `${s}×${n}`)
-            .join(' '),
+          statusCounts(r),
           ms(percentile(a, 50)),
           ms(percentile(a, 99)),
           ms(a[a.length - 1]),
@@ -225,6 +326,7 @@ export async function runSlackBotBench(opts: { apps?: number; rounds?: number } 
     );
     return rows;
   } finally {
+    floor.child.kill('SIGTERM');
     client.disconnect();
     await sim.stop();
     await cleanPrefix(REDIS_URL, prefix);
