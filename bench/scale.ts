@@ -81,7 +81,10 @@ async function measureOne(apps: number): Promise<ScaleResult> {
     try {
       const ctx = benchContext(bot);
       const status = await measure(ctx, 'status', () => '', RUNS);
-      const rollout = await measure(ctx, `rollout ${pickRollingSyncAppSet(bot)}`, () => '', RUNS);
+      // An appset of the same name on several instances needs its instance named.
+      const appSet = pickRollingSyncAppSet(bot);
+      const on = instances > 1 ? ` instance=${bot.mirror.appSetsNamed(appSet)[0].instance}` : '';
+      const rollout = await measure(ctx, `rollout ${appSet}${on}`, () => '', RUNS);
       (globalThis as { gc?: () => void }).gc?.();
       const mem = process.memoryUsage();
 
