@@ -18,6 +18,8 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM node:20-alpine
 WORKDIR /app
+# The incident report's chart is drawn in DejaVu Sans (resvg reads system fonts; alpine ships none).
+RUN apk add --no-cache font-dejavu
 # HOME and TMPDIR point at the one writable place; nothing at runtime needs more (no compile cache, no npm).
 ENV NODE_ENV=production HOME=/tmp TMPDIR=/tmp
 COPY --from=deps /app/node_modules ./node_modules

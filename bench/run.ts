@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: every benchmark in sequence, each printing its own table. Not tests: numbers.
- * fleet.ts, queries.ts, slack-ack.ts and alerts.ts (the last three sharing one 10,000-app mirror), bulk-sync.ts, incidents.ts.
+ * fleet.ts, queries.ts, slack-ack.ts and alerts.ts (the last three sharing one 10,000-app mirror), bulk-sync.ts, incidents.ts,
+ * verify.ts, startup.ts, then slack-bot.ts (a whole bot process) and scale.ts (1,000 / 10,000 / 50,000 apps).
  */
 import { runAlertsBench } from './alerts.js';
 import { runBulkSyncBench } from './bulk-sync.js';
@@ -8,6 +9,8 @@ import { runFleetBench } from './fleet.js';
 import { runIncidentsBench } from './incidents.js';
 import { buildMirror, loadLine, machineLine, rssMb, simConfig, startSimChild } from './lib.js';
 import { runQueriesBench } from './queries.js';
+import { runScaleBench } from './scale.js';
+import { runSlackBotBench } from './slack-bot.js';
 import { runSlackAckBench } from './slack-ack.js';
 import { runStartupBench } from './startup.js';
 import { runVerifyBench } from './verify.js';
@@ -38,6 +41,8 @@ try {
   await runIncidentsBench();
   await runVerifyBench();
   await runStartupBench();
+  await runSlackBotBench();
+  await runScaleBench();
   console.log(`\nall benchmarks done in ${((performance.now() - t0) / 1000).toFixed(0)} s · ${loadLine()}`);
   process.exit(0);
 } catch (error) {

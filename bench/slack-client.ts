@@ -8,7 +8,17 @@ import { postSlashCommand } from '../test/support/slack-request.js';
 
 export type SlackClientRequest =
   | { kind: 'start' }
-  | { kind: 'burst'; url: string; secret: string; text: string; n: number; round: string; timeoutMs: number }
+  | {
+      kind: 'burst';
+      url: string;
+      secret: string;
+      text: string;
+      n: number;
+      round: string;
+      timeoutMs: number;
+      /** false: only the acks are measured (a server that answers nothing, such as a floor). @defaultValue true */
+      answers?: boolean;
+    }
   | { kind: 'calls' };
 
 export interface BurstResult {
@@ -49,7 +59,7 @@ process.on('message', (raw: unknown) => {
     const statuses: Record<number, number> = {};
     for (const r of results) statuses[r.status] = (statuses[r.status] ?? 0) + 1;
     const answerAt = (i: number) => f.responsesTo(`${req.round}-${i}`)[0]?.at;
-    const deadline = Date.now() + req.timeoutMs;
+    const deadline = req.answers === false ? 0 : Date.now() + req.timeoutMs;
     while (Array.from({ length: req.n }, (_, i) => answerAt(i)).some((a) => a === undefined) && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 5));
     const answers = Array.from({ length: req.n }, (_, i) => answerAt(i)).filter((a): a is number => a !== undefined);
@@ -58,7 +68,7 @@ process.on('message', (raw: unknown) => {
       statuses,
       ackMs: results.map((r) => r.ms),
       answerMs: answers.map((a) => a - fired),
-      missing: req.n - answers.length,
+      missing: req.answers === false ? 0 : req.n - answers.length,
       fired,
       firstAnswer: first ? { text: first.text?.slice(0, 120), blocks: first.blocks?.length } : undefined,
     };

@@ -106,8 +106,18 @@ await build({
   // next to its own, ioredis must be the very instance BullMQ uses, and the Kubernetes client is loaded only by
   // the runbooks that talk to clusters.
   // Bolt's lazily loaded parts (see lazyInBolt) are read from node_modules too: in the bundle their text would
-  // be held in memory whether they ran or not.
-  external: ['bullmq', 'ioredis', '@kubernetes/client-node', 'form-data', ...LAZY_IN_BOLT],
+  // be held in memory whether they ran or not. The incident chart's libraries load only for a report: resvg is
+  // native code found beside its package, and Vega reaches for optional packages (canvas) it does without.
+  external: [
+    'bullmq',
+    'ioredis',
+    '@kubernetes/client-node',
+    'form-data',
+    ...LAZY_IN_BOLT,
+    'vega',
+    'vega-lite',
+    '@resvg/resvg-js',
+  ],
   plugins: [lazyInBolt, zodEnglishOnly, lazyFormData],
   // Bundled CommonJS packages call require() for node's built-ins; an ES module has none of its own.
   banner: {

@@ -5,12 +5,14 @@ import type { ChangeRecord } from '../domain/incidents/changes.js';
 import type { ChangeLog } from '../domain/incidents/change-log.js';
 import {
   changeJson,
-  groupChanges,
   listedKind,
   withoutDeployOperations,
+  type ChangeGroup,
   type ChangeJson,
   type ListedChangeKind,
 } from '../domain/incidents/groups.js';
+import { groupByCause } from '../domain/incidents/cause.js';
+import { DEFAULT_STUCK_AFTER_MS } from '../fleet/diagnose.js';
 import { appKey, changesOfApps } from '../domain/incidents/timeline.js';
 import { clockTime, displayZone, formatDuration, plural } from '../core/format.js';
 import { CommandError, checkOptions, selectorFromCommand, SELECTOR_OPTIONS } from './parse.js';
@@ -20,22 +22,32 @@ import type { ReplyOf } from './replies.js';
 import { STATUS_TONE, type RunStatus } from '../domain/runbooks/index.js';
 
 const USAGE =
-  'changes [since=1h] [kind=deploy|sync|operation|rollout|created|deleted|run] [APP|GLOB ...] [-l selector] [cluster=X] [appset=X] [instance=X]';
-const KINDS: ListedChangeKind[] = ['deploy', 'sync', 'operation', 'rollout', 'created', 'deleted', 'run'];
+  'changes [since=1h] [kind=deploy|sync|operation|rollout|created|deleted|run|health] [APP|GLOB ...] [-l selector] [cluster=X] [appset=X] [instance=X]';
+const KINDS: ListedChangeKind[] = ['deploy', 'sync', 'operation', 'rollout', 'created', 'deleted', 'run', 'health'];
 
-const TONE: Record<ListedChangeKind, Tone> = {
-  deploy: 'info',
-  sync: 'ok',
-  operation: 'progress',
-  rollout: 'progress',
-  created: 'info',
-  deleted: 'warn',
-  run: 'progress',
+/** The tone of a state a change reached: an operation's phase, a health, sync or RollingSync status. */
+const STATE_TONE: Record<string, Tone> = {
+  Running: 'progress',
+  Terminating: 'progress',
+  Succeeded: 'ok',
+  Healthy: 'ok',
+  Synced: 'ok',
+  Progressing: 'progress',
+  Pending: 'progress',
+  Waiting: 'progress',
+  OutOfSync: 'warn',
+  Suspended: 'warn',
+  Unknown: 'unknown',
 };
 
-/** A run's line says how it ended, as its run does; one still going is in progress. */
-function runTone(outcome: string | undefined): Tone {
-  return outcome && Object.hasOwn(STATUS_TONE, outcome) ? STATUS_TONE[outcome as RunStatus] : TONE.run;
+/** A line's icon follows how its changes ended: a run as its run does, a failed sync or a Degraded app as bad. */
+function groupTone(g: ChangeGroup): Tone {
+  if (g.kind === 'run')
+    return g.outcome && Object.hasOwn(STATUS_TONE, g.outcome) ? STATUS_TONE[g.outcome as RunStatus] : 'progress';
+  if (g.bad) return 'error';
+  if (g.kind === 'deleted') return 'warn';
+  if (g.kind === 'deploy' || g.kind === 'created') return 'info';
+  return (g.outcome && STATE_TONE[g.outcome]) || 'unknown';
 }
 
 /** The change log of this process, or an answer saying why there is none. */
@@ -93,6 +105,14 @@ function scopeKeys(fleet: FleetView, selector: AppSelector, records: ChangeRecor
   return keys;
 }
 
+/** How the list is ordered, as `groupByCause` ranked it. */
+function orderText(groups: ChangeGroup[]): string {
+  const causes = groups.filter((g) => g.troubleAfter).length;
+  if (!causes) return 'newest first';
+  const trouble = groups.some((g) => g.bad && !g.troubleAfter) ? ', then that trouble' : '';
+  return `first the ${causes === 1 ? 'change' : `${causes} changes`} after which apps went unhealthy${trouble}, then the rest newest first`;
+}
+
 export async function runChanges(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<'changes'>> {
   checkOptions(cmd, ['since', 'kind', ...SELECTOR_OPTIONS], USAGE);
   const log = requireChangeLog(ctx, 'changes');
@@ -110,13 +130,18 @@ export async function runChanges(cmd: ParsedCommand, ctx: CommandContext): Promi
   if (scoped) records = changesOfApps(records, scopeKeys(fleet, selector, records));
   const unique = new Map(records.map((r) => [r.id, r]));
   const newestFirst = withoutDeployOperations([...unique.values()]).sort((a, b) => Date.parse(b.at) - Date.parse(a.at));
-  const pairs = newestFirst
+  const all = newestFirst
     .map((r) => ({ json: changeJson(r, fleet), runId: r.runId }))
-    .filter(
-      (p): p is { json: ChangeJson; runId: string | undefined } => !!p.json && (!kinds || kinds.includes(p.json.kind)),
-    );
+    .filter((p): p is { json: ChangeJson; runId: string | undefined } => !!p.json);
+  const pairs = kinds ? all.filter((p) => kinds.includes(p.json.kind)) : all;
   const changes = pairs.map((p) => p.json);
-  const groups = groupChanges(changes, new Map(pairs.map((p) => [p.json, p.runId])));
+  // `kind=deploy` still ranks by the health changes it does not list.
+  const groups = groupByCause(
+    changes,
+    new Map(pairs.map((p) => [p.json, p.runId])),
+    all.map((p) => p.json),
+    { nowMs: now.getTime(), stuckAfterMs: ctx.services.config?.diagnose?.stuckAfter ?? DEFAULT_STUCK_AFTER_MS },
+  );
 
   const window = formatDuration(sinceMs);
   const title = `Changes in the last ${window}`;
@@ -130,12 +155,12 @@ export async function runChanges(cmd: ParsedCommand, ctx: CommandContext): Promi
   } else {
     const items: ReplyItem[] = groups.map((g) => ({
       text: `\`${clockTime(new Date(g.to), { seconds: false })}\` ${g.text}`,
-      tone: g.kind === 'run' ? runTone(g.outcome) : TONE[g.kind],
+      tone: groupTone(g),
     }));
     blocks.push({ kind: 'list', items });
     blocks.push({
       kind: 'context',
-      text: `${plural(changes.length, 'change')} in ${plural(groups.length, 'group')}, newest first. Times ${displayZone()}. Health changes are in incident timelines.`,
+      text: `${plural(changes.length, 'change')} in ${plural(groups.length, 'group')}: ${orderText(groups)}. Times ${displayZone()}.`,
     });
   }
   return {
@@ -151,7 +176,7 @@ export const changesCommand: CommandSpec<'changes'> = {
   name: 'changes',
   aliases: ['changed', 'what-changed'],
   summary:
-    'What changed across the fleet: deploys, syncs, operations, rollouts, apps created or deleted, and rollcall runs, grouped',
+    'What changed across the fleet, the likely cause of trouble first: deploys, syncs, operations, rollouts, apps created or deleted, rollcall runs and health changes, grouped',
   usage: USAGE,
   help: [
     'Examples:',

@@ -125,5 +125,6 @@ export const clustersCommand: CommandSpec<'clusters'> = {
   usage: USAGE,
   help: ['Examples:', '`clusters`', '`clusters instance=argocd-eu`'].join('\n'),
   readOnly: true,
+  sharedAnswer: true,
   run: runClusters,
 };

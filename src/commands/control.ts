@@ -5,6 +5,7 @@ import { formatSelectorParam, type PauseRecord } from '../domain/runbooks/index.
 import { SELECTOR_OPTIONS, selectorFromCommand } from './parse.js';
 import type { CommandContext, ParsedCommand, CommandSpec } from './registry.js';
 import { assertSelects, startRunbookAs } from './runbooks.js';
+import { pointToRolloutResume, rolloutActionUsage, startRolloutAction, wantsRollouts } from './rollout-actions.js';
 import { unknownTarget } from './suggest.js';
 import { isGlob, selectApps } from '../fleet/select.js';
 import { errorReply, type ReplyItem } from '../core/reply.js';
@@ -51,14 +52,16 @@ function assertPauseTarget(cmd: ParsedCommand, ctx: CommandContext, target: stri
 export const pauseCommand: CommandSpec<'pause'> = {
   name: 'pause',
   summary: 'Pause a rollout (RollingSync appset), an appset, or auto-sync on apps; resume restores exactly',
-  usage: 'pause <appset | app|glob ...> [-l selector] [cluster=X] [instance=X] [terminate=true]',
+  usage: `pause <appset | app|glob ...> [-l selector] [cluster=X] [instance=X] [terminate=true] | ${rolloutActionUsage('pause')}`,
   usesRuns: true,
   help:
     'Argo CD has no pause: rollcall holds a RollingSync appset with maxUpdate 0 on the steps not yet done, puts other appsets on ' +
     'create-only with auto-sync off on their apps, and pauses a parent app-of-apps whose auto-sync would revert it from git. ' +
-    'Every change is previewed and recorded; `resume <target>` puts back exactly what was there. `paused` lists what is paused.',
+    'Every change is previewed and recorded; `resume <target>` puts back exactly what was there. `paused` lists what is paused. ' +
+    'With `kind=rollout` it pauses Argo Rollouts Rollouts instead (Argo CD pause action: `pause storefront-* kind=rollout`), as `promote` and `abort` act on them.',
   readOnly: false,
   async run(cmd, ctx) {
+    if (wantsRollouts(cmd, 'pause')) return startRolloutAction('pause', cmd, ctx, 'pause');
     const target = pauseTarget(cmd);
     if (!target)
       return errorReply(
@@ -76,14 +79,18 @@ export const pauseCommand: CommandSpec<'pause'> = {
 export const resumeCommand: CommandSpec<'resume'> = {
   name: 'resume',
   summary: 'Resume what `pause` paused: restores the recorded values and removes the annotations',
-  usage: 'resume <target> [instance=X]',
+  usage: `resume <target> [instance=X] | ${rolloutActionUsage('resume')}`,
   usesRuns: true,
-  help: 'The target is what `paused` lists. rollcall refuses, naming the field, when someone changed a paused field since.',
+  help:
+    'The target is what `paused` lists. rollcall refuses, naming the field, when someone changed a paused field since. ' +
+    "With `kind=rollout` it resumes Argo Rollouts Rollouts instead (Argo CD's resume action: a paused canary goes on to its next step).",
   readOnly: false,
   async run(cmd, ctx) {
+    if (wantsRollouts(cmd, 'resume')) return startRolloutAction('resume', cmd, ctx, 'resume');
     const target = cmd.positional.join(' ');
     if (!target)
       return errorReply('resume', 'usage', 'Resume what? `paused` lists what rollcall paused; then `resume <target>`.');
+    await pointToRolloutResume(cmd, ctx, target);
     return startRunbookAs('resume-rollout', { target, ...cmd.options }, ctx, 'resume');
   },
 };

@@ -19,6 +19,8 @@ const ORDER = [
   'logs',
   'rollouts',
   'actions',
+  'abort',
+  'promote',
 ];
 
 function rank(spec: AnyCommandSpec): number {
@@ -42,6 +44,8 @@ const FAMILIAR_VERBS: Record<string, string> = {
   'hard-refresh': 'refresh',
   revert: 'rollback',
   undo: 'rollback',
+  // Argo CD's name for `promote full=true`.
+  'promote-full': 'promote',
 };
 
 /**

@@ -1,6 +1,7 @@
 import { alertImpactSince } from '../domain/alerts/rules.js';
 import { AlertNotFoundError } from '../domain/alerts/store.js';
 import { buildReport, incidentJson, keyTimeline } from '../domain/incidents/report.js';
+import { renderIncidentChart } from '../domain/incidents/chart.js';
 import { isIncidentId, type IncidentAnalysis, type IncidentService } from '../domain/incidents/service.js';
 import { INCIDENT_STATES, type Incident, type IncidentStatus } from '../domain/incidents/store.js';
 import { TIMELINE_KINDS, timelineJson, type TimelineEntry, type TimelineKind } from '../domain/incidents/timeline.js';
@@ -488,10 +489,11 @@ async function runReport(
 ): Promise<ReplyOf<'incident report'>> {
   const analysis = await svc.analyse(incident);
   const report = buildReport(analysis, ctx.services.fleet);
+  const chart = await renderIncidentChart(report.chart);
   const { metrics, blastRadius } = analysis;
   const files = [
     { name: `${incident.id}.md`, title: `${incident.id} post-incident report`, content: Buffer.from(report.markdown) },
-    { name: `${incident.id}.png`, title: `${incident.id} apps by health`, content: report.png },
+    { name: `${incident.id}.png`, title: `${incident.id} apps by health`, content: chart.png },
   ];
   const blocks: ReplyBlock[] = [
     { kind: 'header', text: truncate(`${incident.id} report: ${incident.title}`, 150) },
@@ -517,6 +519,11 @@ async function runReport(
     },
   ];
   for (const w of metrics.warnings) blocks.push({ kind: 'context', text: `:warning: ${w}` });
+  if (!chart.textDrawn)
+    blocks.push({
+      kind: 'context',
+      text: `:warning: The chart has no text: rollcall found no font on this machine. Install DejaVu Sans (fonts-dejavu-core on Debian, font-dejavu on Alpine) and ask again.`,
+    });
   const notifier = ctx.services.notifier;
   if (ctx.surface === 'slack' && notifier?.upload) {
     const where = incident.header
@@ -531,11 +538,6 @@ async function runReport(
         text: `Report and chart uploaded to ${incident.header ? "the incident's thread" : 'this channel'}.`,
       });
     }
-  } else {
-    blocks.push({
-      kind: 'context',
-      text: `${files.map((f) => f.name).join(' and ')}: \`rollcall ask "incident report ${incident.id}" --out DIR\` writes them.`,
-    });
   }
   return {
     ok: true,

@@ -20,6 +20,7 @@ import { auditRefusal } from './runbooks.js';
 import { withAuditOrigin, type AuditOrigin } from '../domain/audit/audit-log.js';
 import { commandDuration, commandsTotal, secondsSince } from '../infra/metrics.js';
 import { answerWithoutWaitingForRedis } from '../infra/redis.js';
+import { sharedAnswer } from './shared-answers.js';
 
 import { actionsCommand } from './actions.js';
 import { alertCommand, alertsCommand } from './alerts.js';
@@ -40,6 +41,7 @@ import { logsCommand } from './logs.js';
 import { planCommand } from './plan.js';
 import { refreshCommand } from './refresh.js';
 import { rollbackCommand } from './rollback.js';
+import { abortCommand, promoteCommand, restartCommand, retryCommand } from './rollout-actions.js';
 import { terminateOpCommand } from './terminate-op.js';
 import { actionCommand } from './action.js';
 import { rolloutCommand } from './rollout.js';
@@ -69,6 +71,10 @@ export const COMMANDS: readonly AnyCommandSpec[] = [
   rolloutsCommand,
   actionsCommand,
   actionCommand,
+  promoteCommand,
+  abortCommand,
+  retryCommand,
+  restartCommand,
   planCommand,
   diagnoseCommand,
   clustersCommand,
@@ -280,7 +286,7 @@ async function dispatchCommand(text: string, ctx: CommandContext): Promise<Dispa
       return errorReply(spec.name, 'forbidden', unrecorded ? `${message} ${unrecorded}` : message);
     }
     const page = takePage(cmd);
-    const reply = await spec.run(cmd, ctx);
+    const reply = spec.sharedAnswer ? await sharedAnswer(spec, cmd, ctx) : await spec.run(cmd, ctx);
     // `more` answers with a whole dispatched reply: paged and warned about already.
     if (spec.name === 'more') return reply;
     return withMirrorWarning(paged(reply, { ...cmd, command: spec.name }, page, ctx, spec.readOnly), ctx);

@@ -104,6 +104,12 @@ export interface CommandSpec<C extends CommandName> {
   usesRuns?: boolean | 'optional';
   /** Reads or writes Redis (change log, incidents) without starting runs. */
   usesRedis?: boolean;
+  /**
+   * The answer depends only on the command, the fleet mirror, the config and the clock: never on who asks (beyond
+   * their permissions) or where. Askers of the same question at the same mirror version share one computation
+   * (shared-answers.ts).
+   */
+  sharedAnswer?: boolean;
   run(cmd: ParsedCommand, ctx: CommandContext): Promise<AnswerOf<C>>;
 }
 

@@ -12,7 +12,7 @@ import type { ResourceChange } from '../fleet/manifest-diff.js';
 import type { RolloutPlan, RolloutReport } from '../fleet/rollout.js';
 import type { ChangeGroup, ChangeJson } from '../domain/incidents/groups.js';
 import type { BlastRadius, IncidentMetrics } from '../domain/incidents/metrics.js';
-import type { AuditData, NothingToDoData, RunData, RunListData } from '../domain/runbooks/index.js';
+import type { AuditData, NothingToDoData, RolloutActionPlan, RunData, RunListData } from '../domain/runbooks/index.js';
 import type { CheckVerdict, PrometheusTarget } from '../domain/checks/index.js';
 import type { Guard } from '../domain/guards/index.js';
 import type {
@@ -138,6 +138,14 @@ export type RefreshData =
 export type RunFormData = { form: string };
 /** What a command that starts a runbook answers: the run's preview (or its end, with `--wait`), or nothing to do. */
 export type RunbookData = RunData | NothingToDoData;
+/**
+ * src/commands/rollout-actions.ts (`promote`, `abort`, `retry`, `restart`): the run, whose preview holds the plan
+ * (each Rollout offered the action, in waves, with its step, weight and phase; those skipped and why), its step's
+ * output once it ended `rollouts[]` (where each Rollout got); or nothing to do (the action offered on none).
+ */
+export type RolloutActionData =
+  | (RunData & { preview: { plan: RolloutActionPlan } | undefined })
+  | (NothingToDoData & { preview: { plan: RolloutActionPlan } });
 /** src/commands/alerts.ts: `alerts` lists, `alert` shows one. */
 export type AlertsData = { alerts: AlertJson[]; expected: ExpectedStall[] };
 export type AlertData = { alert: AlertJson };
@@ -204,6 +212,10 @@ export interface CommandData extends IncidentVerbData {
   rollback: RunbookData;
   'terminate-op': RunbookData;
   action: RunbookData;
+  promote: RolloutActionData;
+  abort: RolloutActionData;
+  retry: RolloutActionData;
+  restart: RolloutActionData;
   /** `runs show|wait|confirm ...` answer one run; `runs` lists them. */
   runs: RunData | RunListData;
   audit: AuditData;
@@ -269,6 +281,10 @@ const RUN_ANSWERS: ReadonlySet<string> = new Set<CommandName>([
   'rollback',
   'terminate-op',
   'action',
+  'promote',
+  'abort',
+  'retry',
+  'restart',
 ]);
 
 /** Run data, rather than an error's data or another shape a run command answers with (nothing to do, a form). */

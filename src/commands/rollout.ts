@@ -433,5 +433,6 @@ export const rolloutCommand: CommandSpec<'rollout'> = {
     'Argo CD has no step timeout: an app whose sync failed stays Progressing and blocks every later step.',
   ].join('\n'),
   readOnly: true,
+  sharedAnswer: true,
   run: runRollout,
 };

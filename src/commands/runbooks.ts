@@ -45,7 +45,19 @@ function runsOf(ctx: CommandContext): RunService | undefined {
 
 /** The commands that start a runbook: each answers its run's preview or end, or nothing to do, as itself. */
 export type RunbookCommand =
-  'run' | 'sync' | 'pause' | 'resume' | 'freeze' | 'unfreeze' | 'rollback' | 'terminate-op' | 'action';
+  | 'run'
+  | 'sync'
+  | 'pause'
+  | 'resume'
+  | 'freeze'
+  | 'unfreeze'
+  | 'rollback'
+  | 'terminate-op'
+  | 'promote'
+  | 'abort'
+  | 'retry'
+  | 'restart'
+  | 'action';
 
 /** What a runbook command answers (its CommandData is RunbookData): the run, nothing to do, or an error. */
 type RunbookAnswer<C extends RunbookCommand> = Reply<C, RunData> | Reply<C, NothingToDoData> | ErrorReply;

@@ -501,5 +501,6 @@ export const statusCommand: CommandSpec<'status'> = {
     'Problems are OutOfSync or Unknown sync, or Degraded, Missing or Unknown health, with the reason Argo CD gives.',
   ].join('\n'),
   readOnly: true,
+  sharedAnswer: true,
   run: runStatus,
 };

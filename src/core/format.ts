@@ -77,6 +77,19 @@ export function clockTime(at: Date, opts: { seconds?: boolean } = {}): string {
   }).format(at);
 }
 
+/**
+ * How far the display time zone is ahead of UTC at `at` (ms): a chart drawn on a UTC time scale reads as local
+ * time when its instants are shifted by it.
+ */
+export function displayZoneOffsetMs(at: Date): number {
+  if (displayTimeZone === 'UTC') return 0;
+  const name = new Intl.DateTimeFormat('en-US', { timeZone: displayTimeZone, timeZoneName: 'longOffset' })
+    .formatToParts(at)
+    .find((p) => p.type === 'timeZoneName')?.value;
+  const m = /GMT([+-])(\d{2}):(\d{2})/.exec(name ?? '');
+  return m ? (m[1] === '-' ? -1 : 1) * (Number(m[2]) * 3_600_000 + Number(m[3]) * 60_000) : 0;
+}
+
 /** The display time zone's name, for a list that shows times of day only. */
 export function displayZone(): string {
   return displayTimeZone;

@@ -32,6 +32,11 @@ export interface FleetView {
   subscribe(listener: FleetListener): () => void;
   /** Per instance, whether the view follows it now. */
   health(): InstanceHealth[];
+  /**
+   * Changes with every change to what the view holds (apps, appsets, clusters): two reads at the same version
+   * see the same fleet, so an answer computed from one serves the other.
+   */
+  version(): number;
 }
 
 export function tagApp(instance: string, app: Application, clusterNameByServer: ReadonlyMap<string, string>): FleetApp {
@@ -57,6 +62,7 @@ export class FleetIndex implements FleetView {
   private links = new Map<string, string | undefined>();
   /** Position of each app in appsList by fleetAppKey; rebuilt lazily after a removal or load. */
   private positions: Map<string, number> | undefined;
+  private changes = 0;
   protected readonly feed: FleetFeed;
 
   constructor(
@@ -79,6 +85,7 @@ export class FleetIndex implements FleetView {
 
   /** Replace everything known about the given instances. */
   load(apps: FleetApp[], appSets: FleetAppSet[], clusters: FleetCluster[]): void {
+    this.changes++;
     this.appsList = apps;
     this.appSetsList = appSets;
     this.clustersList = clusters;
@@ -113,6 +120,7 @@ export class FleetIndex implements FleetView {
   upsertApp(app: FleetApp): FleetApp | undefined {
     const positions = this.positionMap();
     const key = fleetAppKey(app.instance, app.app.metadata.name, app.app.metadata.namespace);
+    this.changes++;
     const at = positions.get(key);
     const previous = at === undefined ? undefined : this.appsList[at];
     if (previous) {
@@ -132,6 +140,7 @@ export class FleetIndex implements FleetView {
   removeApp(instance: string, name: string, namespace?: string): FleetApp | undefined {
     const previous = this.findApp(instance, name, namespace);
     if (!previous) return undefined;
+    this.changes++;
     this.appsList = this.appsList.filter((a) => a !== previous);
     this.positions = undefined;
     removeFrom(this.byName, previous.app.metadata.name, previous);
@@ -149,6 +158,7 @@ export class FleetIndex implements FleetView {
   }
 
   upsertAppSet(appSet: FleetAppSet): FleetAppSet | undefined {
+    this.changes++;
     const i = this.appSetsList.findIndex((s) => sameAppSet(s, appSet));
     const previous = i >= 0 ? this.appSetsList[i] : undefined;
     this.appSetsList = i >= 0 ? this.appSetsList.map((s, j) => (j === i ? appSet : s)) : [...this.appSetsList, appSet];
@@ -162,14 +172,21 @@ export class FleetIndex implements FleetView {
         s.appSet.metadata.name === name &&
         (s.appSet.metadata.namespace ?? '') === (namespace ?? ''),
     );
-    if (previous) this.appSetsList = this.appSetsList.filter((s) => s !== previous);
+    if (previous) {
+      this.changes++;
+      this.appSetsList = this.appSetsList.filter((s) => s !== previous);
+    }
     return previous;
   }
 
   replaceClusters(instance: string, clusters: FleetCluster[]): void {
+    this.changes++;
     this.clustersList = [...this.clustersList.filter((c) => c.instance !== instance), ...clusters];
   }
 
+  version(): number {
+    return this.changes;
+  }
   instances(): string[] {
     return this.instanceNames;
   }

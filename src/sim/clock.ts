@@ -5,8 +5,13 @@
  */
 export interface SimClock {
   now(): Date;
-  /** Moves simulated time forward by `ms`. */
+  /** Moves simulated time forward by a simulated duration of `ms`. */
   advance(ms: number): void;
+  /**
+   * How long a simulated duration (a sync, a health settle, a retry backoff, a Rollout pause) lasts on
+   * this clock, in its milliseconds: what the controller adds to `now()` for when something is due.
+   */
+  span(ms: number): number;
 }
 
 /** Time only moves when told to: for tests. */
@@ -25,11 +30,18 @@ export class ManualClock implements SimClock {
     if (!(ms >= 0)) throw new RangeError(`cannot move the simulated clock by ${ms} ms: it only moves forward`);
     this.t += ms;
   }
+
+  span(ms: number): number {
+    return ms;
+  }
 }
 
 /**
- * Wall-clock time scaled by `speed`, starting at the real time it was created. `frozen` stops it
- * entirely: `--frozen` serves the fixture as-is, and timestamps written while frozen are the start time.
+ * Wall-clock time, with durations `speed` times shorter: at `--speed 10` a 5 s sync takes half a
+ * second, and what the simulator stamps (startedAt, deployedAt, a health transition) is still the time
+ * of day the bot beside it reads, so a change never shows up later than the command that caused it.
+ * `frozen` stops it entirely: `--frozen` serves the fixture as-is, and timestamps written while frozen
+ * are the start time.
  */
 export class ScaledClock implements SimClock {
   private readonly realStart: number;
@@ -46,13 +58,17 @@ export class ScaledClock implements SimClock {
   }
 
   now(): Date {
-    const elapsed = this.frozen ? 0 : (this.realNow() - this.realStart) * this.speed;
+    const elapsed = this.frozen ? 0 : this.realNow() - this.realStart;
     return new Date(this.start + elapsed + this.offset);
   }
 
   advance(ms: number): void {
     if (!(ms >= 0)) throw new RangeError(`cannot move the simulated clock by ${ms} ms: it only moves forward`);
-    this.offset += ms;
+    this.offset += this.span(ms);
+  }
+
+  span(ms: number): number {
+    return ms / this.speed;
   }
 }
 

@@ -44,7 +44,10 @@ export { appSetHealth, type InvalidGeneratedApp } from './appset-status.js';
 export { SimError, type SimErrorCode } from './sim-error.js';
 
 export interface SimControllerOptions {
-  /** Simulated seconds per real second. @defaultValue 1 */
+  /**
+   * How many times faster than real time simulated durations pass (syncs, health settling, retries,
+   * Rollout pauses); timestamps stay the time of day. @defaultValue 1
+   */
   speed?: number;
   /** No progress at all: the fixture is served as-is. */
   frozen?: boolean;
@@ -117,6 +120,7 @@ export class SimController {
     this.runner = new SyncRunner(this.state, this.work, this.book, this.opts, {
       syncWindowBlocks: (instance, app) => this.operationHeldByWindow(instance, app),
       onSyncSucceeded: (store, instance, app) => this.behaviour?.onSyncSucceeded?.(this.context(store), instance, app),
+      span: (ms) => this.clock.span(ms),
     });
     this.appSets = new AppSetController(this.state, this.work, this.owned, this.opts.progressiveSyncs);
     this.faults = {
@@ -275,7 +279,7 @@ export class SimController {
       const next = structuredClone(app);
       setHealth(next, 'Progressing', now, workloadProgressingMessage(next));
       const w = this.work.for(instance, appName);
-      w.healthAt = now.getTime() + this.runner.healthSettleMs(next);
+      w.healthAt = now.getTime() + this.clock.span(this.runner.healthSettleMs(next));
       w.healthTo = 'Healthy';
       store.putApp(next);
     }

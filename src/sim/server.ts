@@ -229,7 +229,7 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
   const kube = new SimKube(opts.fixture.kube ?? [], () => controller.clock.now());
   const live = new SimLiveObjects(kube);
   // Argo Rollouts on the simulated clusters, on the controller's clock, once per pass.
-  const rollouts = new SimRolloutsController(live, state);
+  const rollouts = new SimRolloutsController(live, state, { span: (ms) => controller.clock.span(ms) });
   controller.addReconciler((now) => rollouts.reconcile(now));
   const faults = new FaultBook();
   // Tokens are "issued" when the simulator starts (the iat in RBAC denials).

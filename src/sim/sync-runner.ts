@@ -38,6 +38,8 @@ export interface SyncRunnerHooks {
   syncWindowBlocks(instance: string, app: Application): boolean;
   /** After a non-dry-run sync succeeded and the app was written back. */
   onSyncSucceeded(store: InstanceStore, instance: string, app: Application): void;
+  /** How long a simulated duration lasts on the controller's clock (SimClock.span). */
+  span(ms: number): number;
 }
 
 /**
@@ -125,7 +127,7 @@ export class SyncRunner {
       status.operationState.message = SYNC_WINDOW_BLOCKED;
       w.blocked = true;
     } else {
-      w.attemptEndsAt = now.getTime() + this.syncDurationMs(next);
+      w.attemptEndsAt = now.getTime() + this.hooks.span(this.syncDurationMs(next));
     }
     store.putApp(next);
   }
@@ -146,7 +148,7 @@ export class SyncRunner {
     if (this.hooks.syncWindowBlocks(w.instance, app)) return this.holdByWindow(store, app, w);
     const next = structuredClone(app);
     next.status!.operationState!.message = RUNNING_MESSAGE;
-    w.attemptEndsAt = now.getTime() + this.syncDurationMs(next);
+    w.attemptEndsAt = now.getTime() + this.hooks.span(this.syncDurationMs(next));
     store.putApp(next);
   }
 
@@ -192,7 +194,7 @@ export class SyncRunner {
       const limit = op.operation.retry?.limit ?? 0;
       if (limit < 0 || retries < limit) {
         const attempt = retries + 1;
-        const delay = backoffMs(op.operation.retry?.backoff, attempt);
+        const delay = this.hooks.span(backoffMs(op.operation.retry?.backoff, attempt));
         op.retryCount = attempt;
         op.message = `Retrying attempt #${attempt} at ${kitchen(new Date(now.getTime() + delay))}: ${failure.message}`;
         w.retryAt = now.getTime() + delay;
@@ -270,7 +272,7 @@ export class SyncRunner {
     if (history.length > cap) history.splice(0, history.length - cap);
     status.reconciledAt = rfc3339(now);
     setHealth(app, 'Progressing', now, workloadProgressingMessage(app));
-    w.healthAt = now.getTime() + this.healthSettleMs(app);
+    w.healthAt = now.getTime() + this.hooks.span(this.healthSettleMs(app));
     w.healthTo = this.book.isCrashLooping(w.instance, w.name) ? 'Degraded' : 'Healthy';
   }
 

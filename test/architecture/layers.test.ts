@@ -39,7 +39,8 @@ async function check(files: Record<string, string>): Promise<{ failed: boolean; 
   }
 }
 
-describe('the import rule (npm run lint:deps)', () => {
+// Each case spawns dependency-cruiser over the tree: seconds on a quiet machine, far more on a loaded one.
+describe('the import rule (npm run lint:deps)', { timeout: 120_000 }, () => {
   it('passes on the real tree', async () => {
     const { stdout } = await run(DEPCRUISE, ['src', '--config', CONFIG], { cwd: ROOT });
     expect(stdout).toContain('no dependency violations found');

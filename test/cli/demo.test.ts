@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -86,6 +86,48 @@ describe('rollcall demo', () => {
     } finally {
       input.end('exit\n');
       await finished;
+    }
+  }, 90_000);
+
+  it('writes an incident report where it said, or where `--out DIR` typed after the command says, and prints the paths', async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    let text = '';
+    output.on('data', (c) => (text += c));
+    const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-demo-report-'));
+    const given = path.join(dir, 'default');
+    const typed = path.join(dir, 'typed');
+    const finished = demo({ scenario: 'seed-outage', speed: 50, input, output, prometheus: false, out: given });
+    try {
+      await waitFor(() => text, /argo> /);
+      expect(text).toContain(`are written to ${given}.`);
+      let before = text.length;
+      input.write('incident start auth-service crash-looping sev=1 scope=auth-service-*\n');
+      const id = (await waitFor(() => text.slice(before), /(INC-\d+)/))[1];
+      await waitFor(() => text.slice(before), /argo> /);
+
+      before = text.length;
+      input.write(`incident report ${id}\n`);
+      await waitFor(() => text.slice(before), /Wrote [\s\S]*argo> /);
+      expect(text.slice(before).replace(/\s+/g, ' ')).toContain(
+        `Wrote ${path.join(given, `${id}.md`)} and ${path.join(given, `${id}.png`)}.`,
+      );
+
+      before = text.length;
+      input.write(`incident report ${id} --out ${typed}\n`);
+      await waitFor(() => text.slice(before), /Wrote [\s\S]*argo> /);
+      expect(text.slice(before).replace(/\s+/g, ' ')).toContain(
+        `Wrote ${path.join(typed, `${id}.md`)} and ${path.join(typed, `${id}.png`)}.`,
+      );
+      expect(readFileSync(path.join(typed, `${id}.md`), 'utf8')).toContain(`# ${id}: auth-service crash-looping`);
+      // A real PNG, 1600 px wide (IHDR), drawn from the seed-outage's Degraded auth-service apps.
+      const png = readFileSync(path.join(typed, `${id}.png`));
+      expect(png.toString('ascii', 1, 4)).toBe('PNG');
+      expect(png.readUInt32BE(16)).toBe(1600);
+    } finally {
+      input.end('exit\n');
+      await finished;
+      rmSync(dir, { recursive: true, force: true });
     }
   }, 90_000);
 

@@ -309,6 +309,10 @@ describe('Dockerfile', () => {
     expect(runtime).toMatch(/ENV NODE_ENV=production HOME=\/tmp TMPDIR=\/tmp/);
   });
 
+  it("installs the incident chart's font in the runtime image: alpine has none, and resvg draws no text without one", () => {
+    expect(runtime).toMatch(/^RUN apk add --no-cache font-dejavu$/m);
+  });
+
   it('keeps local configs and dependencies out of the build context', () => {
     const ignore = read('.dockerignore').split('\n');
     expect(ignore[ignore.findIndex((l) => !l.startsWith('#') && l.trim())]).toBe('*');

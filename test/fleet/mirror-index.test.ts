@@ -85,3 +85,29 @@ describe('FleetIndex incremental updates (used by the live mirror)', () => {
     expect(index.appSets().map((s) => s.instance)).toEqual(['eu']);
   });
 });
+
+describe('FleetIndex version', () => {
+  it('changes with every change to apps, appsets and clusters, and not with a read or a removal of nothing', () => {
+    const index = new FleetIndex(['eu']);
+    const seen = [index.version()];
+    const step = (change: () => unknown) => {
+      change();
+      seen.push(index.version());
+    };
+    step(() => index.load([app('a'), app('b')], [], []));
+    step(() => index.upsertApp(app('a', { rv: '2' })));
+    step(() => index.upsertApp(app('c')));
+    step(() => index.removeApp('eu', 'b', 'argocd'));
+    step(() => index.upsertAppSet({ instance: 'eu', appSet: { metadata: { name: 'web' }, spec: {} } as never }));
+    step(() => index.removeAppSet('eu', 'web'));
+    step(() => index.replaceClusters('eu', []));
+    expect(new Set(seen).size).toBe(seen.length);
+
+    const before = index.version();
+    index.apps();
+    index.findApp('eu', 'a', 'argocd');
+    index.removeApp('eu', 'nope', 'argocd');
+    index.removeAppSet('eu', 'nope');
+    expect(index.version()).toBe(before);
+  });
+});

@@ -8,6 +8,8 @@ import type { FleetEvent } from '../../src/fleet/events.js';
 import { FleetIndex, StaticFleet, type FleetApp } from '../../src/fleet/model.js';
 import { ChangeLog } from '../../src/domain/incidents/change-log.js';
 import { ChangeRecorder } from '../../src/domain/incidents/recorder.js';
+import { changesOf } from '../../src/domain/incidents/changes.js';
+import { attributionInfos } from '../../src/infra/argocd/client.js';
 import { closeRedis, createRedis } from '../../src/infra/redis.js';
 import { seedOutageFixture } from '../../src/sim/scenarios/seed-outage.js';
 import { renderText } from '../../src/views/text.js';
@@ -167,5 +169,145 @@ describe('deleted apps', () => {
     const typo = await dispatch('changes since=1h auth-servise-prod-eu-west-1', deletedCtx);
     expect(typo.ok).toBe(false);
     expect(typo.error?.message).toMatch(/auth-servise-prod-eu-west-1/);
+  });
+});
+
+describe('the likely cause first', () => {
+  it('puts the auth-service deploy first on seed-outage, then its apps going Degraded, then the rest newest first', async () => {
+    const at = new Date();
+    const seeded = StaticFleet.fromFixture(seedOutageFixture(at));
+    const log = new ChangeLog(redis, `${prefix}-cause`);
+    const recorder = new ChangeRecorder(seeded, log);
+    await recorder.start();
+    await recorder.stop();
+    // A later deploy elsewhere: newest first alone would put it above the cause.
+    await log.record([
+      {
+        id: 'prod/argocd/checkout-prod-us-east-1/deploy/9/later',
+        at: new Date(at.getTime() - 5 * 60_000).toISOString(),
+        kind: 'deploy',
+        instance: 'prod',
+        app: 'checkout-prod-us-east-1',
+        appSet: 'checkout',
+        cluster: 'prod-us-east-1',
+        revision: 'v9',
+        previousRevision: 'v8',
+        by: 'ci-deployer',
+        text: 'checkout-prod-us-east-1 deployed v8 → v9 by ci-deployer',
+      },
+    ]);
+    const reply = okAnswer(
+      await dispatch('changes since=1h', {
+        ...ctx,
+        services: { ...services, fleet: seeded, changes: log },
+      }),
+      'changes',
+    );
+    const groups = reply.data.groups;
+    expect(groups[0]).toMatchObject({ kind: 'deploy', subject: 'auth-service', troubleAfter: 12 });
+    expect(groups[0].text).toMatch(
+      /^auth-service: v2\.14\.3 → v2\.15\.0 on 12 clusters, \d\d:\d\d, by applicationset-controller — then 12 apps went unhealthy$/,
+    );
+    expect(groups[1]).toMatchObject({ kind: 'health', subject: 'auth-service', bad: true, count: 12 });
+    expect(groups[1].text).toMatch(/^auth-service: 12 apps went Degraded on 12 clusters, \d\d:\d\d$/);
+    expect(groups[2]).toMatchObject({ kind: 'deploy', subject: 'checkout', revision: 'v9' });
+    const rest = groups.slice(2).map((g) => Date.parse(g.to));
+    expect(rest).toEqual([...rest].sort((a, b) => b - a));
+    // Only auth-service's apps went unhealthy: no other deploy of the same minute is a suspect.
+    expect(groups.filter((g) => g.troubleAfter)).toHaveLength(1);
+
+    const list = reply.blocks.find((b) => b.kind === 'list');
+    expect(list?.kind === 'list' && list.items.slice(0, 3).map((i) => i.tone)).toEqual(['info', 'error', 'info']);
+    expect(renderText(reply)).toContain('first the change after which apps went unhealthy, then that trouble');
+
+    // Asked for deploys only, the health changes it does not list still rank them.
+    const deployReply = okAnswer(
+      await dispatch('changes since=1h kind=deploy', {
+        ...ctx,
+        services: { ...services, fleet: seeded, changes: log },
+      }),
+      'changes',
+    );
+    const deploys = deployReply.data.groups;
+    expect(renderText(deployReply)).toContain(
+      'first the change after which apps went unhealthy, then the rest newest first',
+    );
+    expect(deploys.map((g) => g.kind)).not.toContain('health');
+    expect(deploys[0]).toMatchObject({ subject: 'auth-service', troubleAfter: 12 });
+    expect(deploys[1]).toMatchObject({ subject: 'checkout', revision: 'v9' });
+  });
+
+  it("credits rollcall's syncs to the person who asked, and gives a failed sync the bad icon", async () => {
+    const at = new Date();
+    const seeded = StaticFleet.fromFixture(seedOutageFixture(at));
+    const base = seeded.appsNamed('auth-config-prod-us-east-1')[0];
+    const iso = (minutesAgo: number) =>
+      new Date(at.getTime() - minutesAgo * 60_000).toISOString().replace(/\.\d+Z$/, 'Z');
+    const operation = {
+      sync: { revision: 'f'.repeat(40), prune: true },
+      // Argo CD names the token's account; the info is where rollcall wrote who asked.
+      initiatedBy: { username: 'admin' },
+      info: attributionInfos({ runInfoName: 'rollcall-run', runId: 'r-7', user: 'alice', surface: 'slack' }),
+    };
+    const failed = structuredClone(base) as FleetApp;
+    failed.app.status!.operationState = {
+      operation,
+      phase: 'Failed',
+      message: 'one or more objects failed to apply',
+      startedAt: iso(10),
+      finishedAt: iso(9),
+    };
+    const succeeded = structuredClone(base) as FleetApp;
+    succeeded.app.status!.operationState = {
+      operation,
+      phase: 'Succeeded',
+      startedAt: iso(5),
+      finishedAt: iso(4),
+      syncResult: { revision: 'f'.repeat(40) },
+    };
+    succeeded.app.status!.history = [
+      ...(base.app.status!.history ?? []),
+      {
+        id: 99,
+        revision: 'f'.repeat(40),
+        deployStartedAt: iso(5),
+        deployedAt: iso(4),
+        initiatedBy: { username: 'admin' },
+      },
+    ];
+    const records = [
+      ...changesOf({ kind: 'app-changed', instance: 'prod', at: iso(9), app: failed, previous: base }),
+      ...changesOf({ kind: 'app-changed', instance: 'prod', at: iso(4), app: succeeded, previous: failed }),
+    ];
+    expect(records.filter((r) => r.kind !== 'sync').map((r) => [r.kind, r.to ?? '', r.by, r.runId])).toEqual([
+      ['operation', 'Running', 'alice', 'r-7'],
+      ['operation', 'Failed', 'alice', 'r-7'],
+      ['deploy', '', 'alice', 'r-7'],
+      ['operation', 'Running', 'alice', 'r-7'],
+      ['operation', 'Succeeded', 'alice', 'r-7'],
+    ]);
+    const log = new ChangeLog(redis, `${prefix}-credit`);
+    await log.record(records);
+    const reply = okAnswer(
+      await dispatch('changes since=1h auth-config-prod-us-east-1', {
+        ...ctx,
+        services: { ...services, fleet: seeded, changes: log },
+      }),
+      'changes',
+    );
+    const lines = reply.data.groups.map((g) => g.text);
+    expect(lines).toEqual([
+      expect.stringMatching(
+        /^auth-config: sync Failed: one or more objects failed to apply on prod-us-east-1, \d\d:\d\d, by alice$/,
+      ),
+      expect.stringMatching(/^auth-config: 7da8a4c → fffffff on prod-us-east-1, \d\d:\d\d, by alice$/),
+    ]);
+    expect(lines.join('\n')).not.toContain('admin');
+    const list = reply.blocks.find((b) => b.kind === 'list');
+    const tones = new Map(
+      reply.data.groups.map((g, i) => [g.outcome ?? g.kind, list?.kind === 'list' ? list.items[i].tone : undefined]),
+    );
+    expect(tones.get('Failed')).toBe('error');
+    expect(tones.get('deploy')).toBe('info');
   });
 });

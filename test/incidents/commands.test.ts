@@ -57,7 +57,7 @@ describe('incident commands', () => {
       code: 'usage',
       message: expect.stringContaining('retention'),
     });
-    expect((await dispatch('changes kind=health', ctx())).error).toMatchObject({ code: 'usage' });
+    expect((await dispatch('changes kind=alert', ctx())).error).toMatchObject({ code: 'usage' });
     expect(await services.incidents!.open()).toEqual([]);
   });
 
@@ -343,7 +343,23 @@ describe('the report of an incident without a scope', () => {
     expect(rows.reduce((n, r) => n + r.count, 0)).toBe(wide.timeline.length);
     expect(wide.timeline.length).toBeGreaterThan(100);
     expect(rows.length).toBeLessThan(wide.timeline.length / 4);
-    const markdown = buildReport(wide, fleet).markdown;
+    const report = buildReport(wide, fleet);
+    const markdown = report.markdown;
+    // The same ranking as `changes`: of 45 ApplicationSets deployed in the same minute, the one whose apps
+    // went Degraded after it comes first.
+    const beforeImpact = markdown
+      .split('## Changes before impact')[1]
+      .split('\n## ')[0]
+      .split('\n')
+      .filter((l) => l.startsWith('- '));
+    expect(beforeImpact.length).toBeGreaterThan(20);
+    expect(beforeImpact[0]).toMatch(
+      /^- auth-service: v2\.14\.3 → v2\.15\.0 on 12 clusters, \d\d:\d\d, by applicationset-controller — then 12 apps went unhealthy$/,
+    );
+    expect(beforeImpact.slice(1).join('\n')).not.toMatch(/went unhealthy|Degraded/);
+    expect(report.data.changesBeforeImpact).toEqual(
+      expect.arrayContaining([expect.objectContaining({ subject: 'auth-service', troubleAfter: 12 })]),
+    );
     const appendix = markdown.slice(markdown.indexOf('## Appendix'));
     expect(appendix).toContain(`${wide.timeline.length} entries in ${rows.length} rows`);
     expect(appendix).toContain('auth-service: is Degraded ×12 on 12 clusters (first: back-off');

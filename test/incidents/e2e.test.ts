@@ -35,12 +35,13 @@ async function startRollcall(config: string): Promise<Started> {
   return { child, log: () => log };
 }
 
-/** PNG signature, chunks with good CRCs, and IDAT that inflates to height × (1 + width × 3) bytes. */
+/** PNG signature, an 8-bit RGB(A) IHDR, and IDAT that inflates to height × (1 + width × bytes a pixel) bytes. */
 function decodePngSize(png: Buffer): { width: number; height: number } {
   expect(png.subarray(0, 8)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
   let at = 8;
   let width = 0;
   let height = 0;
+  let channels = 0;
   const idat: Buffer[] = [];
   while (at < png.length) {
     const length = png.readUInt32BE(at);
@@ -49,12 +50,14 @@ function decodePngSize(png: Buffer): { width: number; height: number } {
     if (type === 'IHDR') {
       width = data.readUInt32BE(0);
       height = data.readUInt32BE(4);
-      expect([data[8], data[9]]).toEqual([8, 2]);
+      expect(data[8]).toBe(8);
+      expect([2, 6]).toContain(data[9]);
+      channels = data[9] === 6 ? 4 : 3;
     }
     if (type === 'IDAT') idat.push(data);
     at += 12 + length;
   }
-  expect(inflateSync(Buffer.concat(idat)).length).toBe(height * (1 + width * 3));
+  expect(inflateSync(Buffer.concat(idat)).length).toBe(height * (1 + width * channels));
   return { width, height };
 }
 
@@ -100,7 +103,7 @@ describe('an incident against the seed-outage simulator, two rollcall start proc
     };
   }
 
-  it('lists the auth-service deploys on 12 clusters as one group in `changes since=1h`', async () => {
+  it('lists the auth-service deploys on 12 clusters as one group in `changes since=1h`, first: the apps went Degraded after it', async () => {
     const changes = await ask('changes since=1h');
     expect(changes.ok, JSON.stringify(changes.error)).toBe(true);
     const deploys = changes.data.changes.filter((c: any) => c.kind === 'deploy' && c.appSet === 'auth-service');
@@ -115,8 +118,13 @@ describe('an incident against the seed-outage simulator, two rollcall start proc
     const groups = changes.data.groups.filter((g: any) => g.kind === 'deploy' && g.subject === 'auth-service');
     expect(groups).toHaveLength(1);
     expect(groups[0].text).toMatch(
-      /^auth-service: v2\.14\.3 → v2\.15\.0 on 12 clusters, \d\d:\d\d(–\d\d:\d\d)?, by applicationset-controller$/,
+      /^auth-service: v2\.14\.3 → v2\.15\.0 on 12 clusters, \d\d:\d\d(–\d\d:\d\d)?, by applicationset-controller — then 12 apps went unhealthy$/,
     );
+    // The cause first, the trouble it preceded next, though 44 other ApplicationSets deployed in the same minute.
+    expect(changes.data.groups[0]).toMatchObject({ kind: 'deploy', subject: 'auth-service', troubleAfter: 12 });
+    expect(changes.data.groups[1]).toMatchObject({ kind: 'health', subject: 'auth-service', bad: true });
+    expect(changes.data.groups[1].text).toMatch(/^auth-service: 12 apps went Degraded on 12 clusters, /);
+    expect(changes.data.groups.filter((g: any) => g.kind === 'deploy').length).toBeGreaterThan(40);
     // Newest first.
     const times = changes.data.changes.map((c: any) => Date.parse(c.at));
     expect(times).toEqual([...times].sort((a, b) => b - a));
@@ -131,6 +139,15 @@ describe('an incident against the seed-outage simulator, two rollcall start proc
     const sync = await ask('sync auth-config-* prune=true', '--yes', '--wait');
     expect(sync.ok, JSON.stringify(sync)).toBe(true);
     expect((await ask(`incident note ${id} synced auth-config with prune everywhere`)).ok).toBe(true);
+    // Argo CD names rollcall's account; the change log credits the person who asked rollcall.
+    const askedAt = Date.now();
+    const fix = (await ask('changes since=10m kind=deploy auth-config-*')).data;
+    // The simulator runs at --speed 2, yet stamps the time of day: the deploy is not later than the question.
+    expect(fix.changes.length).toBe(12);
+    for (const c of fix.changes) expect(Date.parse(c.at)).toBeLessThanOrEqual(askedAt);
+    expect(fix.groups).toEqual([
+      expect.objectContaining({ subject: 'auth-config', by: 'oncall-2', text: expect.stringContaining('by oncall-2') }),
+    ]);
     // The two workers record auth-service going Healthy again.
     await expect
       .poll(
@@ -186,10 +203,16 @@ describe('an incident against the seed-outage simulator, two rollcall start proc
     expect(files).toEqual({ markdown: path.join(out, `${id}.md`), png: path.join(out, `${id}.png`) });
     const markdown = readFileSync(files.markdown, 'utf8');
     expect(markdown).toContain(`# ${id}: auth-service crash-looping`);
-    expect(markdown).toContain('auth-service: v2.14.3 → v2.15.0 on 12 clusters');
+    const beforeImpact = markdown
+      .split('## Changes before impact')[1]
+      .split('\n')
+      .filter((l) => l.startsWith('- '));
+    expect(beforeImpact[0]).toMatch(
+      /^- auth-service: v2\.14\.3 → v2\.15\.0 on 12 clusters, .* — then 12 apps went unhealthy$/,
+    );
     expect(markdown).toContain('## Contributing factors');
     expect(existsSync(files.png)).toBe(true);
-    expect(decodePngSize(readFileSync(files.png))).toMatchObject({ width: 1000 });
+    expect(decodePngSize(readFileSync(files.png))).toMatchObject({ width: 1600 });
 
     // Both workers offered the same changes; the log kept one of each.
     const stats = await Promise.all(

@@ -270,11 +270,12 @@ describe('SimController sync lifecycle', () => {
     expect(app().status!.operationState).toBeUndefined();
   });
 
-  it('runs on its own timer at --speed (real clock)', async () => {
+  it('runs on its own timer at --speed: durations shrink, timestamps stay the time of day', async () => {
     const state = new SimState();
     seedState(state, { instances: [{ name: 'test', applications: [webApp('web-c1')] }] });
     const controller = new SimController(state, { speed: 100, syncDurationMs: 5000, healthSettleMs: 5000 });
     controller.start();
+    const requested = Date.now();
     try {
       controller.requestSync('test', 'web-c1', { name: 'web-c1', prune: true }, 'alice');
       const app = () => state.instance('test')!.apps.get('web-c1')!;
@@ -285,8 +286,15 @@ describe('SimController sync lifecycle', () => {
         await new Promise((r) => setTimeout(r, 20));
       }
       const state0 = app().status!.operationState!;
-      // 5 simulated seconds of sync took about 50 ms of wall time.
-      expect(Date.parse(state0.finishedAt!) - Date.parse(state0.startedAt)).toBeGreaterThanOrEqual(4000);
+      // 5 simulated seconds of sync took about 50 ms, stamped with the wall clock's time (to the second)
+      // that a bot beside the simulator reads: never minutes ahead of it.
+      const done = Date.now();
+      const stamps = [state0.startedAt, state0.finishedAt!, app().status!.history!.at(-1)!.deployedAt].map(Date.parse);
+      for (const t of stamps) {
+        expect(t).toBeGreaterThanOrEqual(Math.floor(requested / 1000) * 1000);
+        expect(t).toBeLessThanOrEqual(done);
+      }
+      expect(controller.clock.span(5000)).toBe(50);
     } finally {
       controller.stop();
     }

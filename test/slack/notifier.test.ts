@@ -75,15 +75,19 @@ describe('SlackNotifier', () => {
     const interval = 120;
     const notifier = new SlackNotifier(client(), { minIntervalMs: interval });
     const ref = await notifier.post({ channel: 'C0OPS' }, progress(0));
+    const started = Date.now();
     for (let i = 1; i <= 40; i++) {
       await notifier.update(ref, progress(i));
       await sleep(15);
     }
     await notifier.flush();
+    const elapsed = Date.now() - started;
     const updates = fake.callsTo('chat.update');
-    // ~600 ms of updates at one per 120 ms: a handful of calls, not 40.
+    // ~600 ms of updates at one per 120 ms: a handful of calls, not 40. A loaded machine stretches the stream,
+    // so the bound is what the time it really took allows: one per window, and the final flush.
     expect(updates.length).toBeGreaterThanOrEqual(3);
-    expect(updates.length).toBeLessThanOrEqual(7);
+    expect(updates.length).toBeLessThanOrEqual(Math.floor(elapsed / interval) + 2);
+    expect(updates.length).toBeLessThan(20);
     for (let i = 1; i < updates.length; i++)
       expect(updates[i].at - updates[i - 1].at).toBeGreaterThanOrEqual(interval - 20);
     expect(allText(updates.at(-1)!.args.blocks)).toContain('synced 40 of 540');

@@ -1,4 +1,5 @@
 import type { Application, ApplicationSource, OperationState, RevisionHistory } from '../../infra/argocd/types.js';
+import { requesterOf } from '../../infra/argocd/client.js';
 import { isDown } from '../../fleet/rules/index.js';
 import type { FleetEvent } from '../../fleet/events.js';
 import type { FleetApp, FleetAppSet, FleetView } from '../../fleet/model.js';
@@ -99,6 +100,20 @@ function runIdOf(op: OperationState | undefined): string | undefined {
   return op?.operation?.info?.find((i) => i.name === RUN_INFO)?.value;
 }
 
+/** Who to credit with an operation: the person who asked rollcall for it, else the account Argo CD names. */
+function operationBy(op: OperationState | undefined): string | undefined {
+  return requesterOf(op?.operation?.info) ?? initiator(op?.operation?.initiatedBy);
+}
+
+/**
+ * The operation that wrote a history entry: Argo CD stamps the entry's deployStartedAt with the
+ * operation's startedAt. History keeps no info, so the operation is where rollcall's requester is.
+ */
+function operationOf(a: FleetApp, h: RevisionHistory): OperationState | undefined {
+  const op = a.app.status?.operationState;
+  return op && h.deployStartedAt && op.startedAt === h.deployStartedAt ? op : undefined;
+}
+
 function where(a: FleetApp): Pick<ChangeRecord, 'instance' | 'app' | 'namespace' | 'appSet' | 'cluster' | 'project'> {
   return {
     instance: a.instance,
@@ -128,7 +143,9 @@ function deployRecord(a: FleetApp, history: RevisionHistory[], index: number): C
   const previousRevision = prev
     ? revisionLabel(prev.source ?? prev.sources?.[0], prev.revision ?? prev.revisions?.join(','))
     : undefined;
-  const by = initiator(h.initiatedBy);
+  const op = operationOf(a, h);
+  const by = requesterOf(op?.operation?.info) ?? initiator(h.initiatedBy);
+  const runId = runIdOf(op);
   const name = a.app.metadata.name;
   return {
     id: `${appKey(a)}/deploy/${h.id}/${h.deployedAt}`,
@@ -139,6 +156,7 @@ function deployRecord(a: FleetApp, history: RevisionHistory[], index: number): C
     ...(previousRevision ? { previousRevision } : {}),
     ...(commit ? { commit } : {}),
     ...(by ? { by } : {}),
+    ...(runId ? { runId } : {}),
     text: `${name} deployed ${previousRevision && previousRevision !== revision ? `${previousRevision} → ` : ''}${revision ?? 'a new revision'}${by ? ` by ${by}` : ''}`,
   };
 }
@@ -163,7 +181,7 @@ function healthRecord(a: FleetApp, from: string | undefined): ChangeRecord | und
 }
 
 function operationStarted(a: FleetApp, op: OperationState): ChangeRecord {
-  const by = initiator(op.operation?.initiatedBy);
+  const by = operationBy(op);
   const runId = runIdOf(op);
   const commit = op.operation?.sync?.revision ?? op.syncResult?.revision;
   const prune = op.operation?.sync?.prune ? ' with prune' : '';
@@ -182,7 +200,7 @@ function operationStarted(a: FleetApp, op: OperationState): ChangeRecord {
 
 function operationFinished(a: FleetApp, op: OperationState): ChangeRecord | undefined {
   if (!op.finishedAt || op.phase === 'Running' || op.phase === 'Terminating') return undefined;
-  const by = initiator(op.operation?.initiatedBy);
+  const by = operationBy(op);
   const runId = runIdOf(op);
   const commit = op.syncResult?.revision ?? op.operation?.sync?.revision;
   return {

@@ -1,8 +1,8 @@
 import type { FleetView } from '../../fleet/model.js';
 import { placeOf, type ChangeRecord } from './changes.js';
 
-/** The kinds `changes` lists: what was done to the fleet. Health follows from them and shows in timelines. */
-export type ListedChangeKind = 'deploy' | 'sync' | 'operation' | 'rollout' | 'run' | 'created' | 'deleted';
+/** The kinds `changes` lists: what was done to the fleet, and the health changes that followed. */
+export type ListedChangeKind = 'deploy' | 'sync' | 'operation' | 'rollout' | 'run' | 'created' | 'deleted' | 'health';
 
 /** The JSON of one change in `changes` and in the report. */
 export interface ChangeJson {
@@ -15,6 +15,11 @@ export interface ChangeJson {
   revision?: string;
   previousRevision?: string;
   by?: string;
+  /** The state before and after: health, sync or rollout status; an operation's phase in `to`. */
+  from?: string;
+  to?: string;
+  /** A bad transition: health to Degraded/Missing, an operation Failed/Error. */
+  bad?: boolean;
   text: string;
 }
 
@@ -27,6 +32,7 @@ export function listedKind(r: ChangeRecord): ListedChangeKind | undefined {
     case 'run':
     case 'created':
     case 'deleted':
+    case 'health':
       return r.kind;
     case 'step':
       return 'run';
@@ -65,6 +71,9 @@ export function changeJson(r: ChangeRecord, fleet: FleetView): ChangeJson | unde
     ...(r.revision ? { revision: r.revision } : {}),
     ...(r.previousRevision ? { previousRevision: r.previousRevision } : {}),
     ...(r.by ? { by: r.by } : {}),
+    ...(r.from ? { from: r.from } : {}),
+    ...(r.to ? { to: r.to } : {}),
+    ...(r.bad ? { bad: true } : {}),
     text: r.text,
   };
 }
@@ -83,10 +92,17 @@ export interface ChangeGroup {
   previousRevision?: string;
   by?: string;
   runId?: string;
-  /** A run's: the runbook it ran, how it ended (absent while it runs), and the apps it synced. */
-  runbook?: string;
+  /**
+   * How it ended: a run's status (absent while it runs), else the state its changes reached (an
+   * operation's phase, a health or sync status). `bad` when that is Degraded, Missing, Failed or Error.
+   */
   outcome?: string;
+  bad?: boolean;
+  /** A run's: the runbook it ran and the apps it synced. */
+  runbook?: string;
   synced?: number;
+  /** Apps that went Degraded or Missing, or stayed Progressing, with this as their last change before (cause.ts). */
+  troubleAfter?: number;
 }
 
 /** Changes of one kind and subject this close together are one story ("on 12 clusters, 14:02–14:03"). */
@@ -101,24 +117,30 @@ const hhmm = (iso: string) => iso.slice(11, 16);
 export function groupChanges(
   changes: ChangeJson[],
   runIds: Map<ChangeJson, string | undefined> = new Map(),
+  troubleAfter: Map<ChangeJson, number> = new Map(),
 ): ChangeGroup[] {
   const groups: Building[] = [];
   const open = new Map<string, Building>();
   for (const c of changes) {
     const runId = runIds.get(c);
     const subject = c.kind === 'run' && runId ? `run ${runId}` : (c.appSet ?? c.app ?? 'rollcall');
+    // A health change names its pod in the message: the transition is what the apps share.
     const detail =
       c.kind === 'deploy'
         ? `${c.previousRevision ?? ''}>${c.revision ?? ''}`
-        : c.kind === 'run'
-          ? ''
-          : `${c.text.replace(/^\S+\s/, '').replace(/\(run [^)]*\)/, '')}`;
+        : c.kind === 'health'
+          ? `${c.from ?? ''}>${c.to ?? ''}`
+          : c.kind === 'run'
+            ? ''
+            : `${c.text.replace(/^\S+\s/, '').replace(/\(run [^)]*\)/, '')}`;
     // A run is one story whoever each entry names: its steps and its end are rollcall's, its request a person's.
     const key = c.kind === 'run' ? `run|${subject}` : `${c.kind}|${subject}|${detail}|${c.by ?? ''}`;
     const t = Date.parse(c.at);
     const existing = open.get(key);
+    const trouble = troubleAfter.get(c);
     if (existing && existing.lastMs - t <= GROUP_GAP_MS) {
       existing.count++;
+      if (trouble) existing.troubleAfter = (existing.troubleAfter ?? 0) + trouble;
       existing.from = c.at;
       existing.lastMs = t;
       if (c.cluster && !existing.clusters.includes(c.cluster)) existing.clusters.push(c.cluster);
@@ -141,15 +163,19 @@ export function groupChanges(
       ...(c.previousRevision ? { previousRevision: c.previousRevision } : {}),
       ...(c.by ? { by: c.by } : {}),
       ...(runId ? { runId } : {}),
+      ...(c.kind !== 'run' && c.to ? { outcome: c.to } : {}),
+      ...(c.bad ? { bad: true } : {}),
+      ...(c.kind === 'health' && c.from ? { previous: c.from } : {}),
+      ...(trouble ? { troubleAfter: trouble } : {}),
       sample: c.text,
     };
     if (c.kind === 'run') readRunEntry(group, c);
     open.set(key, group);
     groups.push(group);
   }
-  return groups.map(({ key: _key, lastMs: _last, sample, syncedApps, syncedClusters, ...g }) => {
+  return groups.map(({ key: _key, lastMs: _last, sample, previous, syncedApps, syncedClusters, ...g }) => {
     const group = { ...g, ...(syncedApps ? { synced: syncedApps.size } : {}) };
-    return { ...group, text: groupText(group, sample, [...(syncedClusters ?? [])]) };
+    return { ...group, text: groupText(group, sample, [...(syncedClusters ?? [])], previous) };
   });
 }
 
@@ -171,11 +197,18 @@ interface Building extends ChangeGroup {
   lastMs: number;
   /** The first change's text, for kinds whose line repeats it. */
   sample: string;
+  /** A health group's state before its transition, when the record knew it. */
+  previous?: string;
   syncedApps?: Set<string>;
   syncedClusters?: Set<string>;
 }
 
-function groupText(g: Omit<ChangeGroup, 'text'>, sample: string, syncedClusters: string[]): string {
+function groupText(
+  g: Omit<ChangeGroup, 'text'>,
+  sample: string,
+  syncedClusters: string[],
+  previous: string | undefined,
+): string {
   const when = hhmm(g.from) === hhmm(g.to) ? hhmm(g.from) : `${hhmm(g.from)}–${hhmm(g.to)}`;
   const on = (clusters: string[]) =>
     clusters.length > 1 ? ` on ${clusters.length} clusters` : clusters.length === 1 ? ` on ${clusters[0]}` : '';
@@ -183,7 +216,12 @@ function groupText(g: Omit<ChangeGroup, 'text'>, sample: string, syncedClusters:
   const by = g.by ? `, by ${g.by}` : '';
   switch (g.kind) {
     case 'deploy':
-      return `${g.subject}: ${g.previousRevision && g.previousRevision !== g.revision ? `${g.previousRevision} → ` : ''}${g.revision ?? 'new revision'}${where}, ${when}${by}`;
+      return `${g.subject}: ${g.previousRevision && g.previousRevision !== g.revision ? `${g.previousRevision} → ` : ''}${g.revision ?? 'new revision'}${where}, ${when}${by}${troubleText(g)}`;
+    case 'health': {
+      const apps = g.apps.length === 1 ? g.apps[0] : `${g.apps.length} apps`;
+      const what = previous ? `${previous} → ${g.outcome}` : `went ${g.outcome}`;
+      return `${g.subject}: ${apps} ${what}${where}, ${when}`;
+    }
     case 'run': {
       const did = [
         g.outcome ?? '',
@@ -193,11 +231,18 @@ function groupText(g: Omit<ChangeGroup, 'text'>, sample: string, syncedClusters:
             ? `touched ${g.apps.length} app${g.apps.length === 1 ? '' : 's'}${where}`
             : '',
       ].filter(Boolean);
-      return `${g.subject}${g.runbook ? ` (${g.runbook})` : ''}: ${did.length ? did.join(', ') : `${g.count} ${g.count === 1 ? 'entry' : 'entries'}`}, ${when}${by}`;
+      return `${g.subject}${g.runbook ? ` (${g.runbook})` : ''}: ${did.length ? did.join(', ') : `${g.count} ${g.count === 1 ? 'entry' : 'entries'}`}, ${when}${by}${troubleText(g)}`;
     }
     default: {
       const what = sample.replace(/^\S+\s/, '').replace(/\s*\(run [^)]*\)/, '');
-      return `${g.subject}: ${what}${g.count > 1 ? ` ×${g.count}` : ''}${where}, ${when}`;
+      // An operation's start names who started it; how it ended does not.
+      const ender = g.kind === 'operation' && g.outcome !== 'Running' ? by : '';
+      return `${g.subject}: ${what}${g.count > 1 ? ` ×${g.count}` : ''}${where}, ${when}${ender}${troubleText(g)}`;
     }
   }
+}
+
+function troubleText(g: Omit<ChangeGroup, 'text'>): string {
+  const n = g.troubleAfter;
+  return n ? ` — then ${n} app${n === 1 ? '' : 's'} went unhealthy` : '';
 }

@@ -1,13 +1,16 @@
 import type { FleetView } from '../../fleet/model.js';
-import { renderIncidentChart } from './chart.js';
+import type { ChartInput } from './chart.js';
 import type { ChangeRecord } from './changes.js';
-import { changeJson, groupChanges, withoutDeployOperations, type ChangeJson } from './groups.js';
+import { DEFAULT_STUCK_AFTER_MS } from '../../fleet/diagnose.js';
+import { groupByCause } from './cause.js';
+import { changeJson, withoutDeployOperations, type ChangeJson } from './groups.js';
 import type { IncidentAnalysis } from './service.js';
 import { timelineJson, type TimelineEntry } from './timeline.js';
 
 export interface IncidentReport {
   markdown: string;
-  png: Buffer;
+  /** What the chart draws: `renderIncidentChart` turns it into the PNG the Markdown links to. */
+  chart: ChartInput;
   /** `--json` data: metrics, blastRadius, timeline, changes (files are added by whoever writes them). */
   data: Record<string, unknown>;
 }
@@ -46,13 +49,17 @@ export function buildReport(analysis: IncidentAnalysis, fleet: FleetView): Incid
     withoutDeployOperations(timeline.map((e) => e.change).filter((c): c is ChangeRecord => !!c)).map((c) => c.id),
   );
   const before = changes.filter(
-    (c) => Date.parse(c.json.at) <= impactMs && c.json.kind !== 'run' && deployOps.has(c.id),
+    (c) =>
+      Date.parse(c.json.at) <= impactMs && c.json.kind !== 'run' && c.json.kind !== 'health' && deployOps.has(c.id),
   );
-  const newestFirst = (list: typeof changes) => {
+  // The health changes after impact are what ranks the changes before it: the same ranking as `changes`.
+  const byCause = (list: typeof changes) => {
     const sorted = [...list].reverse();
-    return groupChanges(
+    return groupByCause(
       sorted.map((c) => c.json),
       new Map(sorted.map((c) => [c.json, c.runId])),
+      changes.filter((c) => deployOps.has(c.id)).map((c) => c.json),
+      { nowMs: window.end, stuckAfterMs: DEFAULT_STUCK_AFTER_MS },
     );
   };
   const rollcallDid = timeline.filter((e) => e.kind === 'run' || e.kind === 'step');
@@ -83,7 +90,7 @@ export function buildReport(analysis: IncidentAnalysis, fleet: FleetView): Incid
   for (const w of metrics.warnings) lines.push(`> ⚠ ${w}`, '');
   lines.push(`![apps by health over the incident](${incident.id}.png)`, '');
   lines.push('## Changes before impact', '');
-  const beforeGroups = newestFirst(before);
+  const beforeGroups = byCause(before);
   if (beforeGroups.length) for (const g of beforeGroups.slice(0, 30)) lines.push(`- ${md(g.text)}`);
   else lines.push('_No fleet change in scope before impact within the look-back._');
   if (beforeGroups.length > 30) lines.push(`- … and ${beforeGroups.length - 30} more groups (appendix)`);
@@ -129,16 +136,15 @@ export function buildReport(analysis: IncidentAnalysis, fleet: FleetView): Incid
   }
   lines.push('');
 
-  const png = renderIncidentChart({
-    title: `${incident.id} ${incident.title}`,
-    start: window.start,
-    end: window.end,
-    tracks: analysis.tracks,
-    metrics,
-  });
   return {
     markdown: lines.join('\n'),
-    png,
+    chart: {
+      title: `${incident.id}: ${incident.title}`,
+      start: window.start,
+      end: window.end,
+      tracks: analysis.tracks,
+      metrics,
+    },
     data: {
       id: incident.id,
       incident: incidentJson(incident),
@@ -146,7 +152,7 @@ export function buildReport(analysis: IncidentAnalysis, fleet: FleetView): Incid
       blastRadius,
       impacted,
       timeline: timeline.map(timelineJson),
-      changes: changes.map((c) => c.json),
+      changes: changes.filter((c) => c.json.kind !== 'health').map((c) => c.json),
       changesBeforeImpact: beforeGroups,
     },
   };

@@ -13,6 +13,7 @@ export { formatSelectorParam } from './actions/bulk-sync.js';
 export { selectorText, freezesByRun, type Freeze } from './freeze.js';
 export { findRunbookAction, runPausable } from './actions/index.js';
 export { resolveResource } from './actions/resource-action.js';
+export type { RolloutActionPlan, PlannedRollout, SkippedRollout } from './actions/rollout-action.js';
 export { paramReference, substitute } from './loader.js';
 export { assertMayRun } from './permissions.js';
 export { ParamError, describeParams, parseParams, type ParamValue } from './params.js';

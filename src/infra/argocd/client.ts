@@ -685,8 +685,19 @@ export function attributionInfos(opts: {
 }): { name: string; value: string }[] {
   return [
     { name: opts.runInfoName, value: opts.runId },
-    { name: 'Requested by', value: `${opts.user} (${opts.surface}, via rollcall run ${opts.runId})` },
+    { name: REQUESTED_BY_INFO, value: `${opts.user} (${opts.surface}, via rollcall run ${opts.runId})` },
   ];
+}
+
+const REQUESTED_BY_INFO = 'Requested by';
+
+/**
+ * The person who asked for an operation rollcall started, read back from the info `attributionInfos`
+ * wrote: Argo CD's `initiatedBy` names only the token's account, which is rollcall's own.
+ */
+export function requesterOf(info: readonly { name: string; value: string }[] | undefined): string | undefined {
+  const value = info?.find((i) => i.name === REQUESTED_BY_INFO)?.value;
+  return value ? (/^(.+?) \([^()]*, via rollcall run [^()]*\)$/.exec(value)?.[1] ?? value) : undefined;
 }
 
 /** B4: syncOptions as `{items}`, hook force inline under `hook`, sourcePositions as numbers. */

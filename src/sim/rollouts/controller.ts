@@ -18,6 +18,8 @@ type Obj = Record<string, any>;
 export interface SimRolloutsOptions {
   /** From scaling a ReplicaSet up to its new pods being available, simulated. @defaultValue 10000 */
   podReadyMs?: number;
+  /** How long a simulated duration lasts on the controller's clock (SimClock.span). @defaultValue as given */
+  span?: (ms: number) => number;
 }
 
 /** What one reconcile decided for a Rollout, before replica counts and conditions are written. */
@@ -74,6 +76,7 @@ export function podTemplateHash(template: unknown): string {
  */
 export class SimRolloutsController {
   private readonly podReadyMs: number;
+  private readonly span: (ms: number) => number;
   /** ReplicaSet uid → simulated ms of its last scale-up. */
   private readonly scaledAt = new Map<string, number>();
   /** Rollout uid → its status as last compared (canonical JSON), by the resourceVersion it had then. */
@@ -93,7 +96,8 @@ export class SimRolloutsController {
     private readonly state: SimState,
     opts: SimRolloutsOptions = {},
   ) {
-    this.podReadyMs = opts.podReadyMs ?? 10_000;
+    this.span = opts.span ?? ((ms) => ms);
+    this.podReadyMs = this.span(opts.podReadyMs ?? 10_000);
     for (const store of state.instances.values()) {
       const onApp = () => void (this.appsChanged = true);
       store.events.on('app', onApp);
@@ -176,14 +180,14 @@ export class SimRolloutsController {
       const start = Date.parse(c.startTime);
       const stepMs = c.reason === 'CanaryPauseStep' ? pauseDurationMs(step?.pause?.duration) : undefined;
       const autoSeconds = spec.strategy?.blueGreen?.autoPromotionSeconds;
-      if (stepMs !== undefined) times.push(start + stepMs + 1000);
-      if (c.reason === 'BlueGreenPause' && autoSeconds) times.push(start + autoSeconds * 1000 + 1000);
+      if (stepMs !== undefined) times.push(start + this.span(stepMs) + 1000);
+      if (c.reason === 'BlueGreenPause' && autoSeconds) times.push(start + this.span(autoSeconds * 1000) + 1000);
     }
     const progressing = status.conditions?.find((c) => c.type === 'Progressing');
     if (progressing?.reason === 'ReplicaSetUpdated' && !d.indefinite)
       times.push(
         Date.parse(progressing.lastUpdateTime ?? '') +
-          (spec.progressDeadlineSeconds ?? DEFAULT_PROGRESS_DEADLINE_S) * 1000 +
+          this.span((spec.progressDeadlineSeconds ?? DEFAULT_PROGRESS_DEADLINE_S) * 1000) +
           1000,
       );
     if (spec.restartAt && spec.restartAt !== status.restartedAt) times.push(Date.parse(spec.restartAt));
@@ -293,7 +297,7 @@ export class SimRolloutsController {
       const held = d.pauseConditions.find((c) => c.reason === 'CanaryPauseStep');
       const durationMs = pauseDurationMs(step.pause.duration);
       const resumed = Boolean(prev.controllerPause) && !held;
-      const waited = durationMs !== undefined && held && t > Date.parse(held.startTime) + durationMs;
+      const waited = durationMs !== undefined && held && t > Date.parse(held.startTime) + this.span(durationMs);
       if (resumed || waited) {
         d.currentStepIndex = index + 1;
         d.pauseConditions = d.pauseConditions.filter((c) => c.reason !== 'CanaryPauseStep');
@@ -342,7 +346,7 @@ export class SimRolloutsController {
       else if (bg.autoPromotionEnabled === false) promoted = Boolean(prev.controllerPause) && !held;
       else {
         const seconds = bg.autoPromotionSeconds ?? 0;
-        promoted = seconds === 0 || (!!held && t > Date.parse(held.startTime) + seconds * 1000);
+        promoted = seconds === 0 || (!!held && t > Date.parse(held.startTime) + this.span(seconds * 1000));
       }
       if (promoted) {
         active = hash;
@@ -459,7 +463,7 @@ export class SimRolloutsController {
         counts.updatedReplicas !== (prev.updatedReplicas ?? 0) ||
         counts.availableReplicas !== (prev.availableReplicas ?? 0) ||
         d.currentStepIndex !== prev.currentStepIndex;
-      const deadlineMs = (spec.progressDeadlineSeconds ?? DEFAULT_PROGRESS_DEADLINE_S) * 1000;
+      const deadlineMs = this.span((spec.progressDeadlineSeconds ?? DEFAULT_PROGRESS_DEADLINE_S) * 1000);
       const since = Date.parse(oldProgress?.lastUpdateTime ?? at);
       if (progressed)
         progressing = made('Progressing', 'True', 'ReplicaSetUpdated', `ReplicaSet "${rsName}" is progressing.`, true);

@@ -1,5 +1,3 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import type { RollcallConfig } from '../../infra/config/schema.js';
 import { findCommand, type CommandContext } from '../../commands/registry.js';
 import type { RunService } from '../../domain/runbooks/engine.js';
@@ -22,6 +20,7 @@ import { createLogger } from '../../infra/log.js';
 import { renderText } from '../../views/text.js';
 import { startRuntime } from './bootstrap.js';
 import { TerminalNotifier } from './terminal-notifier.js';
+import { offerReplyFiles, writeReplyFiles } from './reply-files.js';
 
 export interface AskOptions {
   json: boolean;
@@ -31,24 +30,6 @@ export interface AskOptions {
   wait: boolean;
   /** `--out DIR`: where files that come with the answer (a report, its chart) are written. */
   out?: string;
-}
-
-const FILE_KINDS: Record<string, string> = { '.md': 'markdown', '.png': 'png' };
-
-/** Writes a reply's files under `dir` and says where in `data.files` (without --out, the reply says how to get them). */
-function writeFiles(reply: Reply, dir: string | undefined): void {
-  if (!dir) {
-    reply.data.files = null;
-    return;
-  }
-  mkdirSync(dir, { recursive: true });
-  const files: Record<string, string> = {};
-  for (const f of reply.files!) {
-    const file = path.resolve(dir, f.name);
-    writeFileSync(file, f.content);
-    files[FILE_KINDS[path.extname(f.name)] ?? f.name] = file;
-  }
-  reply.data.files = files;
 }
 
 /** `--as` someone other than yourself, refused by the config: audited (when Redis answers), then answered. */
@@ -220,7 +201,10 @@ export async function ask(config: RollcallConfig, text: string, opts: AskOptions
       // The answer to `ask "sync ..." --wait` is the sync's final state: it keeps the command asked.
       reply.command = command;
     }
-    if (reply.files?.length) writeFiles(reply, opts.out);
+    if (reply.files?.length) {
+      if (opts.out) writeReplyFiles(reply, opts.out);
+      else offerReplyFiles(reply, `add --out DIR to write them (rollcall ask ${JSON.stringify(text)} --out DIR)`);
+    }
     const answer =
       usesRuns && !opts.wait
         ? await sayWhoRunsIt(reply, runtime.services.runs, (s) => process.stderr.write(`${s}\n`))

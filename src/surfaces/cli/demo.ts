@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { parseConfig, redactUrlPassword } from '../../infra/config/load.js';
@@ -20,6 +20,7 @@ import { renderText } from '../../views/text.js';
 import { startRuntime, type Runtime } from './bootstrap.js';
 import { prometheusForSimulator, SIM_SCRAPE_INTERVAL_S, type SimulatorPrometheus } from './sim-prometheus.js';
 import { TerminalNotifier } from './terminal-notifier.js';
+import { writeReplyFiles } from './reply-files.js';
 
 const DEMO_USER = 'U0DEMO';
 /** The demo's one conversation: commands are typed in it, and runs and alerts print to it. */
@@ -33,8 +34,9 @@ export const DEMO_SCENARIOS: Record<string, string[]> = {
     'status',
     'status auth-*',
     'app auth-service-prod-eu-west-1',
+    'incident start auth-service crash-looping scope=auth-service-*',
     'sync auth-config-* prune=true',
-    'runs',
+    'incident report INC-1   (Markdown and chart, written where said below)',
     'help',
   ],
   'progressive-infra': [
@@ -119,6 +121,11 @@ export async function demo(opts: {
   output?: NodeJS.WritableStream;
   /** Keep the demo's Redis keys on exit (tests read them). @defaultValue false */
   keepState?: boolean;
+  /**
+   * Where the files an answer comes with (an incident report and its chart) are written; a command typed with
+   * `--out DIR` writes them there instead. @defaultValue `rollcall-demo-files` in the OS temp folder, kept after exit
+   */
+  out?: string;
   /** Called once the demo is ready, with what it runs on. */
   onReady?(info: { prefix: string; redisUrl: string; simUrl: string; prometheusUrl?: string }): void;
   /**
@@ -166,9 +173,16 @@ export async function demo(opts: {
       await cleanup();
       throw error;
     }
-    introduce(say, { scenario: opts.scenario, speed: opts.speed, sim, runtime });
+    const out = opts.out ?? path.join(tmpdir(), 'rollcall-demo-files');
+    introduce(say, { scenario: opts.scenario, speed: opts.speed, sim, runtime, out });
     opts.onReady?.({ prefix, redisUrl: redis.url, simUrl: sim.url, prometheusUrl: parts.prometheus?.url });
-    await answerCommands(runtime, prompt, { input: opts.input ?? process.stdin, output, say, color });
+    await answerCommands(runtime, prompt, {
+      input: opts.input ?? process.stdin,
+      output,
+      say,
+      color,
+      out,
+    });
     await cleanup();
     say('bye');
   } finally {
@@ -299,12 +313,27 @@ async function startDemoPrometheus(sim: SimServer, say: Say): Promise<SimulatorP
   return prometheus;
 }
 
+/** A folder the demo cannot write to is said in the answer, and the demo goes on. */
+function writeFilesOrSay(reply: Reply, out: string): void {
+  try {
+    writeReplyFiles(reply, out);
+  } catch (error) {
+    reply.blocks.push({
+      kind: 'context',
+      text: `Could not write ${reply.files!.map((f) => f.name).join(' and ')} to ${out} (${(error as Error).message}): add --out DIR to the command to write them elsewhere.`,
+    });
+  }
+}
+
 /** What the demo runs on, and what to type. */
-function introduce(say: Say, about: { scenario: string; speed: number; sim: SimServer; runtime: Runtime }): void {
+function introduce(
+  say: Say,
+  about: { scenario: string; speed: number; sim: SimServer; runtime: Runtime; out: string },
+): void {
   const { sim, runtime } = about;
   const apps = runtime.services.fleet.apps().length;
   say(
-    `rollcall demo — simulator scenario "${about.scenario}" at ${sim.url} (${apps} apps${sim.kube.length ? `, clusters ${sim.kube.map((k) => k.cluster).join(', ')}` : ''}, time x${about.speed})`,
+    `rollcall demo — simulator scenario "${about.scenario}" at ${sim.url} (${apps} apps${sim.kube.length ? `, clusters ${sim.kube.map((k) => k.cluster).join(', ')}` : ''}, syncs and health changes x${about.speed} faster, times of day as they are)`,
   );
   if (runtime.services.config.sealedSecrets.backup) {
     const b = runtime.services.config.sealedSecrets.backup;
@@ -313,15 +342,16 @@ function introduce(say: Say, about: { scenario: string; speed: number; sim: SimS
   say(`Type what you would type after /argo in Slack. Try these:`);
   for (const hint of DEMO_SCENARIOS[about.scenario] ?? DEMO_SCENARIOS['seed-outage']) say(`  ${hint}`);
   say(
-    `Buttons show as [1] [2] ...: type the number to press one. "as USER <command>" acts as someone else. "exit" quits.\n`,
+    `Buttons show as [1] [2] ...: type the number to press one. "as USER <command>" acts as someone else. "exit" quits.`,
   );
+  say(`Files an answer comes with (incident report INC-n: Markdown and chart) are written to ${about.out}.\n`);
 }
 
 /** The prompt: each line typed is a command (or a button's number), answered until "exit" or the input ends. */
 async function answerCommands(
   runtime: Runtime,
   prompt: DemoPrompt,
-  term: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream; say: Say; color: boolean },
+  term: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream; say: Say; color: boolean; out: string },
 ): Promise<void> {
   const { say, color } = term;
   const contextOf = (user: string): CommandContext => ({
@@ -345,6 +375,13 @@ async function answerCommands(
     prompt.busy = true;
     let text = line.trim().replace(/^\/argo\s+/, '');
     if (text === 'exit' || text === 'quit') break;
+    // `--out DIR` as `rollcall ask` takes it: the demo's answers go through the same parser, which has no --out.
+    let out = term.out;
+    const outOption = /\s--out(?:=|\s+)(\S+)\s*$/.exec(text);
+    if (outOption) {
+      out = outOption[1].replace(/^~(?=\/|$)/, homedir());
+      text = text.slice(0, outOption.index).trim();
+    }
     let user = DEMO_USER;
     const actingAs = /^as\s+(\S+)\s+(.+)$/.exec(text);
     if (actingAs) [, user, text] = actingAs;
@@ -356,7 +393,9 @@ async function answerCommands(
         const reply = action && (await runAction(action, pressed.value ?? '', ctx));
         if (reply) show(reply);
       } else {
-        show(await dispatch(pressed?.command ?? text, ctx));
+        const reply = await dispatch(pressed?.command ?? text, ctx);
+        if (reply.files?.length) writeFilesOrSay(reply, out);
+        show(reply);
       }
     }
     prompt.busy = false;

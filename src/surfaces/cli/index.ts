@@ -229,12 +229,17 @@ function registerDemo(program: Command): void {
       'seed-outage | progressive-infra | sealed-secrets-migration | canary-regression | canary-rollouts',
       'seed-outage',
     )
-    .option('--speed <x>', 'simulated time speed', '10')
+    .option(
+      '--speed <x>',
+      'how many times faster syncs, health changes and pauses run (timestamps stay the time of day)',
+      '10',
+    )
+    .option('--out <dir>', 'where answers write their files (incident report: DIR/ID.md and DIR/ID.png)')
     .action(async (opts) => {
       const speed = Number(opts.speed);
       if (!(speed > 0)) fail(`--speed must be a positive number (got "${opts.speed}")`);
       const { demo } = await import('./demo.js');
-      await demo({ scenario: opts.scenario, speed });
+      await demo({ scenario: opts.scenario, speed, out: opts.out });
     });
 }
 
@@ -248,7 +253,11 @@ function registerSim(program: Command): void {
     )
     .option('--fixture <file>', 'fixture JSON file')
     .option('--port <n>', 'port (0 = a free one)', '0')
-    .option('--speed <x>', 'simulated time speed', '1')
+    .option(
+      '--speed <x>',
+      'how many times faster syncs, health changes and pauses run (timestamps stay the time of day)',
+      '1',
+    )
     .option('--frozen', 'serve the fixture as-is: no controller progress')
     .option(
       '--write-config <file>',

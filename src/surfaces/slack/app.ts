@@ -12,6 +12,7 @@ import { registerListeners } from './listeners/index.js';
 import { boltLogger } from './logger.js';
 import { SlackNotifier } from './notifier.js';
 import { guardReceiver } from './request-guard.js';
+import { AckFirst } from './intake.js';
 import { auditEntryRefusal, refusalOf } from './authorize.js';
 import { startIncidentHeaders } from './incident-headers.js';
 import { RollcallError } from '../../core/errors.js';
@@ -59,7 +60,8 @@ export async function startSlack(
   const log = boltLogger(logger);
   const clientOptions = webClientOptions(slack, logger);
 
-  const deps = { services, logger: logger.child({ component: 'slack' }) };
+  const ackFirst = new AckFirst();
+  const deps = { services, logger: logger.child({ component: 'slack' }), ackFirst };
   let seenRequests: RedisClient | undefined;
   let receiver: HTTPReceiver | undefined;
   let socketReceiver: SocketModeReceiver | undefined;
@@ -132,7 +134,10 @@ export async function startSlack(
   let port: number | undefined;
   try {
     const started = (await app.start()) as unknown;
-    if (slack.mode === 'http') port = ((started as Server).address() as AddressInfo).port;
+    if (slack.mode === 'http') {
+      port = ((started as Server).address() as AddressInfo).port;
+      ackFirst.watch(started as Server);
+    }
   } catch (err) {
     if (seenRequests) await closeRedis(seenRequests);
     throw new SlackStartError(

@@ -3,11 +3,19 @@ import { dispatch } from '../../commands/index.js';
 import type { CommandContext, FormSpec, Services } from '../../commands/registry.js';
 import { errorReply, type Reply } from '../../core/reply.js';
 import type { SlackConfig } from '../../infra/config/schema.js';
+import type { AckFirst } from './intake.js';
 
 /** What every listener gets: the shared services and a logger. Listeners never talk to Argo CD themselves. */
 export interface SlackDeps {
   services: Services;
   logger: Logger;
+  /** Answers wait on it until the requests waiting for their ack have it. */
+  ackFirst?: AckFirst;
+}
+
+/** Where a listener starts its answer, after its ack: once every request waiting for its own ack has it. */
+export function afterAcks(deps: SlackDeps): Promise<void> {
+  return deps.ackFirst?.quiet() ?? new Promise<void>((resolve) => setImmediate(resolve));
 }
 
 export function slackContext(

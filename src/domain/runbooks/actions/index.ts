@@ -7,6 +7,7 @@ import { restoreSealedSecretsKeysAction } from './restore-sealed-secrets-keys.js
 import { resourceActionAction } from './resource-action.js';
 import { resumeRolloutAction } from './resume-rollout.js';
 import { rollbackAction } from './rollback.js';
+import { rolloutActionAction } from './rollout-action.js';
 import { terminateOpAction } from './terminate-op.js';
 import { unfreezeAction } from './unfreeze.js';
 import type { RunbookAction } from './types.js';
@@ -46,6 +47,7 @@ registerRunbookAction(resumeRolloutAction);
 registerRunbookAction(backupSealedSecretsKeysAction);
 registerRunbookAction(restoreSealedSecretsKeysAction);
 registerRunbookAction(rollbackAction);
+registerRunbookAction(rolloutActionAction);
 registerRunbookAction(terminateOpAction);
 registerRunbookAction(freezeAction);
 registerRunbookAction(unfreezeAction);

@@ -1,6 +1,7 @@
 import { RollcallError } from '../../../core/errors.js';
 import { z } from 'zod';
 import type { ReplyBlock } from '../../../core/reply.js';
+import { hasRollouts } from '../../../fleet/argo-rollouts.js';
 import type { FleetAppSet } from '../../../fleet/model.js';
 import { selectApps } from '../../../fleet/select.js';
 import {
@@ -65,6 +66,14 @@ async function pausePreview(ctx: PreviewContext): Promise<ActionPreview> {
       kind: 'list',
       title: 'Heads-up',
       items: plan.warnings.map((w) => ({ text: w, tone: 'warn' as const })),
+    });
+  const withRollouts = plan.changes.filter(
+    (c) => c.kind === 'Application' && ctx.services.fleet.appsNamed(c.name).some((fa) => hasRollouts(fa.app)),
+  );
+  if (withRollouts.length)
+    blocks.push({
+      kind: 'context',
+      text: `${withRollouts.length} of these apps deploy an Argo Rollouts Rollout: this holds their auto-sync, not the canary, which goes on with its steps. \`pause ${input.target} kind=rollout\` pauses the Rollouts themselves.`,
     });
   if (plan.runningOperations.length) {
     blocks.push({

@@ -1,9 +1,10 @@
 import type { AllMiddlewareArgs, BlockAction, SlackActionMiddlewareArgs } from '@slack/bolt';
-import { runCommand, slackContext, type SlackDeps } from '../../context.js';
+import { afterAcks, runCommand, slackContext, type SlackDeps } from '../../context.js';
 import { deliverReply, originOf } from '../../deliver.js';
 
 /** A button that runs a chat command ("Show rollout", "Refresh") as the user who pressed it. */
-export function commandButton({ services, logger }: SlackDeps) {
+export function commandButton(deps: SlackDeps) {
+  const { services, logger } = deps;
   return async ({
     ack,
     body,
@@ -12,6 +13,7 @@ export function commandButton({ services, logger }: SlackDeps) {
     client,
   }: SlackActionMiddlewareArgs<BlockAction> & AllMiddlewareArgs): Promise<void> => {
     await ack();
+    await afterAcks(deps);
     const text = 'value' in action && typeof action.value === 'string' ? action.value : '';
     const channel = body.channel?.id;
     try {

@@ -1,6 +1,6 @@
 import type { AllMiddlewareArgs, SlackCommandMiddlewareArgs } from '@slack/bolt';
 import { renderBlocks } from '../../../../views/blocks.js';
-import { runCommand, slackContext, splitPublicFlag, type SlackDeps } from '../../context.js';
+import { afterAcks, runCommand, slackContext, splitPublicFlag, type SlackDeps } from '../../context.js';
 import { openFormModal } from '../../modals.js';
 
 /**
@@ -8,11 +8,12 @@ import { openFormModal } from '../../modals.js';
  * ephemeral by default, in the channel with `--public`. Who may ask, and where, the authorization middleware
  * decided before this runs.
  */
-export function argoCommand({ services, logger }: SlackDeps) {
+export function argoCommand(deps: SlackDeps) {
+  const { services, logger } = deps;
   return async ({ command, ack, respond, client }: SlackCommandMiddlewareArgs & AllMiddlewareArgs): Promise<void> => {
     await ack();
-    // Let the acks of other requests waiting on the event loop go out before this answer's work runs.
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    // The acks of other requests waiting on the event loop go out before this answer's work runs.
+    await afterAcks(deps);
     const { text, isPublic } = splitPublicFlag(command.text ?? '');
     try {
       const ctx = slackContext(services, {

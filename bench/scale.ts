@@ -1,0 +1,226 @@
+/**
+ * How the bot's cost grows with the fleet: 1,000, 10,000 and 50,000 apps (the last over 5 Argo CD instances, as
+ * CNOE's 50,000-app scale test spread its apps). Each size runs in a fresh process (`--one N`), so its RSS is that
+ * size's alone, against the simulator in another process:
+ * - mirror build (FleetMirror.start: every list, streams connected) against the floor: bare node fetching and
+ *   JSON.parse-ing the same three lists from the same instances, before and after the build in the same process;
+ * - warm `status` and `rollout <RollingSync appset>` p95 through dispatch(), each run computing its answer;
+ * - RSS and V8 heap used after a full GC, with the mirror loaded;
+ * - watch events absorbed per second: the simulator changes 2,000 apps at once, timed until the mirror has seen
+ *   every one of them (the first instance's apps).
+ *
+ * `node --expose-gc --import tsx bench/scale.ts [--sizes 1000,10000,50000]`
+ */
+import { fork } from 'node:child_process';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import type { FleetEvent } from '../src/fleet/events.js';
+import {
+  BENCH_DIR,
+  buildMirror,
+  header,
+  isMain,
+  loadLine,
+  machineLine,
+  ms,
+  simConfig,
+  startSimChild,
+  table,
+  type SimChild,
+} from './lib.js';
+import { benchContext, measure, pickRollingSyncAppSet } from './queries.js';
+import type { SimChildChange } from './sim-child.js';
+
+const RUNS = 50;
+const CHANGING = 2000;
+const BURSTS = 3;
+const TARGETS = { buildVsFloor: 1.3, statusP95At50k: 50, eventsPerS: 2000, rss10k: 180, rss50k: 450 };
+
+export interface ScaleResult {
+  apps: number;
+  instances: number;
+  floorMs: number;
+  buildMs: number;
+  statusP95: number;
+  statusP50: number;
+  rolloutP95: number;
+  rssMb: number;
+  heapMb: number;
+  eventsPerS: number;
+  /** The bot's own CPU (user + system) per 1,000 app events absorbed: robust to the machine's load, unlike events/s. */
+  cpuMsPerKEvents: number;
+  load: string;
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const instancesFor = (apps: number) => (apps >= 50_000 ? 5 : 1);
+
+/** Bare node: the three lists the mirror starts from, fetched and parsed, every instance at once. */
+async function floor(sim: SimChild): Promise<number> {
+  const t0 = performance.now();
+  await Promise.all(
+    sim.instances.flatMap((i) =>
+      ['applications', 'applicationsets', 'clusters'].map(async (list) => {
+        const res = await fetch(`${i.url}/api/v1/${list}`, { headers: { authorization: `Bearer ${i.token}` } });
+        const parsed = JSON.parse(await res.text()) as { items?: unknown[] };
+        if (!res.ok || !Array.isArray(parsed.items)) throw new Error(`${list} of ${i.name}: HTTP ${res.status}`);
+      }),
+    ),
+  );
+  return performance.now() - t0;
+}
+
+/** One size, in this process: prints nothing, returns its numbers. */
+async function measureOne(apps: number): Promise<ScaleResult> {
+  const instances = instancesFor(apps);
+  const sim = await startSimChild({ kind: 'fleet', apps, clusters: Math.max(1, Math.round(apps / 50)), instances });
+  try {
+    const floorBefore = await floor(sim);
+    const bot = await buildMirror(simConfig(sim));
+    const floorAfter = await floor(sim);
+    try {
+      const ctx = benchContext(bot);
+      const status = await measure(ctx, 'status', () => '', RUNS);
+      // An appset of the same name on several instances needs its instance named.
+      const appSet = pickRollingSyncAppSet(bot);
+      const on = instances > 1 ? ` instance=${bot.mirror.appSetsNamed(appSet)[0].instance}` : '';
+      const rollout = await measure(ctx, `rollout ${appSet}${on}`, () => '', RUNS);
+      (globalThis as { gc?: () => void }).gc?.();
+      const mem = process.memoryUsage();
+
+      let events = 0;
+      bot.mirror.subscribe((e: FleetEvent) => {
+        if (e.kind === 'app-changed') events++;
+      });
+      const perS: number[] = [];
+      const cpuPerK: number[] = [];
+      for (let round = 0; round <= BURSTS; round++) {
+        const count = Math.min(CHANGING, Math.floor(apps / instances));
+        const target = events + count;
+        const t0 = performance.now();
+        const cpu0 = process.cpuUsage();
+        const changed = new Promise<void>((resolve) => sim.child.once('message', () => resolve()));
+        sim.child.send({ kind: 'change', count: CHANGING, round } satisfies SimChildChange);
+        await changed;
+        while (events < target) await new Promise((r) => setTimeout(r, 2));
+        // The first burst warms the stream's parsing; the rest are measured.
+        const cpu = process.cpuUsage(cpu0);
+        if (round > 0) {
+          perS.push(count / ((performance.now() - t0) / 1000));
+          cpuPerK.push((cpu.user + cpu.system) / 1000 / (count / 1000));
+        }
+      }
+      return {
+        apps,
+        instances,
+        floorMs: Math.min(floorBefore, floorAfter),
+        buildMs: bot.buildMs,
+        statusP50: status.answer.p50,
+        statusP95: status.answer.p95,
+        rolloutP95: rollout.answer.p95,
+        rssMb: mem.rss / 2 ** 20,
+        heapMb: mem.heapUsed / 2 ** 20,
+        eventsPerS: median(perS),
+        cpuMsPerKEvents: median(cpuPerK),
+        load: loadLine().replace('load avg now ', ''),
+      };
+    } finally {
+      await bot.mirror.stop();
+    }
+  } finally {
+    await sim.stop();
+  }
+}
+
+/** Runs one size in a fresh process (RSS of its own) and returns its numbers. */
+function inChild(apps: number): Promise<ScaleResult> {
+  const child = fork(path.join(BENCH_DIR, 'scale.ts'), ['--one', String(apps)], {
+    execArgv: ['--expose-gc', '--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  return new Promise((resolve, reject) => {
+    child.once('message', (m: unknown) => {
+      const msg = m as ScaleResult | { error: string };
+      if ('error' in msg) reject(new Error(msg.error));
+      else resolve(msg);
+    });
+    child.once('exit', (code) => reject(new Error(`the ${apps}-app run exited with ${code}`)));
+  });
+}
+
+export async function runScaleBench(sizes = [1000, 10_000, 50_000]): Promise<ScaleResult[]> {
+  header(
+    `fleet scale: ${sizes.map((n) => n.toLocaleString('en')).join(' / ')} apps, each in a fresh process (targets: build ≤ ${TARGETS.buildVsFloor}× floor, status p95 ≤ ${TARGETS.statusP95At50k} ms at 50,000, RSS ≤ ${TARGETS.rss10k} MB at 10,000 and ≤ ${TARGETS.rss50k} MB at 50,000, ≥ ${TARGETS.eventsPerS} events/s at 10,000)`,
+  );
+  console.log(`  ${machineLine()}`);
+  const results: ScaleResult[] = [];
+  for (const n of sizes) results.push(await inChild(n));
+  const rows = results.map((r) => {
+    const ratio = r.buildMs / r.floorMs;
+    const notes = [`build ${ratio <= TARGETS.buildVsFloor ? 'met' : 'NOT met'}`];
+    if (r.apps === 50_000) notes.push(`status ${r.statusP95 <= TARGETS.statusP95At50k ? 'met' : 'NOT met'}`);
+    if (r.apps === 10_000 || r.apps === 50_000) {
+      const limit = r.apps === 10_000 ? TARGETS.rss10k : TARGETS.rss50k;
+      notes.push(`RSS ${r.rssMb <= limit ? 'met' : 'NOT met'}`);
+    }
+    if (r.apps === 10_000) notes.push(`events ${r.eventsPerS >= TARGETS.eventsPerS ? 'met' : 'NOT met'}`);
+    return [
+      `${r.apps.toLocaleString('en')} apps / ${r.instances} inst.`,
+      ms(r.floorMs),
+      ms(r.buildMs),
+      `${ratio.toFixed(2)}x`,
+      ms(r.statusP50),
+      ms(r.statusP95),
+      ms(r.rolloutP95),
+      r.rssMb.toFixed(0),
+      r.heapMb.toFixed(0),
+      r.eventsPerS.toFixed(0),
+      ms(r.cpuMsPerKEvents),
+      r.load,
+      notes.join(', '),
+    ];
+  });
+  table([
+    [
+      'fleet',
+      'floor ms',
+      'build ms',
+      'build/floor',
+      'status p50',
+      'status p95',
+      'rollout p95',
+      'RSS MB',
+      'heap MB',
+      'events/s',
+      'CPU ms/1k events',
+      'load avg',
+      'targets',
+    ],
+    ...rows,
+  ]);
+  console.log(
+    `  (floor = bare node fetching and parsing the same lists in the same process, best of before and after the build; status/rollout over ${RUNS} warm runs, each computing its answer; RSS and heap after a full GC with the mirror loaded; events/s = ${CHANGING.toLocaleString('en')} apps changed at once, median of ${BURSTS} bursts, with the bot's CPU per 1,000 of them; ${loadLine()})`,
+  );
+  return results;
+}
+
+if (isMain(import.meta.url)) {
+  const { values } = parseArgs({ options: { one: { type: 'string' }, sizes: { type: 'string' } } });
+  if (values.one) {
+    measureOne(Number(values.one)).then(
+      (r) => process.send!(r, () => process.exit(0)),
+      (error: unknown) =>
+        process.send!({ error: error instanceof Error ? (error.stack ?? error.message) : String(error) }, () =>
+          process.exit(1),
+        ),
+    );
+  } else {
+    runScaleBench(values.sizes?.split(',').map(Number)).then(
+      () => process.exit(0),
+      (error: unknown) => {
+        console.error(error);
+        process.exit(1);
+      },
+    );
+  }
+}

@@ -1,0 +1,349 @@
+/**
+ * 50 concurrent signed `/argo` commands against a whole bot process: `rollcall start --role bot` with Slack over
+ * HTTP, its own Redis prefix, mirroring a simulated fleet (10,000 apps by default) served by the simulator in
+ * another process. Slack's side (the signing clients and the fake Web API receiving the answers on response_url)
+ * runs in a third process (bench/slack-client.ts). Everything the bot does per request is in the numbers: Bolt's
+ * receiver, the signature and replay checks on Redis, authorization, logging at the level it ships with, the
+ * command and the answer's POST.
+ *
+ * `node --import tsx bench/slack-bot.ts [--apps N] [--rounds N]`. Targets: ack p99 ≤ 50 ms, answer p95 ≤ 300 ms.
+ */
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { parse } from 'yaml';
+import { freePort } from '../src/infra/redis-server.js';
+import {
+  BENCH_DIR,
+  cleanPrefix,
+  header,
+  isMain,
+  loadLine,
+  machineLine,
+  ms,
+  percentile,
+  startSimChild,
+  table,
+} from './lib.js';
+import type { BurstResult, SlackClientRequest } from './slack-client.js';
+
+const ROOT = path.resolve(BENCH_DIR, '..');
+const CONCURRENT = 50;
+const SECRET = 'bench-signing-secret-0123456789abcdef';
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const ACK_P99_TARGET_MS = 50;
+const ANSWER_P95_TARGET_MS = 300;
+
+function ask<T>(child: ChildProcess, req: SlackClientRequest): Promise<T> {
+  return new Promise((resolve, reject) => {
+    child.once('message', (m: unknown) =>
+      (m as { error?: string }).error ? reject(new Error((m as { error: string }).error)) : resolve(m as T),
+    );
+    child.send(req);
+  });
+}
+
+const statusCounts = (r: BotBurstRow) =>
+  Object.entries(r.statuses)
+    .map(([s, n]) => `${s}×${n}`)
+    .join(' ');
+
+function rssMbOf(pid: number): number {
+  return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+}
+
+/** The bot's own CPU time so far (user + system), ms, from /proc. */
+function cpuMsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
+
+/**
+ * The floor: bare node serving the same endpoint, checking the same signature (HMAC-SHA256 of `v0:ts:body`) and
+ * acking with an empty 200, nothing else. Fired at in the same rounds as the bot, so both see the same machine load:
+ * what a loaded 2-CPU machine allows any ack, which no bot can beat.
+ */
+const FLOOR_SCRIPT = `
+import { createServer } from 'node:http';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+const secret = process.env.FLOOR_SECRET;
+const server = createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    const body = Buffer.concat(chunks).toString();
+    const want = Buffer.from('v0=' + createHmac('sha256', secret).update('v0:' + req.headers['x-slack-request-timestamp'] + ':' + body).digest('hex'));
+    const got = Buffer.from(String(req.headers['x-slack-signature'] ?? ''));
+    res.statusCode = got.length === want.length && timingSafeEqual(got, want) ? 200 : 401;
+    res.end();
+  });
+});
+server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
+`;
+
+async function startFloor(): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', FLOOR_SCRIPT], {
+    env: { ...process.env, FLOOR_SECRET: SECRET },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const port = await new Promise<string>((resolve, reject) => {
+    child.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()));
+    child.once('exit', (code) => reject(new Error(`the floor server exited with ${code}`)));
+  });
+  return { url: `http://127.0.0.1:${port}/slack/events`, child };
+}
+
+export interface BotBurstRow {
+  variant: string;
+  command: string;
+  acks: number[];
+  answers: number[];
+  statuses: Record<number, number>;
+  botCpuMs: number;
+  load: string;
+}
+
+/** The compiled build when there is one (`npm run build`), as a pod runs it; else the sources through tsx. */
+function botCommand(): { args: string[]; env: NodeJS.ProcessEnv } {
+  const dist = path.join(ROOT, 'dist/main.js');
+  return existsSync(dist)
+    ? { args: [dist], env: { NODE_ENV: 'production' } }
+    : { args: [path.join(ROOT, 'bin/rollcall.js')], env: { NODE_ENV: 'development' } };
+}
+
+export async function runSlackBotBench(opts: { apps?: number; rounds?: number } = {}): Promise<BotBurstRow[]> {
+  const apps = opts.apps ?? 10_000;
+  const rounds = opts.rounds ?? 3;
+  header(
+    `${CONCURRENT} concurrent signed /argo commands against \`rollcall start --role bot\` over HTTP, ${apps.toLocaleString('en')}-app fleet (targets: ack p99 ≤ ${ACK_P99_TARGET_MS} ms, answer p95 ≤ ${ANSWER_P95_TARGET_MS} ms)`,
+  );
+  console.log(`  ${machineLine()}`);
+  const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-bench-slack-bot-'));
+  const prefix = `rollcall-bench-bot-${process.pid}`;
+  const sim = await startSimChild({ kind: 'fleet', apps, clusters: Math.max(1, Math.round(apps / 50)) });
+  const client = fork(path.join(BENCH_DIR, 'slack-client.ts'), [], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const rows: BotBurstRow[] = [];
+  const floor = await startFloor();
+  const floorRow: BotBurstRow = {
+    variant: 'floor: bare node, signature check + empty 200',
+    command: '(any, fired in every round)',
+    acks: [],
+    answers: [],
+    statuses: {},
+    botCpuMs: 0,
+    load: '',
+  };
+  try {
+    const { apiUrl } = await ask<{ apiUrl: string }>(client, { kind: 'start' });
+    const chartFlags = (
+      parse(readFileSync(path.join(ROOT, 'deploy/helm/rollcall/values.yaml'), 'utf8')) as {
+        bot: { nodeFlags: string[] };
+      }
+    ).bot.nodeFlags;
+    const variants: [string, string[]][] = [
+      ["node's defaults", []],
+      [`chart flags (${chartFlags.join(' ')})`, chartFlags],
+    ];
+    for (const [variant, flags] of variants) {
+      const slackPort = await freePort();
+      const httpPort = await freePort();
+      const config = path.join(dir, 'bot.yaml');
+      const lines = ['instances:'];
+      for (const i of sim.instances)
+        lines.push(`  - name: ${i.name}`, `    url: ${i.url}`, `    token: "${i.token}"`, '    timeout: 60s');
+      lines.push(
+        'redis:',
+        `  url: ${REDIS_URL}`,
+        `  prefix: ${prefix}`,
+        'slack:',
+        '  mode: http',
+        '  botToken: xoxb-bench',
+        `  signingSecret: ${SECRET}`,
+        `  port: ${slackPort}`,
+        `  apiUrl: ${apiUrl}`,
+        'http:',
+        `  port: ${httpPort}`,
+      );
+      writeFileSync(config, lines.join('\n') + '\n');
+      const cmd = botCommand();
+      const bot = spawn(
+        process.execPath,
+        [
+          ...(process.env.BENCH_BOT_FLAGS?.split(' ').filter(Boolean) ?? []),
+          ...flags,
+          ...cmd.args,
+          'start',
+          '--role',
+          'bot',
+          '--config',
+          config,
+        ],
+        {
+          env: { ...process.env, ...cmd.env },
+          cwd: ROOT,
+          stdio: ['ignore', 'ignore', 'inherit'],
+        },
+      );
+      try {
+        const t0 = performance.now();
+        const deadline = Date.now() + 180_000;
+        while ((await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status !== 200) {
+          if (Date.now() > deadline || bot.exitCode !== null) throw new Error('the bot did not become ready');
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        const readyMs = performance.now() - t0;
+        // Ready is not idle: after its lists the mirror fetches the unhealthy apps one by one for their resource
+        // health. The bursts measure a bot in its steady state, so they wait until it uses under 5% of a CPU.
+        const quietDeadline = Date.now() + 60_000;
+        for (let cpu = cpuMsOf(bot.pid!); Date.now() < quietDeadline;) {
+          await new Promise((r) => setTimeout(r, 1000));
+          const next = cpuMsOf(bot.pid!);
+          if (next - cpu < 50) break;
+          cpu = next;
+        }
+        const quietMs = performance.now() - t0;
+        const url = `http://127.0.0.1:${slackPort}/slack/events`;
+        const burst = async (text: string, round: string, n = CONCURRENT) => {
+          const cpu0 = cpuMsOf(bot.pid!);
+          const r = await ask<BurstResult>(client, {
+            kind: 'burst',
+            url,
+            secret: SECRET,
+            text,
+            n,
+            round: `${variant.length}-${round}`,
+            timeoutMs: 60_000,
+          });
+          if (r.missing) throw new Error(`${r.missing}/${n} answers to "${text}" never reached response_url`);
+          if (!r.firstAnswer?.blocks) throw new Error(`the answer to "${text}" has no blocks`);
+          return { r, cpuMs: cpuMsOf(bot.pid!) - cpu0 };
+        };
+        for (let i = 0; i < 3; i++) await burst('status', `warm${i}`, 1);
+        const rssBefore = rssMbOf(bot.pid!);
+        for (const text of ['status', 'status auth-*', 'help']) {
+          const row: BotBurstRow = {
+            variant,
+            command: text,
+            acks: [],
+            answers: [],
+            statuses: {},
+            botCpuMs: 0,
+            load: '',
+          };
+          for (let i = 0; i < rounds; i++) {
+            // A second apart, as separate crowds would be, so one round's answers do not overlap the next.
+            await new Promise((r) => setTimeout(r, 1000));
+            const f = await ask<BurstResult>(client, {
+              kind: 'burst',
+              url: floor.url,
+              secret: SECRET,
+              text,
+              n: CONCURRENT,
+              round: `floor-${variant.length}-${text}-${i}`,
+              timeoutMs: 0,
+              answers: false,
+            });
+            floorRow.acks.push(...f.ackMs);
+            for (const [st, n] of Object.entries(f.statuses))
+              floorRow.statuses[+st] = (floorRow.statuses[+st] ?? 0) + n;
+            const { r, cpuMs } = await burst(text, `${text}-${i}`);
+            row.acks.push(...r.ackMs);
+            row.answers.push(...r.answerMs);
+            for (const [s, n] of Object.entries(r.statuses)) row.statuses[+s] = (row.statuses[+s] ?? 0) + n;
+            row.botCpuMs += cpuMs / rounds;
+          }
+          row.load = loadLine().replace('load avg now ', '');
+          rows.push(row);
+        }
+        console.log(
+          `  ${variant}: ready in ${(readyMs / 1000).toFixed(1)} s, idle after ${(quietMs / 1000).toFixed(1)} s; bot RSS ${rssBefore.toFixed(0)} MB before the bursts, ${rssMbOf(bot.pid!).toFixed(0)} MB after`,
+        );
+      } finally {
+        bot.kill('SIGTERM');
+        await new Promise((r) => (bot.exitCode !== null ? r(undefined) : bot.once('exit', r)));
+      }
+    }
+    floorRow.load = loadLine().replace('load avg now ', '');
+    rows.push(floorRow);
+    const sorted = (a: number[]) => [...a].sort((x, y) => x - y);
+    table([
+      [
+        `×${CONCURRENT} at once, ${rounds} rounds`,
+        'command',
+        'HTTP',
+        'ack p50',
+        'ack p99',
+        'ack max',
+        'answer p50',
+        'answer p95',
+        'answer max',
+        'bot CPU ms/round',
+        'load avg',
+        'target',
+      ],
+      ...rows.map((r) => {
+        const a = sorted(r.acks);
+        const b = sorted(r.answers);
+        if (r === floorRow)
+          return [
+            r.variant,
+            r.command,
+            statusCounts(r),
+            ms(percentile(a, 50)),
+            ms(percentile(a, 99)),
+            ms(a[a.length - 1]),
+            '',
+            '',
+            '',
+            '',
+            r.load,
+            '',
+          ];
+        const met = percentile(a, 99) <= ACK_P99_TARGET_MS && percentile(b, 95) <= ANSWER_P95_TARGET_MS;
+        return [
+          r.variant,
+          `/argo ${r.command}`,
+          statusCounts(r),
+          ms(percentile(a, 50)),
+          ms(percentile(a, 99)),
+          ms(a[a.length - 1]),
+          ms(percentile(b, 50)),
+          ms(percentile(b, 95)),
+          ms(b[b.length - 1]),
+          ms(r.botCpuMs),
+          r.load,
+          met ? 'met' : 'NOT met',
+        ];
+      }),
+    ]);
+    console.log(
+      `  (ack = signed POST → HTTP 200 at the client; answer = fire → the answer's POST received on response_url; ${loadLine()})`,
+    );
+    return rows;
+  } finally {
+    floor.child.kill('SIGTERM');
+    client.disconnect();
+    await sim.stop();
+    await cleanPrefix(REDIS_URL, prefix);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (isMain(import.meta.url)) {
+  const { values } = parseArgs({ options: { apps: { type: 'string' }, rounds: { type: 'string' } } });
+  runSlackBotBench({
+    apps: values.apps ? Number(values.apps) : undefined,
+    rounds: values.rounds ? Number(values.rounds) : undefined,
+  }).then(
+    () => process.exit(0),
+    (error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,66 @@
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { AckFirst } from '../../src/surfaces/slack/intake.js';
+
+/** A server whose responses the test writes: a request is "waiting for its ack" until the test ends it. */
+async function holdingServer(ackFirst: AckFirst) {
+  const held: ServerResponse[] = [];
+  const server = createServer((_req, res) => held.push(res));
+  ackFirst.watch(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/slack/events`;
+  return {
+    held,
+    fire: () => fetch(url, { method: 'POST', body: 'x' }).then((r) => r.text()),
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+const turns = async (n: number) => {
+  for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+};
+
+describe('AckFirst: answers wait for the requests waiting for their ack', () => {
+  let close: (() => Promise<void>) | undefined;
+  afterEach(async () => {
+    await close?.();
+    close = undefined;
+  });
+
+  it('holds an answer while a request is unanswered and lets it go once the last one is', async () => {
+    const ackFirst = new AckFirst(60_000);
+    const s = await holdingServer(ackFirst);
+    close = s.close;
+    const acked = [s.fire(), s.fire()];
+    await expect.poll(() => s.held.length).toBe(2);
+    expect(ackFirst.pending).toBe(2);
+
+    let answered = false;
+    const answer = ackFirst.quiet().then(() => (answered = true));
+    await turns(20);
+    expect(answered).toBe(false);
+    s.held[0].end('ok');
+    await acked[0];
+    await turns(20);
+    expect(answered).toBe(false);
+    s.held[1].end('ok');
+    await acked[1];
+    await answer;
+    expect(ackFirst.pending).toBe(0);
+  });
+
+  it('answers at once when nothing waits, and does not starve answers behind a request that never ends', async () => {
+    const ackFirst = new AckFirst(20);
+    await ackFirst.quiet();
+    const s = await holdingServer(ackFirst);
+    close = async () => {
+      s.held.forEach((r) => r.end());
+      await s.close();
+    };
+    void s.fire();
+    await expect.poll(() => s.held.length).toBe(1);
+    await ackFirst.quiet();
+    expect(ackFirst.pending).toBe(1);
+  });
+});

@@ -1,0 +1,180 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { dispatch } from '../../src/commands/index.js';
+import type { Services } from '../../src/commands/registry.js';
+import { SHARED_ANSWER_MS } from '../../src/commands/shared-answers.js';
+import { StaticFleet } from '../../src/fleet/model.js';
+import { registerTestCommand } from '../support/replies.js';
+import { postSlashCommand } from '../support/slack-request.js';
+import { smallFleetObjects } from './fixture.js';
+import { startHarness, SECRET, type Harness } from './harness.js';
+
+/**
+ * A shared command whose answer the test releases: it counts how often it is computed, and each computation
+ * waits for `release()`, so an ack that arrives while it waits cannot have waited for it.
+ */
+const runs: { user: string; text: string }[] = [];
+let gate = open();
+function open() {
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  return { release, released };
+}
+registerTestCommand({
+  name: 'sharedslow',
+  summary: 'a shared answer that takes as long as the test says',
+  usage: 'sharedslow [word]',
+  readOnly: true,
+  sharedAnswer: true,
+  async run(cmd, ctx) {
+    runs.push({ user: ctx.user, text: cmd.raw });
+    await gate.released;
+    return {
+      ok: true,
+      command: 'sharedslow',
+      title: 'Shared',
+      data: { computed: runs.length },
+      blocks: [{ kind: 'text', text: `computed ${runs.length} time(s) for ${cmd.positional.join(' ') || 'all'}` }],
+    };
+  },
+});
+
+describe('answers shared between askers, through Bolt’s HTTP receiver', () => {
+  let h: Harness;
+  const t0 = new Date('2026-12-02T18:00:00Z').getTime();
+  let nowMs = t0;
+  let id = 0;
+
+  beforeAll(async () => {
+    h = await startHarness({
+      fleet: smallFleetObjects(),
+      access: { operators: ['U0OPS'], admins: [], readers: ['U0ALICE', 'U0BOB', 'U0OPS'] },
+    });
+    h.services.now = () => new Date(nowMs);
+  });
+  afterAll(() => h?.stop());
+  beforeEach(() => {
+    runs.length = 0;
+    gate = open();
+    // Each test starts past the previous one's shared answers.
+    nowMs += 10 * SHARED_ANSWER_MS;
+  });
+
+  /** Fires a signed slash command; resolves with the HTTP status and the response_url id its answer goes to. */
+  async function ask(user: string, text: string): Promise<{ status: number; id: string }> {
+    const rid = `shared-${++id}`;
+    const res = await postSlashCommand(h.url, SECRET, {
+      text,
+      user_id: user,
+      response_url: h.fake.responseUrl(rid),
+    });
+    return { status: res.status, id: rid };
+  }
+  const answerText = (rid: string) => JSON.stringify(h.fake.responsesTo(rid)[0]?.body ?? null);
+
+  it('acks every asker before the answer is done, computes it once and sends it to each', async () => {
+    const asked = await Promise.all(['U0ALICE', 'U0BOB', 'U0ALICE'].map((u) => ask(u, 'sharedslow')));
+    // All three have their 200 while the one computation still waits to be released.
+    expect(asked.map((a) => a.status)).toEqual([200, 200, 200]);
+    expect(asked.every((a) => h.fake.responsesTo(a.id).length === 0)).toBe(true);
+    await expect.poll(() => runs.length).toBe(1);
+    gate.release();
+    for (const a of asked) await expect.poll(() => h.fake.responsesTo(a.id).length).toBe(1);
+    expect(runs).toHaveLength(1);
+    for (const a of asked) expect(answerText(a.id)).toContain('computed 1 time(s) for all');
+  });
+
+  it('serves a finished answer again at the same mirror version, and recomputes once the mirror changes', async () => {
+    gate.release();
+    const first = await ask('U0ALICE', 'sharedslow');
+    await expect.poll(() => h.fake.responsesTo(first.id).length).toBe(1);
+    const again = await ask('U0BOB', 'sharedslow');
+    await expect.poll(() => h.fake.responsesTo(again.id).length).toBe(1);
+    expect(runs).toHaveLength(1);
+
+    // One app changes: the same question now has a new answer.
+    const fleet = h.services.fleet as StaticFleet;
+    fleet.upsertApp({ ...fleet.apps()[0] });
+    const afterChange = await ask('U0BOB', 'sharedslow');
+    await expect.poll(() => h.fake.responsesTo(afterChange.id).length).toBe(1);
+    expect(runs).toHaveLength(2);
+    expect(answerText(afterChange.id)).toContain('computed 2 time(s)');
+  });
+
+  it('recomputes a finished answer once it is older than the sharing window, the mirror unchanged', async () => {
+    gate.release();
+    const first = await ask('U0ALICE', 'sharedslow');
+    await expect.poll(() => h.fake.responsesTo(first.id).length).toBe(1);
+    nowMs += SHARED_ANSWER_MS;
+    const later = await ask('U0ALICE', 'sharedslow');
+    await expect.poll(() => h.fake.responsesTo(later.id).length).toBe(1);
+    expect(runs).toHaveLength(2);
+  });
+
+  it('never shares between askers with different permissions, nor between different questions', async () => {
+    const asked = await Promise.all([
+      ask('U0ALICE', 'sharedslow'),
+      ask('U0OPS', 'sharedslow'),
+      ask('U0BOB', 'sharedslow payments'),
+      ask('U0BOB', 'sharedslow'),
+    ]);
+    expect(asked.map((a) => a.status)).toEqual([200, 200, 200, 200]);
+    gate.release();
+    for (const a of asked) await expect.poll(() => h.fake.responsesTo(a.id).length).toBe(1);
+    // Alice and Bob (readers) share one, computed for whichever came first; the operator gets their own;
+    // `payments` is another question.
+    const questions = runs.map(
+      (r) => `${r.user === 'U0BOB' && r.text === 'sharedslow' ? 'U0ALICE' : r.user} ${r.text}`,
+    );
+    expect(questions.sort()).toEqual(['U0ALICE sharedslow', 'U0BOB sharedslow payments', 'U0OPS sharedslow'].sort());
+  });
+
+  it('refuses someone who may not read even while the same question is being answered for a reader', async () => {
+    const reader = await ask('U0ALICE', 'sharedslow');
+    const outsider = await ask('U0MALLORY', 'sharedslow');
+    await expect.poll(() => h.fake.responsesTo(outsider.id).length).toBe(1);
+    expect(answerText(outsider.id)).toContain('may not query rollcall');
+    expect(answerText(outsider.id)).not.toContain('computed');
+    gate.release();
+    await expect.poll(() => h.fake.responsesTo(reader.id).length).toBe(1);
+    expect(runs.map((r) => r.user)).toEqual(['U0ALICE']);
+  });
+});
+
+describe('a shared status answer', () => {
+  /** One instance the mirror lost: every answer says so, once. */
+  class LostFleet extends StaticFleet {
+    override health() {
+      return [
+        { instance: 'prod', synced: true },
+        { instance: 'staging', synced: false, error: 'stream closed', dataAsOf: '2026-12-02T17:58:00Z' },
+      ];
+    }
+  }
+
+  it('is stamped per asker: warnings and pages are not added twice to the shared answer', async () => {
+    const objects = [...smallFleetObjects(), { name: 'staging', applications: [] }];
+    const base = StaticFleet.fromObjects(objects);
+    const fleet = new LostFleet(['prod', 'staging']);
+    fleet.load([...base.apps()], [...base.appSets()], [...base.clusters()]);
+    const services: Services = {
+      config: (await import('../../src/infra/config/schema.js')).configSchema.parse({
+        instances: objects.map((i) => ({ name: i.name, url: `https://${i.name}.argocd.example`, token: 't' })),
+      }),
+      fleet,
+      argocd: new Map(),
+      now: () => new Date('2026-12-02T18:00:00Z'),
+    };
+    const ask = (user: string) => dispatch('status', { services, user, surface: 'slack' });
+    const [a, b] = await Promise.all([ask('U1'), ask('U2')]);
+    const c = await ask('U3');
+    for (const reply of [a, b, c]) {
+      expect(reply.ok).toBe(true);
+      const warnings = reply.blocks.filter((x) => x.kind === 'context' && x.text.includes('staging'));
+      expect(warnings).toHaveLength(1);
+      expect(reply.data.warnings).toHaveLength(1);
+    }
+    // The same answer, not three equal ones computed apart: the blocks' contents are the very same objects.
+    expect(b.blocks.at(-1)).toBe(a.blocks.at(-1));
+    expect(c.blocks.at(-1)).toBe(a.blocks.at(-1));
+  });
+});
