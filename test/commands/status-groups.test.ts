@@ -227,6 +227,18 @@ describe('short by default, on the scenarios', () => {
     }
   });
 
+  it('offers the detail as a Show detail button in Slack, which runs the same command with detail=true', async () => {
+    for (const command of ['diagnose', 'rollout progressive-infra']) {
+      const reply = await dispatch(command, scenarios['progressive-infra'].ctx('slack'));
+      const blocks = JSON.stringify(renderBlocks(reply).blocks);
+      expect(blocks, command).toContain('"Show detail"');
+      const button = reply.blocks
+        .flatMap((b) => (b.kind === 'actions' ? b.buttons : []))
+        .find((b) => b.label === 'Show detail');
+      expect(button?.command).toBe(`${command} detail=true`);
+    }
+  });
+
   it('cuts nothing mid-word or mid-URL, in the short view or the detail', async () => {
     for (const command of [
       'diagnose',
