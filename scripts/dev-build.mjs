@@ -83,8 +83,12 @@ async function rebuild(root, cache) {
   const files = Object.keys(result.metafile.inputs).filter((input) => !/^[a-z-]+:/.test(input));
   const inputs = [...files, ...BUILD_FILES].map((file) => stamp(root, file));
   // A file saved while esbuild was reading it may be in the bundle in its old version: recorded as changed, the next
-  // start builds again.
-  for (const input of inputs) if (input[1] >= started) input[1] = -1;
+  // start builds again. On a file system that keeps whole seconds (FAT, some network mounts), a second save in the
+  // same second would keep the recorded time, so a file saved in the two seconds before the build counts as changed.
+  for (const input of inputs) {
+    const coarse = input[1] % 1000 === 0;
+    if (input[1] >= started || (coarse && input[1] >= started - 2000)) input[1] = -1;
+  }
   const next = path.join(cache, `current.json.${process.pid}`);
   writeFileSync(next, JSON.stringify({ build: name, inputs }));
   renameSync(next, path.join(cache, 'current.json'));
