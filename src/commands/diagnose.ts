@@ -2,14 +2,14 @@ import { SEVERITY_RANK, diagnoseAppSet, diagnoseFleet, type Finding } from '../f
 import { alertsSchema } from '../infra/config/schema.js';
 import { FLEET_RULES, diagnoseFleetWide } from '../fleet/rules/index.js';
 import { TONE_EMOJI, plural } from '../core/format.js';
-import { checkOptions, checkPositional } from './parse.js';
+import { booleanOption, checkOptions, checkPositional } from './parse.js';
 import { type CommandContext, type ParsedCommand, type CommandSpec } from './registry.js';
-import type { ReplyBlock } from '../core/reply.js';
+import type { ReplyBlock, ReplyButton } from '../core/reply.js';
 import type { ReplyOf } from './replies.js';
-import { diagnoseOptions, findAppSet, findingsBlock, noRolloutReply } from './rollout.js';
+import { DETAIL_MEANING, diagnoseOptions, findAppSet, findingsBlock, noRolloutReply } from './rollout.js';
 import { unknownTarget } from './suggest.js';
 
-const USAGE = 'diagnose [APPSET] [instance=X]';
+const USAGE = 'diagnose [APPSET] [instance=X] [detail=true]';
 
 function summaryText(findings: Finding[], scope: string): ReplyBlock {
   if (!findings.length) return { kind: 'text', text: `${TONE_EMOJI.ok} No findings for ${scope}.`, tone: 'ok' };
@@ -31,8 +31,12 @@ function summaryText(findings: Finding[], scope: string): ReplyBlock {
 }
 
 export async function runDiagnose(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<'diagnose'>> {
-  checkOptions(cmd, ['instance'], USAGE);
+  checkOptions(cmd, ['instance', 'detail'], USAGE);
   checkPositional(cmd, 1, USAGE);
+  const detail = booleanOption(cmd, 'detail', DETAIL_MEANING);
+  // The same question with everything: a button in Slack, a command to type in a terminal.
+  const detailButton = (command: string): ReplyButton[] =>
+    detail ? [] : [{ label: 'Show detail', command: `${command} detail=true` }];
   const fleet = ctx.services.fleet;
   const opts = diagnoseOptions(ctx);
   const name = cmd.positional[0];
@@ -51,12 +55,13 @@ export async function runDiagnose(cmd: ParsedCommand, ctx: CommandContext): Prom
       instance: f.instance ?? target.instance,
     }));
     const blocks: ReplyBlock[] = [{ kind: 'header', text: title }, summaryText(findings, `\`${name}\``)];
-    const list = findingsBlock(findings, { max: 30 });
+    const list = findingsBlock(findings, { max: 30, detail });
     if (list) blocks.push(list);
     const suffix = fleet.appSetsNamed(name).length > 1 ? ` instance=${target.instance}` : '';
     blocks.push({
       kind: 'actions',
       buttons: [
+        ...(findings.length ? detailButton(`diagnose ${name}${suffix}`) : []),
         { label: 'Show rollout', command: `rollout ${name}${suffix}` },
         { label: 'Plan', command: `plan ${name}${suffix}` },
       ],
@@ -82,7 +87,8 @@ export async function runDiagnose(cmd: ParsedCommand, ctx: CommandContext): Prom
   ]
     .filter((f) => !instance || f.instance === instance)
     .sort((a, b) => SEVERITY_RANK[a.severity] - SEVERITY_RANK[b.severity]);
-  const title = `Diagnosis of ${plural(rolling.length, 'RollingSync appset')}${instance ? ` on ${instance}` : ''}`;
+  const scope = rolling.length ? plural(rolling.length, 'RollingSync appset') : 'the fleet';
+  const title = `Diagnosis of ${scope}${instance ? ` on ${instance}` : ''}`;
   const blocks: ReplyBlock[] = [{ kind: 'header', text: title }];
   if (!rolling.length && !findings.length) {
     blocks.push({
@@ -91,8 +97,8 @@ export async function runDiagnose(cmd: ParsedCommand, ctx: CommandContext): Prom
       tone: 'info',
     });
   } else {
-    blocks.push(summaryText(findings, rolling.length ? plural(rolling.length, 'RollingSync appset') : 'the fleet'));
-    const list = findingsBlock(findings, { withAppSet: true, max: 30 });
+    blocks.push(summaryText(findings, scope));
+    const list = findingsBlock(findings, { withAppSet: true, max: 30, detail });
     if (list) blocks.push(list);
     const worst = new Map<string, string>();
     for (const f of findings) {
@@ -100,11 +106,11 @@ export async function runDiagnose(cmd: ParsedCommand, ctx: CommandContext): Prom
       const ambiguous = fleet.appSetsNamed(f.appSet).length > 1 && f.instance;
       worst.set(`${f.instance}/${f.appSet}`, `rollout ${f.appSet}${ambiguous ? ` instance=${f.instance}` : ''}`);
     }
-    if (worst.size)
-      blocks.push({
-        kind: 'actions',
-        buttons: [...worst.values()].map((command) => ({ label: `Show ${command}`, command })),
-      });
+    const buttons = [
+      ...(findings.length ? detailButton(`diagnose${instance ? ` instance=${instance}` : ''}`) : []),
+      ...[...worst.values()].map((command) => ({ label: `Show ${command}`, command })),
+    ];
+    if (buttons.length) blocks.push({ kind: 'actions', buttons });
   }
   return { ok: true, command: 'diagnose', title, data: { appSets: rolling.length, findings }, blocks };
 }
@@ -119,6 +125,7 @@ export const diagnoseCommand: CommandSpec<'diagnose'> = {
     'Examples:',
     '`diagnose` — every appset with RollingSync',
     '`diagnose progressive-infra`',
+    "`diagnose detail=true` — each finding whole: the per-app messages, why, and the whole fix (by default: what is wrong and the fix's first step)",
     "Rules (RollingSync appsets, and apps down: Degraded after their sync, with the revision, or down longer than app-degraded's `after`):",
     ...FLEET_RULES.filter((r) => r.appSet || r.diagnoseFleet).map((r) => `\`${r.meta.id}\` — ${r.meta.title}`),
   ].join('\n'),

@@ -5,7 +5,7 @@ import type { ReplyBlock, ReplyButton } from '../core/reply.js';
 import type { ReplyOf } from './replies.js';
 import type { FleetApp } from '../fleet/model.js';
 import { appRef, argoApiFor, namedApp, withinLiveBudget } from './app.js';
-import { CommandError, checkOptions, checkPositional } from './parse.js';
+import { CommandError, booleanOption, checkOptions, checkPositional } from './parse.js';
 import type { CommandContext, CommandSpec, ParsedCommand } from './registry.js';
 import { suggest } from '../core/suggest.js';
 
@@ -23,15 +23,6 @@ function parseTail(raw: string | undefined): number {
     throw new CommandError('usage', `tail= takes a number of lines per pod from 1 to ${MAX_TAIL}; got \`${raw}\`.`);
   }
   return Number(raw);
-}
-
-function parsePrevious(raw: string | undefined): boolean {
-  if (raw === undefined || raw === 'false') return false;
-  if (raw === 'true') return true;
-  throw new CommandError(
-    'usage',
-    `previous= takes true or false (true: the container's previous run, what crashed); got \`${raw}\`.`,
-  );
 }
 
 const nodeName = (n: ResourceNode) => `${n.kind}/${n.name}`;
@@ -130,7 +121,7 @@ export async function runLogs(cmd: ParsedCommand, ctx: CommandContext): Promise<
     '`logs checkout-prod-eu` or `logs checkout-prod-eu deployment/checkout tail=100`',
   );
   const tail = parseTail(cmd.options.tail);
-  const previous = parsePrevious(cmd.options.previous);
+  const previous = booleanOption(cmd, 'previous', "the container's previous run, what crashed");
   const api = argoApiFor(ctx, found, 'logs');
   const ref = appRef(found);
   const tree = await withinLiveBudget(found.instance, api.resourceTree(ref));

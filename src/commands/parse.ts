@@ -200,6 +200,14 @@ export function checkOptions(cmd: ParsedCommand, allowed: readonly string[], usa
   }
 }
 
+/** A true/false option (`detail=true`); absent is false. `meaning` says what true does, for the error. */
+export function booleanOption(cmd: ParsedCommand, name: string, meaning: string): boolean {
+  const raw = cmd.options[name];
+  if (raw === undefined || raw === 'false') return false;
+  if (raw === 'true') return true;
+  throw new CommandError('usage', `${name}= takes true or false (true: ${meaning}); got \`${raw}\`.`);
+}
+
 /** At most `max` positional words. */
 export function checkPositional(cmd: ParsedCommand, max: number, usage: string): void {
   if (cmd.positional.length > max) {

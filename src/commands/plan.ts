@@ -10,7 +10,7 @@ import {
   diagnoseOptions,
   findAppSet,
   findingsBlock,
-  foldFinding,
+  findingHeadline,
   heldByBlock,
   noRolloutReply,
   pausedBlock,
@@ -73,7 +73,7 @@ export async function runPlan(cmd: ParsedCommand, ctx: CommandContext): Promise<
   if (stuck)
     blocks.push({
       kind: 'text',
-      text: `${TONE_EMOJI.error} *Blocked:* ${foldFinding(stuck.message)[0].replace(/\.$/, '')}. Nothing below happens until ${stuck.step !== undefined ? `step ${stuck.step}'s` : 'its'} failing apps are fixed.`,
+      text: `${TONE_EMOJI.error} *Blocked:* ${findingHeadline(stuck.message).replace(/\.$/, '')}. Nothing below happens until ${stuck.step !== undefined ? `step ${stuck.step}'s` : 'its'} failing apps are fixed.`,
       tone: 'error',
     });
   blocks.push({

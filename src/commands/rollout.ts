@@ -23,21 +23,24 @@ import {
   oneLine,
   plural,
   progressiveTone,
+  shorten,
   since,
-  truncate,
 } from '../core/format.js';
-import { CommandError, checkOptions, checkPositional } from './parse.js';
+import { CommandError, booleanOption, checkOptions, checkPositional } from './parse.js';
 import { type CommandContext, type ParsedCommand, type CommandSpec } from './registry.js';
 import type { Reply, ReplyBlock, ReplyButton, ReplyItem } from '../core/reply.js';
 import type { NoRolloutData, ReplyOf } from './replies.js';
 import { healthOf, isProblem, problemReason, syncOf } from '../fleet/status.js';
+import { shortReason } from '../fleet/groups.js';
 import { unknownTarget } from './suggest.js';
 import { PAUSED_AT, PAUSED_BY, PAUSE_RUN } from '../domain/runbooks/index.js';
 import { expressionText } from '../fleet/rollingsync.js';
 import { SEVERITY_RANK } from '../fleet/diagnose.js';
 
-const USAGE = 'rollout APPSET [instance=X]';
-const APPS_SHOWN_PER_STEP = 10;
+const USAGE = 'rollout APPSET [instance=X] [detail=true]';
+/** What `detail=true` adds, for the option's error and the help. */
+export const DETAIL_MEANING =
+  "each finding's per-app messages, why and whole fix, and every app not Healthy with its link";
 const IN_FLIGHT_RANK: Record<string, number> = { Progressing: 0, Pending: 1, Waiting: 2 };
 
 /** The appset named so (on one instance when given). Unknown and ambiguous names become CommandErrors. */
@@ -176,42 +179,57 @@ export function sortFindings(findings: Finding[]): Finding[] {
   return [...findings].sort((a, b) => SEVERITY_RANK[a.severity] - SEVERITY_RANK[b.severity]);
 }
 
-const FINDING_HEADLINE = 160;
+/** A finding's headline in the short view: about one line of a terminal, two of Slack. */
+const FINDING_HEADLINE = 140;
+const FINDING_FIX = 160;
 
 /**
- * A finding as a short headline and the rest: "Step 3 is stuck: 3 apps Pending/Progressing longer
- * than 15m" leads; the per-app messages (hundreds of characters of webhook errors) fold into the detail.
+ * What a finding says in one line: "Step 3 is stuck: 3 apps Pending/Progressing longer than 15m (…)" whole when
+ * it fits, else without its parenthesised lists; the per-app messages are in its details.
  */
-export function foldFinding(message: string): [string, string?] {
-  if (message.length <= FINDING_HEADLINE) return [message];
-  // The headline ends at the last clause break before the first quoted or parenthesised detail.
-  const detailAt = message.slice(0, FINDING_HEADLINE).search(/["(]/);
-  const cut = message.lastIndexOf(': ', detailAt > 0 ? detailAt : FINDING_HEADLINE);
-  if (cut > 20) return [message.slice(0, cut), message.slice(cut + 2)];
-  const space = message.lastIndexOf(' ', FINDING_HEADLINE);
-  return [`${message.slice(0, space > 20 ? space : FINDING_HEADLINE)}…`, message];
+export function findingHeadline(message: string): string {
+  return shorten(message, FINDING_HEADLINE);
 }
 
-/** One list of findings: severity emoji, rule, headline; the rest of the message, why and fix as the detail. */
+/** The first thing a fix says to do ("Sync 12 apps … with prune: sync auth-config-* prune=true"). */
+function firstStep(fix: string): string {
+  return shorten(
+    oneLine(fix)
+      .split(/;\s|\.\s+(?=[A-Z])/)[0]
+      .replace(/\.$/, ''),
+    FINDING_FIX,
+  );
+}
+
+/**
+ * One list of findings: severity emoji, rule, what is wrong. Short (the default): the headline, and for a critical
+ * finding or a warning the first step of its fix. With `detail`: the whole message, the per-app details, why and
+ * the whole fix, each once.
+ */
 export function findingsBlock(
   findings: Finding[],
-  opts: { withAppSet?: boolean; max?: number } = {},
+  opts: { withAppSet?: boolean; max?: number; detail?: boolean } = {},
 ): ReplyBlock | undefined {
   if (!findings.length) return undefined;
   const sorted = sortFindings(findings);
   const max = opts.max ?? 20;
   const items: ReplyItem[] = sorted.slice(0, max).map((f) => {
-    const [headline, rest] = foldFinding(f.message);
     const where = [
       opts.withAppSet && f.appSet ? `\`${f.appSet}\`${f.instance ? ` (${f.instance})` : ''}` : '',
       f.step !== undefined ? `step ${f.step}` : '',
     ]
       .filter(Boolean)
       .join(' · ');
+    const message = opts.detail ? oneLine(f.message) : findingHeadline(f.message);
+    const detail = opts.detail
+      ? [...(f.details ?? []), `Why: ${f.why}`, `Fix: ${f.fix}`].join('\n')
+      : f.severity === 'info'
+        ? undefined
+        : `Fix: ${firstStep(f.fix)}`;
     return {
-      text: `${SEVERITY_EMOJI[f.severity] ?? ''} *${f.rule}*${where ? ` · ${where}` : ''}: ${headline}`.trim(),
+      text: `${SEVERITY_EMOJI[f.severity] ?? ''} *${f.rule}*${where ? ` · ${where}` : ''}: ${message}`.trim(),
       tone: SEVERITY_TONE[f.severity] ?? 'info',
-      detail: [rest, ...(f.details ?? []), `Why: ${f.why}`, `Fix: ${f.fix}`].filter(Boolean).join('\n'),
+      ...(detail ? { detail } : {}),
     };
   });
   return { kind: 'list', title: 'Findings', items, total: findings.length };
@@ -221,10 +239,26 @@ function liveOf(fleet: FleetView, a: RolloutStepApp) {
   return fleet.appsNamed(a.name).find((x) => x.instance === a.instance);
 }
 
+/** Apps listed per step: the short view's are what the step waits on; the detail lists every one not Healthy. */
+const APPS_SHOWN = { short: 5, detail: 10 } as const;
+/** An app's reason in the short view: two lines of an 80-column terminal under the app. */
+const SHORT_REASON = 110;
+
+/**
+ * problemReason in a line: the failing resource's own message when there is one (Argo CD's operation message only
+ * wraps it, "one or more objects failed to apply, reason: …"), without URLs: what failed (the webhook) leads.
+ */
+function shortWhy(reason: string): string {
+  const parts = reason.split('; ');
+  const resource = parts.find((p) => /^[A-Z][A-Za-z]+\/\S+: /.test(p));
+  return shortReason(resource ?? parts[0], SHORT_REASON);
+}
+
 // Every app of a rollout lives on the appset's instance (named in the title), so lines show the cluster only.
 // The appset's status message says where RollingSync is ("moved to Progressing"); why the app is not
-// Healthy yet is in the app's own operation and health, so a failed sync shows that too.
-function appLine(a: RolloutStepApp, now: Date, fleet: FleetView): ReplyItem {
+// Healthy yet is in the app's own operation and health, so a failed sync shows that too. The short view keeps
+// the why, in a line, and leaves the name unlinked: a terminal prints a link's whole URL.
+function appLine(a: RolloutStepApp, now: Date, fleet: FleetView, detail: boolean): ReplyItem {
   const live = liveOf(fleet, a);
   const url = fleet.appUrl(a.instance, a.name, live?.app.metadata.namespace);
   const age = since(a.since, now);
@@ -237,19 +271,23 @@ function appLine(a: RolloutStepApp, now: Date, fleet: FleetView): ReplyItem {
     live && a.status !== 'Waiting' && (failed || isProblem(syncOf(live.app), healthOf(live.app)))
       ? problemReason(live.app, now)
       : '';
-  const lines = [
-    a.message ? oneLine(a.message) : '',
-    trouble ? `${failed ? `last sync ${phase}: ` : ''}${trouble}` : '',
-  ].filter(Boolean);
+  const why = trouble && `${failed ? `last sync ${phase}: ` : ''}${detail ? trouble : shortWhy(trouble)}`;
+  const lines = detail ? [a.message ? oneLine(a.message) : '', why].filter(Boolean) : why ? [why] : [];
   return {
-    text: `${link(a.name, url)} · ${a.cluster} · ${state}${age ? ` · for ${age}` : ''}`,
+    text: `${detail ? link(a.name, url) : code(a.name)} · ${a.cluster} · ${state}${age ? ` · for ${age}` : ''}`,
     tone: failed ? 'error' : progressiveTone(a.status),
-    detail: lines.length ? lines.map((l) => truncate(l, 240)).join('\n') : undefined,
-    ...(url ? { url } : {}),
+    detail: lines.length ? lines.join('\n') : undefined,
+    ...(url && detail ? { url } : {}),
   };
 }
 
-function stepBlocks(step: RolloutStep, report: RolloutReport, now: Date, fleet: FleetView): ReplyBlock[] {
+function stepBlocks(
+  step: RolloutStep,
+  report: RolloutReport,
+  now: Date,
+  fleet: FleetView,
+  detail: boolean,
+): ReplyBlock[] {
   const counts: Record<string, number> = {};
   for (const a of step.apps) counts[a.status ?? 'Unknown'] = (counts[a.status ?? 'Unknown'] ?? 0) + 1;
   const current = report.currentStep === step.step;
@@ -270,13 +308,14 @@ function stepBlocks(step: RolloutStep, report: RolloutReport, now: Date, fleet: 
   const blocks: ReplyBlock[] = [
     {
       kind: 'text',
-      text: `${head}\n${tally}`,
+      text: `${head}${detail ? '\n' : ' · '}${tally}`,
       tone: current ? 'progress' : healthy ? 'ok' : step.apps.length ? 'info' : 'warn',
     },
   ];
-  // Waiting apps of later steps are expected; the interesting ones are in flight or in the current step.
+  // Waiting apps of later steps are expected; the interesting ones are in flight or in the current step. The short
+  // view lists only what the step waits on (its tally counts the apps waiting their turn).
   const notHealthy = step.apps
-    .filter((a) => a.status !== 'Healthy' && (current || a.status !== 'Waiting'))
+    .filter((a) => a.status !== 'Healthy' && (current || a.status !== 'Waiting') && (detail || a.status !== 'Waiting'))
     // In flight first (what the step waits on), longest in state first.
     .sort(
       (a, b) =>
@@ -286,7 +325,7 @@ function stepBlocks(step: RolloutStep, report: RolloutReport, now: Date, fleet: 
   if (notHealthy.length) {
     blocks.push({
       kind: 'list',
-      items: notHealthy.slice(0, APPS_SHOWN_PER_STEP).map((a) => appLine(a, now, fleet)),
+      items: notHealthy.slice(0, APPS_SHOWN[detail ? 'detail' : 'short']).map((a) => appLine(a, now, fleet, detail)),
       total: notHealthy.length,
     });
   }
@@ -307,7 +346,39 @@ export function pausedBlock(target: FleetAppSet, now: Date): ReplyBlock | undefi
   };
 }
 
-export function rolloutBlocks(report: RolloutReport, fleet: FleetView, now: Date, title: string): ReplyBlock[] {
+/**
+ * The rollout's findings. The short view lists those that need a hand (critical, warning) and names the rest in
+ * one line; diagnose and `detail=true` list them all.
+ */
+function rolloutFindings(findings: Finding[], detail: boolean): ReplyBlock {
+  if (!findings.length)
+    return { kind: 'context', text: `${TONE_EMOJI.ok} diagnose found nothing wrong with this rollout.` };
+  const info = detail ? [] : findings.filter((f) => f.severity === 'info');
+  const listed = findings.filter((f) => !info.includes(f));
+  const list = (findingsBlock(listed, { detail }) ?? {
+    kind: 'list',
+    title: 'Findings',
+    items: [],
+    total: 0,
+  }) as Extract<ReplyBlock, { kind: 'list' }>;
+  if (info.length) {
+    const rules = [...new Set(info.map((f) => f.rule))].join(', ');
+    list.items.push({
+      text: `${plural(info.length, 'more finding')} of severity info (${rules}): \`detail=true\` lists them`,
+      tone: 'info',
+    });
+    list.total = (list.total ?? 0) + 1;
+  }
+  return list;
+}
+
+export function rolloutBlocks(
+  report: RolloutReport,
+  fleet: FleetView,
+  now: Date,
+  title: string,
+  detail = false,
+): ReplyBlock[] {
   const appCount = report.steps.reduce((n, s) => n + s.apps.length, 0) + report.unmatched.length;
   const blocks: ReplyBlock[] = [{ kind: 'header', text: title }];
   const current = report.complete
@@ -317,11 +388,19 @@ export function rolloutBlocks(report: RolloutReport, fleet: FleetView, now: Date
       : 'not reported (no RolloutProgressing condition on the appset)';
   blocks.push({
     kind: 'fields',
-    fields: [
-      { label: 'Strategy', value: `${report.strategy}, ${plural(report.steps.length, 'step')}` },
-      { label: 'Current step', value: current },
-      { label: 'Apps', value: formatCount(appCount) },
-    ],
+    fields: detail
+      ? [
+          { label: 'Strategy', value: `${report.strategy}, ${plural(report.steps.length, 'step')}` },
+          { label: 'Current step', value: current },
+          { label: 'Apps', value: formatCount(appCount) },
+        ]
+      : [
+          {
+            label: 'Strategy',
+            value: `${report.strategy}, ${plural(report.steps.length, 'step')}, ${plural(appCount, 'app')}`,
+          },
+          { label: 'Current step', value: current },
+        ],
   });
   if (report.waitingOn) {
     const w = report.waitingOn;
@@ -331,15 +410,18 @@ export function rolloutBlocks(report: RolloutReport, fleet: FleetView, now: Date
       .filter((a) => waiting.has(a.name) && (a.status === 'Progressing' || a.status === 'Pending'))
       .map((a) => a.name);
     const queued = w.apps.length - inFlight.length;
+    // The short view lists the apps in flight under their step.
     const names = (list: string[]) =>
-      list.slice(0, 6).map(code).join(', ') + (list.length > 6 ? ` and ${list.length - 6} more` : '');
+      detail
+        ? ` (${list.slice(0, 6).map(code).join(', ')}${list.length > 6 ? ` and ${list.length - 6} more` : ''})`
+        : '';
     // On a manual gate nothing is queued: those apps move only when someone syncs them.
     const queuedText =
       step?.maxConcurrent === 0
         ? `${formatCount(queued)} waiting for a hand sync (manual gate)`
         : `${formatCount(queued)} waiting their turn`;
     const parts = [
-      inFlight.length ? `${formatCount(inFlight.length)} in flight (${names(inFlight)})` : '',
+      inFlight.length ? `${formatCount(inFlight.length)} in flight${names(inFlight)}` : '',
       queued ? queuedText : '',
     ].filter(Boolean);
     const age = since(w.since, now);
@@ -350,7 +432,15 @@ export function rolloutBlocks(report: RolloutReport, fleet: FleetView, now: Date
     });
   }
   if (report.heldBy) blocks.push(heldByBlock(report.heldBy));
-  for (const step of report.steps) blocks.push(...stepBlocks(step, report, now, fleet));
+  // In the short view, steps without apps to list are lines of one block, not paragraphs of their own.
+  let joinable: { kind: 'text'; text: string } | undefined;
+  for (const step of report.steps) {
+    const [head, ...apps] = stepBlocks(step, report, now, fleet, detail);
+    if (!detail && joinable && head.kind === 'text') joinable.text += `\n${head.text}`;
+    else blocks.push(head);
+    joinable = !detail && !apps.length && head.kind === 'text' ? (joinable ?? head) : undefined;
+    blocks.push(...apps);
+  }
   if (report.stale.length) {
     const names = report.stale.map((e) => `\`${e.name}\``);
     blocks.push({
@@ -364,14 +454,12 @@ export function rolloutBlocks(report: RolloutReport, fleet: FleetView, now: Date
       kind: 'list',
       title: `In no step: RollingSync never syncs these (${formatCount(report.unmatched.length)})`,
       items: report.unmatched
-        .slice(0, APPS_SHOWN_PER_STEP)
-        .map((a) => ({ ...appLine(a, now, fleet), tone: 'warn' as const })),
+        .slice(0, APPS_SHOWN[detail ? 'detail' : 'short'])
+        .map((a) => ({ ...appLine(a, now, fleet, detail), tone: 'warn' as const })),
       total: report.unmatched.length,
     });
   }
-  const findings = findingsBlock(report.findings);
-  if (findings) blocks.push(findings);
-  else blocks.push({ kind: 'context', text: `${TONE_EMOJI.ok} diagnose found nothing wrong with this rollout.` });
+  blocks.push(rolloutFindings(report.findings, detail));
   return blocks;
 }
 
@@ -382,8 +470,8 @@ export function diagnoseOptions(ctx: CommandContext): { stuckAfterMs: number; no
   };
 }
 
-export function targetName(cmd: ParsedCommand, usage: string, example: string): string {
-  checkOptions(cmd, ['instance'], usage);
+export function targetName(cmd: ParsedCommand, usage: string, example: string, options = ['instance']): string {
+  checkOptions(cmd, options, usage);
   checkPositional(cmd, 1, usage);
   const name = cmd.positional[0];
   if (!name) throw new CommandError('usage', `Which ApplicationSet? Usage: ${usage}, e.g. \`${example}\`.`);
@@ -391,7 +479,8 @@ export function targetName(cmd: ParsedCommand, usage: string, example: string): 
 }
 
 export async function runRollout(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<'rollout'>> {
-  const name = targetName(cmd, USAGE, 'rollout progressive-infra');
+  const name = targetName(cmd, USAGE, 'rollout progressive-infra', ['instance', 'detail']);
+  const detail = booleanOption(cmd, 'detail', DETAIL_MEANING);
   const fleet = ctx.services.fleet;
   const target = findAppSet(fleet, name, cmd.options.instance, 'rollout');
   const multiInstance = fleet.instances().length > 1;
@@ -400,12 +489,13 @@ export async function runRollout(cmd: ParsedCommand, ctx: CommandContext): Promi
   if (!isRollingSync(target.appSet))
     return noRolloutReply('rollout', fleet, target, title, diagnoseAppSet(fleet, target, opts));
   const report = buildRolloutReport(fleet, target, opts);
-  const blocks = rolloutBlocks(report, fleet, opts.now, title);
+  const blocks = rolloutBlocks(report, fleet, opts.now, title, detail);
   const paused = pausedBlock(target, opts.now);
   if (paused) blocks.splice(1, 0, paused);
   const suffix = fleet.appSetsNamed(name).length > 1 ? ` instance=${target.instance}` : '';
   const buttons: ReplyButton[] = [
-    { label: 'Refresh', command: `rollout ${name}${suffix}` },
+    { label: 'Refresh', command: `rollout ${name}${suffix}${detail ? ' detail=true' : ''}` },
+    ...(detail ? [] : [{ label: 'Show detail', command: `rollout ${name}${suffix} detail=true` }]),
     { label: 'Plan', command: `plan ${name}${suffix}` },
   ];
   const url = fleet.appSetUrl(target.instance, name);
@@ -428,6 +518,7 @@ export const rolloutCommand: CommandSpec<'rollout'> = {
     'Examples:',
     '`rollout progressive-infra`',
     '`rollout platform instance=argocd-eu` — when the appset exists on several instances',
+    '`rollout progressive-infra detail=true` — every app not Healthy with its link and message, each finding whole',
     'Per step: its match expressions (on the *generated Application* labels, not cluster labels), maxUpdate and what it means,',
     'and its apps that are not Healthy with their progressive status (Waiting → Pending → Progressing → Healthy) and time in state.',
     'Argo CD has no step timeout: an app whose sync failed stays Progressing and blocks every later step.',

@@ -175,12 +175,13 @@ function clusterBlocks(summary: FleetSummary, multiInstance: boolean): ReplyBloc
     const worst = withProblems
       .filter((c) => count(c) === most)
       .map((c) => (multiInstance ? `${c.instance}/${c.cluster}` : c.cluster));
-    return [
-      {
-        kind: 'context',
-        text: `Problems on ${formatCount(withProblems.length)} of ${plural(clusters.length, 'cluster')}; most on ${worst.slice(0, 3).join(', ')}${worst.length > 3 ? ` and ${formatCount(worst.length - 3)} more` : ''} (${plural(most, 'app')} each). Narrow with cluster=X.`,
-      },
-    ];
+    const reach = `Problems on ${formatCount(withProblems.length)} of ${plural(clusters.length, 'cluster')}`;
+    // "Most" only when some clusters have more than others; a single worst cluster has no "each".
+    const spread =
+      worst.length === withProblems.length
+        ? `, ${plural(most, 'app')} on each`
+        : `; most on ${worst.slice(0, 3).join(', ')}${worst.length > 3 ? ` and ${formatCount(worst.length - 3)} more` : ''} (${plural(most, 'app')}${worst.length > 1 ? ' each' : ''})`;
+    return [{ kind: 'context', text: `${reach}${spread}. Narrow with cluster=X.` }];
   }
   const blocks: ReplyBlock[] = [];
   const ranked = clusters.length > MAX_CLUSTERS_SHOWN ? [...clusters].sort((a, b) => count(b) - count(a)) : clusters;

@@ -229,15 +229,63 @@ export const HEALTH_ORDER = ['Healthy', 'Progressing', 'Suspended', 'Degraded', 
 export const PROGRESSIVE_ORDER = ['Healthy', 'Progressing', 'Pending', 'Waiting'] as const;
 
 /**
- * Cuts text to max characters (UTF-16 units, as Slack and JS count them) with an ellipsis, at the last
- * space when that keeps more than `minKept` of max, else mid-word. A short title can give up more
- * (0.5) to avoid a cut word; longer text keeps 0.6.
+ * Cuts text to max characters (UTF-16 units, as Slack and JS count them) with an ellipsis, at a space: never
+ * inside a word, a name or a URL, which cut short reads as another one. Only a text whose first word alone is
+ * longer than max is cut inside it. `keep: 'ends'` keeps the head and the tail (a Go error chain ends with its
+ * root cause: "...: dial tcp 10.0.0.7:443: connection refused"), joined by " … ".
  */
-export function truncate(text: string, max: number, minKept = 0.6): string {
+export function truncate(text: string, max: number, keep: 'head' | 'ends' = 'head'): string {
   if (text.length <= max) return text;
-  const cut = text.slice(0, pairSafeEnd(text, max - 1));
-  const space = cut.lastIndexOf(' ');
-  return `${space > max * minKept ? cut.slice(0, space) : cut}…`;
+  if (keep === 'ends') {
+    const tail = tailAtSpace(text, Math.floor(max * 0.45));
+    const head = headAtSpace(text, max - tail.length - 3);
+    if (head && tail) return `${head} … ${tail}`;
+  }
+  return `${headAtSpace(text, max - 1) || text.slice(0, pairSafeEnd(text, max - 1))}…`;
+}
+
+/**
+ * A message said in at most max characters for a one-line summary: its parenthesised asides (name lists, values,
+ * examples) go first, the last one first, and only what still does not fit is cut, at a space.
+ */
+export function shorten(text: string, max: number): string {
+  let out = oneLine(text);
+  while (out.length > max) {
+    const aside = lastAside(out);
+    if (!aside) break;
+    out = `${out.slice(0, aside[0]).trimEnd()}${out.slice(aside[1])}`;
+  }
+  return truncate(out, max);
+}
+
+/** Start (with the space before it) and end of the last top-level " (...)" in text. */
+function lastAside(text: string): [number, number] | undefined {
+  let depth = 0;
+  let end = -1;
+  for (let i = text.length - 1; i >= 0; i--) {
+    if (text[i] === ')') {
+      if (depth++ === 0) end = i + 1;
+    } else if (text[i] === '(' && depth > 0 && --depth === 0 && i > 0 && text[i - 1] === ' ') return [i - 1, end];
+  }
+  return undefined;
+}
+
+/** The longest start of text of at most n units that ends where a word does ('' when the first word is longer). */
+function headAtSpace(text: string, n: number): string {
+  if (n <= 0) return '';
+  const cut = text.slice(0, pairSafeEnd(text, n));
+  if (/\s/.test(text[cut.length] ?? ' ')) return cut.trimEnd();
+  const space = cut.search(/\s\S*$/);
+  return space > 0 ? cut.slice(0, space).trimEnd() : '';
+}
+
+/** The longest end of text of at most n units that starts where a word does ('' when the last word is longer). */
+function tailAtSpace(text: string, n: number): string {
+  const from = text.length - n;
+  if (from <= 0) return text;
+  if (/\s/.test(text[from - 1])) return text.slice(from).trimStart();
+  const space = text.slice(from).search(/\s/);
+  return space >= 0 ? text.slice(from + space).trimStart() : '';
 }
 
 /** `end`, or one less when it would split an emoji's surrogate pair: half a pair renders as �. */

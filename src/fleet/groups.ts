@@ -2,6 +2,7 @@ import type { ApplicationSet, ApplicationSetApplicationStatus } from '../infra/a
 import type { FleetApp } from './model.js';
 import type { StatusProblem } from './status.js';
 import { isRollingSync } from './rollingsync.js';
+import { truncate } from '../core/format.js';
 import { appDown, syncFailed, waitingForStep } from './rules/index.js';
 
 /**
@@ -122,9 +123,10 @@ const RESOURCE_PREFIX = /^([A-Z][A-Za-z]+\/[a-z0-9.-]+) (?:Degraded|Missing|Prog
 
 /**
  * The first clause of a reason, shortened for a summary line: the resource moves behind its message,
- * and pod hashes, UIDs and URLs go (they differ per cluster and are one `app X` away).
+ * and pod hashes, UIDs and URLs go (they differ per cluster and are one `app X` away). `keep: 'ends'` keeps the
+ * end of a long one too: an error chain's root cause ("context deadline exceeded").
  */
-export function shortReason(reason: string, max = 110): string {
+export function shortReason(reason: string, max = 110, keep: 'head' | 'ends' = 'head'): string {
   let first = reason.split('; ')[0].trim();
   first = first.replace(CRASH_LOOP, 'CrashLoopBackOff: back-off restarting failed container');
   first = first.replace(QUOTED_URL, '').replace(UID, '').replace(POD_HASH, '$1');
@@ -134,12 +136,7 @@ export function shortReason(reason: string, max = 110): string {
     .replace(/\s+/g, ' ')
     .replace(/\s+([:,)])/g, '$1')
     .trim();
-  if (first.length > max) {
-    const cut = first.slice(0, max - 1);
-    const space = cut.lastIndexOf(' ');
-    first = `${space > max * 0.6 ? cut.slice(0, space) : cut}…`;
-  }
-  return first;
+  return truncate(first, max, keep);
 }
 
 /**

@@ -470,9 +470,6 @@ export function splitText(text: string, max: number): string[] {
   return visible.length ? visible : ['_(empty)_'];
 }
 
-/** A modal title has 24 characters: it may give up half of them to end on a whole word. */
-const MODAL_TITLE_KEPT = 0.5;
-
 /**
  * Meets a Slack limit exactly: the first max - 1 characters and an ellipsis, wherever that falls (code,
  * labels and guards on text the commands already shortened at a word).
@@ -523,7 +520,7 @@ export function renderReplyModal(reply: Reply, opts: { commandText?: string; pag
   const rendered = renderBlocks(reply, { ...opts, maxBlocks: SLACK_LIMITS.viewBlocks });
   return {
     type: 'modal',
-    title: { type: 'plain_text', text: truncate(reply.title || 'rollcall', SLACK_LIMITS.modalTitle, MODAL_TITLE_KEPT) },
+    title: { type: 'plain_text', text: truncate(reply.title || 'rollcall', SLACK_LIMITS.modalTitle) },
     close: { type: 'plain_text', text: 'Close' },
     blocks: rendered.blocks,
   };
@@ -542,7 +539,7 @@ export function renderFormModal(form: FormSpec, privateMetadata = ''): ModalView
   return {
     type: 'modal',
     callback_id: `${FORM_CALLBACK_PREFIX}${form.action}`.slice(0, SLACK_LIMITS.id),
-    title: { type: 'plain_text', text: truncate(form.title || 'rollcall', SLACK_LIMITS.modalTitle, MODAL_TITLE_KEPT) },
+    title: { type: 'plain_text', text: truncate(form.title || 'rollcall', SLACK_LIMITS.modalTitle) },
     submit: { type: 'plain_text', text: cutToLimit(form.submitLabel ?? 'Preview', SLACK_LIMITS.modalTitle) },
     close: { type: 'plain_text', text: 'Cancel' },
     private_metadata: privateMetadata.slice(0, SLACK_LIMITS.privateMetadata),

@@ -180,20 +180,49 @@ describe('rollout', () => {
       expect(Object.keys(f)).toEqual(expect.arrayContaining(['rule', 'severity', 'message', 'why', 'fix']));
   });
 
-  it('shows each step with its expressions and meaning, what it waits on and since when', async () => {
+  it('shows each step with its expressions and meaning, what it waits on and since when, in a screen', async () => {
     const reply = await runRollout(parseCommand('rollout progressive-infra'), c());
+    const text = renderText(reply);
+    expect(text).toContain('Waiting on step 2 since 42m: 1 in flight');
+    expect(text).toMatch(
+      /▶ Step 2 \(current\) · env In \[canary\] · 1 at a time \(maxUpdate 1\) · 2 apps: Healthy 1 · Progressing 1/,
+    );
+    expect(text).toMatch(/Step 3 · env In \[prod\] · 50% → 1 at a time \(maxUpdate 50%\)/);
+    // The app in flight with why, in a line; no URL, and not the appset's status message.
+    expect(text).toMatch(
+      /✖ infra-canary-2 · canary-1 · Progressing · Synced\/Degraded · for 42m\n {6}last sync Failed: \S/,
+    );
+    expect(text).not.toContain('Pending to Progressing');
+    expect(text).not.toMatch(/https?:\/\/\S+\/applications\//);
+    expect(text).toContain('In no step: RollingSync never syncs these (1)');
+    expect(text).toMatch(/‼ stuck-step|⚠ stuck-step/);
+    expect(text).toContain('→ try: rollout progressive-infra detail=true');
+    expect(text).toContain('→ try: plan progressive-infra');
+    // About a terminal screen, with the Refresh button's line, which dispatch leaves out after the command it repeats.
+    expect(text.trimEnd().split('\n').length).toBeLessThanOrEqual(30);
+  });
+
+  it('with detail=true: every app not Healthy with its link, the status message and the whole reason', async () => {
+    const reply = await runRollout(parseCommand('rollout progressive-infra detail=true'), c());
     const text = renderText(reply, { links: 'label' });
     expect(text).toContain('Waiting on step 2 since 42m: 1 in flight (infra-canary-2)');
     expect(text).toMatch(
       /▶ Step 2 \(current\) · env In \[canary\] · 1 at a time \(maxUpdate 1\)\n2 apps: Healthy 1 · Progressing 1/,
     );
-    expect(text).toMatch(/Step 3 · env In \[prod\] · 50% → 1 at a time \(maxUpdate 50%\)/);
     expect(text).toMatch(
       /✖ infra-canary-2 · canary-1 · Progressing · Synced\/Degraded · for 42m\n {6}.*Pending to Progressing\n {6}last sync Failed: one or more synchronization tasks completed unsuccessfully/,
     );
-    expect(text).toContain('In no step: RollingSync never syncs these (1)');
-    expect(text).toMatch(/‼ stuck-step|⚠ stuck-step/);
-    expect(text).toContain('→ try: plan progressive-infra');
+    expect(renderText(reply)).toMatch(/infra-canary-2 \(https?:\/\/\S+\/applications\/\S*infra-canary-2\)/);
+    expect(text).toMatch(/Why: .+\n {6}Fix: .+/);
+    const buttons = reply.blocks.flatMap((b) => (b.kind === 'actions' ? b.buttons : []));
+    expect(buttons.map((b) => b.label)).not.toContain('Show detail');
+  });
+
+  it('refuses detail= other than true or false, saying what it does', async () => {
+    await expect(runRollout(parseCommand('rollout progressive-infra detail=yes'), c())).rejects.toMatchObject({
+      code: 'usage',
+      message: expect.stringMatching(/^detail= takes true or false \(true: .+\); got `yes`\.$/),
+    });
   });
 
   it('takes stuckAfter from config.diagnose', async () => {
@@ -283,8 +312,15 @@ describe('diagnose', () => {
       expect.objectContaining({ apps: ['orphan-app'], message: 'App orphan-app is Missing (down for 10m).' }),
     ]);
     expect(findings.every((f) => f.instance === 'east')).toBe(true);
+    // Short: what is wrong and the fix's first step; the per-app lines, why and the whole fix behind detail=true.
     const list = reply.blocks.find((b) => b.kind === 'list') as Extract<ReplyBlock, { kind: 'list' }>;
-    expect(list.items[0].detail).toMatch(/Why: .+\nFix: .+/s);
+    expect(list.items[0].detail).toMatch(/^Fix: [^\n]+$/);
+    expect(renderText(reply)).toContain('→ try: diagnose detail=true');
+    const detailed = await runDiagnose(parseCommand('diagnose detail=true'), c());
+    const full = detailed.blocks.find((b) => b.kind === 'list') as Extract<ReplyBlock, { kind: 'list' }>;
+    expect(full.items[0].detail).toMatch(/Why: .+\nFix: .+/s);
+    expect(renderText(detailed)).not.toContain('detail=true');
+    expect(detailed.data).toEqual(reply.data);
   });
 
   it('for one appset returns its findings, the same as the rollout shows', async () => {

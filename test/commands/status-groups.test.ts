@@ -146,13 +146,20 @@ describe('plan and rollout on progressive-infra', () => {
     expect(text).toContain('Once unblocked, RollingSync will sync');
   });
 
-  it('shows the stuck-step finding as a short line, its per-app details folded below', async () => {
-    const reply = await dispatch('rollout progressive-infra', s.ctx());
-    const findings = reply.blocks.find((b) => b.kind === 'list' && b.title === 'Findings') as {
-      items: { text: string; detail?: string }[];
+  it('shows the stuck-step finding as a short line with its fix; detail=true adds the per-app lines', async () => {
+    const findingsOf = async (command: string) => {
+      const reply = await dispatch(command, s.ctx());
+      const list = reply.blocks.find((b) => b.kind === 'list' && b.title === 'Findings') as {
+        items: { text: string; detail?: string }[];
+      };
+      return { reply, stuck: list.items.find((i) => i.text.includes('stuck-step'))! };
     };
-    const stuck = findings.items.find((i) => i.text.includes('stuck-step'))!;
-    expect(stuck.text.length).toBeLessThan(200);
+    const short = await findingsOf('rollout progressive-infra');
+    expect(short.stuck.text.length).toBeLessThan(200);
+    expect(short.stuck.detail).toMatch(/^Fix: Fix what the operation and health messages point at, then sync the app/);
+    expect(short.stuck.detail).not.toContain('\n');
+
+    const { reply, stuck } = await findingsOf('rollout progressive-infra detail=true');
     expect(stuck.detail).toMatch(/^cert-manager-prod-2 Progressing for/);
     // One line per stuck app, none of them a wall of text, and Argo CD's quoted names never inside double quotes.
     const perApp = stuck.detail!.split('\n').filter((l) => / Progressing for /.test(l));
@@ -164,6 +171,95 @@ describe('plan and rollout on progressive-infra', () => {
     for (const line of stuck.detail!.split('\n')) expect(line.length).toBeLessThan(400);
     expect(stuck.detail).not.toMatch(/"[^"`]*"[^"`]*"[^"`]*"/);
     expect(renderText(reply)).not.toMatch(/"Internal error occurred: failed calling webhook "/);
+    // The headline is said once: the detail goes on from it, it does not repeat it.
+    expect(stuck.detail).not.toContain('Step 3 is stuck');
+  });
+});
+
+/** Lines a terminal of `width` columns shows for text. */
+function screenLines(text: string, width = 80): number {
+  return text
+    .trimEnd()
+    .split('\n')
+    .reduce((n, line) => n + Math.max(1, Math.ceil([...line].length / width)), 0);
+}
+
+describe('short by default, on the scenarios', () => {
+  const scenarios: Record<string, Scenario> = {};
+  beforeAll(async () => {
+    for (const name of ['progressive-infra', 'seed-outage']) scenarios[name] = await open(name);
+  }, 60_000);
+  afterAll(async () => {
+    for (const s of Object.values(scenarios)) await close(s);
+  });
+  const text = async (scenario: string, command: string) =>
+    renderText(await dispatch(command, scenarios[scenario].ctx()));
+
+  // Lines as printed, and as an 80-column terminal wraps them (before: 47 and 69 lines for the first).
+  it.each([
+    ['progressive-infra', 'rollout progressive-infra', 27, 37],
+    ['progressive-infra', 'rollout platform-addons', 27, 37],
+    ['progressive-infra', 'diagnose progressive-infra', 16, 24],
+    ['progressive-infra', 'diagnose platform-addons', 18, 28],
+    ['seed-outage', 'diagnose', 12, 16],
+  ])('%s: %s fits a terminal screen', async (scenario, command, lines, at80) => {
+    const short = await text(scenario, command);
+    expect(short.trimEnd().split('\n').length).toBeLessThanOrEqual(lines);
+    expect(screenLines(short)).toBeLessThanOrEqual(at80);
+    expect(short).toContain(`→ try: ${command} detail=true`);
+    const detailed = await text(scenario, `${command} detail=true`);
+    expect(detailed.length).toBeGreaterThan(short.length);
+  });
+
+  it('diagnose of the whole fleet stays within a screen per RollingSync appset, each headline said once', async () => {
+    const reply = await dispatch('diagnose', scenarios['progressive-infra'].ctx());
+    // Two RollingSync appsets.
+    expect(screenLines(renderText(reply))).toBeLessThanOrEqual(2 * 24);
+    for (const command of ['diagnose', 'diagnose detail=true']) {
+      const list = (await dispatch(command, scenarios['progressive-infra'].ctx())).blocks.find(
+        (b) => b.kind === 'list',
+      ) as { items: { text: string; detail?: string }[] };
+      expect(list.items).toHaveLength(9);
+      for (const item of list.items) {
+        const headline = item.text.split(': ').slice(1).join(': ').slice(0, 40);
+        expect(item.detail ?? '', `${command}: ${headline}`).not.toContain(headline);
+      }
+    }
+  });
+
+  it('offers the detail as a Show detail button in Slack, which runs the same command with detail=true', async () => {
+    for (const command of ['diagnose', 'rollout progressive-infra']) {
+      const reply = await dispatch(command, scenarios['progressive-infra'].ctx('slack'));
+      const blocks = JSON.stringify(renderBlocks(reply).blocks);
+      expect(blocks, command).toContain('"Show detail"');
+      const button = reply.blocks
+        .flatMap((b) => (b.kind === 'actions' ? b.buttons : []))
+        .find((b) => b.label === 'Show detail');
+      expect(button?.command).toBe(`${command} detail=true`);
+    }
+  });
+
+  it('cuts nothing mid-word or mid-URL, in the short view or the detail', async () => {
+    for (const command of [
+      'diagnose',
+      'diagnose detail=true',
+      'rollout progressive-infra',
+      'rollout progressive-infra detail=true',
+    ]) {
+      const out = await text('progressive-infra', command);
+      // An ellipsis comes after a whole word (or a closing quote or parenthesis), never inside a word or a URL.
+      for (const m of out.matchAll(/(\S*)…/g)) {
+        expect(m[1], `${command}: ${m[0]}`).not.toMatch(/:\/\/|\.svc|[a-z]{1,}[-.:/]$/);
+      }
+      expect(out, command).not.toMatch(/https?:\/\/[^\s)"]*…/);
+    }
+  });
+
+  it("seed-outage's diagnose names the crash loop and the fix in its first lines", async () => {
+    const short = await text('seed-outage', 'diagnose');
+    expect(short).toMatch(/degraded-after-sync .*CrashLoopBackOff/);
+    expect(short).toContain('Fix: Sync 12 apps in the same namespaces with prune: sync auth-config-prod-* prune=true');
+    expect(short).not.toContain('auth-service-prod-us-west-2 (prod-us-west-2): Degraded');
   });
 });
 

@@ -194,6 +194,42 @@ describe('status', () => {
   });
 });
 
+describe('status: how far problems reach', () => {
+  /** `perCluster[i]` Degraded apps on cluster c<i>, each cluster with one healthy app besides. */
+  const reach = async (perCluster: number[]) => {
+    const apps = perCluster.flatMap((down, c) =>
+      Array.from({ length: down + 1 }, (_, i) =>
+        app({
+          name: `svc${i}-c${c}`,
+          clusterName: `c${c}`,
+          status: {
+            sync: { status: 'Synced' },
+            health: { status: i < down ? 'Degraded' : 'Healthy', lastTransitionTime: '2026-12-02T11:00:00Z' },
+          },
+        }),
+      ),
+    );
+    const reply = await status('status', StaticFleet.fromObjects([{ name: 'main', applications: apps }]));
+    return reply.blocks.find((b) => b.kind === 'context' && b.text.startsWith('Problems on'))!;
+  };
+
+  it('says how many apps each cluster has when every cluster has as many, with no "most on"', async () => {
+    expect(await reach([1, 1, 1, 1, 1])).toEqual({
+      kind: 'context',
+      text: 'Problems on 5 of 5 clusters, 1 app on each. Narrow with cluster=X.',
+    });
+  });
+
+  it('names the clusters with the most, "each" only when there are several', async () => {
+    expect(await reach([3, 1, 1, 1, 0])).toMatchObject({
+      text: 'Problems on 4 of 5 clusters; most on c0 (3 apps). Narrow with cluster=X.',
+    });
+    expect(await reach([2, 2, 1, 1, 1])).toMatchObject({
+      text: 'Problems on 5 of 5 clusters; most on c0, c1 (2 apps each). Narrow with cluster=X.',
+    });
+  });
+});
+
 describe('summarizeApps', () => {
   it('counts an app with status but no sync or health block under Unknown', () => {
     const odd = { ...eastApps[0], status: { reconciledAt: '2026-12-02T11:00:00Z' } };

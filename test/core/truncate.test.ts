@@ -9,9 +9,16 @@ describe('truncate (core): a word cut', () => {
   it.each([
     ['under the limit', 'deploy payments', 20, 'deploy payments'],
     ['exactly at the limit', 'deploy payments', 15, 'deploy payments'],
-    ['over, ending at the last space before the cut', 'deploy payments now please', 20, 'deploy payments…'],
+    ['over, ending at the last space before the cut', 'deploy payments now please', 18, 'deploy payments…'],
     ['over, one long word: cut mid-word', 'x'.repeat(30), 10, `${'x'.repeat(9)}…`],
-    ['over, the last space too early (≤ 60%): cut mid-word', 'ab cdefghijklmnop', 10, 'ab cdefgh…'],
+    ['over, the only space early: still at the space, never mid-word', 'ab cdefghijklmnop', 10, 'ab…'],
+    [
+      'a URL is never cut: the text ends before it',
+      'failed: Post https://webhook.svc:443/validate',
+      30,
+      'failed: Post…',
+    ],
+    ['the cut falling on a space keeps the whole last word', 'deploy payments now', 16, 'deploy payments…'],
     ['multi-byte letters count one each', 'éééé éééé éééé', 12, 'éééé éééé…'],
     ['never half an emoji', `ab${GRIN}${GRIN}${GRIN}`, 5, `ab${GRIN}…`],
     ['an emoji just fitting is kept whole', `abc${GRIN}defgh`, 6, `abc${GRIN}…`],
@@ -21,11 +28,23 @@ describe('truncate (core): a word cut', () => {
     expect(out.length).toBeLessThanOrEqual(max);
   });
 
-  it('a lower minKept keeps a word cut that 0.6 would give up', () => {
-    // The last space before the cut is at 13 of 24: above half, below 60%.
-    const title = 'Rollback auth payments-service-eu';
-    expect(truncate(title, 24)).toBe('Rollback auth payments-…');
-    expect(truncate(title, 24, 0.5)).toBe('Rollback auth…');
+  it('a modal-sized title ends on a whole word', () => {
+    expect(truncate('Rollback auth payments-service-eu', 24)).toBe('Rollback auth…');
+  });
+
+  it("keep 'ends': the head and the root cause at the tail, each whole words, within max", () => {
+    const chain =
+      'Internal error occurred: failed calling webhook "webhook.cert-manager.io": failed to call webhook: Post "https://cert-manager-webhook.cert-manager.svc:443/validate?timeout=30s": context deadline exceeded';
+    const out = truncate(chain, 120, 'ends');
+    expect(out.length).toBeLessThanOrEqual(120);
+    expect(out).toMatch(/^Internal error occurred: failed calling webhook .* … .*context deadline exceeded$/);
+    // Every word of the result is a whole word of the chain: nothing cut inside the URL or a name.
+    const words = new Set(chain.split(' '));
+    for (const word of out.split(' ').filter((w) => w !== '…')) expect(words).toContain(word);
+  });
+
+  it("keep 'ends' on text without spaces falls back to a head cut", () => {
+    expect(truncate('x'.repeat(30), 10, 'ends')).toBe(`${'x'.repeat(9)}…`);
   });
 });
 

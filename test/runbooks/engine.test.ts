@@ -30,6 +30,32 @@ const ctx = (user: string, extra: Partial<CommandContext> = {}): CommandContext 
 const runs = () => h!.engine.runs as RunService;
 
 describe('runbook engine with bulk-sync', () => {
+  it('previews identical prunes as one line with their count, and its parameters once', async () => {
+    h = await harness(
+      clusters.map((c) => makeApp(`auth-config-${c}`, c, { prunable: ['auth-config-v2-session-flags'] })),
+    );
+    const preview = await dispatch('sync auth-config-* prune=true', ctx('U_OP'));
+    expect(preview.ok, JSON.stringify(preview.error)).toBe(true);
+    const prune = preview.blocks.find((b) => b.kind === 'list' && b.title === 'What prune deletes') as {
+      items: { text: string; detail?: string }[];
+    };
+    expect(prune.items).toEqual([
+      {
+        text: '3 × ConfigMap/default/auth-config-v2-session-flags',
+        detail: expect.stringMatching(/^one in each of 3 apps: auth-config-prod-eu1, auth-config-prod-eu2, /),
+        tone: 'warn',
+      },
+    ]);
+    const text = renderText(preview);
+    // One page, the parameters said once (on the "Requested by" line), every app of the wave named.
+    expect(text).not.toMatch(/Page \d of/);
+    expect(text.match(/concurrency=10/g)).toHaveLength(1);
+    expect(text.match(/onFailure=pause/g)).toHaveLength(2); // the parameters, and "If a wave fails: … (onFailure=pause)"
+    expect(text).toMatch(
+      /Wave 1\/1: all · 3 apps · all at a time\nauth-config-prod-eu1, auth-config-prod-eu2, auth-config-prod-us1/,
+    );
+  });
+
   it('previews exactly, then syncs each selected app once with prune, skipping synced ones, and audits it', async () => {
     h = await harness([
       ...authConfigs(),
@@ -57,10 +83,9 @@ describe('runbook engine with bulk-sync', () => {
       value: '3 resources in 3 apps',
     });
     const lists = preview.blocks.flatMap((b) => (b.kind === 'list' ? [b.title ?? ''] : []));
-    expect(lists[0]).toMatch(/^Prune would delete 3 resource\(s\) in 3 app\(s\)/);
-    expect(lists.slice(1).every((t) => t.startsWith('Wave '))).toBe(true);
+    expect(lists).toEqual(['What prune deletes']);
     expect(renderText(preview, { itemsPerPage: 2 })).toMatch(
-      /Prune deletes:\s+3 resources in 3 apps[\s\S]*Prune would delete[\s\S]*old-prod-eu1[\s\S]*Page 1 of/,
+      /Prune deletes:\s+3 resources in 3 apps[\s\S]*What prune deletes[\s\S]*old-prod-eu1[\s\S]*Wave 1\/1[\s\S]*Page 1 of/,
     );
     // The params line says what this run will do: what was typed and the defaults in effect, not a refused word.
     const paramsLine = preview.blocks.find((b) => b.kind === 'context' && b.text.includes('params:'));

@@ -187,7 +187,7 @@ describe('bulk-sync check= and watch= in the preview', () => {
     expect(text).toContain(
       'watch every app this run synced for 10m (health, check error-rate, check latency-p99); a regression is said in the thread, raised as a regression alert, then rollcall will roll back every app this run synced',
     );
-    expect(text).toContain('check=error-rate,latency-p99 · watch=10m · onRegression=rollback');
+    expect(text).toMatch(/params: .*check=error-rate,latency-p99 .*watch=10m .*onRegression=rollback/);
     const preview = (reply.data as { preview: { verifiers: string[]; watchVerifiers: string[] } }).preview;
     expect(preview.verifiers).toEqual(['health', 'check error-rate', 'check latency-p99']);
     expect(preview.watchVerifiers).toEqual(['health', 'check error-rate', 'check latency-p99']);

@@ -3,7 +3,7 @@
  * health. Shared by the rules so every finding reads the same way.
  */
 import type { Application } from '../../infra/argocd/types.js';
-import { code, oneLine } from '../../core/format.js';
+import { code, oneLine, truncate } from '../../core/format.js';
 
 /** How many names a message lists before "+N more". */
 export const NAMES_SHOWN = 3;
@@ -26,13 +26,10 @@ export function unique<T>(items: T[]): T[] {
 /**
  * Argo CD's own words, as a code span: its messages quote names themselves (`Deployment.apps "payments" is
  * invalid`), so double quotes around them would nest. Go error chains put the root cause last ("...: dial
- * tcp ...: connection refused"): a long one keeps its head and tail.
+ * tcp ...: connection refused"): a long one keeps its head and tail, each ending at a space.
  */
 export function quote(text: string): string {
-  const flat = oneLine(text);
-  if (flat.length <= QUOTE_MAX) return code(flat);
-  const tail = Math.floor(QUOTE_MAX * 0.45);
-  return code(`${flat.slice(0, QUOTE_MAX - tail - 1)}…${flat.slice(flat.length - tail)}`);
+  return code(truncate(oneLine(text), QUOTE_MAX, 'ends'));
 }
 
 /** Operation phase/message, health, the first failing resource: what on-call needs to see why an app does not progress. */

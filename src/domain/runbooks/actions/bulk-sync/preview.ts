@@ -1,5 +1,6 @@
 import { RollcallError } from '../../../../core/errors.js';
-import { literal, plural, typedDuration } from '../../../../core/format.js';
+import { formatCount, literal, plural, typedDuration } from '../../../../core/format.js';
+import { nameList } from '../../../../fleet/rules/finding-text.js';
 import type { ReplyBlock, ReplyItem } from '../../../../core/reply.js';
 import type { FleetApp } from '../../../../fleet/model.js';
 import { selectApps } from '../../../../fleet/select.js';
@@ -30,6 +31,9 @@ export interface BulkSyncPlan {
     items: { app: string; cluster: string; resources: string[] }[];
   };
 }
+
+/** Apps named per wave in the preview; the plan in the run's data has them all. */
+const WAVE_APPS_SHOWN = 20;
 
 async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>) {
   let next = 0;
@@ -95,22 +99,30 @@ async function prunePreview(ctx: PreviewContext, apps: FleetApp[]): Promise<NonN
   };
 }
 
-function optionsText(o: BulkSyncInput): string {
-  const bits = [
-    `prune=${o.prune}`,
-    `dryRun=${o.dryRun}`,
-    `concurrency=${o.concurrency}`,
-    `gate=${o.gate}`,
-    `waveTimeout=${typedDuration(o.waveTimeout)}`,
-    ...(o.bake ? [`bake=${typedDuration(o.bake)}`] : []),
-    `onFailure=${o.onFailure}`,
-    ...(o.check ? [`check=${checkNamesOf(o).join(',')}`] : []),
-    ...(o.watch ? [`watch=${typedDuration(o.watch)}`, `onRegression=${o.onRegression}`] : []),
-  ];
-  if (o.revision) bits.push(`revision=${o.revision}`);
-  if (o.includeSynced) bits.push('includeSynced=true');
-  if (o.canary) bits.push(`canary=${o.canary}`);
-  return bits.join(' · ');
+/**
+ * What prune deletes, one line per distinct set of resources: the same ConfigMap left behind on 12 clusters is
+ * "12 × ConfigMap/identity/auth-config-v2", with the apps it is in, not 12 lines that differ only by app.
+ */
+function pruneItems(items: NonNullable<BulkSyncPlan['prune']>['items']): ReplyItem[] {
+  const groups = new Map<string, { resources: string[]; apps: typeof items }>();
+  for (const i of items) {
+    const key = i.resources.join('\n');
+    const group = groups.get(key) ?? { resources: i.resources, apps: [] };
+    group.apps.push(i);
+    groups.set(key, group);
+  }
+  return [...groups.values()]
+    .sort((a, b) => b.apps.length - a.apps.length)
+    .map(({ resources, apps }) => {
+      const what = resources.slice(0, 5).join(', ') + (resources.length > 5 ? ` and ${resources.length - 5} more` : '');
+      return apps.length === 1
+        ? { text: `${apps[0].app} (${apps[0].cluster})`, detail: what, tone: 'warn' as const }
+        : {
+            text: `${apps.length} × ${resources.length === 1 ? what : `(${what})`}`,
+            detail: `one in each of ${plural(apps.length, 'app')}: ${nameList(apps.map((a) => a.app))}`,
+            tone: 'warn' as const,
+          };
+    });
 }
 
 /**
@@ -226,7 +238,6 @@ function previewBlocks(input: BulkSyncInput, plan: BulkSyncPlan, toSync: number)
           : []),
       ],
     },
-    { kind: 'context', text: optionsText(input) },
   ];
   if (warnings.length)
     blocks.push({
@@ -237,26 +248,24 @@ function previewBlocks(input: BulkSyncInput, plan: BulkSyncPlan, toSync: number)
   // What prune deletes comes before the waves: on a long preview the waves fill the first page, and whoever
   // confirms from that page must have seen it.
   if (plan.prune?.items.length) {
+    // The counts are in the facts above; the list says what and where.
+    const items = pruneItems(plan.prune.items);
     blocks.push({
       kind: 'list',
-      title: `Prune would delete ${plan.prune.resources} resource(s) in ${plan.prune.apps} app(s)${plan.prune.sampled ? ` (checked ${plan.prune.sampled.checked} of ${plan.prune.sampled.of} apps without a resource list)` : ''}`,
-      items: plan.prune.items.slice(0, 15).map((i) => ({
-        text: `${i.app} (${i.cluster})`,
-        detail:
-          i.resources.slice(0, 5).join(', ') + (i.resources.length > 5 ? ` and ${i.resources.length - 5} more` : ''),
-        tone: 'warn',
-      })),
-      total: plan.prune.items.length,
+      title: `What prune ${input.dryRun ? 'would delete' : 'deletes'}${plan.prune.sampled ? ` (checked ${plan.prune.sampled.checked} of ${plan.prune.sampled.of} apps without a resource list)` : ''}`,
+      items: items.slice(0, 15),
+      total: items.length,
     });
   }
-  waves.forEach((w, i) =>
+  // A wave's apps as one paragraph of names: each name carries its cluster, and a line each pages a long preview.
+  waves.forEach((w, i) => {
+    const names = w.apps.slice(0, WAVE_APPS_SHOWN).map((a) => a.app);
+    const more = w.apps.length - names.length;
     blocks.push({
-      kind: 'list',
-      title: waveTitle(input, plan, i),
-      items: w.apps.slice(0, 20).map((a): ReplyItem => ({ text: `${a.app}`, detail: `${a.cluster} · ${a.instance}` })),
-      total: w.apps.length,
-    }),
-  );
+      kind: 'text',
+      text: `*${waveTitle(input, plan, i)}*\n${names.join(', ')}${more ? ` and ${formatCount(more)} more` : ''}`,
+    });
+  });
   return blocks;
 }
 
