@@ -1,9 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createClients } from '../../src/infra/argocd/client.js';
+import { ArgoClient, createClients } from '../../src/infra/argocd/client.js';
 import { dispatch } from '../../src/commands/index.js';
-import { configSchema } from '../../src/infra/config/schema.js';
+import { configSchema, instanceSchema } from '../../src/infra/config/schema.js';
 import { StaticFleet } from '../../src/fleet/model.js';
-import type { InstanceHealth } from '../../src/fleet/events.js';
+import { FleetMirror } from '../../src/fleet/mirror.js';
+import type { Services } from '../../src/commands/registry.js';
 import type { Fixture } from '../../src/sim/fixture-types.js';
 import type { SimServer } from '../../src/sim/server.js';
 import { renderText } from '../../src/views/text.js';
@@ -15,27 +16,6 @@ import { errorData, okAnswer } from '../support/replies.js';
 const BUDGET_MS = 300;
 /** What the simulator holds its answer back by: ten budgets, so an answer that waited for it cannot pass. */
 const SLOW_MS = 3000;
-
-/** A mirror whose watch of every instance broke at `brokeAt`: what it holds is that old. */
-class BrokenWatchFleet extends StaticFleet {
-  brokeAt?: string;
-  constructor() {
-    super(['east'], [{ name: 'east', uiUrl: 'https://east.argocd.example' }]);
-    const copy = StaticFleet.fromObjects([
-      { name: 'east', applications: structuredClone(eastApps), clusters: eastClusters },
-    ]);
-    this.load(copy.apps().slice(), copy.appSets().slice(), copy.clusters().slice());
-  }
-  override health(): InstanceHealth[] {
-    if (!this.brokeAt) return super.health();
-    return this.instances().map((instance) => ({
-      instance,
-      synced: false,
-      error: 'watch stream closed',
-      dataAsOf: this.brokeAt,
-    }));
-  }
-}
 
 // In an incident Argo CD's API is the first thing to slow down: answers come from the mirror within the budget,
 // saying the live part was cut and how old the mirror's data is; what only a live read can answer stays an error.
@@ -57,11 +37,14 @@ describe('answers when Argo CD is slow or down', () => {
 
   const east = () => sim.instances.find((i) => i.name === 'east')!;
 
-  function services(fleet = new BrokenWatchFleet()) {
+  function services() {
     const config = configSchema.parse({
       instances: [{ name: 'east', url: east().url, token: east().token, timeout: 10_000 }],
       answers: { budget: BUDGET_MS },
     });
+    const fleet = StaticFleet.fromObjects([
+      { name: 'east', applications: structuredClone(eastApps), clusters: eastClusters },
+    ]);
     return {
       config,
       fleet,
@@ -91,20 +74,6 @@ describe('answers when Argo CD is slow or down', () => {
     expect(reply.data.app.name).toBe('auth-prod-us1');
     expect(renderText(reply)).toContain(
       "⚠ Argo CD instance east did not answer within 0.3s; from the mirror, kept current by Argo CD's watch. Shown without resource health.",
-    );
-  });
-
-  it('says how old the mirror is when its watch is broken too: in the cut line and in the answer', async () => {
-    await simFault(sim, { kind: 'latency', ms: SLOW_MS, path: '/api/v1/applications/auth-prod-us1' });
-    const fleet = new BrokenWatchFleet();
-    fleet.brokeAt = new Date(NOW.getTime() - 40_000).toISOString();
-    const reply = okAnswer(await ask('app auth-prod-us1', services(fleet)), 'app');
-    const text = renderText(reply);
-    expect(text).toContain(
-      'Argo CD instance east did not answer within 0.3s; from the mirror, 40s old (its watch of east is broken).',
-    );
-    expect(text).toContain(
-      'Not in sync with Argo CD instance east (watch stream closed; showing its data from 40s ago)',
     );
   });
 
@@ -154,5 +123,61 @@ describe('answers when Argo CD is slow or down', () => {
     expect(renderText(reply)).toMatch(
       /⚠ Live lookup on east failed \(.+\); showing rollcall's last copy, from the mirror, kept current by Argo CD's watch, without resource health\./,
     );
+  });
+});
+
+// The real mirror, its watch broken by an Argo CD that answers 503: what it holds is as old as the break, and an
+// answer whose live read is cut says so with that age.
+describe('answers when Argo CD is down and the mirror is stale', () => {
+  let sim: SimServer | undefined;
+  let mirror: FleetMirror | undefined;
+  afterEach(async () => {
+    await mirror?.stop();
+    await sim?.stop();
+    mirror = sim = undefined;
+  });
+
+  it("says the mirror's age in the cut line and in the answer's warning", async () => {
+    sim = await startTestSim({ fixture: 'sim-multi-instance.json', keepAliveMs: 50 });
+    const clients = new Map(
+      sim.instances.map((i) => [
+        i.name,
+        new ArgoClient(instanceSchema.parse({ name: i.name, url: i.url, token: i.token, timeout: 10_000 }), {
+          retry: { retries: 0, baseMs: 5, maxMs: 20 },
+          watch: { keepAliveMs: 200, backoff: { baseMs: 10, maxMs: 50 } },
+        }),
+      ]),
+    );
+    const clock = { now: new Date(NOW) };
+    mirror = new FleetMirror(clients, [], { relistDelayMs: 20, retryMs: 50, now: () => clock.now });
+    await mirror.start();
+    const services: Services = {
+      config: configSchema.parse({
+        instances: sim.instances.map((i) => ({ name: i.name, url: i.url, token: i.token })),
+        answers: { budget: BUDGET_MS },
+      }),
+      fleet: mirror,
+      argocd: clients,
+      now: () => clock.now,
+    };
+    const name = mirror.apps().find((a) => a.instance === 'prod')!.app.metadata.name;
+
+    // prod's lists answer 503 and its streams drop: the watch is broken from NOW on.
+    await simFault(sim, { instance: 'prod', kind: 'http5xx', status: 503, path: '/api/v1/applications' });
+    await simFault(sim, { instance: 'prod', kind: 'dropStreams' });
+    const prod = () => mirror!.health().find((h) => h.instance === 'prod')!;
+    await expect.poll(() => prod().synced, { timeout: 5000 }).toBe(false);
+    expect(prod().dataAsOf).toBe(NOW.toISOString());
+
+    // 40 s later the app's own Get is slow.
+    clock.now = new Date(NOW.getTime() + 40_000);
+    await simFault(sim, { instance: 'prod', kind: 'latency', ms: SLOW_MS, path: `/api/v1/applications/${name}` });
+    const reply = okAnswer(await dispatch(`app ${name}`, { services, user: 'U1', surface: 'terminal' }), 'app');
+    expect(reply.data.app.live).toBe(false);
+    const text = renderText(reply);
+    expect(text).toContain(
+      'Argo CD instance prod did not answer within 0.3s; from the mirror, 40s old (its watch of prod is broken).',
+    );
+    expect(text).toMatch(/Not in sync with Argo CD instance prod \(.+; showing its data from 40s ago\)/);
   });
 });
