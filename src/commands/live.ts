@@ -36,16 +36,11 @@ function currentBudget(): AnswerBudget {
   return budgets.getStore() ?? { ms: ANSWER_BUDGET_MS, deadline: performance.now() + ANSWER_BUDGET_MS };
 }
 
-/** "2.5s" */
-function secondsOf(ms: number): string {
-  return `${Math.round(ms / 100) / 10}s`;
-}
-
 /** A live read that the answer's budget cut (an Argo CD timeout): Argo CD may still answer it, later than anyone waits. */
 export class LiveReadCut extends ArgoError {
   constructor(instance: string, budgetMs: number) {
     super(
-      `no answer within ${secondsOf(budgetMs)}, this answer's budget for its live reads; try again, or check the instance's health.`,
+      `no answer within ${budgetMs / 1000}s, this answer's budget for its live reads; try again, or check the instance's health.`,
       { kind: 'timeout', instance },
     );
   }
@@ -110,5 +105,5 @@ export function mirrorAge(fleet: FleetView, instance: string, now: Date): string
 
 /** "Argo CD did not answer within 2.5s; from the mirror, 40s old": the line an answer cut short carries. */
 export function cutLine(fleet: FleetView, instance: string, now: Date): string {
-  return `Argo CD instance ${instance} did not answer within ${secondsOf(currentBudget().ms)}; ${mirrorAge(fleet, instance, now)}.`;
+  return `Argo CD instance ${instance} did not answer within ${currentBudget().ms / 1000}s; ${mirrorAge(fleet, instance, now)}.`;
 }
