@@ -139,7 +139,7 @@ export async function liveApp(
   const api = ctx.services.argocd?.get(fa.instance);
   if (!api) return { app: fa.app, live: false };
   try {
-    return { app: await withinLiveBudget(fa.instance, api.getApplication(appRef(fa))), live: true };
+    return { app: await withinLiveBudget(fa.instance, () => api.getApplication(appRef(fa))), live: true };
   } catch (error) {
     // An instance that answers what is not Argo CD's is broken, not slow: the last copy would hide that.
     if (isArgoError(error, 'bad_response')) throw error;
@@ -197,7 +197,7 @@ async function warningEvents(
       );
       return lists.flatMap((l) => l.items);
     };
-    const items = await withinLiveBudget(fa.instance, lookup());
+    const items = await withinLiveBudget(fa.instance, lookup);
     const events = items
       .filter((e) => e.type === 'Warning')
       .map((e) => ({

@@ -61,8 +61,7 @@ async function metadataOf(
     .slice(0, METADATA_LOOKUPS);
   let failed = 0;
   let cut = false;
-  await withinLiveBudget(
-    fa.instance,
+  await withinLiveBudget(fa.instance, () =>
     Promise.all(
       lookups.map(async (l) => {
         try {

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ArgoApi } from '../infra/argocd/api.js';
 import { ArgoError } from '../infra/argocd/errors.js';
+import { cutRequestsWith } from '../infra/http/transport.js';
 import type { FleetApp, FleetView } from '../fleet/model.js';
 import { since } from '../core/format.js';
 import { CommandError } from './parse.js';
@@ -67,23 +68,28 @@ export function argoApiFor(ctx: CommandContext, fa: FleetApp, command: string): 
 
 /**
  * A live call that must not hold the answer up: it fails as an Argo CD timeout once the command's answer budget is
- * spent (shared by every live read of the answer, so three reads in a row cannot take three budgets).
+ * spent (shared by every live read of the answer, so three reads in a row cannot take three budgets), and its
+ * requests still in flight are aborted then. A budget already spent starts no read at all.
  */
-export async function withinLiveBudget<T>(instance: string, work: Promise<T>): Promise<T> {
+export async function withinLiveBudget<T>(instance: string, work: () => Promise<T>): Promise<T> {
   const budget = currentBudget();
-  // The read goes on after a cut; its late failure must not surface as an unhandled rejection.
-  work.catch(() => undefined);
-  // A budget already spent is not waited on again: the answer goes out with what it has.
   if (budget.deadline <= performance.now()) throw new LiveReadCut(instance, budget.ms);
+  const cut = new AbortController();
+  const running = cutRequestsWith(cut.signal, work);
+  // The aborted requests fail after the cut has answered: nobody is left to hear it.
+  running.catch(() => undefined);
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new LiveReadCut(instance, budget.ms)),
+      () => {
+        reject(new LiveReadCut(instance, budget.ms));
+        cut.abort();
+      },
       Math.max(0, budget.deadline - performance.now()),
     );
   });
   try {
-    return await Promise.race([work, deadline]);
+    return await Promise.race([running, deadline]);
   } finally {
     clearTimeout(timer);
   }

@@ -133,7 +133,7 @@ export async function runLogs(cmd: ParsedCommand, ctx: CommandContext): Promise<
   const previous = parsePrevious(cmd.options.previous);
   const api = argoApiFor(ctx, found, 'logs');
   const ref = appRef(found);
-  const tree = await withinLiveBudget(found.instance, api.resourceTree(ref));
+  const tree = await withinLiveBudget(found.instance, () => api.resourceTree(ref));
   const nodes = tree.nodes ?? [];
   const pods = nodes.filter((n) => n.kind === 'Pod' && !n.group);
   if (!pods.length) {
@@ -145,8 +145,7 @@ export async function runLogs(cmd: ParsedCommand, ctx: CommandContext): Promise<
     );
   }
   const selection = resource ? resourceQuery(name, resource, nodes) : {};
-  const entries = await withinLiveBudget(
-    found.instance,
+  const entries = await withinLiveBudget(found.instance, () =>
     api.podLogs(ref, { ...selection, container, tailLines: tail, previous, follow: false }),
   );
 
@@ -157,7 +156,9 @@ export async function runLogs(cmd: ParsedCommand, ctx: CommandContext): Promise<
     const invalidContainer =
       container !== undefined && refusals.some((r) => r.startsWith(`container ${container} is not valid`));
     if (invalidContainer) {
-      const known = await withinLiveBudget(found.instance, declaredContainers(api, ref)).catch(() => [] as string[]);
+      const known = await withinLiveBudget(found.instance, () => declaredContainers(api, ref)).catch(
+        () => [] as string[],
+      );
       const where = resource ? `${name} ${resource}` : name;
       throw new CommandError(
         'unknown_target',

@@ -1,3 +1,4 @@
+import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ArgoClient, createClients } from '../../src/infra/argocd/client.js';
 import { dispatch } from '../../src/commands/index.js';
@@ -37,6 +38,10 @@ describe('answers when Argo CD is slow or down', () => {
 
   const east = () => sim.instances.find((i) => i.name === 'east')!;
 
+  /** What the Argo CD client logged of its calls: how each ended. */
+  const calls: { msg: string; path?: string; code?: string }[] = [];
+  const logger = pino({ level: 'debug' }, { write: (line: string) => void calls.push(JSON.parse(line)) });
+
   function services() {
     const config = configSchema.parse({
       instances: [{ name: 'east', url: east().url, token: east().token, timeout: 10_000 }],
@@ -48,7 +53,7 @@ describe('answers when Argo CD is slow or down', () => {
     return {
       config,
       fleet,
-      argocd: createClients(config, { retry: { retries: 0, baseMs: 10, maxMs: 10 } }),
+      argocd: createClients(config, { retry: { retries: 0, baseMs: 10, maxMs: 10 }, logger }),
       now: () => NOW,
     };
   }
@@ -75,11 +80,17 @@ describe('answers when Argo CD is slow or down', () => {
     expect(renderText(reply)).toContain(
       "⚠ Argo CD instance east did not answer within 0.3s; from the mirror, kept current by Argo CD's watch. Shown without resource health.",
     );
+    // rollcall's Get was aborted at the cut, not left waiting on a slow Argo CD: it ended while the sim still held it.
+    await expect
+      .poll(() => calls.find((c) => c.path === '/applications/auth-prod-us1' && c.msg === 'argocd call failed'))
+      .toMatchObject({ code: 'ERR_CANCELED' });
+    expect(raw.settled()).toBe(false);
   });
 
   it('shares one budget across the live reads of an answer: once spent, later reads are not waited on', async () => {
     // Only the Get is slow; the revision metadata that follows would answer at once, but the budget is gone.
     await simFault(sim, { kind: 'latency', ms: SLOW_MS, path: '/api/v1/applications/auth-prod-us1' });
+    const before = calls.length;
     const reply = okAnswer(await ask('history auth-prod-us1'), 'history');
     const text = renderText(reply);
     expect(reply.data.live).toBe(false);
@@ -88,6 +99,8 @@ describe('answers when Argo CD is slow or down', () => {
     expect(text).toMatch(
       /Commit details of \d+ revisions were not read: Argo CD did not answer within this answer's budget\./,
     );
+    // Not sent at all: a spent budget starts no read.
+    expect(calls.slice(before).filter((c) => c.path?.includes('/metadata'))).toEqual([]);
   });
 
   it('answers `app` at once with the live read when Argo CD is quick, the same budget in force', async () => {
