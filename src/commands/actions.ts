@@ -70,7 +70,7 @@ export async function runActions(cmd: ParsedCommand, ctx: CommandContext): Promi
   const fa = namedApp(cmd, ctx, 'actions', USAGE, '`actions storefront-prod-eu-west-1`');
   const resource = targetResource(fa, cmd.positional[1]);
   const api = argoApiFor(ctx, fa, 'actions');
-  const offered = await withinLiveBudget(fa.instance, api.listResourceActions(appRef(fa), resource));
+  const offered = await withinLiveBudget(fa.instance, () => api.listResourceActions(appRef(fa), resource));
   // Argo CD serves them in Go map order: enabled first, then by name, reads the same every time.
   const actions = offered
     .map((a) => ({

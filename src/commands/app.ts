@@ -1,6 +1,6 @@
 import { isArgoError } from '../infra/argocd/errors.js';
-import { LIVE_LOOKUP_MS } from './live.js';
-export { LIVE_LOOKUP_MS, appRef, argoApiFor, withinLiveBudget } from './live.js';
+import { LiveReadCut, appRef, cutLine, mirrorAge, withinLiveBudget } from './live.js';
+export { appRef, argoApiFor, withinLiveBudget } from './live.js';
 import type { Application, ApplicationSource } from '../infra/argocd/types.js';
 import { rolloutEntry } from '../fleet/groups.js';
 import type { FleetApp, FleetView } from '../fleet/model.js';
@@ -130,7 +130,7 @@ export function appDetail(fleet: FleetView, fa: FleetApp): AppDetail {
 /**
  * The app as a Get returns it. Argo CD 3.x leaves resource health out of List (and so out of the
  * mirror), while Get fills it in (argocd-facts B6): the unhealthy resource's message ("back-off
- * restarting failed container") is what on-call needs. Falls back to the mirror's copy, saying why.
+ * restarting failed container") is what on-call needs. Falls back to the mirror's copy, saying why and how old it is.
  */
 export async function liveApp(
   ctx: CommandContext,
@@ -138,24 +138,22 @@ export async function liveApp(
 ): Promise<{ app: Application; live: boolean; note?: string }> {
   const api = ctx.services.argocd?.get(fa.instance);
   if (!api) return { app: fa.app, live: false };
-  let timer: NodeJS.Timeout | undefined;
   try {
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${LIVE_LOOKUP_MS / 1000}s`)), LIVE_LOOKUP_MS);
-    });
-    const ref = { name: fa.app.metadata.name, appNamespace: fa.app.metadata.namespace, project: fa.app.spec?.project };
-    return { app: await Promise.race([api.getApplication(ref), timeout]), live: true };
+    return { app: await withinLiveBudget(fa.instance, () => api.getApplication(appRef(fa))), live: true };
   } catch (error) {
     // An instance that answers what is not Argo CD's is broken, not slow: the last copy would hide that.
     if (isArgoError(error, 'bad_response')) throw error;
+    const now = ctx.services.now?.() ?? new Date();
+    const fleet = ctx.services.fleet;
     const message = error instanceof Error ? error.message : String(error);
     return {
       app: fa.app,
       live: false,
-      note: `Live lookup on ${fa.instance} failed (${message}); showing rollcall's last copy, without resource health.`,
+      note:
+        error instanceof LiveReadCut
+          ? `${cutLine(fleet, fa.instance, now)} Shown without resource health.`
+          : `Live lookup on ${fa.instance} failed (${message}); showing rollcall's last copy, ${mirrorAge(fleet, fa.instance, now)}, without resource health.`,
     };
-  } finally {
-    clearTimeout(timer);
   }
 }
 
@@ -178,7 +176,7 @@ const WARNING_EVENTS_SHOWN = 5;
 /**
  * The recent Warning events of the app's failing resources: the Degraded nodes of its live resource
  * tree (a crash-looping Pod's BackOff is on the Pod, not the Deployment Argo CD lists), each asked
- * with ListResourceEvents' resource query. Best effort within the live-lookup budget: a failure
+ * with ListResourceEvents' resource query. Best effort within what is left of the answer's budget: a failure
  * leaves the reply without events and says so.
  */
 async function warningEvents(
@@ -187,11 +185,7 @@ async function warningEvents(
 ): Promise<{ events: ResourceWarningEvent[]; note?: string }> {
   const api = ctx.services.argocd?.get(fa.instance);
   if (!api) return { events: [] };
-  const ref = { name: fa.app.metadata.name, appNamespace: fa.app.metadata.namespace, project: fa.app.spec?.project };
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${LIVE_LOOKUP_MS / 1000}s`)), LIVE_LOOKUP_MS);
-  });
+  const ref = appRef(fa);
   try {
     const lookup = async () => {
       const tree = await api.resourceTree(ref);
@@ -203,7 +197,7 @@ async function warningEvents(
       );
       return lists.flatMap((l) => l.items);
     };
-    const items = await Promise.race([lookup(), deadline]);
+    const items = await withinLiveBudget(fa.instance, lookup);
     const events = items
       .filter((e) => e.type === 'Warning')
       .map((e) => ({
@@ -220,8 +214,6 @@ async function warningEvents(
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     return { events: [], note: `Events of the failing resources could not be read from ${fa.instance} (${message}).` };
-  } finally {
-    clearTimeout(timer);
   }
 }
 

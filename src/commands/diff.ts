@@ -33,7 +33,7 @@ export async function runDiff(cmd: ParsedCommand, ctx: CommandContext): Promise<
   const found = namedApp(cmd, ctx, 'diff', USAGE, '`diff checkout-prod-eu`');
   const api = argoApiFor(ctx, found, 'diff');
   const [managed, fresh] = await Promise.all([
-    withinLiveBudget(found.instance, api.managedResources(appRef(found))),
+    withinLiveBudget(found.instance, () => api.managedResources(appRef(found))),
     liveApp(ctx, found),
   ]);
   const app = fresh.app;

@@ -5,6 +5,7 @@ import type { ReplyBlock, ReplyButton, ReplyItem } from '../core/reply.js';
 import type { ReplyOf } from './replies.js';
 import type { ArgoApi } from '../infra/argocd/api.js';
 import type { FleetApp } from '../fleet/model.js';
+import { LiveReadCut } from './live.js';
 import { appRef, namedApp, initiator, liveApp, shortRev, withinLiveBudget } from './app.js';
 import { checkOptions, checkPositional } from './parse.js';
 import { findCommand, type CommandContext, type CommandSpec, type ParsedCommand } from './registry.js';
@@ -46,7 +47,7 @@ async function metadataOf(
   api: ArgoApi,
   fa: FleetApp,
   entries: { id: number; revisions: string[] }[],
-): Promise<{ byEntry: Map<string, RevisionMetadata>; failed: number }> {
+): Promise<{ byEntry: Map<string, RevisionMetadata>; failed: number; cut: boolean }> {
   const byEntry = new Map<string, RevisionMetadata>();
   const lookups = entries
     .flatMap((e) =>
@@ -59,8 +60,8 @@ async function metadataOf(
     )
     .slice(0, METADATA_LOOKUPS);
   let failed = 0;
-  await withinLiveBudget(
-    fa.instance,
+  let cut = false;
+  await withinLiveBudget(fa.instance, () =>
     Promise.all(
       lookups.map(async (l) => {
         try {
@@ -73,10 +74,11 @@ async function metadataOf(
         }
       }),
     ),
-  ).catch(() => {
+  ).catch((error: unknown) => {
     failed = lookups.length - byEntry.size;
+    if (error instanceof LiveReadCut) cut = true;
   });
-  return { byEntry, failed };
+  return { byEntry, failed, cut };
 }
 
 export async function runHistory(cmd: ParsedCommand, ctx: CommandContext): Promise<ReplyOf<'history'>> {
@@ -101,7 +103,7 @@ export async function runHistory(cmd: ParsedCommand, ctx: CommandContext): Promi
           fa,
           entries.map((e) => ({ id: e.id, revisions: revisionsOf(e) })),
         )
-      : { byEntry: new Map<string, RevisionMetadata>(), failed: 0 };
+      : { byEntry: new Map<string, RevisionMetadata>(), failed: 0, cut: false };
   const history: HistoryEntry[] = entries.map((e) => {
     const m = revisionsOf(e)
       .map((_, i) => meta.byEntry.get(`${e.id}/${i}`))
@@ -170,7 +172,9 @@ export async function runHistory(cmd: ParsedCommand, ctx: CommandContext): Promi
     if (meta.failed)
       blocks.push({
         kind: 'context',
-        text: `:warning: Commit details of ${plural(meta.failed, 'revision')} could not be read from the repo server.`,
+        text: meta.cut
+          ? `:warning: Commit details of ${plural(meta.failed, 'revision')} were not read: Argo CD did not answer within this answer's budget.`
+          : `:warning: Commit details of ${plural(meta.failed, 'revision')} could not be read from the repo server.`,
       });
   }
   if (fresh.note) blocks.push({ kind: 'context', text: `:warning: ${fresh.note}` });

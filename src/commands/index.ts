@@ -21,6 +21,7 @@ import { withAuditOrigin, type AuditOrigin } from '../domain/audit/audit-log.js'
 import { commandDuration, commandsTotal, secondsSince } from '../infra/metrics.js';
 import { answerWithoutWaitingForRedis } from '../infra/redis.js';
 import { sharedAnswer } from './shared-answers.js';
+import { ANSWER_BUDGET_MS, withAnswerBudget } from './live.js';
 
 import { actionsCommand } from './actions.js';
 import { alertCommand, alertsCommand } from './alerts.js';
@@ -191,11 +192,20 @@ export function auditOriginOf(ctx: CommandContext): AuditOrigin {
 export async function dispatch(text: string, ctx: CommandContext): Promise<DispatchReply> {
   const started = process.hrtime.bigint();
   const reply = withUserText(
-    await answerWithoutWaitingForRedis(() => withAuditOrigin(auditOriginOf(ctx), () => dispatchCommand(text, ctx))),
+    await answerWithoutWaitingForRedis(() =>
+      withAuditOrigin(auditOriginOf(ctx), () =>
+        withAnswerBudget(answerBudgetOf(ctx), () => dispatchCommand(text, ctx)),
+      ),
+    ),
     text,
   );
   recordCommand(reply, started);
   return reply;
+}
+
+/** How long the answer's live reads may take, all together (config `answers.budget`). */
+function answerBudgetOf(ctx: CommandContext): number {
+  return ctx.services.config.answers?.budget ?? ANSWER_BUDGET_MS;
 }
 
 /** By the command the reply answers (not the raw text: a typo would make a new label) and its error code. */
@@ -215,7 +225,7 @@ export async function runAction(
   ctx: CommandContext,
 ): Promise<DispatchReply | undefined> {
   const reply = await answerWithoutWaitingForRedis(() =>
-    withAuditOrigin(auditOriginOf(ctx), () => spec.run(value, ctx)),
+    withAuditOrigin(auditOriginOf(ctx), () => withAnswerBudget(answerBudgetOf(ctx), () => spec.run(value, ctx))),
   );
   // A form's value holds what the user typed into its fields.
   return reply && withUserText(reply, value);

@@ -124,7 +124,7 @@ export async function runLogs(cmd: ParsedCommand, ctx: CommandContext): Promise<
   const previous = booleanOption(cmd, 'previous', "the container's previous run, what crashed");
   const api = argoApiFor(ctx, found, 'logs');
   const ref = appRef(found);
-  const tree = await withinLiveBudget(found.instance, api.resourceTree(ref));
+  const tree = await withinLiveBudget(found.instance, () => api.resourceTree(ref));
   const nodes = tree.nodes ?? [];
   const pods = nodes.filter((n) => n.kind === 'Pod' && !n.group);
   if (!pods.length) {
@@ -136,8 +136,7 @@ export async function runLogs(cmd: ParsedCommand, ctx: CommandContext): Promise<
     );
   }
   const selection = resource ? resourceQuery(name, resource, nodes) : {};
-  const entries = await withinLiveBudget(
-    found.instance,
+  const entries = await withinLiveBudget(found.instance, () =>
     api.podLogs(ref, { ...selection, container, tailLines: tail, previous, follow: false }),
   );
 
@@ -148,7 +147,9 @@ export async function runLogs(cmd: ParsedCommand, ctx: CommandContext): Promise<
     const invalidContainer =
       container !== undefined && refusals.some((r) => r.startsWith(`container ${container} is not valid`));
     if (invalidContainer) {
-      const known = await withinLiveBudget(found.instance, declaredContainers(api, ref)).catch(() => [] as string[]);
+      const known = await withinLiveBudget(found.instance, () => declaredContainers(api, ref)).catch(
+        () => [] as string[],
+      );
       const where = resource ? `${name} ${resource}` : name;
       throw new CommandError(
         'unknown_target',

@@ -59,7 +59,7 @@ export async function readRollouts(
     const base = { app: fa.app.metadata.name, instance: fa.instance, cluster: fa.cluster, name: ref.name };
     if (!api) return { unread: { ...base, error: `no Argo CD client for instance ${fa.instance}` } };
     try {
-      const ro = await withinLiveBudget(fa.instance, api.liveResource<Rollout>(appRef(fa), ref));
+      const ro = await withinLiveBudget(fa.instance, () => api.liveResource<Rollout>(appRef(fa), ref));
       return { row: rolloutRow(fa, ro, ref) };
     } catch (error) {
       return { unread: { ...base, error: error instanceof Error ? error.message : String(error) } };

@@ -108,7 +108,7 @@ describe('app against the simulator', () => {
     );
     expect(reply.data.app.live).toBe(false);
     expect(renderText(reply)).toMatch(
-      /⚠ Live lookup on east failed \(.+\); showing rollcall's last copy, without resource health\./,
+      /⚠ Live lookup on east failed \(.+\); showing rollcall's last copy, from the mirror, kept current by Argo CD's watch, without resource health\./,
     );
   });
 });

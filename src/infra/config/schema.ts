@@ -418,6 +418,11 @@ function configSchemaWith(duration: DurationSchema) {
       checks: z.record(nameSchema, checkSchemaWith(duration)).default({}),
       /** How often guards (`guard APPSET check=…`) evaluate their checks: about one scrape interval. */
       guards: z.strictObject({ every: duration.default(15_000) }).prefault({}),
+      /**
+       * How long the live reads of one answer (a Get, a diff, logs) may take together before the answer is given from
+       * the mirror, saying so and how old it is; a command that only a live read can answer fails as a timeout.
+       */
+      answers: z.strictObject({ budget: duration.default(2500) }).prefault({}),
       diagnose: z.strictObject({ stuckAfter: duration.default(15 * 60_000) }).prefault({}),
       /**
        * Blast radius of one sync wave: more than `maxFleetShare` of the fleet, or more apps than the

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -17,6 +18,16 @@ import { proxyConfigured } from '../../core/proxy-env.js';
  */
 
 type Query = Record<string, string | string[] | boolean | undefined>;
+
+const cuts = new AsyncLocalStorage<AbortSignal>();
+
+/**
+ * Runs `work` with every request it sends cut (aborted, ERR_CANCELED) once `signal` aborts, unless a request brings its
+ * own signal: a read nobody waits for any more stops loading an upstream that is already slow.
+ */
+export function cutRequestsWith<T>(signal: AbortSignal, work: () => Promise<T>): Promise<T> {
+  return cuts.run(signal, work);
+}
 
 export interface HttpRequest {
   method: string;
@@ -112,7 +123,7 @@ export class HttpTransport {
         headers: req.headers,
         responseType: req.responseType === 'stream' ? 'stream' : 'text',
         ...(req.timeoutMs === undefined ? {} : { timeout: req.timeoutMs }),
-        signal: req.signal,
+        signal: req.signal ?? cuts.getStore(),
         ...(req.anyStatus ? { validateStatus: () => true } : {}),
         decompress: req.decompress ?? true,
       });
