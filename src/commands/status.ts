@@ -307,7 +307,7 @@ async function knownFreezes(
       const api = ctx.services.argocd?.get(instance);
       if (!api) return;
       try {
-        const read = await withinLiveBudget(instance, api.getProject(project));
+        const read = await withinLiveBudget(instance, () => api.getProject(project));
         for (const w of read.spec.syncWindows ?? []) {
           const f = freezeFromWindow(instance, project, w);
           if (f) freezes.push(f);
