@@ -174,7 +174,11 @@ describe('help', () => {
 
   it('shows one command with usage and examples, and suggests for a typo', async () => {
     const reply = await dispatch('help rollout', ctx(services(twoInstanceFleet())));
-    expect(reply.data).toMatchObject({ command: 'rollout', usage: 'rollout APPSET [instance=X]', readOnly: true });
+    expect(reply.data).toMatchObject({
+      command: 'rollout',
+      usage: 'rollout APPSET [instance=X] [detail=true]',
+      readOnly: true,
+    });
     expect(renderText(reply)).toContain('rollout progressive-infra');
     const typo = await dispatch('help rolout', ctx(services(twoInstanceFleet())));
     expect(typo.error).toMatchObject({ code: 'unknown_command', suggestions: ['rollout', 'rollouts'] });

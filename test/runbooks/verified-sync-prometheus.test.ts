@@ -6,6 +6,7 @@ import { isTerminal, type Run } from '../../src/domain/runbooks/run-store.js';
 import type { PrivatePrometheus } from '../../src/infra/prometheus-server.js';
 import { CANARY_REGRESSION_INSTANCE } from '../../src/sim/scenarios/canary-regression.js';
 import { SIM_CHECKS } from '../../src/sim/metrics.js';
+import { renderText } from '../../src/views/text.js';
 import type { SimOperation } from '../../src/sim/store.js';
 import { prometheusAvailable, startTestPrometheus } from '../support/prometheus.js';
 import { simFault, simOperations } from '../support/sim.js';
@@ -163,7 +164,8 @@ describe
         const runId = await startSync(env, 'sync payments-* canary=1 check=error-rate bake=30s');
         const run = (await env.runs.get(runId))!;
         expect(plannedWaves(run).map((w) => w.apps.length)).toEqual([1, 11]);
-        expect(run.preview!.blocks.map((b) => ('title' in b ? b.title : '')).join('\n')).toMatch(
+        // The preview names what gates each wave: its bake and its checks.
+        expect(renderText({ ok: true, command: 'sync', title: '', ...run.preview! })).toMatch(
           /Wave 1\/2: .* then bake 30s \(health, check error-rate\)/,
         );
 

@@ -1,13 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import '../../src/commands/index.js';
 import { startEngine, type EngineHandle, type RunService } from '../../src/domain/runbooks/engine.js';
-import { decodePageValue } from '../../src/views/blocks.js';
 import { blockActionsPayload, postInteraction, postSlashCommand } from '../support/slack-request.js';
 import { app, clusters } from './fixture.js';
 import { startHarness, SECRET, type Harness } from './harness.js';
 import { allText } from './limits.js';
 
-// 40 apps to sync in two waves: more list items than one Slack page (25) holds.
+// 40 apps to sync in two waves: more apps than one Slack page (25 list items) would hold as a list.
 const fleet = [
   {
     name: 'prod',
@@ -64,7 +63,7 @@ describe('runbook previews in Slack', () => {
     expect(audited.map((e) => [e.kind, e.result])).toEqual([['run.noop', 'nothing to do']]);
   });
 
-  it('pages a sync preview with More without running the sync again: one run, the stored preview', async () => {
+  it('shows a 40-app sync preview in one message: each wave a paragraph, no More button, one run awaiting Confirm', async () => {
     await postSlashCommand(h.url, SECRET, {
       text: 'sync auth-config-* waves="auth-config-0*;auth-config-*"',
       response_url: h.fake.responseUrl('preview'),
@@ -73,23 +72,14 @@ describe('runbook previews in Slack', () => {
     const first = h.fake.responsesTo('preview')[0].body;
     const [run] = await runs().list(5);
     expect(run.status).toBe('awaiting-confirmation');
-    const more = buttonsOf(first).find((b: any) => b.action_id === 'page');
-    expect(more.text.text).toMatch(/^More \(page 2\/\d\)$/);
-    expect(decodePageValue(more.value)).toEqual({ command: `runs show ${run.id}`, page: 2 });
+    const text = allText(first.blocks);
+    // Both waves with their counts; a wave names its first 20 apps and counts the rest (the run's plan has them all).
+    expect(text).toContain('Wave 1/2: `auth-config-0*` · 10 apps');
+    expect(text).toContain('Wave 2/2: `auth-config-*` · 30 apps');
+    expect(text).toContain('auth-config-29 and 10 more');
+    expect(buttonsOf(first).find((b: any) => b.action_id === 'page')).toBeUndefined();
     expect(buttonsOf(first).map((b: any) => b.text.text)).toContain('Confirm');
-
-    await postInteraction(
-      h.url,
-      SECRET,
-      blockActionsPayload({ actionId: more.action_id, value: more.value, responseUrl: h.fake.responseUrl('page2') }),
-    );
-    await expect.poll(() => h.fake.responsesTo('page2').length).toBe(1);
-    const second = allText(h.fake.responsesTo('page2')[0].body.blocks);
-    expect(second).toContain('Page 2 of');
-    expect(second).toContain(`preview (${run.id})`);
-    // Still the one run, still waiting for its Confirm; nothing else was started or audited as started.
     expect((await runs().list(5)).map((r) => r.id)).toEqual([run.id]);
-    expect((await runs().get(run.id))!.status).toBe('awaiting-confirmation');
     expect((await runs().audit.latest(50)).filter((e) => e.kind === 'run.start')).toHaveLength(1);
   });
 
