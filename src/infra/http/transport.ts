@@ -145,7 +145,7 @@ export function serializeQuery(params: Query): string {
   return parts.join('&');
 }
 
-/** What of Node's http.Agent the fix below reaches: not in its typings, there since Node 0.x. */
+/** The part of Node's http.Agent that forgetsOpeningRequest wraps: not in its typings (an agent without it is left as it is). */
 interface AgentInternals {
   createSocket?: (req: unknown, options: Record<string, unknown>, cb: unknown) => void;
 }
