@@ -14,6 +14,7 @@ import {
   type InstanceLinks,
 } from './model.js';
 import { normalizeServer } from '../infra/argocd/objects.js';
+import { leanApp } from './lean.js';
 import { RollcallError } from '../core/errors.js';
 
 export interface FleetMirrorOptions {
@@ -91,7 +92,8 @@ interface InstanceState {
  * Apps are listed without a `fields` projection on purpose: List's allowlist (B2) drops
  * status.conditions, status.history, status.sync.revisions and operationState.message, which
  * `app`, `status` and the diagnosis rules need. One full list per instance at start (and after
- * a stream gap) costs less than a get per app later.
+ * a stream gap) costs less than a get per app later. What no reader uses is dropped as each app
+ * comes in, from lists, events and fetches alike (`leanApp`).
  *
  * Real Argo CD does not replay changes when a watch resumes from a resourceVersion, so after
  * every reconnect the mirror relists and reconciles (changes seen on the stream meanwhile win).
@@ -265,7 +267,7 @@ export class FleetMirror extends FleetIndex {
       s.clustersByServer = clusterIndex(clusters.items ?? []);
       this.replaceInstance(
         s.name,
-        (apps.items ?? []).map((a) => tagApp(s.name, a, s.clustersByServer)),
+        (apps.items ?? []).map((a) => this.held(s, a)),
         (appSets.items ?? []).map((appSet) => ({ instance: s.name, appSet })),
         (clusters.items ?? []).map((cluster) => ({ instance: s.name, cluster })),
       );
@@ -473,8 +475,13 @@ export class FleetMirror extends FleetIndex {
     await Promise.all([worker(), worker(), worker(), worker()]);
   }
 
+  /** Every Application the mirror takes in (lists, watch events, fetches) passes here, and leaves lean. */
+  private held(s: InstanceState, app: Application): FleetApp {
+    return tagApp(s.name, leanApp(app), s.clustersByServer);
+  }
+
   private tag(s: InstanceState, app: Application): FleetApp {
-    const tagged = tagApp(s.name, app, s.clustersByServer);
+    const tagged = this.held(s, app);
     const server = app.spec?.destination?.server;
     // An unknown destination server usually means a cluster added since the last cluster list.
     if (!app.spec?.destination?.name && server && !s.clustersByServer.has(normalizeServer(server)))

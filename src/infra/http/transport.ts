@@ -98,10 +98,10 @@ export class HttpTransport {
       baseURL: opts.baseUrl,
       headers: opts.headers,
       timeout: opts.timeoutMs,
-      httpAgent: new http.Agent({ keepAlive: true }),
+      httpAgent: forgetsOpeningRequest(new http.Agent({ keepAlive: true })),
       // An http upstream reaches an https:// proxy over TLS verified against the system's CAs: the upstream's
       // TLS settings are for the upstream.
-      httpsAgent: route.tunnel ?? new https.Agent({ keepAlive: true, ...(secure ? tls : {}) }),
+      httpsAgent: route.tunnel ?? forgetsOpeningRequest(new https.Agent({ keepAlive: true, ...(secure ? tls : {}) })),
       proxy: route.proxy ?? false,
       paramsSerializer: { serialize: (params) => serializeQuery(params as Query) },
       // The body stays text until parsed here: axios would hand a 2xx body that is not JSON on as a string.
@@ -154,6 +154,29 @@ export function serializeQuery(params: Query): string {
     for (const v of values) parts.push(`${encodeURIComponent(key)}=${encodeURIComponent(v)}`);
   }
   return parts.join('&');
+}
+
+/** The part of Node's http.Agent that forgetsOpeningRequest wraps: not in its typings (an agent without it is left as it is). */
+interface AgentInternals {
+  createSocket?: (req: unknown, options: Record<string, unknown>, cb: unknown) => void;
+}
+
+/**
+ * A keep-alive agent that lets go of the request that opened each socket. Node's agent keeps that request's
+ * options for as long as the socket lives (to find its pool again when the socket is freed), and axios puts in
+ * them `beforeRedirects`, closures over the whole exchange, response body included: a 30 MB application list
+ * that opened a connection stayed in memory, as text and as the bytes received, while the connection lived.
+ * Redirects are never followed here (maxRedirects: 0), so Node's agent needs none of them.
+ */
+function forgetsOpeningRequest<A extends http.Agent>(agent: A): A {
+  const internals = agent as unknown as AgentInternals;
+  const createSocket = internals.createSocket;
+  if (typeof createSocket !== 'function') return agent;
+  internals.createSocket = function (req, options, cb) {
+    const { beforeRedirects: _redirects, ...kept } = options;
+    createSocket.call(this, req, kept, cb);
+  };
+  return agent;
 }
 
 /** Parsed, or not JSON at all: the caller decides what a body that is not JSON means. */
