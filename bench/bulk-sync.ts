@@ -71,7 +71,7 @@ const CHANNEL = 'C0BENCH';
 
 export async function runBulkSyncBench(opts: BulkSyncOptions = DEFAULTS): Promise<BulkSyncResult> {
   header(
-    `bulk sync of the seed-outage fleet through the runbook engine (issue 4; targets: ≤ 1.15× ideal, ≤ 2 Argo CD calls per app, ≤ 1 Slack update per 2 s)`,
+    `bulk sync of the seed-outage fleet through the runbook engine (targets: ≤ 1.15× ideal, ≤ 2 Argo CD calls per app, ≤ 1 Slack update per 2 s)`,
   );
   console.log(`  ${machineLine()}`);
   const redis = await ensureRedis();

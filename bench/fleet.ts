@@ -100,7 +100,7 @@ function variantInChild(instances: number): Promise<FleetVariantResult> {
 }
 
 export async function runFleetBench(): Promise<FleetVariantResult[]> {
-  header(`fleet mirror: ${APPS} apps on ${CLUSTERS} clusters (issue 2)`);
+  header(`fleet mirror: ${APPS} apps on ${CLUSTERS} clusters`);
   console.log(`  ${machineLine()}`);
   const results = [await variantInChild(1), await variantInChild(2)];
   table([

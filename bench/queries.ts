@@ -79,7 +79,7 @@ export async function measure(
 }
 
 export async function runQueriesBench(shared?: BotFleet): Promise<QueryResult[]> {
-  header(`warm answers on the 10,000-app mirror, ${RUNS} runs each (issue 3; target p95 well under ${TARGET_MS} ms)`);
+  header(`warm answers on the 10,000-app mirror, ${RUNS} runs each (target p95 well under ${TARGET_MS} ms)`);
   console.log(`  ${machineLine()}`);
   const sim = shared ? undefined : await startSimChild({ kind: 'fleet', apps: 10_000, clusters: 200 });
   try {

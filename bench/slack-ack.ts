@@ -56,7 +56,7 @@ function ask<T>(child: ChildProcess, req: SlackClientRequest): Promise<T> {
 
 export async function runSlackAckBench(shared?: BotFleet): Promise<SlackAckResult[]> {
   header(
-    `${CONCURRENT} concurrent /argo slash commands through Bolt's HTTP receiver, 10,000-app mirror (issue 3; ack target well under ${ACK_TARGET_MS} ms)`,
+    `${CONCURRENT} concurrent /argo slash commands through Bolt's HTTP receiver, 10,000-app mirror (ack target well under ${ACK_TARGET_MS} ms)`,
   );
   console.log(`  ${machineLine()}`);
   const sim = shared ? undefined : await startSimChild({ kind: 'fleet', apps: 10_000, clusters: 200 });

@@ -157,7 +157,7 @@ async function syncOnce(opts: {
 }
 
 export async function runVerifyBench(): Promise<void> {
-  header('verified waves: check verdict latency and the cost of checks on a bulk sync (issue 25)');
+  header('verified waves: check verdict latency and the cost of checks on a bulk sync');
   console.log(`  ${machineLine()}`);
 
   const latencyRows: (string | number)[][] = [
