@@ -377,3 +377,24 @@ export async function closeRedis(redis: RedisClient): Promise<void> {
     redis.disconnect();
   }
 }
+
+const CLOCK_REREAD_MS = 60_000;
+const clockOffsets = new WeakMap<RedisClient, { offsetMs: number; readAt: number }>();
+
+/**
+ * How far Redis' clock is ahead of this process' (ms, negative when behind). Stream ids written with `*` carry
+ * Redis' time, while the times rollcall asks about (since an hour ago, older than the retention) are this process'
+ * own: a range over a stream translates them by this offset, so hosts whose clocks disagree still read the same
+ * window. Read with TIME, halfway through its round trip, at most once a minute per client.
+ */
+export async function redisClockOffset(redis: RedisClient, now: () => number = Date.now): Promise<number> {
+  const known = clockOffsets.get(redis);
+  if (known && Math.abs(now() - known.readAt) < CLOCK_REREAD_MS) return known.offsetMs;
+  const sent = now();
+  const [seconds, micros] = await redis.time();
+  const received = now();
+  const redisMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  const offsetMs = redisMs - Math.round((sent + received) / 2);
+  clockOffsets.set(redis, { offsetMs, readAt: received });
+  return offsetMs;
+}

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { isRollcallError } from '../../core/errors.js';
 import { decodeStored, jsonField, storedTime, type MalformedEntryLogger } from '../../core/stored-record.js';
 import type { RedisClient } from '../../infra/redis.js';
-import { keyBase } from '../../infra/redis.js';
+import { keyBase, redisClockOffset } from '../../infra/redis.js';
 
 export type AuditKind =
   | 'run.start'
@@ -172,8 +172,10 @@ export class AuditLog implements AuditStream {
    */
   async read(query: AuditQuery = {}): Promise<AuditEntry[]> {
     const limit = Math.max(0, Math.min(query.limit ?? 100, MAX_READ));
-    const from = query.since === undefined ? '-' : String(timeOf(query.since));
-    const to = query.until === undefined ? '+' : String(timeOf(query.until));
+    // Stream ids carry Redis' time; the range asked is in this process' time.
+    const offset = query.since === undefined && query.until === undefined ? 0 : await redisClockOffset(this.redis);
+    const from = query.since === undefined ? '-' : String(Math.max(0, timeOf(query.since) + offset));
+    const to = query.until === undefined ? '+' : String(Math.max(0, timeOf(query.until) + offset));
     const oldestFirst = query.order === 'oldest';
     const kinds = query.kinds?.length ? new Set<string>(query.kinds) : undefined;
     const matches = (e: AuditEntry) =>

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { RedisClient } from '../../infra/redis.js';
-import { keyBase } from '../../infra/redis.js';
+import { keyBase, redisClockOffset } from '../../infra/redis.js';
 import { readAuditEntry, type AuditEntry } from '../audit/audit-log.js';
 import type { MalformedEntryLogger } from '../../core/stored-record.js';
 import type { ChangeRecord } from './changes.js';
@@ -49,7 +49,7 @@ export class ChangeLog {
   /** Appends those not recorded yet; returns how many were new. */
   async record(records: readonly ChangeRecord[], nowMs = Date.now()): Promise<number> {
     if (!records.length) return 0;
-    const minId = String(nowMs - this.retentionMs);
+    const minId = String(nowMs + (await redisClockOffset(this.redis)) - this.retentionMs);
     // A claim outlives the record by a day: a late backfill of a record just trimmed stays a duplicate.
     const claimTtl = String(this.retentionMs + 86_400_000);
     const pipeline = this.redis.pipeline();
@@ -67,7 +67,8 @@ export class ChangeLog {
 
   /** Drops what is older than the retention even when nothing is written (a quiet fleet). */
   async trim(nowMs = Date.now()): Promise<void> {
-    await this.redis.xtrim(this.key, 'MINID', '~', String(nowMs - this.retentionMs));
+    const minId = nowMs + (await redisClockOffset(this.redis)) - this.retentionMs;
+    await this.redis.xtrim(this.key, 'MINID', '~', String(minId));
   }
 
   /**
@@ -78,18 +79,21 @@ export class ChangeLog {
    * runs ahead must not push what happened before a close out of the incident.
    */
   async read(sinceMs: number, untilMs = Number.MAX_SAFE_INTEGER): Promise<ChangeRecord[]> {
-    // Another process's clock may run a little ahead of the one that appended.
-    const start = String(Math.max(0, sinceMs - 60_000));
+    // Stream ids are Redis' time; `sinceMs` and `untilMs` are this process'. Another process's clock may run a
+    // little ahead of the one that appended.
+    const offset = await redisClockOffset(this.redis);
+    const start = String(Math.max(0, sinceMs + offset - 60_000));
+    const seenAfter = (id: string) => streamMs(id) - offset > untilMs;
     const out: ChangeRecord[] = [];
     for await (const [id, fields] of this.scan(this.key, start)) {
-      if (streamMs(id) > untilMs) break;
+      if (seenAfter(id)) break;
       const json = fieldOf(fields, 'r');
       if (!json) continue;
       const record = JSON.parse(json) as ChangeRecord;
       if (Date.parse(record.at) >= sinceMs) out.push(record);
     }
     for await (const [id, fields] of this.scan(this.auditKey, start)) {
-      if (streamMs(id) > untilMs) break;
+      if (seenAfter(id)) break;
       const entry = readAuditEntry(id, fields, this.logger);
       if (!entry) continue;
       const record = auditChange(entry);
