@@ -201,7 +201,9 @@ function clusterBlocks(summary: FleetSummary, multiInstance: boolean): ReplyBloc
       kind: 'context',
       text: restWithProblems
         ? `and ${plural(rest.length, 'more cluster')} (${formatCount(restWithProblems)} with problems; narrow with cluster=X)`
-        : `and ${formatCount(rest.length)} more healthy cluster${rest.length === 1 ? '' : 's'}`,
+        : shown.length
+          ? `and ${formatCount(rest.length)} more healthy cluster${rest.length === 1 ? '' : 's'}`
+          : `On ${plural(rest.length, 'cluster')}, none with a problem.`,
     });
   }
   return blocks;

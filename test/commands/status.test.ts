@@ -192,6 +192,19 @@ describe('status', () => {
     expect(reply.blocks).toContainEqual({ kind: 'context', text: 'and 197 more healthy clusters' });
     expect((reply.data.clusters as unknown[]).length).toBe(200);
   });
+
+  it('says the clusters are all healthy when none has a problem, not "and N more"', async () => {
+    const apps = Array.from({ length: 30 }, (_, i) =>
+      app({
+        name: `svc-c${i}`,
+        clusterName: `c${String(i).padStart(3, '0')}`,
+        status: { sync: { status: 'Synced' }, health: { status: 'Healthy' } },
+      }),
+    );
+    const reply = await status('status', StaticFleet.fromObjects([{ name: 'main', applications: apps }]));
+    expect(reply.blocks.find((b) => b.kind === 'list' && b.title === 'Clusters')).toBeUndefined();
+    expect(reply.blocks).toContainEqual({ kind: 'context', text: 'On 30 clusters, none with a problem.' });
+  });
 });
 
 describe('status: how far problems reach', () => {
