@@ -24,7 +24,7 @@ export class TerminalNotifier implements Notifier {
 
   async post(target: { channel: string; threadTs?: string }, reply: Reply): Promise<MessageRef> {
     const ts = `${Date.now()}.${String(++this.seq).padStart(6, '0')}`;
-    // A new message says what it is about (an alert firing is nothing but its header); its updates follow it.
+    // A message says what it is about (an alert firing is nothing but its header).
     const line = progressLine(reply, { withHeader: true });
     this.last.set(ts, line);
     this.write(line);
@@ -39,7 +39,9 @@ export class TerminalNotifier implements Notifier {
       this.write(renderText(reply, { actions: 'omit' }));
       return;
     }
-    const line = progressLine(reply);
+    // Alerts update side by side: each of their lines says which alert it is. A run's lines follow its own post,
+    // and its header carries the status the body already says.
+    const line = progressLine(reply, { withHeader: !status });
     if (this.last.get(ref.ts) === line) return;
     this.last.set(ref.ts, line);
     this.write(line);
