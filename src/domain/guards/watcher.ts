@@ -1,6 +1,7 @@
 import type { FleetApp, FleetAppSet, FleetView } from '../../fleet/model.js';
 import { currentStepFromStatus, isRollingSync, rolloutComplete } from '../../fleet/rollingsync.js';
 import { keyBase, type RedisClient } from '../../infra/redis.js';
+import { SharedSweep } from '../../infra/shared-sweep.js';
 import type { Notifier } from '../../core/notifier.js';
 import { plural } from '../../core/format.js';
 import type { AuditStream } from '../audit/audit-log.js';
@@ -75,41 +76,31 @@ export interface GuardWatcherOptions {
  * (SET NX for the interval), and a trip is claimed once per guard and rollout.
  */
 export class GuardWatcher {
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<void>;
   private readonly now: () => Date;
-  private readonly lockKey: string;
+  private readonly shared: SharedSweep;
 
   constructor(private readonly opts: GuardWatcherOptions) {
     this.now = opts.now ?? (() => new Date());
-    this.lockKey = `${keyBase(opts.prefix)}guard-sweep`;
+    this.shared = new SharedSweep({
+      redis: opts.redis,
+      lockKey: `${keyBase(opts.prefix)}guard-sweep`,
+      everyMs: opts.everyMs,
+      sweep: () => this.sweep(),
+      name: 'guard sweep',
+      logger: opts.logger,
+    });
   }
 
   start(): void {
-    this.timer = setInterval(() => this.trigger(), this.opts.everyMs);
-    this.timer.unref?.();
-    this.trigger();
+    this.shared.start();
   }
 
   trigger(): void {
-    if (this.running) return;
-    this.running = this.sweepIfOurs()
-      .catch((err) => this.opts.logger?.warn({ err: (err as Error).message }, 'guard sweep failed'))
-      .finally(() => {
-        this.running = undefined;
-      });
+    this.shared.trigger();
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
-  }
-
-  private async sweepIfOurs(): Promise<void> {
-    // One sweep per interval across processes; a little shorter than the interval so the next one is free.
-    const ttl = Math.max(100, this.opts.everyMs - 100);
-    if ((await this.opts.redis.set(this.lockKey, String(process.pid), 'PX', ttl, 'NX')) !== 'OK') return;
-    await this.sweep();
+  stop(): Promise<void> {
+    return this.shared.stop();
   }
 
   /** One pass over every guard; returns the trips it made (for tests and the bench). */

@@ -1,6 +1,7 @@
 import { freezeSpent, type Freeze } from '../../fleet/freeze.js';
 import type { ArgoApi } from '../../infra/argocd/api.js';
 import { keyBase, type RedisClient } from '../../infra/redis.js';
+import { SharedSweep } from '../../infra/shared-sweep.js';
 import type { AuditStream } from '../audit/audit-log.js';
 import { editedMessage, findFreezeWindow, removeFreezeWindow, type FreezeStore } from './freeze.js';
 
@@ -37,42 +38,31 @@ export interface FreezeSweepResult {
  * number of processes may run one: a sweep is taken by one of them (SET NX for the interval).
  */
 export class FreezeSweeper {
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<unknown>;
   private readonly now: () => Date;
-  private readonly everyMs: number;
-  private readonly lockKey: string;
+  private readonly shared: SharedSweep;
 
   constructor(private readonly opts: FreezeSweepOptions) {
     this.now = opts.now ?? (() => new Date());
-    this.everyMs = opts.everyMs ?? 60_000;
-    this.lockKey = `${keyBase(opts.prefix)}freeze-sweep`;
+    this.shared = new SharedSweep({
+      redis: opts.redis,
+      lockKey: `${keyBase(opts.prefix)}freeze-sweep`,
+      everyMs: opts.everyMs ?? 60_000,
+      sweep: () => this.sweep(),
+      name: 'freeze sweep',
+      logger: opts.logger,
+    });
   }
 
   start(): void {
-    this.timer = setInterval(() => this.trigger(), this.everyMs);
-    this.timer.unref?.();
-    this.trigger();
+    this.shared.start();
   }
 
   trigger(): void {
-    if (this.running) return;
-    this.running = this.sweepIfOurs()
-      .catch((err) => this.opts.logger?.warn({ err: (err as Error).message }, 'freeze sweep failed'))
-      .finally(() => {
-        this.running = undefined;
-      });
+    this.shared.trigger();
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
-  }
-
-  private async sweepIfOurs(): Promise<void> {
-    const ttl = Math.max(100, this.everyMs - 100);
-    if ((await this.opts.redis.set(this.lockKey, String(process.pid), 'PX', ttl, 'NX')) !== 'OK') return;
-    await this.sweep();
+  stop(): Promise<void> {
+    return this.shared.stop();
   }
 
   /** One pass over the recorded freezes; an instance that cannot be reached now is tried again next time. */
