@@ -12,7 +12,7 @@ import type { ResourceChange } from '../fleet/manifest-diff.js';
 import type { RolloutPlan, RolloutReport } from '../fleet/rollout.js';
 import type { ChangeGroup, ChangeJson } from '../domain/incidents/groups.js';
 import type { BlastRadius, IncidentMetrics } from '../domain/incidents/metrics.js';
-import type { AuditData, NothingToDoData, RolloutActionPlan, RunData, RunListData } from '../domain/runbooks/index.js';
+import type { AuditData, NoopRunData, RolloutActionPlan, RunData, RunListData } from '../domain/runbooks/index.js';
 import type { CheckVerdict, PrometheusTarget } from '../domain/checks/index.js';
 import type { Guard } from '../domain/guards/index.js';
 import type {
@@ -137,7 +137,7 @@ export type RefreshData =
 /** Slack opened the runbook's parameter form instead of answering. */
 export type RunFormData = { form: string };
 /** What a command that starts a runbook answers: the run's preview (or its end, with `--wait`), or nothing to do. */
-export type RunbookData = RunData | NothingToDoData;
+export type RunbookData = RunData | NoopRunData;
 /**
  * src/commands/rollout-actions.ts (`promote`, `abort`, `retry`, `restart`): the run, whose preview holds the plan
  * (each Rollout offered the action, in waves, with its step, weight and phase; those skipped and why), its step's
@@ -145,7 +145,7 @@ export type RunbookData = RunData | NothingToDoData;
  */
 export type RolloutActionData =
   | (RunData & { preview: { plan: RolloutActionPlan } | undefined })
-  | (NothingToDoData & { preview: { plan: RolloutActionPlan } });
+  | (NoopRunData & { preview: { plan: RolloutActionPlan } });
 /** src/commands/alerts.ts: `alerts` lists, `alert` shows one. */
 export type AlertsData = { alerts: AlertJson[]; expected: ExpectedStall[] };
 export type AlertData = { alert: AlertJson };

@@ -18,7 +18,7 @@ import {
   RunNotFoundError,
   runData,
   type Run,
-  type NothingToDoData,
+  type NoopRunData,
   type RunData,
 } from '../domain/runbooks/index.js';
 import { selectApps } from '../fleet/select.js';
@@ -60,7 +60,7 @@ export type RunbookCommand =
   | 'action';
 
 /** What a runbook command answers (its CommandData is RunbookData): the run, nothing to do, or an error. */
-type RunbookAnswer<C extends RunbookCommand> = Reply<C, RunData> | Reply<C, NothingToDoData> | ErrorReply;
+type RunbookAnswer<C extends RunbookCommand> = Reply<C, RunData> | Reply<C, NoopRunData> | ErrorReply;
 
 const noEngine = (command: string) =>
   errorReply(

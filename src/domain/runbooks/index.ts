@@ -27,7 +27,7 @@ export {
   runListReply,
   runData,
   type AuditData,
-  type NothingToDoData,
+  type NoopRunData,
   type RunData,
   type RunListData,
 } from './replies.js';

@@ -59,7 +59,7 @@ export type RunData = {
   preview: Record<string, unknown> | undefined;
 };
 /** A runbook whose preview found nothing to do: no run was made. */
-export type NothingToDoData = { runbook: string; nothingToDo: true; summary: string; preview: Record<string, unknown> };
+export type NoopRunData = { runbook: string; nothingToDo: true; summary: string; preview: Record<string, unknown> };
 export type RunListData = {
   runs: {
     id: string;
@@ -167,7 +167,7 @@ export function nothingToDoReply<C extends string>(
   found: { runbook: string; title: string; summary: string; preview: { data: Record<string, unknown> } },
   command: C,
   params: Record<string, string>,
-): Reply<C, NothingToDoData> {
+): Reply<C, NoopRunData> {
   const blocks: ReplyBlock[] = [
     { kind: 'header', text: `${found.title}: nothing to do` },
     { kind: 'text', text: found.summary, tone: 'ok' },
