@@ -379,6 +379,7 @@ export async function closeRedis(redis: RedisClient): Promise<void> {
 }
 
 const CLOCK_REREAD_MS = 60_000;
+const CLOCK_NOISE_MS = 1000;
 const clockOffsets = new WeakMap<RedisClient, { offsetMs: number; readAt: number }>();
 
 /**
@@ -394,7 +395,10 @@ export async function redisClockOffset(redis: RedisClient, now: () => number = D
   const [seconds, micros] = await redis.time();
   const received = now();
   const redisMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-  const offsetMs = redisMs - Math.round((sent + received) / 2);
+  const measured = redisMs - Math.round((sent + received) / 2);
+  // Under a second is the round trip's noise, and well inside the ranges' own margins: reading it as no offset keeps
+  // every range of one process (and of its neighbours) on the same boundaries from one minute to the next.
+  const offsetMs = Math.abs(measured) < CLOCK_NOISE_MS ? 0 : measured;
   clockOffsets.set(redis, { offsetMs, readAt: received });
   return offsetMs;
 }
