@@ -21,7 +21,6 @@ const SUITES = [
   'test/jobs/schedules.test.ts',
   // Redis is not under faketime: its stream ids (the change log, the audit stream) stay in today while these
   // processes live a year ahead, as two hosts whose clocks disagree would.
-  'test/incidents/changes-command.test.ts',
   'test/incidents/commands.test.ts',
   'test/runbooks/freeze-expiry-sim.test.ts',
 ];
