@@ -5,11 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClients } from '../../src/infra/argocd/client.js';
-import type { Application } from '../../src/infra/argocd/types.js';
+import type { Application, ResourceResult } from '../../src/infra/argocd/types.js';
 import { dispatch } from '../../src/commands/index.js';
 import type { CommandContext } from '../../src/commands/registry.js';
 import { configSchema } from '../../src/infra/config/schema.js';
-import { leanApp } from '../../src/fleet/lean.js';
+import { leanApp, sharedStringCount } from '../../src/fleet/lean.js';
 import { FleetMirror } from '../../src/fleet/mirror.js';
 import { StaticFleet, type FleetView } from '../../src/fleet/model.js';
 import { SEED_OUTAGE_INSTANCE } from '../../src/sim/scenarios/seed-outage.js';
@@ -76,12 +76,79 @@ describe('leanApp', () => {
     expect(lean.status?.operationState?.syncResult).not.toHaveProperty('source');
     // What readers use stays.
     expect(lean.status?.sync?.revision).toBe(app.status?.sync?.revision);
-    expect(lean.status?.operationState?.syncResult?.resources).toEqual(
-      app.status?.operationState?.syncResult?.resources,
+    // Of the sync's results, only what went wrong (or was pruned, or skipped) stays.
+    const results = app.status?.operationState?.syncResult?.resources ?? [];
+    const notPlain = results.filter(
+      (r) => r.status !== 'Synced' || r.hookPhase === 'Failed' || r.hookPhase === 'Error',
     );
+    expect(results.length).toBeGreaterThan(notPlain.length);
+    expect(lean.status?.operationState?.syncResult?.resources).toEqual(notPlain);
     expect(lean.status?.history).toEqual(app.status?.history);
     expect(lean.status?.resources).toEqual(app.status?.resources);
     expect(JSON.stringify(lean).length).toBeLessThan(JSON.stringify(app).length * 0.85);
+  });
+
+  it("keeps a failed sync's failures, pruned resources and failed hooks, in order", () => {
+    const result = (status: ResourceResult['status'], name: string, hookPhase?: string): ResourceResult => ({
+      group: 'apps',
+      version: 'v1',
+      kind: 'Deployment',
+      namespace: 'auth',
+      name,
+      status,
+      message: `${name}: ${status}`,
+      ...(hookPhase ? { hookPhase, hookType: 'PreSync' } : {}),
+    });
+    const resources = [
+      result('Synced', 'api'),
+      result('SyncFailed', 'worker'),
+      result('Synced', 'migrate', 'Failed'),
+      result('Pruned', 'old'),
+      result('Synced', 'web', 'Succeeded'),
+      result('PruneSkipped', 'keep'),
+    ];
+    const app: Application = {
+      metadata: { name: 'auth-service-prod' },
+      spec: { project: 'p', destination: {} } as Application['spec'],
+      status: {
+        operationState: {
+          operation: { sync: { revision: 'abc' } },
+          phase: 'Failed',
+          message: 'one or more objects failed to apply',
+          startedAt: '2026-01-01T00:00:00Z',
+          syncResult: { revision: 'abc', resources },
+        },
+      },
+    };
+    const kept = leanApp(app).status?.operationState?.syncResult?.resources?.map((r) => r.name);
+    expect(kept).toEqual(['worker', 'migrate', 'old', 'keep']);
+    expect(app.status?.operationState?.syncResult?.resources).toHaveLength(6);
+  });
+
+  it('shares the strings that repeat across apps: one copy of a revision for the whole fleet', () => {
+    const revision = (n: number) => `${'c4a964efe1d4a77c978bcbaa38b3e9cbed89eb9'}${n}`;
+    // Each app's copy is its own string, as JSON.parse makes them.
+    const appWith = (name: string) =>
+      JSON.parse(
+        JSON.stringify({
+          metadata: { name },
+          spec: { project: 'p', source: { repoURL: 'https://git.example.com/deployments.git' }, destination: {} },
+          status: {
+            sync: { status: 'Synced', revision: revision(7) },
+            history: [{ id: 1, revision: revision(7), deployedAt: 'x' }],
+          },
+        }),
+      ) as Application;
+    const a = leanApp(appWith('a'));
+    const afterFirst = sharedStringCount();
+    const b = leanApp(appWith('b'));
+    // The second app brings no string the pool does not hold already.
+    expect(sharedStringCount()).toBe(afterFirst);
+    expect(a.status?.sync?.revision).toBe(revision(7));
+    expect(b.status?.history?.[0].revision).toBe(revision(7));
+    // Absent fields stay absent.
+    expect(a.spec.source).not.toHaveProperty('path');
+    expect(Object.keys(a.status!.history![0])).toEqual(['id', 'revision', 'deployedAt']);
   });
 
   it('returns an app with nothing to drop as it is', () => {
