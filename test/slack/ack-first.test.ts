@@ -63,4 +63,32 @@ describe('AckFirst: answers wait for the requests waiting for their ack', () => 
     await ackFirst.quiet();
     expect(ackFirst.pending).toBe(1);
   });
+
+  it('gives each answer a turn of its own: I/O read between two answers goes before the second', async () => {
+    const ackFirst = new AckFirst(60_000);
+    const order: string[] = [];
+    const first = ackFirst.quiet().then(() => {
+      order.push('first');
+      // Stands for I/O arriving during the first answer's step: it is handled before the second answer's step.
+      setImmediate(() => order.push('between'));
+    });
+    const second = ackFirst.quiet().then(() => order.push('second'));
+    await Promise.all([first, second]);
+    expect(order).toEqual(['first', 'between', 'second']);
+  });
+
+  it('holds answers while requests keep arriving within the settle time, even when none is open', async () => {
+    const ackFirst = new AckFirst(60_000, 60_000);
+    const s = await holdingServer(ackFirst);
+    close = s.close;
+    const acked = s.fire();
+    await expect.poll(() => s.held.length).toBe(1);
+    s.held[0].end('ok');
+    await acked;
+    let answered = false;
+    void ackFirst.quiet().then(() => (answered = true));
+    await turns(20);
+    expect(ackFirst.pending).toBe(0);
+    expect(answered).toBe(false);
+  });
 });

@@ -5,21 +5,36 @@ import type { Server } from 'node:http';
  * asking at once (everyone types `/argo status` when the alert fires) would otherwise have the later requests'
  * signature checks and 200s wait behind the earlier requests' answers on the one event loop. Answer work waits here
  * until no request is between arriving and its response being written, so intake always goes first.
+ *
+ * Answer work also goes one step at a time: each caller of `quiet()` gets a turn of the event loop of its own, after
+ * the previous caller's, with the I/O that arrived meanwhile read in between. Fifty answers rendered and posted in
+ * one turn would hold a request that arrives during them for as long as all fifty take; one at a time it waits for
+ * one step at most.
  */
 export class AckFirst {
   private open = 0;
   private waiting: (() => void)[] = [];
+  /** When the last request arrived (performance.now()). */
+  private lastArrival = -Infinity;
+  /** The turn of the last caller of quiet(): the next one starts after it. */
+  private queue: Promise<void> = Promise.resolve();
 
   /**
    * @param maxWaitMs Longest an answer waits for intake to go quiet: a steady stream of requests must not starve
    *   the answers.
+   * @param settleMs How long after the last request arrived intake counts as quiet: a crowd's requests come in
+   *   waves a few milliseconds apart, and an answer step started between two waves holds the second.
    */
-  constructor(private readonly maxWaitMs = 1000) {}
+  constructor(
+    private readonly maxWaitMs = 1000,
+    private readonly settleMs = 0,
+  ) {}
 
   /** Counts the requests of Bolt's HTTP receiver from the moment node has read their headers until they are answered. */
   watch(server: Server): void {
     server.prependListener('request', (_req, res) => {
       this.open++;
+      this.lastArrival = performance.now();
       res.once('close', () => {
         this.open--;
         if (this.open === 0) this.release();
@@ -34,13 +49,32 @@ export class AckFirst {
 
   /**
    * Resolves once no request waits for its ack (at once when none does, as in Socket Mode where Slack's requests come
-   * over one WebSocket), and always on a later turn of the event loop, after the I/O already there is read.
+   * over one WebSocket), and always on a later turn of the event loop than the previous caller's, after the I/O
+   * already there is read.
    */
-  async quiet(): Promise<void> {
+  quiet(): Promise<void> {
+    // The longest wait runs from the call: answers queued behind others must not each wait it anew.
+    const deadline = performance.now() + this.maxWaitMs;
+    const turn = this.queue.then(() => this.quietOnce(deadline));
+    this.queue = turn;
+    return turn;
+  }
+
+  private async quietOnce(deadline: number): Promise<void> {
     await new Promise<void>((resolve) => setImmediate(resolve));
-    if (this.open === 0) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, this.maxWaitMs);
+    for (;;) {
+      const sinceArrival = performance.now() - this.lastArrival;
+      if (this.open === 0 && sinceArrival >= this.settleMs) return;
+      const left = deadline - performance.now();
+      if (left <= 0) return;
+      await this.nextChange(this.open === 0 ? Math.min(left, this.settleMs - sinceArrival) : left);
+    }
+  }
+
+  /** Resolves when the last open request is answered, or after `ms`. */
+  private nextChange(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(done, Math.max(1, ms));
       timer.unref();
       function done() {
         clearTimeout(timer);

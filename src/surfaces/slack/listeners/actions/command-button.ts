@@ -19,6 +19,7 @@ export function commandButton(deps: SlackDeps) {
     try {
       const ctx = slackContext(services, { user: body.user.id, ...(channel ? { channel } : {}) });
       const reply = await runCommand(text, ctx, logger);
+      await afterAcks(deps);
       await deliverReply({ reply, origin: originOf(body), respond, client, logger, replace: false });
     } catch (err) {
       logger.error({ err, user: body.user.id, command: text.split(' ')[0] }, 'command button failed');

@@ -33,6 +33,8 @@ export function argoCommand(deps: SlackDeps) {
         },
       });
       const reply = await runCommand(text, ctx, logger);
+      // Rendering and posting, too, take their own turn: a crowd's answers go out one by one, with acks between.
+      await afterAcks(deps);
       // The reply's own pageCommand is what "More" re-runs: a read-only command, never the typed text of a sync.
       const { text: fallback, blocks } = renderBlocks(reply);
       await respond({ response_type: isPublic ? 'in_channel' : 'ephemeral', text: fallback, blocks });
