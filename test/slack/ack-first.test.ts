@@ -91,4 +91,28 @@ describe('AckFirst: answers wait for the requests waiting for their ack', () => 
     expect(ackFirst.pending).toBe(0);
     expect(answered).toBe(false);
   });
+
+  it('runs the steps that fit in one slice in the same turn, but never one while a request waits for its ack', async () => {
+    const ackFirst = new AckFirst(60_000, 0, 60_000);
+    const order: string[] = [];
+    const first = ackFirst.quiet().then(() => {
+      order.push('first');
+      setImmediate(() => order.push('between'));
+    });
+    const second = ackFirst.quiet().then(() => order.push('second'));
+    await Promise.all([first, second]);
+    expect(order).toEqual(['first', 'second']);
+
+    const s = await holdingServer(ackFirst);
+    close = s.close;
+    const acked = s.fire();
+    await expect.poll(() => s.held.length).toBe(1);
+    let answered = false;
+    const answer = ackFirst.quiet().then(() => (answered = true));
+    await turns(20);
+    expect(answered).toBe(false);
+    s.held[0].end('ok');
+    await acked;
+    await answer;
+  });
 });

@@ -31,6 +31,11 @@ export class SlackStartError extends RollcallError {
  * milliseconds apart, and answer work started between two waves would hold the second wave's acks.
  */
 const ACK_SETTLE_MS = 15;
+/**
+ * How long one turn of the event loop runs answer steps before it lets I/O in: about what a request's ack costs,
+ * so one arriving meanwhile waits a few milliseconds, and a crowd's small steps do not each pay for a turn.
+ */
+const ANSWER_SLICE_MS = 2;
 
 export interface SlackHandle {
   stop(): Promise<void>;
@@ -67,7 +72,7 @@ export async function startSlack(
   const log = boltLogger(logger);
   const clientOptions = webClientOptions(slack, logger);
 
-  const ackFirst = new AckFirst(1000, ACK_SETTLE_MS);
+  const ackFirst = new AckFirst(1000, ACK_SETTLE_MS, ANSWER_SLICE_MS);
   const deps = { services, logger: logger.child({ component: 'slack' }), ackFirst };
   let seenRequests: RedisClient | undefined;
   let receiver: HTTPReceiver | undefined;
