@@ -70,7 +70,7 @@ export interface RequestGuardOptions {
   /**
    * Which verified requests are acked here, with an empty 200, as soon as every check above passed: those whose ack
    * Bolt's listener would send empty anyway (a slash command). Bolt then gets them on a later turn (`handOff`) and
-   * runs everything it runs now (its own signature check, the authorization middleware, the listener), writing
+   * runs all it would otherwise (its own signature check, the authorization middleware, the listener), writing
    * its ack to a response nobody reads. @defaultValue none: Bolt acks everything itself
    */
   ackAtOnce?: (body: unknown) => boolean;
@@ -96,7 +96,8 @@ export type GuardVerdict =
  *   not run again. Slack signs each retry anew, so retries are told apart by event_id, not by signature;
  * - a body that is not a Slack request (not an object, a `payload` that is not one ...) is refused with 400:
  *   Bolt would throw on it in a promise nobody awaits; one that names no user is refused with 400 and audited.
- * What passes goes to Bolt with its body already read; Bolt verifies the signature again on it.
+ * What passes goes to Bolt with its body already read; Bolt verifies the signature again on it. What `ackAtOnce`
+ * picks of it (a slash command) is acked here first, every check above passed.
  */
 export function guardReceiver(receiver: HTTPReceiver, options: RequestGuardOptions): void {
   // Its own copy: the Redis-trouble flag and the memory of seen requests belong to this receiver.

@@ -33,7 +33,7 @@ export function argoCommand(deps: SlackDeps) {
         },
       });
       const reply = await runCommand(text, ctx, logger);
-      // Rendering and posting, too, take their own turn: a crowd's answers go out one by one, with acks between.
+      // Rendering and posting wait for intake too: a crowd's answers go out a slice at a time, with acks between.
       await afterAcks(deps);
       // The reply's own pageCommand is what "More" re-runs: a read-only command, never the typed text of a sync.
       const { text: fallback, blocks } = renderBlocks(reply);
