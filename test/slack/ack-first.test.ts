@@ -115,4 +115,22 @@ describe('AckFirst: answers wait for the requests waiting for their ack', () => 
     await acked;
     await answer;
   });
+
+  it('starts the answers waiting together in one turn, after the steps queued before them', async () => {
+    const ackFirst = new AckFirst(60_000);
+    const order: string[] = [];
+    const step = ackFirst.quiet().then(() => {
+      order.push('step');
+      setImmediate(() => order.push('next turn'));
+    });
+    const answers = [1, 2, 3].map((i) =>
+      ackFirst.allQuiet().then(() => {
+        order.push(`answer ${i}`);
+        if (i === 1) setImmediate(() => order.push('turn after the answers'));
+      }),
+    );
+    await Promise.all([step, ...answers]);
+    await new Promise((r) => setImmediate(r));
+    expect(order).toEqual(['step', 'next turn', 'answer 1', 'answer 2', 'answer 3', 'turn after the answers']);
+  });
 });

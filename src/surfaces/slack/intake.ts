@@ -21,6 +21,8 @@ export class AckFirst {
   private queue: Promise<void> = Promise.resolve();
   /** When the turn now running answer work began it (performance.now()). */
   private sliceStarted = -Infinity;
+  /** What the callers of allQuiet() wait for together, while they wait. */
+  private gate: Promise<void> | undefined;
 
   /**
    * @param maxWaitMs Longest an answer waits for intake to go quiet: a steady stream of requests must not starve
@@ -63,6 +65,27 @@ export class AckFirst {
     const turn = this.queue.then(() => this.quietOnce(deadline));
     this.queue = turn;
     return turn;
+  }
+
+  /**
+   * Resolves, for all its callers in one turn, once intake is quiet and every step queued by quiet() has had its
+   * turn: where answers start. The askers of a crowd then run their commands together, so a shared answer is
+   * computed once for all of them, not again for those whose turn came after the fleet changed.
+   */
+  allQuiet(): Promise<void> {
+    this.gate ??= this.openGate().finally(() => (this.gate = undefined));
+    return this.gate;
+  }
+
+  private async openGate(): Promise<void> {
+    const deadline = performance.now() + this.maxWaitMs;
+    for (;;) {
+      const tail = this.queue;
+      await tail;
+      await this.quietOnce(deadline);
+      // Steps queued meanwhile (requests that arrived) go first, unless answers have waited long enough.
+      if (tail === this.queue || performance.now() >= deadline) return;
+    }
   }
 
   private async quietOnce(deadline: number): Promise<void> {
