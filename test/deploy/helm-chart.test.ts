@@ -184,7 +184,7 @@ describe.each(VARIANTS)('helm chart rendered with %s', (_name, values) => {
       expect(container.command ?? entrypoint).toEqual([entrypoint[0], ...flags, ...entrypoint.slice(1)]);
       if (!flags.length) expect(container.command).toBeUndefined();
     }
-    expect(chartValues.bot.nodeFlags).toEqual(['--max-semi-space-size=1', '--single-threaded']);
+    expect(chartValues.bot.nodeFlags).toEqual([]);
     expect(chartValues.worker.nodeFlags).toEqual([]);
   });
 

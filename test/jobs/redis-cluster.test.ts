@@ -293,9 +293,9 @@ describe.skipIf(!!unsupported)('rollcall on a Redis Cluster (a private 3-master 
     await send(event, 'application/json', now);
     await send(event, 'application/json', now + 1, { 'x-slack-retry-num': '1' });
     expect(verdicts).toEqual([
-      { pass: true },
+      { pass: true, body: expect.objectContaining({ command: '/argo', text: 'status' }) },
       { pass: false, status: 401, reason: 'replay' },
-      { pass: true },
+      { pass: true, body: expect.objectContaining({ event_id: 'Ev0CLUSTER1' }) },
       { pass: false, status: 200, reason: 'duplicate_delivery' },
     ]);
   }, 20_000);

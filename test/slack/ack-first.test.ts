@@ -63,4 +63,74 @@ describe('AckFirst: answers wait for the requests waiting for their ack', () => 
     await ackFirst.quiet();
     expect(ackFirst.pending).toBe(1);
   });
+
+  it('gives each answer a turn of its own: I/O read between two answers goes before the second', async () => {
+    const ackFirst = new AckFirst(60_000);
+    const order: string[] = [];
+    const first = ackFirst.quiet().then(() => {
+      order.push('first');
+      // Stands for I/O arriving during the first answer's step: it is handled before the second answer's step.
+      setImmediate(() => order.push('between'));
+    });
+    const second = ackFirst.quiet().then(() => order.push('second'));
+    await Promise.all([first, second]);
+    expect(order).toEqual(['first', 'between', 'second']);
+  });
+
+  it('holds answers while requests keep arriving within the settle time, even when none is open', async () => {
+    const ackFirst = new AckFirst(60_000, 60_000);
+    const s = await holdingServer(ackFirst);
+    close = s.close;
+    const acked = s.fire();
+    await expect.poll(() => s.held.length).toBe(1);
+    s.held[0].end('ok');
+    await acked;
+    let answered = false;
+    void ackFirst.quiet().then(() => (answered = true));
+    await turns(20);
+    expect(ackFirst.pending).toBe(0);
+    expect(answered).toBe(false);
+  });
+
+  it('runs the steps that fit in one slice in the same turn, but never one while a request waits for its ack', async () => {
+    const ackFirst = new AckFirst(60_000, 0, 60_000);
+    const order: string[] = [];
+    const first = ackFirst.quiet().then(() => {
+      order.push('first');
+      setImmediate(() => order.push('between'));
+    });
+    const second = ackFirst.quiet().then(() => order.push('second'));
+    await Promise.all([first, second]);
+    expect(order).toEqual(['first', 'second']);
+
+    const s = await holdingServer(ackFirst);
+    close = s.close;
+    const acked = s.fire();
+    await expect.poll(() => s.held.length).toBe(1);
+    let answered = false;
+    const answer = ackFirst.quiet().then(() => (answered = true));
+    await turns(20);
+    expect(answered).toBe(false);
+    s.held[0].end('ok');
+    await acked;
+    await answer;
+  });
+
+  it('starts the answers waiting together in one turn, after the steps queued before them', async () => {
+    const ackFirst = new AckFirst(60_000);
+    const order: string[] = [];
+    const step = ackFirst.quiet().then(() => {
+      order.push('step');
+      setImmediate(() => order.push('next turn'));
+    });
+    const answers = [1, 2, 3].map((i) =>
+      ackFirst.allQuiet().then(() => {
+        order.push(`answer ${i}`);
+        if (i === 1) setImmediate(() => order.push('turn after the answers'));
+      }),
+    );
+    await Promise.all([step, ...answers]);
+    await new Promise((r) => setImmediate(r));
+    expect(order).toEqual(['step', 'next turn', 'answer 1', 'answer 2', 'answer 3', 'turn after the answers']);
+  });
 });

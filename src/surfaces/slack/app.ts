@@ -14,6 +14,7 @@ import { SlackNotifier } from './notifier.js';
 import { guardReceiver } from './request-guard.js';
 import { AckFirst } from './intake.js';
 import { auditEntryRefusal, refusalOf } from './authorize.js';
+import { isSlashCommand } from './entry.js';
 import { startIncidentHeaders } from './incident-headers.js';
 import { RollcallError } from '../../core/errors.js';
 
@@ -24,6 +25,17 @@ export class SlackStartError extends RollcallError {
     this.name = 'SlackStartError';
   }
 }
+
+/**
+ * How long intake counts as busy after a request arrives: a crowd's requests reach the bot in waves some
+ * milliseconds apart, and answer work started between two waves would hold the second wave's acks.
+ */
+const ACK_SETTLE_MS = 15;
+/**
+ * How long one turn of the event loop runs answer steps before it lets I/O in: about what a request's ack costs,
+ * so one arriving meanwhile waits a few milliseconds, and a crowd's small steps do not each pay for a turn.
+ */
+const ANSWER_SLICE_MS = 2;
 
 export interface SlackHandle {
   stop(): Promise<void>;
@@ -60,7 +72,7 @@ export async function startSlack(
   const log = boltLogger(logger);
   const clientOptions = webClientOptions(slack, logger);
 
-  const ackFirst = new AckFirst();
+  const ackFirst = new AckFirst(1000, ACK_SETTLE_MS, ANSWER_SLICE_MS);
   const deps = { services, logger: logger.child({ component: 'slack' }), ackFirst };
   let seenRequests: RedisClient | undefined;
   let receiver: HTTPReceiver | undefined;
@@ -83,6 +95,10 @@ export async function startSlack(
         const refusal = refusalOf(services.config, entry);
         if (refusal) await auditEntryRefusal(deps, entry, refusal);
       },
+      // A slash command's ack is always empty (an answer, or a refusal, follows on response_url), so it needs
+      // nothing from Bolt's middleware or the listener: it goes out as soon as the request is verified.
+      ackAtOnce: (body) => isSlashCommand(body, slack.command),
+      handOff: () => ackFirst.quiet(),
     });
   }
 

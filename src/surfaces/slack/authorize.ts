@@ -4,7 +4,7 @@ import { auditOriginOf, auditRefusal } from '../../commands/index.js';
 import { canRead, readDeniedMessage } from '../../core/access.js';
 import { errorReply, type Reply } from '../../core/reply.js';
 import { renderBlocks } from '../../views/blocks.js';
-import { channelAllowed, declineReply, slackContext, splitPublicFlag, type SlackDeps } from './context.js';
+import { answerTurn, channelAllowed, declineReply, slackContext, splitPublicFlag, type SlackDeps } from './context.js';
 import { slackEntryOf, type SlackEntry } from './entry.js';
 
 /**
@@ -88,6 +88,7 @@ export function authorizeMiddleware(deps: SlackDeps): Middleware<AnyMiddlewareAr
     await auditEntryRefusal(deps, entry, refusal);
     const respond = 'respond' in args ? (args.respond as RespondFn | undefined) : undefined;
     if (!respond) return;
+    await answerTurn(deps);
     const { text, blocks } = renderBlocks(refusal.reply);
     await respond({ response_type: 'ephemeral', replace_original: false, text, blocks }).catch((err: unknown) =>
       deps.logger.warn({ err, what: entry?.kind }, 'could not answer a refused Slack request'),

@@ -13,8 +13,16 @@ export interface SlackDeps {
   ackFirst?: AckFirst;
 }
 
-/** Where a listener starts its answer, after its ack: once every request waiting for its own ack has it. */
+/**
+ * Where a listener starts its answer, after its ack: once every request waiting for its own ack has it, together
+ * with the other answers waiting (a crowd asking the same computes it once).
+ */
 export function afterAcks(deps: SlackDeps): Promise<void> {
+  return deps.ackFirst?.allQuiet() ?? new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+/** Where a listener renders and posts its answer: one step after another, with the acks waiting between. */
+export function answerTurn(deps: SlackDeps): Promise<void> {
   return deps.ackFirst?.quiet() ?? new Promise<void>((resolve) => setImmediate(resolve));
 }
 

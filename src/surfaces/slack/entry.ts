@@ -85,6 +85,11 @@ export function malformedBody(body: unknown): string | undefined {
   return undefined;
 }
 
+/** Whether a parsed body is the slash command `command` (rollcall's own, `/argo` unless configured otherwise). */
+export function isSlashCommand(body: unknown, command: string): boolean {
+  return isObject(body) && body.command === command;
+}
+
 /**
  * The entry a body makes, or undefined for what asks nothing of rollcall (url_verification, ssl_check,
  * app_rate_limited ...). A slash command is the form with a `command` field; interactions and events say

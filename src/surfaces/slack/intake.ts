@@ -5,21 +5,43 @@ import type { Server } from 'node:http';
  * asking at once (everyone types `/argo status` when the alert fires) would otherwise have the later requests'
  * signature checks and 200s wait behind the earlier requests' answers on the one event loop. Answer work waits here
  * until no request is between arriving and its response being written, so intake always goes first.
+ *
+ * Answer work also goes a slice at a time: callers of `quiet()` go one after another, and once a turn of the event
+ * loop has run answer work for `sliceMs` the next caller waits for a turn of its own, with the I/O that arrived
+ * meanwhile read in between. Fifty answers rendered and posted in one turn would hold a request that arrives during
+ * them for as long as all fifty take; so it waits for one slice (and the step that ends it) at most, while steps
+ * too small to matter share a turn instead of paying for one each.
  */
 export class AckFirst {
   private open = 0;
   private waiting: (() => void)[] = [];
+  /** When the last request arrived (performance.now()). */
+  private lastArrival = -Infinity;
+  /** The turn of the last caller of quiet(): the next one starts after it. */
+  private queue: Promise<void> = Promise.resolve();
+  /** When the turn now running answer work began it (performance.now()). */
+  private sliceStarted = -Infinity;
+  /** What the callers of allQuiet() wait for together, while they wait. */
+  private gate: Promise<void> | undefined;
 
   /**
    * @param maxWaitMs Longest an answer waits for intake to go quiet: a steady stream of requests must not starve
    *   the answers.
+   * @param settleMs How long after the last request arrived intake counts as quiet: a crowd's requests come in
+   *   waves a few milliseconds apart, and an answer step started between two waves holds the second.
+   * @param sliceMs How long one turn of the event loop may run answer steps one after another; 0: one step a turn.
    */
-  constructor(private readonly maxWaitMs = 1000) {}
+  constructor(
+    private readonly maxWaitMs = 1000,
+    private readonly settleMs = 0,
+    private readonly sliceMs = 0,
+  ) {}
 
   /** Counts the requests of Bolt's HTTP receiver from the moment node has read their headers until they are answered. */
   watch(server: Server): void {
     server.prependListener('request', (_req, res) => {
       this.open++;
+      this.lastArrival = performance.now();
       res.once('close', () => {
         this.open--;
         if (this.open === 0) this.release();
@@ -34,13 +56,63 @@ export class AckFirst {
 
   /**
    * Resolves once no request waits for its ack (at once when none does, as in Socket Mode where Slack's requests come
-   * over one WebSocket), and always on a later turn of the event loop, after the I/O already there is read.
+   * over one WebSocket), after the previous caller's, and on a later turn of the event loop than that one's unless
+   * its turn has run answer work for less than the slice, after the I/O already there is read.
    */
-  async quiet(): Promise<void> {
+  quiet(): Promise<void> {
+    // The longest wait runs from the call: answers queued behind others must not each wait it anew.
+    const deadline = performance.now() + this.maxWaitMs;
+    const turn = this.queue.then(() => this.quietOnce(deadline));
+    this.queue = turn;
+    return turn;
+  }
+
+  /**
+   * Resolves, for all its callers in one turn, once intake is quiet and every step queued by quiet() has had its
+   * turn: where answers start. The askers of a crowd then run their commands together, so a shared answer is
+   * computed once for all of them, not again for those whose turn came after the fleet changed.
+   */
+  allQuiet(): Promise<void> {
+    this.gate ??= this.openGate().finally(() => (this.gate = undefined));
+    return this.gate;
+  }
+
+  private async openGate(): Promise<void> {
+    const deadline = performance.now() + this.maxWaitMs;
+    for (;;) {
+      const tail = this.queue;
+      await tail;
+      await this.quietOnce(deadline);
+      // Steps queued meanwhile (requests that arrived) go first, unless answers have waited long enough.
+      if (tail === this.queue || performance.now() >= deadline) return;
+    }
+  }
+
+  private async quietOnce(deadline: number): Promise<void> {
+    // Within the slice of the turn that ran the previous step, and intake still quiet: this step goes on in it.
+    if (this.settled() && performance.now() - this.sliceStarted < this.sliceMs) return;
     await new Promise<void>((resolve) => setImmediate(resolve));
-    if (this.open === 0) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, this.maxWaitMs);
+    for (;;) {
+      const sinceArrival = performance.now() - this.lastArrival;
+      if (this.settled()) {
+        this.sliceStarted = performance.now();
+        return;
+      }
+      const left = deadline - performance.now();
+      if (left <= 0) return;
+      await this.nextChange(this.open === 0 ? Math.min(left, this.settleMs - sinceArrival) : left);
+    }
+  }
+
+  /** No request waits for its ack, and none arrived within the settle time. */
+  private settled(): boolean {
+    return this.open === 0 && performance.now() - this.lastArrival >= this.settleMs;
+  }
+
+  /** Resolves when the last open request is answered, or after `ms`. */
+  private nextChange(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(done, Math.max(1, ms));
       timer.unref();
       function done() {
         clearTimeout(timer);

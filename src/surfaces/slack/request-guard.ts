@@ -1,6 +1,6 @@
 import { secondsSince, slackAckDuration } from '../../infra/metrics.js';
 import { createHash } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import { ServerResponse, type IncomingMessage } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
 import { HTTPModuleFunctions, type BufferedIncomingMessage, type HTTPReceiver } from '@slack/bolt';
 import type { RedisClient } from '../../infra/redis.js';
@@ -67,10 +67,19 @@ export interface RequestGuardOptions {
   memory?: SeenMemory;
   /** A verified request that names no user is refused with 400 here; this records the refusal (the audit). */
   onNoUser?: (entry: SlackEntry) => Promise<void>;
+  /**
+   * Which verified requests are acked here, with an empty 200, as soon as every check above passed: those whose ack
+   * Bolt's listener would send empty anyway (a slash command). Bolt then gets them on a later turn (`handOff`) and
+   * runs all it would otherwise (its own signature check, the authorization middleware, the listener), writing
+   * its ack to a response nobody reads. @defaultValue none: Bolt acks everything itself
+   */
+  ackAtOnce?: (body: unknown) => boolean;
+  /** Where Bolt's handling of a request acked here starts. @defaultValue the next turn of the event loop */
+  handOff?: () => Promise<void>;
 }
 
 export type GuardVerdict =
-  | { pass: true }
+  | { pass: true; body?: unknown }
   | {
       pass: false;
       status: 200 | 401 | 413;
@@ -87,7 +96,8 @@ export type GuardVerdict =
  *   not run again. Slack signs each retry anew, so retries are told apart by event_id, not by signature;
  * - a body that is not a Slack request (not an object, a `payload` that is not one ...) is refused with 400:
  *   Bolt would throw on it in a promise nobody awaits; one that names no user is refused with 400 and audited.
- * What passes goes to Bolt with its body already read; Bolt verifies the signature again on it.
+ * What passes goes to Bolt with its body already read; Bolt verifies the signature again on it. What `ackAtOnce`
+ * picks of it (a slash command) is acked here first, every check above passed.
  */
 export function guardReceiver(receiver: HTTPReceiver, options: RequestGuardOptions): void {
   // Its own copy: the Redis-trouble flag and the memory of seen requests belong to this receiver.
@@ -103,6 +113,7 @@ export function guardReceiver(receiver: HTTPReceiver, options: RequestGuardOptio
     res.once('finish', () => slackAckDuration.observe({ surface: 'http' }, secondsSince(started)));
     void checkRequest(req, opts)
       .then((verdict) => {
+        if (verdict.pass && opts.ackAtOnce?.(verdict.body)) return ackThenHandOff(req, res, bolt, opts);
         if (verdict.pass) return bolt(req, res);
         if (verdict.status === 200) {
           res.writeHead(200).end();
@@ -124,6 +135,25 @@ export function guardReceiver(receiver: HTTPReceiver, options: RequestGuardOptio
         if (!res.headersSent) HTTPModuleFunctions.buildNoBodyResponse(res, 500);
       });
   };
+}
+
+/**
+ * Acks a verified request at once and gives it to Bolt later: its 200 goes out before the answer work of the requests
+ * in front of it, and before Bolt's own work on it, which would hold the response until the turn ends.
+ */
+function ackThenHandOff(
+  req: IncomingMessage,
+  res: ServerResponse,
+  bolt: (req: IncomingMessage, res: ServerResponse) => void,
+  opts: RequestGuardOptions,
+): void {
+  res.writeHead(200).end();
+  // Bolt's ack and any status it would write land here: the request is answered already.
+  const acked = new ServerResponse(req);
+  const handOff = opts.handOff?.() ?? new Promise<void>((resolve) => setImmediate(resolve));
+  void handOff
+    .then(() => bolt(req, acked))
+    .catch((err: unknown) => opts.logger.error({ err }, 'slack request hand-off to Bolt failed'));
 }
 
 /** The verdict on one request to the Slack endpoint. Reads (buffers) its body. */
@@ -152,7 +182,7 @@ export async function checkRequest(req: IncomingMessage, opts: RequestGuardOptio
   if (entry && !entry.user) return { pass: false, status: 400, reason: 'no_user', entry };
   // ssl_check carries no signature, so there is nothing to remember it by; it runs nothing either.
   const signature = req.headers['x-slack-signature'];
-  if (typeof signature !== 'string') return { pass: true };
+  if (typeof signature !== 'string') return { pass: true, body: shape.parsed };
   const base = `${keyBase(opts.prefix)}slack:`;
   const eventId = eventIdOf(body, req.headers['content-type']);
   const seen = await remember(opts, [
@@ -166,7 +196,7 @@ export async function checkRequest(req: IncomingMessage, opts: RequestGuardOptio
     return retry
       ? { pass: false, status: 200, reason: 'duplicate_delivery' }
       : { pass: false, status: 401, reason: 'replay' };
-  return { pass: true };
+  return { pass: true, body: shape.parsed };
 }
 
 /** The body as Bolt will parse it (its own parser, so both read the same thing), or why Bolt must not get it. */

@@ -1,5 +1,5 @@
 import type { AllMiddlewareArgs, BlockAction, SlackActionMiddlewareArgs } from '@slack/bolt';
-import { afterAcks, runCommand, slackContext, type SlackDeps } from '../../context.js';
+import { afterAcks, answerTurn, runCommand, slackContext, type SlackDeps } from '../../context.js';
 import { deliverReply, originOf } from '../../deliver.js';
 
 /** A button that runs a chat command ("Show rollout", "Refresh") as the user who pressed it. */
@@ -19,6 +19,7 @@ export function commandButton(deps: SlackDeps) {
     try {
       const ctx = slackContext(services, { user: body.user.id, ...(channel ? { channel } : {}) });
       const reply = await runCommand(text, ctx, logger);
+      await answerTurn(deps);
       await deliverReply({ reply, origin: originOf(body), respond, client, logger, replace: false });
     } catch (err) {
       logger.error({ err, user: body.user.id, command: text.split(' ')[0] }, 'command button failed');

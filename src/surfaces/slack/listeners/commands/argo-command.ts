@@ -1,6 +1,6 @@
 import type { AllMiddlewareArgs, SlackCommandMiddlewareArgs } from '@slack/bolt';
 import { renderBlocks } from '../../../../views/blocks.js';
-import { afterAcks, runCommand, slackContext, splitPublicFlag, type SlackDeps } from '../../context.js';
+import { afterAcks, answerTurn, runCommand, slackContext, splitPublicFlag, type SlackDeps } from '../../context.js';
 import { openFormModal } from '../../modals.js';
 
 /**
@@ -33,6 +33,8 @@ export function argoCommand(deps: SlackDeps) {
         },
       });
       const reply = await runCommand(text, ctx, logger);
+      // Rendering and posting wait for intake too: a crowd's answers go out a slice at a time, with acks between.
+      await answerTurn(deps);
       // The reply's own pageCommand is what "More" re-runs: a read-only command, never the typed text of a sync.
       const { text: fallback, blocks } = renderBlocks(reply);
       await respond({ response_type: isPublic ? 'in_channel' : 'ephemeral', text: fallback, blocks });
