@@ -184,8 +184,22 @@ describe.each(VARIANTS)('helm chart rendered with %s', (_name, values) => {
       expect(container.command ?? entrypoint).toEqual([entrypoint[0], ...flags, ...entrypoint.slice(1)]);
       if (!flags.length) expect(container.command).toBeUndefined();
     }
-    expect(chartValues.bot.nodeFlags).toEqual([]);
-    expect(chartValues.worker.nodeFlags).toEqual([]);
+  });
+
+  it("caps each role's V8 heap below its memory limit, leaving room for what lives outside the heap", () => {
+    const chartValues = parse(read('deploy/helm/rollcall/values.yaml'));
+    for (const role of ['bot', 'worker'] as const) {
+      const { nodeFlags, resources } = chartValues[role] as {
+        nodeFlags: string[];
+        resources: { limits: { memory: string } };
+      };
+      const cap = nodeFlags.map((f) => /^--max-old-space-size=(\d+)$/.exec(f)?.[1]).find(Boolean);
+      expect(cap, `${role}: no --max-old-space-size`).toBeDefined();
+      const limitMi = Number(/^(\d+)Mi$/.exec(resources.limits.memory)![1]);
+      // Node's own code, buffers and the young generation live outside the old space: at least 96 MiB of them.
+      expect(Number(cap)).toBeLessThanOrEqual(limitMi - 96);
+      expect(Number(cap)).toBeGreaterThanOrEqual(limitMi / 2);
+    }
   });
 
   it('gives the kubelet time to let rollcall finish its in-flight steps', () => {
