@@ -297,15 +297,17 @@ async function knownFreezes(
 ): Promise<{ freezes: Freeze[]; unread: string[] }> {
   if (ctx.services.freezes)
     return { freezes: (await ctx.services.freezes.list().catch(() => undefined)) ?? [], unread: [] };
-  const projects = new Map<string, { instance: string; project: string }>();
+  const projectsOf = new Map<string, Set<string>>();
   for (const a of selected) {
-    const project = a.app.spec.project || 'default';
-    projects.set(`${a.instance}\u0000${project}`, { instance: a.instance, project });
+    let projects = projectsOf.get(a.instance);
+    if (!projects) projectsOf.set(a.instance, (projects = new Set()));
+    projects.add(a.app.spec.project || 'default');
   }
+  const projects = [...projectsOf].flatMap(([instance, names]) => [...names].map((project) => ({ instance, project })));
   const freezes: Freeze[] = [];
   const unread: string[] = [];
   await Promise.all(
-    [...projects.values()].map(async ({ instance, project }) => {
+    projects.map(async ({ instance, project }) => {
       const api = ctx.services.argocd?.get(instance);
       if (!api) return;
       try {
@@ -372,8 +374,16 @@ export function problemGroups(
   selected: readonly FleetApp[],
   problems: readonly ProblemDetail[],
 ): ProblemGroup[] {
-  const byKey = new Map<string, FleetApp>();
-  for (const fa of selected) byKey.set(`${fa.instance}\u0000${fa.app.metadata.name}`, fa);
+  // summarizeApps hands each problem its app; a problem built elsewhere is found among the selection.
+  let byKey: Map<string, FleetApp> | undefined;
+  const fleetAppOf = (p: ProblemDetail) => {
+    if (p.fleetApp) return p.fleetApp;
+    if (!byKey) {
+      byKey = new Map();
+      for (const fa of selected) byKey.set(`${fa.instance}\u0000${fa.app.metadata.name}`, fa);
+    }
+    return byKey.get(`${p.instance}\u0000${p.app}`);
+  };
   const appSets = new Map<string, FleetAppSet | undefined>();
   const appSetOf = (instance: string, name: string | undefined) => {
     if (!name) return undefined;
@@ -385,33 +395,32 @@ export function problemGroups(
       );
     return appSets.get(key)?.appSet;
   };
-  const entryOf = (p: ProblemRow) => rolloutEntry(appSetOf(p.instance, p.appSet), p.app);
+  // Each row's app and RollingSync entry, looked up once for the kind, the step and the row itself.
+  const found = new Map<ProblemRow, { fa?: FleetApp; entry?: ReturnType<typeof rolloutEntry> }>();
   const rows = problems.map((p): ProblemRow => {
-    const entry = entryOf(p);
-    const fa = byKey.get(`${p.instance}\u0000${p.app}`);
+    const entry = rolloutEntry(appSetOf(p.instance, p.appSet), p.app);
+    const fa = fleetAppOf(p);
     // An app waiting for its step has waited since its entry last changed, not since its last sync days ago.
     const waiting = fa && entry && problemKind(fa, p.sync, p.health, entry) === 'waiting';
-    if (entry?.step === '-1') return { ...p, reason: 'matched by no RollingSync step: Argo CD never syncs it' };
-    if (fa && stepOnPreviousRevision(fa.app, entry))
-      return {
+    let row: ProblemRow;
+    if (entry?.step === '-1') row = { ...p, reason: 'matched by no RollingSync step: Argo CD never syncs it' };
+    else if (fa && stepOnPreviousRevision(fa.app, entry))
+      row = {
         ...p,
         reason: 'RollingSync counts its step complete, yet it runs the previous revision: sync it by hand',
       };
-    return { ...p, ...(waiting && entry.lastTransitionTime ? { since: entry.lastTransitionTime } : {}) };
+    else row = { ...p, ...(waiting && entry.lastTransitionTime ? { since: entry.lastTransitionTime } : {}) };
+    found.set(row, { fa, entry });
+    return row;
   });
   return groupProblems(
     rows,
-    selected.map((fa) => ({
-      app: fa.app.metadata.name,
-      instance: fa.instance,
-      cluster: fa.cluster,
-      appSet: fa.appSet,
-    })),
+    selected,
     (row) => {
-      const fa = byKey.get(`${row.instance}\u0000${row.app}`);
-      return fa ? problemKind(fa, row.sync, row.health, entryOf(row)) : 'outofsync';
+      const { fa, entry } = found.get(row) ?? {};
+      return fa ? problemKind(fa, row.sync, row.health, entry) : 'outofsync';
     },
-    (row) => entryOf(row)?.step,
+    (row) => found.get(row)?.entry?.step,
   );
 }
 

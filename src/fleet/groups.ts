@@ -83,14 +83,31 @@ export function groupOf(app: { app: string; cluster: string; appSet?: string }):
   return { name: app.app, by: 'app' };
 }
 
+/** groupOf's name of an app without an ApplicationSet, without building the `-<cluster>` suffix. */
+function serviceOf(app: string, cluster: string): string {
+  const cut = app.length - cluster.length - 1;
+  return cut > 0 && app.charCodeAt(cut) === 45 /* - */ && app.endsWith(cluster) ? app.slice(0, cut) : app;
+}
+
 /** The app's entry in its RollingSync ApplicationSet's status, if any. */
 export function rolloutEntry(
   appSet: ApplicationSet | undefined,
   app: string,
 ): ApplicationSetApplicationStatus | undefined {
   if (!appSet || !isRollingSync(appSet)) return undefined;
-  return appSet.status?.applicationStatus?.find((e) => e.application === app);
+  let byApp = entriesByApp.get(appSet);
+  if (!byApp) {
+    byApp = new Map();
+    // The first entry of a name, as a search of the list would find it.
+    for (const e of appSet.status?.applicationStatus ?? []) if (!byApp.has(e.application)) byApp.set(e.application, e);
+    entriesByApp.set(appSet, byApp);
+  }
+  return byApp.get(app);
 }
+
+// An ApplicationSet's status lists every app it generated: indexed once per object (the mirror replaces the
+// object on every change, so an index never outlives the status it was built from).
+const entriesByApp = new WeakMap<ApplicationSet, Map<string, ApplicationSetApplicationStatus>>();
 
 /**
  * The kind of a problem app, by the rules' judgements of it: a failed operation (sync-failed) outranks the
@@ -127,6 +144,10 @@ const RESOURCE_PREFIX = /^([A-Z][A-Za-z]+\/[a-z0-9.-]+) (?:Degraded|Missing|Prog
  * end of a long one too: an error chain's root cause ("context deadline exceeded").
  */
 export function shortReason(reason: string, max = 110, keep: 'head' | 'ends' = 'head'): string {
+  // Many apps share a reason word for word (the same webhook, the same missing secret): shortened once each.
+  const memo = max === 110 && keep === 'head';
+  const known = memo ? shortReasons.get(reason) : undefined;
+  if (known !== undefined) return known;
   let first = reason.split('; ')[0].trim();
   first = first.replace(CRASH_LOOP, 'CrashLoopBackOff: back-off restarting failed container');
   first = first.replace(QUOTED_URL, '').replace(UID, '').replace(POD_HASH, '$1');
@@ -136,7 +157,42 @@ export function shortReason(reason: string, max = 110, keep: 'head' | 'ends' = '
     .replace(/\s+/g, ' ')
     .replace(/\s+([:,)])/g, '$1')
     .trim();
-  return truncate(first, max, keep);
+  const short = truncate(first, max, keep);
+  if (memo) {
+    if (shortReasons.size >= MAX_SHORT_REASONS) shortReasons.clear();
+    shortReasons.set(reason, short);
+  }
+  return short;
+}
+
+// The reasons of the problems on show, shortened the way group lines are; forgotten all at once at this size.
+const MAX_SHORT_REASONS = 20_000;
+const shortReasons = new Map<string, string>();
+
+/** Distinct clusters a group (instance, name) has apps on: the denominator of "Degraded on 12/12 clusters". */
+export type ClustersOfGroup = (instance: string, name: string) => number | undefined;
+
+/**
+ * The cluster counts of the named groups among `scope`, in one pass that allocates nothing for apps of other
+ * groups: the whole fleet is the scope of a plain `status`, the problem groups a few hundred of it.
+ */
+export function clustersOfGroups(
+  scope: Iterable<FleetApp>,
+  groups: Iterable<{ instance: string; name: string }>,
+): ClustersOfGroup {
+  const wanted = new Map<string, Map<string, Set<string>>>();
+  for (const g of groups) {
+    let names = wanted.get(g.instance);
+    if (!names) wanted.set(g.instance, (names = new Map()));
+    if (!names.has(g.name)) names.set(g.name, new Set());
+  }
+  for (const fa of scope) {
+    const names = wanted.get(fa.instance);
+    if (!names) continue;
+    const clusters = names.get(fa.appSet || serviceOf(fa.app.metadata.name, fa.cluster));
+    clusters?.add(fa.cluster);
+  }
+  return (instance, name) => wanted.get(instance)?.get(name)?.size;
 }
 
 /**
@@ -148,17 +204,14 @@ export function shortReason(reason: string, max = 110, keep: 'head' | 'ends' = '
  */
 export function groupProblems(
   rows: readonly ProblemRow[],
-  scope: readonly { app: string; instance: string; cluster: string; appSet?: string }[],
+  scope: Iterable<FleetApp>,
   kindOf: (row: ProblemRow) => ProblemKind,
   stepOf: (row: ProblemRow) => string | undefined = () => undefined,
 ): ProblemGroup[] {
-  const clustersByGroup = new Map<string, Set<string>>();
-  for (const a of scope) {
-    const g = `${a.instance}\u0000${groupOf(a).name}`;
-    let set = clustersByGroup.get(g);
-    if (!set) clustersByGroup.set(g, (set = new Set()));
-    set.add(a.cluster);
-  }
+  const clustersOfGroup = clustersOfGroups(
+    scope,
+    rows.map((row) => ({ instance: row.instance, name: groupOf(row).name })),
+  );
   const groups = new Map<string, ProblemGroup & { clusterSet: Set<string> }>();
   for (const row of rows) {
     const { name, by } = groupOf(row);
@@ -183,7 +236,7 @@ export function groupProblems(
         reason,
         apps: [],
         clusters: 0,
-        clustersOfGroup: clustersByGroup.get(`${row.instance}\u0000${name}`)?.size ?? 1,
+        clustersOfGroup: clustersOfGroup(row.instance, name) ?? 1,
         clusterSet: new Set(),
         ...(step ? { step } : {}),
       };

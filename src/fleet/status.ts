@@ -36,6 +36,8 @@ export interface ProblemDetail extends StatusProblem {
   sinceKind?: 'health' | 'operation' | 'other';
   appSet?: string;
   namespace?: string;
+  /** The app itself, for judgements that read more than these fields (not enumerable: copies and JSON leave it). */
+  readonly fleetApp?: FleetApp;
 }
 
 export interface FleetSummary {
@@ -75,10 +77,16 @@ const MAX_REASON = 500;
  * failed to sync, unhealthy resources' messages, then conditions.
  */
 export function problemReason(app: Application, now: Date = new Date()): string {
+  return reasonOf(app, now).text;
+}
+
+/** The reason and whether it read the clock (a running sync says for how long): only a clock-free one is kept. */
+function reasonOf(app: Application, now: Date): { text: string; timed: boolean } {
   const status = app.status;
   if (!status || (!status.sync && !status.health))
-    return 'Argo CD has not reported a status for this app yet (not reconciled).';
+    return { text: 'Argo CD has not reported a status for this app yet (not reconciled).', timed: false };
   const parts: string[] = [];
+  let timed = false;
   const op = status.operationState;
   if (op?.message && syncFailed(app)) parts.push(oneLine(op.message));
   const failed = op?.syncResult?.resources?.filter((r) => r.status === 'SyncFailed') ?? [];
@@ -100,11 +108,12 @@ export function problemReason(app: Application, now: Date = new Date()): string 
     const sync = syncOf(app);
     const health = healthOf(app);
     // A sync window holds an operation Running with its own message; say so rather than "running".
-    if (op?.phase === 'Running')
+    if (op?.phase === 'Running') {
+      timed = !!op.startedAt;
       parts.push(
         `sync running${op.startedAt ? ` for ${since(op.startedAt, now)}` : ''}${op.message ? `: ${oneLine(op.message)}` : ''}`,
       );
-    else if (sync === 'OutOfSync' && health === 'Healthy')
+    } else if (sync === 'OutOfSync' && health === 'Healthy')
       parts.push('live state differs from the target revision; not synced yet');
     else if (health === 'Missing') parts.push('its resources do not exist in the cluster (never synced, or deleted)');
     // Argo CD 3.x leaves resource health out of List responses (B6); a Get has it.
@@ -114,7 +123,7 @@ export function problemReason(app: Application, now: Date = new Date()): string 
       );
     else parts.push(`sync ${sync}, health ${health}`);
   }
-  return truncate(parts.join('; '), MAX_REASON);
+  return { text: truncate(parts.join('; '), MAX_REASON), timed };
 }
 
 // When the problem began: for a health problem the health transition; otherwise when the last
@@ -128,60 +137,151 @@ function problemSince(app: Application, health: string): { since?: string; since
   return h ? { since: h, sinceKind: 'other' } : {};
 }
 
+/** What an Application object alone says about it: everything here reads no clock and no other object. */
+interface AppJudgement {
+  sync: string;
+  health: string;
+  /** The (sync, health) pair's number in `pairs`, for counting in arrays rather than by name. */
+  pair: number;
+  problem: boolean;
+  /** The reason of a problem, unless it reads the clock. */
+  reason?: string;
+  since?: string;
+  sinceKind?: ProblemDetail['sinceKind'];
+  /** `since` in ms, for ordering; +Infinity without one. */
+  sinceMs: number;
+}
+
+// The mirror replaces an app's Application object on every change (it never edits one in place), so a
+// judgement keyed by the object is dropped with it and can never describe an older state of the app.
+const judgements = new WeakMap<Application, AppJudgement>();
+
+// Every (sync, health) pair seen, numbered: a handful (Argo CD has five health and three sync states).
+const pairs: { sync: string; health: string }[] = [];
+const pairNumbers = new Map<string, Map<string, number>>();
+function pairOf(sync: string, health: string): number {
+  let byHealth = pairNumbers.get(sync);
+  if (!byHealth) pairNumbers.set(sync, (byHealth = new Map()));
+  let n = byHealth.get(health);
+  if (n === undefined) {
+    n = pairs.length;
+    pairs.push({ sync, health });
+    byHealth.set(health, n);
+  }
+  return n;
+}
+
+function judge(app: Application): AppJudgement {
+  let j = judgements.get(app);
+  if (j) return j;
+  const sync = syncOf(app);
+  const health = healthOf(app);
+  const problem = isProblem(sync, health);
+  j = { sync, health, pair: pairOf(sync, health), problem, sinceMs: Number.POSITIVE_INFINITY };
+  if (problem) {
+    const reason = reasonOf(app, new Date());
+    if (!reason.timed) j.reason = reason.text;
+    const started = problemSince(app, health);
+    if (started.since) {
+      j.since = started.since;
+      j.sinceKind = started.sinceKind;
+      j.sinceMs = Date.parse(started.since);
+    }
+  }
+  judgements.set(app, j);
+  return j;
+}
+
+/** Apps counted by (sync, health) pair number, and the pairs in the order they first came. */
+interface PairCounts {
+  apps: number;
+  counts: number[];
+  order: number[];
+}
+
+function countPair(c: PairCounts, pair: number): void {
+  c.apps++;
+  // Holes read as undefined: a pair's first app puts it in the order, as a name's first app put it in the record.
+  const n = c.counts[pair];
+  if (n === undefined || n === 0) {
+    c.counts[pair] = 1;
+    c.order.push(pair);
+  } else c.counts[pair] = n + 1;
+}
+
+/** Counts by name, keyed in the order each sync and health value first came. */
+function totalsOf(c: PairCounts): StatusTotals {
+  const t: StatusTotals = { apps: c.apps, sync: {}, health: {} };
+  for (const pair of c.order) {
+    const { sync, health } = pairs[pair];
+    const n = c.counts[pair];
+    t.sync[sync] = (t.sync[sync] ?? 0) + n;
+    t.health[health] = (t.health[health] ?? 0) + n;
+  }
+  return t;
+}
+
 /** One pass over the apps: totals, per-(instance, cluster) counts, problems oldest first. */
 export function summarizeApps(apps: Iterable<FleetApp>): FleetSummary {
-  const total: StatusTotals = { apps: 0, sync: {}, health: {} };
-  const byCluster = new Map<string, Map<string, ClusterStatus>>();
-  const problems: ProblemDetail[] = [];
+  const total: PairCounts = { apps: 0, counts: [], order: [] };
+  const byCluster = new Map<string, Map<string, PairCounts>>();
+  const problems: { detail: ProblemDetail; ms: number }[] = [];
   const appSets = new Map<string, Set<string>>();
+  let now: Date | undefined;
+  let lastInstance: string | undefined;
+  let clusters: Map<string, PairCounts> | undefined;
+  let sets: Set<string> | undefined;
   for (const fa of apps) {
     const app = fa.app;
-    const sync = syncOf(app);
-    const health = healthOf(app);
-    total.apps++;
-    total.sync[sync] = (total.sync[sync] ?? 0) + 1;
-    total.health[health] = (total.health[health] ?? 0) + 1;
-    let clusters = byCluster.get(fa.instance);
-    if (!clusters) byCluster.set(fa.instance, (clusters = new Map()));
-    let c = clusters.get(fa.cluster);
-    if (!c)
-      clusters.set(fa.cluster, (c = { instance: fa.instance, cluster: fa.cluster, apps: 0, sync: {}, health: {} }));
-    c.apps++;
-    c.sync[sync] = (c.sync[sync] ?? 0) + 1;
-    c.health[health] = (c.health[health] ?? 0) + 1;
+    const j = judge(app);
+    countPair(total, j.pair);
+    // Apps come grouped by instance: the per-instance maps are looked up again only when it changes.
+    if (fa.instance !== lastInstance) {
+      lastInstance = fa.instance;
+      clusters = byCluster.get(fa.instance);
+      if (!clusters) byCluster.set(fa.instance, (clusters = new Map()));
+      sets = appSets.get(fa.instance);
+    }
+    let c = clusters!.get(fa.cluster);
+    if (!c) clusters!.set(fa.cluster, (c = { apps: 0, counts: [], order: [] }));
+    countPair(c, j.pair);
     if (fa.appSet) {
-      let sets = appSets.get(fa.instance);
       if (!sets) appSets.set(fa.instance, (sets = new Set()));
       sets.add(fa.appSet);
     }
-    if (isProblem(sync, health)) {
-      problems.push({
+    if (j.problem) {
+      const detail: ProblemDetail = {
         app: app.metadata.name,
         instance: fa.instance,
         cluster: fa.cluster,
-        sync,
-        health,
-        reason: problemReason(app),
-        ...problemSince(app, health),
+        sync: j.sync,
+        health: j.health,
+        reason: j.reason ?? problemReason(app, (now ??= new Date())),
+        ...(j.since ? { since: j.since, sinceKind: j.sinceKind } : {}),
         appSet: fa.appSet,
         namespace: app.metadata.namespace,
-      });
+      };
+      Object.defineProperty(detail, 'fleetApp', { value: fa });
+      problems.push({ detail, ms: j.sinceMs });
     }
   }
-  const clusters: ClusterStatus[] = [];
+  const clusterList: ClusterStatus[] = [];
   for (const instance of [...byCluster.keys()].sort(byText)) {
     const map = byCluster.get(instance)!;
-    for (const name of [...map.keys()].sort(byText)) clusters.push(map.get(name)!);
+    for (const name of [...map.keys()].sort(byText))
+      clusterList.push({ instance, cluster: name, ...totalsOf(map.get(name)!) });
   }
   // Oldest first; problems without a time (never reconciled) last, then by instance and name.
-  problems.sort((a, b) => {
+  problems.sort((x, y) => {
+    const a = x.detail;
+    const b = y.detail;
     if (a.since !== b.since) {
       if (!a.since) return 1;
       if (!b.since) return -1;
-      const d = Date.parse(a.since) - Date.parse(b.since);
+      const d = x.ms - y.ms;
       if (d) return d;
     }
     return byText(a.instance, b.instance) || byText(a.app, b.app);
   });
-  return { total, clusters, problems, appSets };
+  return { total: totalsOf(total), clusters: clusterList, problems: problems.map((p) => p.detail), appSets };
 }
