@@ -1,5 +1,6 @@
 import type { FleetApp, FleetAppSet, FleetView } from '../fleet/model.js';
 import {
+  appOfProblem,
   downCount,
   summarizeApps,
   type ClusterStatus,
@@ -377,7 +378,8 @@ export function problemGroups(
   // summarizeApps hands each problem its app; a problem built elsewhere is found among the selection.
   let byKey: Map<string, FleetApp> | undefined;
   const fleetAppOf = (p: ProblemDetail) => {
-    if (p.fleetApp) return p.fleetApp;
+    const fa = appOfProblem(p);
+    if (fa) return fa;
     if (!byKey) {
       byKey = new Map();
       for (const fa of selected) byKey.set(`${fa.instance}\u0000${fa.app.metadata.name}`, fa);
@@ -395,33 +397,53 @@ export function problemGroups(
       );
     return appSets.get(key)?.appSet;
   };
-  // Each row's app and RollingSync entry, looked up once for the kind, the step and the row itself.
-  const found = new Map<ProblemRow, { fa?: FleetApp; entry?: ReturnType<typeof rolloutEntry> }>();
+  // Each row's app, RollingSync entry and kind, looked up once for the kind, the step and the row itself.
+  const found = new Map<ProblemRow, { fa?: FleetApp; entry?: RolloutEntry; kind?: ProblemKind }>();
   const rows = problems.map((p): ProblemRow => {
     const entry = rolloutEntry(appSetOf(p.instance, p.appSet), p.app);
     const fa = fleetAppOf(p);
+    const judged = fa && judgeRow(fa, p, entry);
     // An app waiting for its step has waited since its entry last changed, not since its last sync days ago.
-    const waiting = fa && entry && problemKind(fa, p.sync, p.health, entry) === 'waiting';
+    const waiting = judged?.kind === 'waiting';
     let row: ProblemRow;
     if (entry?.step === '-1') row = { ...p, reason: 'matched by no RollingSync step: Argo CD never syncs it' };
-    else if (fa && stepOnPreviousRevision(fa.app, entry))
+    else if (judged?.previousRevision)
       row = {
         ...p,
         reason: 'RollingSync counts its step complete, yet it runs the previous revision: sync it by hand',
       };
-    else row = { ...p, ...(waiting && entry.lastTransitionTime ? { since: entry.lastTransitionTime } : {}) };
-    found.set(row, { fa, entry });
+    else row = { ...p, ...(waiting && entry!.lastTransitionTime ? { since: entry!.lastTransitionTime } : {}) };
+    found.set(row, { fa, entry, kind: judged?.kind });
     return row;
   });
   return groupProblems(
     rows,
     selected,
-    (row) => {
-      const { fa, entry } = found.get(row) ?? {};
-      return fa ? problemKind(fa, row.sync, row.health, entry) : 'outofsync';
-    },
+    (row) => found.get(row)?.kind ?? 'outofsync',
     (row) => found.get(row)?.entry?.step,
   );
+}
+
+type RolloutEntry = ReturnType<typeof rolloutEntry>;
+interface RowJudgement {
+  kind: ProblemKind;
+  previousRevision: boolean;
+}
+
+// What an app and its RollingSync entry say together reads those two objects alone, and the mirror replaces
+// both (the entry with its ApplicationSet) on every change: kept per pair of objects.
+const NO_ENTRY = {};
+const rowJudgements = new WeakMap<object, WeakMap<object, RowJudgement>>();
+
+function judgeRow(fa: FleetApp, p: ProblemDetail, entry: RolloutEntry): RowJudgement {
+  let byApp = rowJudgements.get(entry ?? NO_ENTRY);
+  if (!byApp) rowJudgements.set(entry ?? NO_ENTRY, (byApp = new WeakMap()));
+  let j = byApp.get(fa.app);
+  if (!j) {
+    j = { kind: problemKind(fa, p.sync, p.health, entry), previousRevision: !!stepOnPreviousRevision(fa.app, entry) };
+    byApp.set(fa.app, j);
+  }
+  return j;
 }
 
 const KIND_TONE: Record<ProblemKind, Tone> = {

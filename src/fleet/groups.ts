@@ -2,6 +2,7 @@ import type { ApplicationSet, ApplicationSetApplicationStatus } from '../infra/a
 import type { FleetApp } from './model.js';
 import type { StatusProblem } from './status.js';
 import { isRollingSync } from './rollingsync.js';
+import { MIN_CHUNKED, chunked } from './chunks.js';
 import { truncate } from '../core/format.js';
 import { appDown, syncFailed, waitingForStep } from './rules/index.js';
 
@@ -172,9 +173,24 @@ const shortReasons = new Map<string, string>();
 /** Distinct clusters a group (instance, name) has apps on: the denominator of "Degraded on 12/12 clusters". */
 export type ClustersOfGroup = (instance: string, name: string) => number | undefined;
 
+/** Per instance, per group name, the clusters of a run of apps. */
+function groupClusters(apps: readonly FleetApp[]): Map<string, Map<string, Set<string>>> {
+  const out = new Map<string, Map<string, Set<string>>>();
+  for (const fa of apps) {
+    let names = out.get(fa.instance);
+    if (!names) out.set(fa.instance, (names = new Map()));
+    const name = fa.appSet || serviceOf(fa.app.metadata.name, fa.cluster);
+    let clusters = names.get(name);
+    if (!clusters) names.set(name, (clusters = new Set()));
+    clusters.add(fa.cluster);
+  }
+  return out;
+}
+
 /**
- * The cluster counts of the named groups among `scope`, in one pass that allocates nothing for apps of other
- * groups: the whole fleet is the scope of a plain `status`, the problem groups a few hundred of it.
+ * The cluster counts of the named groups among `scope`. A large scope (the whole fleet of a plain `status`) is
+ * read per chunk, kept while its apps stay the same (src/fleet/chunks.ts); a smaller one in one pass that
+ * allocates nothing for apps of other groups.
  */
 export function clustersOfGroups(
   scope: Iterable<FleetApp>,
@@ -186,11 +202,24 @@ export function clustersOfGroups(
     if (!names) wanted.set(g.instance, (names = new Map()));
     if (!names.has(g.name)) names.set(g.name, new Set());
   }
-  for (const fa of scope) {
-    const names = wanted.get(fa.instance);
-    if (!names) continue;
-    const clusters = names.get(fa.appSet || serviceOf(fa.app.metadata.name, fa.cluster));
-    clusters?.add(fa.cluster);
+  if (Array.isArray(scope) && scope.length >= MIN_CHUNKED) {
+    for (const chunk of chunked(scope as readonly FleetApp[], groupClusters)) {
+      for (const [instance, names] of wanted) {
+        const inChunk = chunk.get(instance);
+        if (!inChunk) continue;
+        for (const [name, clusters] of names) {
+          const found = inChunk.get(name);
+          if (found) for (const c of found) clusters.add(c);
+        }
+      }
+    }
+  } else {
+    for (const fa of scope) {
+      const names = wanted.get(fa.instance);
+      if (!names) continue;
+      const clusters = names.get(fa.appSet || serviceOf(fa.app.metadata.name, fa.cluster));
+      clusters?.add(fa.cluster);
+    }
   }
   return (instance, name) => wanted.get(instance)?.get(name)?.size;
 }
@@ -208,13 +237,16 @@ export function groupProblems(
   kindOf: (row: ProblemRow) => ProblemKind,
   stepOf: (row: ProblemRow) => string | undefined = () => undefined,
 ): ProblemGroup[] {
+  const named = rows.map((row) => groupOf(row));
   const clustersOfGroup = clustersOfGroups(
     scope,
-    rows.map((row) => ({ instance: row.instance, name: groupOf(row).name })),
+    rows.map((row, i) => ({ instance: row.instance, name: named[i].name })),
   );
   const groups = new Map<string, ProblemGroup & { clusterSet: Set<string> }>();
-  for (const row of rows) {
-    const { name, by } = groupOf(row);
+  // Each group's oldest `since` in ms, parsed once per row rather than in every comparison.
+  const sinceMs = new Map<ProblemGroup, number>();
+  rows.forEach((row, i) => {
+    const { name, by } = named[i];
     const kind = kindOf(row);
     const step = kind === 'waiting' ? stepOf(row) : undefined;
     // Waiting apps share their reason by construction: the step they wait for.
@@ -224,7 +256,7 @@ export function groupProblems(
           ? `step ${step} has not reached them yet`
           : 'their step has not started yet'
         : shortReason(row.reason);
-    const key = [row.instance, name, kind, reason].join('\u0000');
+    const key = `${row.instance}\u0000${name}\u0000${kind}\u0000${reason}`;
     let g = groups.get(key);
     if (!g) {
       g = {
@@ -249,22 +281,34 @@ export function groupProblems(
       ...(row.since ? { since: row.since } : {}),
     });
     g.clusterSet.add(row.cluster);
-    if (row.since && (!g.since || Date.parse(row.since) < Date.parse(g.since))) g.since = row.since;
-  }
+    if (row.since) {
+      const ms = Date.parse(row.since);
+      if (!g.since || ms < sinceMs.get(g)!) {
+        g.since = row.since;
+        sinceMs.set(g, ms);
+      }
+    }
+  });
   const out: ProblemGroup[] = [];
-  for (const { clusterSet, ...g } of groups.values()) {
+  const timeOf = new Map<ProblemGroup, number>();
+  for (const full of groups.values()) {
+    const { clusterSet, ...g } = full;
     g.apps.sort((a, b) =>
       a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : a.app < b.app ? -1 : a.app > b.app ? 1 : 0,
     );
-    out.push({ ...g, clusters: clusterSet.size, clustersOfGroup: Math.max(g.clustersOfGroup, clusterSet.size) });
+    const group = { ...g, clusters: clusterSet.size, clustersOfGroup: Math.max(g.clustersOfGroup, clusterSet.size) };
+    timeOf.set(group, g.since ? sinceMs.get(full)! : Number.POSITIVE_INFINITY);
+    out.push(group);
   }
-  const time = (g: ProblemGroup) => (g.since ? Date.parse(g.since) : Number.POSITIVE_INFINITY);
+  const time = (g: ProblemGroup) => timeOf.get(g)!;
   return out.sort(
     (a, b) =>
-      PROBLEM_KIND_ORDER.indexOf(a.kind) - PROBLEM_KIND_ORDER.indexOf(b.kind) ||
+      KIND_RANK[a.kind] - KIND_RANK[b.kind] ||
       b.apps.length - a.apps.length ||
       time(a) - time(b) ||
       (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) ||
       (a.reason < b.reason ? -1 : a.reason > b.reason ? 1 : 0),
   );
 }
+
+const KIND_RANK = Object.fromEntries(PROBLEM_KIND_ORDER.map((k, i) => [k, i])) as Record<ProblemKind, number>;

@@ -1,6 +1,7 @@
 import type { Application } from '../infra/argocd/types.js';
 import { byText, oneLine, since, truncate } from '../core/format.js';
 import type { FleetApp } from './model.js';
+import { MIN_CHUNKED, chunked } from './chunks.js';
 import { isDown, syncFailed } from './rules/index.js';
 
 /**
@@ -36,8 +37,6 @@ export interface ProblemDetail extends StatusProblem {
   sinceKind?: 'health' | 'operation' | 'other';
   appSet?: string;
   namespace?: string;
-  /** The app itself, for judgements that read more than these fields (not enumerable: copies and JSON leave it). */
-  readonly fleetApp?: FleetApp;
 }
 
 export interface FleetSummary {
@@ -221,53 +220,127 @@ function totalsOf(c: PairCounts): StatusTotals {
   return t;
 }
 
-/** One pass over the apps: totals, per-(instance, cluster) counts, problems oldest first. */
-export function summarizeApps(apps: Iterable<FleetApp>): FleetSummary {
-  const total: PairCounts = { apps: 0, counts: [], order: [] };
-  const byCluster = new Map<string, Map<string, PairCounts>>();
-  const problems: { detail: ProblemDetail; ms: number }[] = [];
-  const appSets = new Map<string, Set<string>>();
-  let now: Date | undefined;
+/** What a run of apps adds up to, before any clock is read. */
+interface Part {
+  total: PairCounts;
+  /** instance -> cluster -> counts. */
+  clusters: Map<string, Map<string, PairCounts>>;
+  appSets: Map<string, Set<string>>;
+  problems: FleetApp[];
+}
+
+function partOf(apps: Iterable<FleetApp>): Part {
+  const part: Part = {
+    total: { apps: 0, counts: [], order: [] },
+    clusters: new Map(),
+    appSets: new Map(),
+    problems: [],
+  };
   let lastInstance: string | undefined;
   let clusters: Map<string, PairCounts> | undefined;
   let sets: Set<string> | undefined;
   for (const fa of apps) {
-    const app = fa.app;
-    const j = judge(app);
-    countPair(total, j.pair);
+    const j = judge(fa.app);
+    countPair(part.total, j.pair);
     // Apps come grouped by instance: the per-instance maps are looked up again only when it changes.
     if (fa.instance !== lastInstance) {
       lastInstance = fa.instance;
-      clusters = byCluster.get(fa.instance);
-      if (!clusters) byCluster.set(fa.instance, (clusters = new Map()));
-      sets = appSets.get(fa.instance);
+      clusters = part.clusters.get(fa.instance);
+      if (!clusters) part.clusters.set(fa.instance, (clusters = new Map()));
+      sets = part.appSets.get(fa.instance);
     }
     let c = clusters!.get(fa.cluster);
     if (!c) clusters!.set(fa.cluster, (c = { apps: 0, counts: [], order: [] }));
     countPair(c, j.pair);
     if (fa.appSet) {
-      if (!sets) appSets.set(fa.instance, (sets = new Set()));
+      if (!sets) part.appSets.set(fa.instance, (sets = new Set()));
       sets.add(fa.appSet);
     }
-    if (j.problem) {
-      const detail: ProblemDetail = {
-        app: app.metadata.name,
-        instance: fa.instance,
-        cluster: fa.cluster,
-        sync: j.sync,
-        health: j.health,
-        reason: j.reason ?? problemReason(app, (now ??= new Date())),
-        ...(j.since ? { since: j.since, sinceKind: j.sinceKind } : {}),
-        appSet: fa.appSet,
-        namespace: app.metadata.namespace,
-      };
-      Object.defineProperty(detail, 'fleetApp', { value: fa });
-      problems.push({ detail, ms: j.sinceMs });
+    if (j.problem) part.problems.push(fa);
+  }
+  return part;
+}
+
+function addCounts(into: PairCounts, from: PairCounts): void {
+  into.apps += from.apps;
+  for (const pair of from.order) {
+    const n = into.counts[pair];
+    if (n === undefined || n === 0) {
+      into.counts[pair] = from.counts[pair];
+      into.order.push(pair);
+    } else into.counts[pair] = n + from.counts[pair];
+  }
+}
+
+/** The parts in order, as one part of all their apps: first-come orders stay those of one pass. */
+function mergeParts(parts: readonly Part[]): Part {
+  if (parts.length === 1) return parts[0];
+  const all: Part = {
+    total: { apps: 0, counts: [], order: [] },
+    clusters: new Map(),
+    appSets: new Map(),
+    problems: [],
+  };
+  for (const part of parts) {
+    addCounts(all.total, part.total);
+    for (const [instance, clusters] of part.clusters) {
+      let into = all.clusters.get(instance);
+      if (!into) all.clusters.set(instance, (into = new Map()));
+      for (const [name, counts] of clusters) {
+        let c = into.get(name);
+        if (!c) into.set(name, (c = { apps: 0, counts: [], order: [] }));
+        addCounts(c, counts);
+      }
     }
+    for (const [instance, names] of part.appSets) {
+      const into = all.appSets.get(instance);
+      if (!into) all.appSets.set(instance, new Set(names));
+      else for (const n of names) into.add(n);
+    }
+    for (const fa of part.problems) all.problems.push(fa);
+  }
+  return all;
+}
+
+// Problems keep the app they are about, for judgements that read more than a problem's fields.
+const problemApps = new WeakMap<ProblemDetail, FleetApp>();
+
+/** The app a problem of summarizeApps is about. */
+export function appOfProblem(p: ProblemDetail): FleetApp | undefined {
+  return problemApps.get(p);
+}
+
+/**
+ * One pass over the apps: totals, per-(instance, cluster) counts, problems oldest first. Over a large list the pass
+ * is made per chunk (src/fleet/chunks.ts), and only the chunks with a changed app are counted again.
+ */
+export function summarizeApps(apps: Iterable<FleetApp>): FleetSummary {
+  const part =
+    Array.isArray(apps) && apps.length >= MIN_CHUNKED
+      ? mergeParts(chunked(apps as readonly FleetApp[], partOf))
+      : partOf(apps);
+  const problems: { detail: ProblemDetail; ms: number }[] = [];
+  let now: Date | undefined;
+  for (const fa of part.problems) {
+    const app = fa.app;
+    const j = judge(app);
+    const detail: ProblemDetail = {
+      app: app.metadata.name,
+      instance: fa.instance,
+      cluster: fa.cluster,
+      sync: j.sync,
+      health: j.health,
+      reason: j.reason ?? problemReason(app, (now ??= new Date())),
+      ...(j.since ? { since: j.since, sinceKind: j.sinceKind } : {}),
+      appSet: fa.appSet,
+      namespace: app.metadata.namespace,
+    };
+    problemApps.set(detail, fa);
+    problems.push({ detail, ms: j.sinceMs });
   }
   const clusterList: ClusterStatus[] = [];
-  for (const instance of [...byCluster.keys()].sort(byText)) {
-    const map = byCluster.get(instance)!;
+  for (const instance of [...part.clusters.keys()].sort(byText)) {
+    const map = part.clusters.get(instance)!;
     for (const name of [...map.keys()].sort(byText))
       clusterList.push({ instance, cluster: name, ...totalsOf(map.get(name)!) });
   }
@@ -283,5 +356,10 @@ export function summarizeApps(apps: Iterable<FleetApp>): FleetSummary {
     }
     return byText(a.instance, b.instance) || byText(a.app, b.app);
   });
-  return { total: totalsOf(total), clusters: clusterList, problems: problems.map((p) => p.detail), appSets };
+  return {
+    total: totalsOf(part.total),
+    clusters: clusterList,
+    problems: problems.map((p) => p.detail),
+    appSets: new Map([...part.appSets].map(([instance, names]) => [instance, new Set(names)])),
+  };
 }

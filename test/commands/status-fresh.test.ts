@@ -1,12 +1,14 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ArgoClient } from '../../src/infra/argocd/client.js';
-import type { Application, ApplicationSet } from '../../src/infra/argocd/types.js';
+import type { Application, ApplicationSet, ProgressiveSyncStatus } from '../../src/infra/argocd/types.js';
 import { configSchema, instanceSchema } from '../../src/infra/config/schema.js';
 import { dispatch } from '../../src/commands/index.js';
 import { parseCommand } from '../../src/commands/parse.js';
 import { runStatus } from '../../src/commands/status.js';
 import { FleetMirror } from '../../src/fleet/mirror.js';
 import { StaticFleet } from '../../src/fleet/model.js';
+import { groupProblems } from '../../src/fleet/groups.js';
+import { summarizeApps } from '../../src/fleet/status.js';
 import type { SimServer } from '../../src/sim/server.js';
 import { startTestSim } from '../support/sim.js';
 import { okAnswer } from '../support/replies.js';
@@ -133,7 +135,7 @@ describe('status as an ApplicationSet moves on', () => {
       appSet: authAppSet.metadata.name,
       status: { sync: { status: 'OutOfSync' }, health: { status: 'Healthy', lastTransitionTime: ago(60) } },
     });
-    const withEntry = (status: string): ApplicationSet => ({
+    const withEntry = (status: ProgressiveSyncStatus): ApplicationSet => ({
       ...authAppSet,
       status: {
         ...authAppSet.status,
@@ -149,5 +151,68 @@ describe('status as an ApplicationSet moves on', () => {
     };
     expect(await kinds(withEntry('Waiting'))).toEqual(['waiting']);
     expect(await kinds(withEntry('Healthy'))).toEqual(['outofsync']);
+  });
+});
+
+describe('status of a large fleet, counted per chunk of apps', () => {
+  // Over 4,096 apps summarizeApps and the group denominators keep what each chunk of 1,024 apps adds up to.
+  const CLUSTERS = 40;
+  const apps = Array.from({ length: 6000 }, (_, i) =>
+    app({
+      name: `svc${i % 150}-c${i % CLUSTERS}`,
+      clusterName: `c${i % CLUSTERS}`,
+      appSet: i % 3 ? `svc${i % 150}` : undefined,
+      status: {
+        sync: { status: i % 97 ? 'Synced' : 'OutOfSync', revision: 'a'.repeat(40) },
+        health: { status: i % 89 ? 'Healthy' : 'Degraded', lastTransitionTime: ago(i % 600) },
+      },
+    }),
+  ).map((a, i) => ({ ...a, metadata: { ...a.metadata, name: `${a.metadata.name}-${i}` } }));
+  // The same apps one at a time: not an array, so counted in one pass.
+  const onePass = (fleet: StaticFleet) =>
+    summarizeApps(
+      (function* () {
+        yield* fleet.apps();
+      })(),
+    );
+  const answer = async (fleet: StaticFleet) => (await runStatus(parseCommand('status'), ctx(services(fleet)))).data;
+
+  it('answers as one pass does, before and after apps in the middle and at the end change', async () => {
+    const fleet = StaticFleet.fromObjects([{ name: 'east', applications: apps }]);
+    expect(summarizeApps(fleet.apps())).toEqual(onePass(fleet));
+    const first = await answer(fleet);
+    expect(first.total.apps).toBe(6000);
+
+    const changed = fleet.apps()[3000];
+    const degraded = {
+      ...changed.app,
+      status: { ...changed.app.status, health: { status: 'Degraded', lastTransitionTime: ago(1) } },
+    } as Application;
+    fleet.upsertApp({ ...changed, app: degraded });
+    const last = fleet.apps()[5999];
+    fleet.upsertApp({ ...last, cluster: 'c-moved' });
+    expect(summarizeApps(fleet.apps())).toEqual(onePass(fleet));
+    const second = await answer(fleet);
+    expect(second.total.health.Degraded).toBe(
+      (first.total.health.Degraded ?? 0) + (changed.app.status?.health?.status === 'Degraded' ? 0 : 1),
+    );
+    expect(second.clusters.find((c) => c.cluster === 'c-moved')).toMatchObject({ apps: 1 });
+    expect((second.problems as Problem[]).some((p) => p.app === changed.app.metadata.name)).toBe(true);
+  });
+
+  it('counts the clusters of a group among the selection as one pass does', async () => {
+    const fleet = StaticFleet.fromObjects([{ name: 'east', applications: apps }]);
+    const summary = summarizeApps(fleet.apps());
+    const rows = summary.problems.map((p) => ({ ...p }));
+    const chunkedGroups = groupProblems(rows, fleet.apps(), () => 'degraded');
+    const onePassGroups = groupProblems(
+      rows,
+      (function* () {
+        yield* fleet.apps();
+      })(),
+      () => 'degraded',
+    );
+    expect(chunkedGroups).toEqual(onePassGroups);
+    expect(chunkedGroups.some((g) => g.clustersOfGroup > 1)).toBe(true);
   });
 });
