@@ -71,8 +71,20 @@ export function isGlob(pattern: string): boolean {
 /** Whether an app name matches a pattern as a selector reads it: a glob, else the exact name. */
 export function nameMatcher(pattern: string): (name: string) => boolean {
   if (!isGlob(pattern)) return (name) => name === pattern;
+  return globMatcher(pattern);
+}
+
+/**
+ * A picomatch glob, with its literal start checked first: `auth-*` over 50,000 names is mostly names that do not
+ * start with `auth-`, which a string comparison turns away far faster than the glob's regular expression.
+ */
+function globMatcher(pattern: string): (name: string) => boolean {
   const glob = picomatch(pattern, { dot: true });
-  return (name) => glob(name);
+  // Up to the first character picomatch may read as anything but itself (a leading `!` negates the whole glob,
+  // a leading `./` is dropped).
+  const prefix = /^[^*?[\]{}()!+@\\|/.]*/.exec(pattern)![0];
+  if (!prefix) return (name) => glob(name);
+  return (name) => name.startsWith(prefix) && glob(name);
 }
 
 function unknown(kind: string, value: string, candidates: Iterable<string>): SelectorError {
@@ -99,7 +111,7 @@ function filterFor(
   const exact = new Set<string>();
   const globs: ((s: string) => boolean)[] = [];
   for (const part of parts) {
-    if (isGlob(part)) globs.push(picomatch(part, { dot: true }));
+    if (isGlob(part)) globs.push(globMatcher(part));
     else {
       if (!candidates().has(part)) throw unknown(kind, part, candidates());
       exact.add(part);
@@ -157,7 +169,7 @@ export function selectApps(fleet: FleetView, sel: AppSelector): FleetApp[] {
           name,
           apps.map((a) => a.app.metadata.name),
         );
-    const globs = patterns.filter(isGlob).map((p) => picomatch(p, { dot: true }));
+    const globs = patterns.filter(isGlob).map(globMatcher);
     if (!globs.length) {
       // Names only: read the name index instead of scanning the fleet.
       const seen = new Set<FleetApp>();

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { Application } from '../../src/infra/argocd/types.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import { suggest } from '../../src/core/suggest.js';
-import { matchesLabels, parseLabelSelector, selectApps, SelectorError } from '../../src/fleet/select.js';
+import picomatch from 'picomatch';
+import { matchesLabels, nameMatcher, parseLabelSelector, selectApps, SelectorError } from '../../src/fleet/select.js';
 
 function selectorError(fn: () => unknown): SelectorError {
   try {
@@ -181,6 +182,38 @@ describe('selectApps', () => {
   it('rejects a bad label selector with invalid_selector', () => {
     expect(selectorError(() => selectApps(fleet, { labels: 'team in (payments' })).code).toBe('invalid_selector');
     expect(selectorError(() => selectApps(fleet, { cluster: ' , ' })).code).toBe('invalid_selector');
+  });
+});
+
+describe('nameMatcher', () => {
+  it('matches exactly as the glob does, its literal start checked first or not', () => {
+    const patterns = [
+      'auth-*',
+      'auth-?-eu',
+      '!auth-*',
+      './auth-*',
+      'a{uth,pi}-*',
+      '@(auth|api)-eu',
+      'auth[-_]*',
+      'a.b-*',
+      '*-eu',
+    ];
+    const names = [
+      'auth-1',
+      'auth-1-eu',
+      'api-eu',
+      'auth-eu',
+      'xauth-1',
+      'a.b-1',
+      'auth_1',
+      'auth-*',
+      'payments-eu',
+      '',
+    ];
+    for (const pattern of patterns) {
+      const glob = picomatch(pattern, { dot: true });
+      for (const name of names) expect(nameMatcher(pattern)(name), `${pattern} on ${name}`).toBe(glob(name));
+    }
   });
 });
 
