@@ -386,16 +386,19 @@ export function problemGroups(
     }
     return byKey.get(`${p.instance}\u0000${p.app}`);
   };
-  const appSets = new Map<string, FleetAppSet | undefined>();
+  // instance -> name -> the first ApplicationSet of that name there, as appSetsNamed(name).find would give it.
+  let appSets: Map<string, Map<string, FleetAppSet>> | undefined;
   const appSetOf = (instance: string, name: string | undefined) => {
     if (!name) return undefined;
-    const key = `${instance}\u0000${name}`;
-    if (!appSets.has(key))
-      appSets.set(
-        key,
-        fleet.appSetsNamed(name).find((s) => s.instance === instance),
-      );
-    return appSets.get(key)?.appSet;
+    if (!appSets) {
+      appSets = new Map();
+      for (const s of fleet.appSets()) {
+        let named = appSets.get(s.instance);
+        if (!named) appSets.set(s.instance, (named = new Map()));
+        if (!named.has(s.appSet.metadata.name)) named.set(s.appSet.metadata.name, s);
+      }
+    }
+    return appSets.get(instance)?.get(name)?.appSet;
   };
   // Each row's app, RollingSync entry and kind, looked up once for the kind, the step and the row itself.
   const found = new Map<ProblemRow, { fa?: FleetApp; entry?: RolloutEntry; kind?: ProblemKind }>();
@@ -412,7 +415,9 @@ export function problemGroups(
         ...p,
         reason: 'RollingSync counts its step complete, yet it runs the previous revision: sync it by hand',
       };
-    else row = { ...p, ...(waiting && entry!.lastTransitionTime ? { since: entry!.lastTransitionTime } : {}) };
+    else if (waiting && entry!.lastTransitionTime) row = { ...p, since: entry!.lastTransitionTime };
+    // Read, never changed, by the grouping: the problem itself serves as its row.
+    else row = p;
     found.set(row, { fa, entry, kind: judged?.kind });
     return row;
   });

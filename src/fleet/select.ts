@@ -1,5 +1,6 @@
 import picomatch from 'picomatch';
 import type { FleetApp, FleetView } from './model.js';
+import { MIN_CHUNKED, chunked } from './chunks.js';
 import { suggest } from '../core/suggest.js';
 import { RollcallError } from '../core/errors.js';
 import {
@@ -80,11 +81,60 @@ export function nameMatcher(pattern: string): (name: string) => boolean {
  */
 function globMatcher(pattern: string): (name: string) => boolean {
   const glob = picomatch(pattern, { dot: true });
-  // Up to the first character picomatch may read as anything but itself (a leading `!` negates the whole glob,
-  // a leading `./` is dropped).
-  const prefix = /^[^*?[\]{}()!+@\\|/.]*/.exec(pattern)![0];
+  const prefix = literalStart(pattern);
   if (!prefix) return (name) => glob(name);
   return (name) => name.startsWith(prefix) && glob(name);
+}
+
+/**
+ * What every name a glob matches starts with: the pattern up to the first character picomatch may read as anything
+ * but itself (a leading `!` negates the whole glob, a leading `./` is dropped).
+ */
+function literalStart(pattern: string): string {
+  return /^[^*?[\]{}()!+@\\|/.]*/.exec(pattern)![0];
+}
+
+/** A run of apps' names in text order, with each one's place in the run. */
+interface NameIndex {
+  names: string[];
+  at: number[];
+  apps: readonly FleetApp[];
+}
+
+function nameIndex(apps: readonly FleetApp[]): NameIndex {
+  const at = apps.map((_, i) => i);
+  const nameOf = apps.map((a) => a.app.metadata.name);
+  at.sort((x, y) => (nameOf[x] < nameOf[y] ? -1 : nameOf[x] > nameOf[y] ? 1 : x - y));
+  return { names: at.map((i) => nameOf[i]), at, apps };
+}
+
+/** The first place in sorted `names` not before `prefix`. */
+function lowerBound(names: readonly string[], prefix: string): number {
+  let lo = 0;
+  let hi = names.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (names[mid] < prefix) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * The apps whose names start with one of `starts`, in fleet order, read from a sorted index of names kept per chunk
+ * of the fleet's list (src/fleet/chunks.ts); undefined for a list too short to be worth one.
+ */
+function startingWith(apps: readonly FleetApp[], starts: readonly string[]): FleetApp[] | undefined {
+  if (apps.length < MIN_CHUNKED) return undefined;
+  const out: FleetApp[] = [];
+  for (const index of chunked(apps, nameIndex)) {
+    const found = new Set<number>();
+    for (const start of starts)
+      for (let i = lowerBound(index.names, start); i < index.names.length && index.names[i].startsWith(start); i++)
+        found.add(index.at[i]);
+    for (const i of [...found].sort((x, y) => x - y)) out.push(index.apps[i]);
+  }
+  return out;
 }
 
 function unknown(kind: string, value: string, candidates: Iterable<string>): SelectorError {
@@ -177,6 +227,9 @@ export function selectApps(fleet: FleetView, sel: AppSelector): FleetApp[] {
     } else {
       const names = new Set(exact);
       byName = (name) => names.has(name) || globs.some((g) => g(name));
+      // Globs alone, each with a literal start: only the apps whose names start so need the glob.
+      const starts = exact.length ? [] : patterns.map(literalStart);
+      if (starts.length && starts.every(Boolean)) source = startingWith(apps, starts) ?? source;
     }
   }
 

@@ -185,6 +185,33 @@ describe('selectApps', () => {
   });
 });
 
+describe('selectApps over a large fleet', () => {
+  // Over 4,096 apps a glob with a literal start reads a sorted index of names kept per chunk of the fleet's list.
+  const big = (n: number) =>
+    Array.from({ length: n }, (_, i) => ({
+      metadata: { name: `${['auth', 'api', 'web', 'auth-config'][i % 4]}-${(i * 7919) % n}`, namespace: 'argocd' },
+      spec: { project: 'default', source: { repoURL: 'r' }, destination: { name: `c${i % 30}` } },
+    })) as Application[];
+  const scan = (fleet: StaticFleet, patterns: string[]) => {
+    const globs = patterns.map((p) => picomatch(p, { dot: true }));
+    return fleet.apps().filter((a) => globs.some((g) => g(a.app.metadata.name)));
+  };
+
+  it('selects what a scan selects, in fleet order, before and after apps change and are added', () => {
+    const fleet = StaticFleet.fromObjects([{ name: 'east', applications: big(6000) }]);
+    for (const patterns of [['auth-*'], ['auth-1*', 'web-2?'], ['auth-config-*', 'auth-*'], ['zzz-*']])
+      expect(selectApps(fleet, { patterns })).toEqual(scan(fleet, patterns));
+    const moved = fleet.apps()[2500];
+    fleet.upsertApp({ ...moved, cluster: 'elsewhere' });
+    const added = { ...moved.app, metadata: { ...moved.app.metadata, name: 'auth-new' } };
+    fleet.upsertApp({ ...moved, app: added });
+    const selected = selectApps(fleet, { patterns: ['auth-*'] });
+    expect(selected).toEqual(scan(fleet, ['auth-*']));
+    expect(selected.find((a) => a.app.metadata.name === moved.app.metadata.name)?.cluster).toBe('elsewhere');
+    expect(selected.at(-1)?.app.metadata.name).toBe('auth-new');
+  });
+});
+
 describe('nameMatcher', () => {
   it('matches exactly as the glob does, its literal start checked first or not', () => {
     const patterns = [
