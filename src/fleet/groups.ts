@@ -203,7 +203,7 @@ export function clustersOfGroups(
     if (!names.has(g.name)) names.set(g.name, new Set());
   }
   if (Array.isArray(scope) && scope.length >= MIN_CHUNKED) {
-    for (const chunk of chunked(scope as readonly FleetApp[], groupClusters)) {
+    for (const { value: chunk } of chunked(scope as readonly FleetApp[], groupClusters)) {
       for (const [instance, names] of wanted) {
         const inChunk = chunk.get(instance);
         if (!inChunk) continue;

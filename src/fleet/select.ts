@@ -98,14 +98,13 @@ function literalStart(pattern: string): string {
 interface NameIndex {
   names: string[];
   at: number[];
-  apps: readonly FleetApp[];
 }
 
 function nameIndex(apps: readonly FleetApp[]): NameIndex {
   const at = apps.map((_, i) => i);
   const nameOf = apps.map((a) => a.app.metadata.name);
   at.sort((x, y) => (nameOf[x] < nameOf[y] ? -1 : nameOf[x] > nameOf[y] ? 1 : x - y));
-  return { names: at.map((i) => nameOf[i]), at, apps };
+  return { names: at.map((i) => nameOf[i]), at };
 }
 
 /** The first place in sorted `names` not before `prefix`. */
@@ -127,12 +126,12 @@ function lowerBound(names: readonly string[], prefix: string): number {
 function startingWith(apps: readonly FleetApp[], starts: readonly string[]): FleetApp[] | undefined {
   if (apps.length < MIN_CHUNKED) return undefined;
   const out: FleetApp[] = [];
-  for (const index of chunked(apps, nameIndex)) {
+  for (const { from, value: index } of chunked(apps, nameIndex)) {
     const found = new Set<number>();
     for (const start of starts)
       for (let i = lowerBound(index.names, start); i < index.names.length && index.names[i].startsWith(start); i++)
         found.add(index.at[i]);
-    for (const i of [...found].sort((x, y) => x - y)) out.push(index.apps[i]);
+    for (const i of [...found].sort((x, y) => x - y)) out.push(apps[from + i]);
   }
   return out;
 }

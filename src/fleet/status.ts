@@ -136,14 +136,13 @@ function problemSince(app: Application, health: string): { since?: string; since
   return h ? { since: h, sinceKind: 'other' } : {};
 }
 
-/** What an Application object alone says about it: everything here reads no clock and no other object. */
-interface AppJudgement {
+/** What an Application object alone says about a problem app: everything here reads no clock and no other object. */
+interface ProblemJudgement {
   sync: string;
   health: string;
   /** The (sync, health) pair's number in `pairs`, for counting in arrays rather than by name. */
   pair: number;
-  problem: boolean;
-  /** The reason of a problem, unless it reads the clock. */
+  /** The reason, unless it reads the clock. */
   reason?: string;
   since?: string;
   sinceKind?: ProblemDetail['sinceKind'];
@@ -152,8 +151,9 @@ interface AppJudgement {
 }
 
 // The mirror replaces an app's Application object on every change (it never edits one in place), so a
-// judgement keyed by the object is dropped with it and can never describe an older state of the app.
-const judgements = new WeakMap<Application, AppJudgement>();
+// judgement keyed by the object is dropped with it and can never describe an older state of the app. An app
+// that is fine is only its pair's number: most of a fleet, kept in no object of its own.
+const judgements = new WeakMap<Application, ProblemJudgement | number>();
 
 // Every (sync, health) pair seen, numbered: a handful (Argo CD has five health and three sync states).
 const pairs: { sync: string; health: string }[] = [];
@@ -170,22 +170,24 @@ function pairOf(sync: string, health: string): number {
   return n;
 }
 
-function judge(app: Application): AppJudgement {
-  let j = judgements.get(app);
-  if (j) return j;
+function judge(app: Application): ProblemJudgement | number {
+  const known = judgements.get(app);
+  if (known !== undefined) return known;
   const sync = syncOf(app);
   const health = healthOf(app);
-  const problem = isProblem(sync, health);
-  j = { sync, health, pair: pairOf(sync, health), problem, sinceMs: Number.POSITIVE_INFINITY };
-  if (problem) {
-    const reason = reasonOf(app, new Date());
-    if (!reason.timed) j.reason = reason.text;
-    const started = problemSince(app, health);
-    if (started.since) {
-      j.since = started.since;
-      j.sinceKind = started.sinceKind;
-      j.sinceMs = Date.parse(started.since);
-    }
+  const pair = pairOf(sync, health);
+  if (!isProblem(sync, health)) {
+    judgements.set(app, pair);
+    return pair;
+  }
+  const j: ProblemJudgement = { sync, health, pair, sinceMs: Number.POSITIVE_INFINITY };
+  const reason = reasonOf(app, new Date());
+  if (!reason.timed) j.reason = reason.text;
+  const started = problemSince(app, health);
+  if (started.since) {
+    j.since = started.since;
+    j.sinceKind = started.sinceKind;
+    j.sinceMs = Date.parse(started.since);
   }
   judgements.set(app, j);
   return j;
@@ -226,10 +228,11 @@ interface Part {
   /** instance -> cluster -> counts. */
   clusters: Map<string, Map<string, PairCounts>>;
   appSets: Map<string, Set<string>>;
-  problems: FleetApp[];
+  /** Places of the problem apps in the list passed over. */
+  problems: number[];
 }
 
-function partOf(apps: Iterable<FleetApp>): Part {
+function partOf(apps: readonly FleetApp[]): Part {
   const part: Part = {
     total: { apps: 0, counts: [], order: [] },
     clusters: new Map(),
@@ -239,9 +242,11 @@ function partOf(apps: Iterable<FleetApp>): Part {
   let lastInstance: string | undefined;
   let clusters: Map<string, PairCounts> | undefined;
   let sets: Set<string> | undefined;
-  for (const fa of apps) {
+  for (let i = 0; i < apps.length; i++) {
+    const fa = apps[i];
     const j = judge(fa.app);
-    countPair(part.total, j.pair);
+    const pair = typeof j === 'number' ? j : j.pair;
+    countPair(part.total, pair);
     // Apps come grouped by instance: the per-instance maps are looked up again only when it changes.
     if (fa.instance !== lastInstance) {
       lastInstance = fa.instance;
@@ -251,12 +256,12 @@ function partOf(apps: Iterable<FleetApp>): Part {
     }
     let c = clusters!.get(fa.cluster);
     if (!c) clusters!.set(fa.cluster, (c = { apps: 0, counts: [], order: [] }));
-    countPair(c, j.pair);
+    countPair(c, pair);
     if (fa.appSet) {
       if (!sets) part.appSets.set(fa.instance, (sets = new Set()));
       sets.add(fa.appSet);
     }
-    if (j.problem) part.problems.push(fa);
+    if (typeof j !== 'number') part.problems.push(i);
   }
   return part;
 }
@@ -273,15 +278,14 @@ function addCounts(into: PairCounts, from: PairCounts): void {
 }
 
 /** The parts in order, as one part of all their apps: first-come orders stay those of one pass. */
-function mergeParts(parts: readonly Part[]): Part {
-  if (parts.length === 1) return parts[0];
+function mergeParts(parts: readonly { from: number; value: Part }[]): Part {
   const all: Part = {
     total: { apps: 0, counts: [], order: [] },
     clusters: new Map(),
     appSets: new Map(),
     problems: [],
   };
-  for (const part of parts) {
+  for (const { from, value: part } of parts) {
     addCounts(all.total, part.total);
     for (const [instance, clusters] of part.clusters) {
       let into = all.clusters.get(instance);
@@ -297,7 +301,7 @@ function mergeParts(parts: readonly Part[]): Part {
       if (!into) all.appSets.set(instance, new Set(names));
       else for (const n of names) into.add(n);
     }
-    for (const fa of part.problems) all.problems.push(fa);
+    for (const i of part.problems) all.problems.push(from + i);
   }
   return all;
 }
@@ -315,15 +319,14 @@ export function appOfProblem(p: ProblemDetail): FleetApp | undefined {
  * is made per chunk (src/fleet/chunks.ts), and only the chunks with a changed app are counted again.
  */
 export function summarizeApps(apps: Iterable<FleetApp>): FleetSummary {
-  const part =
-    Array.isArray(apps) && apps.length >= MIN_CHUNKED
-      ? mergeParts(chunked(apps as readonly FleetApp[], partOf))
-      : partOf(apps);
+  const list: readonly FleetApp[] = Array.isArray(apps) ? apps : [...apps];
+  const part = list.length >= MIN_CHUNKED ? mergeParts(chunked(list, partOf)) : partOf(list);
   const problems: { detail: ProblemDetail; ms: number }[] = [];
   let now: Date | undefined;
-  for (const fa of part.problems) {
+  for (const i of part.problems) {
+    const fa = list[i];
     const app = fa.app;
-    const j = judge(app);
+    const j = judge(app) as ProblemJudgement;
     const detail: ProblemDetail = {
       app: app.metadata.name,
       instance: fa.instance,
