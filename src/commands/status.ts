@@ -168,7 +168,9 @@ function clusterBlocks(summary: FleetSummary, multiInstance: boolean): ReplyBloc
   const problemsByCluster = new Map<string, number>();
   for (const p of problems)
     problemsByCluster.set(`${p.instance}/${p.cluster}`, (problemsByCluster.get(`${p.instance}/${p.cluster}`) ?? 0) + 1);
-  const count = (c: ClusterStatus) => problemsByCluster.get(`${c.instance}/${c.cluster}`) ?? 0;
+  // Counted once per cluster: the ranking below compares thousands of pairs.
+  const counts = new Map(clusters.map((c) => [c, problemsByCluster.get(`${c.instance}/${c.cluster}`) ?? 0]));
+  const count = (c: ClusterStatus) => counts.get(c)!;
   const withProblems = clusters.filter((c) => count(c) > 0);
   if (withProblems.length > MAX_CLUSTER_LINES) {
     // Problems spread over many clusters are told by the groups below; one line says how far they reach.
@@ -261,11 +263,13 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
   const now = ctx.services.now?.() ?? new Date();
   const { sel, scope } = resolveSelection(fleet, cmd);
   const selected = selectedApps(fleet, sel, scope);
-  const summary = summarizeApps(selected);
+  // The fleet's own list at this version is the list the kept chunks were checked against at this version.
+  const version = selected === fleet.apps() ? fleet.version() : undefined;
+  const summary = summarizeApps(selected, version);
   const multiInstance = fleet.instances().length > 1;
   // One line per group of apps that share an ApplicationSet (or service) and a reason, real problems
   // before apps that only wait for their RollingSync step; each app is one `app X` away.
-  const groups = problemGroups(fleet, selected, summary.problems);
+  const groups = problemGroups(fleet, selected, summary.problems, version);
 
   const title = scope.length ? `Status of ${scope.join(', ').replace(/`/g, '')}` : 'Fleet status';
   const buttons: ReplyButton[] = [{ label: 'Refresh', command: commandText(cmd) }];
@@ -374,6 +378,7 @@ export function problemGroups(
   fleet: FleetView,
   selected: readonly FleetApp[],
   problems: readonly ProblemDetail[],
+  version?: number,
 ): ProblemGroup[] {
   // summarizeApps hands each problem its app; a problem built elsewhere is found among the selection.
   let byKey: Map<string, FleetApp> | undefined;
@@ -426,6 +431,7 @@ export function problemGroups(
     selected,
     (row) => found.get(row)?.kind ?? 'outofsync',
     (row) => found.get(row)?.entry?.step,
+    version,
   );
 }
 

@@ -27,8 +27,15 @@ function idOf(app: FleetApp): number {
   return id;
 }
 
+interface Memo {
+  chunks: Chunk[];
+  /** The fleet's version when every chunk was last checked, and what they were then. */
+  version?: number;
+  checked?: { from: number; value: unknown }[];
+}
+
 // Per apps array (the fleet's own list, which the mirror edits in place), per builder.
-const memos = new WeakMap<readonly FleetApp[], Map<(apps: readonly FleetApp[]) => unknown, Chunk[]>>();
+const memos = new WeakMap<readonly FleetApp[], Map<(apps: readonly FleetApp[]) => unknown, Memo>>();
 
 function same(kept: Float64Array, apps: readonly FleetApp[], from: number, to: number): boolean {
   if (kept.length !== to - from) return false;
@@ -36,15 +43,23 @@ function same(kept: Float64Array, apps: readonly FleetApp[], from: number, to: n
   return true;
 }
 
-/** `build` of each chunk of `apps`, in order, with where the chunk starts: kept from the last call where its apps are the same objects. */
+/**
+ * `build` of each chunk of `apps`, in order, with where the chunk starts: kept from the last call where its apps are
+ * the same objects. `version`, given when `apps` is the fleet's own list, is the fleet's version(): at the version of
+ * the last check nothing changed, and no chunk is checked again.
+ */
 export function chunked<T>(
   apps: readonly FleetApp[],
   build: (apps: readonly FleetApp[]) => T,
+  version?: number,
 ): { from: number; value: T }[] {
   let byBuilder = memos.get(apps);
   if (!byBuilder) memos.set(apps, (byBuilder = new Map()));
-  let chunks = byBuilder.get(build);
-  if (!chunks) byBuilder.set(build, (chunks = []));
+  let memo = byBuilder.get(build);
+  if (!memo) byBuilder.set(build, (memo = { chunks: [] }));
+  if (version !== undefined && memo.version === version && memo.checked)
+    return memo.checked as { from: number; value: T }[];
+  const chunks = memo.chunks;
   const count = Math.ceil(apps.length / CHUNK);
   chunks.length = Math.min(chunks.length, count);
   const out: { from: number; value: T }[] = [];
@@ -58,5 +73,7 @@ export function chunked<T>(
     }
     out.push({ from, value: chunks[c].value as T });
   }
+  memo.version = version;
+  memo.checked = out;
   return out;
 }

@@ -195,6 +195,7 @@ function groupClusters(apps: readonly FleetApp[]): Map<string, Map<string, Set<s
 export function clustersOfGroups(
   scope: Iterable<FleetApp>,
   groups: Iterable<{ instance: string; name: string }>,
+  version?: number,
 ): ClustersOfGroup {
   const wanted = new Map<string, Map<string, Set<string>>>();
   for (const g of groups) {
@@ -203,7 +204,7 @@ export function clustersOfGroups(
     if (!names.has(g.name)) names.set(g.name, new Set());
   }
   if (Array.isArray(scope) && scope.length >= MIN_CHUNKED) {
-    for (const { value: chunk } of chunked(scope as readonly FleetApp[], groupClusters)) {
+    for (const { value: chunk } of chunked(scope as readonly FleetApp[], groupClusters, version)) {
       for (const [instance, names] of wanted) {
         const inChunk = chunk.get(instance);
         if (!inChunk) continue;
@@ -228,7 +229,8 @@ export function clustersOfGroups(
  * Groups problem rows by (instance, group, kind, short reason) — the shortened first clause is the
  * shared reason on purpose: three syncs refused by three different admission webhooks are one line,
  * "failed calling webhook", and `app X` has each one's full message — worst kind first, then the widest,
- * then the oldest. `scope` is every selected app, for the per-group cluster denominators; `kindOf`
+ * then the oldest. `scope` is every selected app, for the per-group cluster denominators (`version`: the fleet's,
+ * when `scope` is the fleet's own list); `kindOf`
  * classifies a row (status passes one that reads RollingSync entries).
  */
 export function groupProblems(
@@ -236,11 +238,13 @@ export function groupProblems(
   scope: Iterable<FleetApp>,
   kindOf: (row: ProblemRow) => ProblemKind,
   stepOf: (row: ProblemRow) => string | undefined = () => undefined,
+  version?: number,
 ): ProblemGroup[] {
   const named = rows.map((row) => groupOf(row));
   const clustersOfGroup = clustersOfGroups(
     scope,
     rows.map((row, i) => ({ instance: row.instance, name: named[i].name })),
+    version,
   );
   const groups = new Map<string, ProblemGroup & { clusterSet: Set<string> }>();
   // Each group's oldest `since` in ms, parsed once per row rather than in every comparison.

@@ -123,10 +123,10 @@ function lowerBound(names: readonly string[], prefix: string): number {
  * The apps whose names start with one of `starts`, in fleet order, read from a sorted index of names kept per chunk
  * of the fleet's list (src/fleet/chunks.ts); undefined for a list too short to be worth one.
  */
-function startingWith(apps: readonly FleetApp[], starts: readonly string[]): FleetApp[] | undefined {
+function startingWith(apps: readonly FleetApp[], starts: readonly string[], version: number): FleetApp[] | undefined {
   if (apps.length < MIN_CHUNKED) return undefined;
   const out: FleetApp[] = [];
-  for (const { from, value: index } of chunked(apps, nameIndex)) {
+  for (const { from, value: index } of chunked(apps, nameIndex, version)) {
     const found = new Set<number>();
     for (const start of starts)
       for (let i = lowerBound(index.names, start); i < index.names.length && index.names[i].startsWith(start); i++)
@@ -228,7 +228,7 @@ export function selectApps(fleet: FleetView, sel: AppSelector): FleetApp[] {
       byName = (name) => names.has(name) || globs.some((g) => g(name));
       // Globs alone, each with a literal start: only the apps whose names start so need the glob.
       const starts = exact.length ? [] : patterns.map(literalStart);
-      if (starts.length && starts.every(Boolean)) source = startingWith(apps, starts) ?? source;
+      if (starts.length && starts.every(Boolean)) source = startingWith(apps, starts, fleet.version()) ?? source;
     }
   }
 

@@ -316,11 +316,12 @@ export function appOfProblem(p: ProblemDetail): FleetApp | undefined {
 
 /**
  * One pass over the apps: totals, per-(instance, cluster) counts, problems oldest first. Over a large list the pass
- * is made per chunk (src/fleet/chunks.ts), and only the chunks with a changed app are counted again.
+ * is made per chunk (src/fleet/chunks.ts), and only the chunks with a changed app are counted again; `version` is
+ * the fleet's version() when `apps` is the fleet's own list.
  */
-export function summarizeApps(apps: Iterable<FleetApp>): FleetSummary {
+export function summarizeApps(apps: Iterable<FleetApp>, version?: number): FleetSummary {
   const list: readonly FleetApp[] = Array.isArray(apps) ? apps : [...apps];
-  const part = list.length >= MIN_CHUNKED ? mergeParts(chunked(list, partOf)) : partOf(list);
+  const part = list.length >= MIN_CHUNKED ? mergeParts(chunked(list, partOf, version)) : partOf(list);
   const problems: { detail: ProblemDetail; ms: number }[] = [];
   let now: Date | undefined;
   for (const i of part.problems) {
