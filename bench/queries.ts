@@ -7,6 +7,8 @@ import { dispatch } from '../src/commands/index.js';
 import type { CommandContext } from '../src/commands/registry.js';
 import { isRollingSync } from '../src/fleet/rollingsync.js';
 import { renderBlocks } from '../src/views/blocks.js';
+import { FreezeStore } from '../src/domain/runbooks/freeze.js';
+import { closeRedis, createRedis } from '../src/infra/redis.js';
 import {
   buildMirror,
   header,
@@ -33,12 +35,23 @@ export interface QueryResult {
   size: string;
 }
 
-export function benchContext(bot: BotFleet): CommandContext {
+/**
+ * Services as the bot has them: with its freeze store in Redis (`status` reads rollcall's freezes there, one
+ * HGETALL); without one `status` reads the selected apps' AppProjects live, as a one-shot `rollcall ask` does.
+ */
+export function benchContext(bot: BotFleet, freezes?: FreezeStore): CommandContext {
   return {
-    services: { config: bot.config, fleet: bot.mirror, argocd: bot.argocd, now: () => new Date() },
+    services: { config: bot.config, fleet: bot.mirror, argocd: bot.argocd, now: () => new Date(), freezes },
     user: 'U_BENCH',
     surface: 'slack',
   };
+}
+
+/** The bot's freeze store on this machine's Redis, under a prefix of its own (nothing is written to it). */
+export function benchFreezes(): { freezes: FreezeStore; close: () => Promise<void> } {
+  const redis = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+  const prefix = `rollcall-bench-${Math.random().toString(36).slice(2, 8)}`;
+  return { freezes: new FreezeStore(redis, prefix), close: () => closeRedis(redis) };
 }
 
 export function pickRollingSyncAppSet(bot: BotFleet): string {
@@ -84,7 +97,8 @@ export async function runQueriesBench(shared?: BotFleet): Promise<QueryResult[]>
   const sim = shared ? undefined : await startSimChild({ kind: 'fleet', apps: 10_000, clusters: 200 });
   try {
     const bot = shared ?? (await buildMirror(simConfig(sim!)));
-    const ctx = benchContext(bot);
+    const store = benchFreezes();
+    const ctx = benchContext(bot, store.freezes);
     const appSet = pickRollingSyncAppSet(bot);
     const results: QueryResult[] = [];
     results.push(await measure(ctx, 'status', (d) => `${(d as { total: { apps: number } }).total.apps} apps`));
@@ -122,6 +136,7 @@ export async function runQueriesBench(shared?: BotFleet): Promise<QueryResult[]>
       ]),
     ]);
     console.log(`  (${loadLine()})`);
+    await store.close();
     if (!shared) await bot.mirror.stop();
     return results;
   } finally {

@@ -28,7 +28,7 @@ import {
   table,
   type SimChild,
 } from './lib.js';
-import { benchContext, measure, pickRollingSyncAppSet } from './queries.js';
+import { benchContext, benchFreezes, measure, pickRollingSyncAppSet } from './queries.js';
 import type { SimChildChange } from './sim-child.js';
 
 const RUNS = 50;
@@ -78,8 +78,9 @@ async function measureOne(apps: number): Promise<ScaleResult> {
     const floorBefore = await floor(sim);
     const bot = await buildMirror(simConfig(sim));
     const floorAfter = await floor(sim);
+    const store = benchFreezes();
     try {
-      const ctx = benchContext(bot);
+      const ctx = benchContext(bot, store.freezes);
       const status = await measure(ctx, 'status', () => '', RUNS);
       // An appset of the same name on several instances needs its instance named.
       const appSet = pickRollingSyncAppSet(bot);
@@ -125,6 +126,7 @@ async function measureOne(apps: number): Promise<ScaleResult> {
         load: loadLine().replace('load avg now ', ''),
       };
     } finally {
+      await store.close();
       await bot.mirror.stop();
     }
   } finally {

@@ -1,5 +1,6 @@
 import type { FleetApp, FleetAppSet, FleetView } from '../fleet/model.js';
 import {
+  appOfProblem,
   downCount,
   summarizeApps,
   type ClusterStatus,
@@ -167,7 +168,9 @@ function clusterBlocks(summary: FleetSummary, multiInstance: boolean): ReplyBloc
   const problemsByCluster = new Map<string, number>();
   for (const p of problems)
     problemsByCluster.set(`${p.instance}/${p.cluster}`, (problemsByCluster.get(`${p.instance}/${p.cluster}`) ?? 0) + 1);
-  const count = (c: ClusterStatus) => problemsByCluster.get(`${c.instance}/${c.cluster}`) ?? 0;
+  // Counted once per cluster: the ranking below compares thousands of pairs.
+  const counts = new Map(clusters.map((c) => [c, problemsByCluster.get(`${c.instance}/${c.cluster}`) ?? 0]));
+  const count = (c: ClusterStatus) => counts.get(c)!;
   const withProblems = clusters.filter((c) => count(c) > 0);
   if (withProblems.length > MAX_CLUSTER_LINES) {
     // Problems spread over many clusters are told by the groups below; one line says how far they reach.
@@ -260,11 +263,13 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
   const now = ctx.services.now?.() ?? new Date();
   const { sel, scope } = resolveSelection(fleet, cmd);
   const selected = selectedApps(fleet, sel, scope);
-  const summary = summarizeApps(selected);
+  // The fleet's own list at this version is the list the kept chunks were checked against at this version.
+  const version = selected === fleet.apps() ? fleet.version() : undefined;
+  const summary = summarizeApps(selected, version);
   const multiInstance = fleet.instances().length > 1;
   // One line per group of apps that share an ApplicationSet (or service) and a reason, real problems
   // before apps that only wait for their RollingSync step; each app is one `app X` away.
-  const groups = problemGroups(fleet, selected, summary.problems);
+  const groups = problemGroups(fleet, selected, summary.problems, version);
 
   const title = scope.length ? `Status of ${scope.join(', ').replace(/`/g, '')}` : 'Fleet status';
   const buttons: ReplyButton[] = [{ label: 'Refresh', command: commandText(cmd) }];
@@ -297,15 +302,17 @@ async function knownFreezes(
 ): Promise<{ freezes: Freeze[]; unread: string[] }> {
   if (ctx.services.freezes)
     return { freezes: (await ctx.services.freezes.list().catch(() => undefined)) ?? [], unread: [] };
-  const projects = new Map<string, { instance: string; project: string }>();
+  const projectsOf = new Map<string, Set<string>>();
   for (const a of selected) {
-    const project = a.app.spec.project || 'default';
-    projects.set(`${a.instance}\u0000${project}`, { instance: a.instance, project });
+    let projects = projectsOf.get(a.instance);
+    if (!projects) projectsOf.set(a.instance, (projects = new Set()));
+    projects.add(a.app.spec.project || 'default');
   }
+  const projects = [...projectsOf].flatMap(([instance, names]) => [...names].map((project) => ({ instance, project })));
   const freezes: Freeze[] = [];
   const unread: string[] = [];
   await Promise.all(
-    [...projects.values()].map(async ({ instance, project }) => {
+    projects.map(async ({ instance, project }) => {
       const api = ctx.services.argocd?.get(instance);
       if (!api) return;
       try {
@@ -371,48 +378,83 @@ export function problemGroups(
   fleet: FleetView,
   selected: readonly FleetApp[],
   problems: readonly ProblemDetail[],
+  version?: number,
 ): ProblemGroup[] {
-  const byKey = new Map<string, FleetApp>();
-  for (const fa of selected) byKey.set(`${fa.instance}\u0000${fa.app.metadata.name}`, fa);
-  const appSets = new Map<string, FleetAppSet | undefined>();
+  // summarizeApps hands each problem its app; a problem built elsewhere is found among the selection.
+  let byKey: Map<string, FleetApp> | undefined;
+  const fleetAppOf = (p: ProblemDetail) => {
+    const fa = appOfProblem(p);
+    if (fa) return fa;
+    if (!byKey) {
+      byKey = new Map();
+      for (const fa of selected) byKey.set(`${fa.instance}\u0000${fa.app.metadata.name}`, fa);
+    }
+    return byKey.get(`${p.instance}\u0000${p.app}`);
+  };
+  // instance -> name -> the first ApplicationSet of that name there, as appSetsNamed(name).find would give it.
+  let appSets: Map<string, Map<string, FleetAppSet>> | undefined;
   const appSetOf = (instance: string, name: string | undefined) => {
     if (!name) return undefined;
-    const key = `${instance}\u0000${name}`;
-    if (!appSets.has(key))
-      appSets.set(
-        key,
-        fleet.appSetsNamed(name).find((s) => s.instance === instance),
-      );
-    return appSets.get(key)?.appSet;
+    if (!appSets) {
+      appSets = new Map();
+      for (const s of fleet.appSets()) {
+        let named = appSets.get(s.instance);
+        if (!named) appSets.set(s.instance, (named = new Map()));
+        if (!named.has(s.appSet.metadata.name)) named.set(s.appSet.metadata.name, s);
+      }
+    }
+    return appSets.get(instance)?.get(name)?.appSet;
   };
-  const entryOf = (p: ProblemRow) => rolloutEntry(appSetOf(p.instance, p.appSet), p.app);
+  // Each row's app, RollingSync entry and kind, looked up once for the kind, the step and the row itself.
+  const found = new Map<ProblemRow, { fa?: FleetApp; entry?: RolloutEntry; kind?: ProblemKind }>();
   const rows = problems.map((p): ProblemRow => {
-    const entry = entryOf(p);
-    const fa = byKey.get(`${p.instance}\u0000${p.app}`);
+    const entry = rolloutEntry(appSetOf(p.instance, p.appSet), p.app);
+    const fa = fleetAppOf(p);
+    const judged = fa && judgeRow(fa, p, entry);
     // An app waiting for its step has waited since its entry last changed, not since its last sync days ago.
-    const waiting = fa && entry && problemKind(fa, p.sync, p.health, entry) === 'waiting';
-    if (entry?.step === '-1') return { ...p, reason: 'matched by no RollingSync step: Argo CD never syncs it' };
-    if (fa && stepOnPreviousRevision(fa.app, entry))
-      return {
+    const waiting = judged?.kind === 'waiting';
+    let row: ProblemRow;
+    if (entry?.step === '-1') row = { ...p, reason: 'matched by no RollingSync step: Argo CD never syncs it' };
+    else if (judged?.previousRevision)
+      row = {
         ...p,
         reason: 'RollingSync counts its step complete, yet it runs the previous revision: sync it by hand',
       };
-    return { ...p, ...(waiting && entry.lastTransitionTime ? { since: entry.lastTransitionTime } : {}) };
+    else if (waiting && entry!.lastTransitionTime) row = { ...p, since: entry!.lastTransitionTime };
+    // Read, never changed, by the grouping: the problem itself serves as its row.
+    else row = p;
+    found.set(row, { fa, entry, kind: judged?.kind });
+    return row;
   });
   return groupProblems(
     rows,
-    selected.map((fa) => ({
-      app: fa.app.metadata.name,
-      instance: fa.instance,
-      cluster: fa.cluster,
-      appSet: fa.appSet,
-    })),
-    (row) => {
-      const fa = byKey.get(`${row.instance}\u0000${row.app}`);
-      return fa ? problemKind(fa, row.sync, row.health, entryOf(row)) : 'outofsync';
-    },
-    (row) => entryOf(row)?.step,
+    selected,
+    (row) => found.get(row)?.kind ?? 'outofsync',
+    (row) => found.get(row)?.entry?.step,
+    version,
   );
+}
+
+type RolloutEntry = ReturnType<typeof rolloutEntry>;
+interface RowJudgement {
+  kind: ProblemKind;
+  previousRevision: boolean;
+}
+
+// What an app and its RollingSync entry say together reads those two objects alone, and the mirror replaces
+// both (the entry with its ApplicationSet) on every change: kept per pair of objects.
+const NO_ENTRY = {};
+const rowJudgements = new WeakMap<object, WeakMap<object, RowJudgement>>();
+
+function judgeRow(fa: FleetApp, p: ProblemDetail, entry: RolloutEntry): RowJudgement {
+  let byApp = rowJudgements.get(entry ?? NO_ENTRY);
+  if (!byApp) rowJudgements.set(entry ?? NO_ENTRY, (byApp = new WeakMap()));
+  let j = byApp.get(fa.app);
+  if (!j) {
+    j = { kind: problemKind(fa, p.sync, p.health, entry), previousRevision: !!stepOnPreviousRevision(fa.app, entry) };
+    byApp.set(fa.app, j);
+  }
+  return j;
 }
 
 const KIND_TONE: Record<ProblemKind, Tone> = {

@@ -2,6 +2,7 @@ import type { ApplicationSet, ApplicationSetApplicationStatus } from '../infra/a
 import type { FleetApp } from './model.js';
 import type { StatusProblem } from './status.js';
 import { isRollingSync } from './rollingsync.js';
+import { MIN_CHUNKED, chunked } from './chunks.js';
 import { truncate } from '../core/format.js';
 import { appDown, syncFailed, waitingForStep } from './rules/index.js';
 
@@ -83,14 +84,31 @@ export function groupOf(app: { app: string; cluster: string; appSet?: string }):
   return { name: app.app, by: 'app' };
 }
 
+/** groupOf's name of an app without an ApplicationSet, without building the `-<cluster>` suffix. */
+function serviceOf(app: string, cluster: string): string {
+  const cut = app.length - cluster.length - 1;
+  return cut > 0 && app.charCodeAt(cut) === 45 /* - */ && app.endsWith(cluster) ? app.slice(0, cut) : app;
+}
+
 /** The app's entry in its RollingSync ApplicationSet's status, if any. */
 export function rolloutEntry(
   appSet: ApplicationSet | undefined,
   app: string,
 ): ApplicationSetApplicationStatus | undefined {
   if (!appSet || !isRollingSync(appSet)) return undefined;
-  return appSet.status?.applicationStatus?.find((e) => e.application === app);
+  let byApp = entriesByApp.get(appSet);
+  if (!byApp) {
+    byApp = new Map();
+    // The first entry of a name, as a search of the list would find it.
+    for (const e of appSet.status?.applicationStatus ?? []) if (!byApp.has(e.application)) byApp.set(e.application, e);
+    entriesByApp.set(appSet, byApp);
+  }
+  return byApp.get(app);
 }
+
+// An ApplicationSet's status lists every app it generated: indexed once per object (the mirror replaces the
+// object on every change, so an index never outlives the status it was built from).
+const entriesByApp = new WeakMap<ApplicationSet, Map<string, ApplicationSetApplicationStatus>>();
 
 /**
  * The kind of a problem app, by the rules' judgements of it: a failed operation (sync-failed) outranks the
@@ -127,6 +145,10 @@ const RESOURCE_PREFIX = /^([A-Z][A-Za-z]+\/[a-z0-9.-]+) (?:Degraded|Missing|Prog
  * end of a long one too: an error chain's root cause ("context deadline exceeded").
  */
 export function shortReason(reason: string, max = 110, keep: 'head' | 'ends' = 'head'): string {
+  // Many apps share a reason word for word (the same webhook, the same missing secret): shortened once each.
+  const memo = max === 110 && keep === 'head';
+  const known = memo ? shortReasons.get(reason) : undefined;
+  if (known !== undefined) return known;
   let first = reason.split('; ')[0].trim();
   first = first.replace(CRASH_LOOP, 'CrashLoopBackOff: back-off restarting failed container');
   first = first.replace(QUOTED_URL, '').replace(UID, '').replace(POD_HASH, '$1');
@@ -136,32 +158,99 @@ export function shortReason(reason: string, max = 110, keep: 'head' | 'ends' = '
     .replace(/\s+/g, ' ')
     .replace(/\s+([:,)])/g, '$1')
     .trim();
-  return truncate(first, max, keep);
+  const short = truncate(first, max, keep);
+  if (memo) {
+    if (shortReasons.size >= MAX_SHORT_REASONS) shortReasons.clear();
+    shortReasons.set(reason, short);
+  }
+  return short;
+}
+
+// The reasons of the problems on show, shortened the way group lines are; forgotten all at once at this size.
+const MAX_SHORT_REASONS = 20_000;
+const shortReasons = new Map<string, string>();
+
+/** Distinct clusters a group (instance, name) has apps on: the denominator of "Degraded on 12/12 clusters". */
+export type ClustersOfGroup = (instance: string, name: string) => number | undefined;
+
+/** Per instance, per group name, the clusters of a run of apps. */
+function groupClusters(apps: readonly FleetApp[]): Map<string, Map<string, Set<string>>> {
+  const out = new Map<string, Map<string, Set<string>>>();
+  for (const fa of apps) {
+    let names = out.get(fa.instance);
+    if (!names) out.set(fa.instance, (names = new Map()));
+    const name = fa.appSet || serviceOf(fa.app.metadata.name, fa.cluster);
+    let clusters = names.get(name);
+    if (!clusters) names.set(name, (clusters = new Set()));
+    clusters.add(fa.cluster);
+  }
+  return out;
+}
+
+/**
+ * The cluster counts of the named groups among `scope`. A large scope (the whole fleet of a plain `status`) is
+ * read per chunk, kept while its apps stay the same (src/fleet/chunks.ts); a smaller one in one pass that
+ * allocates nothing for apps of other groups.
+ */
+export function clustersOfGroups(
+  scope: Iterable<FleetApp>,
+  groups: Iterable<{ instance: string; name: string }>,
+  version?: number,
+): ClustersOfGroup {
+  const wanted = new Map<string, Map<string, Set<string>>>();
+  for (const g of groups) {
+    let names = wanted.get(g.instance);
+    if (!names) wanted.set(g.instance, (names = new Map()));
+    if (!names.has(g.name)) names.set(g.name, new Set());
+  }
+  if (Array.isArray(scope) && scope.length >= MIN_CHUNKED) {
+    for (const { value: chunk } of chunked(scope as readonly FleetApp[], groupClusters, version)) {
+      for (const [instance, names] of wanted) {
+        const inChunk = chunk.get(instance);
+        if (!inChunk) continue;
+        for (const [name, clusters] of names) {
+          const found = inChunk.get(name);
+          if (found) for (const c of found) clusters.add(c);
+        }
+      }
+    }
+  } else {
+    for (const fa of scope) {
+      const names = wanted.get(fa.instance);
+      if (!names) continue;
+      const clusters = names.get(fa.appSet || serviceOf(fa.app.metadata.name, fa.cluster));
+      clusters?.add(fa.cluster);
+    }
+  }
+  return (instance, name) => wanted.get(instance)?.get(name)?.size;
 }
 
 /**
  * Groups problem rows by (instance, group, kind, short reason) — the shortened first clause is the
  * shared reason on purpose: three syncs refused by three different admission webhooks are one line,
  * "failed calling webhook", and `app X` has each one's full message — worst kind first, then the widest,
- * then the oldest. `scope` is every selected app, for the per-group cluster denominators; `kindOf`
+ * then the oldest. `scope` is every selected app, for the per-group cluster denominators (`version`: the fleet's,
+ * when `scope` is the fleet's own list); `kindOf`
  * classifies a row (status passes one that reads RollingSync entries).
  */
 export function groupProblems(
   rows: readonly ProblemRow[],
-  scope: readonly { app: string; instance: string; cluster: string; appSet?: string }[],
+  scope: Iterable<FleetApp>,
   kindOf: (row: ProblemRow) => ProblemKind,
   stepOf: (row: ProblemRow) => string | undefined = () => undefined,
+  version?: number,
 ): ProblemGroup[] {
-  const clustersByGroup = new Map<string, Set<string>>();
-  for (const a of scope) {
-    const g = `${a.instance}\u0000${groupOf(a).name}`;
-    let set = clustersByGroup.get(g);
-    if (!set) clustersByGroup.set(g, (set = new Set()));
-    set.add(a.cluster);
-  }
+  const named = rows.map((row) => groupOf(row));
+  const clustersOfGroup = clustersOfGroups(
+    scope,
+    rows.map((row, i) => ({ instance: row.instance, name: named[i].name })),
+    version,
+  );
   const groups = new Map<string, ProblemGroup & { clusterSet: Set<string> }>();
-  for (const row of rows) {
-    const { name, by } = groupOf(row);
+  // Each group's oldest `since` in ms, parsed once per row rather than in every comparison.
+  const sinceMs = new Map<ProblemGroup, number>();
+  rows.forEach((row, i) => {
+    const { name, by } = named[i];
     const kind = kindOf(row);
     const step = kind === 'waiting' ? stepOf(row) : undefined;
     // Waiting apps share their reason by construction: the step they wait for.
@@ -171,7 +260,7 @@ export function groupProblems(
           ? `step ${step} has not reached them yet`
           : 'their step has not started yet'
         : shortReason(row.reason);
-    const key = [row.instance, name, kind, reason].join('\u0000');
+    const key = `${row.instance}\u0000${name}\u0000${kind}\u0000${reason}`;
     let g = groups.get(key);
     if (!g) {
       g = {
@@ -183,7 +272,7 @@ export function groupProblems(
         reason,
         apps: [],
         clusters: 0,
-        clustersOfGroup: clustersByGroup.get(`${row.instance}\u0000${name}`)?.size ?? 1,
+        clustersOfGroup: clustersOfGroup(row.instance, name) ?? 1,
         clusterSet: new Set(),
         ...(step ? { step } : {}),
       };
@@ -196,22 +285,34 @@ export function groupProblems(
       ...(row.since ? { since: row.since } : {}),
     });
     g.clusterSet.add(row.cluster);
-    if (row.since && (!g.since || Date.parse(row.since) < Date.parse(g.since))) g.since = row.since;
-  }
+    if (row.since) {
+      const ms = Date.parse(row.since);
+      if (!g.since || ms < sinceMs.get(g)!) {
+        g.since = row.since;
+        sinceMs.set(g, ms);
+      }
+    }
+  });
   const out: ProblemGroup[] = [];
-  for (const { clusterSet, ...g } of groups.values()) {
+  const timeOf = new Map<ProblemGroup, number>();
+  for (const full of groups.values()) {
+    const { clusterSet, ...g } = full;
     g.apps.sort((a, b) =>
       a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : a.app < b.app ? -1 : a.app > b.app ? 1 : 0,
     );
-    out.push({ ...g, clusters: clusterSet.size, clustersOfGroup: Math.max(g.clustersOfGroup, clusterSet.size) });
+    const group = { ...g, clusters: clusterSet.size, clustersOfGroup: Math.max(g.clustersOfGroup, clusterSet.size) };
+    timeOf.set(group, g.since ? sinceMs.get(full)! : Number.POSITIVE_INFINITY);
+    out.push(group);
   }
-  const time = (g: ProblemGroup) => (g.since ? Date.parse(g.since) : Number.POSITIVE_INFINITY);
+  const time = (g: ProblemGroup) => timeOf.get(g)!;
   return out.sort(
     (a, b) =>
-      PROBLEM_KIND_ORDER.indexOf(a.kind) - PROBLEM_KIND_ORDER.indexOf(b.kind) ||
+      KIND_RANK[a.kind] - KIND_RANK[b.kind] ||
       b.apps.length - a.apps.length ||
       time(a) - time(b) ||
       (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) ||
       (a.reason < b.reason ? -1 : a.reason > b.reason ? 1 : 0),
   );
 }
+
+const KIND_RANK = Object.fromEntries(PROBLEM_KIND_ORDER.map((k, i) => [k, i])) as Record<ProblemKind, number>;

@@ -1,6 +1,7 @@
 import type { Application } from '../infra/argocd/types.js';
 import { byText, oneLine, since, truncate } from '../core/format.js';
 import type { FleetApp } from './model.js';
+import { MIN_CHUNKED, chunked } from './chunks.js';
 import { isDown, syncFailed } from './rules/index.js';
 
 /**
@@ -75,10 +76,16 @@ const MAX_REASON = 500;
  * failed to sync, unhealthy resources' messages, then conditions.
  */
 export function problemReason(app: Application, now: Date = new Date()): string {
+  return reasonOf(app, now).text;
+}
+
+/** The reason and whether it read the clock (a running sync says for how long): only a clock-free one is kept. */
+function reasonOf(app: Application, now: Date): { text: string; timed: boolean } {
   const status = app.status;
   if (!status || (!status.sync && !status.health))
-    return 'Argo CD has not reported a status for this app yet (not reconciled).';
+    return { text: 'Argo CD has not reported a status for this app yet (not reconciled).', timed: false };
   const parts: string[] = [];
+  let timed = false;
   const op = status.operationState;
   if (op?.message && syncFailed(app)) parts.push(oneLine(op.message));
   const failed = op?.syncResult?.resources?.filter((r) => r.status === 'SyncFailed') ?? [];
@@ -100,11 +107,12 @@ export function problemReason(app: Application, now: Date = new Date()): string 
     const sync = syncOf(app);
     const health = healthOf(app);
     // A sync window holds an operation Running with its own message; say so rather than "running".
-    if (op?.phase === 'Running')
+    if (op?.phase === 'Running') {
+      timed = !!op.startedAt;
       parts.push(
         `sync running${op.startedAt ? ` for ${since(op.startedAt, now)}` : ''}${op.message ? `: ${oneLine(op.message)}` : ''}`,
       );
-    else if (sync === 'OutOfSync' && health === 'Healthy')
+    } else if (sync === 'OutOfSync' && health === 'Healthy')
       parts.push('live state differs from the target revision; not synced yet');
     else if (health === 'Missing') parts.push('its resources do not exist in the cluster (never synced, or deleted)');
     // Argo CD 3.x leaves resource health out of List responses (B6); a Get has it.
@@ -114,7 +122,7 @@ export function problemReason(app: Application, now: Date = new Date()): string 
       );
     else parts.push(`sync ${sync}, health ${health}`);
   }
-  return truncate(parts.join('; '), MAX_REASON);
+  return { text: truncate(parts.join('; '), MAX_REASON), timed };
 }
 
 // When the problem began: for a health problem the health transition; otherwise when the last
@@ -128,60 +136,234 @@ function problemSince(app: Application, health: string): { since?: string; since
   return h ? { since: h, sinceKind: 'other' } : {};
 }
 
-/** One pass over the apps: totals, per-(instance, cluster) counts, problems oldest first. */
-export function summarizeApps(apps: Iterable<FleetApp>): FleetSummary {
-  const total: StatusTotals = { apps: 0, sync: {}, health: {} };
-  const byCluster = new Map<string, Map<string, ClusterStatus>>();
-  const problems: ProblemDetail[] = [];
-  const appSets = new Map<string, Set<string>>();
-  for (const fa of apps) {
-    const app = fa.app;
-    const sync = syncOf(app);
-    const health = healthOf(app);
-    total.apps++;
-    total.sync[sync] = (total.sync[sync] ?? 0) + 1;
-    total.health[health] = (total.health[health] ?? 0) + 1;
-    let clusters = byCluster.get(fa.instance);
-    if (!clusters) byCluster.set(fa.instance, (clusters = new Map()));
-    let c = clusters.get(fa.cluster);
-    if (!c)
-      clusters.set(fa.cluster, (c = { instance: fa.instance, cluster: fa.cluster, apps: 0, sync: {}, health: {} }));
-    c.apps++;
-    c.sync[sync] = (c.sync[sync] ?? 0) + 1;
-    c.health[health] = (c.health[health] ?? 0) + 1;
+/** What an Application object alone says about a problem app: everything here reads no clock and no other object. */
+interface ProblemJudgement {
+  sync: string;
+  health: string;
+  /** The (sync, health) pair's number in `pairs`, for counting in arrays rather than by name. */
+  pair: number;
+  /** The reason, unless it reads the clock. */
+  reason?: string;
+  since?: string;
+  sinceKind?: ProblemDetail['sinceKind'];
+  /** `since` in ms, for ordering; +Infinity without one. */
+  sinceMs: number;
+}
+
+// The mirror replaces an app's Application object on every change (it never edits one in place), so a
+// judgement keyed by the object is dropped with it and can never describe an older state of the app. An app
+// that is fine is only its pair's number: most of a fleet, kept in no object of its own.
+const judgements = new WeakMap<Application, ProblemJudgement | number>();
+
+// Every (sync, health) pair seen, numbered: a handful (Argo CD has five health and three sync states).
+const pairs: { sync: string; health: string }[] = [];
+const pairNumbers = new Map<string, Map<string, number>>();
+function pairOf(sync: string, health: string): number {
+  let byHealth = pairNumbers.get(sync);
+  if (!byHealth) pairNumbers.set(sync, (byHealth = new Map()));
+  let n = byHealth.get(health);
+  if (n === undefined) {
+    n = pairs.length;
+    pairs.push({ sync, health });
+    byHealth.set(health, n);
+  }
+  return n;
+}
+
+function judge(app: Application): ProblemJudgement | number {
+  const known = judgements.get(app);
+  if (known !== undefined) return known;
+  const sync = syncOf(app);
+  const health = healthOf(app);
+  const pair = pairOf(sync, health);
+  if (!isProblem(sync, health)) {
+    judgements.set(app, pair);
+    return pair;
+  }
+  const j: ProblemJudgement = { sync, health, pair, sinceMs: Number.POSITIVE_INFINITY };
+  const reason = reasonOf(app, new Date());
+  if (!reason.timed) j.reason = reason.text;
+  const started = problemSince(app, health);
+  if (started.since) {
+    j.since = started.since;
+    j.sinceKind = started.sinceKind;
+    j.sinceMs = Date.parse(started.since);
+  }
+  judgements.set(app, j);
+  return j;
+}
+
+/** Apps counted by (sync, health) pair number, and the pairs in the order they first came. */
+interface PairCounts {
+  apps: number;
+  counts: number[];
+  order: number[];
+}
+
+function countPair(c: PairCounts, pair: number): void {
+  c.apps++;
+  // Holes read as undefined: a pair's first app puts it in the order, as a name's first app put it in the record.
+  const n = c.counts[pair];
+  if (n === undefined || n === 0) {
+    c.counts[pair] = 1;
+    c.order.push(pair);
+  } else c.counts[pair] = n + 1;
+}
+
+/** Counts by name, keyed in the order each sync and health value first came. */
+function totalsOf(c: PairCounts): StatusTotals {
+  const t: StatusTotals = { apps: c.apps, sync: {}, health: {} };
+  for (const pair of c.order) {
+    const { sync, health } = pairs[pair];
+    const n = c.counts[pair];
+    t.sync[sync] = (t.sync[sync] ?? 0) + n;
+    t.health[health] = (t.health[health] ?? 0) + n;
+  }
+  return t;
+}
+
+/** What a run of apps adds up to, before any clock is read. */
+interface Part {
+  total: PairCounts;
+  /** instance -> cluster -> counts. */
+  clusters: Map<string, Map<string, PairCounts>>;
+  appSets: Map<string, Set<string>>;
+  /** Places of the problem apps in the list passed over. */
+  problems: number[];
+}
+
+function partOf(apps: readonly FleetApp[]): Part {
+  const part: Part = {
+    total: { apps: 0, counts: [], order: [] },
+    clusters: new Map(),
+    appSets: new Map(),
+    problems: [],
+  };
+  let lastInstance: string | undefined;
+  let clusters: Map<string, PairCounts> | undefined;
+  let sets: Set<string> | undefined;
+  for (let i = 0; i < apps.length; i++) {
+    const fa = apps[i];
+    const j = judge(fa.app);
+    const pair = typeof j === 'number' ? j : j.pair;
+    countPair(part.total, pair);
+    // Apps come grouped by instance: the per-instance maps are looked up again only when it changes.
+    if (fa.instance !== lastInstance) {
+      lastInstance = fa.instance;
+      clusters = part.clusters.get(fa.instance);
+      if (!clusters) part.clusters.set(fa.instance, (clusters = new Map()));
+      sets = part.appSets.get(fa.instance);
+    }
+    let c = clusters!.get(fa.cluster);
+    if (!c) clusters!.set(fa.cluster, (c = { apps: 0, counts: [], order: [] }));
+    countPair(c, pair);
     if (fa.appSet) {
-      let sets = appSets.get(fa.instance);
-      if (!sets) appSets.set(fa.instance, (sets = new Set()));
+      if (!sets) part.appSets.set(fa.instance, (sets = new Set()));
       sets.add(fa.appSet);
     }
-    if (isProblem(sync, health)) {
-      problems.push({
-        app: app.metadata.name,
-        instance: fa.instance,
-        cluster: fa.cluster,
-        sync,
-        health,
-        reason: problemReason(app),
-        ...problemSince(app, health),
-        appSet: fa.appSet,
-        namespace: app.metadata.namespace,
-      });
-    }
+    if (typeof j !== 'number') part.problems.push(i);
   }
-  const clusters: ClusterStatus[] = [];
-  for (const instance of [...byCluster.keys()].sort(byText)) {
-    const map = byCluster.get(instance)!;
-    for (const name of [...map.keys()].sort(byText)) clusters.push(map.get(name)!);
+  return part;
+}
+
+function addCounts(into: PairCounts, from: PairCounts): void {
+  into.apps += from.apps;
+  for (const pair of from.order) {
+    const n = into.counts[pair];
+    if (n === undefined || n === 0) {
+      into.counts[pair] = from.counts[pair];
+      into.order.push(pair);
+    } else into.counts[pair] = n + from.counts[pair];
+  }
+}
+
+/** The parts in order, as one part of all their apps: first-come orders stay those of one pass. */
+function mergeParts(parts: readonly { from: number; value: Part }[]): Part {
+  const all: Part = {
+    total: { apps: 0, counts: [], order: [] },
+    clusters: new Map(),
+    appSets: new Map(),
+    problems: [],
+  };
+  for (const { from, value: part } of parts) {
+    addCounts(all.total, part.total);
+    for (const [instance, clusters] of part.clusters) {
+      let into = all.clusters.get(instance);
+      if (!into) all.clusters.set(instance, (into = new Map()));
+      for (const [name, counts] of clusters) {
+        let c = into.get(name);
+        if (!c) into.set(name, (c = { apps: 0, counts: [], order: [] }));
+        addCounts(c, counts);
+      }
+    }
+    for (const [instance, names] of part.appSets) {
+      const into = all.appSets.get(instance);
+      if (!into) all.appSets.set(instance, new Set(names));
+      else for (const n of names) into.add(n);
+    }
+    for (const i of part.problems) all.problems.push(from + i);
+  }
+  return all;
+}
+
+// Problems keep the app they are about, for judgements that read more than a problem's fields.
+const problemApps = new WeakMap<ProblemDetail, FleetApp>();
+
+/** The app a problem of summarizeApps is about. */
+export function appOfProblem(p: ProblemDetail): FleetApp | undefined {
+  return problemApps.get(p);
+}
+
+/**
+ * One pass over the apps: totals, per-(instance, cluster) counts, problems oldest first. Over a large list the pass
+ * is made per chunk (src/fleet/chunks.ts), and only the chunks with a changed app are counted again; `version` is
+ * the fleet's version() when `apps` is the fleet's own list.
+ */
+export function summarizeApps(apps: Iterable<FleetApp>, version?: number): FleetSummary {
+  const list: readonly FleetApp[] = Array.isArray(apps) ? apps : [...apps];
+  const part = list.length >= MIN_CHUNKED ? mergeParts(chunked(list, partOf, version)) : partOf(list);
+  const problems: { detail: ProblemDetail; ms: number }[] = [];
+  let now: Date | undefined;
+  for (const i of part.problems) {
+    const fa = list[i];
+    const app = fa.app;
+    const j = judge(app) as ProblemJudgement;
+    const detail: ProblemDetail = {
+      app: app.metadata.name,
+      instance: fa.instance,
+      cluster: fa.cluster,
+      sync: j.sync,
+      health: j.health,
+      reason: j.reason ?? problemReason(app, (now ??= new Date())),
+      ...(j.since ? { since: j.since, sinceKind: j.sinceKind } : {}),
+      appSet: fa.appSet,
+      namespace: app.metadata.namespace,
+    };
+    problemApps.set(detail, fa);
+    problems.push({ detail, ms: j.sinceMs });
+  }
+  const clusterList: ClusterStatus[] = [];
+  for (const instance of [...part.clusters.keys()].sort(byText)) {
+    const map = part.clusters.get(instance)!;
+    for (const name of [...map.keys()].sort(byText))
+      clusterList.push({ instance, cluster: name, ...totalsOf(map.get(name)!) });
   }
   // Oldest first; problems without a time (never reconciled) last, then by instance and name.
-  problems.sort((a, b) => {
+  problems.sort((x, y) => {
+    const a = x.detail;
+    const b = y.detail;
     if (a.since !== b.since) {
       if (!a.since) return 1;
       if (!b.since) return -1;
-      const d = Date.parse(a.since) - Date.parse(b.since);
+      const d = x.ms - y.ms;
       if (d) return d;
     }
     return byText(a.instance, b.instance) || byText(a.app, b.app);
   });
-  return { total, clusters, problems, appSets };
+  return {
+    total: totalsOf(part.total),
+    clusters: clusterList,
+    problems: problems.map((p) => p.detail),
+    appSets: new Map([...part.appSets].map(([instance, names]) => [instance, new Set(names)])),
+  };
 }

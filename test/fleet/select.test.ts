@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { Application } from '../../src/infra/argocd/types.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import { suggest } from '../../src/core/suggest.js';
-import { matchesLabels, parseLabelSelector, selectApps, SelectorError } from '../../src/fleet/select.js';
+import picomatch from 'picomatch';
+import { matchesLabels, nameMatcher, parseLabelSelector, selectApps, SelectorError } from '../../src/fleet/select.js';
 
 function selectorError(fn: () => unknown): SelectorError {
   try {
@@ -181,6 +182,65 @@ describe('selectApps', () => {
   it('rejects a bad label selector with invalid_selector', () => {
     expect(selectorError(() => selectApps(fleet, { labels: 'team in (payments' })).code).toBe('invalid_selector');
     expect(selectorError(() => selectApps(fleet, { cluster: ' , ' })).code).toBe('invalid_selector');
+  });
+});
+
+describe('selectApps over a large fleet', () => {
+  // Over 4,096 apps a glob with a literal start reads a sorted index of names kept per chunk of the fleet's list.
+  const big = (n: number) =>
+    Array.from({ length: n }, (_, i) => ({
+      metadata: { name: `${['auth', 'api', 'web', 'auth-config'][i % 4]}-${(i * 7919) % n}`, namespace: 'argocd' },
+      spec: { project: 'default', source: { repoURL: 'r' }, destination: { name: `c${i % 30}` } },
+    })) as Application[];
+  const scan = (fleet: StaticFleet, patterns: string[]) => {
+    const globs = patterns.map((p) => picomatch(p, { dot: true }));
+    return fleet.apps().filter((a) => globs.some((g) => g(a.app.metadata.name)));
+  };
+
+  it('selects what a scan selects, in fleet order, before and after apps change and are added', () => {
+    const fleet = StaticFleet.fromObjects([{ name: 'east', applications: big(6000) }]);
+    for (const patterns of [['auth-*'], ['auth-1*', 'web-2?'], ['auth-config-*', 'auth-*'], ['zzz-*']])
+      expect(selectApps(fleet, { patterns })).toEqual(scan(fleet, patterns));
+    const moved = fleet.apps()[2500];
+    fleet.upsertApp({ ...moved, cluster: 'elsewhere' });
+    const added = { ...moved.app, metadata: { ...moved.app.metadata, name: 'auth-new' } };
+    fleet.upsertApp({ ...moved, app: added });
+    const selected = selectApps(fleet, { patterns: ['auth-*'] });
+    expect(selected).toEqual(scan(fleet, ['auth-*']));
+    expect(selected.find((a) => a.app.metadata.name === moved.app.metadata.name)?.cluster).toBe('elsewhere');
+    expect(selected.at(-1)?.app.metadata.name).toBe('auth-new');
+  });
+});
+
+describe('nameMatcher', () => {
+  it('matches exactly as the glob does, its literal start checked first or not', () => {
+    const patterns = [
+      'auth-*',
+      'auth-?-eu',
+      '!auth-*',
+      './auth-*',
+      'a{uth,pi}-*',
+      '@(auth|api)-eu',
+      'auth[-_]*',
+      'a.b-*',
+      '*-eu',
+    ];
+    const names = [
+      'auth-1',
+      'auth-1-eu',
+      'api-eu',
+      'auth-eu',
+      'xauth-1',
+      'a.b-1',
+      'auth_1',
+      'auth-*',
+      'payments-eu',
+      '',
+    ];
+    for (const pattern of patterns) {
+      const glob = picomatch(pattern, { dot: true });
+      for (const name of names) expect(nameMatcher(pattern)(name), `${pattern} on ${name}`).toBe(glob(name));
+    }
   });
 });
 

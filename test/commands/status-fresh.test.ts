@@ -1,0 +1,218 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ArgoClient } from '../../src/infra/argocd/client.js';
+import type { Application, ApplicationSet, ProgressiveSyncStatus } from '../../src/infra/argocd/types.js';
+import { configSchema, instanceSchema } from '../../src/infra/config/schema.js';
+import { dispatch } from '../../src/commands/index.js';
+import { parseCommand } from '../../src/commands/parse.js';
+import { runStatus } from '../../src/commands/status.js';
+import { FleetMirror } from '../../src/fleet/mirror.js';
+import { StaticFleet } from '../../src/fleet/model.js';
+import { groupProblems } from '../../src/fleet/groups.js';
+import { summarizeApps } from '../../src/fleet/status.js';
+import type { SimServer } from '../../src/sim/server.js';
+import { startTestSim } from '../support/sim.js';
+import { okAnswer } from '../support/replies.js';
+import { NOW, ago, app, authAppSet, ctx, services } from './fixtures.js';
+
+/**
+ * status keeps what it judged of each Application (and each ApplicationSet's entries) until the object is
+ * replaced: these check that a change through the mirror, and time passing, still show in the next answer.
+ */
+
+let sim: SimServer | undefined;
+let mirror: FleetMirror | undefined;
+afterEach(async () => {
+  vi.useRealTimers();
+  await mirror?.stop();
+  await sim?.stop();
+  mirror = sim = undefined;
+});
+
+interface Problem {
+  app: string;
+  health: string;
+  sync: string;
+  reason: string;
+}
+
+describe('status over the mirror, as apps change', () => {
+  it('counts and explains an app by its latest state: Degraded, a new message, Healthy again', async () => {
+    sim = await startTestSim({ fixture: 'sim-multi-instance.json', keepAliveMs: 50 });
+    const clients = new Map(
+      sim.instances.map((i) => [
+        i.name,
+        new ArgoClient(instanceSchema.parse({ name: i.name, url: i.url, token: i.token, timeout: 2000 }), {
+          retry: { retries: 2, baseMs: 5, maxMs: 20 },
+          watch: { keepAliveMs: 50, backoff: { baseMs: 10, maxMs: 50 } },
+        }),
+      ]),
+    );
+    mirror = new FleetMirror(
+      clients,
+      sim.instances.map((i) => ({ name: i.name })),
+      { relistDelayMs: 20, retryMs: 50 },
+    );
+    await mirror.start();
+    const config = configSchema.parse({
+      instances: sim.instances.map((i) => ({ name: i.name, url: i.url, token: i.token })),
+    });
+    const fleet = mirror;
+    // A Services of its own per question: no answer is shared between them.
+    const status = async () =>
+      okAnswer(
+        await dispatch('status', { services: { config, fleet, argocd: clients }, user: 'U1', surface: 'terminal' }),
+        'status',
+      ).data;
+    const store = sim.state.instance('prod')!;
+    const name = 'payments-prod-eu1';
+    const put = async (change: (a: Application) => void, seen: (a: Application) => boolean) => {
+      const next = structuredClone(store.apps.get(name)!) as Application;
+      change(next);
+      store.putApp(next);
+      await expect.poll(() => seen(fleet.appsNamed(name)[0].app), { timeout: 3000 }).toBe(true);
+    };
+    const problemOf = async () => ((await status()).problems as Problem[]).find((p) => p.app === name);
+
+    const before = await status();
+    expect(await problemOf()).toBeUndefined();
+    const degradedBefore = before.total.health.Degraded ?? 0;
+
+    await put(
+      (a) => {
+        a.status!.health = { status: 'Degraded', lastTransitionTime: '2026-12-01T10:00:00Z' };
+        a.status!.conditions = [{ type: 'ComparisonError', message: 'first reason' }];
+      },
+      (a) => a.status?.health?.status === 'Degraded',
+    );
+    expect((await status()).total.health.Degraded ?? 0).toBe(degradedBefore + 1);
+    expect(await problemOf()).toMatchObject({ health: 'Degraded', reason: 'ComparisonError: first reason' });
+
+    await put(
+      (a) => (a.status!.conditions = [{ type: 'ComparisonError', message: 'second reason' }]),
+      (a) => a.status?.conditions?.[0]?.message === 'second reason',
+    );
+    expect(await problemOf()).toMatchObject({ reason: 'ComparisonError: second reason' });
+
+    await put(
+      (a) => {
+        a.status!.health = { status: 'Healthy' };
+        delete a.status!.conditions;
+      },
+      (a) => a.status?.health?.status === 'Healthy',
+    );
+    expect(await problemOf()).toBeUndefined();
+    expect((await status()).total.health.Degraded ?? 0).toBe(degradedBefore);
+  }, 20_000);
+});
+
+describe('status as time passes', () => {
+  it('says for how long a sync has been running by the clock of each answer, not of the first one', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(NOW);
+    const running = app({
+      name: 'slow-sync',
+      clusterName: 'prod-us1',
+      status: {
+        sync: { status: 'OutOfSync' },
+        health: { status: 'Healthy' },
+        operationState: { phase: 'Running', startedAt: ago(5), operation: {} },
+      } as Application['status'],
+    });
+    const fleet = StaticFleet.fromObjects([{ name: 'east', applications: [running] }]);
+    const reason = async () =>
+      ((await runStatus(parseCommand('status'), ctx(services(fleet)))).data.problems as Problem[])[0].reason;
+    expect(await reason()).toBe('sync running for 5m');
+    vi.setSystemTime(new Date(NOW.getTime() + 60 * 60_000));
+    expect(await reason()).toBe('sync running for 1h 5m');
+  });
+});
+
+describe('status as an ApplicationSet moves on', () => {
+  it('reads each new ApplicationSet object: an app waiting for its step becomes a plain OutOfSync when released', async () => {
+    const member = app({
+      name: 'auth-prod-us1',
+      clusterName: 'prod-us1',
+      appSet: authAppSet.metadata.name,
+      status: { sync: { status: 'OutOfSync' }, health: { status: 'Healthy', lastTransitionTime: ago(60) } },
+    });
+    const withEntry = (status: ProgressiveSyncStatus): ApplicationSet => ({
+      ...authAppSet,
+      status: {
+        ...authAppSet.status,
+        applicationStatus: [
+          { application: 'auth-prod-us1', status, step: '1', message: '', lastTransitionTime: ago(10) },
+        ],
+      },
+    });
+    const kinds = async (appSet: ApplicationSet) => {
+      const fleet = StaticFleet.fromObjects([{ name: 'east', applications: [member], applicationSets: [appSet] }]);
+      const reply = await runStatus(parseCommand('status'), ctx(services(fleet)));
+      return (reply.data.groups as { kind: string }[]).map((g) => g.kind);
+    };
+    expect(await kinds(withEntry('Waiting'))).toEqual(['waiting']);
+    expect(await kinds(withEntry('Healthy'))).toEqual(['outofsync']);
+  });
+});
+
+describe('status of a large fleet, counted per chunk of apps', () => {
+  // Over 4,096 apps summarizeApps and the group denominators keep what each chunk of 1,024 apps adds up to.
+  const CLUSTERS = 40;
+  const apps = Array.from({ length: 6000 }, (_, i) =>
+    app({
+      name: `svc${i % 150}-c${i % CLUSTERS}`,
+      clusterName: `c${i % CLUSTERS}`,
+      appSet: i % 3 ? `svc${i % 150}` : undefined,
+      status: {
+        sync: { status: i % 97 ? 'Synced' : 'OutOfSync', revision: 'a'.repeat(40) },
+        health: { status: i % 89 ? 'Healthy' : 'Degraded', lastTransitionTime: ago(i % 600) },
+      },
+    }),
+  ).map((a, i) => ({ ...a, metadata: { ...a.metadata, name: `${a.metadata.name}-${i}` } }));
+  // The same apps one at a time: not an array, so counted in one pass.
+  const onePass = (fleet: StaticFleet) =>
+    summarizeApps(
+      (function* () {
+        yield* fleet.apps();
+      })(),
+    );
+  const answer = async (fleet: StaticFleet) => (await runStatus(parseCommand('status'), ctx(services(fleet)))).data;
+
+  it('answers as one pass does, before and after apps in the middle and at the end change', async () => {
+    const fleet = StaticFleet.fromObjects([{ name: 'east', applications: apps }]);
+    expect(summarizeApps(fleet.apps())).toEqual(onePass(fleet));
+    const first = await answer(fleet);
+    expect(first.total.apps).toBe(6000);
+
+    const changed = fleet.apps()[3000];
+    const degraded = {
+      ...changed.app,
+      status: { ...changed.app.status, health: { status: 'Degraded', lastTransitionTime: ago(1) } },
+    } as Application;
+    fleet.upsertApp({ ...changed, app: degraded });
+    const last = fleet.apps()[5999];
+    fleet.upsertApp({ ...last, cluster: 'c-moved' });
+    expect(summarizeApps(fleet.apps())).toEqual(onePass(fleet));
+    const second = await answer(fleet);
+    expect(second.total.health.Degraded).toBe(
+      (first.total.health.Degraded ?? 0) + (changed.app.status?.health?.status === 'Degraded' ? 0 : 1),
+    );
+    expect(second.clusters.find((c) => c.cluster === 'c-moved')).toMatchObject({ apps: 1 });
+    expect((second.problems as Problem[]).some((p) => p.app === changed.app.metadata.name)).toBe(true);
+  });
+
+  it('counts the clusters of a group among the selection as one pass does', async () => {
+    const fleet = StaticFleet.fromObjects([{ name: 'east', applications: apps }]);
+    const summary = summarizeApps(fleet.apps());
+    const rows = summary.problems.map((p) => ({ ...p }));
+    const chunkedGroups = groupProblems(rows, fleet.apps(), () => 'degraded');
+    const onePassGroups = groupProblems(
+      rows,
+      (function* () {
+        yield* fleet.apps();
+      })(),
+      () => 'degraded',
+    );
+    expect(chunkedGroups).toEqual(onePassGroups);
+    expect(chunkedGroups.some((g) => g.clustersOfGroup > 1)).toBe(true);
+  });
+});
