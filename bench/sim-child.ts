@@ -141,8 +141,8 @@ function changeApps(count: number, round: number): number {
 /** A copy of `app` with the given health, a new history entry for `revision` and a finished sync operation. */
 /**
  * A copy of `app` with the given health, a new history entry for `revision` and a finished sync operation.
- * `keepShape`: the operation keeps the fields the app's last one had (its sync result's resources), so a churned
- * app is the size it was; else it is a bare one.
+ * `keepShape`: the history entry and the operation keep the fields the app's last ones had (sources, the sync
+ * result's resources), so a churned app is the size it was; else they are bare.
  */
 function changed(
   app: Application,
@@ -157,6 +157,8 @@ function changed(
   const history = (status.history ??= []);
   const rev = revision.padStart(40, '0');
   history.push({
+    // keepShape: the fields the last entry had (its source), so the entry that drops out is replaced by one as big.
+    ...(keepShape ? history[history.length - 1] : undefined),
     id: (history[history.length - 1]?.id ?? -1) + 1,
     revision: rev,
     deployedAt: at,

@@ -335,7 +335,7 @@ function printTables(readings: Reading[], burstReadings: Reading[], checks: stri
   const growth = (a: number, b: number) => `${b >= a ? '+' : ''}${(((b - a) / a) * 100).toFixed(1)}%`;
   const within = (a: number, b: number) => b <= a * (1 + GROWTH_TARGET);
   console.log(
-    `  soak, start → minute ${end.label}: RSS ${start.rss.toFixed(1)} → ${end.rss.toFixed(1)} MB (${growth(start.rss, end.rss)}), heap used ${start.heapUsed.toFixed(1)} → ${end.heapUsed.toFixed(1)} MB (${growth(start.heapUsed, end.heapUsed)}), external ${start.external.toFixed(1)} → ${end.external.toFixed(1)} MB: target ${within(start.rss, end.rss) && within(start.heapUsed, end.heapUsed) ? 'met' : 'NOT met'} (RSS and heap used within ${GROWTH_TARGET * 100}% of start)`,
+    `  soak, start → minute ${end.label}: RSS ${start.rss.toFixed(1)} → ${end.rss.toFixed(1)} MB (${growth(start.rss, end.rss)}), heap used ${start.heapUsed.toFixed(1)} → ${end.heapUsed.toFixed(1)} MB (${growth(start.heapUsed, end.heapUsed)}), external ${start.external.toFixed(1)} → ${end.external.toFixed(1)} MB: target ${within(start.rss, end.rss) && within(start.heapUsed, end.heapUsed) ? 'met' : 'NOT met'} (RSS and heap used at most ${GROWTH_TARGET * 100}% above the start)`,
   );
   if (burstReadings.length) {
     table([['after burst', ...head.slice(1)], ...burstReadings.map(row)]);
