@@ -3,12 +3,23 @@
  * Receives one SimChildRequest over IPC, answers SimChildReady, serves until the parent disconnects.
  */
 import { SIM_ANNOTATIONS } from '../src/sim/controller.js';
+import type { Application, HealthStatusCode } from '../src/infra/argocd/types.js';
 import type { Fixture } from '../src/sim/fixture-types.js';
 import { generateFleet, loadScenario, type ScenarioBehaviour } from '../src/sim/scenarios/index.js';
 import { startSimServer, type SimServer } from '../src/sim/server.js';
 
 export type SimChildRequest =
-  | { kind: 'fleet'; apps: number; clusters: number; instances?: number }
+  | {
+      kind: 'fleet';
+      apps: number;
+      clusters: number;
+      instances?: number;
+      /**
+       * Every app starts with as many history entries as Argo CD keeps (10), as in a fleet that has run for a while:
+       * a churn's new entries then replace old ones, and the apps keep their size.
+       */
+      fullHistory?: boolean;
+    }
   | {
       kind: 'scenario';
       name: string;
@@ -25,6 +36,37 @@ export interface SimChildChange {
   count: number;
   round: number;
 }
+
+/**
+ * After ready: steady churn. Every second `perSecond` apps, taken in turn across every instance so the whole fleet
+ * changes over time, flip health, gain a history entry (kept to Argo CD's default limit of 10) and a finished
+ * operation. `perSecond: 0` stops it. Answered with SimChildChurned.
+ */
+export interface SimChildChurn {
+  kind: 'churn';
+  perSecond: number;
+}
+
+export interface SimChildChurned {
+  /** Apps changed by the churn since it started. */
+  changed: number;
+}
+
+/** After ready: the simulator's own health and sync counts over every instance. Answered with SimChildCounts. */
+export interface SimChildCountsRequest {
+  kind: 'counts';
+}
+
+export interface SimChildCounts {
+  apps: number;
+  /** Apps the churn changed since it last started. */
+  churned: number;
+  health: Record<string, number>;
+  sync: Record<string, number>;
+}
+
+/** Argo CD keeps this many history entries per app unless spec.revisionHistoryLimit says otherwise. */
+const HISTORY_LIMIT = 10;
 
 export interface SimChildReady {
   url: string;
@@ -45,6 +87,7 @@ process.once('message', (raw: unknown) => {
     let behaviour: ScenarioBehaviour | undefined;
     if (req.kind === 'fleet') {
       fixture = generateFleet({ apps: req.apps, clusters: req.clusters, instances: req.instances });
+      if (req.fullHistory) for (const inst of fixture.instances) inst.applications?.forEach(fillHistory);
       server = await startSimServer({ fixture, port: 0, frozen: true, adoptFixture: true });
     } else {
       ({ fixture, behaviour } = loadScenario(req.name));
@@ -73,8 +116,10 @@ process.once('message', (raw: unknown) => {
     };
     process.send!(ready);
     process.on('message', (m: unknown) => {
-      const msg = m as SimChildChange;
+      const msg = m as SimChildChange | SimChildChurn | SimChildCountsRequest;
       if (msg.kind === 'change') process.send!({ changed: changeApps(msg.count, msg.round) });
+      else if (msg.kind === 'churn') process.send!(churn(msg.perSecond));
+      else if (msg.kind === 'counts') process.send!(counts());
     });
   })().catch((error: unknown) => {
     process.send!({ error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
@@ -88,30 +133,119 @@ function changeApps(count: number, round: number): number {
   let n = 0;
   for (const app of store.apps.values()) {
     if (n++ >= count) break;
-    const next = structuredClone(app);
-    const status = (next.status ??= {});
-    const bad = round % 2 === 0;
-    status.health = { status: bad ? 'Degraded' : 'Healthy', lastTransitionTime: at };
-    const history = (status.history ??= []);
-    const revision = `${round}`.padStart(40, '0');
-    history.push({
-      id: (history[history.length - 1]?.id ?? -1) + 1,
-      revision,
-      deployedAt: at,
-      deployStartedAt: at,
-      initiatedBy: { username: 'bench' },
-    });
-    status.operationState = {
-      operation: { sync: { revision }, initiatedBy: { username: 'bench' } },
-      phase: 'Succeeded',
-      message: 'successfully synced',
-      startedAt: at,
-      finishedAt: at,
-      syncResult: { revision },
-    };
-    store.putApp(next);
+    store.putApp(changed(app, round % 2 === 0 ? 'Degraded' : 'Healthy', `${round}`, at));
   }
   return Math.min(n, count);
+}
+
+/** A copy of `app` with the given health, a new history entry for `revision` and a finished sync operation. */
+/**
+ * A copy of `app` with the given health, a new history entry for `revision` and a finished sync operation.
+ * `keepShape`: the history entry and the operation keep the fields the app's last ones had (sources, the sync
+ * result's resources), so a churned app is the size it was; else they are bare.
+ */
+function changed(
+  app: Application,
+  health: HealthStatusCode,
+  revision: string,
+  at: string,
+  keepShape = false,
+): Application {
+  const next = structuredClone(app);
+  const status = (next.status ??= {});
+  status.health = { status: health, lastTransitionTime: at };
+  const history = (status.history ??= []);
+  const rev = revision.padStart(40, '0');
+  history.push({
+    // keepShape: the fields the last entry had (its source), so the entry that drops out is replaced by one as big.
+    ...(keepShape ? history[history.length - 1] : undefined),
+    id: (history[history.length - 1]?.id ?? -1) + 1,
+    revision: rev,
+    deployedAt: at,
+    deployStartedAt: at,
+    initiatedBy: { username: 'bench' },
+  });
+  if (history.length > HISTORY_LIMIT) history.splice(0, history.length - HISTORY_LIMIT);
+  const before = keepShape ? status.operationState : undefined;
+  status.operationState = {
+    ...before,
+    operation: {
+      ...before?.operation,
+      sync: { ...before?.operation?.sync, revision: rev },
+      initiatedBy: { username: 'bench' },
+    },
+    phase: 'Succeeded',
+    message: 'successfully synced',
+    startedAt: at,
+    finishedAt: at,
+    syncResult: { ...before?.syncResult, revision: rev },
+  };
+  return next;
+}
+
+/** Pads an app's history with older deploys of its last revision up to HISTORY_LIMIT entries. */
+function fillHistory(app: Application): void {
+  const history = ((app.status ??= {}).history ??= []);
+  const last = history[history.length - 1];
+  const at = last?.deployedAt ?? new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  while (history.length < HISTORY_LIMIT)
+    history.unshift({
+      ...last,
+      id: (history[0]?.id ?? 1) - 1,
+      revision: last?.revision ?? '0'.repeat(40),
+      deployedAt: at,
+      deployStartedAt: at,
+    });
+  history.forEach((h, i) => (h.id = i));
+}
+
+let churnTimer: NodeJS.Timeout | undefined;
+let churned = 0;
+let churnRound = 0;
+/** Where the churn goes on: instance index and app offset in it. */
+let churnAt = { instance: 0, app: 0 };
+
+function churn(perSecond: number): SimChildChurned {
+  if (churnTimer) clearInterval(churnTimer);
+  churnTimer = undefined;
+  if (perSecond > 0) {
+    churned = 0;
+    churnTimer = setInterval(() => churnOnce(perSecond), 1000);
+  }
+  return { changed: churned };
+}
+
+/** Changes the next `count` apps in turn; each flips its own health, so over time the counts move both ways. */
+function churnOnce(count: number): void {
+  const stores = [...server!.state.instances.values()];
+  const at = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  const revision = `churn-${++churnRound}`;
+  for (let done = 0; done < count;) {
+    const store = stores[churnAt.instance % stores.length];
+    const apps = [...store.apps.values()].slice(churnAt.app, churnAt.app + count - done);
+    for (const app of apps) {
+      const health = app.status?.health?.status === 'Healthy' ? 'Degraded' : 'Healthy';
+      store.putApp(changed(app, health, revision, at, true));
+    }
+    done += apps.length;
+    churned += apps.length;
+    churnAt.app += apps.length;
+    if (churnAt.app >= store.apps.size) churnAt = { instance: churnAt.instance + 1, app: 0 };
+    if (!apps.length && stores.every((s) => !s.apps.size)) break;
+  }
+}
+
+function counts(): SimChildCounts {
+  const out: SimChildCounts = { apps: 0, churned, health: {}, sync: {} };
+  for (const store of server!.state.instances.values())
+    for (const app of store.apps.values()) {
+      out.apps++;
+      const health = app.status?.health?.status ?? 'Unknown';
+      const sync = app.status?.sync?.status ?? 'Unknown';
+      out.health[health] = (out.health[health] ?? 0) + 1;
+      out.sync[sync] = (out.sync[sync] ?? 0) + 1;
+    }
+  return out;
 }
 
 process.once('disconnect', () => {

@@ -55,7 +55,7 @@ function rssMbOf(pid: number): number {
 }
 
 /** The bot's own CPU time so far (user + system), ms, from /proc. */
-function cpuMsOf(pid: number): number {
+export function cpuMsOf(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
@@ -106,7 +106,7 @@ export interface BotBurstRow {
 }
 
 /** The compiled build when there is one (`npm run build`), as a pod runs it; else the sources through tsx. */
-function botCommand(): { args: string[]; env: NodeJS.ProcessEnv } {
+export function botCommand(): { args: string[]; env: NodeJS.ProcessEnv } {
   const dist = path.join(ROOT, 'dist/main.js');
   return existsSync(dist)
     ? { args: [dist], env: { NODE_ENV: 'production' } }

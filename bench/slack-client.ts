@@ -18,6 +18,8 @@ export type SlackClientRequest =
       timeoutMs: number;
       /** false: only the acks are measured (a server that answers nothing, such as a floor). @defaultValue true */
       answers?: boolean;
+      /** true: the first answer's whole body comes back too (firstAnswer.body), for checking what it says. */
+      body?: boolean;
     }
   | { kind: 'calls' };
 
@@ -28,7 +30,7 @@ export interface BurstResult {
   missing: number;
   /** Date.now() when the 50 requests were fired. */
   fired: number;
-  firstAnswer?: { text?: string; blocks?: number };
+  firstAnswer?: { text?: string; blocks?: number; body?: unknown };
 }
 
 let fake: FakeSlack | undefined;
@@ -70,7 +72,9 @@ process.on('message', (raw: unknown) => {
       answerMs: answers.map((a) => a - fired),
       missing: req.answers === false ? 0 : req.n - answers.length,
       fired,
-      firstAnswer: first ? { text: first.text?.slice(0, 120), blocks: first.blocks?.length } : undefined,
+      firstAnswer: first
+        ? { text: first.text?.slice(0, 120), blocks: first.blocks?.length, ...(req.body ? { body: first } : {}) }
+        : undefined,
     };
     process.send!(out);
   })().catch((error: unknown) => {

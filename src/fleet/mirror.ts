@@ -71,7 +71,14 @@ interface InstanceState {
   listWarnings: { apps: string[]; appSets: string[]; clusters: string[] };
   /** Bumped per stream change; a relist leaves alone what the stream touched after the relist began. */
   seq: number;
+  /**
+   * What the streams changed while a relist was in flight, by key, at which seq. Only a relist reads it, so it is
+   * kept only while one runs: else it would hold a key for every app ever seen (deleted ones too) for as long as
+   * the streams stay up.
+   */
   touched: Map<string, number>;
+  /** Relists in flight: a reopen may start one before the last has finished. */
+  relists: number;
   relistTimer?: NodeJS.Timeout;
   relisting?: Promise<void>;
   relistAgain: boolean;
@@ -136,6 +143,7 @@ export class FleetMirror extends FleetIndex {
         listWarnings: { apps: [], appSets: [], clusters: [] },
         seq: 0,
         touched: new Map(),
+        relists: 0,
         relistAgain: false,
         retryDelay: this.opts.retryMs,
         clusterLookupAt: 0,
@@ -387,7 +395,8 @@ export class FleetMirror extends FleetIndex {
   }
 
   private touch(s: InstanceState, key: string) {
-    s.touched.set(key, ++s.seq);
+    ++s.seq;
+    if (s.relists) s.touched.set(key, s.seq);
     s.lastEventAt = this.opts.now().toISOString();
   }
 
@@ -536,6 +545,7 @@ export class FleetMirror extends FleetIndex {
       else return;
     }
     mirrorResyncsTotal.inc({ instance: s.name });
+    s.relists++;
     const run = this.doRelist(s, reopen);
     s.relisting = run;
     try {
@@ -551,6 +561,7 @@ export class FleetMirror extends FleetIndex {
       if (!this.stopped) setTimeout(() => this.scheduleRelist(s, reopen), this.opts.retryMs).unref();
     } finally {
       s.relisting = undefined;
+      if (--s.relists === 0) s.touched.clear();
     }
     if (s.relistAgain && !this.stopped) {
       s.relistAgain = false;

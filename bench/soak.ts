@@ -1,0 +1,376 @@
+/**
+ * A whole bot process (`rollcall start --role bot`, Slack over HTTP, its own Redis prefix) mirroring a simulated
+ * fleet that never stops changing, for minutes: does its memory stay where it started, and does its view keep up?
+ *
+ * 1. Soak: the simulator (another process) changes `--rate` apps every second, in turn across the fleet (health
+ *    flips, a new history entry, a finished operation). The bot's RSS (and VmHWM) and V8 heap are read after the
+ *    initial load and a settle, then every minute; `/argo status` is asked over Slack's HTTP a few times a minute.
+ * 2. Bursts: what a 540-app sync sends, several events per app per second, a few times over; memory is read after
+ *    each once the bot is idle again.
+ * After each part the bot's `/argo status` must give the simulator's own health and sync counts.
+ *
+ * `node --import tsx bench/soak.ts [--minutes 10] [--apps 10000] [--rate 200] [--bursts 5]`.
+ * Target: the soak ends within 10% of where it started.
+ */
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os, { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { HEALTH_ORDER, SYNC_ORDER, countsLine, formatCount } from '../src/core/format.js';
+import { freePort } from '../src/infra/redis-server.js';
+import {
+  BENCH_DIR,
+  cleanPrefix,
+  header,
+  isMain,
+  loadLine,
+  machineLine,
+  ms,
+  percentile,
+  startSimChild,
+  table,
+  type SimChild,
+} from './lib.js';
+import type { SimChildCounts } from './sim-child.js';
+import { botCommand, cpuMsOf } from './slack-bot.js';
+import type { BurstResult, SlackClientRequest } from './slack-client.js';
+
+const SECRET = 'bench-signing-secret-0123456789abcdef';
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** The target: the soak's last reading within this fraction of its first. */
+const GROWTH_TARGET = 0.1;
+/** Seconds between two `/argo status` asked during the soak. */
+const ASK_EVERY_S = 15;
+/** A burst: this many apps (the seed outage's 540-app sync), changed this often, for this long. */
+const BURST_APPS = 540;
+const BURST_EVERY_MS = 333;
+const BURST_MS = 3000;
+
+/**
+ * Preloaded into the bot: on SIGUSR2 a full GC (the bot runs with --expose-gc), then V8's heap in use and the pages
+ * it holds, to stderr. After a full GC what is still in use is what the bot keeps: a leak shows there first, and
+ * it does not move with the machine's load or how much freed memory the C allocator keeps. `external` is what lives
+ * outside V8's heap and is tied to JS objects (Buffers of HTTP bodies and streams).
+ */
+const HEAP_PROBE = [
+  '--expose-gc',
+  '--import',
+  `data:text/javascript,${encodeURIComponent("import v8 from 'node:v8'; process.on('SIGUSR2', () => { globalThis.gc(); const h = v8.getHeapStatistics(); const m = process.memoryUsage(); process.stderr.write(`soak-heap ${h.used_heap_size} ${h.total_physical_size} ${m.external}\\n`); });")}`,
+];
+
+interface Reading {
+  label: string;
+  /** VmRSS as the bot runs, MB. */
+  rss: number;
+  hwm: number;
+  /** V8 heap in use after a full GC, MB. */
+  heapUsed: number;
+  /** V8 heap pages held after that GC, MB. */
+  heapHeld: number;
+  /** Memory outside V8's heap owned by JS objects (Buffers), after that GC, MB. */
+  external: number;
+  /** Apps the simulator changed since the previous reading (each one watch event to the bot). */
+  events: number;
+  /** `/argo status` answers since the previous reading: fire → answer on response_url, ms. */
+  answers: number[];
+  load: string;
+}
+
+interface Bot {
+  child: ChildProcess;
+  slackUrl: string;
+  /** After a full GC: V8 heap [used, held] and external memory, MB. */
+  heap(): Promise<[number, number, number]>;
+}
+
+function ask<T>(child: ChildProcess, req: unknown): Promise<T> {
+  return new Promise((resolve, reject) => {
+    child.once('message', (m: unknown) =>
+      (m as { error?: string }).error ? reject(new Error((m as { error: string }).error)) : resolve(m as T),
+    );
+    child.send(req as object);
+  });
+}
+
+function memOf(pid: number): { rss: number; hwm: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)![1]) / 1024;
+  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+}
+
+const sleep = (msec: number) => new Promise((r) => setTimeout(r, msec));
+const load1 = () => os.loadavg()[0].toFixed(2);
+
+/** Waits until the bot uses under 5% of a CPU (its watch backlog and answers done), at most `maxMs`. */
+async function quiet(pid: number, maxMs = 60_000): Promise<void> {
+  const deadline = Date.now() + maxMs;
+  for (let cpu = cpuMsOf(pid); Date.now() < deadline;) {
+    await sleep(1000);
+    const next = cpuMsOf(pid);
+    if (next - cpu < 50) return;
+    cpu = next;
+  }
+}
+
+async function startBot(sim: SimChild, apiUrl: string, dir: string, prefix: string): Promise<Bot> {
+  const slackPort = await freePort();
+  const httpPort = await freePort();
+  const config = path.join(dir, 'bot.yaml');
+  const lines = ['instances:'];
+  for (const i of sim.instances)
+    lines.push(`  - name: ${i.name}`, `    url: ${i.url}`, `    token: "${i.token}"`, '    timeout: 60s');
+  lines.push(
+    'redis:',
+    `  url: ${REDIS_URL}`,
+    `  prefix: ${prefix}`,
+    'slack:',
+    '  mode: http',
+    '  botToken: xoxb-bench',
+    `  signingSecret: ${SECRET}`,
+    `  port: ${slackPort}`,
+    `  apiUrl: ${apiUrl}`,
+    'http:',
+    `  port: ${httpPort}`,
+  );
+  writeFileSync(config, lines.join('\n') + '\n');
+  const cmd = botCommand();
+  const child = spawn(process.execPath, [...HEAP_PROBE, ...cmd.args, 'start', '--role', 'bot', '--config', config], {
+    env: { ...process.env, ...cmd.env },
+    cwd: path.resolve(BENCH_DIR, '..'),
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const waiting: ((h: [number, number, number]) => void)[] = [];
+  let err = '';
+  child.stderr!.setEncoding('utf8');
+  child.stderr!.on('data', (chunk: string) => {
+    err += chunk;
+    for (let nl = err.indexOf('\n'); nl >= 0; nl = err.indexOf('\n')) {
+      const line = err.slice(0, nl);
+      err = err.slice(nl + 1);
+      const m = /^soak-heap (\d+) (\d+) (\d+)$/.exec(line);
+      if (m) waiting.shift()?.([Number(m[1]) / 2 ** 20, Number(m[2]) / 2 ** 20, Number(m[3]) / 2 ** 20]);
+      // The bot's own log: only what went wrong is worth a line here.
+      else if (!/^\{"level":[34]0,/.test(line)) process.stderr.write(`  [bot] ${line}\n`);
+    }
+  });
+  const deadline = Date.now() + 180_000;
+  while ((await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status !== 200) {
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error('the bot did not become ready');
+    await sleep(100);
+  }
+  return {
+    child,
+    slackUrl: `http://127.0.0.1:${slackPort}/slack/events`,
+    heap: () =>
+      new Promise((resolve) => {
+        waiting.push(resolve);
+        child.kill('SIGUSR2');
+      }),
+  };
+}
+
+export interface SoakResult {
+  readings: Reading[];
+  burstReadings: Reading[];
+  checks: string[];
+}
+
+export async function runSoakBench(
+  opts: { apps?: number; minutes?: number; rate?: number; bursts?: number } = {},
+): Promise<SoakResult> {
+  const apps = opts.apps ?? 10_000;
+  const minutes = opts.minutes ?? 10;
+  const rate = opts.rate ?? 200;
+  const bursts = opts.bursts ?? 5;
+  header(
+    `soak: \`rollcall start --role bot\` mirroring ${apps.toLocaleString('en')} apps, ${rate} changed every second for ${minutes} min, then ${bursts} bursts of a ${BURST_APPS}-app sync (target: ends within ${GROWTH_TARGET * 100}% of start)`,
+  );
+  console.log(`  ${machineLine()}`);
+  const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-bench-soak-'));
+  const prefix = `rollcall-bench-soak-${process.pid}`;
+  const sim = await startSimChild({
+    kind: 'fleet',
+    apps,
+    clusters: Math.max(1, Math.round(apps / 50)),
+    fullHistory: true,
+  });
+  const client = fork(path.join(BENCH_DIR, 'slack-client.ts'), [], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  let bot: Bot | undefined;
+  try {
+    const { apiUrl } = await ask<{ apiUrl: string }>(client, { kind: 'start' } satisfies SlackClientRequest);
+    const t0 = performance.now();
+    bot = await startBot(sim, apiUrl, dir, prefix);
+    const pid = bot.child.pid!;
+    console.log(`  bot ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    let round = 0;
+    const status = async (body = false) => {
+      const r = await ask<BurstResult>(client, {
+        kind: 'burst',
+        url: bot!.slackUrl,
+        secret: SECRET,
+        text: 'status',
+        n: 1,
+        round: `soak-${round++}`,
+        timeoutMs: 60_000,
+        body,
+      } satisfies SlackClientRequest);
+      if (r.missing || !r.firstAnswer?.blocks) throw new Error('`/argo status` got no answer with blocks');
+      return r;
+    };
+    const simCounts = () => ask<SimChildCounts>(sim.child, { kind: 'counts' });
+    const read = async (label: string, events: number, answers: number[]): Promise<Reading> => {
+      const { rss, hwm } = memOf(pid);
+      const [heapUsed, heapHeld, external] = await bot!.heap();
+      return { label, rss, hwm, heapUsed, heapHeld, external, events, answers, load: load1() };
+    };
+    const checks: string[] = [];
+    /** The bot's `/argo status` against the simulator's own counts, once both are still. */
+    const verify = async (when: string) => {
+      await quiet(pid);
+      const want = await simCounts();
+      const answer = JSON.stringify((await status(true)).firstAnswer?.body);
+      const lines = [
+        `${formatCount(want.apps)} on`,
+        countsLine(want.health, HEALTH_ORDER),
+        countsLine(want.sync, SYNC_ORDER),
+      ];
+      const missing = lines.filter((l) => !answer.includes(l));
+      const said = /(Healthy|Progressing|Degraded|Missing|Suspended|Unknown) [\d,]+( · \w+ [\d,]+)*/.exec(answer)?.[0];
+      checks.push(
+        missing.length
+          ? `${when}: the bot's view differs from the simulator's: the simulator has ${lines.join(' / ')}, the bot says ${said ?? '(no health line)'}`
+          : `${when}: the bot's /argo status equals the simulator's counts (${lines.join(' / ')})`,
+      );
+    };
+
+    // Start: the lists loaded, the unhealthy apps fetched, a few answers given, then a full GC and a settle, so the
+    // first RSS is not the load's garbage (every later reading follows a minute with a GC in it too).
+    await quiet(pid);
+    for (let i = 0; i < 3; i++) await status();
+    await bot.heap();
+    await sleep(20_000);
+    const readings: Reading[] = [await read('start', 0, [])];
+
+    await ask(sim.child, { kind: 'churn', perSecond: rate });
+    let sent = 0;
+    for (let minute = 1; minute <= minutes; minute++) {
+      const answers: number[] = [];
+      const end = Date.now() + 60_000;
+      while (Date.now() < end) {
+        const next = Date.now() + ASK_EVERY_S * 1000;
+        answers.push(...(await status()).answerMs);
+        await sleep(Math.max(0, Math.min(next, end) - Date.now()));
+      }
+      const { churned } = await simCounts();
+      readings.push(await read(`${minute}`, churned - sent, answers));
+      sent = churned;
+    }
+    const { changed } = await ask<{ changed: number }>(sim.child, { kind: 'churn', perSecond: 0 });
+    await verify('after the soak');
+    readings.push(await read('churn stopped, idle', changed - sent, []));
+
+    const burstReadings: Reading[] = [];
+    for (let b = 1; b <= bursts; b++) {
+      let events = 0;
+      const until = Date.now() + BURST_MS;
+      while (Date.now() < until) {
+        const tick = Date.now() + BURST_EVERY_MS;
+        events += (await ask<{ changed: number }>(sim.child, { kind: 'change', count: BURST_APPS, round: round++ }))
+          .changed;
+        await sleep(Math.max(0, tick - Date.now()));
+      }
+      await quiet(pid);
+      burstReadings.push(await read(`burst ${b}, idle after`, events, [(await status()).answerMs[0]]));
+    }
+    if (bursts) await verify('after the bursts');
+
+    printTables(readings, burstReadings, checks);
+    return { readings, burstReadings, checks };
+  } finally {
+    if (bot) {
+      bot.child.kill('SIGTERM');
+      const child = bot.child;
+      await new Promise((r) => (child.exitCode !== null ? r(undefined) : child.once('exit', r)));
+    }
+    client.disconnect();
+    await sim.stop();
+    await cleanPrefix(REDIS_URL, prefix);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function printTables(readings: Reading[], burstReadings: Reading[], checks: string[]): void {
+  const row = (r: Reading) => {
+    const a = [...r.answers].sort((x, y) => x - y);
+    return [
+      r.label,
+      r.rss.toFixed(1),
+      r.hwm.toFixed(1),
+      r.heapUsed.toFixed(1),
+      r.heapHeld.toFixed(1),
+      r.external.toFixed(1),
+      r.events ? r.events.toLocaleString('en') : '',
+      a.length ? `${ms(percentile(a, 50))} / ${ms(a[a.length - 1])}` : '',
+      r.load,
+    ];
+  };
+  const head = [
+    'minute',
+    'RSS MB',
+    'VmHWM MB',
+    'heap used MB',
+    'heap held MB',
+    'external MB',
+    'events',
+    'status answer p50 / max ms',
+    'load 1m',
+  ];
+  table([head, ...readings.map(row)]);
+  const start = readings[0];
+  const end = readings.filter((r) => /^\d+$/.test(r.label)).at(-1) ?? start;
+  const growth = (a: number, b: number) => `${b >= a ? '+' : ''}${(((b - a) / a) * 100).toFixed(1)}%`;
+  const within = (a: number, b: number) => b <= a * (1 + GROWTH_TARGET);
+  console.log(
+    `  soak, start → minute ${end.label}: RSS ${start.rss.toFixed(1)} → ${end.rss.toFixed(1)} MB (${growth(start.rss, end.rss)}), heap used ${start.heapUsed.toFixed(1)} → ${end.heapUsed.toFixed(1)} MB (${growth(start.heapUsed, end.heapUsed)}), external ${start.external.toFixed(1)} → ${end.external.toFixed(1)} MB: target ${within(start.rss, end.rss) && within(start.heapUsed, end.heapUsed) ? 'met' : 'NOT met'} (RSS and heap used at most ${GROWTH_TARGET * 100}% above the start)`,
+  );
+  if (burstReadings.length) {
+    table([['after burst', ...head.slice(1)], ...burstReadings.map(row)]);
+    const first = burstReadings[0];
+    const last = burstReadings[burstReadings.length - 1];
+    console.log(
+      `  bursts (${BURST_APPS} apps every ${BURST_EVERY_MS} ms for ${BURST_MS / 1000} s each), first → last: heap used ${first.heapUsed.toFixed(1)} → ${last.heapUsed.toFixed(1)} MB (${growth(first.heapUsed, last.heapUsed)}), external ${first.external.toFixed(1)} → ${last.external.toFixed(1)} MB, RSS ${first.rss.toFixed(1)} → ${last.rss.toFixed(1)} MB (${growth(first.rss, last.rss)})`,
+    );
+  }
+  for (const c of checks) console.log(`  ${c}`);
+  console.log(
+    `  (events = apps the simulator changed, one watch event each; heap and external = after a full GC in the bot, RSS just before it; ${loadLine()})`,
+  );
+}
+
+if (isMain(import.meta.url)) {
+  const { values } = parseArgs({
+    options: {
+      minutes: { type: 'string' },
+      apps: { type: 'string' },
+      rate: { type: 'string' },
+      bursts: { type: 'string' },
+    },
+  });
+  const num = (v: string | undefined) => (v === undefined ? undefined : Number(v));
+  runSoakBench({
+    minutes: num(values.minutes),
+    apps: num(values.apps),
+    rate: num(values.rate),
+    bursts: num(values.bursts),
+  }).then(
+    () => process.exit(0),
+    (error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+}
