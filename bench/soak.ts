@@ -12,13 +12,12 @@
  * `node --import tsx bench/soak.ts [--minutes 10] [--apps 10000] [--rate 200] [--bursts 5]`.
  * Target: the soak ends within 10% of where it started.
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { fork } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { HEALTH_ORDER, SYNC_ORDER, countsLine, formatCount } from '../src/core/format.js';
-import { freePort } from '../src/infra/redis-server.js';
 import {
   BENCH_DIR,
   cleanPrefix,
@@ -30,14 +29,11 @@ import {
   percentile,
   startSimChild,
   table,
-  type SimChild,
 } from './lib.js';
 import type { SimChildCounts } from './sim-child.js';
-import { botCommand, cpuMsOf } from './slack-bot.js';
+import { REDIS_URL, SECRET, ask, memOf, quiet, sleep, startBot, type Bot } from './bot-process.js';
 import type { BurstResult, SlackClientRequest } from './slack-client.js';
 
-const SECRET = 'bench-signing-secret-0123456789abcdef';
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 /** The target: the soak's last reading within this fraction of its first. */
 const GROWTH_TARGET = 0.1;
 /** Seconds between two `/argo status` asked during the soak. */
@@ -46,18 +42,6 @@ const ASK_EVERY_S = 15;
 const BURST_APPS = 540;
 const BURST_EVERY_MS = 333;
 const BURST_MS = 3000;
-
-/**
- * Preloaded into the bot: on SIGUSR2 a full GC (the bot runs with --expose-gc), then V8's heap in use and the pages
- * it holds, to stderr. After a full GC what is still in use is what the bot keeps: a leak shows there first, and
- * it does not move with the machine's load or how much freed memory the C allocator keeps. `external` is what lives
- * outside V8's heap and is tied to JS objects (Buffers of HTTP bodies and streams).
- */
-const HEAP_PROBE = [
-  '--expose-gc',
-  '--import',
-  `data:text/javascript,${encodeURIComponent("import v8 from 'node:v8'; process.on('SIGUSR2', () => { globalThis.gc(); const h = v8.getHeapStatistics(); const m = process.memoryUsage(); process.stderr.write(`soak-heap ${h.used_heap_size} ${h.total_physical_size} ${m.external}\\n`); });")}`,
-];
 
 interface Reading {
   label: string;
@@ -77,98 +61,7 @@ interface Reading {
   load: string;
 }
 
-interface Bot {
-  child: ChildProcess;
-  slackUrl: string;
-  /** After a full GC: V8 heap [used, held] and external memory, MB. */
-  heap(): Promise<[number, number, number]>;
-}
-
-function ask<T>(child: ChildProcess, req: unknown): Promise<T> {
-  return new Promise((resolve, reject) => {
-    child.once('message', (m: unknown) =>
-      (m as { error?: string }).error ? reject(new Error((m as { error: string }).error)) : resolve(m as T),
-    );
-    child.send(req as object);
-  });
-}
-
-function memOf(pid: number): { rss: number; hwm: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)![1]) / 1024;
-  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
-}
-
-const sleep = (msec: number) => new Promise((r) => setTimeout(r, msec));
 const load1 = () => os.loadavg()[0].toFixed(2);
-
-/** Waits until the bot uses under 5% of a CPU (its watch backlog and answers done), at most `maxMs`. */
-async function quiet(pid: number, maxMs = 60_000): Promise<void> {
-  const deadline = Date.now() + maxMs;
-  for (let cpu = cpuMsOf(pid); Date.now() < deadline;) {
-    await sleep(1000);
-    const next = cpuMsOf(pid);
-    if (next - cpu < 50) return;
-    cpu = next;
-  }
-}
-
-async function startBot(sim: SimChild, apiUrl: string, dir: string, prefix: string): Promise<Bot> {
-  const slackPort = await freePort();
-  const httpPort = await freePort();
-  const config = path.join(dir, 'bot.yaml');
-  const lines = ['instances:'];
-  for (const i of sim.instances)
-    lines.push(`  - name: ${i.name}`, `    url: ${i.url}`, `    token: "${i.token}"`, '    timeout: 60s');
-  lines.push(
-    'redis:',
-    `  url: ${REDIS_URL}`,
-    `  prefix: ${prefix}`,
-    'slack:',
-    '  mode: http',
-    '  botToken: xoxb-bench',
-    `  signingSecret: ${SECRET}`,
-    `  port: ${slackPort}`,
-    `  apiUrl: ${apiUrl}`,
-    'http:',
-    `  port: ${httpPort}`,
-  );
-  writeFileSync(config, lines.join('\n') + '\n');
-  const cmd = botCommand();
-  const child = spawn(process.execPath, [...HEAP_PROBE, ...cmd.args, 'start', '--role', 'bot', '--config', config], {
-    env: { ...process.env, ...cmd.env },
-    cwd: path.resolve(BENCH_DIR, '..'),
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  const waiting: ((h: [number, number, number]) => void)[] = [];
-  let err = '';
-  child.stderr!.setEncoding('utf8');
-  child.stderr!.on('data', (chunk: string) => {
-    err += chunk;
-    for (let nl = err.indexOf('\n'); nl >= 0; nl = err.indexOf('\n')) {
-      const line = err.slice(0, nl);
-      err = err.slice(nl + 1);
-      const m = /^soak-heap (\d+) (\d+) (\d+)$/.exec(line);
-      if (m) waiting.shift()?.([Number(m[1]) / 2 ** 20, Number(m[2]) / 2 ** 20, Number(m[3]) / 2 ** 20]);
-      // The bot's own log: only what went wrong is worth a line here.
-      else if (!/^\{"level":[34]0,/.test(line)) process.stderr.write(`  [bot] ${line}\n`);
-    }
-  });
-  const deadline = Date.now() + 180_000;
-  while ((await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status !== 200) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error('the bot did not become ready');
-    await sleep(100);
-  }
-  return {
-    child,
-    slackUrl: `http://127.0.0.1:${slackPort}/slack/events`,
-    heap: () =>
-      new Promise((resolve) => {
-        waiting.push(resolve);
-        child.kill('SIGUSR2');
-      }),
-  };
-}
 
 export interface SoakResult {
   readings: Reading[];

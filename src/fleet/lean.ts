@@ -1,4 +1,4 @@
-import type { Application, ApplicationSource, ResourceResult } from '../infra/argocd/types.js';
+import type { Application, ApplicationSource, ResourceResult, RevisionHistory } from '../infra/argocd/types.js';
 
 /** Written by `kubectl apply`: the whole applied manifest again, as text. */
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
@@ -118,8 +118,28 @@ function shareList(list: string[] | undefined): void {
 }
 
 /**
- * Replaces, in place, the strings that repeat across apps by the pool's copy. Each is replaced by an equal
- * string, so nothing that reads the object, whoever holds it, can tell.
+ * `other` when it holds exactly what `record` holds and nothing but strings, numbers and booleans (a source with
+ * Helm parameters is not compared), so one object can stand for both.
+ */
+function sameRecord<T extends object>(record: T, other: T | undefined): T | undefined {
+  if (!other || other === record) return other;
+  const a = record as Record<string, unknown>;
+  const b = other as Record<string, unknown>;
+  let keys = 0;
+  for (const key in a) {
+    const value = a[key];
+    if (value !== null && typeof value === 'object') return undefined;
+    if (b[key] !== value) return undefined;
+    keys++;
+  }
+  for (const _key in b) keys--;
+  return keys === 0 ? other : undefined;
+}
+
+/**
+ * Replaces, in place, the strings that repeat across apps by the pool's copy, and a history entry's source or
+ * initiator by an equal one the app holds already. Each is replaced by an equal value, so nothing that reads the
+ * object can tell (the mirror's readers never change what it holds).
  */
 function shareStrings(app: Application): void {
   const { metadata, spec, status } = app;
@@ -130,11 +150,16 @@ function shareStrings(app: Application): void {
   if (!status) return;
   shareFields(status.sync, 'revision');
   shareList(status.sync?.revisions);
+  let previous: RevisionHistory | undefined;
   for (const h of status.history ?? []) {
     shareFields(h, 'revision');
     shareList(h.revisions);
     shareSource(h.source);
     h.sources?.forEach(shareSource);
+    // Ten deployments of one app usually name the same source and the same initiator, each as an object of its own.
+    if (h.source) h.source = sameRecord(h.source, previous?.source) ?? sameRecord(h.source, spec.source) ?? h.source;
+    if (h.initiatedBy) h.initiatedBy = sameRecord(h.initiatedBy, previous?.initiatedBy) ?? h.initiatedBy;
+    previous = h;
   }
   const op = status.operationState;
   shareFields(op, 'message');

@@ -151,6 +151,44 @@ describe('leanApp', () => {
     expect(Object.keys(a.status!.history![0])).toEqual(['id', 'revision', 'deployedAt']);
   });
 
+  it("holds one object for a history's repeated sources and initiators, and keeps the ones that differ", () => {
+    const source = (path: string, extra: object = {}) => ({ repoURL: 'https://git.example.com/d.git', path, ...extra });
+    const entry = (id: number, src: object, username = 'ci') => ({
+      id,
+      revision: `rev-${id}`,
+      deployedAt: `2026-01-0${id}T00:00:00Z`,
+      source: src,
+      initiatedBy: { username, automated: true },
+    });
+    const app = JSON.parse(
+      JSON.stringify({
+        metadata: { name: 'checkout' },
+        spec: { project: 'p', source: source('apps/checkout'), destination: {} },
+        status: {
+          history: [
+            entry(1, source('apps/checkout')),
+            entry(2, source('apps/checkout')),
+            entry(3, source('apps/checkout-v2')),
+            entry(4, source('apps/checkout-v2', { helm: { parameters: [{ name: 'a', value: '1' }] } })),
+            entry(5, source('apps/checkout-v2', { helm: { parameters: [{ name: 'a', value: '1' }] } }), 'admin'),
+          ],
+        },
+      }),
+    ) as Application;
+    const before = structuredClone(app);
+    const h = leanApp(app).status!.history!;
+    expect(h[0].source).toBe(app.spec.source);
+    expect(h[1].source).toBe(h[0].source);
+    expect(h[2].source).not.toBe(h[1].source);
+    expect(h[2].source?.path).toBe('apps/checkout-v2');
+    // A source with parameters is never merged with another: its parameters would have to be compared too.
+    expect(h[4].source).not.toBe(h[3].source);
+    expect(h[1].initiatedBy).toBe(h[0].initiatedBy);
+    expect(h[4].initiatedBy).not.toBe(h[3].initiatedBy);
+    expect(h[4].initiatedBy?.username).toBe('admin');
+    expect(leanApp(app)).toEqual(before);
+  });
+
   it('returns an app with nothing to drop as it is', () => {
     const bare: Application = {
       metadata: { name: 'a' },
