@@ -3,12 +3,13 @@
  * through tsx without a build) with Slack over HTTP, its own Redis prefix and the simulated fleet in another
  * process, read from outside (/proc) and through a preloaded probe.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { freePort } from '../src/infra/redis-server.js';
 import { BENCH_DIR, type SimChild } from './lib.js';
 import { botCommand, cpuMsOf } from './slack-bot.js';
+import type { SlackClientRequest } from './slack-client.js';
 
 export const SECRET = 'bench-signing-secret-0123456789abcdef';
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -31,6 +32,18 @@ export interface Bot {
   slackUrl: string;
   /** After a full GC: V8 heap [used, held] and external memory, MB. */
   heap(): Promise<[number, number, number]>;
+  /** SIGTERM, and resolves once the process is gone. */
+  stop(): Promise<void>;
+}
+
+/** Slack's side (`slack-client.ts`) in a process of its own: the fake Web API the bot posts to, and signed requests. */
+export async function startSlackApi(): Promise<{ client: ChildProcess; apiUrl: string; stop(): void }> {
+  const client = fork(path.join(BENCH_DIR, 'slack-client.ts'), [], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const { apiUrl } = await ask<{ apiUrl: string }>(client, { kind: 'start' } satisfies SlackClientRequest);
+  return { client, apiUrl, stop: () => client.disconnect() };
 }
 
 export function ask<T>(child: ChildProcess, req: unknown): Promise<T> {
@@ -124,6 +137,12 @@ export async function startBot(
       new Promise((resolve) => {
         waiting.push(resolve);
         child.kill('SIGUSR2');
+      }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
       }),
   };
 }

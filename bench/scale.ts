@@ -5,18 +5,23 @@
  * - mirror build (FleetMirror.start: every list, streams connected) against the floor: bare node fetching and
  *   JSON.parse-ing the same three lists from the same instances, before and after the build in the same process;
  * - warm `status` and `rollout <RollingSync appset>` p95 through dispatch(), each run computing its answer;
- * - RSS and V8 heap used after a full GC, with the mirror loaded;
+ * - a bot process's memory (`rollcall start --role bot` in a process of its own, `bot-process.ts`): RSS after its
+ *   start-up and a full GC, its peak (VmHWM) and V8 heap in use; every app has ten deployments in its history;
  * - watch events absorbed per second: the simulator changes 2,000 apps at once, timed until the mirror has seen
  *   every one of them (the first instance's apps).
  *
  * `node --expose-gc --import tsx bench/scale.ts [--sizes 1000,10000,50000]`
  */
 import { fork } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { parse } from 'yaml';
 import type { FleetEvent } from '../src/fleet/events.js';
 import {
   BENCH_DIR,
+  cleanPrefix,
   buildMirror,
   header,
   isMain,
@@ -28,6 +33,7 @@ import {
   table,
   type SimChild,
 } from './lib.js';
+import { REDIS_URL, memOf, quiet, sleep, startBot, startSlackApi, type Bot } from './bot-process.js';
 import { benchContext, benchFreezes, measure, pickRollingSyncAppSet } from './queries.js';
 import type { SimChildChange } from './sim-child.js';
 
@@ -44,8 +50,12 @@ export interface ScaleResult {
   statusP95: number;
   statusP50: number;
   rolloutP95: number;
+  /** A bot process mirroring the fleet: RSS after a full GC, its peak (VmHWM) and V8 heap in use, MB. */
   rssMb: number;
+  peakMb: number;
   heapMb: number;
+  /** The same with the chart's `bot.nodeFlags` (its V8 heap cap), as a pod runs it. */
+  chart: { rssMb: number; peakMb: number };
   eventsPerS: number;
   /** The bot's own CPU (user + system) per 1,000 app events absorbed: robust to the machine's load, unlike events/s. */
   cpuMsPerKEvents: number;
@@ -73,12 +83,20 @@ async function floor(sim: SimChild): Promise<number> {
 /** One size, in this process: prints nothing, returns its numbers. */
 async function measureOne(apps: number): Promise<ScaleResult> {
   const instances = instancesFor(apps);
-  const sim = await startSimChild({ kind: 'fleet', apps, clusters: Math.max(1, Math.round(apps / 50)), instances });
+  // Every app with ten deployments in its history, Argo CD's default limit, as a fleet that has run a while.
+  const sim = await startSimChild({
+    kind: 'fleet',
+    apps,
+    clusters: Math.max(1, Math.round(apps / 50)),
+    instances,
+    fullHistory: true,
+  });
   try {
     const floorBefore = await floor(sim);
     const bot = await buildMirror(simConfig(sim));
     const floorAfter = await floor(sim);
     const store = benchFreezes();
+    let inProcess: ScaleResult;
     try {
       const ctx = benchContext(bot, store.freezes);
       const status = await measure(ctx, 'status', () => '', RUNS);
@@ -86,9 +104,6 @@ async function measureOne(apps: number): Promise<ScaleResult> {
       const appSet = pickRollingSyncAppSet(bot);
       const on = instances > 1 ? ` instance=${bot.mirror.appSetsNamed(appSet)[0].instance}` : '';
       const rollout = await measure(ctx, `rollout ${appSet}${on}`, () => '', RUNS);
-      (globalThis as { gc?: () => void }).gc?.();
-      const mem = process.memoryUsage();
-
       let events = 0;
       bot.mirror.subscribe((e: FleetEvent) => {
         if (e.kind === 'app-changed') events++;
@@ -111,7 +126,7 @@ async function measureOne(apps: number): Promise<ScaleResult> {
           cpuPerK.push((cpu.user + cpu.system) / 1000 / (count / 1000));
         }
       }
-      return {
+      const result = {
         apps,
         instances,
         floorMs: Math.min(floorBefore, floorAfter),
@@ -119,18 +134,64 @@ async function measureOne(apps: number): Promise<ScaleResult> {
         statusP50: status.answer.p50,
         statusP95: status.answer.p95,
         rolloutP95: rollout.answer.p95,
-        rssMb: mem.rss / 2 ** 20,
-        heapMb: mem.heapUsed / 2 ** 20,
+        rssMb: 0,
+        peakMb: 0,
+        heapMb: 0,
+        chart: { rssMb: 0, peakMb: 0 },
         eventsPerS: median(perS),
         cpuMsPerKEvents: median(cpuPerK),
         load: loadLine().replace('load avg now ', ''),
       };
+      inProcess = result;
     } finally {
       await store.close();
       await bot.mirror.stop();
     }
+    const defaults = await botProcessMemory(sim, []);
+    const chart = await botProcessMemory(sim, chartBotFlags());
+    return { ...inProcess, ...defaults, chart: { rssMb: chart.rssMb, peakMb: chart.peakMb } };
   } finally {
     await sim.stop();
+  }
+}
+
+/** `bot.nodeFlags` of the Helm chart's values. */
+function chartBotFlags(): string[] {
+  const values = parse(readFileSync(path.join(BENCH_DIR, '../deploy/helm/rollcall/values.yaml'), 'utf8')) as {
+    bot: { nodeFlags: string[] };
+  };
+  return values.bot.nodeFlags;
+}
+
+/**
+ * What a bot pod holds with this fleet mirrored: `rollcall start --role bot` (node's defaults) in a process of its
+ * own, read once it is idle after its start-up (lists, streams, the unhealthy apps' details) and a full GC. The bench
+ * process itself holds a mirror too, and the floor's own lists, so its RSS is not a bot's.
+ */
+async function botProcessMemory(
+  sim: SimChild,
+  flags: string[],
+): Promise<{ rssMb: number; peakMb: number; heapMb: number }> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-bench-scale-'));
+  const prefix = `rollcall-bench-scale-${process.pid}`;
+  const slack = await startSlackApi();
+  let bot: Bot | undefined;
+  try {
+    bot = await startBot(sim, slack.apiUrl, dir, prefix, { flags });
+    await quiet(bot.child.pid!);
+    // V8 gives the pages a collection freed back to the system some seconds later (its memory reducer), as a pod
+    // idle after its start-up does: collect, wait for that, then read.
+    await bot.heap();
+    await sleep(20_000);
+    const [heapMb] = await bot.heap();
+    await sleep(1000);
+    const { rss, hwm } = memOf(bot.child.pid!);
+    return { rssMb: rss, peakMb: hwm, heapMb };
+  } finally {
+    await bot?.stop();
+    slack.stop();
+    await cleanPrefix(REDIS_URL, prefix);
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -163,7 +224,9 @@ export async function runScaleBench(sizes = [1000, 10_000, 50_000]): Promise<Sca
     if (r.apps === 50_000) notes.push(`status ${r.statusP95 <= TARGETS.statusP95At50k ? 'met' : 'NOT met'}`);
     if (r.apps === 10_000 || r.apps === 50_000) {
       const limit = r.apps === 10_000 ? TARGETS.rss10k : TARGETS.rss50k;
-      notes.push(`RSS ${r.rssMb <= limit ? 'met' : 'NOT met'}`);
+      notes.push(
+        `RSS ${r.rssMb <= limit ? 'met' : 'NOT met'} (chart flags: ${r.chart.rssMb <= limit ? 'met' : 'NOT met'})`,
+      );
     }
     if (r.apps === 10_000) notes.push(`events ${r.eventsPerS >= TARGETS.eventsPerS ? 'met' : 'NOT met'}`);
     return [
@@ -174,7 +237,8 @@ export async function runScaleBench(sizes = [1000, 10_000, 50_000]): Promise<Sca
       ms(r.statusP50),
       ms(r.statusP95),
       ms(r.rolloutP95),
-      r.rssMb.toFixed(0),
+      `${r.rssMb.toFixed(0)} / ${r.chart.rssMb.toFixed(0)}`,
+      `${r.peakMb.toFixed(0)} / ${r.chart.peakMb.toFixed(0)}`,
       r.heapMb.toFixed(0),
       r.eventsPerS.toFixed(0),
       ms(r.cpuMsPerKEvents),
@@ -191,8 +255,9 @@ export async function runScaleBench(sizes = [1000, 10_000, 50_000]): Promise<Sca
       'status p50',
       'status p95',
       'rollout p95',
-      'RSS MB',
-      'heap MB',
+      'bot RSS MB (defaults / chart)',
+      'bot peak MB (defaults / chart)',
+      'bot heap MB',
       'events/s',
       'CPU ms/1k events',
       'load avg',
@@ -201,7 +266,7 @@ export async function runScaleBench(sizes = [1000, 10_000, 50_000]): Promise<Sca
     ...rows,
   ]);
   console.log(
-    `  (floor = bare node fetching and parsing the same lists in the same process, best of before and after the build; status/rollout over ${RUNS} warm runs, each computing its answer; RSS and heap after a full GC with the mirror loaded; events/s = ${CHANGING.toLocaleString('en')} apps changed at once, median of ${BURSTS} bursts, with the bot's CPU per 1,000 of them; ${loadLine()})`,
+    `  (floor = bare node fetching and parsing the same lists in the same process, best of before and after the build; status/rollout over ${RUNS} warm runs, each computing its answer; bot RSS and heap: 'rollcall start --role bot' in its own process, with node's defaults and with the chart's bot.nodeFlags, idle after start-up, a full GC and 20 s, every app with 10 history entries; peak = its VmHWM; events/s = ${CHANGING.toLocaleString('en')} apps changed at once, median of ${BURSTS} bursts, with the bot's CPU per 1,000 of them; ${loadLine()})`,
   );
   return results;
 }

@@ -12,26 +12,14 @@
  * `node --import tsx bench/soak.ts [--minutes 10] [--apps 10000] [--rate 200] [--bursts 5]`.
  * Target: the soak ends within 10% of where it started.
  */
-import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { HEALTH_ORDER, SYNC_ORDER, countsLine, formatCount } from '../src/core/format.js';
-import {
-  BENCH_DIR,
-  cleanPrefix,
-  header,
-  isMain,
-  loadLine,
-  machineLine,
-  ms,
-  percentile,
-  startSimChild,
-  table,
-} from './lib.js';
+import { cleanPrefix, header, isMain, loadLine, machineLine, ms, percentile, startSimChild, table } from './lib.js';
 import type { SimChildCounts } from './sim-child.js';
-import { REDIS_URL, SECRET, ask, memOf, quiet, sleep, startBot, type Bot } from './bot-process.js';
+import { REDIS_URL, SECRET, ask, memOf, quiet, sleep, startBot, startSlackApi, type Bot } from './bot-process.js';
 import type { BurstResult, SlackClientRequest } from './slack-client.js';
 
 /** The target: the soak's last reading within this fraction of its first. */
@@ -88,13 +76,11 @@ export async function runSoakBench(
     clusters: Math.max(1, Math.round(apps / 50)),
     fullHistory: true,
   });
-  const client = fork(path.join(BENCH_DIR, 'slack-client.ts'), [], {
-    execArgv: ['--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+  const slack = await startSlackApi();
+  const client = slack.client;
   let bot: Bot | undefined;
   try {
-    const { apiUrl } = await ask<{ apiUrl: string }>(client, { kind: 'start' } satisfies SlackClientRequest);
+    const { apiUrl } = slack;
     const t0 = performance.now();
     bot = await startBot(sim, apiUrl, dir, prefix);
     const pid = bot.child.pid!;
@@ -185,9 +171,7 @@ export async function runSoakBench(
     return { readings, burstReadings, checks };
   } finally {
     if (bot) {
-      bot.child.kill('SIGTERM');
-      const child = bot.child;
-      await new Promise((r) => (child.exitCode !== null ? r(undefined) : child.once('exit', r)));
+      await bot.stop();
     }
     client.disconnect();
     await sim.stop();
