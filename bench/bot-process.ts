@@ -4,16 +4,30 @@
  * process, read from outside (/proc) and through a preloaded probe.
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { freePort } from '../src/infra/redis-server.js';
 import { BENCH_DIR, type SimChild } from './lib.js';
-import { botCommand, cpuMsOf } from './slack-bot.js';
 import type { SlackClientRequest } from './slack-client.js';
 
 export const SECRET = 'bench-signing-secret-0123456789abcdef';
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 let started = 0;
+const ROOT = path.resolve(BENCH_DIR, '..');
+
+/** The compiled build when there is one (`npm run build`), as a pod runs it; else the sources through tsx. */
+export function botCommand(): { args: string[]; env: NodeJS.ProcessEnv } {
+  const dist = path.join(ROOT, 'dist/main.js');
+  return existsSync(dist)
+    ? { args: [dist], env: { NODE_ENV: 'production' } }
+    : { args: [path.join(ROOT, 'bin/rollcall.js')], env: { NODE_ENV: 'development' } };
+}
+
+/** A process's own CPU time so far (user + system), ms, from /proc. */
+export function cpuMsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
 
 /**
  * Preloaded into the bot: on SIGUSR2 a full GC (the bot runs with --expose-gc), then V8's heap in use and the pages

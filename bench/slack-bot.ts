@@ -9,12 +9,11 @@
  * `node --import tsx bench/slack-bot.ts [--apps N] [--rounds N]`. Targets: ack p99 ≤ 50 ms, answer p95 ≤ 300 ms.
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse } from 'yaml';
-import { freePort } from '../src/infra/redis-server.js';
 import {
   BENCH_DIR,
   cleanPrefix,
@@ -27,38 +26,18 @@ import {
   startSimChild,
   table,
 } from './lib.js';
-import type { BurstResult, SlackClientRequest } from './slack-client.js';
+import type { BurstResult } from './slack-client.js';
+import { REDIS_URL, SECRET, ask, cpuMsOf, memOf, quiet, startBot } from './bot-process.js';
 
 const ROOT = path.resolve(BENCH_DIR, '..');
 const CONCURRENT = 50;
-const SECRET = 'bench-signing-secret-0123456789abcdef';
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ACK_P99_TARGET_MS = 50;
 const ANSWER_P95_TARGET_MS = 300;
-
-function ask<T>(child: ChildProcess, req: SlackClientRequest): Promise<T> {
-  return new Promise((resolve, reject) => {
-    child.once('message', (m: unknown) =>
-      (m as { error?: string }).error ? reject(new Error((m as { error: string }).error)) : resolve(m as T),
-    );
-    child.send(req);
-  });
-}
 
 const statusCounts = (r: BotBurstRow) =>
   Object.entries(r.statuses)
     .map(([s, n]) => `${s}×${n}`)
     .join(' ');
-
-function rssMbOf(pid: number): number {
-  return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
-}
-
-/** The bot's own CPU time so far (user + system), ms, from /proc. */
-export function cpuMsOf(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-}
 
 /**
  * The floor: bare node serving the same endpoint, checking the same signature (HMAC-SHA256 of `v0:ts:body`) and
@@ -105,14 +84,6 @@ export interface BotBurstRow {
   load: string;
 }
 
-/** The compiled build when there is one (`npm run build`), as a pod runs it; else the sources through tsx. */
-export function botCommand(): { args: string[]; env: NodeJS.ProcessEnv } {
-  const dist = path.join(ROOT, 'dist/main.js');
-  return existsSync(dist)
-    ? { args: [dist], env: { NODE_ENV: 'production' } }
-    : { args: [path.join(ROOT, 'bin/rollcall.js')], env: { NODE_ENV: 'development' } };
-}
-
 export async function runSlackBotBench(opts: { apps?: number; rounds?: number } = {}): Promise<BotBurstRow[]> {
   const apps = opts.apps ?? 10_000;
   const rounds = opts.rounds ?? 3;
@@ -151,66 +122,20 @@ export async function runSlackBotBench(opts: { apps?: number; rounds?: number } 
       ...(chartFlags.length ? [[`chart flags (${chartFlags.join(' ')})`, chartFlags] as [string, string[]]] : []),
     ];
     for (const [variant, flags] of variants) {
-      const slackPort = await freePort();
-      const httpPort = await freePort();
-      const config = path.join(dir, 'bot.yaml');
-      const lines = ['instances:'];
-      for (const i of sim.instances)
-        lines.push(`  - name: ${i.name}`, `    url: ${i.url}`, `    token: "${i.token}"`, '    timeout: 60s');
-      lines.push(
-        'redis:',
-        `  url: ${REDIS_URL}`,
-        `  prefix: ${prefix}`,
-        'slack:',
-        '  mode: http',
-        '  botToken: xoxb-bench',
-        `  signingSecret: ${SECRET}`,
-        `  port: ${slackPort}`,
-        `  apiUrl: ${apiUrl}`,
-        'http:',
-        `  port: ${httpPort}`,
-      );
-      writeFileSync(config, lines.join('\n') + '\n');
-      const cmd = botCommand();
-      const bot = spawn(
-        process.execPath,
-        [
-          ...(process.env.BENCH_BOT_FLAGS?.split(' ').filter(Boolean) ?? []),
-          ...flags,
-          ...cmd.args,
-          'start',
-          '--role',
-          'bot',
-          '--config',
-          config,
-        ],
-        {
-          env: { ...process.env, ...cmd.env },
-          cwd: ROOT,
-          stdio: ['ignore', 'ignore', 'inherit'],
-        },
-      );
+      const t0 = performance.now();
+      const bot = await startBot(sim, apiUrl, dir, prefix, {
+        flags: [...(process.env.BENCH_BOT_FLAGS?.split(' ').filter(Boolean) ?? []), ...flags],
+      });
+      const pid = bot.child.pid!;
       try {
-        const t0 = performance.now();
-        const deadline = Date.now() + 180_000;
-        while ((await fetch(`http://127.0.0.1:${httpPort}/readyz`).catch(() => undefined))?.status !== 200) {
-          if (Date.now() > deadline || bot.exitCode !== null) throw new Error('the bot did not become ready');
-          await new Promise((r) => setTimeout(r, 100));
-        }
         const readyMs = performance.now() - t0;
         // Ready is not idle: after its lists the mirror fetches the unhealthy apps one by one for their resource
         // health. The bursts measure a bot in its steady state, so they wait until it uses under 5% of a CPU.
-        const quietDeadline = Date.now() + 60_000;
-        for (let cpu = cpuMsOf(bot.pid!); Date.now() < quietDeadline;) {
-          await new Promise((r) => setTimeout(r, 1000));
-          const next = cpuMsOf(bot.pid!);
-          if (next - cpu < 50) break;
-          cpu = next;
-        }
+        await quiet(pid);
         const quietMs = performance.now() - t0;
-        const url = `http://127.0.0.1:${slackPort}/slack/events`;
+        const url = bot.slackUrl;
         const burst = async (text: string, round: string, n = CONCURRENT) => {
-          const cpu0 = cpuMsOf(bot.pid!);
+          const cpu0 = cpuMsOf(pid);
           const r = await ask<BurstResult>(client, {
             kind: 'burst',
             url,
@@ -222,10 +147,10 @@ export async function runSlackBotBench(opts: { apps?: number; rounds?: number } 
           });
           if (r.missing) throw new Error(`${r.missing}/${n} answers to "${text}" never reached response_url`);
           if (!r.firstAnswer?.blocks) throw new Error(`the answer to "${text}" has no blocks`);
-          return { r, cpuMs: cpuMsOf(bot.pid!) - cpu0 };
+          return { r, cpuMs: cpuMsOf(pid) - cpu0 };
         };
         for (let i = 0; i < 3; i++) await burst('status', `warm${i}`, 1);
-        const rssBefore = rssMbOf(bot.pid!);
+        const rssBefore = memOf(pid).rss;
         for (const text of ['status', 'status auth-*', 'help']) {
           const row: BotBurstRow = {
             variant,
@@ -262,11 +187,10 @@ export async function runSlackBotBench(opts: { apps?: number; rounds?: number } 
           rows.push(row);
         }
         console.log(
-          `  ${variant}: ready in ${(readyMs / 1000).toFixed(1)} s, idle after ${(quietMs / 1000).toFixed(1)} s; bot RSS ${rssBefore.toFixed(0)} MB before the bursts, ${rssMbOf(bot.pid!).toFixed(0)} MB after`,
+          `  ${variant}: ready in ${(readyMs / 1000).toFixed(1)} s, idle after ${(quietMs / 1000).toFixed(1)} s; bot RSS ${rssBefore.toFixed(0)} MB before the bursts, ${memOf(pid).rss.toFixed(0)} MB after`,
         );
       } finally {
-        bot.kill('SIGTERM');
-        await new Promise((r) => (bot.exitCode !== null ? r(undefined) : bot.once('exit', r)));
+        await bot.stop();
       }
     }
     floorRow.load = loadLine().replace('load avg now ', '');
