@@ -22,10 +22,18 @@ const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
  * apart, and a fleet that deployed one commit holds it once instead of four times per app.
  */
 export function leanApp(app: Application): Application {
+  if (leaned.has(app)) return app;
   const lean = withoutUnread(app);
   shareStrings(lean);
+  leaned.add(lean);
   return lean;
 }
+
+/**
+ * What leanApp made: a list is made lean item by item as it arrives (the client's `each`), and the mirror leans
+ * every app it takes in again, which costs nothing for these.
+ */
+const leaned = new WeakSet<Application>();
 
 function withoutUnread(app: Application): Application {
   const { metadata, status } = app;

@@ -263,7 +263,7 @@ export class FleetMirror extends FleetIndex {
       const [clusters, appSets, apps] = await Promise.all([
         s.api.listClusters(),
         s.api.listApplicationSets(),
-        s.api.listApplications(),
+        s.api.listApplications({}, { each: leanApp }),
       ]);
       if (this.stopped) return;
       s.listWarnings = {
@@ -572,7 +572,10 @@ export class FleetMirror extends FleetIndex {
   private async doRelist(s: InstanceState, reopen: boolean): Promise<void> {
     const startedAt = s.seq;
     const listedAt = this.opts.now().toISOString();
-    const [apps, appSets] = await Promise.all([s.api.listApplications(), s.api.listApplicationSets()]);
+    const [apps, appSets] = await Promise.all([
+      s.api.listApplications({}, { each: leanApp }),
+      s.api.listApplicationSets(),
+    ]);
     if (this.stopped) return;
     const touchedSince = (key: string) => (s.touched.get(key) ?? 0) > startedAt;
 

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { ArgoClient, createClients } from '../../src/infra/argocd/client.js';
 import { ArgoError } from '../../src/infra/argocd/errors.js';
 import { configSchema, instanceSchema } from '../../src/infra/config/schema.js';
@@ -540,5 +542,84 @@ describe('podLogs', () => {
     });
     const e = await failure(client().podLogs({ name: 'web', project: 'shop' }, {}));
     expect(e.message).toContain('p, role:rollcall, logs, get, shop/*, allow');
+  });
+});
+
+describe('a list read as it arrives', () => {
+  /** A server that sends the first part of a list, then the rest only when `release` is called. */
+  async function halfSentList(first: string, rest: string) {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const raw = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(first);
+      void released.then(() => res.end(rest));
+    });
+    await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
+    const { port } = raw.address() as AddressInfo;
+    const cfg = instanceSchema.parse({ name: 'eu', url: `http://127.0.0.1:${port}`, token: TOKEN, timeout: 2000 });
+    const stop = () => new Promise<void>((resolve) => raw.close(() => resolve()));
+    return { api: new ArgoClient(cfg, { retry: { retries: 0, baseMs: 5, maxMs: 20 } }), release, stop };
+  }
+
+  it('hands each app to `each` as soon as it has arrived, and the list keeps what `each` returned', async () => {
+    const body = JSON.stringify({ metadata: { resourceVersion: '9' }, items: [app('a'), app('b'), app('c')] });
+    const cut = body.indexOf('{"metadata":{"name":"c"');
+    const server = await halfSentList(body.slice(0, cut + 5), body.slice(cut + 5));
+    try {
+      const seen: string[] = [];
+      const listing = server.api.listApplications(
+        {},
+        {
+          each: (a) => {
+            seen.push(a.metadata.name);
+            return { ...a, metadata: { name: a.metadata.name.toUpperCase() } };
+          },
+        },
+      );
+      await expect.poll(() => seen).toEqual(['a', 'b']);
+      server.release();
+      const list = await listing;
+      expect(seen).toEqual(['a', 'b', 'c']);
+      expect(list.items.map((a) => a.metadata)).toEqual([{ name: 'A' }, { name: 'B' }, { name: 'C' }]);
+      expect(list.metadata).toEqual({ resourceVersion: '9' });
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('fails at the first item that is not an app, quoting the start of the body, and reads no further', async () => {
+    const server = await halfSentList('{"metadata":{},"items":[{"metadata":{"name":"a"}},"b",', '{"metadata":{}}]}');
+    try {
+      const seen: string[] = [];
+      const error = await failure(server.api.listApplications({}, { each: (a) => (seen.push(a.metadata.name), a) }));
+      expect(error.code).toBe('argocd_bad_response');
+      expect(error.message).toContain('expected items.1 to be an object with metadata.name');
+      expect(error.message).toContain('it starts `{"metadata":{},"items":[{"metadata":{"name":"a"}},"b",`');
+      expect(seen).toEqual(['a']);
+    } finally {
+      server.release();
+      await server.stop();
+    }
+  });
+
+  it("passes on an error of `each` itself as it is: a caller's bug is not Argo CD's bad answer", async () => {
+    const server = await halfSentList('{"items":[{"metadata":{"name":"a"}}', ']}');
+    server.release();
+    try {
+      const bug = new TypeError('each broke');
+      await expect(
+        server.api.listApplications(
+          {},
+          {
+            each: () => {
+              throw bug;
+            },
+          },
+        ),
+      ).rejects.toBe(bug);
+    } finally {
+      await server.stop();
+    }
   });
 });

@@ -79,31 +79,47 @@ const ITEM_SHAPES: Record<ListItem, { schema: z.ZodType; what: string }> = {
 };
 
 /**
+ * Reads a list answer whose items were handed to `eachItem` as they arrived (the client passes it to the
+ * transport): `eachItem` checks each item and keeps what `map` makes of it, the reader then checks the rest.
+ */
+export interface ListReader<T> extends AnswerReader<ReadList<T>> {
+  eachItem: (value: unknown, index: number) => unknown;
+}
+
+/**
  * A list (`{metadata, items}`). A null item is skipped with a warning: one app Argo CD could not
  * serialize must not hide the other 539. Any other item that is not the shape fails the whole answer.
+ * `map` makes each checked item into what the list keeps (a leaner copy), before the next item is read.
  */
-export function aList<T>(item: ListItem, opts: { itemsOmittedWhenEmpty?: boolean } = {}): AnswerReader<ReadList<T>> {
+export function aList<T>(
+  item: ListItem,
+  opts: { itemsOmittedWhenEmpty?: boolean; map?: (item: T) => T } = {},
+): ListReader<T> {
   const { schema, what } = ITEM_SHAPES[item];
-  return (body, instance) => {
+  const map = opts.map;
+  const eachItem = (value: unknown, i: number): unknown => {
+    if (value === null) return null;
+    check(schema, value, `items.${i} to be ${what}`);
+    return map ? map(value as T) : value;
+  };
+  const read: AnswerReader<ReadList<T>> = (body, instance) => {
     check(opts.itemsOmittedWhenEmpty ? omittableListEnvelope : listEnvelope, body, 'an object with an items list');
     const list = body as { metadata?: ReadList<T>['metadata'] | null; items?: unknown[] | null };
     const items: T[] = [];
     let nulls = 0;
-    (list.items ?? []).forEach((value, i) => {
+    for (const value of list.items ?? []) {
       if (value === null) nulls++;
-      else {
-        check(schema, value, `items.${i} to be ${what}`);
-        items.push(value as T);
-      }
-    });
-    const read: ReadList<T> = { metadata: list.metadata ?? {}, items };
+      else items.push(value as T);
+    }
+    const result: ReadList<T> = { metadata: list.metadata ?? {}, items };
     if (nulls) {
       const listed =
         nulls === 1 ? `${ITEM_ARTICLE[item]} ${item} with no data (null)` : `${nulls} ${item}s with no data (null)`;
-      read.warnings = [`Argo CD instance ${instance} listed ${listed}; skipped ${nulls === 1 ? 'it' : 'them'}`];
+      result.warnings = [`Argo CD instance ${instance} listed ${listed}; skipped ${nulls === 1 ? 'it' : 'them'}`];
     }
-    return read;
+    return result;
   };
+  return Object.assign(read, { eachItem });
 }
 
 const watchResult = z.object({ type: z.enum(['ADDED', 'MODIFIED', 'DELETED']) });

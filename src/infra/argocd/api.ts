@@ -80,6 +80,15 @@ export interface WatchOptions<E> {
   onExpired?(): void;
 }
 
+export interface ListOptions<T> {
+  /**
+   * What the list keeps of each item, called as each arrives (before the rest of the answer is read), so the
+   * items as sent are never all alive at once. A caller that must not depend on it being called applies it
+   * again to the items it gets (it must then be idempotent).
+   */
+  each?: (item: T) => T;
+}
+
 /**
  * One Argo CD instance. Implemented in client.ts over node:http(s) (http.ts); every call has a timeout and
  * retries (network errors, 502/503/504, 429 with Retry-After), never other 4xx. A 2xx answer that is not
@@ -87,7 +96,7 @@ export interface WatchOptions<E> {
  */
 export interface ArgoApi {
   readonly instance: string;
-  listApplications(query?: ListApplicationsQuery): Promise<ReadList<Application>>;
+  listApplications(query?: ListApplicationsQuery, opts?: ListOptions<Application>): Promise<ReadList<Application>>;
   getApplication(ref: AppRef, opts?: { refresh?: 'normal' | 'hard' }): Promise<Application>;
   resourceTree(ref: AppRef): Promise<ApplicationTree>;
   managedResources(ref: AppRef): Promise<ManagedResourcesResponse>;

@@ -5,6 +5,7 @@ import type {
   AppRef,
   ArgoApi,
   ListApplicationsQuery,
+  ListOptions,
   PodLogsQuery,
   RollbackOptions,
   WatchHandle,
@@ -20,6 +21,7 @@ import {
   aWatchEvent,
   ShapeError,
   type AnswerReader,
+  type ListReader,
   type ReadList,
 } from './answers.js';
 import { DEFAULT_RETRY, parseRetryAfter, retryDelay, sleep, type RetryPolicy } from './retry.js';
@@ -40,7 +42,7 @@ import type {
   RevisionMetadata,
 } from './types.js';
 import { isAxiosError } from 'axios';
-import { BadBodyError, HttpTransport, type HttpRequest } from '../http/transport.js';
+import { BadBodyError, HttpTransport, RejectedItemError, type HttpRequest } from '../http/transport.js';
 import { openSseWatch } from './watch.js';
 import { argocdRequestDuration, argocdRequestsTotal, statusLabel } from '../metrics.js';
 
@@ -103,7 +105,10 @@ export class ArgoClient implements ArgoApi {
 
   // ---------- applications ----------
 
-  listApplications(query: ListApplicationsQuery = {}): Promise<ReadList<Application>> {
+  listApplications(
+    query: ListApplicationsQuery = {},
+    opts: ListOptions<Application> = {},
+  ): Promise<ReadList<Application>> {
     return this.call(
       { method: 'GET', path: '/applications', query: applicationQuery(query) },
       {
@@ -112,7 +117,7 @@ export class ArgoClient implements ArgoApi {
         project: query.projects?.length === 1 ? query.projects[0] : undefined,
       },
       'idempotent',
-      aList<Application>('application'),
+      aList<Application>('application', { map: opts.each }),
     );
   }
 
@@ -527,6 +532,8 @@ export class ArgoClient implements ArgoApi {
     read?: AnswerReader<T>,
   ): Promise<T> {
     const ctx = this.context(request.method, request.path, rbac);
+    // A list is read item by item as it arrives, each checked (and kept lean) before the next.
+    if (read && 'eachItem' in read) request = { ...request, eachItem: (read as ListReader<unknown>).eachItem };
     let inTransitFailure = false;
     for (let attempt = 0; ; attempt++) {
       const started = Date.now();
@@ -541,6 +548,10 @@ export class ArgoClient implements ArgoApi {
         );
         data = res.data;
       } catch (error) {
+        if (error instanceof RejectedItemError) {
+          if (!(error.cause instanceof ShapeError)) throw error.cause;
+          throw errorFromBadBody(ctx, error.bodyStart, error.cause.message, answered(ctx));
+        }
         const failure = classify(error);
         argocdRequestsTotal.inc({ instance: this.instance, method: ctx.method, code: statusLabel(failure.status) });
         argocdRequestDuration.observe({ instance: this.instance }, (Date.now() - started) / 1000);

@@ -8,6 +8,7 @@ import { StringDecoder } from 'node:string_decoder';
 import type { ConnectionOptions } from 'node:tls';
 import axios, { AxiosError, type AxiosInstance, type AxiosProxyConfig, type AxiosResponse } from 'axios';
 import createHttpsProxyAgent from 'https-proxy-agent';
+import { JsonListReader } from './json-list.js';
 import { proxyConfigured } from '../../core/proxy-env.js';
 
 /**
@@ -51,6 +52,12 @@ export interface HttpRequest {
   anyStatus?: boolean;
   /** false: ask for the body as is (a stream must not be held back by a compressing proxy). */
   decompress?: boolean;
+  /**
+   * For a JSON list (`{…, "items": [...]}`): each item as soon as it has arrived, parsed on its own; the answer's
+   * `items` holds what this returns instead of the items themselves. An error it throws fails the request as
+   * RejectedItemError.
+   */
+  eachItem?: (item: unknown, index: number) => unknown;
 }
 
 export interface HttpAnswer<T> {
@@ -70,6 +77,18 @@ export class BadBodyError extends Error {
   ) {
     super(`the answer (HTTP ${status}) is not JSON`);
     this.name = 'BadBodyError';
+  }
+}
+
+/** A 2xx list answer one of whose items the caller's `eachItem` refused (`cause`); `bodyStart` quotes the answer. */
+export class RejectedItemError extends Error {
+  constructor(
+    readonly status: number,
+    readonly bodyStart: string,
+    override readonly cause: unknown,
+  ) {
+    super(`an item of the answer (HTTP ${status}) was refused: ${(cause as Error)?.message ?? String(cause)}`);
+    this.name = 'RejectedItemError';
   }
 }
 
@@ -140,6 +159,10 @@ export class HttpTransport {
       throw error;
     }
     if (streamed) return { status: res.status, headers: res.headers, data: res.data as T };
+    if (req.eachItem && (req.responseType ?? 'json') === 'json' && res.status >= 200 && res.status < 300) {
+      const data = await readList(res as AxiosResponse<Readable>, req.eachItem);
+      return { status: res.status, headers: res.headers, data: data as T };
+    }
     const text = await readText(res as AxiosResponse<Readable>);
     const answer = { status: res.status, headers: res.headers, data: text };
     if (req.responseType === 'text') return answer as HttpAnswer<T>;
@@ -160,27 +183,73 @@ function isReadable(data: unknown): data is Readable {
  * end and then copies them into one buffer: for a 30 MB application list that is 30 MB of small native allocations
  * alive at once, which the C allocator keeps as the process' memory long after they are freed (and five instances
  * listing at once hold five). Decoded as it comes, each chunk is let go before the next one arrives.
- *
- * A body cut off midway fails as axios fails it: an AxiosError that keeps the answer's status (a 2xx that lost its
- * body in transit), or axios' own error when it aborted the request (a timeout, a cut).
  */
-function readText(res: AxiosResponse<Readable>): Promise<string> {
+async function readText(res: AxiosResponse<Readable>): Promise<string> {
+  const parts: string[] = [];
+  await readBody(res, (text) => parts.push(text));
+  const text = parts.join('');
+  // As axios' text mode: a UTF-8 byte order mark is not part of the JSON.
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
+
+/** A JSON list read as it arrives (JsonListReader): each item goes to `eachItem` and its text is let go. */
+async function readList(
+  res: AxiosResponse<Readable>,
+  eachItem: NonNullable<HttpRequest['eachItem']>,
+): Promise<unknown> {
+  let failed: unknown;
+  const reader = new JsonListReader((item, index) => {
+    try {
+      return eachItem(item, index);
+    } catch (error) {
+      failed = error;
+      throw error;
+    }
+  });
+  try {
+    await readBody(res, (text) => reader.write(text));
+    return reader.end();
+  } catch (error) {
+    if (failed !== undefined) throw new RejectedItemError(res.status, reader.head, failed);
+    if (error instanceof SyntaxError) throw new BadBodyError(res.status, reader.head);
+    throw error;
+  }
+}
+
+/**
+ * The body decoded chunk by chunk into `sink`. An error `sink` throws ends the read with that error; a body cut off
+ * midway fails as axios fails it: an AxiosError that keeps the answer's status (a 2xx that lost its body in
+ * transit), or axios' own error when it aborted the request (a timeout, a cut).
+ */
+function readBody(res: AxiosResponse<Readable>, sink: (text: string) => void): Promise<void> {
   const body = res.data;
-  return new Promise<string>((resolve, reject) => {
+  return new Promise<void>((resolve, reject) => {
     const decoder = new StringDecoder('utf8');
-    const parts: string[] = [];
     const fail = (error: Error & { code?: string }) => {
       body.destroy();
       reject(axios.isAxiosError(error) ? error : AxiosError.from(error, error.code, res.config, res.request, res));
     };
-    body.on('data', (chunk: Buffer) => parts.push(decoder.write(chunk)));
+    const refuse = (error: unknown) => {
+      body.removeAllListeners('data');
+      body.destroy();
+      reject(error as Error);
+    };
+    body.on('data', (chunk: Buffer) => {
+      try {
+        sink(decoder.write(chunk));
+      } catch (error) {
+        refuse(error);
+      }
+    });
     body.once('error', fail);
     body.once('aborted', () => fail(Object.assign(new Error('stream has been aborted'), { code: 'ECONNRESET' })));
     body.once('end', () => {
-      parts.push(decoder.end());
-      const text = parts.join('');
-      // As axios' text mode: a UTF-8 byte order mark is not part of the JSON.
-      resolve(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+      try {
+        sink(decoder.end());
+        resolve();
+      } catch (error) {
+        refuse(error);
+      }
     });
   });
 }
