@@ -7,6 +7,7 @@ import type { Application, HealthStatusCode } from '../src/infra/argocd/types.js
 import type { Fixture } from '../src/sim/fixture-types.js';
 import { generateFleet, loadScenario, type ScenarioBehaviour } from '../src/sim/scenarios/index.js';
 import { startSimServer, type SimServer } from '../src/sim/server.js';
+import type { InstanceStore } from '../src/sim/store.js';
 
 export type SimChildRequest =
   | {
@@ -40,7 +41,7 @@ export interface SimChildChange {
 /**
  * After ready: steady churn. Every second `perSecond` apps, taken in turn across every instance so the whole fleet
  * changes over time, flip health, gain a history entry (kept to Argo CD's default limit of 10) and a finished
- * operation. `perSecond: 0` stops it. Answered with SimChildChurned.
+ * operation; and two apps are deleted and created again under a new name. `perSecond: 0` stops it. Answered with SimChildChurned.
  */
 export interface SimChildChurn {
   kind: 'churn';
@@ -61,6 +62,8 @@ export interface SimChildCounts {
   apps: number;
   /** Apps the churn changed since it last started. */
   churned: number;
+  /** Apps it deleted and created anew under another name since then. */
+  replaced: number;
   health: Record<string, number>;
   sync: Record<string, number>;
 }
@@ -201,6 +204,8 @@ function fillHistory(app: Application): void {
 
 let churnTimer: NodeJS.Timeout | undefined;
 let churned = 0;
+/** Apps deleted and created anew by the churn since it started. */
+let replaced = 0;
 let churnRound = 0;
 /** Where the churn goes on: instance index and app offset in it. */
 let churnAt = { instance: 0, app: 0 };
@@ -210,6 +215,7 @@ function churn(perSecond: number): SimChildChurned {
   churnTimer = undefined;
   if (perSecond > 0) {
     churned = 0;
+    replaced = 0;
     churnTimer = setInterval(() => churnOnce(perSecond), 1000);
   }
   return { changed: churned };
@@ -233,10 +239,26 @@ function churnOnce(count: number): void {
     if (churnAt.app >= store.apps.size) churnAt = { instance: churnAt.instance + 1, app: 0 };
     if (!apps.length && stores.every((s) => !s.apps.size)) break;
   }
+  replaceOldest(stores[churnRound % stores.length]);
+}
+
+/** Apps deleted and created again under a new name every second of churn, so the fleet's set of names turns over. */
+const REPLACED_PER_TICK = 2;
+
+/** Deletes the instance's oldest apps and adds each back under a new name (a team renaming a service). */
+function replaceOldest(store: InstanceStore): void {
+  const oldest = [...store.apps.keys()].slice(0, REPLACED_PER_TICK);
+  for (const key of oldest) {
+    const app = store.apps.get(key)!;
+    store.deleteApp(key);
+    const name = `${app.metadata.name.replace(/-r\d+$/, '')}-r${churnRound}`;
+    store.putApp({ ...app, metadata: { ...app.metadata, name, uid: `${app.metadata.uid ?? name}-r${churnRound}` } });
+    replaced++;
+  }
 }
 
 function counts(): SimChildCounts {
-  const out: SimChildCounts = { apps: 0, churned, health: {}, sync: {} };
+  const out: SimChildCounts = { apps: 0, churned, replaced, health: {}, sync: {} };
   for (const store of server!.state.instances.values())
     for (const app of store.apps.values()) {
       out.apps++;

@@ -10,7 +10,8 @@
  * After each part the bot's `/argo status` must give the simulator's own health and sync counts.
  *
  * `node --import tsx bench/soak.ts [--minutes 10] [--apps 10000] [--rate 200] [--bursts 5]`.
- * Target: the soak ends within 10% of where it started.
+ * Target: the soak ends within 10% of where it started: the soaked bot idle against a bot started afresh on the fleet
+ * the churn left (a full GC and 20 s each), and the churn's last minute against its first.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
@@ -24,6 +25,10 @@ import type { BurstResult, SlackClientRequest } from './slack-client.js';
 
 /** The target: the soak's last reading within this fraction of its first. */
 const GROWTH_TARGET = 0.1;
+/** The reading after the churn, taken as the first one was. */
+const IDLE_AFTER = 'churn stopped, idle (GC, 20 s)';
+/** A bot started after the churn on the fleet it left, read as the soaked one. */
+const FRESH = 'a fresh bot on that fleet, idle';
 /** Seconds between two `/argo status` asked during the soak. */
 const ASK_EVERY_S = 15;
 /** A burst: this many apps (the seed outage's 540-app sync), changed this often, for this long. */
@@ -86,10 +91,10 @@ export async function runSoakBench(
     const pid = bot.child.pid!;
     console.log(`  bot ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     let round = 0;
-    const status = async (body = false) => {
+    const status = async (body = false, to: Bot = bot!) => {
       const r = await ask<BurstResult>(client, {
         kind: 'burst',
-        url: bot!.slackUrl,
+        url: to.slackUrl,
         secret: SECRET,
         text: 'status',
         n: 1,
@@ -101,9 +106,9 @@ export async function runSoakBench(
       return r;
     };
     const simCounts = () => ask<SimChildCounts>(sim.child, { kind: 'counts' });
-    const read = async (label: string, events: number, answers: number[]): Promise<Reading> => {
-      const { rss, hwm } = memOf(pid);
-      const [heapUsed, heapHeld, external] = await bot!.heap();
+    const read = async (label: string, events: number, answers: number[], of: Bot = bot!): Promise<Reading> => {
+      const { rss, hwm } = memOf(of.child.pid!);
+      const [heapUsed, heapHeld, external] = await of.heap();
       return { label, rss, hwm, heapUsed, heapHeld, external, events, answers, load: load1() };
     };
     const checks: string[] = [];
@@ -128,11 +133,14 @@ export async function runSoakBench(
 
     // Start: the lists loaded, the unhealthy apps fetched, a few answers given, then a full GC and a settle, so the
     // first RSS is not the load's garbage (every later reading follows a minute with a GC in it too).
-    await quiet(pid);
-    for (let i = 0; i < 3; i++) await status();
-    await bot.heap();
-    await sleep(20_000);
-    const readings: Reading[] = [await read('start', 0, [])];
+    const idleReading = async (label: string, of: Bot) => {
+      await quiet(of.child.pid!);
+      for (let i = 0; i < 3; i++) await status(false, of);
+      await of.heap();
+      await sleep(20_000);
+      return read(label, 0, [], of);
+    };
+    const readings: Reading[] = [await idleReading('start', bot)];
 
     await ask(sim.child, { kind: 'churn', perSecond: rate });
     let sent = 0;
@@ -149,8 +157,21 @@ export async function runSoakBench(
       sent = churned;
     }
     const { changed } = await ask<{ changed: number }>(sim.child, { kind: 'churn', perSecond: 0 });
+    const { replaced } = await simCounts();
     await verify('after the soak');
-    readings.push(await read('churn stopped, idle', changed - sent, []));
+    // Read as the start was (idle, a full GC, a settle): what the soak left behind, told apart from what the churn
+    // holds while it runs.
+    readings.push({ ...(await idleReading(IDLE_AFTER, bot)), events: changed - sent });
+    // The churn left another fleet than the one the soak started on (other health, every history entry new, other
+    // names): a bot started on it now holds what the soaked bot should, had it kept nothing of the soak.
+    const freshPrefix = `${prefix}-fresh`;
+    const fresh = await startBot(sim, apiUrl, dir, freshPrefix);
+    try {
+      readings.push(await idleReading(FRESH, fresh));
+    } finally {
+      await fresh.stop();
+      await cleanPrefix(REDIS_URL, freshPrefix);
+    }
 
     const burstReadings: Reading[] = [];
     for (let b = 1; b <= bursts; b++) {
@@ -167,7 +188,10 @@ export async function runSoakBench(
     }
     if (bursts) await verify('after the bursts');
 
-    printTables(readings, burstReadings, checks);
+    printTables(readings, burstReadings, [
+      `apps deleted and created anew under another name during the soak: ${replaced}`,
+      ...checks,
+    ]);
     return { readings, burstReadings, checks };
   } finally {
     if (bot) {
@@ -208,11 +232,30 @@ function printTables(readings: Reading[], burstReadings: Reading[], checks: stri
   ];
   table([head, ...readings.map(row)]);
   const start = readings[0];
-  const end = readings.filter((r) => /^\d+$/.test(r.label)).at(-1) ?? start;
+  const minutes = readings.filter((r) => /^\d+$/.test(r.label));
+  const [first, end] = [minutes[0] ?? start, minutes.at(-1) ?? start];
+  const idleEnd = readings.find((r) => r.label === IDLE_AFTER) ?? end;
+  const fresh = readings.find((r) => r.label === FRESH) ?? start;
   const growth = (a: number, b: number) => `${b >= a ? '+' : ''}${(((b - a) / a) * 100).toFixed(1)}%`;
-  const within = (a: number, b: number) => b <= a * (1 + GROWTH_TARGET);
+  const within = (a: Reading, b: Reading) =>
+    b.rss <= a.rss * (1 + GROWTH_TARGET) && b.heapUsed <= a.heapUsed * (1 + GROWTH_TARGET);
+  const compare = (what: string, a: Reading, b: Reading) =>
+    `${what}: RSS ${a.rss.toFixed(1)} → ${b.rss.toFixed(1)} MB (${growth(a.rss, b.rss)}), heap used ${a.heapUsed.toFixed(1)} → ${b.heapUsed.toFixed(1)} MB (${growth(a.heapUsed, b.heapUsed)})`;
+  // Like with like: the soaked bot idle against a fresh bot on the same fleet (what the soak left behind), and the
+  // churn's first and last minute (whether it keeps growing while it runs). Idle before against idle after also
+  // counts what the churn changed in the fleet; idle against running is what the churn holds while it runs.
+  const leftBehind = within(fresh, idleEnd);
+  const whileRunning = within(first, end);
   console.log(
-    `  soak, start → minute ${end.label}: RSS ${start.rss.toFixed(1)} → ${end.rss.toFixed(1)} MB (${growth(start.rss, end.rss)}), heap used ${start.heapUsed.toFixed(1)} → ${end.heapUsed.toFixed(1)} MB (${growth(start.heapUsed, end.heapUsed)}), external ${start.external.toFixed(1)} → ${end.external.toFixed(1)} MB: target ${within(start.rss, end.rss) && within(start.heapUsed, end.heapUsed) ? 'met' : 'NOT met'} (RSS and heap used at most ${GROWTH_TARGET * 100}% above the start)`,
+    `  ${compare(`soak, a fresh bot → the soaked bot, both idle on the fleet the churn left`, fresh, idleEnd)}: ${leftBehind ? 'within' : 'NOT within'} ${GROWTH_TARGET * 100}%`,
+  );
+  console.log(`  ${compare(`idle before the soak → idle after it (the fleet changed in between)`, start, idleEnd)}`);
+  console.log(
+    `  ${compare(`soak, under churn, minute ${first.label} → minute ${end.label}`, first, end)}: ${whileRunning ? 'within' : 'NOT within'} ${GROWTH_TARGET * 100}%`,
+  );
+  console.log(`  ${compare(`idle → under churn (what the churn holds while it runs)`, start, end)}`);
+  console.log(
+    `  target (ends within ${GROWTH_TARGET * 100}% of where it started: against a fresh bot, and minute to minute): ${leftBehind && whileRunning ? 'met' : 'NOT met'}`,
   );
   if (burstReadings.length) {
     table([['after burst', ...head.slice(1)], ...burstReadings.map(row)]);
