@@ -85,7 +85,10 @@ export async function startSlack(
       logger: log,
     });
     // Socket Mode needs none of this: its requests come over a WebSocket opened with the app token.
-    seenRequests = createRedis(opts.redisUrl ?? services.config.redis.url, { maxRetriesPerRequest: 1 });
+    seenRequests = createRedis(opts.redisUrl ?? services.config.redis.url, {
+      maxRetriesPerRequest: 1,
+      enableAutoPipelining: true,
+    });
     guardReceiver(receiver, {
       signingSecret: slack.signingSecret!,
       redis: seenRequests,
