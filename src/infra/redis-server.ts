@@ -58,6 +58,20 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * The environment without libfaketime (a suite run a year ahead under `faketime`): redis-server does not start
+ * under it, and a Redis keeps the clock of the machine it runs on anyway, which rollcall reads apart from its own
+ * (stream ids, `redisClockOffset`).
+ */
+export function onTheMachineClock(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { FAKETIME: _offset, FAKETIME_NO_CACHE: _noCache, LD_PRELOAD: preload, ...rest } = env;
+  const kept = (preload ?? '')
+    .split(/[:\s]+/)
+    .filter((lib) => lib && !/libfaketime/.test(lib))
+    .join(':');
+  return kept ? { ...rest, LD_PRELOAD: kept } : rest;
+}
+
 export function findBinary(name: string, searchPath?: string[]): string | undefined {
   const dirs =
     searchPath ??
@@ -105,7 +119,7 @@ export async function startPrivateRedis(options: PrivateRedisOptions = {}): Prom
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--daemonize', 'no'];
   args.push('--appendonly', options.persistent ? 'yes' : 'no');
   if (options.persistent) args.push('--appendfsync', options.appendfsync ?? 'always');
-  const child = spawn(binary, args, { stdio: 'ignore' });
+  const child = spawn(binary, args, { stdio: 'ignore', env: onTheMachineClock(process.env) });
   const deadline = Date.now() + 10_000;
   while (!(await pingRedis('127.0.0.1', port, 200))) {
     if (child.exitCode !== null) throw new Error(`redis-server exited with code ${child.exitCode} (port ${port})`);

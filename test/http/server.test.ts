@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { findBinary, freePort, startPrivateRedis } from '../../src/infra/redis-server.js';
+import { findBinary, freePort, onTheMachineClock, startPrivateRedis } from '../../src/infra/redis-server.js';
 import { createRedis, closeRedis, createRedisPinger, persistenceProblem, redisTarget } from '../../src/infra/redis.js';
 
 type FleetWithHealth = StaticFleet;
@@ -167,7 +167,10 @@ describe('Redis URLs', () => {
       conf,
       `port ${sentinelPort}\nbind 127.0.0.1\nsentinel monitor rollcallmaster 127.0.0.1 ${master.port} 1\n`,
     );
-    const sentinel = spawn(findBinary('redis-server')!, [conf, '--sentinel'], { stdio: 'ignore' });
+    const sentinel = spawn(findBinary('redis-server')!, [conf, '--sentinel'], {
+      stdio: 'ignore',
+      env: onTheMachineClock(process.env),
+    });
     try {
       const redis = createRedis(`redis+sentinel://127.0.0.1:${sentinelPort}/rollcallmaster`);
       try {

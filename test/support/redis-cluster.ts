@@ -3,9 +3,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { findBinary, freePort, pingRedis } from '../../src/infra/redis-server.js';
+import { findBinary, freePort, onTheMachineClock, pingRedis } from '../../src/infra/redis-server.js';
 
-const run = promisify(execFile);
+const execFileAsync = promisify(execFile);
+/** Redis' own tools, on the machine's clock as the servers are. */
+const run = (file: string, args: string[], opts: { timeout?: number } = {}) =>
+  execFileAsync(file, args, { ...opts, env: onTheMachineClock(process.env) });
 
 export interface PrivateRedisCluster {
   /** `redis+cluster://` naming two of the nodes: the client finds the others from the slot map. */
@@ -88,7 +91,7 @@ export async function startPrivateRedisCluster(masters = 3, replicas = 0): Promi
       );
       // A replica must have synced before it may replace its master; the default waits 5 s before the first sync.
       args.push('--repl-diskless-sync-delay', '0');
-      const child = spawn(server, args, { stdio: 'ignore' });
+      const child = spawn(server, args, { stdio: 'ignore', env: onTheMachineClock(process.env) });
       children.push(child);
     }
     for (const [i, port] of ports.entries()) {
