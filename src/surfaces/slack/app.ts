@@ -53,6 +53,11 @@ export interface SlackHandle {
  * Wiring only: a Bolt app in HTTP mode (signed requests on POST /slack/events) or Socket Mode, from config,
  * with the listeners of ./listeners. Checks the bot token with auth.test before serving.
  */
+/** The replay check's connection: a crowd's SET NX go out in one write (auto-pipelined), each tried once. */
+function seenRequestsRedis(url: string): RedisClient {
+  return createRedis(url, { maxRetriesPerRequest: 1, enableAutoPipelining: true });
+}
+
 export async function startSlack(
   services: Services,
   opts: {
@@ -85,10 +90,7 @@ export async function startSlack(
       logger: log,
     });
     // Socket Mode needs none of this: its requests come over a WebSocket opened with the app token.
-    seenRequests = createRedis(opts.redisUrl ?? services.config.redis.url, {
-      maxRetriesPerRequest: 1,
-      enableAutoPipelining: true,
-    });
+    seenRequests = seenRequestsRedis(opts.redisUrl ?? services.config.redis.url);
     guardReceiver(receiver, {
       signingSecret: slack.signingSecret!,
       redis: seenRequests,
