@@ -11,6 +11,7 @@ import { ArgoError } from '../../../../infra/argocd/errors.js';
 import type { Application, ApplicationSyncRequest } from '../../../../infra/argocd/types.js';
 import { attributionInfos } from '../../../../infra/argocd/client.js';
 import type { FleetApp } from '../../../../fleet/model.js';
+import { leanApp } from '../../../../fleet/lean.js';
 import { LeaseLostError, type Checkpoint, type CheckpointEntry } from '../../run-store.js';
 import { isRollcallError } from '../../../../core/errors.js';
 import { formatDuration, plural, typedDuration } from '../../../../core/format.js';
@@ -272,8 +273,12 @@ class BulkSyncExecution {
   private async readInstances() {
     for (const instance of [...this.unread]) {
       try {
-        const list = await this.ctx.services.argocd.get(instance)?.listApplications();
-        for (const app of list?.items ?? []) this.listed.set(`${instance}/${app.metadata.name}`, app);
+        // Read lean as it arrives, and only the run's apps kept: at 10,000 apps an instance's list is 58 MB of JSON.
+        const list = await this.ctx.services.argocd.get(instance)?.listApplications({}, { each: leanApp });
+        for (const app of list?.items ?? []) {
+          const key = appKey({ instance, app: app.metadata.name });
+          if (this.states.has(key)) this.listed.set(key, app);
+        }
         this.unread.delete(instance);
       } catch {
         // next tick
