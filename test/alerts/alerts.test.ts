@@ -6,15 +6,14 @@ import { evaluateAlertRules } from '../../src/domain/alerts/rules.js';
 import { FleetRecords, KEY_BACKUP_RUNBOOK } from '../../src/domain/alerts/records.js';
 import { AlertStore } from '../../src/domain/alerts/store.js';
 import { RunStore } from '../../src/domain/runbooks/run-store.js';
-import { configSchema, instanceSchema, type RollcallConfig } from '../../src/infra/config/schema.js';
+import { configSchema, type RollcallConfig } from '../../src/infra/config/schema.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import { createRedis, closeRedis } from '../../src/infra/redis.js';
 import { progressiveInfraFixture, STUCK_APPS } from '../../src/sim/scenarios/progressive-infra.js';
 import { seedOutageFixture } from '../../src/sim/scenarios/seed-outage.js';
 import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
 import { eventually } from '../runbooks/control-sim.js';
-import { startTestSim } from '../support/sim.js';
-import { ArgoClient } from '../../src/infra/argocd/client.js';
+import { startTestSim, simClients } from '../support/sim.js';
 import { FleetMirror } from '../../src/fleet/mirror.js';
 import { summarizeApps } from '../../src/fleet/status.js';
 import { alertReply } from '../../src/commands/alerts.js';
@@ -482,12 +481,7 @@ describe('alerts follow the fleet: simulator, mirror and Redis', () => {
 
   it('a fixed crash loop: the alert says clearing as soon as the apps are Healthy, as status does, then resolves; its text carries no frozen age', async () => {
     sim = await startTestSim({ scenario: 'seed-outage' });
-    const clients = new Map(
-      sim.instances.map((i) => [
-        i.name,
-        new ArgoClient(instanceSchema.parse({ name: i.name, url: i.url, token: i.token })),
-      ]),
-    );
+    const clients = simClients(sim);
     mirror = new FleetMirror(
       clients,
       sim.instances.map((i) => ({ name: i.name, uiUrl: i.url })),

@@ -1,15 +1,15 @@
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ArgoClient, createClients } from '../../src/infra/argocd/client.js';
+import { createClients } from '../../src/infra/argocd/client.js';
 import { dispatch } from '../../src/commands/index.js';
-import { configSchema, instanceSchema } from '../../src/infra/config/schema.js';
+import { configSchema } from '../../src/infra/config/schema.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import { FleetMirror } from '../../src/fleet/mirror.js';
 import type { Services } from '../../src/commands/registry.js';
 import type { Fixture } from '../../src/sim/fixture-types.js';
 import type { SimServer } from '../../src/sim/server.js';
 import { renderText } from '../../src/views/text.js';
-import { simFault, startTestSim } from '../support/sim.js';
+import { simFault, startTestSim, simClients } from '../support/sim.js';
 import { NOW, eastApps, eastClusters } from './fixtures.js';
 import { errorData, okAnswer } from '../support/replies.js';
 
@@ -152,15 +152,7 @@ describe('answers when Argo CD is down and the mirror is stale', () => {
 
   it("says the mirror's age in the cut line and in the answer's warning", async () => {
     sim = await startTestSim({ fixture: 'sim-multi-instance.json', keepAliveMs: 50 });
-    const clients = new Map(
-      sim.instances.map((i) => [
-        i.name,
-        new ArgoClient(instanceSchema.parse({ name: i.name, url: i.url, token: i.token, timeout: 10_000 }), {
-          retry: { retries: 0, baseMs: 5, maxMs: 20 },
-          watch: { keepAliveMs: 200, backoff: { baseMs: 10, maxMs: 50 } },
-        }),
-      ]),
-    );
+    const clients = simClients(sim, { timeout: 10_000, retries: 0, keepAliveMs: 200 });
     const clock = { now: new Date(NOW) };
     mirror = new FleetMirror(clients, [], { relistDelayMs: 20, retryMs: 50, now: () => clock.now });
     await mirror.start();

@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ArgoClient } from '../../src/infra/argocd/client.js';
 import type { Application, ApplicationSet, ProgressiveSyncStatus } from '../../src/infra/argocd/types.js';
-import { configSchema, instanceSchema } from '../../src/infra/config/schema.js';
+import { configSchema } from '../../src/infra/config/schema.js';
 import { dispatch } from '../../src/commands/index.js';
 import { parseCommand } from '../../src/commands/parse.js';
 import { runStatus } from '../../src/commands/status.js';
@@ -10,7 +9,7 @@ import { StaticFleet } from '../../src/fleet/model.js';
 import { groupProblems } from '../../src/fleet/groups.js';
 import { summarizeApps } from '../../src/fleet/status.js';
 import type { SimServer } from '../../src/sim/server.js';
-import { startTestSim } from '../support/sim.js';
+import { startTestSim, simClients } from '../support/sim.js';
 import { okAnswer } from '../support/replies.js';
 import { NOW, ago, app, authAppSet, ctx, services } from './fixtures.js';
 
@@ -38,15 +37,7 @@ interface Problem {
 describe('status over the mirror, as apps change', () => {
   it('counts and explains an app by its latest state: Degraded, a new message, Healthy again', async () => {
     sim = await startTestSim({ fixture: 'sim-multi-instance.json', keepAliveMs: 50 });
-    const clients = new Map(
-      sim.instances.map((i) => [
-        i.name,
-        new ArgoClient(instanceSchema.parse({ name: i.name, url: i.url, token: i.token, timeout: 2000 }), {
-          retry: { retries: 2, baseMs: 5, maxMs: 20 },
-          watch: { keepAliveMs: 50, backoff: { baseMs: 10, maxMs: 50 } },
-        }),
-      ]),
-    );
+    const clients = simClients(sim, { timeout: 2000, retries: 2, keepAliveMs: 50 });
     mirror = new FleetMirror(
       clients,
       sim.instances.map((i) => ({ name: i.name })),

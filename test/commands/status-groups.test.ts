@@ -1,13 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ArgoClient } from '../../src/infra/argocd/client.js';
 import { dispatch } from '../../src/commands/index.js';
 import type { CommandContext } from '../../src/commands/registry.js';
-import { configSchema, instanceSchema } from '../../src/infra/config/schema.js';
+import { configSchema } from '../../src/infra/config/schema.js';
 import { FleetMirror } from '../../src/fleet/mirror.js';
 import type { SimServer } from '../../src/sim/server.js';
 import { SLACK_LIMITS, renderBlocks } from '../../src/views/blocks.js';
 import { renderText } from '../../src/views/text.js';
-import { startTestSim } from '../support/sim.js';
+import { startTestSim, simClients } from '../support/sim.js';
 import { okAnswer } from '../support/replies.js';
 
 interface Scenario {
@@ -18,12 +17,7 @@ interface Scenario {
 
 async function open(scenario: string): Promise<Scenario> {
   const sim = await startTestSim({ scenario });
-  const clients = new Map(
-    sim.instances.map((i) => [
-      i.name,
-      new ArgoClient(instanceSchema.parse({ name: i.name, url: i.url, token: i.token })),
-    ]),
-  );
+  const clients = simClients(sim);
   const mirror = new FleetMirror(
     clients,
     sim.instances.map((i) => ({ name: i.name, uiUrl: i.url })),

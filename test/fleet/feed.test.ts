@@ -1,12 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ArgoClient } from '../../src/infra/argocd/client.js';
 import type { Application } from '../../src/infra/argocd/types.js';
-import { instanceSchema } from '../../src/infra/config/schema.js';
 import { FleetFeed, type FleetEvent } from '../../src/fleet/events.js';
 import { FleetMirror } from '../../src/fleet/mirror.js';
 import { StaticFleet } from '../../src/fleet/model.js';
 import type { SimServer } from '../../src/sim/server.js';
-import { simFault, startTestSim } from '../support/sim.js';
+import { simFault, startTestSim, simClients } from '../support/sim.js';
 
 let sim: SimServer | undefined;
 let mirror: FleetMirror | undefined;
@@ -18,15 +16,7 @@ afterEach(async () => {
 });
 
 async function startMirror(server: SimServer, keepAliveMs = 200, lostAfterMs = 5000) {
-  const clients = new Map(
-    server.instances.map((i) => [
-      i.name,
-      new ArgoClient(instanceSchema.parse({ name: i.name, url: i.url, token: i.token, timeout: 2000 }), {
-        retry: { retries: 2, baseMs: 5, maxMs: 20 },
-        watch: { keepAliveMs, backoff: { baseMs: 10, maxMs: 50 } },
-      }),
-    ]),
-  );
+  const clients = simClients(server, { timeout: 2000, retries: 2, keepAliveMs });
   mirror = new FleetMirror(clients, [], { relistDelayMs: 20, retryMs: 50, lostAfterMs });
   await mirror.start();
   return { mirror, clients };

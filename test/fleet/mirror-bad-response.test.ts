@@ -1,11 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ArgoClient } from '../../src/infra/argocd/client.js';
 import { dispatch } from '../../src/commands/index.js';
 import type { Services } from '../../src/commands/registry.js';
-import { configSchema, instanceSchema } from '../../src/infra/config/schema.js';
+import { configSchema } from '../../src/infra/config/schema.js';
 import { FleetMirror } from '../../src/fleet/mirror.js';
 import type { SimServer } from '../../src/sim/server.js';
-import { simFault, startTestSim } from '../support/sim.js';
+import { simFault, startTestSim, simClients } from '../support/sim.js';
 
 let sim: SimServer | undefined;
 let mirror: FleetMirror | undefined;
@@ -21,15 +20,7 @@ const minutes = (n: number) => n * 60_000;
 
 async function start() {
   sim = await startTestSim({ fixture: 'sim-multi-instance.json', keepAliveMs: 50 });
-  const clients = new Map(
-    sim.instances.map((i) => [
-      i.name,
-      new ArgoClient(instanceSchema.parse({ name: i.name, url: i.url, token: i.token, timeout: 2000 }), {
-        retry: { retries: 1, baseMs: 5, maxMs: 20 },
-        watch: { keepAliveMs: 200, backoff: { baseMs: 10, maxMs: 50 } },
-      }),
-    ]),
-  );
+  const clients = simClients(sim, { timeout: 2000, retries: 1, keepAliveMs: 200 });
   const clock = { now: new Date(T0) };
   mirror = new FleetMirror(clients, [], { relistDelayMs: 20, retryMs: 50, now: () => clock.now });
   await mirror.start();

@@ -1,9 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ArgoClient } from '../../src/infra/argocd/client.js';
-import { instanceSchema } from '../../src/infra/config/schema.js';
 import { FleetMirror } from '../../src/fleet/mirror.js';
 import type { SimServer } from '../../src/sim/server.js';
-import { startTestSim } from '../support/sim.js';
+import { startTestSim, simClients } from '../support/sim.js';
 
 let sim: SimServer | undefined;
 let mirror: FleetMirror | undefined;
@@ -16,12 +14,7 @@ afterEach(async () => {
 
 async function start(enrichLimit?: number) {
   sim = await startTestSim({ scenario: 'seed-outage' });
-  const clients = new Map(
-    sim.instances.map((i) => [
-      i.name,
-      new ArgoClient(instanceSchema.parse({ name: i.name, url: i.url, token: i.token })),
-    ]),
-  );
+  const clients = simClients(sim);
   mirror = new FleetMirror(
     clients,
     sim.instances.map((i) => ({ name: i.name })),

@@ -9,7 +9,7 @@ type AppEvent = Extract<FleetEvent, { kind: 'app-added' | 'app-changed' | 'app-r
 type AppSetEvent = Extract<FleetEvent, { kind: 'appset-added' | 'appset-changed' | 'appset-removed' }>;
 const isAppEvent = (e: FleetEvent): e is AppEvent => e.kind.startsWith('app-');
 import type { SimServer } from '../../src/sim/server.js';
-import { simFault, simOperations, startTestSim } from '../support/sim.js';
+import { simFault, simOperations, startTestSim, simClients } from '../support/sim.js';
 
 let sim: SimServer | undefined;
 let mirror: FleetMirror | undefined;
@@ -21,15 +21,7 @@ afterEach(async () => {
 });
 
 function clientsFor(server: SimServer, keepAliveMs = 200) {
-  return new Map(
-    server.instances.map((i) => [
-      i.name,
-      new ArgoClient(instanceSchema.parse({ name: i.name, url: i.url, token: i.token, timeout: 2000 }), {
-        retry: { retries: 2, baseMs: 5, maxMs: 20 },
-        watch: { keepAliveMs, backoff: { baseMs: 10, maxMs: 50 } },
-      }),
-    ]),
-  );
+  return simClients(server, { timeout: 2000, retries: 2, keepAliveMs });
 }
 
 async function startMirror(server: SimServer, keepAliveMs?: number) {

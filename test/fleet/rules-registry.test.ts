@@ -1,16 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ArgoClient } from '../../src/infra/argocd/client.js';
 import { dispatch } from '../../src/commands/index.js';
 import type { CommandContext } from '../../src/commands/registry.js';
 import { ConfigError, parseConfig } from '../../src/infra/config/load.js';
 import { ALERT_RULES, RULE_CATALOG } from '../../src/infra/config/rule-catalog.js';
-import { configSchema, instanceSchema } from '../../src/infra/config/schema.js';
+import { configSchema } from '../../src/infra/config/schema.js';
 import { RULES } from '../../src/fleet/diagnose.js';
 import { FleetMirror } from '../../src/fleet/mirror.js';
 import { FLEET_RULES } from '../../src/fleet/rules/index.js';
 import type { Finding } from '../../src/fleet/rules/finding.js';
 import type { SimServer } from '../../src/sim/server.js';
-import { startTestSim } from '../support/sim.js';
+import { startTestSim, simClients } from '../support/sim.js';
 
 const base = 'instances:\n  - name: prod\n    url: https://cd.example.com\n    token: t\n';
 
@@ -65,12 +64,7 @@ describe('diagnose on seed-outage', () => {
   let ctx: CommandContext;
   beforeAll(async () => {
     sim = await startTestSim({ scenario: 'seed-outage' });
-    const clients = new Map(
-      sim.instances.map((i) => [
-        i.name,
-        new ArgoClient(instanceSchema.parse({ name: i.name, url: i.url, token: i.token })),
-      ]),
-    );
+    const clients = simClients(sim);
     mirror = new FleetMirror(
       clients,
       sim.instances.map((i) => ({ name: i.name, uiUrl: i.url })),

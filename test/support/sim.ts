@@ -5,6 +5,8 @@ import { loadFixture } from '../../src/sim/fixture.js';
 import { loadScenario, type ScenarioBehaviour } from '../../src/sim/scenarios/index.js';
 import { startSimServer, type SimServer } from '../../src/sim/server.js';
 import type { SimOperation } from '../../src/sim/store.js';
+import { ArgoClient } from '../../src/infra/argocd/client.js';
+import { instanceSchema } from '../../src/infra/config/schema.js';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures');
 
@@ -67,4 +69,24 @@ export async function simFault(server: SimServer, fault: Record<string, unknown>
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(fault),
   });
+}
+
+/**
+ * One Argo CD client per simulator instance, by name. `fast`: the timeout, and retries and watch reconnects in
+ * milliseconds, so a test that makes the simulator fail does not wait out production backoffs.
+ */
+export function simClients(
+  server: Pick<SimServer, 'instances'>,
+  fast?: { timeout: number; retries: number; keepAliveMs: number },
+): Map<string, ArgoClient> {
+  return new Map(
+    server.instances.map((i) => {
+      const cfg = instanceSchema.parse({ name: i.name, url: i.url, token: i.token, timeout: fast?.timeout });
+      const opts = fast && {
+        retry: { retries: fast.retries, baseMs: 5, maxMs: 20 },
+        watch: { keepAliveMs: fast.keepAliveMs, backoff: { baseMs: 10, maxMs: 50 } },
+      };
+      return [i.name, new ArgoClient(cfg, opts)];
+    }),
+  );
 }
