@@ -21,6 +21,21 @@ const turns = async (n: number) => {
   for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
 };
 
+/**
+ * Two answers' steps, with I/O arriving during the first (a setImmediate): the order the three ran in. With a turn
+ * per answer the I/O goes between them; in one slice both answers run first.
+ */
+async function twoAnswersWithIOBetween(ackFirst: AckFirst): Promise<string[]> {
+  const order: string[] = [];
+  const first = ackFirst.quiet().then(() => {
+    order.push('first');
+    setImmediate(() => order.push('between'));
+  });
+  const second = ackFirst.quiet().then(() => order.push('second'));
+  await Promise.all([first, second]);
+  return order;
+}
+
 describe('AckFirst: answers wait for the requests waiting for their ack', () => {
   let close: (() => Promise<void>) | undefined;
   afterEach(async () => {
@@ -66,15 +81,7 @@ describe('AckFirst: answers wait for the requests waiting for their ack', () => 
 
   it('gives each answer a turn of its own: I/O read between two answers goes before the second', async () => {
     const ackFirst = new AckFirst(60_000);
-    const order: string[] = [];
-    const first = ackFirst.quiet().then(() => {
-      order.push('first');
-      // Stands for I/O arriving during the first answer's step: it is handled before the second answer's step.
-      setImmediate(() => order.push('between'));
-    });
-    const second = ackFirst.quiet().then(() => order.push('second'));
-    await Promise.all([first, second]);
-    expect(order).toEqual(['first', 'between', 'second']);
+    expect(await twoAnswersWithIOBetween(ackFirst)).toEqual(['first', 'between', 'second']);
   });
 
   it('holds answers while requests keep arriving within the settle time, even when none is open', async () => {
@@ -94,14 +101,7 @@ describe('AckFirst: answers wait for the requests waiting for their ack', () => 
 
   it('runs the steps that fit in one slice in the same turn, but never one while a request waits for its ack', async () => {
     const ackFirst = new AckFirst(60_000, 0, 60_000);
-    const order: string[] = [];
-    const first = ackFirst.quiet().then(() => {
-      order.push('first');
-      setImmediate(() => order.push('between'));
-    });
-    const second = ackFirst.quiet().then(() => order.push('second'));
-    await Promise.all([first, second]);
-    expect(order).toEqual(['first', 'second']);
+    expect(await twoAnswersWithIOBetween(ackFirst)).toEqual(['first', 'second']);
 
     const s = await holdingServer(ackFirst);
     close = s.close;
