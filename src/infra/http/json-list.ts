@@ -50,6 +50,12 @@ export class JsonListReader {
     return this.envelope;
   }
 
+  /** JSON.parse would keep the last of two `items`; items already handed on cannot be taken back, so it fails. */
+  private claimItems(): void {
+    if (this.sawItems) throw new SyntaxError('the list has two "items"');
+    this.sawItems = true;
+  }
+
   /** Moves every offset into `buf` back by `by`, after the text before them was let go. */
   private shift(by: number): void {
     this.pos -= by;
@@ -83,8 +89,7 @@ export class JsonListReader {
         return c === ':' ? this.to('value') : this.unexpected(c);
       case 'value':
         if (this.key === 'items' && c === '[') {
-          if (this.sawItems) throw new SyntaxError('the list has two "items"');
-          this.sawItems = true;
+          this.claimItems();
           this.envelope.items = this.items;
           return this.to('first-item');
         }
@@ -148,10 +153,7 @@ export class JsonListReader {
       return this.to('colon');
     }
     if (state === 'in-value') {
-      if (this.key === 'items') {
-        if (this.sawItems) throw new SyntaxError('the list has two "items"');
-        this.sawItems = true;
-      }
+      if (this.key === 'items') this.claimItems();
       this.envelope[this.key] = parsed;
       return this.to('after-value');
     }
@@ -272,6 +274,7 @@ function endsScalar(c: number): boolean {
   return c === COMMA || c === CLOSE_BRACE || c === CLOSE_BRACKET || isSpace(c);
 }
 
-function stripBom(text: string): string {
+/** A UTF-8 byte order mark is not part of the JSON (as axios' own text mode drops it). */
+export function stripBom(text: string): string {
   return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }

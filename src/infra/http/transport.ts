@@ -8,7 +8,7 @@ import { StringDecoder } from 'node:string_decoder';
 import type { ConnectionOptions } from 'node:tls';
 import axios, { AxiosError, type AxiosInstance, type AxiosProxyConfig, type AxiosResponse } from 'axios';
 import createHttpsProxyAgent from 'https-proxy-agent';
-import { JsonListReader } from './json-list.js';
+import { JsonListReader, stripBom } from './json-list.js';
 import { proxyConfigured } from '../../core/proxy-env.js';
 
 /**
@@ -187,9 +187,7 @@ function isReadable(data: unknown): data is Readable {
 async function readText(res: AxiosResponse<Readable>): Promise<string> {
   const parts: string[] = [];
   await readBody(res, (text) => parts.push(text));
-  const text = parts.join('');
-  // As axios' text mode: a UTF-8 byte order mark is not part of the JSON.
-  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  return stripBom(parts.join(''));
 }
 
 /** A JSON list read as it arrives (JsonListReader): each item goes to `eachItem` and its text is let go. */
