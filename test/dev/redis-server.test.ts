@@ -1,6 +1,11 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { pingRedis, RedisUnavailableError, startPrivateRedis } from '../../src/infra/redis-server.js';
+import {
+  onTheMachineClock,
+  pingRedis,
+  RedisUnavailableError,
+  startPrivateRedis,
+} from '../../src/infra/redis-server.js';
 
 describe('private redis-server', () => {
   it('starts on a free port, keeps data across a restart when persistent, and stops', async () => {
@@ -21,6 +26,19 @@ describe('private redis-server', () => {
     again.disconnect();
     await second.stop();
     expect(await pingRedis('127.0.0.1', port, 200)).toBe(false);
+  });
+
+  it("runs on the machine's clock: libfaketime and its settings are left out, other preloads and variables kept", () => {
+    const env = onTheMachineClock({
+      PATH: '/usr/bin',
+      FAKETIME: '+400d',
+      FAKETIME_NO_CACHE: '1',
+      LD_PRELOAD: '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 /opt/lib/libtrace.so',
+    });
+    expect(env).toEqual({ PATH: '/usr/bin', LD_PRELOAD: '/opt/lib/libtrace.so' });
+    expect(onTheMachineClock({ LD_PRELOAD: '/usr/lib/faketime/libfaketimeMT.so.1', HOME: '/root' })).toEqual({
+      HOME: '/root',
+    });
   });
 
   it('says what to install when there is no redis-server binary', async () => {
