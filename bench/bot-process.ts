@@ -15,9 +15,12 @@ export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 let started = 0;
 const ROOT = path.resolve(BENCH_DIR, '..');
 
-/** The compiled build when there is one (`npm run build`), as a pod runs it; else the sources through tsx. */
+/**
+ * The compiled build when there is one (`npm run build`), as a pod runs it; else the sources through tsx.
+ * `BENCH_BOT_DIST=/path/to/dist/main.js` runs another build (a worktree's, to compare two versions in one run).
+ */
 export function botCommand(): { args: string[]; env: NodeJS.ProcessEnv } {
-  const dist = path.join(ROOT, 'dist/main.js');
+  const dist = process.env.BENCH_BOT_DIST ?? path.join(ROOT, 'dist/main.js');
   return existsSync(dist)
     ? { args: [dist], env: { NODE_ENV: 'production' } }
     : { args: [path.join(ROOT, 'bin/rollcall.js')], env: { NODE_ENV: 'development' } };

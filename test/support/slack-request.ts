@@ -66,14 +66,9 @@ export interface SlashCommandFields {
   trigger_id?: string;
 }
 
-/** POST a slash command (form-encoded, as Slack does). */
-export function postSlashCommand(
-  url: string,
-  secret: string,
-  fields: SlashCommandFields,
-  opts?: SignOptions,
-): Promise<SlackHttpResult> {
-  const form = new URLSearchParams({
+/** A slash command's form body as Slack sends it (form-encoded), with Slack's fields filled in where not given. */
+export function slashCommandBody(fields: SlashCommandFields): string {
+  return new URLSearchParams({
     token: 'legacy-verification-token',
     team_id: 'T0TEAM',
     team_domain: 'fake',
@@ -85,8 +80,17 @@ export function postSlashCommand(
     trigger_id: '1337.42.abcdef',
     api_app_id: 'A0ROLLCALL',
     ...fields,
-  });
-  return signedPost(url, secret, form.toString(), 'application/x-www-form-urlencoded', opts);
+  }).toString();
+}
+
+/** POST a slash command (form-encoded, as Slack does). */
+export function postSlashCommand(
+  url: string,
+  secret: string,
+  fields: SlashCommandFields,
+  opts?: SignOptions,
+): Promise<SlackHttpResult> {
+  return signedPost(url, secret, slashCommandBody(fields), 'application/x-www-form-urlencoded', opts);
 }
 
 /** POST an interaction (block_actions, view_submission): form-encoded `payload=<json>`. */
