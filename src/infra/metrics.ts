@@ -70,7 +70,7 @@ export const slackAckDuration = new LazyHistogram({
   name: 'rollcall_slack_ack_seconds',
   help: 'Time from a Slack request arriving to its ack',
   labelNames: ['surface'],
-  buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5],
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5],
 });
 
 export const slackRateLimitedTotal = new LazyCounter({
