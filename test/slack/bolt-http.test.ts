@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import '../../src/commands/index.js';
 import type { CommandContext } from '../../src/commands/registry.js';
 import { registerTestAction, registerTestCommand } from '../support/replies.js';
@@ -12,6 +12,7 @@ import {
   postInteraction,
   postSlashCommand,
   slackSignature,
+  slashCommandBody,
 } from '../support/slack-request.js';
 import { smallFleetObjects } from './fixture.js';
 import { startHarness, SECRET, type Harness } from './harness.js';
@@ -173,6 +174,82 @@ describe('request verification', () => {
     expect(res.status).toBe(401);
     await settle();
     expect(probeCalls).toEqual([]);
+  });
+
+  it('refuses with 401, and runs nothing, every request whose signature is missing, malformed or not over this body', async () => {
+    const body = slashCommandBody({ text: 'probe', response_url: h.fake.responseUrl('forged') });
+    const ts = String(Math.floor(Date.now() / 1000));
+    const good = slackSignature(SECRET, Number(ts), body);
+    const hex = good.slice('v0='.length);
+    const cases: [string, Record<string, string>, string?][] = [
+      ['no signature', { 'x-slack-request-timestamp': ts }],
+      ['no timestamp', { 'x-slack-signature': good }],
+      ['a timestamp that is no number', { 'x-slack-request-timestamp': 'soon', 'x-slack-signature': good }],
+      [
+        'another timestamp than the one signed',
+        { 'x-slack-request-timestamp': String(Number(ts) - 1), 'x-slack-signature': good },
+      ],
+      ['another version', { 'x-slack-request-timestamp': ts, 'x-slack-signature': `v1=${hex}` }],
+      ['no version', { 'x-slack-request-timestamp': ts, 'x-slack-signature': hex }],
+      ['the hash in capitals', { 'x-slack-request-timestamp': ts, 'x-slack-signature': `v0=${hex.toUpperCase()}` }],
+      ['the hash cut short', { 'x-slack-request-timestamp': ts, 'x-slack-signature': good.slice(0, -2) }],
+      [
+        'the signature of another body',
+        { 'x-slack-request-timestamp': ts, 'x-slack-signature': slackSignature(SECRET, Number(ts), `${body}&x=1`) },
+      ],
+      [
+        'a query string on the endpoint',
+        { 'x-slack-request-timestamp': ts, 'x-slack-signature': 'v0=00' },
+        '?via=proxy',
+      ],
+    ];
+    for (const [what, headers, query] of cases) {
+      const res = await fetch(`${h.url}${query ?? ''}`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      });
+      expect(res.status, what).toBe(401);
+    }
+    const signed = await fetch(h.url, {
+      method: 'POST',
+      body,
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-slack-request-timestamp': ts,
+        'x-slack-signature': good,
+      },
+    });
+    expect(signed.status, 'the same request signed').toBe(200);
+    await vi.waitFor(() => expect(probeCalls).toHaveLength(1));
+    await settle();
+    expect(probeCalls).toHaveLength(1);
+  });
+
+  it('serves a request signed 4 minutes ago', async () => {
+    const { res } = await slash('probe', {});
+    expect(res.status).toBe(200);
+    const old = await postSlashCommand(
+      h.url,
+      SECRET,
+      { text: 'probe', response_url: h.fake.responseUrl('four-minutes') },
+      { timestamp: Math.floor(Date.now() / 1000) - 4 * 60 },
+    );
+    expect(old.status).toBe(200);
+    await vi.waitFor(() => expect(probeCalls).toHaveLength(2));
+  });
+
+  it("acks Slack's unsigned ssl_check with 200 and runs nothing it carries", async () => {
+    const smuggled = `ssl_check=1&${slashCommandBody({ text: 'probe', response_url: h.fake.responseUrl('smuggled') })}`;
+    const res = await fetch(h.url, {
+      method: 'POST',
+      body: smuggled,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(res.status).toBe(200);
+    await settle();
+    expect(probeCalls).toEqual([]);
+    expect(h.fake.responses).toEqual([]);
   });
 
   it('answers url_verification with the challenge', async () => {
