@@ -15,6 +15,7 @@ import {
 } from './model.js';
 import { normalizeServer } from '../infra/argocd/objects.js';
 import { leanApp } from './lean.js';
+import { HealthFetches, lacksResourceHealth } from './health-fetches.js';
 import { RollcallError } from '../core/errors.js';
 
 export interface FleetMirrorOptions {
@@ -28,9 +29,9 @@ export interface FleetMirrorOptions {
   /** Clusters have no stream: relist them this often. 0 = never. @defaultValue 300000 */
   clusterRefreshMs?: number;
   /**
-   * Unhealthy apps fetched one by one after a list, for their resource health: List leaves it
-   * out since v3.0 (argocd-facts B6), and "Degraded" without the crash-loop message is no answer
-   * mid-incident. Watch events carry it, so each app is fetched at most once per list. 0 = never.
+   * Unhealthy apps fetched one by one, as the list arrives, for their resource health (`HealthFetches`): List
+   * leaves it out since v3.0 (argocd-facts B6), and "Degraded" without the crash-loop message is no answer
+   * mid-incident. Watch events carry it, so each app is fetched at most once per list. At most this many; 0 = never.
    * @defaultValue 500
    */
   enrichLimit?: number;
@@ -258,12 +259,23 @@ export class FleetMirror extends FleetIndex {
 
   private async startInstance(s: InstanceState): Promise<void> {
     if (this.stopped) return;
+    // Started as the list arrives: the fetches of unhealthy apps overlap the list instead of following it.
+    const fetches = this.healthFetches(s);
     try {
       const listedAt = this.opts.now().toISOString();
       const [clusters, appSets, apps] = await Promise.all([
         s.api.listClusters(),
         s.api.listApplicationSets(),
-        s.api.listApplications({}, { each: leanApp }),
+        s.api.listApplications(
+          {},
+          {
+            each: (app) => {
+              const lean = leanApp(app);
+              fetches?.offer(lean);
+              return lean;
+            },
+          },
+        ),
       ]);
       if (this.stopped) return;
       s.listWarnings = {
@@ -286,18 +298,18 @@ export class FleetMirror extends FleetIndex {
         { instance: s.name, apps: apps.items?.length ?? 0, appSets: appSets.items?.length ?? 0 },
         'instance loaded',
       );
+      // Applied while the streams connect: each fetched app is checked against the newest copy, so an event that
+      // arrives first still wins.
+      s.enriching = this.enrichUnhealthy(s, fetches);
       if (!s.follows) {
-        s.enriching = this.enrichUnhealthy(s);
         this.announce(s);
         return;
       }
       this.openAppsWatch(s, apps.metadata?.resourceVersion);
       this.openAppSetsWatch(s, appSets.metadata?.resourceVersion);
-      // Fetched while the streams connect: each fetched app is checked against the newest copy, so an event
-      // that arrives first still wins.
-      s.enriching = this.enrichUnhealthy(s);
       await this.waitForStreams(s);
     } catch (error) {
+      fetches?.cancel();
       s.error = failureOf(error);
       this.log?.warn({ instance: s.name, err: s.error.message, code: s.error.code }, 'instance load failed; retrying');
       this.announce(s);
@@ -447,41 +459,39 @@ export class FleetMirror extends FleetIndex {
     this.emitAppSet(s, previous ? 'MODIFIED' : 'ADDED', fleetAppSet, previous);
   }
 
-  /** Fetches unhealthy apps that came from a List (no resource health) and applies them as events. */
-  private async enrichUnhealthy(s: InstanceState): Promise<void> {
-    if (!this.opts.enrichLimit) return;
-    const wanted = this.apps()
-      .filter((a) => a.instance === s.name && lacksResourceHealth(a.app))
-      .slice(0, this.opts.enrichLimit);
-    let next = 0;
-    const worker = async () => {
-      while (next < wanted.length && !this.stopped) {
-        const listed = wanted[next++].app;
-        try {
-          const full = await s.api.getApplication({
-            name: listed.metadata.name,
-            appNamespace: listed.metadata.namespace,
-            project: listed.spec?.project,
-          });
-          const current = this.findApp(s.name, listed.metadata.name, listed.metadata.namespace);
-          // Only fill in what the List left out; a newer watch event wins.
-          if (
-            current &&
-            current.app.metadata.resourceVersion === full.metadata.resourceVersion &&
-            lacksResourceHealth(current.app)
-          ) {
-            // Not an event: Argo CD's state did not change, our copy of it became complete.
-            this.upsertApp(this.tag(s, full));
-          }
-        } catch (error) {
-          this.log?.debug(
-            { instance: s.name, app: listed.metadata.name, err: (error as Error).message },
-            'could not fetch resource health',
-          );
-        }
-      }
-    };
-    await Promise.all([worker(), worker(), worker(), worker()]);
+  /** The fetches of one list's unhealthy apps, or none when enrichment is off. */
+  private healthFetches(s: InstanceState): HealthFetches | undefined {
+    if (!this.opts.enrichLimit) return undefined;
+    return new HealthFetches(s.api, {
+      limit: this.opts.enrichLimit,
+      stopped: () => this.stopped,
+      onError: (app, error) =>
+        this.log?.debug(
+          { instance: s.name, app: app.metadata.name, err: (error as Error).message },
+          'could not fetch resource health',
+        ),
+    });
+  }
+
+  /**
+   * Fetches the instance's unhealthy apps that lack resource health (those offered while the list arrived first,
+   * then any other the mirror holds: a List read whole offers nothing) and fills it in. Resolves once all are done.
+   */
+  private enrichUnhealthy(s: InstanceState, fetches = this.healthFetches(s)): Promise<void> {
+    if (!fetches) return Promise.resolve();
+    for (const a of this.apps()) if (a.instance === s.name) fetches.offer(a.app);
+    fetches.applyWith((full) => {
+      const current = this.findApp(s.name, full.metadata.name, full.metadata.namespace);
+      // Only fill in what the List left out; a newer watch event wins. Not an event: Argo CD's state did not change,
+      // our copy of it became complete.
+      if (
+        current &&
+        current.app.metadata.resourceVersion === full.metadata.resourceVersion &&
+        lacksResourceHealth(current.app)
+      )
+        this.upsertApp(this.tag(s, full));
+    });
+    return fetches.close();
   }
 
   /** Every Application the mirror takes in (lists, watch events, fetches) passes here, and leaves lean. */
@@ -653,13 +663,4 @@ interface RollcallFailure {
 
 function failureOf(error: unknown): RollcallFailure {
   return { message: (error as Error).message, ...(error instanceof RollcallError ? { code: error.code } : {}) };
-}
-
-const HEALTHY = new Set(['Healthy', 'Suspended']);
-
-function lacksResourceHealth(app: Application): boolean {
-  const health = app.status?.health?.status;
-  if (!health || HEALTHY.has(health)) return false;
-  const resources = app.status?.resources ?? [];
-  return resources.length > 0 && resources.every((r) => r.health === undefined);
 }
