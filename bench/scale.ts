@@ -11,7 +11,8 @@
  * - watch events absorbed per second: the simulator changes 2,000 apps at once, timed until the mirror has seen
  *   every one of them (the first instance's apps).
  *
- * `node --expose-gc --import tsx bench/scale.ts [--sizes 1000,10000,50000]`
+ * `node --expose-gc --import tsx bench/scale.ts [--sizes 1000,10000,50000] [--latency-ms 20]`: with a latency, every
+ * request to the simulator is answered that much later (its latency fault), as an Argo CD across a network is.
  */
 import { fork } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -87,7 +88,7 @@ async function floor(sim: SimChild): Promise<number> {
 }
 
 /** One size, in this process: prints nothing, returns its numbers. */
-async function measureOne(apps: number): Promise<ScaleResult> {
+async function measureOne(apps: number, latencyMs: number): Promise<ScaleResult> {
   const instances = instancesFor(apps);
   // Every app with ten deployments in its history, Argo CD's default limit, as a fleet that has run a while.
   const sim = await startSimChild({
@@ -98,6 +99,8 @@ async function measureOne(apps: number): Promise<ScaleResult> {
     fullHistory: true,
   });
   try {
+    // An Argo CD across a network answers every request some milliseconds late: the floor and the bot both wait.
+    if (latencyMs > 0) await addLatency(sim, latencyMs);
     // Both sides compared like with like: the simulator answers each list once before any is timed (its own first
     // answer is slower), the first build is the cold one, and then floors and builds take turns, so each warm build
     // is timed between two floors at the machine's load of that moment.
@@ -214,9 +217,19 @@ async function botProcessMemory(
   }
 }
 
+/** Every request to the simulator answered `ms` later (its latency fault), as a remote API server answers. */
+async function addLatency(sim: SimChild, ms: number): Promise<void> {
+  const res = await fetch(`${sim.url}/_sim/faults`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ kind: 'latency', ms }),
+  });
+  if (!res.ok) throw new Error(`the simulator refused the latency fault: HTTP ${res.status} ${await res.text()}`);
+}
+
 /** Runs one size in a fresh process (RSS of its own) and returns its numbers. */
-function inChild(apps: number): Promise<ScaleResult> {
-  const child = fork(path.join(BENCH_DIR, 'scale.ts'), ['--one', String(apps)], {
+function inChild(apps: number, latencyMs: number): Promise<ScaleResult> {
+  const child = fork(path.join(BENCH_DIR, 'scale.ts'), ['--one', String(apps), '--latency-ms', String(latencyMs)], {
     execArgv: ['--expose-gc', '--import', 'tsx'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -230,13 +243,13 @@ function inChild(apps: number): Promise<ScaleResult> {
   });
 }
 
-export async function runScaleBench(sizes = [1000, 10_000, 50_000]): Promise<ScaleResult[]> {
+export async function runScaleBench(sizes = [1000, 10_000, 50_000], latencyMs = 0): Promise<ScaleResult[]> {
   header(
-    `fleet scale: ${sizes.map((n) => n.toLocaleString('en')).join(' / ')} apps, each in a fresh process (targets: build ≤ ${TARGETS.buildVsFloor}× floor, status p95 ≤ ${TARGETS.statusP95At50k} ms at 50,000, RSS ≤ ${TARGETS.rss10k} MB at 10,000 and ≤ ${TARGETS.rss50k} MB at 50,000, ≥ ${TARGETS.eventsPerS} events/s at 10,000)`,
+    `fleet scale: ${sizes.map((n) => n.toLocaleString('en')).join(' / ')} apps, each in a fresh process${latencyMs ? `, every Argo CD request answered ${latencyMs} ms late` : ''} (targets: build ≤ ${TARGETS.buildVsFloor}× floor, status p95 ≤ ${TARGETS.statusP95At50k} ms at 50,000, RSS ≤ ${TARGETS.rss10k} MB at 10,000 and ≤ ${TARGETS.rss50k} MB at 50,000, ≥ ${TARGETS.eventsPerS} events/s at 10,000)`,
   );
   console.log(`  ${machineLine()}`);
   const results: ScaleResult[] = [];
-  for (const n of sizes) results.push(await inChild(n));
+  for (const n of sizes) results.push(await inChild(n, latencyMs));
   const rows = results.map((r) => {
     const ratio = r.buildMs / r.floorMs;
     const notes = [`build ${ratio <= TARGETS.buildVsFloor ? 'met' : 'NOT met'}`];
@@ -294,9 +307,13 @@ export async function runScaleBench(sizes = [1000, 10_000, 50_000]): Promise<Sca
 }
 
 if (isMain(import.meta.url)) {
-  const { values } = parseArgs({ options: { one: { type: 'string' }, sizes: { type: 'string' } } });
+  const { values } = parseArgs({
+    options: { one: { type: 'string' }, sizes: { type: 'string' }, 'latency-ms': { type: 'string', default: '0' } },
+  });
+  const latencyMs = Number(values['latency-ms']);
+  if (!Number.isFinite(latencyMs) || latencyMs < 0) throw new Error(`--latency-ms must be a number of ms >= 0`);
   if (values.one) {
-    measureOne(Number(values.one)).then(
+    measureOne(Number(values.one), latencyMs).then(
       (r) => process.send!(r, () => process.exit(0)),
       (error: unknown) =>
         process.send!({ error: error instanceof Error ? (error.stack ?? error.message) : String(error) }, () =>
@@ -304,7 +321,7 @@ if (isMain(import.meta.url)) {
         ),
     );
   } else {
-    runScaleBench(values.sizes?.split(',').map(Number)).then(
+    runScaleBench(values.sizes?.split(',').map(Number), latencyMs).then(
       () => process.exit(0),
       (error: unknown) => {
         console.error(error);
