@@ -130,10 +130,6 @@ export async function runSlackBotBench(opts: { apps?: number; rounds?: number } 
       const pid = bot.child.pid!;
       try {
         const readyMs = performance.now() - t0;
-        // Ready is not idle: after its lists the mirror fetches the unhealthy apps one by one for their resource
-        // health. The bursts measure a bot in its steady state, so they wait until it uses under 5% of a CPU.
-        await quiet(pid);
-        const quietMs = performance.now() - t0;
         const url = bot.slackUrl;
         const burst = async (text: string, round: string, n = CONCURRENT) => {
           const cpu0 = cpuMsOf(pid);
@@ -150,23 +146,21 @@ export async function runSlackBotBench(opts: { apps?: number; rounds?: number } 
           if (!r.firstAnswer?.blocks) throw new Error(`the answer to "${text}" has no blocks`);
           return { r, cpuMs: cpuMsOf(pid) - cpu0 };
         };
-        for (let i = 0; i < 3; i++) await burst('status', `warm${i}`, 1);
-        // The first crowds after start-up also pay for what a bot does once (compiling the paths a crowd takes,
-        // growing its pools): one crowd of each command, a second apart, said apart and left out of the rounds, so
-        // the rounds compare the commands and not their order.
+        // The first crowds after start-up pay for what a bot does once (compiling the paths a crowd takes, growing
+        // its pools). The first comes the moment the bot says it is ready, as an incident's first crowd meets a bot
+        // that has just restarted; then one of each other command, a second apart. Said apart and left out of the
+        // rounds, so the rounds compare the commands and not their order.
         const firstCrowds: string[] = [];
-        for (const text of COMMANDS) {
-          await new Promise((r) => setTimeout(r, 1000));
-          const { r } = await burst(text, `first-${text}`);
+        for (const [i, text] of COMMANDS.entries()) {
+          if (i > 0) await new Promise((r) => setTimeout(r, 1000));
+          const { r, cpuMs } = await burst(text, `first-${text}`);
+          const sorted = (a: number[]) => [...a].sort((x, y) => x - y);
           firstCrowds.push(
-            `${text} ${ms(
-              percentile(
-                [...r.ackMs].sort((x, y) => x - y),
-                99,
-              ),
-            )}`,
+            `${text} ${ms(percentile(sorted(r.ackMs), 99))} / ${ms(percentile(sorted(r.answerMs), 95))} (bot CPU ${ms(cpuMs)})`,
           );
         }
+        // The rounds measure a bot in its steady state: they wait until it uses under 5% of a CPU.
+        await quiet(pid);
         const rssBefore = memOf(pid).rss;
         for (const text of COMMANDS) {
           const row: BotBurstRow = {
@@ -204,7 +198,7 @@ export async function runSlackBotBench(opts: { apps?: number; rounds?: number } 
           rows.push(row);
         }
         console.log(
-          `  ${variant}: ready in ${(readyMs / 1000).toFixed(1)} s, idle after ${(quietMs / 1000).toFixed(1)} s; bot RSS ${rssBefore.toFixed(0)} MB before the bursts, ${memOf(pid).rss.toFixed(0)} MB after; the first crowd of each command after start-up, ack p99 ms: ${firstCrowds.join(', ')} (not in the table)`,
+          `  ${variant}: ready in ${(readyMs / 1000).toFixed(1)} s; bot RSS ${rssBefore.toFixed(0)} MB before the rounds, ${memOf(pid).rss.toFixed(0)} MB after; the first crowd of each command, the first at readiness, ack p99 / answer p95 ms: ${firstCrowds.join(', ')} (not in the table)`,
         );
       } finally {
         await bot.stop();

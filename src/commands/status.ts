@@ -435,6 +435,18 @@ export function problemGroups(
   );
 }
 
+/**
+ * Computes ahead what the first `status` of the whole fleet would: each app's judgement, the kept chunks of counts,
+ * problems and group clusters (fleet/status.ts, fleet/groups.ts) and each problem app's row judgement. A bot does it
+ * before it takes requests, so the first crowd of an incident does not pay for a pass over every app; later answers
+ * redo only what changed since, as they would anyway.
+ */
+export function prepareStatus(fleet: FleetView): void {
+  const apps = fleet.apps();
+  const version = fleet.version();
+  problemGroups(fleet, apps, summarizeApps(apps, version).problems, version);
+}
+
 type RolloutEntry = ReturnType<typeof rolloutEntry>;
 interface RowJudgement {
   kind: ProblemKind;

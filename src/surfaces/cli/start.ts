@@ -15,6 +15,8 @@ import { createLogger } from '../../infra/log.js';
 import { RunStore } from '../../domain/runbooks/run-store.js';
 import { startRuntime } from './bootstrap.js';
 import { installProcessGuards } from './process-guards.js';
+import { prepareStatus } from '../../commands/status.js';
+import type { FleetView } from '../../fleet/model.js';
 
 /** `rollcall start`: one process with every role, or a bot / worker for scaling out on one Redis. */
 export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worker'): Promise<void> {
@@ -45,6 +47,7 @@ export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worke
   if (role !== 'worker') {
     if (config.slack) {
       const { startSlack } = await import('../slack/app.js');
+      prepareAnswers(runtime.services.fleet, logger);
       const slack = await startSlack(runtime.services, { logger, redisUrl });
       slackConnected = () => slack.connected();
       stops.push(() => slack.stop());
@@ -109,6 +112,16 @@ export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worke
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/**
+ * Before Slack's requests come in: the first crowd of an incident (everyone's `/argo status` within seconds of a bot
+ * starting) then finds the fleet already judged, as every later crowd does.
+ */
+function prepareAnswers(fleet: FleetView, logger: ReturnType<typeof createLogger>): void {
+  const started = performance.now();
+  prepareStatus(fleet);
+  logger.info({ apps: fleet.apps().length, ms: Math.round(performance.now() - started) }, 'status prepared');
 }
 
 async function warnIfRedisDoesNotPersist(url: string, logger: ReturnType<typeof createLogger>): Promise<void> {
