@@ -85,6 +85,44 @@ export interface BotBurstRow {
   load: string;
 }
 
+/** Apps the simulator changes every second for the rounds asked while the fleet changes. */
+const CHURN_PER_S = 1000;
+const CHURN_LABEL = `, the fleet changing ${CHURN_PER_S.toLocaleString('en')} apps/s`;
+
+type Burst = (text: string, round: string) => Promise<{ r: BurstResult; cpuMs: number }>;
+
+/** `rounds` crowds of one command a second apart (a floor crowd before each, when given), as one row. */
+async function crowdRounds(
+  variant: string,
+  text: string,
+  rounds: number,
+  burst: Burst,
+  floorCrowd?: (round: number) => Promise<void>,
+  label = '',
+): Promise<BotBurstRow> {
+  const row: BotBurstRow = {
+    variant,
+    command: `${text}${label}`,
+    acks: [],
+    answers: [],
+    statuses: {},
+    botCpuMs: 0,
+    load: '',
+  };
+  for (let i = 0; i < rounds; i++) {
+    // A second apart, as separate crowds would be, so one round's answers do not overlap the next.
+    await new Promise((r) => setTimeout(r, 1000));
+    await floorCrowd?.(i);
+    const { r, cpuMs } = await burst(text, `${text}${label ? '-churn' : ''}-${i}`);
+    row.acks.push(...r.ackMs);
+    row.answers.push(...r.answerMs);
+    for (const [s, n] of Object.entries(r.statuses)) row.statuses[+s] = (row.statuses[+s] ?? 0) + n;
+    row.botCpuMs += cpuMs / rounds;
+  }
+  row.load = loadLine().replace('load avg now ', '');
+  return row;
+}
+
 export async function runSlackBotBench(opts: { apps?: number; rounds?: number } = {}): Promise<BotBurstRow[]> {
   const apps = opts.apps ?? 10_000;
   const rounds = opts.rounds ?? 3;
@@ -162,40 +200,36 @@ export async function runSlackBotBench(opts: { apps?: number; rounds?: number } 
         // The rounds measure a bot in its steady state: they wait until it uses under 5% of a CPU.
         await quiet(pid);
         const rssBefore = memOf(pid).rss;
+        const floorBurst = (text: string, i: number) =>
+          ask<BurstResult>(client, {
+            kind: 'burst',
+            url: floor.url,
+            secret: SECRET,
+            text,
+            n: CONCURRENT,
+            round: `floor-${variant.length}-${text}-${i}`,
+            timeoutMs: 0,
+            answers: false,
+          });
         for (const text of COMMANDS) {
-          const row: BotBurstRow = {
-            variant,
-            command: text,
-            acks: [],
-            answers: [],
-            statuses: {},
-            botCpuMs: 0,
-            load: '',
-          };
-          for (let i = 0; i < rounds; i++) {
-            // A second apart, as separate crowds would be, so one round's answers do not overlap the next.
-            await new Promise((r) => setTimeout(r, 1000));
-            const f = await ask<BurstResult>(client, {
-              kind: 'burst',
-              url: floor.url,
-              secret: SECRET,
-              text,
-              n: CONCURRENT,
-              round: `floor-${variant.length}-${text}-${i}`,
-              timeoutMs: 0,
-              answers: false,
-            });
+          const row = await crowdRounds(variant, text, rounds, burst, async (i) => {
+            const f = await floorBurst(text, i);
             floorRow.acks.push(...f.ackMs);
             for (const [st, n] of Object.entries(f.statuses))
               floorRow.statuses[+st] = (floorRow.statuses[+st] ?? 0) + n;
-            const { r, cpuMs } = await burst(text, `${text}-${i}`);
-            row.acks.push(...r.ackMs);
-            row.answers.push(...r.answerMs);
-            for (const [s, n] of Object.entries(r.statuses)) row.statuses[+s] = (row.statuses[+s] ?? 0) + n;
-            row.botCpuMs += cpuMs / rounds;
-          }
-          row.load = loadLine().replace('load avg now ', '');
+          });
           rows.push(row);
+        }
+        // Mid-incident the fleet never stands still: a crowd asks while the mirror absorbs a sync's watch events. Only
+        // in the last variant: the churn leaves another fleet behind (other health), which a next variant would read.
+        if (variant === variants[variants.length - 1][0]) {
+          await ask(sim.child, { kind: 'churn', perSecond: CHURN_PER_S });
+          try {
+            await new Promise((r) => setTimeout(r, 2000));
+            rows.push(await crowdRounds(variant, 'status', rounds, burst, undefined, CHURN_LABEL));
+          } finally {
+            await ask(sim.child, { kind: 'churn', perSecond: 0 });
+          }
         }
         console.log(
           `  ${variant}: ready in ${(readyMs / 1000).toFixed(1)} s; bot RSS ${rssBefore.toFixed(0)} MB before the rounds, ${memOf(pid).rss.toFixed(0)} MB after; the first crowd of each command, the first at readiness, ack p99 / answer p95 ms: ${firstCrowds.join(', ')} (not in the table)`,
