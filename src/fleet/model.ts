@@ -1,4 +1,5 @@
 import type { Application, ApplicationSet, Cluster } from '../infra/argocd/types.js';
+import { trackWrites, written } from './chunks.js';
 import type { FleetApp, FleetAppSet, FleetCluster } from './app.js';
 import { FleetFeed, type FleetEvent, type FleetListener, type InstanceHealth } from './events.js';
 
@@ -72,6 +73,7 @@ export class FleetIndex implements FleetView {
   ) {
     for (const l of links) this.links.set(l.name, l.uiUrl?.replace(/\/+$/, ''));
     this.feed = new FleetFeed(onListenerError);
+    trackWrites(this.appsList);
   }
 
   subscribe(listener: FleetListener): () => void {
@@ -86,7 +88,9 @@ export class FleetIndex implements FleetView {
   /** Replace everything known about the given instances. */
   load(apps: FleetApp[], appSets: FleetAppSet[], clusters: FleetCluster[]): void {
     this.changes++;
-    this.appsList = apps;
+    // A list of its own, written only here: its chunks are checked by their writes (fleet/chunks.ts).
+    this.appsList = [...apps];
+    trackWrites(this.appsList);
     this.appSetsList = appSets;
     this.clustersList = clusters;
     this.byName = new Map();
@@ -125,11 +129,12 @@ export class FleetIndex implements FleetView {
     const previous = at === undefined ? undefined : this.appsList[at];
     if (previous) {
       this.appsList[at!] = app;
+      written(this.appsList, at!);
       replaceIn(this.byName, previous.app.metadata.name, previous, app);
       if (previous.appSet) removeFrom(this.byOwner, `${previous.instance}/${previous.appSet}`, previous);
     } else {
       positions.set(key, this.appsList.length);
-      this.appsList.push(app);
+      written(this.appsList, this.appsList.push(app) - 1);
       push(this.byName, app.app.metadata.name, app);
     }
     if (app.appSet) push(this.byOwner, `${app.instance}/${app.appSet}`, app);
@@ -142,6 +147,7 @@ export class FleetIndex implements FleetView {
     if (!previous) return undefined;
     this.changes++;
     this.appsList = this.appsList.filter((a) => a !== previous);
+    trackWrites(this.appsList);
     this.positions = undefined;
     removeFrom(this.byName, previous.app.metadata.name, previous);
     if (previous.appSet) removeFrom(this.byOwner, `${previous.instance}/${previous.appSet}`, previous);

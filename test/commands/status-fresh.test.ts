@@ -5,7 +5,7 @@ import { dispatch } from '../../src/commands/index.js';
 import { parseCommand } from '../../src/commands/parse.js';
 import { runStatus } from '../../src/commands/status.js';
 import { FleetMirror } from '../../src/fleet/mirror.js';
-import { StaticFleet } from '../../src/fleet/model.js';
+import { StaticFleet, tagApp, type FleetApp } from '../../src/fleet/model.js';
 import { groupProblems } from '../../src/fleet/groups.js';
 import { summarizeApps } from '../../src/fleet/status.js';
 import type { SimServer } from '../../src/sim/server.js';
@@ -189,6 +189,46 @@ describe('status of a large fleet, counted per chunk of apps', () => {
     );
     expect(second.clusters.find((c) => c.cluster === 'c-moved')).toMatchObject({ apps: 1 });
     expect((second.problems as Problem[]).some((p) => p.app === changed.app.metadata.name)).toBe(true);
+  });
+
+  it('answers as one pass does through a run of changes, additions and removals anywhere in the list', () => {
+    const fleet = StaticFleet.fromObjects([{ name: 'east', applications: apps }]);
+    const groupsOf = (scope: Iterable<FleetApp>, version?: number) =>
+      groupProblems(
+        summarizeApps(fleet.apps()).problems.map((p) => ({ ...p })),
+        scope,
+        () => 'degraded',
+        undefined,
+        version,
+      );
+    const check = () => {
+      const version = fleet.version();
+      expect(summarizeApps(fleet.apps(), version)).toEqual(onePass(fleet));
+      const onePassScope = (function* () {
+        yield* fleet.apps();
+      })();
+      expect(groupsOf(fleet.apps(), version)).toEqual(groupsOf(onePassScope));
+    };
+    check();
+    const flip = (at: number) => {
+      const fa = fleet.apps()[at];
+      const health = fa.app.status?.health?.status === 'Degraded' ? 'Healthy' : 'Degraded';
+      const next = { ...fa.app, status: { ...fa.app.status, health: { status: health } } } as Application;
+      fleet.upsertApp({ ...fa, app: next, cluster: at % 2 ? fa.cluster : `moved-${at % 7}` });
+    };
+    for (let round = 0; round < 6; round++) {
+      // A few apps replaced in place, one in each of some chunks, then the list read again at the new version.
+      for (let k = 0; k < 5; k++) flip((round * 977 + k * 1231) % fleet.apps().length);
+      check();
+      // An app added at the end (the last chunk grows), and one removed (a new list, whose chunks start afresh).
+      const added = app({ name: `new-${round}`, clusterName: `c${round}`, status: { health: { status: 'Degraded' } } });
+      fleet.upsertApp(tagApp('east', added, new Map()));
+      check();
+      const gone = fleet.apps()[(round * 1511) % fleet.apps().length].app.metadata;
+      fleet.removeApp('east', gone.name, gone.namespace);
+      check();
+    }
+    expect(fleet.apps()).toHaveLength(6000);
   });
 
   it('counts the clusters of a group among the selection as one pass does', async () => {
