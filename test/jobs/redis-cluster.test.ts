@@ -379,6 +379,18 @@ describe.skipIf(!!unsupported)(
     async function ownerOf(redis: RedisClient, prefix: string): Promise<number> {
       return (await shardOf(redis, prefix)).master;
     }
+    /**
+     * Waits until the replica of the master holding `prefix` has every write made so far (replication is one ordered
+     * stream: a write of ours acknowledged by WAIT carries all before it). A master killed after this loses only what
+     * was written since, as a master dying mid-run does; on a loaded machine a replica can otherwise be seconds behind,
+     * and a failover would lose the run it was asked to survive.
+     */
+    async function caughtUp(redis: RedisClient, prefix: string): Promise<void> {
+      const { master } = await shardOf(redis, prefix);
+      const node = (redis as import('ioredis').Cluster).nodes('master').find((n) => n.options.port === master)!;
+      await node.set(`${prefix}:caught-up`, String(Date.now()));
+      expect(Number(await node.call('WAIT', '1', '10000'))).toBe(1);
+    }
     async function shardOf(redis: RedisClient, prefix: string): Promise<{ master: number; replica?: number }> {
       const first = (redis as import('ioredis').Cluster).nodes('master')[0];
       const slot = Number(await first.call('CLUSTER', 'KEYSLOT', prefix));
@@ -436,9 +448,10 @@ describe.skipIf(!!unsupported)(
 
     it('finishes a bulk sync whose master is killed mid-run: the worker starts afresh, no app is synced twice', async () => {
       const prefix = '{rollcall-failover-run}';
-      const { end, sent, said } = await bulkSyncThrough(prefix, async (cluster, probe) =>
-        cluster.kill(await ownerOf(probe, prefix)),
-      );
+      const { end, sent, said } = await bulkSyncThrough(prefix, async (cluster, probe) => {
+        await caughtUp(probe, prefix);
+        cluster.kill(await ownerOf(probe, prefix));
+      });
       expect(end.status, end.error).toBe('succeeded');
       expect(sent).toHaveLength(540);
       expect(new Set(sent).size).toBe(540);
@@ -465,6 +478,7 @@ describe.skipIf(!!unsupported)(
       const { AuditLog } = await import('../../src/domain/audit/audit-log.js');
       const audit = new AuditLog(redis, prefix);
       await audit.record({ kind: 'run.start', who: 'U1', target: 'bulk-sync', result: 'before' });
+      await caughtUp(redis, prefix);
       const owner = await ownerOf(redis, prefix);
       cluster.kill(owner);
       const started = Date.now();
