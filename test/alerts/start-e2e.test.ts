@@ -94,6 +94,21 @@ describe('alerts with two `rollcall start` processes on one Redis (progressive-i
       .callsTo('chat.postMessage')
       .filter((c) => c.args.channel === 'C_ALERTS' && String(c.args.text).includes('Stuck rollout step'));
 
+  it('prepares status over every mirrored app before it takes Slack requests', () => {
+    const apps = [...sim.state.instances.values()].reduce((n, i) => n + i.apps.size, 0);
+    for (const w of workers) {
+      const lines = w
+        .log()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { msg: string; apps?: number; ms?: number });
+      const prepared = lines.findIndex((l) => l.msg === 'status prepared');
+      expect(prepared).toBeGreaterThanOrEqual(0);
+      expect(lines[prepared]).toMatchObject({ apps, ms: expect.any(Number) });
+      expect(prepared).toBeLessThan(lines.findIndex((l) => l.msg === 'slack connected'));
+    }
+  });
+
   it('fires one stuck-step alert listing the three apps, posts it once, and edits the same message to resolved once they are synced by hand', async () => {
     let alerts: any[] = [];
     await expect
