@@ -110,9 +110,25 @@ describe('runs survive crashes', () => {
       const atKill = (await syncCounts(sim)).size;
       expect(atKill).toBeLessThan(540);
 
+      const killedAt = Date.now();
       await second.start();
-      const end = await runs.waitForEnd(run.id, 60_000);
-      expect(end.status, end.error).toBe('succeeded');
+      // What the run did after the kill, every 2 s: said if the run does not end, as the engine's logs go to stderr.
+      const timeline: string[] = [`second worker ready after ${Date.now() - killedAt} ms`];
+      const sampler = setInterval(() => {
+        void Promise.all([syncCounts(sim), runs.get(run.id)]).then(([counts, now]) =>
+          timeline.push(
+            `${Date.now() - killedAt} ms: ${counts.size} apps synced, run ${now?.status}, ` +
+              `progress ${JSON.stringify(now?.progress ?? {}).slice(0, 200)}`,
+          ),
+        );
+      }, 2000);
+      const end = await runs
+        .waitForEnd(run.id, 60_000)
+        .catch((e: Error) => {
+          throw new Error([e.message, ...timeline].join('\n'));
+        })
+        .finally(() => clearInterval(sampler));
+      expect(end.status, [end.error, ...timeline].join('\n')).toBe('succeeded');
       const counts = await syncCounts(sim);
       expect(counts.size).toBe(540);
       expect([...counts.values()].every((n) => n === 1)).toBe(true);
