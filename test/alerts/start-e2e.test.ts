@@ -7,6 +7,7 @@ import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SimServer } from '../../src/sim/server.js';
 import { STUCK_APPS } from '../../src/sim/scenarios/progressive-infra.js';
+import { WARM_UP_REQUESTS } from '../../src/surfaces/slack/warm-up.js';
 import { startFakeSlack, type FakeSlack } from '../support/fake-slack.js';
 import { startTestSim } from '../support/sim.js';
 import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
@@ -94,18 +95,24 @@ describe('alerts with two `rollcall start` processes on one Redis (progressive-i
       .callsTo('chat.postMessage')
       .filter((c) => c.args.channel === 'C_ALERTS' && String(c.args.text).includes('Stuck rollout step'));
 
-  it('prepares status over every mirrored app before it takes Slack requests', () => {
+  it('prepares status over every mirrored app, and warms the request path, before it takes Slack requests', () => {
     const apps = [...sim.state.instances.values()].reduce((n, i) => n + i.apps.size, 0);
     for (const w of workers) {
       const lines = w
         .log()
         .split('\n')
         .filter(Boolean)
-        .map((l) => JSON.parse(l) as { msg: string; apps?: number; ms?: number });
+        .map((l) => JSON.parse(l) as { msg: string; apps?: number; ms?: number; level: number });
       const prepared = lines.findIndex((l) => l.msg === 'status prepared');
+      const warmed = lines.findIndex((l) => l.msg === 'slack intake warmed');
+      const connected = lines.findIndex((l) => l.msg === 'slack connected');
       expect(prepared).toBeGreaterThanOrEqual(0);
-      expect(lines[prepared]).toMatchObject({ apps, ms: expect.any(Number) });
-      expect(prepared).toBeLessThan(lines.findIndex((l) => l.msg === 'slack connected'));
+      expect(lines[prepared]).toMatchObject({ apps, ms: expect.any(Number), answeredMs: expect.any(Number) });
+      expect(lines[warmed]).toMatchObject({ requests: WARM_UP_REQUESTS });
+      expect(prepared).toBeLessThan(warmed);
+      expect(warmed).toBeLessThan(connected);
+      // Neither the answers run ahead nor the warm-up's requests found anything to warn about.
+      expect(lines.slice(0, connected).filter((l) => l.level >= 40 && /status|slack/.test(l.msg))).toEqual([]);
     }
   });
 

@@ -9,6 +9,11 @@ import { boltLogger, redactTokens } from '../../src/surfaces/slack/logger.js';
 import { SlackNotifier } from '../../src/surfaces/slack/notifier.js';
 import { startFakeSlack, type FakeSlack } from '../support/fake-slack.js';
 import { SECRET } from './harness.js';
+import { Redis } from 'ioredis';
+import { metricsRegistry } from '../../src/infra/metrics.js';
+import { WARM_UP_REQUESTS } from '../../src/surfaces/slack/warm-up.js';
+import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
+import { slackSignature } from '../support/slack-request.js';
 
 let fake: FakeSlack;
 beforeAll(async () => {
@@ -18,11 +23,44 @@ afterAll(async () => {
   await fake?.stop();
 });
 
+// The requests a bot has seen (its warm-up's too) are remembered in Redis: under a prefix of this file's own.
+const prefix = testPrefix();
+afterAll(() => cleanPrefix(process.env.REDIS_URL!, prefix));
+
 const servicesWith = (slack: Record<string, unknown>): Services => ({
-  config: configSchema.parse({ instances: [{ name: 'prod', url: 'https://prod.argocd.example', token: 't' }], slack }),
+  config: configSchema.parse({
+    instances: [{ name: 'prod', url: 'https://prod.argocd.example', token: 't' }],
+    slack,
+    redis: { url: process.env.REDIS_URL!, prefix },
+  }),
   fleet: StaticFleet.fromObjects([{ name: 'prod', applications: [] }]),
   argocd: new Map(),
 });
+
+/** The ack histogram's count of observations so far. */
+async function acksCounted(): Promise<number> {
+  const metric = await metricsRegistry().getSingleMetric('rollcall_slack_ack_seconds')!.get();
+  return metric.values
+    .filter((v) => (v as { metricName?: string }).metricName === 'rollcall_slack_ack_seconds_count')
+    .reduce((n, v) => n + v.value, 0);
+}
+
+/** A signed url_verification request, with the warm-up's header set to `warmUp`. */
+async function verification(port: number, warmUp: string): Promise<{ status: number; text: string }> {
+  const body = JSON.stringify({ type: 'url_verification', token: 't', challenge: 'from-outside' });
+  const timestamp = Math.floor(Date.now() / 1000);
+  const res = await fetch(`http://127.0.0.1:${port}/slack/events`, {
+    method: 'POST',
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'x-slack-request-timestamp': String(timestamp),
+      'x-slack-signature': slackSignature(SECRET, timestamp, body),
+      'x-rollcall-warm-up': warmUp,
+    },
+  });
+  return { status: res.status, text: await res.text() };
+}
 
 describe('startSlack', () => {
   it('checks the bot token with auth.test and fails with slack_auth_failed when Slack rejects it', async () => {
@@ -57,6 +95,43 @@ describe('startSlack', () => {
       expect(services.notifier).toBe(slack.notifier);
       const res = await fetch(`http://127.0.0.1:${slack.port}/slack/events`, { method: 'POST', body: 'x' });
       expect(res.status).toBe(401); // unsigned
+    } finally {
+      await slack.stop();
+    }
+  });
+});
+
+describe('the warm-up before Slack comes', () => {
+  it('answers 300 signed requests of its own before startSlack returns, none of them counted as an ack of Slack', async () => {
+    metricsRegistry();
+    const before = await acksCounted();
+    const lines: { msg?: string; requests?: number }[] = [];
+    const sink = new Writable({ write: (chunk, _enc, cb) => (lines.push(JSON.parse(String(chunk))), cb()) });
+    const services = servicesWith({
+      mode: 'http',
+      botToken: 'xoxb-ok',
+      signingSecret: SECRET,
+      port: 0,
+      apiUrl: fake.apiUrl,
+    });
+    const slack = await startSlack(services, { logger: pino({ level: 'info' }, sink) });
+    try {
+      expect(lines.find((l) => l.msg === 'slack intake warmed')?.requests).toBe(WARM_UP_REQUESTS);
+      expect(WARM_UP_REQUESTS).toBe(300);
+      expect(lines.filter((l) => /warm-up/.test(l.msg ?? ''))).toEqual([]);
+      // Each went through the replay check: its signature is remembered in Redis, as any request's is.
+      const redis = new Redis(process.env.REDIS_URL!);
+      try {
+        expect((await redis.keys(`${prefix}:slack:sig:*`)).length).toBeGreaterThanOrEqual(WARM_UP_REQUESTS);
+      } finally {
+        redis.disconnect();
+      }
+      expect(await acksCounted()).toBe(before);
+      // The header alone, from outside, does not hide a request from the histogram: only this process's token does.
+      const outside = await verification(slack.port!, 'guessed');
+      expect(outside.status).toBe(200);
+      expect(JSON.parse(outside.text)).toEqual({ challenge: 'from-outside' });
+      expect(await acksCounted()).toBe(before + 1);
     } finally {
       await slack.stop();
     }

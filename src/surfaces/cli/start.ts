@@ -15,8 +15,10 @@ import { createLogger } from '../../infra/log.js';
 import { RunStore } from '../../domain/runbooks/run-store.js';
 import { startRuntime } from './bootstrap.js';
 import { installProcessGuards } from './process-guards.js';
-import { prepareStatus } from '../../commands/status.js';
-import type { FleetView } from '../../fleet/model.js';
+import { prepareStatus, runStatus } from '../../commands/status.js';
+import { parseCommand } from '../../commands/parse.js';
+import type { Services } from '../../commands/registry.js';
+import { renderBlocks } from '../../views/blocks.js';
 
 /** `rollcall start`: one process with every role, or a bot / worker for scaling out on one Redis. */
 export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worker'): Promise<void> {
@@ -47,7 +49,7 @@ export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worke
   if (role !== 'worker') {
     if (config.slack) {
       const { startSlack } = await import('../slack/app.js');
-      prepareAnswers(runtime.services.fleet, logger);
+      await prepareAnswers(runtime.services, logger);
       const slack = await startSlack(runtime.services, { logger, redisUrl });
       slackConnected = () => slack.connected();
       stops.push(() => slack.stop());
@@ -114,14 +116,32 @@ export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worke
   process.on('SIGINT', () => void shutdown('SIGINT'));
 }
 
+/** How many times the answer path is run before Slack's requests come in. */
+const ANSWER_WARM_UPS = 5;
+
 /**
  * Before Slack's requests come in: the first crowd of an incident (everyone's `/argo status` within seconds of a bot
- * starting) then finds the fleet already judged, as every later crowd does.
+ * starting) then finds the fleet already judged, as every later crowd does, and the path its answers take after the
+ * ack (the command over the judged fleet, its Block Kit) run a few times, so V8 compiled it before the crowd came.
  */
-function prepareAnswers(fleet: FleetView, logger: ReturnType<typeof createLogger>): void {
+async function prepareAnswers(services: Services, logger: ReturnType<typeof createLogger>): Promise<void> {
   const started = performance.now();
-  prepareStatus(fleet);
-  logger.info({ apps: fleet.apps().length, ms: Math.round(performance.now() - started) }, 'status prepared');
+  prepareStatus(services.fleet);
+  const judgedMs = Math.round(performance.now() - started);
+  try {
+    for (let i = 0; i < ANSWER_WARM_UPS; i++)
+      renderBlocks(await runStatus(parseCommand('status'), { services, user: 'rollcall', surface: 'slack' }));
+  } catch (err) {
+    logger.warn({ err }, 'status could not be answered before Slack connected; the first answers will say why');
+  }
+  logger.info(
+    {
+      apps: services.fleet.apps().length,
+      ms: judgedMs,
+      answeredMs: Math.round(performance.now() - started) - judgedMs,
+    },
+    'status prepared',
+  );
 }
 
 async function warnIfRedisDoesNotPersist(url: string, logger: ReturnType<typeof createLogger>): Promise<void> {

@@ -5,6 +5,7 @@ import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { Services } from '../../commands/registry.js';
 import type { RedisClient } from '../../infra/redis.js';
+import type { SlackConfig } from '../../infra/config/schema.js';
 import { closeRedis, createRedis } from '../../infra/redis.js';
 import { createLogger } from '../../infra/log.js';
 import { countRateLimits, createSlackWebClient, webClientOptions } from './client.js';
@@ -12,6 +13,7 @@ import { registerListeners } from './listeners/index.js';
 import { boltLogger } from './logger.js';
 import { SlackNotifier } from './notifier.js';
 import { guardReceiver } from './request-guard.js';
+import { warmIntake, warmUpToken } from './warm-up.js';
 import { AckFirst } from './intake.js';
 import { auditEntryRefusal, refusalOf } from './authorize.js';
 import { isSlashCommand } from './entry.js';
@@ -49,15 +51,31 @@ export interface SlackHandle {
   connected(): boolean;
 }
 
-/**
- * Wiring only: a Bolt app in HTTP mode (signed requests on POST /slack/events) or Socket Mode, from config,
- * with the listeners of ./listeners. Checks the bot token with auth.test before serving.
- */
 /** The replay check's connection: a crowd's SET NX go out in one write (auto-pipelined), each tried once. */
 function seenRequestsRedis(url: string): RedisClient {
   return createRedis(url, { maxRetriesPerRequest: 1, enableAutoPipelining: true });
 }
 
+/** Starts the receiver; in HTTP mode, the port it listens on, its requests counted by `ackFirst`. */
+async function listen(app: App, slack: SlackConfig, ackFirst: AckFirst): Promise<number | undefined> {
+  try {
+    const started = (await app.start()) as unknown;
+    if (slack.mode !== 'http') return undefined;
+    ackFirst.watch(started as Server);
+    return ((started as Server).address() as AddressInfo).port;
+  } catch (err) {
+    throw new SlackStartError(
+      'slack_listen_failed',
+      `Slack ${slack.mode} receiver failed to start: ${(err as Error).message}${slack.mode === 'http' ? ` (is port ${slack.port} free?)` : ''}`,
+    );
+  }
+}
+
+/**
+ * Wiring only: a Bolt app in HTTP mode (signed requests on POST /slack/events) or Socket Mode, from config,
+ * with the listeners of ./listeners. Checks the bot token with auth.test before serving; in HTTP mode, returns once
+ * its request path has been warmed (warm-up.ts).
+ */
 export async function startSlack(
   services: Services,
   opts: {
@@ -81,6 +99,7 @@ export async function startSlack(
   const deps = { services, logger: logger.child({ component: 'slack' }), ackFirst };
   let seenRequests: RedisClient | undefined;
   let receiver: HTTPReceiver | undefined;
+  const warmUp = warmUpToken();
   let socketReceiver: SocketModeReceiver | undefined;
   if (slack.mode === 'http') {
     receiver = new HTTPReceiver({
@@ -104,6 +123,7 @@ export async function startSlack(
       // nothing from Bolt's middleware or the listener: it goes out as soon as the request is verified.
       ackAtOnce: (body) => isSlashCommand(body, slack.command),
       handOff: () => ackFirst.quiet(),
+      warmUpToken: warmUp,
     });
   }
 
@@ -154,18 +174,13 @@ export async function startSlack(
 
   let port: number | undefined;
   try {
-    const started = (await app.start()) as unknown;
-    if (slack.mode === 'http') {
-      port = ((started as Server).address() as AddressInfo).port;
-      ackFirst.watch(started as Server);
-    }
+    port = await listen(app, slack, ackFirst);
   } catch (err) {
     if (seenRequests) await closeRedis(seenRequests);
-    throw new SlackStartError(
-      'slack_listen_failed',
-      `Slack ${slack.mode} receiver failed to start: ${(err as Error).message}${slack.mode === 'http' ? ` (is port ${slack.port} free?)` : ''}`,
-    );
+    throw err;
   }
+  if (port !== undefined)
+    await warmIntake({ port, signingSecret: slack.signingSecret!, token: warmUp, logger: deps.logger });
 
   // Its own client: 429s come back to the notifier (rejectRateLimitedCalls) so it can coalesce while waiting,
   // instead of the shared client queueing every call behind the limit.

@@ -8,6 +8,7 @@ import { typedDuration } from '../../core/format.js';
 import type { Logger } from 'pino';
 import { keyBase } from '../../infra/redis.js';
 import { malformedBody, slackEntryOf, type SlackEntry } from './entry.js';
+import { WARM_UP_HEADER } from './warm-up.js';
 
 /** Slack's window for a request's timestamp, both ways. Bolt enforces it only for the past. */
 export const REQUEST_WINDOW_S = 5 * 60;
@@ -76,6 +77,8 @@ export interface RequestGuardOptions {
   ackAtOnce?: (body: unknown) => boolean;
   /** Where Bolt's handling of a request acked here starts. @defaultValue the next turn of the event loop */
   handOff?: () => Promise<void>;
+  /** The warm-up's requests carry it in WARM_UP_HEADER (warm-up.ts): their acks are not Slack's, and go uncounted. */
+  warmUpToken?: string;
 }
 
 export type GuardVerdict =
@@ -110,7 +113,8 @@ export function guardReceiver(receiver: HTTPReceiver, options: RequestGuardOptio
     if (req.method?.toUpperCase() !== 'POST' || !endpoints.includes(path)) return bolt(req, res);
     // The ack is the response: Slack's 3 s clock runs from the request to its end.
     const started = process.hrtime.bigint();
-    res.once('finish', () => slackAckDuration.observe({ surface: 'http' }, secondsSince(started)));
+    const warmUp = opts.warmUpToken !== undefined && req.headers[WARM_UP_HEADER] === opts.warmUpToken;
+    if (!warmUp) res.once('finish', () => slackAckDuration.observe({ surface: 'http' }, secondsSince(started)));
     void checkRequest(req, opts)
       .then((verdict) => {
         if (verdict.pass && opts.ackAtOnce?.(verdict.body)) return ackThenHandOff(req, res, bolt, opts);
