@@ -118,6 +118,7 @@ describe('runs survive crashes', () => {
         void Promise.all([syncCounts(sim), runs.get(run.id)]).then(([counts, now]) =>
           timeline.push(
             `${Date.now() - killedAt} ms: ${counts.size} apps synced, run ${now?.status}, ` +
+              `attempts ${now?.steps.map((s) => s.attempts).join('/')}, ` +
               `progress ${JSON.stringify(now?.progress ?? {}).slice(0, 200)}`,
           ),
         );
