@@ -37,6 +37,10 @@ const servicesWith = (slack: Record<string, unknown>): Services => ({
   argocd: new Map(),
 });
 
+/** A bot in HTTP mode on a free port, its Web API the fake's. */
+const httpServices = () =>
+  servicesWith({ mode: 'http', botToken: 'xoxb-ok', signingSecret: SECRET, port: 0, apiUrl: fake.apiUrl });
+
 /** The ack histogram's count of observations so far. */
 async function acksCounted(): Promise<number> {
   const metric = await metricsRegistry().getSingleMetric('rollcall_slack_ack_seconds')!.get();
@@ -81,13 +85,7 @@ describe('startSlack', () => {
   });
 
   it('binds a free port with slack.port 0 and installs a SlackNotifier as services.notifier', async () => {
-    const services = servicesWith({
-      mode: 'http',
-      botToken: 'xoxb-ok',
-      signingSecret: SECRET,
-      port: 0,
-      apiUrl: fake.apiUrl,
-    });
+    const services = httpServices();
     const slack = await startSlack(services, { logger: pino({ level: 'silent' }) });
     try {
       expect(slack.port).toBeGreaterThan(0);
@@ -107,13 +105,7 @@ describe('the warm-up before Slack comes', () => {
     const before = await acksCounted();
     const lines: { msg?: string; requests?: number }[] = [];
     const sink = new Writable({ write: (chunk, _enc, cb) => (lines.push(JSON.parse(String(chunk))), cb()) });
-    const services = servicesWith({
-      mode: 'http',
-      botToken: 'xoxb-ok',
-      signingSecret: SECRET,
-      port: 0,
-      apiUrl: fake.apiUrl,
-    });
+    const services = httpServices();
     const slack = await startSlack(services, { logger: pino({ level: 'info' }, sink) });
     try {
       expect(lines.find((l) => l.msg === 'slack intake warmed')?.requests).toBe(WARM_UP_REQUESTS);
