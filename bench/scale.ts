@@ -21,6 +21,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse } from 'yaml';
 import type { FleetEvent } from '../src/fleet/events.js';
+import { summarizeApps } from '../src/fleet/status.js';
 import {
   BENCH_DIR,
   cleanPrefix,
@@ -64,6 +65,8 @@ export interface ScaleResult {
   /** The same with the chart's `bot.nodeFlags` (its V8 heap cap), as a pod runs it. */
   chart: { rssMb: number; peakMb: number };
   eventsPerS: number;
+  /** `status` once most of the fleet is failing (the churn swept it, flipping each app's health): as an incident asks. */
+  incident: { problems: number; p50: number; p95: number };
   /** The bot's own CPU (user + system) per 1,000 app events absorbed: robust to the machine's load, unlike events/s. */
   cpuMsPerKEvents: number;
   load: string;
@@ -88,6 +91,41 @@ async function floor(sim: SimChild): Promise<number> {
 }
 
 /** One size, in this process: prints nothing, returns its numbers. */
+/**
+ * `status` mid-incident: the simulator's churn sweeps the whole fleet once, flipping each app's health, so most apps
+ * end up Degraded, each with a reason of its own; the answers are timed once the mirror has every change.
+ */
+async function midIncidentStatus(sim: Awaited<ReturnType<typeof startSimChild>>): Promise<ScaleResult['incident']> {
+  const bot = await buildMirror(simConfig(sim));
+  const store = benchFreezes();
+  try {
+    return await sweptStatus(benchContext(bot, store.freezes), bot, sim);
+  } finally {
+    await store.close();
+    await bot.mirror.stop();
+  }
+}
+
+async function sweptStatus(
+  ctx: ReturnType<typeof benchContext>,
+  bot: Awaited<ReturnType<typeof buildMirror>>,
+  sim: Awaited<ReturnType<typeof startSimChild>>,
+): Promise<ScaleResult['incident']> {
+  const apps = bot.mirror.apps().length;
+  const perSecond = Math.min(5000, Math.ceil(apps / 5));
+  sim.child.send({ kind: 'churn', perSecond });
+  await sleep(Math.ceil(apps / perSecond) * 1000 + 1000);
+  sim.child.send({ kind: 'churn', perSecond: 0 });
+  // Caught up: no change for a second.
+  for (let seen = -1; seen !== bot.mirror.version();) {
+    seen = bot.mirror.version();
+    await sleep(1000);
+  }
+  const problems = summarizeApps(bot.mirror.apps()).problems.length;
+  const status = await measure(ctx, 'status', () => '', RUNS);
+  return { problems, p50: status.answer.p50, p95: status.answer.p95 };
+}
+
 async function measureOne(apps: number, latencyMs: number): Promise<ScaleResult> {
   const instances = instancesFor(apps);
   // Every app with ten deployments in its history, Argo CD's default limit, as a fleet that has run a while.
@@ -150,6 +188,7 @@ async function measureOne(apps: number, latencyMs: number): Promise<ScaleResult>
       }
       const result = {
         apps,
+        incident: { problems: 0, p50: 0, p95: 0 },
         instances,
         floorMs: median(floors),
         coldBuildMs,
@@ -173,7 +212,9 @@ async function measureOne(apps: number, latencyMs: number): Promise<ScaleResult>
     const defaults = await botProcessMemory(sim, []);
     // The chart's heap cap is sized for its memory limit, not for every fleet: past it the bot stops at start-up.
     const chart = await botProcessMemory(sim, chartBotFlags()).catch(() => ({ rssMb: NaN, peakMb: NaN }));
-    return { ...inProcess, ...defaults, chart: { rssMb: chart.rssMb, peakMb: chart.peakMb } };
+    // Last: the churn leaves another fleet behind (most apps failing), which the measures above must not read.
+    const incident = await midIncidentStatus(sim);
+    return { ...inProcess, ...defaults, chart: { rssMb: chart.rssMb, peakMb: chart.peakMb }, incident };
   } finally {
     await sim.stop();
   }
@@ -312,6 +353,10 @@ export async function runScaleBench(sizes = [1000, 10_000, 50_000], latencyMs = 
   console.log(
     `  (floor = bare node fetching and parsing the same lists in the same process, median of ${WARM_BUILDS + 1} taken between the builds; cold build = the process's first mirror (its code not yet compiled, as at a bot's start-up); build = median of the ${WARM_BUILDS} after it, the target's measure (like with like: the floor's code is warm too); status/rollout over ${RUNS} warm runs, each computing its answer; bot RSS and heap: 'rollcall start --role bot' in its own process, with node's defaults and with the chart's bot.nodeFlags, idle after start-up, a full GC and 20 s, every app with 10 history entries; peak = its VmHWM; events/s = ${CHANGING.toLocaleString('en')} apps changed at once, median of ${BURSTS} bursts, with the bot's CPU per 1,000 of them; ${loadLine()})`,
   );
+  for (const r of results)
+    console.log(
+      `  ${r.apps.toLocaleString('en')} apps mid-incident (the churn swept the fleet once): ${r.incident.problems.toLocaleString('en')} problem apps, status p50 ${ms(r.incident.p50)} / p95 ${ms(r.incident.p95)} ms`,
+    );
   return results;
 }
 
