@@ -160,14 +160,18 @@ export function shortReason(reason: string, max = 110, keep: 'head' | 'ends' = '
     .trim();
   const short = truncate(first, max, keep);
   if (memo) {
-    if (shortReasons.size >= MAX_SHORT_REASONS) shortReasons.clear();
+    if (shortReasons.size >= shortReasonsLimit) shortReasons.clear();
     shortReasons.set(reason, short);
   }
   return short;
 }
 
-// The reasons of the problems on show, shortened the way group lines are; forgotten all at once at this size.
+// The reasons of the problems on show, shortened the way group lines are; forgotten all at once at the limit: at least
+// this many, and twice as many as the last grouping had rows. Mid-incident at 50,000 apps, 30,000 problem apps can each
+// have a reason of their own (pod hashes, cluster names); a fixed 20,000 then forgot them all within every answer, and
+// shortening them again was a third of the answer.
 const MAX_SHORT_REASONS = 20_000;
+let shortReasonsLimit = MAX_SHORT_REASONS;
 const shortReasons = new Map<string, string>();
 
 /** Distinct clusters a group (instance, name) has apps on: the denominator of "Degraded on 12/12 clusters". */
@@ -240,6 +244,7 @@ export function groupProblems(
   stepOf: (row: ProblemRow) => string | undefined = () => undefined,
   version?: number,
 ): ProblemGroup[] {
+  shortReasonsLimit = Math.max(MAX_SHORT_REASONS, 2 * rows.length);
   const named = rows.map((row) => groupOf(row));
   const clustersOfGroup = clustersOfGroups(
     scope,
