@@ -27,10 +27,14 @@ export async function redisClusterUnsupported(): Promise<string | undefined> {
   const server = findBinary('redis-server');
   const cli = findBinary('redis-cli');
   if (!server || !cli) return `no ${server ? 'redis-cli' : 'redis-server'} binary on PATH`;
-  const { stdout } = await run(server, ['--version']);
-  const major = Number(/v=(\d+)\./.exec(stdout)?.[1] ?? 0);
-  if (major < 5) return `redis-server ${stdout.trim()} predates \`redis-cli --cluster create\` (Redis 5)`;
+  if ((await serverMajor(server)) < 5) return `redis-server predates \`redis-cli --cluster create\` (Redis 5)`;
   return undefined;
+}
+
+/** The major version of the redis-server binary. */
+async function serverMajor(server: string): Promise<number> {
+  const { stdout } = await run(server, ['--version']);
+  return Number(/v=(\d+)\./.exec(stdout)?.[1] ?? 0);
 }
 
 async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
@@ -63,6 +67,9 @@ export async function startPrivateRedisCluster(masters = 3, replicas = 0): Promi
     );
     rmSync(dir, { recursive: true, force: true });
   };
+  // Each node also listens on a cluster bus port, by default its port + 10,000: on a busy machine that one can be an
+  // ephemeral port some connection holds, and the node then exits at start. Redis 7 takes the bus port as a setting.
+  const busPortSetting = (await serverMajor(server)) >= 7;
   try {
     for (let i = 0; i < masters * (1 + replicas); i++) {
       const port = await freePort();
@@ -89,6 +96,7 @@ export async function startPrivateRedisCluster(masters = 3, replicas = 0): Promi
         '--cluster-node-timeout',
         replicas ? '1000' : '2000',
       );
+      if (busPortSetting) args.push('--cluster-port', String(await freePort()));
       // A replica must have synced before it may replace its master; the default waits 5 s before the first sync.
       args.push('--repl-diskless-sync-delay', '0');
       const child = spawn(server, args, { stdio: 'ignore', env: onTheMachineClock(process.env) });
