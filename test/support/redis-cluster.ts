@@ -70,48 +70,31 @@ export async function startPrivateRedisCluster(masters = 3, replicas = 0): Promi
   // Each node also listens on a cluster bus port, by default its port + 10,000: on a busy machine that one can be an
   // ephemeral port some connection holds, and the node then exits at start. Redis 7 takes the bus port as a setting.
   const busPortSetting = (await serverMajor(server)) >= 7;
+  /** Spawns node `i` on free ports; resolves once it answers, or with false if it exited first (a port taken meanwhile). */
+  const startNode = async (i: number): Promise<boolean> => {
+    const port = await freePort();
+    ports[i] = port;
+    const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'];
+    args.push('--daemonize', 'no', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`);
+    args.push('--cluster-node-timeout', replicas ? '1000' : '2000');
+    if (busPortSetting) args.push('--cluster-port', String(await freePort()));
+    // A replica must have synced before it may replace its master; the default waits 5 s before the first sync.
+    args.push('--repl-diskless-sync-delay', '0');
+    const child = spawn(server, args, { stdio: 'ignore', env: onTheMachineClock(process.env) });
+    children[i] = child;
+    let exited = false;
+    await waitFor(
+      `redis-server (cluster node) did not answer on port ${port}`,
+      async () => (exited = child.exitCode !== null) || pingRedis('127.0.0.1', port, 200),
+      10_000,
+    );
+    return !exited;
+  };
   try {
     for (let i = 0; i < masters * (1 + replicas); i++) {
-      const port = await freePort();
-      ports.push(port);
-      const args = [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--dir',
-        dir,
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--daemonize',
-        'no',
-      ];
-      args.push(
-        '--cluster-enabled',
-        'yes',
-        '--cluster-config-file',
-        `nodes-${port}.conf`,
-        '--cluster-node-timeout',
-        replicas ? '1000' : '2000',
-      );
-      if (busPortSetting) args.push('--cluster-port', String(await freePort()));
-      // A replica must have synced before it may replace its master; the default waits 5 s before the first sync.
-      args.push('--repl-diskless-sync-delay', '0');
-      const child = spawn(server, args, { stdio: 'ignore', env: onTheMachineClock(process.env) });
-      children.push(child);
-    }
-    for (const [i, port] of ports.entries()) {
-      await waitFor(
-        `redis-server (cluster node) did not answer on port ${port}`,
-        async () => {
-          if (children[i].exitCode !== null)
-            throw new Error(`redis-server exited with code ${children[i].exitCode} (cluster node on port ${port})`);
-          return pingRedis('127.0.0.1', port, 200);
-        },
-        10_000,
-      );
+      let tries = 1;
+      while (!(await startNode(i)))
+        if (++tries > 3) throw new Error(`redis-server exited at start 3 times (cluster node on port ${ports[i]})`);
     }
     await run(
       cli,
