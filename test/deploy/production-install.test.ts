@@ -30,11 +30,17 @@ describe('the production install: compiled JavaScript, production dependencies o
   let sim: SimServer;
   const prefix = testPrefix();
   const asImageUser = process.getuid?.() === 0 ? { uid: 10001, gid: 10001 } : {};
+  // A year ahead under libfaketime, the image runs on the suite's clock: a bot and Slack's signed requests share one
+  // clock, as a pod's and Slack's do.
+  const clock = Object.fromEntries(
+    ['LD_PRELOAD', 'FAKETIME', 'FAKETIME_NO_CACHE'].flatMap((k) => (process.env[k] ? [[k, process.env[k]!]] : [])),
+  );
   const containerEnv = (extra: Record<string, string> = {}) => ({
     PATH: process.env.PATH!,
     NODE_ENV: 'production',
     HOME: '/etc/hostname/home',
     TMPDIR: '/etc/hostname/tmp',
+    ...clock,
     ...extra,
   });
   const run = (args: string[], env: Record<string, string> = {}) =>
