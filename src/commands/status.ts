@@ -1,4 +1,5 @@
 import type { FleetApp, FleetAppSet, FleetView } from '../fleet/model.js';
+import type { ApplicationSet } from '../infra/argocd/types.js';
 import {
   appOfProblem,
   downCount,
@@ -117,6 +118,7 @@ export function selectedApps(fleet: FleetView, sel: AppSelector, scope: string[]
 /** The totals and one line on how it stands: nothing selected, all fine, or how many apps need attention where. */
 function totalsBlocks(
   summary: FleetSummary,
+  perCluster: ProblemsPerCluster,
   groups: readonly ProblemGroup[],
   scope: string[],
   multiInstance: boolean,
@@ -147,7 +149,7 @@ function totalsBlocks(
   const attention = problems.length - waiting;
   const tone = degraded ? 'error' : attention ? 'warn' : 'info';
   const groupCount = groups.filter((g) => g.kind !== 'waiting').length;
-  const clusterCount = new Set(problems.map((p) => `${p.instance}/${p.cluster}`)).size;
+  const clusterCount = perCluster.clusters;
   const head = attention
     ? `*${plural(attention, 'app')} need${attention === 1 ? 's' : ''} attention* in ${plural(groupCount, 'group')} on ${plural(clusterCount, 'cluster')}${degraded ? ` (${formatCount(degraded)} Degraded or Missing)` : ''}`
     : `No failures: ${plural(waiting, 'app')} only wait${waiting === 1 ? 's' : ''} for a RollingSync step`;
@@ -161,15 +163,32 @@ function totalsBlocks(
   ];
 }
 
+interface ProblemsPerCluster {
+  /** Clusters with a problem app. */
+  clusters: number;
+  count: (instance: string, cluster: string) => number;
+}
+
+/** Problem apps per cluster, counted once for the totals line and the cluster lines. */
+function problemsPerCluster(problems: readonly ProblemDetail[]): ProblemsPerCluster {
+  const byInstance = new Map<string, Map<string, number>>();
+  let clusters = 0;
+  for (const p of problems) {
+    let byCluster = byInstance.get(p.instance);
+    if (!byCluster) byInstance.set(p.instance, (byCluster = new Map()));
+    const n = byCluster.get(p.cluster);
+    if (n === undefined) clusters++;
+    byCluster.set(p.cluster, (n ?? 0) + 1);
+  }
+  return { clusters, count: (instance, cluster) => byInstance.get(instance)?.get(cluster) ?? 0 };
+}
+
 /** With more than one cluster: a line per cluster (the worst, when there are many), or one line on how far problems reach. */
-function clusterBlocks(summary: FleetSummary, multiInstance: boolean): ReplyBlock[] {
-  const { clusters, problems } = summary;
+function clusterBlocks(summary: FleetSummary, perCluster: ProblemsPerCluster, multiInstance: boolean): ReplyBlock[] {
+  const { clusters } = summary;
   if (clusters.length <= 1) return [];
-  const problemsByCluster = new Map<string, number>();
-  for (const p of problems)
-    problemsByCluster.set(`${p.instance}/${p.cluster}`, (problemsByCluster.get(`${p.instance}/${p.cluster}`) ?? 0) + 1);
   // Counted once per cluster: the ranking below compares thousands of pairs.
-  const counts = new Map(clusters.map((c) => [c, problemsByCluster.get(`${c.instance}/${c.cluster}`) ?? 0]));
+  const counts = new Map(clusters.map((c) => [c, perCluster.count(c.instance, c.cluster)]));
   const count = (c: ClusterStatus) => counts.get(c)!;
   const withProblems = clusters.filter((c) => count(c) > 0);
   if (withProblems.length > MAX_CLUSTER_LINES) {
@@ -276,11 +295,12 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
   for (const name of rolloutsInFlight(fleet, summary))
     buttons.push({ label: `Show rollout ${name.label}`, command: name.command });
   const frozen = await frozenIn(ctx, selected, now);
+  const perCluster = problemsPerCluster(summary.problems);
   const blocks: ReplyBlock[] = [
     { kind: 'header', text: title },
-    ...totalsBlocks(summary, groups, scope, multiInstance),
+    ...totalsBlocks(summary, perCluster, groups, scope, multiInstance),
     ...frozenBlocks(frozen),
-    ...clusterBlocks(summary, multiInstance),
+    ...clusterBlocks(summary, perCluster, multiInstance),
     ...groupBlocks(groups, now, multiInstance),
     { kind: 'actions', buttons: buttons.slice(0, 5) },
   ];
@@ -405,32 +425,12 @@ export function problemGroups(
     }
     return appSets.get(instance)?.get(name)?.appSet;
   };
-  // Each row's app, RollingSync entry and kind, looked up once for the kind, the step and the row itself.
-  const found = new Map<ProblemRow, { fa?: FleetApp; entry?: RolloutEntry; kind?: ProblemKind }>();
-  const rows = problems.map((p): ProblemRow => {
-    const entry = rolloutEntry(appSetOf(p.instance, p.appSet), p.app);
-    const fa = fleetAppOf(p);
-    const judged = fa && judgeRow(fa, p, entry);
-    // An app waiting for its step has waited since its entry last changed, not since its last sync days ago.
-    const waiting = judged?.kind === 'waiting';
-    let row: ProblemRow;
-    if (entry?.step === '-1') row = { ...p, reason: 'matched by no RollingSync step: Argo CD never syncs it' };
-    else if (judged?.previousRevision)
-      row = {
-        ...p,
-        reason: 'RollingSync counts its step complete, yet it runs the previous revision: sync it by hand',
-      };
-    else if (waiting && entry!.lastTransitionTime) row = { ...p, since: entry!.lastTransitionTime };
-    // Read, never changed, by the grouping: the problem itself serves as its row.
-    else row = p;
-    found.set(row, { fa, entry, kind: judged?.kind });
-    return row;
-  });
+  const kept = problems.map((p) => keptRow(p, appSetOf(p.instance, p.appSet), fleetAppOf));
   return groupProblems(
-    rows,
+    kept.map((k) => k.row),
     selected,
-    (row) => found.get(row)?.kind ?? 'outofsync',
-    (row) => found.get(row)?.entry?.step,
+    (_, i) => kept[i].kind,
+    (_, i) => kept[i].step,
     version,
   );
 }
@@ -448,25 +448,51 @@ export function prepareStatus(fleet: FleetView): void {
 }
 
 type RolloutEntry = ReturnType<typeof rolloutEntry>;
-interface RowJudgement {
+
+/** A problem's row, with the kind and RollingSync step it is grouped by. */
+interface KeptRow {
+  row: ProblemRow;
   kind: ProblemKind;
-  previousRevision: boolean;
+  step?: string;
 }
 
-// What an app and its RollingSync entry say together reads those two objects alone, and the mirror replaces
-// both (the entry with its ApplicationSet) on every change: kept per pair of objects.
-const NO_ENTRY = {};
-const rowJudgements = new WeakMap<object, WeakMap<object, RowJudgement>>();
+// A row reads its problem, the problem's app and the app's RollingSync entry. summarizeApps keeps a problem while its
+// app stays the same, and the mirror replaces an ApplicationSet (its entries with it) on every change: a row is kept
+// per pair of problem and ApplicationSet object.
+const NO_APPSET = {};
+const keptRows = new WeakMap<object, WeakMap<ProblemDetail, KeptRow>>();
 
-function judgeRow(fa: FleetApp, p: ProblemDetail, entry: RolloutEntry): RowJudgement {
-  let byApp = rowJudgements.get(entry ?? NO_ENTRY);
-  if (!byApp) rowJudgements.set(entry ?? NO_ENTRY, (byApp = new WeakMap()));
-  let j = byApp.get(fa.app);
-  if (!j) {
-    j = { kind: problemKind(fa, p.sync, p.health, entry), previousRevision: !!stepOnPreviousRevision(fa.app, entry) };
-    byApp.set(fa.app, j);
+function keptRow(
+  p: ProblemDetail,
+  appSet: ApplicationSet | undefined,
+  fleetAppOf: (p: ProblemDetail) => FleetApp | undefined,
+): KeptRow {
+  let byProblem = keptRows.get(appSet ?? NO_APPSET);
+  if (!byProblem) keptRows.set(appSet ?? NO_APPSET, (byProblem = new WeakMap()));
+  let kept = byProblem.get(p);
+  if (!kept) {
+    kept = rowOf(p, fleetAppOf(p), rolloutEntry(appSet, p.app));
+    byProblem.set(p, kept);
   }
-  return j;
+  return kept;
+}
+
+function rowOf(p: ProblemDetail, fa: FleetApp | undefined, entry: RolloutEntry): KeptRow {
+  const kind = fa ? problemKind(fa, p.sync, p.health, entry) : 'outofsync';
+  const step = entry?.step;
+  if (entry?.step === '-1')
+    return { row: { ...p, reason: 'matched by no RollingSync step: Argo CD never syncs it' }, kind, step };
+  if (fa && stepOnPreviousRevision(fa.app, entry))
+    return {
+      row: { ...p, reason: 'RollingSync counts its step complete, yet it runs the previous revision: sync it by hand' },
+      kind,
+      step,
+    };
+  // An app waiting for its step has waited since its entry last changed, not since its last sync days ago.
+  if (kind === 'waiting' && entry!.lastTransitionTime)
+    return { row: { ...p, since: entry!.lastTransitionTime }, kind, step };
+  // Read, never changed, by the grouping: the problem itself serves as its row.
+  return { row: p, kind, step };
 }
 
 const KIND_TONE: Record<ProblemKind, Tone> = {

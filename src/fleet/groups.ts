@@ -240,73 +240,52 @@ export function clustersOfGroups(
 export function groupProblems(
   rows: readonly ProblemRow[],
   scope: Iterable<FleetApp>,
-  kindOf: (row: ProblemRow) => ProblemKind,
-  stepOf: (row: ProblemRow) => string | undefined = () => undefined,
+  kindOf: (row: ProblemRow, index: number) => ProblemKind,
+  stepOf: (row: ProblemRow, index: number) => string | undefined = () => undefined,
   version?: number,
 ): ProblemGroup[] {
   shortReasonsLimit = Math.max(MAX_SHORT_REASONS, 2 * rows.length);
-  const named = rows.map((row) => groupOf(row));
-  const clustersOfGroup = clustersOfGroups(
-    scope,
-    rows.map((row, i) => ({ instance: row.instance, name: named[i].name })),
-    version,
-  );
-  const groups = new Map<string, ProblemGroup & { clusterSet: Set<string> }>();
-  // Each group's oldest `since` in ms, parsed once per row rather than in every comparison.
-  const sinceMs = new Map<ProblemGroup, number>();
-  rows.forEach((row, i) => {
-    const { name, by } = named[i];
-    const kind = kindOf(row);
-    const step = kind === 'waiting' ? stepOf(row) : undefined;
-    // Waiting apps share their reason by construction: the step they wait for.
-    const reason =
-      kind === 'waiting'
-        ? step
-          ? `step ${step} has not reached them yet`
-          : 'their step has not started yet'
-        : shortReason(row.reason);
-    const key = `${row.instance}\u0000${name}\u0000${kind}\u0000${reason}`;
-    let g = groups.get(key);
+  const groups = new Map<string, ProblemGroup & { clusterSet: Set<string>; sinceMs: number }>();
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i];
+    const kind = kindOf(row, i);
+    const r = groupingOf(row, kind, kind === 'waiting' ? stepOf(row, i) : undefined);
+    let g = groups.get(r.key);
     if (!g) {
       g = {
-        key,
+        key: r.key,
         instance: row.instance,
-        name,
-        by,
+        name: r.name,
+        by: r.by,
         kind,
-        reason,
+        reason: r.reason,
         apps: [],
         clusters: 0,
-        clustersOfGroup: clustersOfGroup(row.instance, name) ?? 1,
+        clustersOfGroup: 1,
         clusterSet: new Set(),
-        ...(step ? { step } : {}),
+        sinceMs: Number.POSITIVE_INFINITY,
+        ...(r.step ? { step: r.step } : {}),
       };
-      groups.set(key, g);
+      groups.set(r.key, g);
     }
-    g.apps.push({
-      app: row.app,
-      instance: row.instance,
-      cluster: row.cluster,
-      ...(row.since ? { since: row.since } : {}),
-    });
+    g.apps.push(r.app);
     g.clusterSet.add(row.cluster);
-    if (row.since) {
-      const ms = Date.parse(row.since);
-      if (!g.since || ms < sinceMs.get(g)!) {
-        g.since = row.since;
-        sinceMs.set(g, ms);
-      }
+    if (row.since && (!g.since || r.sinceMs < g.sinceMs)) {
+      g.since = row.since;
+      g.sinceMs = r.sinceMs;
     }
-  });
+  }
+  const clustersOfGroup = clustersOfGroups(scope, groups.values(), version);
   const out: ProblemGroup[] = [];
   const timeOf = new Map<ProblemGroup, number>();
   for (const full of groups.values()) {
-    const { clusterSet, ...g } = full;
+    const { clusterSet, sinceMs, ...g } = full;
     g.apps.sort((a, b) =>
       a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : a.app < b.app ? -1 : a.app > b.app ? 1 : 0,
     );
-    const group = { ...g, clusters: clusterSet.size, clustersOfGroup: Math.max(g.clustersOfGroup, clusterSet.size) };
-    timeOf.set(group, g.since ? sinceMs.get(full)! : Number.POSITIVE_INFINITY);
+    const ofGroup = clustersOfGroup(g.instance, g.name) ?? 1;
+    const group = { ...g, clusters: clusterSet.size, clustersOfGroup: Math.max(ofGroup, clusterSet.size) };
+    timeOf.set(group, g.since ? sinceMs : Number.POSITIVE_INFINITY);
     out.push(group);
   }
   const time = (g: ProblemGroup) => timeOf.get(g)!;
@@ -318,6 +297,54 @@ export function groupProblems(
       (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) ||
       (a.reason < b.reason ? -1 : a.reason > b.reason ? 1 : 0),
   );
+}
+
+/** What grouping reads of a row, and the group it went to last (its key, for the kind and step it had then). */
+interface RowGrouping {
+  name: string;
+  by: ProblemGroup['by'];
+  app: ProblemGroupApp;
+  /** `since` in ms. */
+  sinceMs: number;
+  kind: ProblemKind;
+  step?: string;
+  reason: string;
+  key: string;
+}
+
+// Rows are never changed once made, and status keeps each problem's row while its app and RollingSync entry stay
+// the same: what a row says for grouping is kept with it. Mid-incident at 50,000 apps, making it anew for every row
+// of every answer (the group's name, the short reason, the key, the app's entry) was most of the grouping.
+const groupings = new WeakMap<ProblemRow, RowGrouping>();
+
+function groupingOf(row: ProblemRow, kind: ProblemKind, step: string | undefined): RowGrouping {
+  const kept = groupings.get(row);
+  if (kept && kept.kind === kind && kept.step === step) return kept;
+  const { name, by } = kept ?? groupOf(row);
+  // Waiting apps share their reason by construction: the step they wait for.
+  const reason =
+    kind === 'waiting'
+      ? step
+        ? `step ${step} has not reached them yet`
+        : 'their step has not started yet'
+      : shortReason(row.reason);
+  const grouping: RowGrouping = {
+    name,
+    by,
+    app: kept?.app ?? {
+      app: row.app,
+      instance: row.instance,
+      cluster: row.cluster,
+      ...(row.since ? { since: row.since } : {}),
+    },
+    sinceMs: kept?.sinceMs ?? (row.since ? Date.parse(row.since) : Number.POSITIVE_INFINITY),
+    kind,
+    ...(step ? { step } : {}),
+    reason,
+    key: `${row.instance}\u0000${name}\u0000${kind}\u0000${reason}`,
+  };
+  groupings.set(row, grouping);
+  return grouping;
 }
 
 const KIND_RANK = Object.fromEntries(PROBLEM_KIND_ORDER.map((k, i) => [k, i])) as Record<ProblemKind, number>;

@@ -263,7 +263,39 @@ function partOf(apps: readonly FleetApp[]): Part {
     }
     if (typeof j !== 'number') part.problems.push(i);
   }
+  part.problems = oldestFirst(apps, part.problems);
   return part;
+}
+
+/** A problem as ordered in a summary: oldest first, problems without a time (never reconciled) last, then by name. */
+interface Aged {
+  since?: string;
+  /** `since` in ms. */
+  ms: number;
+  instance: string;
+  app: string;
+}
+
+function olderFirst(a: Aged, b: Aged): number {
+  if (a.since !== b.since) {
+    if (!a.since) return 1;
+    if (!b.since) return -1;
+    const d = a.ms - b.ms;
+    if (d) return d;
+  }
+  return byText(a.instance, b.instance) || byText(a.app, b.app);
+}
+
+/**
+ * The places of a run's problem apps in summary order. Kept with the run's chunk, so a summary of the whole fleet
+ * sorts runs already in order, which the sort merges rather than orders anew.
+ */
+function oldestFirst(apps: readonly FleetApp[], places: number[]): number[] {
+  const aged = places.map((i) => {
+    const j = judge(apps[i].app) as ProblemJudgement;
+    return { since: j.since, ms: j.sinceMs, instance: apps[i].instance, app: apps[i].app.metadata.name, i };
+  });
+  return aged.sort(olderFirst).map((a) => a.i);
 }
 
 function addCounts(into: PairCounts, from: PairCounts): void {
@@ -322,48 +354,53 @@ export function appOfProblem(p: ProblemDetail): FleetApp | undefined {
 export function summarizeApps(apps: Iterable<FleetApp>, version?: number): FleetSummary {
   const list: readonly FleetApp[] = Array.isArray(apps) ? apps : [...apps];
   const part = list.length >= MIN_CHUNKED ? mergeParts(chunked(list, partOf, version)) : partOf(list);
-  const problems: { detail: ProblemDetail; ms: number }[] = [];
+  const problems: KeptProblem[] = [];
   let now: Date | undefined;
-  for (const i of part.problems) {
-    const fa = list[i];
-    const app = fa.app;
-    const j = judge(app) as ProblemJudgement;
-    const detail: ProblemDetail = {
-      app: app.metadata.name,
-      instance: fa.instance,
-      cluster: fa.cluster,
-      sync: j.sync,
-      health: j.health,
-      reason: j.reason ?? problemReason(app, (now ??= new Date())),
-      ...(j.since ? { since: j.since, sinceKind: j.sinceKind } : {}),
-      appSet: fa.appSet,
-      namespace: app.metadata.namespace,
-    };
-    problemApps.set(detail, fa);
-    problems.push({ detail, ms: j.sinceMs });
-  }
+  const clock = () => (now ??= new Date());
+  for (const i of part.problems) problems.push(problemOf(list[i], clock));
   const clusterList: ClusterStatus[] = [];
   for (const instance of [...part.clusters.keys()].sort(byText)) {
     const map = part.clusters.get(instance)!;
     for (const name of [...map.keys()].sort(byText))
       clusterList.push({ instance, cluster: name, ...totalsOf(map.get(name)!) });
   }
-  // Oldest first; problems without a time (never reconciled) last, then by instance and name.
-  problems.sort((x, y) => {
-    const a = x.detail;
-    const b = y.detail;
-    if (a.since !== b.since) {
-      if (!a.since) return 1;
-      if (!b.since) return -1;
-      const d = x.ms - y.ms;
-      if (d) return d;
-    }
-    return byText(a.instance, b.instance) || byText(a.app, b.app);
-  });
+  // Each chunk's problems come in order already: the sort merges those runs.
+  problems.sort(olderFirst);
   return {
     total: totalsOf(part.total),
     clusters: clusterList,
     problems: problems.map((p) => p.detail),
     appSets: new Map([...part.appSets].map(([instance, names]) => [instance, new Set(names)])),
   };
+}
+
+interface KeptProblem extends Aged {
+  detail: ProblemDetail;
+}
+
+// A problem's detail reads its FleetApp alone, which the mirror replaces on every change (never editing it in
+// place): kept per FleetApp, unless its reason reads the clock. Mid-incident, most of a large fleet is a problem on
+// every answer, and making each detail anew was much of the answer. Readers never change a detail.
+const keptProblems = new WeakMap<FleetApp, KeptProblem>();
+
+function problemOf(fa: FleetApp, now: () => Date): KeptProblem {
+  const kept = keptProblems.get(fa);
+  if (kept) return kept;
+  const app = fa.app;
+  const j = judge(app) as ProblemJudgement;
+  const detail: ProblemDetail = {
+    app: app.metadata.name,
+    instance: fa.instance,
+    cluster: fa.cluster,
+    sync: j.sync,
+    health: j.health,
+    reason: j.reason ?? problemReason(app, now()),
+    ...(j.since ? { since: j.since, sinceKind: j.sinceKind } : {}),
+    appSet: fa.appSet,
+    namespace: app.metadata.namespace,
+  };
+  problemApps.set(detail, fa);
+  const problem = { detail, since: j.since, ms: j.sinceMs, instance: fa.instance, app: detail.app };
+  if (j.reason !== undefined) keptProblems.set(fa, problem);
+  return problem;
 }
