@@ -1,5 +1,6 @@
 import type { ArgoApi } from '../infra/argocd/api.js';
 import type { Application } from '../infra/argocd/types.js';
+import { isProblem, syncOf } from './status.js';
 
 /**
  * Gets in flight at once. Each waits on a round trip to the API server, so how many run at once sets how long a
@@ -11,12 +12,14 @@ export const HEALTH_FETCHES_AT_ONCE = 8;
 const HEALTHY = new Set(['Healthy', 'Suspended']);
 
 /**
- * Whether an app as listed is unhealthy without its resources' health: Argo CD's List leaves that out since v3.0
+ * Whether an app as listed is a problem without its resources' health: Argo CD's List leaves that out since v3.0
  * (a Get, a watch event fills it in), and "Degraded" without the crash-loop message is no answer mid-incident.
+ * Only problems (`isProblem`) are fetched: their reasons are what answers quote. An app Progressing and Synced is
+ * none, and nothing reads its resources' messages: in the simulated 10,000-app fleet it was 148 of 331 fetches.
  */
 export function lacksResourceHealth(app: Application): boolean {
   const health = app.status?.health?.status;
-  if (!health || HEALTHY.has(health)) return false;
+  if (!health || HEALTHY.has(health) || !isProblem(syncOf(app), health)) return false;
   const resources = app.status?.resources ?? [];
   return resources.length > 0 && resources.every((r) => r.health === undefined);
 }

@@ -82,6 +82,19 @@ describe('HealthFetches', () => {
     await fetches.close();
   });
 
+  it('fetches the problem apps only: Progressing and Synced is no problem, and nothing reads its resources', () => {
+    const withSync = (health: string, sync: string) => {
+      const app = listed(`${health}-${sync}`, health);
+      app.status!.sync = { status: sync } as NonNullable<Application['status']>['sync'];
+      return app;
+    };
+    expect(lacksResourceHealth(withSync('Progressing', 'Synced'))).toBe(false);
+    expect(lacksResourceHealth(withSync('Progressing', 'OutOfSync'))).toBe(true);
+    expect(lacksResourceHealth(withSync('Degraded', 'Synced'))).toBe(true);
+    expect(lacksResourceHealth(withSync('Missing', 'OutOfSync'))).toBe(true);
+    expect(lacksResourceHealth(withSync('Healthy', 'OutOfSync'))).toBe(false);
+  });
+
   it(`keeps at most ${HEALTH_FETCHES_AT_ONCE} fetches in flight and resolves close() once all have ended`, async () => {
     const { api, asked, answer, mostInFlight } = fakeApi();
     const fetches = new HealthFetches(api, options());
