@@ -77,6 +77,33 @@ describe('app-degraded: an app Degraded or Missing for longer than `after`, what
     controller.stop();
   });
 
+  it('names the prune fix from the fleet as it is at each diagnosis: once the neighbours are pruned it is gone', () => {
+    const { controller, fleet } = simulate('seed-outage');
+    // One fleet object throughout, changed in place as the mirror changes it: nothing read of an earlier version.
+    const f = fleet();
+    const alerts = alertsSchema.parse({ rules: { 'degraded-after-sync': { window: '2m' } } });
+    const fix = () => {
+      const now = controller.clock.now();
+      const appSets = diagnoseFleet(f, { stuckAfterMs: DEFAULT_STUCK_AFTER_MS, now });
+      return diagnoseFleetWide(f, now, alerts, appSets).find((x) => x.rule === 'app-degraded')!.fix;
+    };
+    expect(fix()).toContain('`sync auth-config-prod-* prune=true`');
+    const neighbours = f.apps().filter((a) => a.app.metadata.name.startsWith('auth-config-'));
+    expect(neighbours.length).toBeGreaterThan(1);
+    for (const a of neighbours) {
+      const status = a.app.status!;
+      const pruned = {
+        ...status,
+        sync: { ...status.sync!, status: 'Synced' as const },
+        resources: status.resources!.filter((r) => !r.requiresPruning),
+      };
+      f.upsertApp({ ...a, app: { ...a.app, status: pruned } });
+    }
+    expect(fix()).not.toContain('prune=true');
+    expect(fix()).toContain('`rollback auth-service-');
+    controller.stop();
+  });
+
   it('keeps a blip quiet: an app Degraded for less than `after` raises nothing; past it one alert; Healthy again, none', () => {
     const { controller, conditions, instance } = simulate('seed-outage');
     // Only app-degraded judges here (degraded-after-sync would claim an app that crashes right after its sync).
