@@ -68,7 +68,7 @@ export function isTimeZone(timeZone: string): boolean {
 /** "14:05:09" (or "14:05"): the time of day in the display time zone, for lines read beside others of the same day. */
 export function clockTime(at: Date, opts: { seconds?: boolean } = {}): string {
   const seconds = opts.seconds ?? true;
-  return new Intl.DateTimeFormat('en-GB', {
+  return dateFormat('en-GB', {
     timeZone: displayTimeZone,
     hour: '2-digit',
     minute: '2-digit',
@@ -99,7 +99,7 @@ export function displayZone(): string {
 export function absoluteTime(iso: string, timeZone = displayTimeZone): string {
   const t = Date.parse(iso);
   if (Number.isNaN(t)) return iso;
-  return new Intl.DateTimeFormat('en-GB', {
+  return dateFormat('en-GB', {
     timeZone,
     day: 'numeric',
     month: 'short',
@@ -108,6 +108,17 @@ export function absoluteTime(iso: string, timeZone = displayTimeZone): string {
     hourCycle: 'h23',
     timeZoneName: 'short',
   }).format(t);
+}
+
+// Making a formatter costs far more than using one (tens of microseconds), and an alert sweep over a fleet
+// mid-incident formats a time per app: each formatter is made once.
+const dateFormats = new Map<string, Intl.DateTimeFormat>();
+
+function dateFormat(locale: string, options: Intl.DateTimeFormatOptions): Intl.DateTimeFormat {
+  const key = `${locale} ${JSON.stringify(options)}`;
+  let format = dateFormats.get(key);
+  if (!format) dateFormats.set(key, (format = new Intl.DateTimeFormat(locale, options)));
+  return format;
 }
 
 /**
