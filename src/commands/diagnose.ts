@@ -130,5 +130,7 @@ export const diagnoseCommand: CommandSpec<'diagnose'> = {
     ...FLEET_RULES.filter((r) => r.appSet || r.diagnoseFleet).map((r) => `\`${r.meta.id}\` — ${r.meta.title}`),
   ].join('\n'),
   readOnly: true,
+  // Rules over the mirror, the config and the clock: a crowd asking mid-incident costs one pass.
+  sharedAnswer: true,
   run: runDiagnose,
 };

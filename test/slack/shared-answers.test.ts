@@ -178,3 +178,28 @@ describe('a shared status answer', () => {
     expect(c.blocks.at(-1)).toBe(a.blocks.at(-1));
   });
 });
+
+describe('a shared diagnose answer', () => {
+  it('is computed once for a crowd at one mirror version, and anew once the mirror changes', async () => {
+    const objects = smallFleetObjects();
+    const fleet = StaticFleet.fromObjects(objects);
+    const services: Services = {
+      config: (await import('../../src/infra/config/schema.js')).configSchema.parse({
+        instances: objects.map((i) => ({ name: i.name, url: `https://${i.name}.argocd.example`, token: 't' })),
+      }),
+      fleet,
+      argocd: new Map(),
+      now: () => new Date('2026-12-02T18:00:00Z'),
+    };
+    const ask = (user: string) => dispatch('diagnose', { services, user, surface: 'slack' });
+    const [a, b] = await Promise.all([ask('U1'), ask('U2')]);
+    const c = await ask('U3');
+    expect([a, b, c].every((r) => r.ok)).toBe(true);
+    expect(b.blocks[0]).toBe(a.blocks[0]);
+    expect(c.blocks[0]).toBe(a.blocks[0]);
+    fleet.upsertApp({ ...fleet.apps()[0] });
+    const d = await ask('U1');
+    expect(d.blocks[0]).not.toBe(a.blocks[0]);
+    expect(d.blocks[0]).toEqual(a.blocks[0]);
+  });
+});
