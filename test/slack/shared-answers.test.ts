@@ -3,6 +3,7 @@ import { dispatch } from '../../src/commands/index.js';
 import type { Services } from '../../src/commands/registry.js';
 import { SHARED_ANSWER_MS } from '../../src/commands/shared-answers.js';
 import { StaticFleet } from '../../src/fleet/model.js';
+import { configSchema } from '../../src/infra/config/schema.js';
 import { registerTestCommand } from '../support/replies.js';
 import { postSlashCommand } from '../support/slack-request.js';
 import { smallFleetObjects } from './fixture.js';
@@ -140,6 +141,18 @@ describe('answers shared between askers, through Bolt’s HTTP receiver', () => 
   });
 });
 
+/** Services as a bot has them over `fleet`, whose instances are `objects`', at a fixed time. */
+function servicesOver(objects: { name: string }[], fleet: StaticFleet): Services {
+  return {
+    config: configSchema.parse({
+      instances: objects.map((i) => ({ name: i.name, url: `https://${i.name}.argocd.example`, token: 't' })),
+    }),
+    fleet,
+    argocd: new Map(),
+    now: () => new Date('2026-12-02T18:00:00Z'),
+  };
+}
+
 describe('a shared status answer', () => {
   /** One instance the mirror lost: every answer says so, once. */
   class LostFleet extends StaticFleet {
@@ -156,14 +169,7 @@ describe('a shared status answer', () => {
     const base = StaticFleet.fromObjects(objects);
     const fleet = new LostFleet(['prod', 'staging']);
     fleet.load([...base.apps()], [...base.appSets()], [...base.clusters()]);
-    const services: Services = {
-      config: (await import('../../src/infra/config/schema.js')).configSchema.parse({
-        instances: objects.map((i) => ({ name: i.name, url: `https://${i.name}.argocd.example`, token: 't' })),
-      }),
-      fleet,
-      argocd: new Map(),
-      now: () => new Date('2026-12-02T18:00:00Z'),
-    };
+    const services = servicesOver(objects, fleet);
     const ask = (user: string) => dispatch('status', { services, user, surface: 'slack' });
     const [a, b] = await Promise.all([ask('U1'), ask('U2')]);
     const c = await ask('U3');
@@ -183,14 +189,7 @@ describe('a shared diagnose answer', () => {
   it('is computed once for a crowd at one mirror version, and anew once the mirror changes', async () => {
     const objects = smallFleetObjects();
     const fleet = StaticFleet.fromObjects(objects);
-    const services: Services = {
-      config: (await import('../../src/infra/config/schema.js')).configSchema.parse({
-        instances: objects.map((i) => ({ name: i.name, url: `https://${i.name}.argocd.example`, token: 't' })),
-      }),
-      fleet,
-      argocd: new Map(),
-      now: () => new Date('2026-12-02T18:00:00Z'),
-    };
+    const services = servicesOver(objects, fleet);
     const ask = (user: string) => dispatch('diagnose', { services, user, surface: 'slack' });
     const [a, b] = await Promise.all([ask('U1'), ask('U2')]);
     const c = await ask('U3');
