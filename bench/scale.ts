@@ -44,6 +44,7 @@ const RUNS = 50;
 const CHANGING = 2000;
 const BURSTS = 3;
 const WARM_BUILDS = 3;
+const DIAGNOSE_RUNS = 20;
 const TARGETS = { buildVsFloor: 1.3, statusP95At50k: 50, eventsPerS: 2000, rss10k: 180, rss50k: 450 };
 
 export interface ScaleResult {
@@ -65,8 +66,11 @@ export interface ScaleResult {
   /** The same with the chart's `bot.nodeFlags` (its V8 heap cap), as a pod runs it. */
   chart: { rssMb: number; peakMb: number };
   eventsPerS: number;
-  /** `status` once most of the fleet is failing (the churn swept it, flipping each app's health): as an incident asks. */
-  incident: { problems: number; p50: number; p95: number };
+  /**
+   * `status` and `diagnose` once most of the fleet is failing (the churn swept it, flipping each app's health): as
+   * an incident asks.
+   */
+  incident: { problems: number; p50: number; p95: number; diagnose: { p50: number; p95: number } };
   /** The bot's own CPU (user + system) per 1,000 app events absorbed: robust to the machine's load, unlike events/s. */
   cpuMsPerKEvents: number;
   load: string;
@@ -90,10 +94,9 @@ async function floor(sim: SimChild): Promise<number> {
   return performance.now() - t0;
 }
 
-/** One size, in this process: prints nothing, returns its numbers. */
 /**
- * `status` mid-incident: the simulator's churn sweeps the whole fleet once, flipping each app's health, so most apps
- * end up Degraded, each with a reason of its own; the answers are timed once the mirror has every change.
+ * `status` and `diagnose` mid-incident: the simulator's churn sweeps the whole fleet once, flipping each app's health,
+ * so most apps end up Degraded, each with a reason of its own; the answers are timed once the mirror has every change.
  */
 async function midIncidentStatus(sim: Awaited<ReturnType<typeof startSimChild>>): Promise<ScaleResult['incident']> {
   const bot = await buildMirror(simConfig(sim));
@@ -123,9 +126,16 @@ async function sweptStatus(
   }
   const problems = summarizeApps(bot.mirror.apps()).problems.length;
   const status = await measure(ctx, 'status', () => '', RUNS);
-  return { problems, p50: status.answer.p50, p95: status.answer.p95 };
+  const diagnose = await measure(ctx, 'diagnose', () => '', DIAGNOSE_RUNS);
+  return {
+    problems,
+    p50: status.answer.p50,
+    p95: status.answer.p95,
+    diagnose: { p50: diagnose.answer.p50, p95: diagnose.answer.p95 },
+  };
 }
 
+/** One size, in this process: prints nothing, returns its numbers. */
 async function measureOne(apps: number, latencyMs: number): Promise<ScaleResult> {
   const instances = instancesFor(apps);
   // Every app with ten deployments in its history, Argo CD's default limit, as a fleet that has run a while.
@@ -188,7 +198,7 @@ async function measureOne(apps: number, latencyMs: number): Promise<ScaleResult>
       }
       const result = {
         apps,
-        incident: { problems: 0, p50: 0, p95: 0 },
+        incident: { problems: 0, p50: 0, p95: 0, diagnose: { p50: 0, p95: 0 } },
         instances,
         floorMs: median(floors),
         coldBuildMs,
@@ -355,7 +365,7 @@ export async function runScaleBench(sizes = [1000, 10_000, 50_000], latencyMs = 
   );
   for (const r of results)
     console.log(
-      `  ${r.apps.toLocaleString('en')} apps mid-incident (the churn swept the fleet once): ${r.incident.problems.toLocaleString('en')} problem apps, status p50 ${ms(r.incident.p50)} / p95 ${ms(r.incident.p95)} ms`,
+      `  ${r.apps.toLocaleString('en')} apps mid-incident (the churn swept the fleet once): ${r.incident.problems.toLocaleString('en')} problem apps, status p50 ${ms(r.incident.p50)} / p95 ${ms(r.incident.p95)} ms, diagnose p50 ${ms(r.incident.diagnose.p50)} / p95 ${ms(r.incident.diagnose.p95)} ms`,
     );
   return results;
 }
