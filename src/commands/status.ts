@@ -518,9 +518,9 @@ function groupItem(g: ProblemGroup, now: Date, multiInstance: boolean): ReplyIte
     const label = PROBLEM_KIND_LABEL[g.kind];
     // A lone app is named unless its name is just the group's on its cluster (`search` on prod-1 is search-prod-1).
     const lone = g.apps[0];
-    const named = g.apps.every((a) => a.app === `${g.name}-${a.cluster}`);
+    const named = () => g.apps.every((a) => isNamedFor(a.app, g.name, a.cluster));
     const who =
-      g.by === 'app' || (named && n === g.clusters)
+      g.by === 'app' || (n === g.clusters && named())
         ? ''
         : n === 1
           ? `${lone.app} `
@@ -539,6 +539,16 @@ function groupItem(g: ProblemGroup, now: Date, multiInstance: boolean): ReplyIte
   return { text, tone: KIND_TONE[g.kind] };
 }
 
+/** Whether `app` is `<name>-<cluster>`, without building the name: a group of thousands of apps is checked per answer. */
+function isNamedFor(app: string, name: string, cluster: string): boolean {
+  return (
+    app.length === name.length + 1 + cluster.length &&
+    app.charCodeAt(name.length) === 45 /* - */ &&
+    app.startsWith(name) &&
+    app.endsWith(cluster)
+  );
+}
+
 /** The selection that shows a group's apps: its appset, its service glob, or the app. */
 function groupSelector(g: ProblemGroup): string {
   return g.by === 'service' ? `${g.name}-*` : g.name;
@@ -547,11 +557,13 @@ function groupSelector(g: ProblemGroup): string {
 /** RollingSync appsets of the selected apps whose rollout is not complete; problem apps' appsets first. */
 function rolloutsInFlight(fleet: FleetView, summary: FleetSummary): { label: string; command: string }[] {
   const keys: [string, string][] = [];
-  const seen = new Set<string>();
+  // instance -> appset names seen: mid-incident every problem app names its appset.
+  const seen = new Map<string, Set<string>>();
   const add = (instance: string, name: string) => {
-    const key = `${instance}/${name}`;
-    if (!seen.has(key)) {
-      seen.add(key);
+    let names = seen.get(instance);
+    if (!names) seen.set(instance, (names = new Set()));
+    if (!names.has(name)) {
+      names.add(name);
       keys.push([instance, name]);
     }
   };
