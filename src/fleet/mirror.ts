@@ -15,7 +15,9 @@ import {
 } from './model.js';
 import { normalizeServer } from '../infra/argocd/objects.js';
 import { leanApp } from './lean.js';
-import { HealthFetches, lacksResourceHealth } from './health-fetches.js';
+import { HEALTH_FETCHES_AT_ONCE, HealthFetches, lacksResourceHealth } from './health-fetches.js';
+import { mapConcurrent } from '../core/concurrency.js';
+import { ArgoError } from '../infra/argocd/errors.js';
 import { RollcallError } from '../core/errors.js';
 
 export interface FleetMirrorOptions {
@@ -83,6 +85,8 @@ interface InstanceState {
   relistTimer?: NodeJS.Timeout;
   relisting?: Promise<void>;
   relistAgain: boolean;
+  /** Reading again the apps that were in motion when listed, once the streams are up (`catchUp`). */
+  catchingUp?: Promise<void>;
   retryTimer?: NodeJS.Timeout;
   retryDelay: number;
   clusterLookupAt: number;
@@ -184,7 +188,7 @@ export class FleetMirror extends FleetIndex {
       s.lostTimer = undefined;
       s.appsConnected = s.appSetsConnected = false;
     }
-    await Promise.all([...this.states.values()].map((s) => s.relisting?.catch(() => undefined)));
+    await Promise.all([...this.states.values()].flatMap((s) => [s.relisting?.catch(() => undefined), s.catchingUp]));
   }
 
   override health(): InstanceHealth[] {
@@ -308,6 +312,7 @@ export class FleetMirror extends FleetIndex {
       this.openAppsWatch(s, apps.metadata?.resourceVersion);
       this.openAppSetsWatch(s, appSets.metadata?.resourceVersion);
       await this.waitForStreams(s);
+      s.catchingUp = this.catchUp(s);
     } catch (error) {
       fetches?.cancel();
       s.error = failureOf(error);
@@ -457,6 +462,39 @@ export class FleetMirror extends FleetIndex {
     const fleetAppSet = { instance: s.name, appSet };
     const previous = this.upsertAppSet(fleetAppSet);
     this.emitAppSet(s, previous ? 'MODIFIED' : 'ADDED', fleetAppSet, previous);
+  }
+
+  /**
+   * Argo CD's watch replays nothing (`resourceVersion` only skips the snapshot), so a change between the list's
+   * snapshot and the streams' start is on neither. An app Argo CD was still working on when listed (an operation
+   * pending or running, health Progressing) would keep that state until its next change, and a run waiting for it
+   * would wait for ever: a worker that starts while a sync completes apps meets exactly that. Once the streams carry
+   * every later change, those apps are read again; what comes back is applied unless a stream event changed the app
+   * meanwhile, and an app gone since is removed.
+   */
+  private async catchUp(s: InstanceState): Promise<void> {
+    const moving = this.apps().filter((a) => a.instance === s.name && inMotion(a.app));
+    await mapConcurrent(moving, HEALTH_FETCHES_AT_ONCE, async ({ app: seen }) => {
+      if (this.stopped) return;
+      const { name, namespace } = seen.metadata;
+      const fresh = await s.api
+        .getApplication({ name, appNamespace: namespace, project: seen.spec?.project })
+        .catch((error: unknown) => (error instanceof ArgoError && error.kind === 'not_found' ? null : undefined));
+      const current = this.findApp(s.name, name, namespace);
+      if (
+        this.stopped ||
+        fresh === undefined ||
+        current?.app.metadata.resourceVersion !== seen.metadata.resourceVersion
+      )
+        return;
+      if (fresh === null) {
+        const previous = this.removeApp(s.name, name, namespace);
+        if (previous) this.emitApp(s, 'DELETED', previous, previous);
+      } else if (fresh.metadata.resourceVersion !== seen.metadata.resourceVersion) {
+        const tagged = this.tag(s, fresh);
+        this.emitApp(s, 'MODIFIED', tagged, this.upsertApp(tagged));
+      }
+    });
   }
 
   /** The fetches of one list's unhealthy apps, or none when enrichment is off. */
@@ -663,4 +701,12 @@ interface RollcallFailure {
 
 function failureOf(error: unknown): RollcallFailure {
   return { message: (error as Error).message, ...(error instanceof RollcallError ? { code: error.code } : {}) };
+}
+
+/** Whether Argo CD was still working on an app: an operation pending or running, or health still settling. */
+function inMotion(app: Application): boolean {
+  const phase = app.status?.operationState?.phase;
+  return (
+    !!app.operation || phase === 'Running' || phase === 'Terminating' || app.status?.health?.status === 'Progressing'
+  );
 }

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ArgoClient } from '../../src/infra/argocd/client.js';
+import type { ArgoApi } from '../../src/infra/argocd/api.js';
 import type { Application } from '../../src/infra/argocd/types.js';
 import { instanceSchema } from '../../src/infra/config/schema.js';
 import type { FleetEvent } from '../../src/fleet/events.js';
@@ -179,6 +180,43 @@ describe('FleetMirror over the simulator (2 instances)', () => {
       'app-removed web-prod-us1',
     ]);
     await expect.poll(() => mirror.health().find((h) => h.instance === 'prod')?.synced, { timeout: 3000 }).toBe(true);
+  });
+
+  it('reads again what was in motion when listed: an operation that ended before the streams started is seen', async () => {
+    sim = await startTestSim({ fixture: 'sim-multi-instance.json' });
+    // Streams that stay up (no reconnect, whose relist would catch up too): only reading again can see the end.
+    const clients = clientsFor(sim, 60_000);
+    const store = sim.state.instance('prod')!;
+    const name = 'payments-prod-eu1';
+    const withPhase = (phase: 'Running' | 'Succeeded') => {
+      const app = structuredClone(store.apps.get(name)!) as Application;
+      const op = app.status!.operationState!;
+      app.status!.operationState = { ...op, phase, finishedAt: phase === 'Running' ? undefined : op.finishedAt };
+      store.putApp(app);
+    };
+    withPhase('Running');
+    // The sync ends after the list's snapshot and before the streams subscribe: Argo CD's watch replays nothing,
+    // so neither the list nor the stream carries it.
+    const prod = clients.get('prod')!;
+    const gap: ArgoApi = Object.create(prod, {
+      watchApplications: {
+        value: (...args: Parameters<ArgoApi['watchApplications']>) => {
+          withPhase('Succeeded');
+          return prod.watchApplications(...args);
+        },
+      },
+    });
+    mirror = new FleetMirror(
+      new Map([...clients, ['prod', gap]]),
+      sim.instances.map((i) => ({ name: i.name })),
+      { relistDelayMs: 20, retryMs: 50 },
+    );
+    const events: AppEvent[] = [];
+    mirror.subscribe((e) => isAppEvent(e) && events.push(e));
+    await mirror.start();
+    const phase = () => mirror!.findApp('prod', name, 'argocd')?.app.status?.operationState?.phase;
+    await expect.poll(phase, { timeout: 3000 }).toBe('Succeeded');
+    expect(events.filter((e) => e.app.app.metadata.name === name).map((e) => e.kind)).toEqual(['app-changed']);
   });
 
   it('reflects an ApplicationSet upserted through the client', async () => {
