@@ -685,6 +685,10 @@ export class FleetMirror extends FleetIndex {
     if (reopen) {
       this.openAppsWatch(s, apps.metadata?.resourceVersion);
       this.openAppSetsWatch(s, appSets.metadata?.resourceVersion);
+      // As after the first list: what changed before the new streams subscribed is on neither.
+      void this.waitForStreams(s).then(() => {
+        if (!this.stopped) s.catchingUp = this.catchUp(s);
+      });
     }
   }
 }

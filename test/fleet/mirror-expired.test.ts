@@ -21,39 +21,53 @@ afterAll(async () => {
   await server.stop();
 });
 
+/** The instance's clusters and (empty) ApplicationSets. */
+function scriptInstance(): void {
+  server.on('GET', `${API}/clusters`, { body: { items: [{ name: 'prod-eu1', server: 'https://eu1.k8s' }] } });
+  server.on('GET', `${API}/applicationsets`, { body: { metadata: { resourceVersion: '5' }, items: [] } });
+}
+
+/** The apps stream says 410 (too old) 30 ms after it opens; the stream opened after that stays up. */
+function scriptExpiringStream(): void {
+  server.on('GET', `${API}/stream/applicationsets`, { stream: (res) => sseOpen(res) });
+  server.on(
+    'GET',
+    `${API}/stream/applications`,
+    {
+      stream: (res) => {
+        sseOpen(res);
+        setTimeout(
+          () =>
+            sseSend(res, {
+              error: { grpc_code: 11, http_code: 410, message: 'too old resource version: 5', http_status: 'Gone' },
+            }),
+          30,
+        );
+      },
+    },
+    { stream: (res) => sseOpen(res) },
+  );
+}
+
+function mirrorOfServer(): FleetMirror {
+  const client = new ArgoClient(instanceSchema.parse({ name: 'eu', url: server.url, token: 't', timeout: 1000 }), {
+    watch: { keepAliveMs: 5000, backoff: { baseMs: 10, maxMs: 20 } },
+  });
+  return new FleetMirror(new Map([['eu', client]]), [], { relistDelayMs: 10, retryMs: 20 });
+}
+
 describe('FleetMirror when a stream cannot resume (410)', () => {
   it('relists, reconciles with events, and reopens the stream from the new list', async () => {
-    server.on('GET', `${API}/clusters`, { body: { items: [{ name: 'prod-eu1', server: 'https://eu1.k8s' }] } });
-    server.on('GET', `${API}/applicationsets`, { body: { metadata: { resourceVersion: '5' }, items: [] } });
+    scriptInstance();
     server.on(
       'GET',
       `${API}/applications`,
       { body: { metadata: { resourceVersion: '5' }, items: [app('a', '3'), app('gone', '4')] } },
       { body: { metadata: { resourceVersion: '9' }, items: [app('a', '7'), app('b', '8')] } },
     );
-    server.on('GET', `${API}/stream/applicationsets`, { stream: (res) => sseOpen(res) });
-    server.on(
-      'GET',
-      `${API}/stream/applications`,
-      {
-        stream: (res) => {
-          sseOpen(res);
-          setTimeout(
-            () =>
-              sseSend(res, {
-                error: { grpc_code: 11, http_code: 410, message: 'too old resource version: 5', http_status: 'Gone' },
-              }),
-            30,
-          );
-        },
-      },
-      { stream: (res) => sseOpen(res) },
-    );
+    scriptExpiringStream();
 
-    const client = new ArgoClient(instanceSchema.parse({ name: 'eu', url: server.url, token: 't', timeout: 1000 }), {
-      watch: { keepAliveMs: 5000, backoff: { baseMs: 10, maxMs: 20 } },
-    });
-    const mirror = new FleetMirror(new Map([['eu', client]]), [], { relistDelayMs: 10, retryMs: 20 });
+    const mirror = mirrorOfServer();
     const events: FleetEvent[] = [];
     mirror.subscribe((e) => e.kind.startsWith('app-') && events.push(e));
     await mirror.start();
@@ -77,6 +91,37 @@ describe('FleetMirror when a stream cannot resume (410)', () => {
         'app-removed gone',
       ]);
       await expect.poll(() => mirror.health()[0].synced).toBe(true);
+    } finally {
+      await mirror.stop();
+    }
+  });
+});
+
+describe('FleetMirror after reopening an expired stream', () => {
+  it('reads again what was in motion when relisted: a sync that ended before the new stream subscribed is seen', async () => {
+    const running = (rv: string, phase: string): Application =>
+      ({
+        ...app('a', rv),
+        status: { operationState: { phase, startedAt: '2026-12-06T10:00:00Z' } },
+      }) as Application;
+    scriptInstance();
+    server.on(
+      'GET',
+      `${API}/applications`,
+      { body: { metadata: { resourceVersion: '5' }, items: [app('a', '3')] } },
+      { body: { metadata: { resourceVersion: '9' }, items: [running('7', 'Running')] } },
+    );
+    // The sync ends after the relist and before the new stream subscribes: only a read of the app can see it.
+    server.on('GET', `${API}/applications/a`, { body: running('10', 'Succeeded') });
+    scriptExpiringStream();
+    const mirror = mirrorOfServer();
+    await mirror.start();
+    try {
+      const a = () => mirror.findApp('eu', 'a', 'argocd')?.app;
+      await expect
+        .poll(() => `${a()?.metadata.resourceVersion} ${a()?.status?.operationState?.phase}`, { timeout: 3000 })
+        .toBe('10 Succeeded');
+      expect(server.requestsTo(`${API}/applications/a`)).toHaveLength(1);
     } finally {
       await mirror.stop();
     }
