@@ -480,7 +480,7 @@ function keptRow(
 function rowOf(p: ProblemDetail, fa: FleetApp | undefined, entry: RolloutEntry): KeptRow {
   const kind = fa ? problemKind(fa, p.sync, p.health, entry) : 'outofsync';
   const step = entry?.step;
-  if (entry?.step === '-1')
+  if (step === '-1')
     return { row: { ...p, reason: 'matched by no RollingSync step: Argo CD never syncs it' }, kind, step };
   if (fa && stepOnPreviousRevision(fa.app, entry))
     return {

@@ -479,7 +479,15 @@ export class FleetMirror extends FleetIndex {
       const { name, namespace } = seen.metadata;
       const fresh = await s.api
         .getApplication({ name, appNamespace: namespace, project: seen.spec?.project })
-        .catch((error: unknown) => (error instanceof ArgoError && error.kind === 'not_found' ? null : undefined));
+        .catch((error: unknown) => {
+          if (error instanceof ArgoError && error.kind === 'not_found') return null;
+          // Left as listed until its next change or a relist, as an app whose enrichment fetch failed.
+          this.log?.debug(
+            { instance: s.name, app: name, err: (error as Error).message },
+            'could not read an app again',
+          );
+          return undefined;
+        });
       const current = this.findApp(s.name, name, namespace);
       if (
         this.stopped ||
