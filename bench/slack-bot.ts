@@ -123,11 +123,14 @@ async function crowdRounds(
   return row;
 }
 
-export async function runSlackBotBench(opts: { apps?: number; rounds?: number } = {}): Promise<BotBurstRow[]> {
+export async function runSlackBotBench(
+  opts: { apps?: number; rounds?: number; role?: 'bot' | 'all' } = {},
+): Promise<BotBurstRow[]> {
   const apps = opts.apps ?? 10_000;
   const rounds = opts.rounds ?? 3;
+  const role = opts.role ?? 'bot';
   header(
-    `${CONCURRENT} concurrent signed /argo commands against \`rollcall start --role bot\` over HTTP, ${apps.toLocaleString('en')}-app fleet (targets: ack p99 ≤ ${ACK_P99_TARGET_MS} ms, answer p95 ≤ ${ANSWER_P95_TARGET_MS} ms)`,
+    `${CONCURRENT} concurrent signed /argo commands against \`rollcall start --role ${role}\` over HTTP, ${apps.toLocaleString('en')}-app fleet (targets: ack p99 ≤ ${ACK_P99_TARGET_MS} ms, answer p95 ≤ ${ANSWER_P95_TARGET_MS} ms)`,
   );
   console.log(`  ${machineLine()}`);
   const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-bench-slack-bot-'));
@@ -163,6 +166,7 @@ export async function runSlackBotBench(opts: { apps?: number; rounds?: number } 
     for (const [variant, flags] of variants) {
       const t0 = performance.now();
       const bot = await startBot(sim, apiUrl, dir, prefix, {
+        role,
         flags: [...(process.env.BENCH_BOT_FLAGS?.split(' ').filter(Boolean) ?? []), ...flags],
       });
       const pid = bot.child.pid!;
@@ -305,10 +309,14 @@ export async function runSlackBotBench(opts: { apps?: number; rounds?: number } 
 }
 
 if (isMain(import.meta.url)) {
-  const { values } = parseArgs({ options: { apps: { type: 'string' }, rounds: { type: 'string' } } });
+  const { values } = parseArgs({
+    options: { apps: { type: 'string' }, rounds: { type: 'string' }, role: { type: 'string' } },
+  });
+  if (values.role && values.role !== 'bot' && values.role !== 'all') throw new Error('--role is bot or all');
   runSlackBotBench({
     apps: values.apps ? Number(values.apps) : undefined,
     rounds: values.rounds ? Number(values.rounds) : undefined,
+    role: values.role as 'bot' | 'all' | undefined,
   }).then(
     () => process.exit(0),
     (error: unknown) => {

@@ -52,6 +52,11 @@ export interface CommandContext {
   /** The terminal's --yes. */
   assumeYes?: boolean;
   /**
+   * The fleet's version() when the request arrived. A shared answer computed from it or a later one holds everything
+   * the mirror had when the asker asked, so it answers them; unset: the version when the command runs.
+   */
+  askedAtVersion?: number;
+  /**
    * Slack only (a fresh trigger_id is needed): shows a form to the user as a modal. Resolves false where
    * no form can be shown (terminal, expired trigger). The submission runs the action named `form.action`.
    */

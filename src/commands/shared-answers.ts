@@ -13,6 +13,7 @@ export const SHARED_ANSWER_MS = 2000;
 const MAX_SHARED = 64;
 
 interface Shared {
+  /** The mirror's version when the computation started: it holds at least what the mirror held then. */
   version: number;
   /** When the answer was finished (services.now, ms); undefined while it is being computed. */
   doneAt?: number;
@@ -37,10 +38,12 @@ function keyOf(cmd: ParsedCommand, spec: AnyCommandSpec, ctx: CommandContext): s
 
 /**
  * Runs `spec` for a command whose answer depends only on what it is asked, the fleet mirror, the config and the
- * clock (`sharedAnswer`): while the same question is being answered at the same mirror version for someone with
- * the same permissions, or was answered less than SHARED_ANSWER_MS ago, that answer is used instead of
- * computing it again. A crowd asking `status` mid-incident costs one computation, not one each. Each asker gets
- * their own copy of the reply's top level, which dispatch stamps with pages and warnings.
+ * clock (`sharedAnswer`): while the same question is being answered for someone with the same permissions, or was
+ * answered less than SHARED_ANSWER_MS ago, from the mirror as it was when the asker asked or later
+ * (`askedAtVersion`), that answer is used instead of computing it again. A crowd asking `status` mid-incident costs
+ * one computation, not one each, even while the mirror takes in a sync's events between their requests; no one gets
+ * an answer computed before a change they could have seen. Each asker gets their own copy of the reply's top level,
+ * which dispatch stamps with pages and warnings.
  */
 export async function sharedAnswer(
   spec: AnyCommandSpec,
@@ -52,11 +55,12 @@ export async function sharedAnswer(
   if (!memo) memos.set(services, (memo = new Map()));
   const key = keyOf(cmd, spec, ctx);
   const version = services.fleet.version();
+  const asked = ctx.askedAtVersion ?? version;
   const now = (services.now?.() ?? new Date()).getTime();
   let shared = memo.get(key);
   const fresh =
     shared &&
-    shared.version === version &&
+    shared.version >= asked &&
     (shared.doneAt === undefined || (now >= shared.doneAt && now - shared.doneAt < SHARED_ANSWER_MS));
   if (!shared || !fresh) {
     const entry: Shared = { version, answer: spec.run(cmd, ctx) };

@@ -15,6 +15,8 @@ import { startHarness, SECRET, type Harness } from './harness.js';
  */
 const runs: { user: string; text: string }[] = [];
 let gate = open();
+/** Called as a computation starts: a test makes the mirror change right then, as a watch event would. */
+let onRun: (() => void) | undefined;
 function open() {
   let release!: () => void;
   const released = new Promise<void>((r) => (release = r));
@@ -27,14 +29,16 @@ registerTestCommand({
   readOnly: true,
   sharedAnswer: true,
   async run(cmd, ctx) {
-    runs.push({ user: ctx.user, text: cmd.raw });
+    // Which computation this is, counted when it starts: two running at once each say their own.
+    const computed = runs.push({ user: ctx.user, text: cmd.raw });
+    onRun?.();
     await gate.released;
     return {
       ok: true,
       command: 'sharedslow',
       title: 'Shared',
-      data: { computed: runs.length },
-      blocks: [{ kind: 'text', text: `computed ${runs.length} time(s) for ${cmd.positional.join(' ') || 'all'}` }],
+      data: { computed },
+      blocks: [{ kind: 'text', text: `computed ${computed} time(s) for ${cmd.positional.join(' ') || 'all'}` }],
     };
   },
 });
@@ -56,6 +60,7 @@ describe('answers shared between askers, through Bolt’s HTTP receiver', () => 
   beforeEach(() => {
     runs.length = 0;
     gate = open();
+    onRun = undefined;
     // Each test starts past the previous one's shared answers.
     nowMs += 10 * SHARED_ANSWER_MS;
   });
@@ -99,6 +104,35 @@ describe('answers shared between askers, through Bolt’s HTTP receiver', () => 
     await expect.poll(() => h.fake.responsesTo(afterChange.id).length).toBe(1);
     expect(runs).toHaveLength(2);
     expect(answerText(afterChange.id)).toContain('computed 2 time(s)');
+  });
+
+  it('computes once for a crowd even when the mirror changes after the first of them starts the answer', async () => {
+    const fleet = h.services.fleet as StaticFleet;
+    onRun = () => {
+      onRun = undefined;
+      fleet.upsertApp({ ...fleet.apps()[0] });
+    };
+    const asked = await Promise.all(['U0ALICE', 'U0BOB', 'U0ALICE'].map((u) => ask(u, 'sharedslow')));
+    await expect.poll(() => runs.length).toBe(1);
+    gate.release();
+    for (const a of asked) await expect.poll(() => h.fake.responsesTo(a.id).length).toBe(1);
+    // All three asked before that change, and the answer was started after they asked: it is theirs.
+    expect(runs).toHaveLength(1);
+    for (const a of asked) expect(answerText(a.id)).toContain('computed 1 time(s)');
+  });
+
+  it('never gives someone who asked after a change the answer still being computed from before it', async () => {
+    const before = await ask('U0ALICE', 'sharedslow');
+    await expect.poll(() => runs.length).toBe(1);
+    const fleet = h.services.fleet as StaticFleet;
+    fleet.upsertApp({ ...fleet.apps()[0] });
+    const after = await ask('U0BOB', 'sharedslow');
+    await expect.poll(() => runs.length).toBe(2);
+    gate.release();
+    await expect.poll(() => h.fake.responsesTo(after.id).length).toBe(1);
+    await expect.poll(() => h.fake.responsesTo(before.id).length).toBe(1);
+    expect(answerText(before.id)).toContain('computed 1 time(s)');
+    expect(answerText(after.id)).toContain('computed 2 time(s)');
   });
 
   it('recomputes a finished answer once it is older than the sharing window, the mirror unchanged', async () => {
@@ -200,5 +234,34 @@ describe('a shared diagnose answer', () => {
     const d = await ask('U1');
     expect(d.blocks[0]).not.toBe(a.blocks[0]);
     expect(d.blocks[0]).toEqual(a.blocks[0]);
+  });
+});
+
+describe('a shared answer while the mirror takes in changes', () => {
+  it('serves those who asked before a change from a computation started after it, and no one from an older one', async () => {
+    runs.length = 0;
+    gate = open();
+    const objects = smallFleetObjects();
+    const fleet = StaticFleet.fromObjects(objects);
+    const services = servicesOver(objects, fleet);
+    const change = () => fleet.upsertApp({ ...fleet.apps()[0] });
+    const ask = (user: string, askedAtVersion: number) =>
+      dispatch('sharedslow', { services, user, surface: 'slack', askedAtVersion });
+    const crowdAsked = fleet.version();
+    change();
+    // The first of the crowd starts the computation after a change none of them could have seen the end of.
+    const first = ask('U1', crowdAsked);
+    await expect.poll(() => runs.length).toBe(1);
+    // Another event comes in before the second asker's turn: they asked before it, so the running answer is theirs.
+    change();
+    const second = ask('U2', crowdAsked);
+    // Someone asking after that event gets an answer computed after it.
+    const later = ask('U3', fleet.version());
+    await expect.poll(() => runs.length).toBe(2);
+    gate.release();
+    const [a, b, c] = await Promise.all([first, second, later]);
+    expect(b.blocks[0]).toBe(a.blocks[0]);
+    expect(c.blocks[0]).not.toBe(a.blocks[0]);
+    expect(runs.map((r) => r.user)).toEqual(['U1', 'U3']);
   });
 });

@@ -28,12 +28,20 @@ export function answerTurn(deps: SlackDeps): Promise<void> {
 
 export function slackContext(
   services: Services,
-  who: { user: string; channel?: string; threadTs?: string; openForm?: (form: FormSpec) => Promise<boolean> },
+  who: {
+    user: string;
+    channel?: string;
+    threadTs?: string;
+    openForm?: (form: FormSpec) => Promise<boolean>;
+    /** The fleet's version when the request came in, read before its ack (`askedAtVersion`). */
+    askedAtVersion?: number;
+  },
 ): CommandContext {
   return {
     services,
     user: who.user,
     surface: 'slack',
+    ...(who.askedAtVersion !== undefined ? { askedAtVersion: who.askedAtVersion } : {}),
     ...(who.channel ? { channel: who.channel } : {}),
     ...(who.threadTs ? { threadTs: who.threadTs } : {}),
     ...(who.openForm ? { openForm: who.openForm } : {}),

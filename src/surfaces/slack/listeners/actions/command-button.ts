@@ -12,12 +12,13 @@ export function commandButton(deps: SlackDeps) {
     respond,
     client,
   }: SlackActionMiddlewareArgs<BlockAction> & AllMiddlewareArgs): Promise<void> => {
+    const askedAtVersion = services.fleet.version();
     await ack();
     await afterAcks(deps);
     const text = 'value' in action && typeof action.value === 'string' ? action.value : '';
     const channel = body.channel?.id;
     try {
-      const ctx = slackContext(services, { user: body.user.id, ...(channel ? { channel } : {}) });
+      const ctx = slackContext(services, { user: body.user.id, askedAtVersion, ...(channel ? { channel } : {}) });
       const reply = await runCommand(text, ctx, logger);
       await answerTurn(deps);
       await deliverReply({ reply, origin: originOf(body), respond, client, logger, replace: false });

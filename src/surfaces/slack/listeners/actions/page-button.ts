@@ -23,6 +23,7 @@ export function pageButton({ services, logger }: SlackDeps) {
     respond,
     client,
   }: SlackActionMiddlewareArgs<BlockAction> & AllMiddlewareArgs): Promise<void> => {
+    const askedAtVersion = services.fleet.version();
     await ack();
     const request = 'value' in action && typeof action.value === 'string' ? decodePageValue(action.value) : undefined;
     if (!request || !readOnlyCommand(request.command)) {
@@ -31,7 +32,7 @@ export function pageButton({ services, logger }: SlackDeps) {
     }
     const channel = body.channel?.id;
     try {
-      const ctx = slackContext(services, { user: body.user.id, ...(channel ? { channel } : {}) });
+      const ctx = slackContext(services, { user: body.user.id, askedAtVersion, ...(channel ? { channel } : {}) });
       const reply = await runCommand(request.command, ctx, logger);
       await deliverReply({ reply, origin: originOf(body), respond, client, logger, replace: true, page: request.page });
     } catch (err) {

@@ -11,6 +11,8 @@ import { openFormModal } from '../../modals.js';
 export function argoCommand(deps: SlackDeps) {
   const { services, logger } = deps;
   return async ({ command, ack, respond, client }: SlackCommandMiddlewareArgs & AllMiddlewareArgs): Promise<void> => {
+    // What the mirror held when the asker asked: their answer may be shared with others', never older than this.
+    const askedAtVersion = services.fleet.version();
     await ack();
     // The acks of other requests waiting on the event loop go out before this answer's work runs.
     await afterAcks(deps);
@@ -19,6 +21,7 @@ export function argoCommand(deps: SlackDeps) {
       const ctx = slackContext(services, {
         user: command.user_id,
         channel: command.channel_id,
+        askedAtVersion,
         openForm: async (form) => {
           try {
             await openFormModal(client, command.trigger_id, form, {
