@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: every benchmark in sequence, each printing its own table. Not tests: numbers.
  * fleet.ts, queries.ts, slack-ack.ts and alerts.ts (the last three sharing one 10,000-app mirror), bulk-sync.ts, incidents.ts,
- * verify.ts, startup.ts, then slack-bot.ts (a whole bot process), scale.ts (1,000 / 10,000 / 50,000 apps) and soak.ts
+ * verify.ts, startup.ts, then slack-bot.ts (a whole bot process), scale.ts (1,000 / 10,000 / 50,000 apps), roles.ts
+ * (a bot, a worker and one process with both, 10,000 apps) and soak.ts
  * (a bot mirroring a churning 10,000-app fleet for 10 minutes, then watch bursts).
  */
 import { runAlertsBench } from './alerts.js';
@@ -10,6 +11,7 @@ import { runFleetBench } from './fleet.js';
 import { runIncidentsBench } from './incidents.js';
 import { buildMirror, loadLine, machineLine, rssMb, simConfig, startSimChild } from './lib.js';
 import { runQueriesBench } from './queries.js';
+import { runRolesBench } from './roles.js';
 import { runScaleBench } from './scale.js';
 import { runSoakBench } from './soak.js';
 import { runSlackBotBench } from './slack-bot.js';
@@ -45,6 +47,7 @@ try {
   await runStartupBench();
   await runSlackBotBench();
   await runScaleBench();
+  await runRolesBench();
   await runSoakBench();
   console.log(`\nall benchmarks done in ${((performance.now() - t0) / 1000).toFixed(0)} s · ${loadLine()}`);
   process.exit(0);

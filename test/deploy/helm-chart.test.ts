@@ -50,6 +50,7 @@ const VARIANTS: [string, object][] = [
       config: { slack: { mode: 'socket', appToken: '${SLACK_APP_TOKEN}', signingSecret: null } },
     },
   ],
+  ['roles combined: bot pods that are workers too', { roles: 'combined' }],
 ];
 
 type Obj = RenderedObject & { spec?: any };
@@ -68,9 +69,12 @@ describe.each(VARIANTS)('helm chart rendered with %s', (_name, values) => {
   const objects = renderChart(chartDir, { release: 'oncall', namespace: 'rollcall', values }) as Obj[];
   const deployments = ofKind(objects, 'Deployment');
   const pods = deployments.map((d) => d.spec.template);
+  const combined = (values as { roles?: string }).roles === 'combined';
+  /** Every Deployment the values ask for: no worker pods when the bot pods do their work. */
+  const expectedDeployments = combined ? ['oncall-bot'] : ['oncall-bot', 'oncall-worker'];
 
   it('renders objects Kubernetes accepts the shape of: apiVersion, kind, a DNS name', () => {
-    expect(deployments.map((d) => d.metadata.name).sort()).toEqual(['oncall-bot', 'oncall-worker']);
+    expect(deployments.map((d) => d.metadata.name).sort()).toEqual(expectedDeployments);
     for (const o of objects) {
       expect(o.apiVersion, o.source).toMatch(/^([a-z0-9.-]+\/)?v\d/);
       expect(o.metadata.name, `${o.kind} in ${o.source}`).toMatch(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/);
@@ -161,9 +165,10 @@ describe.each(VARIANTS)('helm chart rendered with %s', (_name, values) => {
 
   it('starts each role with probes on the health endpoints of its http port', () => {
     for (const d of deployments) {
-      const role = d.metadata.labels!['app.kubernetes.io/component'];
+      const component = d.metadata.labels!['app.kubernetes.io/component'];
       const [container] = d.spec.template.spec.containers;
-      expect(container.args.slice(0, 3)).toEqual(['start', '--role', role]);
+      // Combined, the bot pods run every role: one process, one mirror of the fleet for the bot's and the worker's work.
+      expect(container.args.slice(0, 3)).toEqual(['start', '--role', combined ? 'all' : component]);
       expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
       expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
       expect(container.startupProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
@@ -219,7 +224,7 @@ describe.each(VARIANTS)('helm chart rendered with %s', (_name, values) => {
       expect(podsOf(pdb.spec.selector.matchLabels)).toEqual([pdb.metadata.name]);
     const services = ofKind(objects, 'Service');
     const metrics = services.find((s) => s.metadata.name === 'oncall-metrics')!;
-    expect(podsOf(metrics.spec.selector).sort()).toEqual(['oncall-bot', 'oncall-worker']);
+    expect(podsOf(metrics.spec.selector).sort()).toEqual(expectedDeployments);
     for (const s of services) {
       for (const port of s.spec.ports) {
         for (const name of podsOf(s.spec.selector)) {
@@ -295,6 +300,12 @@ describe('helm chart templates', () => {
     expect(() =>
       new ChartRenderer({ 'x.yaml': '{{ if .Values.a }}x' }).render('x.yaml', { Values: {}, Release: {}, Chart: {} }),
     ).toThrow(/missing \{\{ end \}\}/);
+  });
+
+  it('refuse a value of roles the chart does not know, naming it', () => {
+    expect(() =>
+      renderChart(chartDir, { release: 'oncall', namespace: 'rollcall', values: { roles: 'both' } }),
+    ).toThrow(/roles must be split or combined \(got both\)/);
   });
 
   it('render Go template whitespace control and pipelines as Helm does', () => {

@@ -222,6 +222,9 @@ export class ChartRenderer {
     not: (v) => !truthy(v),
     and: (...vs) => vs.reduce((acc: Value, v) => (truthy(acc) ? v : acc)),
     or: (...vs) => vs.find((v) => truthy(v)) ?? vs[vs.length - 1],
+    fail: (message) => {
+      throw new Error(`fail: ${String(message)}`);
+    },
     required: (message, v) => {
       if (!truthy(v)) throw new Error(`required: ${String(message)}`);
       return v;

@@ -27,32 +27,46 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 {{- end -}}
 
+{{/* The role bot pods run: "bot", or "all" when they do the workers' work too (roles: combined). */}}
+{{- define "rollcall.botRole" -}}
+{{- if eq .Values.roles "split" -}}
+bot
+{{- else if eq .Values.roles "combined" -}}
+all
+{{- else -}}
+{{ fail (printf "roles must be split or combined (got %s)" (toString .Values.roles)) }}
+{{- end -}}
+{{- end -}}
+
 {{/*
-One Deployment per role, from (dict "root" $ "role" "bot|worker" "spec" .Values.<role>). Both roles read
-the same config and Secrets: a bot previews runs (reads Argo CD and clusters), a worker executes them.
+One Deployment per kind of pod, from (dict "root" $ "component" "bot|worker" "role" "bot|worker|all" "spec"
+.Values.<component>): the component names the pods (selectors, Services), the role is what `rollcall start`
+runs. Every role reads the same config and Secrets: a bot previews runs (reads Argo CD and clusters), a worker
+executes them.
 */}}
 {{- define "rollcall.deployment" -}}
 {{- $root := .root -}}
+{{- $component := .component -}}
 {{- $role := .role -}}
 {{- $spec := .spec -}}
 apiVersion: apps/v1
 kind: Deployment
 metadata:
-  name: {{ include "rollcall.fullname" $root }}-{{ $role }}
+  name: {{ include "rollcall.fullname" $root }}-{{ $component }}
   labels:
     {{- include "rollcall.labels" $root | nindent 4 }}
-    app.kubernetes.io/component: {{ $role }}
+    app.kubernetes.io/component: {{ $component }}
 spec:
   replicas: {{ $spec.replicas }}
   selector:
     matchLabels:
       {{- include "rollcall.selectorLabels" $root | nindent 6 }}
-      app.kubernetes.io/component: {{ $role }}
+      app.kubernetes.io/component: {{ $component }}
   template:
     metadata:
       labels:
         {{- include "rollcall.labels" $root | nindent 8 }}
-        app.kubernetes.io/component: {{ $role }}
+        app.kubernetes.io/component: {{ $component }}
       annotations:
         checksum/config: {{ toYaml $root.Values.config | sha256sum }}
         checksum/runbooks: {{ toYaml $root.Values.runbooks | sha256sum }}
@@ -109,7 +123,7 @@ spec:
           ports:
             - name: http
               containerPort: {{ $root.Values.config.http.port }}
-            {{- if eq $role "bot" }}
+            {{- if eq $component "bot" }}
             {{- with $root.Values.config.slack }}
             - name: slack
               containerPort: {{ .port | default 3000 }}
