@@ -43,7 +43,12 @@ import type { SimChildChange } from './sim-child.js';
 const RUNS = 50;
 const CHANGING = 2000;
 const BURSTS = 3;
-const WARM_BUILDS = 3;
+/**
+ * Warm builds per size. A 1,000-app build takes about a tenth of a second, where one scheduling hiccup on a shared
+ * 2-CPU machine is a large share of it (two runs minutes apart gave 1.25× and 1.36×): nine of them, and nine floors
+ * between, make its median steadier. Larger fleets take seconds each: three.
+ */
+const warmBuildsFor = (apps: number) => (apps <= 1000 ? 9 : 3);
 const DIAGNOSE_RUNS = 20;
 const TARGETS = { buildVsFloor: 1.3, statusP95At50k: 50, eventsPerS: 2000, rss10k: 180, rss50k: 450 };
 
@@ -156,7 +161,7 @@ async function measureOne(apps: number, latencyMs: number): Promise<ScaleResult>
     const coldBuildMs = await buildOnce(sim);
     const floors = [await floor(sim)];
     const builds: number[] = [];
-    for (let i = 1; i < WARM_BUILDS; i++) {
+    for (let i = 1; i < warmBuildsFor(apps); i++) {
       builds.push(await buildOnce(sim));
       floors.push(await floor(sim));
     }
@@ -361,7 +366,7 @@ export async function runScaleBench(sizes = [1000, 10_000, 50_000], latencyMs = 
     ...rows,
   ]);
   console.log(
-    `  (floor = bare node fetching and parsing the same lists in the same process, median of ${WARM_BUILDS + 1} taken between the builds; cold build = the process's first mirror (its code not yet compiled, as at a bot's start-up); build = median of the ${WARM_BUILDS} after it, the target's measure (like with like: the floor's code is warm too); status/rollout over ${RUNS} warm runs, each computing its answer; bot RSS and heap: 'rollcall start --role bot' in its own process, with node's defaults and with the chart's bot.nodeFlags, idle after start-up, a full GC and 20 s, every app with 10 history entries; peak = its VmHWM; events/s = ${CHANGING.toLocaleString('en')} apps changed at once, median of ${BURSTS} bursts, with the bot's CPU per 1,000 of them; ${loadLine()})`,
+    `  (floor = bare node fetching and parsing the same lists in the same process, median of those taken between the builds; cold build = the process's first mirror (its code not yet compiled, as at a bot's start-up); build = median of the ${warmBuildsFor(1000)} after it at 1,000 apps, ${warmBuildsFor(10_000)} at more, the target's measure (like with like: the floor's code is warm too); status/rollout over ${RUNS} warm runs, each computing its answer; bot RSS and heap: 'rollcall start --role bot' in its own process, with node's defaults and with the chart's bot.nodeFlags, idle after start-up, a full GC and 20 s, every app with 10 history entries; peak = its VmHWM; events/s = ${CHANGING.toLocaleString('en')} apps changed at once, median of ${BURSTS} bursts, with the bot's CPU per 1,000 of them; ${loadLine()})`,
   );
   for (const r of results)
     console.log(
