@@ -80,6 +80,19 @@ export function memOf(pid: number): { rss: number; hwm: number } {
 
 export const sleep = (msec: number) => new Promise((r) => setTimeout(r, msec));
 
+/**
+ * What an idle process holds, as a pod idle after its start-up does: a full GC, 20 s for V8's memory reducer to give
+ * the freed pages back to the system, then RSS, its peak (VmHWM) and V8 heap in use, MB.
+ */
+export async function idleMemory(bot: Bot): Promise<{ rssMb: number; peakMb: number; heapMb: number }> {
+  await bot.heap();
+  await sleep(20_000);
+  const [heapMb] = await bot.heap();
+  await sleep(1000);
+  const { rss, hwm } = memOf(bot.child.pid!);
+  return { rssMb: rss, peakMb: hwm, heapMb };
+}
+
 /** Waits until the bot uses under 5% of a CPU (its watch backlog and answers done), at most `maxMs`. */
 export async function quiet(pid: number, maxMs = 60_000): Promise<void> {
   const deadline = Date.now() + maxMs;

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { cleanPrefix, header, isMain, loadLine, machineLine, ms, startSimChild, table, type SimChild } from './lib.js';
-import { REDIS_URL, memOf, quiet, sleep, startBot, startSlackApi } from './bot-process.js';
+import { REDIS_URL, idleMemory, quiet, startBot, startSlackApi } from './bot-process.js';
 
 const ROLES = ['bot', 'worker', 'all'] as const;
 type Role = (typeof ROLES)[number];
@@ -38,22 +38,8 @@ async function measureRole(sim: SimChild, apiUrl: string, apps: number, role: Ro
     const readyMs = performance.now() - t0;
     await quiet(proc.child.pid!, 120_000);
     const idleMs = performance.now() - t0;
-    // As scale.ts reads a bot: collect, give V8's memory reducer time to hand pages back, then read.
-    await proc.heap();
-    await sleep(20_000);
-    const [heapMb] = await proc.heap();
-    await sleep(1000);
-    const { rss, hwm } = memOf(proc.child.pid!);
-    return {
-      apps,
-      role,
-      readyMs,
-      idleMs,
-      rssMb: rss,
-      peakMb: hwm,
-      heapMb,
-      load: loadLine().replace('load avg now ', ''),
-    };
+    const memory = await idleMemory(proc);
+    return { apps, role, readyMs, idleMs, ...memory, load: loadLine().replace('load avg now ', '') };
   } finally {
     await proc.stop();
     await cleanPrefix(REDIS_URL, prefix);

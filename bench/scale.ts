@@ -36,7 +36,7 @@ import {
   table,
   type SimChild,
 } from './lib.js';
-import { REDIS_URL, memOf, quiet, sleep, startBot, startSlackApi, type Bot } from './bot-process.js';
+import { REDIS_URL, idleMemory, quiet, sleep, startBot, startSlackApi, type Bot } from './bot-process.js';
 import { benchContext, benchFreezes, measure, pickRollingSyncAppSet } from './queries.js';
 import type { SimChildChange } from './sim-child.js';
 
@@ -259,14 +259,7 @@ async function botProcessMemory(
   try {
     bot = await startBot(sim, slack.apiUrl, dir, prefix, { flags });
     await quiet(bot.child.pid!);
-    // V8 gives the pages a collection freed back to the system some seconds later (its memory reducer), as a pod
-    // idle after its start-up does: collect, wait for that, then read.
-    await bot.heap();
-    await sleep(20_000);
-    const [heapMb] = await bot.heap();
-    await sleep(1000);
-    const { rss, hwm } = memOf(bot.child.pid!);
-    return { rssMb: rss, peakMb: hwm, heapMb };
+    return await idleMemory(bot);
   } finally {
     await bot?.stop();
     slack.stop();
