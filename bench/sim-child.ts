@@ -20,6 +20,12 @@ export type SimChildRequest =
        * a churn's new entries then replace old ones, and the apps keep their size.
        */
       fullHistory?: boolean;
+      /**
+       * 'at-once': watches answered at once, not with their first event as Argo CD's (the default). A frozen
+       * fleet's streams would stay unanswered, and a mirror counts a stream followed only after waiting
+       * subscribeAfterMs for it: waiting, not work, where a bench times a mirror's build.
+       */
+      watchAnswer?: 'first-message' | 'at-once';
     }
   | {
       kind: 'scenario';
@@ -91,7 +97,13 @@ process.once('message', (raw: unknown) => {
     if (req.kind === 'fleet') {
       fixture = generateFleet({ apps: req.apps, clusters: req.clusters, instances: req.instances });
       if (req.fullHistory) for (const inst of fixture.instances) inst.applications?.forEach(fillHistory);
-      server = await startSimServer({ fixture, port: 0, frozen: true, adoptFixture: true });
+      server = await startSimServer({
+        fixture,
+        port: 0,
+        frozen: true,
+        adoptFixture: true,
+        watchAnswer: req.watchAnswer,
+      });
     } else {
       ({ fixture, behaviour } = loadScenario(req.name));
       for (const inst of fixture.instances)

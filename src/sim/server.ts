@@ -85,6 +85,8 @@ export interface StartSimServerOptions {
   adoptFixture?: boolean;
   /** See src/sim/http/stream.ts; default 'argocd' (no replay, as the real server). */
   watchResume?: 'argocd' | 'replay';
+  /** See src/sim/http/stream.ts; default 'first-message' (the real server's headers wait for the first event). */
+  watchAnswer?: 'first-message' | 'at-once';
   /** Monotonic milliseconds the app metrics count requests by (tests drive their own). @defaultValue performance.now */
   metricsClock?: () => number;
 }
@@ -257,6 +259,7 @@ export async function startSimServer(opts: StartSimServerOptions): Promise<SimSe
     controller,
     keepAliveMs: opts.keepAliveMs ?? 15_000,
     watchResume: opts.watchResume ?? 'argocd',
+    watchAnswer: opts.watchAnswer ?? 'first-message',
     frozen: !!opts.frozen,
     now: () => controller.clock.now(),
     openStreams: new Map(),

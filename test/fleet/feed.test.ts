@@ -80,8 +80,9 @@ describe('the typed fleet event feed', () => {
   it('tells an instance lost once and connected again once, however many streams drop', async () => {
     // Sim keep-alives slower than the client expects: every stream goes silent and reconnects
     // every 100 ms, the way streams through an impatient proxy do. Those heal within lostAfterMs
-    // (1.5 s: a reconnect on a busy machine takes hundreds of milliseconds, and that is still no loss).
-    sim = await startTestSim({ fixture: 'sim-multi-instance.json', keepAliveMs: 60_000 });
+    // (1.5 s: a reconnect on a busy machine takes hundreds of milliseconds, and that is still no loss). Keep-alives
+    // come only on an answered stream (Argo CD answers with the first event): these are answered at once.
+    sim = await startTestSim({ fixture: 'sim-multi-instance.json', keepAliveMs: 60_000, watchAnswer: 'at-once' });
     const { mirror } = await startMirror(sim, 100, 1500);
     const flaps: FleetEvent[] = [];
     mirror.subscribe((e) => {

@@ -150,8 +150,10 @@ describe('FleetMirror over the simulator (2 instances)', () => {
   });
 
   it('catches up on changes made while its stream was down (Argo CD does not replay on resume)', async () => {
-    // Sim keep-alives slower than the client expects: a blocked stream is noticed quickly.
-    sim = await startTestSim({ fixture: 'sim-multi-instance.json', keepAliveMs: 60_000 });
+    // Sim keep-alives slower than the client expects: a blocked stream is noticed quickly. Keep-alives come only on
+    // an answered stream, and Argo CD answers with the first event: streams answered at once stand for a fleet busy
+    // enough that they were.
+    sim = await startTestSim({ fixture: 'sim-multi-instance.json', keepAliveMs: 60_000, watchAnswer: 'at-once' });
     const { mirror } = await startMirror(sim, 100);
     const events: AppEvent[] = [];
     mirror.subscribe((e) => isAppEvent(e) && events.push(e));

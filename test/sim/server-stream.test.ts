@@ -7,26 +7,31 @@ let sim: SimServer;
 const open: (() => void)[] = [];
 
 interface Stream {
-  status: number;
-  contentType: string | null;
+  /** Undefined until the server answers: Argo CD answers a watch with its first message. */
+  status: number | undefined;
+  contentType: string | null | undefined;
   raw(): string;
   /** Parsed messages: SSE `data:` payloads, or NDJSON lines. */
   messages(): any[];
   done(): boolean;
 }
 
+/**
+ * Opens a watch and returns once it is answered, or after 100 ms without an answer (the request is at the server by
+ * then: a watch that skips its snapshot is answered only with the first change).
+ */
 async function stream(server: SimServer, instance: string, path: string, sse = true): Promise<Stream> {
   const inst = server.instances.find((i) => i.name === instance)!;
   const ctrl = new AbortController();
   const headers: Record<string, string> = { authorization: `Bearer ${inst.token}` };
   if (sse) headers.accept = 'text/event-stream';
-  const res = await fetch(`${inst.url}${path}`, { headers, signal: ctrl.signal });
-  open.push(() => ctrl.abort());
+  let res: Response | undefined;
   let raw = '';
   let ended = false;
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  void (async () => {
+  const answered = fetch(`${inst.url}${path}`, { headers, signal: ctrl.signal }).then(async (r) => {
+    res = r;
+    const reader = r.body!.getReader();
+    const decoder = new TextDecoder();
     try {
       for (;;) {
         const { value, done } = await reader.read();
@@ -37,10 +42,17 @@ async function stream(server: SimServer, instance: string, path: string, sse = t
       // aborted by the test
     }
     ended = true;
-  })();
+  });
+  answered.catch(() => undefined);
+  open.push(() => ctrl.abort());
+  await Promise.race([answered, new Promise((r) => setTimeout(r, 100)), waitFor(() => res !== undefined)]);
   return {
-    status: res.status,
-    contentType: res.headers.get('content-type'),
+    get status() {
+      return res?.status;
+    },
+    get contentType() {
+      return res?.headers.get('content-type');
+    },
     raw: () => raw,
     done: () => ended,
     messages: () =>
@@ -55,6 +67,10 @@ async function stream(server: SimServer, instance: string, path: string, sse = t
             .filter((l) => l.trim())
             .map((l) => JSON.parse(l)),
   };
+}
+
+async function waitFor(check: () => boolean): Promise<void> {
+  while (!check()) await new Promise((r) => setTimeout(r, 5));
 }
 
 async function patchLabels(server: SimServer, instance: string, app: string, labels: Record<string, string | null>) {
@@ -159,9 +175,12 @@ describe('GET /api/v1/stream/applications', () => {
     await patchLabels(sim, 'staging', 'payments-staging', { missed: 'yes' });
     const s = await stream(sim, 'staging', `/api/v1/stream/applications?resourceVersion=${rv}`);
     await new Promise((r) => setTimeout(r, 80));
+    // Nothing to send, so not even an answer yet: the status line comes with the first event.
+    expect(s.status).toBeUndefined();
     expect(s.messages()).toEqual([]);
     await patchLabels(sim, 'staging', 'auth-service-staging', { seen: 'yes' });
     await expect.poll(() => names(s)).toEqual(['MODIFIED auth-service-staging']);
+    expect(s.status).toBe(200);
   });
 
   it('sends the name= snapshot even with a resourceVersion, unless the app is older than that version', async () => {

@@ -158,6 +158,10 @@ describe('/argo rollback in Slack', () => {
     expect(allText(confirmed.blocks)).toContain(`Confirmed \`${run.id}\``);
     const end = await runs().waitForEnd(run.id, 20_000);
     expect(end.status, end.error).toBe('succeeded');
+    // The run's record can end before its summary reaches the live message: wait for that, then for delivery.
+    await expect
+      .poll(() => allText(h.fake.callsTo('chat.update').at(-1)?.args.blocks ?? []), { timeout: 10_000 })
+      .toMatch(/succeeded/i);
     await h.slack.notifier.flush();
 
     // One live message in the channel, updated in place until the summary.

@@ -21,6 +21,7 @@ export interface TestSimOptions {
   frozen?: boolean;
   keepAliveMs?: number;
   watchResume?: 'argocd' | 'replay';
+  watchAnswer?: 'first-message' | 'at-once';
 }
 
 export function fixturePath(name: string): string {
@@ -46,6 +47,7 @@ export async function startTestSim(opts: TestSimOptions = {}): Promise<SimServer
     frozen: opts.frozen,
     keepAliveMs: opts.keepAliveMs,
     watchResume: opts.watchResume,
+    watchAnswer: opts.watchAnswer,
     scenarioBehaviour: behaviour,
   });
 }

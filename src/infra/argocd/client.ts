@@ -50,7 +50,7 @@ export interface ArgoClientOptions {
   logger?: Logger;
   retry?: RetryPolicy;
   /** Watch tuning; Argo CD sends a keep-alive every 15 s. */
-  watch?: { keepAliveMs?: number; backoff?: Pick<RetryPolicy, 'baseMs' | 'maxMs'> };
+  watch?: { keepAliveMs?: number; subscribeAfterMs?: number; backoff?: Pick<RetryPolicy, 'baseMs' | 'maxMs'> };
 }
 
 /**
@@ -93,6 +93,7 @@ export class ArgoClient implements ArgoApi {
     this.logger = opts.logger?.child({ instance: cfg.name });
     this.watchOptions = {
       keepAliveMs: opts.watch?.keepAliveMs ?? 15_000,
+      subscribeAfterMs: opts.watch?.subscribeAfterMs ?? 1000,
       backoff: opts.watch?.backoff ?? { baseMs: 500, maxMs: 30_000 },
     };
     this.http = new HttpTransport({
@@ -482,7 +483,7 @@ export class ArgoClient implements ArgoApi {
         instance: this.instance,
         describe: `GET ${path}`,
         keepAliveMs: this.watchOptions.keepAliveMs,
-        connectTimeoutMs: this.timeoutMs,
+        subscribeAfterMs: this.watchOptions.subscribeAfterMs,
         backoff: this.watchOptions.backoff,
         initialResourceVersion: resourceVersion,
         logger: this.logger,

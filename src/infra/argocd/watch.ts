@@ -1,4 +1,3 @@
-import { typedDuration } from '../../core/format.js';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { WatchHandle, WatchOptions } from './api.js';
@@ -42,8 +41,14 @@ export interface SseWatchSpec<E> {
   transportError(error: unknown): ArgoError;
   /** Interval of the server's keep-alive comments; silence for twice this means the stream is dead. */
   keepAliveMs: number;
-  /** How long to wait for the response headers. */
-  connectTimeoutMs: number;
+  /**
+   * Argo CD answers a watch only with its first message: grpc-gateway's handler waits for the gRPC stream's
+   * header, which the server sends with its first event, and the SSE keep-alives start after that. A watch that
+   * skips the snapshot (`resourceVersion` set) over objects that do not change stays unanswered for as long. The
+   * server subscribed when the request reached it, so a request still open, unrefused, after this long is followed
+   * as an answered one is.
+   */
+  subscribeAfterMs: number;
   backoff: Pick<RetryPolicy, 'baseMs' | 'maxMs'>;
   initialResourceVersion?: string;
   logger?: Logger;
@@ -62,6 +67,10 @@ type AfterAttempt = 'reconnect' | 'expired' | 'none';
 interface Attempt {
   controller: AbortController;
   finished: boolean;
+  /** Counted as subscribed: answered, or still open after subscribeAfterMs. */
+  subscribed: boolean;
+  /** The resourceVersion it resumed from. */
+  resumedFrom: string | undefined;
   finish(why: ArgoError | undefined, next?: AfterAttempt): void;
 }
 
@@ -99,14 +108,11 @@ class SseWatch<E> {
     if (this.closed) return;
     const spec = this.spec;
     const attempt = this.startAttempt();
-    this.armLiveness(spec.connectTimeoutMs, () =>
-      attempt.finish(
-        new ArgoError(
-          `Watch ${spec.describe} on instance ${spec.instance}: no answer within ${typedDuration(spec.connectTimeoutMs)}`,
-          { kind: 'timeout', instance: spec.instance },
-        ),
-      ),
-    );
+    // Neither an answer nor its absence says the stream is dead before the first message; a refused or reset
+    // request fails the attempt, and a silent one is followed (keep-alives are checked once it is answered).
+    const grace = setTimeout(() => this.subscribed(attempt), spec.subscribeAfterMs);
+    grace.unref();
+    attempt.controller.signal.addEventListener('abort', () => clearTimeout(grace), { once: true });
     let answer: StreamAnswer;
     try {
       answer = await spec.connect(this.resourceVersion, attempt.controller.signal);
@@ -127,10 +133,26 @@ class SseWatch<E> {
     this.follow(answer.stream, attempt);
   }
 
+  /** The attempt follows the changes from now on: the first one makes the watch ready, a later one reconnected it. */
+  private subscribed(attempt: Attempt): void {
+    if (attempt.finished || attempt.subscribed || this.closed) return;
+    attempt.subscribed = true;
+    // A stream cut before its first message (a proxy's idle timeout) was still a stream: reconnect without backing off.
+    this.failures = 0;
+    if (!this.connectedOnce) {
+      this.connectedOnce = true;
+      this.resolveReady();
+    } else {
+      this.options.onReconnect?.(attempt.resumedFrom);
+    }
+  }
+
   private startAttempt(): Attempt {
     const attempt: Attempt = {
       controller: new AbortController(),
       finished: false,
+      subscribed: false,
+      resumedFrom: this.resourceVersion,
       finish: (why, next = 'reconnect') => {
         if (attempt.finished) return;
         attempt.finished = true;
@@ -150,7 +172,6 @@ class SseWatch<E> {
   /** Reads an accepted stream until it ends, is dropped or goes silent. */
   private follow(stream: Readable, attempt: Attempt): void {
     const spec = this.spec;
-    const resumedFrom = this.resourceVersion;
     const silence = spec.keepAliveMs * 2;
     const onSilence = () =>
       attempt.finish(
@@ -163,12 +184,7 @@ class SseWatch<E> {
         ),
       );
     this.armLiveness(silence, onSilence);
-    if (!this.connectedOnce) {
-      this.connectedOnce = true;
-      this.resolveReady();
-    } else {
-      this.options.onReconnect?.(resumedFrom);
-    }
+    this.subscribed(attempt);
 
     stream.setEncoding('utf8');
     const reader = new SseMessageReader(

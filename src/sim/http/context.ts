@@ -20,6 +20,8 @@ export interface SimCore {
   readonly keepAliveMs: number;
   /** 'argocd': resourceVersion only skips the snapshot (real server). 'replay': resend logged changes. */
   readonly watchResume: 'argocd' | 'replay';
+  /** 'first-message': a watch is answered (status, headers) with its first message, as Argo CD's. 'at-once': at once. */
+  readonly watchAnswer: 'first-message' | 'at-once';
   /** --frozen: serve the fixture as-is. */
   readonly frozen: boolean;
   now(): Date;

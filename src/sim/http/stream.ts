@@ -12,6 +12,10 @@ import { allowed } from './rbac.js';
  * keep-alive) when `Accept: text/event-stream`, else newline-delimited JSON. An event whose body
  * (after the `fields` filter) is byte-identical to the last one sent for that name is dropped.
  *
+ * Answer: upstream's response (status and headers) goes out with the first message, so a watch without a snapshot over
+ * objects that do not change stays unanswered; the keep-alives start once it is answered. `watchAnswer: 'at-once'`
+ * answers at once instead.
+ *
  * Resume: the real server treats `resourceVersion` only as "skip the snapshot, and drop events for
  * objects older than this"; it replays nothing missed while disconnected. That is the default here
  * too, so a client that trusts resume to fill a gap fails against the simulator as it would in
@@ -23,15 +27,23 @@ type Kind = 'application' | 'applicationSet';
 function startStream(req: ApiRequest): { send(name: string, body: string): void; end(): void; sse: boolean } {
   const sse = req.headers.accept === 'text/event-stream';
   const res = req.res;
-  res.writeHead(200, {
-    'content-type': sse ? 'text/event-stream' : 'application/json',
-    'cache-control': 'no-cache',
-  });
-  res.flushHeaders();
+  let keepAlive: NodeJS.Timeout | undefined;
+  const answer = () => {
+    if (res.headersSent) return;
+    res.writeHead(200, {
+      'content-type': sse ? 'text/event-stream' : 'application/json',
+      'cache-control': 'no-cache',
+    });
+    res.flushHeaders();
+    if (!sse) return;
+    keepAlive = setInterval(() => res.write(':\n'), req.core.keepAliveMs);
+    keepAlive.unref();
+  };
+  // Upstream's gateway waits for the gRPC stream's header, which the server sends with its first event, and starts
+  // the SSE keep-alives after it: a watch that skips the snapshot is unanswered until something it follows changes.
+  if (req.core.watchAnswer === 'at-once') answer();
   req.core.openStreams.set(res, req.store.name);
   const last = new Map<string, string>();
-  const keepAlive = sse ? setInterval(() => res.write(':\n'), req.core.keepAliveMs) : undefined;
-  keepAlive?.unref();
   const cleanup = () => {
     if (keepAlive) clearInterval(keepAlive);
     req.core.openStreams.delete(res);
@@ -42,10 +54,12 @@ function startStream(req: ApiRequest): { send(name: string, body: string): void;
     send(name, body) {
       if (last.get(name) === body) return;
       last.set(name, body);
+      answer();
       res.write(sse ? `data: ${body}\n\n` : `${body}\n`);
     },
     end() {
       cleanup();
+      answer();
       res.end();
     },
   };

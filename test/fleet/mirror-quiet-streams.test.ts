@@ -1,0 +1,137 @@
+import http from 'node:http';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Application, ApplicationSet } from '../../src/infra/argocd/types.js';
+import type { FleetEvent } from '../../src/fleet/events.js';
+import { FleetMirror } from '../../src/fleet/mirror.js';
+import type { SimServer } from '../../src/sim/server.js';
+import { simClients, simFault, startTestSim } from '../support/sim.js';
+
+/**
+ * Argo CD answers a watch only with its first message (grpc-gateway waits for the gRPC stream's header, which the
+ * server sends with its first event; the SSE keep-alives start after it). On a fleet where nothing changes, a
+ * watch that skips the snapshot stays unanswered. The simulator does the same (its default), and the mirror must
+ * follow such a fleet without calling it lost.
+ */
+
+let sim: SimServer | undefined;
+let mirror: FleetMirror | undefined;
+
+afterEach(async () => {
+  await mirror?.stop();
+  await sim?.stop();
+  mirror = sim = undefined;
+});
+
+/** Opens a watch as the mirror does (SSE, skipping the snapshot) and says when its answer came, if it did. */
+function rawWatch(server: SimServer, path: string): { answered: () => boolean; close: () => void } {
+  const inst = server.instances.find((i) => i.name === 'prod')!;
+  let answered = false;
+  const req = http.get(`${inst.url}/api/v1/stream/${path}?resourceVersion=1`, {
+    headers: { accept: 'text/event-stream', authorization: `Bearer ${inst.token}` },
+  });
+  req.on('response', (res) => {
+    answered = true;
+    res.resume();
+  });
+  req.on('error', () => undefined);
+  return { answered: () => answered, close: () => req.destroy() };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function quietMirror(server: SimServer): Promise<{ mirror: FleetMirror; events: FleetEvent[] }> {
+  // An instance timeout far below how long the streams stay unanswered, and a loss told quickly: waiting for an
+  // answer as for any other request would call the instance lost within a second.
+  const clients = simClients(server, { timeout: 400, retries: 1, keepAliveMs: 200 });
+  const m = new FleetMirror(
+    clients,
+    server.instances.map((i) => ({ name: i.name, uiUrl: `https://${i.name}.argocd.example` })),
+    { relistDelayMs: 20, retryMs: 50, lostAfterMs: 300 },
+  );
+  const events: FleetEvent[] = [];
+  m.subscribe((e) => events.push(e));
+  await m.start();
+  return { mirror: m, events };
+}
+
+describe('watch streams over a fleet where nothing changes', () => {
+  it('the simulator answers a watch without a snapshot only with its first event, as Argo CD does', async () => {
+    sim = await startTestSim({ fixture: 'sim-multi-instance.json' });
+    const apps = rawWatch(sim, 'applications');
+    const appSets = rawWatch(sim, 'applicationsets');
+    try {
+      await sleep(300);
+      expect([apps.answered(), appSets.answered()]).toEqual([false, false]);
+      const store = sim.state.instance('prod')!;
+      const app = structuredClone([...store.apps.values()][0]) as Application;
+      app.metadata.labels = { ...app.metadata.labels, touched: 'yes' };
+      store.putApp(app);
+      await expect.poll(() => apps.answered(), { timeout: 2000 }).toBe(true);
+      expect(appSets.answered()).toBe(false);
+    } finally {
+      apps.close();
+      appSets.close();
+    }
+  });
+
+  it('follows them without calling the instance lost, and sees the first change when it comes', async () => {
+    sim = await startTestSim({ fixture: 'sim-multi-instance.json' });
+    const started = await quietMirror(sim);
+    mirror = started.mirror;
+    // Well past the instance timeout and lostAfterMs, with both streams of both instances still unanswered.
+    await sleep(1500);
+    const told = () =>
+      started.events
+        .filter((e) => e.kind.startsWith('instance-'))
+        .map((e) => `${e.kind} ${e.instance}`)
+        .sort();
+    // Connected once each, when the streams counted as subscribed; never lost.
+    expect(told()).toEqual(sim.instances.map((i) => `instance-connected ${i.name}`).sort());
+    expect(mirror.health().map((h) => [h.instance, h.synced, h.error])).toEqual(
+      sim.instances.map((i) => [i.name, true, undefined]),
+    );
+
+    const store = sim.state.instance('prod')!;
+    const app = structuredClone([...store.apps.values()][0]) as Application;
+    app.metadata.labels = { ...app.metadata.labels, tier: 'gold' };
+    store.putApp(app);
+    const appSet = structuredClone([...store.appSets.values()][0]) as ApplicationSet;
+    appSet.metadata.labels = { ...appSet.metadata.labels, tier: 'gold' };
+    store.putAppSet(appSet);
+    await expect
+      .poll(() => mirror!.findApp('prod', app.metadata.name, app.metadata.namespace)?.app.metadata.labels?.tier, {
+        timeout: 3000,
+      })
+      .toBe('gold');
+    await expect
+      .poll(
+        () => mirror!.appSetsNamed(appSet.metadata.name).find((s) => s.instance === 'prod')?.appSet.metadata.labels,
+        { timeout: 3000 },
+      )
+      .toMatchObject({ tier: 'gold' });
+    expect(told()).toEqual(sim.instances.map((i) => `instance-connected ${i.name}`).sort());
+  });
+
+  it('a stream dropped before its first event reconnects, and what changed while it was down is relisted', async () => {
+    sim = await startTestSim({ fixture: 'sim-multi-instance.json' });
+    const started = await quietMirror(sim);
+    mirror = started.mirror;
+    await simFault(sim, { kind: 'http5xx', instance: 'prod', status: 503, match: 'stream/' });
+    await simFault(sim, { kind: 'dropStreams', instance: 'prod' });
+    await expect.poll(() => mirror!.health().find((h) => h.instance === 'prod')?.synced, { timeout: 3000 }).toBe(false);
+
+    // Changed while no stream followed prod: only a relist can bring it.
+    const store = sim.state.instance('prod')!;
+    const app = structuredClone([...store.apps.values()][0]) as Application;
+    app.metadata.labels = { ...app.metadata.labels, tier: 'silver' };
+    store.putApp(app);
+
+    await simFault(sim, { kind: 'clear', instance: 'prod' });
+    await expect
+      .poll(() => mirror!.findApp('prod', app.metadata.name, app.metadata.namespace)?.app.metadata.labels?.tier, {
+        timeout: 5000,
+      })
+      .toBe('silver');
+    await expect.poll(() => mirror!.health().find((h) => h.instance === 'prod')?.synced, { timeout: 3000 }).toBe(true);
+  });
+});
