@@ -85,6 +85,8 @@ interface InstanceState {
   relistTimer?: NodeJS.Timeout;
   relisting?: Promise<void>;
   relistAgain: boolean;
+  /** What the next relist reads: the lists whose streams reconnected since the last one began. */
+  relistKinds: Set<ListKind>;
   /** Reading again the apps that were in motion when listed, once the streams are up (`catchUp`). */
   catchingUp?: Promise<void>;
   retryTimer?: NodeJS.Timeout;
@@ -150,6 +152,7 @@ export class FleetMirror extends FleetIndex {
         touched: new Map(),
         relists: 0,
         relistAgain: false,
+        relistKinds: new Set(),
         retryDelay: this.opts.retryMs,
         clusterLookupAt: 0,
       });
@@ -359,7 +362,7 @@ export class FleetMirror extends FleetIndex {
           s.appsConnected = true;
           s.error = undefined;
           this.announce(s);
-          this.scheduleRelist(s);
+          this.scheduleRelist(s, false, 'apps');
         },
         onExpired: () => {
           this.streamFailed(s, 'apps');
@@ -386,7 +389,7 @@ export class FleetMirror extends FleetIndex {
           s.appSetsConnected = true;
           s.error = undefined;
           this.announce(s);
-          this.scheduleRelist(s);
+          this.scheduleRelist(s, false, 'appSets');
         },
         onExpired: () => {
           this.streamFailed(s, 'appSets');
@@ -578,8 +581,13 @@ export class FleetMirror extends FleetIndex {
 
   // ---------- relist after a stream gap ----------
 
-  private scheduleRelist(s: InstanceState, reopen = false) {
+  /**
+   * A relist after a stream gap reads the lists whose streams had the gap: a quiet ApplicationSet stream that a
+   * proxy cuts every minute (it is unanswered, so it has no keep-alives) costs an ApplicationSet list, not every app.
+   */
+  private scheduleRelist(s: InstanceState, reopen = false, ...kinds: ListKind[]) {
     if (this.stopped) return;
+    for (const kind of kinds.length ? kinds : LIST_KINDS) s.relistKinds.add(kind);
     if (reopen) {
       // 410: the stream is gone for good; relist now and open new streams from the new lists.
       if (s.relistTimer) clearTimeout(s.relistTimer);
@@ -602,7 +610,9 @@ export class FleetMirror extends FleetIndex {
     }
     mirrorResyncsTotal.inc({ instance: s.name });
     s.relists++;
-    const run = this.doRelist(s, reopen);
+    const kinds = new Set<ListKind>(reopen || !s.relistKinds.size ? LIST_KINDS : s.relistKinds);
+    s.relistKinds.clear();
+    const run = this.doRelist(s, reopen, kinds);
     s.relisting = run;
     try {
       await run;
@@ -614,29 +624,57 @@ export class FleetMirror extends FleetIndex {
         'relist failed; keeping the last listed state; retrying',
       );
       this.announce(s);
-      if (!this.stopped) setTimeout(() => this.scheduleRelist(s, reopen), this.opts.retryMs).unref();
+      if (!this.stopped) setTimeout(() => this.scheduleRelist(s, reopen, ...kinds), this.opts.retryMs).unref();
     } finally {
       s.relisting = undefined;
       if (--s.relists === 0) s.touched.clear();
     }
     if (s.relistAgain && !this.stopped) {
       s.relistAgain = false;
-      this.scheduleRelist(s);
+      this.scheduleRelist(s, false, ...s.relistKinds);
     }
   }
 
-  private async doRelist(s: InstanceState, reopen: boolean): Promise<void> {
+  private async doRelist(s: InstanceState, reopen: boolean, kinds: ReadonlySet<ListKind>): Promise<void> {
     const startedAt = s.seq;
     const listedAt = this.opts.now().toISOString();
     const [apps, appSets] = await Promise.all([
-      s.api.listApplications({}, { each: leanApp }),
-      s.api.listApplicationSets(),
+      kinds.has('apps') ? s.api.listApplications({}, { each: leanApp }) : undefined,
+      kinds.has('appSets') ? s.api.listApplicationSets() : undefined,
     ]);
     if (this.stopped) return;
     const touchedSince = (key: string) => (s.touched.get(key) ?? 0) > startedAt;
+    if (apps) this.reconcileApps(s, apps.items ?? [], touchedSince);
+    if (appSets) this.reconcileAppSets(s, appSets.items ?? [], touchedSince);
 
+    for (const [key, seq] of s.touched) if (seq <= startedAt) s.touched.delete(key);
+    s.listWarnings = {
+      ...s.listWarnings,
+      ...(apps ? { apps: apps.warnings ?? [] } : {}),
+      ...(appSets ? { appSets: appSets.warnings ?? [] } : {}),
+    };
+    s.dataAsOf = listedAt;
+    s.listError = undefined;
+    this.announce(s);
+    if (apps) void this.enrichUnhealthy(s);
+    this.log?.info(
+      { instance: s.name, lists: [...kinds], apps: apps?.items?.length, appSets: appSets?.items?.length },
+      'relisted after a stream gap',
+    );
+    if (reopen) {
+      this.openAppsWatch(s, apps?.metadata?.resourceVersion);
+      this.openAppSetsWatch(s, appSets?.metadata?.resourceVersion);
+      // As after the first list: what changed before the new streams subscribed is on neither.
+      void this.waitForStreams(s).then(() => {
+        if (!this.stopped) s.catchingUp = this.catchUp(s);
+      });
+    }
+  }
+
+  /** The listed apps against what is held: what a stream changed since the relist began wins. */
+  private reconcileApps(s: InstanceState, items: Application[], touchedSince: (key: string) => boolean): void {
     const listed = new Set<string>();
-    for (const app of apps.items ?? []) {
+    for (const app of items) {
       const key = fleetAppKey(s.name, app.metadata.name, app.metadata.namespace);
       listed.add(key);
       if (touchedSince('app' + key)) continue;
@@ -657,9 +695,12 @@ export class FleetMirror extends FleetIndex {
       const previous = this.removeApp(s.name, a.app.metadata.name, a.app.metadata.namespace);
       if (previous) this.emitApp(s, 'DELETED', previous, previous);
     }
+  }
 
+  /** The listed ApplicationSets against what is held, as reconcileApps. */
+  private reconcileAppSets(s: InstanceState, items: ApplicationSet[], touchedSince: (key: string) => boolean): void {
     const listedSets = new Set<string>();
-    for (const appSet of appSets.items ?? []) {
+    for (const appSet of items) {
       const key = 'set' + fleetAppKey(s.name, appSet.metadata.name, appSet.metadata.namespace);
       listedSets.add(key);
       if (touchedSince(key)) continue;
@@ -682,24 +723,11 @@ export class FleetMirror extends FleetIndex {
       const previous = this.removeAppSet(s.name, x.appSet.metadata.name, x.appSet.metadata.namespace);
       if (previous) this.emitAppSet(s, 'DELETED', previous, previous);
     }
-
-    for (const [key, seq] of s.touched) if (seq <= startedAt) s.touched.delete(key);
-    s.listWarnings = { ...s.listWarnings, apps: apps.warnings ?? [], appSets: appSets.warnings ?? [] };
-    s.dataAsOf = listedAt;
-    s.listError = undefined;
-    this.announce(s);
-    void this.enrichUnhealthy(s);
-    this.log?.info({ instance: s.name, apps: apps.items?.length ?? 0 }, 'relisted after a stream gap');
-    if (reopen) {
-      this.openAppsWatch(s, apps.metadata?.resourceVersion);
-      this.openAppSetsWatch(s, appSets.metadata?.resourceVersion);
-      // As after the first list: what changed before the new streams subscribed is on neither.
-      void this.waitForStreams(s).then(() => {
-        if (!this.stopped) s.catchingUp = this.catchUp(s);
-      });
-    }
   }
 }
+
+type ListKind = 'apps' | 'appSets';
+const LIST_KINDS: readonly ListKind[] = ['apps', 'appSets'];
 
 function isSynced(s: InstanceState): boolean {
   return s.loaded && !s.listError && (!s.follows || (s.appsConnected && s.appSetsConnected));

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { ArgoApi } from '../../src/infra/argocd/api.js';
 import type { Application, ApplicationSet } from '../../src/infra/argocd/types.js';
 import type { FleetEvent } from '../../src/fleet/events.js';
 import { FleetMirror } from '../../src/fleet/mirror.js';
@@ -39,10 +40,32 @@ function rawWatch(server: SimServer, path: string): { answered: () => boolean; c
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function quietMirror(server: SimServer): Promise<{ mirror: FleetMirror; events: FleetEvent[] }> {
+/** `api`, each call also written down as "instance method". */
+function counted(instance: string, api: ArgoApi, calls: string[]): ArgoApi {
+  return new Proxy(api, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        calls.push(`${instance} ${String(prop)}`);
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+}
+
+async function quietMirror(
+  server: SimServer,
+  calls: string[] = [],
+): Promise<{ mirror: FleetMirror; events: FleetEvent[] }> {
   // An instance timeout far below how long the streams stay unanswered, and a loss told quickly: waiting for an
   // answer as for any other request would call the instance lost within a second.
-  const clients = simClients(server, { timeout: 400, retries: 1, keepAliveMs: 200 });
+  const clients = new Map(
+    [...simClients(server, { timeout: 400, retries: 1, keepAliveMs: 200 })].map(([name, api]) => [
+      name,
+      counted(name, api, calls),
+    ]),
+  );
   const m = new FleetMirror(
     clients,
     server.instances.map((i) => ({ name: i.name, uiUrl: `https://${i.name}.argocd.example` })),
@@ -133,5 +156,35 @@ describe('watch streams over a fleet where nothing changes', () => {
       })
       .toBe('silver');
     await expect.poll(() => mirror!.health().find((h) => h.instance === 'prod')?.synced, { timeout: 3000 }).toBe(true);
+  });
+
+  it('relists only what the cut stream follows: a quiet ApplicationSet stream cut by a proxy costs no app list', async () => {
+    sim = await startTestSim({ fixture: 'sim-multi-instance.json' });
+    const calls: string[] = [];
+    const started = await quietMirror(sim, calls);
+    mirror = started.mirror;
+    const lists = (instance: string) =>
+      ['listApplications', 'listApplicationSets'].map((m) => calls.filter((c) => c === `${instance} ${m}`).length);
+    expect(lists('prod')).toEqual([1, 1]);
+
+    await simFault(sim, { kind: 'http5xx', instance: 'prod', status: 503, match: 'stream/applicationsets' });
+    await simFault(sim, { kind: 'dropStreams', instance: 'prod', watches: 'applicationsets' });
+    await expect.poll(() => mirror!.health().find((h) => h.instance === 'prod')?.synced, { timeout: 3000 }).toBe(false);
+    // Changed while no stream followed prod's ApplicationSets: only a relist can bring it.
+    const store = sim.state.instance('prod')!;
+    const appSet = structuredClone([...store.appSets.values()][0]) as ApplicationSet;
+    appSet.metadata.labels = { ...appSet.metadata.labels, tier: 'bronze' };
+    store.putAppSet(appSet);
+    await simFault(sim, { kind: 'clear', instance: 'prod' });
+
+    await expect
+      .poll(
+        () => mirror!.appSetsNamed(appSet.metadata.name).find((s) => s.instance === 'prod')?.appSet.metadata.labels,
+        { timeout: 5000 },
+      )
+      .toMatchObject({ tier: 'bronze' });
+    await expect.poll(() => mirror!.health().find((h) => h.instance === 'prod')?.synced, { timeout: 3000 }).toBe(true);
+    expect(lists('prod')).toEqual([1, 2]);
+    expect(lists('staging')).toEqual([1, 1]);
   });
 });

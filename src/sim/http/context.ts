@@ -25,8 +25,8 @@ export interface SimCore {
   /** --frozen: serve the fixture as-is. */
   readonly frozen: boolean;
   now(): Date;
-  /** Open watch streams and their instance: closed on stop, or on demand (fault `dropStreams`). */
-  readonly openStreams: Map<ServerResponse, string>;
+  /** Open watch streams, their instance and what they watch: closed on stop, or on demand (fault `dropStreams`). */
+  readonly openStreams: Map<ServerResponse, { instance: string; watches: 'applications' | 'applicationsets' }>;
   /** Events about each Application (GET …/events without a resource). */
   readonly events?: SimEventLog;
   /** The objects on simulated clusters behind apps' resources (live Rollouts, their ReplicaSets). */

@@ -294,8 +294,11 @@ export function applyFault(core: SimCore, faults: FaultBook, body: unknown): { a
     case 'dropStreams': {
       // The server (or a proxy idle timeout) ends open watch streams: clients must reconnect.
       let dropped = 0;
-      for (const [res, inst] of core.openStreams) {
-        if (instance && inst !== instance) continue;
+      const watches = str(b.watches);
+      if (watches && watches !== 'applications' && watches !== 'applicationsets')
+        throw new FaultRequestError(`"watches" must be applications or applicationsets, not "${watches}"`);
+      for (const [res, open] of core.openStreams) {
+        if ((instance && open.instance !== instance) || (watches && open.watches !== watches)) continue;
         res.end();
         core.openStreams.delete(res);
         dropped++;

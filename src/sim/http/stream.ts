@@ -24,7 +24,10 @@ import { allowed } from './rbac.js';
  */
 type Kind = 'application' | 'applicationSet';
 
-function startStream(req: ApiRequest): { send(name: string, body: string): void; end(): void; sse: boolean } {
+function startStream(
+  req: ApiRequest,
+  watches: 'applications' | 'applicationsets',
+): { send(name: string, body: string): void; end(): void; sse: boolean } {
   const sse = req.headers.accept === 'text/event-stream';
   const res = req.res;
   let keepAlive: NodeJS.Timeout | undefined;
@@ -42,7 +45,7 @@ function startStream(req: ApiRequest): { send(name: string, body: string): void;
   // Upstream's gateway waits for the gRPC stream's header, which the server sends with its first event, and starts
   // the SSE keep-alives after it: a watch that skips the snapshot is unanswered until something it follows changes.
   if (req.core.watchAnswer === 'at-once') answer();
-  req.core.openStreams.set(res, req.store.name);
+  req.core.openStreams.set(res, { instance: req.store.name, watches });
   const last = new Map<string, string>();
   const cleanup = () => {
     if (keepAlive) clearInterval(keepAlive);
@@ -95,7 +98,7 @@ function watch<T extends Application | ApplicationSet>(
   const fields = parseFields(req.query.get('fields'));
   const rvText = req.query.get('resourceVersion');
   const minVersion = rvText && /^\d+$/.test(rvText) ? Number(rvText) : 0;
-  const stream = startStream(req);
+  const stream = startStream(req, kind === 'application' ? 'applications' : 'applicationsets');
   const emit = (type: string, o: T) => {
     // Upstream drops events for objects older than the requested version (isApplicationPermitted).
     if (Number(o.metadata.resourceVersion ?? 0) < minVersion) return;
