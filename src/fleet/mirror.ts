@@ -87,6 +87,8 @@ interface InstanceState {
   relistAgain: boolean;
   /** What the next relist reads: the lists whose streams reconnected since the last one began. */
   relistKinds: Set<ListKind>;
+  /** Streams reconnected without an answer: followed once a relist of what they follow succeeds. */
+  confirmByRelist: Set<ListKind>;
   /** Reading again the apps that were in motion when listed, once the streams are up (`catchUp`). */
   catchingUp?: Promise<void>;
   retryTimer?: NodeJS.Timeout;
@@ -153,6 +155,7 @@ export class FleetMirror extends FleetIndex {
         relists: 0,
         relistAgain: false,
         relistKinds: new Set(),
+        confirmByRelist: new Set(),
         retryDelay: this.opts.retryMs,
         clusterLookupAt: 0,
       });
@@ -353,17 +356,13 @@ export class FleetMirror extends FleetIndex {
 
   private openAppsWatch(s: InstanceState, resourceVersion: string | undefined) {
     s.appsWatch?.close();
+    s.confirmByRelist.delete('apps');
     const handle = s.api.watchApplications(
       { resourceVersion },
       {
         onEvent: (e) => this.applyAppEvent(s, e.type, e.application),
         onError: (e) => this.streamFailed(s, 'apps', e),
-        onReconnect: () => {
-          s.appsConnected = true;
-          s.error = undefined;
-          this.announce(s);
-          this.scheduleRelist(s, false, 'apps');
-        },
+        onReconnect: (_, answered) => this.reconnected(s, 'apps', answered),
         onExpired: () => {
           this.streamFailed(s, 'apps');
           this.scheduleRelist(s, true);
@@ -380,17 +379,13 @@ export class FleetMirror extends FleetIndex {
 
   private openAppSetsWatch(s: InstanceState, resourceVersion: string | undefined) {
     s.appSetsWatch?.close();
+    s.confirmByRelist.delete('appSets');
     const handle = s.api.watchApplicationSets(
       { resourceVersion },
       {
         onEvent: (e) => this.applyAppSetEvent(s, e.type, e.applicationSet),
         onError: (e) => this.streamFailed(s, 'appSets', e),
-        onReconnect: () => {
-          s.appSetsConnected = true;
-          s.error = undefined;
-          this.announce(s);
-          this.scheduleRelist(s, false, 'appSets');
-        },
+        onReconnect: (_, answered) => this.reconnected(s, 'appSets', answered),
         onExpired: () => {
           this.streamFailed(s, 'appSets');
           this.scheduleRelist(s, true);
@@ -405,8 +400,28 @@ export class FleetMirror extends FleetIndex {
     });
   }
 
+  /**
+   * A stream reconnected: what changed while it was down is relisted. One the server answered follows from now on;
+   * one that only stayed open (unanswered, as a quiet stream stays) follows once that relist succeeds, so a proxy that
+   * holds every request while Argo CD is down does not make the instance look connected again.
+   */
+  private reconnected(s: InstanceState, stream: ListKind, answered: boolean) {
+    if (answered) this.streamFollows(s, stream);
+    else s.confirmByRelist.add(stream);
+    this.scheduleRelist(s, false, stream);
+  }
+
+  private streamFollows(s: InstanceState, stream: ListKind) {
+    s.confirmByRelist.delete(stream);
+    if (stream === 'apps') s.appsConnected = true;
+    else s.appSetsConnected = true;
+    s.error = undefined;
+    this.announce(s);
+  }
+
   /** A stream stopped following: what is held was current until now (if it was current at all). */
   private streamFailed(s: InstanceState, stream: 'apps' | 'appSets', error?: Error) {
+    s.confirmByRelist.delete(stream);
     if (isSynced(s)) s.dataAsOf = this.opts.now().toISOString();
     if (stream === 'apps') s.appsConnected = false;
     else s.appSetsConnected = false;
@@ -655,6 +670,7 @@ export class FleetMirror extends FleetIndex {
     };
     s.dataAsOf = listedAt;
     s.listError = undefined;
+    for (const kind of kinds) if (s.confirmByRelist.has(kind)) this.streamFollows(s, kind);
     this.announce(s);
     if (apps) void this.enrichUnhealthy(s);
     this.log?.info(

@@ -187,4 +187,27 @@ describe('watch streams over a fleet where nothing changes', () => {
     expect(lists('prod')).toEqual([1, 2]);
     expect(lists('staging')).toEqual([1, 1]);
   });
+
+  it('a proxy that holds every request while Argo CD is down does not make the instance look connected again', async () => {
+    sim = await startTestSim({ fixture: 'sim-multi-instance.json' });
+    const started = await quietMirror(sim);
+    mirror = started.mirror;
+    const prod = () =>
+      started.events.filter((e) => e.kind.startsWith('instance-') && e.instance === 'prod').map((e) => e.kind);
+    expect(prod()).toEqual(['instance-connected']);
+
+    // Streams are held 3 s, then refused; lists are refused at once: nothing of prod answers.
+    await simFault(sim, { kind: 'latency', instance: 'prod', ms: 3000, match: 'stream/' });
+    await simFault(sim, { kind: 'http5xx', instance: 'prod', status: 503 });
+    await simFault(sim, { kind: 'dropStreams', instance: 'prod' });
+    await expect.poll(prod, { timeout: 3000 }).toEqual(['instance-connected', 'instance-lost']);
+    // The reconnects stay open past subscribeAfterMs, and every relist is refused: still lost, never connected.
+    await sleep(2500);
+    expect(prod()).toEqual(['instance-connected', 'instance-lost']);
+    expect(mirror.health().find((h) => h.instance === 'prod')?.synced).toBe(false);
+
+    await simFault(sim, { kind: 'clear', instance: 'prod' });
+    await expect.poll(prod, { timeout: 8000 }).toEqual(['instance-connected', 'instance-lost', 'instance-connected']);
+    expect(mirror.health().find((h) => h.instance === 'prod')?.synced).toBe(true);
+  });
 });

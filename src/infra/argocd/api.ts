@@ -71,8 +71,12 @@ export interface WatchOptions<E> {
   onEvent(event: E): void;
   /** Called on each (re)connect attempt failure; the watch keeps retrying with backoff. */
   onError?(error: Error): void;
-  /** Called after a reconnect, with the resourceVersion it resumed from (if any). */
-  onReconnect?(resourceVersion: string | undefined): void;
+  /**
+   * Called after a reconnect, with the resourceVersion it resumed from (if any). `answered`: the server answered the
+   * new connection; false when it is counted as followed only because it stayed open (a watch is answered with its
+   * first event), which a server that hangs every request looks like too.
+   */
+  onReconnect?(resourceVersion: string | undefined, answered: boolean): void;
   /**
    * The server cannot resume from our resourceVersion (410 Gone). When given, the watch stops and
    * the caller relists and opens a new one; without it the watch restarts with a fresh snapshot.

@@ -110,7 +110,7 @@ class SseWatch<E> {
     const attempt = this.startAttempt();
     // Neither an answer nor its absence says the stream is dead before the first message; a refused or reset
     // request fails the attempt, and a silent one is followed (keep-alives are checked once it is answered).
-    const grace = setTimeout(() => this.subscribed(attempt), spec.subscribeAfterMs);
+    const grace = setTimeout(() => this.subscribed(attempt, false), spec.subscribeAfterMs);
     grace.unref();
     attempt.controller.signal.addEventListener('abort', () => clearTimeout(grace), { once: true });
     let answer: StreamAnswer;
@@ -134,7 +134,7 @@ class SseWatch<E> {
   }
 
   /** The attempt follows the changes from now on: the first one makes the watch ready, a later one reconnected it. */
-  private subscribed(attempt: Attempt): void {
+  private subscribed(attempt: Attempt, answered: boolean): void {
     if (attempt.finished || attempt.subscribed || this.closed) return;
     attempt.subscribed = true;
     // A stream cut before its first message (a proxy's idle timeout) was still a stream: reconnect without backing off.
@@ -143,7 +143,7 @@ class SseWatch<E> {
       this.connectedOnce = true;
       this.resolveReady();
     } else {
-      this.options.onReconnect?.(attempt.resumedFrom);
+      this.options.onReconnect?.(attempt.resumedFrom, answered);
     }
   }
 
@@ -184,7 +184,7 @@ class SseWatch<E> {
         ),
       );
     this.armLiveness(silence, onSilence);
-    this.subscribed(attempt);
+    this.subscribed(attempt, true);
 
     stream.setEncoding('utf8');
     const reader = new SseMessageReader(
