@@ -127,28 +127,46 @@ export class FleetIndex implements FleetView {
     this.changes++;
     const at = positions.get(key);
     const previous = at === undefined ? undefined : this.appsList[at];
+    const owner = app.appSet && `${app.instance}/${app.appSet}`;
     if (previous) {
       this.appsList[at!] = app;
       written(this.appsList, at!);
       replaceIn(this.byName, previous.app.metadata.name, previous, app);
-      if (previous.appSet) removeFrom(this.byOwner, `${previous.instance}/${previous.appSet}`, previous);
+      const previousOwner = previous.appSet && `${previous.instance}/${previous.appSet}`;
+      if (previousOwner === owner) {
+        if (owner) replaceIn(this.byOwner, owner, previous, app);
+        return previous;
+      }
+      if (previousOwner) removeFrom(this.byOwner, previousOwner, previous);
     } else {
       positions.set(key, this.appsList.length);
       written(this.appsList, this.appsList.push(app) - 1);
       push(this.byName, app.app.metadata.name, app);
     }
-    if (app.appSet) push(this.byOwner, `${app.instance}/${app.appSet}`, app);
+    if (owner) push(this.byOwner, owner, app);
     return previous;
   }
 
-  /** Removes one app; returns it if it was known. O(apps): deletions are rare. */
+  /**
+   * Removes one app; returns it if it was known. The last app of the list takes its place, so a removal costs the same
+   * at any fleet size and the list stays the one whose chunks are tracked: an ApplicationSet deleting its 500 apps, or
+   * a fleet where apps come and go under churn, does not rebuild the positions and every chunk's pass per removal.
+   */
   removeApp(instance: string, name: string, namespace?: string): FleetApp | undefined {
-    const previous = this.findApp(instance, name, namespace);
-    if (!previous) return undefined;
+    const positions = this.positionMap();
+    const key = fleetAppKey(instance, name, namespace);
+    const at = positions.get(key);
+    if (at === undefined) return undefined;
+    const previous = this.appsList[at];
     this.changes++;
-    this.appsList = this.appsList.filter((a) => a !== previous);
-    trackWrites(this.appsList);
-    this.positions = undefined;
+    positions.delete(key);
+    const last = this.appsList.pop()!;
+    written(this.appsList, this.appsList.length);
+    if (last !== previous) {
+      this.appsList[at] = last;
+      written(this.appsList, at);
+      positions.set(fleetAppKey(last.instance, last.app.metadata.name, last.app.metadata.namespace), at);
+    }
     removeFrom(this.byName, previous.app.metadata.name, previous);
     if (previous.appSet) removeFrom(this.byOwner, `${previous.instance}/${previous.appSet}`, previous);
     return previous;

@@ -249,7 +249,7 @@ describe('status of a large fleet, counted per chunk of apps', () => {
       // A few apps replaced in place, one in each of some chunks, then the list read again at the new version.
       for (let k = 0; k < 5; k++) flip((round * 977 + k * 1231) % fleet.apps().length);
       check();
-      // An app added at the end (the last chunk grows), and one removed (a new list, whose chunks start afresh).
+      // An app added at the end (the last chunk grows), and one removed (the last app takes its place).
       const added = app({ name: `new-${round}`, clusterName: `c${round}`, status: { health: { status: 'Degraded' } } });
       fleet.upsertApp(tagApp('east', added, new Map()));
       check();

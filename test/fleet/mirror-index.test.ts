@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Application } from '../../src/infra/argocd/types.js';
+import { chunked } from '../../src/fleet/chunks.js';
 import { FleetIndex, tagApp, type FleetApp } from '../../src/fleet/model.js';
 
 const clusters = new Map([['https://eu1.k8s', 'prod-eu1']]);
@@ -48,12 +49,39 @@ describe('FleetIndex incremental updates (used by the live mirror)', () => {
     index.load([app('a', { appSet: 'web' }), app('b', { appSet: 'web' }), app('c')], [], []);
     expect(index.removeApp('eu', 'a', 'argocd')?.app.metadata.name).toBe('a');
     expect(index.removeApp('eu', 'a', 'argocd')).toBeUndefined();
-    expect(index.apps().map((a) => a.app.metadata.name)).toEqual(['b', 'c']);
+    expect(index.apps().map((a) => a.app.metadata.name)).toEqual(['c', 'b']);
     expect(index.appsNamed('a')).toEqual([]);
     expect(index.appsOf('eu', 'web').map((a) => a.app.metadata.name)).toEqual(['b']);
     expect(index.findApp('eu', 'c', 'argocd')?.app.metadata.name).toBe('c');
     index.upsertApp(app('d'));
     expect(index.findApp('eu', 'd', 'argocd')).toBe(index.apps()[2]);
+  });
+
+  it("fills a removed app's place with the last app, so only the chunks it wrote are passed over again", () => {
+    const index = new FleetIndex(['eu']);
+    index.load(
+      Array.from({ length: 5000 }, (_, i) => app(`app-${i}`, { appSet: `set-${i % 3}` })),
+      [],
+      [],
+    );
+    const passed: string[] = [];
+    const firstOf = (apps: readonly FleetApp[]) => (passed.push(apps[0].app.metadata.name), apps.length);
+    const pass = () => chunked(index.apps(), firstOf, index.version()).map((c) => c.value);
+    expect(pass()).toEqual([1024, 1024, 1024, 1024, 904]);
+    passed.length = 0;
+    index.removeApp('eu', 'app-10', 'argocd');
+    index.removeApp('eu', 'app-4999', 'argocd');
+    // The first chunk (app-4999 took app-10's place, then was removed from there: app-4998 holds it now) and the
+    // last (shorter by two); the three between are kept.
+    expect(pass()).toEqual([1024, 1024, 1024, 1024, 902]);
+    expect(passed).toEqual(['app-0', 'app-4096']);
+    expect(index.apps()[10].app.metadata.name).toBe('app-4998');
+    expect(index.findApp('eu', 'app-4998', 'argocd')).toBe(index.apps()[10]);
+    expect(index.findApp('eu', 'app-4999', 'argocd')).toBeUndefined();
+    expect(index.appsOf('eu', 'set-1').map((a) => a.app.metadata.name)).not.toContain('app-10');
+    expect(index.appsOf('eu', 'set-1')).toHaveLength(1666 - 1);
+    for (const [i, a] of index.apps().entries())
+      expect(index.findApp('eu', a.app.metadata.name, 'argocd')).toBe(index.apps()[i]);
   });
 
   it('replaces one instance and keeps the others', () => {
