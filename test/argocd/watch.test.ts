@@ -3,6 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { WatchHandle } from '../../src/infra/argocd/api.js';
 import { ArgoClient } from '../../src/infra/argocd/client.js';
 import type { ArgoError } from '../../src/infra/argocd/errors.js';
+import { MessageSlices, PAUSE_AT_MESSAGES } from '../../src/infra/argocd/watch.js';
 import type { Application, ApplicationWatchEvent } from '../../src/infra/argocd/types.js';
 import { instanceSchema } from '../../src/infra/config/schema.js';
 import { sseOpen, sseSend, startRecordingServer, type RecordingServer } from '../support/recording-server.js';
@@ -230,6 +231,118 @@ describe('application watch (SSE)', () => {
     expect(server.requestsTo(STREAM).length).toBeLessThanOrEqual(7);
     expect(w.errors.length).toBeGreaterThan(2);
     expect(w.errors.every((e) => e.kind === 'bad_response')).toBe(true);
+  });
+
+  it('backs off when the server holds each watch past subscribeAfterMs and then refuses it', async () => {
+    // A load balancer holding requests while Argo CD restarts, then answering 503: each attempt outlives
+    // subscribeAfterMs unanswered, which must not count as a stream that restarts the backoff.
+    server.on('GET', STREAM, {
+      stream: (res) => setTimeout(() => res.writeHead(503, { 'content-type': 'application/json' }).end('{}'), 60),
+    });
+    const cfg = instanceSchema.parse({ name: 'eu', url: server.url, token: 'tok', timeout: 1000 });
+    const w = watch(
+      new ArgoClient(cfg, { watch: { keepAliveMs: 200, subscribeAfterMs: 20, backoff: { baseMs: 20, maxMs: 400 } } }),
+    );
+    await new Promise((r) => setTimeout(r, 900));
+    w.handle.close();
+    // 60 ms each, then 10–20, 20–40, 40–80, 80–160, 160–320 ms...: at most 7 in 900 ms; 12 or more when each
+    // attempt restarts the backoff at 10–20 ms.
+    expect(server.requestsTo(STREAM).length).toBeLessThanOrEqual(7);
+    expect(w.errors.length).toBeGreaterThan(2);
+    expect(w.errors.every((e) => e.kind === 'unavailable')).toBe(true);
+  });
+
+  it('reconnects without backing off when a quiet, unanswered stream is cut after staying open a while', async () => {
+    // A proxy's idle timeout cutting a stream that had nothing to say: it was followed, so no failure to back off from.
+    server.on('GET', STREAM, { stream: (res) => setTimeout(() => res.destroy(), 450) });
+    const cfg = instanceSchema.parse({ name: 'eu', url: server.url, token: 'tok', timeout: 1000 });
+    const w = watch(
+      new ArgoClient(cfg, { watch: { keepAliveMs: 200, subscribeAfterMs: 20, backoff: { baseMs: 100, maxMs: 3200 } } }),
+    );
+    await expect.poll(() => server.requestsTo(STREAM).length, { timeout: 4000 }).toBe(5);
+    // Each reconnect counts once it has stayed open subscribeAfterMs.
+    await expect.poll(() => w.reconnects).toHaveLength(4);
+    w.handle.close();
+    const at = server.requestsTo(STREAM).map((r) => r.at);
+    const gaps = at.slice(1).map((t, i) => t - at[i] - 450);
+    // Each reconnect waits 50–100 ms after the cut; backing off would wait 100–200, 200–400, 400–800 ms.
+    expect(Math.max(...gaps)).toBeLessThan(200);
+  });
+
+  it('handles a burst of events a slice at a time, so other work runs between them', async () => {
+    // 60 events in one write, each taking 1 ms to handle: handled as read, a timer set at the first would run after
+    // the last.
+    server.on('GET', STREAM, {
+      stream: (res) => {
+        sseOpen(res);
+        res.write(
+          Array.from(
+            { length: 60 },
+            (_, i) =>
+              `data: ${JSON.stringify({ result: { type: 'MODIFIED', application: app(`a${i}`, String(i + 1)) } })}\n\n`,
+          ).join(''),
+        );
+      },
+    });
+    let handled = 0;
+    let handledWhenTimerRan: number | undefined;
+    const handle = client().watchApplications(
+      {},
+      {
+        onEvent: () => {
+          if (++handled === 1) setTimeout(() => (handledWhenTimerRan = handled), 0);
+          const until = performance.now() + 1;
+          while (performance.now() < until);
+        },
+      },
+    );
+    handles.push(handle);
+    await expect.poll(() => handled).toBe(60);
+    expect(handledWhenTimerRan).toBeDefined();
+    expect(handledWhenTimerRan!).toBeLessThan(20);
+  });
+
+  it('handles every event read before the server ended the stream, in order, before it reconnects', async () => {
+    const burst = Array.from({ length: 3000 }, (_, i) => ({
+      type: 'MODIFIED',
+      application: app(`a${i % 50}`, String(i + 1)),
+    }));
+    server.on(
+      'GET',
+      STREAM,
+      {
+        stream: (res) => (
+          sseOpen(res),
+          res.end(burst.map((result) => `data: ${JSON.stringify({ result })}\n\n`).join(''))
+        ),
+      },
+      { stream: (res) => sseOpen(res) },
+    );
+    const w = watch(client(), { resourceVersion: '0' });
+    await expect.poll(() => server.requestsTo(STREAM).length).toBe(2);
+    expect(w.events.map((e) => e.application.metadata.resourceVersion)).toEqual(burst.map((_, i) => String(i + 1)));
+    expect(server.requestsTo(STREAM)[1].query.get('resourceVersion')).toBe('3000');
+  });
+
+  it('pauses a stream while too many of its messages wait, and resumes it once they are handled', async () => {
+    const calls: string[] = [];
+    const handled: string[] = [];
+    const slices = new MessageSlices(
+      {
+        pause: () => (calls.push('pause'), undefined as never),
+        resume: () => (calls.push('resume'), undefined as never),
+      },
+      (m) => handled.push(m),
+      () => false,
+    );
+    for (let i = 0; i < PAUSE_AT_MESSAGES - 1; i++) slices.push(String(i));
+    expect(calls).toEqual([]);
+    slices.push('last');
+    expect(calls).toEqual(['pause']);
+    expect(handled).toEqual([]);
+    await expect.poll(() => handled.length).toBe(PAUSE_AT_MESSAGES);
+    expect(handled.at(-1)).toBe('last');
+    expect(calls).toEqual(['pause', 'resume']);
   });
 
   it('close() ends the stream and never reconnects', async () => {

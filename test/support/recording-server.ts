@@ -15,6 +15,8 @@ export interface RecordedRequest {
   url: string;
   headers: http.IncomingHttpHeaders;
   body: string;
+  /** performance.now() when its body had arrived. */
+  at: number;
   json?: unknown;
 }
 
@@ -69,6 +71,7 @@ export async function startRecordingServer(): Promise<RecordingServer> {
       url: req.url ?? '/',
       headers: req.headers,
       body,
+      at: performance.now(),
     };
     if (body) {
       try {

@@ -69,6 +69,8 @@ interface Attempt {
   finished: boolean;
   /** Counted as subscribed: answered, or still open after subscribeAfterMs. */
   subscribed: boolean;
+  /** performance.now() when it was opened. */
+  openedAt: number;
   /** The resourceVersion it resumed from. */
   resumedFrom: string | undefined;
   finish(why: ArgoError | undefined, next?: AfterAttempt): void;
@@ -137,8 +139,8 @@ class SseWatch<E> {
   private subscribed(attempt: Attempt, answered: boolean): void {
     if (attempt.finished || attempt.subscribed || this.closed) return;
     attempt.subscribed = true;
-    // A stream cut before its first message (a proxy's idle timeout) was still a stream: reconnect without backing off.
-    this.failures = 0;
+    // An answer says the server is up. An unanswered request says so only once it has stayed open a while (finish).
+    if (answered) this.failures = 0;
     if (!this.connectedOnce) {
       this.connectedOnce = true;
       this.resolveReady();
@@ -152,6 +154,7 @@ class SseWatch<E> {
       controller: new AbortController(),
       finished: false,
       subscribed: false,
+      openedAt: performance.now(),
       resumedFrom: this.resourceVersion,
       finish: (why, next = 'reconnect') => {
         if (attempt.finished) return;
@@ -159,6 +162,9 @@ class SseWatch<E> {
         this.clearLiveness();
         attempt.controller.abort();
         if (this.closed) return;
+        // A quiet stream a proxy cuts for idleness (nginx: after 60 s) was a stream: reconnect without backing off.
+        // One that ends sooner, unanswered (a 503 after two seconds), is a failed attempt like a refused one.
+        if (attempt.subscribed && performance.now() - attempt.openedAt >= this.silenceMs) this.failures = 0;
         this.badStreak = why?.kind === 'bad_response' ? this.badStreak + 1 : 0;
         if (why) this.report(why);
         if (next === 'expired') this.expired();
@@ -172,7 +178,7 @@ class SseWatch<E> {
   /** Reads an accepted stream until it ends, is dropped or goes silent. */
   private follow(stream: Readable, attempt: Attempt): void {
     const spec = this.spec;
-    const silence = spec.keepAliveMs * 2;
+    const silence = this.silenceMs;
     const onSilence = () =>
       attempt.finish(
         new ArgoError(
@@ -187,20 +193,31 @@ class SseWatch<E> {
     this.subscribed(attempt, true);
 
     stream.setEncoding('utf8');
-    const reader = new SseMessageReader(
+    const slices = new MessageSlices(
+      stream,
       (payload) => this.dispatch(payload, attempt),
+      () => attempt.finished || this.closed,
+      () => this.armLiveness(silence, onSilence),
+    );
+    const reader = new SseMessageReader(
+      (payload) => slices.push(payload),
       () => attempt.finished,
     );
+    // What arrived before the stream ended is read before the attempt ends: the reconnect resumes after it.
+    const end = (why: ArgoError) => {
+      slices.flush();
+      attempt.finish(why);
+    };
     stream.on('data', (chunk: string) => {
       if (attempt.finished) return;
       this.failures = 0;
       this.armLiveness(silence, onSilence);
       reader.push(chunk);
     });
-    stream.on('error', (e) => attempt.finish(spec.transportError(e)));
+    stream.on('error', (e) => end(spec.transportError(e)));
     stream.on('end', () => {
       reader.end();
-      attempt.finish(
+      end(
         new ArgoError(`Watch ${spec.describe} on instance ${spec.instance} was closed by the server: reconnecting.`, {
           kind: 'network',
           instance: spec.instance,
@@ -208,7 +225,7 @@ class SseWatch<E> {
       );
     });
     stream.on('close', () =>
-      attempt.finish(
+      end(
         new ArgoError(`Watch ${spec.describe} on instance ${spec.instance} was dropped: reconnecting.`, {
           kind: 'network',
           instance: spec.instance,
@@ -247,6 +264,11 @@ class SseWatch<E> {
     } catch (e) {
       this.spec.logger?.error({ err: e, instance: spec.instance }, 'watch onEvent handler threw');
     }
+  }
+
+  /** How long an answered stream may stay silent: two of the server's keep-alive intervals. */
+  private get silenceMs(): number {
+    return this.spec.keepAliveMs * 2;
   }
 
   private clearLiveness(): void {
@@ -288,6 +310,81 @@ class SseWatch<E> {
       this.resourceVersion = undefined;
       this.scheduleReconnect(true);
     }
+  }
+}
+
+/** How long one slice of a stream's messages may hold the event loop. */
+export const SLICE_MS = 4;
+/** Messages read and not yet handled past which the stream is paused until they are. */
+export const PAUSE_AT_MESSAGES = 2000;
+
+/**
+ * A stream's messages, handled a few milliseconds at a time, in order. A sync of hundreds of apps sends thousands of
+ * events within a second, and node reads a socket's backlog in one go (up to 32 reads of 64 KiB): handled as read,
+ * they held the event loop 30–90 ms per burst, and every Slack request arriving meanwhile waited for its ack. Between
+ * slices the loop takes other work. Past PAUSE_AT_MESSAGES waiting, the stream is paused, so a burst waits in the
+ * socket (the server's backpressure) rather than in memory here.
+ */
+export class MessageSlices {
+  private queue: string[] = [];
+  private head = 0;
+  private scheduled = false;
+  private paused = false;
+
+  constructor(
+    private readonly stream: Pick<Readable, 'pause' | 'resume'>,
+    private readonly handle: (payload: string) => void,
+    private readonly stopped: () => boolean,
+    /** Called after each slice that handled messages: handling them is a sign of life as their arrival was. */
+    private readonly progressed: () => void = () => {},
+  ) {}
+
+  push(payload: string): void {
+    this.queue.push(payload);
+    if (!this.paused && this.queue.length - this.head >= PAUSE_AT_MESSAGES) {
+      this.paused = true;
+      this.stream.pause();
+    }
+    this.schedule();
+  }
+
+  /** Everything read so far, handled now. */
+  flush(): void {
+    this.drain(Infinity);
+  }
+
+  private drain(budgetMs: number): void {
+    const until = performance.now() + budgetMs;
+    const from = this.head;
+    while (this.head < this.queue.length && !this.stopped()) {
+      this.handle(this.queue[this.head++]);
+      if (performance.now() >= until) break;
+    }
+    if (this.head > from && !this.stopped()) this.progressed();
+    if (this.stopped() || this.head >= this.queue.length) {
+      this.queue = [];
+      this.head = 0;
+      if (this.paused && !this.stopped()) {
+        this.paused = false;
+        this.stream.resume();
+      }
+    } else {
+      // A stream that never quite catches up never empties the queue: drop what was handled now and then.
+      if (this.head >= PAUSE_AT_MESSAGES) {
+        this.queue = this.queue.slice(this.head);
+        this.head = 0;
+      }
+      this.schedule();
+    }
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.drain(SLICE_MS);
+    });
   }
 }
 
