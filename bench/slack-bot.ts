@@ -4,7 +4,8 @@
  * another process. Slack's side (the signing clients and the fake Web API receiving the answers on response_url)
  * runs in a third process (bench/slack-client.ts). Everything the bot does per request is in the numbers: Bolt's
  * receiver, the signature and replay checks on Redis, authorization, logging at the level it ships with, the
- * command and the answer's POST.
+ * command and the answer's POST. In the last variant, while the fleet changes, a row of single commands asked one
+ * at a time shows what an ack waits for behind the mirror's work alone.
  *
  * `node --import tsx bench/slack-bot.ts [--apps N] [--rounds N]`. Targets: ack p99 ≤ 50 ms, answer p95 ≤ 300 ms.
  */
@@ -89,7 +90,36 @@ export interface BotBurstRow {
 const CHURN_PER_S = 1000;
 const CHURN_LABEL = `, the fleet changing ${CHURN_PER_S.toLocaleString('en')} apps/s`;
 
-type Burst = (text: string, round: string) => Promise<{ r: BurstResult; cpuMs: number }>;
+type Burst = (text: string, round: string, n?: number) => Promise<{ r: BurstResult; cpuMs: number }>;
+
+/** Single commands asked one after the other while the fleet changes, at moments that do not follow its bursts. */
+const SINGLE_ASKS = 240;
+
+/**
+ * `SINGLE_ASKS` commands one at a time, 13–43 ms apart, as one row: what an ack waits for when no crowd competes with
+ * it, only the mirror taking in the fleet's changes. Its CPU is per 50 asks, to compare with a crowd's.
+ */
+async function singleAsks(variant: string, text: string, burst: Burst, label: string): Promise<BotBurstRow> {
+  const row: BotBurstRow = {
+    variant,
+    command: `${text}, one at a time${label}`,
+    acks: [],
+    answers: [],
+    statuses: {},
+    botCpuMs: 0,
+    load: '',
+  };
+  for (let i = 0; i < SINGLE_ASKS; i++) {
+    const { r, cpuMs } = await burst(text, `${text}-single-${i}`, 1);
+    row.acks.push(...r.ackMs);
+    row.answers.push(...r.answerMs);
+    for (const [st, n] of Object.entries(r.statuses)) row.statuses[+st] = (row.statuses[+st] ?? 0) + n;
+    row.botCpuMs += (cpuMs * CONCURRENT) / SINGLE_ASKS;
+    await new Promise((resolve) => setTimeout(resolve, 13 + (i % 7) * 5));
+  }
+  row.load = loadLine().replace('load avg now ', '');
+  return row;
+}
 
 /** `rounds` crowds of one command a second apart (a floor crowd before each, when given), as one row. */
 async function crowdRounds(
@@ -224,13 +254,15 @@ export async function runSlackBotBench(
           });
           rows.push(row);
         }
-        // Mid-incident the fleet never stands still: a crowd asks while the mirror absorbs a sync's watch events. Only
+        // Mid-incident the fleet never stands still: a crowd asks while the mirror absorbs a sync's watch events, then
+        // single commands come one at a time, their acks competing with nothing but those events. Only
         // in the last variant: the churn leaves another fleet behind (other health), which a next variant would read.
         if (variant === variants[variants.length - 1][0]) {
           await ask(sim.child, { kind: 'churn', perSecond: CHURN_PER_S });
           try {
             await new Promise((r) => setTimeout(r, 2000));
             rows.push(await crowdRounds(variant, 'status', rounds, burst, undefined, CHURN_LABEL));
+            rows.push(await singleAsks(variant, 'help', burst, CHURN_LABEL));
           } finally {
             await ask(sim.child, { kind: 'churn', perSecond: 0 });
           }
@@ -247,7 +279,7 @@ export async function runSlackBotBench(
     const sorted = (a: number[]) => [...a].sort((x, y) => x - y);
     table([
       [
-        `×${CONCURRENT} at once, ${rounds} rounds`,
+        `×${CONCURRENT} at once, ${rounds} rounds (or one at a time)`,
         'command',
         'HTTP',
         'ack p50',
@@ -296,7 +328,7 @@ export async function runSlackBotBench(
       }),
     ]);
     console.log(
-      `  (ack = signed POST → HTTP 200 at the client; answer = fire → the answer's POST received on response_url; ${loadLine()})`,
+      `  (ack = signed POST → HTTP 200 at the client; answer = fire → the answer's POST received on response_url; one at a time = ${SINGLE_ASKS} asks 13–43 ms apart, its bot CPU per 50 of them; ${loadLine()})`,
     );
     return rows;
   } finally {
