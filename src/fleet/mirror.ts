@@ -315,8 +315,8 @@ export class FleetMirror extends FleetIndex {
         this.announce(s);
         return;
       }
-      this.openAppsWatch(s, apps.metadata?.resourceVersion);
-      this.openAppSetsWatch(s, appSets.metadata?.resourceVersion);
+      this.openWatch(s, 'apps', apps.metadata?.resourceVersion);
+      this.openWatch(s, 'appSets', appSets.metadata?.resourceVersion);
       await this.waitForStreams(s);
       s.catchingUp = this.catchUp(s);
     } catch (error) {
@@ -354,49 +354,32 @@ export class FleetMirror extends FleetIndex {
     if (!ok) this.log?.warn({ instance: s.name }, 'streams not connected yet; serving the listed state');
   }
 
-  private openAppsWatch(s: InstanceState, resourceVersion: string | undefined) {
-    s.appsWatch?.close();
-    s.confirmByRelist.delete('apps');
-    const handle = s.api.watchApplications(
-      { resourceVersion },
-      {
-        onEvent: (e) => this.applyAppEvent(s, e.type, e.application),
-        onError: (e) => this.streamFailed(s, 'apps', e),
-        onReconnect: (_, answered) => this.reconnected(s, 'apps', answered),
-        onExpired: () => {
-          this.streamFailed(s, 'apps');
-          this.scheduleRelist(s, true);
-        },
+  /** Opens the stream of one kind, closing the one it replaces: the first time it follows, the mirror is told. */
+  private openWatch(s: InstanceState, kind: ListKind, resourceVersion: string | undefined) {
+    const key = kind === 'apps' ? 'appsWatch' : 'appSetsWatch';
+    s[key]?.close();
+    s.confirmByRelist.delete(kind);
+    const options = {
+      onError: (e: Error) => this.streamFailed(s, kind, e),
+      onReconnect: (_: string | undefined, answered: boolean) => this.reconnected(s, kind, answered),
+      onExpired: () => {
+        this.streamFailed(s, kind);
+        this.scheduleRelist(s, true);
       },
-    );
-    s.appsWatch = handle;
+    };
+    const handle =
+      kind === 'apps'
+        ? s.api.watchApplications(
+            { resourceVersion },
+            { ...options, onEvent: (e) => this.applyAppEvent(s, e.type, e.application) },
+          )
+        : s.api.watchApplicationSets(
+            { resourceVersion },
+            { ...options, onEvent: (e) => this.applyAppSetEvent(s, e.type, e.applicationSet) },
+          );
+    s[key] = handle;
     void handle.ready.then(() => {
-      if (s.appsWatch !== handle) return;
-      s.appsConnected = true;
-      this.announce(s);
-    });
-  }
-
-  private openAppSetsWatch(s: InstanceState, resourceVersion: string | undefined) {
-    s.appSetsWatch?.close();
-    s.confirmByRelist.delete('appSets');
-    const handle = s.api.watchApplicationSets(
-      { resourceVersion },
-      {
-        onEvent: (e) => this.applyAppSetEvent(s, e.type, e.applicationSet),
-        onError: (e) => this.streamFailed(s, 'appSets', e),
-        onReconnect: (_, answered) => this.reconnected(s, 'appSets', answered),
-        onExpired: () => {
-          this.streamFailed(s, 'appSets');
-          this.scheduleRelist(s, true);
-        },
-      },
-    );
-    s.appSetsWatch = handle;
-    void handle.ready.then(() => {
-      if (s.appSetsWatch !== handle) return;
-      s.appSetsConnected = true;
-      this.announce(s);
+      if (s[key] === handle) this.streamFollows(s, kind);
     });
   }
 
@@ -420,7 +403,7 @@ export class FleetMirror extends FleetIndex {
   }
 
   /** A stream stopped following: what is held was current until now (if it was current at all). */
-  private streamFailed(s: InstanceState, stream: 'apps' | 'appSets', error?: Error) {
+  private streamFailed(s: InstanceState, stream: ListKind, error?: Error) {
     s.confirmByRelist.delete(stream);
     if (isSynced(s)) s.dataAsOf = this.opts.now().toISOString();
     if (stream === 'apps') s.appsConnected = false;
@@ -678,8 +661,8 @@ export class FleetMirror extends FleetIndex {
       'relisted after a stream gap',
     );
     if (reopen) {
-      this.openAppsWatch(s, apps?.metadata?.resourceVersion);
-      this.openAppSetsWatch(s, appSets?.metadata?.resourceVersion);
+      this.openWatch(s, 'apps', apps?.metadata?.resourceVersion);
+      this.openWatch(s, 'appSets', appSets?.metadata?.resourceVersion);
       // As after the first list: what changed before the new streams subscribed is on neither.
       void this.waitForStreams(s).then(() => {
         if (!this.stopped) s.catchingUp = this.catchUp(s);

@@ -188,6 +188,16 @@ describe('watch streams over a fleet where nothing changes', () => {
     expect(lists('staging')).toEqual([1, 1]);
   });
 
+  it('streams refused at first and then followed leave no error behind on an instance that is current', async () => {
+    sim = await startTestSim({ fixture: 'sim-multi-instance.json' });
+    // prod's first two stream requests are refused: the watch reports each, then subscribes.
+    await simFault(sim, { kind: 'http5xx', instance: 'prod', status: 503, match: 'stream/', count: 2 });
+    const started = await quietMirror(sim);
+    mirror = started.mirror;
+    await expect.poll(() => mirror!.health().find((h) => h.instance === 'prod')?.synced, { timeout: 3000 }).toBe(true);
+    expect(mirror.health().find((h) => h.instance === 'prod')?.error).toBeUndefined();
+  });
+
   it('a proxy that holds every request while Argo CD is down does not make the instance look connected again', async () => {
     sim = await startTestSim({ fixture: 'sim-multi-instance.json' });
     const started = await quietMirror(sim);
