@@ -357,6 +357,8 @@ export class FleetMirror extends FleetIndex {
   /** Opens the stream of one kind, closing the one it replaces: the first time it follows, the mirror is told. */
   private openWatch(s: InstanceState, kind: ListKind, resourceVersion: string | undefined) {
     const key = kind === 'apps' ? 'appsWatch' : 'appSetsWatch';
+    // What the old stream read before the new one opens is newer than the list the new one resumes from.
+    s[key]?.drain?.();
     s[key]?.close();
     s.confirmByRelist.delete(kind);
     const options = {

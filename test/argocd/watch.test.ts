@@ -324,6 +324,45 @@ describe('application watch (SSE)', () => {
     expect(server.requestsTo(STREAM)[1].query.get('resourceVersion')).toBe('3000');
   });
 
+  it('drain() handles at once what was read; close() alone drops it', async () => {
+    const burst = (res: ServerResponse) => {
+      sseOpen(res);
+      res.write(
+        Array.from(
+          { length: 300 },
+          (_, i) =>
+            `data: ${JSON.stringify({ result: { type: 'MODIFIED', application: app(`a${i}`, String(i + 1)) } })}\n\n`,
+        ).join(''),
+      );
+    };
+    const run = async (drain: boolean) => {
+      server.on('GET', STREAM, { stream: burst });
+      let handled = 0;
+      let first!: () => void;
+      const firstSeen = new Promise<void>((resolve) => (first = resolve));
+      const handle = client().watchApplications(
+        {},
+        {
+          onEvent: () => {
+            if (++handled === 1) first();
+            const until = performance.now() + 0.2;
+            while (performance.now() < until);
+          },
+        },
+      );
+      handles.push(handle);
+      await firstSeen;
+      if (drain) handle.drain!();
+      handle.close();
+      const atClose = handled;
+      await new Promise((r) => setTimeout(r, 100));
+      expect(handled).toBe(atClose);
+      return handled;
+    };
+    expect(await run(true)).toBe(300);
+    expect(await run(false)).toBeLessThan(300);
+  });
+
   it('pauses a stream while too many of its messages wait, and resumes it once they are handled', async () => {
     const calls: string[] = [];
     const handled: string[] = [];

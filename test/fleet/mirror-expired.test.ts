@@ -49,10 +49,11 @@ function scriptExpiringStream(): void {
   );
 }
 
-function mirrorOfServer(): FleetMirror {
-  const client = new ArgoClient(instanceSchema.parse({ name: 'eu', url: server.url, token: 't', timeout: 1000 }), {
+function mirrorOfServer(
+  client = new ArgoClient(instanceSchema.parse({ name: 'eu', url: server.url, token: 't', timeout: 1000 }), {
     watch: { keepAliveMs: 5000, backoff: { baseMs: 10, maxMs: 20 } },
-  });
+  }),
+): FleetMirror {
   return new FleetMirror(new Map([['eu', client]]), [], { relistDelayMs: 10, retryMs: 20 });
 }
 
@@ -91,6 +92,41 @@ describe('FleetMirror when a stream cannot resume (410)', () => {
         'app-removed gone',
       ]);
       await expect.poll(() => mirror.health()[0].synced).toBe(true);
+    } finally {
+      await mirror.stop();
+    }
+  });
+});
+
+describe('FleetMirror reopening its streams', () => {
+  it('handles what an old stream read before closing it: those events are newer than the list the new one resumes from', async () => {
+    scriptInstance();
+    server.on(
+      'GET',
+      `${API}/applications`,
+      { body: { metadata: { resourceVersion: '5' }, items: [app('a', '3')] } },
+      { body: { metadata: { resourceVersion: '9' }, items: [app('a', '7')] } },
+    );
+    scriptExpiringStream();
+    const client = new ArgoClient(instanceSchema.parse({ name: 'eu', url: server.url, token: 't', timeout: 1000 }), {
+      watch: { keepAliveMs: 5000, backoff: { baseMs: 10, maxMs: 20 } },
+    });
+    const calls: string[] = [];
+    const watchAppSets = client.watchApplicationSets.bind(client);
+    client.watchApplicationSets = (q, o) => {
+      const handle = watchAppSets(q, o);
+      const n = calls.filter((c) => c.startsWith('open')).length + 1;
+      calls.push(`open ${n}`);
+      return {
+        ready: handle.ready,
+        drain: () => (calls.push(`drain ${n}`), handle.drain!()),
+        close: () => (calls.push(`close ${n}`), handle.close()),
+      };
+    };
+    const mirror = mirrorOfServer(client);
+    await mirror.start();
+    try {
+      await expect.poll(() => calls, { timeout: 2000 }).toEqual(['open 1', 'drain 1', 'close 1', 'open 2']);
     } finally {
       await mirror.stop();
     }

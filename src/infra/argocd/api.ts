@@ -61,8 +61,10 @@ export interface RollbackOptions {
 }
 
 export interface WatchHandle {
-  /** Stops the stream; no reconnect afterwards. */
+  /** Stops the stream; no reconnect afterwards. What it read and had not yet handled is dropped (see drain). */
   close(): void;
+  /** Handles at once what the stream has read and not yet handled (a burst is handled a slice at a time). */
+  drain?(): void;
   /** Resolves once the initial snapshot (or the resumed stream) is flowing. */
   ready: Promise<void>;
 }

@@ -57,7 +57,7 @@ export interface SseWatchSpec<E> {
 export function openSseWatch<E>(spec: SseWatchSpec<E>, options: WatchOptions<E>): WatchHandle {
   const watch = new SseWatch(spec, options);
   void watch.connect();
-  return { close: () => watch.close(), ready: watch.ready };
+  return { close: () => watch.close(), drain: () => watch.drain(), ready: watch.ready };
 }
 
 /** What follows the end of a connection attempt. */
@@ -86,6 +86,8 @@ class SseWatch<E> {
   /** Connections in a row that ended on a message that is not Argo CD's. */
   private badStreak = 0;
   private current: AbortController | undefined;
+  /** The messages of the stream now followed, read and not yet all handled. */
+  private slices: MessageSlices | undefined;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private livenessTimer: NodeJS.Timeout | undefined;
 
@@ -95,6 +97,10 @@ class SseWatch<E> {
   ) {
     this.resourceVersion = spec.initialResourceVersion || undefined;
     this.ready = new Promise<void>((resolve) => (this.resolveReady = resolve));
+  }
+
+  drain(): void {
+    this.slices?.flush();
   }
 
   close(): void {
@@ -199,6 +205,7 @@ class SseWatch<E> {
       () => attempt.finished || this.closed,
       () => this.armLiveness(silence, onSilence),
     );
+    this.slices = slices;
     const reader = new SseMessageReader(
       (payload) => slices.push(payload),
       () => attempt.finished,
