@@ -357,8 +357,6 @@ export class FleetMirror extends FleetIndex {
   /** Opens the stream of one kind, closing the one it replaces: the first time it follows, the mirror is told. */
   private openWatch(s: InstanceState, kind: ListKind, resourceVersion: string | undefined) {
     const key = kind === 'apps' ? 'appsWatch' : 'appSetsWatch';
-    // What the old stream read before the new one opens is newer than the list the new one resumes from.
-    s[key]?.drain?.();
     s[key]?.close();
     s.confirmByRelist.delete(kind);
     const options = {
@@ -491,13 +489,10 @@ export class FleetMirror extends FleetIndex {
           );
           return undefined;
         });
+      if (this.stopped) return;
+      this.readStreams(s);
       const current = this.findApp(s.name, name, namespace);
-      if (
-        this.stopped ||
-        fresh === undefined ||
-        current?.app.metadata.resourceVersion !== seen.metadata.resourceVersion
-      )
-        return;
+      if (fresh === undefined || current?.app.metadata.resourceVersion !== seen.metadata.resourceVersion) return;
       if (fresh === null) {
         const previous = this.removeApp(s.name, name, namespace);
         if (previous) this.emitApp(s, 'DELETED', previous, previous);
@@ -506,6 +501,15 @@ export class FleetMirror extends FleetIndex {
         this.emitApp(s, 'MODIFIED', tagged, this.upsertApp(tagged));
       }
     });
+  }
+
+  /**
+   * Handles what the instance's streams have read and not yet handled, before a list or a read is applied over it:
+   * as when events were handled as read, an event that arrived first is applied first.
+   */
+  private readStreams(s: InstanceState) {
+    s.appsWatch?.drain?.();
+    s.appSetsWatch?.drain?.();
   }
 
   /** The fetches of one list's unhealthy apps, or none when enrichment is off. */
@@ -643,6 +647,7 @@ export class FleetMirror extends FleetIndex {
       kinds.has('appSets') ? s.api.listApplicationSets() : undefined,
     ]);
     if (this.stopped) return;
+    this.readStreams(s);
     const touchedSince = (key: string) => (s.touched.get(key) ?? 0) > startedAt;
     if (apps) this.reconcileApps(s, apps.items ?? [], touchedSince);
     if (appSets) this.reconcileAppSets(s, appSets.items ?? [], touchedSince);

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ArgoClient } from '../../src/infra/argocd/client.js';
 import type { Application } from '../../src/infra/argocd/types.js';
 import { instanceSchema } from '../../src/infra/config/schema.js';
@@ -19,6 +19,9 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await server.stop();
+});
+beforeEach(() => {
+  server.requests.length = 0;
 });
 
 /** The instance's clusters and (empty) ApplicationSets. */
@@ -98,15 +101,22 @@ describe('FleetMirror when a stream cannot resume (410)', () => {
   });
 });
 
-describe('FleetMirror reopening its streams', () => {
-  it('handles what an old stream read before closing it: those events are newer than the list the new one resumes from', async () => {
+describe('FleetMirror applying a list or a read over its streams', () => {
+  it('first handles what the streams read and had not yet handled, as when events were handled as read', async () => {
     scriptInstance();
+    const inMotion = {
+      ...app('a', '7'),
+      status: { operationState: { phase: 'Running', startedAt: '2026-12-06T10:00:00Z' } },
+    } as Application;
     server.on(
       'GET',
       `${API}/applications`,
       { body: { metadata: { resourceVersion: '5' }, items: [app('a', '3')] } },
-      { body: { metadata: { resourceVersion: '9' }, items: [app('a', '7')] } },
+      { body: { metadata: { resourceVersion: '9' }, items: [inMotion] } },
     );
+    server.on('GET', `${API}/applications/a`, {
+      body: { ...inMotion, metadata: { ...inMotion.metadata, resourceVersion: '10' } },
+    });
     scriptExpiringStream();
     const client = new ArgoClient(instanceSchema.parse({ name: 'eu', url: server.url, token: 't', timeout: 1000 }), {
       watch: { keepAliveMs: 5000, backoff: { baseMs: 10, maxMs: 20 } },
@@ -126,7 +136,10 @@ describe('FleetMirror reopening its streams', () => {
     const mirror = mirrorOfServer(client);
     await mirror.start();
     try {
-      await expect.poll(() => calls, { timeout: 2000 }).toEqual(['open 1', 'drain 1', 'close 1', 'open 2']);
+      // The relist after the 410 reads the old streams before applying its lists; the read of the app in motion
+      // after the new streams opened reads the new ones before applying the app.
+      await expect.poll(() => calls, { timeout: 2000 }).toEqual(['open 1', 'drain 1', 'close 1', 'open 2', 'drain 2']);
+      expect(mirror.findApp('eu', 'a', 'argocd')?.app.metadata.resourceVersion).toBe('10');
     } finally {
       await mirror.stop();
     }
