@@ -41,6 +41,21 @@ function watch(
   return { handle, events, errors, reconnects, expired: () => expired };
 }
 
+/** A watch of streams each answered by `stream`, followed for `ms` and closed. */
+async function watchFor(
+  ms: number,
+  stream: (res: ServerResponse) => void,
+  backoff: { baseMs: number; maxMs: number },
+  subscribeAfterMs?: number,
+) {
+  server.on('GET', STREAM, { stream });
+  const cfg = instanceSchema.parse({ name: 'eu', url: server.url, token: 'tok', timeout: 1000 });
+  const w = watch(new ArgoClient(cfg, { watch: { keepAliveMs: 200, subscribeAfterMs, backoff } }));
+  await new Promise((r) => setTimeout(r, ms));
+  w.handle.close();
+  return w;
+}
+
 beforeAll(async () => {
   server = await startRecordingServer();
 });
@@ -221,11 +236,7 @@ describe('application watch (SSE)', () => {
   });
 
   it('backs off when every connection ends on garbage, instead of reconnecting at once each time', async () => {
-    server.on('GET', STREAM, { stream: (res) => (sseOpen(res), res.write('garbage\n')) });
-    const cfg = instanceSchema.parse({ name: 'eu', url: server.url, token: 'tok', timeout: 1000 });
-    const w = watch(new ArgoClient(cfg, { watch: { keepAliveMs: 200, backoff: { baseMs: 10, maxMs: 400 } } }));
-    await new Promise((r) => setTimeout(r, 400));
-    w.handle.close();
+    const w = await watchFor(400, (res) => (sseOpen(res), res.write('garbage\n')), { baseMs: 10, maxMs: 400 });
     // Backoff from 10 ms, doubling per connection that ended on garbage: at most 7 connects in 400 ms (data arriving
     // on each connection must not reset it to 10 ms, which would make it dozens).
     expect(server.requestsTo(STREAM).length).toBeLessThanOrEqual(7);
@@ -236,15 +247,12 @@ describe('application watch (SSE)', () => {
   it('backs off when the server holds each watch past subscribeAfterMs and then refuses it', async () => {
     // A load balancer holding requests while Argo CD restarts, then answering 503: each attempt outlives
     // subscribeAfterMs unanswered, which must not count as a stream that restarts the backoff.
-    server.on('GET', STREAM, {
-      stream: (res) => setTimeout(() => res.writeHead(503, { 'content-type': 'application/json' }).end('{}'), 60),
-    });
-    const cfg = instanceSchema.parse({ name: 'eu', url: server.url, token: 'tok', timeout: 1000 });
-    const w = watch(
-      new ArgoClient(cfg, { watch: { keepAliveMs: 200, subscribeAfterMs: 20, backoff: { baseMs: 20, maxMs: 400 } } }),
+    const w = await watchFor(
+      900,
+      (res) => setTimeout(() => res.writeHead(503, { 'content-type': 'application/json' }).end('{}'), 60),
+      { baseMs: 20, maxMs: 400 },
+      20,
     );
-    await new Promise((r) => setTimeout(r, 900));
-    w.handle.close();
     // 60 ms each, then 10–20, 20–40, 40–80, 80–160, 160–320 ms...: at most 7 in 900 ms; 12 or more when each
     // attempt restarts the backoff at 10–20 ms.
     expect(server.requestsTo(STREAM).length).toBeLessThanOrEqual(7);
