@@ -36,12 +36,14 @@ import {
   table,
   type SimChild,
 } from './lib.js';
-import { REDIS_URL, idleMemory, quiet, sleep, startBot, startSlackApi, type Bot } from './bot-process.js';
+import { REDIS_URL, ask, idleMemory, quiet, sleep, startBot, startSlackApi, type Bot } from './bot-process.js';
 import { benchContext, benchFreezes, measure, pickRollingSyncAppSet } from './queries.js';
-import type { SimChildChange } from './sim-child.js';
+import type { SimChildChange, SimChildDelete, SimChildDeleted } from './sim-child.js';
 
 const RUNS = 50;
 const CHANGING = 2000;
+/** Apps deleted at once, as deleting a large ApplicationSet does. */
+const DELETING = 500;
 const BURSTS = 3;
 /**
  * Warm builds per size. A 1,000-app build takes about a tenth of a second, where one scheduling hiccup on a shared
@@ -76,6 +78,8 @@ export interface ScaleResult {
    * an incident asks.
    */
   incident: { problems: number; p50: number; p95: number; diagnose: { p50: number; p95: number } };
+  /** An ApplicationSet's apps deleted at once: how many, until the mirror removed them all, its longest stall. */
+  deletion: { apps: number; ms: number; stallMs: number };
   /** The bot's own CPU (user + system) per 1,000 app events absorbed: robust to the machine's load, unlike events/s. */
   cpuMsPerKEvents: number;
   load: string;
@@ -138,6 +142,44 @@ async function sweptStatus(
     p95: status.answer.p95,
     diagnose: { p50: diagnose.answer.p50, p95: diagnose.answer.p95 },
   };
+}
+
+/**
+ * An ApplicationSet deleted with its apps: `count` apps of the first instance deleted at once, timed until the mirror
+ * has removed every one, along with the bot's longest stall meanwhile (a 5 ms timer's lateness); then created again
+ * (untimed), so the fleet the next measures read is the same.
+ */
+async function timedDeletion(
+  bot: Awaited<ReturnType<typeof buildMirror>>,
+  sim: SimChild,
+  count: number,
+): Promise<ScaleResult['deletion']> {
+  let removed = 0;
+  let added = 0;
+  const unsubscribe = bot.mirror.subscribe((e: FleetEvent) => {
+    if (e.kind === 'app-removed') removed++;
+    else if (e.kind === 'app-added') added++;
+  });
+  let stallMs = 0;
+  let last = performance.now();
+  const probe = setInterval(() => {
+    const now = performance.now();
+    stallMs = Math.max(stallMs, now - last - 5);
+    last = now;
+  }, 5);
+  try {
+    const t0 = performance.now();
+    await ask<SimChildDeleted>(sim.child, { kind: 'delete', count, restore: false } satisfies SimChildDelete);
+    while (removed < count) await sleep(2);
+    const ms = performance.now() - t0;
+    clearInterval(probe);
+    await ask<SimChildDeleted>(sim.child, { kind: 'delete', count, restore: true } satisfies SimChildDelete);
+    while (added < count) await sleep(2);
+    return { apps: count, ms, stallMs };
+  } finally {
+    clearInterval(probe);
+    unsubscribe();
+  }
 }
 
 /** One size, in this process: prints nothing, returns its numbers. */
@@ -204,8 +246,10 @@ async function measureOne(apps: number, latencyMs: number): Promise<ScaleResult>
           cpuPerK.push((cpu.user + cpu.system) / 1000 / (count / 1000));
         }
       }
+      const deletion = await timedDeletion(bot, sim, Math.min(DELETING, Math.floor(apps / instances / 2)));
       const result = {
         apps,
+        deletion,
         incident: { problems: 0, p50: 0, p95: 0, diagnose: { p50: 0, p95: 0 } },
         instances,
         floorMs: median(floors),
@@ -364,10 +408,14 @@ export async function runScaleBench(sizes = [1000, 10_000, 50_000], latencyMs = 
   console.log(
     `  (floor = bare node fetching and parsing the same lists in the same process, median of those taken between the builds; cold build = the process's first mirror (its code not yet compiled, as at a bot's start-up); build = median of the ${warmBuildsFor(1000)} after it at 1,000 apps, ${warmBuildsFor(10_000)} at more, the target's measure (like with like: the floor's code is warm too); status/rollout over ${RUNS} warm runs, each computing its answer; bot RSS and heap: 'rollcall start --role bot' in its own process, with node's defaults and with the chart's bot.nodeFlags, idle after start-up, a full GC and 20 s, every app with 10 history entries; peak = its VmHWM; events/s = ${CHANGING.toLocaleString('en')} apps changed at once, median of ${BURSTS} bursts, with the bot's CPU per 1,000 of them; ${loadLine()})`,
   );
-  for (const r of results)
+  for (const r of results) {
+    console.log(
+      `  ${r.apps.toLocaleString('en')} apps, ${r.deletion.apps.toLocaleString('en')} of them deleted at once (an ApplicationSet deleted): all removed from the mirror in ${ms(r.deletion.ms)} ms, its longest stall meanwhile ${ms(r.deletion.stallMs)} ms`,
+    );
     console.log(
       `  ${r.apps.toLocaleString('en')} apps mid-incident (the churn swept the fleet once): ${r.incident.problems.toLocaleString('en')} problem apps, status p50 ${ms(r.incident.p50)} / p95 ${ms(r.incident.p95)} ms, diagnose p50 ${ms(r.incident.diagnose.p50)} / p95 ${ms(r.incident.diagnose.p95)} ms`,
     );
+  }
   return results;
 }
 

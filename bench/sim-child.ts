@@ -59,6 +59,21 @@ export interface SimChildChurned {
   changed: number;
 }
 
+/**
+ * After ready: the first instance's first `count` apps deleted at once, as deleting an ApplicationSet deletes its
+ * apps (`restore: false`); or those apps created again (`restore: true`). Answered with SimChildDeleted.
+ */
+export interface SimChildDelete {
+  kind: 'delete';
+  count: number;
+  restore: boolean;
+}
+
+export interface SimChildDeleted {
+  /** Apps deleted, or created again. */
+  apps: number;
+}
+
 /** After ready: the simulator's own health and sync counts over every instance. Answered with SimChildCounts. */
 export interface SimChildCountsRequest {
   kind: 'counts';
@@ -131,8 +146,9 @@ process.once('message', (raw: unknown) => {
     };
     process.send!(ready);
     process.on('message', (m: unknown) => {
-      const msg = m as SimChildChange | SimChildChurn | SimChildCountsRequest;
+      const msg = m as SimChildChange | SimChildChurn | SimChildCountsRequest | SimChildDelete;
       if (msg.kind === 'change') process.send!({ changed: changeApps(msg.count, msg.round) });
+      else if (msg.kind === 'delete') process.send!(msg.restore ? restoreApps() : deleteApps(msg.count));
       else if (msg.kind === 'churn') process.send!(churn(msg.perSecond));
       else if (msg.kind === 'counts') process.send!(counts());
     });
@@ -153,7 +169,26 @@ function changeApps(count: number, round: number): number {
   return Math.min(n, count);
 }
 
-/** A copy of `app` with the given health, a new history entry for `revision` and a finished sync operation. */
+/** Apps `deleteApps` took away, to create again. */
+let deleted: Application[] = [];
+
+function deleteApps(count: number): SimChildDeleted {
+  const store = server!.state.instances.values().next().value!;
+  for (const key of [...store.apps.keys()].slice(0, count)) {
+    deleted.push(store.apps.get(key)!);
+    store.deleteApp(key);
+  }
+  return { apps: deleted.length };
+}
+
+function restoreApps(): SimChildDeleted {
+  const store = server!.state.instances.values().next().value!;
+  for (const app of deleted) store.putApp(app);
+  const apps = deleted.length;
+  deleted = [];
+  return { apps };
+}
+
 /**
  * A copy of `app` with the given health, a new history entry for `revision` and a finished sync operation.
  * `keepShape`: the history entry and the operation keep the fields the app's last ones had (sources, the sync
