@@ -15,6 +15,7 @@ export { clusterIndex, clusterNameOf };
  */
 export interface FleetView {
   instances(): string[];
+  /** The live list: it changes in place with the fleet (a removal moves the last app), so a loop that awaits copies it. */
   apps(): readonly FleetApp[];
   appSets(): readonly FleetAppSet[];
   clusters(): readonly FleetCluster[];

@@ -153,6 +153,27 @@ describe('the change log in Redis', () => {
     expect(read[0]).toMatchObject({ surface: 'slack', by: 'U_OP' });
   });
 
+  it('backfills every app even while apps are removed during the backfill', async () => {
+    const p = `${prefix}-recorder-removals`;
+    const log = new ChangeLog(a, p);
+    const source = StaticFleet.fromFixture(seedOutageFixture(now));
+    const since = now.getTime() - log.retentionMs;
+    // The last app has changes to backfill: a removal moves it into the removed app's place.
+    const withChanges = source.apps().filter((x) => backfillChanges(x, since).length > 0);
+    const last = withChanges[withChanges.length - 1];
+    const live = new FeedFleet(source.instances());
+    live.load([...source.apps().filter((x) => x !== last), last], [...source.appSets()], [...source.clusters()]);
+    const first = live.apps()[0];
+    const recorder = new ChangeRecorder(live, log, { flushMs: 5, batchSize: 1 });
+    await recorder.start();
+    // The backfill is writing its first batch: the first app is behind it, the last app moves into its place.
+    live.removeApp(first.instance, first.app.metadata.name, first.app.metadata.namespace);
+    await recorder.backfilled;
+    await recorder.stop();
+    const read = await log.read(since);
+    expect(read.some((r) => r.app === last.app.metadata.name)).toBe(true);
+  });
+
   it('records live changes from the fleet feed and backfills at start', async () => {
     const p = `${prefix}-recorder`;
     const log = new ChangeLog(a, p);

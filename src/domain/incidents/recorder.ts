@@ -100,7 +100,9 @@ export class ChangeRecorder {
   private async backfill(instance?: string): Promise<void> {
     const since = this.opts.now() - this.changeLog.retentionMs;
     let batch: ChangeRecord[] = [];
-    for (const app of this.fleet.apps()) {
+    // A copy: the mirror fills a removed app's place with its last app, so the live list read across these awaits
+    // would skip an app moved behind the loop.
+    for (const app of [...this.fleet.apps()]) {
       if (instance && app.instance !== instance) continue;
       batch.push(...backfillChanges(app, since));
       if (batch.length >= this.opts.batchSize) {
