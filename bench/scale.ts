@@ -15,6 +15,7 @@
  * request to the simulator is answered that much later (its latency fault), as an Argo CD across a network is.
  */
 import { fork } from 'node:child_process';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -146,7 +147,7 @@ async function sweptStatus(
 
 /**
  * An ApplicationSet deleted with its apps: `count` apps of the first instance deleted at once, timed until the mirror
- * has removed every one, along with the bot's longest stall meanwhile (a 5 ms timer's lateness); then created again
+ * has removed every one, along with the bot's longest stall meanwhile (node's event-loop delay, its max); then created again
  * (untimed), so the fleet the next measures read is the same.
  */
 async function timedDeletion(
@@ -160,24 +161,20 @@ async function timedDeletion(
     if (e.kind === 'app-removed') removed++;
     else if (e.kind === 'app-added') added++;
   });
-  let stallMs = 0;
-  let last = performance.now();
-  const probe = setInterval(() => {
-    const now = performance.now();
-    stallMs = Math.max(stallMs, now - last - 5);
-    last = now;
-  }, 5);
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  loop.enable();
   try {
     const t0 = performance.now();
     await ask<SimChildDeleted>(sim.child, { kind: 'delete', count, restore: false } satisfies SimChildDelete);
     while (removed < count) await sleep(2);
     const ms = performance.now() - t0;
-    clearInterval(probe);
+    loop.disable();
+    const stallMs = loop.max / 1e6;
     await ask<SimChildDeleted>(sim.child, { kind: 'delete', count, restore: true } satisfies SimChildDelete);
     while (added < count) await sleep(2);
     return { apps: count, ms, stallMs };
   } finally {
-    clearInterval(probe);
+    loop.disable();
     unsubscribe();
   }
 }
