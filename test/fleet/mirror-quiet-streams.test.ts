@@ -73,8 +73,19 @@ async function quietMirror(
   );
   const events: FleetEvent[] = [];
   m.subscribe((e) => events.push(e));
+  mirror = m;
   await m.start();
   return { mirror: m, events };
+}
+
+/** prod's health as the mirror tells it. */
+const prodHealth = () => mirror!.health().find((h) => h.instance === 'prod');
+
+/** prod's streams of `watches` (both when not given) dropped, and refused from then on: prod is no longer current. */
+async function cutProdStreams(server: SimServer, watches?: 'applicationsets'): Promise<void> {
+  await simFault(server, { kind: 'http5xx', instance: 'prod', status: 503, match: `stream/${watches ?? ''}` });
+  await simFault(server, { kind: 'dropStreams', instance: 'prod', ...(watches ? { watches } : {}) });
+  await expect.poll(() => prodHealth()?.synced, { timeout: 3000 }).toBe(false);
 }
 
 describe('watch streams over a fleet where nothing changes', () => {
@@ -100,7 +111,6 @@ describe('watch streams over a fleet where nothing changes', () => {
   it('follows them without calling the instance lost, and sees the first change when it comes', async () => {
     sim = await startTestSim({ fixture: 'sim-multi-instance.json' });
     const started = await quietMirror(sim);
-    mirror = started.mirror;
     // Well past the instance timeout and lostAfterMs, with both streams of both instances still unanswered.
     await sleep(1500);
     const told = () =>
@@ -110,7 +120,7 @@ describe('watch streams over a fleet where nothing changes', () => {
         .sort();
     // Connected once each, when the streams counted as subscribed; never lost.
     expect(told()).toEqual(sim.instances.map((i) => `instance-connected ${i.name}`).sort());
-    expect(mirror.health().map((h) => [h.instance, h.synced, h.error])).toEqual(
+    expect(mirror!.health().map((h) => [h.instance, h.synced, h.error])).toEqual(
       sim.instances.map((i) => [i.name, true, undefined]),
     );
 
@@ -137,11 +147,8 @@ describe('watch streams over a fleet where nothing changes', () => {
 
   it('a stream dropped before its first event reconnects, and what changed while it was down is relisted', async () => {
     sim = await startTestSim({ fixture: 'sim-multi-instance.json' });
-    const started = await quietMirror(sim);
-    mirror = started.mirror;
-    await simFault(sim, { kind: 'http5xx', instance: 'prod', status: 503, match: 'stream/' });
-    await simFault(sim, { kind: 'dropStreams', instance: 'prod' });
-    await expect.poll(() => mirror!.health().find((h) => h.instance === 'prod')?.synced, { timeout: 3000 }).toBe(false);
+    await quietMirror(sim);
+    await cutProdStreams(sim);
 
     // Changed while no stream followed prod: only a relist can bring it.
     const store = sim.state.instance('prod')!;
@@ -155,21 +162,18 @@ describe('watch streams over a fleet where nothing changes', () => {
         timeout: 5000,
       })
       .toBe('silver');
-    await expect.poll(() => mirror!.health().find((h) => h.instance === 'prod')?.synced, { timeout: 3000 }).toBe(true);
+    await expect.poll(() => prodHealth()?.synced, { timeout: 3000 }).toBe(true);
   });
 
   it('relists only what the cut stream follows: a quiet ApplicationSet stream cut by a proxy costs no app list', async () => {
     sim = await startTestSim({ fixture: 'sim-multi-instance.json' });
     const calls: string[] = [];
-    const started = await quietMirror(sim, calls);
-    mirror = started.mirror;
+    await quietMirror(sim, calls);
     const lists = (instance: string) =>
       ['listApplications', 'listApplicationSets'].map((m) => calls.filter((c) => c === `${instance} ${m}`).length);
     expect(lists('prod')).toEqual([1, 1]);
 
-    await simFault(sim, { kind: 'http5xx', instance: 'prod', status: 503, match: 'stream/applicationsets' });
-    await simFault(sim, { kind: 'dropStreams', instance: 'prod', watches: 'applicationsets' });
-    await expect.poll(() => mirror!.health().find((h) => h.instance === 'prod')?.synced, { timeout: 3000 }).toBe(false);
+    await cutProdStreams(sim, 'applicationsets');
     // Changed while no stream followed prod's ApplicationSets: only a relist can bring it.
     const store = sim.state.instance('prod')!;
     const appSet = structuredClone([...store.appSets.values()][0]) as ApplicationSet;
@@ -183,7 +187,7 @@ describe('watch streams over a fleet where nothing changes', () => {
         { timeout: 5000 },
       )
       .toMatchObject({ tier: 'bronze' });
-    await expect.poll(() => mirror!.health().find((h) => h.instance === 'prod')?.synced, { timeout: 3000 }).toBe(true);
+    await expect.poll(() => prodHealth()?.synced, { timeout: 3000 }).toBe(true);
     expect(lists('prod')).toEqual([1, 2]);
     expect(lists('staging')).toEqual([1, 1]);
   });
@@ -192,16 +196,14 @@ describe('watch streams over a fleet where nothing changes', () => {
     sim = await startTestSim({ fixture: 'sim-multi-instance.json' });
     // prod's first two stream requests are refused: the watch reports each, then subscribes.
     await simFault(sim, { kind: 'http5xx', instance: 'prod', status: 503, match: 'stream/', count: 2 });
-    const started = await quietMirror(sim);
-    mirror = started.mirror;
-    await expect.poll(() => mirror!.health().find((h) => h.instance === 'prod')?.synced, { timeout: 3000 }).toBe(true);
-    expect(mirror.health().find((h) => h.instance === 'prod')?.error).toBeUndefined();
+    await quietMirror(sim);
+    await expect.poll(() => prodHealth()?.synced, { timeout: 3000 }).toBe(true);
+    expect(prodHealth()?.error).toBeUndefined();
   });
 
   it('a proxy that holds every request while Argo CD is down does not make the instance look connected again', async () => {
     sim = await startTestSim({ fixture: 'sim-multi-instance.json' });
     const started = await quietMirror(sim);
-    mirror = started.mirror;
     const prod = () =>
       started.events.filter((e) => e.kind.startsWith('instance-') && e.instance === 'prod').map((e) => e.kind);
     expect(prod()).toEqual(['instance-connected']);
@@ -214,10 +216,10 @@ describe('watch streams over a fleet where nothing changes', () => {
     // The reconnects stay open past subscribeAfterMs, and every relist is refused: still lost, never connected.
     await sleep(2500);
     expect(prod()).toEqual(['instance-connected', 'instance-lost']);
-    expect(mirror.health().find((h) => h.instance === 'prod')?.synced).toBe(false);
+    expect(prodHealth()?.synced).toBe(false);
 
     await simFault(sim, { kind: 'clear', instance: 'prod' });
     await expect.poll(prod, { timeout: 8000 }).toEqual(['instance-connected', 'instance-lost', 'instance-connected']);
-    expect(mirror.health().find((h) => h.instance === 'prod')?.synced).toBe(true);
+    expect(prodHealth()?.synced).toBe(true);
   });
 });
