@@ -25,7 +25,7 @@ import {
   table,
   type BotFleet,
 } from './lib.js';
-import type { BurstResult, SlackClientRequest } from './slack-client.js';
+import { defaultFirer, firerLine, type BurstResult, type SlackClientRequest } from './slack-client.js';
 
 const CONCURRENT = 50;
 const SECRET = 'bench-signing-secret-0123456789abcdef';
@@ -59,6 +59,8 @@ export async function runSlackAckBench(shared?: BotFleet): Promise<SlackAckResul
     `${CONCURRENT} concurrent /argo slash commands through Bolt's HTTP receiver, 10,000-app mirror (ack target well under ${ACK_TARGET_MS} ms)`,
   );
   console.log(`  ${machineLine()}`);
+  const firer = defaultFirer();
+  console.log(`  ${firerLine(firer)}`);
   const sim = shared ? undefined : await startSimChild({ kind: 'fleet', apps: 10_000, clusters: 200 });
   const client = fork(path.join(BENCH_DIR, 'slack-client.ts'), [], {
     execArgv: ['--import', 'tsx'],
@@ -100,6 +102,7 @@ export async function runSlackAckBench(shared?: BotFleet): Promise<SlackAckResul
           n,
           round,
           timeoutMs: 60_000,
+          firer,
         });
         const wallMs = performance.now() - t0;
         const cpu = process.cpuUsage(cpu0);

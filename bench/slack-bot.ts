@@ -7,7 +7,7 @@
  * command and the answer's POST. In the last variant, while the fleet changes, a row of single commands asked one
  * at a time shows what an ack waits for behind the mirror's work alone.
  *
- * `node --import tsx bench/slack-bot.ts [--apps N] [--rounds N]`. Targets: ack p99 ≤ 50 ms, answer p95 ≤ 300 ms.
+ * `node --import tsx bench/slack-bot.ts [--apps N] [--rounds N] [--firer curl|node]`. Targets: ack p99 ≤ 50 ms, answer p95 ≤ 300 ms.
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -27,7 +27,7 @@ import {
   startSimChild,
   table,
 } from './lib.js';
-import type { BurstResult } from './slack-client.js';
+import { curlCanFire, defaultFirer, firerLine, type BurstResult, type Firer } from './slack-client.js';
 import { REDIS_URL, SECRET, ask, cpuMsOf, memOf, quiet, startBot } from './bot-process.js';
 
 const ROOT = path.resolve(BENCH_DIR, '..');
@@ -154,15 +154,17 @@ async function crowdRounds(
 }
 
 export async function runSlackBotBench(
-  opts: { apps?: number; rounds?: number; role?: 'bot' | 'all' } = {},
+  opts: { apps?: number; rounds?: number; role?: 'bot' | 'all'; firer?: Firer } = {},
 ): Promise<BotBurstRow[]> {
   const apps = opts.apps ?? 10_000;
-  const rounds = opts.rounds ?? 3;
+  const rounds = opts.rounds ?? 5;
   const role = opts.role ?? 'bot';
+  const firer = opts.firer ?? defaultFirer();
   header(
     `${CONCURRENT} concurrent signed /argo commands against \`rollcall start --role ${role}\` over HTTP, ${apps.toLocaleString('en')}-app fleet (targets: ack p99 ≤ ${ACK_P99_TARGET_MS} ms, answer p95 ≤ ${ANSWER_P95_TARGET_MS} ms)`,
   );
   console.log(`  ${machineLine()}`);
+  console.log(`  ${firerLine(firer)}`);
   const dir = mkdtempSync(path.join(tmpdir(), 'rollcall-bench-slack-bot-'));
   const prefix = `rollcall-bench-bot-${process.pid}`;
   const sim = await startSimChild({ kind: 'fleet', apps, clusters: Math.max(1, Math.round(apps / 50)) });
@@ -213,6 +215,7 @@ export async function runSlackBotBench(
             n,
             round: `${variant.length}-${round}`,
             timeoutMs: 60_000,
+            firer,
           });
           if (r.missing) throw new Error(`${r.missing}/${n} answers to "${text}" never reached response_url`);
           if (!r.firstAnswer?.blocks) throw new Error(`the answer to "${text}" has no blocks`);
@@ -244,6 +247,7 @@ export async function runSlackBotBench(
             round: `floor-${variant.length}-${text}-${i}`,
             timeoutMs: 0,
             answers: false,
+            firer,
           });
         for (const text of COMMANDS) {
           const row = await crowdRounds(variant, text, rounds, burst, async (i) => {
@@ -342,13 +346,21 @@ export async function runSlackBotBench(
 
 if (isMain(import.meta.url)) {
   const { values } = parseArgs({
-    options: { apps: { type: 'string' }, rounds: { type: 'string' }, role: { type: 'string' } },
+    options: {
+      apps: { type: 'string' },
+      rounds: { type: 'string' },
+      role: { type: 'string' },
+      firer: { type: 'string' },
+    },
   });
   if (values.role && values.role !== 'bot' && values.role !== 'all') throw new Error('--role is bot or all');
+  if (values.firer && values.firer !== 'node' && values.firer !== 'curl') throw new Error('--firer is node or curl');
+  if (values.firer === 'curl' && !curlCanFire()) throw new Error('--firer curl needs curl 7.68 or later on PATH');
   runSlackBotBench({
     apps: values.apps ? Number(values.apps) : undefined,
     rounds: values.rounds ? Number(values.rounds) : undefined,
     role: values.role as 'bot' | 'all' | undefined,
+    firer: values.firer as Firer | undefined,
   }).then(
     () => process.exit(0),
     (error: unknown) => {

@@ -3,7 +3,12 @@
  * response_url receiver wait on the bot's event loop: the fake Slack Web API (test/support/fake-slack.ts)
  * plus the signed slash-command requests (test/support/slack-request.ts).
  */
+import { execFile, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { startFakeSlack, type FakeSlack } from '../test/support/fake-slack.js';
 import { slackSignature, slashCommandBody, type SlashCommandFields } from '../test/support/slack-request.js';
 
@@ -21,6 +26,8 @@ export type SlackClientRequest =
       answers?: boolean;
       /** true: the first answer's whole body comes back too (firstAnswer.body), for checking what it says. */
       body?: boolean;
+      /** Who fires the crowd (see `Firer`). @defaultValue 'node' */
+      firer?: Firer;
     }
   | { kind: 'calls' };
 
@@ -34,7 +41,34 @@ export interface BurstResult {
   firstAnswer?: { text?: string; blocks?: number; body?: unknown };
 }
 
+/**
+ * What fires a crowd: node:http in this process, or curl (`--parallel`, a connection each), a C client whose own cost
+ * per request is a fraction of node's. On a 2-CPU machine the load generator's CPU comes out of what the bot under
+ * test gets, and a node client that is still sending the crowd's last requests reads the first answers late: curl
+ * measures each request's ack with less of itself in it, as Slack's senders, on machines of their own, do.
+ */
+export type Firer = 'node' | 'curl';
+
+/** curl with `--parallel-immediate` (7.68): every connection of a crowd opened at once. */
+export function curlCanFire(): boolean {
+  const out = spawnSync('curl', ['--version'], { encoding: 'utf8' });
+  const [major, minor] = (/^curl (\d+)\.(\d+)/.exec(out.stdout ?? '') ?? []).slice(1).map(Number);
+  return out.status === 0 && (major > 7 || (major === 7 && minor >= 68));
+}
+
+/** curl when this machine has one that can fire a crowd at once, else node:http. */
+export function defaultFirer(): Firer {
+  return curlCanFire() ? 'curl' : 'node';
+}
+
+/** Says who fires the crowds, for a bench's header. */
+export function firerLine(firer: Firer): string {
+  return `crowds fired by ${firer === 'curl' ? 'curl --parallel' : 'node:http'}, a connection each`;
+}
+
 let fake: FakeSlack | undefined;
+let curlDir: string | undefined;
+const run = promisify(execFile);
 
 /**
  * One signed slash command over a connection of its own, as the commands of many people reach a bot through Slack's
@@ -74,6 +108,45 @@ function fireSlashCommand(
   });
 }
 
+/** A curl config that sends the crowd's signed slash commands, each over a connection of its own; its path. */
+function curlCrowd(url: string, secret: string, crowd: SlashCommandFields[]): string {
+  curlDir ??= mkdtempSync(path.join(tmpdir(), 'rollcall-bench-curl-'));
+  const timestamp = Math.floor(Date.now() / 1000);
+  const config = crowd.flatMap((fields, i) => {
+    const body = slashCommandBody(fields);
+    const file = path.join(curlDir!, `body-${i}`);
+    writeFileSync(file, body);
+    return [
+      ...(i ? ['next'] : []),
+      `url = "${url}"`,
+      'header = "content-type: application/x-www-form-urlencoded"',
+      `header = "x-slack-request-timestamp: ${timestamp}"`,
+      `header = "x-slack-signature: ${slackSignature(secret, timestamp, body)}"`,
+      `data-binary = "@${file}"`,
+      'output = "/dev/null"',
+      'write-out = "%{http_code} %{time_total}\\n"',
+    ];
+  });
+  const configFile = path.join(curlDir, 'crowd.conf');
+  writeFileSync(configFile, config.join('\n') + '\n');
+  return configFile;
+}
+
+/**
+ * Fires a crowd with curl, all at once: each request's HTTP status and `time_total` (from the start of its transfer,
+ * connect included, to the end of the response), in the order they finished.
+ */
+async function fireWithCurl(configFile: string, n: number): Promise<{ status: number; ms: number }[]> {
+  const flags = ['-sS', '--parallel', '--parallel-immediate', '--parallel-max', String(n), '-K', configFile];
+  const { stdout } = await run('curl', flags);
+  const lines = stdout.trim().split('\n');
+  if (lines.length !== n) throw new Error(`curl reported ${lines.length} of ${n} requests`);
+  return lines.map((line) => {
+    const [status, seconds] = line.split(' ');
+    return { status: Number(status), ms: Number(seconds) * 1000 };
+  });
+}
+
 process.on('message', (raw: unknown) => {
   const req = raw as SlackClientRequest;
   void (async () => {
@@ -87,16 +160,16 @@ process.on('message', (raw: unknown) => {
       return;
     }
     const f = fake!;
+    const crowd = Array.from({ length: req.n }, (_, i) => ({
+      text: req.text,
+      user_id: `U${String(i).padStart(4, '0')}`,
+      response_url: f.responseUrl(`${req.round}-${i}`),
+    }));
+    const configFile = req.firer === 'curl' ? curlCrowd(req.url, req.secret, crowd) : undefined;
     const fired = Date.now();
-    const results = await Promise.all(
-      Array.from({ length: req.n }, (_, i) =>
-        fireSlashCommand(req.url, req.secret, {
-          text: req.text,
-          user_id: `U${String(i).padStart(4, '0')}`,
-          response_url: f.responseUrl(`${req.round}-${i}`),
-        }),
-      ),
-    );
+    const results = configFile
+      ? await fireWithCurl(configFile, req.n)
+      : await Promise.all(crowd.map((fields) => fireSlashCommand(req.url, req.secret, fields)));
     const statuses: Record<number, number> = {};
     for (const r of results) statuses[r.status] = (statuses[r.status] ?? 0) + 1;
     const answerAt = (i: number) => f.responsesTo(`${req.round}-${i}`)[0]?.at;
@@ -122,5 +195,6 @@ process.on('message', (raw: unknown) => {
 });
 
 process.once('disconnect', () => {
+  if (curlDir) rmSync(curlDir, { recursive: true, force: true });
   void (fake?.stop() ?? Promise.resolve()).finally(() => process.exit(0));
 });
