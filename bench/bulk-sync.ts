@@ -104,7 +104,13 @@ export async function runBulkSyncBench(opts: BulkSyncOptions = DEFAULTS): Promis
     let t = performance.now();
     const run = await engine.runs.start({
       runbook: 'bulk-sync',
-      params: { selector: '*', prune: 'true', includeSynced: 'true', concurrency: String(opts.concurrency), waves: opts.waves },
+      params: {
+        selector: '*',
+        prune: 'true',
+        includeSynced: 'true',
+        concurrency: String(opts.concurrency),
+        waves: opts.waves,
+      },
       user: 'U_BENCH',
       channel: CHANNEL,
       surface: 'slack',
