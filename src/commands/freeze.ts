@@ -5,13 +5,32 @@ import { formatSelectorParam, freezesByRun, selectorText, type Freeze } from '..
 // `freeze` and `unfreeze` are shortcuts for the freeze / unfreeze runbooks, started as `run` starts them
 // (preview, confirm, approvals, permission checks, audit), as `pause` and `resume` are.
 import { CommandError, checkOptions, selectorFromCommand } from './parse.js';
-import type { CommandContext, CommandSpec } from './registry.js';
+import type { CommandContext, CommandSpec, ParsedCommand } from './registry.js';
 import { startRunbookAs } from './runbooks.js';
 import { isIncidentId, normalizeId } from '../domain/incidents/service.js';
 
 const FREEZE_USAGE =
   'freeze <app|glob ...> [-l selector] [cluster=X] [appset=X] [project=X] | project=NAME [instance=X] [for=DURATION] [manual=block] [incident=INC-N]';
 const UNFREEZE_USAGE = 'unfreeze [<target as `frozen` lists it> | project=NAME] [instance=X]';
+
+/** What someone means by `freeze list` and the like: the listing is `frozen`. */
+const LISTING_WORDS = new Set(['list', 'ls', 'show', 'status']);
+
+/**
+ * `freeze list` (or `unfreeze show`) where no app or ApplicationSet has that name: pointed at `frozen` rather than
+ * told only that no app is named "list".
+ */
+function refuseListingWord(cmd: ParsedCommand, ctx: CommandContext, verb: 'freeze' | 'unfreeze'): void {
+  const [word, ...rest] = cmd.positional;
+  if (rest.length || !LISTING_WORDS.has(word) || Object.keys(cmd.options).length) return;
+  const fleet = ctx.services.fleet;
+  if (fleet.appsNamed(word).length || fleet.appSetsNamed(word).length) return;
+  throw new CommandError(
+    'unknown_target',
+    `No app named "${word}": \`${verb}\` takes the apps to ${verb}. What is frozen: \`frozen\`.`,
+    ['frozen'],
+  );
+}
 
 /**
  * The incident a command typed in an incident's own channel, or in its header's thread, belongs to. Only
@@ -53,6 +72,7 @@ export const freezeCommand: CommandSpec<'freeze'> = {
       ['selector', 'cluster', 'appset', 'project', 'instance', 'for', 'manual', 'incident'],
       FREEZE_USAGE,
     );
+    refuseListingWord(cmd, ctx, 'freeze');
     const sel = selectorFromCommand(cmd);
     const target = formatSelectorParam({ ...sel, project: undefined, instance: undefined });
     if (!target && !cmd.options.project)
@@ -82,6 +102,7 @@ export const unfreezeCommand: CommandSpec<'unfreeze'> = {
   readOnly: false,
   async run(cmd, ctx) {
     checkOptions(cmd, ['selector', 'cluster', 'appset', 'project', 'instance', 'run'], UNFREEZE_USAGE);
+    refuseListingWord(cmd, ctx, 'unfreeze');
     const params: Record<string, string> = {};
     const text = selectorText(selectorFromCommand(cmd));
     if (text) params.target = text;

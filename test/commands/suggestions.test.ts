@@ -121,3 +121,23 @@ describe('an unknown run id', () => {
     expect(renderText(answers[3])).toBe(renderText(answers[0]));
   });
 });
+
+describe('`freeze list`', () => {
+  it('points at `frozen` when no app or ApplicationSet has that name, and starts nothing', async () => {
+    h = await harness(fleet());
+    for (const text of ['freeze list', 'unfreeze show', 'freeze status']) {
+      const reply = await dispatch(text, op());
+      expect(reply.error, text).toMatchObject({ code: 'unknown_target', suggestions: ['frozen'] });
+      expect(reply.error?.message).toMatch(/^No app named "(list|show|status)": `(un)?freeze` takes the apps/);
+    }
+    expect(await h.engine.runs!.list(10)).toEqual([]);
+  });
+
+  it('goes to the freeze runbook when an app has that name', async () => {
+    h = await harness([...fleet(), makeApp('list', 'prod-eu1')]);
+    const reply = await dispatch('freeze list', op());
+    // This harness records no freezes: the runbook itself refuses, which only a freeze of the app "list" reaches.
+    expect(reply.error).toMatchObject({ code: 'unavailable', message: expect.stringMatching(/^freezing needs Redis/) });
+    expect(reply.error?.suggestions).toBeUndefined();
+  });
+});
