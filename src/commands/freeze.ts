@@ -1,7 +1,14 @@
 import { absoluteTime, mention, plural, when } from '../core/format.js';
-import { errorReply, type Reply, type ReplyItem } from '../core/reply.js';
+import { errorReply, withUserText, type Reply, type ReplyBlock, type ReplyItem } from '../core/reply.js';
 import { freezeActive } from '../fleet/freeze.js';
-import { formatSelectorParam, freezesByRun, selectorText, type Freeze } from '../domain/runbooks/index.js';
+import {
+  formatSelectorParam,
+  freezesByRun,
+  selectorText,
+  type Freeze,
+  type RunStatus,
+} from '../domain/runbooks/index.js';
+import type { FrozenData } from './replies.js';
 // `freeze` and `unfreeze` are shortcuts for the freeze / unfreeze runbooks, started as `run` starts them
 // (preview, confirm, approvals, permission checks, audit), as `pause` and `resume` are.
 import { CommandError, checkOptions, selectorFromCommand } from './parse.js';
@@ -128,6 +135,58 @@ function frozenItem(run: Freeze[], now: Date): ReplyItem {
   };
 }
 
+/** Where a confirmed freeze or unfreeze run stands until it ends: writing, or waiting for an approval or a resume. */
+const IN_PROGRESS = new Set<RunStatus>(['awaiting-approval', 'running', 'paused']);
+
+/**
+ * Freeze and unfreeze runs confirmed and not ended. What they write is recorded as they write it, so a `frozen`
+ * asked right after a Confirm would say "nothing" of a freeze seconds from holding.
+ */
+async function freezeRunsInProgress(ctx: CommandContext): Promise<FrozenData['inProgress']> {
+  const runs = (await ctx.services.runs?.list(50)) ?? [];
+  return runs
+    .filter((r) => (r.runbook === 'freeze' || r.runbook === 'unfreeze') && IN_PROGRESS.has(r.status))
+    .map((r) => ({
+      runId: r.id,
+      runbook: r.runbook,
+      status: r.status,
+      requester: r.requester,
+      params: r.paramsText ?? '',
+    }));
+}
+
+function inProgressBlock(inProgress: FrozenData['inProgress']): ReplyBlock {
+  return {
+    kind: 'list',
+    title: 'In progress, not all written yet',
+    items: inProgress.map((r) => ({
+      text: `\`${r.runId}\` ${r.runbook}${r.params ? ` ${r.params}` : ''} — ${r.status}`,
+      detail: `${mention(r.requester)} · \`runs show ${r.runId}\``,
+      tone: 'info',
+    })),
+  };
+}
+
+function frozenData(runs: Freeze[][], inProgress: FrozenData['inProgress'], now: Date): FrozenData {
+  return {
+    frozen: runs.flatMap((run) =>
+      run.map((f) => ({
+        target: f.target,
+        instance: f.instance,
+        project: f.project,
+        by: f.by,
+        since: f.at,
+        until: f.until ?? null,
+        incident: f.incident ?? null,
+        runId: f.runId,
+        active: freezeActive(f, now),
+        manualBlocked: f.manualBlocked,
+      })),
+    ),
+    inProgress,
+  };
+}
+
 export const frozenCommand: CommandSpec<'frozen'> = {
   name: 'frozen',
   summary: "What rollcall's freezes hold: by whom, since and until when, for which incident",
@@ -145,47 +204,27 @@ export const frozenCommand: CommandSpec<'frozen'> = {
         'Freezes are recorded in Redis, and this process has none (set redis.url in rollcall.yaml or REDIS_URL).',
       );
     const now = ctx.services.now?.() ?? new Date();
-    const runs = freezesByRun(await store.list());
-    const data = {
-      frozen: runs.flatMap((run) =>
-        run.map((f) => ({
-          target: f.target,
-          instance: f.instance,
-          project: f.project,
-          by: f.by,
-          since: f.at,
-          until: f.until ?? null,
-          incident: f.incident ?? null,
-          runId: f.runId,
-          active: freezeActive(f, now),
-          manualBlocked: f.manualBlocked,
-        })),
-      ),
-    };
+    const [runs, inProgress] = await Promise.all([store.list().then(freezesByRun), freezeRunsInProgress(ctx)]);
     const active = runs.filter((run) => run.some((f) => freezeActive(f, now)));
-    const title = active.length ? `${plural(active.length, 'freeze')} active` : 'Nothing is frozen';
-    if (!runs.length)
-      return {
-        ok: true,
-        command: 'frozen',
-        title,
-        data,
-        blocks: [{ kind: 'text', text: 'rollcall has frozen nothing.', tone: 'ok' }],
-      };
-    return {
-      ok: true,
-      command: 'frozen',
-      title,
-      data,
-      blocks: [
-        {
-          kind: 'list',
-          title: 'Frozen by rollcall, oldest first',
-          items: runs.map((r) => frozenItem(r, now)),
-          total: runs.length,
-        },
-      ],
+    const blocks: ReplyBlock[] = runs.length
+      ? [
+          {
+            kind: 'list',
+            title: 'Frozen by rollcall, oldest first',
+            items: runs.map((r) => frozenItem(r, now)),
+            total: runs.length,
+          },
+        ]
+      : [{ kind: 'text', text: `rollcall has frozen nothing${inProgress.length ? ' yet' : ''}.`, tone: 'ok' }];
+    if (inProgress.length) blocks.push(inProgressBlock(inProgress));
+    const reply = {
+      ok: true as const,
+      command: 'frozen' as const,
+      title: active.length ? `${plural(active.length, 'freeze')} active` : 'Nothing is frozen',
+      data: frozenData(runs, inProgress, now),
+      blocks,
     };
+    return withUserText(reply, ...inProgress.map((r) => r.params));
   },
 };
 

@@ -12,7 +12,14 @@ import type { ResourceChange } from '../fleet/manifest-diff.js';
 import type { RolloutPlan, RolloutReport } from '../fleet/rollout.js';
 import type { ChangeGroup, ChangeJson } from '../domain/incidents/groups.js';
 import type { BlastRadius, IncidentMetrics } from '../domain/incidents/metrics.js';
-import type { AuditData, NoopRunData, RolloutActionPlan, RunData, RunListData } from '../domain/runbooks/index.js';
+import type {
+  AuditData,
+  NoopRunData,
+  RolloutActionPlan,
+  RunData,
+  RunListData,
+  RunStatus,
+} from '../domain/runbooks/index.js';
 import type { CheckVerdict, PrometheusTarget } from '../domain/checks/index.js';
 import type { Guard } from '../domain/guards/index.js';
 import type {
@@ -129,6 +136,8 @@ export type FrozenData = {
     active: boolean;
     manualBlocked: boolean;
   }[];
+  /** Freeze and unfreeze runs confirmed and not ended: what they write is listed above only once they have. */
+  inProgress: { runId: string; runbook: string; status: RunStatus; requester: string; params: string }[];
 };
 export type RefreshData =
   | { refresh: RefreshType; apps: Refreshed[] }

@@ -9,7 +9,7 @@ import { renderText } from '../../src/views/text.js';
 import { application, commit } from '../../src/sim/scenarios/builders.js';
 import { progressiveInfraFixture, STUCK_APPS } from '../../src/sim/scenarios/progressive-infra.js';
 import { okAnswer } from '../support/replies.js';
-import { simOperations } from '../support/sim.js';
+import { simFault, simOperations } from '../support/sim.js';
 import { eventually, startControlSim, type ControlSim } from './control-sim.js';
 import { RecordingNotifier } from './harness.js';
 import { ChangeLog } from '../../src/domain/incidents/change-log.js';
@@ -238,6 +238,42 @@ describe('freeze / unfreeze on the simulator', () => {
       expect.objectContaining({ target: AUTO_APP, active: false }),
     ]);
     expect(renderText(listed)).toContain("ended; rollcall's workers remove its window at their next sweep");
+  });
+
+  it('`frozen` asked while a confirmed freeze still writes names that run, and lists the freeze once it is written', async () => {
+    const e = await start();
+    // Argo CD takes 1.5 s to answer the project's write: the run is confirmed and has not written yet.
+    await simFault(e.sim, {
+      instance: INSTANCE,
+      kind: 'latency',
+      ms: 1500,
+      method: 'PUT',
+      match: '/projects/',
+      count: 1,
+    });
+    const reply = await dispatch('freeze project=infra for=1h', e.ctx('U_OP'));
+    const runId = (reply.data as { runId: string }).runId;
+    await eventually(async () => (await e.runs.get(runId))?.status === 'running', 5000, 'the freeze run started');
+    const during = await dispatch('frozen', e.ctx('U_OP2'));
+    expect(okAnswer(during, 'frozen').data).toEqual({
+      frozen: [],
+      inProgress: [
+        {
+          runId,
+          runbook: 'freeze',
+          status: 'running',
+          requester: 'U_OP',
+          params: expect.stringContaining('project=infra'),
+        },
+      ],
+    });
+    expect(renderText(during)).toContain('rollcall has frozen nothing yet.');
+    expect(renderText(during)).toContain(`runs show ${runId}`);
+
+    expect((await e.runs.waitForEnd(runId, 20_000)).status).toBe('succeeded');
+    const after = okAnswer(await dispatch('frozen', e.ctx('U_OP2')), 'frozen').data;
+    expect(after.inProgress).toEqual([]);
+    expect(after.frozen).toEqual([expect.objectContaining({ target: 'project=infra', runId, active: true })]);
   });
 
   it("manual=block says so loudly, and Argo CD then refuses rollcall's own sync with its own text", async () => {
