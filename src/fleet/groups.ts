@@ -159,20 +159,58 @@ export function shortReason(reason: string, max = 110, keep: 'head' | 'ends' = '
     .replace(/\s+([:,)])/g, '$1')
     .trim();
   const short = truncate(first, max, keep);
-  if (memo) {
-    if (shortReasons.size >= shortReasonsLimit) shortReasons.clear();
-    shortReasons.set(reason, short);
-  }
+  if (memo) shortReasons.set(reason, short);
   return short;
 }
 
-// The reasons of the problems on show, shortened the way group lines are; forgotten all at once at the limit: at least
-// this many, and twice as many as the last grouping had rows. Mid-incident at 50,000 apps, 30,000 problem apps can each
-// have a reason of their own (pod hashes, cluster names); a fixed 20,000 then forgot them all within every answer, and
-// shortening them again was a third of the answer.
-const MAX_SHORT_REASONS = 20_000;
-let shortReasonsLimit = MAX_SHORT_REASONS;
-const shortReasons = new Map<string, string>();
+/**
+ * Reasons shortened the way group lines are, kept for the groupings that use them: a reason no grouping has shown
+ * since the one before last is forgotten. Most problems keep their reason from one answer to the next, so each is
+ * shortened once; mid-incident at 50,000 apps, 30,000 problem apps can each have one of their own (pod hashes,
+ * cluster names), and shortening them again in every answer was a third of it. Forgotten by age rather than at a
+ * size limit: under steady churn, the reasons of apps long fixed made up most of a memo that forgot at 20,000.
+ */
+class ReasonMemo {
+  private current = new Map<string, string>();
+  private previous = new Map<string, string>();
+  /** Past this, the memo turns over without a grouping (reasons shortened outside any, such as `rollout`'s). */
+  private limit = MIN_REASONS;
+
+  get(reason: string): string | undefined {
+    const known = this.current.get(reason);
+    if (known !== undefined) return known;
+    const older = this.previous.get(reason);
+    if (older !== undefined) {
+      this.previous.delete(reason);
+      this.set(reason, older);
+    }
+    return older;
+  }
+
+  set(reason: string, short: string): void {
+    if (this.current.size >= this.limit) this.turnOver(0);
+    this.current.set(reason, short);
+  }
+
+  /** A grouping of `rows` problems starts: what the one before it used stays, anything older goes. */
+  turnOver(rows: number): void {
+    this.previous = this.current;
+    this.current = new Map();
+    this.limit = Math.max(MIN_REASONS, 2 * rows);
+  }
+
+  get size(): number {
+    return this.current.size + this.previous.size;
+  }
+}
+
+const MIN_REASONS = 20_000;
+const shortReasons = new ReasonMemo();
+
+/** How many shortened reasons are kept (for tests). */
+export function shortReasonsKept(): number {
+  return shortReasons.size;
+}
 
 /** Distinct clusters a group (instance, name) has apps on: the denominator of "Degraded on 12/12 clusters". */
 export type ClustersOfGroup = (instance: string, name: string) => number | undefined;
@@ -244,7 +282,7 @@ export function groupProblems(
   stepOf: (row: ProblemRow, index: number) => string | undefined = () => undefined,
   version?: number,
 ): ProblemGroup[] {
-  shortReasonsLimit = Math.max(MAX_SHORT_REASONS, 2 * rows.length);
+  shortReasons.turnOver(rows.length);
   const groups = new Map<string, ProblemGroup & { clusterSet: Set<string>; sinceMs: number }>();
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i];
