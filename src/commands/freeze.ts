@@ -34,7 +34,7 @@ function refuseListingWord(cmd: ParsedCommand, ctx: CommandContext, verb: 'freez
   if (fleet.appsNamed(word).length || fleet.appSetsNamed(word).length) return;
   throw new CommandError(
     'unknown_target',
-    `No app named "${word}": \`${verb}\` takes the apps to ${verb}. What is frozen: \`frozen\`.`,
+    `No app or ApplicationSet named "${word}" to ${verb}; what is frozen is listed by \`frozen\`.`,
     ['frozen'],
   );
 }

@@ -128,7 +128,9 @@ describe('`freeze list`', () => {
     for (const text of ['freeze list', 'unfreeze show', 'freeze status']) {
       const reply = await dispatch(text, op());
       expect(reply.error, text).toMatchObject({ code: 'unknown_target', suggestions: ['frozen'] });
-      expect(reply.error?.message).toMatch(/^No app named "(list|show|status)": `(un)?freeze` takes the apps/);
+      expect(reply.error?.message).toMatch(
+        /^No app or ApplicationSet named "(list|show|status)" to (un)?freeze; what is frozen is listed by `frozen`\.$/,
+      );
     }
     expect(await h.engine.runs!.list(10)).toEqual([]);
   });
