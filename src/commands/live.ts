@@ -24,6 +24,11 @@ export const ANSWER_BUDGET_MS = 2500;
 interface AnswerBudget {
   ms: number;
   deadline: number;
+  /**
+   * A read was cut at the deadline. Node may run a timer up to a millisecond before `performance.now()` reaches the
+   * time it was set for, so the clock alone could still show a sliver of budget to the read after the cut.
+   */
+  spent?: boolean;
 }
 const budgets = new AsyncLocalStorage<AnswerBudget>();
 
@@ -73,7 +78,7 @@ export function argoApiFor(ctx: CommandContext, fa: FleetApp, command: string): 
  */
 export async function withinLiveBudget<T>(instance: string, work: () => Promise<T>): Promise<T> {
   const budget = currentBudget();
-  if (budget.deadline <= performance.now()) throw new LiveReadCut(instance, budget.ms);
+  if (budget.spent || budget.deadline <= performance.now()) throw new LiveReadCut(instance, budget.ms);
   const cut = new AbortController();
   const running = cutRequestsWith(cut.signal, work);
   // The aborted requests fail after the cut has answered: nobody is left to hear it.
@@ -82,6 +87,7 @@ export async function withinLiveBudget<T>(instance: string, work: () => Promise<
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(
       () => {
+        budget.spent = true;
         reject(new LiveReadCut(instance, budget.ms));
         cut.abort();
       },
