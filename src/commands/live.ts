@@ -25,8 +25,9 @@ interface AnswerBudget {
   ms: number;
   deadline: number;
   /**
-   * A read was cut at the deadline. Node may run a timer up to a millisecond before `performance.now()` reaches the
-   * time it was set for, so the clock alone could still show a sliver of budget to the read after the cut.
+   * A read was cut at the deadline. Node runs the cut's timer by the event loop's time, taken when the loop's turn
+   * began, which lags `performance.now()` by as long as that turn ran: the cut can fire while the clock still shows
+   * budget left, and a read started after it must not count on that.
    */
   spent?: boolean;
 }
