@@ -100,6 +100,19 @@ export interface HttpTransportOptions {
 }
 
 /**
+ * Connections are kept for the next request and closed once idle for IDLE_CONNECTION_MS, or for a second less than
+ * the server says it keeps them (`Keep-Alive: timeout=N`), whichever is shorter. A server closes an idle connection
+ * when its own keep-alive timeout runs out (node's 5 s, a load balancer's 60 s); a request it has not yet read on that
+ * connection is reset (ECONNRESET), and a sync whose answer is lost that way is not sent again until its posting
+ * window has passed: a 540-app bulk sync against the simulator lost a few syncs in every run to this and ended a
+ * minute late. Node's agent heeds the server's announced limit only when it has an idle limit of its own (`timeout`),
+ * and has none by default. On a connection in use, axios sets each request's own timeout in its place (none for a
+ * watch stream), so the limit applies to idle connections only. 4 s is also node's own fetch's default.
+ */
+const IDLE_CONNECTION_MS = 4_000;
+const POOL: http.AgentOptions = { keepAlive: true, timeout: IDLE_CONNECTION_MS };
+
+/**
  * Failures are axios' own `AxiosError`s: `response` (its body parsed as for `json`) when the server answered
  * with a non-2xx status, otherwise `code` says what happened to the connection (ECONNREFUSED, ECONNRESET,
  * ETIMEDOUT, ERR_CANCELED, a TLS code, ...).
@@ -119,10 +132,10 @@ export class HttpTransport {
       baseURL: opts.baseUrl,
       headers: opts.headers,
       timeout: opts.timeoutMs,
-      httpAgent: forgetsOpeningRequest(new http.Agent({ keepAlive: true })),
+      httpAgent: forgetsOpeningRequest(new http.Agent(POOL)),
       // An http upstream reaches an https:// proxy over TLS verified against the system's CAs: the upstream's
       // TLS settings are for the upstream.
-      httpsAgent: route.tunnel ?? forgetsOpeningRequest(new https.Agent({ keepAlive: true, ...(secure ? tls : {}) })),
+      httpsAgent: route.tunnel ?? forgetsOpeningRequest(new https.Agent({ ...POOL, ...(secure ? tls : {}) })),
       proxy: route.proxy ?? false,
       paramsSerializer: { serialize: (params) => serializeQuery(params as Query) },
       // The body stays text until parsed here: axios would hand a 2xx body that is not JSON on as a string.
