@@ -412,7 +412,8 @@ describe('rules whose start Argo CD does not record, and facts from Redis', () =
     ]);
   });
 
-  it('key-backup-stale: a cluster with a backup schedule and no backup newer than `after`, read from the run records', async () => {
+  /** Redis run records of a config with three clusters on a backup schedule; `backup` stores one backup run. */
+  function keyBackupRecords() {
     const prefix = testPrefix();
     prefixes.push(prefix);
     const redis = createRedis(REDIS_URL);
@@ -430,21 +431,28 @@ describe('rules whose start Argo CD does not record, and facts from Redis', () =
       alerts: { rules: { 'key-backup-stale': { after: '26h' } } },
     });
     const runs = new RunStore(redis, prefix);
-    const backup = (cluster: string, status: 'succeeded' | 'failed', hoursAgo: number) =>
+    const run = (runbook: string, params: Record<string, string>, status: 'succeeded' | 'failed', endedAt: Date) =>
       runs.create({
-        runbook: KEY_BACKUP_RUNBOOK,
-        title: 'backup',
-        params: { cluster },
+        runbook,
+        title: runbook,
+        params,
         requester: 'rollcall-scheduler',
         surface: 'terminal',
         status,
-        endedAt: new Date(T0.getTime() - hoursAgo * 3_600_000).toISOString(),
+        endedAt: endedAt.toISOString(),
         approvalsRequired: 0,
         approvals: [],
         steps: [],
         generation: 0,
         targets: [],
       });
+    const backup = (cluster: string, status: 'succeeded' | 'failed', hoursAgo: number) =>
+      run(KEY_BACKUP_RUNBOOK, { cluster }, status, new Date(T0.getTime() - hoursAgo * 3_600_000));
+    return { redis, config, runs, run, backup };
+  }
+
+  it('key-backup-stale: a cluster with a backup schedule and no backup newer than `after`, read from the run records', async () => {
+    const { redis, config, backup } = keyBackupRecords();
     await backup('prod-1', 'succeeded', 2);
     await backup('prod-2', 'succeeded', 30);
     await backup('prod-2', 'failed', 1);
@@ -454,6 +462,30 @@ describe('rules whose start Argo CD does not record, and facts from Redis', () =
       { cluster: 'prod-2', lastBackupAt: expect.any(String) },
       { cluster: 'prod-3', lastBackupAt: undefined },
     ]);
+    const { conditions } = evaluateAlertRules({
+      fleet: StaticFleet.fromObjects([{ name: 'infra', applications: [] }]),
+      now: T0,
+      config: config.alerts,
+      keyBackups,
+    });
+    expect(conditions.filter((c) => c.rule === 'key-backup-stale').map((c) => c.instance)).toEqual([
+      'prod-2',
+      'prod-3',
+    ]);
+  });
+  it('key-backup-stale: finds the newest backup behind hundreds of newer runs of other runbooks', async () => {
+    const { redis, config, run, backup } = keyBackupRecords();
+    await backup('prod-1', 'succeeded', 20);
+    // A busy day: 600 syncs since the night's backup, more than the run records read for the newest backups.
+    for (let i = 0; i < 600; i += 50)
+      await Promise.all(
+        Array.from({ length: 50 }, (_, k) => run('bulk-sync', { selector: `app-${i + k}` }, 'succeeded', T0)),
+      );
+    const keyBackups = await new FleetRecords(redis, config).keyBackups();
+    expect(keyBackups[0]).toEqual({
+      cluster: 'prod-1',
+      lastBackupAt: new Date(T0.getTime() - 20 * 3_600_000).toISOString(),
+    });
     const { conditions } = evaluateAlertRules({
       fleet: StaticFleet.fromObjects([{ name: 'infra', applications: [] }]),
       now: T0,

@@ -14,7 +14,7 @@ export interface DigestRun {
 
 /** The runbook whose successful runs count as a cluster's key backup. */
 export const KEY_BACKUP_RUNBOOK = 'backup-sealed-secrets-keys';
-/** How far back the run records are read for backups and digest activity. */
+/** How many run records are read: the newest key backups, and the newest runs for digest activity. */
 const RUNS_READ = 500;
 
 /**
@@ -37,8 +37,8 @@ export class FleetRecords {
     const clusters = [...new Set(this.config.sealedSecrets.schedules.map((s) => s.cluster))];
     if (!clusters.length) return [];
     const newest = new Map<string, string>();
-    for (const run of await this.runs.list(RUNS_READ)) {
-      if (run.runbook !== KEY_BACKUP_RUNBOOK || run.status !== 'succeeded') continue;
+    for (const run of await this.runs.listOf(KEY_BACKUP_RUNBOOK, RUNS_READ)) {
+      if (run.status !== 'succeeded') continue;
       const cluster = String(run.params.cluster ?? '');
       const at = run.endedAt ?? run.updatedAt;
       if (!newest.has(cluster) || Date.parse(at) > Date.parse(newest.get(cluster)!)) newest.set(cluster, at);

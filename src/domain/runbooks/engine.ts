@@ -91,6 +91,8 @@ export interface RunService {
   abort(runId: string, user: string): Promise<Run>;
   get(runId: string): Promise<Run | undefined>;
   list(n?: number): Promise<Run[]>;
+  /** The newest `n` runs of one runbook, however many runs of others came since. */
+  listOf(runbook: string, n?: number): Promise<Run[]>;
   /** Resolves when the run is terminal, or paused (nobody in a terminal will press Resume); rejects after timeoutMs. */
   waitForEnd(runId: string, timeoutMs: number): Promise<Run>;
   runbooks(): Runbook[];
@@ -448,7 +450,7 @@ class Engine implements RunService {
       // Bad input (a selector matching nothing, a lock held elsewhere) or nothing to do: there never was a run to list.
       // The attempt stays in the audit log, once.
       await this.store.discard(
-        run.id,
+        run,
         runbook.steps.map((s) => s.id),
       );
       const nothing = err instanceof NothingToDo;
@@ -625,6 +627,10 @@ class Engine implements RunService {
 
   async list(n = 20) {
     return this.store.list(n);
+  }
+
+  async listOf(runbook: string, n = 20) {
+    return this.store.listOf(runbook, n);
   }
 
   async waitForEnd(runId: string, timeoutMs: number): Promise<Run> {

@@ -231,7 +231,10 @@ export function newRunId(): string {
   return `r-${s}`;
 }
 
-/** Run records: one JSON key per run, an index sorted by creation time, and one checkpoint hash per step. */
+/**
+ * Run records: one JSON key per run, an index of all runs and one per runbook sorted by creation time, and one
+ * checkpoint hash per step.
+ */
 export class RunStore {
   private readonly base: string;
   constructor(
@@ -250,6 +253,14 @@ export class RunStore {
   private indexKey() {
     return `${this.base}runs`;
   }
+  /**
+   * The runs of one runbook, by creation time: what asks for one runbook's runs (the newest key backup of each
+   * cluster, the freezes being written) finds them however many other runs came since. Runs stored before this index
+   * existed are in `runs` only.
+   */
+  private runbookIndexKey(runbook: string) {
+    return `${this.base}runs:runbook:${runbook}`;
+  }
 
   /** Stores a new run under a fresh id. */
   async create(fields: Omit<Run, 'id' | 'version' | 'createdAt' | 'updatedAt'>): Promise<Run> {
@@ -258,7 +269,9 @@ export class RunStore {
       const run: Run = { ...fields, id: newRunId(), version: 1, createdAt: now, updatedAt: now };
       const ok = await this.redis.set(this.runKey(run.id), JSON.stringify(run), 'NX');
       if (ok) {
-        await this.redis.zadd(this.indexKey(), Date.now(), run.id);
+        const at = Date.now();
+        await this.redis.zadd(this.indexKey(), at, run.id);
+        await this.redis.zadd(this.runbookIndexKey(run.runbook), at, run.id);
         return run;
       }
     }
@@ -373,13 +386,33 @@ export class RunStore {
   }
 
   /** Forgets a run that never became one (its preview failed): no record, no index entry, no checkpoints. */
-  async discard(id: string, stepIds: string[]): Promise<void> {
+  async discard(run: Pick<Run, 'id' | 'runbook'>, stepIds: string[]): Promise<void> {
+    const { id } = run;
     await this.redis.del(this.runKey(id), this.leaseKey(id), ...stepIds.map((s) => this.checkpointKey(id, s)));
     await this.redis.zrem(this.indexKey(), id);
+    await this.redis.zrem(this.runbookIndexKey(run.runbook), id);
   }
 
+  /** The newest `n` runs, newest first. */
   async list(n = 20): Promise<Run[]> {
-    const ids = await this.redis.zrevrange(this.indexKey(), 0, n - 1);
+    return this.read(await this.redis.zrevrange(this.indexKey(), 0, n - 1));
+  }
+
+  /**
+   * The newest `n` runs of `runbook`, newest first, with those among the newest `n` of all runs that were stored
+   * before the runbook's own index existed.
+   */
+  async listOf(runbook: string, n = 20): Promise<Run[]> {
+    const [own, recent] = await Promise.all([
+      this.read(await this.redis.zrevrange(this.runbookIndexKey(runbook), 0, n - 1)),
+      this.list(n),
+    ]);
+    const seen = new Set(own.map((r) => r.id));
+    const older = recent.filter((r) => r.runbook === runbook && !seen.has(r.id));
+    return [...own, ...older].sort((a, b) => b.createdAt.localeCompare(a.createdAt)).slice(0, n);
+  }
+
+  private async read(ids: string[]): Promise<Run[]> {
     if (!ids.length) return [];
     const texts = await this.redis.mget(ids.map((id) => this.runKey(id)));
     return texts.filter((t): t is string => !!t).map((t) => JSON.parse(t) as Run);
