@@ -5,6 +5,7 @@ import type { CommandContext } from '../../src/commands/registry.js';
 import { findAction } from '../../src/commands/registry.js';
 import { closeRedis, createRedis, keyBase } from '../../src/infra/redis.js';
 import type { RunService } from '../../src/domain/runbooks/engine.js';
+import { RunStore } from '../../src/domain/runbooks/run-store.js';
 import { progressReply } from '../../src/domain/runbooks/replies.js';
 import { renderText } from '../../src/views/text.js';
 import { makeApp, testConfig } from './fake-argo.js';
@@ -626,7 +627,8 @@ describe('runbook engine with bulk-sync', () => {
     });
   });
 
-  it('re-queues a running run whose step job vanished from the queue when a worker starts', async () => {
+  /** A bulk sync crashes mid-run and Redis loses its step jobs; a worker started next finishes it. */
+  async function requeuesVanishedStep(newerRuns: number) {
     const many = Array.from({ length: 6 }, (_, i) => makeApp(`auth-config-${i}`, `c${i}`));
     h = await harness(many);
     h.argo.syncMs = 200;
@@ -645,11 +647,38 @@ describe('runbook engine with bulk-sync', () => {
     expect(jobKeys.length).toBeGreaterThan(0);
     await redis.del(...jobKeys);
     await redis.quit();
+    if (newerRuns) {
+      // Many short runs of another runbook started since the bulk sync did.
+      const store = new RunStore(createRedis(h.redisUrl), h.prefix);
+      for (let i = 0; i < newerRuns; i++)
+        await store.create({
+          runbook: 'terminate-op',
+          title: 'terminate',
+          params: {},
+          requester: 'U_OP',
+          surface: 'slack',
+          status: 'succeeded',
+          approvalsRequired: 0,
+          approvals: [],
+          steps: [],
+          generation: 0,
+          targets: [],
+        });
+      await closeRedis(store.redis);
+    }
     const second = await h.startAnother();
     const end = await (second.runs as RunService).waitForEnd(run.id, 20_000);
     expect(end.status).toBe('succeeded');
     expect(end.generation).toBe(1);
     expect(h.argo.syncs.map((s) => s.app).sort()).toEqual(many.map((a) => a.metadata.name).sort());
+  }
+
+  it('re-queues a running run whose step job vanished from the queue when a worker starts', async () => {
+    await requeuesVanishedStep(0);
+  });
+
+  it('re-queues such a run behind 250 newer runs of another runbook', async () => {
+    await requeuesVanishedStep(250);
   });
 
   it('ask --yes: confirms at once and reports the run id; the terminal sees progress', async () => {

@@ -683,9 +683,13 @@ class Engine implements RunService {
 
   // ---------- worker side ----------
 
-  /** Re-queues the current step of running runs whose job vanished (e.g. Redis lost it). */
+  /**
+   * Re-queues the current step of running runs whose job vanished (e.g. Redis lost it). Read runbook by runbook: a
+   * long run (a bake of hours) is found however many short runs of other runbooks started since.
+   */
   private async recover() {
-    for (const run of await this.store.list(200)) {
+    const recent = await Promise.all(this.runbooks().map((r) => this.store.listOf(r.name, 200)));
+    for (const run of recent.flat()) {
       if (run.status !== 'running' || !run.currentStep) continue;
       const job = await (await this.stepQueue()).getJob(jobId(run.id, run.currentStep, run.generation));
       const state = job ? await job.getState() : 'missing';
