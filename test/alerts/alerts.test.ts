@@ -451,6 +451,17 @@ describe('rules whose start Argo CD does not record, and facts from Redis', () =
     return { redis, config, runs, run, backup };
   }
 
+  /** The clusters key-backup-stale alerts on, at T0. */
+  function staleClusters(config: RollcallConfig, keyBackups: Awaited<ReturnType<FleetRecords['keyBackups']>>) {
+    const { conditions } = evaluateAlertRules({
+      fleet: StaticFleet.fromObjects([{ name: 'infra', applications: [] }]),
+      now: T0,
+      config: config.alerts,
+      keyBackups,
+    });
+    return conditions.filter((c) => c.rule === 'key-backup-stale').map((c) => c.instance);
+  }
+
   it('key-backup-stale: a cluster with a backup schedule and no backup newer than `after`, read from the run records', async () => {
     const { redis, config, backup } = keyBackupRecords();
     await backup('prod-1', 'succeeded', 2);
@@ -462,17 +473,9 @@ describe('rules whose start Argo CD does not record, and facts from Redis', () =
       { cluster: 'prod-2', lastBackupAt: expect.any(String) },
       { cluster: 'prod-3', lastBackupAt: undefined },
     ]);
-    const { conditions } = evaluateAlertRules({
-      fleet: StaticFleet.fromObjects([{ name: 'infra', applications: [] }]),
-      now: T0,
-      config: config.alerts,
-      keyBackups,
-    });
-    expect(conditions.filter((c) => c.rule === 'key-backup-stale').map((c) => c.instance)).toEqual([
-      'prod-2',
-      'prod-3',
-    ]);
+    expect(staleClusters(config, keyBackups)).toEqual(['prod-2', 'prod-3']);
   });
+
   it('key-backup-stale: finds the newest backup behind hundreds of newer runs of other runbooks', async () => {
     const { redis, config, run, backup } = keyBackupRecords();
     await backup('prod-1', 'succeeded', 20);
@@ -486,16 +489,7 @@ describe('rules whose start Argo CD does not record, and facts from Redis', () =
       cluster: 'prod-1',
       lastBackupAt: new Date(T0.getTime() - 20 * 3_600_000).toISOString(),
     });
-    const { conditions } = evaluateAlertRules({
-      fleet: StaticFleet.fromObjects([{ name: 'infra', applications: [] }]),
-      now: T0,
-      config: config.alerts,
-      keyBackups,
-    });
-    expect(conditions.filter((c) => c.rule === 'key-backup-stale').map((c) => c.instance)).toEqual([
-      'prod-2',
-      'prod-3',
-    ]);
+    expect(staleClusters(config, keyBackups)).toEqual(['prod-2', 'prod-3']);
   });
 });
 
