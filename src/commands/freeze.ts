@@ -143,11 +143,8 @@ const IN_PROGRESS = new Set<RunStatus>(['awaiting-approval', 'running', 'paused'
  * asked right after a Confirm would say "nothing" of a freeze seconds from holding.
  */
 async function freezeRunsInProgress(ctx: CommandContext): Promise<FrozenData['inProgress']> {
-  const runs = ctx.services.runs;
-  if (!runs) return [];
-  const [freezes, unfreezes] = await Promise.all([runs.listOf('freeze', 50), runs.listOf('unfreeze', 50)]);
-  return [...freezes, ...unfreezes]
-    .sort((a, b) => b.createdAt.localeCompare(a.createdAt))
+  const runs = (await ctx.services.runs?.listOf(['freeze', 'unfreeze'], 50)) ?? [];
+  return runs
     .filter((r) => IN_PROGRESS.has(r.status))
     .map((r) => ({
       runId: r.id,

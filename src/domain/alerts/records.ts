@@ -37,7 +37,7 @@ export class FleetRecords {
     const clusters = [...new Set(this.config.sealedSecrets.schedules.map((s) => s.cluster))];
     if (!clusters.length) return [];
     const newest = new Map<string, string>();
-    for (const run of await this.runs.listOf(KEY_BACKUP_RUNBOOK, RUNS_READ)) {
+    for (const run of await this.runs.listOf([KEY_BACKUP_RUNBOOK], RUNS_READ)) {
       if (run.status !== 'succeeded') continue;
       const cluster = String(run.params.cluster ?? '');
       const at = run.endedAt ?? run.updatedAt;

@@ -91,8 +91,8 @@ export interface RunService {
   abort(runId: string, user: string): Promise<Run>;
   get(runId: string): Promise<Run | undefined>;
   list(n?: number): Promise<Run[]>;
-  /** The newest `n` runs of one runbook, however many runs of others came since. */
-  listOf(runbook: string, n?: number): Promise<Run[]>;
+  /** The newest `n` runs of each of these runbooks, newest first, however many runs of others came since. */
+  listOf(runbooks: readonly string[], n?: number): Promise<Run[]>;
   /** Resolves when the run is terminal, or paused (nobody in a terminal will press Resume); rejects after timeoutMs. */
   waitForEnd(runId: string, timeoutMs: number): Promise<Run>;
   runbooks(): Runbook[];
@@ -629,8 +629,8 @@ class Engine implements RunService {
     return this.store.list(n);
   }
 
-  async listOf(runbook: string, n = 20) {
-    return this.store.listOf(runbook, n);
+  async listOf(runbooks: readonly string[], n = 20) {
+    return this.store.listOf(runbooks, n);
   }
 
   async waitForEnd(runId: string, timeoutMs: number): Promise<Run> {
@@ -688,8 +688,11 @@ class Engine implements RunService {
    * long run (a bake of hours) is found however many short runs of other runbooks started since.
    */
   private async recover() {
-    const recent = await Promise.all(this.runbooks().map((r) => this.store.listOf(r.name, 200)));
-    for (const run of recent.flat()) {
+    const recent = await this.store.listOf(
+      this.runbooks().map((r) => r.name),
+      200,
+    );
+    for (const run of recent) {
       if (run.status !== 'running' || !run.currentStep) continue;
       const job = await (await this.stepQueue()).getJob(jobId(run.id, run.currentStep, run.generation));
       const state = job ? await job.getState() : 'missing';

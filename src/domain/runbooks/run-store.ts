@@ -399,17 +399,16 @@ export class RunStore {
   }
 
   /**
-   * The newest `n` runs of `runbook`, newest first, with those among the newest `n` of all runs that were stored
-   * before the runbook's own index existed.
+   * The newest `n` runs of each of `runbooks`, newest first, with any of theirs among the newest `n` of all runs (those
+   * stored before the runbooks' own indexes existed). The index of all runs is read once, however many runbooks.
    */
-  async listOf(runbook: string, n = 20): Promise<Run[]> {
-    const [own, recent] = await Promise.all([
-      this.read(await this.redis.zrevrange(this.runbookIndexKey(runbook), 0, n - 1)),
-      this.list(n),
-    ]);
+  async listOf(runbooks: readonly string[], n = 20): Promise<Run[]> {
+    const ids = await Promise.all(runbooks.map((r) => this.redis.zrevrange(this.runbookIndexKey(r), 0, n - 1)));
+    const [own, recent] = await Promise.all([this.read([...new Set(ids.flat())]), this.list(n)]);
     const seen = new Set(own.map((r) => r.id));
-    const older = recent.filter((r) => r.runbook === runbook && !seen.has(r.id));
-    return [...own, ...older].sort((a, b) => b.createdAt.localeCompare(a.createdAt)).slice(0, n);
+    const wanted = new Set(runbooks);
+    const older = recent.filter((r) => wanted.has(r.runbook) && !seen.has(r.id));
+    return [...own, ...older].sort((a, b) => b.createdAt.localeCompare(a.createdAt));
   }
 
   private async read(ids: string[]): Promise<Run[]> {
