@@ -63,6 +63,13 @@ interface InstanceState {
   appSetsConnected: boolean;
   appsWatch?: WatchHandle;
   appSetsWatch?: WatchHandle;
+  /** The resourceVersion each open stream started from. */
+  watchedFrom: Partial<Record<ListKind, string>>;
+  /**
+   * While the first lists arrive their streams are already open, from each list's resourceVersion (which comes
+   * before its items): what the streams tell meanwhile waits here, and is handled in order once the lists are in.
+   */
+  early?: (() => void)[];
   lastEventAt?: string;
   /** Why a stream or the first list failed. */
   error?: RollcallFailure;
@@ -149,6 +156,7 @@ export class FleetMirror extends FleetIndex {
         loaded: false,
         appsConnected: false,
         appSetsConnected: false,
+        watchedFrom: {},
         listWarnings: { apps: [], appSets: [], clusters: [] },
         seq: 0,
         touched: new Map(),
@@ -185,14 +193,11 @@ export class FleetMirror extends FleetIndex {
     this.stopped = true;
     if (this.clusterTimer) clearInterval(this.clusterTimer);
     for (const s of this.states.values()) {
-      s.appsWatch?.close();
-      s.appSetsWatch?.close();
-      s.appsWatch = s.appSetsWatch = undefined;
+      this.closeStreams(s);
       if (s.relistTimer) clearTimeout(s.relistTimer);
       if (s.retryTimer) clearTimeout(s.retryTimer);
       if (s.lostTimer) clearTimeout(s.lostTimer);
       s.lostTimer = undefined;
-      s.appsConnected = s.appSetsConnected = false;
     }
     await Promise.all([...this.states.values()].flatMap((s) => [s.relisting?.catch(() => undefined), s.catchingUp]));
   }
@@ -271,11 +276,18 @@ export class FleetMirror extends FleetIndex {
     if (this.stopped) return;
     // Started as the list arrives: the fetches of unhealthy apps overlap the list instead of following it.
     const fetches = this.healthFetches(s);
+    // So do the streams (`early`): Argo CD's watch replays nothing, and a change made after the list's snapshot and
+    // before its stream subscribed is on neither. Subscribed once a list's version is in, that window is the time
+    // to the first bytes of its answer, not the time to read them all (seconds, for 10,000 apps).
+    if (s.follows) s.early = [];
+    const openEarly = (kind: ListKind) => (version: string) => {
+      if (!this.stopped && s.early) this.openWatch(s, kind, version);
+    };
     try {
       const listedAt = this.opts.now().toISOString();
       const [clusters, appSets, apps] = await Promise.all([
         s.api.listClusters(),
-        s.api.listApplicationSets(),
+        s.api.listApplicationSets({}, { onResourceVersion: openEarly('appSets') }),
         s.api.listApplications(
           {},
           {
@@ -284,6 +296,7 @@ export class FleetMirror extends FleetIndex {
               fetches?.offer(lean);
               return lean;
             },
+            onResourceVersion: openEarly('apps'),
           },
         ),
       ]);
@@ -315,12 +328,18 @@ export class FleetMirror extends FleetIndex {
         this.announce(s);
         return;
       }
-      this.openWatch(s, 'apps', apps.metadata?.resourceVersion);
-      this.openWatch(s, 'appSets', appSets.metadata?.resourceVersion);
+      // A stream not yet opened from the list it follows (its answer had no version before its items, or an attempt
+      // before a retry told another) is opened from it now.
+      this.watchFrom(s, 'apps', apps.metadata?.resourceVersion);
+      this.watchFrom(s, 'appSets', appSets.metadata?.resourceVersion);
+      const early = s.early ?? [];
+      s.early = undefined;
+      for (const told of early) told();
       await this.waitForStreams(s);
       s.catchingUp = this.catchUp(s);
     } catch (error) {
       fetches?.cancel();
+      this.closeStreams(s);
       s.error = failureOf(error);
       this.log?.warn({ instance: s.name, err: s.error.message, code: s.error.code }, 'instance load failed; retrying');
       this.announce(s);
@@ -354,33 +373,64 @@ export class FleetMirror extends FleetIndex {
     if (!ok) this.log?.warn({ instance: s.name }, 'streams not connected yet; serving the listed state');
   }
 
+  private watchFrom(s: InstanceState, kind: ListKind, resourceVersion: string | undefined) {
+    const key = kind === 'apps' ? 'appsWatch' : 'appSetsWatch';
+    if (!s[key] || s.watchedFrom[kind] !== resourceVersion) this.openWatch(s, kind, resourceVersion);
+  }
+
   /** Opens the stream of one kind, closing the one it replaces: the first time it follows, the mirror is told. */
   private openWatch(s: InstanceState, kind: ListKind, resourceVersion: string | undefined) {
     const key = kind === 'apps' ? 'appsWatch' : 'appSetsWatch';
     s[key]?.close();
     s.confirmByRelist.delete(kind);
-    const options = {
-      onError: (e: Error) => this.streamFailed(s, kind, e),
-      onReconnect: (_: string | undefined, answered: boolean) => this.reconnected(s, kind, answered),
-      onExpired: () => {
-        this.streamFailed(s, kind);
-        this.scheduleRelist(s, true);
-      },
+    // Before the first lists are in, what the stream tells waits for them; a stream replaced meanwhile (its list was
+    // retried) told nothing that list's answer does not hold.
+    const told = (then: () => void) => {
+      if (!s.early) return then();
+      s.early.push(() => {
+        if (s[key] === handle) then();
+      });
     };
-    const handle =
+    const options = {
+      onError: (e: Error) => told(() => this.streamFailed(s, kind, e)),
+      onReconnect: (_: string | undefined, answered: boolean) => told(() => this.reconnected(s, kind, answered)),
+      onExpired: () =>
+        told(() => {
+          this.streamFailed(s, kind);
+          this.scheduleRelist(s, true);
+        }),
+    };
+    const handle: WatchHandle =
       kind === 'apps'
         ? s.api.watchApplications(
             { resourceVersion },
-            { ...options, onEvent: (e) => this.applyAppEvent(s, e.type, e.application) },
+            {
+              ...options,
+              // Kept lean while it waits: a burst of changes during a long list holds only what the mirror would.
+              onEvent: (e) => {
+                const app = s.early ? leanApp(e.application) : e.application;
+                told(() => this.applyAppEvent(s, e.type, app));
+              },
+            },
           )
         : s.api.watchApplicationSets(
             { resourceVersion },
-            { ...options, onEvent: (e) => this.applyAppSetEvent(s, e.type, e.applicationSet) },
+            { ...options, onEvent: (e) => told(() => this.applyAppSetEvent(s, e.type, e.applicationSet)) },
           );
     s[key] = handle;
+    s.watchedFrom[kind] = resourceVersion;
     void handle.ready.then(() => {
-      if (s[key] === handle) this.streamFollows(s, kind);
+      if (s[key] === handle) told(() => this.streamFollows(s, kind));
     });
+  }
+
+  private closeStreams(s: InstanceState) {
+    s.appsWatch?.close();
+    s.appSetsWatch?.close();
+    s.appsWatch = s.appSetsWatch = undefined;
+    s.watchedFrom = {};
+    s.early = undefined;
+    s.appsConnected = s.appSetsConnected = false;
   }
 
   /**

@@ -588,6 +588,27 @@ describe('a list read as it arrives', () => {
     }
   });
 
+  it.each([
+    ['{"metadata":{"resourceVersion":"9"},"items":[', ['9']],
+    ['{"metadata":{},"items":[', []],
+    ['{"metadata":{"resourceVersion":9},"items":[', []],
+    ['{"metadata":null,"items":[', []],
+  ])('tells the version of %s as soon as it has arrived, and only one that reads as a version', async (head, want) => {
+    const server = await halfSentList(`${head}{"metadata":{"name":"a"}}`, ']}');
+    try {
+      const told: string[] = [];
+      const listing = server.api.listApplications({}, { onResourceVersion: (v) => told.push(v) }).catch((e) => e);
+      // The list is still open: its version is known before its items are all in.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(told).toEqual(want);
+      server.release();
+      await listing;
+      expect(told).toEqual(want);
+    } finally {
+      await server.stop();
+    }
+  });
+
   it('fails at the first item that is not an app, quoting the start of the body, and reads no further', async () => {
     const server = await halfSentList('{"metadata":{},"items":[{"metadata":{"name":"a"}},"b",', '{"metadata":{}}]}');
     try {

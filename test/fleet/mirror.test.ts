@@ -221,6 +221,61 @@ describe('FleetMirror over the simulator (2 instances)', () => {
     expect(events.filter((e) => e.app.app.metadata.name === name).map((e) => e.kind)).toEqual(['app-changed']);
   });
 
+  it('subscribes while the list is read: an app that breaks after the snapshot and before the list is in is seen', async () => {
+    // Answered at once, so a stream that was opened is known to be subscribed.
+    sim = await startTestSim({ fixture: 'sim-multi-instance.json', watchAnswer: 'at-once' });
+    const clients = clientsFor(sim, 60_000);
+    const store = sim.state.instance('prod')!;
+    const name = 'payments-prod-eu1';
+    const prod = clients.get('prod')!;
+    let stream: { ready: Promise<void>; told: string[] } | undefined;
+    // The app breaks once the whole list has arrived and before the mirror has it, as it would while a list of
+    // thousands of apps is still being read: Healthy, nothing in motion, so only a stream can tell.
+    const slowList: ArgoApi = Object.create(prod, {
+      listApplications: {
+        value: async (...args: Parameters<ArgoApi['listApplications']>) => {
+          const list = await prod.listApplications(...args);
+          if (stream) await stream.ready;
+          const broken = structuredClone(store.apps.get(name)!) as Application;
+          broken.status!.health = { status: 'Degraded', message: 'Back-off restarting failed container' };
+          store.putApp(broken);
+          if (stream) await expect.poll(() => stream!.told, { timeout: 2000 }).toContain(name);
+          return list;
+        },
+      },
+      watchApplications: {
+        value: (...[query, options]: Parameters<ArgoApi['watchApplications']>) => {
+          const told: string[] = [];
+          const handle = prod.watchApplications(query, {
+            ...options,
+            onEvent: (e) => {
+              told.push(e.application.metadata.name);
+              options.onEvent(e);
+            },
+          });
+          stream ??= { ready: handle.ready, told };
+          return handle;
+        },
+      },
+    });
+    mirror = new FleetMirror(
+      new Map([...clients, ['prod', slowList]]),
+      sim.instances.map((i) => ({ name: i.name })),
+      {
+        relistDelayMs: 20,
+        retryMs: 50,
+      },
+    );
+    const events: AppEvent[] = [];
+    mirror.subscribe((e) => isAppEvent(e) && events.push(e));
+    await mirror.start();
+    // The stream was open before the list was in, and what it told then is applied over the list, once.
+    const health = () => mirror!.findApp('prod', name, 'argocd')?.app.status?.health;
+    expect(health()).toEqual({ status: 'Degraded', message: 'Back-off restarting failed container' });
+    expect(events.filter((e) => e.app.app.metadata.name === name).map((e) => e.kind)).toEqual(['app-changed']);
+    expect(mirror.health().find((h) => h.instance === 'prod')?.synced).toBe(true);
+  });
+
   it('reflects an ApplicationSet upserted through the client', async () => {
     sim = await startTestSim({ fixture: 'sim-multi-instance.json', keepAliveMs: 50 });
     const { mirror, clients } = await startMirror(sim);

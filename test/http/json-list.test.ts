@@ -66,6 +66,24 @@ describe('JsonListReader', () => {
     expect(reader.end()).toEqual({ metadata: {}, items: ['kept', 'kept'] });
   });
 
+  it('tells each of the list’s other fields as soon as it is whole, before the items that follow it', () => {
+    const told: string[] = [];
+    const reader = new JsonListReader(
+      (item) => {
+        told.push(`item ${JSON.stringify(item)}`);
+        return item;
+      },
+      (key, value) => told.push(`${key} ${JSON.stringify(value)}`),
+    );
+    reader.write('{"metadata":{"resourceVersion":"4');
+    expect(told).toEqual([]);
+    reader.write('2"},"items":[{"a":1},');
+    expect(told).toEqual(['metadata {"resourceVersion":"42"}', 'item {"a":1}']);
+    reader.write('{"a":2}],"after":true}');
+    expect(told.slice(2)).toEqual(['item {"a":2}', 'after true']);
+    expect(reader.end()).toEqual({ metadata: { resourceVersion: '42' }, items: [{ a: 1 }, { a: 2 }], after: true });
+  });
+
   const BROKEN = [
     ['cut short in an item', '{"items":[{"metadata":'],
     ['cut short after an item', '{"items":[{"a":1}'],

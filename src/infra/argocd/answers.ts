@@ -84,6 +84,12 @@ const ITEM_SHAPES: Record<ListItem, { schema: z.ZodType; what: string }> = {
  */
 export interface ListReader<T> extends AnswerReader<ReadList<T>> {
   eachItem: (value: unknown, index: number) => unknown;
+  /** The list's other top-level fields as they arrive (`onResourceVersion` reads its metadata). */
+  eachField: (key: string, value: unknown) => void;
+}
+
+export function isListReader<T>(read: AnswerReader<T>): read is AnswerReader<T> & ListReader<unknown> {
+  return 'eachItem' in read;
 }
 
 /**
@@ -93,10 +99,19 @@ export interface ListReader<T> extends AnswerReader<ReadList<T>> {
  */
 export function aList<T>(
   item: ListItem,
-  opts: { itemsOmittedWhenEmpty?: boolean; map?: (item: T) => T } = {},
+  opts: {
+    itemsOmittedWhenEmpty?: boolean;
+    map?: (item: T) => T;
+    onResourceVersion?: (resourceVersion: string) => void;
+  } = {},
 ): ListReader<T> {
   const { schema, what } = ITEM_SHAPES[item];
-  const map = opts.map;
+  const { map, onResourceVersion } = opts;
+  // Told only a version that reads as one: a metadata of another shape fails the whole answer at its end.
+  const eachField = (key: string, value: unknown): void => {
+    const version = key === 'metadata' ? (value as { resourceVersion?: unknown } | null)?.resourceVersion : undefined;
+    if (typeof version === 'string' && version) onResourceVersion?.(version);
+  };
   const eachItem = (value: unknown, i: number): unknown => {
     if (value === null) return null;
     check(schema, value, `items.${i} to be ${what}`);
@@ -119,7 +134,7 @@ export function aList<T>(
     }
     return result;
   };
-  return Object.assign(read, { eachItem });
+  return Object.assign(read, { eachItem, eachField });
 }
 
 const watchResult = z.object({ type: z.enum(['ADDED', 'MODIFIED', 'DELETED']) });

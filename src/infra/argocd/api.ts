@@ -93,6 +93,12 @@ export interface ListOptions<T> {
    * again to the items it gets (it must then be idempotent).
    */
   each?: (item: T) => T;
+  /**
+   * The list's `metadata.resourceVersion`, as soon as it has arrived: Argo CD marshals a list's metadata before its
+   * items, so a watch can subscribe from it while the items are still on the wire. Not called for an answer without
+   * one; a list retried after a failed attempt calls it again with the new attempt's.
+   */
+  onResourceVersion?: (resourceVersion: string) => void;
 }
 
 /**
@@ -150,11 +156,10 @@ export interface ArgoApi {
    */
   rollback(ref: AppRef, opts: RollbackOptions): Promise<Application>;
   patchApplication(ref: AppRef, patch: unknown, patchType: 'merge' | 'json'): Promise<Application>;
-  listApplicationSets(query?: {
-    selector?: string;
-    projects?: string[];
-    appsetNamespace?: string;
-  }): Promise<ReadList<ApplicationSet>>;
+  listApplicationSets(
+    query?: { selector?: string; projects?: string[]; appsetNamespace?: string },
+    opts?: Pick<ListOptions<ApplicationSet>, 'onResourceVersion'>,
+  ): Promise<ReadList<ApplicationSet>>;
   getApplicationSet(name: string, appsetNamespace?: string): Promise<ApplicationSet>;
   upsertApplicationSet(appSet: ApplicationSet, opts?: { dryRun?: boolean }): Promise<ApplicationSet>;
   listClusters(): Promise<ReadList<Cluster>>;

@@ -21,7 +21,7 @@ import {
   aWatchEvent,
   ShapeError,
   type AnswerReader,
-  type ListReader,
+  isListReader,
   type ReadList,
 } from './answers.js';
 import { DEFAULT_RETRY, parseRetryAfter, retryDelay, sleep, type RetryPolicy } from './retry.js';
@@ -118,7 +118,7 @@ export class ArgoClient implements ArgoApi {
         project: query.projects?.length === 1 ? query.projects[0] : undefined,
       },
       'idempotent',
-      aList<Application>('application', { map: opts.each }),
+      aList<Application>('application', { map: opts.each, onResourceVersion: opts.onResourceVersion }),
     );
   }
 
@@ -345,6 +345,7 @@ export class ArgoClient implements ArgoApi {
 
   listApplicationSets(
     query: { selector?: string; projects?: string[]; appsetNamespace?: string } = {},
+    opts: Pick<ListOptions<ApplicationSet>, 'onResourceVersion'> = {},
   ): Promise<ReadList<ApplicationSet>> {
     return this.call(
       {
@@ -354,7 +355,7 @@ export class ArgoClient implements ArgoApi {
       },
       { resource: 'applicationsets', action: 'get' },
       'idempotent',
-      aList<ApplicationSet>('ApplicationSet'),
+      aList<ApplicationSet>('ApplicationSet', { onResourceVersion: opts.onResourceVersion }),
     );
   }
 
@@ -534,7 +535,7 @@ export class ArgoClient implements ArgoApi {
   ): Promise<T> {
     const ctx = this.context(request.method, request.path, rbac);
     // A list is read item by item as it arrives, each checked (and kept lean) before the next.
-    if (read && 'eachItem' in read) request = { ...request, eachItem: (read as ListReader<unknown>).eachItem };
+    if (read && isListReader(read)) request = { ...request, eachItem: read.eachItem, eachField: read.eachField };
     let inTransitFailure = false;
     for (let attempt = 0; ; attempt++) {
       const started = Date.now();

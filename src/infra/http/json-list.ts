@@ -24,7 +24,14 @@ export class JsonListReader {
   private scan: ValueScan = { at: 0, depth: 0, scalar: false };
   private whole: string[] | undefined;
 
-  constructor(private readonly eachItem: (item: unknown, index: number) => unknown) {}
+  /**
+   * `eachField` is told each of the list's other top-level fields as soon as it is whole: a list's `metadata`
+   * usually comes before its items, and its resourceVersion is known long before the last item is in.
+   */
+  constructor(
+    private readonly eachItem: (item: unknown, index: number) => unknown,
+    private readonly eachField?: (key: string, value: unknown) => void,
+  ) {}
 
   write(text: string): void {
     if (this.head.length < HEAD_CHARS) this.head += text.slice(0, HEAD_CHARS - this.head.length);
@@ -155,6 +162,7 @@ export class JsonListReader {
     if (state === 'in-value') {
       if (this.key === 'items') this.claimItems();
       this.envelope[this.key] = parsed;
+      this.eachField?.(this.key, parsed);
       return this.to('after-value');
     }
     this.items.push(this.eachItem(parsed, this.items.length));

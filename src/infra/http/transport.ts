@@ -58,6 +58,8 @@ export interface HttpRequest {
    * RejectedItemError.
    */
   eachItem?: (item: unknown, index: number) => unknown;
+  /** With `eachItem`: each of the list's other top-level fields (its `metadata`) as soon as it has arrived. */
+  eachField?: (key: string, value: unknown) => void;
 }
 
 export interface HttpAnswer<T> {
@@ -173,7 +175,7 @@ export class HttpTransport {
     }
     if (streamed) return { status: res.status, headers: res.headers, data: res.data as T };
     if (req.eachItem && (req.responseType ?? 'json') === 'json' && res.status >= 200 && res.status < 300) {
-      const data = await readList(res as AxiosResponse<Readable>, req.eachItem);
+      const data = await readList(res as AxiosResponse<Readable>, req.eachItem, req.eachField);
       return { status: res.status, headers: res.headers, data: data as T };
     }
     const text = await readText(res as AxiosResponse<Readable>);
@@ -207,6 +209,7 @@ async function readText(res: AxiosResponse<Readable>): Promise<string> {
 async function readList(
   res: AxiosResponse<Readable>,
   eachItem: NonNullable<HttpRequest['eachItem']>,
+  eachField: HttpRequest['eachField'],
 ): Promise<unknown> {
   let failed: unknown;
   const reader = new JsonListReader((item, index) => {
@@ -216,7 +219,7 @@ async function readList(
       failed = error;
       throw error;
     }
-  });
+  }, eachField);
   try {
     await readBody(res, (text) => reader.write(text));
     return reader.end();
