@@ -4,7 +4,8 @@
  * another process. Slack's side (the signing clients and the fake Web API receiving the answers on response_url)
  * runs in a third process (bench/slack-client.ts). Everything the bot does per request is in the numbers: Bolt's
  * receiver, the signature and replay checks on Redis, authorization, logging at the level it ships with, the
- * command and the answer's POST. In the last variant, while the fleet changes, a row of single commands asked one
+ * command and the answer's POST. A row of crowds asking ten different commands at once shows what a crowd whose
+ * answers cannot be shared costs. In the last variant, while the fleet changes, a row of single commands asked one
  * at a time shows what an ack waits for behind the mirror's work alone.
  *
  * `node --import tsx bench/slack-bot.ts [--apps N] [--rounds N] [--firer curl|node]`. Targets: ack p99 ≤ 50 ms, answer p95 ≤ 300 ms.
@@ -17,6 +18,7 @@ import { parseArgs } from 'node:util';
 import { parse } from 'yaml';
 import {
   BENCH_DIR,
+  buildMirror,
   cleanPrefix,
   header,
   isMain,
@@ -24,9 +26,12 @@ import {
   machineLine,
   ms,
   percentile,
+  simConfig,
   startSimChild,
   table,
+  type SimChild,
 } from './lib.js';
+import { pickRollingSyncAppSet } from './queries.js';
 import { curlCanFire, defaultFirer, firerLine, type BurstResult, type Firer } from './slack-client.js';
 import { REDIS_URL, SECRET, ask, cpuMsOf, memOf, quiet, startBot } from './bot-process.js';
 
@@ -90,7 +95,44 @@ export interface BotBurstRow {
 const CHURN_PER_S = 1000;
 const CHURN_LABEL = `, the fleet changing ${CHURN_PER_S.toLocaleString('en')} apps/s`;
 
-type Burst = (text: string, round: string, n?: number) => Promise<{ r: BurstResult; cpuMs: number }>;
+type Burst = (
+  text: string | readonly string[],
+  round: string,
+  n?: number,
+) => Promise<{ r: BurstResult; cpuMs: number }>;
+
+/**
+ * A crowd as an incident makes it: not everyone asks the same. Ten commands, five askers each, every one answered
+ * from the mirror (`app` and `history` also read the app live): ten answers to compute per crowd, where a crowd of
+ * one command computes one. The answer target is for a crowd of `status`; this row shows what a mixed one costs.
+ */
+async function mixedCrowd(sim: SimChild): Promise<string[]> {
+  const probe = await buildMirror(simConfig(sim), { follow: false, enrichLimit: 0 });
+  try {
+    const apps = probe.mirror.apps();
+    const named = (health: string) => apps.find((a) => a.app.status?.health?.status === health)?.app.metadata.name;
+    const appSet = pickRollingSyncAppSet(probe);
+    const degraded = named('Degraded');
+    const healthy = named('Healthy');
+    if (!degraded || !healthy) throw new Error('the generated fleet has no Degraded or no Healthy app');
+    return [
+      'status',
+      'status auth-*',
+      `app ${degraded}`,
+      'diagnose',
+      `rollout ${appSet}`,
+      'clusters',
+      `history ${healthy}`,
+      'rollouts',
+      `plan ${appSet}`,
+      'help',
+    ];
+  } finally {
+    await probe.mirror.stop();
+  }
+}
+
+const MIXED = 'a mixed crowd';
 
 /** Single commands asked one after the other while the fleet changes, at moments that do not follow its bursts. */
 const SINGLE_ASKS = 240;
@@ -121,10 +163,10 @@ async function singleAsks(variant: string, text: string, burst: Burst, label: st
   return row;
 }
 
-/** `rounds` crowds of one command a second apart (a floor crowd before each, when given), as one row. */
+/** `rounds` crowds of one command (or a mix) a second apart (a floor crowd before each, when given), as one row. */
 async function crowdRounds(
   variant: string,
-  text: string,
+  text: string | readonly string[],
   rounds: number,
   burst: Burst,
   floorCrowd?: (round: number) => Promise<void>,
@@ -132,18 +174,19 @@ async function crowdRounds(
 ): Promise<BotBurstRow> {
   const row: BotBurstRow = {
     variant,
-    command: `${text}${label}`,
+    command: `${typeof text === 'string' ? text : `${MIXED} (${text.map((t) => t.split(' ')[0]).join(', ')})`}${label}`,
     acks: [],
     answers: [],
     statuses: {},
     botCpuMs: 0,
     load: '',
   };
+  const name = typeof text === 'string' ? text : 'mixed';
   for (let i = 0; i < rounds; i++) {
     // A second apart, as separate crowds would be, so one round's answers do not overlap the next.
     await new Promise((r) => setTimeout(r, 1000));
     await floorCrowd?.(i);
-    const { r, cpuMs } = await burst(text, `${text}${label ? '-churn' : ''}-${i}`);
+    const { r, cpuMs } = await burst(text, `${name}${label ? '-churn' : ''}-${i}`);
     row.acks.push(...r.ackMs);
     row.answers.push(...r.answerMs);
     for (const [s, n] of Object.entries(r.statuses)) row.statuses[+s] = (row.statuses[+s] ?? 0) + n;
@@ -185,6 +228,7 @@ export async function runSlackBotBench(
   };
   try {
     const { apiUrl } = await ask<{ apiUrl: string }>(client, { kind: 'start' });
+    const mix = await mixedCrowd(sim);
     const chartFlags = (
       parse(readFileSync(path.join(ROOT, 'deploy/helm/rollcall/values.yaml'), 'utf8')) as {
         bot: { nodeFlags: string[] };
@@ -205,7 +249,7 @@ export async function runSlackBotBench(
       try {
         const readyMs = performance.now() - t0;
         const url = bot.slackUrl;
-        const burst = async (text: string, round: string, n = CONCURRENT) => {
+        const burst: Burst = async (text, round, n = CONCURRENT) => {
           const cpu0 = cpuMsOf(pid);
           const r = await ask<BurstResult>(client, {
             kind: 'burst',
@@ -258,6 +302,7 @@ export async function runSlackBotBench(
           });
           rows.push(row);
         }
+        rows.push(await crowdRounds(variant, mix, rounds, burst));
         // Mid-incident the fleet never stands still: a crowd asks while the mirror absorbs a sync's watch events, then
         // single commands come one at a time, their acks competing with nothing but those events. Only
         // in the last variant: the churn leaves another fleet behind (other health), which a next variant would read.
@@ -315,6 +360,7 @@ export async function runSlackBotBench(
             '',
           ];
         const met = percentile(a, 99) <= ACK_P99_TARGET_MS && percentile(b, 95) <= ANSWER_P95_TARGET_MS;
+        const target = r.command.startsWith(MIXED) ? (met ? 'within' : 'beyond') : met ? 'met' : 'NOT met';
         return [
           r.variant,
           `/argo ${r.command}`,
@@ -327,7 +373,7 @@ export async function runSlackBotBench(
           ms(b[b.length - 1]),
           ms(r.botCpuMs),
           r.load,
-          met ? 'met' : 'NOT met',
+          target,
         ];
       }),
     ]);

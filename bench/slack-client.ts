@@ -18,7 +18,8 @@ export type SlackClientRequest =
       kind: 'burst';
       url: string;
       secret: string;
-      text: string;
+      /** The command of every request, or of each in turn (request i asks `text[i % text.length]`). */
+      text: string | readonly string[];
       n: number;
       round: string;
       timeoutMs: number;
@@ -160,8 +161,9 @@ process.on('message', (raw: unknown) => {
       return;
     }
     const f = fake!;
+    const texts = typeof req.text === 'string' ? [req.text] : req.text;
     const crowd = Array.from({ length: req.n }, (_, i) => ({
-      text: req.text,
+      text: texts[i % texts.length],
       user_id: `U${String(i).padStart(4, '0')}`,
       response_url: f.responseUrl(`${req.round}-${i}`),
     }));
