@@ -176,3 +176,56 @@ describe('FleetMirror after reopening an expired stream', () => {
     }
   });
 });
+
+describe('FleetMirror whose first list is cut short after its streams opened', () => {
+  it('opens them again from the retried list, and what the first streams told is not applied', async () => {
+    scriptInstance();
+    const first = JSON.stringify({ metadata: { resourceVersion: '5' }, items: [app('a', '3')] });
+    server.on(
+      'GET',
+      `${API}/applications`,
+      {
+        // The list's version and its first app, then the connection drops once the stream opened from that version
+        // has told a change: the list is read again, from another version.
+        stream: (res) => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.write(first.slice(0, -2));
+          const cut = setInterval(() => {
+            if (server.requestsTo(`${API}/stream/applications`).length === 0) return;
+            clearInterval(cut);
+            setTimeout(() => res.destroy(), 100);
+          }, 5);
+        },
+      },
+      { body: { metadata: { resourceVersion: '9' }, items: [app('a', '7'), app('b', '8')] } },
+    );
+    server.on('GET', `${API}/stream/applicationsets`, { stream: (res) => sseOpen(res) });
+    server.on(
+      'GET',
+      `${API}/stream/applications`,
+      {
+        stream: (res) => {
+          sseOpen(res);
+          sseSend(res, { result: { type: 'MODIFIED', application: app('a', '6') } });
+        },
+      },
+      { stream: (res) => sseOpen(res) },
+    );
+    const mirror = mirrorOfServer();
+    await mirror.start();
+    try {
+      expect(server.requestsTo(`${API}/applications`)).toHaveLength(2);
+      expect(server.requestsTo(`${API}/stream/applications`).map((r) => r.query.get('resourceVersion'))).toEqual([
+        '5',
+        '9',
+      ]);
+      expect(mirror.apps().map((a) => `${a.app.metadata.name}@${a.app.metadata.resourceVersion}`)).toEqual([
+        'a@7',
+        'b@8',
+      ]);
+      await expect.poll(() => mirror.health()[0].synced).toBe(true);
+    } finally {
+      await mirror.stop();
+    }
+  });
+});
