@@ -408,7 +408,8 @@ export class FleetMirror extends FleetIndex {
               ...options,
               // Kept lean while it waits: a burst of changes during a long list holds only what the mirror would.
               onEvent: (e) => {
-                const app = s.early ? leanApp(e.application) : e.application;
+                if (!s.early) return this.applyAppEvent(s, e.type, e.application);
+                const app = leanApp(e.application);
                 told(() => this.applyAppEvent(s, e.type, app));
               },
             },

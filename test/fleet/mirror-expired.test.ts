@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ArgoClient } from '../../src/infra/argocd/client.js';
 import type { Application } from '../../src/infra/argocd/types.js';
@@ -30,8 +31,8 @@ function scriptInstance(): void {
   server.on('GET', `${API}/applicationsets`, { body: { metadata: { resourceVersion: '5' }, items: [] } });
 }
 
-/** The apps stream says 410 (too old) 30 ms after it opens; the stream opened after that stays up. */
-function scriptExpiringStream(): void {
+/** The ApplicationSets stream stays up; the first apps stream does what `first` says to it, the next ones stay up. */
+function scriptStreams(first: (res: ServerResponse) => void): void {
   server.on('GET', `${API}/stream/applicationsets`, { stream: (res) => sseOpen(res) });
   server.on(
     'GET',
@@ -39,16 +40,23 @@ function scriptExpiringStream(): void {
     {
       stream: (res) => {
         sseOpen(res);
-        setTimeout(
-          () =>
-            sseSend(res, {
-              error: { grpc_code: 11, http_code: 410, message: 'too old resource version: 5', http_status: 'Gone' },
-            }),
-          30,
-        );
+        first(res);
       },
     },
     { stream: (res) => sseOpen(res) },
+  );
+}
+
+/** The apps stream says 410 (too old) 30 ms after it opens; the stream opened after that stays up. */
+function scriptExpiringStream(): void {
+  scriptStreams((res) =>
+    setTimeout(
+      () =>
+        sseSend(res, {
+          error: { grpc_code: 11, http_code: 410, message: 'too old resource version: 5', http_status: 'Gone' },
+        }),
+      30,
+    ),
   );
 }
 
@@ -199,18 +207,7 @@ describe('FleetMirror whose first list is cut short after its streams opened', (
       },
       { body: { metadata: { resourceVersion: '9' }, items: [app('a', '7'), app('b', '8')] } },
     );
-    server.on('GET', `${API}/stream/applicationsets`, { stream: (res) => sseOpen(res) });
-    server.on(
-      'GET',
-      `${API}/stream/applications`,
-      {
-        stream: (res) => {
-          sseOpen(res);
-          sseSend(res, { result: { type: 'MODIFIED', application: app('a', '6') } });
-        },
-      },
-      { stream: (res) => sseOpen(res) },
-    );
+    scriptStreams((res) => sseSend(res, { result: { type: 'MODIFIED', application: app('a', '6') } }));
     const mirror = mirrorOfServer();
     await mirror.start();
     try {
