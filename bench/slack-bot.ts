@@ -99,7 +99,15 @@ type Burst = (
   text: string | readonly string[],
   round: string,
   n?: number,
+  spreadMs?: number,
 ) => Promise<{ r: BurstResult; cpuMs: number }>;
+
+/**
+ * People reading the same alert do not all type at once: the same crowd of `status`, its requests spread evenly over
+ * this long (one every 10 ms), fired by node:http (curl fires all at once); each answer timed from its own request.
+ */
+const SPREAD_MS = 500;
+const SPREAD_LABEL = `, asked over ${SPREAD_MS} ms (node:http)`;
 
 /**
  * A crowd as an incident makes it: not everyone asks the same. Ten commands, five askers each, every one answered
@@ -186,7 +194,7 @@ async function crowdRounds(
     // A second apart, as separate crowds would be, so one round's answers do not overlap the next.
     await new Promise((r) => setTimeout(r, 1000));
     await floorCrowd?.(i);
-    const { r, cpuMs } = await burst(text, `${name}${label ? '-churn' : ''}-${i}`);
+    const { r, cpuMs } = await burst(text, `${name}${label.replace(/[^a-z0-9]+/gi, '-')}-${i}`);
     row.acks.push(...r.ackMs);
     row.answers.push(...r.answerMs);
     for (const [s, n] of Object.entries(r.statuses)) row.statuses[+s] = (row.statuses[+s] ?? 0) + n;
@@ -249,7 +257,7 @@ export async function runSlackBotBench(
       try {
         const readyMs = performance.now() - t0;
         const url = bot.slackUrl;
-        const burst: Burst = async (text, round, n = CONCURRENT) => {
+        const burst: Burst = async (text, round, n = CONCURRENT, spreadMs = 0) => {
           const cpu0 = cpuMsOf(pid);
           const r = await ask<BurstResult>(client, {
             kind: 'burst',
@@ -259,7 +267,8 @@ export async function runSlackBotBench(
             n,
             round: `${variant.length}-${round}`,
             timeoutMs: 60_000,
-            firer,
+            firer: spreadMs ? 'node' : firer,
+            spreadMs,
           });
           if (r.missing) throw new Error(`${r.missing}/${n} answers to "${text}" never reached response_url`);
           if (!r.firstAnswer?.blocks) throw new Error(`the answer to "${text}" has no blocks`);
@@ -303,6 +312,8 @@ export async function runSlackBotBench(
           rows.push(row);
         }
         rows.push(await crowdRounds(variant, mix, rounds, burst));
+        const spread: Burst = (text, round, n) => burst(text, round, n, SPREAD_MS);
+        rows.push(await crowdRounds(variant, 'status', rounds, spread, undefined, SPREAD_LABEL));
         // Mid-incident the fleet never stands still: a crowd asks while the mirror absorbs a sync's watch events, then
         // single commands come one at a time, their acks competing with nothing but those events. Only
         // in the last variant: the churn leaves another fleet behind (other health), which a next variant would read.

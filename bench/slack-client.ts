@@ -29,6 +29,11 @@ export type SlackClientRequest =
       body?: boolean;
       /** Who fires the crowd (see `Firer`). @defaultValue 'node' */
       firer?: Firer;
+      /**
+       * node only: the requests are fired evenly over this many ms instead of at once, as people who read the same
+       * alert type at their own speed; each answer is timed from its own request. @defaultValue 0
+       */
+      spreadMs?: number;
     }
   | { kind: 'calls' };
 
@@ -169,9 +174,17 @@ process.on('message', (raw: unknown) => {
     }));
     const configFile = req.firer === 'curl' ? curlCrowd(req.url, req.secret, crowd) : undefined;
     const fired = Date.now();
+    const spread = configFile ? 0 : (req.spreadMs ?? 0);
+    const firedAt = crowd.map((_, i) => fired + (req.n > 1 ? (i * spread) / (req.n - 1) : 0));
     const results = configFile
       ? await fireWithCurl(configFile, req.n)
-      : await Promise.all(crowd.map((fields) => fireSlashCommand(req.url, req.secret, fields)));
+      : await Promise.all(
+          crowd.map(async (fields, i) => {
+            if (spread) await new Promise((r) => setTimeout(r, firedAt[i] - Date.now()));
+            firedAt[i] = Date.now();
+            return fireSlashCommand(req.url, req.secret, fields);
+          }),
+        );
     const statuses: Record<number, number> = {};
     for (const r of results) statuses[r.status] = (statuses[r.status] ?? 0) + 1;
     const answerAt = (i: number) => f.responsesTo(`${req.round}-${i}`)[0]?.at;
@@ -183,7 +196,7 @@ process.on('message', (raw: unknown) => {
     const out: BurstResult = {
       statuses,
       ackMs: results.map((r) => r.ms),
-      answerMs: answers.map((a) => a - fired),
+      answerMs: Array.from({ length: req.n }, (_, i) => (answerAt(i) ?? NaN) - firedAt[i]).filter((ms) => !isNaN(ms)),
       missing: req.answers === false ? 0 : req.n - answers.length,
       fired,
       firstAnswer: first

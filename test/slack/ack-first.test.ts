@@ -84,7 +84,7 @@ describe('AckFirst: answers wait for the requests waiting for their ack', () => 
     expect(await twoAnswersWithIOBetween(ackFirst)).toEqual(['first', 'between', 'second']);
   });
 
-  it('holds answers while requests keep arriving within the settle time, even when none is open', async () => {
+  it('holds where answers start while requests keep arriving within the settle time, even when none is open; steps go on', async () => {
     const ackFirst = new AckFirst(60_000, 60_000);
     const s = await holdingServer(ackFirst);
     close = s.close;
@@ -93,10 +93,39 @@ describe('AckFirst: answers wait for the requests waiting for their ack', () => 
     s.held[0].end('ok');
     await acked;
     let answered = false;
-    void ackFirst.quiet().then(() => (answered = true));
+    void ackFirst.allQuiet().then(() => (answered = true));
+    // A step (a hand-off, a render) is no longer than a slice: it waits only for requests still open.
+    await ackFirst.quiet();
     await turns(20);
     expect(ackFirst.pending).toBe(0);
     expect(answered).toBe(false);
+  });
+
+  it('starts answers once they have waited the settle-for time, as for a stream of requests that never settles, but never while a request is open', async () => {
+    const ackFirst = new AckFirst(60_000, 60_000, 0, 50);
+    const s = await holdingServer(ackFirst);
+    close = s.close;
+    const acked = s.fire();
+    await expect.poll(() => s.held.length).toBe(1);
+    const asked = performance.now();
+    let answeredAt: number | undefined;
+    const answer = ackFirst.allQuiet().then(() => (answeredAt = performance.now()));
+    await new Promise((r) => setTimeout(r, 120));
+    expect(answeredAt).toBeUndefined();
+    s.held[0].end('ok');
+    await acked;
+    await answer;
+    // Another request arrived within the settle time (one minute): only the settle-for time let the answer go.
+    const second = s.fire();
+    await expect.poll(() => s.held.length).toBe(2);
+    s.held[1].end('ok');
+    await second;
+    const again = performance.now();
+    await ackFirst.allQuiet();
+    const waited = performance.now() - again;
+    expect(answeredAt! - asked).toBeGreaterThanOrEqual(120);
+    expect(waited).toBeGreaterThanOrEqual(45);
+    expect(waited).toBeLessThan(5_000);
   });
 
   it('runs the steps that fit in one slice in the same turn, but never one while a request waits for its ack', async () => {

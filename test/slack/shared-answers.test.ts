@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { dispatch } from '../../src/commands/index.js';
 import type { Services } from '../../src/commands/registry.js';
@@ -161,6 +162,29 @@ describe('answers shared between askers, through Bolt’s HTTP receiver', () => 
       (r) => `${r.user === 'U0BOB' && r.text === 'sharedslow' ? 'U0ALICE' : r.user} ${r.text}`,
     );
     expect(questions.sort()).toEqual(['U0ALICE sharedslow', 'U0BOB sharedslow payments', 'U0OPS sharedslow'].sort());
+  });
+
+  it('counts as asked when the request arrived: a change before the listener runs does not make the asker newer', async () => {
+    gate.release();
+    const fleet = h.services.fleet as StaticFleet;
+    const first = await ask('U0ALICE', 'sharedslow');
+    await expect.poll(() => h.fake.responsesTo(first.id).length).toBe(1);
+    // A request still being read holds every hand-off to Bolt (acks first): Bob's arrives, is acked, and waits.
+    const { port } = new URL(h.url);
+    const reading = connect(Number(port), '127.0.0.1');
+    await new Promise((r) => reading.once('connect', r));
+    reading.write(
+      'POST /slack/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\ntoken=',
+    );
+    const bob = await ask('U0BOB', 'sharedslow');
+    expect(bob.status).toBe(200);
+    // The mirror changes after Bob asked and before his command runs.
+    fleet.upsertApp({ ...fleet.apps()[0] });
+    reading.destroy();
+    await expect.poll(() => h.fake.responsesTo(bob.id).length).toBe(1);
+    // The answer computed before that change was computed after he asked: it is his, not computed again.
+    expect(runs).toHaveLength(1);
+    expect(answerText(bob.id)).toContain('computed 1 time(s)');
   });
 
   it('refuses someone who may not read even while the same question is being answered for a reader', async () => {

@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { App, HTTPReceiver, SocketModeReceiver } from '@slack/bolt';
 import type { WebClient } from '@slack/web-api';
@@ -15,6 +15,7 @@ import { SlackNotifier } from './notifier.js';
 import { guardReceiver } from './request-guard.js';
 import { warmIntake, warmUpToken } from './warm-up.js';
 import { AckFirst } from './intake.js';
+import type { ArrivalProperties, SlackDeps } from './context.js';
 import { auditEntryRefusal, refusalOf } from './authorize.js';
 import { isSlashCommand } from './entry.js';
 import { startIncidentHeaders } from './incident-headers.js';
@@ -29,10 +30,15 @@ export class SlackStartError extends RollcallError {
 }
 
 /**
- * How long intake counts as busy after a request arrives: a crowd's requests reach the bot in waves some
- * milliseconds apart, and answer work started between two waves would hold the second wave's acks.
+ * How long intake counts as busy after a request arrives, where answers start: a crowd's requests reach the bot in
+ * waves some milliseconds apart, and a computation started between two waves would hold the second wave's acks.
  */
 const ACK_SETTLE_MS = 15;
+/**
+ * How long answers wait for intake to settle: a crowd fired at once settles well within it, while people asking one
+ * after another, every few milliseconds for a second, would otherwise hold every answer until the last of them asked.
+ */
+const ACK_SETTLE_FOR_MS = 100;
 /**
  * How long one turn of the event loop runs answer steps before it lets I/O in: about what a request's ack costs,
  * so one arriving meanwhile waits a few milliseconds, and a crowd's small steps do not each pay for a turn.
@@ -56,12 +62,12 @@ function seenRequestsRedis(url: string): RedisClient {
   return createRedis(url, { maxRetriesPerRequest: 1, enableAutoPipelining: true });
 }
 
-/** Starts the receiver; in HTTP mode, the port it listens on, its requests counted by `ackFirst`. */
-async function listen(app: App, slack: SlackConfig, ackFirst: AckFirst): Promise<number | undefined> {
+/** Starts the receiver; in HTTP mode, the port it listens on, its requests told to `watch` as they arrive. */
+async function listen(app: App, slack: SlackConfig, watch: (server: Server) => void): Promise<number | undefined> {
   try {
     const started = (await app.start()) as unknown;
     if (slack.mode !== 'http') return undefined;
-    ackFirst.watch(started as Server);
+    watch(started as Server);
     return ((started as Server).address() as AddressInfo).port;
   } catch (err) {
     throw new SlackStartError(
@@ -69,6 +75,48 @@ async function listen(app: App, slack: SlackConfig, ackFirst: AckFirst): Promise
       `Slack ${slack.mode} receiver failed to start: ${(err as Error).message}${slack.mode === 'http' ? ` (is port ${slack.port} free?)` : ''}`,
     );
   }
+}
+
+/**
+ * HTTP mode's receiver: Bolt's, behind the request guard (request-guard.ts), with the fleet's version at each
+ * request's arrival in Bolt's context. Socket Mode needs none of this: its requests come over a WebSocket opened with
+ * the app token.
+ */
+function guardedReceiver(
+  slack: SlackConfig,
+  deps: SlackDeps & { ackFirst: AckFirst },
+  p: {
+    log: ReturnType<typeof boltLogger>;
+    redisUrl: string;
+    warmUp: string;
+    askedAt: WeakMap<IncomingMessage, number>;
+  },
+): { receiver: HTTPReceiver; seenRequests: RedisClient } {
+  const { services, ackFirst } = deps;
+  const receiver = new HTTPReceiver({
+    signingSecret: slack.signingSecret!,
+    port: slack.port,
+    endpoints: '/slack/events',
+    logger: p.log,
+    customPropertiesExtractor: (req): ArrivalProperties => ({ askedAtVersion: p.askedAt.get(req) }),
+  });
+  const seenRequests = seenRequestsRedis(p.redisUrl);
+  guardReceiver(receiver, {
+    signingSecret: slack.signingSecret!,
+    redis: seenRequests,
+    prefix: services.config.redis.prefix,
+    logger: deps.logger,
+    onNoUser: async (entry) => {
+      const refusal = refusalOf(services.config, entry);
+      if (refusal) await auditEntryRefusal(deps, entry, refusal);
+    },
+    // A slash command's ack is always empty (an answer, or a refusal, follows on response_url), so it needs
+    // nothing from Bolt's middleware or the listener: it goes out as soon as the request is verified.
+    ackAtOnce: (body) => isSlashCommand(body, slack.command),
+    handOff: () => ackFirst.quiet(),
+    warmUpToken: p.warmUp,
+  });
+  return { receiver, seenRequests };
 }
 
 /**
@@ -95,36 +143,21 @@ export async function startSlack(
   const log = boltLogger(logger);
   const clientOptions = webClientOptions(slack, logger);
 
-  const ackFirst = new AckFirst(1000, ACK_SETTLE_MS, ANSWER_SLICE_MS);
+  const ackFirst = new AckFirst(1000, ACK_SETTLE_MS, ANSWER_SLICE_MS, ACK_SETTLE_FOR_MS);
   const deps = { services, logger: logger.child({ component: 'slack' }), ackFirst };
+  // The fleet's version as each request was read: what its asker could have seen (`askedAtVersionOf`).
+  const askedAt = new WeakMap<IncomingMessage, number>();
   let seenRequests: RedisClient | undefined;
   let receiver: HTTPReceiver | undefined;
   const warmUp = warmUpToken();
   let socketReceiver: SocketModeReceiver | undefined;
   if (slack.mode === 'http') {
-    receiver = new HTTPReceiver({
-      signingSecret: slack.signingSecret!,
-      port: slack.port,
-      endpoints: '/slack/events',
-      logger: log,
-    });
-    // Socket Mode needs none of this: its requests come over a WebSocket opened with the app token.
-    seenRequests = seenRequestsRedis(opts.redisUrl ?? services.config.redis.url);
-    guardReceiver(receiver, {
-      signingSecret: slack.signingSecret!,
-      redis: seenRequests,
-      prefix: services.config.redis.prefix,
-      logger: deps.logger,
-      onNoUser: async (entry) => {
-        const refusal = refusalOf(services.config, entry);
-        if (refusal) await auditEntryRefusal(deps, entry, refusal);
-      },
-      // A slash command's ack is always empty (an answer, or a refusal, follows on response_url), so it needs
-      // nothing from Bolt's middleware or the listener: it goes out as soon as the request is verified.
-      ackAtOnce: (body) => isSlashCommand(body, slack.command),
-      handOff: () => ackFirst.quiet(),
-      warmUpToken: warmUp,
-    });
+    ({ receiver, seenRequests } = guardedReceiver(slack, deps, {
+      log,
+      redisUrl: opts.redisUrl ?? services.config.redis.url,
+      warmUp,
+      askedAt,
+    }));
   }
 
   const app = receiver
@@ -174,7 +207,10 @@ export async function startSlack(
 
   let port: number | undefined;
   try {
-    port = await listen(app, slack, ackFirst);
+    port = await listen(app, slack, (server) => {
+      ackFirst.watch(server);
+      server.prependListener('request', (req: IncomingMessage) => askedAt.set(req, services.fleet.version()));
+    });
   } catch (err) {
     if (seenRequests) await closeRedis(seenRequests);
     throw err;

@@ -26,6 +26,20 @@ export function answerTurn(deps: SlackDeps): Promise<void> {
   return deps.ackFirst?.quiet() ?? new Promise<void>((resolve) => setImmediate(resolve));
 }
 
+/** What the HTTP receiver reads off each request as it arrives, in Bolt's context (`customPropertiesExtractor`). */
+export interface ArrivalProperties {
+  /** The fleet's version when the request was read. */
+  askedAtVersion?: number;
+}
+
+/**
+ * The fleet's version when the asker asked: read as the request arrived where the receiver did (HTTP), else now. An
+ * answer shared with them is never older, and one computed since they asked serves them even if their turn came later.
+ */
+export function askedAtVersionOf(context: Readonly<Record<string, unknown>>, services: Services): number {
+  return typeof context.askedAtVersion === 'number' ? context.askedAtVersion : services.fleet.version();
+}
+
 export function slackContext(
   services: Services,
   who: {

@@ -1,5 +1,5 @@
 import type { AllMiddlewareArgs, BlockAction, SlackActionMiddlewareArgs } from '@slack/bolt';
-import { afterAcks, answerTurn, runCommand, slackContext, type SlackDeps } from '../../context.js';
+import { afterAcks, answerTurn, askedAtVersionOf, runCommand, slackContext, type SlackDeps } from '../../context.js';
 import { deliverReply, originOf } from '../../deliver.js';
 
 /** A button that runs a chat command ("Show rollout", "Refresh") as the user who pressed it. */
@@ -11,8 +11,9 @@ export function commandButton(deps: SlackDeps) {
     action,
     respond,
     client,
+    context,
   }: SlackActionMiddlewareArgs<BlockAction> & AllMiddlewareArgs): Promise<void> => {
-    const askedAtVersion = services.fleet.version();
+    const askedAtVersion = askedAtVersionOf(context, services);
     await ack();
     await afterAcks(deps);
     const text = 'value' in action && typeof action.value === 'string' ? action.value : '';

@@ -2,7 +2,7 @@ import type { AllMiddlewareArgs, BlockAction, SlackActionMiddlewareArgs } from '
 import { parseCommand } from '../../../../commands/index.js';
 import { findCommand } from '../../../../commands/registry.js';
 import { decodePageValue } from '../../../../views/blocks.js';
-import { runCommand, slackContext, type SlackDeps } from '../../context.js';
+import { askedAtVersionOf, runCommand, slackContext, type SlackDeps } from '../../context.js';
 import { deliverReply, originOf } from '../../deliver.js';
 
 /** A page turn re-runs its command: only a read-only one may be (a sync's preview pages through `runs show ID`). */
@@ -22,8 +22,9 @@ export function pageButton({ services, logger }: SlackDeps) {
     action,
     respond,
     client,
+    context,
   }: SlackActionMiddlewareArgs<BlockAction> & AllMiddlewareArgs): Promise<void> => {
-    const askedAtVersion = services.fleet.version();
+    const askedAtVersion = askedAtVersionOf(context, services);
     await ack();
     const request = 'value' in action && typeof action.value === 'string' ? decodePageValue(action.value) : undefined;
     if (!request || !readOnlyCommand(request.command)) {

@@ -1,6 +1,14 @@
 import type { AllMiddlewareArgs, SlackCommandMiddlewareArgs } from '@slack/bolt';
 import { renderBlocks } from '../../../../views/blocks.js';
-import { afterAcks, answerTurn, runCommand, slackContext, splitPublicFlag, type SlackDeps } from '../../context.js';
+import {
+  afterAcks,
+  answerTurn,
+  askedAtVersionOf,
+  runCommand,
+  slackContext,
+  splitPublicFlag,
+  type SlackDeps,
+} from '../../context.js';
 import { openFormModal } from '../../modals.js';
 
 /**
@@ -10,9 +18,15 @@ import { openFormModal } from '../../modals.js';
  */
 export function argoCommand(deps: SlackDeps) {
   const { services, logger } = deps;
-  return async ({ command, ack, respond, client }: SlackCommandMiddlewareArgs & AllMiddlewareArgs): Promise<void> => {
+  return async ({
+    command,
+    ack,
+    respond,
+    client,
+    context,
+  }: SlackCommandMiddlewareArgs & AllMiddlewareArgs): Promise<void> => {
     // What the mirror held when the asker asked: their answer may be shared with others', never older than this.
-    const askedAtVersion = services.fleet.version();
+    const askedAtVersion = askedAtVersionOf(context, services);
     await ack();
     // The acks of other requests waiting on the event loop go out before this answer's work runs.
     await afterAcks(deps);
