@@ -1,5 +1,5 @@
 import { secondsSince, slackAckDuration } from '../../infra/metrics.js';
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { ServerResponse, type IncomingMessage } from 'node:http';
 import { parse as parseQuery, type ParsedUrlQuery } from 'node:querystring';
 import { HTTPModuleFunctions, type BufferedIncomingMessage, type HTTPReceiver } from '@slack/bolt';
@@ -8,7 +8,7 @@ import { typedDuration } from '../../core/format.js';
 import type { Logger } from 'pino';
 import { keyBase } from '../../infra/redis.js';
 import { malformedBody, slackEntryOf, type SlackEntry } from './entry.js';
-import { WARM_UP_HEADER } from './warm-up.js';
+import { slackSignature, WARM_UP_HEADER } from './warm-up.js';
 
 /** Slack's window for a request's timestamp, both ways. Bolt enforces it only for the past. */
 export const REQUEST_WINDOW_S = 5 * 60;
@@ -215,7 +215,7 @@ function signedBySlack(secret: string, req: IncomingMessage, body: string, nowS:
   const timestamp = req.headers['x-slack-request-timestamp'];
   if (typeof signature !== 'string' || typeof timestamp !== 'string' || !/^[0-9]{1,12}$/.test(timestamp)) return false;
   if (Number(timestamp) < nowS - REQUEST_WINDOW_S) return false;
-  const want = Buffer.from(`v0=${createHmac('sha256', secret).update(`v0:${timestamp}:${body}`).digest('hex')}`);
+  const want = Buffer.from(slackSignature(secret, timestamp, body));
   const got = Buffer.from(signature);
   return got.length === want.length && timingSafeEqual(got, want);
 }

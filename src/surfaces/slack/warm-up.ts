@@ -26,8 +26,8 @@ export function warmUpToken(): string {
   return randomBytes(16).toString('hex');
 }
 
-/** `v0=` HMAC-SHA256 of `v0:timestamp:body`, as Slack signs a request. */
-function sign(secret: string, timestamp: number, body: string): string {
+/** `v0=` HMAC-SHA256 of `v0:timestamp:body`, as Slack signs a request (and the request guard checks it). */
+export function slackSignature(secret: string, timestamp: number | string, body: string): string {
   return `v0=${createHmac('sha256', secret).update(`v0:${timestamp}:${body}`).digest('hex')}`;
 }
 
@@ -54,7 +54,7 @@ export async function warmIntake(opts: {
       headers: {
         'content-type': 'application/json',
         'x-slack-request-timestamp': String(timestamp),
-        'x-slack-signature': sign(opts.signingSecret, timestamp, body),
+        'x-slack-signature': slackSignature(opts.signingSecret, timestamp, body),
         [WARM_UP_HEADER]: opts.token,
       },
       // Loopback: never through an HTTP(S)_PROXY of the environment.
