@@ -249,19 +249,25 @@ function groupBlocks(groups: readonly ProblemGroup[], now: Date, multiInstance: 
   ];
 }
 
+// summarizeApps keeps a problem while its app stays the same, and nothing changes a reply's data once made: the
+// contract's row is kept with it rather than copied for each answer.
+const dataRows = new WeakMap<ProblemDetail, StatusData['problems'][number]>();
+
+function dataRow(p: ProblemDetail): StatusData['problems'][number] {
+  let row = dataRows.get(p);
+  if (!row) {
+    const { app, instance, cluster, sync, health, reason } = p;
+    dataRows.set(p, (row = { app, instance, cluster, sync, health, reason }));
+  }
+  return row;
+}
+
 function statusData(summary: FleetSummary, groups: readonly ProblemGroup[]): ReplyOf<'status'>['data'] {
   const { total, clusters, problems } = summary;
   return {
     total,
     clusters,
-    problems: problems.map(({ app, instance, cluster, sync, health, reason }: ProblemDetail) => ({
-      app,
-      instance,
-      cluster,
-      sync,
-      health,
-      reason,
-    })),
+    problems: problems.map(dataRow),
     frozen: [],
     groups: groups.map((g) => ({
       name: g.name,

@@ -245,26 +245,49 @@ export function clustersOfGroups(
     if (!names) wanted.set(g.instance, (names = new Map()));
     if (!names.has(g.name)) names.set(g.name, new Set());
   }
-  if (Array.isArray(scope) && scope.length >= MIN_CHUNKED) {
-    for (const { value: chunk } of chunked(scope as readonly FleetApp[], groupClusters, version)) {
-      for (const [instance, names] of wanted) {
-        const inChunk = chunk.get(instance);
-        if (!inChunk) continue;
-        for (const [name, clusters] of names) {
-          const found = inChunk.get(name);
-          if (found) for (const c of found) clusters.add(c);
+  if (Array.isArray(scope) && scope.length >= MIN_CHUNKED) return clustersFromChunks(scope, wanted, version);
+  for (const fa of scope) {
+    const names = wanted.get(fa.instance);
+    if (!names) continue;
+    const clusters = names.get(fa.appSet || serviceOf(fa.app.metadata.name, fa.cluster));
+    clusters?.add(fa.cluster);
+  }
+  return (instance, name) => wanted.get(instance)?.get(name)?.size;
+}
+
+/**
+ * `clustersOfGroups` over the kept chunks of a large list. A chunk names few groups and the fleet lists apps by
+ * name, so a group's apps mostly lie in one chunk: each chunk's own groups are looked up among the wanted ones,
+ * and a group found in one chunk only is counted by that chunk's set, never copied. Mid-incident at 50,000 apps,
+ * copying every wanted group's clusters into a set of its own was a tenth of the answer.
+ */
+function clustersFromChunks(
+  scope: readonly FleetApp[],
+  wanted: ReadonlyMap<string, ReadonlyMap<string, unknown>>,
+  version: number | undefined,
+): ClustersOfGroup {
+  // instance -> name -> the only chunk's set, until a second chunk has the group: then a set of their union.
+  const found = new Map<string, Map<string, { clusters: ReadonlySet<string>; own: boolean }>>();
+  for (const { value: chunk } of chunked(scope, groupClusters, version)) {
+    for (const [instance, names] of chunk) {
+      const want = wanted.get(instance);
+      if (!want) continue;
+      let into = found.get(instance);
+      for (const [name, clusters] of names) {
+        if (!want.has(name)) continue;
+        if (!into) found.set(instance, (into = new Map()));
+        const seen = into.get(name);
+        if (!seen) into.set(name, { clusters, own: false });
+        else {
+          const union = seen.own ? (seen.clusters as Set<string>) : new Set(seen.clusters);
+          for (const c of clusters) union.add(c);
+          into.set(name, { clusters: union, own: true });
         }
       }
     }
-  } else {
-    for (const fa of scope) {
-      const names = wanted.get(fa.instance);
-      if (!names) continue;
-      const clusters = names.get(fa.appSet || serviceOf(fa.app.metadata.name, fa.cluster));
-      clusters?.add(fa.cluster);
-    }
   }
-  return (instance, name) => wanted.get(instance)?.get(name)?.size;
+  return (instance, name) =>
+    wanted.get(instance)?.has(name) ? (found.get(instance)?.get(name)?.clusters.size ?? 0) : undefined;
 }
 
 /**
@@ -283,14 +306,15 @@ export function groupProblems(
   version?: number,
 ): ProblemGroup[] {
   shortReasons.turnOver(rows.length);
-  const groups = new Map<string, ProblemGroup & { clusterSet: Set<string>; sinceMs: number }>();
+  // Each group is made once, as it is returned; its oldest time is gathered beside it.
+  const groups = new Map<string, { group: ProblemGroup; sinceMs: number }>();
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i];
     const kind = kindOf(row, i);
     const r = groupingOf(row, kind, kind === 'waiting' ? stepOf(row, i) : undefined);
     let g = groups.get(r.key);
     if (!g) {
-      g = {
+      const group: ProblemGroup = {
         key: r.key,
         instance: row.instance,
         name: r.name,
@@ -300,41 +324,46 @@ export function groupProblems(
         apps: [],
         clusters: 0,
         clustersOfGroup: 1,
-        clusterSet: new Set(),
-        sinceMs: Number.POSITIVE_INFINITY,
-        ...(r.step ? { step: r.step } : {}),
       };
+      if (r.step) group.step = r.step;
+      g = { group, sinceMs: Number.POSITIVE_INFINITY };
       groups.set(r.key, g);
     }
-    g.apps.push(r.app);
-    g.clusterSet.add(row.cluster);
-    if (row.since && (!g.since || r.sinceMs < g.sinceMs)) {
-      g.since = row.since;
+    g.group.apps.push(r.app);
+    if (row.since && (!g.group.since || r.sinceMs < g.sinceMs)) {
+      g.group.since = row.since;
       g.sinceMs = r.sinceMs;
     }
   }
-  const clustersOfGroup = clustersOfGroups(scope, groups.values(), version);
-  const out: ProblemGroup[] = [];
-  const timeOf = new Map<ProblemGroup, number>();
-  for (const full of groups.values()) {
-    const { clusterSet, sinceMs, ...g } = full;
-    g.apps.sort((a, b) =>
+  const gathered = [...groups.values()];
+  const clustersOfGroup = clustersOfGroups(
+    scope,
+    gathered.map((g) => g.group),
+    version,
+  );
+  for (const { group } of gathered) {
+    const apps = group.apps.sort((a, b) =>
       a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : a.app < b.app ? -1 : a.app > b.app ? 1 : 0,
     );
-    const ofGroup = clustersOfGroup(g.instance, g.name) ?? 1;
-    const group = { ...g, clusters: clusterSet.size, clustersOfGroup: Math.max(ofGroup, clusterSet.size) };
-    timeOf.set(group, g.since ? sinceMs : Number.POSITIVE_INFINITY);
-    out.push(group);
+    // Sorted by cluster, its distinct clusters are where the cluster changes.
+    let clusters = 0;
+    for (let i = 0; i < apps.length; i++) if (i === 0 || apps[i].cluster !== apps[i - 1].cluster) clusters++;
+    group.clusters = clusters;
+    group.clustersOfGroup = Math.max(clustersOfGroup(group.instance, group.name) ?? 1, clusters);
   }
-  const time = (g: ProblemGroup) => timeOf.get(g)!;
-  return out.sort(
-    (a, b) =>
-      KIND_RANK[a.kind] - KIND_RANK[b.kind] ||
-      b.apps.length - a.apps.length ||
-      time(a) - time(b) ||
-      (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) ||
-      (a.reason < b.reason ? -1 : a.reason > b.reason ? 1 : 0),
-  );
+  return gathered
+    .sort((x, y) => {
+      const a = x.group;
+      const b = y.group;
+      return (
+        KIND_RANK[a.kind] - KIND_RANK[b.kind] ||
+        b.apps.length - a.apps.length ||
+        x.sinceMs - y.sinceMs ||
+        (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) ||
+        (a.reason < b.reason ? -1 : a.reason > b.reason ? 1 : 0)
+      );
+    })
+    .map((g) => g.group);
 }
 
 /** What grouping reads of a row, and the group it went to last (its key, for the kind and step it had then). */

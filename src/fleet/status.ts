@@ -225,22 +225,38 @@ function totalsOf(c: PairCounts): StatusTotals {
 /** What a run of apps adds up to, before any clock is read. */
 interface Part {
   total: PairCounts;
-  /** instance -> cluster -> counts. */
-  clusters: Map<string, Map<string, PairCounts>>;
+  /** The clusters of the run (their numbers, `clusterNumber`) and each one's counts, in the same order. */
+  clusterIds: number[];
+  clusterCounts: PairCounts[];
   appSets: Map<string, Set<string>>;
   /** Places of the problem apps in the list passed over. */
   problems: number[];
 }
 
+// Every (instance, cluster) seen, numbered, so a summary adds up clusters in arrays rather than in maps of maps:
+// merging the counts of 50 chunks, each on hundreds of clusters, was a tenth of a 50,000-app answer. A cluster
+// removed from the fleet keeps its number (a fleet has hundreds of clusters, not millions).
+const clusterNames: { instance: string; cluster: string }[] = [];
+const clusterNumbers = new Map<string, Map<string, number>>();
+
+function clusterNumber(numbers: Map<string, number>, instance: string, cluster: string): number {
+  const id = clusterNames.length;
+  clusterNames.push({ instance, cluster });
+  numbers.set(cluster, id);
+  return id;
+}
+
 function partOf(apps: readonly FleetApp[]): Part {
   const part: Part = {
     total: { apps: 0, counts: [], order: [] },
-    clusters: new Map(),
+    clusterIds: [],
+    clusterCounts: [],
     appSets: new Map(),
     problems: [],
   };
+  const byCluster = new Map<number, PairCounts>();
   let lastInstance: string | undefined;
-  let clusters: Map<string, PairCounts> | undefined;
+  let numbers: Map<string, number> | undefined;
   let sets: Set<string> | undefined;
   for (let i = 0; i < apps.length; i++) {
     const fa = apps[i];
@@ -250,12 +266,17 @@ function partOf(apps: readonly FleetApp[]): Part {
     // Apps come grouped by instance: the per-instance maps are looked up again only when it changes.
     if (fa.instance !== lastInstance) {
       lastInstance = fa.instance;
-      clusters = part.clusters.get(fa.instance);
-      if (!clusters) part.clusters.set(fa.instance, (clusters = new Map()));
+      numbers = clusterNumbers.get(fa.instance);
+      if (!numbers) clusterNumbers.set(fa.instance, (numbers = new Map()));
       sets = part.appSets.get(fa.instance);
     }
-    let c = clusters!.get(fa.cluster);
-    if (!c) clusters!.set(fa.cluster, (c = { apps: 0, counts: [], order: [] }));
+    const id = numbers!.get(fa.cluster) ?? clusterNumber(numbers!, fa.instance, fa.cluster);
+    let c = byCluster.get(id);
+    if (!c) {
+      byCluster.set(id, (c = { apps: 0, counts: [], order: [] }));
+      part.clusterIds.push(id);
+      part.clusterCounts.push(c);
+    }
     countPair(c, pair);
     if (fa.appSet) {
       if (!sets) part.appSets.set(fa.instance, (sets = new Set()));
@@ -276,12 +297,15 @@ interface Aged {
   app: string;
 }
 
+// Times are compared as numbers: a summary of thousands of problems sorts on every answer, and comparing the
+// timestamps as text was most of the sort. Only two without a time (+Infinity both) or with one that does not parse
+// (NaN) read the text, to put the app without a time last.
 function olderFirst(a: Aged, b: Aged): number {
-  if (a.since !== b.since) {
+  const d = a.ms - b.ms;
+  if (d < 0 || d > 0) return d;
+  if (d !== d && a.since !== b.since) {
     if (!a.since) return 1;
     if (!b.since) return -1;
-    const d = a.ms - b.ms;
-    if (d) return d;
   }
   return byText(a.instance, b.instance) || byText(a.app, b.app);
 }
@@ -309,25 +333,19 @@ function addCounts(into: PairCounts, from: PairCounts): void {
   }
 }
 
-/** The parts in order, as one part of all their apps: first-come orders stay those of one pass. */
+/** The parts in order, as one part of all their apps (its clusters in `clusterTotals`); first-come orders stay those of one pass. */
 function mergeParts(parts: readonly { from: number; value: Part }[]): Part {
+  // One part is this call's own (one pass over a short or untracked list).
+  if (parts.length === 1 && parts[0].from === 0) return parts[0].value;
   const all: Part = {
     total: { apps: 0, counts: [], order: [] },
-    clusters: new Map(),
+    clusterIds: [],
+    clusterCounts: [],
     appSets: new Map(),
     problems: [],
   };
   for (const { from, value: part } of parts) {
     addCounts(all.total, part.total);
-    for (const [instance, clusters] of part.clusters) {
-      let into = all.clusters.get(instance);
-      if (!into) all.clusters.set(instance, (into = new Map()));
-      for (const [name, counts] of clusters) {
-        let c = into.get(name);
-        if (!c) into.set(name, (c = { apps: 0, counts: [], order: [] }));
-        addCounts(c, counts);
-      }
-    }
     for (const [instance, names] of part.appSets) {
       const into = all.appSets.get(instance);
       if (!into) all.appSets.set(instance, new Set(names));
@@ -336,6 +354,77 @@ function mergeParts(parts: readonly { from: number; value: Part }[]): Part {
     for (const i of part.problems) all.problems.push(from + i);
   }
   return all;
+}
+
+/**
+ * Per-cluster totals of the parts, in order of instance then cluster. Several parts are added up in one array indexed
+ * by cluster number and pair, with when each (cluster, pair) first came, for the first-come key order one pass gives.
+ */
+function clusterTotals(parts: readonly { value: Part }[]): ClusterStatus[] {
+  if (parts.length === 1) {
+    const { clusterIds, clusterCounts } = parts[0].value;
+    const byId = new Map(clusterIds.map((id, k) => [id, clusterCounts[k]]));
+    return byClusterName([...clusterIds]).map((id) => clusterStatus(id, byId.get(id)!));
+  }
+  const width = pairs.length;
+  const { counts, first, apps } = sums(clusterNames.length, width);
+  const touched: number[] = [];
+  let seq = 0;
+  for (const { value: part } of parts) {
+    const ids = part.clusterIds;
+    for (let k = 0; k < ids.length; k++) {
+      const id = ids[k];
+      const c = part.clusterCounts[k];
+      if (apps[id] === 0) touched.push(id);
+      apps[id] += c.apps;
+      for (const pair of c.order) {
+        const cell = id * width + pair;
+        if (counts[cell] === 0) first[cell] = ++seq;
+        counts[cell] += c.counts[pair];
+      }
+    }
+  }
+  return byClusterName(touched).map((id) => {
+    const order: number[] = [];
+    for (let pair = 0; pair < width; pair++) if (counts[id * width + pair] > 0) order.push(pair);
+    order.sort((a, b) => first[id * width + a] - first[id * width + b]);
+    const c: PairCounts = { apps: apps[id], counts: [], order };
+    for (const pair of order) c.counts[pair] = counts[id * width + pair];
+    return clusterStatus(id, c);
+  });
+}
+
+// The arrays clusterTotals adds up in, kept between calls (it runs to its end without yielding): an array buffer
+// made per answer is memory outside the heap, which made the collector run more often than the arrays it saved.
+let summed = { counts: new Float64Array(0), first: new Float64Array(0), apps: new Float64Array(0) };
+
+function sums(clusters: number, width: number): typeof summed {
+  if (summed.counts.length < clusters * width || summed.apps.length < clusters) {
+    const size = Math.max(clusters, 64) * 2;
+    summed = {
+      counts: new Float64Array(size * width),
+      first: new Float64Array(size * width),
+      apps: new Float64Array(size),
+    };
+  }
+  summed.counts.fill(0, 0, clusters * width);
+  summed.apps.fill(0, 0, clusters);
+  return summed;
+}
+
+// Spelled out: spreading the name and the totals into one object cost more than adding up the counts.
+function clusterStatus(id: number, c: PairCounts): ClusterStatus {
+  const { instance, cluster } = clusterNames[id];
+  const t = totalsOf(c);
+  return { instance, cluster, apps: t.apps, sync: t.sync, health: t.health };
+}
+
+function byClusterName(ids: number[]): number[] {
+  return ids.sort((a, b) => {
+    const x = clusterNames[a];
+    const y = clusterNames[b];
+    return byText(x.instance, y.instance) || byText(x.cluster, y.cluster);
+  });
 }
 
 // Problems keep the app they are about, for judgements that read more than a problem's fields.
@@ -353,24 +442,21 @@ export function appOfProblem(p: ProblemDetail): FleetApp | undefined {
  */
 export function summarizeApps(apps: Iterable<FleetApp>, version?: number): FleetSummary {
   const list: readonly FleetApp[] = Array.isArray(apps) ? apps : [...apps];
-  const part = list.length >= MIN_CHUNKED ? mergeParts(chunked(list, partOf, version)) : partOf(list);
+  const parts = list.length >= MIN_CHUNKED ? chunked(list, partOf, version) : [{ from: 0, value: partOf(list) }];
+  const part = mergeParts(parts);
   const problems: KeptProblem[] = [];
   let now: Date | undefined;
   const clock = () => (now ??= new Date());
   for (const i of part.problems) problems.push(problemOf(list[i], clock));
-  const clusterList: ClusterStatus[] = [];
-  for (const instance of [...part.clusters.keys()].sort(byText)) {
-    const map = part.clusters.get(instance)!;
-    for (const name of [...map.keys()].sort(byText))
-      clusterList.push({ instance, cluster: name, ...totalsOf(map.get(name)!) });
-  }
+  const clusterList = clusterTotals(parts);
   // Each chunk's problems come in order already: the sort merges those runs.
   problems.sort(olderFirst);
   return {
     total: totalsOf(part.total),
     clusters: clusterList,
     problems: problems.map((p) => p.detail),
-    appSets: new Map([...part.appSets].map(([instance, names]) => [instance, new Set(names)])),
+    // The part is this call's own (merged anew, or one pass over an untracked list): its sets are handed over.
+    appSets: part.appSets,
   };
 }
 
