@@ -23,6 +23,9 @@ export class JsonListReader {
   private valueStart = -1;
   private scan: ValueScan = { at: 0, depth: 0, scalar: false };
   private whole: string[] | undefined;
+  /** The text between an item and the next (`},{"metadata":`), once the first item told its first key (`itemByNext`). */
+  private next: string | undefined;
+  private misses = 0;
 
   /**
    * `eachField` is told each of the list's other top-level fields as soon as it is whole: a list's `metadata`
@@ -147,11 +150,38 @@ export class JsonListReader {
     return this.to(state);
   }
 
+  /**
+   * An item found by where the next one starts, without scanning each of its characters: an Application is mostly
+   * keys and short strings, and scanning them cost most of what JSON.parse does. Argo CD writes a list compactly and
+   * every item starts with the same key, so `},{"metadata":` follows each item but the last. A string cannot hold
+   * that text (its quote would end the string) but a nested object can, so JSON.parse decides: a slice from the
+   * item's `{` that parses whole ends where the item does, where scanning would have ended it. Searched from where
+   * the scan got (the item ends there or later); otherwise, or when the slice is not the item, the item is scanned.
+   */
+  private itemByNext(): { end: number; parsed: unknown } | undefined {
+    const at = this.buf.indexOf(this.next!, this.scan.at);
+    if (at < 0 || this.buf.charCodeAt(this.valueStart) !== OPEN_BRACE) return undefined;
+    try {
+      return { end: at + 1, parsed: JSON.parse(this.buf.slice(this.valueStart, at + 1)) as unknown };
+    } catch {
+      // Places that are not an item's end cost a parse each: past a few, every item is scanned.
+      if (++this.misses > MAX_MISSES) this.next = undefined;
+      return undefined;
+    }
+  }
+
   /** Scans on through the current value; when it is whole, parses it and puts it where it belongs. */
   private value(atEnd: boolean): boolean {
-    const end = scanValue(this.buf, this.scan, atEnd);
-    if (end < 0) return false;
-    const parsed = JSON.parse(this.buf.slice(this.valueStart, end)) as unknown;
+    const item = this.state === 'in-item' && this.next ? this.itemByNext() : undefined;
+    let end: number;
+    let parsed: unknown;
+    if (item) ({ end, parsed } = item);
+    else {
+      end = scanValue(this.buf, this.scan, atEnd);
+      if (end < 0) return false;
+      parsed = JSON.parse(this.buf.slice(this.valueStart, end)) as unknown;
+      if (this.state === 'in-item' && this.items.length === 0) this.next = nextItemText(this.buf, this.valueStart);
+    }
     const state = this.state;
     this.valueStart = -1;
     this.pos = end;
@@ -169,6 +199,9 @@ export class JsonListReader {
     return this.to('after-item');
   }
 }
+
+/** Places where the next item seemed to start that were not the current item's end, before items are only scanned. */
+const MAX_MISSES = 16;
 
 type State =
   | 'start'
@@ -266,7 +299,19 @@ function closingQuote(buf: string, from: number): number {
   return -1;
 }
 
+/**
+ * What separates an item from the next when both start with the first key of the one at `start` (`},{"metadata":`),
+ * or undefined when that item is not an object written compactly.
+ */
+function nextItemText(buf: string, start: number): string | undefined {
+  if (buf.charCodeAt(start) !== OPEN_BRACE || buf.charCodeAt(start + 1) !== QUOTE) return undefined;
+  const close = closingQuote(buf, start + 2);
+  if (close < 0 || buf.charCodeAt(close + 1) !== COLON) return undefined;
+  return `},${buf.slice(start, close + 2)}`;
+}
+
 const QUOTE = 0x22;
+const COLON = 0x3a;
 const BACKSLASH = 0x5c;
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
