@@ -333,7 +333,10 @@ function addCounts(into: PairCounts, from: PairCounts): void {
   }
 }
 
-/** The parts in order, as one part of all their apps (its clusters in `clusterTotals`); first-come orders stay those of one pass. */
+/**
+ * The parts in order, as one part of all their apps (its clusters are added up by `clusterTotals`); first-come
+ * orders stay those of one pass.
+ */
 function mergeParts(parts: readonly { from: number; value: Part }[]): Part {
   // One part is this call's own (one pass over a short or untracked list).
   if (parts.length === 1 && parts[0].from === 0) return parts[0].value;
@@ -363,8 +366,8 @@ function mergeParts(parts: readonly { from: number; value: Part }[]): Part {
 function clusterTotals(parts: readonly { value: Part }[]): ClusterStatus[] {
   if (parts.length === 1) {
     const { clusterIds, clusterCounts } = parts[0].value;
-    const byId = new Map(clusterIds.map((id, k) => [id, clusterCounts[k]]));
-    return byClusterName([...clusterIds]).map((id) => clusterStatus(id, byId.get(id)!));
+    const places = clusterIds.map((_, k) => k).sort((a, b) => byClusterName(clusterIds[a], clusterIds[b]));
+    return places.map((k) => clusterStatus(clusterIds[k], clusterCounts[k]));
   }
   const width = pairs.length;
   const { counts, first, apps } = sums(clusterNames.length, width);
@@ -384,7 +387,7 @@ function clusterTotals(parts: readonly { value: Part }[]): ClusterStatus[] {
       }
     }
   }
-  return byClusterName(touched).map((id) => {
+  return touched.sort(byClusterName).map((id) => {
     const order: number[] = [];
     for (let pair = 0; pair < width; pair++) if (counts[id * width + pair] > 0) order.push(pair);
     order.sort((a, b) => first[id * width + a] - first[id * width + b]);
@@ -419,12 +422,11 @@ function clusterStatus(id: number, c: PairCounts): ClusterStatus {
   return { instance, cluster, apps: t.apps, sync: t.sync, health: t.health };
 }
 
-function byClusterName(ids: number[]): number[] {
-  return ids.sort((a, b) => {
-    const x = clusterNames[a];
-    const y = clusterNames[b];
-    return byText(x.instance, y.instance) || byText(x.cluster, y.cluster);
-  });
+/** Orders cluster numbers by instance, then cluster name. */
+function byClusterName(a: number, b: number): number {
+  const x = clusterNames[a];
+  const y = clusterNames[b];
+  return byText(x.instance, y.instance) || byText(x.cluster, y.cluster);
 }
 
 // Problems keep the app they are about, for judgements that read more than a problem's fields.

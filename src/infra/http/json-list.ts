@@ -23,7 +23,7 @@ export class JsonListReader {
   private valueStart = -1;
   private scan: ValueScan = { at: 0, depth: 0, scalar: false };
   private whole: string[] | undefined;
-  /** The text between an item and the next (`},{"metadata":`), once the first item told its first key (`itemByNext`). */
+  /** Between an item and the next (`},{"metadata":`), once the first item told its first key (`itemByNext`). */
   private next: string | undefined;
   private misses = 0;
 
