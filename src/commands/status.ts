@@ -4,6 +4,7 @@ import {
   appOfProblem,
   downCount,
   summarizeApps,
+  summarizeNextChunk,
   type ClusterStatus,
   type FleetSummary,
   type ProblemDetail,
@@ -11,7 +12,9 @@ import {
 import { isDown, stepOnPreviousRevision } from '../fleet/rules/index.js';
 import {
   PROBLEM_KIND_LABEL,
+  groupClustersOfNextChunk,
   groupProblems,
+  prepareGroupings,
   problemKind,
   rolloutEntry,
   type ProblemGroup,
@@ -19,6 +22,7 @@ import {
   type ProblemRow,
 } from '../fleet/groups.js';
 import { isRollingSync, rolloutComplete } from '../fleet/rollingsync.js';
+import { chunkCount } from '../fleet/chunks.js';
 import { selectApps, type AppSelector } from '../fleet/select.js';
 import {
   HEALTH_ORDER,
@@ -34,6 +38,7 @@ import {
 } from '../core/format.js';
 import { freezeActive, freezeFromWindow, freezeHolding, type Freeze } from '../fleet/freeze.js';
 import { withinLiveBudget } from './live.js';
+import { nextTurn } from '../core/concurrency.js';
 import { freezesByRun } from '../domain/runbooks/index.js';
 import { SELECTOR_OPTIONS, checkOptions, commandText, selectorFromCommand } from './parse.js';
 import type { CommandContext, CommandSpec, ParsedCommand } from './registry.js';
@@ -287,6 +292,8 @@ export async function runStatus(cmd: ParsedCommand, ctx: CommandContext): Promis
   const fleet = ctx.services.fleet;
   const now = ctx.services.now?.() ?? new Date();
   const { sel, scope } = resolveSelection(fleet, cmd);
+  // What changed in the whole fleet since the last answer is counted a chunk at a time, requests let in between.
+  if (!scope.length) await prepareStatusInSteps(fleet, nextTurn);
   const selected = selectedApps(fleet, sel, scope);
   // The fleet's own list at this version is the list the kept chunks were checked against at this version.
   const version = selected === fleet.apps() ? fleet.version() : undefined;
@@ -406,6 +413,18 @@ export function problemGroups(
   problems: readonly ProblemDetail[],
   version?: number,
 ): ProblemGroup[] {
+  const kept = problems.map(rowMaker(fleet, selected));
+  return groupProblems(
+    kept.map((k) => k.row),
+    selected,
+    (_, i) => kept[i].kind,
+    (_, i) => kept[i].step,
+    version,
+  );
+}
+
+/** Each problem's kept row, with the ApplicationSet it reads looked up once per call rather than once per problem. */
+function rowMaker(fleet: FleetView, selected: readonly FleetApp[]): (p: ProblemDetail) => KeptRow {
   // summarizeApps hands each problem its app; a problem built elsewhere is found among the selection.
   let byKey: Map<string, FleetApp> | undefined;
   const fleetAppOf = (p: ProblemDetail) => {
@@ -431,14 +450,7 @@ export function problemGroups(
     }
     return appSets.get(instance)?.get(name)?.appSet;
   };
-  const kept = problems.map((p) => keptRow(p, appSetOf(p.instance, p.appSet), fleetAppOf));
-  return groupProblems(
-    kept.map((k) => k.row),
-    selected,
-    (_, i) => kept[i].kind,
-    (_, i) => kept[i].step,
-    version,
-  );
+  return (p) => keptRow(p, appSetOf(p.instance, p.appSet), fleetAppOf);
 }
 
 /**
@@ -451,6 +463,80 @@ export function prepareStatus(fleet: FleetView): void {
   const apps = fleet.apps();
   const version = fleet.version();
   problemGroups(fleet, apps, summarizeApps(apps, version).problems, version);
+}
+
+/**
+ * What a `status` of the whole fleet redoes after the fleet changed, done a chunk of apps at a time with `pause()`
+ * between: the chunks counted again, their problems' details, rows and groupings, the groups' clusters. Each chunk
+ * holds the event loop for a few milliseconds, where counting every changed chunk at once held it for as long as all
+ * of them (mid-incident at 50,000 apps, over a hundred); the answer that follows adds up what is done, and counts
+ * what changed after the last step. Only a fleet long enough to be counted in chunks has steps.
+ */
+export async function prepareStatusInSteps(fleet: FleetView, pause: () => Promise<void>): Promise<void> {
+  // Each chunk is counted and read for clusters once: a fleet changing faster than the steps go ends them too.
+  for (let steps = 2 * chunkCount(fleet.apps()); steps > 0; steps--) {
+    const apps = fleet.apps();
+    const problems = summarizeNextChunk(apps);
+    if (problems) {
+      const kept = problems.map(rowMaker(fleet, apps));
+      prepareGroupings(
+        kept.map((k) => k.row),
+        (_, i) => kept[i].kind,
+        (_, i) => kept[i].step,
+      );
+    } else if (!groupClustersOfNextChunk(apps)) return;
+    await pause();
+  }
+}
+
+/** How soon after the fleet changes a bot prepares its next `status` (keepStatusPrepared). */
+const PREPARE_AFTER_MS = 500;
+/** The share of a CPU preparing may take while the fleet keeps changing. */
+const PREPARE_SHARE = 0.1;
+
+/**
+ * Keeps a bot's next `status` of the whole fleet prepared while the fleet changes: PREPARE_AFTER_MS after a change
+ * the changed chunks are counted (prepareStatusInSteps, a chunk a turn), so a crowd asking mid-incident finds most of
+ * its answer made rather than waiting while it is made. While the fleet keeps changing, a run follows the one before
+ * no sooner than PREPARE_SHARE of a CPU allows for the work that one did. Returns what stops it.
+ */
+export function keepStatusPrepared(fleet: FleetView, onError: (err: unknown) => void): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  let running = false;
+  let changedMeanwhile = false;
+  let stopped = false;
+  let gapMs = PREPARE_AFTER_MS;
+  const run = async () => {
+    timer = undefined;
+    running = true;
+    changedMeanwhile = false;
+    let busyMs = 0;
+    let mark = performance.now();
+    try {
+      await prepareStatusInSteps(fleet, async () => {
+        busyMs += performance.now() - mark;
+        await nextTurn();
+        mark = performance.now();
+      });
+      busyMs += performance.now() - mark;
+    } catch (err) {
+      onError(err);
+    }
+    running = false;
+    gapMs = Math.max(PREPARE_AFTER_MS, busyMs / PREPARE_SHARE);
+    if (changedMeanwhile) schedule();
+  };
+  const schedule = () => {
+    if (stopped || timer) return;
+    if (running) changedMeanwhile = true;
+    else (timer = setTimeout(() => void run(), gapMs)).unref();
+  };
+  const unsubscribe = fleet.subscribe(schedule);
+  return () => {
+    stopped = true;
+    unsubscribe();
+    if (timer) clearTimeout(timer);
+  };
 }
 
 type RolloutEntry = ReturnType<typeof rolloutEntry>;

@@ -19,3 +19,8 @@ export async function mapConcurrent<T, R>(
   await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
   return out;
 }
+
+/** Resolves on a later turn of the event loop, after the I/O already there is read (requests waiting for their ack). */
+export function nextTurn(): Promise<void> {
+  return new Promise<void>((resolve) => setImmediate(resolve));
+}

@@ -49,6 +49,33 @@ interface Memo {
 // Per tracked list, per builder.
 const memos = new WeakMap<readonly FleetApp[], Map<(apps: readonly FleetApp[]) => unknown, Memo>>();
 
+/** How many chunks a pass over `apps` is made of. */
+export function chunkCount(apps: readonly FleetApp[]): number {
+  return apps.length >= MIN_CHUNKED ? Math.ceil(apps.length / CHUNK) : 1;
+}
+
+/** The kept chunks of `apps` for `build`; undefined for a list that is not tracked. */
+function memoOf(apps: readonly FleetApp[], build: (apps: readonly FleetApp[]) => unknown): Memo | undefined {
+  if (!writes.has(apps)) return undefined;
+  let byBuilder = memos.get(apps);
+  if (!byBuilder) memos.set(apps, (byBuilder = new Map()));
+  let memo = byBuilder.get(build);
+  if (!memo) byBuilder.set(build, (memo = { chunks: [] }));
+  return memo;
+}
+
+/** Chunk `c` of `apps` as kept, built anew when it was written since or never built. */
+function chunkAt(memo: Memo, apps: readonly FleetApp[], build: (apps: readonly FleetApp[]) => unknown, c: number) {
+  const from = c * CHUNK;
+  const to = Math.min(apps.length, from + CHUNK);
+  const times = writes.get(apps)![c] ?? 0;
+  const kept = memo.chunks[c];
+  if (kept && kept.writes === times && kept.length === to - from) return { from, value: kept.value, built: false };
+  const value = build(apps.slice(from, to));
+  memo.chunks[c] = { writes: times, length: to - from, value };
+  return { from, value, built: true };
+}
+
 /**
  * `build` of each chunk of `apps`, in order, with where the chunk starts: kept from the last call where the chunk
  * was not written since. `version`, given when `apps` is the fleet's own list, is the fleet's version(): at the
@@ -59,28 +86,37 @@ export function chunked<T>(
   build: (apps: readonly FleetApp[]) => T,
   version?: number,
 ): { from: number; value: T }[] {
-  const counts = writes.get(apps);
-  if (!counts) return [{ from: 0, value: build(apps) }];
-  let byBuilder = memos.get(apps);
-  if (!byBuilder) memos.set(apps, (byBuilder = new Map()));
-  let memo = byBuilder.get(build);
-  if (!memo) byBuilder.set(build, (memo = { chunks: [] }));
+  const memo = memoOf(apps, build);
+  if (!memo) return [{ from: 0, value: build(apps) }];
   if (version !== undefined && memo.version === version && memo.checked)
     return memo.checked as { from: number; value: T }[];
-  const chunks = memo.chunks;
   const count = Math.ceil(apps.length / CHUNK);
-  chunks.length = Math.min(chunks.length, count);
+  memo.chunks.length = Math.min(memo.chunks.length, count);
   const out: { from: number; value: T }[] = [];
   for (let c = 0; c < count; c++) {
-    const from = c * CHUNK;
-    const to = Math.min(apps.length, from + CHUNK);
-    const kept = chunks[c];
-    const times = counts[c] ?? 0;
-    if (!kept || kept.writes !== times || kept.length !== to - from)
-      chunks[c] = { writes: times, length: to - from, value: build(apps.slice(from, to)) };
-    out.push({ from, value: chunks[c].value as T });
+    const { from, value } = chunkAt(memo, apps, build, c);
+    out.push({ from, value: value as T });
   }
   memo.version = version;
   memo.checked = out;
   return out;
+}
+
+/**
+ * Builds, as `chunked` would, the first chunk of the tracked list `apps` written since it was built (or never built),
+ * and returns it; undefined when every chunk is as built, or the list is not tracked. A pass over a large list can
+ * so go a chunk at a time with other work between, and the `chunked` that follows finds the chunks built.
+ */
+export function buildNextChunk<T>(
+  apps: readonly FleetApp[],
+  build: (apps: readonly FleetApp[]) => T,
+): { from: number; value: T } | undefined {
+  const memo = memoOf(apps, build);
+  if (!memo) return undefined;
+  const count = Math.ceil(apps.length / CHUNK);
+  for (let c = 0; c < count; c++) {
+    const chunk = chunkAt(memo, apps, build, c);
+    if (chunk.built) return { from: chunk.from, value: chunk.value as T };
+  }
+  return undefined;
 }

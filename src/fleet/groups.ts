@@ -2,7 +2,7 @@ import type { ApplicationSet, ApplicationSetApplicationStatus } from '../infra/a
 import type { FleetApp } from './model.js';
 import type { StatusProblem } from './status.js';
 import { isRollingSync } from './rollingsync.js';
-import { MIN_CHUNKED, chunked } from './chunks.js';
+import { MIN_CHUNKED, buildNextChunk, chunked } from './chunks.js';
 import { truncate } from '../core/format.js';
 import { appDown, syncFailed, waitingForStep } from './rules/index.js';
 
@@ -256,6 +256,14 @@ export function clustersOfGroups(
 }
 
 /**
+ * Reads, as clustersOfGroups would, the group clusters of the next chunk of the fleet's own list (`apps`) that
+ * changed since they were read; false when no chunk changed.
+ */
+export function groupClustersOfNextChunk(apps: readonly FleetApp[]): boolean {
+  return apps.length >= MIN_CHUNKED && buildNextChunk(apps, groupClusters) !== undefined;
+}
+
+/**
  * `clustersOfGroups` over the kept chunks of a large list. A chunk names few groups and the fleet lists apps by
  * name, so a group's apps mostly lie in one chunk: each chunk's own groups are looked up among the wanted ones,
  * and a group found in one chunk only is counted by that chunk's set, never copied. Mid-incident at 50,000 apps,
@@ -364,6 +372,21 @@ export function groupProblems(
       );
     })
     .map((g) => g.group);
+}
+
+/**
+ * Makes what groupProblems reads of each row (its group, shortened reason and key) ahead of a grouping, so that one
+ * finds them made.
+ */
+export function prepareGroupings(
+  rows: readonly ProblemRow[],
+  kindOf: (row: ProblemRow, index: number) => ProblemKind,
+  stepOf: (row: ProblemRow, index: number) => string | undefined,
+): void {
+  for (let i = 0; i < rows.length; i++) {
+    const kind = kindOf(rows[i], i);
+    groupingOf(rows[i], kind, kind === 'waiting' ? stepOf(rows[i], i) : undefined);
+  }
 }
 
 /** What grouping reads of a row, and the group it went to last (its key, for the kind and step it had then). */

@@ -1,7 +1,7 @@
 import type { Application } from '../infra/argocd/types.js';
 import { byText, oneLine, since, truncate } from '../core/format.js';
 import type { FleetApp } from './model.js';
-import { MIN_CHUNKED, chunked } from './chunks.js';
+import { MIN_CHUNKED, buildNextChunk, chunked } from './chunks.js';
 import { isDown, syncFailed } from './rules/index.js';
 
 /**
@@ -460,6 +460,20 @@ export function summarizeApps(apps: Iterable<FleetApp>, version?: number): Fleet
     // The part is this call's own (merged anew, or one pass over an untracked list): its sets are handed over.
     appSets: part.appSets,
   };
+}
+
+/**
+ * Counts, as summarizeApps would, the next chunk of the fleet's own list (`apps`, at least MIN_CHUNKED long) that
+ * changed since it was counted, and makes its problems' details; those details, or undefined when no chunk changed.
+ * A summary of the whole fleet that follows finds that chunk counted.
+ */
+export function summarizeNextChunk(apps: readonly FleetApp[]): ProblemDetail[] | undefined {
+  if (apps.length < MIN_CHUNKED) return undefined;
+  const chunk = buildNextChunk(apps, partOf);
+  if (!chunk) return undefined;
+  let now: Date | undefined;
+  const clock = () => (now ??= new Date());
+  return chunk.value.problems.map((i) => problemOf(apps[chunk.from + i], clock).detail);
 }
 
 interface KeptProblem extends Aged {

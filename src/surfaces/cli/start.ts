@@ -15,7 +15,7 @@ import { createLogger } from '../../infra/log.js';
 import { RunStore } from '../../domain/runbooks/run-store.js';
 import { startRuntime } from './bootstrap.js';
 import { installProcessGuards } from './process-guards.js';
-import { prepareStatus, runStatus } from '../../commands/status.js';
+import { keepStatusPrepared, prepareStatus, runStatus } from '../../commands/status.js';
 import { parseCommand } from '../../commands/parse.js';
 import type { Services } from '../../commands/registry.js';
 import { renderBlocks } from '../../views/blocks.js';
@@ -50,6 +50,10 @@ export async function start(config: RollcallConfig, role: 'all' | 'bot' | 'worke
     if (config.slack) {
       const { startSlack } = await import('../slack/app.js');
       await prepareAnswers(runtime.services, logger);
+      const stopPreparing = keepStatusPrepared(runtime.services.fleet, (err) =>
+        logger.warn({ err }, 'status could not be prepared ahead; the next answer counts what changed itself'),
+      );
+      stops.push(async () => stopPreparing());
       const slack = await startSlack(runtime.services, { logger, redisUrl });
       slackConnected = () => slack.connected();
       stops.push(() => slack.stop());

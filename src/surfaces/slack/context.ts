@@ -4,6 +4,7 @@ import type { CommandContext, FormSpec, Services } from '../../commands/registry
 import { errorReply, type Reply } from '../../core/reply.js';
 import type { SlackConfig } from '../../infra/config/schema.js';
 import type { AckFirst } from './intake.js';
+import { nextTurn } from '../../core/concurrency.js';
 
 /** What every listener gets: the shared services and a logger. Listeners never talk to Argo CD themselves. */
 export interface SlackDeps {
@@ -18,12 +19,12 @@ export interface SlackDeps {
  * with the other answers waiting (a crowd asking the same computes it once).
  */
 export function afterAcks(deps: SlackDeps): Promise<void> {
-  return deps.ackFirst?.allQuiet() ?? new Promise<void>((resolve) => setImmediate(resolve));
+  return deps.ackFirst?.allQuiet() ?? nextTurn();
 }
 
 /** Where a listener renders and posts its answer: one step after another, with the acks waiting between. */
 export function answerTurn(deps: SlackDeps): Promise<void> {
-  return deps.ackFirst?.quiet() ?? new Promise<void>((resolve) => setImmediate(resolve));
+  return deps.ackFirst?.quiet() ?? nextTurn();
 }
 
 /** What the HTTP receiver reads off each request as it arrives, in Bolt's context (`customPropertiesExtractor`). */

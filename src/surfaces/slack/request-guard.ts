@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { keyBase } from '../../infra/redis.js';
 import { malformedBody, slackEntryOf, type SlackEntry } from './entry.js';
 import { slackSignature, WARM_UP_HEADER } from './warm-up.js';
+import { nextTurn } from '../../core/concurrency.js';
 
 /** Slack's window for a request's timestamp, both ways. Bolt enforces it only for the past. */
 export const REQUEST_WINDOW_S = 5 * 60;
@@ -154,7 +155,7 @@ function ackThenHandOff(
   res.writeHead(200).end();
   // Bolt's ack and any status it would write land here: the request is answered already.
   const acked = new ServerResponse(req);
-  const handOff = opts.handOff?.() ?? new Promise<void>((resolve) => setImmediate(resolve));
+  const handOff = opts.handOff?.() ?? nextTurn();
   void handOff
     .then(() => bolt(req, acked))
     .catch((err: unknown) => opts.logger.error({ err }, 'slack request hand-off to Bolt failed'));

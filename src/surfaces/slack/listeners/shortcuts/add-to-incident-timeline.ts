@@ -3,6 +3,7 @@ import { runAction } from '../../../../commands/index.js';
 import { findAction } from '../../../../commands/registry.js';
 import { renderBlocks } from '../../../../views/blocks.js';
 import { slackContext, type SlackDeps } from '../../context.js';
+import { nextTurn } from '../../../../core/concurrency.js';
 
 export const ADD_TO_TIMELINE_CALLBACK = 'add_to_incident_timeline';
 
@@ -17,7 +18,7 @@ export function addToIncidentTimeline({ services, logger }: SlackDeps) {
     respond,
   }: SlackShortcutMiddlewareArgs<MessageShortcut> & AllMiddlewareArgs): Promise<void> => {
     await ack();
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await nextTurn();
     try {
       const channel = shortcut.channel.id;
       const message = shortcut.message as {
