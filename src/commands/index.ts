@@ -1,6 +1,6 @@
 import type { InstanceHealth } from '../fleet/events.js';
 import { canOperate, canRead, isScheduler, operateDeniedMessage, readDeniedMessage } from '../core/access.js';
-import { commandNames, helpReply, suggestCommands } from './help.js';
+import { helpReply, suggestCommands } from './help.js';
 import { CommandError, commandText, parseCommand } from './parse.js';
 import { replyFromError, RollcallError } from '../core/errors.js';
 import { isErrorCode } from '../core/error-codes.js';
@@ -211,7 +211,7 @@ function answerBudgetOf(ctx: CommandContext): number {
 /** By the command the reply answers (not the raw text: a typo would make a new label) and its error code. */
 function recordCommand(reply: DispatchReply, started: bigint): void {
   const labels = {
-    command: commandNames().includes(reply.command) ? reply.command : 'unknown',
+    command: findCommand(reply.command) ? reply.command : 'unknown',
     result: reply.ok ? 'ok' : (reply.error?.code ?? 'error'),
   };
   commandsTotal.inc(labels);

@@ -128,5 +128,6 @@ export const planCommand: CommandSpec<'plan'> = {
   usage: USAGE,
   help: ['Examples:', '`plan progressive-infra`', '`plan platform instance=argocd-eu`'].join('\n'),
   readOnly: true,
+  sharedAnswer: true,
   run: runPlan,
 };

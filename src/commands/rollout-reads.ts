@@ -33,20 +33,34 @@ export interface RolloutTarget {
   ref: ResourceRef;
 }
 
+// What an app lists of its Rollouts, kept per FleetApp: the mirror replaces an app's FleetApp on every change and
+// edits none. `rollouts` reads the live objects, so a crowd asking it is answered once per asker, and each looked
+// through every app's resources again: about 2 ms per asker at 10,000 apps, a tenth of a second per crowd of 50.
+const targetsOf = new WeakMap<FleetApp, readonly RolloutTarget[]>();
+const NO_TARGETS: readonly RolloutTarget[] = [];
+
 /** The Rollouts of these apps, as the mirror lists them. */
 export function rolloutTargets(apps: readonly FleetApp[]): RolloutTarget[] {
-  return apps.flatMap((fa) =>
-    rolloutResources(fa.app).map((r) => ({
-      fa,
-      ref: {
-        group: ROLLOUT_GROUP,
-        version: r.version,
-        kind: ROLLOUT_KIND,
-        namespace: r.namespace ?? fa.app.spec?.destination?.namespace,
-        name: r.name,
-      },
-    })),
-  );
+  const out: RolloutTarget[] = [];
+  for (const fa of apps) {
+    let kept = targetsOf.get(fa);
+    if (!kept) {
+      const targets = rolloutResources(fa.app).map((r) => ({
+        fa,
+        ref: {
+          group: ROLLOUT_GROUP,
+          version: r.version,
+          kind: ROLLOUT_KIND,
+          namespace: r.namespace ?? fa.app.spec?.destination?.namespace,
+          name: r.name,
+        },
+      }));
+      kept = targets.length ? targets : NO_TARGETS;
+      targetsOf.set(fa, kept);
+    }
+    for (const t of kept) out.push(t);
+  }
+  return out;
 }
 
 /** Each Rollout's live object, as a row; those that could not be read, with the reason. */

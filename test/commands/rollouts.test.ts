@@ -162,6 +162,22 @@ describe('Argo Rollouts commands on canary-rollouts', () => {
     );
   });
 
+  it('reads a replaced app anew: one that no longer lists its Rollout is no longer read', async () => {
+    const before = (await ask('rollouts storefront')).data as RolloutsData;
+    expect(before.rollouts).toHaveLength(12);
+    const fa = fleet.appsNamed('storefront-prod-us-west-2')[0];
+    const resources = (fa.app.status?.resources ?? []).filter((r) => r.kind !== 'Rollout');
+    fleet.upsertApp({ ...fa, app: { ...fa.app, status: { ...fa.app.status, resources } } });
+    try {
+      const after = (await ask('rollouts storefront')).data as RolloutsData;
+      expect(after.rollouts).toHaveLength(11);
+      expect(after.rollouts.map((r) => r.app)).not.toContain('storefront-prod-us-west-2');
+    } finally {
+      fleet.upsertApp(fa);
+    }
+    expect(((await ask('rollouts storefront')).data as RolloutsData).rollouts).toHaveLength(12);
+  });
+
   it('fails, naming why, when no Rollout could be read at all', async () => {
     await simFault(sim, { kind: 'badBody', body: '<html>gateway</html>', match: '/resource' });
     const reply = await ask('rollouts search');

@@ -243,22 +243,25 @@ describe('a shared status answer', () => {
   });
 });
 
-describe('a shared diagnose answer', () => {
-  it('is computed once for a crowd at one mirror version, and anew once the mirror changes', async () => {
-    const objects = smallFleetObjects();
-    const fleet = StaticFleet.fromObjects(objects);
-    const services = servicesOver(objects, fleet);
-    const ask = (user: string) => dispatch('diagnose', { services, user, surface: 'slack' });
-    const [a, b] = await Promise.all([ask('U1'), ask('U2')]);
-    const c = await ask('U3');
-    expect([a, b, c].every((r) => r.ok)).toBe(true);
-    expect(b.blocks[0]).toBe(a.blocks[0]);
-    expect(c.blocks[0]).toBe(a.blocks[0]);
-    fleet.upsertApp({ ...fleet.apps()[0] });
-    const d = await ask('U1');
-    expect(d.blocks[0]).not.toBe(a.blocks[0]);
-    expect(d.blocks[0]).toEqual(a.blocks[0]);
-  });
+describe('a shared diagnose or plan answer', () => {
+  it.each(['diagnose', 'plan payments'])(
+    '%s is computed once for a crowd at one mirror version, and anew once the mirror changes',
+    async (text) => {
+      const objects = smallFleetObjects();
+      const fleet = StaticFleet.fromObjects(objects);
+      const services = servicesOver(objects, fleet);
+      const ask = (user: string) => dispatch(text, { services, user, surface: 'slack' });
+      const [a, b] = await Promise.all([ask('U1'), ask('U2')]);
+      const c = await ask('U3');
+      expect([a, b, c].every((r) => r.ok)).toBe(true);
+      expect(b.blocks[0]).toBe(a.blocks[0]);
+      expect(c.blocks[0]).toBe(a.blocks[0]);
+      fleet.upsertApp({ ...fleet.apps()[0] });
+      const d = await ask('U1');
+      expect(d.blocks[0]).not.toBe(a.blocks[0]);
+      expect(d.blocks[0]).toEqual(a.blocks[0]);
+    },
+  );
 });
 
 describe('a shared answer while the mirror takes in changes', () => {
