@@ -493,6 +493,8 @@ export async function prepareStatusInSteps(fleet: FleetView, pause: () => Promis
 const PREPARE_AFTER_MS = 500;
 /** The share of a CPU preparing may take while the fleet keeps changing. */
 const PREPARE_SHARE = 0.1;
+/** Ends a run of steps that was under way when the bot stopped preparing. */
+const STOPPED = new Error('status preparation stopped');
 
 /**
  * Keeps a bot's next `status` of the whole fleet prepared while the fleet changes: PREPARE_AFTER_MS after a change
@@ -516,11 +518,12 @@ export function keepStatusPrepared(fleet: FleetView, onError: (err: unknown) => 
       await prepareStatusInSteps(fleet, async () => {
         busyMs += performance.now() - mark;
         await nextTurn();
+        if (stopped) throw STOPPED;
         mark = performance.now();
       });
       busyMs += performance.now() - mark;
     } catch (err) {
-      onError(err);
+      if (err !== STOPPED) onError(err);
     }
     running = false;
     gapMs = Math.max(PREPARE_AFTER_MS, busyMs / PREPARE_SHARE);
