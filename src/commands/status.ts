@@ -500,14 +500,19 @@ const STOPPED = new Error('status preparation stopped');
  * Keeps a bot's next `status` of the whole fleet prepared while the fleet changes: PREPARE_AFTER_MS after a change
  * the changed chunks are counted (prepareStatusInSteps, a chunk a turn), so a crowd asking mid-incident finds most of
  * its answer made rather than waiting while it is made. While the fleet keeps changing, a run follows the one before
- * no sooner than PREPARE_SHARE of a CPU allows for the work that one did. Returns what stops it.
+ * no sooner than PREPARE_SHARE of a CPU allows for the work that one did (`afterMs` and `share` say otherwise). Returns
+ * what stops it.
  */
-export function keepStatusPrepared(fleet: FleetView, onError: (err: unknown) => void): () => void {
+export function keepStatusPrepared(
+  fleet: FleetView,
+  onError: (err: unknown) => void,
+  { afterMs = PREPARE_AFTER_MS, share = PREPARE_SHARE }: { afterMs?: number; share?: number } = {},
+): () => void {
   let timer: NodeJS.Timeout | undefined;
   let running = false;
   let changedMeanwhile = false;
   let stopped = false;
-  let gapMs = PREPARE_AFTER_MS;
+  let gapMs = afterMs;
   const run = async () => {
     timer = undefined;
     running = true;
@@ -526,7 +531,7 @@ export function keepStatusPrepared(fleet: FleetView, onError: (err: unknown) => 
       if (err !== STOPPED) onError(err);
     }
     running = false;
-    gapMs = Math.max(PREPARE_AFTER_MS, busyMs / PREPARE_SHARE);
+    gapMs = Math.max(afterMs, busyMs / share);
     if (changedMeanwhile) schedule();
   };
   const schedule = () => {

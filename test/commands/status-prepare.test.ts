@@ -206,4 +206,19 @@ describe('keepStatusPrepared', () => {
     expect(reads()).toBe(afterStop);
     expect(errors).toEqual([]);
   });
+
+  it('while the fleet keeps changing, spaces its runs by the CPU share it may take', async () => {
+    const { fleet, reads, degrade } = countedFleet();
+    prepareStatus(fleet);
+    // A hundred-thousandth of a CPU: a run of even 0.02 ms is followed by none for two seconds or more.
+    stop = keepStatusPrepared(fleet, () => undefined, { afterMs: 20, share: 0.00001 });
+    degrade(1500);
+    const before = reads();
+    expect(await until(() => reads() > before, 3000)).toBe(true);
+    await new Promise((r) => setTimeout(r, 100));
+    degrade(3000);
+    const second = reads();
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(reads()).toBe(second);
+  });
 });
