@@ -5,9 +5,9 @@ import { keepStatusPrepared, prepareStatus, prepareStatusInSteps, runStatus } fr
 import { parseCommand } from '../../src/commands/parse.js';
 import { FleetIndex, StaticFleet, type FleetApp } from '../../src/fleet/model.js';
 import { MIN_CHUNKED, chunkCount } from '../../src/fleet/chunks.js';
-import type { FleetEvent } from '../../src/fleet/events.js';
 import { okAnswer } from '../support/replies.js';
 import { ago, app, ctx, services } from './fixtures.js';
+import { FeedFleet } from '../support/feed-fleet.js';
 
 /**
  * A bot prepares `status` before it takes requests: the first answer must then read no Application's status again
@@ -26,13 +26,6 @@ function counted(a: Application, status: Application['status'], count: () => voi
     },
   });
   return a;
-}
-
-/** A fleet whose changes its subscribers hear, as the mirror's watch events tell them. */
-class FeedFleet extends FleetIndex {
-  publish(event: FleetEvent): void {
-    this.feed.publish(event);
-  }
 }
 
 /** A fleet big enough to be kept in chunks, with crash-looping and OutOfSync apps; counts every read of a status. */
@@ -57,8 +50,7 @@ function countedFleet(): { fleet: FeedFleet; reads: () => number; degrade: (at: 
     server: `https://prod-${c}.example.com`,
   }));
   const source = StaticFleet.fromObjects([{ name: 'east', applications: apps, clusters }]);
-  const fleet = new FeedFleet(source.instances());
-  fleet.load([...source.apps()], [...source.appSets()], [...source.clusters()]);
+  const fleet = FeedFleet.of(source);
   // The app at `at` crash-loops from now on: a new object, as the mirror replaces an app on every change.
   const degrade = (at: number) => {
     const previous = fleet.apps()[at];

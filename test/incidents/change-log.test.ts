@@ -1,6 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import type { FleetEvent } from '../../src/fleet/events.js';
-import { FleetIndex, StaticFleet, type FleetApp } from '../../src/fleet/model.js';
+import { StaticFleet, type FleetApp } from '../../src/fleet/model.js';
 import { ChangeLog } from '../../src/domain/incidents/change-log.js';
 import { backfillChanges, changesOf, revisionLabel } from '../../src/domain/incidents/changes.js';
 import { ChangeRecorder } from '../../src/domain/incidents/recorder.js';
@@ -8,6 +7,7 @@ import { closeRedis, createRedis } from '../../src/infra/redis.js';
 import { AuditLog } from '../../src/domain/audit/audit-log.js';
 import { seedOutageFixture } from '../../src/sim/scenarios/seed-outage.js';
 import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
+import { FeedFleet } from '../support/feed-fleet.js';
 
 const prefix = testPrefix();
 const a = createRedis(process.env.REDIS_URL!);
@@ -20,19 +20,6 @@ afterAll(async () => {
 
 const now = new Date();
 const fleet = StaticFleet.fromFixture(seedOutageFixture(now));
-/** A fixture fleet whose feed the test drives, as the live mirror's watch events would. */
-class FeedFleet extends FleetIndex {
-  static of(source: StaticFleet): FeedFleet {
-    const fleet = new FeedFleet(source.instances());
-    fleet.load([...source.apps()], [...source.appSets()], [...source.clusters()]);
-    return fleet;
-  }
-
-  publish(event: FleetEvent): void {
-    this.feed.publish(event);
-  }
-}
-
 const authService = (cluster = 'prod-us-east-1') => fleet.findApp('prod', `auth-service-${cluster}`, 'argocd')!;
 
 describe('change records', () => {

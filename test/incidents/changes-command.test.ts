@@ -4,8 +4,7 @@ import type { CommandContext, Services } from '../../src/commands/registry.js';
 import { configSchema } from '../../src/infra/config/schema.js';
 import { setDisplayTimeZone } from '../../src/core/format.js';
 import { PAGE_SIZE } from '../../src/core/reply.js';
-import type { FleetEvent } from '../../src/fleet/events.js';
-import { FleetIndex, StaticFleet, type FleetApp } from '../../src/fleet/model.js';
+import { StaticFleet, type FleetApp } from '../../src/fleet/model.js';
 import { ChangeLog } from '../../src/domain/incidents/change-log.js';
 import { ChangeRecorder } from '../../src/domain/incidents/recorder.js';
 import { changesOf } from '../../src/domain/incidents/changes.js';
@@ -15,6 +14,7 @@ import { seedOutageFixture } from '../../src/sim/scenarios/seed-outage.js';
 import { renderText } from '../../src/views/text.js';
 import { cleanPrefix, testPrefix } from '../runbooks/fake-argo.js';
 import { okAnswer } from '../support/replies.js';
+import { FeedFleet } from '../support/feed-fleet.js';
 
 const redis = createRedis(process.env.REDIS_URL!);
 const prefix = testPrefix();
@@ -70,19 +70,6 @@ describe('changes', () => {
     expect(first).toContain(kolkata);
   });
 });
-
-/** A fixture fleet whose feed the test drives, as the live mirror's watch events (or a relist) would. */
-class FeedFleet extends FleetIndex {
-  static of(source: StaticFleet): FeedFleet {
-    const f = new FeedFleet(source.instances());
-    f.load([...source.apps()], [...source.appSets()], [...source.clusters()]);
-    return f;
-  }
-
-  publish(event: FleetEvent): void {
-    this.feed.publish(event);
-  }
-}
 
 describe('deleted apps', () => {
   it('are recorded with where they ran and what they had deployed, and a recreated app reads as deleted then created', async () => {
